@@ -1,0 +1,57 @@
+# minikube-py: `make up` starts a local cluster, `make test` runs the tests.
+# Both install what they need first (Debian packages as root, Python packages into .venv).
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+APT_PACKAGES := etcd-server etcd-client python3-venv
+PYTEST_ARGS ?=
+
+.PHONY: up down status test test-fast lint deps apt proto bench clean
+
+up: deps
+	$(PY) -m minikube_py.cluster up
+
+down:
+	@if [ -x $(PY) ]; then $(PY) -m minikube_py.cluster down; fi
+
+status: deps
+	$(PY) -m minikube_py.cluster status
+
+test: deps lint
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: deps
+	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+
+lint: deps
+	$(VENV)/bin/ruff check minikube_py tests benchmarks tools labs
+
+bench: deps
+	$(PY) benchmarks/apiserver.py
+
+deps: apt $(STAMP) proto
+
+# Debian packages: installed only when a command is missing, so repeated runs are quick.
+apt:
+	@missing=""; \
+	command -v etcd >/dev/null 2>&1 || missing="$$missing etcd-server"; \
+	command -v etcdctl >/dev/null 2>&1 || missing="$$missing etcd-client"; \
+	$(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:$$missing"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	fi
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $(STAMP)
+
+proto: $(STAMP)
+	$(PY) tools/genproto.py
+
+clean:
+	rm -rf $(VENV) minikube_py/gen .pytest_cache .ruff_cache

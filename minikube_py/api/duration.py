@@ -1,0 +1,81 @@
+"""Durations for humans: the "5s", "3m10s", "2d1h" strings kubectl shows in AGE columns.
+
+Upstream: `k8s.io/apimachinery/pkg/util/duration` (HumanDuration, ShortHumanDuration).
+Both tolerate up to two seconds of clock skew: a duration just below zero reads "0s",
+anything further in the future reads "<invalid>".
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+_SECOND = 1_000_000  # the unit of everything below: microseconds, timedelta's resolution
+_MINUTE = 60 * _SECOND
+_HOUR = 60 * _MINUTE
+_DAY = 24 * _HOUR
+_YEAR = 365 * _DAY
+
+
+def _microseconds(d: timedelta) -> int:
+    return d // timedelta(microseconds=1)
+
+
+def _whole_seconds(microseconds: int) -> int:
+    """Seconds truncated toward zero, as Go's `int(d.Seconds())` (-1.5s is -1, not -2)."""
+    if microseconds < 0:
+        return -(-microseconds // _SECOND)
+    return microseconds // _SECOND
+
+
+def human_duration(d: timedelta) -> str:
+    """HumanDuration: ~2-3 significant figures ("119s", "3m10s", "7h59m", "2d1h", "2y1d")."""
+    us = _microseconds(d)
+    seconds = _whole_seconds(us)
+    if seconds < -1:
+        return "<invalid>"
+    if seconds < 0:
+        return "0s"
+    if seconds < 2 * 60:
+        return f"{seconds}s"
+    minutes = us // _MINUTE
+    if minutes < 10:
+        rest = seconds % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if minutes < 3 * 60:
+        return f"{minutes}m"
+    hours = us // _HOUR
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    days = hours // 24
+    if hours < 8 * 24:
+        rest = hours % 24
+        return f"{days}d{rest}h" if rest else f"{days}d"
+    if hours < 2 * 365 * 24:
+        return f"{days}d"
+    years = days // 365
+    if hours < 8 * 365 * 24:
+        rest = days % 365
+        return f"{years}y{rest}d" if rest else f"{years}y"
+    return f"{years}y"
+
+
+def short_human_duration(d: timedelta) -> str:
+    """ShortHumanDuration: one unit only ("59s", "1m", "23h", "364d", "2y")."""
+    us = _microseconds(d)
+    seconds = _whole_seconds(us)
+    if seconds < -1:
+        return "<invalid>"
+    if seconds < 0:
+        return "0s"
+    if seconds < 60:
+        return f"{seconds}s"
+    if us < _HOUR:
+        return f"{us // _MINUTE}m"
+    if us < _DAY:
+        return f"{us // _HOUR}h"
+    if us < _YEAR:
+        return f"{us // _DAY}d"
+    return f"{us // _YEAR}y"

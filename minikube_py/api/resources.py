@@ -1,0 +1,149 @@
+"""The table of built-in resources the API server serves.
+
+One row per resource: where it lives in the URL space (group, version, plural), the kind
+stored there, whether it is namespaced, and the names kubectl accepts for it. Everything
+else (discovery, routing, the etcd key, tables, strategies) is derived from this table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+STANDARD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+SUBRESOURCE_VERBS = {
+    "status": ("get", "patch", "update"),
+    "scale": ("get", "patch", "update"),
+    "binding": ("create",),
+    "finalize": ("update",),
+}
+# The kind served by each subresource (None: the parent's kind).
+SUBRESOURCE_KINDS = {
+    "scale": ("autoscaling", "v1", "Scale"),
+    "binding": ("", "v1", "Binding"),
+}
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str  # "" for the core group
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = STANDARD_VERBS
+    # Resources stored under another resource's key prefix (events.k8s.io events
+    # share /registry/events with core events, as upstream).
+    storage_plural: str = ""
+    singular: str = field(default="")
+
+    @property
+    def group_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def api_version(self) -> str:
+        return self.group_version
+
+    @property
+    def list_kind(self) -> str:
+        return self.kind + "List"
+
+    @property
+    def singular_name(self) -> str:
+        return self.singular or self.kind.lower()
+
+    @property
+    def etcd_prefix(self) -> str:
+        """`/registry/pods/`: every object of this resource lives under this prefix."""
+        return f"/registry/{self.storage_plural or self.plural}/"
+
+    def etcd_key(self, namespace: str, name: str) -> str:
+        if self.namespaced:
+            return f"{self.etcd_prefix}{namespace}/{name}"
+        return f"{self.etcd_prefix}{name}"
+
+
+_ALL = ("all",)
+
+RESOURCES: tuple[Resource, ...] = (
+    # core/v1
+    Resource("", "v1", "Pod", "pods", True, ("po",), _ALL, ("status", "binding")),
+    Resource("", "v1", "Binding", "bindings", True, verbs=("create",)),
+    Resource("", "v1", "Node", "nodes", False, ("no",), subresources=("status",)),
+    Resource("", "v1", "Namespace", "namespaces", False, ("ns",),
+             subresources=("status", "finalize"),
+             verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
+    Resource("", "v1", "Service", "services", True, ("svc",), _ALL, ("status",),
+             verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update",
+                    "watch")),
+    Resource("", "v1", "Endpoints", "endpoints", True, ("ep",), singular="endpoints"),
+    Resource("", "v1", "ConfigMap", "configmaps", True, ("cm",)),
+    Resource("", "v1", "Secret", "secrets", True),
+    Resource("", "v1", "ServiceAccount", "serviceaccounts", True, ("sa",)),
+    Resource("", "v1", "Event", "events", True, ("ev",)),
+    Resource("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, ("pvc",),
+             subresources=("status",)),
+    Resource("", "v1", "PersistentVolume", "persistentvolumes", False, ("pv",),
+             subresources=("status",)),
+    Resource("", "v1", "LimitRange", "limitranges", True, ("limits",)),
+    Resource("", "v1", "ResourceQuota", "resourcequotas", True, ("quota",),
+             subresources=("status",)),
+    # apps/v1
+    Resource("apps", "v1", "Deployment", "deployments", True, ("deploy",), _ALL,
+             ("status", "scale")),
+    Resource("apps", "v1", "ReplicaSet", "replicasets", True, ("rs",), _ALL, ("status", "scale")),
+    Resource("apps", "v1", "StatefulSet", "statefulsets", True, ("sts",), _ALL,
+             ("status", "scale")),
+    Resource("apps", "v1", "DaemonSet", "daemonsets", True, ("ds",), _ALL, ("status",)),
+    # batch/v1
+    Resource("batch", "v1", "Job", "jobs", True, (), _ALL, ("status",)),
+    Resource("batch", "v1", "CronJob", "cronjobs", True, ("cj",), _ALL, ("status",)),
+    # discovery.k8s.io/v1
+    Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),
+    # coordination.k8s.io/v1
+    Resource("coordination.k8s.io", "v1", "Lease", "leases", True),
+    # events.k8s.io/v1 (same objects as core/v1 events, another shape)
+    Resource("events.k8s.io", "v1", "Event", "events", True, ("ev",), storage_plural="events"),
+    # scheduling.k8s.io/v1
+    Resource("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, ("pc",)),
+    # policy/v1
+    Resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",),
+             subresources=("status",)),
+    # rbac.authorization.k8s.io/v1 (stored now, enforced by a later issue)
+    Resource("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
+    Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
+    Resource("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),
+    Resource("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings",
+             False),
+)
+
+# Groups in the order discovery lists them (core first, as upstream).
+GROUP_ORDER = (
+    "",
+    "apps",
+    "events.k8s.io",
+    "autoscaling",
+    "batch",
+    "coordination.k8s.io",
+    "discovery.k8s.io",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "scheduling.k8s.io",
+)
+
+
+def lookup(group: str, version: str, plural: str) -> Resource | None:
+    for resource in RESOURCES:
+        if (resource.group, resource.version, resource.plural) == (group, version, plural):
+            return resource
+    return None
+
+
+def by_kind(api_version: str, kind: str) -> Resource | None:
+    for resource in RESOURCES:
+        if resource.api_version == api_version and resource.kind == kind:
+            return resource
+    return None

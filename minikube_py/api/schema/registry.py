@@ -1,0 +1,87 @@
+"""The table of kinds: which schema describes each group/version/kind.
+
+Upstream keeps this in the runtime.Scheme (types registered per group-version) and in
+the generated OpenAPI definitions; here it is one dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from minikube_py.api.resources import RESOURCES
+from minikube_py.api.schema import apps, batch, core, node, others, pod, rbac, service, storage
+from minikube_py.api.schema.meta import STATUS, list_kind
+from minikube_py.api.schema.types import Type
+
+GroupVersionKind = tuple[str, str, str]
+
+# Top-level kinds, by (group, version, kind); "" is the core group.
+KINDS: dict[GroupVersionKind, Type] = {
+    ("", "v1", "Pod"): pod.POD,
+    ("", "v1", "Binding"): core.BINDING,
+    ("", "v1", "Node"): node.NODE,
+    ("", "v1", "Namespace"): core.NAMESPACE,
+    ("", "v1", "Service"): service.SERVICE,
+    ("", "v1", "Endpoints"): service.ENDPOINTS,
+    ("", "v1", "ConfigMap"): core.CONFIG_MAP,
+    ("", "v1", "Secret"): core.SECRET,
+    ("", "v1", "ServiceAccount"): core.SERVICE_ACCOUNT,
+    ("", "v1", "Event"): core.EVENT,
+    ("", "v1", "PersistentVolumeClaim"): storage.PERSISTENT_VOLUME_CLAIM,
+    ("", "v1", "PersistentVolume"): storage.PERSISTENT_VOLUME,
+    ("", "v1", "LimitRange"): core.LIMIT_RANGE,
+    ("", "v1", "ResourceQuota"): core.RESOURCE_QUOTA,
+    ("", "v1", "Status"): STATUS,
+    ("apps", "v1", "Deployment"): apps.DEPLOYMENT,
+    ("apps", "v1", "ReplicaSet"): apps.REPLICA_SET,
+    ("apps", "v1", "StatefulSet"): apps.STATEFUL_SET,
+    ("apps", "v1", "DaemonSet"): apps.DAEMON_SET,
+    ("batch", "v1", "Job"): batch.JOB,
+    ("batch", "v1", "CronJob"): batch.CRON_JOB,
+    ("discovery.k8s.io", "v1", "EndpointSlice"): others.ENDPOINT_SLICE,
+    ("coordination.k8s.io", "v1", "Lease"): others.LEASE,
+    ("events.k8s.io", "v1", "Event"): others.EVENTS_EVENT,
+    ("scheduling.k8s.io", "v1", "PriorityClass"): others.PRIORITY_CLASS,
+    ("policy", "v1", "PodDisruptionBudget"): others.POD_DISRUPTION_BUDGET,
+    ("autoscaling", "v1", "Scale"): others.SCALE,
+    ("rbac.authorization.k8s.io", "v1", "Role"): rbac.ROLE,
+    ("rbac.authorization.k8s.io", "v1", "ClusterRole"): rbac.CLUSTER_ROLE,
+    ("rbac.authorization.k8s.io", "v1", "RoleBinding"): rbac.ROLE_BINDING,
+    ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"): rbac.CLUSTER_ROLE_BINDING,
+}
+
+# <Kind>List of every resource that can be listed.
+KINDS.update({
+    (r.group, r.version, r.list_kind): list_kind(KINDS[(r.group, r.version, r.kind)])
+    for r in RESOURCES
+    if "list" in r.verbs and (r.group, r.version, r.kind) in KINDS
+})
+
+
+def schema_for(group: str, version: str, kind: str) -> Type | None:
+    """The schema of a top-level kind (or its List), e.g. ("apps", "v1", "Deployment")."""
+    return KINDS.get((group, version, kind))
+
+
+def group_version_kinds() -> dict[str, list[GroupVersionKind]]:
+    """x-kubernetes-group-version-kind of each definition that is a top-level kind."""
+    by_name: dict[str, list[GroupVersionKind]] = {}
+    for gvk, schema in KINDS.items():
+        by_name.setdefault(schema.name, []).append(gvk)
+    return by_name
+
+
+def definitions(roots: Iterable[Type]) -> dict[str, Type]:
+    """Every named type reachable from `roots`, by definition name (sorted)."""
+    found: dict[str, Type] = {}
+    pending = list(roots)
+    while pending:
+        schema = pending.pop()
+        if schema.name:
+            if schema.name in found:
+                continue
+            found[schema.name] = schema
+        pending.extend(field.type for field in schema.fields.values())
+        if schema.items is not None:
+            pending.append(schema.items)
+    return dict(sorted(found.items()))

@@ -1,0 +1,81 @@
+"""Strict decoding: the unknown and duplicate fields of a request body.
+
+Upstream decodes bodies with sigs.k8s.io/json UnmarshalStrict, which collects "strict
+errors" while decoding into the Go struct: `unknown field "spec.foo"` for a key the struct
+has no field for, `duplicate field "metadata.name"` for a key given twice. The API server
+turns them into a 400 (fieldValidation=Strict) or warnings (Warn), or ignores them.
+Paths join field names with "." and list indexes as "[i]", e.g.
+spec.template.spec.containers[0].imagee.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from minikube_py.api.schema.types import Type
+
+
+def unknown_fields(obj: Any, schema: Type) -> list[str]:
+    """Paths of the fields of `obj` that `schema` does not have, in document order.
+
+    Map keys (labels, annotations, ConfigMap data) are free, and nothing below an `any`
+    type or a type that preserves unknown fields is reported.
+    """
+    found: list[str] = []
+    _collect_unknown(obj, schema, "", found)
+    return found
+
+
+def _collect_unknown(value: Any, schema: Type, path: str, found: list[str]) -> None:
+    if schema.kind == "object" and isinstance(value, dict):
+        for key, item in value.items():
+            field = schema.fields.get(key)
+            if field is not None:
+                _collect_unknown(item, field.type, _join(path, key), found)
+            elif not schema.preserve_unknown:
+                found.append(_join(path, key))
+    elif schema.kind == "map" and isinstance(value, dict) and schema.items is not None:
+        for key, item in value.items():
+            _collect_unknown(item, schema.items, _join(path, key), found)
+    elif schema.kind == "array" and isinstance(value, list) and schema.items is not None:
+        for index, item in enumerate(value):
+            _collect_unknown(item, schema.items, f"{path}[{index}]", found)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+class _DecodedObject(dict[str, Any]):
+    """A JSON object that remembers which of its keys appeared more than once."""
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        seen: set[str] = set()
+        self.duplicates: list[str] = []
+        for key, _ in pairs:
+            if key in seen and key not in self.duplicates:
+                self.duplicates.append(key)
+            seen.add(key)
+
+
+def duplicate_fields(raw_json: bytes) -> list[str]:
+    """Paths of the keys given more than once in one JSON object of `raw_json`.
+
+    Like encoding/json, the last value of a duplicate key is the one decoded, so only
+    duplicates within that value are found below it. Raises ValueError for invalid JSON.
+    """
+    found: list[str] = []
+    _collect_duplicates(json.loads(raw_json, object_pairs_hook=_DecodedObject), "", found)
+    return found
+
+
+def _collect_duplicates(value: Any, path: str, found: list[str]) -> None:
+    if isinstance(value, _DecodedObject):
+        found.extend(_join(path, key) for key in value.duplicates)
+        for key, item in value.items():
+            _collect_duplicates(item, _join(path, key), found)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _collect_duplicates(item, f"{path}[{index}]", found)

@@ -1,0 +1,84 @@
+"""`python -m minikube_py.apiserver --etcd-servers URL[,URL] --bind-address A --port N`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import re
+import signal
+import sys
+
+from minikube_py.apiserver.server import APIServer, APIServerConfig
+
+
+def parse_duration(text: str) -> float:
+    """Go-style durations as upstream's flags take them: `5m`, `30s`, `1h30m`, `0`."""
+    if text.strip() in ("0", ""):
+        return 0.0
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", text)
+    if not parts or "".join(n + u for n, u in parts) != text.strip():
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (examples: 5m, 30s, 1h)")
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m minikube_py.apiserver",
+        description="The minikube-py API server: Kubernetes REST API on top of etcd.",
+    )
+    parser.add_argument("--etcd-servers", required=True,
+                        help="comma-separated etcd client URLs, e.g. http://127.0.0.1:2379")
+    parser.add_argument("--bind-address", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=6443)
+    parser.add_argument("--max-requests-inflight", type=int, default=400)
+    parser.add_argument("--max-mutating-requests-inflight", type=int, default=200)
+    parser.add_argument("--etcd-compaction-interval", type=parse_duration, default="5m",
+                        help="how often to compact etcd history (0 disables)")
+    parser.add_argument("--log-requests", choices=("true", "false"), default="true",
+                        help="write one JSON log line per request")
+    parser.add_argument("--v", type=int, default=1, help="log verbosity (0 = warnings only)")
+    parser.add_argument("--event-loop", choices=("uvloop", "asyncio"), default="uvloop",
+                        help="the asyncio event loop to serve on (see benchmarks/RESULTS.md)")
+    return parser
+
+
+async def serve(config: APIServerConfig) -> None:
+    server = APIServer(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await server.start()
+    logging.getLogger("minikube_py.apiserver").info(
+        '{"msg": "serving", "address": "http://%s:%d"}', config.bind_address, server.port)
+    try:
+        await stop.wait()
+    finally:
+        await server.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, format="%(message)s",
+                        level=logging.INFO if args.v >= 1 else logging.WARNING)
+    config = APIServerConfig(
+        etcd_servers=[s.strip() for s in args.etcd_servers.split(",") if s.strip()],
+        bind_address=args.bind_address,
+        port=args.port,
+        max_requests_inflight=args.max_requests_inflight,
+        max_mutating_requests_inflight=args.max_mutating_requests_inflight,
+        compaction_interval=args.etcd_compaction_interval,
+        log_requests=args.log_requests == "true",
+    )
+    if args.event_loop == "uvloop":
+        import uvloop
+
+        uvloop.run(serve(config))
+    else:
+        asyncio.run(serve(config))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""Discovery: how clients learn which groups, versions and resources this server has.
+
+kubectl starts every command here. It asks for the aggregated form (apidiscovery.k8s.io/v2,
+one answer for /api and one for /apis); older clients walk the legacy documents
+(/api -> APIVersions, /apis -> APIGroupList, /api/v1 -> APIResourceList ...). Both are built
+from the resource table in minikube_py/api/resources.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minikube_py.api.resources import GROUP_ORDER, RESOURCES, SUBRESOURCE_KINDS, Resource
+
+Obj = dict[str, Any]
+
+AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+SUBRESOURCE_VERBS = {
+    "status": ["get", "patch", "update"],
+    "scale": ["get", "patch", "update"],
+    "binding": ["create"],
+    "finalize": ["update"],
+}
+
+
+def _groups() -> list[tuple[str, str]]:
+    """(group, version) pairs that have resources, core first."""
+    seen: list[tuple[str, str]] = []
+    for group in GROUP_ORDER:
+        for resource in RESOURCES:
+            pair = (resource.group, resource.version)
+            if resource.group == group and pair not in seen:
+                seen.append(pair)
+    return seen
+
+
+def _resources(group: str, version: str) -> list[Resource]:
+    return [r for r in RESOURCES if (r.group, r.version) == (group, version)]
+
+
+def wants_aggregated(accept: str) -> bool:
+    return "as=APIGroupDiscoveryList" in accept and "g=apidiscovery.k8s.io" in accept
+
+
+def api_versions(server_address: str) -> Obj:
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}
+        ],
+    }
+
+
+def api_group_list() -> Obj:
+    groups = []
+    for group, version in _groups():
+        if not group:
+            continue
+        gv = {"groupVersion": f"{group}/{version}", "version": version}
+        groups.append({"name": group, "versions": [gv], "preferredVersion": gv})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+def api_group(group: str) -> Obj | None:
+    for entry in api_group_list()["groups"]:
+        if entry["name"] == group:
+            return {"kind": "APIGroup", "apiVersion": "v1", **entry}
+    return None
+
+
+def api_resource_list(group: str, version: str) -> Obj | None:
+    resources = _resources(group, version)
+    if not resources:
+        return None
+    entries: list[Obj] = []
+    for r in resources:
+        entry: Obj = {
+            "name": r.plural,
+            "singularName": r.singular_name,
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": list(r.verbs),
+        }
+        if r.short_names:
+            entry["shortNames"] = list(r.short_names)
+        if r.categories:
+            entry["categories"] = list(r.categories)
+        entries.append(entry)
+        for sub in r.subresources:
+            sub_group, sub_version, sub_kind = SUBRESOURCE_KINDS.get(sub, (r.group, r.version,
+                                                                           r.kind))
+            sub_entry: Obj = {
+                "name": f"{r.plural}/{sub}",
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "kind": sub_kind,
+                "verbs": SUBRESOURCE_VERBS[sub],
+            }
+            if (sub_group, sub_version) != (r.group, r.version):
+                sub_entry["group"] = sub_group
+                sub_entry["version"] = sub_version
+            entries.append(sub_entry)
+    group_version = f"{group}/{version}" if group else version
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
+            "resources": entries}
+
+
+def _aggregated_resource(r: Resource) -> Obj:
+    entry: Obj = {
+        "resource": r.plural,
+        "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+        "scope": "Namespaced" if r.namespaced else "Cluster",
+        "singularResource": r.singular_name,
+        "verbs": list(r.verbs),
+    }
+    if r.short_names:
+        entry["shortNames"] = list(r.short_names)
+    if r.categories:
+        entry["categories"] = list(r.categories)
+    subresources = []
+    for sub in r.subresources:
+        sub_group, sub_version, sub_kind = SUBRESOURCE_KINDS.get(sub, (r.group, r.version, r.kind))
+        subresources.append({
+            "subresource": sub,
+            "responseKind": {"group": sub_group, "version": sub_version, "kind": sub_kind},
+            "verbs": SUBRESOURCE_VERBS[sub],
+        })
+    if subresources:
+        entry["subresources"] = subresources
+    return entry
+
+
+def aggregated(core: bool) -> Obj:
+    """The apidiscovery.k8s.io/v2 APIGroupDiscoveryList for /api (core) or /apis."""
+    items = []
+    for group, version in _groups():
+        if bool(group) == core:
+            continue
+        items.append({
+            "metadata": {"name": group},
+            "versions": [{
+                "version": version,
+                "resources": [_aggregated_resource(r) for r in _resources(group, version)],
+                "freshness": "Current",
+            }],
+        })
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+            "metadata": {}, "items": items}
+
+

@@ -1,0 +1,110 @@
+"""Content negotiation: what a request body is, and what shape the client wants back.
+
+Clients say what they accept with media type parameters, e.g. kubectl get sends
+`Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json`. The server
+answers with the first form it can produce. Bodies come as JSON or YAML; PATCH bodies
+name their patch type in Content-Type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import yaml
+
+from minikube_py.api import errors
+
+JSON = "application/json"
+YAML = "application/yaml"
+PATCH_TYPES = (
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+)
+BODY_TYPES = (JSON, YAML, "application/vnd.kubernetes.protobuf")
+
+
+@dataclass
+class MediaType:
+    type: str
+    params: dict[str, str] = field(default_factory=dict)
+
+
+def parse_media_types(header: str) -> list[MediaType]:
+    """`a/b;x=1, c/d` -> [MediaType("a/b", {"x": "1"}), MediaType("c/d")] (q values ignored)."""
+    found = []
+    for part in header.split(","):
+        pieces = [p.strip() for p in part.split(";") if p.strip()]
+        if not pieces:
+            continue
+        params = {}
+        for piece in pieces[1:]:
+            if "=" in piece:
+                key, value = piece.split("=", 1)
+                params[key.strip().lower()] = value.strip().strip('"')
+        found.append(MediaType(pieces[0].lower(), params))
+    return found
+
+
+@dataclass
+class Wanted:
+    """The response form chosen from Accept: plain JSON/YAML, a Table, or metadata only."""
+
+    form: str = "object"  # "object" | "Table" | "PartialObjectMetadata"
+    yaml: bool = False
+
+
+def negotiate(accept: str) -> Wanted:
+    if not accept:
+        return Wanted()
+    types = parse_media_types(accept)
+    for media in types:
+        as_ = media.params.get("as")
+        group = media.params.get("g")
+        if media.type in (JSON, "*/*", "application/*") and as_:
+            if as_ == "Table" and group == "meta.k8s.io":
+                return Wanted("Table")
+            if as_ in ("PartialObjectMetadata", "PartialObjectMetadataList") and (
+                group == "meta.k8s.io"
+            ):
+                return Wanted("PartialObjectMetadata")
+            continue
+        if media.type in (JSON, "*/*", "application/*", "application/json;stream=watch"):
+            return Wanted()
+        if media.type == YAML:
+            return Wanted(yaml=True)
+    raise errors.not_acceptable([JSON, YAML, "application/vnd.kubernetes.protobuf"])
+
+
+def decode_body(content_type: str, body: bytes) -> Any:
+    """A create/update body as a dict: JSON or YAML; anything else is 415."""
+    media = parse_media_types(content_type or JSON)
+    kind = media[0].type if media else JSON
+    if kind in (JSON, "*/*", "text/plain"):
+        return parse_json(body)
+    if kind in (YAML, "application/x-yaml", "text/yaml"):
+        try:
+            return yaml.safe_load(body)
+        except yaml.YAMLError as err:
+            raise errors.bad_request(f"error converting YAML to JSON: {err}") from None
+    raise errors.unsupported_media_type(kind, [JSON, YAML])
+
+
+def parse_json(body: bytes) -> Any:
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as err:
+        snippet = body[:120].decode("utf-8", "replace")
+        raise errors.bad_request(
+            f"couldn't get version/kind; json parse error: {err} (in {snippet!r})"
+        ) from None
+
+
+def patch_type(content_type: str) -> str:
+    media = parse_media_types(content_type)
+    kind = media[0].type if media else ""
+    if kind not in PATCH_TYPES:
+        raise errors.unsupported_media_type(kind or "(none)", list(PATCH_TYPES))
+    return kind

@@ -1,0 +1,101 @@
+"""The smaller groups: coordination leases, scheduling priority classes, policy, rbac."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from minikube_py.apiserver.printers.cells import Obj, age, name_of
+from minikube_py.apiserver.printers.table import AGE, NAME, Cells, Column, column
+
+LEASE_COLUMNS = (
+    NAME,
+    column("Holder", "string", "holderIdentity contains the identity of the holder of a "
+                               "current lease."),
+    AGE,
+)
+
+
+def print_lease(lease: Obj, now: datetime) -> Cells:
+    """printLease: who holds the lease."""
+    return [name_of(lease), lease.get("spec", {}).get("holderIdentity") or "", age(lease, now)]
+
+
+PRIORITY_CLASS_COLUMNS = (
+    NAME,
+    column("Value", "integer", "value represents the integer value of this priority class."),
+    column("Global-Default", "boolean", "globalDefault specifies whether this PriorityClass "
+                                        "should be considered as the default priority for "
+                                        "pods that do not have any priority class."),
+    AGE,
+    column("PreemptionPolicy", "string", "preemptionPolicy is the Policy for preempting pods "
+                                         "with lower priority."),
+)
+
+
+def print_priority_class(priority_class: Obj, now: datetime) -> Cells:
+    """printPriorityClass: value, global default, preemption policy."""
+    return [
+        name_of(priority_class),
+        priority_class.get("value", 0),
+        bool(priority_class.get("globalDefault", False)),
+        age(priority_class, now),
+        priority_class.get("preemptionPolicy") or "",
+    ]
+
+
+POD_DISRUPTION_BUDGET_COLUMNS = (
+    NAME,
+    column("Min Available", "string", "The minimum number of pods that must be available."),
+    column("Max Unavailable", "string", "The maximum number of pods that may be unavailable."),
+    column("Allowed Disruptions", "integer", "Calculated number of pods that may be disrupted "
+                                             "at this time."),
+    AGE,
+)
+
+
+def print_pod_disruption_budget(budget: Obj, now: datetime) -> Cells:
+    """printPodDisruptionBudget: minAvailable / maxUnavailable ("N/A" when unset)."""
+    spec = budget.get("spec", {})
+    min_available, max_unavailable = spec.get("minAvailable"), spec.get("maxUnavailable")
+    return [
+        name_of(budget),
+        "N/A" if min_available is None else str(min_available),
+        "N/A" if max_unavailable is None else str(max_unavailable),
+        budget.get("status", {}).get("disruptionsAllowed", 0),
+        age(budget, now),
+    ]
+
+
+def binding_columns(kind: str) -> tuple[Column, ...]:
+    """RoleBinding and ClusterRoleBinding columns; only the subject descriptions differ."""
+    return (
+        NAME,
+        column("Role", "string", "RoleRef can reference a Role in the current namespace or a "
+                                 "ClusterRole in the global namespace."),
+        AGE,
+        column("Users", "string", f"Users in the {kind}", priority=1),
+        column("Groups", "string", f"Groups in the {kind}", priority=1),
+        column("ServiceAccounts", "string", f"ServiceAccounts in the {kind}", priority=1),
+    )
+
+
+def print_role_binding(binding: Obj, now: datetime) -> Cells:
+    """printRoleBinding: "Kind/name" of the role; wide: the subjects by kind."""
+    role_ref = binding.get("roleRef", {})
+    users, groups, service_accounts = [], [], []
+    for subject in binding.get("subjects") or []:
+        kind, name = subject.get("kind"), subject.get("name", "")
+        if kind == "ServiceAccount":
+            service_accounts.append(f"{subject.get('namespace', '')}/{name}")
+        elif kind == "User":
+            users.append(name)
+        elif kind == "Group":
+            groups.append(name)
+    return [
+        name_of(binding),
+        f"{role_ref.get('kind', '')}/{role_ref.get('name', '')}",
+        age(binding, now),
+        ", ".join(users),
+        ", ".join(groups),
+        ", ".join(service_accounts),
+    ]

@@ -1,0 +1,331 @@
+"""The API server: an aiohttp application in front of the generic store and etcd.
+
+    HTTP request
+      -> middleware: request id, in-flight limits (429), metrics, JSON log, Status errors
+      -> non-resource paths: /healthz /livez /readyz /metrics /version, discovery, OpenAPI
+      -> resource paths: requestinfo -> rest.ResourceHandler -> store.Store -> etcd
+
+`APIServer` owns everything it starts (etcd client, one watch cache per resource, the
+compaction loop, the HTTP site) and stops all of it in `stop()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+import time
+import traceback
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from minikube_py.api import errors
+from minikube_py.api.resources import RESOURCES
+from minikube_py.apiserver import discovery, openapi
+from minikube_py.apiserver.metrics import APIServerMetrics, InstrumentedEtcd
+from minikube_py.apiserver.requestinfo import parse_request_info
+from minikube_py.apiserver.rest import ResourceHandler, json_response
+from minikube_py.apiserver.storage.etcd import EtcdClient, EtcdError
+from minikube_py.apiserver.store import Store
+from minikube_py.apiserver.strategies import strategy_for
+from minikube_py.apiserver.watchcache import WatchCache, decode
+
+log = logging.getLogger("minikube_py.apiserver")
+
+MAX_BODY_BYTES = 3 * 1024 * 1024
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+MUTATING_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
+GIT_VERSION = "v1.37.0-minikube-py"
+
+
+@dataclass
+class APIServerConfig:
+    etcd_servers: list[str]
+    bind_address: str = "127.0.0.1"
+    port: int = 6443
+    max_requests_inflight: int = 400
+    max_mutating_requests_inflight: int = 200
+    compaction_interval: float = 300.0  # seconds; 0 disables, as upstream
+    log_requests: bool = True
+
+
+class APIServer:
+    """One API server process: `await start()`, serve, `await stop()`."""
+
+    def __init__(self, config: APIServerConfig) -> None:
+        self.config = config
+        self.metrics = APIServerMetrics()
+        self.etcd_client = EtcdClient(config.etcd_servers)
+        self.etcd: Any = InstrumentedEtcd(self.etcd_client, self.metrics)
+        self.caches: dict[str, WatchCache] = {}
+        self.stores: dict[tuple[str, str, str], Store] = {}
+        self.handler: ResourceHandler
+        self._tasks: list[asyncio.Task[None]] = []
+        self._runner: web.AppRunner | None = None
+        self._inflight = {"readOnly": 0, "mutating": 0}
+        self.port = config.port
+        self._build_stores()
+
+    # -- wiring ----------------------------------------------------------------------------
+
+    def _build_stores(self) -> None:
+        for resource in RESOURCES:
+            prefix = resource.etcd_prefix
+            if prefix not in self.caches:
+                self.caches[prefix] = WatchCache(
+                    self.etcd, prefix,
+                    on_event=self._count_event(resource.storage_plural or resource.plural),
+                )
+            self.stores[(resource.group, resource.version, resource.plural)] = Store(
+                resource, strategy_for(resource), self.etcd, self.caches[prefix],
+                self._namespace_exists,
+            )
+        self.handler = ResourceHandler(self.stores)
+
+    def _count_event(self, plural: str) -> Any:
+        counter = self.metrics.watch_events.labels(plural)
+        return lambda _event: counter.inc()
+
+    async def _namespace_exists(self, name: str) -> dict[str, Any] | None:
+        cache = self.caches["/registry/namespaces/"]
+        found = cache.get(f"/registry/namespaces/{name}")
+        if found is not None:
+            return found
+        kv = await self.etcd.get(f"/registry/namespaces/{name}".encode())
+        return decode(kv) if kv is not None else None
+
+    def build_app(self) -> web.Application:
+        app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[self._middleware])
+        router = app.router
+        router.add_get("/healthz", self._healthz)
+        router.add_get("/livez", self._healthz)
+        router.add_get("/readyz", self._readyz)
+        router.add_get("/metrics", self._metrics)
+        router.add_get("/version", self._version)
+        router.add_get("/api", self._api)
+        router.add_get("/apis", self._apis)
+        router.add_get("/openapi/v2", self._openapi_v2)
+        router.add_get("/openapi/v3", self._openapi_v3_index)
+        router.add_get("/openapi/v3/{path:.+}", self._openapi_v3)
+        router.add_route("*", "/{path:.*}", self._resource)
+        return app
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.etcd_client.__aenter__()
+        for cache in self.caches.values():
+            self._tasks.append(asyncio.create_task(cache.run()))
+        self._tasks.append(asyncio.create_task(self._bootstrap()))
+        if self.config.compaction_interval > 0:
+            self._tasks.append(asyncio.create_task(self._compact_periodically()))
+        self._runner = web.AppRunner(self.build_app(), access_log=None,
+                                     handler_cancellation=True)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.config.bind_address, self.config.port,
+                           reuse_address=True)
+        await site.start()
+        if self.config.port == 0:
+            server = site._server
+            assert server is not None and server.sockets
+            self.port = server.sockets[0].getsockname()[1]
+
+    async def wait_ready(self, timeout: float = 30.0) -> None:
+        await asyncio.wait_for(
+            asyncio.gather(*(cache.ready.wait() for cache in self.caches.values())), timeout
+        )
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        await self.etcd_client.close()
+
+    async def _bootstrap(self) -> None:
+        """Create the system namespaces, as upstream's system-namespaces controller does."""
+        await self.wait_ready(timeout=3600)
+        store = self.stores[("", "v1", "namespaces")]
+        for name in SYSTEM_NAMESPACES:
+            while True:
+                try:
+                    await store.create("", {"apiVersion": "v1", "kind": "Namespace",
+                                            "metadata": {"name": name}})
+                    break
+                except errors.APIError as err:
+                    if err.code == 409:
+                        break
+                    await asyncio.sleep(1)
+
+    async def _compact_periodically(self) -> None:
+        """Compact etcd every interval to the revision seen one interval ago (upstream)."""
+        previous = 0
+        while True:
+            await asyncio.sleep(self.config.compaction_interval)
+            try:
+                current = await self.etcd.current_revision()
+                if previous:
+                    await self.etcd.compact(previous)
+                    log.info(orjson.dumps({"msg": "compacted etcd", "revision": previous}).decode())
+                previous = current
+            except EtcdError as err:
+                log.warning("compaction failed: %s", err)
+
+    # -- middleware ------------------------------------------------------------------------
+
+    @web.middleware
+    async def _middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        request_id = str(uuid.uuid4())
+        started = time.perf_counter()
+        info = parse_request_info(request.method, request.path, request.query.get("watch"))
+        kind = "mutating" if info.verb in MUTATING_VERBS else "readOnly"
+        limit = (self.config.max_mutating_requests_inflight if kind == "mutating"
+                 else self.config.max_requests_inflight)
+        long_running = info.verb == "watch"
+        counted = False
+        response: web.StreamResponse
+        try:
+            if not long_running:
+                if limit > 0 and self._inflight[kind] >= limit:
+                    self.metrics.rejected.labels(kind).inc()
+                    raise errors.too_many_requests(1)
+                self._inflight[kind] += 1
+                self.metrics.inflight.labels(kind).set(self._inflight[kind])
+                counted = True
+            response = await handler(request)
+        except errors.APIError as err:
+            response = self._status_response(err)
+        except web.HTTPRequestEntityTooLarge:
+            response = self._status_response(errors.request_entity_too_large(MAX_BODY_BYTES))
+        except web.HTTPException as err:
+            response = self._status_response(errors.APIError(err.status, err.reason, err.text or
+                                                             err.reason))
+        except (asyncio.CancelledError, ConnectionResetError):
+            raise
+        except Exception as err:  # a bug: report it as upstream does, with a 500 Status
+            log.error(orjson.dumps({"msg": "internal error", "requestID": request_id,
+                                    "error": repr(err),
+                                    "traceback": traceback.format_exc()}).decode())
+            response = self._status_response(errors.internal_error(repr(err)))
+        finally:
+            if counted:
+                self._inflight[kind] -= 1
+                self.metrics.inflight.labels(kind).set(self._inflight[kind])
+        response.headers["Audit-Id"] = request_id
+        elapsed = time.perf_counter() - started
+        verb = info.verb.upper() if info.is_resource_request else request.method
+        labels = (verb, info.group, info.resource, info.subresource)
+        self.metrics.requests.labels(*labels, str(response.status)).inc()
+        self.metrics.request_duration.labels(*labels).observe(elapsed)
+        if self.config.log_requests and not request.path.startswith(("/healthz", "/livez",
+                                                                      "/readyz", "/metrics")):
+            log.info(orjson.dumps({
+                "msg": "request", "requestID": request_id, "verb": verb,
+                "path": request.path_qs, "code": response.status,
+                "latencyMs": round(elapsed * 1000, 2),
+                "userAgent": request.headers.get("User-Agent", ""),
+            }).decode())
+        return response
+
+    @staticmethod
+    def _status_response(err: errors.APIError) -> web.Response:
+        headers = {"Retry-After": str(err.retry_after)} if err.retry_after else None
+        return json_response(err.status(), err.code, headers)
+
+    # -- endpoints -------------------------------------------------------------------------
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        checks = []
+        try:
+            await asyncio.wait_for(self.etcd.current_revision(), 2.0)
+            checks.append(("etcd", True))
+        except (EtcdError, TimeoutError):
+            checks.append(("etcd", False))
+        synced = all(cache.ready.is_set() for cache in self.caches.values())
+        checks.append(("watch-cache-synced", synced))
+        ok = all(passed for _, passed in checks)
+        if "verbose" in request.query or not ok:
+            lines = [f"[{'+' if passed else '-'}]{name} {'ok' if passed else 'failed'}"
+                     for name, passed in checks]
+            lines.append("readyz check passed" if ok else "readyz check failed")
+            return web.Response(text="\n".join(lines) + "\n", status=200 if ok else 500)
+        return web.Response(text="ok")
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        body = generate_latest(self.metrics.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _version(self, request: web.Request) -> web.Response:
+        return json_response({
+            "major": "1", "minor": "37", "gitVersion": GIT_VERSION, "gitCommit": "",
+            "gitTreeState": "clean", "buildDate": "2026-11-21T00:00:00Z",
+            "goVersion": f"python{sys.version_info.major}.{sys.version_info.minor}",
+            "compiler": "cpython", "platform": "linux/amd64",
+        })
+
+    async def _api(self, request: web.Request) -> web.Response:
+        if discovery.wants_aggregated(request.headers.get("Accept", "")):
+            return self._aggregated(discovery.aggregated(core=True))
+        return json_response(discovery.api_versions(f"{request.host}"))
+
+    async def _apis(self, request: web.Request) -> web.Response:
+        if discovery.wants_aggregated(request.headers.get("Accept", "")):
+            return self._aggregated(discovery.aggregated(core=False))
+        return json_response(discovery.api_group_list())
+
+    @staticmethod
+    def _aggregated(body: dict[str, Any]) -> web.Response:
+        response = web.Response(body=orjson.dumps(body))
+        response.headers["Content-Type"] = discovery.AGGREGATED_V2
+        return response
+
+    async def _openapi_v2(self, request: web.Request) -> web.Response:
+        if "protobuf" in request.headers.get("Accept", ""):
+            return web.Response(body=openapi.v2_protobuf(),
+                                headers={"Content-Type": "application/octet-stream"})
+        return web.Response(body=openapi.v2_json(), content_type="application/json")
+
+    async def _openapi_v3_index(self, request: web.Request) -> web.Response:
+        return web.Response(body=openapi.v3_index(), content_type="application/json")
+
+    async def _openapi_v3(self, request: web.Request) -> web.Response:
+        body = openapi.v3_document(request.match_info["path"])
+        if body is None:
+            raise errors.APIError(404, "NotFound", "the server could not find the requested "
+                                  "resource", {})
+        return web.Response(body=body, content_type="application/json")
+
+    async def _resource(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        info = parse_request_info(request.method, path, request.query.get("watch"))
+        if not info.is_resource_request:
+            return self._group_discovery(path)
+        return await self.handler.handle(request, info)
+
+    def _group_discovery(self, path: str) -> web.Response:
+        parts = [p for p in path.strip("/").split("/") if p]
+        body: dict[str, Any] | None = None
+        if len(parts) == 2 and parts[0] == "api":
+            body = discovery.api_resource_list("", parts[1])
+        elif len(parts) == 2 and parts[0] == "apis":
+            body = discovery.api_group(parts[1])
+        elif len(parts) == 3 and parts[0] == "apis":
+            body = discovery.api_resource_list(parts[1], parts[2])
+        if body is None:
+            raise errors.APIError(404, "NotFound",
+                                  "the server could not find the requested resource", {})
+        return json_response(body)

@@ -1,0 +1,604 @@
+"""etcd v3 client over grpc.aio: the API server's only way to read, write and watch storage.
+
+Upstream the API server uses etcd's Go client (clientv3) from
+staging/src/k8s.io/apiserver/pkg/storage/etcd3. This module offers the few operations
+that store needs, each a single etcd request:
+
+- create: a Txn "if create_revision(key) == 0 then put"      (else KeyExistsError)
+- update: a Txn "if mod_revision(key) == expected then put"  (else RevisionMismatch)
+- delete: a Txn "if mod_revision(key) == expected then delete"
+- watch:  a Watch stream that survives reconnects without losing or repeating events.
+
+The compare in a Txn is what makes optimistic concurrency work: a writer reads an object
+(its mod_revision is the resourceVersion), changes it, and writes it back only if nobody
+wrote in between. etcd checks the compare and applies the put atomically, so of two
+concurrent updates from the same revision exactly one wins; the other gets the current
+value back from the Txn's failure branch (the API server turns it into 409 Conflict).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import grpc
+
+from minikube_py.gen.etcd import kv_pb2, rpc_pb2, rpc_pb2_grpc
+
+CHANNEL_OPTIONS = [
+    # Reconnect quickly once etcd is back (gRPC's default backoff grows to 120 s).
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 2000),
+    # Ping an idle connection so a silently dead one is noticed (etcd allows one per 5 s).
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    # A Range answer (a LIST of 5,000 pods is ~7 MB) may exceed gRPC's 4 MiB default;
+    # clientv3 lifts the receive limit to math.MaxInt32 for the same reason.
+    ("grpc.max_receive_message_length", 2**31 - 1),
+]
+WATCH_BACKOFF_INITIAL = 0.1
+WATCH_BACKOFF_MAX = 2.0
+COMPACTED_MESSAGE = "required revision has been compacted"
+NOT_CONNECTED_MESSAGE = "failed to connect to all addresses"
+
+StubMethod = Callable[..., Awaitable[Any]]  # a gRPC stub's method: rpc(request, timeout=...)
+
+
+@dataclass(frozen=True)
+class KeyValue:
+    """One key at one revision (mvccpb.KeyValue)."""
+
+    key: bytes
+    value: bytes
+    create_revision: int
+    mod_revision: int
+    version: int
+    lease: int = 0
+
+
+@dataclass
+class RangeResult:
+    """The answer to a Range: the keys found and the revision they were read at."""
+
+    kvs: list[KeyValue]
+    more: bool
+    count: int
+    revision: int
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """One change seen by a watch (mvccpb.Event). A DELETE's kv has only key and mod_revision."""
+
+    type: Literal["PUT", "DELETE"]
+    kv: KeyValue
+    prev_kv: KeyValue | None
+
+
+@dataclass
+class WatchBatch:
+    """One WatchResponse: events of whole revisions, or none for a progress notification."""
+
+    events: list[WatchEvent]
+    revision: int
+
+
+class EtcdError(Exception):
+    """A request to etcd failed."""
+
+
+class EtcdUnavailable(EtcdError):
+    """No etcd endpoint could be reached."""
+
+
+class EtcdTimeout(EtcdError):
+    """etcd did not answer within the request timeout."""
+
+
+class CompactedError(EtcdError):
+    """The requested revision was compacted away (etcd's ErrCompacted).
+
+    compact_revision is the oldest revision still available when etcd said so (watches),
+    or 0 when etcd did not say (reads).
+    """
+
+    def __init__(self, compact_revision: int, message: str = "") -> None:
+        super().__init__(message or f"{COMPACTED_MESSAGE} (compacted to {compact_revision})")
+        self.compact_revision = compact_revision
+
+
+class KeyExistsError(EtcdError):
+    """create found the key already there."""
+
+    def __init__(self, key: bytes) -> None:
+        super().__init__(f"key {key!r} already exists")
+        self.key = key
+
+
+class RevisionMismatch(EtcdError):
+    """The key's mod_revision was not the expected one; current is the key now (None: gone)."""
+
+    def __init__(self, current: KeyValue | None, key: bytes = b"") -> None:
+        key = current.key if current is not None else key
+        now = "is gone" if current is None else f"is at mod_revision {current.mod_revision}"
+        super().__init__(f"key {key!r} {now}")
+        self.current = current
+
+
+def prefix_end(prefix: bytes) -> bytes:
+    """The range_end that selects every key starting with prefix ("/a" -> "/b").
+
+    Increment the last byte that is not 0xff and drop what follows; a prefix of only
+    0xff bytes has no end, and b"\\0" means "to the end of the keyspace".
+    """
+    for i in range(len(prefix) - 1, -1, -1):
+        if prefix[i] < 0xFF:
+            return prefix[:i] + bytes([prefix[i] + 1])
+    return b"\0"
+
+
+def _target(endpoint: str) -> str:
+    """The gRPC target "host:port" for an endpoint like "http://127.0.0.1:2379"."""
+    url = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+    if url.scheme != "http" or not url.port:
+        raise ValueError(f"etcd endpoint {endpoint!r}: expected http://HOST:PORT (no TLS)")
+    return url.netloc
+
+
+def _key_value(kv: kv_pb2.KeyValue) -> KeyValue:
+    return KeyValue(kv.key, kv.value, kv.create_revision, kv.mod_revision, kv.version, kv.lease)
+
+
+def _watch_event(event: kv_pb2.Event) -> WatchEvent:
+    return WatchEvent(
+        type="PUT" if event.type == kv_pb2.Event.PUT else "DELETE",
+        kv=_key_value(event.kv),
+        prev_kv=_key_value(event.prev_kv) if event.HasField("prev_kv") else None,
+    )
+
+
+def _translate(err: grpc.aio.AioRpcError) -> EtcdError:
+    """Map a gRPC status from etcd to the matching EtcdError."""
+    code, details = err.code(), err.details() or ""
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return EtcdUnavailable(f"etcd unavailable: {details}")
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return EtcdTimeout(f"etcd did not answer in time: {details}")
+    if code == grpc.StatusCode.OUT_OF_RANGE and COMPACTED_MESSAGE in details:
+        return CompactedError(0, details)
+    return EtcdError(f"etcd: {code.name}: {details}")
+
+
+def _compare(key: bytes, target: str, **value: int) -> rpc_pb2.Compare:
+    """A Txn condition "<target> of key == value", e.g. _compare(k, "MOD", mod_revision=7)."""
+    return rpc_pb2.Compare(
+        key=key,
+        target=rpc_pb2.Compare.CompareTarget.Value(target),
+        result=rpc_pb2.Compare.EQUAL,
+        **value,
+    )
+
+
+def _put(key: bytes, value: bytes, lease: int) -> rpc_pb2.RequestOp:
+    return rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=key, value=value, lease=lease))
+
+
+def _get(key: bytes) -> rpc_pb2.RequestOp:
+    return rpc_pb2.RequestOp(request_range=rpc_pb2.RangeRequest(key=key))
+
+
+def _delete(key: bytes) -> rpc_pb2.RequestOp:
+    request = rpc_pb2.DeleteRangeRequest(key=key, prev_kv=True)
+    return rpc_pb2.RequestOp(request_delete_range=request)
+
+
+@dataclass
+class _Connection:
+    """One endpoint's gRPC channel and the etcd service stubs on it."""
+
+    channel: grpc.aio.Channel
+    kv: Any
+    watch: Any
+    lease: Any
+    maintenance: Any
+
+    @classmethod
+    def open(cls, target: str) -> _Connection:
+        channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+        return cls(
+            channel,
+            rpc_pb2_grpc.KVStub(channel),
+            rpc_pb2_grpc.WatchStub(channel),
+            rpc_pb2_grpc.LeaseStub(channel),
+            rpc_pb2_grpc.MaintenanceStub(channel),
+        )
+
+    async def keep_alive_once(self, request: rpc_pb2.LeaseKeepAliveRequest, timeout: float) -> Any:
+        """One round trip on a LeaseKeepAlive stream (etcd offers keep-alive only as a stream)."""
+        call = self.lease.LeaseKeepAlive(timeout=timeout)
+        try:
+            await call.write(request)
+            return await call.read()
+        finally:
+            call.cancel()
+
+
+class EtcdClient:
+    """An etcd v3 client (the part of clientv3 the API server's etcd3 store uses).
+
+    Requests go to one endpoint at a time; when it is unavailable the client moves to the
+    next. Requests never wait for etcd to come back: they fail at once with
+    EtcdUnavailable, or with EtcdTimeout after request_timeout seconds.
+    """
+
+    def __init__(self, endpoints: list[str], *, request_timeout: float = 5.0) -> None:
+        if not endpoints:
+            raise ValueError("EtcdClient needs at least one endpoint")
+        self.targets = [_target(url) for url in endpoints]
+        self.request_timeout = request_timeout
+        self._current = 0
+        self._connections: dict[str, _Connection] = {}
+        self._closed = False
+
+    async def __aenter__(self) -> EtcdClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close every channel; requests and watches still running fail."""
+        self._closed = True
+        connections, self._connections = self._connections, {}
+        for connection in connections.values():
+            await connection.channel.close()
+
+    def _connection(self) -> _Connection:
+        """The connection to the current endpoint, opened on first use."""
+        if self._closed:
+            raise EtcdError("the etcd client is closed")
+        target = self.targets[self._current]
+        if target not in self._connections:
+            self._connections[target] = _Connection.open(target)
+        return self._connections[target]
+
+    def _fail_over(self, failed: _Connection) -> None:
+        """Move on to the next endpoint, unless another request already did."""
+        if self._connections.get(self.targets[self._current]) is failed:
+            self._current = (self._current + 1) % len(self.targets)
+
+    async def _request(
+        self, rpc: Callable[[_Connection], StubMethod], request: Any, *, safe: bool
+    ) -> Any:
+        """Send request with rpc, trying the next endpoint while the current one is unavailable.
+
+        A write (safe=False) is repeated on another endpoint only if gRPC never reached
+        the first one: after a lost connection it may already have been applied.
+        """
+        for _ in self.targets:
+            connection = self._connection()
+            try:
+                return await rpc(connection)(request, timeout=self.request_timeout)
+            except grpc.aio.AioRpcError as err:
+                error = err
+                if err.code() != grpc.StatusCode.UNAVAILABLE:
+                    break
+                self._fail_over(connection)
+                if not safe and NOT_CONNECTED_MESSAGE not in (err.details() or ""):
+                    break
+        raise _translate(error) from error
+
+    async def _txn(self, txn: rpc_pb2.TxnRequest) -> rpc_pb2.TxnResponse:
+        return await self._request(lambda c: c.kv.Txn, txn, safe=False)
+
+    async def range(
+        self,
+        key: bytes,
+        range_end: bytes = b"",
+        *,
+        limit: int = 0,
+        revision: int = 0,
+        keys_only: bool = False,
+        count_only: bool = False,
+    ) -> RangeResult:
+        """Range: read key, or [key, range_end), now or at an older revision (a list)."""
+        request = rpc_pb2.RangeRequest(
+            key=key,
+            range_end=range_end,
+            limit=limit,
+            revision=revision,
+            keys_only=keys_only,
+            count_only=count_only,
+        )
+        response = await self._request(lambda c: c.kv.Range, request, safe=True)
+        return RangeResult(
+            kvs=[_key_value(kv) for kv in response.kvs],
+            more=response.more,
+            count=response.count,
+            revision=response.header.revision,
+        )
+
+    async def get(self, key: bytes) -> KeyValue | None:
+        """Read one key; None if it does not exist."""
+        result = await self.range(key)
+        return result.kvs[0] if result.kvs else None
+
+    async def current_revision(self) -> int:
+        """The store's current revision (any read's header carries it)."""
+        return (await self.range(b"/", count_only=True)).revision
+
+    async def create(self, key: bytes, value: bytes, *, lease: int = 0) -> int:
+        """Create key if absent; return the new revision, or raise KeyExistsError."""
+        response = await self._txn(
+            rpc_pb2.TxnRequest(
+                compare=[_compare(key, "CREATE", create_revision=0)],
+                success=[_put(key, value, lease)],
+            )
+        )
+        if not response.succeeded:
+            raise KeyExistsError(key)
+        return response.header.revision
+
+    async def update(
+        self, key: bytes, value: bytes, expected_mod_revision: int, *, lease: int = 0
+    ) -> int:
+        """Overwrite key if nobody changed it since expected_mod_revision; return the new revision.
+
+        Otherwise raise RevisionMismatch with the key as it is now, read by the failure
+        branch of the same Txn. Like any etcd put, this sets the key's lease (0 = none).
+        """
+        response = await self._txn(
+            rpc_pb2.TxnRequest(
+                compare=[_compare(key, "MOD", mod_revision=expected_mod_revision)],
+                success=[_put(key, value, lease)],
+                failure=[_get(key)],
+            )
+        )
+        if not response.succeeded:
+            raise RevisionMismatch(self._current_from(response), key)
+        return response.header.revision
+
+    async def delete(
+        self, key: bytes, expected_mod_revision: int | None = None
+    ) -> tuple[int, KeyValue]:
+        """Delete key (if still at expected_mod_revision); return the revision and the deleted kv.
+
+        RevisionMismatch(current) if the key changed meanwhile, RevisionMismatch(None)
+        if it does not exist.
+        """
+        compare = []
+        if expected_mod_revision is not None:
+            compare = [_compare(key, "MOD", mod_revision=expected_mod_revision)]
+        response = await self._txn(
+            rpc_pb2.TxnRequest(compare=compare, success=[_delete(key)], failure=[_get(key)])
+        )
+        if not response.succeeded:
+            raise RevisionMismatch(self._current_from(response), key)
+        deleted = response.responses[0].response_delete_range.prev_kvs
+        if not deleted:
+            raise RevisionMismatch(None, key)
+        return response.header.revision, _key_value(deleted[0])
+
+    @staticmethod
+    def _current_from(response: rpc_pb2.TxnResponse) -> KeyValue | None:
+        """The key as read by a failed Txn's failure branch (None if it does not exist)."""
+        kvs = response.responses[0].response_range.kvs
+        return _key_value(kvs[0]) if kvs else None
+
+    async def compact(self, revision: int, *, physical: bool = False) -> None:
+        """Compact: forget the history before revision (CompactedError if already done)."""
+        request = rpc_pb2.CompactionRequest(revision=revision, physical=physical)
+        await self._request(lambda c: c.kv.Compact, request, safe=False)
+
+    def watch(
+        self, key: bytes, range_end: bytes, start_revision: int, *, prev_kv: bool = True
+    ) -> Watch:
+        """A Watch on [key, range_end) from start_revision (0 = from now); use `async with`."""
+        return Watch(self, key, range_end, start_revision, prev_kv=prev_kv)
+
+    async def lease_grant(self, ttl: int) -> int:
+        """LeaseGrant: a new lease of at least ttl seconds; return its ID."""
+        request = rpc_pb2.LeaseGrantRequest(TTL=ttl)
+        response = await self._request(lambda c: c.lease.LeaseGrant, request, safe=False)
+        if response.error:
+            raise EtcdError(f"etcd: lease grant failed: {response.error}")
+        return response.ID
+
+    async def lease_revoke(self, lease_id: int) -> None:
+        """LeaseRevoke: end the lease now, deleting every key attached to it."""
+        request = rpc_pb2.LeaseRevokeRequest(ID=lease_id)
+        await self._request(lambda c: c.lease.LeaseRevoke, request, safe=False)
+
+    async def lease_keepalive_once(self, lease_id: int) -> int:
+        """LeaseKeepAlive, once: renew the lease and return its new TTL in seconds."""
+        request = rpc_pb2.LeaseKeepAliveRequest(ID=lease_id)
+        response = await self._request(lambda c: c.keep_alive_once, request, safe=True)
+        if response is grpc.aio.EOF or response.TTL <= 0:
+            raise EtcdError(f"etcd: lease {lease_id:x} not found")
+        return response.TTL
+
+    async def lease_time_to_live(self, lease_id: int) -> int:
+        """LeaseTimeToLive: seconds left on the lease; -1 if it expired or never existed."""
+        request = rpc_pb2.LeaseTimeToLiveRequest(ID=lease_id)
+        response = await self._request(lambda c: c.lease.LeaseTimeToLive, request, safe=True)
+        return response.TTL
+
+    async def server_version(self) -> str:
+        """Maintenance.Status: the etcd server's version, e.g. "3.4.23"."""
+        request = rpc_pb2.StatusRequest()
+        response = await self._request(lambda c: c.maintenance.Status, request, safe=True)
+        return response.version
+
+
+class Watch:
+    """One etcd watcher on its own gRPC Watch stream; iterate it for WatchBatch-es.
+
+    etcd numbers every change with a revision, so the watcher can always say where to
+    resume: after a lost connection it is created again from last_revision + 1, which
+    repeats no event and skips none. If that revision was compacted meanwhile, iteration
+    raises CompactedError (the caller must list again), as it does when start_revision
+    was compacted already.
+    """
+
+    def __init__(
+        self,
+        client: EtcdClient,
+        key: bytes,
+        range_end: bytes,
+        start_revision: int,
+        *,
+        prev_kv: bool = True,
+    ) -> None:
+        self._client = client
+        self._create = rpc_pb2.WatchCreateRequest(
+            key=key, range_end=range_end, progress_notify=True, prev_kv=prev_kv
+        )
+        self._start_revision = start_revision
+        self._last_revision = max(start_revision - 1, 0)
+        self._call: Any = None
+        self._watch_id = 0
+        self._progress_pending = False
+        self._write_lock = asyncio.Lock()
+        self._closed = False
+        self._error: EtcdError | None = None
+
+    @property
+    def last_revision(self) -> int:
+        """The resume point: every event up to this revision has been delivered."""
+        return self._last_revision
+
+    async def __aenter__(self) -> Watch:
+        await self._open(self._start_revision)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def __aiter__(self) -> Watch:
+        return self
+
+    async def __anext__(self) -> WatchBatch:
+        """Wait for the next WatchResponse, reconnecting as often as needed."""
+        while True:
+            if self._closed:
+                raise StopAsyncIteration
+            if self._error is not None:
+                raise self._error
+            if self._call is None:
+                raise RuntimeError("enter the watch with 'async with' before iterating it")
+            try:
+                response = await self._call.read()
+            except grpc.aio.AioRpcError as err:
+                if self._closed:
+                    raise StopAsyncIteration from None
+                if err.code() != grpc.StatusCode.UNAVAILABLE:
+                    raise _translate(err) from err
+                await self._reconnect()
+                continue
+            if response is grpc.aio.EOF:
+                await self._reconnect()
+                continue
+            return self._batch(response)
+
+    def _batch(self, response: rpc_pb2.WatchResponse) -> WatchBatch:
+        """Turn a WatchResponse into a WatchBatch and advance last_revision."""
+        if response.canceled:
+            self._call.cancel()
+            if response.compact_revision:
+                self._error = CompactedError(response.compact_revision)
+            else:
+                self._error = EtcdError(f"etcd canceled the watch: {response.cancel_reason}")
+            raise self._error
+        events = [_watch_event(event) for event in response.events]
+        if events:
+            # The header revision of a catching-up batch may be ahead of its last event
+            # (more events follow), so resume after the last event, not the header.
+            self._last_revision = events[-1].kv.mod_revision
+        else:
+            self._progress_pending = False
+            # etcd sends its periodic progress notifications in line with the events, so
+            # nothing before them is still on its way. Answers to request_progress come
+            # with watch_id -1 and, in etcd 3.4, can overtake events still being sent
+            # (etcd issue 15220): they are passed on but do not move the resume point.
+            if response.watch_id == self._watch_id:
+                self._last_revision = max(self._last_revision, response.header.revision)
+        return WatchBatch(events, response.header.revision)
+
+    async def _open(self, start_revision: int) -> None:
+        """Open a Watch stream, create the watcher, and wait for etcd's "created" answer."""
+        connection = self._client._connection()
+        call = connection.watch.Watch()
+        create = rpc_pb2.WatchCreateRequest()
+        create.CopyFrom(self._create)
+        create.start_revision = start_revision
+        try:
+            async with asyncio.timeout(self._client.request_timeout):
+                await call.write(rpc_pb2.WatchRequest(create_request=create))
+                response = await call.read()
+        except grpc.aio.AioRpcError as err:
+            call.cancel()
+            if err.code() == grpc.StatusCode.UNAVAILABLE:
+                self._client._fail_over(connection)
+            raise _translate(err) from err
+        except TimeoutError:
+            call.cancel()
+            raise EtcdTimeout("etcd did not confirm the watch in time") from None
+        if response is grpc.aio.EOF or not response.created:
+            call.cancel()
+            raise EtcdUnavailable("etcd closed the watch stream before creating the watcher")
+        if self._closed:  # close() ran while we were connecting
+            call.cancel()
+            return
+        self._call, self._watch_id = call, response.watch_id
+        if start_revision == 0:
+            # A watch "from now" starts after the revision etcd reports on creation.
+            self._last_revision = response.header.revision
+        if response.canceled:
+            self._batch(response)
+        if self._progress_pending:
+            await self._send(rpc_pb2.WatchRequest(progress_request=rpc_pb2.WatchProgressRequest()))
+
+    async def _reconnect(self) -> None:
+        """Re-create the watcher after the stream broke, retrying with a bounded backoff."""
+        self._call.cancel()
+        delay = WATCH_BACKOFF_INITIAL
+        while not self._closed:
+            await asyncio.sleep(delay)
+            try:
+                await self._open(self._last_revision + 1)
+                return
+            except (EtcdUnavailable, EtcdTimeout):
+                delay = min(delay * 2, WATCH_BACKOFF_MAX)
+
+    async def _send(self, request: rpc_pb2.WatchRequest) -> None:
+        """Write to the stream, one write at a time; a broken stream is left for __anext__."""
+        with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError, TimeoutError):
+            async with self._write_lock, asyncio.timeout(self._client.request_timeout):
+                await self._call.write(request)
+
+    async def request_progress(self) -> None:
+        """WatchProgressRequest: etcd answers with an empty WatchBatch at its current revision.
+
+        If the stream is reconnecting, the request is sent again on the new stream.
+        Beware: etcd 3.4 may answer before it has sent every event up to that revision
+        (see _batch), e.g. while a watch from an old revision is still replaying history.
+        """
+        if self._call is None:
+            raise RuntimeError("enter the watch with 'async with' before requesting progress")
+        self._progress_pending = True
+        await self._send(rpc_pb2.WatchRequest(progress_request=rpc_pb2.WatchProgressRequest()))
+
+    async def close(self) -> None:
+        """Cancel the watcher in etcd and close the stream."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._call is not None and not self._call.done():
+            cancel = rpc_pb2.WatchCancelRequest(watch_id=self._watch_id)
+            await self._send(rpc_pb2.WatchRequest(cancel_request=cancel))
+            self._call.cancel()

@@ -1,0 +1,478 @@
+"""The generic store: create, get, list, update, patch and delete for every resource.
+
+Upstream's `genericregistry.Store` (k8s.io/apiserver/pkg/registry/generic/registry): one
+implementation of every verb, with a `Strategy` (strategy.py) supplying the steps that
+differ by kind. The store is the only code that writes objects to etcd:
+
+    create: name/uid/timestamps -> strategy.prepare_for_create -> default -> validate
+            -> etcd Txn "create_revision == 0" (409 AlreadyExists when it fails)
+    update: read -> precondition on resourceVersion -> prepare_for_update -> default
+            -> validate_update -> etcd Txn "mod_revision == read revision" (retry or 409)
+    delete: preconditions -> graceful (deletionTimestamp) or finalizers pending?
+            -> mark the object : remove it with a Txn
+
+A rejected request never reaches etcd, so it changes nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import orjson
+
+from minikube_py.api import errors, meta
+from minikube_py.api.resources import Resource
+from minikube_py.api.selectors import FieldSelector, LabelSelector
+from minikube_py.api.validation import (
+    FieldError,
+    validate_object_meta,
+    validate_object_meta_update,
+)
+from minikube_py.apiserver.storage.etcd import (
+    CompactedError,
+    EtcdClient,
+    EtcdTimeout,
+    EtcdUnavailable,
+    KeyExistsError,
+    RevisionMismatch,
+    prefix_end,
+)
+from minikube_py.apiserver.strategy import Strategy
+from minikube_py.apiserver.watchcache import WatchCache, decode
+
+Obj = dict[str, Any]
+Mutation = Callable[[Obj], Obj]
+
+MAX_UPDATE_ATTEMPTS = 16
+CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. "
+    "You can start a new list without the continue parameter, or use the continue token "
+    "in this response to retrieve the remainder of the results. Continuing with the provided "
+    "token results in an inconsistent list - objects that were created, modified, or deleted "
+    "between the time the first chunk was returned and now may show up in the list."
+)
+
+
+@dataclass
+class ListOptions:
+    label_selector: LabelSelector
+    field_selector: FieldSelector
+    limit: int = 0
+    continue_token: str = ""
+    resource_version: str = ""
+    resource_version_match: str = ""
+
+
+@dataclass
+class DeleteOptions:
+    grace_period_seconds: int | None = None
+    propagation_policy: str | None = None
+    preconditions: dict[str, Any] = field(default_factory=dict)
+    dry_run: bool = False
+
+
+@dataclass
+class ListResult:
+    items: list[Obj]
+    resource_version: int
+    continue_token: str = ""
+    remaining_item_count: int | None = None
+
+
+def encode(obj: Obj) -> bytes:
+    """The etcd value: the object's JSON without resourceVersion (etcd's revision is it)."""
+    metadata = obj.get("metadata", {})
+    if "resourceVersion" in metadata:
+        obj = {**obj, "metadata": {k: v for k, v in metadata.items() if k != "resourceVersion"}}
+    return orjson.dumps(obj)
+
+
+def etcd_errors(call: Any) -> Any:
+    """Map storage failures to upstream's Status errors (503/504, 410)."""
+
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await call(*args, **kwargs)
+        except EtcdUnavailable as err:
+            raise errors.service_unavailable(f"etcd is unavailable: {err}") from err
+        except EtcdTimeout as err:
+            raise errors.timeout(
+                "The request did not complete in time: etcd request timed out"
+            ) from err
+
+    wrapper.__name__ = call.__name__
+    wrapper.__doc__ = call.__doc__
+    return wrapper
+
+
+class Store:
+    """Every verb of one resource, on top of etcd and the resource's watch cache."""
+
+    def __init__(
+        self,
+        resource: Resource,
+        strategy: Strategy,
+        etcd: EtcdClient,
+        cache: WatchCache,
+        namespace_exists: Callable[[str], Any],
+    ) -> None:
+        self.resource = resource
+        self.strategy = strategy
+        self.etcd = etcd
+        self.cache = cache
+        self._namespace_exists = namespace_exists
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def key(self, namespace: str, name: str) -> str:
+        return self.resource.etcd_key(namespace, name)
+
+    def _not_found(self, name: str) -> errors.APIError:
+        return errors.not_found(self.resource.plural, self.resource.group, name)
+
+    def _invalid(self, obj: Obj, problems: list[FieldError]) -> errors.APIError:
+        return errors.invalid(
+            self.resource.kind, self.resource.group, meta.name_of(obj), problems
+        )
+
+    def _conflict(self, name: str) -> errors.APIError:
+        return errors.conflict(
+            self.resource.plural, self.resource.group, name, errors.OBJECT_MODIFIED
+        )
+
+    def _validate_meta(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        name_validator = getattr(self.strategy, "name_validator", None)
+        kwargs = {"name_validator": name_validator} if name_validator else {}
+        problems = validate_object_meta(
+            obj.get("metadata"), namespaced=self.resource.namespaced, **kwargs
+        )
+        if old is not None and isinstance(obj.get("metadata"), dict):
+            problems += validate_object_meta_update(obj["metadata"], old["metadata"])
+        return problems
+
+    async def _check_namespace(self, namespace: str) -> None:
+        """NamespaceLifecycle admission: the namespace must exist and not be terminating."""
+        if not self.resource.namespaced:
+            return
+        ns = await self._namespace_exists(namespace)
+        if ns is None:
+            raise errors.not_found("namespaces", "", namespace)
+        if ns.get("metadata", {}).get("deletionTimestamp"):
+            raise errors.forbidden(
+                self.resource.plural,
+                self.resource.group,
+                "",
+                f"unable to create new content in namespace {namespace} because it is being "
+                "terminated",
+            )
+
+    # -- create ----------------------------------------------------------------------------
+
+    @etcd_errors
+    async def create(self, namespace: str, obj: Obj, *, dry_run: bool = False) -> Obj:
+        """Create: fill in server-set metadata, prepare, default, validate, then one Txn."""
+        metadata = meta.metadata(obj)
+        if self.resource.namespaced:
+            metadata["namespace"] = namespace
+        if not metadata.get("name") and metadata.get("generateName"):
+            metadata["name"] = meta.generate_name(str(metadata["generateName"]))
+        metadata.pop("resourceVersion", None)
+        metadata["uid"] = meta.new_uid()
+        metadata["creationTimestamp"] = meta.rfc3339(meta.now())
+        for server_set in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+            metadata.pop(server_set, None)
+
+        problems = self._validate_meta(obj, None)
+        if problems:
+            raise self._invalid(obj, problems)
+        self.strategy.prepare_for_create(obj)
+        self.strategy.default(obj)
+        problems = self.strategy.validate(obj)
+        if problems:
+            raise self._invalid(obj, problems)
+        await self._check_namespace(namespace)
+        if dry_run:
+            return obj
+
+        name = metadata["name"]
+        try:
+            revision = await self.etcd.create(self.key(namespace, name).encode(), encode(obj))
+        except KeyExistsError:
+            raise errors.already_exists(self.resource.plural, self.resource.group, name) from None
+        metadata["resourceVersion"] = str(revision)
+        return obj
+
+    # -- read ------------------------------------------------------------------------------
+
+    @etcd_errors
+    async def get(self, namespace: str, name: str, *, resource_version: str = "") -> Obj:
+        """Get: resourceVersion "0" may be served from the cache, otherwise read etcd."""
+        key = self.key(namespace, name)
+        if resource_version == "0" and self.cache.ready.is_set():
+            cached = self.cache.get(key)
+            if cached is None:
+                raise self._not_found(name)
+            return cached
+        kv = await self.etcd.get(key.encode())
+        if kv is None:
+            raise self._not_found(name)
+        return decode(kv)
+
+    @etcd_errors
+    async def list(self, namespace: str, options: ListOptions) -> ListResult:
+        """List: from the watch cache when allowed, else a paginated read of etcd."""
+        def matches(obj: Obj) -> bool:
+            if not options.label_selector.matches(meta.labels_of(obj)):
+                return False
+            if options.field_selector.empty():
+                return True
+            return options.field_selector.matches(self.strategy.field_set(obj))
+
+        namespace_prefix = f"{namespace}/" if namespace and self.resource.namespaced else ""
+        paginated = options.limit > 0 or options.continue_token
+        if (options.resource_version == "0" and not paginated
+                and options.resource_version_match != "Exact" and self.cache.ready.is_set()):
+            revision = self.cache.revision
+            items = [o for o in self.cache.list(namespace_prefix) if matches(o)]
+            return ListResult(items, revision)
+        # A consistent read ("" = the latest) goes to etcd. Serving it from the cache would
+        # need etcd's progress notifications to arrive in order with events, which etcd
+        # only guarantees from 3.4.31 / 3.5.13 on (upstream makes the same choice).
+        return await self._list_from_etcd(namespace_prefix, options, matches)
+
+    async def _list_from_etcd(
+        self, namespace_prefix: str, options: ListOptions, matches: Callable[[Obj], bool]
+    ) -> ListResult:
+        prefix = (self.resource.etcd_prefix + namespace_prefix).encode()
+        start, revision = prefix, 0
+        if options.continue_token:
+            start_suffix, revision = self._decode_continue(options.continue_token)
+            start = prefix + start_suffix.encode()
+        elif options.resource_version not in ("", "0"):
+            revision = int(options.resource_version)
+        limit = options.limit
+        items: list[Obj] = []
+        more = False
+        remaining: int | None = None
+        last_key = b""
+        while True:
+            want = limit - len(items) if limit else 0
+            try:
+                result = await self.etcd.range(
+                    start, prefix_end(prefix), limit=want, revision=revision
+                )
+            except CompactedError:
+                if options.continue_token:
+                    raise errors.resource_expired(CONTINUE_EXPIRED) from None
+                raise errors.resource_expired(
+                    f"too old resource version: {revision}"
+                ) from None
+            revision = result.revision if revision == 0 else revision
+            for kv in result.kvs:
+                obj = decode(kv)
+                if matches(obj):
+                    items.append(obj)
+                last_key = kv.key
+            more = result.more
+            if not more or (limit and len(items) >= limit):
+                if more and options.label_selector.empty() and options.field_selector.empty():
+                    remaining = result.count - len(result.kvs)
+                break
+            start = last_key + b"\x00"
+        token = ""
+        if more:
+            suffix = (last_key + b"\x00")[len(prefix) :].decode()
+            token = self._encode_continue(suffix, revision)
+        return ListResult(items, revision, token, remaining)
+
+    @staticmethod
+    def _encode_continue(start: str, revision: int) -> str:
+        body = orjson.dumps({"v": "meta.k8s.io/v1", "rv": revision, "start": start})
+        return base64.urlsafe_b64encode(body).decode().rstrip("=")
+
+    @staticmethod
+    def _decode_continue(token: str) -> tuple[str, int]:
+        try:
+            padded = token + "=" * (-len(token) % 4)
+            body = orjson.loads(base64.urlsafe_b64decode(padded))
+            if body.get("v") != "meta.k8s.io/v1" or not isinstance(body.get("rv"), int):
+                raise ValueError("unsupported continue token version")
+            if body["rv"] <= 0:
+                raise ValueError("invalid resource version")
+            return str(body["start"]), body["rv"]
+        except (ValueError, binascii.Error, KeyError, TypeError, orjson.JSONDecodeError) as err:
+            raise errors.bad_request(
+                f"invalid continue token: continue key is not valid: {err}") from None
+
+    # -- update ----------------------------------------------------------------------------
+
+    async def guaranteed_update(self, namespace: str, name: str, mutate: Mutation) -> Obj:
+        """Read, mutate, write with a mod_revision compare; retry when someone wrote first.
+
+        `mutate` gets a private copy of the stored object and returns the new one; it raises
+        an APIError (Conflict, Invalid...) to refuse. Upstream: GuaranteedUpdate.
+        """
+        key = self.key(namespace, name)
+        for _ in range(MAX_UPDATE_ATTEMPTS):
+            kv = await self.etcd.get(key.encode())
+            if kv is None:
+                raise self._not_found(name)
+            current = decode(kv)
+            updated = mutate(copy.deepcopy(current))
+            if encode(updated) == encode(current):
+                return current
+            if self._finished_deleting(updated):
+                try:
+                    revision, _ = await self.etcd.delete(key.encode(), kv.mod_revision)
+                except RevisionMismatch:
+                    continue
+                updated["metadata"]["resourceVersion"] = str(revision)
+                return updated
+            try:
+                revision = await self.etcd.update(key.encode(), encode(updated), kv.mod_revision)
+            except RevisionMismatch:
+                continue
+            updated["metadata"]["resourceVersion"] = str(revision)
+            return updated
+        raise self._conflict(name)
+
+    def _finished_deleting(self, obj: Obj) -> bool:
+        """An object being deleted goes once nothing blocks it (last finalizer removed)."""
+        metadata = obj["metadata"]
+        if not metadata.get("deletionTimestamp"):
+            return False
+        if metadata.get("deletionGracePeriodSeconds", 0) != 0:
+            return False
+        return not self.strategy.blocks_deletion(obj)
+
+    def _check_resource_version(self, obj: Obj, current: Obj) -> None:
+        wanted = obj.get("metadata", {}).get("resourceVersion")
+        if wanted and wanted != current["metadata"]["resourceVersion"]:
+            raise self._conflict(current["metadata"]["name"])
+
+    @etcd_errors
+    async def update(
+        self,
+        namespace: str,
+        name: str,
+        obj: Obj,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+    ) -> Obj:
+        """Update (PUT): optimistic concurrency on the resourceVersion the client read."""
+
+        def mutate(current: Obj) -> Obj:
+            self._check_resource_version(obj, current)
+            return self.prepare_update(copy.deepcopy(obj), current, subresource)
+
+        if dry_run:
+            return mutate(await self.get(namespace, name))
+        return await self.guaranteed_update(namespace, name, mutate)
+
+    def prepare_update(self, new: Obj, current: Obj, subresource: str) -> Obj:
+        """The strategy steps of an update, on a fresh object `new` and the stored one."""
+        metadata = meta.metadata(new)
+        old_meta = current["metadata"]
+        # Server-set metadata cannot be changed by clients.
+        for server_set in ("uid", "creationTimestamp", "deletionTimestamp",
+                           "deletionGracePeriodSeconds", "generation"):
+            if server_set in old_meta:
+                metadata[server_set] = old_meta[server_set]
+            else:
+                metadata.pop(server_set, None)
+        if self.resource.namespaced and "namespace" not in metadata:
+            metadata["namespace"] = old_meta.get("namespace")
+        metadata.setdefault("name", old_meta.get("name"))
+        metadata["resourceVersion"] = old_meta["resourceVersion"]
+        if subresource == "status":
+            self.strategy.prepare_for_status_update(new, current)
+            problems = self.strategy.validate_status_update(new, current)
+        else:
+            self.strategy.prepare_for_update(new, current)
+            self.strategy.default(new)
+            problems = self._validate_meta(new, current)
+            problems += self.strategy.validate_update(new, current)
+        if problems:
+            raise self._invalid(new, problems)
+        return new
+
+    # -- delete ----------------------------------------------------------------------------
+
+    @etcd_errors
+    async def delete(self, namespace: str, name: str, options: DeleteOptions) -> tuple[Obj, bool]:
+        """Delete: returns (object, gone). Not gone while grace or finalizers hold it."""
+        key = self.key(namespace, name)
+        for _ in range(MAX_UPDATE_ATTEMPTS):
+            kv = await self.etcd.get(key.encode())
+            if kv is None:
+                raise self._not_found(name)
+            current = decode(kv)
+            self._check_preconditions(current, options.preconditions)
+            marked = self._mark_for_deletion(copy.deepcopy(current), options)
+            if options.dry_run:
+                return marked or current, marked is None
+            try:
+                if marked is not None:
+                    if encode(marked) == encode(current):
+                        return current, False
+                    revision = await self.etcd.update(key.encode(), encode(marked), kv.mod_revision)
+                    marked["metadata"]["resourceVersion"] = str(revision)
+                    return marked, False
+                await self.etcd.delete(key.encode(), kv.mod_revision)
+            except RevisionMismatch:
+                continue
+            return current, True
+        raise self._conflict(name)
+
+    def _check_preconditions(self, current: Obj, preconditions: dict[str, Any]) -> None:
+        metadata = current["metadata"]
+        uid = preconditions.get("uid")
+        if uid and uid != metadata.get("uid"):
+            raise errors.conflict(
+                self.resource.plural, self.resource.group, metadata["name"],
+                f"Precondition failed: UID in precondition: {uid}, "
+                f"UID in object meta: {metadata.get('uid')}",
+            )
+        version = preconditions.get("resourceVersion")
+        if version and version != metadata.get("resourceVersion"):
+            raise errors.conflict(
+                self.resource.plural, self.resource.group, metadata["name"],
+                f"Precondition failed: ResourceVersion in precondition: {version}, "
+                f"ResourceVersion in object meta: {metadata.get('resourceVersion')}",
+            )
+
+    def _mark_for_deletion(self, obj: Obj, options: DeleteOptions) -> Obj | None:
+        """Graceful deletion and finalizers: the object to write, or None to remove it now."""
+        metadata = obj["metadata"]
+        finalizers = list(metadata.get("finalizers") or [])
+        policy = options.propagation_policy
+        if policy == "Orphan" and "orphan" not in finalizers:
+            finalizers.append("orphan")
+        elif policy == "Foreground" and "foregroundDeletion" not in finalizers:
+            finalizers.append("foregroundDeletion")
+        if policy in ("Orphan", "Foreground") and finalizers:
+            metadata["finalizers"] = finalizers
+        grace = self.strategy.graceful_delete_seconds(obj, options.grace_period_seconds)
+        already = metadata.get("deletionTimestamp")
+        now = meta.now()
+        if grace is not None and grace > 0:
+            current_grace = metadata.get("deletionGracePeriodSeconds")
+            if not already or current_grace is None or grace < current_grace:
+                metadata["deletionTimestamp"] = meta.rfc3339(now + timedelta(seconds=grace))
+                metadata["deletionGracePeriodSeconds"] = grace
+            self.strategy.prepare_for_delete(obj)
+            return obj
+        if self.strategy.blocks_deletion(obj):
+            if not already:
+                metadata["deletionTimestamp"] = meta.rfc3339(now)
+            metadata["deletionGracePeriodSeconds"] = 0
+            self.strategy.prepare_for_delete(obj)
+            return obj
+        return None

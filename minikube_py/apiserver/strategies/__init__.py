@@ -1,0 +1,91 @@
+"""The strategy of every built-in resource: `strategy_for(resource)`.
+
+One small class per kind, named after upstream's (`podStrategy` -> `PodStrategy`),
+spread over one module per API group. A kind without an entry gets `KindStrategy`:
+the base hooks with DNS-subdomain names.
+"""
+
+from __future__ import annotations
+
+from minikube_py.api.resources import Resource
+from minikube_py.apiserver.strategies.apps import (
+    DaemonSetStrategy,
+    DeploymentStrategy,
+    ReplicaSetStrategy,
+    StatefulSetStrategy,
+)
+from minikube_py.apiserver.strategies.batch import CronJobStrategy, JobStrategy
+from minikube_py.apiserver.strategies.common import KindStrategy
+from minikube_py.apiserver.strategies.core import (
+    BindingStrategy,
+    ConfigMapStrategy,
+    EndpointsStrategy,
+    LimitRangeStrategy,
+    NamespaceStrategy,
+    NodeStrategy,
+    ResourceQuotaStrategy,
+    SecretStrategy,
+    ServiceAccountStrategy,
+)
+from minikube_py.apiserver.strategies.events import EventStrategy, EventsV1EventStrategy
+from minikube_py.apiserver.strategies.others import (
+    EndpointSliceStrategy,
+    LeaseStrategy,
+    PodDisruptionBudgetStrategy,
+    PriorityClassStrategy,
+)
+from minikube_py.apiserver.strategies.pods import PodStrategy
+from minikube_py.apiserver.strategies.rbac import (
+    ClusterRoleBindingStrategy,
+    ClusterRoleStrategy,
+    RoleBindingStrategy,
+    RoleStrategy,
+)
+from minikube_py.apiserver.strategies.services import ServiceStrategy
+from minikube_py.apiserver.strategies.volumes import (
+    PersistentVolumeClaimStrategy,
+    PersistentVolumeStrategy,
+)
+from minikube_py.apiserver.strategy import Strategy
+
+# (API group, kind) -> strategy class.
+STRATEGIES: dict[tuple[str, str], type[KindStrategy]] = {
+    ("", "Pod"): PodStrategy,
+    ("", "Binding"): BindingStrategy,
+    ("", "Node"): NodeStrategy,
+    ("", "Namespace"): NamespaceStrategy,
+    ("", "Service"): ServiceStrategy,
+    ("", "Endpoints"): EndpointsStrategy,
+    ("", "ConfigMap"): ConfigMapStrategy,
+    ("", "Secret"): SecretStrategy,
+    ("", "ServiceAccount"): ServiceAccountStrategy,
+    ("", "Event"): EventStrategy,
+    ("", "PersistentVolumeClaim"): PersistentVolumeClaimStrategy,
+    ("", "PersistentVolume"): PersistentVolumeStrategy,
+    ("", "LimitRange"): LimitRangeStrategy,
+    ("", "ResourceQuota"): ResourceQuotaStrategy,
+    ("apps", "Deployment"): DeploymentStrategy,
+    ("apps", "ReplicaSet"): ReplicaSetStrategy,
+    ("apps", "StatefulSet"): StatefulSetStrategy,
+    ("apps", "DaemonSet"): DaemonSetStrategy,
+    ("batch", "Job"): JobStrategy,
+    ("batch", "CronJob"): CronJobStrategy,
+    ("discovery.k8s.io", "EndpointSlice"): EndpointSliceStrategy,
+    ("coordination.k8s.io", "Lease"): LeaseStrategy,
+    ("events.k8s.io", "Event"): EventsV1EventStrategy,
+    ("scheduling.k8s.io", "PriorityClass"): PriorityClassStrategy,
+    ("policy", "PodDisruptionBudget"): PodDisruptionBudgetStrategy,
+    ("rbac.authorization.k8s.io", "Role"): RoleStrategy,
+    ("rbac.authorization.k8s.io", "ClusterRole"): ClusterRoleStrategy,
+    ("rbac.authorization.k8s.io", "RoleBinding"): RoleBindingStrategy,
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ClusterRoleBindingStrategy,
+}
+
+
+def strategy_for(resource: Resource) -> Strategy:
+    """The strategy the generic store uses for `resource`."""
+    strategy_class = STRATEGIES.get((resource.group, resource.kind), KindStrategy)
+    return strategy_class(resource)
+
+
+__all__ = ["STRATEGIES", "KindStrategy", "strategy_for"]

@@ -1,0 +1,104 @@
+"""The per-resource hooks the generic store calls (upstream's registry strategies).
+
+The generic store (`store.py`) runs the same steps for every resource; a `Strategy`
+supplies the few that differ by kind. Each hook has one job:
+
+  create:  prepare_for_create -> default -> validate            -> etcd Txn
+  update:  prepare_for_update -> default -> validate_update     -> etcd Txn
+  status:  prepare_for_status_update    -> validate_status_update -> etcd Txn
+
+Hooks mutate the object in place and never talk to storage. Metadata (name, labels,
+annotations, ownerReferences...) is validated by the store for every kind, so a
+strategy validates only its own spec and status.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from minikube_py.api.resources import Resource
+from minikube_py.api.validation import FieldError
+
+Obj = dict[str, Any]
+
+
+def spec_changed(new: Obj, old: Obj) -> bool:
+    """True when anything outside metadata and status differs (what bumps generation)."""
+    ignored = ("metadata", "status", "apiVersion", "kind")
+    keys = (set(new) | set(old)) - set(ignored)
+    return any(new.get(k) != old.get(k) for k in keys)
+
+
+class Strategy:
+    """Defaults shared by every resource; subclasses override what their kind needs."""
+
+    def __init__(self, resource: Resource) -> None:
+        self.resource = resource
+        self.has_status = "status" in resource.subresources
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        """Before create: a client may not set status; generation starts at 1."""
+        if self.has_status:
+            obj.pop("status", None)
+        obj["metadata"]["generation"] = 1
+
+    def prepare_for_update(self, new: Obj, old: Obj) -> None:
+        """Before update of the main resource: keep status, bump generation on spec change."""
+        if self.has_status:
+            if "status" in old:
+                new["status"] = copy.deepcopy(old["status"])
+            else:
+                new.pop("status", None)
+        generation = old["metadata"].get("generation", 1)
+        new["metadata"]["generation"] = generation + 1 if spec_changed(new, old) else generation
+
+    def prepare_for_status_update(self, new: Obj, old: Obj) -> None:
+        """Before a /status write: everything but status comes from the stored object."""
+        status = new.get("status")
+        resource_version = new["metadata"].get("resourceVersion")
+        new.clear()
+        new.update(copy.deepcopy(old))
+        if status is None:
+            new.pop("status", None)
+        else:
+            new["status"] = status
+        if resource_version is not None:
+            new["metadata"]["resourceVersion"] = resource_version
+
+    def default(self, obj: Obj) -> None:
+        """Fill in fields a client may omit (runs on create and on every update)."""
+
+    def validate(self, obj: Obj) -> list[FieldError]:
+        """Kind-specific validation of a new object."""
+        return []
+
+    def validate_update(self, new: Obj, old: Obj) -> list[FieldError]:
+        """Validation of an update: the rules for new objects plus immutable fields."""
+        return self.validate(new)
+
+    def validate_status_update(self, new: Obj, old: Obj) -> list[FieldError]:
+        """Validation of a /status write."""
+        return []
+
+    def field_set(self, obj: Obj) -> dict[str, str]:
+        """The fields a fieldSelector may name for this kind, with their values."""
+        metadata = obj.get("metadata", {})
+        fields = {"metadata.name": metadata.get("name", "")}
+        if self.resource.namespaced:
+            fields["metadata.namespace"] = metadata.get("namespace", "")
+        return fields
+
+    def graceful_delete_seconds(self, obj: Obj, requested: int | None) -> int | None:
+        """Delete: the grace period to wait before removal (None or 0: remove at once).
+
+        Only kinds with graceful deletion (pods) override this; the rest go at once.
+        """
+        return None
+
+    def blocks_deletion(self, obj: Obj) -> bool:
+        """Delete: True while something must finish first (finalizers)."""
+        return bool(obj["metadata"].get("finalizers"))
+
+    def prepare_for_delete(self, obj: Obj) -> None:
+        """Delete: runs when the object is marked with a deletionTimestamp but kept."""

@@ -1,0 +1,279 @@
+"""The watch cache: one etcd watch per resource, fanned out to every API watcher.
+
+Upstream's `Cacher` in k8s.io/apiserver/pkg/storage/cacher, in small:
+
+    etcd --(one Watch on /registry/<resource>/)--> WatchCache --+--> Watcher (kubectl -w)
+                                                                +--> Watcher (an informer)
+                                                                +--> ...
+
+The cache lists the prefix once, then applies every etcd event to an in-memory copy of
+all objects and to a bounded history of recent events. A client watch starting at
+resourceVersion N is served from that history (events with revision > N) and then live,
+so 100 watchers cost one etcd watch. A watcher that does not keep up gets a bounded
+buffer and is closed when it overflows; it never slows the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from minikube_py.api import errors
+from minikube_py.apiserver.storage.etcd import (
+    CompactedError,
+    EtcdClient,
+    EtcdError,
+    KeyValue,
+    WatchEvent,
+    prefix_end,
+)
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
+
+
+def decode(kv: KeyValue) -> Obj:
+    """An etcd value is the object's JSON; its resourceVersion is the key's mod_revision."""
+    obj = orjson.loads(kv.value)
+    obj.setdefault("metadata", {})["resourceVersion"] = str(kv.mod_revision)
+    return obj
+
+
+def with_resource_version(obj: Obj, revision: int) -> Obj:
+    """A shallow copy of obj whose metadata.resourceVersion is `revision`."""
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(revision)}}
+
+
+class CacheEvent:
+    """One change to one object, as the cache saw it from etcd."""
+
+    __slots__ = ("type", "key", "obj", "prev", "revision", "_wire")
+
+    def __init__(self, type: str, key: str, obj: Obj, prev: Obj | None, revision: int) -> None:
+        self.type = type
+        self.key = key
+        self.obj = obj
+        self.prev = prev
+        self.revision = revision
+        self._wire: bytes | None = None
+
+    def wire(self) -> bytes:
+        """The watch event as JSON, encoded once however many watchers receive it."""
+        if self._wire is None:
+            self._wire = orjson.dumps({"type": self.type, "object": self.obj}) + b"\n"
+        return self._wire
+
+
+class Watcher:
+    """One client's watch: a bounded queue of events that pass its filter."""
+
+    def __init__(
+        self,
+        start_revision: int,
+        matches: Callable[[Obj], bool] | None,
+        capacity: int,
+    ) -> None:
+        self.start_revision = start_revision
+        self.matches = matches
+        self.capacity = capacity
+        self.queue: deque[tuple[str, Obj, CacheEvent | None]] = deque()
+        self.last_revision = start_revision
+        self.closed = False
+        self.overflowed = False
+        self._wakeup = asyncio.Event()
+
+    def push(self, type: str, obj: Obj, event: CacheEvent | None) -> None:
+        if self.closed:
+            return
+        if len(self.queue) >= self.capacity:
+            self.overflowed = True
+            self.close()
+            return
+        self.queue.append((type, obj, event))
+        self._wakeup.set()
+
+    def offer(self, event: CacheEvent) -> None:
+        """Deliver `event` if it concerns this watcher, as upstream's cacheWatcher does.
+
+        With a filter, an object that starts matching arrives as ADDED and one that stops
+        matching as DELETED (carrying its last matching state at the event's revision).
+        """
+        if event.revision <= self.start_revision:
+            return
+        if self.matches is None:
+            self.push(event.type, event.obj, event)
+            return
+        now_matches = event.type != DELETED and self.matches(event.obj)
+        before_matches = event.prev is not None and self.matches(event.prev)
+        if event.type == DELETED:
+            if before_matches:
+                self.push(DELETED, event.obj, event)
+        elif now_matches and before_matches:
+            self.push(event.type, event.obj, event)
+        elif now_matches:
+            self.push(ADDED, event.obj, event if event.type == ADDED else None)
+        elif before_matches:
+            assert event.prev is not None
+            self.push(DELETED, with_resource_version(event.prev, event.revision), None)
+
+    def close(self) -> None:
+        self.closed = True
+        self._wakeup.set()
+
+    async def next_batch(self, timeout: float | None) -> list[tuple[str, Obj, CacheEvent | None]]:
+        """Everything queued so far; waits up to `timeout` for at least one event."""
+        if not self.queue and not self.closed:
+            self._wakeup.clear()
+            try:
+                await asyncio.wait_for(self._wakeup.wait(), timeout)
+            except TimeoutError:
+                return []
+        batch = list(self.queue)
+        self.queue.clear()
+        return batch
+
+
+class WatchCache:
+    """The in-memory state and recent history of one resource, kept by an etcd watch."""
+
+    def __init__(
+        self,
+        etcd: EtcdClient,
+        prefix: str,
+        *,
+        history_size: int = 10_000,
+        watcher_capacity: int = 10_000,
+        on_event: Callable[[CacheEvent], None] | None = None,
+    ) -> None:
+        self.etcd = etcd
+        self.prefix = prefix
+        self.objects: dict[str, Obj] = {}
+        self.revision = 0
+        # A watch may start at any revision >= oldest_revision.
+        self.oldest_revision = 0
+        self.history: deque[CacheEvent] = deque(maxlen=history_size)
+        self.watchers: set[Watcher] = set()
+        self.watcher_capacity = watcher_capacity
+        self.ready = asyncio.Event()
+        self._on_event = on_event
+
+    async def run(self) -> None:
+        """List, then watch from the list's revision; relist when etcd has compacted it."""
+        backoff = 0.1
+        while True:
+            try:
+                await self._list_and_watch()
+            except CompactedError:
+                log.warning("watch cache %s: revision compacted, relisting", self.prefix)
+            except EtcdError as err:
+                log.warning("watch cache %s: etcd error %s, retrying", self.prefix, err)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+
+    async def _list_and_watch(self) -> None:
+        start = self.prefix.encode()
+        result = await self.etcd.range(start, prefix_end(start))
+        self._replace({kv.key.decode(): decode(kv) for kv in result.kvs}, result.revision)
+        async with self.etcd.watch(start, prefix_end(start), result.revision + 1) as watch:
+            async for batch in watch:
+                for event in batch.events:
+                    self._apply(event)
+                revision = batch.events[-1].kv.mod_revision if batch.events else batch.revision
+                self._advance(revision)
+
+    def _replace(self, objects: dict[str, Obj], revision: int) -> None:
+        """A fresh list: watchers of the old state must start over (they get 410 if too old)."""
+        for watcher in list(self.watchers):
+            watcher.close()
+        self.watchers.clear()
+        self.objects = objects
+        self.history.clear()
+        self.revision = revision
+        self.oldest_revision = revision
+        self.ready.set()
+
+    def _apply(self, event: WatchEvent) -> None:
+        key = event.kv.key.decode()
+        revision = event.kv.mod_revision
+        prev = self.objects.get(key)
+        if event.type == "PUT":
+            obj = decode(event.kv)
+            self.objects[key] = obj
+            cache_event = CacheEvent(ADDED if prev is None else MODIFIED, key, obj, prev, revision)
+        else:
+            if prev is None:
+                return
+            del self.objects[key]
+            obj = with_resource_version(prev, revision)
+            cache_event = CacheEvent(DELETED, key, obj, prev, revision)
+        if len(self.history) == self.history.maxlen:
+            self.oldest_revision = self.history[0].revision
+        self.history.append(cache_event)
+        for watcher in list(self.watchers):
+            watcher.offer(cache_event)
+            if watcher.closed:
+                self.watchers.discard(watcher)
+        if self._on_event is not None:
+            self._on_event(cache_event)
+
+    def _advance(self, revision: int) -> None:
+        if revision > self.revision:
+            self.revision = revision
+
+    def list(self, namespace_prefix: str = "") -> list[Obj]:
+        """Current objects, sorted by key as etcd returns them."""
+        prefix = self.prefix + namespace_prefix
+        if not namespace_prefix:
+            return [self.objects[key] for key in sorted(self.objects)]
+        return [self.objects[k] for k in sorted(self.objects) if k.startswith(prefix)]
+
+    def get(self, key: str) -> Obj | None:
+        return self.objects.get(key)
+
+    def watch(
+        self,
+        resource_version: int | None,
+        matches: Callable[[Obj], bool] | None,
+        *,
+        namespace_prefix: str = "",
+        initial: list[Obj] | None = None,
+    ) -> Watcher:
+        """A new watcher.
+
+        resource_version None: first an ADDED event for every object in the cache, then
+        changes. resource_version N: every change with revision > N (410 Expired if N is
+        too old), after an ADDED event for each object of `initial` (a list read at N).
+        """
+        if resource_version is None:
+            watcher = Watcher(self.revision, matches, self.watcher_capacity + len(self.objects))
+            for obj in self.list(namespace_prefix):
+                if matches is None or matches(obj):
+                    watcher.push(ADDED, obj, None)
+        else:
+            if resource_version < self.oldest_revision:
+                raise errors.resource_expired(
+                    f"too old resource version: {resource_version} ({self.oldest_revision})"
+                )
+            initial = initial or []
+            watcher = Watcher(resource_version, matches, self.watcher_capacity + len(initial))
+            for obj in initial:
+                watcher.push(ADDED, obj, None)
+            for event in self.history:
+                if event.revision > resource_version and event.key.startswith(
+                    self.prefix + namespace_prefix
+                ):
+                    watcher.offer(event)
+        self.watchers.add(watcher)
+        return watcher
+
+    def stop_watching(self, watcher: Watcher) -> None:
+        watcher.close()
+        self.watchers.discard(watcher)

@@ -1,0 +1,188 @@
+"""`minikube-py up | down | status`: a local cluster on this machine.
+
+For now the cluster is etcd plus the API server; later components join the same launcher.
+State lives in ~/.minikube-py (or $MINIKUBE_PY_HOME):
+
+    etcd/            etcd's data directory
+    logs/*.log       one log per component
+    run/*.pid        the running components
+    cluster.json     the ports in use
+    kubeconfig       what kubectl and the Python client use
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from minikube_py.cluster.etcd import LOOPBACK, free_port
+from minikube_py.cluster.kubeconfig import write_kubeconfig
+
+DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443}
+
+
+def home() -> Path:
+    return Path(os.environ.get("MINIKUBE_PY_HOME", Path.home() / ".minikube-py"))
+
+
+def fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(1)
+
+
+def _port_free(port: int) -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((LOOPBACK, port))
+        except OSError:
+            return False
+    return True
+
+
+def _pid_alive(pid_file: Path) -> int | None:
+    try:
+        pid = int(pid_file.read_text())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return None
+    return pid
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as answer:
+            return answer.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _start(name: str, command: list[str], state: Path) -> None:
+    log = (state / "logs" / f"{name}.log").open("ab")
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                               start_new_session=True,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    (state / "run" / f"{name}.pid").write_text(str(process.pid))
+
+
+def _wait(check: object, what: str, log: Path, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():  # type: ignore[operator]
+            return
+        time.sleep(0.2)
+    fail(f"{what} did not become ready in {timeout:.0f}s; see {log}")
+
+
+def _ports(state: Path) -> dict[str, int]:
+    saved = state / "cluster.json"
+    if saved.exists():
+        return json.loads(saved.read_text())["ports"]
+    ports = {}
+    for name, port in DEFAULT_PORTS.items():
+        ports[name] = port if _port_free(port) else free_port()
+    saved.write_text(json.dumps({"ports": ports}, indent=2))
+    return ports
+
+
+def up(args: argparse.Namespace) -> None:
+    """Start etcd and the API server (if not running), write the kubeconfig."""
+    state = home()
+    for sub in ("logs", "run"):
+        (state / sub).mkdir(parents=True, exist_ok=True)
+    if shutil.which("etcd") is None:
+        fail("etcd is not installed: run `make up` (it installs etcd-server) or "
+             "`apt-get install etcd-server etcd-client`")
+    ports = _ports(state)
+    etcd_url = f"http://{LOOPBACK}:{ports['etcd-client']}"
+    api_url = f"http://{LOOPBACK}:{ports['apiserver']}"
+
+    if _pid_alive(state / "run" / "etcd.pid") is None:
+        if not _port_free(ports["etcd-client"]):
+            fail(f"port {ports['etcd-client']} is taken by another program; stop it or remove "
+                 f"{state / 'cluster.json'} to pick new ports")
+        peer = f"http://{LOOPBACK}:{ports['etcd-peer']}"
+        _start("etcd", [
+            "etcd", "--name=minikube-py", f"--data-dir={state / 'etcd'}",
+            f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
+            f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=minikube-py={peer}", "--logger=zap", "--log-level=warn",
+            "--log-outputs=stderr",
+        ], state)
+        _wait(lambda: _http_ok(f"{etcd_url}/health"), "etcd", state / "logs" / "etcd.log")
+
+    if _pid_alive(state / "run" / "apiserver.pid") is None:
+        if not _port_free(ports["apiserver"]):
+            fail(f"port {ports['apiserver']} is taken by another program; stop it or remove "
+                 f"{state / 'cluster.json'} to pick new ports")
+        _start("apiserver", [
+            sys.executable, "-m", "minikube_py.apiserver", f"--etcd-servers={etcd_url}",
+            f"--bind-address={LOOPBACK}", f"--port={ports['apiserver']}",
+        ], state)
+    _wait(lambda: _http_ok(f"{api_url}/readyz"), "the API server",
+          state / "logs" / "apiserver.log")
+
+    config = write_kubeconfig(state / "kubeconfig", api_url)
+    print(f"minikube-py is up: API server {api_url}, etcd {etcd_url}")
+    print(f"logs: {state / 'logs'}")
+    print("To use it with kubectl:")
+    print(f"export KUBECONFIG={config}")
+
+
+def down(args: argparse.Namespace) -> None:
+    """Stop every component; --purge also deletes the cluster's data."""
+    state = home()
+    for name in ("apiserver", "etcd"):
+        pid_file = state / "run" / f"{name}.pid"
+        pid = _pid_alive(pid_file)
+        if pid is not None:
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and _pid_alive(pid_file) is not None:
+                time.sleep(0.1)
+            if _pid_alive(pid_file) is not None:
+                os.kill(pid, signal.SIGKILL)
+            print(f"stopped {name} (pid {pid})")
+        pid_file.unlink(missing_ok=True)
+    if args.purge and state.exists():
+        shutil.rmtree(state)
+        print(f"deleted {state}")
+
+
+def status(args: argparse.Namespace) -> None:
+    state = home()
+    running = True
+    for name in ("etcd", "apiserver"):
+        pid = _pid_alive(state / "run" / f"{name}.pid")
+        print(f"{name}: " + (f"running (pid {pid})" if pid else "stopped"))
+        running = running and pid is not None
+    if not running:
+        raise SystemExit(1)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="minikube-py",
+                                     description="A local minikube-py cluster.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("up", help="start the cluster").set_defaults(run=up)
+    stop = commands.add_parser("down", help="stop the cluster")
+    stop.add_argument("--purge", action="store_true", help="also delete the cluster's data")
+    stop.set_defaults(run=down)
+    commands.add_parser("status", help="show what runs").set_defaults(run=status)
+    args = parser.parse_args(argv)
+    args.run(args)
+
+
+if __name__ == "__main__":
+    main()

