@@ -681,8 +681,8 @@ class ResourceHandler:
             raise errors.APIError(
                 422, "Invalid", f'Binding "{name}" is invalid: metadata.name: Required value: '
                 "name or generateName is required", {"name": name, "kind": "Binding"})
-        # Upstream's BindingREST returns ValidatePodBinding's errors as a plain error list,
-        # not a Status, so clients get a 500 with no reason (a known upstream quirk).
+        # Upstream's BindingREST returns these as a plain error (a 500 with no reason); we
+        # answer 422 Invalid instead, since a 500 should only ever mean a server bug.
         problems = []
         if isinstance(target, dict) and target.get("kind") not in (None, "", "Node"):
             problems.append(f'target.kind: Unsupported value: "{target.get("kind")}": '
@@ -690,8 +690,9 @@ class ResourceHandler:
         if not node:
             problems.append("target.name: Required value")
         if problems:
-            raise errors.APIError(
-                500, "", problems[0] if len(problems) == 1 else f"[{', '.join(problems)}]")
+            summary = problems[0] if len(problems) == 1 else f"[{', '.join(problems)}]"
+            raise errors.APIError(422, "Invalid", f'Binding "{name}" is invalid: {summary}',
+                                  {"name": name, "kind": "Binding"})
         uid = (metadata.get("uid") or "")
 
         def assign(pod: Obj) -> Obj:
