@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,11 +23,30 @@ from minikube_py.cluster.kubeconfig import write_kubeconfig
 TMPFS = Path("/dev/shm")
 
 
+SCRATCH_PREFIX = "minikube-py-tests-"
+
+
+def remove_scratch_of_dead_runs(root: Path) -> None:
+    """A crashed run cannot clean up after itself: remove scratch dirs whose pytest is gone."""
+    for old in root.glob(f"{SCRATCH_PREFIX}*"):
+        pid = old.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(old, ignore_errors=True)
+        except PermissionError:
+            continue
+
+
 @pytest.fixture(scope="session")
 def fast_tmp() -> Iterator[Path]:
     """A scratch directory for the session, on tmpfs when there is one (etcd fsyncs a lot)."""
-    root = TMPFS if TMPFS.is_dir() and os.access(TMPFS, os.W_OK) else None
-    with tempfile.TemporaryDirectory(prefix="minikube-py-tests-", dir=root) as tmp:
+    root = TMPFS if TMPFS.is_dir() and os.access(TMPFS, os.W_OK) else Path(tempfile.gettempdir())
+    remove_scratch_of_dead_runs(root)
+    prefix = f"{SCRATCH_PREFIX}{os.getpid()}-"
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=root) as tmp:
         yield Path(tmp)
 
 

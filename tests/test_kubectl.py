@@ -159,20 +159,6 @@ def assert_not_found(kubectl: Kubectl, namespace: str, kind: str, name: str) -> 
     assert "(NotFound)" in result.stderr
 
 
-# kubectl's typed clientset (create namespace/deployment/configmap/secret) encodes bodies in
-# protobuf, which upstream servers accept; ours decodes only JSON and YAML.
-PROTOBUF_BODIES = pytest.mark.xfail(
-    strict=True,
-    reason="kubectl 1.37 POSTs typed objects as application/vnd.kubernetes.protobuf; the server "
-           "decodes only JSON and YAML request bodies and answers 415 UnsupportedMediaType",
-)
-CLUSTER_IP_ALLOCATION = pytest.mark.xfail(
-    strict=True,
-    reason="the Service strategy leaves clusterIP empty: no ClusterIP allocator "
-           "(upstream's ipallocator in the service REST storage) exists yet",
-)
-
-
 # -- cluster information ---------------------------------------------------------------------
 
 def test_get_namespace_shows_it_active(kubectl: Kubectl, namespace: str) -> None:
@@ -181,7 +167,6 @@ def test_get_namespace_shows_it_active(kubectl: Kubectl, namespace: str) -> None
     assert row_named(rows, namespace)[:2] == [namespace, "Active"]
 
 
-@PROTOBUF_BODIES
 def test_create_namespace_then_get_shows_it_active(kubectl: Kubectl) -> None:
     name = f"kubectl-ns-{uuid.uuid4().hex[:8]}"
     assert kubectl("create", "namespace", name).stdout.strip() == f"namespace/{name} created"
@@ -370,7 +355,6 @@ def test_get_services_shows_type_external_ip_and_ports(kubectl: Kubectl, web_app
     assert (kind, external_ip, ports) == ("ClusterIP", "<none>", "80/TCP")
 
 
-@CLUSTER_IP_ALLOCATION
 def test_get_services_shows_the_allocated_cluster_ip(kubectl: Kubectl, web_app: str) -> None:
     _, rows = table(kubectl("get", "-n", web_app, "services").stdout)
     cluster_ip = row_named(rows, "web")[2]
@@ -628,7 +612,6 @@ async def test_get_pods_watch_prints_added_and_modified_events(
 
 # -- imperative create commands --------------------------------------------------------------
 
-@PROTOBUF_BODIES
 def test_create_deployment_derives_labels_selector_and_container_name(
         kubectl: Kubectl, namespace: str) -> None:
     result = kubectl("create", "deployment", "shop", "-n", namespace, "--image=nginx:1.25",
@@ -642,7 +625,6 @@ def test_create_deployment_derives_labels_selector_and_container_name(
         ("nginx", "nginx:1.25")]
 
 
-@PROTOBUF_BODIES
 def test_create_configmap_from_literals(kubectl: Kubectl, namespace: str) -> None:
     result = kubectl("create", "configmap", "settings", "-n", namespace,
                      "--from-literal=mode=fast", "--from-literal=level=3")
@@ -651,7 +633,6 @@ def test_create_configmap_from_literals(kubectl: Kubectl, namespace: str) -> Non
         "mode": "fast", "level": "3"}
 
 
-@PROTOBUF_BODIES
 def test_create_secret_generic_stores_values_base64_encoded(
         kubectl: Kubectl, namespace: str) -> None:
     result = kubectl("create", "secret", "generic", "db-pass", "-n", namespace,

@@ -189,7 +189,6 @@ def test_service_create_defaults_replace_patch_delete(v1: client.CoreV1Api,
     assert caught.value.status == 404
 
 
-@pytest.mark.xfail(strict=True, reason="the API server has no service cluster-IP allocator yet")
 def test_service_is_allocated_a_cluster_ip_that_never_changes(v1: client.CoreV1Api,
                                                               namespace: str) -> None:
     created = v1.create_namespaced_service(namespace, service_model("web"))

@@ -43,6 +43,8 @@ def _render_value(value: Any) -> str:
         return "null"
     if isinstance(value, (int, float)):
         return str(value)
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return go_string_slice(value)
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 

@@ -8,7 +8,14 @@ import logging
 import re
 import signal
 import sys
+from collections.abc import Callable
 
+from minikube_py.apiserver.allocators import (
+    DEFAULT_NODE_PORT_RANGE,
+    DEFAULT_SERVICE_CIDR,
+    parse_port_range,
+    parse_service_cidr,
+)
 from minikube_py.apiserver.server import APIServer, APIServerConfig
 
 
@@ -21,6 +28,19 @@ def parse_duration(text: str) -> float:
     if not parts or "".join(n + u for n, u in parts) != text.strip():
         raise argparse.ArgumentTypeError(f"invalid duration {text!r} (examples: 5m, 30s, 1h)")
     return sum(float(n) * units[u] for n, u in parts)
+
+
+def checked_by(parse: Callable[[str], object]) -> Callable[[str], str]:
+    """An argparse type: the flag's text, once `parse` accepts it."""
+
+    def check(text: str) -> str:
+        try:
+            parse(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+        return text
+
+    return check
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,6 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how often to compact etcd history (0 disables)")
     parser.add_argument("--log-requests", choices=("true", "false"), default="true",
                         help="write one JSON log line per request")
+    parser.add_argument("--service-cluster-ip-range", type=checked_by(parse_service_cidr),
+                        default=DEFAULT_SERVICE_CIDR,
+                        help="the IPv4 range cluster IPs of services are allocated from")
+    parser.add_argument("--service-node-port-range", type=checked_by(parse_port_range),
+                        default=DEFAULT_NODE_PORT_RANGE,
+                        help="the ports NodePort services are allocated from, e.g. 30000-32767")
     parser.add_argument("--v", type=int, default=1, help="log verbosity (0 = warnings only)")
     parser.add_argument("--event-loop", choices=("uvloop", "asyncio"), default="uvloop",
                         help="the asyncio event loop to serve on (see benchmarks/RESULTS.md)")
@@ -71,6 +97,8 @@ def main(argv: list[str] | None = None) -> None:
         max_mutating_requests_inflight=args.max_mutating_requests_inflight,
         compaction_interval=args.etcd_compaction_interval,
         log_requests=args.log_requests == "true",
+        service_cluster_ip_range=args.service_cluster_ip_range,
+        service_node_port_range=args.service_node_port_range,
     )
     if args.event_loop == "uvloop":
         import uvloop

@@ -2,8 +2,8 @@
 
 Clients say what they accept with media type parameters, e.g. kubectl get sends
 `Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json`. The server
-answers with the first form it can produce. Bodies come as JSON or YAML; PATCH bodies
-name their patch type in Content-Type.
+answers with the first form it can produce. Bodies come as JSON, YAML or protobuf (client-go's
+typed clients); PATCH bodies name their patch type in Content-Type.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import yaml
 
-from minikube_py.api import errors
+from minikube_py.api import errors, protobuf
 
 JSON = "application/json"
 YAML = "application/yaml"
@@ -79,7 +79,7 @@ def negotiate(accept: str) -> Wanted:
 
 
 def decode_body(content_type: str, body: bytes) -> Any:
-    """A create/update body as a dict: JSON or YAML; anything else is 415."""
+    """A create/update body as a dict: JSON, YAML or Kubernetes protobuf; anything else is 415."""
     media = parse_media_types(content_type or JSON)
     kind = media[0].type if media else JSON
     if kind in (JSON, "*/*", "text/plain"):
@@ -89,7 +89,12 @@ def decode_body(content_type: str, body: bytes) -> Any:
             return yaml.safe_load(body)
         except yaml.YAMLError as err:
             raise errors.bad_request(f"error converting YAML to JSON: {err}") from None
-    raise errors.unsupported_media_type(kind, [JSON, YAML])
+    if kind == protobuf.MEDIA_TYPE:
+        try:
+            return protobuf.decode(body)
+        except protobuf.ProtobufError as err:
+            raise errors.bad_request(str(err)) from None
+    raise errors.unsupported_media_type(kind, [JSON, YAML, protobuf.MEDIA_TYPE])
 
 
 def parse_json(body: bytes) -> Any:

@@ -28,9 +28,22 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from minikube_py.api import errors
 from minikube_py.api.resources import RESOURCES
 from minikube_py.apiserver import discovery, openapi
+from minikube_py.apiserver.allocators import (
+    DEFAULT_NODE_PORT_RANGE,
+    DEFAULT_SERVICE_CIDR,
+    IPAllocator,
+    PortAllocator,
+)
 from minikube_py.apiserver.metrics import APIServerMetrics, InstrumentedEtcd
 from minikube_py.apiserver.requestinfo import parse_request_info
-from minikube_py.apiserver.rest import ResourceHandler, json_response
+from minikube_py.apiserver.responses import json_response
+from minikube_py.apiserver.rest import ResourceHandler
+from minikube_py.apiserver.services import (
+    AllocationRepair,
+    ServiceAllocators,
+    ServiceStore,
+    ensure_kubernetes_service,
+)
 from minikube_py.apiserver.storage.etcd import EtcdClient, EtcdError
 from minikube_py.apiserver.store import Store
 from minikube_py.apiserver.strategies import strategy_for
@@ -53,6 +66,8 @@ class APIServerConfig:
     max_mutating_requests_inflight: int = 200
     compaction_interval: float = 300.0  # seconds; 0 disables, as upstream
     log_requests: bool = True
+    service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
+    service_node_port_range: str = DEFAULT_NODE_PORT_RANGE
 
 
 class APIServer:
@@ -70,6 +85,10 @@ class APIServer:
         self._runner: web.AppRunner | None = None
         self._inflight = {"readOnly": 0, "mutating": 0}
         self.port = config.port
+        self.service_allocators = ServiceAllocators(
+            IPAllocator(self.etcd, config.service_cluster_ip_range),
+            PortAllocator(self.etcd, config.service_node_port_range),
+        )
         self._build_stores()
 
     # -- wiring ----------------------------------------------------------------------------
@@ -82,10 +101,13 @@ class APIServer:
                     self.etcd, prefix,
                     on_event=self._count_event(resource.storage_plural or resource.plural),
                 )
-            self.stores[(resource.group, resource.version, resource.plural)] = Store(
-                resource, strategy_for(resource), self.etcd, self.caches[prefix],
-                self._namespace_exists,
-            )
+            args = (resource, strategy_for(resource), self.etcd, self.caches[prefix],
+                    self._namespace_exists)
+            if (resource.group, resource.plural) == ("", "services"):
+                self.services = ServiceStore(*args, self.service_allocators)
+                self.stores[(resource.group, resource.version, resource.plural)] = self.services
+            else:
+                self.stores[(resource.group, resource.version, resource.plural)] = Store(*args)
         self.handler = ResourceHandler(self.stores)
 
     def _count_event(self, plural: str) -> Any:
@@ -122,7 +144,6 @@ class APIServer:
         await self.etcd_client.__aenter__()
         for cache in self.caches.values():
             self._tasks.append(asyncio.create_task(cache.run()))
-        self._tasks.append(asyncio.create_task(self._bootstrap()))
         if self.config.compaction_interval > 0:
             self._tasks.append(asyncio.create_task(self._compact_periodically()))
         self._runner = web.AppRunner(self.build_app(), access_log=None,
@@ -135,6 +156,7 @@ class APIServer:
             server = site._server
             assert server is not None and server.sockets
             self.port = server.sockets[0].getsockname()[1]
+        self._tasks.append(asyncio.create_task(self._bootstrap()))
 
     async def wait_ready(self, timeout: float = 30.0) -> None:
         await asyncio.wait_for(
@@ -154,7 +176,8 @@ class APIServer:
         await self.etcd_client.close()
 
     async def _bootstrap(self) -> None:
-        """Create the system namespaces, as upstream's system-namespaces controller does."""
+        """Create the system namespaces, as upstream's system-namespaces controller does,
+        then the `kubernetes` service; repair service IP and node port allocations."""
         await self.wait_ready(timeout=3600)
         store = self.stores[("", "v1", "namespaces")]
         for name in SYSTEM_NAMESPACES:
@@ -167,6 +190,9 @@ class APIServer:
                     if err.code == 409:
                         break
                     await asyncio.sleep(1)
+        repair = AllocationRepair(self.etcd, self.services.resource.etcd_prefix,
+                                  self.service_allocators)
+        await asyncio.gather(ensure_kubernetes_service(self.services, self.port), repair.run())
 
     async def _compact_periodically(self) -> None:
         """Compact etcd every interval to the revision seen one interval ago (upstream)."""

@@ -1,0 +1,274 @@
+"""Reading a request: query parameters, the body, and what the client asked to get back.
+
+Upstream spreads these over k8s.io/apiserver/pkg/endpoints/handlers (rest.go, create.go,
+delete.go) and the decoders: list options (selectors, limit, continue, resourceVersion),
+the body decoded and checked against the URL's kind, `fieldValidation`, `dryRun`, and
+DeleteOptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from minikube_py.api import errors, meta
+from minikube_py.api.resources import Resource, by_kind
+from minikube_py.api.schema import schema_for, unknown_fields
+from minikube_py.api.selectors import SelectorError, parse_field_selector, parse_label_selector
+from minikube_py.apiserver import negotiation
+from minikube_py.apiserver.store import DeleteOptions, ListOptions, Store
+
+Obj = dict[str, Any]
+
+
+def query_int(request: web.Request, name: str) -> int | None:
+    value = request.query.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise errors.bad_request(f"invalid value for {name}: {value!r}") from None
+
+
+def list_options(request: web.Request) -> ListOptions:
+    try:
+        labels = parse_label_selector(request.query.get("labelSelector", ""))
+    except SelectorError as err:
+        raise errors.bad_request(f"unable to parse requirement: {err}") from None
+    try:
+        fields = parse_field_selector(request.query.get("fieldSelector", ""))
+    except SelectorError as err:
+        raise errors.bad_request(str(err)) from None
+    limit = query_int(request, "limit") or 0
+    if limit < 0:
+        raise errors.bad_request(f"limit must be non-negative, got {limit}")
+    resource_version = request.query.get("resourceVersion", "")
+    if resource_version not in ("", "0"):
+        try:
+            if int(resource_version) < 0:
+                raise ValueError
+        except ValueError:
+            raise errors.bad_request(f"invalid resource version: {resource_version!r}") from None
+    match = request.query.get("resourceVersionMatch", "")
+    if match and match not in ("Exact", "NotOlderThan"):
+        raise errors.bad_request(f"unsupported resourceVersionMatch: {match!r}")
+    send_initial = request.query.get("sendInitialEvents", "").lower() in ("1", "true")
+    if match and resource_version == "" and not send_initial:
+        raise errors.bad_request(
+            "resourceVersionMatch is forbidden unless resourceVersion is provided"
+        )
+    return ListOptions(
+        labels, fields, limit, request.query.get("continue", ""), resource_version, match
+    )
+
+
+def check_field_labels(store: Store, options: ListOptions) -> None:
+    supported = store.strategy.field_set({"metadata": {}, "spec": {}, "status": {}})
+    for name in sorted(options.field_selector.fields()):
+        if name not in supported:
+            raise errors.bad_request(f"field label not supported: {name}")
+
+
+def object_filter(
+    store: Store, namespace: str, options: ListOptions
+) -> Callable[[Obj], bool] | None:
+    labels, fields = options.label_selector, options.field_selector
+    if not namespace and labels.empty() and fields.empty():
+        return None
+
+    def matches(obj: Obj) -> bool:
+        if namespace and obj.get("metadata", {}).get("namespace") != namespace:
+            return False
+        if not labels.empty() and not labels.matches(meta.labels_of(obj)):
+            return False
+        return fields.empty() or fields.matches(store.strategy.field_set(obj))
+
+    return matches
+
+
+async def read_object(request: web.Request, resource: Resource, kind: str, api_version: str) -> Obj:
+    body = await request.read()
+    try:
+        obj = negotiation.decode_body(request.headers.get("Content-Type", ""), body)
+        if not isinstance(obj, dict):
+            raise errors.bad_request(
+                "couldn't get version/kind; json parse error: json: cannot unmarshal "
+                f"{json_type(obj)} into Go value of type struct {{ APIVersion string; "
+                "Kind string }"
+            )
+    except errors.APIError as err:
+        if err.code != 400:
+            raise
+        # Upstream's transformDecodeError: the body named no kind we could read.
+        raise errors.bad_request(
+            f"the object provided is unrecognized (must be of type {kind}): {err.message} "
+            f"({summarize_body(body)})"
+        ) from None
+    check_type(obj, kind, api_version)
+    return obj
+
+
+def check_type(obj: Obj, kind: str, api_version: str) -> None:
+    """The body's kind/apiVersion must match the URL (filled in when absent).
+
+    Upstream decodes the body as the type it names and then fails to convert it (or
+    finds no such type); transformDecodeError reports either as a 400.
+    """
+    body_kind = obj.get("kind") or kind
+    body_version = obj.get("apiVersion") or api_version
+    if (body_kind, body_version) != (kind, api_version):
+        version = body_version.rsplit("/", 1)[-1]
+        if by_kind(body_version, body_kind) is not None:
+            group = api_version.split("/")[0].split(".")[0] if "/" in api_version else "core"
+            why = f"converting ({version}.{body_kind}) to ({group}.{kind}): unknown conversion"
+        else:
+            why = (
+                f'no kind "{body_kind}" is registered for version "{body_version}" in '
+                'scheme "pkg/api/legacyscheme/scheme.go:30"'
+            )
+        raise errors.bad_request(
+            f'{body_kind} in version "{version}" cannot be handled as a {kind}: {why}'
+        )
+    # apiVersion and kind first, as kubectl prints objects and etcdctl shows them.
+    rest = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+    obj.clear()
+    obj["apiVersion"] = api_version
+    obj["kind"] = kind
+    obj.update(rest)
+    if "metadata" in obj and not isinstance(obj["metadata"], dict):
+        raise errors.bad_request(
+            "json: cannot unmarshal into Go struct field .metadata of type v1.ObjectMeta"
+        )
+
+
+def field_validation(
+    request: web.Request,
+    resource: Resource,
+    obj: Obj,
+    kind: str = "",
+    group: str | None = None,
+    version: str = "",
+) -> list[str]:
+    """fieldValidation: Strict rejects unknown fields, Warn (default) and Ignore drop them."""
+    mode = request.query.get("fieldValidation", "Warn")
+    if mode not in ("Strict", "Warn", "Ignore"):
+        raise errors.bad_request(
+            f"fieldValidation parameter unsupported: {mode!r}; must be one of Ignore, Warn, Strict"
+        )
+    schema = schema_for(
+        group if group is not None else resource.group,
+        version or resource.version,
+        kind or resource.kind,
+    )
+    if schema is None:
+        return []
+    unknown = unknown_fields(obj, schema)
+    if not unknown:
+        return []
+    kind_name = kind or resource.kind
+    if mode == "Strict":
+        listed = ", ".join(f'unknown field "{path}"' for path in unknown)
+        raise errors.bad_request(
+            f'{kind_name} in version "{version or resource.version}" cannot be handled as a '
+            f"{kind_name}: strict decoding error: {listed}"
+        )
+    for path in unknown:
+        drop_path(obj, path)
+    if mode == "Ignore":
+        return []
+    return [f'unknown field "{path}"' for path in unknown]
+
+
+def dry_run(request: web.Request) -> bool:
+    values = request.query.getall("dryRun", [])
+    for value in values:
+        if value != "All":
+            raise errors.bad_request(f"Invalid dry run value: {value!r}; must be All")
+    return bool(values)
+
+
+async def delete_options(request: web.Request) -> DeleteOptions:
+    options = DeleteOptions()
+    body = await request.read()
+    if body.strip():
+        parsed = negotiation.decode_body(request.headers.get("Content-Type", ""), body)
+        if not isinstance(parsed, dict):
+            raise errors.bad_request("the body of a delete must be a DeleteOptions object")
+        kind = parsed.get("kind")
+        if kind not in (None, "", "DeleteOptions"):
+            raise errors.bad_request(
+                f"the kind in the data ({kind}) does not match the expected kind (DeleteOptions)"
+            )
+        options.grace_period_seconds = parsed.get("gracePeriodSeconds")
+        options.propagation_policy = parsed.get("propagationPolicy")
+        if parsed.get("orphanDependents") is True and not options.propagation_policy:
+            options.propagation_policy = "Orphan"
+        options.preconditions = parsed.get("preconditions") or {}
+        options.dry_run = bool(parsed.get("dryRun"))
+    grace = query_int(request, "gracePeriodSeconds")
+    if grace is not None:
+        options.grace_period_seconds = grace
+    policy = request.query.get("propagationPolicy")
+    if policy:
+        options.propagation_policy = policy
+    if options.propagation_policy not in (None, "Orphan", "Background", "Foreground"):
+        raise errors.APIError(
+            422,
+            "Invalid",
+            f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
+            f'"{options.propagation_policy}": supported values: "Foreground", "Background", '
+            f'"Orphan", "nil"',
+        )
+    if options.grace_period_seconds is not None and (
+        not isinstance(options.grace_period_seconds, int) or options.grace_period_seconds < 0
+    ):
+        raise errors.APIError(
+            422,
+            "Invalid",
+            'DeleteOptions.meta.k8s.io "" is invalid: gracePeriodSeconds: Invalid value: '
+            f"{options.grace_period_seconds}: must be greater than or equal to 0",
+        )
+    options.dry_run = options.dry_run or dry_run(request)
+    return options
+
+
+def json_type(value: Any) -> str:
+    """How Go's encoding/json names a JSON value's type in its unmarshal errors."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {list: "array", str: "string"}.get(type(value), "null")
+
+
+def summarize_body(body: bytes, limit: int = 30) -> str:
+    """A short view of a body for error messages: JSON objects as text, anything else as hex."""
+    if not body:
+        return "<empty>"
+    text = body[:limit].decode("utf-8", "replace") if body[:1] == b"{" else body[:limit].hex()
+    return text + " ..." if len(body) > limit else text
+
+
+def drop_path(obj: Any, path: str) -> None:
+    """Remove the field at a path such as `spec.containers[0].bogus` (unknown-field pruning)."""
+    steps: list[str | int] = []
+    for part in path.split("."):
+        while "[" in part:
+            head, rest = part.split("[", 1)
+            if head:
+                steps.append(head)
+            index, part = rest.split("]", 1)
+            steps.append(int(index) if index.isdigit() else index)
+        if part:
+            steps.append(part)
+    target = obj
+    for step in steps[:-1]:
+        try:
+            target = target[step]
+        except (KeyError, IndexError, TypeError):
+            return
+    if isinstance(target, dict):
+        target.pop(steps[-1], None)

@@ -1,0 +1,120 @@
+"""Shaping answers: JSON or YAML objects and lists, Tables for kubectl get, Status bodies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from minikube_py.api import errors, meta
+from minikube_py.api.resources import Resource
+from minikube_py.apiserver import conversion, printers
+from minikube_py.apiserver.negotiation import Wanted
+from minikube_py.apiserver.store import ListResult
+
+Obj = dict[str, Any]
+
+
+def json_response(
+    body: Any, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        body=orjson.dumps(body), status=status, content_type="application/json", headers=headers
+    )
+
+
+def no_such_resource() -> errors.APIError:
+    return errors.APIError(404, "NotFound", "the server could not find the requested resource", {})
+
+
+def respond(
+    body: Any, wanted: Wanted, status: int = 200, warnings: list[str] | None = None
+) -> web.Response:
+    headers = {}
+    if warnings:
+        headers["Warning"] = ", ".join(
+            '299 - "' + w.replace("\\", "\\\\").replace('"', '\\"') + '"' for w in warnings
+        )
+    if wanted.yaml:
+        return web.Response(
+            text=yaml.safe_dump(body, sort_keys=False),
+            status=status,
+            content_type="application/yaml",
+            headers=headers,
+        )
+    return json_response(body, status, headers)
+
+
+def success_status(code: int, details: dict[str, Any] | None = None) -> Obj:
+    status: Obj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+    if details:
+        status["details"] = details
+    status["code"] = code
+    return status
+
+
+def external(resource: Resource, obj: Obj) -> Obj:
+    """The object as this resource's clients see it (events.k8s.io converts)."""
+    if resource.group == "events.k8s.io":
+        return conversion.core_event_to_events_v1(obj)
+    return obj
+
+
+def render_one(resource: Resource, obj: Obj, wanted: Wanted, request: web.Request) -> Obj:
+    obj = external(resource, obj)
+    if wanted.form == "Table":
+        return printers.to_table(
+            resource,
+            [obj],
+            now=meta.now(),
+            include_object=request.query.get("includeObject", "Metadata"),
+            list_metadata={"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+        )
+    if wanted.form == "PartialObjectMetadata":
+        return {
+            "kind": "PartialObjectMetadata",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": obj.get("metadata", {}),
+        }
+    return obj
+
+
+def list_body(resource: Resource, result: ListResult, wanted: Wanted, request: web.Request) -> Obj:
+    list_meta: Obj = {"resourceVersion": str(result.resource_version)}
+    if result.continue_token:
+        list_meta["continue"] = result.continue_token
+    if result.remaining_item_count is not None:
+        list_meta["remainingItemCount"] = result.remaining_item_count
+    items = result.items
+    if resource.group == "events.k8s.io":
+        items = [external(resource, o) for o in items]
+    if wanted.form == "Table":
+        return printers.to_table(
+            resource,
+            items,
+            now=meta.now(),
+            include_object=request.query.get("includeObject", "Metadata"),
+            list_metadata=list_meta,
+        )
+    if wanted.form == "PartialObjectMetadata":
+        return {
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": list_meta,
+            "items": [
+                {
+                    "kind": "PartialObjectMetadata",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": o.get("metadata", {}),
+                }
+                for o in items
+            ],
+        }
+    return {
+        "kind": resource.list_kind,
+        "apiVersion": resource.api_version,
+        "metadata": list_meta,
+        "items": items,
+    }

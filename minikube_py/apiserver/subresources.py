@@ -1,0 +1,240 @@
+"""Subresources with their own logic: pods/binding, the /scale of workloads, namespaces/finalize.
+
+(`/status` needs none: it is an update whose strategy keeps everything but status.)
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from aiohttp import web
+
+from minikube_py.api import errors, meta
+from minikube_py.api.patch import (
+    PatchError,
+    apply_json_patch,
+    apply_merge_patch,
+    apply_strategic_merge_patch,
+)
+from minikube_py.api.schema import schema_for
+from minikube_py.api.selectors import label_selector_to_string
+from minikube_py.apiserver import negotiation
+from minikube_py.apiserver.negotiation import Wanted
+from minikube_py.apiserver.request_params import dry_run, field_validation, read_object
+from minikube_py.apiserver.requestinfo import RequestInfo
+from minikube_py.apiserver.responses import json_response, respond, success_status
+from minikube_py.apiserver.store import Store
+
+Obj = dict[str, Any]
+JSON_PATCH_REJECTED = "the server rejected our request due to an error in our request"
+
+
+async def bind(
+    pods: Store, request: web.Request, info: RequestInfo, namespace: str
+) -> web.StreamResponse:
+    """pods/binding: set spec.nodeName once (the scheduler's last step)."""
+    binding = await read_object(request, pods.resource, "Binding", "v1")
+    metadata = binding.get("metadata") or {}
+    name = info.name if info.subresource == "binding" else metadata.get("name", "")
+    if info.subresource == "binding" and metadata.get("name") not in (None, "", name):
+        raise errors.bad_request(
+            f"the name of the object ({metadata.get('name')}) does not match the name on "
+            f"the URL ({name})"
+        )
+    if metadata.get("namespace") not in (None, "", namespace):
+        raise errors.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    target = binding.get("target") or {}
+    node = target.get("name") if isinstance(target, dict) else None
+    if not name:
+        raise errors.APIError(
+            422,
+            "Invalid",
+            f'Binding "{name}" is invalid: metadata.name: Required value: '
+            "name or generateName is required",
+            {"name": name, "kind": "Binding"},
+        )
+    # Upstream's BindingREST returns these as a plain error (a 500 with no reason); we
+    # answer 422 Invalid instead, since a 500 should only ever mean a server bug.
+    problems = []
+    if isinstance(target, dict) and target.get("kind") not in (None, "", "Node"):
+        problems.append(
+            f'target.kind: Unsupported value: "{target.get("kind")}": '
+            'supported values: "Node", "<empty>"'
+        )
+    if not node:
+        problems.append("target.name: Required value")
+    if problems:
+        summary = problems[0] if len(problems) == 1 else f"[{', '.join(problems)}]"
+        raise errors.APIError(
+            422,
+            "Invalid",
+            f'Binding "{name}" is invalid: {summary}',
+            {"name": name, "kind": "Binding"},
+        )
+    uid = metadata.get("uid") or ""
+
+    def assign(pod: Obj) -> Obj:
+        pod_meta = pod["metadata"]
+        if uid and pod_meta.get("uid") != uid:
+            raise errors.conflict(
+                "pods/binding",
+                "",
+                name,
+                f"Precondition failed: UID in precondition: {uid}, "
+                f"UID in object meta: {pod_meta.get('uid')}",
+            )
+        if pod_meta.get("deletionTimestamp"):
+            raise errors.conflict(
+                "pods/binding",
+                "",
+                name,
+                f"pod {name} is being deleted, cannot be assigned to a host",
+            )
+        current_node = pod.get("spec", {}).get("nodeName")
+        if current_node:
+            raise errors.conflict(
+                "pods/binding", "", name, f'pod {name} is already assigned to node "{current_node}"'
+            )
+        pod["spec"]["nodeName"] = node
+        for key, value in (metadata.get("annotations") or {}).items():
+            pod_meta.setdefault("annotations", {})[key] = value
+        status = pod.setdefault("status", {})
+        conditions = [c for c in status.get("conditions", []) if c.get("type") != "PodScheduled"]
+        conditions.append(
+            {
+                "type": "PodScheduled",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": meta.rfc3339(meta.now()),
+            }
+        )
+        status["conditions"] = conditions
+        return pod
+
+    await pods.guaranteed_update(namespace, name, assign)
+    return json_response(success_status(201), 201)
+
+
+async def scale(
+    request: web.Request, info: RequestInfo, store: Store, namespace: str, wanted: Wanted
+) -> web.StreamResponse:
+    """The /scale subresource: an autoscaling/v1 Scale view of spec.replicas."""
+    resource = store.resource
+    if info.verb == "get":
+        obj = await store.get(namespace, info.name)
+        return respond(to_scale(obj), wanted)
+    if info.verb == "update":
+        body = await read_object(request, resource, "Scale", "autoscaling/v1")
+        warnings = field_validation(request, resource, body, "Scale", "autoscaling", "v1")
+
+        def from_body(_current_scale: Obj) -> Obj:
+            return body
+    else:
+        kind = negotiation.patch_type(request.headers.get("Content-Type", ""))
+        patch = negotiation.parse_json(await request.read())
+        warnings = []
+
+        def from_body(current_scale: Obj) -> Obj:
+            try:
+                if kind == "application/json-patch+json":
+                    return apply_json_patch(current_scale, patch)
+                if kind == "application/merge-patch+json":
+                    return apply_merge_patch(current_scale, patch)
+                return apply_strategic_merge_patch(
+                    current_scale, patch, schema_for("autoscaling", "v1", "Scale")
+                )
+            except PatchError as err:
+                raise patch_failed(err, kind) from None
+
+    def mutate(current: Obj) -> Obj:
+        scale = from_body(to_scale(current))
+        scale_meta = scale.get("metadata") or {}
+        wanted_rv = scale_meta.get("resourceVersion")
+        if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
+            raise errors.conflict(
+                resource.plural, resource.group, info.name, errors.OBJECT_MODIFIED
+            )
+        replicas = (scale.get("spec") or {}).get("replicas", 0)
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            raise errors.APIError(
+                422,
+                "Invalid",
+                f'Scale.autoscaling "{info.name}" is invalid: spec.replicas: Invalid value: '
+                f"{replicas}: must be greater than or equal to 0",
+                {
+                    "name": info.name,
+                    "group": "autoscaling",
+                    "kind": "Scale",
+                    "causes": [
+                        {
+                            "reason": "FieldValueInvalid",
+                            "message": f"Invalid value: {replicas}: must be greater than "
+                            "or equal to 0",
+                            "field": "spec.replicas",
+                        }
+                    ],
+                },
+            )
+        new = copy.deepcopy(current)
+        new.setdefault("spec", {})["replicas"] = replicas
+        return store.prepare_update(new, current, "")
+
+    if dry_run(request):
+        updated = mutate(copy.deepcopy(await store.get(namespace, info.name)))
+    else:
+        updated = await store.guaranteed_update(namespace, info.name, mutate)
+    return respond(to_scale(updated), wanted, 200, warnings)
+
+
+async def finalize_namespace(store: Store, name: str, obj: Obj) -> Obj:
+    """namespaces/finalize: only spec.finalizers changes (the namespace controller's call)."""
+    finalizers = (obj.get("spec") or {}).get("finalizers") or []
+
+    def mutate(current: Obj) -> Obj:
+        wanted = obj["metadata"].get("resourceVersion")
+        if wanted and wanted != current["metadata"]["resourceVersion"]:
+            raise errors.conflict("namespaces", "", name, errors.OBJECT_MODIFIED)
+        current.setdefault("spec", {})["finalizers"] = finalizers
+        if not finalizers:
+            current["spec"].pop("finalizers")
+        return current
+
+    return await store.guaranteed_update("", name, mutate)
+
+
+def patch_failed(err: PatchError, kind: str) -> errors.APIError:
+    """A patch that cannot apply: 400 for a malformed document, 422 when it does not fit.
+
+    A JSON patch that does not apply (a failed `test`, an unknown op, a missing path) gets
+    upstream's generic 422 (NewGenericServerResponse), which does not say why.
+    """
+    if err.code == 400:
+        return errors.bad_request(str(err))
+    if err.code == 413:
+        return errors.APIError(413, "RequestEntityTooLarge", str(err))
+    if kind == "application/json-patch+json":
+        return errors.APIError(422, "Invalid", JSON_PATCH_REJECTED, {})
+    return errors.APIError(422, "Invalid", str(err))
+
+
+def to_scale(obj: Obj) -> Obj:
+    """autoscaling/v1 Scale of a workload: spec.replicas and the selector as a string."""
+    metadata = obj["metadata"]
+    selector = (obj.get("spec") or {}).get("selector")
+    status = {"replicas": (obj.get("status") or {}).get("replicas", 0)}
+    if isinstance(selector, dict):
+        status["selector"] = label_selector_to_string(selector)
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            k: metadata[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in metadata
+        },
+        "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 0)},
+        "status": status,
+    }

@@ -1,0 +1,153 @@
+"""The watch verb: a chunked stream of {"type", "object"} lines from the watch cache.
+
+Upstream: k8s.io/apiserver/pkg/endpoints/handlers/watch.go. The stream starts from the
+client's resourceVersion (or with the current state, as ADDED events, when it gives none),
+carries BOOKMARK events when asked, and ends after timeoutSeconds. A resourceVersion the
+cache no longer has gives one ERROR event with a 410 Expired Status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from minikube_py.api import errors
+from minikube_py.api.resources import Resource
+from minikube_py.apiserver.negotiation import Wanted
+from minikube_py.apiserver.request_params import (
+    check_field_labels,
+    list_options,
+    object_filter,
+    query_int,
+)
+from minikube_py.apiserver.requestinfo import RequestInfo
+from minikube_py.apiserver.responses import render_one
+from minikube_py.apiserver.store import ListOptions, Store
+from minikube_py.apiserver.watchcache import BOOKMARK, ERROR, CacheEvent, Watcher
+
+Obj = dict[str, Any]
+
+MIN_REQUEST_TIMEOUT = 1800  # upstream --min-request-timeout: watches last 1-2x this
+BOOKMARK_INTERVAL = 30.0
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+
+async def serve_watch(
+    request: web.Request, info: RequestInfo, store: Store, namespace: str, wanted: Wanted
+) -> web.StreamResponse:
+    """Watch: a chunked stream of {"type", "object"} lines from the watch cache."""
+    options = list_options(request)
+    check_field_labels(store, options)
+    matches = object_filter(store, namespace, options)
+    if info.name:
+        name = info.name
+        inner = matches
+
+        def matches(obj: Obj) -> bool:
+            return obj["metadata"].get("name") == name and (inner is None or inner(obj))
+
+    timeout = query_int(request, "timeoutSeconds")
+    if timeout is None or timeout <= 0:
+        timeout = int(MIN_REQUEST_TIMEOUT * (1 + random.random()))
+    bookmarks = request.query.get("allowWatchBookmarks", "").lower() in ("1", "true")
+    send_initial = request.query.get("sendInitialEvents", "").lower() in ("1", "true")
+    version = options.resource_version
+    cache = store.cache
+    ns_prefix = f"{namespace}/" if namespace and store.resource.namespaced else ""
+
+    response = web.StreamResponse(headers={"Content-Type": "application/json"})
+    response.enable_chunked_encoding()
+    watcher: Watcher | None = None
+    try:
+        if version == "" or (send_initial and version != "0"):
+            # Consistent start: the current state read from etcd, then every change after.
+            listed = await store.list(
+                namespace, ListOptions(options.label_selector, options.field_selector)
+            )
+            items = [o for o in listed.items if matches is None or matches(o)]
+            watcher = cache.watch(
+                listed.resource_version, matches, namespace_prefix=ns_prefix, initial=items
+            )
+        elif version == "0":
+            watcher = cache.watch(None, matches, namespace_prefix=ns_prefix)
+        else:
+            watcher = cache.watch(int(version), matches, namespace_prefix=ns_prefix)
+    except errors.APIError as err:
+        await response.prepare(request)
+        await response.write(orjson.dumps({"type": ERROR, "object": err.status()}) + b"\n")
+        await response.write_eof()
+        return response
+
+    await response.prepare(request)
+    encode = event_encoder(store.resource, wanted, request)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    next_bookmark = loop.time() + BOOKMARK_INTERVAL
+    initial_pending = send_initial
+    try:
+        while True:
+            now = loop.time()
+            if now >= deadline:
+                break
+            wait = min(deadline, next_bookmark) - now
+            if initial_pending:
+                wait = 0
+            batch = await watcher.next_batch(timeout=wait)
+            if batch:
+                chunk = b"".join(encode(t, o, e) for t, o, e in batch)
+                watcher.last_revision = max(
+                    watcher.last_revision, int(batch[-1][1]["metadata"]["resourceVersion"])
+                )
+                await response.write(chunk)
+            elif watcher.closed:
+                break
+            if initial_pending and not watcher.queue:
+                initial_pending = False
+                await response.write(
+                    bookmark(
+                        store.resource, max(watcher.last_revision, cache.revision), initial_end=True
+                    )
+                )
+            if bookmarks and loop.time() >= next_bookmark:
+                next_bookmark = loop.time() + BOOKMARK_INTERVAL
+                if not watcher.queue:
+                    watcher.last_revision = max(watcher.last_revision, cache.revision)
+                    await response.write(bookmark(store.resource, watcher.last_revision))
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    finally:
+        cache.stop_watching(watcher)
+    try:
+        await response.write_eof()
+    except ConnectionResetError:
+        pass
+    return response
+
+
+def bookmark(resource: Resource, revision: int, *, initial_end: bool = False) -> bytes:
+    metadata: Obj = {"resourceVersion": str(revision)}
+    if initial_end:
+        metadata["annotations"] = {INITIAL_EVENTS_END: "true"}
+    obj = {"kind": resource.kind, "apiVersion": resource.api_version, "metadata": metadata}
+    return orjson.dumps({"type": BOOKMARK, "object": obj}) + b"\n"
+
+
+def event_encoder(
+    resource: Resource, wanted: Wanted, request: web.Request
+) -> Callable[[str, Obj, CacheEvent | None], bytes]:
+    plain = wanted.form == "object" and resource.group != "events.k8s.io"
+
+    def encode(type: str, obj: Obj, event: CacheEvent | None) -> bytes:
+        if plain:
+            if event is not None and event.type == type and event.obj is obj:
+                return event.wire()
+            return orjson.dumps({"type": type, "object": obj}) + b"\n"
+        rendered = render_one(resource, obj, wanted, request)
+        return orjson.dumps({"type": type, "object": rendered}) + b"\n"
+
+    return encode
