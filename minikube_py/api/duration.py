@@ -27,38 +27,42 @@ def _whole_seconds(microseconds: int) -> int:
     return microseconds // _SECOND
 
 
+def _negative(seconds: int) -> str:
+    """A duration below zero: "0s" within the tolerated clock skew (-1s), else "<invalid>"."""
+    return "0s" if seconds == -1 else "<invalid>"
+
+
+def _two_units(count: int, unit: str, rest: int, rest_unit: str) -> str:
+    """Two units, as in "3m10s"; just "3m" when the rest is zero."""
+    return f"{count}{unit}{rest}{rest_unit}" if rest else f"{count}{unit}"
+
+
 def human_duration(d: timedelta) -> str:
     """HumanDuration: ~2-3 significant figures ("119s", "3m10s", "7h59m", "2d1h", "2y1d")."""
     us = _microseconds(d)
     seconds = _whole_seconds(us)
-    if seconds < -1:
-        return "<invalid>"
     if seconds < 0:
-        return "0s"
+        return _negative(seconds)
     if seconds < 2 * 60:
         return f"{seconds}s"
     minutes = us // _MINUTE
     if minutes < 10:
-        rest = seconds % 60
-        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+        return _two_units(minutes, "m", seconds % 60, "s")
     if minutes < 3 * 60:
         return f"{minutes}m"
     hours = us // _HOUR
     if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h{rest}m" if rest else f"{hours}h"
+        return _two_units(hours, "h", minutes % 60, "m")
     if hours < 48:
         return f"{hours}h"
     days = hours // 24
     if hours < 8 * 24:
-        rest = hours % 24
-        return f"{days}d{rest}h" if rest else f"{days}d"
+        return _two_units(days, "d", hours % 24, "h")
     if hours < 2 * 365 * 24:
         return f"{days}d"
     years = days // 365
     if hours < 8 * 365 * 24:
-        rest = days % 365
-        return f"{years}y{rest}d" if rest else f"{years}y"
+        return _two_units(years, "y", days % 365, "d")
     return f"{years}y"
 
 
@@ -66,10 +70,8 @@ def short_human_duration(d: timedelta) -> str:
     """ShortHumanDuration: one unit only ("59s", "1m", "23h", "364d", "2y")."""
     us = _microseconds(d)
     seconds = _whole_seconds(us)
-    if seconds < -1:
-        return "<invalid>"
     if seconds < 0:
-        return "0s"
+        return _negative(seconds)
     if seconds < 60:
         return f"{seconds}s"
     if us < _HOUR:

@@ -24,7 +24,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from minikube_py.cluster.etcd import LOOPBACK, free_port
+from minikube_py.cluster.etcd import LOOPBACK, free_port, port_in_use
 from minikube_py.cluster.kubeconfig import write_kubeconfig
 
 DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443}
@@ -37,18 +37,6 @@ def home() -> Path:
 def fail(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(1)
-
-
-def _port_free(port: int) -> bool:
-    import socket
-
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((LOOPBACK, port))
-        except OSError:
-            return False
-    return True
 
 
 def _pid_alive(pid_file: Path) -> int | None:
@@ -91,7 +79,7 @@ def _ports(state: Path) -> dict[str, int]:
         return json.loads(saved.read_text())["ports"]
     ports = {}
     for name, port in DEFAULT_PORTS.items():
-        ports[name] = port if _port_free(port) else free_port()
+        ports[name] = port if not port_in_use(port) else free_port()
     saved.write_text(json.dumps({"ports": ports}, indent=2))
     return ports
 
@@ -109,7 +97,7 @@ def up(args: argparse.Namespace) -> None:
     api_url = f"http://{LOOPBACK}:{ports['apiserver']}"
 
     if _pid_alive(state / "run" / "etcd.pid") is None:
-        if not _port_free(ports["etcd-client"]):
+        if port_in_use(ports["etcd-client"]):
             fail(f"port {ports['etcd-client']} is taken by another program; stop it or remove "
                  f"{state / 'cluster.json'} to pick new ports")
         peer = f"http://{LOOPBACK}:{ports['etcd-peer']}"
@@ -123,7 +111,7 @@ def up(args: argparse.Namespace) -> None:
         _wait(lambda: _http_ok(f"{etcd_url}/health"), "etcd", state / "logs" / "etcd.log")
 
     if _pid_alive(state / "run" / "apiserver.pid") is None:
-        if not _port_free(ports["apiserver"]):
+        if port_in_use(ports["apiserver"]):
             fail(f"port {ports['apiserver']} is taken by another program; stop it or remove "
                  f"{state / 'cluster.json'} to pick new ports")
         _start("apiserver", [

@@ -7,8 +7,6 @@ Defaults and rules follow upstream pkg/apis/apps/v1/defaults.go and apps validat
 
 from __future__ import annotations
 
-from typing import Any
-
 from minikube_py.api.validation import (
     FieldError,
     forbidden,
@@ -26,8 +24,9 @@ from minikube_py.apiserver.strategies.common import (
     SELECTOR_MISMATCH,
     KindStrategy,
     as_dict,
-    bump_generation,
+    bump_generation_if_metadata_changed,
     child,
+    defaulted_dict,
     forbid_template_deadline,
     int_or_percent_value,
     selector_is_empty,
@@ -57,12 +56,17 @@ def set_template_defaults(spec: Obj) -> None:
             set_pod_spec_defaults(pod_spec)
 
 
-def _spec(obj: Obj) -> Obj:
-    """The object's spec, created if missing (for defaulting)."""
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        spec = obj["spec"] = {}
-    return spec
+def _rolling_update_to_default(spec: Obj, strategy_field: str) -> Obj | None:
+    """Default the update strategy's type to RollingUpdate; then its rollingUpdate to default.
+
+    The strategy is spec.strategy for Deployments, spec.updateStrategy for StatefulSets and
+    DaemonSets. Returns None when the type is another one (nothing more to default).
+    """
+    strategy = defaulted_dict(spec, strategy_field)
+    set_default_if_zero(strategy, "type", "RollingUpdate")
+    if strategy["type"] != "RollingUpdate":
+        return None
+    return defaulted_dict(strategy, "rollingUpdate")
 
 
 def validate_template_for_controller(spec: Obj, path: str, kind: str) -> list[FieldError]:
@@ -147,25 +151,14 @@ class DeploymentStrategy(KindStrategy):
     def prepare_for_update(self, new: Obj, old: Obj) -> None:
         """Annotations bump the generation too: they are copied to the ReplicaSets."""
         super().prepare_for_update(new, old)
-        generation = old["metadata"].get("generation", 1)
-        annotations = as_dict(new["metadata"].get("annotations"))
-        if new["metadata"]["generation"] == generation and annotations != as_dict(
-            old["metadata"].get("annotations")
-        ):
-            bump_generation(new, old)
+        bump_generation_if_metadata_changed(new, old, "annotations")
 
     def default(self, obj: Obj) -> None:
         """SetDefaults_Deployment."""
-        spec = _spec(obj)
+        spec = defaulted_dict(obj, "spec")
         set_default(spec, "replicas", 1)
-        strategy = spec.get("strategy")
-        if not isinstance(strategy, dict):
-            strategy = spec["strategy"] = {}
-        set_default_if_zero(strategy, "type", "RollingUpdate")
-        if strategy["type"] == "RollingUpdate":
-            rolling = strategy.get("rollingUpdate")
-            if not isinstance(rolling, dict):
-                rolling = strategy["rollingUpdate"] = {}
+        rolling = _rolling_update_to_default(spec, "strategy")
+        if rolling is not None:
             set_default(rolling, "maxUnavailable", "25%")
             set_default(rolling, "maxSurge", "25%")
         set_default(spec, "revisionHistoryLimit", DEFAULT_REVISION_HISTORY_LIMIT)
@@ -242,7 +235,7 @@ class ReplicaSetStrategy(KindStrategy):
     """ReplicaSets: keep N copies of a pod template running."""
 
     def default(self, obj: Obj) -> None:
-        spec = _spec(obj)
+        spec = defaulted_dict(obj, "spec")
         set_default(spec, "replicas", 1)
         set_template_defaults(spec)
 
@@ -290,20 +283,12 @@ class StatefulSetStrategy(KindStrategy):
 
     def default(self, obj: Obj) -> None:
         """SetDefaults_StatefulSet."""
-        spec = _spec(obj)
+        spec = defaulted_dict(obj, "spec")
         set_default_if_zero(spec, "podManagementPolicy", "OrderedReady")
-        strategy = spec.get("updateStrategy")
-        if not isinstance(strategy, dict):
-            strategy = spec["updateStrategy"] = {}
-        set_default_if_zero(strategy, "type", "RollingUpdate")
-        if strategy["type"] == "RollingUpdate":
-            rolling = strategy.get("rollingUpdate")
-            if not isinstance(rolling, dict):
-                rolling = strategy["rollingUpdate"] = {}
+        rolling = _rolling_update_to_default(spec, "updateStrategy")
+        if rolling is not None:
             set_default(rolling, "partition", 0)
-        retention = spec.get("persistentVolumeClaimRetentionPolicy")
-        if not isinstance(retention, dict):
-            retention = spec["persistentVolumeClaimRetentionPolicy"] = {}
+        retention = defaulted_dict(spec, "persistentVolumeClaimRetentionPolicy")
         set_default_if_zero(retention, "whenDeleted", "Retain")
         set_default_if_zero(retention, "whenScaled", "Retain")
         set_default(spec, "replicas", 1)
@@ -311,7 +296,7 @@ class StatefulSetStrategy(KindStrategy):
         set_template_defaults(spec)
         for claim in spec.get("volumeClaimTemplates") or []:
             if isinstance(claim, dict):
-                set_default(_spec(claim), "volumeMode", "Filesystem")
+                set_default(defaulted_dict(claim, "spec"), "volumeMode", "Filesystem")
                 claim_status = claim.setdefault("status", {})
                 if isinstance(claim_status, dict):
                     set_default_if_zero(claim_status, "phase", "Pending")
@@ -434,7 +419,7 @@ class DaemonSetStrategy(KindStrategy):
     def prepare_for_create(self, obj: Obj) -> None:
         """The template generation starts at 1 (kept in an annotation in apps/v1)."""
         super().prepare_for_create(obj)
-        _annotations(obj)[DAEMONSET_TEMPLATE_GENERATION] = "1"
+        defaulted_dict(obj["metadata"], "annotations")[DAEMONSET_TEMPLATE_GENERATION] = "1"
 
     def prepare_for_update(self, new: Obj, old: Obj) -> None:
         """A template change bumps the template generation as well as the generation."""
@@ -444,19 +429,14 @@ class DaemonSetStrategy(KindStrategy):
         template = semantic(as_dict(new.get("spec")).get("template"))
         if template != semantic(as_dict(old.get("spec")).get("template")):
             generation += 1
-        _annotations(new)[DAEMONSET_TEMPLATE_GENERATION] = str(generation)
+        annotations = defaulted_dict(new["metadata"], "annotations")
+        annotations[DAEMONSET_TEMPLATE_GENERATION] = str(generation)
 
     def default(self, obj: Obj) -> None:
         """SetDefaults_DaemonSet."""
-        spec = _spec(obj)
-        strategy = spec.get("updateStrategy")
-        if not isinstance(strategy, dict):
-            strategy = spec["updateStrategy"] = {}
-        set_default_if_zero(strategy, "type", "RollingUpdate")
-        if strategy["type"] == "RollingUpdate":
-            rolling = strategy.get("rollingUpdate")
-            if not isinstance(rolling, dict):
-                rolling = strategy["rollingUpdate"] = {}
+        spec = defaulted_dict(obj, "spec")
+        rolling = _rolling_update_to_default(spec, "updateStrategy")
+        if rolling is not None:
             set_default(rolling, "maxUnavailable", 1)
             set_default(rolling, "maxSurge", 0)
         set_default(spec, "revisionHistoryLimit", DEFAULT_REVISION_HISTORY_LIMIT)
@@ -504,13 +484,6 @@ class DaemonSetStrategy(KindStrategy):
             "status",
         )
         return errors + _collision_count_not_decremented(new, old)
-
-
-def _annotations(obj: Obj) -> dict[str, Any]:
-    annotations = obj["metadata"].get("annotations")
-    if not isinstance(annotations, dict):
-        annotations = obj["metadata"]["annotations"] = {}
-    return annotations
 
 
 def _validate_daemonset_update_strategy(strategy: Obj) -> list[FieldError]:

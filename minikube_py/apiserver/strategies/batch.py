@@ -30,6 +30,7 @@ from minikube_py.apiserver.strategies.common import (
     KindStrategy,
     as_dict,
     child,
+    defaulted_dict,
     semantic,
     set_default,
     set_default_if_zero,
@@ -53,18 +54,9 @@ _TIME_ZONE_PART = re.compile(r"^[A-Za-z.\-_0-9+]{1,14}$")
 _SCHEDULING_DIRECTIVES = ("nodeSelector", "tolerations", "schedulingGates")
 
 
-def _spec(obj: Obj) -> Obj:
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        spec = obj["spec"] = {}
-    return spec
-
-
-def _template(spec: Obj) -> Obj:
-    template = spec.get("template")
-    if not isinstance(template, dict):
-        template = spec["template"] = {}
-    return template
+def _template_pod_spec(job_spec: Obj) -> Obj:
+    """The pod spec in a Job spec's template (template.spec), created where missing."""
+    return defaulted_dict(defaulted_dict(job_spec, "template"), "spec")
 
 
 # --- Job ---------------------------------------------------------------------------------
@@ -76,20 +68,20 @@ class JobStrategy(KindStrategy):
     def prepare_for_create(self, obj: Obj) -> None:
         """Generate the selector and pod labels from the Job's uid (unless manualSelector)."""
         super().prepare_for_create(obj)
-        spec = _spec(obj)
+        spec = defaulted_dict(obj, "spec")
         if not spec.get("manualSelector"):
             generate_selector(obj)
 
     def default(self, obj: Obj) -> None:
         """SetDefaults_Job."""
-        spec = _spec(obj)
+        spec = defaulted_dict(obj, "spec")
         if spec.get("completions") is None and spec.get("parallelism") is None:
             spec["completions"] = 1
         set_default(spec, "parallelism", 1)
         set_default(
             spec, "backoffLimit", 2**31 - 1 if spec.get("backoffLimitPerIndex") is not None else 6
         )
-        template_labels = as_dict(_template(spec).get("metadata")).get("labels")
+        template_labels = as_dict(defaulted_dict(spec, "template").get("metadata")).get("labels")
         if template_labels and not obj["metadata"].get("labels"):
             obj["metadata"]["labels"] = dict(template_labels)
         set_default(spec, "completionMode", "NonIndexed")
@@ -103,7 +95,7 @@ class JobStrategy(KindStrategy):
             for pattern in as_dict(rule).get("onPodConditions") or []:
                 if isinstance(pattern, dict):
                     set_default_if_zero(pattern, "status", "True")
-        set_pod_spec_defaults(_spec(_template(spec)))
+        set_pod_spec_defaults(_template_pod_spec(spec))
 
     def validate(self, obj: Obj) -> list[FieldError]:
         """ValidateJob."""
@@ -177,13 +169,8 @@ def generate_selector(job: Obj) -> None:
     """
     metadata = job["metadata"]
     uid, name = metadata.get("uid", ""), metadata.get("name", "")
-    template = _template(_spec(job))
-    template_metadata = template.get("metadata")
-    if not isinstance(template_metadata, dict):
-        template_metadata = template["metadata"] = {}
-    labels = template_metadata.get("labels")
-    if not isinstance(labels, dict):
-        labels = template_metadata["labels"] = {}
+    template = defaulted_dict(defaulted_dict(job, "spec"), "template")
+    labels = defaulted_dict(defaulted_dict(template, "metadata"), "labels")
     for label, value in (
         (LEGACY_JOB_NAME_LABEL, name),
         (JOB_NAME_LABEL, name),
@@ -191,12 +178,7 @@ def generate_selector(job: Obj) -> None:
         (CONTROLLER_UID_LABEL, uid),
     ):
         labels.setdefault(label, value)
-    selector = job["spec"].get("selector")
-    if not isinstance(selector, dict):
-        selector = job["spec"]["selector"] = {}
-    match_labels = selector.get("matchLabels")
-    if not isinstance(match_labels, dict):
-        match_labels = selector["matchLabels"] = {}
+    match_labels = defaulted_dict(defaulted_dict(job["spec"], "selector"), "matchLabels")
     match_labels.setdefault(CONTROLLER_UID_LABEL, uid)
 
 
@@ -356,15 +338,13 @@ class CronJobStrategy(KindStrategy):
 
     def default(self, obj: Obj) -> None:
         """SetDefaults_CronJob; the job template's pod template is defaulted like a pod's."""
-        spec = _spec(obj)
+        spec = defaulted_dict(obj, "spec")
         set_default_if_zero(spec, "concurrencyPolicy", "Allow")
         set_default(spec, "suspend", False)
         set_default(spec, "successfulJobsHistoryLimit", 3)
         set_default(spec, "failedJobsHistoryLimit", 1)
-        job_template = spec.get("jobTemplate")
-        if not isinstance(job_template, dict):
-            job_template = spec["jobTemplate"] = {}
-        set_pod_spec_defaults(_spec(_template(_spec(job_template))))
+        job_spec = defaulted_dict(defaulted_dict(spec, "jobTemplate"), "spec")
+        set_pod_spec_defaults(_template_pod_spec(job_spec))
 
     def validate(self, obj: Obj) -> list[FieldError]:
         """ValidateCronJobCreate."""

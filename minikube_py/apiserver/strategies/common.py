@@ -17,6 +17,7 @@ from minikube_py.api.validation import (
     FieldError,
     forbidden,
     invalid,
+    not_supported,
     required,
     type_invalid,
     validate_dns1123_subdomain,
@@ -28,6 +29,8 @@ from minikube_py.apiserver.strategy import Obj, Strategy
 NameValidator = Callable[[str], list[str]]
 
 MAX_INT32 = 2**31 - 1
+# supportedPortProtocols: what a container, service or endpoint port may speak.
+PROTOCOLS = ["SCTP", "TCP", "UDP"]
 
 
 # --- base classes ------------------------------------------------------------------------
@@ -81,6 +84,13 @@ def bump_generation(new: Obj, old: Obj) -> None:
     new["metadata"]["generation"] = old["metadata"].get("generation", 1) + 1
 
 
+def bump_generation_if_metadata_changed(new: Obj, old: Obj, field: str) -> None:
+    """A change of metadata.<field> is a new generation too (if the spec did not bump it)."""
+    unchanged = new["metadata"]["generation"] == old["metadata"].get("generation", 1)
+    if unchanged and as_dict(new["metadata"].get(field)) != as_dict(old["metadata"].get(field)):
+        bump_generation(new, old)
+
+
 # --- field paths -------------------------------------------------------------------------
 
 
@@ -122,6 +132,14 @@ def text(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
+def defaulted_dict(obj: Obj, name: str) -> Obj:
+    """`obj[name]` to default fields into: a new empty dict when it is missing or not a dict."""
+    value = obj.get(name)
+    if not isinstance(value, dict):
+        value = obj[name] = {}
+    return value
+
+
 def set_default(obj: Obj, name: str, value: Any) -> None:
     """Default a Go pointer field: only an absent or null field is unset."""
     if obj.get(name) is None:
@@ -140,6 +158,28 @@ def set_default_if_zero(obj: Obj, name: str, value: Any) -> None:
 def as_invalid(path: str, value: Any, messages: list[str]) -> list[FieldError]:
     """One Invalid error per message of a string validator such as IsDNS1123Label."""
     return [invalid(path, value, message) for message in messages]
+
+
+def required_enum(value: Any, supported: list[str], path: str) -> list[FieldError]:
+    """A required enum field: Required when empty, NotSupported when unknown."""
+    if not value:
+        return [required(path)]
+    if value not in supported:
+        return [not_supported(path, value, supported)]
+    return []
+
+
+def one_of_errors(present: list[str], path: str, what: str) -> list[FieldError]:
+    """A union (a volume's source, a probe's handler): exactly one member may be set.
+
+    `present` lists the members that are set; `what` names the union in the messages.
+    """
+    if not present:
+        return [required(path, f"must specify a {what} type")]
+    return [
+        forbidden(child(path, extra), f"may not specify more than 1 {what} type")
+        for extra in present[1:]
+    ]
 
 
 def format_errors(validator: NameValidator, value: Any, path: str) -> list[FieldError]:

@@ -24,6 +24,7 @@ from minikube_py.api.validation import (
     validate_qualified_name,
 )
 from minikube_py.apiserver.strategies.common import (
+    PROTOCOLS,
     as_dict,
     as_invalid,
     as_list,
@@ -33,8 +34,10 @@ from minikube_py.apiserver.strategies.common import (
     index,
     items_of,
     key,
+    one_of_errors,
     port_name_errors,
     port_num_or_name_errors,
+    required_enum,
 )
 from minikube_py.apiserver.strategies.resourcenames import (
     QOS_RESOURCES,
@@ -46,7 +49,6 @@ from minikube_py.apiserver.strategies.resourcenames import (
 )
 from minikube_py.apiserver.strategy import Obj
 
-PROTOCOLS = ["SCTP", "TCP", "UDP"]
 PULL_POLICIES = ["Always", "IfNotPresent", "Never"]
 TERMINATION_MESSAGE_POLICIES = ["File", "FallbackToLogsOnError"]
 ENV_NAME_MESSAGE = (
@@ -148,7 +150,7 @@ def _validate_container_common(
         errors += format_errors(validate_dns1123_label, name, name_path)
     if not container.get("image"):
         errors.append(required(child(path, "image")))
-    errors += _one_of(
+    errors += required_enum(
         container.get("terminationMessagePolicy"),
         TERMINATION_MESSAGE_POLICIES,
         child(path, "terminationMessagePolicy"),
@@ -157,7 +159,7 @@ def _validate_container_common(
     errors += _validate_env(container, child(path, "env"))
     errors += _validate_env_from(container, child(path, "envFrom"))
     errors += _validate_volume_mounts(container, volumes, child(path, "volumeMounts"))
-    errors += _one_of(
+    errors += required_enum(
         container.get("imagePullPolicy"), PULL_POLICIES, child(path, "imagePullPolicy")
     )
     errors += validate_resources(as_dict(container.get("resources")), child(path, "resources"))
@@ -165,15 +167,6 @@ def _validate_container_common(
         as_dict(container.get("securityContext")), child(path, "securityContext")
     )
     return errors
-
-
-def _one_of(value: Any, supported: list[str], path: str) -> list[FieldError]:
-    """A required enum: Required when empty, NotSupported when unknown."""
-    if not value:
-        return [required(path)]
-    if value not in supported:
-        return [not_supported(path, value, supported)]
-    return []
 
 
 def _validate_ports(container: Obj, path: str) -> list[FieldError]:
@@ -198,7 +191,7 @@ def _validate_ports(container: Obj, path: str) -> list[FieldError]:
             errors += validate_port_number(container_port, child(port_path, "containerPort"))
         if port.get("hostPort"):
             errors += validate_port_number(port["hostPort"], child(port_path, "hostPort"))
-        errors += _one_of(port.get("protocol"), PROTOCOLS, child(port_path, "protocol"))
+        errors += required_enum(port.get("protocol"), PROTOCOLS, child(port_path, "protocol"))
     return errors
 
 
@@ -554,12 +547,9 @@ def _validate_handler(
 ) -> list[FieldError]:
     """validateHandler: exactly one of exec, httpGet, tcpSocket, grpc or sleep."""
     present = [kind for kind in kinds if handler.get(kind) is not None]
+    errors = one_of_errors(present, path, "handler")
     if not present:
-        return [required(path, "must specify a handler type")]
-    errors = [
-        forbidden(child(path, kind), "may not specify more than 1 handler type")
-        for kind in present[1:]
-    ]
+        return errors
     kind = present[0]
     action = as_dict(handler[kind])
     action_path = child(path, kind)

@@ -27,17 +27,20 @@ from minikube_py.api.validation import (
     validate_qualified_name,
 )
 from minikube_py.apiserver.strategies.common import (
+    PROTOCOLS,
     NoGenerationStrategy,
     as_dict,
     as_list,
     child,
     cidr_errors,
     config_key_errors,
+    defaulted_dict,
     format_errors,
     index,
     ip_errors,
     items_of,
     key,
+    required_enum,
     set_default,
     set_default_if_zero,
 )
@@ -53,7 +56,6 @@ from minikube_py.apiserver.strategy import Obj
 MAX_SECRET_SIZE = 1024 * 1024  # also the limit of a ConfigMap's data
 IMMUTABLE_WHEN_SET = "field is immutable when `immutable` is set"
 TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
-PROTOCOLS = ["SCTP", "TCP", "UDP"]
 
 
 # --- Node --------------------------------------------------------------------------------
@@ -173,9 +175,7 @@ class NamespaceStrategy(NoGenerationStrategy):
     def prepare_for_create(self, obj: Obj) -> None:
         super().prepare_for_create(obj)
         obj["status"] = {"phase": "Active"}
-        spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            spec = obj["spec"] = {}
+        spec = defaulted_dict(obj, "spec")
         finalizers = as_list(spec.get("finalizers"))
         if "kubernetes" not in finalizers:
             spec["finalizers"] = [*finalizers, "kubernetes"]
@@ -194,10 +194,7 @@ class NamespaceStrategy(NoGenerationStrategy):
     def default(self, obj: Obj) -> None:
         """SetDefaults_Namespace: a label with the name, for namespace selectors."""
         metadata = obj["metadata"]
-        labels = metadata.get("labels")
-        if not isinstance(labels, dict):
-            labels = metadata["labels"] = {}
-        labels["kubernetes.io/metadata.name"] = metadata.get("name", "")
+        defaulted_dict(metadata, "labels")["kubernetes.io/metadata.name"] = metadata.get("name", "")
 
     def validate(self, obj: Obj) -> list[FieldError]:
         errors: list[FieldError] = []
@@ -212,10 +209,7 @@ class NamespaceStrategy(NoGenerationStrategy):
 
     def prepare_for_delete(self, obj: Obj) -> None:
         """The first delete only marks the namespace Terminating."""
-        status = obj.get("status")
-        if not isinstance(status, dict):
-            status = obj["status"] = {}
-        status["phase"] = "Terminating"
+        defaulted_dict(obj, "status")["phase"] = "Terminating"
 
     def validate_status_update(self, new: Obj, old: Obj) -> list[FieldError]:
         """ValidateNamespaceStatusUpdate: the phase follows the deletion timestamp."""
@@ -330,9 +324,7 @@ def merge_string_data(secret: Obj) -> None:
     string_data = secret.pop("stringData", None)
     if not isinstance(string_data, dict) or not string_data:
         return
-    data = secret.get("data")
-    if not isinstance(data, dict):
-        data = secret["data"] = {}
+    data = defaulted_dict(secret, "data")
     for name, value in string_data.items():
         data[name] = base64.b64encode(str(value).encode()).decode()
 
@@ -444,11 +436,7 @@ def _validate_endpoint_port(port: Obj, require_name: bool, path: str) -> list[Fi
     elif name:
         errors += format_errors(validate_dns1123_label, name, child(path, "name"))
     errors += validate_port_number(port.get("port"), child(path, "port"))
-    protocol = port.get("protocol")
-    if not protocol:
-        errors.append(required(child(path, "protocol")))
-    elif protocol not in PROTOCOLS:
-        errors.append(not_supported(child(path, "protocol"), protocol, PROTOCOLS))
+    errors += required_enum(port.get("protocol"), PROTOCOLS, child(path, "protocol"))
     if port.get("appProtocol") is not None:
         app_protocol = str(port["appProtocol"])
         errors += format_errors(validate_qualified_name, app_protocol, child(path, "appProtocol"))

@@ -30,6 +30,10 @@ ACTION_LIMIT = 128
 REASON_LIMIT = 128
 NOTE_LIMIT = 1024
 EVENT_TYPES = ("Normal", "Warning")
+# The fields of an event's object reference that field selectors may name.
+_REFERENCE_FIELDS = (
+    "kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath",
+)  # fmt: skip
 # events.k8s.io/v1 fields that never change, with the (internal) names upstream reports.
 _V1_IMMUTABLE_FIELDS = (
     ("regarding", "involvedObject"),
@@ -57,31 +61,14 @@ class EventStrategy(NoGenerationStrategy):
     def validate(self, obj: Obj) -> list[FieldError]:
         """ValidateEventCreate for v1: only the legacy rules."""
         return _legacy_errors(
-            namespace=obj["metadata"].get("namespace", ""),
-            regarding=as_dict(obj.get("involvedObject")),
-            event_time=obj.get("eventTime"),
-            reporting_controller=text(obj.get("reportingComponent")),
-            reporting_controller_path="reportingComponent",
-            reporting_instance=text(obj.get("reportingInstance")),
-            action=text(obj.get("action")),
-            reason=text(obj.get("reason")),
-            note=text(obj.get("message")),
-        )
+            obj, regarding_field="involvedObject", reporter_field="reportingComponent",
+            note_field="message",
+        )  # fmt: skip
 
     def field_set(self, obj: Obj) -> dict[str, str]:
         """event.ToSelectableFields."""
-        involved = as_dict(obj.get("involvedObject"))
         fields = super().field_set(obj)
-        for name in (
-            "kind",
-            "namespace",
-            "name",
-            "uid",
-            "apiVersion",
-            "resourceVersion",
-            "fieldPath",
-        ):
-            fields[f"involvedObject.{name}"] = str(involved.get(name, ""))
+        fields.update(_reference_fields("involvedObject", obj))
         fields["reason"] = obj.get("reason", "")
         fields["reportingComponent"] = obj.get("reportingComponent", "")
         fields["source"] = as_dict(obj.get("source")).get("component", "")
@@ -97,16 +84,9 @@ class EventsV1EventStrategy(NoGenerationStrategy):
     def validate(self, obj: Obj) -> list[FieldError]:
         """ValidateEventCreate for events.k8s.io/v1: the legacy rules, then strict ones."""
         errors = _legacy_errors(
-            namespace=obj["metadata"].get("namespace", ""),
-            regarding=as_dict(obj.get("regarding")),
-            event_time=obj.get("eventTime"),
-            reporting_controller=text(obj.get("reportingController")),
-            reporting_controller_path="reportingController",
-            reporting_instance=text(obj.get("reportingInstance")),
-            action=text(obj.get("action")),
-            reason=text(obj.get("reason")),
-            note=text(obj.get("note")),
-        )
+            obj, regarding_field="regarding", reporter_field="reportingController",
+            note_field="note",
+        )  # fmt: skip
         if not obj.get("eventTime"):
             errors.append(required("eventTime"))
         if obj.get("type") not in EVENT_TYPES:
@@ -131,43 +111,37 @@ class EventsV1EventStrategy(NoGenerationStrategy):
         return errors
 
     def field_set(self, obj: Obj) -> dict[str, str]:
-        regarding = as_dict(obj.get("regarding"))
         fields = super().field_set(obj)
-        for name in (
-            "kind",
-            "namespace",
-            "name",
-            "uid",
-            "apiVersion",
-            "resourceVersion",
-            "fieldPath",
-        ):
-            fields[f"regarding.{name}"] = str(regarding.get(name, ""))
+        fields.update(_reference_fields("regarding", obj))
         fields["reason"] = obj.get("reason", "")
         fields["reportingController"] = obj.get("reportingController", "")
         fields["type"] = obj.get("type", "")
         return fields
 
 
+def _reference_fields(field: str, event: Obj) -> dict[str, str]:
+    """The selectable fields of the object an event is about (`involvedObject.kind`, ...)."""
+    reference = as_dict(event.get(field))
+    return {f"{field}.{name}": str(reference.get(name, "")) for name in _REFERENCE_FIELDS}
+
+
 def _legacy_errors(
-    *,
-    namespace: str,
-    regarding: Obj,
-    event_time: object,
-    reporting_controller: str,
-    reporting_controller_path: str,
-    reporting_instance: str,
-    action: str,
-    reason: str,
-    note: str,
+    event: Obj, *, regarding_field: str, reporter_field: str, note_field: str
 ) -> list[FieldError]:
-    """legacyValidateEvent: the involved object's namespace, and the new-style fields."""
+    """legacyValidateEvent: the involved object's namespace, and the new-style fields.
+
+    The two APIs name three of the fields differently: the object the event is about
+    (involvedObject, regarding), who reported it (reportingComponent, reportingController)
+    and what it says (message, note).
+    """
+    namespace = event["metadata"].get("namespace", "")
+    reporting_controller = text(event.get(reporter_field))
     errors: list[FieldError] = []
-    involved_namespace = regarding.get("namespace") or ""
+    involved_namespace = as_dict(event.get(regarding_field)).get("namespace") or ""
     mismatch = invalid(
         "involvedObject.namespace", involved_namespace, "does not match event.namespace"
     )
-    if not event_time:
+    if not event.get("eventTime"):
         if involved_namespace:
             if namespace != involved_namespace:
                 errors.append(mismatch)
@@ -177,19 +151,18 @@ def _legacy_errors(
     if not involved_namespace and namespace not in ("default", "kube-system"):
         errors.append(mismatch)
     if not reporting_controller:
-        errors.append(required(reporting_controller_path))
-    errors += format_errors(
-        validate_qualified_name, reporting_controller, reporting_controller_path
-    )
-    for value, field, limit in (
-        (reporting_instance, "reportingInstance", REPORTING_INSTANCE_LIMIT),
-        (action, "action", ACTION_LIMIT),
-        (reason, "reason", REASON_LIMIT),
+        errors.append(required(reporter_field))
+    errors += format_errors(validate_qualified_name, reporting_controller, reporter_field)
+    for field, limit in (
+        ("reportingInstance", REPORTING_INSTANCE_LIMIT),
+        ("action", ACTION_LIMIT),
+        ("reason", REASON_LIMIT),
     ):
+        value = text(event.get(field))
         if not value:
             errors.append(required(field))
         if len(value) > limit:
             errors.append(invalid(field, "", f"can have at most {limit} characters"))
-    if len(note) > NOTE_LIMIT:
+    if len(text(event.get(note_field))) > NOTE_LIMIT:
         errors.append(invalid("message", "", f"can have at most {NOTE_LIMIT} characters"))
     return errors

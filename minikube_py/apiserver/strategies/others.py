@@ -25,11 +25,12 @@ from minikube_py.api.validation import (
     validate_qualified_name,
 )
 from minikube_py.apiserver.strategies.common import (
+    PROTOCOLS,
     KindStrategy,
     NoGenerationStrategy,
     as_dict,
     as_list,
-    bump_generation,
+    bump_generation_if_metadata_changed,
     child,
     format_errors,
     index,
@@ -43,7 +44,6 @@ from minikube_py.apiserver.strategies.common import (
 from minikube_py.apiserver.strategy import Obj
 
 ADDRESS_TYPES = ["FQDN", "IPv4", "IPv6"]
-PROTOCOLS = ["SCTP", "TCP", "UDP"]
 MAX_ENDPOINTS = 1000
 MAX_ADDRESSES = 100
 MAX_PORTS = 20000
@@ -63,12 +63,7 @@ class EndpointSliceStrategy(KindStrategy):
     def prepare_for_update(self, new: Obj, old: Obj) -> None:
         """Any change outside metadata, or to the labels, is a new generation."""
         super().prepare_for_update(new, old)
-        generation = old["metadata"].get("generation", 1)
-        labels = as_dict(new["metadata"].get("labels"))
-        if new["metadata"]["generation"] == generation and labels != as_dict(
-            old["metadata"].get("labels")
-        ):
-            bump_generation(new, old)
+        bump_generation_if_metadata_changed(new, old, "labels")
 
     def default(self, obj: Obj) -> None:
         """SetDefaults_EndpointPort: an unnamed TCP port."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from minikube_py.apiserver.strategies.common import (
     as_dict,
+    defaulted_dict,
     items_of,
     set_default,
     set_default_if_zero,
@@ -171,9 +172,7 @@ def _default_requests_to_limits(container: Obj) -> None:
     limits = as_dict(resources.get("limits"))
     if not limits:
         return
-    requests = resources.get("requests")
-    if not isinstance(requests, dict):
-        requests = resources["requests"] = {}
+    requests = defaulted_dict(resources, "requests")
     for name, quantity in limits.items():
         requests.setdefault(name, quantity)
 

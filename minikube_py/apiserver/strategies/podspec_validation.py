@@ -34,6 +34,8 @@ from minikube_py.apiserver.strategies.common import (
     index,
     ip_errors,
     items_of,
+    one_of_errors,
+    required_enum,
     validate_range,
 )
 from minikube_py.apiserver.strategies.container_validation import (
@@ -91,10 +93,10 @@ def validate_pod_spec(spec: Obj, path: str, *, is_pod: bool) -> list[FieldError]
     errors += validate_containers(spec, volumes, grace_period, path)
     errors += validate_init_containers(spec, volumes, grace_period, path)
     errors += _validate_host_network_ports(spec, path, is_pod)
-    errors += _required_enum(
+    errors += required_enum(
         spec.get("restartPolicy"), RESTART_POLICIES, child(path, "restartPolicy")
     )
-    errors += _required_enum(spec.get("dnsPolicy"), DNS_POLICIES, child(path, "dnsPolicy"))
+    errors += required_enum(spec.get("dnsPolicy"), DNS_POLICIES, child(path, "dnsPolicy"))
     errors += validate_labels(as_dict(spec.get("nodeSelector")), child(path, "nodeSelector"))
     errors += _validate_pod_security_context(
         as_dict(spec.get("securityContext")), child(path, "securityContext")
@@ -134,18 +136,10 @@ def validate_pod_spec(spec: Obj, path: str, *, is_pod: bool) -> list[FieldError]
             validate_dns1123_subdomain, spec["runtimeClassName"], child(path, "runtimeClassName")
         )
     if spec.get("preemptionPolicy") is not None:
-        errors += _required_enum(
+        errors += required_enum(
             spec["preemptionPolicy"], PREEMPTION_POLICIES, child(path, "preemptionPolicy")
         )
     return errors
-
-
-def _required_enum(value: Any, supported: list[str], path: str) -> list[FieldError]:
-    if not value:
-        return [required(path)]
-    if value not in supported:
-        return [not_supported(path, value, supported)]
-    return []
 
 
 # --- volumes -----------------------------------------------------------------------------
@@ -177,12 +171,9 @@ def _validate_volumes(spec: Obj, path: str) -> tuple[dict[str, Obj], list[FieldE
 
 def _validate_volume_source(volume: Obj, path: str) -> list[FieldError]:
     sources = volume_sources(volume)
+    errors = one_of_errors(sources, path, "volume")
     if not sources:
-        return [required(path, "must specify a volume type")]
-    errors = [
-        forbidden(child(path, extra), "may not specify more than 1 volume type")
-        for extra in sources[1:]
-    ]
+        return errors
     kind = sources[0]
     source = as_dict(volume[kind])
     source_path = child(path, kind)

@@ -27,6 +27,7 @@ from minikube_py.api.validation import (
     validate_qualified_name,
 )
 from minikube_py.apiserver.strategies.common import (
+    PROTOCOLS,
     NoGenerationStrategy,
     as_dict,
     as_list,
@@ -37,6 +38,7 @@ from minikube_py.apiserver.strategies.common import (
     ip_errors,
     items_of,
     port_num_or_name_errors,
+    required_enum,
     set_default,
     set_default_if_zero,
     special_ip_errors,
@@ -44,7 +46,6 @@ from minikube_py.apiserver.strategies.common import (
 from minikube_py.apiserver.strategy import Obj
 
 SERVICE_TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
-PROTOCOLS = ["SCTP", "TCP", "UDP"]
 SESSION_AFFINITIES = ["ClientIP", "None"]
 TRAFFIC_POLICIES = ["Cluster", "Local"]
 IP_FAMILIES = ["IPv4", "IPv6"]
@@ -365,11 +366,7 @@ def _validate_service_port(
         else:
             names.append(name)
     errors += validate_port_number(port.get("port"), child(path, "port"))
-    protocol = port.get("protocol")
-    if not protocol:
-        errors.append(required(child(path, "protocol")))
-    elif protocol not in PROTOCOLS:
-        errors.append(not_supported(child(path, "protocol"), protocol, PROTOCOLS))
+    errors += required_enum(port.get("protocol"), PROTOCOLS, child(path, "protocol"))
     errors += port_num_or_name_errors(port.get("targetPort"), child(path, "targetPort"))
     if port.get("appProtocol") is not None:
         app_protocol = str(port["appProtocol"])

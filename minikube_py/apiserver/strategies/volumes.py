@@ -23,10 +23,10 @@ from minikube_py.apiserver.strategies.common import (
     NoGenerationStrategy,
     as_dict,
     as_list,
-    child,
     describe_changes,
     format_errors,
     key,
+    one_of_errors,
     semantic,
     set_default,
     set_default_if_zero,
@@ -47,8 +47,16 @@ _PV_SOURCES = {
 }  # fmt: skip
 
 
-def _validate_access_modes(modes: list[object], path: str) -> list[FieldError]:
+def _validate_access_modes(spec: Obj, missing: str = "") -> list[FieldError]:
+    """spec.accessModes: at least one, each supported, ReadWriteOncePod only on its own.
+
+    `missing` is the detail of the Required error (PVCs have one, PVs none).
+    """
+    path = "spec.accessModes"
+    modes = as_list(spec.get("accessModes"))
     errors: list[FieldError] = []
+    if not modes:
+        errors.append(required(path, missing))
     for mode in modes:
         if mode not in ACCESS_MODES:
             errors.append(not_supported(path, mode, ACCESS_MODES))
@@ -59,11 +67,32 @@ def _validate_access_modes(modes: list[object], path: str) -> list[FieldError]:
     return errors
 
 
-def _validate_volume_mode(spec: Obj, path: str) -> list[FieldError]:
+def _validate_storage_size(value: object, path: str) -> list[FieldError]:
+    """A storage quantity (a claim's request, a volume's capacity): valid and above zero."""
+    amount, errors = parse_amount(value, path)
+    if amount is not None and amount <= 0:
+        errors.append(invalid(path, value, "must be greater than zero"))
+    return errors
+
+
+def _validate_class_and_mode(spec: Obj) -> list[FieldError]:
+    """spec.storageClassName (a DNS subdomain when set) and spec.volumeMode (when set)."""
+    errors: list[FieldError] = []
+    if spec.get("storageClassName"):
+        errors += format_errors(
+            validate_dns1123_subdomain, spec["storageClassName"], "spec.storageClassName"
+        )
     mode = spec.get("volumeMode")
     if mode is not None and mode not in VOLUME_MODES:
-        return [not_supported(path, mode, VOLUME_MODES)]
-    return []
+        errors.append(not_supported("spec.volumeMode", mode, VOLUME_MODES))
+    return errors
+
+
+def _default_pending(obj: Obj) -> None:
+    """Claims and volumes are Pending until the volume controller binds them."""
+    status = obj.setdefault("status", {})
+    if isinstance(status, dict):
+        set_default_if_zero(status, "phase", "Pending")
 
 
 class PersistentVolumeClaimStrategy(NoGenerationStrategy):
@@ -74,18 +103,12 @@ class PersistentVolumeClaimStrategy(NoGenerationStrategy):
         spec = obj.setdefault("spec", {})
         if isinstance(spec, dict):
             set_default(spec, "volumeMode", "Filesystem")
-        status = obj.setdefault("status", {})
-        if isinstance(status, dict):
-            set_default_if_zero(status, "phase", "Pending")
+        _default_pending(obj)
 
     def validate(self, obj: Obj) -> list[FieldError]:
         """ValidatePersistentVolumeClaimSpec."""
         spec = as_dict(obj.get("spec"))
-        errors: list[FieldError] = []
-        modes = as_list(spec.get("accessModes"))
-        if not modes:
-            errors.append(required("spec.accessModes", "at least 1 access mode is required"))
-        errors += _validate_access_modes(modes, "spec.accessModes")
+        errors = _validate_access_modes(spec, missing="at least 1 access mode is required")
         if spec.get("selector") is not None:
             errors += validate_label_selector(as_dict(spec["selector"]), "spec.selector")
         storage_path = key("spec.resources", "storage")
@@ -93,17 +116,8 @@ class PersistentVolumeClaimStrategy(NoGenerationStrategy):
         if "storage" not in requests:
             errors.append(required(storage_path))
         else:
-            amount, amount_errors = parse_amount(requests["storage"], storage_path)
-            errors += amount_errors
-            if amount is not None and amount <= 0:
-                errors.append(
-                    invalid(storage_path, requests["storage"], "must be greater than zero")
-                )
-        if spec.get("storageClassName"):
-            errors += format_errors(
-                validate_dns1123_subdomain, spec["storageClassName"], "spec.storageClassName"
-            )
-        return errors + _validate_volume_mode(spec, "spec.volumeMode")
+            errors += _validate_storage_size(requests["storage"], storage_path)
+        return errors + _validate_class_and_mode(spec)
 
     def validate_update(self, new: Obj, old: Obj) -> list[FieldError]:
         """ValidatePersistentVolumeClaimUpdate."""
@@ -167,36 +181,19 @@ class PersistentVolumeStrategy(NoGenerationStrategy):
             set_default(spec, "volumeMode", "Filesystem")
             if isinstance(spec.get("hostPath"), dict):
                 set_default(spec["hostPath"], "type", "")
-        status = obj.setdefault("status", {})
-        if isinstance(status, dict):
-            set_default_if_zero(status, "phase", "Pending")
+        _default_pending(obj)
 
     def validate(self, obj: Obj) -> list[FieldError]:
         """ValidatePersistentVolumeSpec."""
         spec = as_dict(obj.get("spec"))
-        errors: list[FieldError] = []
-        modes = as_list(spec.get("accessModes"))
-        if not modes:
-            errors.append(required("spec.accessModes"))
-        errors += _validate_access_modes(modes, "spec.accessModes")
+        errors = _validate_access_modes(spec)
         capacity = as_dict(spec.get("capacity"))
         if not capacity:
             errors.append(required("spec.capacity"))
         elif set(capacity) != {"storage"}:
             errors.append(not_supported("spec.capacity", sorted(capacity), ["storage"]))
         else:
-            amount, amount_errors = parse_amount(
-                capacity["storage"], key("spec.capacity", "storage")
-            )
-            errors += amount_errors
-            if amount is not None and amount <= 0:
-                errors.append(
-                    invalid(
-                        key("spec.capacity", "storage"),
-                        capacity["storage"],
-                        "must be greater than zero",
-                    )
-                )
+            errors += _validate_storage_size(capacity["storage"], key("spec.capacity", "storage"))
         policy = spec.get("persistentVolumeReclaimPolicy")
         if policy and policy not in RECLAIM_POLICIES:
             errors.append(
@@ -204,12 +201,7 @@ class PersistentVolumeStrategy(NoGenerationStrategy):
             )
         sources = [name for name in [*volume_sources(spec), "local"] if spec.get(name) is not None]
         sources = [name for name in sources if name in _PV_SOURCES]
-        if not sources:
-            errors.append(required("spec", "must specify a volume type"))
-        for extra in sources[1:]:
-            errors.append(
-                forbidden(child("spec", extra), "may not specify more than 1 volume type")
-            )
+        errors += one_of_errors(sources, "spec", "volume")
         if sources == ["hostPath"] and not as_dict(spec["hostPath"]).get("path"):
             errors.append(required("spec.hostPath.path"))
         if sources == ["local"]:
@@ -217,11 +209,7 @@ class PersistentVolumeStrategy(NoGenerationStrategy):
                 errors.append(required("spec.local.path"))
             if spec.get("nodeAffinity") is None:
                 errors.append(required("spec.nodeAffinity", "Local volume requires node affinity"))
-        if spec.get("storageClassName"):
-            errors += format_errors(
-                validate_dns1123_subdomain, spec["storageClassName"], "spec.storageClassName"
-            )
-        return errors + _validate_volume_mode(spec, "spec.volumeMode")
+        return errors + _validate_class_and_mode(spec)
 
     def validate_update(self, new: Obj, old: Obj) -> list[FieldError]:
         """ValidatePersistentVolumeUpdate: the source and mode are fixed."""
