@@ -81,6 +81,30 @@ async def test_create_then_get_returns_value_and_revisions(
     assert await etcd_client.current_revision() >= revision
 
 
+async def test_concurrent_gets_share_txns_and_each_gets_its_own_answer(
+    etcd_client: EtcdClient, prefix: bytes
+) -> None:
+    for i in range(0, 300, 2):
+        await etcd_client.create(prefix + b"k%03d" % i, b"v%03d" % i)
+
+    found = await asyncio.gather(*(etcd_client.get(prefix + b"k%03d" % i) for i in range(300)))
+
+    for i, kv in enumerate(found):
+        if i % 2:
+            assert kv is None
+        else:
+            assert kv is not None and kv.value == b"v%03d" % i
+
+
+async def test_gets_fail_together_when_etcd_is_gone(private_etcd: EtcdProcess) -> None:
+    async with private_etcd.client(request_timeout=2.0) as client:
+        await client.current_revision()
+        await private_etcd.stop()
+        results = await asyncio.gather(*(client.get(b"/k%d" % i) for i in range(10)),
+                                       return_exceptions=True)
+    assert all(isinstance(r, EtcdUnavailable) for r in results), results
+
+
 @pytest.mark.parametrize(
     ("options", "keys", "values", "more", "count"),
     [

@@ -57,6 +57,7 @@ class APIServerMetrics:
             ["resource"],
             registry=self.registry,
         )
+        self._request_children: dict[tuple[tuple[str, str, str, str], int], Any] = {}
         self.etcd_duration = Histogram(
             "etcd_request_duration_seconds",
             "Etcd request latency in seconds for each operation and object type.",
@@ -64,6 +65,19 @@ class APIServerMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+
+
+    def observe_request(self, labels: tuple[str, str, str, str], code: int, seconds: float
+                        ) -> None:
+        """Count one request and its latency (label children are cached: lookups are slow)."""
+        key = (labels, code)
+        children = self._request_children.get(key)
+        if children is None:
+            children = (self.requests.labels(*labels, str(code)),
+                        self.request_duration.labels(*labels))
+            self._request_children[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
 
 class InstrumentedEtcd:

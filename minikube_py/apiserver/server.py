@@ -215,6 +215,7 @@ class APIServer:
         request_id = str(uuid.uuid4())
         started = time.perf_counter()
         info = parse_request_info(request.method, request.path, request.query.get("watch"))
+        request["info"] = info
         kind = "mutating" if info.verb in MUTATING_VERBS else "readOnly"
         limit = (self.config.max_mutating_requests_inflight if kind == "mutating"
                  else self.config.max_requests_inflight)
@@ -252,8 +253,7 @@ class APIServer:
         elapsed = time.perf_counter() - started
         verb = info.verb.upper() if info.is_resource_request else request.method
         labels = (verb, info.group, info.resource, info.subresource)
-        self.metrics.requests.labels(*labels, str(response.status)).inc()
-        self.metrics.request_duration.labels(*labels).observe(elapsed)
+        self.metrics.observe_request(labels, response.status, elapsed)
         if self.config.log_requests and not request.path.startswith(("/healthz", "/livez",
                                                                       "/readyz", "/metrics")):
             log.info(orjson.dumps({
@@ -337,7 +337,7 @@ class APIServer:
 
     async def _resource(self, request: web.Request) -> web.StreamResponse:
         path = request.path
-        info = parse_request_info(request.method, path, request.query.get("watch"))
+        info = request["info"]
         if not info.is_resource_request:
             return self._group_discovery(path)
         return await self.handler.handle(request, info)

@@ -43,6 +43,7 @@ CHANNEL_OPTIONS = [
 ]
 WATCH_BACKOFF_INITIAL = 0.1
 WATCH_BACKOFF_MAX = 2.0
+MAX_TXN_OPS = 128  # etcd's default --max-txn-ops: at most this many gets share one Txn
 COMPACTED_MESSAGE = "required revision has been compacted"
 NOT_CONNECTED_MESSAGE = "failed to connect to all addresses"
 
@@ -244,6 +245,8 @@ class EtcdClient:
         self._current = 0
         self._connections: dict[str, _Connection] = {}
         self._closed = False
+        self._pending_gets: list[tuple[bytes, asyncio.Future[KeyValue | None]]] = []
+        self._tasks: set[asyncio.Future[None]] = set()
 
     async def __aenter__(self) -> EtcdClient:
         return self
@@ -324,9 +327,52 @@ class EtcdClient:
         )
 
     async def get(self, key: bytes) -> KeyValue | None:
-        """Read one key; None if it does not exist."""
-        result = await self.range(key)
-        return result.kvs[0] if result.kvs else None
+        """Read one key; None if it does not exist.
+
+        Gets issued at the same moment (many clients reading at once) travel together as
+        one read-only Txn: one gRPC call and one linearizable read in etcd instead of many.
+        """
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[KeyValue | None] = loop.create_future()
+        self._pending_gets.append((key, future))
+        if len(self._pending_gets) == 1:
+            # Runs once every task that is ready now has had its turn to queue a get.
+            loop.call_soon(self._flush_gets)
+        return await future
+
+    def _flush_gets(self) -> None:
+        batch = self._pending_gets[:MAX_TXN_OPS]
+        self._pending_gets = self._pending_gets[MAX_TXN_OPS:]
+        if self._pending_gets:
+            asyncio.get_running_loop().call_soon(self._flush_gets)
+        task = asyncio.ensure_future(self._send_gets(batch))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send_gets(self, batch: list[tuple[bytes, asyncio.Future[KeyValue | None]]]
+                         ) -> None:
+        try:
+            if len(batch) == 1:
+                result = await self.range(batch[0][0])
+                found = [result.kvs]
+            else:
+                txn = rpc_pb2.TxnRequest(success=[
+                    rpc_pb2.RequestOp(request_range=rpc_pb2.RangeRequest(key=key))
+                    for key, _ in batch
+                ])
+                response = await self._request(lambda c: c.kv.Txn, txn, safe=True)
+                found = [[_key_value(kv) for kv in op.response_range.kvs]
+                         for op in response.responses]
+        except BaseException as err:
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(err)
+            if not isinstance(err, Exception):
+                raise
+            return
+        for (_, future), kvs in zip(batch, found, strict=True):
+            if not future.done():
+                future.set_result(kvs[0] if kvs else None)
 
     async def current_revision(self) -> int:
         """The store's current revision (any read's header carries it)."""
