@@ -87,22 +87,30 @@ class InstrumentedEtcd:
 
     def __init__(self, client: EtcdClient, metrics: APIServerMetrics) -> None:
         self._client = client
-        self._metrics = metrics
+        self._histogram = metrics.etcd_duration
+        self._children: dict[tuple[str, bytes], Any] = {}
+        for name in self._TIMED:
+            setattr(self, name, self._timed(name, getattr(client, name)))
 
     def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._client, name)
-        if name not in self._TIMED:
-            return attribute
-        histogram = self._metrics.etcd_duration
+        return getattr(self._client, name)
 
+    def _timed(self, operation: str, call: Any) -> Any:
         async def timed(*args: Any, **kwargs: Any) -> Any:
             start = time.perf_counter()
             try:
-                return await attribute(*args, **kwargs)
+                return await call(*args, **kwargs)
             finally:
-                key = args[0] if args and isinstance(args[0], bytes) else b""
-                parts = key.split(b"/")
-                kind = parts[2].decode() if len(parts) > 2 else ""
-                histogram.labels(name, kind).observe(time.perf_counter() - start)
+                self._child(operation, args).observe(time.perf_counter() - start)
 
         return timed
+
+    def _child(self, operation: str, args: tuple[Any, ...]) -> Any:
+        """The histogram for (operation, resource), the resource read from the key."""
+        key = args[0] if args and isinstance(args[0], bytes) else b""
+        resource = key.split(b"/", 3)[2] if key.count(b"/") >= 2 else b""
+        child = self._children.get((operation, resource))
+        if child is None:
+            child = self._histogram.labels(operation, resource.decode())
+            self._children[(operation, resource)] = child
+        return child

@@ -42,6 +42,7 @@ from minikube_py.apiserver.responses import (
     external,
     list_body,
     no_such_resource,
+    raw_list_response,
     render_one,
     respond,
     success_status,
@@ -128,7 +129,12 @@ class ResourceHandler:
     ) -> web.StreamResponse:
         options = list_options(request)
         check_field_labels(store, options)
-        result = await store.list(namespace, options)
+        plain_json = wanted.form == "object" and not wanted.yaml
+        result = await store.list(
+            namespace, options, raw=plain_json and store.resource.group != "events.k8s.io"
+        )
+        if result.raw_items is not None:
+            return raw_list_response(store.resource, result)
         return respond(list_body(store.resource, result, wanted, request), wanted)
 
     # -- write verbs ----------------------------------------------------------------------

@@ -1,0 +1,69 @@
+"""Smoke test of the API server benchmark: a --quick run finishes and prints every metric.
+
+It checks that benchmarks/apiserver.py still works end to end (etcd, API server, every
+phase), never how fast anything is: the figures depend on the machine.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BENCHMARK = REPO / "benchmarks" / "apiserver.py"
+RESULTS = REPO / "benchmarks" / "RESULTS.md"
+
+QuickRun = tuple[subprocess.CompletedProcess[str], bytes | None, bytes | None]
+
+# (text that starts a metric line, whether the line carries a target and its PASS/FAIL)
+METRICS = [
+    ("raw etcd create Txn/s", False),
+    ("API creates/s", True),
+    ("API GETs/s", True),
+    ("LIST 300 pods (full, from etcd)", True),
+    ("LIST 300 pods (resourceVersion=0, watch cache)", False),
+    ("LIST 300 pods (500-item pages)", False),
+    ("watch latency, 10 watchers x 100 creates (paced 200/s)", True),
+    ("watch latency, 10 watchers x 100 creates (unpaced", False),
+    ("encode 300-pod list: orjson vs json", False),
+    ("decode 300 pods one by one: orjson vs json", False),
+]
+
+
+@pytest.fixture(scope="module")
+def quick_run() -> QuickRun:
+    """One `--quick --no-append` run, with RESULTS.md as it was before and after."""
+    before = RESULTS.read_bytes() if RESULTS.exists() else None
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARK), "--quick", "--no-append"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    after = RESULTS.read_bytes() if RESULTS.exists() else None
+    return result, before, after
+
+
+@pytest.mark.slow
+def test_quick_run_exits_zero(quick_run: QuickRun) -> None:
+    result, _, _ = quick_run
+    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("metric", "has_target"), METRICS)
+def test_quick_run_prints_metric_line(quick_run: QuickRun, metric: str, has_target: bool
+                                      ) -> None:
+    result, _, _ = quick_run
+    lines = [line for line in result.stdout.splitlines() if line.startswith(metric)]
+    assert len(lines) == 1, f"no line for {metric!r} in:\n{result.stdout}\n{result.stderr}"
+    line = lines[0]
+    assert any(char.isdigit() for char in line[len(metric):]), line
+    assert (" PASS " in line or " FAIL " in line) == has_target, line
+
+
+@pytest.mark.slow
+def test_quick_run_with_no_append_leaves_results_file_alone(quick_run: QuickRun) -> None:
+    _, before, after = quick_run
+    assert after == before
