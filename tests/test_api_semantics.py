@@ -393,3 +393,19 @@ async def test_objects_are_json_under_registry_keys(api: API, namespace: str, et
     stored = orjson.loads(result.stdout)
     assert stored["kind"] == "ConfigMap" and stored["data"] == {"k": "v"}
     assert "resourceVersion" not in stored["metadata"]
+
+
+async def test_metrics_count_requests_and_open_watches(api: API, namespace: str) -> None:
+    await api.get(f"/api/v1/namespaces/{namespace}/configmaps")
+    path = f"{api.base}/api/v1/namespaces/{namespace}/configmaps?watch=true&resourceVersion=0"
+    async with api.session.get(path) as watch:
+        assert watch.status == 200
+        _, text = await api.get("/metrics")
+    watching = [line for line in text.splitlines()
+                if line.startswith("apiserver_longrunning_requests{")
+                and 'resource="configmaps"' in line]
+    assert watching and float(watching[0].split()[-1]) >= 1
+    assert any(line.startswith("apiserver_request_total{") and 'verb="LIST"' in line
+               and 'resource="configmaps"' in line and 'code="200"' in line
+               for line in text.splitlines())
+    assert "etcd_request_duration_seconds_bucket" in text

@@ -222,8 +222,12 @@ class APIServer:
         long_running = info.verb == "watch"
         counted = False
         response: web.StreamResponse
+        watchers = (self.metrics.watchers.labels("WATCH", info.group, info.resource)
+                    if long_running else None)
         try:
-            if not long_running:
+            if watchers is not None:
+                watchers.inc()
+            else:
                 if limit > 0 and self._inflight[kind] >= limit:
                     self.metrics.rejected.labels(kind).inc()
                     raise errors.too_many_requests(1)
@@ -246,6 +250,8 @@ class APIServer:
                                     "traceback": traceback.format_exc()}).decode())
             response = self._status_response(errors.internal_error(repr(err)))
         finally:
+            if watchers is not None:
+                watchers.dec()
             if counted:
                 self._inflight[kind] -= 1
                 self.metrics.inflight.labels(kind).set(self._inflight[kind])
