@@ -63,6 +63,22 @@ class PatchError(ValueError):
         self.code = code
 
 
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+
+def apply_patch(patch_type: str, original: dict, patch: Any, schema: Type | None) -> dict:
+    """Apply a PATCH body of the given Content-Type (one of the three above)."""
+    if patch_type == JSON_PATCH:
+        return apply_json_patch(original, patch)
+    if patch_type == MERGE_PATCH:
+        return apply_merge_patch(original, patch)
+    if patch_type == STRATEGIC_MERGE_PATCH:
+        return apply_strategic_merge_patch(original, patch, schema)
+    raise PatchError(f"unknown patch type: {patch_type}", 415)
+
+
 # --- application/json-patch+json (RFC 6902) ------------------------------------------
 
 

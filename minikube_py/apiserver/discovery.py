@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from minikube_py.api.resources import GROUP_ORDER, RESOURCES, SUBRESOURCE_KINDS, Resource
+from minikube_py.api.resources import (
+    GROUP_ORDER,
+    RESOURCES,
+    SUBRESOURCE_KINDS,
+    SUBRESOURCE_VERBS,
+    Resource,
+)
 
 Obj = dict[str, Any]
 
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
-SUBRESOURCE_VERBS = {
-    "status": ["get", "patch", "update"],
-    "scale": ["get", "patch", "update"],
-    "binding": ["create"],
-    "finalize": ["update"],
-}
 
 
 def _groups() -> list[tuple[str, str]]:
@@ -95,7 +95,7 @@ def api_resource_list(group: str, version: str) -> Obj | None:
                 "singularName": "",
                 "namespaced": r.namespaced,
                 "kind": sub_kind,
-                "verbs": SUBRESOURCE_VERBS[sub],
+                "verbs": list(SUBRESOURCE_VERBS[sub]),
             }
             if (sub_group, sub_version) != (r.group, r.version):
                 sub_entry["group"] = sub_group
@@ -124,7 +124,7 @@ def _aggregated_resource(r: Resource) -> Obj:
         subresources.append({
             "subresource": sub,
             "responseKind": {"group": sub_group, "version": sub_version, "kind": sub_kind},
-            "verbs": SUBRESOURCE_VERBS[sub],
+            "verbs": list(SUBRESOURCE_VERBS[sub]),
         })
     if subresources:
         entry["subresources"] = subresources

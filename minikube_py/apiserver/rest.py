@@ -18,13 +18,8 @@ from typing import Any
 from aiohttp import web
 
 from minikube_py.api import errors, meta
-from minikube_py.api.patch import (
-    PatchError,
-    apply_json_patch,
-    apply_merge_patch,
-    apply_strategic_merge_patch,
-)
-from minikube_py.api.resources import Resource
+from minikube_py.api.patch import PatchError, apply_patch
+from minikube_py.api.resources import SUBRESOURCE_VERBS, Resource
 from minikube_py.api.schema import schema_for
 from minikube_py.apiserver import conversion, negotiation
 from minikube_py.apiserver.negotiation import Wanted
@@ -103,16 +98,8 @@ class ResourceHandler:
     @staticmethod
     def _allowed_verbs(resource: Resource, subresource: str) -> tuple[str, ...]:
         if subresource:
-            return {
-                "status": ("get", "patch", "update"),
-                "scale": ("get", "patch", "update"),
-                "binding": ("create",),
-                "finalize": ("update",),
-            }.get(subresource, ())
-        verbs = resource.verbs
-        if "watch" in verbs:
-            verbs = verbs + ("watch",)
-        return verbs
+            return SUBRESOURCE_VERBS.get(subresource, ())
+        return resource.verbs
 
     # -- read verbs -----------------------------------------------------------------------
 
@@ -212,12 +199,7 @@ class ResourceHandler:
         def mutate(current: Obj) -> Obj:
             original = external(resource, current)
             try:
-                if kind == "application/json-patch+json":
-                    patched = apply_json_patch(original, patch)
-                elif kind == "application/merge-patch+json":
-                    patched = apply_merge_patch(original, patch)
-                else:
-                    patched = apply_strategic_merge_patch(original, patch, schema)
+                patched = apply_patch(kind, original, patch, schema)
             except PatchError as err:
                 raise patch_failed(err, kind) from None
             if not isinstance(patched, dict):

@@ -15,6 +15,7 @@ strategy validates only its own spec and status.
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 from minikube_py.api.resources import Resource
@@ -80,6 +81,11 @@ class Strategy:
     def validate_status_update(self, new: Obj, old: Obj) -> list[FieldError]:
         """Validation of a /status write."""
         return []
+
+    @functools.cached_property
+    def field_labels(self) -> frozenset[str]:
+        """The names a fieldSelector may use for this kind (the keys of field_set)."""
+        return frozenset(self.field_set({"metadata": {}, "spec": {}, "status": {}}))
 
     def field_set(self, obj: Obj) -> dict[str, str]:
         """The fields a fieldSelector may name for this kind, with their values."""

@@ -11,12 +11,7 @@ from typing import Any
 from aiohttp import web
 
 from minikube_py.api import errors, meta
-from minikube_py.api.patch import (
-    PatchError,
-    apply_json_patch,
-    apply_merge_patch,
-    apply_strategic_merge_patch,
-)
+from minikube_py.api.patch import PatchError, apply_patch
 from minikube_py.api.schema import schema_for
 from minikube_py.api.selectors import label_selector_to_string
 from minikube_py.apiserver import negotiation
@@ -27,6 +22,7 @@ from minikube_py.apiserver.responses import json_response, respond, success_stat
 from minikube_py.apiserver.store import Store
 
 Obj = dict[str, Any]
+SCALE_SCHEMA = schema_for("autoscaling", "v1", "Scale")
 JSON_PATCH_REJECTED = "the server rejected our request due to an error in our request"
 
 
@@ -139,13 +135,7 @@ async def scale(
 
         def from_body(current_scale: Obj) -> Obj:
             try:
-                if kind == "application/json-patch+json":
-                    return apply_json_patch(current_scale, patch)
-                if kind == "application/merge-patch+json":
-                    return apply_merge_patch(current_scale, patch)
-                return apply_strategic_merge_patch(
-                    current_scale, patch, schema_for("autoscaling", "v1", "Scale")
-                )
+                return apply_patch(kind, current_scale, patch, SCALE_SCHEMA)
             except PatchError as err:
                 raise patch_failed(err, kind) from None
 
