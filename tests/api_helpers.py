@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import aiohttp
 import orjson
+
+T = TypeVar("T")
 
 
 class API:
@@ -65,3 +70,16 @@ def pod(name: str, *, labels: dict[str, str] | None = None, node: str | None = N
     if labels:
         metadata["labels"] = labels
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+async def eventually(predicate: Callable[[], Awaitable[T | None]], timeout: float = 10.0,
+                     interval: float = 0.05, what: str = "the condition") -> T:
+    """Poll an async predicate until it returns something truthy; fail after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = await predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(interval)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -10,15 +11,19 @@ import sys
 import tempfile
 import urllib.request
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from minikube_py.apiserver.storage.etcd import EtcdClient
+from minikube_py.client.rest import Client
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.kubeconfig import write_kubeconfig
+from minikube_py.controllers.base import Controller, ControllerOptions
+from minikube_py.controllers.manager import ControllerManager
 
 TMPFS = Path("/dev/shm")
 
@@ -117,3 +122,34 @@ def kubectl(kubeconfig: Path) -> Callable[..., subprocess.CompletedProcess[str]]
         return result
 
     return run
+
+
+# -- clients and controllers -----------------------------------------------------------------
+
+@pytest.fixture
+async def api_client(kubeconfig: Path) -> AsyncIterator[Client]:
+    """The project's own REST client (minikube_py.client), on the shared API server."""
+    async with Client.from_kubeconfig(kubeconfig, user_agent="tests") as client:
+        yield client
+
+
+@pytest.fixture
+async def run_controllers(kubeconfig: Path) -> AsyncIterator[
+        Callable[..., Awaitable[ControllerManager]]]:
+    """Start an in-process controller-manager with the given controllers; stopped after."""
+    started: list[tuple[ControllerManager, Client]] = []
+
+    async def start(*controllers: type[Controller], options: ControllerOptions | None = None,
+                    clock: Callable[[], datetime] | None = None) -> ControllerManager:
+        client = Client.from_kubeconfig(kubeconfig, user_agent="test-controller-manager")
+        extra = {"clock": clock} if clock is not None else {}
+        manager = ControllerManager(client, controllers, options=options, **extra)
+        started.append((manager, client))
+        manager.start()
+        await asyncio.wait_for(manager.synced.wait(), 30)
+        return manager
+
+    yield start
+    for manager, client in started:
+        await manager.stop()
+        await client.close()

@@ -189,13 +189,20 @@ class Store:
         if ns is None:
             raise errors.not_found("namespaces", "", namespace)
         if ns.get("metadata", {}).get("deletionTimestamp"):
-            raise errors.forbidden(
+            error = errors.forbidden(
                 self.resource.plural,
                 self.resource.group,
                 "",
                 f"unable to create new content in namespace {namespace} because it is being "
                 "terminated",
             )
+            # Controllers recognise this refusal by its cause (HasStatusCause) and drop the key.
+            error.details = {**(error.details or {}), "causes": [{
+                "type": "NamespaceTerminating",
+                "message": f"namespace {namespace} is being terminated",
+                "field": "metadata.namespace",
+            }]}
+            raise error
 
     # -- create ----------------------------------------------------------------------------
 
@@ -416,6 +423,10 @@ class Store:
         """The strategy steps of an update, on a fresh object `new` and the stored one."""
         metadata = meta.metadata(new)
         old_meta = current["metadata"]
+        # A uid in the body is a precondition: it guards against a deleted and recreated
+        # object of the same name (controllers adopt and release pods this way).
+        if metadata.get("uid"):
+            self._check_preconditions(current, {"uid": metadata["uid"]})
         # Server-set metadata cannot be changed by clients.
         for server_set in ("uid", "creationTimestamp", "deletionTimestamp",
                            "deletionGracePeriodSeconds", "generation"):

@@ -1,0 +1,1 @@
+"""Scheduling helpers shared by the scheduler and the DaemonSet controller (component-helpers)."""

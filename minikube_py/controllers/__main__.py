@@ -1,0 +1,76 @@
+"""`python -m minikube_py.controllers --kubeconfig F [--controllers=*,-name] [--leader-elect]`"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from minikube_py.client.kubeconfig import KubeconfigError
+from minikube_py.client.leaderelection import LeadershipLost
+from minikube_py.client.rest import Client
+from minikube_py.controllers.base import ControllerOptions
+from minikube_py.controllers.manager import ControllerManager, select_controllers
+from minikube_py.controllers.registry import ALL_CONTROLLERS
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m minikube_py.controllers",
+                                     description="minikube-py controller-manager")
+    parser.add_argument("--kubeconfig", default=None,
+                        help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+    parser.add_argument("--controllers", default="*",
+                        help="comma-separated: '*' for all, 'name' to enable, '-name' to "
+                             "disable; known: " + ",".join(c.name for c in ALL_CONTROLLERS))
+    parser.add_argument("--leader-elect", action="store_true",
+                        help="run only while holding the kube-system/kube-controller-manager "
+                             "Lease")
+    parser.add_argument("--leader-elect-lease-duration", type=float, default=15.0)
+    parser.add_argument("--leader-elect-renew-deadline", type=float, default=10.0)
+    parser.add_argument("--leader-elect-retry-period", type=float, default=2.0)
+    parser.add_argument("--node-monitor-grace-period", type=float, default=40.0,
+                        help="seconds without a node Lease renewal before the node is "
+                             "marked Unknown")
+    parser.add_argument("--node-monitor-period", type=float, default=5.0)
+    parser.add_argument("--bind-address", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=10257, help="/healthz and /metrics "
+                        "(plain HTTP); 0 disables")
+    parser.add_argument("--identity", default=None, help="leader election identity")
+    parser.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.v >= 4 else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        controllers = select_controllers(args.controllers.split(","), ALL_CONTROLLERS)
+        client = Client.from_kubeconfig(args.kubeconfig, user_agent="controller-manager")
+    except (ValueError, KubeconfigError) as error:
+        sys.exit(f"controller-manager: {error}")
+    manager = ControllerManager(
+        client, controllers, leader_elect=args.leader_elect, identity=args.identity,
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
+        options=ControllerOptions(node_monitor_grace_period=args.node_monitor_grace_period,
+                                  node_monitor_period=args.node_monitor_period),
+        bind_address=args.bind_address, port=args.port or None,
+    )
+
+    async def run() -> None:
+        async with client:
+            await manager.run()
+
+    try:
+        asyncio.run(run())
+    except LeadershipLost as lost:
+        sys.exit(f"controller-manager: leaderelection lost: {lost}")
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

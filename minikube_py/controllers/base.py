@@ -1,0 +1,160 @@
+"""What every controller is made of: informer handlers that queue keys, and workers that
+call `sync(key)` (the shape of upstream's ReplicaSet controller).
+
+    informer event --> handler --> queue.add("ns/name") --> worker --> await sync(key)
+                                                                     \\-> failed: retry with
+                                                                          backoff (workqueue)
+
+A controller is level-based: `sync` reads the *current* state from the informers'
+stores, compares it with what the object asks for, acts, and writes status. It keeps no
+memory between calls except expectations (see expectations.py), so it can crash, restart
+and carry on from whatever it finds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from prometheus_client import CollectorRegistry, Counter
+
+from minikube_py.client.events import EventRecorder
+from minikube_py.client.informer import EventHandler, SharedInformer, SharedInformerFactory
+from minikube_py.client.rest import Client
+from minikube_py.client.store import object_key
+from minikube_py.client.workqueue import RateLimitingQueue, ShutDown, WorkqueueMetrics
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class ControllerOptions:
+    """Settings of the controller-manager that individual controllers read."""
+
+    node_monitor_grace_period: float = 40.0
+    node_monitor_period: float = 5.0
+    terminated_pod_gc_threshold: int = 12500
+
+
+@dataclass
+class ControllerContext:
+    """What the controller-manager gives each controller (upstream's ControllerContext)."""
+
+    client: Client
+    informers: SharedInformerFactory
+    recorder: EventRecorder
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    options: ControllerOptions = field(default_factory=ControllerOptions)
+    clock: Callable[[], datetime] = utc_now  # tests of time (CronJob) pass a fake clock
+    _workqueue_metrics: WorkqueueMetrics | None = None
+    _sync_metric: Counter | None = None
+
+    @property
+    def workqueue_metrics(self) -> WorkqueueMetrics:
+        if self._workqueue_metrics is None:
+            self._workqueue_metrics = WorkqueueMetrics(self.registry)
+        return self._workqueue_metrics
+
+    @property
+    def sync_metric(self) -> Counter:
+        if self._sync_metric is None:
+            self._sync_metric = Counter(
+                "controller_syncs", "Syncs run per controller, by result",
+                ["controller", "result"], registry=self.registry)
+        return self._sync_metric
+
+
+class Controller:
+    """A control loop. Subclasses set `name`, wire informers in `__init__`, write `sync`."""
+
+    name: ClassVar[str] = ""
+    workers: ClassVar[int] = 5
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.client = ctx.client
+        self.recorder = ctx.recorder
+        self.queue = RateLimitingQueue(self.name, metrics=ctx.workqueue_metrics)
+
+    # -- wiring helpers ----------------------------------------------------------------------
+
+    def informer(self, plural: str, group: str | None = None) -> SharedInformer:
+        """The process-wide shared informer for a resource."""
+        return self.ctx.informers.informer(plural, group)
+
+    def watch_own_kind(self, informer: SharedInformer) -> None:
+        """Queue the object's own key on every add, update and delete."""
+        informer.add_event_handler(EventHandler(
+            on_add=self.enqueue, on_update=lambda _old, new: self.enqueue(new),
+            on_delete=self.enqueue))
+
+    def enqueue(self, obj: Obj) -> None:
+        self.queue.add(object_key(obj))
+
+    def enqueue_after(self, obj: Obj, delay: float) -> None:
+        self.queue.add_after(object_key(obj), delay)
+
+    def now(self) -> datetime:
+        return self.ctx.clock()
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    async def sync(self, key: str) -> None:
+        """Reconcile one object: make the world match what it asks for. Idempotent."""
+        raise NotImplementedError
+
+    async def run(self, workers: int | None = None) -> None:
+        """Run workers until cancelled (the informers must have synced first)."""
+        tasks = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
+                 for i in range(workers or self.workers)]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            self.queue.shut_down()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except ShutDown:
+                return
+            started = time.monotonic()
+            try:
+                await self.sync(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                self.ctx.sync_metric.labels(self.name, "error").inc()
+                self._handle_error(key, error)
+            else:
+                self.ctx.sync_metric.labels(self.name, "success").inc()
+                self.queue.forget(key)
+            finally:
+                self.queue.done(key)
+            log.debug("%s: synced %s in %.1f ms", self.name, key,
+                      (time.monotonic() - started) * 1000)
+
+    def _handle_error(self, key: str, error: Exception) -> None:
+        """Log, and retry the key with backoff; other keys are served meanwhile."""
+        requeues = self.queue.num_requeues(key)
+        level = logging.INFO if requeues < 5 else logging.WARNING
+        log.log(level, "%s: error syncing %r (retry %d): %s", self.name, key, requeues,
+                error, exc_info=not isinstance(error, ExpectedSyncError))
+        self.queue.add_rate_limited(key)
+
+
+class ExpectedSyncError(Exception):
+    """A sync failed for a reason already reported (an Event); retry without a traceback."""

@@ -1,0 +1,139 @@
+"""The controller-manager: many controllers in one process, sharing informers.
+
+    start /healthz and /metrics
+    (with --leader-elect) wait to hold the Lease kube-system/kube-controller-manager
+    build each enabled controller: it registers the informers and handlers it needs
+    start the shared informers, wait until every cache has synced
+    run every controller's workers, until stopped or leadership is lost
+
+Losing leadership stops every controller at once; `python -m minikube_py.controllers`
+then exits, as kube-controller-manager does, and its supervisor starts it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from minikube_py.client.events import EventRecorder
+from minikube_py.client.informer import SharedInformerFactory
+from minikube_py.client.leaderelection import LeaderElector
+from minikube_py.client.rest import Client
+from minikube_py.controllers.base import Controller, ControllerContext, ControllerOptions, utc_now
+
+log = logging.getLogger(__name__)
+
+LEASE_NAME = "kube-controller-manager"
+COMPONENT = "controller-manager"
+
+
+def select_controllers(spec: Sequence[str], available: Sequence[type[Controller]]
+                       ) -> list[type[Controller]]:
+    """--controllers: `*` enables all, `name` enables one, `-name` disables one."""
+    names = {controller.name: controller for controller in available}
+    for item in spec:
+        bare = item.removeprefix("-")
+        if item != "*" and bare not in names:
+            raise ValueError(f"unknown controller {bare!r}; known: {', '.join(sorted(names))}")
+    enabled = set(names) if "*" in spec else set()
+    enabled |= {item for item in spec if item != "*" and not item.startswith("-")}
+    enabled -= {item[1:] for item in spec if item.startswith("-")}
+    return [controller for controller in available if controller.name in enabled]
+
+
+class ControllerManager:
+    """Run a set of controllers against one API server, optionally as elected leader."""
+
+    def __init__(self, client: Client, controllers: Sequence[type[Controller]], *,
+                 options: ControllerOptions | None = None,
+                 clock: Callable[[], datetime] = utc_now,
+                 leader_elect: bool = False, identity: str | None = None,
+                 lease_duration: float = 15.0, renew_deadline: float = 10.0,
+                 retry_period: float = 2.0, bind_address: str = "127.0.0.1",
+                 port: int | None = None) -> None:
+        self.client = client
+        self.controller_classes = list(controllers)
+        self.options = options or ControllerOptions()
+        self.clock = clock
+        self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
+        self.registry = CollectorRegistry()
+        self.elector = LeaderElector(
+            client, name=LEASE_NAME, identity=self.identity, lease_duration=lease_duration,
+            renew_deadline=renew_deadline, retry_period=retry_period,
+        ) if leader_elect else None
+        self.bind_address = bind_address
+        self.port = port
+        self.controllers: list[Controller] = []
+        self.synced = asyncio.Event()  # set once the caches synced and controllers run
+        self._task: asyncio.Task[None] | None = None
+        self._runner: web.AppRunner | None = None
+
+    async def run(self) -> None:
+        """Serve health and metrics, then run the controllers (as leader, if electing)."""
+        await self._serve_health()
+        try:
+            if self.elector is not None:
+                await self.elector.run(self._run_controllers)
+            else:
+                await self._run_controllers()
+        finally:
+            if self._runner is not None:
+                await self._runner.cleanup()
+                self._runner = None
+
+    async def _run_controllers(self) -> None:
+        informers = SharedInformerFactory(self.client)
+        recorder = EventRecorder(self.client, COMPONENT)
+        ctx = ControllerContext(client=self.client, informers=informers, recorder=recorder,
+                                registry=self.registry, options=self.options,
+                                clock=self.clock)
+        self.controllers = [cls(ctx) for cls in self.controller_classes]
+        informers.start()
+        try:
+            await informers.wait_for_cache_sync()
+            self.synced.set()
+            log.info("caches synced; starting controllers: %s",
+                     ", ".join(c.name for c in self.controllers))
+            await asyncio.gather(*(controller.run() for controller in self.controllers))
+        finally:
+            self.synced.clear()
+            await informers.stop()
+            await recorder.stop()
+
+    # -- in-process use (tests, the cluster launcher) ------------------------------------------
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self.run(), name="controller-manager")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    # -- /healthz and /metrics -----------------------------------------------------------------
+
+    async def _serve_health(self) -> None:
+        if self.port is None:
+            return
+        app = web.Application()
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/metrics", self._metrics)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self.bind_address, self.port).start()
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        body = generate_latest(self.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
