@@ -1,7 +1,7 @@
 """`minikube-py up | down | status`: a local cluster on this machine.
 
-For now the cluster is etcd plus the API server; later components join the same launcher.
-State lives in ~/.minikube-py (or $MINIKUBE_PY_HOME):
+Today the cluster is etcd, the API server and the controller-manager; the scheduler and the
+nodes join the same launcher in later issues. State lives in ~/.minikube-py (or $MINIKUBE_PY_HOME):
 
     etcd/            etcd's data directory
     logs/*.log       one log per component
@@ -27,7 +27,10 @@ from pathlib import Path
 from minikube_py.cluster.etcd import LOOPBACK, free_port, port_in_use
 from minikube_py.cluster.kubeconfig import write_kubeconfig
 
-DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443}
+DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443,
+                 "controller-manager": 10257}
+# Started in this order, stopped in the reverse order.
+COMPONENTS = ("etcd", "apiserver", "controller-manager")
 
 
 def home() -> Path:
@@ -74,18 +77,18 @@ def _wait(check: object, what: str, log: Path, timeout: float = 30.0) -> None:
 
 
 def _ports(state: Path) -> dict[str, int]:
+    """The ports of this cluster: chosen once (defaults, else free ones) and remembered."""
     saved = state / "cluster.json"
-    if saved.exists():
-        return json.loads(saved.read_text())["ports"]
-    ports = {}
+    ports: dict[str, int] = json.loads(saved.read_text())["ports"] if saved.exists() else {}
     for name, port in DEFAULT_PORTS.items():
-        ports[name] = port if not port_in_use(port) else free_port()
+        if name not in ports:
+            ports[name] = port if not port_in_use(port) else free_port()
     saved.write_text(json.dumps({"ports": ports}, indent=2))
     return ports
 
 
 def up(args: argparse.Namespace) -> None:
-    """Start etcd and the API server (if not running), write the kubeconfig."""
+    """Start etcd, the API server and the controller-manager (those not running yet)."""
     state = home()
     for sub in ("logs", "run"):
         (state / sub).mkdir(parents=True, exist_ok=True)
@@ -122,6 +125,17 @@ def up(args: argparse.Namespace) -> None:
           state / "logs" / "apiserver.log")
 
     config = write_kubeconfig(state / "kubeconfig", api_url)
+    if _pid_alive(state / "run" / "controller-manager.pid") is None:
+        if port_in_use(ports["controller-manager"]):
+            fail(f"port {ports['controller-manager']} is taken by another program; stop it or "
+                 f"remove {state / 'cluster.json'} to pick new ports")
+        _start("controller-manager", [
+            sys.executable, "-m", "minikube_py.controllers", f"--kubeconfig={config}",
+            "--leader-elect", f"--bind-address={LOOPBACK}",
+            f"--port={ports['controller-manager']}",
+        ], state)
+    _wait(lambda: _http_ok(f"http://{LOOPBACK}:{ports['controller-manager']}/healthz"),
+          "the controller-manager", state / "logs" / "controller-manager.log")
     print(f"minikube-py is up: API server {api_url}, etcd {etcd_url}")
     print(f"logs: {state / 'logs'}")
     print("To use it with kubectl:")
@@ -131,7 +145,7 @@ def up(args: argparse.Namespace) -> None:
 def down(args: argparse.Namespace) -> None:
     """Stop every component; --purge also deletes the cluster's data."""
     state = home()
-    for name in ("apiserver", "etcd"):
+    for name in reversed(COMPONENTS):
         pid_file = state / "run" / f"{name}.pid"
         pid = _pid_alive(pid_file)
         if pid is not None:
@@ -151,7 +165,7 @@ def down(args: argparse.Namespace) -> None:
 def status(args: argparse.Namespace) -> None:
     state = home()
     running = True
-    for name in ("etcd", "apiserver"):
+    for name in COMPONENTS:
         pid = _pid_alive(state / "run" / f"{name}.pid")
         print(f"{name}: " + (f"running (pid {pid})" if pid else "stopped"))
         running = running and pid is not None

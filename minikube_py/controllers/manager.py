@@ -102,7 +102,9 @@ class ControllerManager:
             self.synced.set()
             log.info("caches synced; starting controllers: %s",
                      ", ".join(c.name for c in self.controllers))
-            await asyncio.gather(*(controller.run() for controller in self.controllers))
+            runs = [controller.run() for controller in self.controllers]
+            idle = asyncio.Event()  # never set: with no controller enabled, idle until stopped
+            await asyncio.gather(*runs, idle.wait())
         finally:
             self.synced.clear()
             await informers.stop()
