@@ -203,8 +203,9 @@ async def delete_options(request: web.Request) -> DeleteOptions:
             )
         options.grace_period_seconds = parsed.get("gracePeriodSeconds")
         options.propagation_policy = parsed.get("propagationPolicy")
-        if parsed.get("orphanDependents") is True and not options.propagation_policy:
-            options.propagation_policy = "Orphan"
+        orphan = parsed.get("orphanDependents")
+        if orphan is not None and not options.propagation_policy:
+            options.propagation_policy = "Orphan" if orphan is True else "Background"
         options.preconditions = parsed.get("preconditions") or {}
         options.dry_run = bool(parsed.get("dryRun"))
     grace = query_int(request, "gracePeriodSeconds")

@@ -52,6 +52,8 @@ Obj = dict[str, Any]
 Mutation = Callable[[Obj], Obj]
 
 MAX_UPDATE_ATTEMPTS = 16
+ORPHAN_FINALIZER = "orphan"
+FOREGROUND_FINALIZER = "foregroundDeletion"
 CONTINUE_EXPIRED = (
     "The provided continue parameter is too old to display a consistent list result. "
     "You can start a new list without the continue parameter, or use the continue token "
@@ -116,6 +118,30 @@ def encode(obj: Obj) -> bytes:
     if "resourceVersion" in metadata:
         obj = {**obj, "metadata": {k: v for k, v in metadata.items() if k != "resourceVersion"}}
     return orjson.dumps(obj)
+
+
+def deletion_finalizers(finalizers: list[str], policy: str | None, default_policy: str
+                        ) -> list[str]:
+    """deletionFinalizersForGarbageCollection: the finalizers after a delete.
+
+    Orphan adds `orphan`, Foreground adds `foregroundDeletion`, Background removes both.
+    Without a policy a garbage-collection finalizer already there stays; otherwise the
+    kind's default applies (OrphanDependents adds `orphan`). The garbage collector does
+    the work these finalizers ask for, then removes them.
+    """
+    if default_policy == "Unsupported":
+        return finalizers
+    gc_finalizers = (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)
+    if policy is None:
+        if any(name in gc_finalizers for name in finalizers):
+            return finalizers
+        policy = "Orphan" if default_policy == "OrphanDependents" else "Background"
+    kept = [name for name in finalizers if name not in gc_finalizers]
+    if policy == "Orphan":
+        kept.append(ORPHAN_FINALIZER)
+    elif policy == "Foreground":
+        kept.append(FOREGROUND_FINALIZER)
+    return finalizers if set(kept) == set(finalizers) else kept
 
 
 def etcd_errors(call: Any) -> Any:
@@ -499,13 +525,12 @@ class Store:
         """Graceful deletion and finalizers: the object to write, or None to remove it now."""
         metadata = obj["metadata"]
         finalizers = list(metadata.get("finalizers") or [])
-        policy = options.propagation_policy
-        if policy == "Orphan" and "orphan" not in finalizers:
-            finalizers.append("orphan")
-        elif policy == "Foreground" and "foregroundDeletion" not in finalizers:
-            finalizers.append("foregroundDeletion")
-        if policy in ("Orphan", "Foreground") and finalizers:
-            metadata["finalizers"] = finalizers
+        wanted = deletion_finalizers(finalizers, options.propagation_policy,
+                                     self.strategy.default_garbage_collection_policy)
+        if wanted != finalizers:
+            metadata["finalizers"] = wanted
+            if not wanted:
+                metadata.pop("finalizers")
         grace = self.strategy.graceful_delete_seconds(obj, options.grace_period_seconds)
         already = metadata.get("deletionTimestamp")
         now = meta.now()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from typing import Any
+from typing import Any, ClassVar
 
 from minikube_py.api.resources import Resource
 from minikube_py.api.validation import FieldError
@@ -33,6 +33,11 @@ def spec_changed(new: Obj, old: Obj) -> bool:
 
 class Strategy:
     """Defaults shared by every resource; subclasses override what their kind needs."""
+
+    # DefaultGarbageCollectionPolicy: what a delete without propagationPolicy does to the
+    # object's dependents. "DeleteDependents" (background), "OrphanDependents" (the
+    # server adds the `orphan` finalizer), or "Unsupported" (no GC finalizers at all).
+    default_garbage_collection_policy: ClassVar[str] = "DeleteDependents"
 
     def __init__(self, resource: Resource) -> None:
         self.resource = resource

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minikube_py.client.reflector import Reflector
-from minikube_py.client.rest import Client
+from minikube_py.client.rest import Client, find_resource
 from minikube_py.client.store import Indexer, IndexFunc, object_key
 
 Obj = dict[str, Any]
@@ -148,13 +148,14 @@ class SharedInformerFactory:
 
     def __init__(self, client: Client) -> None:
         self.client = client
-        self._informers: dict[tuple[str, str | None], SharedInformer] = {}
+        self._informers: dict[tuple[str, str], SharedInformer] = {}
         self._started = False
 
     def informer(self, plural: str, group: str | None = None) -> SharedInformer:
-        key = (plural, group)
+        resource = find_resource(plural, group)
+        key = (resource.group, resource.plural)
         if key not in self._informers:
-            informer = SharedInformer(self.client, plural, group)
+            informer = SharedInformer(self.client, resource.plural, resource.group)
             self._informers[key] = informer
             if self._started:
                 informer.start()

@@ -59,7 +59,7 @@ class Client:
         self.user_agent = user_agent
         self.max_retries = max_retries
         self._session: aiohttp.ClientSession | None = None
-        self._resources: dict[tuple[str, str | None], ResourceClient] = {}
+        self._resources: dict[tuple[str, str], ResourceClient] = {}
 
     @classmethod
     def from_kubeconfig(cls, path: str | Path | None = None, *, context: str | None = None,
@@ -93,9 +93,10 @@ class Client:
 
     def resource(self, plural: str, group: str | None = None) -> ResourceClient:
         """The client for one resource, e.g. `resource("deployments")`."""
-        key = (plural, group)
+        resource = find_resource(plural, group)
+        key = (resource.group, resource.plural)
         if key not in self._resources:
-            self._resources[key] = ResourceClient(self, find_resource(plural, group))
+            self._resources[key] = ResourceClient(self, resource)
         return self._resources[key]
 
     async def request(self, method: str, path: str, *, params: dict[str, str] | None = None,

@@ -144,6 +144,13 @@ class ComponentProcess(ABC):
                 process.kill()
                 await process.wait()
 
+    async def kill(self) -> None:
+        """SIGKILL, as a crash would: the child gets no chance to clean up."""
+        process, self._process = self._process, None
+        if process is not None and process.returncode is None:
+            process.kill()
+            await process.wait()
+
     async def __aenter__(self) -> Self:
         await self.start()
         return self

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import signal
 import sys
 
 from minikube_py.client.kubeconfig import KubeconfigError
@@ -61,6 +62,10 @@ def main(argv: list[str] | None = None) -> None:
     )
 
     async def run() -> None:
+        # SIGTERM stops the controllers and hands the lease over before exiting.
+        main_task = asyncio.current_task()
+        assert main_task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main_task.cancel)
         async with client:
             await manager.run()
 
@@ -68,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
         asyncio.run(run())
     except LeadershipLost as lost:
         sys.exit(f"controller-manager: leaderelection lost: {lost}")
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         pass
 
 

@@ -1,7 +1,44 @@
-"""Every controller the controller-manager knows, in the order they start."""
+"""Every controller the controller-manager knows, in the order they start.
+
+`--controllers` names them by these names (upstream's names, e.g. `replicaset`,
+`garbagecollector`, `nodelifecycle`).
+"""
 
 from __future__ import annotations
 
 from minikube_py.controllers.base import Controller
+from minikube_py.controllers.cronjob import CronJobController
+from minikube_py.controllers.daemonset import DaemonSetController
+from minikube_py.controllers.deployment.controller import DeploymentController
+from minikube_py.controllers.disruption import DisruptionController
+from minikube_py.controllers.endpoints import EndpointsController
+from minikube_py.controllers.endpointslice import EndpointSliceController
+from minikube_py.controllers.garbagecollector import GarbageCollector
+from minikube_py.controllers.job import JobController
+from minikube_py.controllers.namespace import NamespaceController
+from minikube_py.controllers.nodelifecycle import NodeLifecycleController
+from minikube_py.controllers.podgc import PodGCController
+from minikube_py.controllers.replicaset import ReplicaSetController
+from minikube_py.controllers.serviceaccount import ServiceAccountController
+from minikube_py.controllers.statefulset import StatefulSetController
+from minikube_py.controllers.taint_eviction import TaintEvictionController
+from minikube_py.controllers.ttlafterfinished import TTLAfterFinishedController
 
-ALL_CONTROLLERS: tuple[type[Controller], ...] = ()
+ALL_CONTROLLERS: tuple[type[Controller], ...] = (
+    EndpointsController,
+    EndpointSliceController,
+    ReplicaSetController,
+    DeploymentController,
+    DaemonSetController,
+    StatefulSetController,
+    JobController,
+    CronJobController,
+    TTLAfterFinishedController,
+    GarbageCollector,
+    NamespaceController,
+    ServiceAccountController,
+    DisruptionController,
+    NodeLifecycleController,
+    TaintEvictionController,
+    PodGCController,
+)

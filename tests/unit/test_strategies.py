@@ -812,7 +812,9 @@ def test_pod_node_name_cannot_be_set_by_an_update() -> None:
         pytest.param(lambda p: p["spec"]["containers"][0].update(image="nginx:1.27"), id="image"),
         pytest.param(lambda p: p["spec"].update(activeDeadlineSeconds=60), id="deadline"),
         pytest.param(
-            lambda p: p["spec"].update(tolerations=[{"key": "k", "operator": "Exists"}]),
+            lambda p: p["spec"].update(
+                tolerations=[*p["spec"].get("tolerations", []), {"key": "k", "operator": "Exists"}]
+            ),
             id="added toleration",
         ),
         pytest.param(lambda p: p["metadata"].update(labels={"app": "web"}), id="labels"),

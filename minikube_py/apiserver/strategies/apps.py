@@ -153,6 +153,17 @@ class DeploymentStrategy(KindStrategy):
         super().prepare_for_update(new, old)
         bump_generation_if_metadata_changed(new, old, "annotations")
 
+    def prepare_for_status_update(self, new: Obj, old: Obj) -> None:
+        """A /status write keeps the annotations it carries (upstream resets only spec and
+        labels): the controller records `deployment.kubernetes.io/revision` this way,
+        without bumping the generation as a spec update would."""
+        annotations = as_dict(new.get("metadata")).get("annotations")
+        super().prepare_for_status_update(new, old)
+        if annotations is None:
+            new["metadata"].pop("annotations", None)
+        else:
+            new["metadata"]["annotations"] = annotations
+
     def default(self, obj: Obj) -> None:
         """SetDefaults_Deployment."""
         spec = defaulted_dict(obj, "spec")
@@ -188,9 +199,11 @@ class DeploymentStrategy(KindStrategy):
         return self.validate(new) + _immutable_selector(new, old)
 
     def validate_status_update(self, new: Obj, old: Obj) -> list[FieldError]:
-        """ValidateDeploymentStatus."""
+        """ValidateDeploymentStatus (and the annotations a status write may change)."""
         status = as_dict(new.get("status"))
-        errors = validate_replica_status(status, REPLICA_COUNTS)
+        errors = validate_annotations(as_dict(new["metadata"].get("annotations")),
+                                      "metadata.annotations")
+        errors += validate_replica_status(status, REPLICA_COUNTS)
         errors += _nonnegative_fields(status, ("unavailableReplicas",), "status")
         return errors + _collision_count_not_decremented(new, old)
 

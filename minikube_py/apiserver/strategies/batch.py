@@ -65,6 +65,9 @@ def _template_pod_spec(job_spec: Obj) -> Obj:
 class JobStrategy(KindStrategy):
     """Jobs: run pods to completion."""
 
+    # batch/v1 keeps a Job's pods by default, for backwards compatibility.
+    default_garbage_collection_policy = "OrphanDependents"
+
     def prepare_for_create(self, obj: Obj) -> None:
         """Generate the selector and pod labels from the Job's uid (unless manualSelector)."""
         super().prepare_for_create(obj)

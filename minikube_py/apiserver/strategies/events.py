@@ -55,6 +55,8 @@ _V1_IMMUTABLE_FIELDS = (
 class EventStrategy(NoGenerationStrategy):
     """core/v1 Events (what `kubectl describe` and the event recorder use)."""
 
+    default_garbage_collection_policy = "Unsupported"
+
     # The generic path-segment rule: event names like `web.17a8...` carry dots.
     name_validator = staticmethod(path_segment_name)
 
@@ -78,6 +80,8 @@ class EventStrategy(NoGenerationStrategy):
 
 class EventsV1EventStrategy(NoGenerationStrategy):
     """events.k8s.io/v1 Events: the structured, rate-friendly event API."""
+
+    default_garbage_collection_policy = "Unsupported"
 
     name_validator = staticmethod(validate_dns1123_subdomain)
 

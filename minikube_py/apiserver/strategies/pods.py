@@ -48,6 +48,12 @@ UPDATABLE_POD_SPEC_FIELDS = (
     "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"
 )
 _SYSTEM_CONDITIONS = ("PodScheduled", "Ready", "Initialized")
+# The DefaultTolerationSeconds admission plugin's defaults (--default-not-ready-toleration-
+# seconds, --default-unreachable-toleration-seconds).
+DEFAULT_TOLERATION_SECONDS = {
+    "node.kubernetes.io/not-ready": 300,
+    "node.kubernetes.io/unreachable": 300,
+}
 
 
 class PodStrategy(KindStrategy):
@@ -57,6 +63,7 @@ class PodStrategy(KindStrategy):
         """The server owns status: phase Pending and the QoS class, fixed for life."""
         super().prepare_for_create(obj)
         spec = as_dict(obj.get("spec"))
+        add_default_toleration_seconds(spec)
         status: Obj = {"phase": "Pending", "qosClass": qos_class(spec)}
         if as_list(spec.get("schedulingGates")):
             status["conditions"] = [
@@ -70,7 +77,8 @@ class PodStrategy(KindStrategy):
         obj["status"] = status
 
     def prepare_for_status_update(self, new: Obj, old: Obj) -> None:
-        """Keep qosClass and observedGeneration when a (possibly old) kubelet drops them."""
+        """Keep qosClass and observedGeneration when a (possibly old) kubelet drops them;
+        read back podIP(s), hostIP(s) and container statuses as the Go types serialize."""
         super().prepare_for_status_update(new, old)
         status, old_status = new.get("status"), as_dict(old.get("status"))
         if not isinstance(status, dict):
@@ -78,6 +86,13 @@ class PodStrategy(KindStrategy):
         for field in ("qosClass", "observedGeneration"):
             if not status.get(field) and old_status.get(field):
                 status[field] = old_status[field]
+        for single, plural in (("podIP", "podIPs"), ("hostIP", "hostIPs")):
+            _keep_ips_consistent(status, single, plural)
+        for list_name in ("initContainerStatuses", "containerStatuses",
+                          "ephemeralContainerStatuses"):
+            for _, container_status in items_of(status, list_name):
+                for field, zero in _CONTAINER_STATUS_ZEROS.items():
+                    container_status.setdefault(field, zero)
 
     def default(self, obj: Obj) -> None:
         set_pod_defaults(obj)
@@ -158,6 +173,45 @@ class PodStrategy(KindStrategy):
             }
         )
         return fields
+
+
+def add_default_toleration_seconds(spec: Obj) -> None:
+    """DefaultTolerationSeconds admission (on create): a pod that does not tolerate the
+    not-ready or unreachable NoExecute taint gets to stay 300 s on such a node.
+
+    Any toleration with that key (or no key) and effect NoExecute (or none) counts as
+    saying how long, whatever its operator and value.
+    """
+    tolerations = as_list(spec.get("tolerations"))
+    added = []
+    for key, seconds in DEFAULT_TOLERATION_SECONDS.items():
+        if not any(as_dict(toleration).get("key") in (key, "", None)
+                   and as_dict(toleration).get("effect") in ("NoExecute", "", None)
+                   for toleration in tolerations):
+            added.append({"key": key, "operator": "Exists", "effect": "NoExecute",
+                          "tolerationSeconds": seconds})
+    if added and isinstance(spec.get("tolerations", []), list):
+        spec["tolerations"] = [*tolerations, *added]
+
+
+# ContainerStatus fields Go always serializes (no omitempty): a writer that leaves them
+# out reads them back as zero values, as clients such as the official Python one expect.
+_CONTAINER_STATUS_ZEROS: dict[str, Any] = {"image": "", "imageID": "", "ready": False,
+                                           "restartCount": 0}
+
+
+def _keep_ips_consistent(status: Obj, single: str, plural: str) -> None:
+    """Convert_v1_PodStatus_To_core_PodStatus: podIP and podIPs[0] agree (podIP wins).
+
+    A client that writes only `podIP` (older kubelets, tests) gets `podIPs` filled in,
+    and `podIP` always reads back as the first of `podIPs`; the same for hostIP(s).
+    """
+    address = status.get(single)
+    addresses = as_list(status.get(plural))
+    if address and (not addresses or as_dict(addresses[0]).get("ip") != address):
+        status[plural] = [{"ip": address}]
+    elif addresses and not address:
+        status[single] = as_dict(addresses[0]).get("ip", "")
 
 
 def _validate_pod(pod: Obj) -> list[FieldError]:

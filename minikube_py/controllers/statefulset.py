@@ -1,0 +1,759 @@
+"""The StatefulSet controller: ordered pods with stable names, hostnames and storage.
+
+Upstream: pkg/controller/statefulset (stateful_set.go, stateful_set_control.go,
+stateful_set_utils.go, stateful_pod_control.go).
+
+    StatefulSet or pod event --> queue "ns/name" --> sync(key):
+        replicas web-0 .. web-N-1: create the missing ones (their PVCs first)
+        OrderedReady: one at a time, in order, each Running and Ready before the next
+        Parallel:     all at once
+        condemned web-N and above: delete, highest ordinal first (OrderedReady: one at a
+                      time, each gone before the next)
+        RollingUpdate: delete pods not at the update revision, highest ordinal first,
+                      down to the partition, at most maxUnavailable at a time
+        write status: replicas, ready, available, current/updated counts and revisions
+
+Each pod gets its identity from its ordinal: name `<set>-<ordinal>`, hostname = name,
+subdomain = spec.serviceName (so `web-0.web.ns.svc` resolves), the labels
+`statefulset.kubernetes.io/pod-name` and `apps.kubernetes.io/pod-index`, and one
+PersistentVolumeClaim per volumeClaimTemplate, named `<template>-<set>-<ordinal>`,
+which outlives the pod so a replacement finds the same data.
+
+One difference from upstream: there are no ControllerRevision objects here. Upstream
+stores every template in a ControllerRevision named `<set>-<hash>`; here the revision
+name is computed the same way from the current template, and `status.currentRevision`
+/ `status.updateRevision` and the pods' `controller-revision-hash` label carry it as
+upstream's do. Without stored revisions an old template cannot be rebuilt, so a pod
+that upstream would recreate at the current revision (an ordinal below the partition,
+deleted during a rollout) is created from spec.template, at the update revision; and
+with no revision objects, no hash collision can be detected (collisionCount is kept).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from minikube_py.api.intstr import scaled_value_from_int_or_percent
+from minikube_py.api.podutil import is_pod_available, is_pod_ready
+from minikube_py.api.selectors import LabelSelector, label_selector_from_dict
+from minikube_py.client.errors import AlreadyExists, APIStatusError, Conflict, NotFound
+from minikube_py.client.informer import EventHandler
+from minikube_py.client.rest import ConnectionFailed
+from minikube_py.client.store import split_key
+from minikube_py.controllers.base import Controller, ControllerContext, ExpectedSyncError
+from minikube_py.controllers.controller_ref import claim, controller_of, pod_from_template
+from minikube_py.controllers.controller_utils import (
+    SLOW_START_INITIAL_BATCH_SIZE,
+    compute_hash,
+    slow_start_batch,
+)
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
+POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+REVISION_LABEL = "controller-revision-hash"
+STATUS_UPDATE_ATTEMPTS = 5  # retry.DefaultRetry
+RETAIN, DELETE = "Retain", "Delete"
+
+_STATEFUL_POD_NAME = re.compile(r"(.*)-([0-9]+)$")
+
+
+# --- identity and storage (stateful_set_utils.go) ----------------------------------------------
+
+
+def parent_name_and_ordinal(pod: Obj) -> tuple[str, int]:
+    """getParentNameAndOrdinal: ("web", 2) for pod web-2; ("", -1) for other names."""
+    match = _STATEFUL_POD_NAME.fullmatch(pod["metadata"].get("name", ""))
+    if match is None or int(match.group(2)) >= 2**31:
+        return "", -1
+    return match.group(1), int(match.group(2))
+
+
+def get_ordinal(pod: Obj) -> int:
+    return parent_name_and_ordinal(pod)[1]
+
+
+def is_member_of(sts: Obj, pod: Obj) -> bool:
+    return parent_name_and_ordinal(pod)[0] == sts["metadata"]["name"]
+
+
+def start_ordinal(sts: Obj) -> int:
+    """getStartOrdinal: spec.ordinals.start, or 0."""
+    return (sts["spec"].get("ordinals") or {}).get("start", 0)
+
+
+def replica_count(sts: Obj) -> int:
+    replicas = sts["spec"].get("replicas")
+    return 1 if replicas is None else replicas
+
+
+def in_ordinal_range(pod: Obj, sts: Obj) -> bool:
+    """podInOrdinalRange: start <= ordinal <= start + replicas - 1."""
+    start = start_ordinal(sts)
+    return start <= get_ordinal(pod) < start + replica_count(sts)
+
+
+def pod_name(sts: Obj, ordinal: int) -> str:
+    return f"{sts['metadata']['name']}-{ordinal}"
+
+
+def claim_name(sts: Obj, template: Obj, ordinal: int) -> str:
+    """getPersistentVolumeClaimName: `<template>-<set>-<ordinal>`, e.g. www-web-0."""
+    return f"{template['metadata']['name']}-{sts['metadata']['name']}-{ordinal}"
+
+
+def persistent_volume_claims(sts: Obj, ordinal: int) -> dict[str, Obj]:
+    """getPersistentVolumeClaims: the pod's claims by template name, labelled with the
+    set's selector so they can be found again."""
+    claims = {}
+    for template in sts["spec"].get("volumeClaimTemplates") or []:
+        pvc = copy.deepcopy(template)
+        pvc.pop("status", None)
+        meta = pvc.setdefault("metadata", {})
+        meta["name"] = claim_name(sts, template, ordinal)
+        meta["namespace"] = sts["metadata"]["namespace"]
+        meta["labels"] = {**(meta.get("labels") or {}),
+                          **((sts["spec"].get("selector") or {}).get("matchLabels") or {})}
+        claims[template["metadata"]["name"]] = {"apiVersion": "v1",
+                                                "kind": "PersistentVolumeClaim", **pvc}
+    return claims
+
+
+def identity_matches(sts: Obj, pod: Obj) -> bool:
+    """identityMatches: the pod's name, namespace and identity labels fit its ordinal."""
+    parent, ordinal = parent_name_and_ordinal(pod)
+    meta = pod["metadata"]
+    labels = meta.get("labels") or {}
+    return (ordinal >= 0 and parent == sts["metadata"]["name"]
+            and meta.get("namespace") == sts["metadata"]["namespace"]
+            and labels.get(POD_NAME_LABEL) == meta["name"]
+            and labels.get(POD_INDEX_LABEL) == str(ordinal))
+
+
+def update_identity(sts: Obj, pod: Obj) -> None:
+    """updateIdentity: the labels that name the pod and give its index."""
+    ordinal = get_ordinal(pod)
+    pod["metadata"]["name"] = pod_name(sts, ordinal)
+    pod["metadata"]["namespace"] = sts["metadata"]["namespace"]
+    labels = pod["metadata"].setdefault("labels", {})
+    labels[POD_NAME_LABEL] = pod["metadata"]["name"]
+    labels[POD_INDEX_LABEL] = str(ordinal)
+
+
+def storage_matches(sts: Obj, pod: Obj) -> bool:
+    """storageMatches: every claim template is mounted from the pod's own claim."""
+    ordinal = get_ordinal(pod)
+    if ordinal < 0:
+        return False
+    volumes = {v.get("name"): v for v in (pod.get("spec") or {}).get("volumes") or []}
+    for template in sts["spec"].get("volumeClaimTemplates") or []:
+        source = (volumes.get(template["metadata"]["name"]) or {}).get("persistentVolumeClaim")
+        if not source or source.get("claimName") != claim_name(sts, template, ordinal):
+            return False
+    return True
+
+
+def update_storage(sts: Obj, pod: Obj) -> None:
+    """updateStorage: claim-backed volumes first, replacing any volume of the same name."""
+    claims = persistent_volume_claims(sts, get_ordinal(pod))
+    volumes = [{"name": name, "persistentVolumeClaim": {"claimName": pvc["metadata"]["name"]}}
+               for name, pvc in claims.items()]
+    spec = pod.setdefault("spec", {})
+    volumes += [v for v in spec.get("volumes") or [] if v.get("name") not in claims]
+    spec["volumes"] = volumes
+
+
+def new_stateful_set_pod(sts: Obj, ordinal: int, revision: str) -> Obj:
+    """newStatefulSetPod: a pod from the template with the identity and storage of its
+    ordinal (initIdentity sets hostname and subdomain, which never change after)."""
+    pod = pod_from_template(sts["spec"].get("template") or {}, sts)
+    pod["metadata"]["name"] = pod_name(sts, ordinal)  # generateName stays, unused, as upstream
+    update_identity(sts, pod)
+    pod["spec"]["hostname"] = pod["metadata"]["name"]
+    if sts["spec"].get("serviceName"):
+        pod["spec"]["subdomain"] = sts["spec"]["serviceName"]
+    update_storage(sts, pod)
+    pod["metadata"]["labels"][REVISION_LABEL] = revision
+    return pod
+
+
+def pod_revision(pod: Obj) -> str:
+    return (pod["metadata"].get("labels") or {}).get(REVISION_LABEL, "")
+
+
+def _phase(pod: Obj) -> str:
+    return (pod.get("status") or {}).get("phase", "")
+
+
+def is_created(pod: Obj) -> bool:
+    """isCreated: the API server has it (it has a phase); placeholders have none."""
+    return _phase(pod) != ""
+
+
+def is_terminating(pod: Obj) -> bool:
+    return bool(pod["metadata"].get("deletionTimestamp"))
+
+
+def is_running_and_ready(pod: Obj) -> bool:
+    return _phase(pod) == "Running" and is_pod_ready(pod)
+
+
+def _descending_ordinal(pods: list[Obj]) -> list[Obj]:
+    return sorted(pods, key=get_ordinal, reverse=True)
+
+
+# --- PVC retention policy (StatefulSetAutoDeletePVC, GA in 1.32) ------------------------------
+
+
+def retention_policy(sts: Obj) -> tuple[str, str]:
+    """(whenDeleted, whenScaled); Retain unless set."""
+    policy = sts["spec"].get("persistentVolumeClaimRetentionPolicy") or {}
+    return policy.get("whenDeleted") or RETAIN, policy.get("whenScaled") or RETAIN
+
+
+def _reference(obj: Obj, api_version: str, kind: str) -> Obj:
+    """metav1.NewControllerRef for the set or a pod."""
+    return {"apiVersion": api_version, "kind": kind, "name": obj["metadata"]["name"],
+            "uid": obj["metadata"].get("uid", ""), "controller": True,
+            "blockOwnerDeletion": True}
+
+
+def _set_reference(sts: Obj) -> Obj:
+    return _reference(sts, "apps/v1", "StatefulSet")
+
+
+def _pod_reference(pod: Obj) -> Obj:
+    return _reference(pod, "v1", "Pod")
+
+
+def _matches_ref(reference: Obj, owner: Obj) -> bool:
+    """matchesRef: same apiVersion, kind and name (the uid may differ)."""
+    return all(reference.get(field) == owner[field] for field in ("apiVersion", "kind", "name"))
+
+
+def _has_owner(claim_obj: Obj, owner: Obj) -> bool:
+    return any(r.get("uid") == owner["uid"] for r in claim_obj["metadata"].get("ownerReferences")
+               or [])
+
+
+def _has_stale_owner(claim_obj: Obj, owner: Obj) -> bool:
+    """hasStaleOwnerRef: a reference to an earlier object of the same name."""
+    for reference in claim_obj["metadata"].get("ownerReferences") or []:
+        if _matches_ref(reference, owner):
+            return reference.get("uid") != owner["uid"]
+    return False
+
+
+def _has_unexpected_controller(claim_obj: Obj, sts: Obj, pod: Obj) -> bool:
+    """hasUnexpectedController: with a Delete policy, a controller other than our set or
+    pod (or an earlier one of theirs) owns the claim: then it is left alone."""
+    if retention_policy(sts) == (RETAIN, RETAIN):
+        return False
+    ours = (_set_reference(sts), _pod_reference(pod))
+    for reference in claim_obj["metadata"].get("ownerReferences") or []:
+        mine = next((owner for owner in ours if _matches_ref(reference, owner)), None)
+        if mine is not None:
+            if reference.get("uid") != mine["uid"]:
+                return True
+            continue
+        if reference.get("controller"):
+            return True
+    return False
+
+
+def is_claim_owner_up_to_date(claim_obj: Obj, sts: Obj, pod: Obj) -> bool:
+    """isClaimOwnerUpToDate: the claim's ownerReferences fit the retention policy.
+
+        Retain/Retain: no reference to set or pod      (whenDeleted/whenScaled)
+        Delete/Retain: the set only
+        Retain/Delete: the pod, once it is scaled down
+        Delete/Delete: the set, or the pod once it is scaled down
+    Deleting the owner then lets the garbage collector delete the claim.
+    """
+    set_ref, pod_ref = _set_reference(sts), _pod_reference(pod)
+    if _has_stale_owner(claim_obj, set_ref) or _has_stale_owner(claim_obj, pod_ref):
+        return True
+    if _has_unexpected_controller(claim_obj, sts, pod):
+        return not (_has_owner(claim_obj, set_ref) or _has_owner(claim_obj, pod_ref))
+    for reference in claim_obj["metadata"].get("ownerReferences") or []:
+        if reference.get("uid") in (set_ref["uid"], pod_ref["uid"]) and not reference.get(
+                "controller"):
+            return False
+    when_deleted, when_scaled = retention_policy(sts)
+    scaled_down = not in_ordinal_range(pod, sts)
+    want_set = when_deleted == DELETE and not (when_scaled == DELETE and scaled_down)
+    want_pod = when_scaled == DELETE and scaled_down
+    return (_has_owner(claim_obj, set_ref) == want_set
+            and _has_owner(claim_obj, pod_ref) == want_pod)
+
+
+def claim_owner_references(claim_obj: Obj, sts: Obj, pod: Obj) -> list[Obj]:
+    """updateClaimOwnerRefForSetAndPod: our references scrubbed, then added per policy."""
+    set_ref, pod_ref = _set_reference(sts), _pod_reference(pod)
+    unexpected = _has_unexpected_controller(claim_obj, sts, pod)
+    references = [r for r in claim_obj["metadata"].get("ownerReferences") or []
+                  if not (_matches_ref(r, set_ref) or _matches_ref(r, pod_ref))]
+    if unexpected:
+        return references
+    when_deleted, when_scaled = retention_policy(sts)
+    scaled_down = not in_ordinal_range(pod, sts)
+    if when_scaled == DELETE and scaled_down:
+        references.append(pod_ref)
+    elif when_deleted == DELETE:
+        references.append(set_ref)
+    return references
+
+
+# --- the controller ---------------------------------------------------------------------------
+
+
+class StatefulSetController(Controller):
+    """StatefulSetController: ordered, stable pods and their claims."""
+
+    name = "statefulset"
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx)
+        self.sets = self.informer("statefulsets", "apps")
+        self.pods = self.informer("pods")
+        self.claims = self.informer("persistentvolumeclaims")
+        self.set_client = self.client.resource("statefulsets", "apps")
+        self.pod_client = self.client.resource("pods")
+        self.claim_client = self.client.resource("persistentvolumeclaims")
+        self.watch_own_kind(self.sets)
+        self.pods.add_event_handler(EventHandler(
+            on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted))
+
+    # -- informer handlers ----------------------------------------------------------------------
+
+    def _resolve_controller_ref(self, namespace: str, reference: Obj) -> Obj | None:
+        if reference.get("kind") != "StatefulSet":
+            return None
+        sts = self.sets.store.get_by_name(namespace, reference.get("name", ""))
+        if sts is None or sts["metadata"].get("uid") != reference.get("uid"):
+            return None
+        return sts
+
+    def _sets_for_pod(self, pod: Obj) -> list[Obj]:
+        """GetPodStatefulSets: the sets whose selector matches an orphan pod."""
+        labels = pod["metadata"].get("labels") or {}
+        return [sts for sts in self.sets.store.list(pod["metadata"].get("namespace", ""))
+                if label_selector_from_dict(sts["spec"].get("selector")).matches(labels)]
+
+    def _pod_added(self, pod: Obj) -> None:
+        if pod["metadata"].get("deletionTimestamp"):
+            self._pod_deleted(pod)
+            return
+        reference = controller_of(pod)
+        if reference is None:
+            for sts in self._sets_for_pod(pod):
+                self.enqueue(sts)
+            return
+        sts = self._resolve_controller_ref(pod["metadata"].get("namespace", ""), reference)
+        if sts is not None:
+            self.enqueue(sts)
+
+    def _pod_updated(self, old: Obj, new: Obj) -> None:
+        if old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion"):
+            return
+        namespace = new["metadata"].get("namespace", "")
+        reference, old_reference = controller_of(new), controller_of(old)
+        if reference != old_reference and old_reference is not None:
+            old_set = self._resolve_controller_ref(namespace, old_reference)
+            if old_set is not None:
+                self.enqueue(old_set)
+        if reference is not None:
+            sts = self._resolve_controller_ref(namespace, reference)
+            if sts is None:
+                return
+            self.enqueue(sts)
+            min_ready = sts["spec"].get("minReadySeconds") or 0
+            if min_ready > 0 and not is_pod_ready(old) and is_pod_ready(new):
+                self.enqueue_after(sts, min_ready + 1)
+            return
+        labels_changed = old["metadata"].get("labels") != new["metadata"].get("labels")
+        if labels_changed or reference != old_reference:
+            for sts in self._sets_for_pod(new):
+                self.enqueue(sts)
+
+    def _pod_deleted(self, pod: Obj) -> None:
+        reference = controller_of(pod)
+        if reference is None:
+            return
+        sts = self._resolve_controller_ref(pod["metadata"].get("namespace", ""), reference)
+        if sts is not None:
+            self.enqueue(sts)
+
+    # -- sync -----------------------------------------------------------------------------------
+
+    async def sync(self, key: str) -> None:
+        """syncStatefulSet: claim the set's pods, reconcile them, write status."""
+        namespace, name = split_key(key)
+        sts = self.sets.store.get_by_name(namespace, name)
+        if sts is None:
+            return
+        selector = label_selector_from_dict(sts["spec"].get("selector"))
+        pods = await self._pods_for_set(sts, selector)
+        status = await self._update_stateful_set(sts, pods)
+        min_ready = sts["spec"].get("minReadySeconds") or 0
+        if min_ready > 0 and status["readyReplicas"] != status["availableReplicas"]:
+            self.enqueue_after(sts, min_ready)
+
+    async def _pods_for_set(self, sts: Obj, selector: LabelSelector) -> list[Obj]:
+        """getPodsForStatefulSet: pods named like members of the set, adopted or released
+        by the selector."""
+        namespace = sts["metadata"]["namespace"]
+        members = [pod for pod in self.pods.store.list(namespace) if is_member_of(sts, pod)]
+        return await claim(self.pod_client, sts, selector, members)
+
+    def _revisions(self, sts: Obj) -> tuple[str, str, int]:
+        """getStatefulSetRevisions: (current revision, update revision, collisionCount).
+
+        The update revision names the template as it is now; the current one is what the
+        status last recorded (the update revision for a new set).
+        """
+        status = sts.get("status") or {}
+        collision_count = status.get("collisionCount") or 0
+        update = f"{sts['metadata']['name']}-" + compute_hash(
+            sts["spec"].get("template") or {}, collision_count)
+        return status.get("currentRevision") or update, update, collision_count
+
+    def _unavailable(self, pod: Obj, min_ready: int) -> bool:
+        """isUnavailable: not created, terminating, or not Running and available."""
+        return (is_terminating(pod) or _phase(pod) != "Running"
+                or not is_pod_available(pod, min_ready, self.now()))
+
+    def _count_replicas(self, sts: Obj, pods: list[Obj], current: str, update: str,
+                        status: Obj) -> None:
+        """updateStatus/computeReplicaStatus: the replica counts of the status."""
+        min_ready = sts["spec"].get("minReadySeconds") or 0
+        counts = dict.fromkeys(("replicas", "readyReplicas", "availableReplicas",
+                                "currentReplicas", "updatedReplicas"), 0)
+        for pod in pods:
+            if is_created(pod):
+                counts["replicas"] += 1
+            if is_running_and_ready(pod):
+                counts["readyReplicas"] += 1
+                if is_pod_available(pod, min_ready, self.now()):
+                    counts["availableReplicas"] += 1
+            if is_created(pod) and not is_terminating(pod):
+                revision = pod_revision(pod)
+                counts["currentReplicas"] += int(revision == current)
+                counts["updatedReplicas"] += int(revision == update)
+        status.update(counts)
+
+    async def _update_stateful_set(self, sts: Obj, pods: list[Obj]) -> Obj:
+        """UpdateStatefulSet: reconcile the pods, then store the status (also after an
+        error, which is then raised for a retry)."""
+        current, update, collision_count = self._revisions(sts)
+        status: Obj = {"observedGeneration": sts["metadata"].get("generation", 0),
+                       "currentRevision": current, "updateRevision": update,
+                       "collisionCount": collision_count}
+        self._count_replicas(sts, pods, current, update, status)
+        try:
+            await self._reconcile_pods(sts, pods, update, status)
+        except Exception:
+            try:
+                await self._store_status(sts, status)
+            except (APIStatusError, ConnectionFailed) as error:
+                log.warning("statefulset %s/%s: could not update status: %s",
+                            sts["metadata"]["namespace"], sts["metadata"]["name"], error)
+            raise
+        await self._store_status(sts, status)
+        return status
+
+    async def _reconcile_pods(self, sts: Obj, pods: list[Obj], update: str,
+                              status: Obj) -> None:
+        """updateStatefulSet: the heart of the controller, in upstream's order:
+
+            1. replicas (ordinals in range): create missing ones, delete failed ones, fix
+               identity and storage; OrderedReady stops at the first that is not Running,
+               Ready and available
+            2. condemned (ordinals out of range): set claim owners for the retention policy
+            3. condemned: delete, highest ordinal first (OrderedReady: one at a time)
+            4. RollingUpdate: replace pods not at the update revision (onDelete: nothing)
+        """
+        start, count = start_ordinal(sts), replica_count(sts)
+        min_ready = sts["spec"].get("minReadySeconds") or 0
+        slots: list[Obj | None] = [None] * count
+        condemned: list[Obj] = []
+        for pod in pods:
+            if in_ordinal_range(pod, sts):
+                slots[get_ordinal(pod) - start] = pod
+            elif get_ordinal(pod) >= 0:
+                condemned.append(pod)
+        replicas = [pod if pod is not None else new_stateful_set_pod(sts, start + i, update)
+                    for i, pod in enumerate(slots)]
+        condemned = _descending_ordinal(condemned)
+        first_unhealthy = next((pod for pod in [*replicas, *reversed(condemned)]
+                                if self._unavailable(pod, min_ready)), None)
+        if sts["metadata"].get("deletionTimestamp"):
+            return  # being deleted: only the status is kept up to date
+        monotonic = sts["spec"].get("podManagementPolicy") != "Parallel"
+
+        async def process_replica(i: int) -> bool:
+            return await self._process_replica(sts, monotonic, replicas[i])
+
+        async def fix_claims(i: int) -> bool:
+            if not self._claims_match_retention_policy(sts, condemned[i]):
+                await self._update_claims_for_retention_policy(sts, condemned[i])
+            return False
+
+        async def process_condemned(i: int) -> bool:
+            return await self._process_condemned(sts, first_unhealthy, monotonic, condemned[i])
+
+        for step, pods_of_step in ((process_replica, replicas), (fix_claims, condemned),
+                                   (process_condemned, condemned)):
+            if await self._run_for_all(len(pods_of_step), step, monotonic):
+                return
+        strategy = sts["spec"].get("updateStrategy") or {}
+        if strategy.get("type") == "OnDelete":
+            return
+        await self._rolling_update(sts, replicas, update, status)
+
+    @staticmethod
+    async def _run_for_all(count: int, action: Callable[[int], Awaitable[bool]],
+                           monotonic: bool) -> bool:
+        """runForAll: in order, stopping when an action says so (OrderedReady), or all at
+        once in slow-start batches (Parallel). True means: stop this sync here."""
+        if monotonic:
+            for i in range(count):
+                if await action(i):
+                    return True
+            return False
+
+        async def run(i: int) -> None:
+            await action(i)
+        _, errors = await slow_start_batch(count, SLOW_START_INITIAL_BATCH_SIZE, run)
+        if errors:
+            raise ExpectedSyncError("; ".join(str(error) for error in errors))
+        return False
+
+    async def _process_replica(self, sts: Obj, monotonic: bool, pod: Obj) -> bool:
+        """processReplica: bring one in-range pod to its desired state; True when an
+        OrderedReady set must not look at later ordinals yet."""
+        min_ready = sts["spec"].get("minReadySeconds") or 0
+        if _phase(pod) in ("Failed", "Succeeded"):
+            # Restarted whatever its exit code: evicted pods end Failed or Succeeded too.
+            if not is_terminating(pod):
+                await self._delete_stateful_pod(sts, pod)
+            return True
+        if not is_created(pod):
+            if self._pod_claim_is_stale(sts, pod):
+                return True  # a claim still owned by a deleted pod of this name: wait for GC
+            await self._create_stateful_pod(sts, pod)
+            return monotonic
+        if _phase(pod) == "Pending":
+            await self._create_missing_claims(sts, pod)
+        if monotonic and (is_terminating(pod) or not is_running_and_ready(pod)
+                          or not is_pod_available(pod, min_ready, self.now())):
+            return True
+        if not (identity_matches(sts, pod) and storage_matches(sts, pod)):
+            await self._update_stateful_pod(sts, copy.deepcopy(pod))
+        if not self._claims_match_retention_policy(sts, pod):
+            await self._update_claims_for_retention_policy(sts, pod)
+        return False
+
+    async def _process_condemned(self, sts: Obj, first_unhealthy: Obj | None, monotonic: bool,
+                                 pod: Obj) -> bool:
+        """processCondemned: delete an out-of-range pod; OrderedReady waits for the one
+        before to be gone and for every other pod to be healthy first."""
+        if is_terminating(pod):
+            return monotonic
+        min_ready = sts["spec"].get("minReadySeconds") or 0
+        healthy = is_running_and_ready(pod) and is_pod_available(pod, min_ready, self.now())
+        if monotonic and not healthy and pod is not first_unhealthy:
+            return True
+        await self._delete_stateful_pod(sts, pod)
+        return True
+
+    async def _rolling_update(self, sts: Obj, replicas: list[Obj], update: str,
+                              status: Obj) -> None:
+        """updateStatefulSetAfterInvariantEstablished: delete pods at an old revision from
+        the highest ordinal down to the partition, keeping at most maxUnavailable replicas
+        unavailable (MaxUnavailableStatefulSet, beta and on since 1.35; default 1)."""
+        rolling = (sts["spec"].get("updateStrategy") or {}).get("rollingUpdate") or {}
+        partition = rolling.get("partition") or 0
+        try:
+            max_unavailable = max(1, scaled_value_from_int_or_percent(
+                rolling.get("maxUnavailable") or 1, len(replicas), round_up=False))
+        except ValueError as error:
+            raise ExpectedSyncError(f"invalid maxUnavailable: {error}") from error
+        min_ready = sts["spec"].get("minReadySeconds") or 0
+        unavailable = sum(1 for pod in replicas if self._unavailable(pod, min_ready))
+        budget = max_unavailable - unavailable
+        for target in range(len(replicas) - 1, partition - 1, -1):
+            if budget <= 0:
+                return
+            pod = replicas[target]
+            if pod_revision(pod) != update and not is_terminating(pod):
+                try:
+                    await self._delete_stateful_pod(sts, pod)
+                except NotFound:
+                    pass
+                budget -= 1
+                status["currentReplicas"] -= 1
+
+    # -- pod and claim actions (stateful_pod_control.go) ----------------------------------------
+
+    def _record_pod_event(self, verb: str, sts: Obj, pod: Obj,
+                          error: Exception | None = None) -> None:
+        """recordPodEvent: "create Pod web-0 in StatefulSet web successful" and the like."""
+        subject = f"{verb} Pod {pod['metadata']['name']} in StatefulSet {sts['metadata']['name']}"
+        if error is None:
+            self.recorder.event(sts, "Normal", f"Successful{verb.title()}",
+                                f"{subject} successful")
+        else:
+            self.recorder.event(sts, "Warning", f"Failed{verb.title()}",
+                                f"{subject} failed error: {error}")
+
+    def _record_claim_event(self, verb: str, sts: Obj, pod: Obj, pvc: Obj,
+                            error: Exception | None = None) -> None:
+        """recordClaimEvent: "create Claim www-web-0 Pod web-0 in StatefulSet web success"."""
+        claim_, pod_, set_ = (pvc["metadata"]["name"], pod["metadata"]["name"],
+                              sts["metadata"]["name"])
+        if error is None:
+            self.recorder.event(sts, "Normal", f"Successful{verb.title()}",
+                                f"{verb} Claim {claim_} Pod {pod_} in StatefulSet {set_} success")
+        else:
+            self.recorder.event(
+                sts, "Warning", f"Failed{verb.title()}",
+                f"{verb} Claim {claim_} for Pod {pod_} in StatefulSet {set_} failed error: "
+                f"{error}")
+
+    async def _create_claims(self, sts: Obj, pod: Obj) -> None:
+        """createPersistentVolumeClaims: create the pod's claims that do not exist yet."""
+        errors: list[str] = []
+        for pvc in persistent_volume_claims(sts, get_ordinal(pod)).values():
+            meta = pvc["metadata"]
+            existing = self.claims.store.get_by_name(meta["namespace"], meta["name"])
+            if existing is not None:
+                if existing["metadata"].get("deletionTimestamp"):
+                    errors.append(f"pvc {meta['name']} is being deleted")
+                continue
+            try:
+                await self.claim_client.create(pvc, meta["namespace"])
+            except AlreadyExists as error:
+                errors.append(f"failed to create PVC {meta['name']}: {error}")
+            except (APIStatusError, ConnectionFailed) as error:
+                errors.append(f"failed to create PVC {meta['name']}: {error}")
+                self._record_claim_event("create", sts, pod, pvc, error)
+            else:
+                self._record_claim_event("create", sts, pod, pvc)
+        if errors:
+            raise ExpectedSyncError("; ".join(errors))
+
+    async def _create_stateful_pod(self, sts: Obj, pod: Obj) -> None:
+        """CreateStatefulPod: the claims first, then the pod, then the claims' owners."""
+        try:
+            await self._create_claims(sts, pod)
+        except ExpectedSyncError as error:
+            self._record_pod_event("create", sts, pod, error)
+            raise
+        try:
+            created = await self.pod_client.create(pod, sts["metadata"]["namespace"])
+        except AlreadyExists as error:  # the cache is behind; the next sync sees the pod
+            raise ExpectedSyncError(str(error)) from error
+        except (APIStatusError, ConnectionFailed) as error:
+            self._record_pod_event("create", sts, pod, error)
+            raise
+        await self._update_claims_for_retention_policy(sts, created)
+        self._record_pod_event("create", sts, pod)
+
+    async def _create_missing_claims(self, sts: Obj, pod: Obj) -> None:
+        """createMissingPersistentVolumeClaims: for a Pending pod whose claim is gone."""
+        await self._create_claims(sts, pod)
+        await self._update_claims_for_retention_policy(sts, pod)
+
+    async def _update_stateful_pod(self, sts: Obj, pod: Obj) -> None:
+        """UpdateStatefulPod: restore the pod's identity labels and claim volumes."""
+        if not identity_matches(sts, pod):
+            update_identity(sts, pod)
+        if not storage_matches(sts, pod):
+            update_storage(sts, pod)
+            await self._create_claims(sts, pod)
+        try:
+            await self.pod_client.update(pod)
+        except (APIStatusError, ConnectionFailed) as error:
+            self._record_pod_event("update", sts, pod, error)
+            raise
+        self._record_pod_event("update", sts, pod)
+
+    async def _delete_stateful_pod(self, sts: Obj, pod: Obj) -> None:
+        """DeleteStatefulPod: delete the pod; its claims stay (unless the policy says)."""
+        try:
+            await self.pod_client.delete(pod["metadata"]["name"], sts["metadata"]["namespace"])
+        except (APIStatusError, ConnectionFailed) as error:
+            self._record_pod_event("delete", sts, pod, error)
+            raise
+        self._record_pod_event("delete", sts, pod)
+
+    def _existing_claims(self, sts: Obj, pod: Obj) -> list[Obj]:
+        namespace = sts["metadata"]["namespace"]
+        found = (self.claims.store.get_by_name(namespace, pvc["metadata"]["name"])
+                 for pvc in persistent_volume_claims(sts, get_ordinal(pod)).values())
+        return [pvc for pvc in found if pvc is not None]
+
+    def _pod_claim_is_stale(self, sts: Obj, pod: Obj) -> bool:
+        """PodClaimIsStale: with whenScaled=Delete, a claim still owned by an earlier pod of
+        this name is about to be garbage collected; do not reuse it."""
+        if retention_policy(sts)[1] == RETAIN:
+            return False
+        return any(_has_stale_owner(pvc, _pod_reference(pod))
+                   for pvc in self._existing_claims(sts, pod))
+
+    def _claims_match_retention_policy(self, sts: Obj, pod: Obj) -> bool:
+        """ClaimsMatchRetentionPolicy (claims not in the cache yet are picked up later)."""
+        return all(is_claim_owner_up_to_date(pvc, sts, pod)
+                   for pvc in self._existing_claims(sts, pod))
+
+    async def _update_claims_for_retention_policy(self, sts: Obj, pod: Obj) -> None:
+        """UpdatePodClaimForRetentionPolicy: set each claim's ownerReferences."""
+        for pvc in self._existing_claims(sts, pod):
+            if is_claim_owner_up_to_date(pvc, sts, pod):
+                continue
+            updated = copy.deepcopy(pvc)
+            updated["metadata"]["ownerReferences"] = claim_owner_references(pvc, sts, pod)
+            try:
+                await self.claim_client.update(updated)
+            except (APIStatusError, ConnectionFailed) as error:
+                raise ExpectedSyncError(
+                    f"could not update claim {pvc['metadata']['name']} for delete policy "
+                    f"ownerRefs: {error}") from error
+
+    # -- status ---------------------------------------------------------------------------------
+
+    async def _store_status(self, sts: Obj, status: Obj) -> None:
+        """updateStatefulSetStatus: finish a complete rollout, and PUT /status when the
+        counts, revisions or observed generation changed (retrying on conflicts)."""
+        strategy = (sts["spec"].get("updateStrategy") or {}).get("type")
+        wanted = replica_count(sts)
+        if strategy == "RollingUpdate" and (
+                status["updatedReplicas"] == status["readyReplicas"] == status["replicas"]
+                == wanted):
+            status["currentReplicas"] = status["updatedReplicas"]
+            status["currentRevision"] = status["updateRevision"]
+        old = sts.get("status") or {}
+        compared = ("replicas", "currentReplicas", "readyReplicas", "updatedReplicas",
+                    "currentRevision", "availableReplicas", "updateRevision")
+        if status["observedGeneration"] <= old.get("observedGeneration", 0) and all(
+                status[field] == old.get(field, 0 if field.endswith("Replicas") else "")
+                for field in compared):
+            return
+        target = sts
+        for attempt in range(STATUS_UPDATE_ATTEMPTS):
+            updated = {**target, "status": dict(status)}
+            try:
+                await self.set_client.update_status(updated)
+                return
+            except Conflict:
+                if attempt == STATUS_UPDATE_ATTEMPTS - 1:
+                    raise
+                target = await self.set_client.get(sts["metadata"]["name"],
+                                                   sts["metadata"]["namespace"])
