@@ -312,3 +312,19 @@ async def test_a_leader_that_cannot_renew_stops_working(api_client: Client) -> N
     with pytest.raises(LeadershipLost):
         await asyncio.wait_for(task, 5)
     assert stopped.is_set() and not candidate.is_leader()
+
+
+async def test_event_recorder_spam_filter_keeps_25_events_per_object(
+        api_client: Client, namespace: str) -> None:
+    subject = await api_client.resource("configmaps").create(configmap("noisy", namespace))
+    subject.update(kind="ConfigMap", apiVersion="v1")
+    recorder = EventRecorder(api_client, "tests")
+    try:
+        for index in range(30):
+            recorder.event(subject, "Normal", "Created", f"created thing {index}")
+        await asyncio.wait_for(recorder.flush(), 10)
+    finally:
+        await recorder.stop()
+    events = (await api_client.resource("events").list(namespace))["items"]
+    assert sorted(event["message"] for event in events) == sorted(
+        f"created thing {index}" for index in range(25))

@@ -6,6 +6,10 @@ Recording never blocks the caller: events go on a queue that a background task w
 An event identical to one recorded before (same object, type, reason, message and
 source) is not written again; the existing Event gets `count + 1` and a new
 `lastTimestamp`, which is what `kubectl describe` shows as "x5 over 2m".
+
+A spam filter, as upstream's, protects the API server: each object may have 25 events
+recorded in a burst, then one more every 5 minutes; the rest are dropped. (A ReplicaSet
+scaled to 1,000 records 25 `SuccessfulCreate` events, not 1,000.)
 """
 
 from __future__ import annotations
@@ -26,6 +30,29 @@ log = logging.getLogger(__name__)
 
 CACHE_SIZE = 4096
 MAX_ATTEMPTS = 3
+SPAM_BURST = 25
+SPAM_REFILL_SECONDS = 300.0
+
+
+class SpamFilter:
+    """EventSourceObjectSpamFilter: a token bucket per (source, object)."""
+
+    def __init__(self, burst: int = SPAM_BURST, refill_seconds: float = SPAM_REFILL_SECONDS
+                 ) -> None:
+        self.burst = burst
+        self.refill_seconds = refill_seconds
+        self._buckets: OrderedDict[tuple[str, ...], tuple[float, float]] = OrderedDict()
+
+    def allow(self, key: tuple[str, ...]) -> bool:
+        now = time.monotonic()
+        tokens, last = self._buckets.get(key, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - last) / self.refill_seconds)
+        allowed = tokens >= 1.0
+        self._buckets[key] = (tokens - 1.0 if allowed else tokens, now)
+        self._buckets.move_to_end(key)
+        while len(self._buckets) > CACHE_SIZE:
+            self._buckets.popitem(last=False)
+        return allowed
 
 
 def object_reference(obj: Obj) -> Obj:
@@ -54,11 +81,17 @@ class EventRecorder:
         # aggregation key -> (namespace, event name, count) of the Event already written
         self._seen: OrderedDict[tuple[str, ...], tuple[str, str, int]] = OrderedDict()
         self._task: asyncio.Task[None] | None = None
+        self._spam_filter = SpamFilter()
 
     def event(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
         """Record that `reason` happened to `obj` (type Normal or Warning)."""
         now = datetime.now(UTC)
         reference = object_reference(obj)
+        if not self._spam_filter.allow((self.component, self.host, reference["kind"],
+                                        reference.get("namespace", ""), reference["name"],
+                                        reference["uid"], reference["apiVersion"])):
+            log.debug("dropped event %s on %s: spam filter", reason, reference["name"])
+            return
         namespace = reference.get("namespace") or "default"
         self._pending.put_nowait({
             "apiVersion": "v1", "kind": "Event",
