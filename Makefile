@@ -30,6 +30,7 @@ lint: deps
 
 bench: deps
 	$(PY) benchmarks/apiserver.py
+	$(PY) benchmarks/controllers.py
 
 deps: apt $(STAMP) proto
 

@@ -409,3 +409,19 @@ async def test_metrics_count_requests_and_open_watches(api: API, namespace: str)
                and 'resource="configmaps"' in line and 'code="200"' in line
                for line in text.splitlines())
     assert "etcd_request_duration_seconds_bucket" in text
+
+
+async def test_every_answer_carries_an_audit_id_watches_too(apiserver: APIServerProcess,
+                                                            namespace: str) -> None:
+    base = f"{apiserver.url}/api/v1/namespaces/{namespace}/configmaps"
+    async with aiohttp.ClientSession() as session:
+        async with session.get(base) as listed:
+            first = listed.headers.get("Audit-Id", "")
+        async with session.get(f"{base}?watch=1&timeoutSeconds=1") as watched:
+            second = watched.headers.get("Audit-Id", "")
+            await watched.read()
+        async with session.get(f"{base}/missing") as missing:
+            assert missing.status == 404
+            third = missing.headers.get("Audit-Id", "")
+    assert all(len(audit_id) == 36 for audit_id in (first, second, third))
+    assert len({first, second, third}) == 3

@@ -67,3 +67,20 @@ def test_quick_run_prints_metric_line(quick_run: QuickRun, metric: str, has_targ
 def test_quick_run_with_no_append_leaves_results_file_alone(quick_run: QuickRun) -> None:
     _, before, after = quick_run
     assert after == before
+
+
+@pytest.mark.slow
+def test_controllers_benchmark_quick_run_reports_every_phase() -> None:
+    """benchmarks/controllers.py still runs end to end (figures are not judged here)."""
+    before = RESULTS.read_bytes() if RESULTS.exists() else None
+    result = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "controllers.py"), "--quick", "--no-append"],
+        capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    for metric in ("baseline: API creates of 200 pods",
+                   "Deployment of 200 replicas: until 200 pods exist",
+                   "scale 200 -> 800: until they exist",
+                   "idle controller-manager holding 1,000 pods"):
+        line = next((line for line in result.stdout.splitlines() if metric in line), None)
+        assert line is not None, f"no line for {metric!r} in:\n{result.stdout}"
+    assert (RESULTS.read_bytes() if RESULTS.exists() else None) == before

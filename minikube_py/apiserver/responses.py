@@ -15,6 +15,8 @@ from minikube_py.apiserver.negotiation import Wanted
 from minikube_py.apiserver.store import ListResult
 
 Obj = dict[str, Any]
+# The request's key for its id, returned in the `Audit-Id` header of every answer.
+AUDIT_ID = "audit_id"
 
 
 def json_response(

@@ -36,7 +36,7 @@ from minikube_py.apiserver.allocators import (
 )
 from minikube_py.apiserver.metrics import APIServerMetrics, InstrumentedEtcd
 from minikube_py.apiserver.requestinfo import parse_request_info
-from minikube_py.apiserver.responses import json_response
+from minikube_py.apiserver.responses import AUDIT_ID, json_response
 from minikube_py.apiserver.rest import ResourceHandler
 from minikube_py.apiserver.services import (
     AllocationRepair,
@@ -213,6 +213,7 @@ class APIServer:
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
         request_id = str(uuid.uuid4())
+        request[AUDIT_ID] = request_id  # a streamed response (watch) sets it before sending
         started = time.perf_counter()
         info = parse_request_info(request.method, request.path, request.query.get("watch"))
         request["info"] = info
@@ -255,7 +256,8 @@ class APIServer:
             if counted:
                 self._inflight[kind] -= 1
                 self.metrics.inflight.labels(kind).set(self._inflight[kind])
-        response.headers["Audit-Id"] = request_id
+        if not response.prepared:
+            response.headers["Audit-Id"] = request_id
         elapsed = time.perf_counter() - started
         verb = info.verb.upper() if info.is_resource_request else request.method
         labels = (verb, info.group, info.resource, info.subresource)

@@ -26,7 +26,7 @@ from minikube_py.apiserver.request_params import (
     query_int,
 )
 from minikube_py.apiserver.requestinfo import RequestInfo
-from minikube_py.apiserver.responses import render_one
+from minikube_py.apiserver.responses import AUDIT_ID, render_one
 from minikube_py.apiserver.store import ListOptions, Store
 from minikube_py.apiserver.watchcache import BOOKMARK, ERROR, CacheEvent, Watcher
 
@@ -60,7 +60,8 @@ async def serve_watch(
     cache = store.cache
     ns_prefix = f"{namespace}/" if namespace and store.resource.namespaced else ""
 
-    response = web.StreamResponse(headers={"Content-Type": "application/json"})
+    response = web.StreamResponse(headers={"Content-Type": "application/json",
+                                           "Audit-Id": request.get(AUDIT_ID, "")})
     response.enable_chunked_encoding()
     watcher: Watcher | None = None
     try:

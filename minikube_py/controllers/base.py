@@ -52,12 +52,22 @@ class ControllerContext:
 
     client: Client
     informers: SharedInformerFactory
-    recorder: EventRecorder
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     options: ControllerOptions = field(default_factory=ControllerOptions)
     clock: Callable[[], datetime] = utc_now  # tests of time (CronJob) pass a fake clock
     _workqueue_metrics: WorkqueueMetrics | None = None
     _sync_metric: Counter | None = None
+    _recorders: dict[str, EventRecorder] = field(default_factory=dict)
+
+    def recorder_for(self, component: str) -> EventRecorder:
+        """The event recorder of one controller: Events show it in `source.component`."""
+        if component not in self._recorders:
+            self._recorders[component] = EventRecorder(self.client, component)
+        return self._recorders[component]
+
+    async def stop_recorders(self) -> None:
+        for recorder in self._recorders.values():
+            await recorder.stop()
 
     @property
     def workqueue_metrics(self) -> WorkqueueMetrics:
@@ -79,11 +89,14 @@ class Controller:
 
     name: ClassVar[str] = ""
     workers: ClassVar[int] = 5
+    # The `source.component` of this controller's Events, as upstream names it (what
+    # `kubectl describe` shows under "From"); default: "<name>-controller".
+    event_source: ClassVar[str] = ""
 
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
         self.client = ctx.client
-        self.recorder = ctx.recorder
+        self.recorder = ctx.recorder_for(self.event_source or f"{self.name}-controller")
         self.queue = RateLimitingQueue(self.name, metrics=ctx.workqueue_metrics)
 
     # -- wiring helpers ----------------------------------------------------------------------

@@ -23,7 +23,6 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import SharedInformerFactory
 from minikube_py.client.leaderelection import LeaderElector
 from minikube_py.client.rest import Client
@@ -32,7 +31,6 @@ from minikube_py.controllers.base import Controller, ControllerContext, Controll
 log = logging.getLogger(__name__)
 
 LEASE_NAME = "kube-controller-manager"
-COMPONENT = "controller-manager"
 
 
 def select_controllers(spec: Sequence[str], available: Sequence[type[Controller]]
@@ -91,8 +89,7 @@ class ControllerManager:
 
     async def _run_controllers(self) -> None:
         informers = SharedInformerFactory(self.client)
-        recorder = EventRecorder(self.client, COMPONENT)
-        ctx = ControllerContext(client=self.client, informers=informers, recorder=recorder,
+        ctx = ControllerContext(client=self.client, informers=informers,
                                 registry=self.registry, options=self.options,
                                 clock=self.clock)
         self.controllers = [cls(ctx) for cls in self.controller_classes]
@@ -108,7 +105,7 @@ class ControllerManager:
         finally:
             self.synced.clear()
             await informers.stop()
-            await recorder.stop()
+            await ctx.stop_recorders()
 
     # -- in-process use (tests, the cluster launcher) ------------------------------------------
 
