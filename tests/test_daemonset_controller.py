@@ -17,10 +17,10 @@ import pytest
 from minikube_py.api.podutil import is_pod_ready
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client, ResourceClient
-from minikube_py.controllers.daemonset import (
+from minikube_py.controllers.daemonset import DaemonSetController
+from minikube_py.controllers.daemonset_util import (
     REVISION_HASH_LABEL,
     TEMPLATE_GENERATION_LABEL,
-    DaemonSetController,
     node_should_run_daemon_pod,
     replace_node_name_affinity,
     target_node_name,

@@ -12,7 +12,6 @@ import pytest
 
 from minikube_py.client.errors import Invalid
 from minikube_py.client.rest import Client
-from minikube_py.controllers import job as job_module
 from minikube_py.controllers.job import (
     JOB_COMPLETION_INDEX,
     JOB_TRACKING_FINALIZER,
@@ -21,6 +20,8 @@ from minikube_py.controllers.job import (
     format_indexes,
     parse_indexes,
 )
+from minikube_py.controllers.job import backoff as job_backoff
+from minikube_py.controllers.job import controller as job_controller
 from minikube_py.controllers.ttlafterfinished import TTLAfterFinishedController
 from tests.api_helpers import eventually
 from tests.fake_kubelet import FakeKubelet
@@ -31,8 +32,8 @@ Obj = dict[str, Any]
 @pytest.fixture(autouse=True)
 def fast_job_timers(monkeypatch: pytest.MonkeyPatch) -> None:
     """Sync pod events at once and replace failed pods after a short backoff."""
-    monkeypatch.setattr(job_module, "SYNC_JOB_BATCH_PERIOD", 0.02)
-    monkeypatch.setattr(job_module, "DEFAULT_POD_FAILURE_BACKOFF", 0.1)
+    monkeypatch.setattr(job_controller, "SYNC_JOB_BATCH_PERIOD", 0.02)
+    monkeypatch.setattr(job_backoff, "DEFAULT_POD_FAILURE_BACKOFF", 0.1)
 
 
 def job_manifest(name: str, *, completions: int | None = 1, parallelism: int = 1,
@@ -135,7 +136,7 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 def test_pod_failure_backoff_doubles_per_failure_up_to_a_cap(
         monkeypatch: pytest.MonkeyPatch, failures: int, since_failure: int,
         remaining: float) -> None:
-    monkeypatch.setattr(job_module, "DEFAULT_POD_FAILURE_BACKOFF", 10.0)
+    monkeypatch.setattr(job_backoff, "DEFAULT_POD_FAILURE_BACKOFF", 10.0)
     record = BackoffRecord(failures, START)
     assert record.remaining(START + timedelta(seconds=since_failure)) == remaining
 
@@ -275,7 +276,7 @@ async def test_active_deadline_fails_the_job_and_stops_its_pods(
     view = JobView(api_client, namespace, "slow")
     async with FakeKubelet(api_client, namespace):
         await view.create(job_manifest("slow", completions=2, parallelism=2,
-                                       activeDeadlineSeconds=1))
+                                       activeDeadlineSeconds=3))
         await view.wait_for_running(2)
         job = await view.wait_for_condition("Failed")
         assert await view.pods() == []  # deleted; their finalizers removed once counted

@@ -23,8 +23,9 @@ from minikube_py.client.errors import Conflict, NotFound
 from minikube_py.client.rest import Client
 from minikube_py.controllers.base import ControllerOptions
 from minikube_py.controllers.manager import ControllerManager
-from minikube_py.controllers.nodelifecycle import NodeLifecycleController, get_condition
+from minikube_py.controllers.nodelifecycle import NodeLifecycleController
 from minikube_py.controllers.podgc import PodGCController
+from minikube_py.controllers.podstatus import get_condition
 from minikube_py.controllers.taint_eviction import TaintEvictionController
 from tests.api_helpers import eventually
 from tests.fake_kubelet import FakeKubelet

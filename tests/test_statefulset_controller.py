@@ -18,11 +18,11 @@ from minikube_py.api.podutil import is_pod_ready
 from minikube_py.client.rest import Client, ResourceClient
 from minikube_py.controllers.controller_utils import compute_hash
 from minikube_py.controllers.manager import ControllerManager
-from minikube_py.controllers.statefulset import (
+from minikube_py.controllers.statefulset import StatefulSetController
+from minikube_py.controllers.statefulset_util import (
     POD_INDEX_LABEL,
     POD_NAME_LABEL,
     REVISION_LABEL,
-    StatefulSetController,
     claim_owner_references,
     is_claim_owner_up_to_date,
 )

@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from minikube_py.api.cron import CronSchedule, CronSyntaxError, most_recent_schedule_time
 from minikube_py.api.meta import parse_rfc3339, rfc3339
 from minikube_py.client.errors import AlreadyExists, NotFound
 from minikube_py.client.events import object_reference
@@ -32,7 +33,6 @@ from minikube_py.client.informer import EventHandler
 from minikube_py.client.store import object_key
 from minikube_py.controllers.base import Controller, ControllerContext
 from minikube_py.controllers.controller_ref import controller_of, is_controlled_by, owner_reference
-from minikube_py.controllers.cron import CronSchedule, CronSyntaxError, most_recent_schedule_time
 from minikube_py.controllers.job import finished_condition
 
 Obj = dict[str, Any]

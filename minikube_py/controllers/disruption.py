@@ -107,6 +107,7 @@ class DisruptionController(Controller):
     """Keep every PodDisruptionBudget's status in step with its pods."""
 
     name = "disruption"
+    event_source = "controllermanager"
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)

@@ -365,6 +365,7 @@ class EndpointSliceController(Controller):
     """Keep each selector Service's EndpointSlices equal to its pods' endpoints."""
 
     name = "endpointslice"
+    event_source = "endpoint-slice-controller"
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)

@@ -16,7 +16,8 @@
 The NoExecute taints are what evict pods: the taint-eviction controller
 (taint_eviction.py) deletes pods that do not tolerate them. Time is measured by this
 controller's own clock, never by the timestamps the kubelet writes, so a skewed node
-clock cannot make a node look healthy or dead.
+clock cannot make a node look healthy or dead. The per-zone rate-limited queue lives in
+nodelifecycle_queue.py, the taint patches in nodetaints.py.
 """
 
 from __future__ import annotations
@@ -24,19 +25,24 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-import random
-import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from minikube_py.api.meta import parse_rfc3339, rfc3339
-from minikube_py.client.errors import APIStatusError, Conflict, NotFound
+from minikube_py.client.errors import APIStatusError, NotFound
 from minikube_py.client.informer import EventHandler
-from minikube_py.client.rest import ConnectionFailed, ResourceClient
+from minikube_py.client.rest import ConnectionFailed
 from minikube_py.client.store import NODE_NAME_INDEX, split_key
 from minikube_py.controllers.base import Controller, ControllerContext, ExpectedSyncError
+from minikube_py.controllers.nodelifecycle_queue import (
+    RateLimitedTimedQueue,
+    TimedValue,
+    TokenBucket,
+)
+from minikube_py.controllers.nodetaints import add_or_update_taints, remove_taints, taint_exists
+from minikube_py.controllers.podstatus import get_condition, update_pod_condition
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -65,71 +71,12 @@ LABEL_NODE_DISRUPTION_EXCLUSION = "node.kubernetes.io/exclude-disruption"
 NODE_EVICTION_PERIOD = 0.1  # how often the NoExecute tainting queue is tried
 NODE_HEALTH_UPDATE_RETRY = 5
 RETRY_SLEEP_TIME = 0.02
-UPDATE_TAINT_STEPS = 5  # UpdateTaintBackoff: 5 tries, 100 ms apart with jitter
-UPDATE_TAINT_DELAY = 0.1
 NODE_UPDATE_WORKER_SIZE = 8
 
 STATE_INITIAL = "Initial"
 STATE_NORMAL = "Normal"
 STATE_FULL_DISRUPTION = "FullDisruption"
 STATE_PARTIAL_DISRUPTION = "PartialDisruption"
-
-
-# -- helpers shared with the taint-eviction and pod GC controllers ----------------------------
-
-
-def get_condition(status: Obj, condition_type: str) -> Obj | None:
-    """GetNodeCondition / GetPodCondition: the condition of that type, or None."""
-    for condition in status.get("conditions") or ():
-        if condition.get("type") == condition_type:
-            return condition
-    return None
-
-
-def update_pod_condition(status: Obj, condition: Obj, now: datetime) -> bool:
-    """UpdatePodCondition: set a condition in place; True when anything changed.
-
-    The lastTransitionTime moves only when the condition's status changes.
-    """
-    condition = {**condition, "lastTransitionTime": rfc3339(now)}
-    conditions = status.setdefault("conditions", [])
-    for i, old in enumerate(conditions):
-        if old.get("type") != condition["type"]:
-            continue
-        if old.get("status") == condition.get("status"):
-            if old.get("lastTransitionTime") is None:
-                condition.pop("lastTransitionTime")
-            else:
-                condition["lastTransitionTime"] = old["lastTransitionTime"]
-        conditions[i] = {**old, **condition}
-        return conditions[i] != old
-    conditions.append(condition)
-    return True
-
-
-async def patch_pod_status(pods: ResourceClient, pod: Obj, status: Obj) -> None:
-    """PatchPodStatus: a strategic merge patch of what changed, with the pod's uid."""
-    old = pod.get("status") or {}
-    changed = {key: value for key, value in status.items() if old.get(key) != value}
-    if not changed:
-        return
-    metadata = pod["metadata"]
-    await pods.patch(metadata["name"], {"metadata": {"uid": metadata["uid"]}, "status": changed},
-                     metadata["namespace"], patch_type="strategic", subresource="status")
-
-
-def is_node_ready(node: Obj) -> bool:
-    ready = get_condition(node.get("status") or {}, "Ready")
-    return ready is not None and ready.get("status") == "True"
-
-
-def match_taint(a: Obj, b: Obj) -> bool:
-    """Taint.MatchTaint: the same key and effect (the value does not count)."""
-    return a.get("key") == b.get("key") and a.get("effect") == b.get("effect")
-
-
-def taint_exists(taints: list[Obj], taint: Obj) -> bool:
-    return any(match_taint(existing, taint) for existing in taints)
 
 
 def zone_key(node: Obj) -> str:
@@ -140,137 +87,6 @@ def zone_key(node: Obj) -> str:
     zone = labels.get("topology.kubernetes.io/zone") or labels.get(
         "failure-domain.beta.kubernetes.io/zone", "")
     return f"{region}:\x00:{zone}" if region or zone else ""
-
-
-async def patch_node_taints(nodes: ResourceClient, name: str,
-                            edit: Callable[[list[Obj]], list[Obj] | None]) -> None:
-    """AddOrUpdateTaintOnNode / RemoveTaintOffNode: read the node, let `edit` compute its
-    new taints (None: nothing to do), patch them with the resourceVersion read; retried
-    on conflict."""
-    for attempt in range(UPDATE_TAINT_STEPS):
-        node = await nodes.get(name)
-        taints = edit(list((node.get("spec") or {}).get("taints") or []))
-        if taints is None:
-            return
-        patch = {"metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
-                 "spec": {"taints": taints or None}}
-        try:
-            await nodes.patch(name, patch, patch_type="strategic")
-            return
-        except Conflict:
-            if attempt == UPDATE_TAINT_STEPS - 1:
-                raise
-            await asyncio.sleep(UPDATE_TAINT_DELAY * (1 + random.random()))
-
-
-async def add_or_update_taints(nodes: ResourceClient, name: str, taints: list[Obj]) -> None:
-    """AddOrUpdateTaintOnNode: add taints, or replace those with the same key and effect."""
-    if not taints:
-        return
-
-    def edit(current: list[Obj]) -> list[Obj] | None:
-        updated = False
-        for taint in taints:
-            existing = next((t for t in current if match_taint(t, taint)), None)
-            if existing == taint:
-                continue
-            current = [t for t in current if not match_taint(t, taint)] + [taint]
-            updated = True
-        return current if updated else None
-
-    await patch_node_taints(nodes, name, edit)
-
-
-async def remove_taints(nodes: ResourceClient, name: str, node: Obj | None,
-                        taints: list[Obj]) -> None:
-    """RemoveTaintOffNode: no call at all when the cached node has none of them."""
-    cached = ((node or {}).get("spec") or {}).get("taints") or []
-    if not taints or (node is not None and not any(taint_exists(cached, t) for t in taints)):
-        return
-
-    def edit(current: list[Obj]) -> list[Obj] | None:
-        kept = [t for t in current if not taint_exists(taints, t)]
-        return kept if len(kept) != len(current) else None
-
-    await patch_node_taints(nodes, name, edit)
-
-
-# -- the rate-limited tainting queue (upstream nodelifecycle/scheduler) ------------------------
-
-
-class TokenBucket:
-    """flowcontrol.NewTokenBucketRateLimiter: `qps` tokens a second, at most `burst`
-    saved up (it starts full); qps 0 accepts nothing (NewFakeNeverRateLimiter)."""
-
-    def __init__(self, qps: float, burst: int = 1) -> None:
-        self.qps = qps
-        self.burst = burst
-        self.tokens = float(burst) if qps > 0 else 0.0
-        self.last = time.monotonic()
-
-    def try_accept(self) -> bool:
-        if self.qps <= 0:
-            return False
-        now = time.monotonic()
-        self.tokens = min(self.burst, self.tokens + (now - self.last) * self.qps)
-        self.last = now
-        if self.tokens < 1:
-            return False
-        self.tokens -= 1
-        return True
-
-
-@dataclass
-class TimedValue:
-    value: str
-    uid: str
-    added_at: datetime
-    process_at: datetime
-
-
-@dataclass
-class RateLimitedTimedQueue:
-    """A set of node names to act on, oldest first, at most as fast as a token bucket."""
-
-    limiter: TokenBucket
-    items: list[TimedValue] = field(default_factory=list)
-
-    def add(self, value: str, uid: str, now: datetime) -> bool:
-        """Add unless already queued; True when added."""
-        if any(item.value == value for item in self.items):
-            return False
-        self.items.append(TimedValue(value, uid, now, now))
-        return True
-
-    def remove(self, value: str) -> bool:
-        before = len(self.items)
-        self.items = [item for item in self.items if item.value != value]
-        return len(self.items) != before
-
-    def swap_limiter(self, qps: float) -> None:
-        """SwapLimiter: a new rate; with burst 1, a limiter out of tokens stays so."""
-        if self.limiter.qps == qps:
-            return
-        replacement = TokenBucket(qps)
-        if qps > 0 and not self.limiter.try_accept():
-            replacement.try_accept()
-        self.limiter = replacement
-
-    async def try_each(self, action: Callable[[TimedValue], Awaitable[tuple[bool, float]]],
-                       now: Callable[[], datetime]) -> None:
-        """Try: act on due items while tokens last; `action` answers (done, retry_after)."""
-        while self.items:
-            head = min(self.items, key=lambda item: item.process_at)
-            if not self.limiter.try_accept():
-                return
-            moment = now()
-            if moment < head.process_at:
-                return
-            done, wait = await action(head)
-            if done:
-                self.remove(head.value)
-            else:
-                head.process_at = moment + timedelta(seconds=wait)
 
 
 @dataclass
@@ -299,6 +115,7 @@ class NodeLifecycleController(Controller):
     """Marks silent nodes Unknown and taints them; untaints them when they come back."""
 
     name: ClassVar[str] = "nodelifecycle"
+    event_source: ClassVar[str] = "node-controller"
     workers: ClassVar[int] = NODE_UPDATE_WORKER_SIZE
     # Flags of kube-controller-manager, with upstream's defaults.
     node_startup_grace_period: ClassVar[float] = 60.0

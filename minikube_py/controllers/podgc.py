@@ -25,7 +25,7 @@ from minikube_py.api.meta import parse_rfc3339
 from minikube_py.client.errors import APIStatusError, NotFound
 from minikube_py.client.rest import ConnectionFailed
 from minikube_py.controllers.base import Controller, ControllerContext
-from minikube_py.controllers.nodelifecycle import (
+from minikube_py.controllers.podstatus import (
     is_node_ready,
     patch_pod_status,
     update_pod_condition,

@@ -30,7 +30,7 @@ from minikube_py.client.informer import EventHandler
 from minikube_py.client.rest import ConnectionFailed
 from minikube_py.client.store import NODE_NAME_INDEX, object_key, split_key
 from minikube_py.controllers.base import Controller, ControllerContext
-from minikube_py.controllers.nodelifecycle import patch_pod_status, update_pod_condition
+from minikube_py.controllers.podstatus import patch_pod_status, update_pod_condition
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -114,6 +114,7 @@ class TaintEvictionController(Controller):
     """Evicts pods that do not tolerate their node's NoExecute taints (upstream Controller)."""
 
     name: ClassVar[str] = "taint-eviction-controller"
+    event_source: ClassVar[str] = "taint-eviction-controller"
     workers: ClassVar[int] = UPDATE_WORKER_SIZE
 
     def __init__(self, ctx: ControllerContext) -> None:

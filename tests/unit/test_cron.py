@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from minikube_py.controllers.cron import (
+from minikube_py.api.cron import (
     TZ_IN_SCHEDULE,
     CronSchedule,
     CronSyntaxError,
@@ -308,3 +308,9 @@ def test_most_recent_schedule_time_counts_more_than_a_hundred_missed_runs() -> N
 def test_most_recent_schedule_time_rejects_a_schedule_that_never_fires() -> None:
     with pytest.raises(ValueError, match="less than 1 second"):
         most_recent_schedule_time(CronSchedule.parse("59 23 31 2 *"), TOP, after(hours=1))
+
+
+def test_a_tz_prefix_naming_a_directory_is_a_bad_location() -> None:
+    from minikube_py.api.cron import parse_standard
+    with pytest.raises(CronSyntaxError, match="provided bad location Europe"):
+        parse_standard("TZ=Europe * * * * *")

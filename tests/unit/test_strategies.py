@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api.cron import CronSyntaxError, parse_standard
 from minikube_py.api.resources import RESOURCES, Resource, by_kind
 from minikube_py.api.validation import FieldError
 from minikube_py.apiserver.strategies import strategy_for
 from minikube_py.apiserver.strategies.common import KindStrategy
-from minikube_py.apiserver.strategies.cron import ScheduleError, parse_schedule
 from minikube_py.apiserver.strategy import Strategy
 
 Obj = dict[str, Any]
@@ -749,16 +749,16 @@ def test_cronjob_schedule_may_not_carry_a_time_zone() -> None:
     "schedule", ["*/5 * * * *", "0 3 * * mon-fri", "@hourly", "@every 1h30m", "0 0 1,15 jan,jul *"]
 )
 def test_valid_schedules_parse(schedule: str) -> None:
-    parse_schedule(schedule)
+    parse_standard(schedule)
 
 
 def test_schedule_steps_and_names_expand() -> None:
-    parsed = parse_schedule("*/20 9-17 * * mon-fri")
+    parsed = parse_standard("*/20 9-17 * * mon-fri")
     assert parsed.minutes == {0, 20, 40}
     assert parsed.hours == set(range(9, 18))
     assert parsed.days_of_week == {1, 2, 3, 4, 5}
-    with pytest.raises(ScheduleError, match="above maximum"):
-        parse_schedule("* * * * 7")
+    with pytest.raises(CronSyntaxError, match="above maximum"):
+        parse_standard("* * * * 7")
 
 
 # --- updates -----------------------------------------------------------------------------

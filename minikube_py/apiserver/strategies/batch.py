@@ -14,6 +14,7 @@ import re
 import zoneinfo
 from typing import Any
 
+from minikube_py.api.cron import CronSyntaxError, parse_standard
 from minikube_py.api.selectors import SelectorError, label_selector_from_dict
 from minikube_py.api.validation import (
     FieldError,
@@ -36,7 +37,6 @@ from minikube_py.apiserver.strategies.common import (
     set_default_if_zero,
     template_labels_match,
 )
-from minikube_py.apiserver.strategies.cron import ScheduleError, parse_schedule
 from minikube_py.apiserver.strategies.podspec_defaults import set_pod_spec_defaults
 from minikube_py.apiserver.strategies.podspec_validation import validate_pod_template
 from minikube_py.apiserver.strategy import Obj
@@ -393,8 +393,8 @@ def _validate_schedule(schedule: str, allow_tz: bool, time_zone: Any) -> list[Fi
     """validateScheduleFormat: five cron fields; a time zone goes in spec.timeZone."""
     errors: list[FieldError] = []
     try:
-        parse_schedule(schedule)
-    except ScheduleError as error:
+        parse_standard(schedule)
+    except CronSyntaxError as error:
         errors.append(invalid("spec.schedule", schedule, str(error)))
     if allow_tz and "TZ" in schedule and time_zone is not None:
         errors.append(

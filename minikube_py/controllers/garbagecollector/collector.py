@@ -75,6 +75,7 @@ class GarbageCollector(Controller):
     """Cascading deletion by ownerReferences (upstream GarbageCollector)."""
 
     name: ClassVar[str] = "garbagecollector"
+    event_source: ClassVar[str] = "garbage-collector-controller"
     workers: ClassVar[int] = 20  # --concurrent-gc-syncs
 
     def __init__(self, ctx: ControllerContext) -> None:

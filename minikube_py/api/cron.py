@@ -23,13 +23,17 @@ Day of month and day of week combine as in robfig v3: when either field is a wil
 
 A schedule has no time zone of its own: it runs in the zone of the datetime handed to
 `next_after`, which the controller takes from the CronJob's spec.timeZone. The `TZ=` and
-`CRON_TZ=` prefixes robfig accepts are refused, as API validation refuses them.
+`CRON_TZ=` prefixes robfig accepts are refused by `CronSchedule.parse`, as API validation
+refuses them on create. The API server's validation calls `parse_standard`, which accepts
+and checks a prefix as robfig does and leaves refusing it to the validation rule (a
+CronJob whose stored schedule already has one may keep it).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import zoneinfo
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -199,6 +203,11 @@ class CronSchedule:
             raise CronSyntaxError("empty spec string")
         if text.startswith(("TZ=", "CRON_TZ=")):
             raise CronSyntaxError(TZ_IN_SCHEDULE)
+        return cls._parse_spec(text)
+
+    @classmethod
+    def _parse_spec(cls, text: str) -> CronSchedule:
+        """A descriptor or five fields: what robfig parses after a time zone prefix."""
         if text.startswith(_EVERY):
             try:
                 nanoseconds = _parse_go_duration(text[len(_EVERY) :])
@@ -280,6 +289,24 @@ def _exists(moment: datetime) -> bool:
     """
     back = moment.astimezone(UTC).astimezone(moment.tzinfo)
     return back.replace(tzinfo=None) == moment.replace(tzinfo=None)
+
+
+def parse_standard(text: str) -> CronSchedule:
+    """cron.ParseStandard as API validation calls it: like CronSchedule.parse, but a
+    `TZ=<zone>` or `CRON_TZ=<zone>` prefix naming a known time zone is accepted."""
+    if not text:
+        raise CronSyntaxError("empty spec string")
+    if text.startswith(("TZ=", "CRON_TZ=")):
+        head, _, text = text.partition(" ")
+        time_zone = head.partition("=")[2]
+        try:
+            zoneinfo.ZoneInfo(time_zone)
+        except (ValueError, OSError, zoneinfo.ZoneInfoNotFoundError) as error:
+            raise CronSyntaxError(
+                f"provided bad location {time_zone}: unknown time zone {time_zone}"
+            ) from error
+        text = text.strip()
+    return CronSchedule._parse_spec(text)
 
 
 def most_recent_schedule_time(
