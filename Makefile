@@ -31,6 +31,7 @@ lint: deps
 bench: deps
 	$(PY) benchmarks/apiserver.py
 	$(PY) benchmarks/controllers.py
+	$(PY) benchmarks/scheduler.py
 
 deps: apt $(STAMP) proto
 

@@ -52,7 +52,7 @@ from benchmarks.apiserver import (  # noqa: E402
 )
 from minikube_py.client.rest import Client  # noqa: E402
 from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
-from minikube_py.cluster.controllermanager import ControllerManagerProcess  # noqa: E402
+from minikube_py.cluster.components import ControllerManagerProcess  # noqa: E402
 from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
 from minikube_py.cluster.kubeconfig import write_kubeconfig  # noqa: E402
 

@@ -84,3 +84,20 @@ def test_controllers_benchmark_quick_run_reports_every_phase() -> None:
         line = next((line for line in result.stdout.splitlines() if metric in line), None)
         assert line is not None, f"no line for {metric!r} in:\n{result.stdout}"
     assert (RESULTS.read_bytes() if RESULTS.exists() else None) == before
+
+
+@pytest.mark.slow
+def test_scheduler_benchmark_quick_run_reports_every_phase() -> None:
+    """benchmarks/scheduler.py still runs end to end (figures are not judged here)."""
+    before = RESULTS.read_bytes() if RESULTS.exists() else None
+    result = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "scheduler.py"), "--quick", "--no-append"],
+        capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    for metric in ("end to end: 600 pods with requests, 200 nodes",
+                   "end to end: 200 pods with PodTopologySpread + InterPodAffinity",
+                   "algorithm alone, 200 nodes, requests only",
+                   "algorithm alone, 200 nodes, spread + affinity"):
+        assert any(metric in line for line in result.stdout.splitlines()), (
+            f"no line for {metric!r} in:\n{result.stdout}")
+    assert (RESULTS.read_bytes() if RESULTS.exists() else None) == before

@@ -40,9 +40,9 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         again = launcher(home, "up")  # idempotent: nothing is started twice
         assert again.returncode == 0
         running = pids(home)
-        assert len(running) == 3 and all(alive(pid) for pid in running)
+        assert len(running) == 4 and all(alive(pid) for pid in running)
         status = launcher(home, "status")
-        for component in ("etcd", "apiserver", "controller-manager"):
+        for component in ("etcd", "apiserver", "controller-manager", "scheduler"):
             assert f"{component}: running" in status.stdout
         kubectl = Path(sys.executable).with_name("kubectl")
         namespaces = subprocess.run(

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from minikube_py.client.rest import Client
-from minikube_py.cluster.controllermanager import ControllerManagerProcess
+from minikube_py.cluster.components import ControllerManagerProcess
 from minikube_py.controllers.base import Controller
 from minikube_py.controllers.manager import select_controllers
 from tests.api_helpers import eventually

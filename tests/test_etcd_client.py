@@ -399,7 +399,7 @@ async def test_requests_to_a_hung_etcd_time_out(private_etcd: EtcdProcess) -> No
             started = time.monotonic()
             with pytest.raises(EtcdTimeout):
                 await client.get(b"/a")
-            assert 0.4 < time.monotonic() - started < 2.0
+            assert 0.4 < time.monotonic() - started < 5.0  # bounded, even on a busy machine
         finally:
             os.kill(private_etcd.pid, signal.SIGCONT)
 

@@ -47,8 +47,10 @@ from minikube_py.apiserver.services import (
 from minikube_py.apiserver.storage.etcd import EtcdClient, EtcdError
 from minikube_py.apiserver.store import Store
 from minikube_py.apiserver.strategies import strategy_for
+from minikube_py.apiserver.strategies.pods import PodStrategy
 from minikube_py.apiserver.watchcache import WatchCache, decode
 
+FORCE_LIVE_LOOKUP_SECONDS = 30.0
 log = logging.getLogger("minikube_py.apiserver")
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
@@ -84,6 +86,10 @@ class APIServer:
         self._tasks: list[asyncio.Task[None]] = []
         self._runner: web.AppRunner | None = None
         self._inflight = {"readOnly": 0, "mutating": 0}
+        # NamespaceLifecycle's force-live-lookup: namespaces deleted through this server
+        # in the last seconds are read from etcd, not from the watch cache, which may not
+        # show them Terminating yet (name -> until when, monotonic).
+        self._recently_deleted_namespaces: dict[str, float] = {}
         self.port = config.port
         self.service_allocators = ServiceAllocators(
             IPAllocator(self.etcd, config.service_cluster_ip_range),
@@ -108,6 +114,9 @@ class APIServer:
                 self.stores[(resource.group, resource.version, resource.plural)] = self.services
             else:
                 self.stores[(resource.group, resource.version, resource.plural)] = Store(*args)
+        pods = self.stores[("", "v1", "pods")].strategy
+        if isinstance(pods, PodStrategy):  # Priority admission reads the classes' watch cache
+            pods.priority_classes = self.caches["/registry/priorityclasses/"].list
         self.handler = ResourceHandler(self.stores)
 
     def _count_event(self, plural: str) -> Any:
@@ -117,7 +126,11 @@ class APIServer:
     async def _namespace_exists(self, name: str) -> dict[str, Any] | None:
         cache = self.caches["/registry/namespaces/"]
         found = cache.get(f"/registry/namespaces/{name}")
-        if found is not None:
+        deleted_until = self._recently_deleted_namespaces.get(name)
+        if deleted_until is not None and deleted_until < time.monotonic():
+            del self._recently_deleted_namespaces[name]
+            deleted_until = None
+        if found is not None and deleted_until is None:
             return found
         kv = await self.etcd.get(f"/registry/namespaces/{name}".encode())
         return decode(kv) if kv is not None else None
@@ -236,6 +249,10 @@ class APIServer:
                 self.metrics.inflight.labels(kind).set(self._inflight[kind])
                 counted = True
             response = await handler(request)
+            if (info.verb == "delete" and info.resource == "namespaces" and not info.subresource
+                    and response.status < 300):
+                self._recently_deleted_namespaces[info.name] = (
+                    time.monotonic() + FORCE_LIVE_LOOKUP_SECONDS)
         except errors.APIError as err:
             response = self._status_response(err)
         except web.HTTPRequestEntityTooLarge:

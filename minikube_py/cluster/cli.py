@@ -1,7 +1,8 @@
 """`minikube-py up | down | status`: a local cluster on this machine.
 
-Today the cluster is etcd, the API server and the controller-manager; the scheduler and the
-nodes join the same launcher in later issues. State lives in ~/.minikube-py (or $MINIKUBE_PY_HOME):
+Today the cluster is etcd, the API server, the controller-manager and the scheduler; the
+nodes (kubelets) join the same launcher in later issues. State lives in ~/.minikube-py
+(or $MINIKUBE_PY_HOME):
 
     etcd/            etcd's data directory
     logs/*.log       one log per component
@@ -28,9 +29,12 @@ from minikube_py.cluster.etcd import LOOPBACK, free_port, port_in_use
 from minikube_py.cluster.kubeconfig import write_kubeconfig
 
 DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443,
-                 "controller-manager": 10257}
+                 "controller-manager": 10257, "scheduler": 10259}
 # Started in this order, stopped in the reverse order.
-COMPONENTS = ("etcd", "apiserver", "controller-manager")
+COMPONENTS = ("etcd", "apiserver", "controller-manager", "scheduler")
+# The components that reach the cluster through the API server (python -m <module>).
+CLIENT_COMPONENTS = {"controller-manager": "minikube_py.controllers",
+                     "scheduler": "minikube_py.scheduler"}
 
 
 def home() -> Path:
@@ -88,7 +92,8 @@ def _ports(state: Path) -> dict[str, int]:
 
 
 def up(args: argparse.Namespace) -> None:
-    """Start etcd, the API server and the controller-manager (those not running yet)."""
+    """Start etcd, the API server, the controller-manager and the scheduler (those not
+    running yet)."""
     state = home()
     for sub in ("logs", "run"):
         (state / sub).mkdir(parents=True, exist_ok=True)
@@ -125,17 +130,18 @@ def up(args: argparse.Namespace) -> None:
           state / "logs" / "apiserver.log")
 
     config = write_kubeconfig(state / "kubeconfig", api_url)
-    if _pid_alive(state / "run" / "controller-manager.pid") is None:
-        if port_in_use(ports["controller-manager"]):
-            fail(f"port {ports['controller-manager']} is taken by another program; stop it or "
-                 f"remove {state / 'cluster.json'} to pick new ports")
-        _start("controller-manager", [
-            sys.executable, "-m", "minikube_py.controllers", f"--kubeconfig={config}",
-            "--leader-elect", f"--bind-address={LOOPBACK}",
-            f"--port={ports['controller-manager']}",
-        ], state)
-    _wait(lambda: _http_ok(f"http://{LOOPBACK}:{ports['controller-manager']}/healthz"),
-          "the controller-manager", state / "logs" / "controller-manager.log")
+    for name, module in CLIENT_COMPONENTS.items():
+        if _pid_alive(state / "run" / f"{name}.pid") is None:
+            if port_in_use(ports[name]):
+                fail(f"port {ports[name]} is taken by another program; stop it or "
+                     f"remove {state / 'cluster.json'} to pick new ports")
+            _start(name, [
+                sys.executable, "-m", module, f"--kubeconfig={config}", "--leader-elect",
+                f"--bind-address={LOOPBACK}", f"--port={ports[name]}",
+            ], state)
+    for name in CLIENT_COMPONENTS:
+        _wait(lambda name=name: _http_ok(f"http://{LOOPBACK}:{ports[name]}/healthz"),
+              f"the {name}", state / "logs" / f"{name}.log")
     print(f"minikube-py is up: API server {api_url}, etcd {etcd_url}")
     print(f"logs: {state / 'logs'}")
     print("To use it with kubectl:")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 import sys
+
+import uvloop
 
 from minikube_py.client.kubeconfig import KubeconfigError
 from minikube_py.client.leaderelection import LeadershipLost
@@ -69,8 +72,12 @@ def main(argv: list[str] | None = None) -> None:
         async with client:
             await manager.run()
 
+    # The informer caches hold every object as dicts; objects decoded from JSON form no
+    # reference cycles, so collect rarely: a full collection walks them all and stalls
+    # the loop (as the API server does, see apiserver/__main__.py).
+    gc.set_threshold(50_000, 20, 100)
     try:
-        asyncio.run(run())
+        uvloop.run(run())
     except LeadershipLost as lost:
         sys.exit(f"controller-manager: leaderelection lost: {lost}")
     except (KeyboardInterrupt, asyncio.CancelledError):

@@ -201,7 +201,7 @@ SYSTEM_PRIORITY_CLASSES = {
     "system-node-critical": 2000001000,
 }
 HIGHEST_USER_DEFINABLE_PRIORITY = 1000000000
-PREEMPTION_POLICIES = ["PreemptLowerPriority", "PreemptNever"]
+PREEMPTION_POLICIES = ["PreemptLowerPriority", "Never"]
 
 
 class PriorityClassStrategy(KindStrategy):

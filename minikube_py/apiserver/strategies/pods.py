@@ -4,15 +4,22 @@ A new pod starts Pending with its QoS class computed once; after that its spec i
 nearly frozen: only images, activeDeadlineSeconds, added tolerations, removed
 scheduling gates (and, while gated, added node selectors) may change. The node is set
 through the binding subresource, never by an update.
+
+The Priority admission plugin (upstream plugin/pkg/admission/priority) runs here too,
+first thing on create: it resolves spec.priorityClassName into spec.priority and
+spec.preemptionPolicy, reading PriorityClasses from the server's watch cache.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any
 
+from minikube_py.api import errors as api_errors
 from minikube_py.api.quantity import QuantityError, parse_quantity
+from minikube_py.api.resources import Resource
 from minikube_py.api.validation import (
     FieldError,
     forbidden,
@@ -35,6 +42,7 @@ from minikube_py.apiserver.strategies.common import (
     items_of,
     semantic,
 )
+from minikube_py.apiserver.strategies.others import SYSTEM_PRIORITY_CLASSES
 from minikube_py.apiserver.strategies.podspec_defaults import set_pod_defaults
 from minikube_py.apiserver.strategies.podspec_validation import validate_pod_spec
 from minikube_py.apiserver.strategies.resourcenames import QOS_RESOURCES
@@ -54,13 +62,27 @@ DEFAULT_TOLERATION_SECONDS = {
     "node.kubernetes.io/not-ready": 300,
     "node.kubernetes.io/unreachable": 300,
 }
+# Priority admission: what a pod gets without a class when no class is the globalDefault
+# (scheduling.DefaultPriorityWhenNoDefaultClassExists).
+DEFAULT_PRIORITY_WHEN_NO_DEFAULT_CLASS = 0
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+
+PriorityClassLister = Callable[[], Iterable[Obj]]
 
 
 class PodStrategy(KindStrategy):
     """Pods: created Pending, then mostly immutable; kubelets write status."""
 
+    def __init__(self, resource: Resource) -> None:
+        super().__init__(resource)
+        # The Priority admission plugin's PriorityClass lister: the server points it at its
+        # watch cache (upstream's reads an informer, just as eventually consistent).
+        self.priority_classes: PriorityClassLister = tuple
+
     def prepare_for_create(self, obj: Obj) -> None:
-        """The server owns status: phase Pending and the QoS class, fixed for life."""
+        """Priority admission; then the server owns status: phase Pending and the QoS
+        class, fixed for life."""
+        admit_priority(obj, self.priority_classes())
         super().prepare_for_create(obj)
         spec = as_dict(obj.get("spec"))
         add_default_toleration_seconds(spec)
@@ -93,6 +115,16 @@ class PodStrategy(KindStrategy):
             for _, container_status in items_of(status, list_name):
                 for field, zero in _CONTAINER_STATUS_ZEROS.items():
                     container_status.setdefault(field, zero)
+
+    def prepare_for_update(self, new: Obj, old: Obj) -> None:
+        """Priority admission on update: a pod written back without spec.priority or
+        spec.preemptionPolicy keeps the ones resolved at create."""
+        super().prepare_for_update(new, old)
+        spec, old_spec = new.get("spec"), as_dict(old.get("spec"))
+        if isinstance(spec, dict):
+            for field in ("priority", "preemptionPolicy"):
+                if spec.get(field) is None and old_spec.get(field) is not None:
+                    spec[field] = old_spec[field]
 
     def default(self, obj: Obj) -> None:
         set_pod_defaults(obj)
@@ -173,6 +205,63 @@ class PodStrategy(KindStrategy):
             }
         )
         return fields
+
+
+def admit_priority(pod: Obj, priority_classes: Iterable[Obj]) -> None:
+    """The Priority admission plugin on create: spec.priority and spec.preemptionPolicy
+    come from spec.priorityClassName, or from the globalDefault class (which the pod is
+    then given), or are 0 and PreemptLowerPriority; values the pod brings that disagree
+    are Forbidden, as is a class that does not exist."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return
+    classes = {pc["metadata"]["name"]: pc for pc in priority_classes}
+    class_name = spec.get("priorityClassName") or ""
+    if class_name:
+        found = classes.get(class_name) or _system_priority_class(class_name)
+        if found is None:
+            raise _admission_forbidden(pod, f"no PriorityClass with name {class_name} was found")
+        priority, policy = found.get("value", 0), found.get("preemptionPolicy")
+    else:
+        default = _global_default_class(classes.values())
+        if default is None:
+            priority, policy = DEFAULT_PRIORITY_WHEN_NO_DEFAULT_CLASS, PREEMPT_LOWER_PRIORITY
+        else:
+            spec["priorityClassName"] = default["metadata"]["name"]
+            priority, policy = default.get("value", 0), default.get("preemptionPolicy")
+    if spec.get("priority") is not None and spec["priority"] != priority:
+        raise _admission_forbidden(
+            pod, f"the integer value of priority ({spec['priority']}) must not be provided in "
+            f"pod spec; priority admission controller computed {priority} from the given "
+            "PriorityClass name")
+    spec["priority"] = priority
+    if policy is None:
+        return
+    if spec.get("preemptionPolicy") is not None and spec["preemptionPolicy"] != policy:
+        raise _admission_forbidden(
+            pod, f"the string value of PreemptionPolicy ({spec['preemptionPolicy']}) must not "
+            f"be provided in pod spec; priority admission controller computed {policy} from "
+            "the given PriorityClass name")
+    spec["preemptionPolicy"] = policy
+
+
+def _system_priority_class(name: str) -> Obj | None:
+    """system-cluster-critical and system-node-critical, which upstream's API server
+    creates at start (known here even before anyone created them)."""
+    if name not in SYSTEM_PRIORITY_CLASSES:
+        return None
+    return {"value": SYSTEM_PRIORITY_CLASSES[name], "preemptionPolicy": PREEMPT_LOWER_PRIORITY}
+
+
+def _global_default_class(classes: Iterable[Obj]) -> Obj | None:
+    """getDefaultPriorityClass: the globalDefault class; should a race have made two, the
+    one with the lowest value."""
+    defaults = [pc for pc in classes if pc.get("globalDefault")]
+    return min(defaults, key=lambda pc: pc.get("value", 0), default=None)
+
+
+def _admission_forbidden(pod: Obj, why: str) -> api_errors.APIError:
+    return api_errors.forbidden("pods", "", pod.get("metadata", {}).get("name", ""), why)
 
 
 def add_default_toleration_seconds(spec: Obj) -> None:

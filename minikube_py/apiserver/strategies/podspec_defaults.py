@@ -54,11 +54,6 @@ def set_pod_defaults(pod: Obj) -> None:
     set_default(spec, "enableServiceLinks", True)
     if spec.get("hostNetwork"):
         _default_host_network_ports(spec)
-    # The Priority admission plugin: without a priorityClassName (and with no global
-    # default class) a pod gets priority 0 and the default preemption policy.
-    if not spec.get("priorityClassName"):
-        set_default(spec, "priority", 0)
-        set_default(spec, "preemptionPolicy", "PreemptLowerPriority")
 
 
 def set_container_defaults(container: Obj) -> None:

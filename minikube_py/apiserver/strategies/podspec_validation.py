@@ -51,7 +51,7 @@ from minikube_py.apiserver.strategy import Obj
 
 RESTART_POLICIES = ["Always", "OnFailure", "Never"]
 DNS_POLICIES = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"]
-PREEMPTION_POLICIES = ["PreemptLowerPriority", "PreemptNever"]
+PREEMPTION_POLICIES = ["PreemptLowerPriority", "Never"]
 TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
 HOST_PATH_TYPES = [
     "", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate",

@@ -1,4 +1,8 @@
-"""Run the controller-manager as a child process (for tests and benchmarks)."""
+"""Run the controller-manager or the scheduler as a child process (tests, benchmarks).
+
+Both take a kubeconfig, talk only to the API server, and answer /healthz on a port of
+their own; they differ only in the module that runs.
+"""
 
 from __future__ import annotations
 
@@ -7,20 +11,21 @@ import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import ClassVar
 
 from minikube_py.cluster.etcd import LOOPBACK, free_port
 from minikube_py.cluster.process import ComponentProcess, ComponentProcessError
 
 
-class ControllerManagerProcessError(ComponentProcessError):
-    """The controller-manager could not be started, or did not answer /healthz in time."""
+class ClientComponentProcessError(ComponentProcessError):
+    """The component could not be started, or did not answer /healthz in time."""
 
 
-class ControllerManagerProcess(ComponentProcess):
-    """`python -m minikube_py.controllers` with a kubeconfig, stopped on exit."""
+class ClientComponentProcess(ComponentProcess):
+    """`python -m <module> --kubeconfig F --port N ...`, stopped on exit."""
 
-    component = "the controller-manager"
-    error = ControllerManagerProcessError
+    module: ClassVar[str]
+    error = ClientComponentProcessError
     environment = {"PYTHONUNBUFFERED": "1"}
 
     def __init__(self, kubeconfig: Path, log_path: Path, *, extra_args: tuple[str, ...] = (),
@@ -35,9 +40,8 @@ class ControllerManagerProcess(ComponentProcess):
         return f"http://{LOOPBACK}:{self.port}"
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "minikube_py.controllers",
-                f"--kubeconfig={self.kubeconfig}", f"--bind-address={LOOPBACK}",
-                f"--port={self.port}", *self.extra_args]
+        return [sys.executable, "-m", self.module, f"--kubeconfig={self.kubeconfig}",
+                f"--bind-address={LOOPBACK}", f"--port={self.port}", *self.extra_args]
 
     async def wait_ready(self) -> None:
         await self.poll_until_ready(lambda: asyncio.to_thread(self.healthy), interval=0.1)
@@ -48,3 +52,13 @@ class ControllerManagerProcess(ComponentProcess):
                 return answer.status == 200
         except (urllib.error.URLError, OSError):
             return False
+
+
+class ControllerManagerProcess(ClientComponentProcess):
+    component = "the controller-manager"
+    module = "minikube_py.controllers"
+
+
+class SchedulerProcess(ClientComponentProcess):
+    component = "the scheduler"
+    module = "minikube_py.scheduler"

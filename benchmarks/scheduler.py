@@ -1,0 +1,260 @@
+"""Benchmark: the scheduler, scheduler_perf style, end to end and the algorithm alone.
+
+Run from the repository root as `.venv/bin/python benchmarks/scheduler.py` (options:
+--quick, --no-append). It starts a private etcd (on /dev/shm), an API server and a
+scheduler process, then:
+
+    1. 1,000 Node objects (10 zones) and 1,000 pods already bound to them
+    2. 3,000 pods with cpu/memory requests, created 64-way at full speed: pods/s from
+       the first create to the last binding seen by a watch (target >= 300/s)
+    3. 1,000 pods with a PodTopologySpread constraint (zones, maxSkew 1) and a preferred
+       InterPodAffinity term, the same way (target >= 100/s)
+    4. the algorithm alone, in this process: the default profile's PreFilter..Score on a
+       snapshot of those 1,000 nodes and pods, per pod (target p99 <= 20 ms)
+
+Appends its table to benchmarks/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks.apiserver import (  # noqa: E402
+    TMPFS,
+    BenchmarkError,
+    ConnectionPool,
+    child_pid,
+    cpu_seconds,
+    create_all,
+    create_namespace,
+    git_commit,
+    percentile,
+    progress,
+)
+from minikube_py.client.kubeconfig import ClientConfig  # noqa: E402
+from minikube_py.client.rest import Client  # noqa: E402
+from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
+from minikube_py.cluster.components import SchedulerProcess  # noqa: E402
+from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
+from minikube_py.cluster.kubeconfig import write_kubeconfig  # noqa: E402
+from minikube_py.scheduler.config import default_configuration  # noqa: E402
+from minikube_py.scheduler.framework.interface import CycleState  # noqa: E402
+from minikube_py.scheduler.framework.types import PodInfo, Snapshot  # noqa: E402
+from minikube_py.scheduler.plugins.registry import IN_TREE_PLUGINS  # noqa: E402
+from minikube_py.scheduler.scheduler import Scheduler  # noqa: E402
+
+RESULTS = REPO / "benchmarks" / "RESULTS.md"
+ZONES = 10
+
+
+def node(index: int) -> dict[str, Any]:
+    name = f"node-{index:04d}"
+    allocatable = {"cpu": "32", "memory": "128Gi", "pods": "110"}
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {
+                "kubernetes.io/hostname": name,
+                "topology.kubernetes.io/zone": f"zone-{index % ZONES}"}},
+            "status": {"capacity": allocatable, "allocatable": allocatable,
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def pod(name: str, *, node_name: str = "", spread: bool = False) -> dict[str, Any]:
+    labels = {"app": "spread" if spread else "plain"}
+    spec: dict[str, Any] = {"containers": [{
+        "name": "c", "image": "localhost/echo:1",
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    if spread:
+        spec["topologySpreadConstraints"] = [{
+            "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": labels}}]
+        spec["affinity"] = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 10, "podAffinityTerm": {
+                "labelSelector": {"matchLabels": labels},
+                "topologyKey": "topology.kubernetes.io/zone"}}]}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
+            "spec": spec}
+
+
+async def create_nodes(pool: ConnectionPool, count: int) -> None:
+    bodies = [orjson.dumps(node(i)) for i in range(count)]
+    await create_all(pool, "/api/v1/nodes", bodies)
+
+    async def set_status(index: int) -> None:
+        body = node(index)
+        path = f"/api/v1/nodes/{body['metadata']['name']}"
+        current = orjson.loads(await pool.request("GET", path))
+        current["status"] = body["status"]
+        await pool.request("PUT", f"{path}/status", orjson.dumps(current))
+
+    for start in range(0, count, 64):
+        await asyncio.gather(*(set_status(i) for i in range(start, min(count, start + 64))))
+
+
+async def bindings_until(client: Client, namespace: str, want: int, ready: asyncio.Event,
+                         timeout: float) -> float:
+    """Watch the namespace until `want` pods are bound; the time of the last binding."""
+    pods = client.resource("pods")
+    listed = await pods.list(namespace)
+    bound = {p["metadata"]["name"] for p in listed["items"] if p["spec"].get("nodeName")}
+    ready.set()
+    version = listed["metadata"]["resourceVersion"]
+    deadline = time.monotonic() + timeout
+    async for _type, obj in pods.watch(namespace, resource_version=version,
+                                       timeout_seconds=int(timeout)):
+        if obj.get("spec", {}).get("nodeName"):
+            bound.add(obj["metadata"]["name"])
+            if len(bound) >= want:
+                return time.perf_counter()
+        if time.monotonic() > deadline:
+            break
+    raise BenchmarkError(f"only {len(bound)} of {want} pods bound in {timeout:.0f}s")
+
+
+async def burst(pool: ConnectionPool, client: Client, namespace: str, count: int,
+                spread: bool) -> tuple[float, float]:
+    """Create `count` pods 64-way; (seconds from first create to last binding, create s)."""
+    await create_namespace(pool, namespace)
+    ready = asyncio.Event()
+    watcher = asyncio.create_task(bindings_until(client, namespace, count, ready, 600))
+    await ready.wait()
+    bodies = [orjson.dumps(pod(f"p-{i:05d}", spread=spread)) for i in range(count)]
+    started = time.perf_counter()
+    create_seconds = await create_all(pool, f"/api/v1/namespaces/{namespace}/pods", bodies)
+    return await watcher - started, create_seconds
+
+
+async def algorithm_latencies(nodes: int, existing: int, pods: int, spread: bool) -> list[float]:
+    """The default profile's scheduling algorithm alone, per pod, on a fixed snapshot."""
+    node_objs = [node(i) for i in range(nodes)]
+    placed = []
+    for i in range(existing):
+        existing_pod = pod(f"e-{i}", node_name=f"node-{i % nodes:04d}", spread=spread)
+        existing_pod["metadata"].update(namespace="bench", uid=f"uid-e-{i}")
+        placed.append(existing_pod)
+    snapshot = Snapshot.of(node_objs, placed)
+    # A scheduler that is never started: no informer runs, nothing talks to a server.
+    scheduler = Scheduler(Client(ClientConfig(server="http://127.0.0.1:1")),
+                          default_configuration(), IN_TREE_PLUGINS)
+    fwk = scheduler.profiles["default-scheduler"]
+    fwk.set_snapshot(snapshot)
+    latencies = []
+    for i in range(pods):
+        candidate = pod(f"new-{i}", spread=spread)
+        candidate["metadata"].update(namespace="bench", uid=f"uid-new-{i}")
+        pod_info = PodInfo.of(candidate)
+        started = time.perf_counter()
+        scheduler.schedule_pod(fwk, CycleState(), pod_info)
+        latencies.append(time.perf_counter() - started)
+    return latencies
+
+
+async def measure(args: argparse.Namespace) -> dict[str, Any]:
+    nodes, existing, plain, spread = (200, 200, 600, 200) if args.quick else (
+        1000, 1000, 3000, 1000)
+    rows: list[tuple[str, str, str, str]] = []
+    root = TMPFS if TMPFS.is_dir() else Path(tempfile.gettempdir())
+    with tempfile.TemporaryDirectory(prefix="minikube-py-bench-", dir=root) as scratch:
+        tmp = Path(scratch)
+        extra = ("--log-requests=false", "--max-requests-inflight=800",
+                 "--max-mutating-requests-inflight=400")
+        async with (EtcdProcess(tmp / "etcd") as etcd,
+                    APIServerProcess([etcd.client_url], tmp / "apiserver.log",
+                                     extra_args=extra) as api):
+            kubeconfig = write_kubeconfig(tmp / "kubeconfig", api.url)
+            async with ConnectionPool(api.url, 64) as pool, Client.from_kubeconfig(
+                    kubeconfig) as client:
+                progress(f"{nodes} nodes, {existing} bound pods")
+                await create_nodes(pool, nodes)
+                await create_namespace(pool, "existing")
+                await create_all(pool, "/api/v1/namespaces/existing/pods", [
+                    orjson.dumps(pod(f"e-{i:05d}", node_name=f"node-{i % nodes:04d}"))
+                    for i in range(existing)])
+                async with SchedulerProcess(kubeconfig, tmp / "scheduler.log",
+                                            start_timeout=60) as _scheduler:
+                    sched_pid = child_pid("minikube_py.scheduler")
+                    await asyncio.sleep(2)
+                    progress(f"{plain} pods with requests")
+                    cpu_before = cpu_seconds(sched_pid)
+                    elapsed, creating = await burst(pool, client, "plain", plain, spread=False)
+                    cpu = cpu_seconds(sched_pid) - cpu_before
+                    rate = plain / elapsed
+                    rows.append((
+                        f"end to end: {plain:,} pods with requests, {nodes:,} nodes",
+                        f"{rate:,.0f} pods/s ({elapsed:.1f} s; creates took {creating:.1f} s; "
+                        f"scheduler CPU {cpu / plain * 1000:.2f} ms per pod)",
+                        ">= 300 pods/s", "PASS" if rate >= 300 else "FAIL"))
+                    progress(f"{spread} pods with spread + affinity")
+                    cpu_before = cpu_seconds(sched_pid)
+                    elapsed, creating = await burst(pool, client, "spread", spread, spread=True)
+                    cpu = cpu_seconds(sched_pid) - cpu_before
+                    rate = spread / elapsed
+                    rows.append((
+                        f"end to end: {spread:,} pods with PodTopologySpread + "
+                        "InterPodAffinity",
+                        f"{rate:,.0f} pods/s ({elapsed:.1f} s; scheduler CPU "
+                        f"{cpu / spread * 1000:.2f} ms per pod)",
+                        ">= 100 pods/s", "PASS" if rate >= 100 else "FAIL"))
+    progress("the algorithm alone")
+    for spread_pods, label in ((False, "requests only"), (True, "spread + affinity")):
+        latencies = await algorithm_latencies(nodes, existing, 200 if args.quick else 500,
+                                        spread_pods)
+        p50 = statistics.median(latencies) * 1000
+        p99 = percentile(latencies, 99) * 1000
+        rows.append((f"algorithm alone, {nodes:,} nodes, {label}",
+                     f"p50 {p50:.1f} ms, p99 {p99:.1f} ms per pod",
+                     "p99 <= 20 ms", "PASS" if p99 <= 20 else "FAIL"))
+    return {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "mode": "quick" if args.quick else "full", "nproc": os.cpu_count(),
+            "python": platform.python_version(), "commit": git_commit(REPO),
+            "load": os.getloadavg()[0], "rows": rows}
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [f"## {report['date']}: scheduler, {report['mode']} run", "",
+             f"nproc {report['nproc']}; Python {report['python']}; commit "
+             f"{report['commit'] or 'unknown'}; 1-minute load average at start "
+             f"{report['load']:.2f}. `benchmarks/scheduler.py`.", "",
+             "| metric | value | target | result |", "|---|---|---|---|"]
+    lines += ["| " + " | ".join(row) + " |" for row in report["rows"]]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small counts, for a smoke run")
+    parser.add_argument("--no-append", action="store_true",
+                        help=f"do not append the results to {RESULTS.relative_to(REPO)}")
+    args = parser.parse_args()
+    try:
+        report = asyncio.run(measure(args))
+    except BenchmarkError as err:
+        sys.exit(f"benchmark failed: {err}")
+    text = markdown(report)
+    print(text)
+    if not args.no_append:
+        with RESULTS.open("a") as results:
+            results.write("\n" + text)
+        progress(f"appended to {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""The scheduler's cache: nodes and the pods on them, including *assumed* pods
+(upstream internal/cache).
+
+Binding takes a round trip to the API server, and the pod informer hears about it later
+still. The scheduler cannot wait: the moment it picks a node, it *assumes* the pod there
+(Reserve), so the next cycle already counts the pod's cpu and memory on that node. When
+the informer reports the pod bound, the assumption is confirmed; if the binding fails,
+the pod is forgotten; if no confirmation ever comes, the assumption expires.
+
+Each scheduling cycle works on a `Snapshot` taken from the cache: only nodes that changed
+since the last snapshot are copied again.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from minikube_py.scheduler.framework.types import NodeInfo, PodInfo, Snapshot
+
+Obj = dict[str, Any]
+
+ASSUMED_POD_TTL = 30.0  # seconds an assumed, bound pod waits for the informer to confirm
+
+
+@dataclass
+class _PodState:
+    pod_info: PodInfo
+    node_name: str
+    assumed: bool = False
+    binding_finished: bool = False
+    deadline: float | None = None
+
+
+def _uid(pod: Obj) -> str:
+    return pod.get("metadata", {}).get("uid", "")
+
+
+def _node_of(pod: Obj) -> str:
+    return pod.get("spec", {}).get("nodeName", "")
+
+
+class Cache:
+    """NodeInfos by name; pod states by uid; snapshots for the scheduling cycle."""
+
+    def __init__(self, assumed_pod_ttl: float = ASSUMED_POD_TTL) -> None:
+        self.assumed_pod_ttl = assumed_pod_ttl
+        self._nodes: dict[str, NodeInfo] = {}
+        self._pods: dict[str, _PodState] = {}
+        # the last snapshot: generation and copy of each node, by name, and their order
+        self._snapshot_infos: dict[str, tuple[int, NodeInfo]] = {}
+        self._snapshot_by_name: dict[str, NodeInfo] = {}
+        self._snapshot_list: list[NodeInfo] = []
+        self._image_states_stale = True
+        self.namespace_labels: dict[str, dict[str, str]] = {}
+
+    def _node_info(self, name: str) -> NodeInfo:
+        info = self._nodes.get(name)
+        if info is None:  # a pod on a node we have not heard of yet: a placeholder
+            info = NodeInfo(node={"metadata": {"name": name}})
+            self._nodes[name] = info
+        return info
+
+    # -- nodes -----------------------------------------------------------------------------------
+
+    def add_node(self, node: Obj) -> None:
+        self._node_info(node["metadata"]["name"]).set_node(node)
+
+    update_node = add_node
+
+    def remove_node(self, node: Obj) -> None:
+        name = node["metadata"]["name"]
+        info = self._nodes.get(name)
+        if info is None:
+            return
+        if info.pods:  # pods still point at it: keep a node-less placeholder
+            info.set_node({"metadata": {"name": name}})
+        else:
+            del self._nodes[name]
+
+    def node_names(self) -> list[str]:
+        return [name for name, info in self._nodes.items() if "status" in info.node]
+
+    # -- pods ------------------------------------------------------------------------------------
+
+    def assume_pod(self, pod_info: PodInfo, node_name: str) -> None:
+        """Reserve: count the pod on the node now, before the binding is written."""
+        uid = pod_info.uid
+        if uid in self._pods:
+            raise ValueError(f"pod {pod_info.key} is already in the cache")
+        self._node_info(node_name).add_pod(pod_info)
+        self._pods[uid] = _PodState(pod_info, node_name, assumed=True)
+
+    def finish_binding(self, pod: Obj) -> None:
+        """The binding was written: start the clock for the informer's confirmation."""
+        state = self._pods.get(_uid(pod))
+        if state is not None and state.assumed:
+            state.binding_finished = True
+            state.deadline = time.monotonic() + self.assumed_pod_ttl
+
+    def forget_pod(self, pod: Obj) -> None:
+        """The binding failed: take the assumed pod off its node."""
+        state = self._pods.get(_uid(pod))
+        if state is not None and state.assumed:
+            self._remove(state)
+
+    def is_assumed(self, pod: Obj) -> bool:
+        state = self._pods.get(_uid(pod))
+        return state is not None and state.assumed
+
+    def add_pod(self, pod: Obj) -> None:
+        """The informer reports a bound pod: confirm an assumption, or add it."""
+        uid = _uid(pod)
+        state = self._pods.get(uid)
+        node = _node_of(pod)
+        if state is not None and state.assumed and state.node_name == node:
+            # The binding is confirmed: the pod's requests were parsed when it was assumed
+            # (a pod's spec does not change when it is bound), so keep them.
+            state.pod_info.pod = pod
+            state.assumed = False
+            return
+        if state is not None:
+            self._remove(state)
+        pod_info = PodInfo.of(pod)
+        self._node_info(node).add_pod(pod_info)
+        self._pods[uid] = _PodState(pod_info, node)
+
+    update_pod = add_pod
+
+    def remove_pod(self, pod: Obj) -> None:
+        state = self._pods.get(_uid(pod))
+        if state is not None:
+            self._remove(state)
+
+    def _remove(self, state: _PodState) -> None:
+        info = self._nodes.get(state.node_name)
+        if info is not None:
+            info.remove_pod(state.pod_info.pod)
+            if not info.pods and "status" not in info.node:
+                del self._nodes[state.node_name]
+        self._pods.pop(state.pod_info.uid, None)
+
+    def cleanup_expired_assumed_pods(self) -> list[PodInfo]:
+        """Assumed pods whose binding finished but were never confirmed: drop them."""
+        now = time.monotonic()
+        expired = [s for s in self._pods.values() if s.assumed and s.binding_finished
+                   and s.deadline is not None and s.deadline < now]
+        for state in expired:
+            self._remove(state)
+        return [state.pod_info for state in expired]
+
+    def pod_count(self) -> int:
+        return len(self._pods)
+
+    # -- snapshots -------------------------------------------------------------------------------
+
+    def update_snapshot(self) -> Snapshot:
+        """A snapshot of every real node. Only nodes that changed since the last snapshot
+        are copied again; the others are the very same NodeInfo objects (plugins may
+        remember per-node results by object, see NodeMemo)."""
+        changed_nodes = False
+        for name, info in self._nodes.items():
+            previous = self._snapshot_infos.get(name)
+            if previous is not None and previous[0] == info.generation:
+                continue
+            if "status" not in info.node:
+                continue
+            copy_ = info.clone()
+            if previous is None or previous[1].node_generation != info.node_generation:
+                changed_nodes = True
+            else:  # only its pods changed: the node's images are what they were
+                copy_.image_states = previous[1].image_states
+            self._snapshot_infos[name] = (info.generation, copy_)
+            self._snapshot_by_name[name] = copy_
+        for name in [n for n in self._snapshot_infos
+                     if n not in self._nodes or "status" not in self._nodes[n].node]:
+            del self._snapshot_infos[name]
+            del self._snapshot_by_name[name]
+            changed_nodes = True
+        if changed_nodes or self._image_states_stale:
+            self._snapshot_list = list(self._snapshot_by_name.values())
+            Snapshot(self._snapshot_list).fill_image_states()
+            self._image_states_stale = False
+        else:
+            self._snapshot_list = [self._snapshot_by_name[info.name]
+                                   for info in self._snapshot_list]
+        return Snapshot(self._snapshot_list, self.namespace_labels,
+                        by_name=dict(self._snapshot_by_name))

@@ -1,0 +1,293 @@
+"""The scheduling framework's extension points (upstream framework/interface.go).
+
+A plugin is a class with a `name` that implements one or more extension points:
+
+    scheduling cycle (one pod at a time):
+      QueueSort    less(a, b)                      which pending pod goes first
+      PreFilter    pre_filter(state, pod, nodes)   compute once per pod; may narrow nodes
+      Filter       filter(state, pod, node_info)   can the pod run on this node?
+      PostFilter   post_filter(state, pod, statuses)   no node fits: e.g. preempt
+      PreScore     pre_score(state, pod, nodes)    compute once before scoring
+      Score        score(state, pod, node_info)    0..100: how good is this node?
+      NormalizeScore normalize_score(state, pod, scores)   rescale to 0..100
+      Reserve      reserve / unreserve             the pod is assumed on the node
+      Permit       permit(state, pod, node)        approve, deny, or wait
+    binding cycle (asynchronous, many pods at once):
+      PreBind, Bind, PostBind                      write the decision to the API server
+
+Filter and Score run for every node, so they are plain (not async) methods on data the
+snapshot already holds; the binding steps talk to the API server and are async.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from minikube_py.scheduler.framework.types import NodeInfo, PodInfo
+
+if TYPE_CHECKING:
+    from minikube_py.scheduler.framework.handle import Handle
+
+Obj = dict[str, Any]
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+class Code(IntEnum):
+    """framework.Code: how an extension point answered."""
+
+    SUCCESS = 0
+    ERROR = 1  # something broke: the pod is retried
+    UNSCHEDULABLE = 2  # not here, but preemption might help
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3  # not here, and preemption cannot help
+    WAIT = 4  # Permit: hold the pod until approved or timed out
+    SKIP = 5  # PreFilter/PreScore: this plugin has nothing to do for the pod
+    PENDING = 6  # the pod waits for something outside the scheduler
+
+
+@dataclass
+class Status:
+    """The answer of a plugin: a code, the reasons users read, and who said it."""
+
+    code: Code = Code.SUCCESS
+    reasons: list[str] = field(default_factory=list)
+    plugin: str = ""
+
+    @classmethod
+    def success(cls) -> Status:
+        return cls()
+
+    @classmethod
+    def unschedulable(cls, *reasons: str, unresolvable: bool = False) -> Status:
+        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
+        return cls(code, list(reasons))
+
+    @classmethod
+    def error(cls, reason: str) -> Status:
+        return cls(Code.ERROR, [reason])
+
+    @classmethod
+    def skip(cls) -> Status:
+        return cls(Code.SKIP)
+
+    def is_success(self) -> bool:
+        return self.code is Code.SUCCESS
+
+    def is_skip(self) -> bool:
+        return self.code == Code.SKIP
+
+    def is_rejected(self) -> bool:
+        """Unschedulable (either kind): the node, or the pod for now, was turned down."""
+        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                             Code.PENDING)
+
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+    def with_plugin(self, plugin: str) -> Status:
+        """The status, naming the plugin that gave it (a success needs no name)."""
+        if not self.plugin and self.code is not Code.SUCCESS:
+            self.plugin = plugin
+        return self
+
+
+SUCCESS = Status()
+
+
+def default_normalize_score(scores: dict[str, int], *, reverse: bool = False,
+                            max_priority: int = MAX_NODE_SCORE) -> None:
+    """helper.DefaultNormalizeScore: rescale non-negative scores in place from
+    [0, highest] to [0, max_priority]; with `reverse`, the lowest raw score gets the most.
+
+    When every score is 0 they stay 0, or all become max_priority when reversed.
+    """
+    highest = max(scores.values(), default=0)
+    if highest == 0:
+        if reverse:
+            for name in scores:
+                scores[name] = max_priority
+        return
+    for name, score in scores.items():
+        scaled = max_priority * score // highest
+        scores[name] = max_priority - scaled if reverse else scaled
+
+
+class CycleState:
+    """Data one plugin computes in one extension point and reads in a later one, for one
+    pod in one scheduling cycle (PreFilter -> Filter, PreScore -> Score)."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def read(self, key: str) -> Any:
+        """The value, or KeyError naming the key (a plugin's PreFilter did not run)."""
+        return self._data[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def clone(self) -> CycleState:
+        """A copy for trying "what if" (preemption runs filters on changed nodes)."""
+        twin = CycleState()
+        twin._data = {key: value.clone() if hasattr(value, "clone") else value
+                      for key, value in self._data.items()}
+        twin.skip_filter_plugins = set(self.skip_filter_plugins)
+        twin.skip_score_plugins = set(self.skip_score_plugins)
+        return twin
+
+
+@dataclass
+class PreFilterResult:
+    """PreFilter may name the only nodes worth filtering (None: all of them)."""
+
+    node_names: set[str] | None = None
+
+
+@dataclass
+class PostFilterResult:
+    """PostFilter's outcome: the node the pod is nominated to (after preemption)."""
+
+    nominated_node_name: str = ""
+
+
+@dataclass(frozen=True)
+class ClusterEvent:
+    """A kind of change that may make unschedulable pods schedulable (framework.ClusterEvent).
+
+    resource: "Pod", "Node", "PersistentVolumeClaim", ...; action: "Add", "Update",
+    "Delete", or an update detail such as "UpdateNodeLabel", "UpdateNodeTaint",
+    "UpdateNodeAllocatable", "UpdatePodLabel", "UpdatePodScaleDown".
+    """
+
+    resource: str
+    action: str
+
+
+class PluginArgsError(ValueError):
+    """A plugin's args failed validation; the message aggregates the field errors as
+    upstream's utilerrors.Aggregate does (one error as is, several in brackets)."""
+
+    def __init__(self, messages: list[str]) -> None:
+        unique = list(dict.fromkeys(messages))
+        super().__init__(unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]")
+        self.messages = unique
+
+
+class Plugin:
+    """Every plugin: a name, and a constructor taking its args and the framework handle."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, args: Obj | None = None, handle: Handle | None = None) -> None:
+        self.args = args or {}
+        self.handle = handle
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        """EnqueueExtensions: the cluster events after which a pod this plugin rejected
+        may fit; the queue retries the pod only then. Default: any node or pod change."""
+        return [ClusterEvent("Node", "Add"), ClusterEvent("Node", "Update"),
+                ClusterEvent("Pod", "Delete"), ClusterEvent("Pod", "Update")]
+
+
+class QueueSortPlugin(Plugin):
+    def less(self, first: QueuedPodInfo, second: QueuedPodInfo) -> bool:
+        raise NotImplementedError
+
+
+class PreFilterPlugin(Plugin):
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                   ) -> tuple[PreFilterResult | None, Status]:
+        raise NotImplementedError
+
+    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo,
+                node_info: NodeInfo) -> Status:
+        """PreFilterExtensions.AddPod: update the PreFilter state as if `to_add` ran on
+        the node (preemption evaluates nominated pods this way)."""
+        return SUCCESS
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo,
+                   node_info: NodeInfo) -> Status:
+        """PreFilterExtensions.RemovePod: as if `to_remove` left the node (a victim)."""
+        return SUCCESS
+
+
+class FilterPlugin(Plugin):
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        raise NotImplementedError
+
+
+class PostFilterPlugin(Plugin):
+    async def post_filter(self, state: CycleState, pod: PodInfo,
+                          statuses: dict[str, Status]) -> tuple[PostFilterResult | None, Status]:
+        raise NotImplementedError
+
+
+class PreScorePlugin(Plugin):
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
+        raise NotImplementedError
+
+
+class ScorePlugin(Plugin):
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo
+              ) -> tuple[int, Status]:
+        raise NotImplementedError
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: dict[str, int]
+                        ) -> Status | None:
+        """ScoreExtensions.NormalizeScore: rescale in place; None means "no normalizing"."""
+        return None
+
+
+class ReservePlugin(Plugin):
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        raise NotImplementedError
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        raise NotImplementedError
+
+
+class PermitPlugin(Plugin):
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str
+               ) -> tuple[Status, float]:
+        """(status, timeout seconds): Wait holds the pod until allowed, rejected or timed out."""
+        raise NotImplementedError
+
+
+class PreBindPlugin(Plugin):
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        raise NotImplementedError
+
+
+class BindPlugin(Plugin):
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Bind, or Skip to let the next bind plugin do it."""
+        raise NotImplementedError
+
+
+class PostBindPlugin(Plugin):
+    async def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        raise NotImplementedError
+
+
+@dataclass
+class QueuedPodInfo:
+    """A pod waiting in the scheduling queue (framework.QueuedPodInfo)."""
+
+    pod_info: PodInfo
+    timestamp: float  # when it entered the queue this time (monotonic)
+    initial_attempt_timestamp: float | None = None
+    attempts: int = 0
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+
+    @property
+    def pod(self) -> Obj:
+        return self.pod_info.pod

@@ -1,0 +1,364 @@
+"""The framework runtime: one profile's plugins, called at each extension point in order
+(upstream framework/runtime/framework.go).
+
+A profile lists, per extension point, which plugins run (and, for Score, with what
+weight). The runtime calls them in that order and combines their answers:
+
+    Filter:   the first plugin that rejects a node decides (others are not asked)
+    Score:    sum over plugins of weight x normalized score
+    Reserve:  all; if one fails, every plugin's Unreserve runs in reverse order
+    Permit:   any Deny rejects; any Wait holds the pod (up to the longest timeout)
+    Bind:     the first plugin that does not Skip binds
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from minikube_py.scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    SUCCESS,
+    BindPlugin,
+    Code,
+    CycleState,
+    FilterPlugin,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+    Status,
+)
+from minikube_py.scheduler.framework.types import NodeInfo, PodInfo, Snapshot
+
+if TYPE_CHECKING:
+    from minikube_py.client.events import EventRecorder
+    from minikube_py.client.informer import SharedInformerFactory
+    from minikube_py.client.rest import Client
+    from minikube_py.scheduler.framework.handle import PodNominator
+
+Obj = dict[str, Any]
+ObserveDuration = Callable[[str, str, float], None]  # (extension point, status, seconds)
+
+EXTENSION_POINTS: dict[str, type[Plugin]] = {
+    "queueSort": QueueSortPlugin,
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "postFilter": PostFilterPlugin,
+    "preScore": PreScorePlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
+    "bind": BindPlugin,
+    "postBind": PostBindPlugin,
+}
+
+
+@dataclass
+class WaitingPod:
+    """A pod held at Permit: the plugins that still have to allow it, and its deadline."""
+
+    pod: PodInfo
+    node_name: str
+    pending: set[str]
+    decided: asyncio.Future[Status] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future())
+
+    def allow(self, plugin: str) -> None:
+        self.pending.discard(plugin)
+        if not self.pending and not self.decided.done():
+            self.decided.set_result(SUCCESS)
+
+    def reject(self, plugin: str, message: str) -> None:
+        if not self.decided.done():
+            self.decided.set_result(Status(Code.UNSCHEDULABLE, [message], plugin))
+
+
+class Framework:
+    """One scheduling profile: its plugins by extension point, and how to run them."""
+
+    def __init__(self, profile_name: str, plugins: dict[str, list[Plugin]],
+                 score_weights: dict[str, int], *, client: Client | None = None,
+                 informers: SharedInformerFactory | None = None,
+                 recorder: EventRecorder | None = None,
+                 percentage_of_nodes_to_score: int = 0,
+                 observe: ObserveDuration | None = None) -> None:
+        self.profile_name = profile_name
+        self.plugins = plugins
+        self.score_weights = score_weights
+        self.client = client
+        self.informers = informers
+        self.recorder = recorder
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self._observe = observe
+        self._snapshot = Snapshot()
+        self.waiting_pods: dict[str, WaitingPod] = {}
+        self.nominated_node_names: dict[str, str] = {}
+        self.pod_nominator: PodNominator | None = None  # the scheduling queue
+
+    # -- the Handle plugins see ------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
+    def set_snapshot(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        """PodNominator.NominatedPodsForNode: the pods preemption nominated to this node."""
+        if self.pod_nominator is None:
+            return []
+        return self.pod_nominator.nominated_pods_for_node(node_name)
+
+    def plugins_at(self, point: str) -> list[Any]:
+        return self.plugins.get(point, [])
+
+    def _timed(self, point: str, started: float, status: Status) -> None:
+        if self._observe is not None:
+            self._observe(point, status.code.name.title(), time.perf_counter() - started)
+
+    # -- QueueSort ----------------------------------------------------------------------------
+
+    def queue_sort_less(self) -> Callable[[Any, Any], bool]:
+        sorters = self.plugins_at("queueSort")
+        if len(sorters) != 1:
+            raise ValueError(f"profile {self.profile_name}: exactly one queueSort plugin "
+                             f"is required, got {len(sorters)}")
+        return sorters[0].less
+
+    # -- the scheduling cycle -----------------------------------------------------------------
+
+    def run_pre_filter_plugins(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                               ) -> tuple[PreFilterResult | None, Status]:
+        """Every PreFilter; their node sets intersect; a rejection ends the cycle."""
+        started = time.perf_counter()
+        result: PreFilterResult | None = None
+        for plugin in self.plugins_at("preFilter"):
+            plugin_result, status = plugin.pre_filter(state, pod, nodes)
+            if status.is_skip():
+                state.skip_filter_plugins.add(plugin.name)
+                continue
+            if not status.is_success():
+                status.with_plugin(plugin.name)
+                self._timed("PreFilter", started, status)
+                return None, status
+            if plugin_result is not None and plugin_result.node_names is not None:
+                if result is None or result.node_names is None:
+                    result = PreFilterResult(set(plugin_result.node_names))
+                else:
+                    result.node_names &= plugin_result.node_names
+                if not result.node_names:
+                    status = Status.unschedulable(
+                        "node(s) didn't satisfy plugin(s) [" + plugin.name + "]",
+                        unresolvable=True).with_plugin(plugin.name)
+                    self._timed("PreFilter", started, status)
+                    return result, status
+        self._timed("PreFilter", started, SUCCESS)
+        return result, SUCCESS
+
+    def run_filter_plugins(self, state: CycleState, pod: PodInfo, node_info: NodeInfo
+                           ) -> Status:
+        """Filter one node: the first plugin that says no decides."""
+        for plugin in self.plugins_at("filter"):
+            if plugin.name in state.skip_filter_plugins:
+                continue
+            status = plugin.filter(state, pod, node_info)
+            if status.code:  # anything but Code.SUCCESS (0): this node is out
+                return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo,
+                                         to_add: PodInfo, node_info: NodeInfo) -> Status:
+        for plugin in self.plugins_at("preFilter"):
+            if plugin.name in state.skip_filter_plugins:
+                continue
+            status = plugin.add_pod(state, pod, to_add, node_info)
+            if not status.is_success():
+                return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo,
+                                            to_remove: PodInfo, node_info: NodeInfo
+                                            ) -> Status:
+        for plugin in self.plugins_at("preFilter"):
+            if plugin.name in state.skip_filter_plugins:
+                continue
+            status = plugin.remove_pod(state, pod, to_remove, node_info)
+            if not status.is_success():
+                return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: PodInfo,
+                                               node_info: NodeInfo,
+                                               nominated: list[PodInfo]) -> Status:
+        """Filter as if the pods nominated to this node (by preemption) with a priority
+        at least the pod's were already there, so they keep the room made for them."""
+        priority = pod_priority(pod.pod)
+        higher = [p for p in nominated if pod_priority(p.pod) >= priority and p.uid != pod.uid]
+        if not higher:
+            return self.run_filter_plugins(state, pod, node_info)
+        state_with = state.clone()
+        info_with = node_info.clone()
+        for other in higher:
+            info_with.add_pod(other)
+            status = self.run_pre_filter_extension_add_pod(state_with, pod, other, info_with)
+            if not status.is_success():
+                return status
+        status = self.run_filter_plugins(state_with, pod, info_with)
+        if not status.is_success():
+            return status
+        return self.run_filter_plugins(state, pod, node_info)
+
+    async def run_post_filter_plugins(self, state: CycleState, pod: PodInfo,
+                                      statuses: dict[str, Status]
+                                      ) -> tuple[PostFilterResult | None, Status]:
+        """PostFilter (preemption): the first plugin that finds a way out wins."""
+        started = time.perf_counter()
+        reasons: list[str] = []
+        for plugin in self.plugins_at("postFilter"):
+            result, status = await plugin.post_filter(state, pod, statuses)
+            if status.is_success():
+                self._timed("PostFilter", started, status)
+                return result, status
+            if status.code == Code.ERROR:
+                self._timed("PostFilter", started, status)
+                return None, status.with_plugin(plugin.name)
+            reasons += status.reasons
+        status = Status(Code.UNSCHEDULABLE, reasons)
+        self._timed("PostFilter", started, status)
+        return None, status
+
+    def run_pre_score_plugins(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                              ) -> Status:
+        started = time.perf_counter()
+        for plugin in self.plugins_at("preScore"):
+            status = plugin.pre_score(state, pod, nodes)
+            if status.is_skip():
+                state.skip_score_plugins.add(plugin.name)
+            elif not status.is_success():
+                self._timed("PreScore", started, status)
+                return status.with_plugin(plugin.name)
+        self._timed("PreScore", started, SUCCESS)
+        return SUCCESS
+
+    def run_score_plugins(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                          ) -> tuple[dict[str, int], Status]:
+        """Score every node with every Score plugin, normalize, weight, and sum."""
+        started = time.perf_counter()
+        totals = {info.name: 0 for info in nodes}
+        for plugin in self.plugins_at("score"):
+            if plugin.name in state.skip_score_plugins:
+                continue
+            scores: dict[str, int] = {}
+            for info in nodes:
+                score, status = plugin.score(state, pod, info)
+                if status.code:  # anything but Code.SUCCESS (0)
+                    self._timed("Score", started, status)
+                    return {}, status.with_plugin(plugin.name)
+                scores[info.name] = score
+            status = plugin.normalize_score(state, pod, scores)
+            if status is not None and not status.is_success():
+                self._timed("Score", started, status)
+                return {}, status.with_plugin(plugin.name)
+            weight = self.score_weights.get(plugin.name, 1)
+            for name, score in scores.items():
+                if not 0 <= score <= MAX_NODE_SCORE:
+                    status = Status.error(f"plugin {plugin.name!r} returns an invalid score "
+                                          f"{score}, it should in the range of [0, 100] "
+                                          "after normalizing")
+                    self._timed("Score", started, status)
+                    return {}, status
+                totals[name] += score * weight
+        self._timed("Score", started, SUCCESS)
+        return totals, SUCCESS
+
+    def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str
+                                    ) -> Status:
+        for plugin in self.plugins_at("reserve"):
+            status = plugin.reserve(state, pod, node_name)
+            if not status.is_success():
+                return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def run_reserve_plugins_unreserve(self, state: CycleState, pod: PodInfo,
+                                      node_name: str) -> None:
+        for plugin in reversed(self.plugins_at("reserve")):
+            plugin.unreserve(state, pod, node_name)
+
+    def run_permit_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Permit: Success, a rejection, or Wait (the pod is parked in waiting_pods)."""
+        pending: set[str] = set()
+        timeout = 0.0
+        for plugin in self.plugins_at("permit"):
+            status, plugin_timeout = plugin.permit(state, pod, node_name)
+            if status.code == Code.WAIT:
+                pending.add(plugin.name)
+                timeout = max(timeout, plugin_timeout)
+            elif not status.is_success():
+                return status.with_plugin(plugin.name)
+        if not pending:
+            return SUCCESS
+        waiting = WaitingPod(pod, node_name, pending)
+        self.waiting_pods[pod.uid] = waiting
+        loop = asyncio.get_running_loop()
+        loop.call_later(timeout, waiting.reject, "", f"rejected due to timeout after "
+                        f"waiting {timeout:g}s at plugin {sorted(pending)[0]}")
+        return Status(Code.WAIT)
+
+    async def wait_on_permit(self, pod: PodInfo) -> Status:
+        """The binding cycle's first step: wait until a held pod is allowed or rejected."""
+        waiting = self.waiting_pods.get(pod.uid)
+        if waiting is None:
+            return SUCCESS
+        try:
+            return await waiting.decided
+        finally:
+            self.waiting_pods.pop(pod.uid, None)
+
+    # -- the binding cycle ----------------------------------------------------------------------
+
+    async def run_pre_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str
+                                   ) -> Status:
+        started = time.perf_counter()
+        for plugin in self.plugins_at("preBind"):
+            status = await plugin.pre_bind(state, pod, node_name)
+            if not status.is_success():
+                self._timed("PreBind", started, status)
+                return status.with_plugin(plugin.name)
+        self._timed("PreBind", started, SUCCESS)
+        return SUCCESS
+
+    async def run_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str
+                               ) -> Status:
+        started = time.perf_counter()
+        for plugin in self.plugins_at("bind"):
+            status = await plugin.bind(state, pod, node_name)
+            if status.is_skip():
+                continue
+            self._timed("Bind", started, status)
+            return status.with_plugin(plugin.name)
+        status = Status.error("no bind plugin bound the pod")
+        self._timed("Bind", started, status)
+        return status
+
+    async def run_post_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str
+                                    ) -> None:
+        for plugin in self.plugins_at("postBind"):
+            await plugin.post_bind(state, pod, node_name)
+
+
+def pod_priority(pod: Obj) -> int:
+    """corev1helpers.PodPriority: spec.priority, 0 when unset."""
+    return int(pod.get("spec", {}).get("priority") or 0)

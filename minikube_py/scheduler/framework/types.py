@@ -1,0 +1,463 @@
+"""The data the scheduling framework works on (upstream framework/types.go).
+
+- `Resource`: an amount of cpu (millicores), memory (bytes), ephemeral storage, pods and
+  extended resources such as `nvidia.com/gpu`.
+- `PodInfo`: a pod plus what plugins would otherwise parse again and again (its
+  requests, its affinity terms).
+- `NodeInfo`: a node plus the pods on it and their sums: requested resources, host ports
+  in use, pods with (anti-)affinity. Plugins read a NodeInfo, never the API server.
+- `Snapshot`: every NodeInfo at the start of one scheduling cycle; the cycle sees a
+  world that does not change under it.
+- `NodeMemo`: per-node results a plugin reuses while the snapshot keeps a node unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from minikube_py.api.quantity import cpu_millis, memory_bytes, parse_quantity
+from minikube_py.api.selectors import LabelSelector, label_selector_from_dict
+
+Obj = dict[str, Any]
+V = TypeVar("V")
+
+# Pods without requests still count for spreading scores (upstream's non-zero defaults).
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+CPU, MEMORY, EPHEMERAL_STORAGE, PODS = "cpu", "memory", "ephemeral-storage", "pods"
+
+
+@dataclass
+class Resource:
+    """Amounts of compute resources (framework.Resource)."""
+
+    milli_cpu: int = 0
+    memory: int = 0
+    ephemeral_storage: int = 0
+    allowed_pod_number: int = 0
+    scalar_resources: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_list(cls, resources: Obj | None) -> Resource:
+        """A ResourceList (`{"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"}`)."""
+        result = cls()
+        for name, value in (resources or {}).items():
+            result.add_named(name, value)
+        return result
+
+    def add_named(self, name: str, value: Any) -> None:
+        if name == CPU:
+            self.milli_cpu += cpu_millis(value)
+        elif name == MEMORY:
+            self.memory += memory_bytes(value)
+        elif name == EPHEMERAL_STORAGE:
+            self.ephemeral_storage += memory_bytes(value)
+        elif name == PODS:
+            self.allowed_pod_number += int(parse_quantity(value))
+        elif is_scalar_resource_name(name):
+            self.scalar_resources[name] = self.scalar_resources.get(name, 0) + int(
+                parse_quantity(value))
+
+    def add(self, other: Resource) -> None:
+        self.milli_cpu += other.milli_cpu
+        self.memory += other.memory
+        self.ephemeral_storage += other.ephemeral_storage
+        self.allowed_pod_number += other.allowed_pod_number
+        for name, amount in other.scalar_resources.items():
+            self.scalar_resources[name] = self.scalar_resources.get(name, 0) + amount
+
+    def subtract(self, other: Resource) -> None:
+        self.milli_cpu -= other.milli_cpu
+        self.memory -= other.memory
+        self.ephemeral_storage -= other.ephemeral_storage
+        self.allowed_pod_number -= other.allowed_pod_number
+        for name, amount in other.scalar_resources.items():
+            self.scalar_resources[name] = self.scalar_resources.get(name, 0) - amount
+
+    def set_max(self, other: Resource) -> None:
+        """Each amount becomes the larger of the two (init containers run one at a time)."""
+        self.milli_cpu = max(self.milli_cpu, other.milli_cpu)
+        self.memory = max(self.memory, other.memory)
+        self.ephemeral_storage = max(self.ephemeral_storage, other.ephemeral_storage)
+        for name, amount in other.scalar_resources.items():
+            self.scalar_resources[name] = max(self.scalar_resources.get(name, 0), amount)
+
+    def get(self, name: str) -> int:
+        """The amount of one named resource (millicores for cpu, bytes for memory)."""
+        if name == CPU:
+            return self.milli_cpu
+        if name == MEMORY:
+            return self.memory
+        if name == EPHEMERAL_STORAGE:
+            return self.ephemeral_storage
+        if name == PODS:
+            return self.allowed_pod_number
+        return self.scalar_resources.get(name, 0)
+
+    def clone(self) -> Resource:
+        return Resource(self.milli_cpu, self.memory, self.ephemeral_storage,
+                        self.allowed_pod_number, dict(self.scalar_resources))
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """Extended (`example.com/foo`), hugepages-* and attachable-volumes-* resources."""
+    if name.startswith(("hugepages-", "attachable-volumes-")):
+        return True
+    return "/" in name and not name.startswith("kubernetes.io/") and not name.startswith(
+        "requests.")
+
+
+def _is_restartable_init(container: Obj) -> bool:
+    return container.get("restartPolicy") == "Always"
+
+
+def pod_requests(pod: Obj, *, non_zero: bool = False) -> Resource:
+    """resourcehelper.PodRequests: what the pod asks of its node.
+
+    The sum over app containers, and over sidecars (init containers with
+    restartPolicy Always, which keep running); each ordinary init container runs alone,
+    so the result is at least the largest of them plus the sidecars started before it;
+    plus the pod's overhead. With `non_zero`, a container without a cpu or memory request
+    counts as 100m / 200Mi (used by scoring, so empty pods still spread).
+    """
+    spec = pod.get("spec", {})
+    total = Resource()
+    for container in spec.get("containers") or []:
+        total.add(_container_requests(container, non_zero))
+    sidecars = Resource()
+    init_peak = Resource()
+    for container in spec.get("initContainers") or []:
+        requests = _container_requests(container, non_zero)
+        if _is_restartable_init(container):
+            sidecars.add(requests)
+            total.add(requests)
+            continue
+        with_sidecars = requests.clone()
+        with_sidecars.add(sidecars)
+        init_peak.set_max(with_sidecars)
+    total.set_max(init_peak)
+    overhead = spec.get("overhead")
+    if overhead:
+        total.add(Resource.from_list(overhead))
+    return total
+
+
+def _container_requests(container: Obj, non_zero: bool) -> Resource:
+    resources = container.get("resources") or {}
+    requests = dict(resources.get("requests") or {})
+    # An unset request defaults to the limit (the API server does this on create too).
+    for name, limit in (resources.get("limits") or {}).items():
+        requests.setdefault(name, limit)
+    result = Resource.from_list(requests)
+    if non_zero:
+        if CPU not in requests:
+            result.milli_cpu = DEFAULT_MILLI_CPU_REQUEST
+        if MEMORY not in requests:
+            result.memory = DEFAULT_MEMORY_REQUEST
+    return result
+
+
+@dataclass(frozen=True)
+class AffinityTerm:
+    """A parsed PodAffinityTerm: which pods (selector, namespaces) on which topology."""
+
+    selector: LabelSelector
+    namespaces: frozenset[str]
+    namespace_selector: LabelSelector | None
+    topology_key: str
+
+    def matches(self, pod: Obj, namespace_labels: dict[str, str] | None = None) -> bool:
+        """Does `pod` belong to the set of pods this term is about?"""
+        meta = pod.get("metadata", {})
+        in_namespace = meta.get("namespace", "") in self.namespaces
+        if not in_namespace and self.namespace_selector is not None:
+            in_namespace = self.namespace_selector.matches(namespace_labels or {})
+        return in_namespace and self.selector.matches(meta.get("labels"))
+
+
+@dataclass(frozen=True)
+class WeightedAffinityTerm:
+    term: AffinityTerm
+    weight: int
+
+
+def _affinity_term(term: Obj, pod_namespace: str) -> AffinityTerm:
+    namespaces = frozenset(term.get("namespaces") or [])
+    namespace_selector = term.get("namespaceSelector")
+    selector = dict(term.get("labelSelector") or {})
+    labels = label_selector_from_dict(selector) if term.get("labelSelector") is not None else (
+        LabelSelector.match_nothing())
+    parsed_ns_selector = None
+    if namespace_selector is not None:
+        parsed_ns_selector = label_selector_from_dict(namespace_selector)
+    if not namespaces and namespace_selector is None:
+        namespaces = frozenset({pod_namespace})
+    return AffinityTerm(labels, namespaces, parsed_ns_selector, term.get("topologyKey", ""))
+
+
+@dataclass
+class PodInfo:
+    """A pod and its parsed requests and affinity terms (framework.PodInfo)."""
+
+    pod: Obj
+    requests: Resource
+    non_zero_requests: Resource
+    required_affinity_terms: list[AffinityTerm]
+    required_anti_affinity_terms: list[AffinityTerm]
+    preferred_affinity_terms: list[WeightedAffinityTerm]
+    preferred_anti_affinity_terms: list[WeightedAffinityTerm]
+
+    @classmethod
+    def of(cls, pod: Obj) -> PodInfo:
+        namespace = pod.get("metadata", {}).get("namespace", "")
+        affinity = pod.get("spec", {}).get("affinity") or {}
+        pod_affinity = affinity.get("podAffinity") or {}
+        anti_affinity = affinity.get("podAntiAffinity") or {}
+
+        def required(block: Obj) -> list[AffinityTerm]:
+            return [_affinity_term(term, namespace) for term in
+                    block.get("requiredDuringSchedulingIgnoredDuringExecution") or []]
+
+        def preferred(block: Obj) -> list[WeightedAffinityTerm]:
+            return [WeightedAffinityTerm(_affinity_term(item.get("podAffinityTerm") or {},
+                                                        namespace), int(item.get("weight", 0)))
+                    for item in block.get("preferredDuringSchedulingIgnoredDuringExecution")
+                    or []]
+
+        return cls(pod, pod_requests(pod), pod_requests(pod, non_zero=True),
+                   required(pod_affinity), required(anti_affinity),
+                   preferred(pod_affinity), preferred(anti_affinity))
+
+    @property
+    def name(self) -> str:
+        return self.pod["metadata"]["name"]
+
+    @property
+    def namespace(self) -> str:
+        return self.pod["metadata"].get("namespace", "")
+
+    @property
+    def uid(self) -> str:
+        return self.pod["metadata"].get("uid", "")
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def has_affinity(self) -> bool:
+        return bool(self.required_affinity_terms or self.required_anti_affinity_terms
+                    or self.preferred_affinity_terms or self.preferred_anti_affinity_terms)
+
+
+@dataclass(frozen=True)
+class HostPort:
+    ip: str
+    protocol: str
+    port: int
+
+
+def host_ports(pod: Obj) -> list[HostPort]:
+    """GetHostPorts: the host ports of the app containers and of the sidecars (init
+    containers with restartPolicy Always, which run as long as the pod); an unset hostIP
+    binds every address (0.0.0.0), an unset protocol is TCP."""
+    spec = pod.get("spec", {})
+    sidecars = [c for c in spec.get("initContainers") or [] if _is_restartable_init(c)]
+    ports = []
+    for container in sidecars + list(spec.get("containers") or []):
+        for port in container.get("ports") or []:
+            if int(port.get("hostPort") or 0) > 0:
+                ports.append(HostPort(port.get("hostIP") or "0.0.0.0",
+                                      port.get("protocol") or "TCP", int(port["hostPort"])))
+    return ports
+
+
+@dataclass
+class NodeInfo:
+    """A node and the pods the scheduler believes run on it (framework.NodeInfo)."""
+
+    node: Obj
+    pods: list[PodInfo] = field(default_factory=list)
+    requested: Resource = field(default_factory=Resource)
+    non_zero_requested: Resource = field(default_factory=Resource)
+    allocatable: Resource = field(default_factory=Resource)
+    used_ports: set[HostPort] = field(default_factory=set)
+    pods_with_affinity: list[PodInfo] = field(default_factory=list)
+    pods_with_required_anti_affinity: list[PodInfo] = field(default_factory=list)
+    # image name -> (size in bytes, how many nodes have it); filled by the snapshot
+    image_states: dict[str, tuple[int, int]] = field(default_factory=dict)
+    generation: int = 0
+
+    @classmethod
+    def of(cls, node: Obj, pods: Iterable[Obj | PodInfo] = ()) -> NodeInfo:
+        info = cls(node=node)
+        info.set_node(node)
+        for pod in pods:
+            info.add_pod(pod if isinstance(pod, PodInfo) else PodInfo.of(pod))
+        return info
+
+    # The node's name, kept as a plain attribute: plugins read it for every node.
+    name: str = field(default="", init=False)
+    # Bumped when the Node object itself changes (not its pods): image states follow it.
+    node_generation: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self.name = self.node.get("metadata", {}).get("name", "")
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.node.get("metadata", {}).get("labels") or {}
+
+    def set_node(self, node: Obj) -> None:
+        self.node = node
+        self.name = node.get("metadata", {}).get("name", "")
+        self.allocatable = Resource.from_list(node.get("status", {}).get("allocatable"))
+        self.generation += 1
+        self.node_generation += 1
+
+    def add_pod(self, pod_info: PodInfo) -> None:
+        self.pods.append(pod_info)
+        self.requested.add(pod_info.requests)
+        self.non_zero_requested.add(pod_info.non_zero_requests)
+        self.used_ports.update(host_ports(pod_info.pod))
+        if pod_info.has_affinity():
+            self.pods_with_affinity.append(pod_info)
+        if pod_info.required_anti_affinity_terms:
+            self.pods_with_required_anti_affinity.append(pod_info)
+        self.generation += 1
+
+    def remove_pod(self, pod: Obj) -> bool:
+        """Take a pod off the node (by uid); False if it was not there."""
+        uid = pod.get("metadata", {}).get("uid", "")
+        for index, pod_info in enumerate(self.pods):
+            if pod_info.uid == uid:
+                del self.pods[index]
+                self.requested.subtract(pod_info.requests)
+                self.non_zero_requested.subtract(pod_info.non_zero_requests)
+                self.pods_with_affinity = [p for p in self.pods_with_affinity if p.uid != uid]
+                self.pods_with_required_anti_affinity = [
+                    p for p in self.pods_with_required_anti_affinity if p.uid != uid]
+                self.used_ports = {port for p in self.pods for port in host_ports(p.pod)}
+                self.generation += 1
+                return True
+        return False
+
+    def clone(self) -> NodeInfo:
+        """A copy whose pod list and sums can change without touching this one."""
+        twin = copy.copy(self)
+        twin.pods = list(self.pods)
+        twin.requested = self.requested.clone()
+        twin.non_zero_requested = self.non_zero_requested.clone()
+        twin.allocatable = self.allocatable.clone()
+        twin.used_ports = set(self.used_ports)
+        twin.pods_with_affinity = list(self.pods_with_affinity)
+        twin.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
+        twin.image_states = dict(self.image_states)
+        return twin
+
+
+class Snapshot:
+    """Every node's NodeInfo at the start of a scheduling cycle (the NodeInfoLister)."""
+
+    def __init__(self, node_infos: Iterable[NodeInfo] = (),
+                 namespace_labels: dict[str, dict[str, str]] | None = None, *,
+                 by_name: dict[str, NodeInfo] | None = None) -> None:
+        self.node_info_list = list(node_infos)
+        self._by_name = by_name if by_name is not None else {
+            info.name: info for info in self.node_info_list}
+        self.namespace_labels = namespace_labels or {}
+        self._with_affinity: list[NodeInfo] | None = None
+        self._with_required_anti_affinity: list[NodeInfo] | None = None
+
+    @property
+    def have_pods_with_affinity(self) -> list[NodeInfo]:
+        """Nodes running pods with (anti-)affinity terms (computed on first use)."""
+        if self._with_affinity is None:
+            self._with_affinity = [i for i in self.node_info_list if i.pods_with_affinity]
+        return self._with_affinity
+
+    @property
+    def have_pods_with_required_anti_affinity(self) -> list[NodeInfo]:
+        if self._with_required_anti_affinity is None:
+            self._with_required_anti_affinity = [
+                i for i in self.node_info_list if i.pods_with_required_anti_affinity]
+        return self._with_required_anti_affinity
+
+    @classmethod
+    def of(cls, nodes: Iterable[Obj], pods: Iterable[Obj] = ()) -> Snapshot:
+        """A snapshot from plain objects: pods are placed by their spec.nodeName (tests)."""
+        by_node: dict[str, list[Obj]] = {}
+        for pod in pods:
+            by_node.setdefault(pod.get("spec", {}).get("nodeName", ""), []).append(pod)
+        infos = [NodeInfo.of(node, by_node.get(node["metadata"]["name"], [])) for node in nodes]
+        snapshot = cls(infos)
+        snapshot.fill_image_states()
+        return snapshot
+
+    def get(self, name: str) -> NodeInfo | None:
+        return self._by_name.get(name)
+
+    def __len__(self) -> int:
+        return len(self.node_info_list)
+
+    def fill_image_states(self) -> None:
+        """ImageStateSummary: each image's size and on how many nodes it is present."""
+        spread: dict[str, int] = {}
+        sizes: dict[str, dict[str, int]] = {}
+        for info in self.node_info_list:
+            node_sizes: dict[str, int] = {}
+            for image in info.node.get("status", {}).get("images") or []:
+                for name in image.get("names") or []:
+                    node_sizes[normalized_image_name(name)] = int(image.get("sizeBytes", 0))
+            sizes[info.name] = node_sizes
+            for name in node_sizes:
+                spread[name] = spread.get(name, 0) + 1
+        for info in self.node_info_list:
+            info.image_states = {name: (size, spread[name])
+                                 for name, size in sizes[info.name].items()}
+
+
+class NodeMemo(Generic[V]):
+    """What a plugin computed from one node, remembered from one scheduling cycle to the next.
+
+    Some per-node results (how many pods on the node a selector matches) depend on nothing
+    but the node, its pods and a few inputs from the pod being scheduled. The cache's
+    snapshots hand out the same NodeInfo object for as long as its node and pods are
+    unchanged (a change makes a fresh copy), so a result is kept with the NodeInfo it came
+    from and reused while a snapshot still holds that very object. Results are grouped by a
+    key naming those other inputs; only the `size` most recently used keys are kept.
+    Callers must not modify a remembered result.
+    """
+
+    def __init__(self, size: int = 32) -> None:
+        self.size = size
+        self._tables: dict[Hashable, dict[str, tuple[NodeInfo, V]]] = {}
+
+    def per_node(self, key: Hashable, compute: Callable[[NodeInfo], V]
+                 ) -> Callable[[NodeInfo], V]:
+        """lookup(node_info): compute(node_info), or the result remembered for that object."""
+        table = self._tables.pop(key, None) or {}
+        self._tables[key] = table  # most recently used last
+        while len(self._tables) > self.size:
+            del self._tables[next(iter(self._tables))]
+
+        def lookup(node_info: NodeInfo) -> V:
+            remembered = table.get(node_info.name)
+            if remembered is not None and remembered[0] is node_info:
+                return remembered[1]
+            value = compute(node_info)
+            table[node_info.name] = (node_info, value)
+            return value
+
+        return lookup
+
+
+def normalized_image_name(name: str) -> str:
+    """An image name with a tag (`:latest` added when there is neither tag nor digest)."""
+    last = name.rsplit("/", 1)[-1]
+    if ":" not in last and "@" not in last:
+        return name + ":latest"
+    return name

@@ -1,0 +1,2 @@
+"""In-tree plugins, one per file, named after upstream's (NodeResourcesFit, TaintToleration,
+...); the registry maps names to classes."""

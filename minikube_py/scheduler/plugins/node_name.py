@@ -1,0 +1,32 @@
+"""NodeName (upstream plugins/nodename): a pod that names its node runs there or nowhere."""
+
+from __future__ import annotations
+
+from minikube_py.scheduler.framework.interface import (
+    SUCCESS,
+    ClusterEvent,
+    CycleState,
+    FilterPlugin,
+    Status,
+)
+from minikube_py.scheduler.framework.types import NodeInfo, PodInfo
+
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName(FilterPlugin):
+    """Filter: when spec.nodeName is set, drop every node with another name."""
+
+    name = "NodeName"
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        """Fits: no nodeName, or this node's name. Preemption cannot change a name, so a
+        mismatch is UnschedulableAndUnresolvable."""
+        wanted = pod.pod.get("spec", {}).get("nodeName") or ""
+        if not wanted or wanted == node_info.name:
+            return SUCCESS
+        return Status.unschedulable(ERR_REASON, unresolvable=True)
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        """A new node may carry the wanted name; updates never change a node's name."""
+        return [ClusterEvent("Node", "Add")]

@@ -1,0 +1,39 @@
+"""NodeUnschedulable (upstream plugins/nodeunschedulable): cordoned nodes take no new pods."""
+
+from __future__ import annotations
+
+from minikube_py.api.scheduling.taints import tolerations_tolerate_taint
+from minikube_py.scheduler.framework.interface import (
+    SUCCESS,
+    ClusterEvent,
+    CycleState,
+    FilterPlugin,
+    Status,
+)
+from minikube_py.scheduler.framework.types import NodeInfo, PodInfo
+
+ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+
+# `kubectl cordon` sets spec.unschedulable; a pod that tolerates this taint ignores it.
+UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+
+
+class NodeUnschedulable(FilterPlugin):
+    """Filter: drop nodes with spec.unschedulable, unless the pod tolerates
+    node.kubernetes.io/unschedulable:NoSchedule."""
+
+    name = "NodeUnschedulable"
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        """Evicting pods never uncordons a node: the rejection is unresolvable."""
+        if not node_info.node.get("spec", {}).get("unschedulable"):
+            return SUCCESS
+        tolerations = pod.pod.get("spec", {}).get("tolerations")
+        if tolerations_tolerate_taint(tolerations, UNSCHEDULABLE_TAINT):
+            return SUCCESS
+        return Status.unschedulable(ERR_REASON_UNSCHEDULABLE, unresolvable=True)
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        """A new or uncordoned node, or the pod gaining the toleration."""
+        return [ClusterEvent("Node", "Add"), ClusterEvent("Node", "UpdateNodeTaint"),
+                ClusterEvent("Pod", "UpdatePodToleration")]

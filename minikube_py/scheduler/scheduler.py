@@ -1,0 +1,546 @@
+"""The scheduler: informers feed the queue and the cache; one loop schedules pod after pod.
+
+    pods informer:  unassigned pods of our profiles -> queue; assigned pods -> cache
+    nodes informer: -> cache; every change may help unschedulable pods -> queue moves
+
+    scheduling cycle (serial, one pod at a time)          schedule_one()
+      pop -> snapshot -> PreFilter -> Filter (each node) -> PostFilter if none fits
+          -> PreScore -> Score -> pick the best node -> assume in the cache -> Reserve
+          -> Permit
+    binding cycle (asynchronous, runs while the next pod is scheduled)   binding_cycle()
+      wait for Permit -> PreBind -> Bind (POST pods/<name>/binding) -> PostBind
+
+A pod no node fits gets a `FailedScheduling` Warning Event and the condition
+PodScheduled=False, with the per-node reasons counted: "0/5 nodes are available:
+3 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}." It then waits in
+the queue for a cluster change that could help it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections import Counter as Histogram
+from collections.abc import Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import Histogram as PromHistogram
+
+from minikube_py.api.meta import now, rfc3339
+from minikube_py.client.errors import APIStatusError, NotFound
+from minikube_py.client.events import EventRecorder
+from minikube_py.client.informer import EventHandler, SharedInformerFactory
+from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.scheduler.cache import Cache
+from minikube_py.scheduler.config import SchedulerConfiguration
+from minikube_py.scheduler.framework.interface import (
+    ClusterEvent,
+    Code,
+    CycleState,
+    Plugin,
+    QueuedPodInfo,
+    Status,
+)
+from minikube_py.scheduler.framework.runtime import Framework
+from minikube_py.scheduler.framework.types import NodeInfo, PodInfo
+from minikube_py.scheduler.profile import build_framework
+from minikube_py.scheduler.queue import SchedulingQueue
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 50
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+
+class FitError(Exception):
+    """No node fits the pod: per-node statuses, and what PreFilter/PostFilter said."""
+
+    def __init__(self, pod: PodInfo, num_all_nodes: int, statuses: dict[str, Status],
+                 pre_filter_message: str = "") -> None:
+        super().__init__()
+        self.pod = pod
+        self.num_all_nodes = num_all_nodes
+        self.statuses = statuses
+        self.pre_filter_message = pre_filter_message
+        self.post_filter_message = ""
+
+    def unschedulable_plugins(self) -> set[str]:
+        return {status.plugin for status in self.statuses.values() if status.plugin}
+
+    def message(self) -> str:
+        """FitError.Error(): "0/N nodes are available: <counted reasons>. <postfilter>"
+        (the PostFilter message brings its own final period, as preemption's does)."""
+        text = f"0/{self.num_all_nodes} nodes are available:"
+        if self.pre_filter_message:
+            text += f" {self.pre_filter_message}."
+        else:
+            counts = Histogram(reason for status in self.statuses.values()
+                               for reason in status.reasons)
+            reasons = sorted(f"{count} {reason}" for reason, count in counts.items())
+            if reasons:
+                text += f" {', '.join(reasons)}."
+        if self.post_filter_message:
+            text += f" {self.post_filter_message}"
+        return text
+
+
+def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
+    """numFeasibleNodesToFind: small clusters check every node; large ones stop early
+    (adaptive: 50% minus 1% per 125 nodes, at least 5%, never fewer than 100 nodes)."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND or percentage >= 100:
+        return num_all_nodes
+    if percentage == 0:
+        percentage = DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE - num_all_nodes // 125
+        percentage = max(percentage, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+class SchedulerMetrics:
+    """The scheduler_* metrics upstream exposes that users and the benchmark read."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.attempts = Counter("scheduler_schedule_attempts",
+                                "Number of attempts to schedule pods, by the result",
+                                ["result", "profile"], registry=registry)
+        self.attempt_duration = PromHistogram(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            ["result", "profile"], registry=registry,
+            buckets=(0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512,
+                     1.024, 2.048, 4.096, 8.192, 16.384))
+        self.pending = Gauge("scheduler_pending_pods", "Number of pending pods, by the queue",
+                             ["queue"], registry=registry)
+        self.extension_point = PromHistogram(
+            "scheduler_framework_extension_point_duration_seconds",
+            "Latency for running all plugins of a specific extension point",
+            ["extension_point", "status", "profile"], registry=registry,
+            buckets=(0.0001, 0.0002, 0.0004, 0.0008, 0.0016, 0.0032, 0.0064, 0.0128, 0.0256,
+                     0.0512, 0.1024, 0.2048))
+
+
+class Scheduler:
+    """Schedules the pending pods whose schedulerName matches one of its profiles."""
+
+    def __init__(self, client: Client, config: SchedulerConfiguration,
+                 registry: Mapping[str, type[Plugin]], *,
+                 metrics_registry: CollectorRegistry | None = None) -> None:
+        self.client = client
+        self.config = config
+        self.metrics_registry = metrics_registry or CollectorRegistry()
+        self.metrics = SchedulerMetrics(self.metrics_registry)
+        self.informers = SharedInformerFactory(client)
+        # Events name the profile that wrote them (source.component), as upstream's do.
+        self.recorders: dict[str, EventRecorder] = {}
+        self.cache = Cache()
+        self.profiles: dict[str, Framework] = {}
+        for profile in config.profiles:
+            self.profiles[profile.scheduler_name] = build_framework(
+                profile, registry, client=client, informers=self.informers,
+                recorder=self.recorders.setdefault(
+                    profile.scheduler_name, EventRecorder(client, profile.scheduler_name)),
+                percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
+                observe=self._observer(profile.scheduler_name))
+        first = next(iter(self.profiles.values()))
+        plugin_events = {plugin.name: plugin.events_to_register()
+                         for fwk in self.profiles.values()
+                         for plugins in fwk.plugins.values() for plugin in plugins}
+        self.queue = SchedulingQueue(
+            first.queue_sort_less(), events_for_plugin=lambda name: plugin_events.get(name, []),
+            initial_backoff=config.pod_initial_backoff_seconds,
+            max_backoff=config.pod_max_backoff_seconds)
+        for fwk in self.profiles.values():
+            fwk.pod_nominator = self.queue
+        self.pods = self.informers.informer("pods")
+        self.nodes = self.informers.informer("nodes")
+        self.namespaces = self.informers.informer("namespaces")
+        self._wire_informers()
+        self._next_start_node_index = 0
+        self._binding_tasks: set[asyncio.Task[None]] = set()
+        self.synced = asyncio.Event()
+
+    def _observer(self, profile: str) -> Any:
+        def observe(point: str, status: str, seconds: float) -> None:
+            self.metrics.extension_point.labels(point, status, profile).observe(seconds)
+        return observe
+
+    # -- informer handlers: the queue and the cache follow the cluster ------------------------
+
+    def responsible_for(self, pod: Obj) -> bool:
+        name = pod.get("spec", {}).get("schedulerName") or "default-scheduler"
+        return name in self.profiles
+
+    def _wire_informers(self) -> None:
+        self.pods.add_event_handler(EventHandler(
+            on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted))
+        self.nodes.add_event_handler(EventHandler(
+            on_add=lambda node: self._node_changed(node, ["Add"]),
+            on_update=lambda old, node: self._node_changed(node, node_update_actions(old, node)),
+            on_delete=self._node_deleted))
+        self.namespaces.add_event_handler(EventHandler(
+            on_add=self._namespace_changed,
+            on_update=lambda _old, ns: self._namespace_changed(ns),
+            on_delete=lambda ns: self.cache.namespace_labels.pop(ns["metadata"]["name"], None)))
+
+    @staticmethod
+    def _assigned(pod: Obj) -> bool:
+        return bool(pod.get("spec", {}).get("nodeName"))
+
+    @staticmethod
+    def _terminal(pod: Obj) -> bool:
+        return pod.get("status", {}).get("phase") in ("Succeeded", "Failed")
+
+    def _pending(self, pod: Obj) -> bool:
+        """A pod for our queue: unassigned, ours, not being deleted, not gated."""
+        spec = pod.get("spec", {})
+        return (not spec.get("nodeName") and self.responsible_for(pod)
+                and not pod.get("metadata", {}).get("deletionTimestamp")
+                and not spec.get("schedulingGates"))
+
+    def _pod_added(self, pod: Obj) -> None:
+        if self._assigned(pod):
+            if not self._terminal(pod):
+                self.cache.add_pod(pod)
+                self.queue.move_all_to_active_or_backoff(ClusterEvent("Pod", "Add"))
+        elif self._pending(pod):
+            self.queue.add(pod)
+
+    def _pod_updated(self, old: Obj, new: Obj) -> None:
+        if self._assigned(new):
+            self.queue.delete(new)
+            if self._terminal(new):
+                self.cache.remove_pod(new)
+                self.queue.move_all_to_active_or_backoff(ClusterEvent("Pod", "Delete"))
+            else:
+                self.cache.update_pod(new)
+                for action in pod_update_actions(old, new):
+                    self.queue.move_all_to_active_or_backoff(ClusterEvent("Pod", action))
+        elif self._pending(new):
+            self.queue.update(old, new)
+        else:
+            self.queue.delete(new)
+
+    def _pod_deleted(self, pod: Obj) -> None:
+        if self._assigned(pod):
+            self.cache.remove_pod(pod)
+            self.queue.delete_nominated(pod)
+            self.queue.move_all_to_active_or_backoff(ClusterEvent("Pod", "Delete"))
+        else:
+            self.queue.delete(pod)
+
+    def _node_changed(self, node: Obj, actions: list[str]) -> None:
+        self.cache.add_node(node)
+        for action in actions:
+            self.queue.move_all_to_active_or_backoff(ClusterEvent("Node", action))
+
+    def _node_deleted(self, node: Obj) -> None:
+        self.cache.remove_node(node)
+
+    def _namespace_changed(self, namespace: Obj) -> None:
+        meta = namespace["metadata"]
+        self.cache.namespace_labels[meta["name"]] = dict(meta.get("labels") or {})
+
+    # -- running ----------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Start the informers, wait for their caches, then schedule until cancelled."""
+        self.informers.start()
+        flusher = asyncio.create_task(self.queue.run_flusher(), name="queue-flusher")
+        housekeeping = asyncio.create_task(self._housekeeping(), name="cache-cleanup")
+        try:
+            await self.informers.wait_for_cache_sync()
+            self.synced.set()
+            log.info("caches synced; scheduling with profiles %s", ", ".join(self.profiles))
+            while True:
+                queued = await self.queue.pop()
+                if queued is None:
+                    return
+                await self.schedule_one(queued)
+                # A scheduling cycle is CPU work with no await in it: let the informers and
+                # the binding cycles (HTTP answers waiting in the loop) run between pods.
+                await asyncio.sleep(0)
+        finally:
+            self.synced.clear()
+            self.queue.close()
+            for task in (flusher, housekeeping, *self._binding_tasks):
+                task.cancel()
+            await asyncio.gather(flusher, housekeeping, *self._binding_tasks,
+                                 return_exceptions=True)
+            await self.informers.stop()
+            for recorder in self.recorders.values():
+                await recorder.stop()
+
+    async def _housekeeping(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            for expired in self.cache.cleanup_expired_assumed_pods():
+                log.warning("assumed pod %s expired: its binding was never confirmed",
+                            expired.key)
+            for queue, count in self.queue.pending_pods().items():
+                self.metrics.pending.labels(queue).set(count)
+
+    # -- the scheduling cycle ---------------------------------------------------------------------
+
+    async def schedule_one(self, queued: QueuedPodInfo) -> None:
+        """One pod through the scheduling cycle; its binding cycle continues in a task."""
+        pod_info = queued.pod_info
+        current = self.pods.store.get(pod_info.key)
+        if current is None or not self._pending(current) or self.cache.is_assumed(current):
+            return
+        if current["metadata"].get("uid") != pod_info.uid:
+            return
+        fwk = self.profiles[current.get("spec", {}).get("schedulerName")
+                            or "default-scheduler"]
+        started = time.perf_counter()
+        fwk.set_snapshot(self.cache.update_snapshot())
+        state = CycleState()
+        cycle = self.queue.scheduling_cycle
+        try:
+            host = self.schedule_pod(fwk, state, pod_info)
+        except FitError as fit:
+            result, status = await fwk.run_post_filter_plugins(state, pod_info, fit.statuses)
+            # A result sets the nomination (an empty name clears it); None leaves it as is.
+            nominated = result.nominated_node_name if result is not None else None
+            if not status.is_success() and status.message():
+                fit.post_filter_message = status.message()
+            queued.unschedulable_plugins = fit.unschedulable_plugins()
+            if nominated is not None:
+                self.queue.add_nominated(pod_info, nominated)
+            await self._fail(fwk, queued, cycle, fit.message(), "Unschedulable", nominated,
+                             started)
+            return
+        except SchedulingError as error:
+            await self._fail(fwk, queued, cycle, str(error), "SchedulerError", None, started)
+            return
+        assumed = pod_info
+        self.cache.assume_pod(assumed, host)
+        status = fwk.run_reserve_plugins_reserve(state, assumed, host)
+        if status.is_success():
+            status = fwk.run_permit_plugins(state, assumed, host)
+        if not status.is_success() and status.code != Code.WAIT:
+            fwk.run_reserve_plugins_unreserve(state, assumed, host)
+            self.cache.forget_pod(assumed.pod)
+            if status.is_rejected():
+                queued.unschedulable_plugins = {status.plugin}
+                await self._fail(fwk, queued, cycle, status.message(), "Unschedulable", None,
+                                 started)
+            else:
+                await self._fail(fwk, queued, cycle, status.message(), "SchedulerError", None,
+                                 started)
+            return
+        self.queue.delete_nominated(assumed.pod)
+        task = asyncio.create_task(
+            self.binding_cycle(fwk, state, queued, assumed, host, cycle, started),
+            name=f"bind-{pod_info.key}")
+        self._binding_tasks.add(task)
+        task.add_done_callback(self._binding_tasks.discard)
+
+    def schedule_pod(self, fwk: Framework, state: CycleState, pod: PodInfo) -> str:
+        """The scheduling algorithm: feasible nodes, then the best-scoring one."""
+        snapshot = fwk.snapshot()
+        if not snapshot.node_info_list:
+            raise SchedulingError(NO_NODES_AVAILABLE)
+        feasible, statuses = self.find_nodes_that_fit(fwk, state, pod)
+        if not feasible:
+            raise FitError(pod, len(snapshot.node_info_list), statuses)
+        if len(feasible) == 1:
+            return feasible[0].name
+        status = fwk.run_pre_score_plugins(state, pod, feasible)
+        if not status.is_success():
+            raise SchedulingError(status.message())
+        scores, status = fwk.run_score_plugins(state, pod, feasible)
+        if not status.is_success():
+            raise SchedulingError(status.message())
+        return select_host(scores)
+
+    def find_nodes_that_fit(self, fwk: Framework, state: CycleState, pod: PodInfo
+                            ) -> tuple[list[NodeInfo], dict[str, Status]]:
+        """PreFilter, then Filter over the nodes (starting where the last pod stopped,
+        and stopping early in large clusters), nominated node first."""
+        all_nodes = fwk.snapshot().node_info_list
+        result, status = fwk.run_pre_filter_plugins(state, pod, all_nodes)
+        if not status.is_success():
+            if status.is_rejected():
+                fit = FitError(pod, len(all_nodes), {n.name: status for n in all_nodes},
+                               pre_filter_message=status.message())
+                raise fit
+            raise SchedulingError(status.message())
+        nodes = all_nodes
+        if result is not None and result.node_names is not None:
+            nodes = [info for info in all_nodes if info.name in result.node_names]
+        statuses: dict[str, Status] = {}
+        nominated_node = pod.pod.get("status", {}).get("nominatedNodeName", "")
+        if nominated_node:
+            info = fwk.snapshot().get(nominated_node)
+            if info is not None and self._filter(fwk, state, pod, info).is_success():
+                return [info], {}
+        started = time.perf_counter()
+        wanted = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, len(nodes))
+        feasible: list[NodeInfo] = []
+        total = len(nodes)
+        start = self._next_start_node_index % total if total else 0
+        checked = 0
+        for offset in range(total):
+            info = nodes[(start + offset) % total]
+            checked += 1
+            node_status = self._filter(fwk, state, pod, info)
+            if node_status.is_success():
+                feasible.append(info)
+                if len(feasible) >= wanted:
+                    break
+            elif node_status.code == Code.ERROR:
+                raise SchedulingError(node_status.message())
+            else:
+                statuses[info.name] = node_status
+        if total:
+            self._next_start_node_index = (start + checked) % total
+        for info in all_nodes:
+            if result is not None and result.node_names is not None and (
+                    info.name not in result.node_names):
+                statuses[info.name] = Status.unschedulable(
+                    "node(s) didn't satisfy plugin(s) [NodeAffinity]", unresolvable=True)
+        fwk._timed("Filter", started, Status())
+        return feasible, statuses
+
+    def _filter(self, fwk: Framework, state: CycleState, pod: PodInfo, info: NodeInfo
+                ) -> Status:
+        nominated = self.queue.nominated_pods_for_node(info.name)
+        if nominated:
+            return fwk.run_filter_plugins_with_nominated_pods(state, pod, info, nominated)
+        return fwk.run_filter_plugins(state, pod, info)
+
+    # -- the binding cycle ------------------------------------------------------------------------
+
+    async def binding_cycle(self, fwk: Framework, state: CycleState, queued: QueuedPodInfo,
+                            pod: PodInfo, host: str, cycle: int, started: float) -> None:
+        """Wait for Permit, PreBind, Bind, PostBind; on failure undo the assumption."""
+        status = await fwk.wait_on_permit(pod)
+        if status.is_success():
+            status = await fwk.run_pre_bind_plugins(state, pod, host)
+        if status.is_success():
+            status = await fwk.run_bind_plugins(state, pod, host)
+        if not status.is_success():
+            fwk.run_reserve_plugins_unreserve(state, pod, host)
+            self.cache.forget_pod(pod.pod)
+            self.queue.move_all_to_active_or_backoff(ClusterEvent("Pod", "Delete"))
+            if status.is_rejected():
+                queued.unschedulable_plugins = {status.plugin} if status.plugin else set()
+                await self._fail(fwk, queued, cycle, status.message(), "Unschedulable", None,
+                                 started)
+            else:
+                await self._fail(fwk, queued, cycle, f"Binding rejected: {status.message()}",
+                                 "SchedulerError", None, started)
+            return
+        self.cache.finish_binding(pod.pod)
+        elapsed = time.perf_counter() - started
+        self.metrics.attempts.labels("scheduled", fwk.profile_name).inc()
+        self.metrics.attempt_duration.labels("scheduled", fwk.profile_name).observe(elapsed)
+        fwk.recorder.event(_with_kind(pod.pod), "Normal", "Scheduled",
+                            f"Successfully assigned {pod.key} to {host}")
+        await fwk.run_post_bind_plugins(state, pod, host)
+
+    # -- failures ---------------------------------------------------------------------------------
+
+    async def _fail(self, fwk: Framework, queued: QueuedPodInfo, cycle: int, message: str,
+                    reason: str, nominated: str | None, started: float) -> None:
+        """FailureHandler: an Event, the PodScheduled=False condition, back in the queue.
+        `nominated`: the node preemption nominated ("" clears it; None: unchanged)."""
+        result = "unschedulable" if reason == "Unschedulable" else "error"
+        self.metrics.attempts.labels(result, fwk.profile_name).inc()
+        self.metrics.attempt_duration.labels(result, fwk.profile_name).observe(
+            time.perf_counter() - started)
+        current = self.pods.store.get(queued.pod_info.key)
+        if current is None or current["metadata"].get("uid") != queued.pod_info.uid:
+            return
+        if not self._pending(current):
+            return
+        queued.pod_info = PodInfo.of(current)
+        if reason != "Unschedulable":  # an error, not a rejection: retry after backoff
+            queued.unschedulable_plugins = set()
+        self.queue.add_unschedulable(queued, cycle)
+        fwk.recorder.event(_with_kind(current), "Warning", "FailedScheduling", message)
+        await self._update_pod_status(current, reason, message, nominated)
+
+    async def _update_pod_status(self, pod: Obj, reason: str, message: str,
+                                 nominated: str | None) -> None:
+        conditions = pod.get("status", {}).get("conditions") or []
+        old = next((c for c in conditions if c.get("type") == "PodScheduled"), {})
+        unchanged = (old.get("status") == "False" and old.get("reason") == reason
+                     and old.get("message") == message)
+        nomination_changes = (nominated is not None and
+                              pod.get("status", {}).get("nominatedNodeName", "") != nominated)
+        if unchanged and not nomination_changes:
+            return
+        patch: Obj = {"status": {"conditions": [{
+            "type": "PodScheduled", "status": "False", "reason": reason, "message": message,
+            "lastProbeTime": None, "lastTransitionTime": rfc3339(now())}]}}
+        if nomination_changes:
+            patch["status"]["nominatedNodeName"] = nominated or None
+        meta = pod["metadata"]
+        try:
+            await self.client.resource("pods").patch(
+                meta["name"], patch, meta["namespace"], patch_type="strategic",
+                subresource="status")
+        except NotFound:
+            return
+        except (APIStatusError, ConnectionFailed) as error:
+            log.warning("could not update the status of pod %s/%s: %s", meta["namespace"],
+                        meta["name"], error)
+
+
+def node_update_actions(old: Obj, new: Obj) -> list[str]:
+    """What changed in a Node, as upstream's ActionTypes, so the queue wakes only the
+    pods a change may help (a new label helps NodeAffinity, not NodeResourcesFit)."""
+    actions = []
+    old_meta, new_meta = old.get("metadata", {}), new.get("metadata", {})
+    old_spec, new_spec = old.get("spec", {}), new.get("spec", {})
+    old_status, new_status = old.get("status", {}), new.get("status", {})
+    if old_meta.get("labels") != new_meta.get("labels"):
+        actions.append("UpdateNodeLabel")
+    if old_spec.get("taints") != new_spec.get("taints"):
+        actions.append("UpdateNodeTaint")
+    if old_spec.get("unschedulable") != new_spec.get("unschedulable"):
+        actions.append("UpdateNodeTaint")
+    if old_status.get("allocatable") != new_status.get("allocatable"):
+        actions.append("UpdateNodeAllocatable")
+    if old_status.get("conditions") != new_status.get("conditions"):
+        actions.append("UpdateNodeCondition")
+    if old_meta.get("annotations") != new_meta.get("annotations"):
+        actions.append("UpdateNodeAnnotation")
+    return actions
+
+
+def pod_update_actions(old: Obj, new: Obj) -> list[str]:
+    """What changed in an assigned Pod that may free room or change matches for others."""
+    actions = []
+    if old.get("metadata", {}).get("labels") != new.get("metadata", {}).get("labels"):
+        actions.append("UpdatePodLabel")
+    if old.get("spec", {}).get("containers") != new.get("spec", {}).get("containers"):
+        actions.append("UpdatePodScaleDown")
+    return actions
+
+
+class SchedulingError(Exception):
+    """The scheduling attempt broke (not: no node fits); the pod is retried with backoff."""
+
+
+def select_host(scores: dict[str, int]) -> str:
+    """selectHost: the highest total score; ties are broken at random (reservoir sampling)."""
+    best_name, best_score, ties = "", -1, 0
+    for name, score in scores.items():
+        if score > best_score:
+            best_name, best_score, ties = name, score, 1
+        elif score == best_score:
+            ties += 1
+            if random.randrange(ties) == 0:
+                best_name = name
+    return best_name
+
+
+def _with_kind(pod: Obj) -> Obj:
+    return pod if pod.get("kind") else {**pod, "kind": "Pod", "apiVersion": "v1"}

@@ -1,0 +1,190 @@
+"""The scheduler's core on plain data: queue order and moves, the cache's assumed pods,
+configuration errors, the FitError message and host selection."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from minikube_py.scheduler.cache import Cache
+from minikube_py.scheduler.config import ConfigError, default_configuration, parse_configuration
+from minikube_py.scheduler.framework.interface import ClusterEvent, QueuedPodInfo, Status
+from minikube_py.scheduler.framework.types import PodInfo
+from minikube_py.scheduler.queue import SchedulingQueue
+from minikube_py.scheduler.scheduler import FitError, num_feasible_nodes_to_find, select_host
+
+
+def pod(name: str, priority: int = 0, cpu: str = "", node: str = "", uid: str = "") -> dict:
+    container: dict = {"name": "c", "image": "i"}
+    if cpu:
+        container["resources"] = {"requests": {"cpu": cpu}}
+    spec: dict = {"containers": [container], "priority": priority}
+    if node:
+        spec["nodeName"] = node
+    return {"metadata": {"name": name, "namespace": "ns", "uid": uid or f"uid-{name}"},
+            "spec": spec}
+
+
+def node(name: str, cpu: str = "4") -> dict:
+    return {"metadata": {"name": name},
+            "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}}
+
+
+def by_priority(first: QueuedPodInfo, second: QueuedPodInfo) -> bool:
+    p1 = first.pod["spec"].get("priority", 0)
+    p2 = second.pod["spec"].get("priority", 0)
+    return p1 > p2 or (p1 == p2 and first.timestamp < second.timestamp)
+
+
+async def test_queue_pops_by_priority_then_age() -> None:
+    queue = SchedulingQueue(by_priority)
+    queue.add(pod("old-low", 1))
+    queue.add(pod("high", 100))
+    queue.add(pod("new-low", 1))
+    order = [(await queue.pop()).pod["metadata"]["name"] for _ in range(3)]  # type: ignore
+    assert order == ["high", "old-low", "new-low"]
+
+
+async def test_unschedulable_pods_move_only_on_events_their_plugins_registered() -> None:
+    events = {"NodeResourcesFit": [ClusterEvent("Node", "Add"), ClusterEvent("Pod", "Delete")]}
+    queue = SchedulingQueue(by_priority, events_for_plugin=lambda name: events.get(name, []),
+                            initial_backoff=0.0)
+    queue.add(pod("big"))
+    queued = await queue.pop()
+    assert queued is not None
+    queued.unschedulable_plugins = {"NodeResourcesFit"}
+    queue.add_unschedulable(queued, queue.scheduling_cycle)
+    assert queue.pending_pods() == {"active": 0, "backoff": 0, "unschedulable": 1}
+    queue.move_all_to_active_or_backoff(ClusterEvent("Pod", "Add"))
+    assert queue.pending_pods()["unschedulable"] == 1, "a pod added does not free cpu"
+    queue.move_all_to_active_or_backoff(ClusterEvent("Node", "Add"))
+    assert queue.pending_pods()["active"] == 1
+
+
+async def test_an_event_during_the_cycle_sends_the_pod_to_backoff_not_unschedulable() -> None:
+    queue = SchedulingQueue(by_priority)
+    queue.add(pod("p"))
+    queued = await queue.pop()
+    assert queued is not None
+    cycle = queue.scheduling_cycle
+    queue.move_all_to_active_or_backoff(ClusterEvent("Node", "Add"))
+    queued.unschedulable_plugins = {"NodeResourcesFit"}
+    queue.add_unschedulable(queued, cycle)
+    assert queue.pending_pods() == {"active": 0, "backoff": 1, "unschedulable": 0}
+
+
+def test_backoff_doubles_from_1s_to_10s() -> None:
+    queue = SchedulingQueue(by_priority)
+    queued = QueuedPodInfo(PodInfo.of(pod("p")), time.monotonic())
+    durations = []
+    for attempts in range(1, 7):
+        queued.attempts = attempts
+        durations.append(queue.backoff_duration(queued))
+    assert durations == [1, 2, 4, 8, 10, 10]
+
+
+async def test_closing_the_queue_releases_a_waiting_pop() -> None:
+    queue = SchedulingQueue(by_priority)
+    popper = asyncio.create_task(queue.pop())
+    await asyncio.sleep(0.01)
+    queue.close()
+    assert await asyncio.wait_for(popper, 1) is None
+
+
+def test_cache_counts_assumed_pods_until_forgotten_or_confirmed() -> None:
+    cache = Cache(assumed_pod_ttl=0.0)
+    cache.add_node(node("n1"))
+    assumed = PodInfo.of(pod("p", cpu="1"))
+    cache.assume_pod(assumed, "n1")
+    info = cache.update_snapshot().get("n1")
+    assert info is not None and info.requested.milli_cpu == 1000
+    cache.forget_pod(assumed.pod)
+    info = cache.update_snapshot().get("n1")
+    assert info is not None and info.requested.milli_cpu == 0
+    cache.assume_pod(assumed, "n1")
+    cache.add_pod(pod("p", cpu="1", node="n1"))  # the informer confirms the binding
+    assert not cache.is_assumed(assumed.pod)
+    info = cache.update_snapshot().get("n1")
+    assert info is not None and info.requested.milli_cpu == 1000 and len(info.pods) == 1
+
+
+def test_an_unconfirmed_binding_expires() -> None:
+    cache = Cache(assumed_pod_ttl=0.0)
+    cache.add_node(node("n1"))
+    assumed = PodInfo.of(pod("p", cpu="1"))
+    cache.assume_pod(assumed, "n1")
+    assert cache.cleanup_expired_assumed_pods() == [], "binding not finished yet"
+    cache.finish_binding(assumed.pod)
+    time.sleep(0.001)
+    assert [p.key for p in cache.cleanup_expired_assumed_pods()] == ["ns/p"]
+    info = cache.update_snapshot().get("n1")
+    assert info is not None and info.requested.milli_cpu == 0
+
+
+def test_snapshot_reuses_unchanged_nodes() -> None:
+    cache = Cache()
+    cache.add_node(node("n1"))
+    cache.add_node(node("n2"))
+    first = cache.update_snapshot()
+    cache.add_pod(pod("p", cpu="1", node="n2"))
+    second = cache.update_snapshot()
+    assert second.get("n1") is first.get("n1")
+    assert second.get("n2") is not first.get("n2")
+    assert first.get("n2").requested.milli_cpu == 0  # type: ignore[union-attr]
+
+
+def test_fit_error_counts_reasons_like_upstream() -> None:
+    statuses = {
+        "a": Status.unschedulable("Insufficient cpu"),
+        "b": Status.unschedulable("Insufficient cpu", "Insufficient memory"),
+        "c": Status.unschedulable("node(s) had untolerated taint {dedicated: gpu}"),
+    }
+    fit = FitError(PodInfo.of(pod("p")), 3, statuses)
+    fit.post_filter_message = ("preemption: 0/3 nodes are available: 3 No preemption victims "
+                               "found for incoming pod.")
+    assert fit.message() == (
+        "0/3 nodes are available: 1 Insufficient memory, 1 node(s) had untolerated taint "
+        "{dedicated: gpu}, 2 Insufficient cpu. preemption: 0/3 nodes are available: 3 No "
+        "preemption victims found for incoming pod.")
+
+
+def test_large_clusters_stop_after_enough_feasible_nodes() -> None:
+    assert num_feasible_nodes_to_find(0, 50) == 50
+    assert num_feasible_nodes_to_find(0, 1000) == 420  # (50 - 1000/125)% of 1000
+    assert num_feasible_nodes_to_find(0, 5000) == 500  # 10%
+    assert num_feasible_nodes_to_find(0, 100000) == 5000  # at least 5%
+    assert num_feasible_nodes_to_find(100, 1000) == 1000
+
+
+def test_select_host_takes_the_best_and_breaks_ties_at_random() -> None:
+    assert select_host({"a": 10, "b": 30, "c": 20}) == "b"
+    picked = {select_host({"a": 5, "b": 5}) for _ in range(200)}
+    assert picked == {"a", "b"}
+
+
+@pytest.mark.parametrize("document, message", [
+    ({"profiles": [{"schedulerName": "x"}, {"schedulerName": "x"}]},
+     'profiles[1].schedulerName: Duplicate value: "x"'),
+    ({"profiles": [{"plugins": {"score": {"enabled": [{"name": "Nope"}]}}}]},
+     'profiles[0].plugins.score.enabled[0].name: Invalid value: "Nope": plugin is not '
+     "registered"),
+    ({"profiles": [{"plugins": {"score": {"enabled": [{"name": "ImageLocality",
+                                                       "weight": -1}]}}}]},
+     "profiles[0].plugins.score.enabled[0].weight: Invalid value: -1"),
+    ({"percentageOfNodesToScore": 150}, "percentageOfNodesToScore: Invalid value: 150"),
+    ({"apiVersion": "kubescheduler.config.k8s.io/v1beta3"}, "apiVersion: Unsupported value"),
+])
+def test_bad_configurations_name_the_field(document: dict, message: str) -> None:
+    full = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+            **document}
+    with pytest.raises(ConfigError) as raised:
+        parse_configuration(full, {"ImageLocality", "NodeResourcesFit"})
+    assert str(raised.value).startswith(message)
+
+
+def test_the_default_configuration_has_one_default_profile() -> None:
+    config = default_configuration()
+    assert [p.scheduler_name for p in config.profiles] == ["default-scheduler"]
+    assert config.pod_initial_backoff_seconds == 1 and config.pod_max_backoff_seconds == 10
