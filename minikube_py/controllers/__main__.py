@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import gc
 import logging
-import signal
 import sys
 
-import uvloop
-
+from minikube_py.client.component import run_component
 from minikube_py.client.kubeconfig import KubeconfigError
-from minikube_py.client.leaderelection import LeadershipLost
 from minikube_py.client.rest import Client
 from minikube_py.controllers.base import ControllerOptions
 from minikube_py.controllers.manager import ControllerManager, select_controllers
@@ -65,24 +60,10 @@ def main(argv: list[str] | None = None) -> None:
     )
 
     async def run() -> None:
-        # SIGTERM stops the controllers and hands the lease over before exiting.
-        main_task = asyncio.current_task()
-        assert main_task is not None
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main_task.cancel)
         async with client:
             await manager.run()
 
-    # The informer caches hold every object as dicts; objects decoded from JSON form no
-    # reference cycles, so collect rarely: a full collection walks them all and stalls
-    # the loop (as the API server does, see apiserver/__main__.py).
-    gc.set_threshold(50_000, 20, 100)
-    try:
-        uvloop.run(run())
-    except LeadershipLost as lost:
-        sys.exit(f"controller-manager: leaderelection lost: {lost}")
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        pass
-
+    run_component("controller-manager", run)
 
 if __name__ == "__main__":
     main()

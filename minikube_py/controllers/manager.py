@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client import CollectorRegistry
 
+from minikube_py.client.component import serve_health
 from minikube_py.client.informer import SharedInformerFactory
 from minikube_py.client.leaderelection import LeaderElector
 from minikube_py.client.rest import Client
@@ -121,18 +121,5 @@ class ControllerManager:
     # -- /healthz and /metrics -----------------------------------------------------------------
 
     async def _serve_health(self) -> None:
-        if self.port is None:
-            return
-        app = web.Application()
-        app.router.add_get("/healthz", self._healthz)
-        app.router.add_get("/metrics", self._metrics)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, self.bind_address, self.port).start()
-
-    async def _healthz(self, request: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    async def _metrics(self, request: web.Request) -> web.Response:
-        body = generate_latest(self.registry)
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        if self.port is not None:
+            self._runner = await serve_health(self.registry, self.bind_address, self.port)

@@ -4,29 +4,22 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import gc
 import importlib
 import logging
-import signal
 import socket
 import sys
 import uuid
 
-import uvloop
-from aiohttp import web
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client import CollectorRegistry
 
+from minikube_py.client.component import run_component, serve_health
 from minikube_py.client.kubeconfig import KubeconfigError
-from minikube_py.client.leaderelection import LeaderElector, LeadershipLost
+from minikube_py.client.leaderelection import LeaderElector
 from minikube_py.client.rest import Client
 from minikube_py.scheduler.config import ConfigError, default_configuration, load_configuration
 from minikube_py.scheduler.framework.interface import Plugin
 from minikube_py.scheduler.plugins.registry import IN_TREE_PLUGINS
 from minikube_py.scheduler.scheduler import Scheduler
-
-log = logging.getLogger("minikube_py.scheduler")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -50,24 +43,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--identity", default=None, help="leader election identity")
     parser.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
     return parser.parse_args(argv)
-
-
-async def serve_health(registry: CollectorRegistry, address: str, port: int
-                       ) -> web.AppRunner:
-    async def healthz(request: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    async def metrics(request: web.Request) -> web.Response:
-        return web.Response(body=generate_latest(registry),
-                            headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-    app = web.Application()
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/metrics", metrics)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, address, port).start()
-    return runner
 
 
 def load_plugins(specs: list[str]) -> dict[str, type[Plugin]]:
@@ -98,16 +73,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"scheduler: {error}")
 
     async def run() -> None:
-        main_task = asyncio.current_task()
-        assert main_task is not None
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main_task.cancel)
         metrics = CollectorRegistry()
         try:
             scheduler = Scheduler(client, config, registry, metrics_registry=metrics)
         except ConfigError as error:
             sys.exit(f"scheduler: {error}")
-        runner = await serve_health(metrics, args.bind_address, args.port) if args.port \
-            else None
+        runner = (await serve_health(metrics, args.bind_address, args.port)
+                  if args.port else None)
         try:
             async with client:
                 if args.leader_elect:
@@ -124,16 +96,7 @@ def main(argv: list[str] | None = None) -> None:
             if runner is not None:
                 await runner.cleanup()
 
-    # The informer caches hold every object as dicts; objects decoded from JSON form no
-    # reference cycles, so collect rarely: a full collection walks them all and stalls
-    # the loop (as the API server does, see apiserver/__main__.py).
-    gc.set_threshold(50_000, 20, 100)
-    try:
-        uvloop.run(run())
-    except LeadershipLost as lost:
-        sys.exit(f"scheduler: leaderelection lost: {lost}")
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        pass
+    run_component("scheduler", run)
 
 
 if __name__ == "__main__":
