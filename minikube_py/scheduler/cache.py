@@ -52,10 +52,17 @@ class Cache:
         self._snapshot_infos: dict[str, tuple[int, NodeInfo]] = {}
         self._snapshot_by_name: dict[str, NodeInfo] = {}
         self._snapshot_list: list[NodeInfo] = []
+        self._snapshot_positions: dict[str, int] = {}
+        self._snapshot_with_affinity: dict[str, NodeInfo] = {}
+        self._snapshot_with_anti_affinity: dict[str, NodeInfo] = {}
         self._image_states_stale = True
+        # nodes changed since the last snapshot (their pods or the Node itself)
+        self._dirty: set[str] = set()
         self.namespace_labels: dict[str, dict[str, str]] = {}
 
     def _node_info(self, name: str) -> NodeInfo:
+        """The node's NodeInfo, about to change (so the next snapshot copies it again)."""
+        self._dirty.add(name)
         info = self._nodes.get(name)
         if info is None:  # a pod on a node we have not heard of yet: a placeholder
             info = NodeInfo(node={"metadata": {"name": name}})
@@ -74,6 +81,7 @@ class Cache:
         info = self._nodes.get(name)
         if info is None:
             return
+        self._dirty.add(name)
         if info.pods:  # pods still point at it: keep a node-less placeholder
             info.set_node({"metadata": {"name": name}})
         else:
@@ -136,6 +144,7 @@ class Cache:
     def _remove(self, state: _PodState) -> None:
         info = self._nodes.get(state.node_name)
         if info is not None:
+            self._dirty.add(state.node_name)
             info.remove_pod(state.pod_info.pod)
             if not info.pods and "status" not in info.node:
                 del self._nodes[state.node_name]
@@ -159,31 +168,49 @@ class Cache:
         """A snapshot of every real node. Only nodes that changed since the last snapshot
         are copied again; the others are the very same NodeInfo objects (plugins may
         remember per-node results by object, see NodeMemo)."""
-        changed_nodes = False
-        for name, info in self._nodes.items():
+        membership_changed = False
+        for name in self._dirty:
+            info = self._nodes.get(name)
             previous = self._snapshot_infos.get(name)
-            if previous is not None and previous[0] == info.generation:
+            if info is None or "status" not in info.node:  # gone, or only a placeholder
+                if previous is not None:
+                    del self._snapshot_infos[name]
+                    del self._snapshot_by_name[name]
+                    self._snapshot_with_affinity.pop(name, None)
+                    self._snapshot_with_anti_affinity.pop(name, None)
+                    membership_changed = True
                 continue
-            if "status" not in info.node:
+            if previous is not None and previous[0] == info.generation:
                 continue
             copy_ = info.clone()
             if previous is None or previous[1].node_generation != info.node_generation:
-                changed_nodes = True
+                self._image_states_stale = True
             else:  # only its pods changed: the node's images are what they were
                 copy_.image_states = previous[1].image_states
+            if previous is None:
+                membership_changed = True
+            else:
+                self._snapshot_list[self._snapshot_positions[name]] = copy_
             self._snapshot_infos[name] = (info.generation, copy_)
             self._snapshot_by_name[name] = copy_
-        for name in [n for n in self._snapshot_infos
-                     if n not in self._nodes or "status" not in self._nodes[n].node]:
-            del self._snapshot_infos[name]
-            del self._snapshot_by_name[name]
-            changed_nodes = True
-        if changed_nodes or self._image_states_stale:
-            self._snapshot_list = list(self._snapshot_by_name.values())
+            for index, has in ((self._snapshot_with_affinity, copy_.pods_with_affinity),
+                               (self._snapshot_with_anti_affinity,
+                                copy_.pods_with_required_anti_affinity)):
+                if has:
+                    index[name] = copy_
+                else:
+                    index.pop(name, None)
+        self._dirty.clear()
+        if membership_changed:
+            self._snapshot_list = [self._snapshot_by_name[name] for name in self._nodes
+                                   if name in self._snapshot_by_name]
+            self._snapshot_positions = {info.name: i
+                                        for i, info in enumerate(self._snapshot_list)}
+        if self._image_states_stale:
             Snapshot(self._snapshot_list).fill_image_states()
             self._image_states_stale = False
-        else:
-            self._snapshot_list = [self._snapshot_by_name[info.name]
-                                   for info in self._snapshot_list]
-        return Snapshot(self._snapshot_list, self.namespace_labels,
-                        by_name=dict(self._snapshot_by_name))
+        snapshot = Snapshot(self._snapshot_list, self.namespace_labels,
+                            by_name=dict(self._snapshot_by_name))
+        snapshot.set_affinity_lists(list(self._snapshot_with_affinity.values()),
+                                    list(self._snapshot_with_anti_affinity.values()))
+        return snapshot

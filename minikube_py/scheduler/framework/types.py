@@ -372,6 +372,12 @@ class Snapshot:
         self._with_affinity: list[NodeInfo] | None = None
         self._with_required_anti_affinity: list[NodeInfo] | None = None
 
+    def set_affinity_lists(self, with_affinity: list[NodeInfo],
+                           with_required_anti_affinity: list[NodeInfo]) -> None:
+        """The cache keeps these lists up to date; it hands them over instead of a scan."""
+        self._with_affinity = with_affinity
+        self._with_required_anti_affinity = with_required_anti_affinity
+
     @property
     def have_pods_with_affinity(self) -> list[NodeInfo]:
         """Nodes running pods with (anti-)affinity terms (computed on first use)."""

@@ -188,3 +188,24 @@ def test_the_default_configuration_has_one_default_profile() -> None:
     config = default_configuration()
     assert [p.scheduler_name for p in config.profiles] == ["default-scheduler"]
     assert config.pod_initial_backoff_seconds == 1 and config.pod_max_backoff_seconds == 10
+
+
+def test_snapshot_follows_node_removal_and_pods_with_affinity() -> None:
+    cache = Cache()
+    for name in ("n1", "n2", "n3"):
+        cache.add_node(node(name))
+    with_affinity = pod("a", node="n2")
+    with_affinity["spec"]["affinity"] = {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "a"}},
+             "topologyKey": "kubernetes.io/hostname"}]}}
+    cache.add_pod(with_affinity)
+    snapshot = cache.update_snapshot()
+    assert [i.name for i in snapshot.node_info_list] == ["n1", "n2", "n3"]
+    assert [i.name for i in snapshot.have_pods_with_required_anti_affinity] == ["n2"]
+    cache.remove_pod(with_affinity)
+    cache.remove_node(node("n1"))
+    snapshot = cache.update_snapshot()
+    assert [i.name for i in snapshot.node_info_list] == ["n2", "n3"]
+    assert snapshot.have_pods_with_affinity == []
+    assert snapshot.get("n1") is None
