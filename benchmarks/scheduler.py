@@ -162,7 +162,7 @@ async def algorithm_latencies(nodes: int, existing: int, pods: int, spread: bool
         candidate["metadata"].update(namespace="bench", uid=f"uid-new-{i}")
         pod_info = PodInfo.of(candidate)
         started = time.perf_counter()
-        scheduler.schedule_pod(fwk, CycleState(), pod_info)
+        await scheduler.schedule_pod(fwk, CycleState(), pod_info)
         latencies.append(time.perf_counter() - started)
     return latencies
 

@@ -295,3 +295,65 @@ async def test_permit_can_hold_a_pod_until_approved_or_deny_it(
 
 async def _is(value: bool) -> bool:
     return value
+
+
+async def test_an_http_extender_filters_prioritizes_and_binds(
+        cluster: Cluster, start_scheduler: StartScheduler, api_client: Client) -> None:
+    from aiohttp import web
+
+    from minikube_py.cluster.etcd import free_port
+
+    a, _b, c = [await cluster.add_node(suffix) for suffix in ("a", "b", "c")]
+    calls: list[str] = []
+
+    async def filter_(request: web.Request) -> web.Response:
+        args = await request.json()
+        calls.append("filter")
+        names = args["nodenames"]
+        return web.json_response({"nodenames": [n for n in names if n != a],
+                                  "failedNodes": {n: "extender says no" for n in names
+                                                  if n == a}})
+
+    async def prioritize(request: web.Request) -> web.Response:
+        args = await request.json()
+        calls.append("prioritize")
+        return web.json_response([{"host": n, "score": 10 if n == c else 0}
+                                  for n in args["nodenames"]])
+
+    async def bind(request: web.Request) -> web.Response:
+        args = await request.json()
+        calls.append(f"bind {args['podName']} {args['node']}")
+        await api_client.resource("pods").create(
+            {"apiVersion": "v1", "kind": "Binding",
+             "metadata": {"name": args["podName"], "uid": args["podUID"]},
+             "target": {"kind": "Node", "name": args["node"]}},
+            args["podNamespace"], name=args["podName"], subresource="binding")
+        return web.json_response({})
+
+    app = web.Application()
+    app.router.add_post("/ext/filter", filter_)
+    app.router.add_post("/ext/prioritize", prioritize)
+    app.router.add_post("/ext/bind", bind)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        config = parse_configuration({
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "extenders": [{"urlPrefix": f"http://127.0.0.1:{port}/ext", "filterVerb": "filter",
+                           "prioritizeVerb": "prioritize", "bindVerb": "bind", "weight": 5,
+                           "nodeCacheCapable": True}]}, set(IN_TREE_PLUGINS))
+        await start_scheduler(config)
+        await cluster.create_pod(make_pod("picked"))
+        assert await cluster.wait_bound("picked") == c
+        assert f"bind picked {c}" in calls and "prioritize" in calls
+        await cluster.create_pod(make_pod(
+            "only-a", nodeSelector={"kubernetes.io/hostname": a}))
+        failed = await cluster.wait_event("only-a", "FailedScheduling")
+        assert failed["message"].startswith(
+            "0/3 nodes are available: 1 extender says no, 2 node(s) didn't match Pod's node "
+            "affinity/selector.")
+    finally:
+        await runner.cleanup()

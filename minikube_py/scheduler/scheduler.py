@@ -36,6 +36,7 @@ from minikube_py.client.informer import EventHandler, SharedInformerFactory
 from minikube_py.client.rest import Client, ConnectionFailed
 from minikube_py.scheduler.cache import Cache
 from minikube_py.scheduler.config import SchedulerConfiguration
+from minikube_py.scheduler.extender import ExtenderError, HTTPExtender
 from minikube_py.scheduler.framework.interface import (
     ClusterEvent,
     Code,
@@ -138,6 +139,7 @@ class Scheduler:
         # Events name the profile that wrote them (source.component), as upstream's do.
         self.recorders: dict[str, EventRecorder] = {}
         self.cache = Cache()
+        self.extenders = [HTTPExtender(extender) for extender in config.extenders]
         self.profiles: dict[str, Framework] = {}
         for profile in config.profiles:
             self.profiles[profile.scheduler_name] = build_framework(
@@ -274,6 +276,8 @@ class Scheduler:
             await self.informers.stop()
             for recorder in self.recorders.values():
                 await recorder.stop()
+            for extender in self.extenders:
+                await extender.close()
 
     async def _housekeeping(self) -> None:
         while True:
@@ -301,7 +305,7 @@ class Scheduler:
         state = CycleState()
         cycle = self.queue.scheduling_cycle
         try:
-            host = self.schedule_pod(fwk, state, pod_info)
+            host = await self.schedule_pod(fwk, state, pod_info)
         except FitError as fit:
             result, status = await fwk.run_post_filter_plugins(state, pod_info, fit.statuses)
             # A result sets the nomination (an empty name clears it); None leaves it as is.
@@ -340,12 +344,14 @@ class Scheduler:
         self._binding_tasks.add(task)
         task.add_done_callback(self._binding_tasks.discard)
 
-    def schedule_pod(self, fwk: Framework, state: CycleState, pod: PodInfo) -> str:
+    async def schedule_pod(self, fwk: Framework, state: CycleState, pod: PodInfo) -> str:
         """The scheduling algorithm: feasible nodes, then the best-scoring one."""
         snapshot = fwk.snapshot()
         if not snapshot.node_info_list:
             raise SchedulingError(NO_NODES_AVAILABLE)
         feasible, statuses = self.find_nodes_that_fit(fwk, state, pod)
+        if feasible and self.extenders:
+            feasible = await self._extenders_filter(pod, feasible, statuses)
         if not feasible:
             raise FitError(pod, len(snapshot.node_info_list), statuses)
         if len(feasible) == 1:
@@ -356,7 +362,36 @@ class Scheduler:
         scores, status = fwk.run_score_plugins(state, pod, feasible)
         if not status.is_success():
             raise SchedulingError(status.message())
+        for extender in self.extenders:
+            if not extender.is_interested(pod):
+                continue
+            try:
+                for name, score in (await extender.prioritize(pod, feasible)).items():
+                    if name in scores:
+                        scores[name] += score
+            except ExtenderError as error:
+                if not extender.ignorable:
+                    raise SchedulingError(str(error)) from error
         return select_host(scores)
+
+    async def _extenders_filter(self, pod: PodInfo, nodes: list[NodeInfo],
+                                statuses: dict[str, Status]) -> list[NodeInfo]:
+        """findNodesThatPassExtenders: each interested extender narrows the nodes; the
+        nodes it turns down get its reason, like a Filter plugin's."""
+        for extender in self.extenders:
+            if not nodes or not extender.is_interested(pod):
+                continue
+            try:
+                nodes, failed, unresolvable = await extender.filter(pod, nodes)
+            except ExtenderError as error:
+                if extender.ignorable:
+                    continue
+                raise SchedulingError(str(error)) from error
+            for name, reason in failed.items():
+                statuses[name] = Status.unschedulable(reason)
+            for name, reason in unresolvable.items():
+                statuses[name] = Status.unschedulable(reason, unresolvable=True)
+        return nodes
 
     def find_nodes_that_fit(self, fwk: Framework, state: CycleState, pod: PodInfo
                             ) -> tuple[list[NodeInfo], dict[str, Status]]:
@@ -423,7 +458,7 @@ class Scheduler:
         if status.is_success():
             status = await fwk.run_pre_bind_plugins(state, pod, host)
         if status.is_success():
-            status = await fwk.run_bind_plugins(state, pod, host)
+            status = await self._bind(fwk, state, pod, host)
         if not status.is_success():
             fwk.run_reserve_plugins_unreserve(state, pod, host)
             self.cache.forget_pod(pod.pod)
@@ -443,6 +478,18 @@ class Scheduler:
         fwk.recorder.event(_with_kind(pod.pod), "Normal", "Scheduled",
                             f"Successfully assigned {pod.key} to {host}")
         await fwk.run_post_bind_plugins(state, pod, host)
+
+    async def _bind(self, fwk: Framework, state: CycleState, pod: PodInfo, host: str
+                    ) -> Status:
+        """An interested binder extender binds the pod; otherwise the Bind plugins do."""
+        for extender in self.extenders:
+            if extender.is_binder() and extender.is_interested(pod):
+                try:
+                    await extender.bind(pod, host)
+                except ExtenderError as error:
+                    return Status.error(str(error))
+                return Status.success()
+        return await fwk.run_bind_plugins(state, pod, host)
 
     # -- failures ---------------------------------------------------------------------------------
 
