@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,8 +32,23 @@ TMPFS = Path("/dev/shm")
 SCRATCH_PREFIX = "minikube-py-tests-"
 
 
+def stop_processes_using(directory: Path) -> None:
+    """SIGTERM every process whose command line names `directory` (a crashed run's etcd,
+    or a cluster its launcher test started, which outlives the test on purpose)."""
+    marker = str(directory).encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker in (entry / "cmdline").read_bytes():
+                os.kill(int(entry.name), signal.SIGTERM)
+        except (OSError, ProcessLookupError):
+            continue
+
+
 def remove_scratch_of_dead_runs(root: Path) -> None:
-    """A crashed run cannot clean up after itself: remove scratch dirs whose pytest is gone."""
+    """A crashed run cannot clean up after itself: stop what it left running and remove
+    its scratch dir, for every scratch dir whose pytest is gone."""
     for old in root.glob(f"{SCRATCH_PREFIX}*"):
         pid = old.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
         if not pid.isdigit():
@@ -40,6 +56,7 @@ def remove_scratch_of_dead_runs(root: Path) -> None:
         try:
             os.kill(int(pid), 0)
         except ProcessLookupError:
+            stop_processes_using(old)
             shutil.rmtree(old, ignore_errors=True)
         except PermissionError:
             continue
