@@ -36,7 +36,6 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from array import array
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -56,12 +55,11 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.etcd_raw import raw_create_rate  # noqa: E402
+from benchmarks.etcd_raw import raw_create_rate, scratch_directory  # noqa: E402
 from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
 from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
-TMPFS = Path("/dev/shm")
 SENT_MARK = b'"sent":"'
 WATCH_RATE = 200.0  # creates/s in the paced watch run
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -698,10 +696,9 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     sizes = QUICK if args.quick else FULL
     load_at_start = os.getloadavg()[0]
     other_loop = "asyncio" if args.event_loop == "uvloop" else "uvloop"
-    root = TMPFS if TMPFS.is_dir() and os.access(TMPFS, os.W_OK) else None
     rows: list[Row] = []
     comparison: list[tuple[str, list[str], list[str]]] = []
-    with tempfile.TemporaryDirectory(prefix="minikube-py-bench-", dir=root) as tmp:
+    with scratch_directory() as tmp:
         async with EtcdProcess(Path(tmp) / "etcd") as etcd, etcd.client() as client:
             etcd_version = await client.server_version()
             assert etcd.pid is not None

@@ -26,7 +26,6 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +38,6 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.apiserver import (  # noqa: E402
-    TMPFS,
     BenchmarkError,
     ConnectionPool,
     child_pid,
@@ -50,6 +48,7 @@ from benchmarks.apiserver import (  # noqa: E402
     machine_busy_seconds,
     progress,
 )
+from benchmarks.etcd_raw import scratch_directory  # noqa: E402
 from minikube_py.client.rest import Client  # noqa: E402
 from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
 from minikube_py.cluster.components import ControllerManagerProcess  # noqa: E402
@@ -114,9 +113,8 @@ async def wait_for_status(client: Client, replicas: int, timeout: float = 120) -
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     first, second, idle_seconds = (200, 600, 10) if args.quick else (1000, 3000, 60)
-    root = TMPFS if TMPFS.is_dir() else Path(tempfile.gettempdir())
     rows: list[tuple[str, str, str, str]] = []
-    with tempfile.TemporaryDirectory(prefix="minikube-py-bench-", dir=root) as scratch:
+    with scratch_directory() as scratch:
         tmp = Path(scratch)
         async with (EtcdProcess(tmp / "etcd") as etcd,
                     APIServerProcess([etcd.client_url], tmp / "apiserver.log",

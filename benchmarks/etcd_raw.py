@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import tempfile
 import time
 import uuid
@@ -17,6 +18,13 @@ from minikube_py.apiserver.storage.etcd import EtcdClient
 from minikube_py.cluster.etcd import EtcdProcess
 
 TMPFS = Path("/dev/shm")
+
+
+def scratch_directory() -> tempfile.TemporaryDirectory[str]:
+    """A scratch dir on tmpfs (etcd fsyncs a lot) named with our pid, so a test run that
+    finds it after this process crashed knows it may remove it (tests/conftest.py)."""
+    root = TMPFS if TMPFS.is_dir() else Path(tempfile.gettempdir())
+    return tempfile.TemporaryDirectory(prefix=f"minikube-py-bench-{os.getpid()}-", dir=root)
 VALUE = b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"bench"}}'
 
 
@@ -41,8 +49,7 @@ async def raw_create_rate(client: EtcdClient, n: int = 5000, concurrency: int = 
 
 async def run(n: int, concurrency: int) -> None:
     """Start a private etcd, measure, and print the rate."""
-    root = TMPFS if TMPFS.is_dir() else None
-    with tempfile.TemporaryDirectory(prefix="minikube-py-bench-", dir=root) as tmp:
+    with scratch_directory() as tmp:
         async with EtcdProcess(Path(tmp) / "etcd") as etcd, etcd.client() as client:
             rate = await raw_create_rate(client, n, concurrency)
             version = await client.server_version()

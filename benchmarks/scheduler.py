@@ -23,7 +23,6 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,7 +35,6 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.apiserver import (  # noqa: E402
-    TMPFS,
     BenchmarkError,
     ConnectionPool,
     child_pid,
@@ -47,6 +45,7 @@ from benchmarks.apiserver import (  # noqa: E402
     percentile,
     progress,
 )
+from benchmarks.etcd_raw import scratch_directory  # noqa: E402
 from minikube_py.client.kubeconfig import ClientConfig  # noqa: E402
 from minikube_py.client.rest import Client  # noqa: E402
 from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
@@ -171,8 +170,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     nodes, existing, plain, spread = (200, 200, 600, 200) if args.quick else (
         1000, 1000, 3000, 1000)
     rows: list[tuple[str, str, str, str]] = []
-    root = TMPFS if TMPFS.is_dir() else Path(tempfile.gettempdir())
-    with tempfile.TemporaryDirectory(prefix="minikube-py-bench-", dir=root) as scratch:
+    with scratch_directory() as scratch:
         tmp = Path(scratch)
         extra = ("--log-requests=false", "--max-requests-inflight=800",
                  "--max-mutating-requests-inflight=400")

@@ -32,15 +32,21 @@ TMPFS = Path("/dev/shm")
 SCRATCH_PREFIX = "minikube-py-tests-"
 
 
+# Scratch dirs of test runs and of benchmarks (which the smoke tests run): prefix + pid.
+SCRATCH_PREFIXES = (SCRATCH_PREFIX, "minikube-py-bench-")
+
+
 def stop_processes_using(directory: Path) -> None:
-    """SIGTERM every process whose command line names `directory` (a crashed run's etcd,
-    or a cluster its launcher test started, which outlives the test on purpose)."""
+    """SIGTERM every process whose command line or environment names `directory` (a
+    crashed run's etcd, or the cluster its launcher test started with MINIKUBE_PY_HOME
+    inside it, which outlives the test on purpose)."""
     marker = str(directory).encode()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            if marker in (entry / "cmdline").read_bytes():
+            if (marker in (entry / "cmdline").read_bytes()
+                    or marker in (entry / "environ").read_bytes()):
                 os.kill(int(entry.name), signal.SIGTERM)
         except (OSError, ProcessLookupError):
             continue
@@ -48,9 +54,10 @@ def stop_processes_using(directory: Path) -> None:
 
 def remove_scratch_of_dead_runs(root: Path) -> None:
     """A crashed run cannot clean up after itself: stop what it left running and remove
-    its scratch dir, for every scratch dir whose pytest is gone."""
-    for old in root.glob(f"{SCRATCH_PREFIX}*"):
-        pid = old.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
+    its scratch dir, for every scratch dir whose process is gone."""
+    for old in (path for prefix in SCRATCH_PREFIXES for path in root.glob(f"{prefix}*")):
+        prefix = next(p for p in SCRATCH_PREFIXES if old.name.startswith(p))
+        pid = old.name[len(prefix):].split("-", 1)[0]
         if not pid.isdigit():
             continue
         try:
