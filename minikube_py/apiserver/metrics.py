@@ -90,12 +90,12 @@ class InstrumentedEtcd:
         self._histogram = metrics.etcd_duration
         self._children: dict[tuple[str, bytes], Any] = {}
         for name in self._TIMED:
-            setattr(self, name, self._timed(name, getattr(client, name)))
+            setattr(self, name, self.record_duration(name, getattr(client, name)))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
 
-    def _timed(self, operation: str, call: Any) -> Any:
+    def record_duration(self, operation: str, call: Any) -> Any:
         async def timed(*args: Any, **kwargs: Any) -> Any:
             start = time.perf_counter()
             try:

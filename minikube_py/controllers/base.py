@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -84,7 +85,7 @@ class ControllerContext:
         return self._sync_metric
 
 
-class Controller:
+class Controller(ABC):
     """A control loop. Subclasses set `name`, wire informers in `__init__`, write `sync`."""
 
     name: ClassVar[str] = ""
@@ -122,9 +123,9 @@ class Controller:
 
     # -- the loop ----------------------------------------------------------------------------
 
+    @abstractmethod
     async def sync(self, key: str) -> None:
         """Reconcile one object: make the world match what it asks for. Idempotent."""
-        raise NotImplementedError
 
     async def run(self, workers: int | None = None) -> None:
         """Run workers until cancelled (the informers must have synced first)."""

@@ -434,12 +434,14 @@ class Scheduler:
                 statuses[info.name] = node_status
         if total:
             self._next_start_node_index = (start + checked) % total
-        for info in all_nodes:
-            if result is not None and result.node_names is not None and (
-                    info.name not in result.node_names):
-                statuses[info.name] = Status.unschedulable(
-                    "node(s) didn't satisfy plugin(s) [NodeAffinity]", unresolvable=True)
-        fwk._timed("Filter", started, Status())
+        if result is not None and result.node_names is not None:
+            left_out = Status.unschedulable(
+                f"node(s) didn't satisfy plugin(s) [{', '.join(result.plugins)}]",
+                unresolvable=True)
+            for info in all_nodes:
+                if info.name not in result.node_names:
+                    statuses[info.name] = left_out
+        fwk.record_duration("Filter", started, Status())
         return feasible, statuses
 
     def _filter(self, fwk: Framework, state: CycleState, pod: PodInfo, info: NodeInfo

@@ -21,6 +21,7 @@ snapshot already holds; the binding steps talk to the API server and are async.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -146,9 +147,11 @@ class CycleState:
 
 @dataclass
 class PreFilterResult:
-    """PreFilter may name the only nodes worth filtering (None: all of them)."""
+    """PreFilter may name the only nodes worth filtering (None: all of them); `plugins`
+    are the PreFilter plugins that narrowed the set (the runtime fills it in)."""
 
     node_names: set[str] | None = None
+    plugins: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -181,7 +184,7 @@ class PluginArgsError(ValueError):
         self.messages = unique
 
 
-class Plugin:
+class Plugin(ABC):  # noqa: B024 (abstract are the extension points below)
     """Every plugin: a name, and a constructor taking its args and the framework handle."""
 
     name: ClassVar[str] = ""
@@ -198,14 +201,16 @@ class Plugin:
 
 
 class QueueSortPlugin(Plugin):
+    @abstractmethod
     def less(self, first: QueuedPodInfo, second: QueuedPodInfo) -> bool:
-        raise NotImplementedError
+        ...
 
 
 class PreFilterPlugin(Plugin):
+    @abstractmethod
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
                    ) -> tuple[PreFilterResult | None, Status]:
-        raise NotImplementedError
+        ...
 
     def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo,
                 node_info: NodeInfo) -> Status:
@@ -220,25 +225,29 @@ class PreFilterPlugin(Plugin):
 
 
 class FilterPlugin(Plugin):
+    @abstractmethod
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
-        raise NotImplementedError
+        ...
 
 
 class PostFilterPlugin(Plugin):
+    @abstractmethod
     async def post_filter(self, state: CycleState, pod: PodInfo,
                           statuses: dict[str, Status]) -> tuple[PostFilterResult | None, Status]:
-        raise NotImplementedError
+        ...
 
 
 class PreScorePlugin(Plugin):
+    @abstractmethod
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
-        raise NotImplementedError
+        ...
 
 
 class ScorePlugin(Plugin):
+    @abstractmethod
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo
               ) -> tuple[int, Status]:
-        raise NotImplementedError
+        ...
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: dict[str, int]
                         ) -> Status | None:
@@ -247,34 +256,40 @@ class ScorePlugin(Plugin):
 
 
 class ReservePlugin(Plugin):
+    @abstractmethod
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        raise NotImplementedError
+        ...
 
 
 class PermitPlugin(Plugin):
+    @abstractmethod
     def permit(self, state: CycleState, pod: PodInfo, node_name: str
                ) -> tuple[Status, float]:
         """(status, timeout seconds): Wait holds the pod until allowed, rejected or timed out."""
-        raise NotImplementedError
+        ...
 
 
 class PreBindPlugin(Plugin):
+    @abstractmethod
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        raise NotImplementedError
+        ...
 
 
 class BindPlugin(Plugin):
+    @abstractmethod
     async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """Bind, or Skip to let the next bind plugin do it."""
-        raise NotImplementedError
+        ...
 
 
 class PostBindPlugin(Plugin):
+    @abstractmethod
     async def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        raise NotImplementedError
+        ...
 
 
 @dataclass
@@ -286,7 +301,6 @@ class QueuedPodInfo:
     initial_attempt_timestamp: float | None = None
     attempts: int = 0
     unschedulable_plugins: set[str] = field(default_factory=set)
-    pending_plugins: set[str] = field(default_factory=set)
 
     @property
     def pod(self) -> Obj:

@@ -105,7 +105,6 @@ class Framework:
         self._observe = observe
         self._snapshot = Snapshot()
         self.waiting_pods: dict[str, WaitingPod] = {}
-        self.nominated_node_names: dict[str, str] = {}
         self.pod_nominator: PodNominator | None = None  # the scheduling queue
 
     # -- the Handle plugins see ------------------------------------------------------------
@@ -125,7 +124,7 @@ class Framework:
     def plugins_at(self, point: str) -> list[Any]:
         return self.plugins.get(point, [])
 
-    def _timed(self, point: str, started: float, status: Status) -> None:
+    def record_duration(self, point: str, started: float, status: Status) -> None:
         if self._observe is not None:
             self._observe(point, status.code.name.title(), time.perf_counter() - started)
 
@@ -152,20 +151,21 @@ class Framework:
                 continue
             if not status.is_success():
                 status.with_plugin(plugin.name)
-                self._timed("PreFilter", started, status)
+                self.record_duration("PreFilter", started, status)
                 return None, status
             if plugin_result is not None and plugin_result.node_names is not None:
                 if result is None or result.node_names is None:
                     result = PreFilterResult(set(plugin_result.node_names))
                 else:
                     result.node_names &= plugin_result.node_names
+                result.plugins.append(plugin.name)
                 if not result.node_names:
                     status = Status.unschedulable(
-                        "node(s) didn't satisfy plugin(s) [" + plugin.name + "]",
+                        f"node(s) didn't satisfy plugin(s) [{', '.join(result.plugins)}]",
                         unresolvable=True).with_plugin(plugin.name)
-                    self._timed("PreFilter", started, status)
+                    self.record_duration("PreFilter", started, status)
                     return result, status
-        self._timed("PreFilter", started, SUCCESS)
+        self.record_duration("PreFilter", started, SUCCESS)
         return result, SUCCESS
 
     def run_filter_plugins(self, state: CycleState, pod: PodInfo, node_info: NodeInfo
@@ -230,14 +230,14 @@ class Framework:
         for plugin in self.plugins_at("postFilter"):
             result, status = await plugin.post_filter(state, pod, statuses)
             if status.is_success():
-                self._timed("PostFilter", started, status)
+                self.record_duration("PostFilter", started, status)
                 return result, status
             if status.code == Code.ERROR:
-                self._timed("PostFilter", started, status)
+                self.record_duration("PostFilter", started, status)
                 return None, status.with_plugin(plugin.name)
             reasons += status.reasons
         status = Status(Code.UNSCHEDULABLE, reasons)
-        self._timed("PostFilter", started, status)
+        self.record_duration("PostFilter", started, status)
         return None, status
 
     def run_pre_score_plugins(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
@@ -248,9 +248,9 @@ class Framework:
             if status.is_skip():
                 state.skip_score_plugins.add(plugin.name)
             elif not status.is_success():
-                self._timed("PreScore", started, status)
+                self.record_duration("PreScore", started, status)
                 return status.with_plugin(plugin.name)
-        self._timed("PreScore", started, SUCCESS)
+        self.record_duration("PreScore", started, SUCCESS)
         return SUCCESS
 
     def run_score_plugins(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
@@ -265,12 +265,12 @@ class Framework:
             for info in nodes:
                 score, status = plugin.score(state, pod, info)
                 if status.code:  # anything but Code.SUCCESS (0)
-                    self._timed("Score", started, status)
+                    self.record_duration("Score", started, status)
                     return {}, status.with_plugin(plugin.name)
                 scores[info.name] = score
             status = plugin.normalize_score(state, pod, scores)
             if status is not None and not status.is_success():
-                self._timed("Score", started, status)
+                self.record_duration("Score", started, status)
                 return {}, status.with_plugin(plugin.name)
             weight = self.score_weights.get(plugin.name, 1)
             for name, score in scores.items():
@@ -278,10 +278,10 @@ class Framework:
                     status = Status.error(f"plugin {plugin.name!r} returns an invalid score "
                                           f"{score}, it should in the range of [0, 100] "
                                           "after normalizing")
-                    self._timed("Score", started, status)
+                    self.record_duration("Score", started, status)
                     return {}, status
                 totals[name] += score * weight
-        self._timed("Score", started, SUCCESS)
+        self.record_duration("Score", started, SUCCESS)
         return totals, SUCCESS
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str
@@ -335,9 +335,9 @@ class Framework:
         for plugin in self.plugins_at("preBind"):
             status = await plugin.pre_bind(state, pod, node_name)
             if not status.is_success():
-                self._timed("PreBind", started, status)
+                self.record_duration("PreBind", started, status)
                 return status.with_plugin(plugin.name)
-        self._timed("PreBind", started, SUCCESS)
+        self.record_duration("PreBind", started, SUCCESS)
         return SUCCESS
 
     async def run_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str
@@ -347,10 +347,10 @@ class Framework:
             status = await plugin.bind(state, pod, node_name)
             if status.is_skip():
                 continue
-            self._timed("Bind", started, status)
+            self.record_duration("Bind", started, status)
             return status.with_plugin(plugin.name)
         status = Status.error("no bind plugin bound the pod")
-        self._timed("Bind", started, status)
+        self.record_duration("Bind", started, status)
         return status
 
     async def run_post_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str
