@@ -216,3 +216,8 @@ async def test_kill_9_mid_rollout_then_restart_completes_it_without_extra_pods(
     assert images_at_end == ["v2"] * replicas
     assert most_pods <= replicas + max_surge, (
         f"{most_pods} pods at once; at most {replicas + max_surge} allowed")
+
+
+def test_every_registered_controller_implements_sync() -> None:
+    from minikube_py.controllers.registry import ALL_CONTROLLERS
+    assert [c.name for c in ALL_CONTROLLERS if c.__abstractmethods__] == []

@@ -75,12 +75,13 @@ class PodGCController(Controller):
         """No workqueue: one pass every gc_check_period (wait.Until)."""
         while True:
             try:
-                await self.gc()
+                await self.sync(self.name)
             except (APIStatusError, ConnectionFailed) as error:
                 log.warning("%s: pass failed: %s", self.name, error)
             await asyncio.sleep(self.gc_check_period)
 
-    async def gc(self) -> None:
+    async def sync(self, key: str) -> None:
+        """One pass over every pod (podgc has no workqueue, so there is one key)."""
         pods = self.pods.store.list()
         nodes = self.nodes.store.list()
         if self.ctx.options.terminated_pod_gc_threshold > 0:

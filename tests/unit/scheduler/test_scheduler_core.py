@@ -209,3 +209,8 @@ def test_snapshot_follows_node_removal_and_pods_with_affinity() -> None:
     assert [i.name for i in snapshot.node_info_list] == ["n2", "n3"]
     assert snapshot.have_pods_with_affinity == []
     assert snapshot.get("n1") is None
+
+
+def test_every_in_tree_plugin_implements_its_extension_points() -> None:
+    from minikube_py.scheduler.plugins.registry import IN_TREE_PLUGINS
+    assert [n for n, cls in IN_TREE_PLUGINS.items() if cls.__abstractmethods__] == []
