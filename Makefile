@@ -41,6 +41,13 @@ apt:
 	command -v etcd >/dev/null 2>&1 || missing="$$missing etcd-server"; \
 	command -v etcdctl >/dev/null 2>&1 || missing="$$missing etcd-client"; \
 	$(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
+	command -v containerd >/dev/null 2>&1 || missing="$$missing containerd"; \
+	command -v runc >/dev/null 2>&1 || missing="$$missing runc"; \
+	test -x /usr/lib/cni/bridge || missing="$$missing containernetworking-plugins"; \
+	dpkg-query -W -f='$${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' \
+		|| missing="$$missing busybox-static"; \
+	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
+	command -v iptables >/dev/null 2>&1 || missing="$$missing iptables"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \

@@ -26,6 +26,9 @@ from minikube_py.cluster.kubeconfig import write_kubeconfig
 from minikube_py.controllers.base import Controller, ControllerOptions
 from minikube_py.controllers.manager import ControllerManager
 
+# The containerd node fixture (real containerd, runc and CNI) lives in its own module.
+pytest_plugins = ["tests.node_fixtures"]
+
 TMPFS = Path("/dev/shm")
 
 

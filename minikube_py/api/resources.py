@@ -15,6 +15,7 @@ SUBRESOURCE_VERBS = {
     "scale": ("get", "patch", "update"),
     "binding": ("create",),
     "finalize": ("update",),
+    "log": ("get",),
 }
 # The kind served by each subresource (None: the parent's kind).
 SUBRESOURCE_KINDS = {
@@ -70,7 +71,7 @@ _ALL = ("all",)
 
 RESOURCES: tuple[Resource, ...] = (
     # core/v1
-    Resource("", "v1", "Pod", "pods", True, ("po",), _ALL, ("status", "binding")),
+    Resource("", "v1", "Pod", "pods", True, ("po",), _ALL, ("status", "binding", "log")),
     Resource("", "v1", "Binding", "bindings", True, verbs=("create",)),
     Resource("", "v1", "Node", "nodes", False, ("no",), subresources=("status",)),
     Resource("", "v1", "Namespace", "namespaces", False, ("ns",),

@@ -47,7 +47,7 @@ class APIServerMetrics:
         )
         self.watchers = Gauge(
             "apiserver_longrunning_requests",
-            "Gauge of all active long-running apiserver requests (watches).",
+            "Gauge of all active long-running apiserver requests (watches, log streams).",
             ["verb", "group", "resource"],
             registry=self.registry,
         )

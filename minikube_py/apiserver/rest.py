@@ -23,6 +23,7 @@ from minikube_py.api.resources import SUBRESOURCE_VERBS, Resource
 from minikube_py.api.schema import schema_for
 from minikube_py.apiserver import conversion, negotiation
 from minikube_py.apiserver.negotiation import Wanted
+from minikube_py.apiserver.podlogs import serve_pod_log
 from minikube_py.apiserver.request_params import (
     check_field_labels,
     check_type,
@@ -76,6 +77,9 @@ class ResourceHandler:
             raise errors.method_not_allowed()
         if verb == "create" and info.name and not info.subresource:
             raise errors.method_not_allowed()  # POST goes to the collection, not an object
+        if info.subresource == "log":  # answered in text/plain, whatever Accept says
+            return await serve_pod_log(store, self.stores[("", "v1", "nodes")], request, info,
+                                       namespace)
         wanted = negotiation.negotiate(request.headers.get("Accept", ""))
         if info.subresource == "scale":
             return await scale(request, info, store, namespace, wanted)

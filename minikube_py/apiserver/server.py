@@ -56,6 +56,7 @@ log = logging.getLogger("minikube_py.apiserver")
 MAX_BODY_BYTES = 3 * 1024 * 1024
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 MUTATING_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
+LONG_RUNNING_SUBRESOURCES = ("log", "exec", "attach", "portforward", "proxy")
 GIT_VERSION = "v1.37.0-minikube-py"
 
 
@@ -233,10 +234,11 @@ class APIServer:
         kind = "mutating" if info.verb in MUTATING_VERBS else "readOnly"
         limit = (self.config.max_mutating_requests_inflight if kind == "mutating"
                  else self.config.max_requests_inflight)
-        long_running = info.verb == "watch"
+        # Long-running requests (watches, log streams) are not held to the in-flight limit.
+        long_running = info.verb == "watch" or info.subresource in LONG_RUNNING_SUBRESOURCES
         counted = False
         response: web.StreamResponse
-        watchers = (self.metrics.watchers.labels("WATCH", info.group, info.resource)
+        watchers = (self.metrics.watchers.labels(info.verb.upper(), info.group, info.resource)
                     if long_running else None)
         try:
             if watchers is not None:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from minikube_py.cluster.etcd import LOOPBACK, free_port, port_in_use
 from minikube_py.cluster.kubeconfig import write_kubeconfig
+from minikube_py.images.build import add_image_command
 
 DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443,
                  "controller-manager": 10257, "scheduler": 10259}
@@ -188,6 +189,7 @@ def main(argv: list[str] | None = None) -> None:
     stop.add_argument("--purge", action="store_true", help="also delete the cluster's data")
     stop.set_defaults(run=down)
     commands.add_parser("status", help="show what runs").set_defaults(run=status)
+    add_image_command(commands, home)
     args = parser.parse_args(argv)
     args.run(args)
 

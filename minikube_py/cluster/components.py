@@ -1,7 +1,8 @@
-"""Run the controller-manager or the scheduler as a child process (tests, benchmarks).
+"""Run the controller-manager, the scheduler or a kubelet as a child process (tests,
+benchmarks, the launcher).
 
-Both take a kubeconfig, talk only to the API server, and answer /healthz on a port of
-their own; they differ only in the module that runs.
+Each takes a kubeconfig, talks only to the API server, and answers /healthz on a port of
+its own; they differ in the module that runs and its flags.
 """
 
 from __future__ import annotations
@@ -62,3 +63,30 @@ class ControllerManagerProcess(ClientComponentProcess):
 class SchedulerProcess(ClientComponentProcess):
     component = "the scheduler"
     module = "minikube_py.scheduler"
+
+
+class KubeletProcess(ClientComponentProcess):
+    """`python -m minikube_py.kubelet` for one node; /healthz is on the kubelet's port."""
+
+    component = "the kubelet"
+    module = "minikube_py.kubelet"
+
+    def __init__(self, kubeconfig: Path, log_path: Path, *, node_name: str,
+                 runtime_endpoint: str, root_dir: Path, pod_cidr: str,
+                 node_ip: str = LOOPBACK, extra_args: tuple[str, ...] = (),
+                 start_timeout: float = 30.0, stop_timeout: float = 10.0) -> None:
+        super().__init__(kubeconfig, log_path, extra_args=extra_args,
+                         start_timeout=start_timeout, stop_timeout=stop_timeout)
+        self.node_name = node_name
+        self.runtime_endpoint = runtime_endpoint
+        self.root_dir = root_dir
+        self.pod_cidr = pod_cidr
+        self.node_ip = node_ip
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", self.module, f"--kubeconfig={self.kubeconfig}",
+                f"--node-name={self.node_name}",
+                f"--container-runtime-endpoint={self.runtime_endpoint}",
+                f"--root-dir={self.root_dir}", f"--pod-cidr={self.pod_cidr}",
+                f"--node-ip={self.node_ip}", f"--address={LOOPBACK}", f"--port={self.port}",
+                *self.extra_args]

@@ -1,0 +1,292 @@
+"""Benchmark: pod startup latency through the kubelet, against the container runtime's floor.
+
+Run from the repository root as `.venv/bin/python benchmarks/pod_startup.py` (options:
+--quick, --no-append, --pods N). It starts a private containerd node (real runc and CNI),
+etcd, an API server and a kubelet process, then measures:
+
+    a. the runtime's floor, no kubelet: one pod alone (RunPodSandbox + CreateContainer +
+       StartContainer over CRI), then N pods started the same way all at once: T_raw
+    b. one pod through the API on the idle node: create -> Running seen by a watch
+       (median of 5): target <= 0.5 s
+    c. N busybox pods created through the API at once: per pod, create -> Running seen
+       by a watch: targets p99 <= 1.25 x T_raw, p50 <= 0.6 x T_raw
+    d. the kubelet idle with those N pods: CPU share of one core and RSS: targets <= 3%
+       and <= 100 MB
+
+Appends its table to benchmarks/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import statistics
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks.apiserver import (  # noqa: E402
+    BenchmarkError,
+    cpu_seconds,
+    git_commit,
+    percentile,
+    progress,
+)
+from benchmarks.etcd_raw import scratch_directory  # noqa: E402
+from minikube_py.client.rest import Client  # noqa: E402
+from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
+from minikube_py.cluster.components import KubeletProcess  # noqa: E402
+from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
+from minikube_py.cluster.kubeconfig import write_kubeconfig  # noqa: E402
+from minikube_py.gen.cri import api_pb2  # noqa: E402
+from minikube_py.images.catalog import build_catalog  # noqa: E402
+from minikube_py.kubelet.cri import RemoteRuntime  # noqa: E402
+from minikube_py.kubelet.runtime_setup import (  # noqa: E402
+    Containerd,
+    NodeRuntimeConfig,
+    load_image,
+)
+from tests.node_fixtures import free_pod_cidr  # noqa: E402
+
+RESULTS = REPO / "benchmarks" / "RESULTS.md"
+BUSYBOX = "localhost/busybox:1.36"
+NAMESPACE = "bench"
+
+
+async def start_raw_pod(runtime: RemoteRuntime, name: str, logs: Path) -> float:
+    """RunPodSandbox + CreateContainer + StartContainer straight over CRI; seconds taken."""
+    started = time.perf_counter()
+    config = api_pb2.PodSandboxConfig(
+        metadata=api_pb2.PodSandboxMetadata(name=name, uid=name, namespace="raw"),
+        hostname=name, log_directory=str(logs / name), labels={"bench": "raw"})
+    (logs / name).mkdir(parents=True, exist_ok=True)
+    sandbox = await runtime.run_pod_sandbox(api_pb2.RunPodSandboxRequest(config=config),
+                                            timeout=120)
+    created = await runtime.create_container(api_pb2.CreateContainerRequest(
+        pod_sandbox_id=sandbox.pod_sandbox_id, sandbox_config=config,
+        config=api_pb2.ContainerConfig(
+            metadata=api_pb2.ContainerMetadata(name="app"),
+            image=api_pb2.ImageSpec(image=BUSYBOX), command=["sleep", "3600"],
+            log_path="app/0.log", labels={"bench": "raw"})), timeout=120)
+    await runtime.start_container(
+        api_pb2.StartContainerRequest(container_id=created.container_id), timeout=120)
+    return time.perf_counter() - started
+
+
+async def remove_raw_pods(runtime: RemoteRuntime) -> None:
+    listing = await runtime.list_pod_sandbox(api_pb2.ListPodSandboxRequest(
+        filter=api_pb2.PodSandboxFilter(label_selector={"bench": "raw"})))
+    for sandbox in listing.items:
+        await runtime.stop_pod_sandbox(
+            api_pb2.StopPodSandboxRequest(pod_sandbox_id=sandbox.id), timeout=60)
+        await runtime.remove_pod_sandbox(
+            api_pb2.RemovePodSandboxRequest(pod_sandbox_id=sandbox.id), timeout=60)
+
+
+def busybox_pod(name: str, node: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1,
+                     "containers": [{"name": "app", "image": BUSYBOX,
+                                     "command": ["sleep", "3600"]}]}}
+
+
+async def running_times(client: Client, names: set[str], version: str,
+                        timeout: float) -> dict[str, float]:
+    """Watch from `version`; the perf_counter time each named pod is first seen Running."""
+    seen: dict[str, float] = {}
+    deadline = time.monotonic() + timeout
+    pods = client.resource("pods")
+    while len(seen) < len(names):
+        if time.monotonic() > deadline:
+            raise BenchmarkError(f"only {len(seen)} of {len(names)} pods Running after "
+                                 f"{timeout:.0f}s")
+        async for _, pod in pods.watch(NAMESPACE, resource_version=version,
+                                       timeout_seconds=int(timeout)):
+            version = pod.get("metadata", {}).get("resourceVersion", version)
+            name = pod.get("metadata", {}).get("name")
+            if (name in names and name not in seen
+                    and pod.get("status", {}).get("phase") == "Running"):
+                seen[name] = time.perf_counter()
+                if len(seen) == len(names):
+                    break
+    return seen
+
+
+async def create_and_time(client: Client, names: list[str], node: str) -> list[float]:
+    """Create the pods at once; seconds from each create call to its Running."""
+    listed = await client.resource("pods").list(NAMESPACE)
+    watcher = asyncio.create_task(running_times(
+        client, set(names), listed["metadata"]["resourceVersion"], 120))
+    sent: dict[str, float] = {}
+
+    async def create(name: str) -> None:
+        sent[name] = time.perf_counter()
+        await client.resource("pods").create(busybox_pod(name, node), NAMESPACE)
+    await asyncio.gather(*(create(name) for name in names))
+    running = await watcher
+    return [running[name] - sent[name] for name in names]
+
+
+async def delete_all_and_wait(client: Client) -> None:
+    pods = client.resource("pods")
+    await pods.delete_collection(NAMESPACE)
+    deadline = time.monotonic() + 60
+    while (await pods.list(NAMESPACE))["items"]:
+        if time.monotonic() > deadline:
+            raise BenchmarkError("pods were not deleted within 60 s")
+        await asyncio.sleep(0.2)
+
+
+async def wait_node_ready(client: Client, name: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            node = await client.resource("nodes").get(name)
+        except Exception:  # noqa: BLE001 - not registered yet
+            node = {}
+        conditions = {c["type"]: c["status"] for c in node.get("status", {}).get(
+            "conditions", [])}
+        if conditions.get("Ready") == "True":
+            return
+        await asyncio.sleep(0.2)
+    raise BenchmarkError(f"node {name} not Ready after {timeout:.0f}s")
+
+
+def rss_megabytes(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def measure(args: argparse.Namespace) -> dict[str, Any]:
+    count, idle_seconds = args.pods, (20 if args.quick else 60)
+    rows: list[tuple[str, str, str, str]] = []
+    with scratch_directory() as scratch:
+        tmp = Path(scratch)
+        progress("building and loading images")
+        archives = await asyncio.to_thread(build_catalog, tmp / "images")
+        node_config = NodeRuntimeConfig(node_name=f"bench-{os.getpid()}",
+                                        base_dir=tmp / "node", pod_cidr=free_pod_cidr())
+        async with Containerd(node_config) as containerd:
+            for archive in archives:
+                await load_image(node_config, archive.path)
+            async with RemoteRuntime(containerd.endpoint) as runtime:
+                progress("the runtime's floor: one pod, then all at once")
+                await start_raw_pod(runtime, "warmup", tmp / "raw-logs")
+                await remove_raw_pods(runtime)
+                single_raw = await start_raw_pod(runtime, "single", tmp / "raw-logs")
+                await remove_raw_pods(runtime)
+                started = time.perf_counter()
+                await asyncio.gather(*(start_raw_pod(runtime, f"raw-{i}", tmp / "raw-logs")
+                                       for i in range(count)))
+                t_raw = time.perf_counter() - started
+                await remove_raw_pods(runtime)
+            rows.append(("runtime floor: one pod alone over CRI", f"{single_raw:.3f} s", "", ""))
+            rows.append((f"runtime floor: {count} pods at once over CRI (T_raw)",
+                         f"{t_raw:.2f} s", "", ""))
+
+            async with (EtcdProcess(tmp / "etcd") as etcd,
+                        APIServerProcess([etcd.client_url], tmp / "apiserver.log",
+                                         extra_args=("--log-requests=false",)) as api):
+                kubeconfig = write_kubeconfig(tmp / "kubeconfig", api.url)
+                async with Client.from_kubeconfig(kubeconfig) as client:
+                    await client.resource("namespaces").create(
+                        {"metadata": {"name": NAMESPACE}})
+                    async with KubeletProcess(
+                            kubeconfig, tmp / "kubelet.log", node_name=node_config.node_name,
+                            runtime_endpoint=containerd.endpoint,
+                            root_dir=tmp / "kubelet", pod_cidr=node_config.pod_cidr) as kubelet:
+                        await wait_node_ready(client, node_config.node_name)
+                        assert kubelet.pid is not None
+                        await measure_through_kubelet(client, node_config.node_name,
+                                                      kubelet.pid, count, t_raw,
+                                                      idle_seconds, rows)
+                        await delete_all_and_wait(client)
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "mode": "quick" if args.quick else "full",
+        "nproc": os.cpu_count(), "python": platform.python_version(),
+        "commit": git_commit(REPO), "load": os.getloadavg()[0], "rows": rows,
+    }
+
+
+async def measure_through_kubelet(client: Client, node: str, pid: int, count: int,
+                                  t_raw: float, idle_seconds: int,
+                                  rows: list[tuple[str, str, str, str]]) -> None:
+    progress("one pod at a time on the idle node")
+    singles = []
+    for index in range(6):
+        singles += await create_and_time(client, [f"single-{index}"], node)
+        await delete_all_and_wait(client)
+    single = statistics.median(singles[1:])  # the first one warms the kubelet's caches
+    rows.append(("one pod on an idle node: create -> Running (median of 5)",
+                 f"{single:.3f} s", "<= 0.5 s", "PASS" if single <= 0.5 else "FAIL"))
+
+    progress(f"{count} pods at once")
+    latencies = await create_and_time(client, [f"burst-{i:02d}" for i in range(count)], node)
+    p50, p99 = percentile(latencies, 50), percentile(latencies, 99)
+    rows.append((f"{count} pods at once: create -> Running p50",
+                 f"{p50:.2f} s ({p50 / t_raw:.2f} x T_raw)", "<= 0.6 x T_raw",
+                 "PASS" if p50 <= 0.6 * t_raw else "FAIL"))
+    rows.append((f"{count} pods at once: create -> Running p99",
+                 f"{p99:.2f} s ({p99 / t_raw:.2f} x T_raw)", "<= 1.25 x T_raw",
+                 "PASS" if p99 <= 1.25 * t_raw else "FAIL"))
+
+    await asyncio.sleep(10)  # statuses written, probes and PLEG in their steady state
+    progress(f"idle kubelet with {count} pods for {idle_seconds} s")
+    samples = []
+    before, wall = cpu_seconds(pid), time.perf_counter()
+    for _ in range(idle_seconds // 5):
+        mark = cpu_seconds(pid)
+        await asyncio.sleep(5)
+        samples.append((cpu_seconds(pid) - mark) / 5)
+    share = (cpu_seconds(pid) - before) / (time.perf_counter() - wall)
+    rss = rss_megabytes(pid)
+    rows.append((f"idle kubelet with {count} pods: CPU over {idle_seconds} s",
+                 f"{share:.2%} of one core (median of 5 s samples "
+                 f"{statistics.median(samples):.2%})", "<= 3%",
+                 "PASS" if share <= 0.03 else "FAIL"))
+    rows.append((f"idle kubelet with {count} pods: RSS", f"{rss:.0f} MB", "<= 100 MB",
+                 "PASS" if rss <= 100 else "FAIL"))
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [f"## {report['date']}: pod startup, {report['mode']} run", "",
+             f"nproc {report['nproc']}; Python {report['python']}; commit "
+             f"{report['commit'] or 'unknown'}; 1-minute load average at start "
+             f"{report['load']:.2f}. `benchmarks/pod_startup.py`.", "",
+             "| metric | value | target | result |", "|---|---|---|---|"]
+    lines += ["| " + " | ".join(row) + " |" for row in report["rows"]]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a shorter idle measurement")
+    parser.add_argument("--pods", type=int, default=30, help="pods started at once")
+    parser.add_argument("--no-append", action="store_true",
+                        help=f"do not append the results to {RESULTS.relative_to(REPO)}")
+    args = parser.parse_args()
+    try:
+        report = asyncio.run(measure(args))
+    except BenchmarkError as err:
+        sys.exit(f"benchmark failed: {err}")
+    text = markdown(report)
+    print(text)
+    if not args.no_append:
+        with RESULTS.open("a") as results:
+            results.write("\n" + text)
+        progress(f"appended to {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""`python -m minikube_py.kubelet --node-name N --kubeconfig F --container-runtime-endpoint unix://...`
+
+Or `--runtime simulated` for a hollow node without containers, and `--simulate N` for N
+hollow nodes in one process (like kubemark), for scheduler and controller benchmarks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import socket
+import sys
+from pathlib import Path
+
+from minikube_py.client.component import run_component
+from minikube_py.client.kubeconfig import KubeconfigError
+from minikube_py.client.rest import Client
+from minikube_py.kubelet.cri import RemoteRuntime, RuntimeService
+from minikube_py.kubelet.kubelet import Kubelet, KubeletConfig
+from minikube_py.kubelet.node_status import read_host_info
+from minikube_py.kubelet.simulated import SimulatedRuntime
+
+DEFAULT_ROOT = Path("/var/lib/minikube-py/kubelet")
+
+
+def _key_values(text: str) -> dict[str, str]:
+    """'cpu=100m,memory=256Mi' -> {'cpu': '100m', 'memory': '256Mi'}."""
+    pairs = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise argparse.ArgumentTypeError(f"expected key=value, got {item!r}")
+        pairs[key] = value
+    return pairs
+
+
+def _taints(text: str) -> list[dict[str, str]]:
+    """'key=value:Effect,key2:Effect' -> taints (upstream's --register-with-taints)."""
+    taints = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        spec, sep, effect = item.rpartition(":")
+        if not sep or effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            raise argparse.ArgumentTypeError(f"invalid taint {item!r}: expected "
+                                             "key[=value]:NoSchedule|PreferNoSchedule|NoExecute")
+        key, _, value = spec.partition("=")
+        taints.append({"key": key, "value": value, "effect": effect} if value
+                      else {"key": key, "effect": effect})
+    return taints
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m minikube_py.kubelet",
+                                     description="minikube-py kubelet (node agent)")
+    parser.add_argument("--node-name", default=socket.gethostname())
+    parser.add_argument("--kubeconfig", default=None)
+    parser.add_argument("--runtime", choices=("remote", "simulated"), default="remote",
+                        help="remote: a CRI runtime at --container-runtime-endpoint; "
+                             "simulated: an in-process fake (no containers)")
+    parser.add_argument("--container-runtime-endpoint",
+                        default="unix:///run/containerd/containerd.sock")
+    parser.add_argument("--pod-cidr", default=None)
+    parser.add_argument("--root-dir", type=Path, default=None,
+                        help=f"pod volumes and claims (default {DEFAULT_ROOT}/<node>)")
+    parser.add_argument("--pod-logs-dir", type=Path, default=None,
+                        help="container logs (default <root-dir>/logs)")
+    parser.add_argument("--address", default="0.0.0.0")
+    parser.add_argument("--port", type=int, default=10250)
+    parser.add_argument("--node-ip", default=None)
+    parser.add_argument("--cluster-dns", default="", help="comma-separated DNS server IPs")
+    parser.add_argument("--cluster-domain", default="cluster.local")
+    parser.add_argument("--kube-reserved", type=_key_values, default={})
+    parser.add_argument("--system-reserved", type=_key_values, default={})
+    parser.add_argument("--eviction-hard",
+                        default="memory.available<100Mi,nodefs.available<10%")
+    parser.add_argument("--node-labels", type=_key_values, default={})
+    parser.add_argument("--register-with-taints", type=_taints, default=[])
+    parser.add_argument("--max-parallel-starts", type=int, default=4,
+                        help="pods whose sandbox and containers start at the same time")
+    parser.add_argument("--simulate", type=int, default=0, metavar="N",
+                        help="run N hollow nodes (simulated runtime) in this process")
+    parser.add_argument("--simulated-start-delay", type=float, default=0.0,
+                        help="seconds a simulated container takes to start")
+    parser.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
+    return parser.parse_args(argv)
+
+
+def kubelet_config(args: argparse.Namespace) -> KubeletConfig:
+    root = args.root_dir or DEFAULT_ROOT / args.node_name
+    return KubeletConfig(
+        node_name=args.node_name, root_dir=root, logs_root=args.pod_logs_dir or root / "logs",
+        pod_cidr=args.pod_cidr, address=args.address, port=args.port,
+        cluster_dns=[ip for ip in args.cluster_dns.split(",") if ip],
+        cluster_domain=args.cluster_domain, kube_reserved=args.kube_reserved,
+        system_reserved=args.system_reserved, eviction_hard=args.eviction_hard,
+        node_labels=args.node_labels, register_taints=args.register_with_taints,
+        max_parallel_starts=args.max_parallel_starts,
+        hollow=args.runtime == "simulated")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.v >= 4 else logging.INFO
+                        if args.v >= 2 else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        client = Client.from_kubeconfig(args.kubeconfig, user_agent="kubelet")
+    except KubeconfigError as error:
+        sys.exit(f"kubelet: {error}")
+    if args.simulate:
+        from minikube_py.kubelet.hollow import run_hollow_nodes
+        run_component("kubelet", lambda: run_hollow_nodes(client, args))
+        return
+    config = kubelet_config(args)
+
+    async def run() -> None:
+        runtime: RuntimeService = (
+            SimulatedRuntime(pod_cidr=args.pod_cidr or "10.250.0.0/24",
+                             start_delay=args.simulated_start_delay)
+            if args.runtime == "simulated" else RemoteRuntime(args.container_runtime_endpoint))
+        config.root_dir.mkdir(parents=True, exist_ok=True)
+        host = read_host_info(config.root_dir, node_ip=args.node_ip, hostname=config.node_name)
+        async with client:
+            try:
+                await Kubelet(config, client, runtime, host).run()
+            finally:
+                await runtime.close()
+
+    run_component("kubelet", run)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,551 @@
+"""The kubelet: the node agent that turns the pods bound to its node into containers.
+
+Upstream `pkg/kubelet/kubelet.go`. What runs, and where each step lives:
+
+    node_status.py   register the Node, report its status; lease.py: heartbeat Lease
+    informers        pods with spec.nodeName=<node> (plus ConfigMaps/Secrets/Services
+                     their env and volumes read)          -> pod_workers.update_pod(uid)
+    pleg.py          relist CRI every second              -> pod_workers.update_pod(uid)
+    probe_workers.py liveness/readiness/startup results   -> pod_workers.update_pod(uid)
+    pod_workers.py   one task per pod, each running Kubelet.sync_pod(uid):
+        admission -> volumes (volumes/) -> RuntimeManager.sync_pod (kuberuntime.py)
+        -> generate_pod_status (pod_status.py) -> StatusManager writes it
+        or, once the pod is being deleted: kill, final status, remove, DELETE (grace 0)
+    eviction.py      hard eviction thresholds             -> evict a pod
+    server.py        :10250 /healthz /pods /containerLogs /stats/summary
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from minikube_py.client.errors import NotFound
+from minikube_py.client.events import EventRecorder
+from minikube_py.client.informer import EventHandler, SharedInformer, SharedInformerFactory
+from minikube_py.client.rest import Client
+from minikube_py.gen.cri import api_pb2
+from minikube_py.kubelet.backoff import Backoff
+from minikube_py.kubelet.cri import CRIError, RuntimeService
+from minikube_py.kubelet.envvars import make_environment
+from minikube_py.kubelet.eviction import EvictionManager, observe_host, parse_thresholds
+from minikube_py.kubelet.images import ImageManager
+from minikube_py.kubelet.kuberuntime import RuntimeManager
+from minikube_py.kubelet.kuberuntime_sandbox import DNSSettings
+from minikube_py.kubelet.lease import NodeLease
+from minikube_py.kubelet.logs import container_log_path
+from minikube_py.kubelet.node_status import (
+    HostInfo,
+    NodeStatusManager,
+    node_allocatable,
+    node_capacity,
+)
+from minikube_py.kubelet.pleg import GenericPLEG
+from minikube_py.kubelet.pod_status import StatusInputs, generate_pod_status
+from minikube_py.kubelet.pod_workers import DONE, PodWorkers
+from minikube_py.kubelet.podstate import PodRuntimeStatus
+from minikube_py.kubelet.probe_workers import ProbeManager, RunningContainer
+from minikube_py.kubelet.resources import ContainerResources, container_resources
+from minikube_py.kubelet.server import ContainerNotFound, KubeletServer
+from minikube_py.kubelet.status_manager import StatusManager
+from minikube_py.kubelet.volumes.manager import ContainerMount, VolumeError, VolumeManager
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+RESYNC_SECONDS = 60.0
+HOUSEKEEPING_SECONDS = 2.0
+VOLUME_RETRY_SECONDS = 2.0
+
+
+@dataclass
+class KubeletConfig:
+    """The kubelet's flags (upstream's KubeletConfiguration, the part used here)."""
+
+    node_name: str
+    root_dir: Path
+    logs_root: Path
+    pod_cidr: str | None = None
+    address: str = "0.0.0.0"
+    port: int = 10250
+    cluster_dns: list[str] = field(default_factory=list)
+    cluster_domain: str = "cluster.local"
+    kube_reserved: dict[str, str] = field(default_factory=dict)
+    system_reserved: dict[str, str] = field(default_factory=dict)
+    eviction_hard: str = "memory.available<100Mi,nodefs.available<10%"
+    node_labels: dict[str, str] = field(default_factory=dict)
+    register_taints: list[Obj] = field(default_factory=list)
+    max_parallel_starts: int = 4
+    # CrashLoopBackOff and image pull back-off: 10 s doubling to 5 min (upstream's
+    # crashLoopBackOff settings; tests shorten them).
+    backoff_initial: float = 10.0
+    backoff_max: float = 300.0
+    pleg_period: float = 1.0
+    sync_frequency: float = RESYNC_SECONDS
+    # Hollow nodes (kubemark) share informers, skip volumes, eviction and the HTTP server.
+    hollow: bool = False
+
+
+class Kubelet:
+    def __init__(self, config: KubeletConfig, client: Client, runtime: RuntimeService,
+                 host: HostInfo, *, factory: SharedInformerFactory | None = None) -> None:
+        self.config = config
+        self.client = client
+        self.runtime = runtime
+        self.host = host
+        self.node_name = config.node_name
+        self.factory = factory or SharedInformerFactory(client)
+        self._own_factory = factory is None
+        self.recorder = EventRecorder(client, "kubelet", config.node_name)
+        self.pods: dict[str, Obj] = {}  # uid -> the latest pod from the API
+        self.workers = PodWorkers(self.sync_pod)
+        # The back-off of a container that ran 10 minutes without crashing starts afresh.
+        self.crash_backoff = Backoff(initial=config.backoff_initial,
+                                     maximum=config.backoff_max, reset_after=600.0)
+        self.images = ImageManager(runtime, self.record_event,
+                                   Backoff(initial=config.backoff_initial,
+                                           maximum=config.backoff_max))
+        self.probes = ProbeManager(self.exec_sync, on_change=self.workers.update_pod,
+                                   record_event=self.record_event)
+        self.runtime_manager = RuntimeManager(
+            runtime, images=self.images, logs_root=config.logs_root,
+            dns=DNSSettings(cluster_dns=config.cluster_dns,
+                            cluster_domain=config.cluster_domain),
+            record_event=self.record_event, crash_backoff=self.crash_backoff,
+            container_options=self.container_options, exec_sync=self.exec_sync,
+            start_slots=asyncio.Semaphore(config.max_parallel_starts),
+            make_log_dirs=not config.hollow)
+        self.pleg = GenericPLEG(runtime, self.workers.update_pod, period=config.pleg_period)
+        self.status_manager = StatusManager(client)
+        self.node_status = NodeStatusManager(
+            client, config.node_name, runtime, host=host, pod_cidr=config.pod_cidr,
+            kubelet_port=config.port, kube_reserved=config.kube_reserved,
+            system_reserved=config.system_reserved,
+            eviction_hard=parse_thresholds(config.eviction_hard),
+            labels=config.node_labels, taints=config.register_taints,
+            pressure=self._pressure)
+        self.lease = NodeLease(client, config.node_name)
+        self.allocatable = node_allocatable(
+            node_capacity(host), config.kube_reserved, config.system_reserved,
+            parse_thresholds(config.eviction_hard))
+        self.eviction: EvictionManager | None = None
+        self.volumes: VolumeManager | None = None
+        self.server: KubeletServer | None = None
+        self._evicted: dict[str, str] = {}  # uid -> eviction message
+        self._volume_paths: dict[str, dict[str, Path]] = {}  # uid -> volume name -> path
+        self._runtime_name = "containerd"
+        self._tasks: list[asyncio.Task[None]] = []
+        self.pod_informer: SharedInformer | None = None
+        self.ready = asyncio.Event()
+
+    # -- wiring -------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Start everything, then keep running until cancelled."""
+        await self.start()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self.stop()
+
+    async def start(self) -> None:
+        version = await self.runtime.version(api_pb2.VersionRequest())
+        self._runtime_name = version.runtime_name
+        self._config_maps = self.factory.informer("configmaps")
+        self._secrets = self.factory.informer("secrets")
+        self._services = self.factory.informer("services")
+        if not self.config.hollow:
+            self.volumes = VolumeManager(
+                self.config.root_dir / "pods", self.config.root_dir / "claims",
+                get_config_map=self._get_config_map, get_secret=self._get_secret,
+                get_claim=self._get_claim, allocatable=self.allocatable)
+            for informer in (self._config_maps, self._secrets):
+                informer.add_event_handler(EventHandler(on_update=self._referenced_changed))
+            self.eviction = EvictionManager(
+                parse_thresholds(self.config.eviction_hard),
+                observe=lambda: observe_host(self.config.root_dir),
+                active_pods=self.active_pods, pod_usage=self._pod_usage, evict=self.evict_pod)
+            self.server = KubeletServer(self, self.config.address, self.config.port)
+            await self.server.start()
+        if self._own_factory:
+            self.pod_informer = SharedInformer(
+                self.client, "pods", field_selector=f"spec.nodeName={self.node_name}")
+            self.pod_informer.add_event_handler(EventHandler(
+                on_add=self.pod_added, on_update=lambda old, new: self.pod_added(new),
+                on_delete=self.pod_deleted))
+            self.pod_informer.start()
+            self.factory.start()
+        self._tasks.append(asyncio.create_task(self.node_status.run(), name="node-status"))
+        self._tasks.append(asyncio.create_task(self.lease.run(), name="node-lease"))
+        if self._own_factory:
+            assert self.pod_informer is not None
+            await self.pod_informer.wait_for_sync()
+            await self.factory.wait_for_cache_sync()
+        await self._remove_orphans()
+        self.pleg.start()
+        self._tasks.append(asyncio.create_task(self._housekeeping(), name="housekeeping"))
+        if self.eviction is not None:
+            self._tasks.append(asyncio.create_task(self._eviction_loop(), name="eviction"))
+        self.ready.set()
+
+    async def stop(self) -> None:
+        """Stop the kubelet's own tasks. Containers keep running, as upstream's do: a
+        restarted kubelet adopts them."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        await self.pleg.stop()
+        await self.workers.stop()
+        await self.probes.stop()
+        if self.pod_informer is not None:
+            await self.pod_informer.stop()
+        if self._own_factory:
+            await self.factory.stop()
+        if self.server is not None:
+            await self.server.stop()
+        self.node_status.stop()
+        self.lease.stop()
+        await self.recorder.stop()
+
+    def record_event(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
+        self.recorder.event({"kind": "Pod", "apiVersion": "v1", **obj}, event_type, reason,
+                            message)
+
+    # -- pod sources --------------------------------------------------------------------
+
+    def pod_added(self, pod: Obj) -> None:
+        uid = pod["metadata"]["uid"]
+        self.pods[uid] = pod
+        self.workers.update_pod(uid)
+
+    def pod_deleted(self, pod: Obj) -> None:
+        uid = pod["metadata"]["uid"]
+        self.pods.pop(uid, None)
+        self.workers.update_pod(uid)
+
+    def _referenced_changed(self, old: Obj, new: Obj) -> None:
+        """A ConfigMap or Secret changed: resync the pods whose volumes project it."""
+        meta = new["metadata"]
+        for uid, pod in self.pods.items():
+            if pod["metadata"]["namespace"] == meta["namespace"] and \
+                    meta["name"] in referenced_names(pod):
+                self.workers.update_pod(uid)
+
+    def active_pods(self) -> list[Obj]:
+        return [pod for pod in self.pods.values()
+                if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+
+    async def _get_config_map(self, namespace: str, name: str) -> Obj | None:
+        return self._config_maps.store.get_by_name(namespace, name)
+
+    async def _get_secret(self, namespace: str, name: str) -> Obj | None:
+        return self._secrets.store.get_by_name(namespace, name)
+
+    async def _get_claim(self, namespace: str, name: str) -> Obj | None:
+        try:
+            return await self.client.resource("persistentvolumeclaims").get(name, namespace)
+        except NotFound:
+            return None
+
+    # -- runtime helpers ----------------------------------------------------------------
+
+    async def exec_sync(self, container_id: str, command: list[str],
+                        timeout: float) -> tuple[int, str]:
+        """ExecSync through CRI (probes and lifecycle hooks)."""
+        # CRI timeout 0 means none (lifecycle hooks); probes pass their timeoutSeconds.
+        seconds = max(1, int(timeout)) if timeout else 0
+        try:
+            answer = await self.runtime.exec_sync(
+                api_pb2.ExecSyncRequest(container_id=container_id, cmd=command,
+                                        timeout=seconds),
+                timeout=seconds + 5 if seconds else 3600.0)
+        except CRIError as error:
+            if error.code.name == "DEADLINE_EXCEEDED":
+                raise TimeoutError(error.message) from error
+            return 1, error.message
+        return answer.exit_code, (answer.stdout + answer.stderr).decode(errors="replace")
+
+    async def container_options(self, pod: Obj, container: Obj, pod_ips: list[str]
+                                ) -> tuple[list[tuple[str, str]], list[ContainerMount],
+                                           ContainerResources]:
+        """GenerateRunContainerOptions: env, mounts and resources for CreateContainer."""
+        namespace = pod["metadata"]["namespace"]
+        env = await make_environment(
+            pod, container, get_config_map=self._get_config_map, get_secret=self._get_secret,
+            # the namespace's services, and default/kubernetes for KUBERNETES_SERVICE_*
+            services=self._services.store.list(namespace) + (
+                [] if namespace == "default" else self._services.store.list("default")),
+            allocatable=self.allocatable,
+            pod_ip=pod_ips[0] if pod_ips else "", pod_ips=pod_ips,
+            host_ip=self.host.node_ip, node_name=self.node_name)
+        mounts: list[ContainerMount] = []
+        if self.volumes is not None:
+            paths = self._volume_paths.get(pod["metadata"]["uid"], {})
+            mounts = self.volumes.container_mounts(pod, container, paths, dict(env))
+        resources = container_resources(pod, container, self.host.memory_bytes)
+        return env, mounts, resources
+
+    # -- SyncPod --------------------------------------------------------------------------
+
+    async def sync_pod(self, uid: str) -> float | None:
+        """One pass of the pod worker: the pod's whole lifecycle step by step."""
+        pod = self.pods.get(uid)
+        status = await self.runtime_manager.get_pod_status(uid)
+        if pod is None:
+            return await self._sync_removed_pod(uid, status)
+        if pod["metadata"].get("deletionTimestamp") or uid in self._evicted:
+            return await self._sync_terminating_pod(pod, status)
+        phase = (pod.get("status") or {}).get("phase")
+        if phase in ("Succeeded", "Failed"):
+            return await self._sync_terminated_pod(pod, status)
+        rejection = self._admit(pod, status)
+        if rejection is not None:
+            self._evicted[uid] = rejection[1]
+            return await self._sync_terminating_pod(pod, status, reason=rejection[0])
+        if self.volumes is not None:
+            try:
+                self._volume_paths[uid] = await self.volumes.mount_pod_volumes(pod)
+            except VolumeError as error:
+                self.record_event(pod, "Warning", "FailedMount", str(error))
+                await self._write_status(pod, status, {})
+                return VOLUME_RETRY_SECONDS
+        result = await self.runtime_manager.sync_pod(
+            pod, status,
+            liveness_failure=lambda name: self.probes.liveness_failure(uid, name),
+            startup_failure=lambda name: self.probes.startup_failure(uid, name))
+        if result.changed:
+            status = await self.runtime_manager.get_pod_status(uid)
+        self.probes.update_pod(pod, {c.name: RunningContainer(c.id, c.started_at)
+                                     for c in status.running_containers},
+                               pod_ip=status.pod_ips[0] if status.pod_ips else "")
+        written = await self._write_status(pod, status, result.waiting)
+        await self.runtime_manager.remove_dead_containers(status)
+        if written.get("phase") in ("Succeeded", "Failed"):
+            return 0.0  # stop what is left of a finished pod
+        return result.retry_after
+
+    def _admit(self, pod: Obj, status: PodRuntimeStatus) -> tuple[str, str] | None:
+        """Admission, once, before anything of the pod runs on this node."""
+        if status.sandboxes or status.containers or self.eviction is None:
+            return None
+        message = self.eviction.admit(pod)
+        return ("Evicted", message) if message else None
+
+    async def _write_status(self, pod: Obj, status: PodRuntimeStatus,
+                            waiting: dict[str, tuple[str, str]], *,
+                            terminating: bool = False, overrides: Obj | None = None) -> Obj:
+        uid = pod["metadata"]["uid"]
+        inputs = StatusInputs(node_ips=[self.host.node_ip], runtime_name=self._runtime_name,
+                              waiting=waiting, terminating=terminating,
+                              is_ready=lambda name: self.probes.is_ready(uid, name),
+                              is_started=lambda name: self.probes.is_started(uid, name))
+        new_status = {**generate_pod_status(pod, status, inputs), **(overrides or {})}
+        await self.status_manager.set_pod_status(pod, new_status)
+        return new_status
+
+    async def _sync_terminating_pod(self, pod: Obj, status: PodRuntimeStatus, *,
+                                    reason: str = "") -> float | None:
+        """SyncTerminatingPod: kill, write the final status; then remove and confirm."""
+        uid = pod["metadata"]["uid"]
+        self.probes.remove_pod(uid)
+        grace = _grace(pod)
+        if status.running_containers or status.ready_sandbox:
+            await self.runtime_manager.kill_pod(pod, status, grace)
+            status = await self.runtime_manager.get_pod_status(uid)
+        overrides = ({"phase": "Failed", "reason": reason or "Evicted",
+                      "message": self._evicted[uid]} if uid in self._evicted else None)
+        await self._write_status(pod, status, {}, terminating=True, overrides=overrides)
+        if not pod["metadata"].get("deletionTimestamp"):
+            await self._cleanup(pod, status, remove_containers=False)
+            return None
+        await self._cleanup(pod, status, remove_containers=True)
+        await self.status_manager.delete_pod(pod)
+        return None
+
+    async def _sync_terminated_pod(self, pod: Obj, status: PodRuntimeStatus) -> float | None:
+        """A finished pod keeps its API object; the kubelet stops its sandbox and frees
+        its volumes, and keeps the containers so their logs stay readable."""
+        uid = pod["metadata"]["uid"]
+        self.probes.remove_pod(uid)
+        if status.running_containers or status.ready_sandbox:
+            await self.runtime_manager.kill_pod(pod, status, _grace(pod))
+        await self._cleanup(pod, status, remove_containers=False)
+        return None
+
+    async def _sync_removed_pod(self, uid: str, status: PodRuntimeStatus) -> float:
+        """The API object is gone (or never was ours): remove whatever still runs."""
+        self.probes.remove_pod(uid)
+        if status.running_containers or status.ready_sandbox:
+            stub = {"metadata": {"uid": uid, "name": status.name,
+                                 "namespace": status.namespace},
+                    "spec": {"containers": [], "terminationGracePeriodSeconds": 2}}
+            await self.runtime_manager.kill_pod(stub, status, 2)
+        await self.runtime_manager.remove_pod(status)
+        if self.volumes is not None:
+            await self.volumes.teardown_pod_volumes(uid)
+        self._volume_paths.pop(uid, None)
+        self.status_manager.forget(uid)
+        self._evicted.pop(uid, None)
+        return DONE
+
+    async def _cleanup(self, pod: Obj, status: PodRuntimeStatus, *,
+                       remove_containers: bool) -> None:
+        uid = pod["metadata"]["uid"]
+        if remove_containers:
+            await self.runtime_manager.remove_pod(status)
+        if self.volumes is not None:
+            await self.volumes.teardown_pod_volumes(uid)
+
+    async def _remove_orphans(self) -> None:
+        """After a restart: adopt the containers of pods still bound here (the PLEG's first
+        relist wakes their workers), remove sandboxes of pods that no longer exist."""
+        for uid in await self.runtime_manager.running_pod_uids():
+            if uid not in self.pods:
+                self.workers.update_pod(uid)
+
+    async def _housekeeping(self) -> None:
+        """Periodic resync of every pod (upstream syncFrequency): re-projects volumes and
+        retries whatever waits on something the kubelet is not told about."""
+        last_resync = time.monotonic()
+        while True:
+            await asyncio.sleep(HOUSEKEEPING_SECONDS)
+            if time.monotonic() - last_resync >= self.config.sync_frequency:
+                last_resync = time.monotonic()
+                for uid in list(self.pods):
+                    self.workers.update_pod(uid)
+                if self.volumes is not None:
+                    # volume dirs of pods that are neither in the API nor being torn down
+                    await self.volumes.cleanup_orphans(set(self.pods) | self.workers.known())
+
+    # -- eviction -----------------------------------------------------------------------
+
+    def _pressure(self) -> dict[str, bool]:
+        return self.eviction.pressure() if self.eviction is not None else {}
+
+    async def _eviction_loop(self) -> None:
+        assert self.eviction is not None
+        while True:
+            try:
+                await self.eviction.synchronize()
+            except Exception:
+                log.exception("eviction manager pass failed")
+            await asyncio.sleep(10)
+
+    async def evict_pod(self, pod: Obj, message: str) -> None:
+        """The eviction manager picked this pod: kill it; its status says Failed/Evicted."""
+        uid = pod["metadata"]["uid"]
+        self.record_event(pod, "Warning", "Evicted", message)
+        self._evicted[uid] = message
+        self.workers.update_pod(uid)
+
+    async def _pod_usage(self, uid: str) -> dict[str, int]:
+        answer = await self.runtime.list_container_stats(api_pb2.ListContainerStatsRequest(
+            filter=api_pb2.ContainerStatsFilter(label_selector={
+                "io.kubernetes.pod.uid": uid})))
+        memory = sum(s.memory.working_set_bytes.value for s in answer.stats)
+        disk = sum(s.writable_layer.used_bytes.value for s in answer.stats)
+        return {"memory": memory, "ephemeral-storage": disk}
+
+    # -- the HTTP server's provider -----------------------------------------------------
+
+    def running_pods(self) -> list[Obj]:
+        return list(self.pods.values())
+
+    def find_container_log(self, namespace: str, name: str, container: str,
+                           previous: bool):
+        pod = next((p for p in self.pods.values() if p["metadata"]["namespace"] == namespace
+                    and p["metadata"]["name"] == name), None)
+        if pod is None:
+            raise ContainerNotFound(f'pod "{name}" not found')
+        pod_status = pod.get("status") or {}
+        statuses = [*(pod_status.get("initContainerStatuses") or []),
+                    *(pod_status.get("containerStatuses") or [])]
+        found = next((s for s in statuses if s["name"] == container), None)
+        if found is None or not found.get("containerID"):
+            raise ContainerNotFound(f'container "{container}" in pod "{name}" is waiting to '
+                                    "start: ContainerCreating")
+        restarts = found.get("restartCount", 0)
+        if previous:
+            if not found.get("lastState", {}).get("terminated"):
+                raise ContainerNotFound(f'previous terminated container "{container}" in '
+                                        f'pod "{name}" not found')
+            restarts -= 1
+        path = container_log_path(self.config.logs_root, namespace, name,
+                                  pod["metadata"]["uid"], container, restarts)
+        running = not previous and "running" in found.get("state", {})
+
+        def is_running() -> bool:
+            current = self.pods.get(pod["metadata"]["uid"])
+            if current is None or previous:
+                return False
+            for status in (current.get("status") or {}).get("containerStatuses") or []:
+                if status["name"] == container:
+                    return "running" in status.get("state", {}) and \
+                        status.get("restartCount", 0) == restarts
+            return running
+        return path, is_running
+
+    async def stats_summary(self) -> Obj:
+        """/stats/summary from CRI container stats (upstream's Summary API, the core)."""
+        answer = await self.runtime.list_container_stats(api_pb2.ListContainerStatsRequest())
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        by_pod: dict[str, list[Obj]] = {}
+        for stats in answer.stats:
+            labels = stats.attributes.labels
+            by_pod.setdefault(labels.get("io.kubernetes.pod.uid", ""), []).append({
+                "name": stats.attributes.metadata.name, "startTime": now,
+                "cpu": {"time": now,
+                        "usageCoreNanoSeconds": stats.cpu.usage_core_nano_seconds.value},
+                "memory": {"time": now,
+                           "workingSetBytes": stats.memory.working_set_bytes.value},
+                "rootfs": {"time": now, "usedBytes": stats.writable_layer.used_bytes.value},
+            })
+        pods = []
+        for uid, containers in by_pod.items():
+            pod = self.pods.get(uid)
+            if pod is None:
+                continue
+            pods.append({
+                "podRef": {"name": pod["metadata"]["name"],
+                           "namespace": pod["metadata"]["namespace"], "uid": uid},
+                "startTime": now, "containers": containers,
+                "cpu": {"time": now, "usageCoreNanoSeconds": sum(
+                    c["cpu"]["usageCoreNanoSeconds"] for c in containers)},
+                "memory": {"time": now, "workingSetBytes": sum(
+                    c["memory"]["workingSetBytes"] for c in containers)},
+            })
+        return {"node": {"nodeName": self.node_name, "startTime": now}, "pods": pods}
+
+
+def _grace(pod: Obj) -> int:
+    grace = pod["metadata"].get("deletionGracePeriodSeconds")
+    if grace is None:
+        grace = pod["spec"].get("terminationGracePeriodSeconds", 30)
+    return max(2, int(grace))
+
+
+def referenced_names(pod: Obj) -> set[str]:
+    """The ConfigMaps and Secrets the pod reads, in volumes and env (one namespace)."""
+    names: set[str] = set()
+    spec = pod["spec"]
+    for volume in spec.get("volumes") or []:
+        names.add((volume.get("configMap") or {}).get("name", ""))
+        names.add((volume.get("secret") or {}).get("secretName", ""))
+        for source in (volume.get("projected") or {}).get("sources") or []:
+            names.add((source.get("configMap") or {}).get("name", ""))
+            names.add((source.get("secret") or {}).get("name", ""))
+    for container in [*(spec.get("initContainers") or []), *spec.get("containers", [])]:
+        for source in container.get("envFrom") or []:
+            names.add((source.get("configMapRef") or {}).get("name", ""))
+            names.add((source.get("secretRef") or {}).get("name", ""))
+        for var in container.get("env") or []:
+            value_from = var.get("valueFrom") or {}
+            names.add((value_from.get("configMapKeyRef") or {}).get("name", ""))
+            names.add((value_from.get("secretKeyRef") or {}).get("name", ""))
+    names.discard("")
+    return names

@@ -1,0 +1,71 @@
+"""The PLEG (pod lifecycle event generator): notice what changed in the runtime.
+
+Upstream `pkg/kubelet/pleg/generic.go`. Once a second it lists every sandbox and
+container through CRI (two calls, however many pods), compares their states with the
+previous list, and wakes only the workers of pods in which something started, exited
+or disappeared: a container that crashes is noticed within a second, with no polling
+per pod. (containerd 1.6 has no CRI event stream, so relisting is the way here.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from minikube_py.gen.cri import api_pb2
+from minikube_py.kubelet.cri import CRIError, RuntimeService
+from minikube_py.kubelet.podstate import MANAGED_LABEL, POD_UID_LABEL
+
+log = logging.getLogger(__name__)
+RELIST_PERIOD = 1.0
+
+
+class GenericPLEG:
+    def __init__(self, runtime: RuntimeService, on_pod_changed: Callable[[str], None], *,
+                 period: float = RELIST_PERIOD) -> None:
+        self.runtime = runtime
+        self.on_pod_changed = on_pod_changed
+        self.period = period
+        # object id -> (pod uid, state) as of the last relist
+        self._last: dict[str, tuple[str, int]] = {}
+        self._task: asyncio.Task[None] | None = None
+        self.relists = 0
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="pleg")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.relist()
+            except CRIError as error:
+                log.warning("PLEG relist failed: %s", error.message)
+            await asyncio.sleep(self.period)
+
+    async def relist(self) -> None:
+        """One relist: list everything, diff against the last one, wake changed pods."""
+        selector = {MANAGED_LABEL: "true"}
+        sandboxes = await self.runtime.list_pod_sandbox(api_pb2.ListPodSandboxRequest(
+            filter=api_pb2.PodSandboxFilter(label_selector=selector)))
+        containers = await self.runtime.list_containers(api_pb2.ListContainersRequest(
+            filter=api_pb2.ContainerFilter(label_selector=selector)))
+        current: dict[str, tuple[str, int]] = {}
+        for sandbox in sandboxes.items:
+            current["s" + sandbox.id] = (sandbox.labels.get(POD_UID_LABEL, ""), sandbox.state)
+        for container in containers.containers:
+            current["c" + container.id] = (container.labels.get(POD_UID_LABEL, ""),
+                                           container.state)
+        changed = {uid for key, (uid, state) in current.items()
+                   if self._last.get(key, ("", -1))[1] != state}
+        changed |= {uid for key, (uid, _) in self._last.items() if key not in current}
+        self._last = current
+        self.relists += 1
+        for uid in changed:
+            if uid:
+                self.on_pod_changed(uid)

@@ -1,0 +1,115 @@
+"""Pytest plugin: a real containerd node for the session, with the shipped images imported.
+
+`containerd_node` starts one containerd (CRI on runc, a CNI bridge on its own pod CIDR)
+under the session's scratch dir and tears it down completely at the end. A crashed run
+cannot do that, so the next session first removes what such a run left of its node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from minikube_py.images.catalog import build_catalog
+from minikube_py.kubelet.runtime_setup import (
+    REQUIRED_COMMANDS,
+    Containerd,
+    NodeRuntimeConfig,
+    cleanup_stale,
+    load_image,
+)
+from tests.conftest import SCRATCH_PREFIX, TMPFS
+
+NODE_DIR = "containerd-node"
+"""The node's base dir inside the session's scratch dir (fast_tmp)."""
+
+POD_NETWORKS = ipaddress.ip_network("10.244.0.0/16")
+
+
+@dataclass(frozen=True)
+class ContainerdNode:
+    """The session's node: its runtime config, CRI endpoint, and the image archives."""
+
+    config: NodeRuntimeConfig
+    images_dir: Path
+
+    @property
+    def endpoint(self) -> str:
+        return self.config.endpoint
+
+    @property
+    def pod_cidr(self) -> str:
+        return self.config.pod_cidr
+
+    @property
+    def base_dir(self) -> Path:
+        return self.config.base_dir
+
+
+def free_pod_cidr(seed: int | None = None) -> str:
+    """A 10.244.<n>.0/24 that no route on this machine uses, n starting from seed (the pid):
+    two test runs, or a test run and a cluster, get different pod networks."""
+    routes = subprocess.run(["ip", "-4", "route", "show"], capture_output=True, text=True,
+                            check=True).stdout
+    used = [ipaddress.ip_network(line.split()[0], strict=False) for line in routes.splitlines()
+            if line[:1].isdigit()]
+    start = os.getpid() if seed is None else seed
+    subnets = list(POD_NETWORKS.subnets(new_prefix=24))
+    for offset in range(len(subnets)):
+        candidate = subnets[(start + offset) % len(subnets)]
+        if not any(candidate.overlaps(network) for network in used):
+            return str(candidate)
+    raise RuntimeError(f"every /24 of {POD_NETWORKS} is routed already")
+
+
+def runtime_missing() -> str | None:
+    """Why this machine cannot run a containerd node, or None if it can."""
+    if os.geteuid() != 0:
+        return "a containerd node needs root"
+    missing = [name for name in REQUIRED_COMMANDS if shutil.which(name) is None]
+    return f"not installed: {', '.join(missing)} (run `make apt`)" if missing else None
+
+
+def _node_dirs_of_dead_runs() -> list[Path]:
+    """The node dirs in scratch dirs whose test run (named by its pid) is gone."""
+    found = []
+    for root in {TMPFS, Path(tempfile.gettempdir())}:
+        for scratch in root.glob(f"{SCRATCH_PREFIX}*"):
+            pid = scratch.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
+            node_dir = scratch / NODE_DIR
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists() and node_dir.is_dir():
+                found.append(node_dir)
+    return found
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Before fast_tmp removes a crashed run's scratch dir: remove its node's pods, shims,
+    mounts, bridge and iptables rules, which deleting files alone cannot."""
+    if runtime_missing() is None:
+        for node_dir in _node_dirs_of_dead_runs():
+            asyncio.run(cleanup_stale(node_dir))
+
+
+@pytest.fixture(scope="session")
+async def containerd_node(fast_tmp: Path) -> AsyncIterator[ContainerdNode]:
+    """One containerd node for the session, with pause, busybox and echo imported."""
+    reason = runtime_missing()
+    if reason is not None:
+        pytest.skip(reason)
+    images_dir = fast_tmp / "images"
+    archives = await asyncio.to_thread(build_catalog, images_dir)
+    config = NodeRuntimeConfig(node_name=f"test-{os.getpid()}", base_dir=fast_tmp / NODE_DIR,
+                               pod_cidr=free_pod_cidr())
+    async with Containerd(config):
+        for archive in archives:
+            await load_image(config, archive.path)
+        yield ContainerdNode(config=config, images_dir=images_dir)

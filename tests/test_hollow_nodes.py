@@ -1,0 +1,111 @@
+"""Hollow nodes: kubelets with the simulated runtime, many in one process (like kubemark)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from minikube_py.client.errors import NotFound
+from minikube_py.client.rest import Client
+from minikube_py.cluster.etcd import free_port
+from minikube_py.kubelet.hollow import HollowNodes
+from tests.api_helpers import eventually
+
+Obj = dict[str, Any]
+
+
+def node_ready(node: Obj) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True"
+               for c in node.get("status", {}).get("conditions", []))
+
+
+async def delete_nodes(api: Client, names: list[str]) -> None:
+    for name in names:
+        for plural, namespace in (("nodes", None), ("leases", "kube-node-lease")):
+            try:
+                await api.resource(plural).delete(name, namespace)
+            except NotFound:
+                pass
+
+
+async def test_hollow_nodes_register_heartbeat_and_run_pods(kubeconfig, api_client, namespace):
+    prefix = f"hollow-{os.getpid()}-{namespace[-4:]}"
+    async with Client.from_kubeconfig(kubeconfig, user_agent="kubelet") as client:
+        nodes = HollowNodes(client, 3, prefix=prefix)
+        await nodes.start()
+        names = sorted(nodes.kubelets)
+        try:
+            for name in names:
+                node = await eventually(
+                    lambda name=name: _ready_node(api_client, name), timeout=20,
+                    what=f"{name} Ready")
+                assert node["spec"]["podCIDR"].startswith("10.")
+                assert node["status"]["nodeInfo"]["containerRuntimeVersion"] == \
+                    "simulated://0.1.0"
+                lease = await api_client.resource("leases").get(name, "kube-node-lease")
+                assert lease["spec"]["holderIdentity"] == name
+            pods = api_client.resource("pods")
+            for index, name in enumerate(names):
+                await pods.create({"metadata": {"name": f"p{index}"}, "spec": {
+                    "nodeName": name, "terminationGracePeriodSeconds": 1,
+                    "containers": [{"name": "app", "image": "localhost/busybox:1.36"}]}},
+                    namespace)
+            running = await eventually(lambda: _all_running(api_client, namespace, 3),
+                                       timeout=20, what="the pods Running")
+            ips = {p["status"]["podIP"] for p in running}
+            assert len(ips) == 3
+            await pods.delete("p0", namespace)
+            await eventually(lambda: _gone(api_client, namespace, "p0"), timeout=20,
+                             what="p0 deleted by its kubelet")
+        finally:
+            await nodes.stop()
+            await delete_nodes(api_client, names)
+
+
+async def _ready_node(api: Client, name: str) -> Obj | None:
+    try:
+        node = await api.resource("nodes").get(name)
+    except NotFound:
+        return None
+    return node if node_ready(node) else None
+
+
+async def _all_running(api: Client, namespace: str, count: int) -> list[Obj] | None:
+    items = (await api.resource("pods").list(namespace))["items"]
+    running = [p for p in items if p.get("status", {}).get("phase") == "Running"
+               and p["status"].get("podIP")]
+    return running if len(running) == count else None
+
+
+async def _gone(api: Client, namespace: str, name: str) -> bool:
+    try:
+        await api.resource("pods").get(name, namespace)
+    except NotFound:
+        return True
+    return False
+
+
+@pytest.mark.slow
+async def test_simulate_flag_runs_hollow_nodes_in_one_process(kubeconfig, api_client,
+                                                              fast_tmp: Path):
+    prefix = f"sim-{os.getpid()}"
+    port = free_port()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "minikube_py.kubelet", f"--kubeconfig={kubeconfig}",
+        "--simulate", "20", f"--node-name={prefix}", "--address=127.0.0.1",
+        f"--port={port}", stderr=(fast_tmp / f"{prefix}.log").open("wb"))
+    names = [f"{prefix}-{i}" for i in range(20)]
+    try:
+        for name in names:
+            await eventually(lambda name=name: _ready_node(api_client, name), timeout=60,
+                             what=f"{name} Ready")
+    finally:
+        process.terminate()
+        await asyncio.wait_for(process.wait(), 20)
+        await delete_nodes(api_client, names)
+    assert process.returncode == 0

@@ -1,0 +1,396 @@
+"""The kubelet end to end: real containerd, runc and CNI; pods bound to the node by name.
+
+One kubelet runs in the test process for the module, on the session's containerd node
+(tests/node_fixtures.py), with back-offs shortened to 1 s doubling to 8 s so crash loops
+fit in a test. Every pod lives in the test's own namespace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import subprocess
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from minikube_py.client.errors import NotFound
+from minikube_py.client.rest import Client
+from minikube_py.cluster.etcd import free_port
+from minikube_py.kubelet.cri import RemoteRuntime
+from minikube_py.kubelet.kubelet import Kubelet, KubeletConfig
+from minikube_py.kubelet.node_status import read_host_info
+from tests.api_helpers import eventually
+
+pytestmark = pytest.mark.slow
+Obj = dict[str, Any]
+BUSYBOX = "localhost/busybox:1.36"
+ECHO = "localhost/echo:1.0"
+
+
+class KubeletNode:
+    """The module's kubelet, restartable (a restart keeps containers running)."""
+
+    def __init__(self, config: KubeletConfig, kubeconfig: Path, endpoint: str) -> None:
+        self.config = config
+        self.name = config.node_name
+        self.kubeconfig = kubeconfig
+        self.endpoint = endpoint
+        self.kubelet: Kubelet | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self.client = Client.from_kubeconfig(self.kubeconfig, user_agent="kubelet")
+        self.runtime = RemoteRuntime(self.endpoint)
+        host = read_host_info(self.config.root_dir, node_ip="127.0.0.1", hostname=self.name)
+        self.kubelet = Kubelet(self.config, self.client, self.runtime, host)
+        self._task = asyncio.create_task(self.kubelet.run())
+        ready = asyncio.create_task(self.kubelet.ready.wait())
+        await asyncio.wait([ready, self._task], timeout=60,
+                           return_when=asyncio.FIRST_COMPLETED)
+        if self._task.done():
+            self._task.result()
+        assert ready.done(), "the kubelet did not get ready in 60 s"
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        await self.runtime.close()
+        await self.client.close()
+
+    async def restart(self) -> None:
+        await self.stop()
+        await self.start()
+
+
+@pytest.fixture(scope="module")
+async def node(containerd_node: Any, kubeconfig: Path, fast_tmp: Path,
+               apiserver: Any) -> AsyncIterator[KubeletNode]:
+    name = f"kubelet-test-{os.getpid()}"
+    root = fast_tmp / "kubelet" / name
+    root.mkdir(parents=True)
+    config = KubeletConfig(node_name=name, root_dir=root, logs_root=root / "logs",
+                           pod_cidr=containerd_node.pod_cidr, address="127.0.0.1",
+                           port=free_port(), eviction_hard="memory.available<1Mi",
+                           backoff_initial=1.0, backoff_max=8.0, sync_frequency=10.0)
+    running = KubeletNode(config, kubeconfig, containerd_node.endpoint)
+    await running.start()
+    yield running
+    await running.stop()
+    async with Client.from_kubeconfig(kubeconfig) as client:
+        try:
+            await client.resource("nodes").delete(name)
+        except NotFound:
+            pass
+
+
+def make_pod(name: str, node: KubeletNode, containers: list[Obj], **spec: Any) -> Obj:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"nodeName": node.name, "containers": containers,
+                     "terminationGracePeriodSeconds": 2, **spec}}
+
+
+def shell(name: str, script: str, **extra: Any) -> Obj:
+    return {"name": name, "image": BUSYBOX, "command": ["sh", "-c", script], **extra}
+
+
+async def create(api: Client, namespace: str, pod: Obj) -> Obj:
+    return await api.resource("pods").create(pod, namespace)
+
+
+async def pod_where(api: Client, namespace: str, name: str, check: Any,
+                    timeout: float = 30.0, what: str = "") -> Obj:
+    async def probe() -> Obj | None:
+        pod = await api.resource("pods").get(name, namespace)
+        return pod if check(pod) else None
+    return await eventually(probe, timeout=timeout, interval=0.1,
+                            what=what or f"pod {name} to match")
+
+
+def container(pod: Obj, name: str | None = None) -> Obj:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return next(s for s in statuses if name is None or s["name"] == name)
+
+
+def is_running_and_ready(pod: Obj) -> bool:
+    conditions = {c["type"]: c["status"] for c in pod.get("status", {}).get("conditions", [])}
+    return pod.get("status", {}).get("phase") == "Running" and conditions.get("Ready") == "True"
+
+
+async def http_get(url: str, timeout: float = 3.0) -> str:
+    async with aiohttp.ClientSession() as session, session.get(
+            url, timeout=aiohttp.ClientTimeout(total=timeout)) as answer:
+        return await answer.text()
+
+
+async def pod_log(api: Client, namespace: str, name: str, **params: str) -> str:
+    async with api.session.get(
+            f"{api.config.server}/api/v1/namespaces/{namespace}/pods/{name}/log",
+            params=params) as answer:
+        return await answer.text()
+
+
+async def events_for(api: Client, namespace: str, name: str) -> list[Obj]:
+    listing = await api.resource("events").list(namespace)
+    return [e for e in listing["items"] if e["involvedObject"]["name"] == name]
+
+
+async def test_pod_serves_http_on_its_pod_ip(node, api_client, namespace):
+    await create(api_client, namespace, make_pod("web", node, [{
+        "name": "echo", "image": ECHO, "ports": [{"containerPort": 8080}],
+        "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+    }]))
+    pod = await pod_where(api_client, namespace, "web", is_running_and_ready)
+    status = pod["status"]
+    assert status["hostIP"] == "127.0.0.1" and status["qosClass"] == "BestEffort"
+    prefix = node.config.pod_cidr.rsplit(".", 2)[0]
+    assert status["podIP"].startswith(prefix + ".")
+    echo = container(pod)
+    assert echo["containerID"].startswith("containerd://") and echo["imageID"]
+    assert echo["started"] and echo["restartCount"] == 0
+    answer = await http_get(f"http://{status['podIP']}:8080/")
+    assert "web" in answer and status["podIP"] in answer
+    reasons = {e["reason"] for e in await events_for(api_client, namespace, "web")}
+    assert {"Pulled", "Created", "Started"} <= reasons
+
+
+async def test_env_from_configmap_and_secret(node, api_client, namespace):
+    await api_client.resource("configmaps").create(
+        {"metadata": {"name": "settings"}, "data": {"color": "blue", "size": "XL"}}, namespace)
+    await api_client.resource("secrets").create(
+        {"metadata": {"name": "creds"},
+         "data": {"password": base64.b64encode(b"s3cret").decode()}}, namespace)
+    await create(api_client, namespace, make_pod("envs", node, [shell(
+        "app", 'echo "color=$COLOR password=$PASSWORD size=$size"; sleep 3600',
+        env=[{"name": "COLOR", "valueFrom": {"configMapKeyRef": {"name": "settings",
+                                                                  "key": "color"}}},
+             {"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "creds",
+                                                                  "key": "password"}}}],
+        envFrom=[{"configMapRef": {"name": "settings"}}])]))
+    await pod_where(api_client, namespace, "envs", is_running_and_ready)
+
+    async def logged() -> str | None:
+        text = await pod_log(api_client, namespace, "envs")
+        return text if "color=" in text else None
+    assert (await eventually(logged, what="the log line")).strip() == \
+        "color=blue password=s3cret size=XL"
+
+
+async def test_missing_configmap_is_a_create_container_config_error(node, api_client,
+                                                                    namespace):
+    await create(api_client, namespace, make_pod("noconfig", node, [shell(
+        "app", "sleep 3600", env=[{"name": "X", "valueFrom": {"configMapKeyRef": {
+            "name": "absent", "key": "k"}}}])]))
+    pod = await pod_where(
+        api_client, namespace, "noconfig",
+        lambda p: container(p).get("state", {}).get("waiting", {}).get("reason")
+        == "CreateContainerConfigError" if p.get("status", {}).get("containerStatuses")
+        else False)
+    assert container(pod)["state"]["waiting"]["message"] == 'configmap "absent" not found'
+
+
+async def test_configmap_volume_update_reaches_the_file(node, api_client, namespace):
+    configmaps = api_client.resource("configmaps")
+    await configmaps.create({"metadata": {"name": "site"}, "data": {"index.html": "v1"}},
+                            namespace)
+    await create(api_client, namespace, make_pod(
+        "site", node, [shell("httpd", "httpd -f -p 8080 -h /www",
+                             volumeMounts=[{"name": "www", "mountPath": "/www"}])],
+        volumes=[{"name": "www", "configMap": {"name": "site"}}]))
+    pod = await pod_where(api_client, namespace, "site", is_running_and_ready)
+    url = f"http://{pod['status']['podIP']}:8080/index.html"
+    assert await eventually(lambda: _contains(url, "v1"), what="v1 served")
+    await configmaps.patch("site", {"data": {"index.html": "v2"}}, namespace)
+    assert await eventually(lambda: _contains(url, "v2"), timeout=15, what="v2 served")
+
+
+async def _contains(url: str, text: str) -> bool:
+    try:
+        return text in await http_get(url)
+    except (TimeoutError, aiohttp.ClientError):
+        return False
+
+
+async def test_crashing_container_backs_off_longer_each_time(node, api_client, namespace):
+    await create(api_client, namespace, make_pod("crash", node, [shell("app", "exit 3")]))
+    seen: dict[int, float] = {}
+    reasons: set[str] = set()
+
+    async def restarted_enough() -> Obj | None:
+        pod = await api_client.resource("pods").get("crash", namespace)
+        statuses = pod.get("status", {}).get("containerStatuses") or []
+        if statuses:
+            seen.setdefault(statuses[0]["restartCount"], time.monotonic())
+            reasons.update(s.get("reason", "") for s in statuses[0]["state"].values())
+        return pod if len(seen) >= 5 and "CrashLoopBackOff" in reasons else None
+    pod = await eventually(restarted_enough, timeout=60, interval=0.1,
+                           what="four restarts and CrashLoopBackOff")
+    status = container(pod)
+    assert status["lastState"]["terminated"]["exitCode"] == 3
+    assert status["lastState"]["terminated"]["reason"] == "Error"
+    counts = sorted(seen)[:5]
+    gaps = [seen[b] - seen[a] for a, b in zip(counts, counts[1:], strict=False)]
+    # 1 s, 2 s, 4 s... between restarts: each wait is longer than the one before
+    assert gaps[-1] > gaps[-2] > 0.5, gaps
+    messages = [e["message"] for e in await events_for(api_client, namespace, "crash")
+                if e["reason"] == "BackOff"]
+    assert messages and messages[0].startswith("Back-off restarting failed container app")
+
+
+async def test_failing_liveness_probe_restarts_the_container(node, api_client, namespace):
+    await create(api_client, namespace, make_pod("sick", node, [shell(
+        "app", "touch /tmp/healthy; sleep 2; rm /tmp/healthy; sleep 3600",
+        livenessProbe={"exec": {"command": ["cat", "/tmp/healthy"]},
+                       "periodSeconds": 1, "failureThreshold": 2})]))
+    pod = await pod_where(api_client, namespace, "sick",
+                          lambda p: (p.get("status", {}).get("containerStatuses") or [{}])[0]
+                          .get("restartCount", 0) >= 1, timeout=40,
+                          what="a restart after the liveness probe failed")
+    assert container(pod)["lastState"]["terminated"]["exitCode"] in (137, 143)
+    events = await events_for(api_client, namespace, "sick")
+    assert any(e["reason"] == "Unhealthy" and e["message"].startswith("Liveness probe failed")
+               for e in events)
+    assert any(e["reason"] == "Killing" and "failed liveness probe" in e["message"]
+               for e in events)
+
+
+async def test_readiness_probe_gates_ready(node, api_client, namespace):
+    await create(api_client, namespace, make_pod("slow", node, [shell(
+        "app", "sleep 3; mkdir /www; echo ok > /www/index.html; httpd -f -p 8080 -h /www",
+        readinessProbe={"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1})]))
+    running = await pod_where(api_client, namespace, "slow",
+                              lambda p: p.get("status", {}).get("phase") == "Running")
+    conditions = {c["type"]: c["status"] for c in running["status"]["conditions"]}
+    assert conditions["Ready"] == "False" and not container(running)["ready"]
+    ready = await pod_where(api_client, namespace, "slow", is_running_and_ready)
+    assert container(ready)["ready"]
+
+
+async def test_init_containers_run_in_order(node, api_client, namespace):
+    mount = [{"name": "work", "mountPath": "/work"}]
+    await create(api_client, namespace, make_pod(
+        "ordered", node, [shell("app", "cat /work/order; sleep 3600", volumeMounts=mount)],
+        initContainers=[shell("first", "echo one >> /work/order", volumeMounts=mount),
+                        shell("second", "echo two >> /work/order", volumeMounts=mount)],
+        volumes=[{"name": "work", "emptyDir": {}}]))
+    pod = await pod_where(api_client, namespace, "ordered", is_running_and_ready)
+    init = pod["status"]["initContainerStatuses"]
+    assert [s["state"]["terminated"]["reason"] for s in init] == ["Completed", "Completed"]
+    first, second = (s["state"]["terminated"] for s in init)
+    assert first["finishedAt"] <= second["startedAt"]
+    assert (await eventually(lambda: pod_log(api_client, namespace, "ordered"))) == \
+        "one\ntwo\n"
+
+
+async def test_pod_that_exits_ends_succeeded_or_failed(node, api_client, namespace):
+    await create(api_client, namespace, make_pod("ok", node, [shell("app", "echo done")],
+                                                 restartPolicy="Never"))
+    await create(api_client, namespace, make_pod("bad", node, [shell("app", "exit 4")],
+                                                 restartPolicy="Never"))
+    ok = await pod_where(api_client, namespace, "ok",
+                         lambda p: p.get("status", {}).get("phase") == "Succeeded")
+    assert container(ok)["state"]["terminated"]["reason"] == "Completed"
+    bad = await pod_where(api_client, namespace, "bad",
+                          lambda p: p.get("status", {}).get("phase") == "Failed")
+    assert container(bad)["state"]["terminated"]["exitCode"] == 4
+
+
+async def test_container_sees_sigterm_on_delete(node, api_client, namespace, fast_tmp):
+    out = fast_tmp / f"term-{namespace}"
+    out.mkdir()
+    await create(api_client, namespace, make_pod(
+        "graceful", node,
+        [shell("app", 'trap "echo got SIGTERM > /out/term; exit 0" TERM; '
+                      "while true; do sleep 0.2; done",
+               volumeMounts=[{"name": "out", "mountPath": "/out"}])],
+        volumes=[{"name": "out", "hostPath": {"path": str(out)}}],
+        terminationGracePeriodSeconds=20))
+    await pod_where(api_client, namespace, "graceful", is_running_and_ready)
+    started = time.monotonic()
+    await api_client.resource("pods").delete("graceful", namespace)
+
+    async def gone() -> bool:
+        try:
+            await api_client.resource("pods").get("graceful", namespace)
+        except NotFound:
+            return True
+        return False
+    await eventually(gone, timeout=30, what="the pod to be deleted")
+    assert (out / "term").read_text() == "got SIGTERM\n"
+    assert time.monotonic() - started < 15  # it exited on SIGTERM, no SIGKILL needed
+
+
+async def test_missing_image_gives_image_pull_backoff(node, api_client, namespace):
+    await create(api_client, namespace, make_pod(
+        "noimage", node, [{"name": "app", "image": "localhost/no-such-image:1.0"}]))
+    reasons: dict[str, str] = {}
+
+    async def both_seen() -> bool:
+        pod = await api_client.resource("pods").get("noimage", namespace)
+        for status in pod.get("status", {}).get("containerStatuses") or []:
+            waiting = status["state"].get("waiting") or {}
+            if waiting.get("reason"):
+                reasons[waiting["reason"]] = waiting.get("message", "")
+        return {"ErrImagePull", "ImagePullBackOff"} <= set(reasons)
+    await eventually(both_seen, timeout=30, what="ErrImagePull then ImagePullBackOff")
+    assert "localhost/no-such-image:1.0" in reasons["ErrImagePull"]
+    assert reasons["ErrImagePull"].startswith("rpc error: code = ")
+    assert reasons["ImagePullBackOff"] == 'Back-off pulling image "localhost/no-such-image:1.0"'
+
+
+async def test_bad_command_is_reported_while_other_pods_run(node, api_client, namespace):
+    await create(api_client, namespace, make_pod(
+        "badcmd", node, [{"name": "app", "image": BUSYBOX, "command": ["/no/such/binary"]}]))
+    await create(api_client, namespace, make_pod("fine", node, [shell("app", "sleep 3600")]))
+
+    def failed(pod: Obj) -> bool:
+        statuses = pod.get("status", {}).get("containerStatuses") or []
+        waiting = statuses[0]["state"].get("waiting", {}) if statuses else {}
+        terminated = statuses[0]["state"].get("terminated", {}) if statuses else {}
+        return (waiting.get("reason") in ("CreateContainerError", "RunContainerError")
+                or terminated.get("reason") == "StartError"
+                or "lastState" in (statuses[0] if statuses else {})
+                and "terminated" in statuses[0]["lastState"])
+    pod = await pod_where(api_client, namespace, "badcmd", failed, what="a start error")
+    status = container(pod)
+    state = status["state"].get("waiting") or status["lastState"].get("terminated") or \
+        status["state"].get("terminated")
+    assert "/no/such/binary" in state["message"]
+    await pod_where(api_client, namespace, "fine", is_running_and_ready)
+
+
+async def test_restarted_kubelet_adopts_running_containers(node, api_client, namespace):
+    await create(api_client, namespace, make_pod("keeper", node, [shell("app", "sleep 3600")]))
+    before = container(await pod_where(api_client, namespace, "keeper", is_running_and_ready))
+    await node.restart()
+    await asyncio.sleep(3)  # several PLEG relists and syncs of the adopted pod
+    after = container(await pod_where(api_client, namespace, "keeper", is_running_and_ready))
+    assert after["containerID"] == before["containerID"]
+    assert after["restartCount"] == 0
+
+
+async def test_kubectl_logs_follow_streams(node, api_client, namespace, kubeconfig):
+    await create(api_client, namespace, make_pod("ticker", node, [shell(
+        "app", "i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.3; done")]))
+    await pod_where(api_client, namespace, "ticker", is_running_and_ready)
+    kubectl = Path(os.environ.get("VIRTUAL_ENV", ".venv")) / "bin" / "kubectl"
+    if not kubectl.exists():
+        kubectl = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "kubectl"
+    process = await asyncio.create_subprocess_exec(
+        str(kubectl), "--kubeconfig", str(kubeconfig), "-n", namespace, "logs", "-f",
+        "ticker", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert process.stdout is not None
+        lines = [await asyncio.wait_for(process.stdout.readline(), 10) for _ in range(6)]
+    finally:
+        process.kill()
+        await process.wait()
+    numbers = [int(line.split()[1]) for line in lines]
+    assert numbers == list(range(numbers[0], numbers[0] + 6))

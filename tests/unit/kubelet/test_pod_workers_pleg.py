@@ -1,0 +1,103 @@
+"""Pod workers (one sync at a time per pod, wake-ups folded) and the PLEG's relist diff."""
+
+from __future__ import annotations
+
+import asyncio
+
+from minikube_py.gen.cri import api_pb2
+from minikube_py.kubelet.pleg import GenericPLEG
+from minikube_py.kubelet.pod_workers import DONE, PodWorkers
+from minikube_py.kubelet.podstate import MANAGED_LABEL, POD_UID_LABEL
+from minikube_py.kubelet.simulated import SimulatedRuntime
+
+
+async def test_wakeups_during_a_sync_fold_into_one_more_sync():
+    calls: list[str] = []
+    release = asyncio.Event()
+
+    async def sync(uid: str) -> float | None:
+        calls.append(uid)
+        if len(calls) == 1:
+            await release.wait()
+        return None
+    workers = PodWorkers(sync)
+    workers.update_pod("a")
+    await asyncio.sleep(0.01)
+    for _ in range(5):
+        workers.update_pod("a")  # arrives while the first sync runs
+    release.set()
+    await asyncio.sleep(0.05)
+    assert calls == ["a", "a"]
+    await workers.stop()
+
+
+async def test_syncs_of_different_pods_run_concurrently():
+    running: set[str] = set()
+    overlap = asyncio.Event()
+
+    async def sync(uid: str) -> float | None:
+        running.add(uid)
+        if len(running) == 2:
+            overlap.set()
+        await asyncio.wait_for(overlap.wait(), 1)
+        return None
+    workers = PodWorkers(sync)
+    workers.update_pod("a")
+    workers.update_pod("b")
+    await asyncio.wait_for(overlap.wait(), 1)
+    await workers.stop()
+
+
+async def test_sync_asking_to_retry_runs_again_and_done_ends_the_worker():
+    calls: list[float] = []
+
+    async def sync(uid: str) -> float | None:
+        calls.append(asyncio.get_running_loop().time())
+        return 0.05 if len(calls) < 3 else DONE
+    workers = PodWorkers(sync)
+    workers.update_pod("a")
+    await asyncio.sleep(0.3)
+    assert len(calls) == 3 and calls[1] - calls[0] >= 0.04
+    assert workers.known() == set()
+
+
+async def test_a_failing_sync_is_retried():
+    calls: list[int] = []
+
+    async def sync(uid: str) -> float | None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("runtime unavailable")
+        return DONE
+    workers = PodWorkers(sync)
+    workers.update_pod("a")
+    await asyncio.sleep(0.8)
+    assert len(calls) == 2
+
+
+async def _sandbox(runtime: SimulatedRuntime, uid: str) -> str:
+    labels = {POD_UID_LABEL: uid, MANAGED_LABEL: "true"}
+    config = api_pb2.PodSandboxConfig(
+        metadata=api_pb2.PodSandboxMetadata(name=uid, uid=uid, namespace="ns"), labels=labels)
+    answer = await runtime.run_pod_sandbox(api_pb2.RunPodSandboxRequest(config=config))
+    return answer.pod_sandbox_id
+
+
+async def test_pleg_wakes_only_pods_whose_containers_changed():
+    runtime = SimulatedRuntime()
+    woken: list[str] = []
+    pleg = GenericPLEG(runtime, woken.append)
+    await _sandbox(runtime, "a")
+    b = await _sandbox(runtime, "b")
+    await pleg.relist()
+    assert sorted(woken) == ["a", "b"]  # the first relist sees everything as new
+    woken.clear()
+    await pleg.relist()
+    assert woken == []  # nothing changed, nobody woken
+    await runtime.stop_pod_sandbox(api_pb2.StopPodSandboxRequest(pod_sandbox_id=b))
+    await pleg.relist()
+    assert woken == ["b"]
+    woken.clear()
+    await runtime.remove_pod_sandbox(api_pb2.RemovePodSandboxRequest(pod_sandbox_id=b))
+    await pleg.relist()
+    assert woken == ["b"]  # gone is a change too

@@ -1,0 +1,592 @@
+"""Volume plugins and the volume manager, on real files in a temporary directory.
+
+Memory-backed volumes (emptyDir medium Memory, secret, projected) mount real tmpfs
+filesystems (the tests run as root); the `root` fixture unmounts whatever is left, also
+when a test fails.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import socket
+import stat
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from minikube_py.kubelet.envvars import ContainerConfigError
+from minikube_py.kubelet.volumes.atomic_writer import (
+    AtomicWriter,
+    FileProjection,
+    PayloadError,
+)
+from minikube_py.kubelet.volumes.emptydir import mount_points_under, unmount_all_under
+from minikube_py.kubelet.volumes.hostpath import check_type
+from minikube_py.kubelet.volumes.manager import ContainerMount, VolumeError, VolumeManager
+from minikube_py.kubelet.volumes.plugin import SetUpError
+
+Obj = dict[str, Any]
+MI = 1024**2
+TIMESTAMPED = re.compile(r"^\.\.\d{4}_\d\d_\d\d_\d\d_\d\d_\d\d\.\d{9}$")
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+@pytest.fixture
+async def root(tmp_path: Path) -> AsyncIterator[Path]:
+    """A scratch directory; every mount left below it is unmounted at the end."""
+    yield tmp_path
+    await unmount_all_under(tmp_path)
+
+
+class Cluster:
+    """The API objects the volume manager reads, editable by the test."""
+
+    def __init__(self) -> None:
+        self.config_maps: dict[tuple[str, str], Obj] = {}
+        self.secrets: dict[tuple[str, str], Obj] = {}
+        self.claims: dict[tuple[str, str], Obj] = {}
+        self.token_requests: list[tuple[str, str, str, int]] = []
+
+    async def get_config_map(self, namespace: str, name: str) -> Obj | None:
+        return self.config_maps.get((namespace, name))
+
+    async def get_secret(self, namespace: str, name: str) -> Obj | None:
+        return self.secrets.get((namespace, name))
+
+    async def get_claim(self, namespace: str, name: str) -> Obj | None:
+        return self.claims.get((namespace, name))
+
+    async def token(self, namespace: str, account: str, audience: str, expiration: int) -> str:
+        self.token_requests.append((namespace, account, audience, expiration))
+        return f"token-{len(self.token_requests)}"
+
+
+@pytest.fixture
+def cluster() -> Cluster:
+    cluster = Cluster()
+    cluster.config_maps["ns", "cfg"] = {"metadata": {"name": "cfg"},
+                                        "data": {"app.conf": "mode=fast\n", "level": "3"},
+                                        "binaryData": {"blob": b64(b"\x00\x01")}}
+    cluster.secrets["ns", "creds"] = {"metadata": {"name": "creds"},
+                                      "data": {"user": b64(b"admin"), "pass": b64(b"s3cr3t")}}
+    return cluster
+
+
+def manager(root: Path, cluster: Cluster, *, tokens: bool = True) -> VolumeManager:
+    return VolumeManager(root / "pods", root / "claims", get_config_map=cluster.get_config_map,
+                         get_secret=cluster.get_secret, get_claim=cluster.get_claim,
+                         get_service_account_token=cluster.token if tokens else None,
+                         allocatable={"cpu": "2", "memory": "1Gi"})
+
+
+def make_pod(*volumes: Obj, uid: str = "uid-1", containers: list[Obj] | None = None) -> Obj:
+    return {"metadata": {"name": "web", "namespace": "ns", "uid": uid,
+                         "labels": {"app": "web", "tier": "front"}},
+            "spec": {"serviceAccountName": "builder", "volumes": list(volumes),
+                     "containers": containers or [{"name": "app", "resources": {
+                         "limits": {"cpu": "500m", "memory": "128Mi"}}}]}}
+
+
+def mode_of(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def fstype_of(path: Path) -> str:
+    target = os.path.realpath(path)
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split(" ")
+        if fields[4] == target:
+            return fields[fields.index("-") + 1]
+    return ""
+
+
+def tmpfs_size(path: Path) -> int:
+    """The size= option of the tmpfs mounted at path (the kernel shows it in KiB)."""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split(" ")
+        if fields[4] == os.path.realpath(path):
+            options = fields[-1].split(",")
+            size = next(option for option in options if option.startswith("size="))
+            return int(size.removeprefix("size=").removesuffix("k")) * 1024
+    raise AssertionError(f"nothing mounted at {path}")
+
+
+def data_dirs(volume: Path) -> list[str]:
+    return sorted(p.name for p in volume.iterdir() if TIMESTAMPED.match(p.name))
+
+
+# -- AtomicWriter -----------------------------------------------------------------------------
+
+def test_atomic_writer_layout_links_visible_files_through_data(tmp_path: Path) -> None:
+    written = AtomicWriter(tmp_path).write({
+        "a": FileProjection(b"one", 0o644), "dir/b": FileProjection(b"two", 0o400)})
+    assert written
+    [data_dir] = data_dirs(tmp_path)
+    assert os.readlink(tmp_path / "..data") == data_dir
+    assert os.readlink(tmp_path / "a") == "..data/a"
+    assert os.readlink(tmp_path / "dir") == "..data/dir"
+    assert (tmp_path / "a").read_bytes() == b"one"
+    assert (tmp_path / "dir" / "b").read_bytes() == b"two"
+    assert mode_of(tmp_path / data_dir / "a") == 0o644
+    assert mode_of(tmp_path / data_dir / "dir" / "b") == 0o400
+    assert mode_of(tmp_path / data_dir) == 0o755
+
+
+def test_atomic_writer_does_not_rewrite_an_unchanged_payload(tmp_path: Path) -> None:
+    writer = AtomicWriter(tmp_path)
+    writer.write({"a": FileProjection(b"one", 0o644)})
+    before = data_dirs(tmp_path)
+    assert writer.write({"a": FileProjection(b"one", 0o644)}) is False
+    assert data_dirs(tmp_path) == before
+
+
+def test_atomic_writer_update_swaps_data_and_removes_old_dir_and_dropped_files(
+        tmp_path: Path) -> None:
+    writer = AtomicWriter(tmp_path)
+    writer.write({"a": FileProjection(b"one", 0o644), "gone": FileProjection(b"x", 0o644)})
+    [old] = data_dirs(tmp_path)
+    assert writer.write({"a": FileProjection(b"uno", 0o644), "new": FileProjection(b"n", 0o644)})
+    [new] = data_dirs(tmp_path)
+    assert new != old and not (tmp_path / old).exists()
+    assert os.readlink(tmp_path / "..data") == new
+    assert (tmp_path / "a").read_bytes() == b"uno"
+    assert (tmp_path / "new").read_bytes() == b"n"
+    assert not os.path.lexists(tmp_path / "gone")
+    assert not os.path.lexists(tmp_path / "..data_tmp")
+
+
+def test_readers_see_a_complete_version_at_every_moment(tmp_path: Path) -> None:
+    writer = AtomicWriter(tmp_path)
+    writer.write({"x": FileProjection(b"0", 0o644), "y": FileProjection(b"0", 0o644)})
+    pairs: list[tuple[bytes, bytes]] = []
+    superseded: list[bool] = []
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def read() -> None:
+        try:
+            while not done.is_set():
+                version = os.readlink(tmp_path / "..data")  # ..data is never missing
+                try:
+                    pairs.append(((tmp_path / version / "x").read_bytes(),
+                                  (tmp_path / version / "y").read_bytes()))
+                except FileNotFoundError:  # only once a newer version replaced it
+                    superseded.append(os.readlink(tmp_path / "..data") != version)
+        except BaseException as error:
+            errors.append(error)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    for i in range(1, 200):
+        value = str(i).encode()
+        writer.write({"x": FileProjection(value, 0o644), "y": FileProjection(value, 0o644)})
+    done.set()
+    reader.join()
+    assert errors == [] and all(superseded)
+    assert pairs and all(x == y for x, y in pairs)
+    assert len(data_dirs(tmp_path)) == 1
+
+
+@pytest.mark.parametrize(("path", "message"), [
+    ("/etc/passwd", "invalid path: must be relative path: /etc/passwd"),
+    ("a/../b", "invalid path: must not contain '..': a/../b"),
+    ("..hidden", "invalid path: must not start with '..': ..hidden"),
+    ("", 'invalid path: must not be empty: ""'),
+    ("x" * 256, "invalid path: filenames must be less than or equal to 255 characters"),
+])
+def test_atomic_writer_refuses_unsafe_paths(tmp_path: Path, path: str, message: str) -> None:
+    with pytest.raises(PayloadError) as raised:
+        AtomicWriter(tmp_path).write({path: FileProjection(b"", 0o644)})
+    assert str(raised.value) == message
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- configMap and secret -----------------------------------------------------------------------
+
+async def test_config_map_volume_projects_all_keys_with_default_mode(
+        root: Path, cluster: Cluster) -> None:
+    volumes = await manager(root, cluster).mount_pod_volumes(
+        make_pod({"name": "cfg", "configMap": {"name": "cfg", "defaultMode": 0o440}}))
+    path = volumes["cfg"]
+    assert path == root / "pods/uid-1/volumes/kubernetes.io~configmap/cfg"
+    assert (path / "app.conf").read_text() == "mode=fast\n"
+    assert (path / "blob").read_bytes() == b"\x00\x01"
+    assert {mode_of(path / key) for key in ("app.conf", "level", "blob")} == {0o440}
+    assert mode_of(path) == 0o777
+
+
+async def test_items_pick_keys_with_their_own_path_and_mode(root: Path, cluster: Cluster) -> None:
+    volumes = await manager(root, cluster).mount_pod_volumes(make_pod(
+        {"name": "cfg", "configMap": {"name": "cfg", "defaultMode": 0o644, "items": [
+            {"key": "level", "path": "conf/level.txt", "mode": 0o600},
+            {"key": "app.conf", "path": "app.conf"}]}}))
+    path = volumes["cfg"]
+    assert sorted(p.name for p in path.iterdir() if not p.name.startswith("..")) == [
+        "app.conf", "conf"]
+    assert (path / "conf/level.txt").read_text() == "3"
+    assert mode_of(path / "conf/level.txt") == 0o600
+    assert mode_of(path / "app.conf") == 0o644
+
+
+@pytest.mark.parametrize(("volume", "message"), [
+    ({"configMap": {"name": "absent"}},
+     'MountVolume.SetUp failed for volume "v" : configmap "absent" not found'),
+    ({"secret": {"secretName": "absent"}},
+     'MountVolume.SetUp failed for volume "v" : secret "absent" not found'),
+    ({"configMap": {"name": "cfg", "items": [{"key": "nope", "path": "p"}]}},
+     'MountVolume.SetUp failed for volume "v" : '
+     "configmap references non-existent config key: nope"),
+    ({"secret": {"secretName": "creds", "items": [{"key": "nope", "path": "p"}]}},
+     'MountVolume.SetUp failed for volume "v" : references non-existent secret key: nope'),
+    ({"persistentVolumeClaim": {"claimName": "data"}},
+     'error processing PVC ns/data: failed to fetch PVC from API server: '
+     'persistentvolumeclaims "data" not found'),
+    ({"hostPath": {"path": "/does/not/exist", "type": "Directory"}},
+     'MountVolume.SetUp failed for volume "v" : hostPath /does/not/exist doesn\'t exist'),
+    ({"emptyDir": {"medium": "Disk"}},
+     'MountVolume.SetUp failed for volume "v" : unknown storage medium "Disk"'),
+    ({"downwardAPI": {"items": [{"path": "n", "fieldRef": {"fieldPath": "spec.nodeName"}}]}},
+     'MountVolume.SetUp failed for volume "v" : unsupported fieldPath: spec.nodeName'),
+    ({"nfs": {"server": "s", "path": "/"}},
+     'failed to get Plugin from volumeSpec for volume "v" err=no volume plugin matched'),
+])
+async def test_volumes_that_cannot_be_set_up_fail_with_upstream_messages(
+        root: Path, cluster: Cluster, volume: Obj, message: str) -> None:
+    with pytest.raises(VolumeError) as raised:
+        await manager(root, cluster).mount_pod_volumes(make_pod({"name": "v", **volume}))
+    assert (raised.value.volume_name, str(raised.value)) == ("v", message)
+
+
+@pytest.mark.parametrize("volume", [
+    {"configMap": {"name": "absent", "optional": True}},
+    {"secret": {"secretName": "absent", "optional": True}},
+    {"configMap": {"name": "cfg", "optional": True, "items": [{"key": "nope", "path": "p"}]}},
+])
+async def test_optional_sources_that_are_missing_give_an_empty_volume(
+        root: Path, cluster: Cluster, volume: Obj) -> None:
+    path = (await manager(root, cluster).mount_pod_volumes(make_pod({"name": "v", **volume})))["v"]
+    assert [p.name for p in path.iterdir() if not p.name.startswith("..")] == []
+    assert (path / "..data").is_symlink()
+
+
+async def test_secret_volume_is_decoded_onto_a_tmpfs_and_torn_down(
+        root: Path, cluster: Cluster) -> None:
+    volumes = manager(root, cluster)
+    path = (await volumes.mount_pod_volumes(
+        make_pod({"name": "s", "secret": {"secretName": "creds", "defaultMode": 0o400}})))["s"]
+    assert path == root / "pods/uid-1/volumes/kubernetes.io~secret/s"
+    assert fstype_of(path) == "tmpfs"
+    assert (path / "pass").read_bytes() == b"s3cr3t"
+    assert mode_of(path / "user") == 0o400
+    await volumes.teardown_pod_volumes("uid-1")
+    assert mount_points_under(root) == []
+    assert not (root / "pods/uid-1/volumes").exists()
+
+
+async def test_refresh_reprojects_changed_config_maps_only(root: Path, cluster: Cluster) -> None:
+    volumes = manager(root, cluster)
+    pod = make_pod({"name": "cfg", "configMap": {"name": "cfg"}})
+    path = (await volumes.mount_pod_volumes(pod))["cfg"]
+    assert await volumes.refresh(pod) is False
+    cluster.config_maps["ns", "cfg"] = {"metadata": {"name": "cfg"}, "data": {"level": "4"}}
+    assert await volumes.refresh(pod) is True
+    assert (path / "level").read_text() == "4"
+    assert not os.path.lexists(path / "app.conf")
+    assert len(data_dirs(path)) == 1
+
+
+async def test_a_failed_reprojection_keeps_the_old_content(root: Path, cluster: Cluster) -> None:
+    volumes = manager(root, cluster)
+    pod = make_pod({"name": "cfg", "configMap": {"name": "cfg"}})
+    path = (await volumes.mount_pod_volumes(pod))["cfg"]
+    del cluster.config_maps["ns", "cfg"]
+    assert (await volumes.mount_pod_volumes(pod))["cfg"] == path
+    assert (path / "level").read_text() == "3"
+    with pytest.raises(VolumeError):
+        await volumes.refresh(pod)
+
+
+# -- downwardAPI and projected --------------------------------------------------------------------
+
+async def test_downward_api_volume_writes_metadata_and_resources(
+        root: Path, cluster: Cluster) -> None:
+    volumes = manager(root, cluster)
+    pod = make_pod({"name": "info", "downwardAPI": {"items": [
+        {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
+        {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}, "mode": 0o600},
+        {"path": "mem", "resourceFieldRef": {"containerName": "app",
+                                             "resource": "limits.memory", "divisor": "1Mi"}},
+        {"path": "cpu", "resourceFieldRef": {"containerName": "app",
+                                             "resource": "requests.cpu"}}]}})
+    path = (await volumes.mount_pod_volumes(pod))["info"]
+    assert path == root / "pods/uid-1/volumes/kubernetes.io~downward-api/info"
+    assert (path / "labels").read_text() == 'app="web"\ntier="front"'
+    assert (path / "name").read_text() == "web"
+    assert mode_of(path / "name") == 0o600
+    assert ((path / "mem").read_text(), (path / "cpu").read_text()) == ("128", "0")
+    pod["metadata"]["labels"]["tier"] = "back"
+    assert await volumes.refresh(pod) is True
+    assert (path / "labels").read_text() == 'app="web"\ntier="back"'
+
+
+async def test_projected_volume_combines_sources_on_a_tmpfs(root: Path, cluster: Cluster) -> None:
+    volumes = manager(root, cluster)
+    pod = make_pod({"name": "all", "projected": {"defaultMode": 0o644, "sources": [
+        {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+        {"configMap": {"name": "cfg", "items": [{"key": "level", "path": "level"}]}},
+        {"secret": {"name": "creds", "items": [{"key": "user", "path": "user"}]}},
+        {"downwardAPI": {"items": [{"path": "namespace",
+                                    "fieldRef": {"fieldPath": "metadata.namespace"}}]}}]}})
+    path = (await volumes.mount_pod_volumes(pod))["all"]
+    assert fstype_of(path) == "tmpfs"
+    assert {name: (path / name).read_text() for name in ("token", "level", "user", "namespace")} \
+        == {"token": "token-1", "level": "3", "user": "admin", "namespace": "ns"}
+    assert cluster.token_requests == [("ns", "builder", "", 3607)]
+    assert await volumes.refresh(pod) is False  # the token is reused while fresh
+    assert cluster.token_requests == [("ns", "builder", "", 3607)]
+
+
+async def test_projected_token_is_skipped_without_a_token_source(
+        root: Path, cluster: Cluster) -> None:
+    pod = make_pod({"name": "all", "projected": {"sources": [
+        {"serviceAccountToken": {"path": "token"}},
+        {"configMap": {"name": "cfg", "items": [{"key": "level", "path": "level"}]}}]}})
+    path = (await manager(root, cluster, tokens=False).mount_pod_volumes(pod))["all"]
+    assert not os.path.lexists(path / "token")
+    assert (path / "level").read_text() == "3"
+
+
+async def test_projected_volume_reports_every_failing_source(root: Path,
+                                                             cluster: Cluster) -> None:
+    pod = make_pod({"name": "all", "projected": {"sources": [
+        {"configMap": {"name": "absent"}}, {"secret": {"name": "gone"}}]}})
+    with pytest.raises(VolumeError) as raised:
+        await manager(root, cluster).mount_pod_volumes(pod)
+    assert str(raised.value) == ('MountVolume.SetUp failed for volume "all" : '
+                                 '[configmap "absent" not found, secret "gone" not found]')
+
+
+# -- emptyDir -----------------------------------------------------------------------------------
+
+async def test_empty_dir_on_disk_is_a_world_writable_directory(root: Path,
+                                                               cluster: Cluster) -> None:
+    volumes = manager(root, cluster)
+    path = (await volumes.mount_pod_volumes(make_pod({"name": "scratch", "emptyDir": {}})))[
+        "scratch"]
+    assert path == root / "pods/uid-1/volumes/kubernetes.io~empty-dir/scratch"
+    assert path.is_dir() and mode_of(path) == 0o777 and not os.path.ismount(path)
+    (path / "kept").write_text("x")
+    await volumes.mount_pod_volumes(make_pod({"name": "scratch", "emptyDir": {}}))
+    assert (path / "kept").read_text() == "x"
+
+
+@pytest.mark.parametrize(("size_limit", "expected_size"), [
+    (None, 128 * MI),    # the pod's memory limit, below the 1Gi allocatable
+    ("64Mi", 64 * MI),   # the volume's own limit, smaller still
+    ("4Gi", 128 * MI),   # a limit above what the pod may use does not count
+])
+async def test_memory_empty_dir_mounts_a_sized_tmpfs_until_teardown(
+        root: Path, cluster: Cluster, size_limit: str | None, expected_size: int) -> None:
+    volumes = manager(root, cluster)
+    source = {"medium": "Memory", **({"sizeLimit": size_limit} if size_limit else {})}
+    path = (await volumes.mount_pod_volumes(make_pod({"name": "mem", "emptyDir": source})))["mem"]
+    assert fstype_of(path) == "tmpfs"
+    assert tmpfs_size(path) == expected_size
+    await volumes.mount_pod_volumes(make_pod({"name": "mem", "emptyDir": source}))
+    assert len(mount_points_under(path)) == 1  # mounting again is a no-op
+    await volumes.teardown_pod_volumes("uid-1")
+    assert mount_points_under(root) == []
+    assert not path.exists()
+
+
+# -- hostPath -------------------------------------------------------------------------------------
+
+@pytest.fixture
+def host(tmp_path: Path) -> Path:
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "file").write_text("x")
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(tmp_path / "sock"))
+    listener.close()
+    return tmp_path
+
+
+@pytest.mark.parametrize(("name", "path_type", "error"), [
+    ("dir", "Directory", None),
+    ("file", "File", None),
+    ("sock", "Socket", None),
+    ("dir", "DirectoryOrCreate", None),
+    ("new/deep/dir", "DirectoryOrCreate", None),
+    ("file", "FileOrCreate", None),
+    ("newfile", "FileOrCreate", None),
+    ("missing", "Directory", "hostPath {p} doesn't exist"),
+    ("missing", "Socket", "hostPath {p} doesn't exist"),
+    ("file", "Directory", "hostPath type check failed: {p} is not a directory, it's a File"),
+    ("dir", "File", "hostPath type check failed: {p} is not a file, it's a Directory"),
+    ("dir", "FileOrCreate", "hostPath type check failed: {p} is not a file, it's a Directory"),
+    ("file", "DirectoryOrCreate",
+     "hostPath type check failed: {p} is not a directory, it's a File"),
+    ("file", "Socket", "hostPath type check failed: {p} is not a socket file, it's a File"),
+    ("file", "CharDevice",
+     "hostPath type check failed: {p} is not a character device, it's a File"),
+    ("sock", "BlockDevice",
+     "hostPath type check failed: {p} is not a block device, it's a Socket"),
+    ("no/parent/file", "FileOrCreate", "open {p}: no such file or directory"),
+    ("file", "Fifo", "Fifo is an invalid volume type"),
+])
+def test_host_path_types_are_checked_like_upstream(host: Path, name: str, path_type: str,
+                                                   error: str | None) -> None:
+    path = str(host / name)
+    if error is None:
+        check_type(path, path_type)
+        assert os.path.exists(path)
+    else:
+        with pytest.raises(SetUpError) as raised:
+            check_type(path, path_type)
+        assert str(raised.value) == error.format(p=path)
+
+
+def test_char_devices_pass_the_char_device_check() -> None:
+    check_type("/dev/null", "CharDevice")
+    with pytest.raises(SetUpError, match="is not a block device, it's a CharDevice"):
+        check_type("/dev/null", "BlockDevice")
+
+
+async def test_host_path_volume_is_the_node_path_itself(root: Path, host: Path,
+                                                        cluster: Cluster) -> None:
+    volumes = await manager(root, cluster).mount_pod_volumes(make_pod(
+        {"name": "h", "hostPath": {"path": str(host / "made"), "type": "DirectoryOrCreate"}},
+        {"name": "raw", "hostPath": {"path": str(host / "whatever"), "type": ""}}))
+    assert volumes == {"h": host / "made", "raw": host / "whatever"}
+    assert (host / "made").is_dir() and mode_of(host / "made") & 0o755 == 0o755
+    assert not (host / "whatever").exists()
+
+
+async def test_host_path_with_backsteps_is_refused(root: Path, cluster: Cluster) -> None:
+    with pytest.raises(VolumeError, match=r"invalid HostPath `/a/\.\./etc`: must not contain"):
+        await manager(root, cluster).mount_pod_volumes(
+            make_pod({"name": "h", "hostPath": {"path": "/a/../etc"}}))
+
+
+# -- persistentVolumeClaim -----------------------------------------------------------------------
+
+async def test_claim_is_a_directory_per_claim_that_outlives_the_pod(root: Path,
+                                                                    cluster: Cluster) -> None:
+    cluster.claims["ns", "data"] = {"metadata": {"name": "data", "uid": "claim-uid"}}
+    volumes = manager(root, cluster)
+    pod = make_pod({"name": "d", "persistentVolumeClaim": {"claimName": "data"}})
+    path = (await volumes.mount_pod_volumes(pod))["d"]
+    assert path == root / "claims/ns/claim-uid" and path.is_dir()
+    (path / "row").write_text("1")
+    await volumes.teardown_pod_volumes("uid-1")
+    await volumes.cleanup_orphans(set())
+    again = (await volumes.mount_pod_volumes(make_pod(pod["spec"]["volumes"][0], uid="uid-2")))
+    assert (again["d"] / "row").read_text() == "1"
+
+
+async def test_terminating_claim_is_refused(root: Path, cluster: Cluster) -> None:
+    cluster.claims["ns", "data"] = {"metadata": {"name": "data", "uid": "c",
+                                                 "deletionTimestamp": "2026-11-22T04:00:00Z"}}
+    with pytest.raises(VolumeError) as raised:
+        await manager(root, cluster).mount_pod_volumes(
+            make_pod({"name": "d", "persistentVolumeClaim": {"claimName": "data"}}))
+    assert str(raised.value) == "error processing PVC ns/data: PVC is being deleted"
+
+
+# -- container mounts ---------------------------------------------------------------------------
+
+async def test_container_mounts_handle_read_only_propagation_and_termination_message(
+        root: Path, cluster: Cluster) -> None:
+    cluster.claims["ns", "data"] = {"metadata": {"name": "data", "uid": "c"}}
+    volumes = manager(root, cluster)
+    container = {"name": "app", "volumeMounts": [
+        {"name": "cfg", "mountPath": "/etc/app"},
+        {"name": "scratch", "mountPath": "/tmp/s", "mountPropagation": "HostToContainer"},
+        {"name": "scratch", "mountPath": "/ro", "readOnly": True},
+        {"name": "data", "mountPath": "/data"}]}
+    pod = make_pod({"name": "cfg", "configMap": {"name": "cfg"}},
+                   {"name": "scratch", "emptyDir": {}},
+                   {"name": "data", "persistentVolumeClaim": {"claimName": "data",
+                                                              "readOnly": True}},
+                   containers=[container])
+    paths = await volumes.mount_pod_volumes(pod)
+    mounts = volumes.container_mounts(pod, container, paths, {})
+    assert mounts[:4] == [
+        ContainerMount("/etc/app", paths["cfg"], readonly=True),
+        ContainerMount("/tmp/s", paths["scratch"], propagation="HostToContainer"),
+        ContainerMount("/ro", paths["scratch"], readonly=True),
+        ContainerMount("/data", paths["data"], readonly=True)]
+    message = mounts[4]
+    assert message.container_path == "/dev/termination-log" and not message.readonly
+    assert message.host_path.parent == root / "pods/uid-1/containers/app"
+    assert message.host_path.read_bytes() == b"" and mode_of(message.host_path) == 0o666
+    again = volumes.container_mounts(pod, container, paths, {})[4]
+    assert again.host_path != message.host_path  # one file per container instance
+
+
+async def test_sub_paths_are_created_inside_the_volume(root: Path, cluster: Cluster) -> None:
+    volumes = manager(root, cluster)
+    container = {"name": "app", "terminationMessagePath": "/msg", "volumeMounts": [
+        {"name": "scratch", "mountPath": "/logs", "subPathExpr": "$(POD_NAME)/logs"},
+        {"name": "cfg", "mountPath": "/etc/level", "subPath": "level"}]}
+    pod = make_pod({"name": "scratch", "emptyDir": {}},
+                   {"name": "cfg", "configMap": {"name": "cfg"}}, containers=[container])
+    paths = await volumes.mount_pod_volumes(pod)
+    logs, level, message = volumes.container_mounts(pod, container, paths, {"POD_NAME": "web"})
+    assert logs.host_path == paths["scratch"] / "web/logs" and logs.host_path.is_dir()
+    assert level.readonly and level.host_path.read_text() == "3"
+    assert level.host_path.parent.parent == paths["cfg"]  # resolved into the data dir
+    assert message.container_path == "/msg"
+
+
+@pytest.mark.parametrize(("volume_mount", "env", "message"), [
+    ({"subPathExpr": "$(A)/$(B)-$(C)"}, {"A": "a", "B": ""},
+     "missing value for B, C"),
+    ({"subPath": "/abs"}, {}, "error SubPath `/abs` must not be an absolute path"),
+    ({"subPath": "a/../../etc"}, {},
+     "unable to provision SubPath `a/../../etc`: must not contain '..'"),
+    ({"subPath": "escape"}, {},
+     'failed to prepare subPath for volumeMount "scratch" of container "app"'),
+    ({"mountPropagation": "Sideways"}, {}, 'invalid MountPropagation mode: "Sideways"'),
+    ({"name": "nope"}, {}, 'cannot find volume "nope" to mount into container "app"'),
+])
+async def test_bad_mounts_are_container_config_errors(
+        root: Path, cluster: Cluster, volume_mount: Obj, env: dict[str, str],
+        message: str) -> None:
+    volumes = manager(root, cluster)
+    pod = make_pod({"name": "scratch", "emptyDir": {}})
+    paths = await volumes.mount_pod_volumes(pod)
+    (paths["scratch"] / "escape").symlink_to("/etc")
+    container = {"name": "app", "volumeMounts": [
+        {"name": "scratch", "mountPath": "/m", **volume_mount}]}
+    with pytest.raises(ContainerConfigError) as raised:
+        volumes.container_mounts(pod, container, paths, env)
+    assert str(raised.value) == message
+
+
+# -- teardown and orphans ----------------------------------------------------------------------
+
+async def test_cleanup_orphans_unmounts_and_removes_dead_pods_only(root: Path,
+                                                                   cluster: Cluster) -> None:
+    volumes = manager(root, cluster)
+    for uid in ("live", "dead"):
+        pod = make_pod({"name": "s", "secret": {"secretName": "creds"}},
+                       {"name": "mem", "emptyDir": {"medium": "Memory"}}, uid=uid)
+        await volumes.mount_pod_volumes(pod)
+        volumes.container_mounts(pod, pod["spec"]["containers"][0], {}, {})
+    assert len(mount_points_under(root)) == 4
+    await volumes.cleanup_orphans({"live"})
+    assert not (root / "pods/dead").exists()
+    assert len(mount_points_under(root / "pods/live")) == 2
+    assert (root / "pods/live/containers/app").is_dir()
+    await volumes.teardown_pod_volumes("live")
+    assert mount_points_under(root) == []
+    assert (root / "pods/live/containers/app").is_dir()  # kept for the status
