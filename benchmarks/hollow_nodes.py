@@ -66,6 +66,20 @@ async def wait_nodes_ready(client: Client, count: int, timeout: float) -> float:
         await asyncio.sleep(0.5)
 
 
+async def our_leases(client: Client) -> list[dict[str, Any]]:
+    leases = (await client.resource("leases").list("kube-node-lease"))["items"]
+    return [lease for lease in leases if lease["metadata"]["name"].startswith(PREFIX)]
+
+
+async def wait_leases(client: Client, count: int, timeout: float) -> float:
+    started = time.perf_counter()
+    while len(await our_leases(client)) < count:
+        if time.perf_counter() - started > timeout:
+            raise BenchmarkError(f"not every node has its Lease after {timeout:.0f}s")
+        await asyncio.sleep(0.5)
+    return time.perf_counter() - started
+
+
 def lease_age(lease: dict[str, Any], now: datetime) -> float:
     renewed = datetime.strptime(lease["spec"]["renewTime"][:19], "%Y-%m-%dT%H:%M:%S")
     return (now - renewed.replace(tzinfo=UTC)).total_seconds()
@@ -104,16 +118,16 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                     rows.append((f"{args.nodes} hollow nodes in one process: all Ready",
                                  f"{seconds:.1f} s", "", ""))
                     pid = child_pid("minikube_py.kubelet")
+                    seconds = await wait_leases(client, args.nodes, 60)
+                    rows.append(("... and every node's Lease exists", f"{seconds:.1f} s later",
+                                 "", ""))
                     progress(f"heartbeats for {idle} s")
                     oldest = 0.0
                     before, wall = cpu_seconds(pid), time.perf_counter()
                     for _ in range(idle // 5):
                         await asyncio.sleep(5)
-                        leases = (await client.resource("leases").list(
-                            "kube-node-lease"))["items"]
+                        ours = await our_leases(client)
                         now = datetime.now(UTC)
-                        ours = [lease for lease in leases
-                                if lease["metadata"]["name"].startswith(PREFIX)]
                         if len(ours) < args.nodes:
                             raise BenchmarkError(f"only {len(ours)} leases")
                         oldest = max(oldest, max(lease_age(lease, now) for lease in ours))
