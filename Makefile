@@ -32,6 +32,8 @@ bench: deps
 	$(PY) benchmarks/apiserver.py
 	$(PY) benchmarks/controllers.py
 	$(PY) benchmarks/scheduler.py
+	$(PY) benchmarks/pod_startup.py
+	$(PY) benchmarks/hollow_nodes.py
 
 deps: apt $(STAMP) proto
 

@@ -22,12 +22,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import platform
 import statistics
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,18 +41,17 @@ from benchmarks.apiserver import (  # noqa: E402
     cpu_seconds,
     create_all,
     create_namespace,
-    git_commit,
     machine_busy_seconds,
     progress,
 )
 from benchmarks.etcd_raw import scratch_directory  # noqa: E402
+from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
 from minikube_py.client.rest import Client  # noqa: E402
 from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
 from minikube_py.cluster.components import ControllerManagerProcess  # noqa: E402
 from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
 from minikube_py.cluster.kubeconfig import write_kubeconfig  # noqa: E402
 
-RESULTS = REPO / "benchmarks" / "RESULTS.md"
 TEMPLATE_LABELS = {"app": "bench"}
 
 
@@ -111,7 +107,7 @@ async def wait_for_status(client: Client, replicas: int, timeout: float = 120) -
     raise BenchmarkError(f"the Deployment's status did not reach {replicas} replicas")
 
 
-async def measure(args: argparse.Namespace) -> dict[str, Any]:
+async def measure(args: argparse.Namespace) -> list[Row]:
     first, second, idle_seconds = (200, 600, 10) if args.quick else (1000, 3000, 60)
     rows: list[tuple[str, str, str, str]] = []
     with scratch_directory() as scratch:
@@ -144,7 +140,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                         f"Deployment of {first:,} replicas: until {first:,} pods exist",
                         f"{elapsed:.2f} s ({first / elapsed:,.0f} pods/s, "
                         f"{elapsed / seconds:.2f}x the baseline's time)",
-                        f"<= {target:.0f} s", "PASS" if elapsed <= target else "FAIL"))
+                        f"<= {target:.0f} s", verdict(elapsed <= target)))
 
                     progress(f"scale to {first + second}")
                     started = time.perf_counter()
@@ -175,42 +171,13 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                         f"{idle_seconds} s",
                         f"{share:.2%} of one core (median of 5 s samples "
                         f"{statistics.median(samples):.2%}); other processes {others:.0%}",
-                        "<= 2%", "PASS" if share <= 0.02 else "FAIL"))
+                        "<= 2%", verdict(share <= 0.02)))
                     assert manager.running
-    return {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "mode": "quick" if args.quick else "full",
-        "nproc": os.cpu_count(), "python": platform.python_version(),
-        "commit": git_commit(REPO), "load": os.getloadavg()[0], "rows": rows,
-    }
-
-
-def markdown(report: dict[str, Any]) -> str:
-    lines = [f"## {report['date']}: controllers, {report['mode']} run", "",
-             f"nproc {report['nproc']}; Python {report['python']}; commit "
-             f"{report['commit'] or 'unknown'}; 1-minute load average at start "
-             f"{report['load']:.2f}. `benchmarks/controllers.py`.", "",
-             "| metric | value | target | result |", "|---|---|---|---|"]
-    lines += ["| " + " | ".join(row) + " |" for row in report["rows"]]
-    return "\n".join(lines) + "\n"
+    return rows
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small counts, for a smoke run")
-    parser.add_argument("--no-append", action="store_true",
-                        help=f"do not append the results to {RESULTS.relative_to(REPO)}")
-    args = parser.parse_args()
-    try:
-        report = asyncio.run(measure(args))
-    except BenchmarkError as err:
-        sys.exit(f"benchmark failed: {err}")
-    text = markdown(report)
-    print(text)
-    if not args.no_append:
-        with RESULTS.open("a") as results:
-            results.write("\n" + text)
-        progress(f"appended to {RESULTS}")
+    run_benchmark(__doc__.splitlines()[0], "controllers", "controllers.py", measure)
 
 
 if __name__ == "__main__":

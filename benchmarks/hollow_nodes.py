@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import platform
 import sys
 import time
 from datetime import UTC, datetime
@@ -35,17 +33,16 @@ from benchmarks.apiserver import (  # noqa: E402
     cpu_seconds,
     create_all,
     create_namespace,
-    git_commit,
     progress,
 )
 from benchmarks.etcd_raw import scratch_directory  # noqa: E402
 from benchmarks.pod_startup import rss_megabytes  # noqa: E402
+from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
 from minikube_py.client.rest import Client  # noqa: E402
 from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
 from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
 from minikube_py.cluster.kubeconfig import write_kubeconfig  # noqa: E402
 
-RESULTS = REPO / "benchmarks" / "RESULTS.md"
 PREFIX = "hollow"
 
 
@@ -97,7 +94,7 @@ async def wait_pods_running(client: Client, count: int, timeout: float) -> float
         await asyncio.sleep(0.5)
 
 
-async def measure(args: argparse.Namespace) -> dict[str, Any]:
+async def measure(args: argparse.Namespace) -> list[Row]:
     rows: list[tuple[str, str, str, str]] = []
     idle = 20 if args.quick else 60
     with scratch_directory() as scratch:
@@ -134,7 +131,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                     share = (cpu_seconds(pid) - before) / (time.perf_counter() - wall)
                     rows.append((f"oldest Lease renewal seen over {idle} s (renew every 10 s)",
                                  f"{oldest:.1f} s", "< 40 s",
-                                 "PASS" if oldest < 40 else "FAIL"))
+                                 verdict(oldest < 40)))
                     rows.append(("hollow process idle: CPU, RSS",
                                  f"{share:.1%} of one core, {rss_megabytes(pid):.0f} MB",
                                  "", ""))
@@ -160,39 +157,17 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             finally:
                 process.terminate()
                 await asyncio.wait_for(process.wait(), 60)
-    return {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "mode": "quick" if args.quick else "full", "nproc": os.cpu_count(),
-            "python": platform.python_version(), "commit": git_commit(REPO),
-            "load": os.getloadavg()[0], "rows": rows}
+    return rows
 
 
-def markdown(report: dict[str, Any]) -> str:
-    lines = [f"## {report['date']}: hollow nodes, {report['mode']} run", "",
-             f"nproc {report['nproc']}; Python {report['python']}; commit "
-             f"{report['commit'] or 'unknown'}; 1-minute load average at start "
-             f"{report['load']:.2f}. `benchmarks/hollow_nodes.py`.", "",
-             "| metric | value | target | result |", "|---|---|---|---|"]
-    lines += ["| " + " | ".join(row) + " |" for row in report["rows"]]
-    return "\n".join(lines) + "\n"
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nodes", type=int, default=500, help="hollow nodes")
+    parser.add_argument("--pods", type=int, default=1000, help="pods bound to them")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=500)
-    parser.add_argument("--pods", type=int, default=1000)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--no-append", action="store_true")
-    args = parser.parse_args()
-    try:
-        report = asyncio.run(measure(args))
-    except BenchmarkError as err:
-        sys.exit(f"benchmark failed: {err}")
-    text = markdown(report)
-    print(text)
-    if not args.no_append:
-        with RESULTS.open("a") as results:
-            results.write("\n" + text)
-        progress(f"appended to {RESULTS}")
+    run_benchmark(__doc__.splitlines()[0], "hollow nodes", "hollow_nodes.py", measure,
+                  add_arguments=add_arguments)
 
 
 if __name__ == "__main__":

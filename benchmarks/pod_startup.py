@@ -21,11 +21,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import platform
 import statistics
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +34,11 @@ if str(REPO) not in sys.path:
 from benchmarks.apiserver import (  # noqa: E402
     BenchmarkError,
     cpu_seconds,
-    git_commit,
     percentile,
     progress,
 )
 from benchmarks.etcd_raw import scratch_directory  # noqa: E402
+from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
 from minikube_py.client.rest import Client  # noqa: E402
 from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
 from minikube_py.cluster.components import KubeletProcess  # noqa: E402
@@ -52,11 +50,10 @@ from minikube_py.kubelet.cri import RemoteRuntime  # noqa: E402
 from minikube_py.kubelet.runtime_setup import (  # noqa: E402
     Containerd,
     NodeRuntimeConfig,
+    free_pod_cidr,
     load_image,
 )
-from tests.node_fixtures import free_pod_cidr  # noqa: E402
 
-RESULTS = REPO / "benchmarks" / "RESULTS.md"
 BUSYBOX = "localhost/busybox:1.36"
 NAMESPACE = "bench"
 
@@ -167,7 +164,7 @@ def rss_megabytes(pid: int) -> float:
     return 0.0
 
 
-async def measure(args: argparse.Namespace) -> dict[str, Any]:
+async def measure(args: argparse.Namespace) -> list[Row]:
     count, idle_seconds = args.pods, (20 if args.quick else 60)
     rows: list[tuple[str, str, str, str]] = []
     with scratch_directory() as scratch:
@@ -213,13 +210,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                                                       kubelet.pid, count, t_raw,
                                                       idle_seconds, rows)
                         await delete_all_and_wait(client)
-    return {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "mode": "quick" if args.quick else "full",
-        "nproc": os.cpu_count(), "python": platform.python_version(),
-        "commit": git_commit(REPO), "load": os.getloadavg()[0], "rows": rows,
-        "parallel": args.max_parallel_starts,
-    }
+    return rows
 
 
 async def measure_through_kubelet(client: Client, node: str, pid: int, count: int,
@@ -232,17 +223,17 @@ async def measure_through_kubelet(client: Client, node: str, pid: int, count: in
         await delete_all_and_wait(client)
     single = statistics.median(singles[1:])  # the first one warms the kubelet's caches
     rows.append(("one pod on an idle node: create -> Running (median of 5)",
-                 f"{single:.3f} s", "<= 0.5 s", "PASS" if single <= 0.5 else "FAIL"))
+                 f"{single:.3f} s", "<= 0.5 s", verdict(single <= 0.5)))
 
     progress(f"{count} pods at once")
     latencies = await create_and_time(client, [f"burst-{i:02d}" for i in range(count)], node)
     p50, p99 = percentile(latencies, 50), percentile(latencies, 99)
     rows.append((f"{count} pods at once: create -> Running p50",
                  f"{p50:.2f} s ({p50 / t_raw:.2f} x T_raw)", "<= 0.6 x T_raw",
-                 "PASS" if p50 <= 0.6 * t_raw else "FAIL"))
+                 verdict(p50 <= 0.6 * t_raw)))
     rows.append((f"{count} pods at once: create -> Running p99",
                  f"{p99:.2f} s ({p99 / t_raw:.2f} x T_raw)", "<= 1.25 x T_raw",
-                 "PASS" if p99 <= 1.25 * t_raw else "FAIL"))
+                 verdict(p99 <= 1.25 * t_raw)))
 
     await asyncio.sleep(10)  # statuses written, probes and PLEG in their steady state
     progress(f"idle kubelet with {count} pods for {idle_seconds} s")
@@ -257,41 +248,21 @@ async def measure_through_kubelet(client: Client, node: str, pid: int, count: in
     rows.append((f"idle kubelet with {count} pods: CPU over {idle_seconds} s",
                  f"{share:.2%} of one core (median of 5 s samples "
                  f"{statistics.median(samples):.2%})", "<= 3%",
-                 "PASS" if share <= 0.03 else "FAIL"))
+                 verdict(share <= 0.03)))
     rows.append((f"idle kubelet with {count} pods: RSS", f"{rss:.0f} MB", "<= 100 MB",
-                 "PASS" if rss <= 100 else "FAIL"))
+                 verdict(rss <= 100)))
 
 
-def markdown(report: dict[str, Any]) -> str:
-    lines = [f"## {report['date']}: pod startup, {report['mode']} run", "",
-             f"nproc {report['nproc']}; Python {report['python']}; commit "
-             f"{report['commit'] or 'unknown'}; 1-minute load average at start "
-             f"{report['load']:.2f}; kubelet --max-parallel-starts={report['parallel']}. "
-             "`benchmarks/pod_startup.py`.", "",
-             "| metric | value | target | result |", "|---|---|---|---|"]
-    lines += ["| " + " | ".join(row) + " |" for row in report["rows"]]
-    return "\n".join(lines) + "\n"
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a shorter idle measurement")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pods", type=int, default=30, help="pods started at once")
     parser.add_argument("--max-parallel-starts", type=int, default=4,
                         help="the kubelet's bound on pods starting at the same time")
-    parser.add_argument("--no-append", action="store_true",
-                        help=f"do not append the results to {RESULTS.relative_to(REPO)}")
-    args = parser.parse_args()
-    try:
-        report = asyncio.run(measure(args))
-    except BenchmarkError as err:
-        sys.exit(f"benchmark failed: {err}")
-    text = markdown(report)
-    print(text)
-    if not args.no_append:
-        with RESULTS.open("a") as results:
-            results.write("\n" + text)
-        progress(f"appended to {RESULTS}")
+
+
+def main() -> None:
+    run_benchmark(__doc__.splitlines()[0], "pod startup", "pod_startup.py", measure,
+                  add_arguments=add_arguments,
+                  note=lambda args: f"kubelet --max-parallel-starts={args.max_parallel_starts}")
 
 
 if __name__ == "__main__":

@@ -19,12 +19,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import platform
 import statistics
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +38,11 @@ from benchmarks.apiserver import (  # noqa: E402
     cpu_seconds,
     create_all,
     create_namespace,
-    git_commit,
     percentile,
     progress,
 )
 from benchmarks.etcd_raw import scratch_directory  # noqa: E402
+from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
 from minikube_py.client.kubeconfig import ClientConfig  # noqa: E402
 from minikube_py.client.rest import Client  # noqa: E402
 from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
@@ -58,7 +55,6 @@ from minikube_py.scheduler.framework.types import PodInfo, Snapshot  # noqa: E40
 from minikube_py.scheduler.plugins.registry import IN_TREE_PLUGINS  # noqa: E402
 from minikube_py.scheduler.scheduler import Scheduler  # noqa: E402
 
-RESULTS = REPO / "benchmarks" / "RESULTS.md"
 ZONES = 10
 
 
@@ -166,7 +162,7 @@ async def algorithm_latencies(nodes: int, existing: int, pods: int, spread: bool
     return latencies
 
 
-async def measure(args: argparse.Namespace) -> dict[str, Any]:
+async def measure(args: argparse.Namespace) -> list[Row]:
     nodes, existing, plain, spread = (200, 200, 600, 200) if args.quick else (
         1000, 1000, 3000, 1000)
     rows: list[tuple[str, str, str, str]] = []
@@ -199,7 +195,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                         f"end to end: {plain:,} pods with requests, {nodes:,} nodes",
                         f"{rate:,.0f} pods/s ({elapsed:.1f} s; creates took {creating:.1f} s; "
                         f"scheduler CPU {cpu / plain * 1000:.2f} ms per pod)",
-                        ">= 300 pods/s", "PASS" if rate >= 300 else "FAIL"))
+                        ">= 300 pods/s", verdict(rate >= 300)))
                     progress(f"{spread} pods with spread + affinity")
                     cpu_before = cpu_seconds(sched_pid)
                     elapsed, creating = await burst(pool, client, "spread", spread, spread=True)
@@ -210,7 +206,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                         "InterPodAffinity",
                         f"{rate:,.0f} pods/s ({elapsed:.1f} s; scheduler CPU "
                         f"{cpu / spread * 1000:.2f} ms per pod)",
-                        ">= 100 pods/s", "PASS" if rate >= 100 else "FAIL"))
+                        ">= 100 pods/s", verdict(rate >= 100)))
     progress("the algorithm alone")
     for spread_pods, label in ((False, "requests only"), (True, "spread + affinity")):
         latencies = await algorithm_latencies(nodes, existing, 200 if args.quick else 500,
@@ -219,39 +215,12 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         p99 = percentile(latencies, 99) * 1000
         rows.append((f"algorithm alone, {nodes:,} nodes, {label}",
                      f"p50 {p50:.1f} ms, p99 {p99:.1f} ms per pod",
-                     "p99 <= 20 ms", "PASS" if p99 <= 20 else "FAIL"))
-    return {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "mode": "quick" if args.quick else "full", "nproc": os.cpu_count(),
-            "python": platform.python_version(), "commit": git_commit(REPO),
-            "load": os.getloadavg()[0], "rows": rows}
-
-
-def markdown(report: dict[str, Any]) -> str:
-    lines = [f"## {report['date']}: scheduler, {report['mode']} run", "",
-             f"nproc {report['nproc']}; Python {report['python']}; commit "
-             f"{report['commit'] or 'unknown'}; 1-minute load average at start "
-             f"{report['load']:.2f}. `benchmarks/scheduler.py`.", "",
-             "| metric | value | target | result |", "|---|---|---|---|"]
-    lines += ["| " + " | ".join(row) + " |" for row in report["rows"]]
-    return "\n".join(lines) + "\n"
+                     "p99 <= 20 ms", verdict(p99 <= 20)))
+    return rows
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small counts, for a smoke run")
-    parser.add_argument("--no-append", action="store_true",
-                        help=f"do not append the results to {RESULTS.relative_to(REPO)}")
-    args = parser.parse_args()
-    try:
-        report = asyncio.run(measure(args))
-    except BenchmarkError as err:
-        sys.exit(f"benchmark failed: {err}")
-    text = markdown(report)
-    print(text)
-    if not args.no_append:
-        with RESULTS.open("a") as results:
-            results.write("\n" + text)
-        progress(f"appended to {RESULTS}")
+    run_benchmark(__doc__.splitlines()[0], "scheduler", "scheduler.py", measure)
 
 
 if __name__ == "__main__":

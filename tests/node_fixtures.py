@@ -8,10 +8,7 @@ cannot do that, so the next session first removes what such a run left of its no
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import os
-import shutil
-import subprocess
 import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -21,19 +18,17 @@ import pytest
 
 from minikube_py.images.catalog import build_catalog
 from minikube_py.kubelet.runtime_setup import (
-    REQUIRED_COMMANDS,
     Containerd,
     NodeRuntimeConfig,
     cleanup_stale,
+    free_pod_cidr,
     load_image,
+    runtime_missing,
 )
 from tests.conftest import SCRATCH_PREFIX, TMPFS
 
 NODE_DIR = "containerd-node"
 """The node's base dir inside the session's scratch dir (fast_tmp)."""
-
-POD_NETWORKS = ipaddress.ip_network("10.244.0.0/16")
-
 
 @dataclass(frozen=True)
 class ContainerdNode:
@@ -53,30 +48,6 @@ class ContainerdNode:
     @property
     def base_dir(self) -> Path:
         return self.config.base_dir
-
-
-def free_pod_cidr(seed: int | None = None) -> str:
-    """A 10.244.<n>.0/24 that no route on this machine uses, n starting from seed (the pid):
-    two test runs, or a test run and a cluster, get different pod networks."""
-    routes = subprocess.run(["ip", "-4", "route", "show"], capture_output=True, text=True,
-                            check=True).stdout
-    used = [ipaddress.ip_network(line.split()[0], strict=False) for line in routes.splitlines()
-            if line[:1].isdigit()]
-    start = os.getpid() if seed is None else seed
-    subnets = list(POD_NETWORKS.subnets(new_prefix=24))
-    for offset in range(len(subnets)):
-        candidate = subnets[(start + offset) % len(subnets)]
-        if not any(candidate.overlaps(network) for network in used):
-            return str(candidate)
-    raise RuntimeError(f"every /24 of {POD_NETWORKS} is routed already")
-
-
-def runtime_missing() -> str | None:
-    """Why this machine cannot run a containerd node, or None if it can."""
-    if os.geteuid() != 0:
-        return "a containerd node needs root"
-    missing = [name for name in REQUIRED_COMMANDS if shutil.which(name) is None]
-    return f"not installed: {', '.join(missing)} (run `make apt`)" if missing else None
 
 
 def _node_dirs_of_dead_runs() -> list[Path]:

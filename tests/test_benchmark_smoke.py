@@ -101,3 +101,35 @@ def test_scheduler_benchmark_quick_run_reports_every_phase() -> None:
         assert any(metric in line for line in result.stdout.splitlines()), (
             f"no line for {metric!r} in:\n{result.stdout}")
     assert (RESULTS.read_bytes() if RESULTS.exists() else None) == before
+
+
+def run_quick(script: str, *args: str, timeout: float) -> str:
+    """Run a benchmark with --quick --no-append; its stdout (the results file untouched)."""
+    before = RESULTS.read_bytes() if RESULTS.exists() else None
+    result = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / script), "--quick", "--no-append", *args],
+        capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (RESULTS.read_bytes() if RESULTS.exists() else None) == before
+    return result.stdout
+
+
+@pytest.mark.slow
+def test_pod_startup_benchmark_quick_run_reports_every_phase() -> None:
+    """benchmarks/pod_startup.py still runs end to end on a real containerd node."""
+    output = run_quick("pod_startup.py", "--pods", "10", timeout=600)
+    for metric in ("runtime floor: 10 pods at once over CRI (T_raw)",
+                   "one pod on an idle node: create -> Running",
+                   "10 pods at once: create -> Running p99",
+                   "idle kubelet with 10 pods: RSS"):
+        assert metric in output, f"no line for {metric!r} in:\n{output}"
+
+
+@pytest.mark.slow
+def test_hollow_nodes_benchmark_quick_run_reports_every_phase() -> None:
+    """benchmarks/hollow_nodes.py still runs end to end (fewer nodes than the real run)."""
+    output = run_quick("hollow_nodes.py", "--nodes", "50", "--pods", "100", timeout=600)
+    for metric in ("50 hollow nodes in one process: all Ready",
+                   "oldest Lease renewal seen over 20 s",
+                   "100 pods on hollow nodes: create -> all Running"):
+        assert metric in output, f"no line for {metric!r} in:\n{output}"

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from minikube_py.cluster.node import node_config
+
 pytestmark = pytest.mark.slow
 
 
@@ -32,6 +34,32 @@ def alive(pid: int) -> bool:
         f"/proc/{pid}/status").read_text().lower()
 
 
+def kubectl(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = Path(sys.executable).with_name("kubectl")
+    return subprocess.run([str(command), f"--kubeconfig={home / 'kubeconfig'}", *args],
+                          capture_output=True, text=True, timeout=90, check=True)
+
+
+def leftovers(home: Path) -> list[str]:
+    """Processes, mounts and the bridge of the cluster in `home`, if any survived."""
+    marker = str(home)
+    found = [line for line in Path("/proc/self/mountinfo").read_text().splitlines()
+             if marker in line]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(f"process {entry.name}")
+            except OSError:
+                continue
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    return found + [line for line in links.splitlines() if bridge_of(home) in line]
+
+
+def bridge_of(home: Path) -> str:
+    return node_config(home, "10.244.1.0/24").bridge_name
+
+
 def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path) -> None:
     home = fast_tmp / "launcher-home"
     try:
@@ -40,19 +68,25 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         again = launcher(home, "up")  # idempotent: nothing is started twice
         assert again.returncode == 0
         running = pids(home)
-        assert len(running) == 4 and all(alive(pid) for pid in running)
+        assert len(running) == 6 and all(alive(pid) for pid in running)
         status = launcher(home, "status")
-        for component in ("etcd", "apiserver", "controller-manager", "scheduler"):
+        for component in ("etcd", "apiserver", "controller-manager", "scheduler",
+                          "containerd", "kubelet"):
             assert f"{component}: running" in status.stdout
-        kubectl = Path(sys.executable).with_name("kubectl")
-        namespaces = subprocess.run(
-            [str(kubectl), f"--kubeconfig={home / 'kubeconfig'}", "get", "namespaces"],
-            capture_output=True, text=True, timeout=60, check=True)
-        assert "kube-system" in namespaces.stdout
+        assert "kube-system" in kubectl(home, "get", "namespaces").stdout
+        # a new user's first pod: scheduled onto the node, started by its kubelet
+        kubectl(home, "wait", "--for=condition=Ready", "node/node-1", "--timeout=60s")
+        kubectl(home, "run", "web", "--image=localhost/echo:1.0", "--port=8080")
+        kubectl(home, "wait", "--for=condition=Ready", "pod/web", "--timeout=60s")
+        pod_ip = kubectl(home, "get", "pod", "web", "-o", "jsonpath={.status.podIP}").stdout
+        answer = subprocess.run(["busybox", "wget", "-q", "-O-", f"http://{pod_ip}:8080/"],
+                                capture_output=True, text=True, timeout=10)
+        assert "web" in answer.stdout
     finally:
         running = pids(home)
         launcher(home, "down", "--purge", check=False)
     assert not home.exists()
     assert not any(alive(pid) for pid in running)
+    assert leftovers(home) == []
     stopped = launcher(home, "status", check=False)
     assert stopped.returncode == 1 and "controller-manager: stopped" in stopped.stdout

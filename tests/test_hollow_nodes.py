@@ -47,7 +47,8 @@ async def test_hollow_nodes_register_heartbeat_and_run_pods(kubeconfig, api_clie
                 assert node["spec"]["podCIDR"].startswith("10.")
                 assert node["status"]["nodeInfo"]["containerRuntimeVersion"] == \
                     "simulated://0.1.0"
-                lease = await api_client.resource("leases").get(name, "kube-node-lease")
+                lease = await eventually(lambda name=name: _lease(api_client, name),
+                                         timeout=20, what=f"the Lease of {name}")
                 assert lease["spec"]["holderIdentity"] == name
             pods = api_client.resource("pods")
             for index, name in enumerate(names):
@@ -73,6 +74,13 @@ async def _ready_node(api: Client, name: str) -> Obj | None:
     except NotFound:
         return None
     return node if node_ready(node) else None
+
+
+async def _lease(api: Client, name: str) -> Obj | None:
+    try:
+        return await api.resource("leases").get(name, "kube-node-lease")
+    except NotFound:
+        return None
 
 
 async def _all_running(api: Client, namespace: str, count: int) -> list[Obj] | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
 import subprocess
 import time
@@ -22,6 +23,7 @@ import pytest
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.cluster.etcd import free_port
+from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.cri import RemoteRuntime
 from minikube_py.kubelet.kubelet import Kubelet, KubeletConfig
 from minikube_py.kubelet.node_status import read_host_info
@@ -394,3 +396,45 @@ async def test_kubectl_logs_follow_streams(node, api_client, namespace, kubeconf
         await process.wait()
     numbers = [int(line.split()[1]) for line in lines]
     assert numbers == list(range(numbers[0], numbers[0] + 6))
+
+
+async def sandboxes_of(node: KubeletNode, uid: str) -> list[Any]:
+    async with RemoteRuntime(node.endpoint) as runtime:
+        listed = await runtime.list_pod_sandbox(api_pb2.ListPodSandboxRequest(
+            filter=api_pb2.PodSandboxFilter(label_selector={"io.kubernetes.pod.uid": uid})))
+    return list(listed.items)
+
+
+async def test_restarted_kubelet_removes_sandboxes_of_pods_gone_meanwhile(
+        node, api_client, namespace):
+    await create(api_client, namespace, make_pod("orphan", node, [shell("app", "sleep 3600")]))
+    pod = await pod_where(api_client, namespace, "orphan", is_running_and_ready)
+    uid = pod["metadata"]["uid"]
+    assert await sandboxes_of(node, uid)
+    await node.stop()
+    try:  # the pod is force-deleted while no kubelet watches
+        await api_client.resource("pods").delete("orphan", namespace, grace_period_seconds=0)
+    finally:
+        await node.start()
+
+    async def removed() -> bool:
+        return not await sandboxes_of(node, uid)
+    await eventually(removed, timeout=30, what="the orphan's sandbox to be removed")
+
+
+async def test_stats_summary_reports_running_pods(node, api_client, namespace):
+    await create(api_client, namespace, make_pod("measured", node, [shell(
+        "app", "while true; do :; done")]))
+    await pod_where(api_client, namespace, "measured", is_running_and_ready)
+
+    async def measured() -> Obj | None:
+        summary = json.loads(await http_get(
+            f"http://127.0.0.1:{node.config.port}/stats/summary"))
+        pods = [p for p in summary["pods"] if p["podRef"]["name"] == "measured"]
+        if pods and pods[0]["cpu"]["usageCoreNanoSeconds"] > 0:
+            return pods[0]
+        return None
+    stats = await eventually(measured, timeout=20, what="CPU stats of the busy pod")
+    assert stats["podRef"]["namespace"] == namespace
+    assert stats["memory"]["workingSetBytes"] > 0
+    assert stats["containers"][0]["name"] == "app"

@@ -33,11 +33,12 @@ from minikube_py.kubelet.runtime_setup import (
     ImageLoadError,
     NodeRuntimeConfig,
     cleanup_stale,
+    free_pod_cidr,
     load_image,
     write_cni_config,
     write_containerd_config,
 )
-from tests.node_fixtures import ContainerdNode, free_pod_cidr
+from tests.node_fixtures import ContainerdNode
 
 SHIPPED = ("localhost/pause:3.9", "localhost/busybox:1.36", "localhost/echo:1.0")
 

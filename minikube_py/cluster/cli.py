@@ -1,13 +1,15 @@
 """`minikube-py up | down | status`: a local cluster on this machine.
 
-Today the cluster is etcd, the API server, the controller-manager and the scheduler; the
-nodes (kubelets) join the same launcher in later issues. State lives in ~/.minikube-py
+The cluster is etcd, the API server, the controller-manager, the scheduler and one node
+(containerd and a kubelet, see node.py; it needs root). State lives in ~/.minikube-py
 (or $MINIKUBE_PY_HOME):
 
     etcd/            etcd's data directory
     logs/*.log       one log per component
     run/*.pid        the running components
-    cluster.json     the ports in use
+    nodes/node-1/    the node's containerd and kubelet
+    images/          the shipped images, loaded into the node
+    cluster.json     the ports in use and the node's pod CIDR
     kubeconfig       what kubectl and the Python client use
 """
 
@@ -24,15 +26,28 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from minikube_py.cluster.etcd import LOOPBACK, free_port, port_in_use
 from minikube_py.cluster.kubeconfig import write_kubeconfig
+from minikube_py.cluster.node import (
+    kubelet_command,
+    node_config,
+    start_containerd,
+    stop_node_runtime,
+)
 from minikube_py.images.build import add_image_command
+from minikube_py.kubelet.runtime_setup import (
+    ContainerdError,
+    ImageLoadError,
+    free_pod_cidr,
+    runtime_missing,
+)
 
 DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443,
-                 "controller-manager": 10257, "scheduler": 10259}
+                 "controller-manager": 10257, "scheduler": 10259, "kubelet": 10250}
 # Started in this order, stopped in the reverse order.
-COMPONENTS = ("etcd", "apiserver", "controller-manager", "scheduler")
+COMPONENTS = ("etcd", "apiserver", "controller-manager", "scheduler", "containerd", "kubelet")
 # The components that reach the cluster through the API server (python -m <module>).
 CLIENT_COMPONENTS = {"controller-manager": "minikube_py.controllers",
                      "scheduler": "minikube_py.scheduler"}
@@ -81,27 +96,32 @@ def _wait(check: object, what: str, log: Path, timeout: float = 30.0) -> None:
     fail(f"{what} did not become ready in {timeout:.0f}s; see {log}")
 
 
-def _ports(state: Path) -> dict[str, int]:
-    """The ports of this cluster: chosen once (defaults, else free ones) and remembered."""
+def _cluster(state: Path) -> dict[str, Any]:
+    """This cluster's ports and its node's pod CIDR: chosen once (defaults, else free
+    ones) and remembered in cluster.json."""
     saved = state / "cluster.json"
-    ports: dict[str, int] = json.loads(saved.read_text())["ports"] if saved.exists() else {}
+    cluster: dict[str, Any] = json.loads(saved.read_text()) if saved.exists() else {}
+    ports = cluster.setdefault("ports", {})
     for name, port in DEFAULT_PORTS.items():
         if name not in ports:
             ports[name] = port if not port_in_use(port) else free_port()
-    saved.write_text(json.dumps({"ports": ports}, indent=2))
-    return ports
+    if "podCIDR" not in cluster and runtime_missing() is None:
+        cluster["podCIDR"] = free_pod_cidr(seed=1)
+    saved.write_text(json.dumps(cluster, indent=2))
+    return cluster
 
 
 def up(args: argparse.Namespace) -> None:
-    """Start etcd, the API server, the controller-manager and the scheduler (those not
-    running yet)."""
+    """Start etcd, the API server, the controller-manager, the scheduler and the node
+    (those not running yet)."""
     state = home()
     for sub in ("logs", "run"):
         (state / sub).mkdir(parents=True, exist_ok=True)
     if shutil.which("etcd") is None:
         fail("etcd is not installed: run `make up` (it installs etcd-server) or "
              "`apt-get install etcd-server etcd-client`")
-    ports = _ports(state)
+    cluster = _cluster(state)
+    ports = cluster["ports"]
     etcd_url = f"http://{LOOPBACK}:{ports['etcd-client']}"
     api_url = f"http://{LOOPBACK}:{ports['apiserver']}"
 
@@ -143,10 +163,35 @@ def up(args: argparse.Namespace) -> None:
     for name in CLIENT_COMPONENTS:
         _wait(lambda name=name: _http_ok(f"http://{LOOPBACK}:{ports[name]}/healthz"),
               f"the {name}", state / "logs" / f"{name}.log")
+    _up_node(state, cluster, config)
     print(f"minikube-py is up: API server {api_url}, etcd {etcd_url}")
     print(f"logs: {state / 'logs'}")
     print("To use it with kubectl:")
     print(f"export KUBECONFIG={config}")
+
+
+def _up_node(state: Path, cluster: dict[str, Any], kubeconfig: Path) -> None:
+    """The node: containerd (with the shipped images loaded), then its kubelet."""
+    reason = runtime_missing()
+    if reason is not None:
+        print(f"no node started: {reason}")
+        return
+    port = cluster["ports"]["kubelet"]
+    node = node_config(state, cluster["podCIDR"])
+    if _pid_alive(state / "run" / "containerd.pid") is None:
+        try:
+            node = start_containerd(state, cluster["podCIDR"],
+                                    lambda name, command: _start(name, command, state))
+        except (ContainerdError, ImageLoadError) as error:
+            fail(f"{error}; see {state / 'logs' / 'containerd.log'}")
+    if _pid_alive(state / "run" / "kubelet.pid") is None:
+        if port_in_use(port):
+            fail(f"port {port} is taken by another program; stop it or remove "
+                 f"{state / 'cluster.json'} to pick new ports")
+        _start("kubelet", kubelet_command(node, state / "kubeconfig", port), state)
+    _wait(lambda: _http_ok(f"http://{LOOPBACK}:{port}/healthz"), "the kubelet",
+          state / "logs" / "kubelet.log")
+    print(f"node {node.node_name}: containerd {node.endpoint}, pods on {node.pod_cidr}")
 
 
 def down(args: argparse.Namespace) -> None:
@@ -164,15 +209,30 @@ def down(args: argparse.Namespace) -> None:
                 os.kill(pid, signal.SIGKILL)
             print(f"stopped {name} (pid {pid})")
         pid_file.unlink(missing_ok=True)
+        if name == "containerd":
+            _down_node_runtime(state)
     if args.purge and state.exists():
         shutil.rmtree(state)
         print(f"deleted {state}")
 
 
+def _down_node_runtime(state: Path) -> None:
+    """Remove the node's pods, containerd's leftovers, its bridge and mounts (also after a
+    crash, when containerd is no longer running)."""
+    saved = state / "cluster.json"
+    cluster = json.loads(saved.read_text()) if saved.exists() else {}
+    if "podCIDR" in cluster and runtime_missing() is None:
+        stop_node_runtime(state, cluster["podCIDR"])
+
+
 def status(args: argparse.Namespace) -> None:
     state = home()
     running = True
+    node_reason = runtime_missing()
     for name in COMPONENTS:
+        if name in ("containerd", "kubelet") and node_reason is not None:
+            print(f"{name}: not started ({node_reason})")
+            continue
         pid = _pid_alive(state / "run" / f"{name}.pid")
         print(f"{name}: " + (f"running (pid {pid})" if pid else "stopped"))
         running = running and pid is not None

@@ -21,7 +21,6 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +33,11 @@ from minikube_py.kubelet.backoff import Backoff
 from minikube_py.kubelet.cri import CRIError, RuntimeService
 from minikube_py.kubelet.envvars import make_environment
 from minikube_py.kubelet.eviction import EvictionManager, observe_host, parse_thresholds
+from minikube_py.kubelet.host_interface import HostInterface
 from minikube_py.kubelet.images import ImageManager
 from minikube_py.kubelet.kuberuntime import RuntimeManager
 from minikube_py.kubelet.kuberuntime_sandbox import DNSSettings
 from minikube_py.kubelet.lease import NodeLease
-from minikube_py.kubelet.logs import container_log_path
 from minikube_py.kubelet.node_status import (
     HostInfo,
     NodeStatusManager,
@@ -51,7 +50,7 @@ from minikube_py.kubelet.pod_workers import DONE, PodWorkers
 from minikube_py.kubelet.podstate import PodRuntimeStatus
 from minikube_py.kubelet.probe_workers import ProbeManager, RunningContainer
 from minikube_py.kubelet.resources import ContainerResources, container_resources
-from minikube_py.kubelet.server import ContainerNotFound, KubeletServer
+from minikube_py.kubelet.server import KubeletServer
 from minikube_py.kubelet.status_manager import StatusManager
 from minikube_py.kubelet.volumes.manager import ContainerMount, VolumeError, VolumeManager
 
@@ -60,6 +59,7 @@ log = logging.getLogger(__name__)
 RESYNC_SECONDS = 60.0
 HOUSEKEEPING_SECONDS = 2.0
 VOLUME_RETRY_SECONDS = 2.0
+REGISTRATION_POLL_SECONDS = 0.2
 
 
 @dataclass
@@ -169,7 +169,8 @@ class Kubelet:
                 parse_thresholds(self.config.eviction_hard),
                 observe=lambda: observe_host(self.config.root_dir),
                 active_pods=self.active_pods, pod_usage=self._pod_usage, evict=self.evict_pod)
-            self.server = KubeletServer(self, self.config.address, self.config.port)
+            self.server = KubeletServer(HostInterface(self), self.config.address,
+                                        self.config.port)
             await self.server.start()
         if self._own_factory:
             self.pod_informer = SharedInformer(
@@ -180,7 +181,7 @@ class Kubelet:
             self.pod_informer.start()
             self.factory.start()
         self._tasks.append(asyncio.create_task(self.node_status.run(), name="node-status"))
-        self._tasks.append(asyncio.create_task(self.lease.run(), name="node-lease"))
+        self._tasks.append(asyncio.create_task(self._heartbeat(), name="node-lease"))
         if self._own_factory:
             assert self.pod_informer is not None
             await self.pod_informer.wait_for_sync()
@@ -191,6 +192,13 @@ class Kubelet:
         if self.eviction is not None:
             self._tasks.append(asyncio.create_task(self._eviction_loop(), name="eviction"))
         self.ready.set()
+
+    async def _heartbeat(self) -> None:
+        """The node Lease, renewed every 10 s once the Node it belongs to is registered
+        (a Lease is created with the Node as its owner)."""
+        while not self.node_status.registered:
+            await asyncio.sleep(REGISTRATION_POLL_SECONDS)
+        await self.lease.run()
 
     async def stop(self) -> None:
         """Stop the kubelet's own tasks. Containers keep running, as upstream's do: a
@@ -450,76 +458,6 @@ class Kubelet:
         memory = sum(s.memory.working_set_bytes.value for s in answer.stats)
         disk = sum(s.writable_layer.used_bytes.value for s in answer.stats)
         return {"memory": memory, "ephemeral-storage": disk}
-
-    # -- the HTTP server's provider -----------------------------------------------------
-
-    def running_pods(self) -> list[Obj]:
-        return list(self.pods.values())
-
-    def find_container_log(self, namespace: str, name: str, container: str,
-                           previous: bool):
-        pod = next((p for p in self.pods.values() if p["metadata"]["namespace"] == namespace
-                    and p["metadata"]["name"] == name), None)
-        if pod is None:
-            raise ContainerNotFound(f'pod "{name}" not found')
-        pod_status = pod.get("status") or {}
-        statuses = [*(pod_status.get("initContainerStatuses") or []),
-                    *(pod_status.get("containerStatuses") or [])]
-        found = next((s for s in statuses if s["name"] == container), None)
-        if found is None or not found.get("containerID"):
-            raise ContainerNotFound(f'container "{container}" in pod "{name}" is waiting to '
-                                    "start: ContainerCreating")
-        restarts = found.get("restartCount", 0)
-        if previous:
-            if not found.get("lastState", {}).get("terminated"):
-                raise ContainerNotFound(f'previous terminated container "{container}" in '
-                                        f'pod "{name}" not found')
-            restarts -= 1
-        path = container_log_path(self.config.logs_root, namespace, name,
-                                  pod["metadata"]["uid"], container, restarts)
-        running = not previous and "running" in found.get("state", {})
-
-        def is_running() -> bool:
-            current = self.pods.get(pod["metadata"]["uid"])
-            if current is None or previous:
-                return False
-            for status in (current.get("status") or {}).get("containerStatuses") or []:
-                if status["name"] == container:
-                    return "running" in status.get("state", {}) and \
-                        status.get("restartCount", 0) == restarts
-            return running
-        return path, is_running
-
-    async def stats_summary(self) -> Obj:
-        """/stats/summary from CRI container stats (upstream's Summary API, the core)."""
-        answer = await self.runtime.list_container_stats(api_pb2.ListContainerStatsRequest())
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        by_pod: dict[str, list[Obj]] = {}
-        for stats in answer.stats:
-            labels = stats.attributes.labels
-            by_pod.setdefault(labels.get("io.kubernetes.pod.uid", ""), []).append({
-                "name": stats.attributes.metadata.name, "startTime": now,
-                "cpu": {"time": now,
-                        "usageCoreNanoSeconds": stats.cpu.usage_core_nano_seconds.value},
-                "memory": {"time": now,
-                           "workingSetBytes": stats.memory.working_set_bytes.value},
-                "rootfs": {"time": now, "usedBytes": stats.writable_layer.used_bytes.value},
-            })
-        pods = []
-        for uid, containers in by_pod.items():
-            pod = self.pods.get(uid)
-            if pod is None:
-                continue
-            pods.append({
-                "podRef": {"name": pod["metadata"]["name"],
-                           "namespace": pod["metadata"]["namespace"], "uid": uid},
-                "startTime": now, "containers": containers,
-                "cpu": {"time": now, "usageCoreNanoSeconds": sum(
-                    c["cpu"]["usageCoreNanoSeconds"] for c in containers)},
-                "memory": {"time": now, "workingSetBytes": sum(
-                    c["memory"]["workingSetBytes"] for c in containers)},
-            })
-        return {"node": {"nodeName": self.node_name, "startTime": now}, "pods": pods}
 
 
 def _grace(pod: Obj) -> int:

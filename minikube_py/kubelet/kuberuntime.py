@@ -241,9 +241,7 @@ class RuntimeManager:
         try:
             envs, mounts, resources = await self.container_options(pod, container, pod_ips)
         except ContainerConfigError as error:
-            self.record_event(pod, "Warning", "Failed", f"Error: {error}")
-            result.waiting[name] = ("CreateContainerConfigError", str(error))
-            result.retry_in(self.crash_backoff.initial)
+            self._failed(pod, name, "CreateContainerConfigError", str(error), result)
             return
         request = api_pb2.CreateContainerRequest(
             pod_sandbox_id=sandbox_id, sandbox_config=config,
@@ -253,20 +251,14 @@ class RuntimeManager:
         try:
             created = await self.runtime.create_container(request)
         except CRIError as error:
-            text = go_error_text(error)
-            self.record_event(pod, "Warning", "Failed", f"Error: {text}")
-            result.waiting[name] = ("CreateContainerError", text)
-            result.retry_in(self.crash_backoff.initial)
+            self._failed(pod, name, "CreateContainerError", go_error_text(error), result)
             return
         self.record_event(pod, "Normal", "Created", f"Created container: {name}")
         try:
             await self.runtime.start_container(
                 api_pb2.StartContainerRequest(container_id=created.container_id))
         except CRIError as error:
-            text = go_error_text(error)
-            self.record_event(pod, "Warning", "Failed", f"Error: {text}")
-            result.waiting[name] = ("RunContainerError", text)
-            result.retry_in(self.crash_backoff.initial)
+            self._failed(pod, name, "RunContainerError", go_error_text(error), result)
             return
         self.record_event(pod, "Normal", "Started", f"Started container {name}")
         post_start = (container.get("lifecycle") or {}).get("postStart")
@@ -278,6 +270,13 @@ class RuntimeManager:
                 self.record_event(pod, "Warning", "FailedPostStartHook", failure)
                 await self._stop(created.container_id, _grace_period(pod))
                 result.waiting[name] = ("PostStartHookError", failure)
+
+    def _failed(self, pod: Obj, name: str, reason: str, message: str,
+                result: SyncResult) -> None:
+        """A start step failed: a Failed event, the waiting reason, and a retry later."""
+        self.record_event(pod, "Warning", "Failed", f"Error: {message}")
+        result.waiting[name] = (reason, message)
+        result.retry_in(self.crash_backoff.initial)
 
     # -- KillPod --------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 import tomllib
@@ -128,6 +129,9 @@ disabled_plugins = {disabled_plugins}
     config_path = ""
 """
 
+# Pod networks are /24s of this range, one per node.
+POD_NETWORKS = ipaddress.ip_network("10.244.0.0/16")
+
 
 class ContainerdError(ComponentProcessError):
     """A node's containerd could not be set up, started or torn down."""
@@ -154,8 +158,10 @@ class NodeRuntimeConfig:
 
     @property
     def bridge_name(self) -> str:
-        """The node's Linux bridge: "mkpy-" and a hash of the node name (<= 15 chars)."""
-        return "mkpy-" + hashlib.sha256(self.node_name.encode()).hexdigest()[:8]
+        """The node's Linux bridge: "mkpy-" and a hash of the node's name and directory
+        (<= 15 chars), so two clusters with a node of the same name do not share one."""
+        key = f"{self.base_dir.absolute()}:{self.node_name}"
+        return "mkpy-" + hashlib.sha256(key.encode()).hexdigest()[:8]
 
     @property
     def network_name(self) -> str:
@@ -347,29 +353,47 @@ class Containerd(ComponentProcess):
         rules), stop containerd, then remove whatever is left: containers, shims,
         mounts, the bridge, CNI rules and cache entries, and the runtime's files."""
         if self.running:
-            await self._remove_pod_sandboxes()
+            await remove_pod_sandboxes(self.endpoint)
         await super().stop()
         await _remove_node_runtime(self.config.base_dir, self.config.network_name,
                                    self.config.bridge_name)
 
-    async def _remove_pod_sandboxes(self) -> None:
-        """StopPodSandbox and RemovePodSandbox for every sandbox, as a draining kubelet."""
-        async with RemoteRuntime(self.endpoint) as runtime:
-            try:
-                listed = await runtime.list_pod_sandbox(api_pb2.ListPodSandboxRequest())
-            except CRIError:
-                return
 
-            async def remove(sandbox_id: str) -> None:
-                with contextlib.suppress(CRIError):
-                    await runtime.stop_pod_sandbox(
-                        api_pb2.StopPodSandboxRequest(pod_sandbox_id=sandbox_id),
-                        timeout=CRI_STOP_TIMEOUT)
-                    await runtime.remove_pod_sandbox(
-                        api_pb2.RemovePodSandboxRequest(pod_sandbox_id=sandbox_id),
-                        timeout=CRI_STOP_TIMEOUT)
+async def remove_pod_sandboxes(endpoint: str) -> None:
+    """StopPodSandbox and RemovePodSandbox for every sandbox, as a draining kubelet would
+    (CNI then releases their IPs and iptables rules)."""
+    async with RemoteRuntime(endpoint) as runtime:
+        try:
+            listed = await runtime.list_pod_sandbox(api_pb2.ListPodSandboxRequest())
+        except CRIError:
+            return
 
-            await asyncio.gather(*(remove(sandbox.id) for sandbox in listed.items))
+        async def remove(sandbox_id: str) -> None:
+            with contextlib.suppress(CRIError):
+                await runtime.stop_pod_sandbox(
+                    api_pb2.StopPodSandboxRequest(pod_sandbox_id=sandbox_id),
+                    timeout=CRI_STOP_TIMEOUT)
+                await runtime.remove_pod_sandbox(
+                    api_pb2.RemovePodSandboxRequest(pod_sandbox_id=sandbox_id),
+                    timeout=CRI_STOP_TIMEOUT)
+
+        await asyncio.gather(*(remove(sandbox.id) for sandbox in listed.items))
+
+
+async def cri_ready(endpoint: str, timeout: float) -> None:
+    """Wait until a containerd just started answers on its socket and its CRI service is
+    up; ContainerdError if it does not within `timeout` seconds."""
+    socket = Path(endpoint.removeprefix("unix://"))
+    deadline = time.monotonic() + timeout
+    while not await socket_answers(socket):
+        if time.monotonic() > deadline:
+            raise ContainerdError(f"containerd did not open {socket} in {timeout:.0f}s")
+        await asyncio.sleep(0.05)
+    async with RemoteRuntime(endpoint) as runtime:
+        while not await _cri_answers(runtime):
+            if time.monotonic() > deadline:
+                raise ContainerdError(f"containerd's CRI did not answer in {timeout:.0f}s")
+            await asyncio.sleep(0.05)
 
 
 async def _cri_answers(runtime: RemoteRuntime) -> bool:
@@ -392,6 +416,30 @@ async def socket_answers(socket: Path) -> bool:
     with contextlib.suppress(OSError):
         await writer.wait_closed()
     return True
+
+
+def free_pod_cidr(seed: int | None = None) -> str:
+    """A 10.244.<n>.0/24 that no route on this machine uses, n starting from seed (the pid):
+    two test runs, or a test run and a cluster, get different pod networks."""
+    routes = subprocess.run(["ip", "-4", "route", "show"], capture_output=True, text=True,
+                            check=True).stdout
+    used = [ipaddress.ip_network(line.split()[0], strict=False) for line in routes.splitlines()
+            if line[:1].isdigit()]
+    start = os.getpid() if seed is None else seed
+    subnets = list(POD_NETWORKS.subnets(new_prefix=24))
+    for offset in range(len(subnets)):
+        candidate = subnets[(start + offset) % len(subnets)]
+        if not any(candidate.overlaps(network) for network in used):
+            return str(candidate)
+    raise RuntimeError(f"every /24 of {POD_NETWORKS} is routed already")
+
+
+def runtime_missing() -> str | None:
+    """Why this machine cannot run a containerd node, or None if it can."""
+    if os.geteuid() != 0:
+        return "a containerd node needs root"
+    missing = [name for name in REQUIRED_COMMANDS if shutil.which(name) is None]
+    return f"not installed: {', '.join(missing)} (run `make apt`)" if missing else None
 
 
 # -- teardown --------------------------------------------------------------------------------

@@ -1,0 +1,100 @@
+"""What the kubelet's HTTP server asks of the kubelet: its pods, their logs, their stats.
+
+Upstream's server.HostInterface (pkg/kubelet/server): the server (server.py) knows HTTP,
+this knows where a container's log file is and how to sum CRI stats into the Summary API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from minikube_py.gen.cri import api_pb2
+from minikube_py.kubelet.logs import container_log_path
+from minikube_py.kubelet.server import ContainerNotFound
+
+if TYPE_CHECKING:
+    from minikube_py.kubelet.kubelet import Kubelet
+
+Obj = dict[str, Any]
+
+
+class HostInterface:
+    """The KubeletProvider the HTTP server uses, backed by one Kubelet."""
+
+    def __init__(self, kubelet: Kubelet) -> None:
+        self.kubelet = kubelet
+
+    def running_pods(self) -> list[Obj]:
+        return list(self.kubelet.pods.values())
+
+    def find_container_log(self, namespace: str, name: str, container: str,
+                           previous: bool) -> tuple[Path, Callable[[], bool]]:
+        """The log file of the container's current (or previous) instance, and whether
+        that instance still runs (a follow ends once it stopped)."""
+        pod = next((p for p in self.kubelet.pods.values()
+                    if p["metadata"]["namespace"] == namespace
+                    and p["metadata"]["name"] == name), None)
+        if pod is None:
+            raise ContainerNotFound(f'pod "{name}" not found')
+        pod_status = pod.get("status") or {}
+        statuses = [*(pod_status.get("initContainerStatuses") or []),
+                    *(pod_status.get("containerStatuses") or [])]
+        found = next((s for s in statuses if s["name"] == container), None)
+        if found is None or not found.get("containerID"):
+            raise ContainerNotFound(f'container "{container}" in pod "{name}" is waiting to '
+                                    "start: ContainerCreating")
+        restarts = found.get("restartCount", 0)
+        if previous:
+            if not found.get("lastState", {}).get("terminated"):
+                raise ContainerNotFound(f'previous terminated container "{container}" in '
+                                        f'pod "{name}" not found')
+            restarts -= 1
+        path = container_log_path(self.kubelet.config.logs_root, namespace, name,
+                                  pod["metadata"]["uid"], container, restarts)
+        running = not previous and "running" in found.get("state", {})
+
+        def is_running() -> bool:
+            current = self.kubelet.pods.get(pod["metadata"]["uid"])
+            if current is None or previous:
+                return False
+            for status in (current.get("status") or {}).get("containerStatuses") or []:
+                if status["name"] == container:
+                    return "running" in status.get("state", {}) and \
+                        status.get("restartCount", 0) == restarts
+            return running
+        return path, is_running
+
+    async def stats_summary(self) -> Obj:
+        """/stats/summary from CRI container stats (upstream's Summary API, the core)."""
+        answer = await self.kubelet.runtime.list_container_stats(
+            api_pb2.ListContainerStatsRequest())
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        by_pod: dict[str, list[Obj]] = {}
+        for stats in answer.stats:
+            labels = stats.attributes.labels
+            by_pod.setdefault(labels.get("io.kubernetes.pod.uid", ""), []).append({
+                "name": stats.attributes.metadata.name, "startTime": now,
+                "cpu": {"time": now,
+                        "usageCoreNanoSeconds": stats.cpu.usage_core_nano_seconds.value},
+                "memory": {"time": now,
+                           "workingSetBytes": stats.memory.working_set_bytes.value},
+                "rootfs": {"time": now, "usedBytes": stats.writable_layer.used_bytes.value},
+            })
+        pods = []
+        for uid, containers in by_pod.items():
+            pod = self.kubelet.pods.get(uid)
+            if pod is None:
+                continue
+            pods.append({
+                "podRef": {"name": pod["metadata"]["name"],
+                           "namespace": pod["metadata"]["namespace"], "uid": uid},
+                "startTime": now, "containers": containers,
+                "cpu": {"time": now, "usageCoreNanoSeconds": sum(
+                    c["cpu"]["usageCoreNanoSeconds"] for c in containers)},
+                "memory": {"time": now, "workingSetBytes": sum(
+                    c["memory"]["workingSetBytes"] for c in containers)},
+            })
+        return {"node": {"nodeName": self.kubelet.node_name, "startTime": now}, "pods": pods}
