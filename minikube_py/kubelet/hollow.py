@@ -60,7 +60,7 @@ class HollowNodes:
             self.factory.informer(plural)
         pods = self.factory.informer("pods")
         pods.add_event_handler(EventHandler(on_add=self._route_add,
-                                            on_update=lambda old, new: self._route_add(new),
+                                            on_update=self._route_update,
                                             on_delete=self._route_delete))
 
     def _kubelet_for(self, pod: Obj) -> Kubelet | None:
@@ -70,6 +70,15 @@ class HollowNodes:
         kubelet = self._kubelet_for(pod)
         if kubelet is not None:
             kubelet.pod_added(pod)
+
+    def _route_update(self, old: Obj, new: Obj) -> None:
+        kubelet = self._kubelet_for(new)
+        if kubelet is None:
+            return
+        if self._kubelet_for(old) is not kubelet:  # bound since the last event
+            kubelet.pod_added(new)
+        else:
+            kubelet.pod_updated(old, new)
 
     def _route_delete(self, pod: Obj) -> None:
         kubelet = self._kubelet_for(pod)

@@ -45,9 +45,13 @@ from minikube_py.kubelet.node_status import (
     node_capacity,
 )
 from minikube_py.kubelet.pleg import GenericPLEG
-from minikube_py.kubelet.pod_status import StatusInputs, generate_pod_status
+from minikube_py.kubelet.pod_status import (
+    KUBELET_CONDITIONS,
+    StatusInputs,
+    generate_pod_status,
+)
 from minikube_py.kubelet.pod_workers import DONE, PodWorkers
-from minikube_py.kubelet.podstate import PodRuntimeStatus
+from minikube_py.kubelet.podstate import PodRuntimeStatus, RuntimeView, runtime_view
 from minikube_py.kubelet.probe_workers import ProbeManager, RunningContainer
 from minikube_py.kubelet.resources import ContainerResources, container_resources
 from minikube_py.kubelet.server import KubeletServer
@@ -119,7 +123,8 @@ class Kubelet:
             container_options=self.container_options, exec_sync=self.exec_sync,
             start_slots=asyncio.Semaphore(config.max_parallel_starts),
             make_log_dirs=not config.hollow)
-        self.pleg = GenericPLEG(runtime, self.workers.update_pod, period=config.pleg_period)
+        self.pleg = GenericPLEG(runtime, self._runtime_changed, period=config.pleg_period)
+        self._synced_views: dict[str, RuntimeView] = {}  # uid -> runtime view at last sync
         self.status_manager = StatusManager(client)
         self.node_status = NodeStatusManager(
             client, config.node_name, runtime, host=host, pod_cidr=config.pod_cidr,
@@ -176,7 +181,7 @@ class Kubelet:
             self.pod_informer = SharedInformer(
                 self.client, "pods", field_selector=f"spec.nodeName={self.node_name}")
             self.pod_informer.add_event_handler(EventHandler(
-                on_add=self.pod_added, on_update=lambda old, new: self.pod_added(new),
+                on_add=self.pod_added, on_update=self.pod_updated,
                 on_delete=self.pod_deleted))
             self.pod_informer.start()
             self.factory.start()
@@ -230,6 +235,19 @@ class Kubelet:
         uid = pod["metadata"]["uid"]
         self.pods[uid] = pod
         self.workers.update_pod(uid)
+
+    def _runtime_changed(self, uid: str) -> None:
+        """A PLEG event: sync, unless the worker's last sync already saw exactly this
+        (the containers it started itself, for one)."""
+        if self._synced_views.get(uid) != self.pleg.view(uid):
+            self.workers.update_pod(uid)
+
+    def pod_updated(self, old: Obj, new: Obj) -> None:
+        """An update wakes the worker only if it matters to the node (upstream's
+        checkAndUpdatePod): the kubelet's own status writes come back as updates too."""
+        self.pods[new["metadata"]["uid"]] = new
+        if needs_sync(old, new):
+            self.workers.update_pod(new["metadata"]["uid"])
 
     def pod_deleted(self, pod: Obj) -> None:
         uid = pod["metadata"]["uid"]
@@ -332,6 +350,7 @@ class Kubelet:
                                      for c in status.running_containers},
                                pod_ip=status.pod_ips[0] if status.pod_ips else "")
         written = await self._write_status(pod, status, result.waiting)
+        self._synced_views[uid] = runtime_view(status)
         await self.runtime_manager.remove_dead_containers(status)
         if written.get("phase") in ("Succeeded", "Failed"):
             return 0.0  # stop what is left of a finished pod
@@ -397,6 +416,7 @@ class Kubelet:
         if self.volumes is not None:
             await self.volumes.teardown_pod_volumes(uid)
         self._volume_paths.pop(uid, None)
+        self._synced_views.pop(uid, None)
         self.status_manager.forget(uid)
         self._evicted.pop(uid, None)
         return DONE
@@ -465,6 +485,24 @@ def _grace(pod: Obj) -> int:
     if grace is None:
         grace = pod["spec"].get("terminationGracePeriodSeconds", 30)
     return max(2, int(grace))
+
+
+def needs_sync(old: Obj, new: Obj) -> bool:
+    """Did the spec, labels, annotations or deletion change, or a condition the kubelet
+    does not own (a readiness gate)? A status the kubelet wrote itself needs nothing."""
+    if old.get("spec") != new.get("spec"):
+        return True
+    watched = ("labels", "annotations", "deletionTimestamp", "deletionGracePeriodSeconds")
+    old_meta, new_meta = old.get("metadata", {}), new.get("metadata", {})
+    if any(old_meta.get(key) != new_meta.get(key) for key in watched):
+        return True
+    return _foreign_conditions(old) != _foreign_conditions(new)
+
+
+def _foreign_conditions(pod: Obj) -> dict[str, str]:
+    return {c.get("type", ""): c.get("status", "")
+            for c in (pod.get("status") or {}).get("conditions") or []
+            if c.get("type") not in KUBELET_CONDITIONS}
 
 
 def referenced_names(pod: Obj) -> set[str]:

@@ -15,7 +15,14 @@ from collections.abc import Callable
 
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.cri import CRIError, RuntimeService
-from minikube_py.kubelet.podstate import MANAGED_LABEL, POD_UID_LABEL
+from minikube_py.kubelet.podstate import (
+    MANAGED_LABEL,
+    POD_UID_LABEL,
+    STATE_NAMES,
+    RuntimeView,
+    container_view,
+    sandbox_view,
+)
 
 log = logging.getLogger(__name__)
 RELIST_PERIOD = 1.0
@@ -27,8 +34,8 @@ class GenericPLEG:
         self.runtime = runtime
         self.on_pod_changed = on_pod_changed
         self.period = period
-        # object id -> (pod uid, state) as of the last relist
-        self._last: dict[str, tuple[str, int]] = {}
+        # pod uid -> what the runtime held for it at the last relist
+        self._last: dict[str, RuntimeView] = {}
         self._task: asyncio.Task[None] | None = None
         self.relists = 0
 
@@ -55,17 +62,21 @@ class GenericPLEG:
             filter=api_pb2.PodSandboxFilter(label_selector=selector)))
         containers = await self.runtime.list_containers(api_pb2.ListContainersRequest(
             filter=api_pb2.ContainerFilter(label_selector=selector)))
-        current: dict[str, tuple[str, int]] = {}
+        seen: dict[str, list[tuple[str, str]]] = {}
         for sandbox in sandboxes.items:
-            current["s" + sandbox.id] = (sandbox.labels.get(POD_UID_LABEL, ""), sandbox.state)
+            seen.setdefault(sandbox.labels.get(POD_UID_LABEL, ""), []).append(
+                sandbox_view(sandbox.id, sandbox.state == api_pb2.SANDBOX_READY))
         for container in containers.containers:
-            current["c" + container.id] = (container.labels.get(POD_UID_LABEL, ""),
-                                           container.state)
-        changed = {uid for key, (uid, state) in current.items()
-                   if self._last.get(key, ("", -1))[1] != state}
-        changed |= {uid for key, (uid, _) in self._last.items() if key not in current}
+            seen.setdefault(container.labels.get(POD_UID_LABEL, ""), []).append(
+                container_view(container.id, STATE_NAMES.get(container.state, "unknown")))
+        current = {uid: frozenset(views) for uid, views in seen.items() if uid}
+        changed = {uid for uid, view in current.items() if self._last.get(uid) != view}
+        changed |= set(self._last) - set(current)
         self._last = current
         self.relists += 1
         for uid in changed:
-            if uid:
-                self.on_pod_changed(uid)
+            self.on_pod_changed(uid)
+
+    def view(self, uid: str) -> RuntimeView:
+        """What the last relist saw of the pod (empty once it is gone)."""
+        return self._last.get(uid, frozenset())

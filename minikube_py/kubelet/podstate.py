@@ -156,3 +156,22 @@ def container_record(status: api_pb2.ContainerStatus | api_pb2.Container) -> Con
 def sort_newest_first(status: PodRuntimeStatus) -> None:
     status.sandboxes.sort(key=lambda s: (s.attempt, s.created_at), reverse=True)
     status.containers.sort(key=lambda c: (c.attempt, c.created_at), reverse=True)
+
+
+# What the runtime shows of a pod, as comparable values: the PLEG's view of a pod after a
+# relist, and a pod worker's view after a sync, tell whether a sync has anything new.
+RuntimeView = frozenset[tuple[str, str]]
+
+
+def sandbox_view(sandbox_id: str, ready: bool) -> tuple[str, str]:
+    return "sandbox " + sandbox_id, "ready" if ready else "notready"
+
+
+def container_view(container_id: str, state: str) -> tuple[str, str]:
+    return "container " + container_id, state
+
+
+def runtime_view(status: PodRuntimeStatus) -> RuntimeView:
+    return frozenset([*(sandbox_view(s.id, s.ready) for s in status.sandboxes),
+                      *(container_view(c.id, c.state) for c in status.containers)])
+

@@ -5,9 +5,16 @@ from __future__ import annotations
 import asyncio
 
 from minikube_py.gen.cri import api_pb2
+from minikube_py.kubelet.kubelet import needs_sync
 from minikube_py.kubelet.pleg import GenericPLEG
 from minikube_py.kubelet.pod_workers import DONE, PodWorkers
-from minikube_py.kubelet.podstate import MANAGED_LABEL, POD_UID_LABEL
+from minikube_py.kubelet.podstate import (
+    MANAGED_LABEL,
+    POD_UID_LABEL,
+    PodRuntimeStatus,
+    runtime_view,
+    sandbox_record,
+)
 from minikube_py.kubelet.simulated import SimulatedRuntime
 
 
@@ -101,3 +108,30 @@ async def test_pleg_wakes_only_pods_whose_containers_changed():
     await runtime.remove_pod_sandbox(api_pb2.RemovePodSandboxRequest(pod_sandbox_id=b))
     await pleg.relist()
     assert woken == ["b"]  # gone is a change too
+
+
+def test_status_only_updates_do_not_wake_the_worker():
+    pod = {"metadata": {"labels": {"a": "1"}}, "spec": {"containers": []},
+           "status": {"phase": "Pending", "conditions": [
+               {"type": "PodScheduled", "status": "True"}]}}
+    written = {**pod, "status": {"phase": "Running", "conditions": [
+        {"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]}}
+    assert not needs_sync(pod, written)  # the kubelet's own status write coming back
+    relabelled = {**pod, "metadata": {"labels": {"a": "2"}}}
+    assert needs_sync(pod, relabelled)
+    deleting = {**pod, "metadata": {**pod["metadata"],
+                                    "deletionTimestamp": "2026-11-22T00:00:00Z"}}
+    assert needs_sync(pod, deleting)
+    gated = {**pod, "status": {**pod["status"], "conditions": [
+        *pod["status"]["conditions"], {"type": "example.com/gate", "status": "True"}]}}
+    assert needs_sync(pod, gated)  # a readiness gate someone else set
+
+
+async def test_pleg_view_matches_what_a_sync_saw():
+    runtime = SimulatedRuntime()
+    pleg = GenericPLEG(runtime, lambda uid: None)
+    await _sandbox(runtime, "a")
+    await pleg.relist()
+    listed = await runtime.list_pod_sandbox(api_pb2.ListPodSandboxRequest())
+    status = PodRuntimeStatus(uid="a", sandboxes=[sandbox_record(s) for s in listed.items])
+    assert pleg.view("a") == runtime_view(status)
