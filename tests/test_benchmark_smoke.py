@@ -72,36 +72,23 @@ def test_quick_run_with_no_append_leaves_results_file_alone(quick_run: QuickRun)
 @pytest.mark.slow
 def test_controllers_benchmark_quick_run_reports_every_phase() -> None:
     """benchmarks/controllers.py still runs end to end (figures are not judged here)."""
-    before = RESULTS.read_bytes() if RESULTS.exists() else None
-    result = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "controllers.py"), "--quick", "--no-append"],
-        capture_output=True, text=True, timeout=300, cwd=REPO)
-    assert result.returncode == 0, result.stderr[-2000:]
+    output = run_quick("controllers.py", timeout=300)
     for metric in ("baseline: API creates of 200 pods",
                    "Deployment of 200 replicas: until 200 pods exist",
                    "scale 200 -> 800: until they exist",
                    "idle controller-manager holding 1,000 pods"):
-        line = next((line for line in result.stdout.splitlines() if metric in line), None)
-        assert line is not None, f"no line for {metric!r} in:\n{result.stdout}"
-    assert (RESULTS.read_bytes() if RESULTS.exists() else None) == before
+        assert metric in output, f"no line for {metric!r} in:\n{output}"
 
 
 @pytest.mark.slow
 def test_scheduler_benchmark_quick_run_reports_every_phase() -> None:
     """benchmarks/scheduler.py still runs end to end (figures are not judged here)."""
-    before = RESULTS.read_bytes() if RESULTS.exists() else None
-    result = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "scheduler.py"), "--quick", "--no-append"],
-        capture_output=True, text=True, timeout=600, cwd=REPO)
-    assert result.returncode == 0, result.stderr[-2000:]
+    output = run_quick("scheduler.py", timeout=600)
     for metric in ("end to end: 600 pods with requests, 200 nodes",
                    "end to end: 200 pods with PodTopologySpread + InterPodAffinity",
                    "algorithm alone, 200 nodes, requests only",
                    "algorithm alone, 200 nodes, spread + affinity"):
-        assert any(metric in line for line in result.stdout.splitlines()), (
-            f"no line for {metric!r} in:\n{result.stdout}")
-    assert (RESULTS.read_bytes() if RESULTS.exists() else None) == before
-
+        assert metric in output, f"no line for {metric!r} in:\n{output}"
 
 def run_quick(script: str, *args: str, timeout: float) -> str:
     """Run a benchmark with --quick --no-append; its stdout (the results file untouched)."""

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from minikube_py.api.meta import rfc3339
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.logs import container_log_path
 from minikube_py.kubelet.server import ContainerNotFound
@@ -71,7 +72,7 @@ class HostInterface:
         """/stats/summary from CRI container stats (upstream's Summary API, the core)."""
         answer = await self.kubelet.runtime.list_container_stats(
             api_pb2.ListContainerStatsRequest())
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = rfc3339(datetime.now(UTC))
         by_pod: dict[str, list[Obj]] = {}
         for stats in answer.stats:
             labels = stats.attributes.labels

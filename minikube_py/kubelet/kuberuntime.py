@@ -114,8 +114,7 @@ class RuntimeManager:
             except CRIError as error:
                 log.debug("container %s vanished: %s", container.id, error.message)
                 continue
-            record = container_record(answer.status)
-            record.sandbox_id = container.pod_sandbox_id
+            record = container_record(answer.status, container.pod_sandbox_id)
             if record.exited and not record.message:
                 record.message = _termination_message(answer.status, record)
             status.containers.append(record)

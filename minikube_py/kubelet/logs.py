@@ -23,11 +23,12 @@ import os
 import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import BinaryIO
 
 from minikube_py.api import validation
+from minikube_py.api.meta import rfc3339
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,7 @@ class PodLogOptions:
             if number is not None:
                 query[name] = str(number)
         if self.since_time is not None:
-            query["sinceTime"] = self.since_time.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            query["sinceTime"] = rfc3339(self.since_time)
         if self.stream is not None:
             query["stream"] = self.stream
         return query

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from minikube_py.api.meta import rfc3339 as meta_time
 from minikube_py.kubelet.podstate import ContainerRecord, PodRuntimeStatus
 from minikube_py.kubelet.resources import qos_class
 
@@ -21,7 +22,8 @@ KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "ContainersRea
 
 
 def rfc3339(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """A runtime timestamp (seconds since the epoch) as metav1.Time."""
+    return meta_time(datetime.fromtimestamp(timestamp, UTC))
 
 
 @dataclass

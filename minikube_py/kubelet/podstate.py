@@ -127,30 +127,22 @@ def sandbox_record(sandbox: api_pb2.PodSandbox,
     return record
 
 
-def container_record(status: api_pb2.ContainerStatus | api_pb2.Container) -> ContainerRecord:
-    """From a CRI ContainerStatus (or a Container from ListContainers, with fewer fields)."""
+def container_record(status: api_pb2.ContainerStatus, sandbox_id: str = "") -> ContainerRecord:
+    """From a CRI ContainerStatus (its sandbox comes from the ListContainers entry)."""
     annotations = status.annotations
-    record = ContainerRecord(
+    return ContainerRecord(
         id=status.id, name=status.metadata.name, attempt=status.metadata.attempt,
         state=STATE_NAMES.get(status.state, "unknown"),
-        created_at=seconds(status.created_at),
-        image=status.image.image, image_ref=status.image_ref,
+        created_at=seconds(status.created_at), sandbox_id=sandbox_id,
+        started_at=seconds(status.started_at), finished_at=seconds(status.finished_at),
+        exit_code=status.exit_code, reason=status.reason, message=status.message,
+        image=status.image.image, image_ref=status.image_ref, log_path=status.log_path,
         hash=annotations.get(CONTAINER_HASH_ANNOTATION, ""),
         restart_count=int(annotations.get(RESTART_COUNT_ANNOTATION, "0") or 0),
         termination_message_path=annotations.get(TERMINATION_MESSAGE_PATH_ANNOTATION, ""),
         termination_message_policy=annotations.get(TERMINATION_MESSAGE_POLICY_ANNOTATION, ""),
         init=annotations.get(INIT_CONTAINER_ANNOTATION) == "true",
     )
-    if isinstance(status, api_pb2.Container):
-        record.sandbox_id = status.pod_sandbox_id
-    else:
-        record.started_at = seconds(status.started_at)
-        record.finished_at = seconds(status.finished_at)
-        record.exit_code = status.exit_code
-        record.reason = status.reason
-        record.message = status.message
-        record.log_path = status.log_path
-    return record
 
 
 def sort_newest_first(status: PodRuntimeStatus) -> None:

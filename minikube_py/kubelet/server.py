@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +25,7 @@ from aiohttp import web
 from minikube_py.kubelet.logs import PodLogOptions, read_container_log
 
 Obj = dict[str, Any]
+log = logging.getLogger(__name__)
 # How long stop() lets open requests finish (follows are cancelled before).
 SHUTDOWN_TIMEOUT = 5.0
 
@@ -154,8 +156,9 @@ class KubeletServer:
             async for line in lines:
                 await response.write(line)
             await response.write_eof()
-        except OSError:
-            pass  # the client went away (ConnectionResetError), or the log file did
+        except OSError as error:
+            # the client went away (ConnectionResetError), or the log file did
+            log.debug("log stream of %s/%s/%s ended: %s", namespace, name, container, error)
         finally:
             self._streams.discard(task)
             await lines.aclose()
