@@ -368,8 +368,10 @@ async def test_starting_the_api_server_repairs_leaked_and_missing_allocations(
                           allocation("10.96.0.40", "prod", "coming", "2999-01-01T00:00:00Z"))
         async with APIServerProcess([private_etcd.client_url], fast_tmp / "apiserver-repair.log"):
             async with asyncio.timeout(10):
+                # the repair of cluster IPs and of node ports run one after the other
                 while (await owner_of(etcd, IP_KEYS, "10.96.0.20") is None
-                       or await owner_of(etcd, IP_KEYS, "10.96.0.1") is None):
+                       or await owner_of(etcd, IP_KEYS, "10.96.0.1") is None
+                       or await owner_of(etcd, PORT_KEYS, 30020) is None):
                     await asyncio.sleep(0.1)
             assert await owner_of(etcd, IP_KEYS, "10.96.0.20") == "prod/kept"
             assert await owner_of(etcd, PORT_KEYS, 30020) == "prod/kept"
