@@ -20,7 +20,7 @@ import asyncio
 import heapq
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, KeysView
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -250,6 +250,10 @@ class SchedulingQueue:
             self.nominated[node].pop(uid, None)
             if not self.nominated[node]:
                 del self.nominated[node]
+
+    def nominated_node_names(self) -> KeysView[str]:
+        """The nodes that have pods nominated to them."""
+        return self.nominated.keys()
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         return list(self.nominated.get(node_name, {}).values())

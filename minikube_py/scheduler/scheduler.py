@@ -412,28 +412,27 @@ class Scheduler:
         nominated_node = pod.pod.get("status", {}).get("nominatedNodeName", "")
         if nominated_node:
             info = fwk.snapshot().get(nominated_node)
-            if info is not None and self._filter(fwk, state, pod, info).is_success():
+            if info is not None and self._filter(fwk, state, pod, [info])[0]:
                 return [info], {}
         started = time.perf_counter()
         wanted = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, len(nodes))
-        feasible: list[NodeInfo] = []
         total = len(nodes)
         start = self._next_start_node_index % total if total else 0
-        checked = 0
-        for offset in range(total):
-            info = nodes[(start + offset) % total]
-            checked += 1
-            node_status = self._filter(fwk, state, pod, info)
-            if node_status.is_success():
-                feasible.append(info)
-                if len(feasible) >= wanted:
-                    break
-            elif node_status.code == Code.ERROR:
-                raise SchedulingError(node_status.message())
-            else:
-                statuses[info.name] = node_status
+        in_turn = nodes[start:] + nodes[:start]
+        feasible: list[NodeInfo] = []
+        processed = 0
+        while processed < total and len(feasible) < wanted:
+            # As many nodes as are still wanted: if all of them fit, that is enough.
+            chunk = in_turn[processed:processed + wanted - len(feasible)]
+            processed += len(chunk)
+            fit, rejected = self._filter(fwk, state, pod, chunk)
+            for node_status in rejected.values():
+                if node_status.code == Code.ERROR:
+                    raise SchedulingError(node_status.message())
+            feasible += fit
+            statuses.update(rejected)
         if total:
-            self._next_start_node_index = (start + checked) % total
+            self._next_start_node_index = (start + processed) % total
         if result is not None and result.node_names is not None:
             left_out = Status.unschedulable(
                 f"node(s) didn't satisfy plugin(s) [{', '.join(result.plugins)}]",
@@ -444,12 +443,25 @@ class Scheduler:
         fwk.record_duration("Filter", started, Status())
         return feasible, statuses
 
-    def _filter(self, fwk: Framework, state: CycleState, pod: PodInfo, info: NodeInfo
-                ) -> Status:
-        nominated = self.queue.nominated_pods_for_node(info.name)
-        if nominated:
-            return fwk.run_filter_plugins_with_nominated_pods(state, pod, info, nominated)
-        return fwk.run_filter_plugins(state, pod, info)
+    def _filter(self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                ) -> tuple[list[NodeInfo], dict[str, Status]]:
+        """Filter nodes; a node with pods nominated to it (by preemption) is filtered as if
+        they ran there. (the nodes that fit, in order; the statuses of those that do not)"""
+        nominated = self.queue.nominated_node_names()
+        if not nominated or nominated.isdisjoint(info.name for info in nodes):
+            return fwk.run_filter_plugins_on_nodes(state, pod, nodes)
+        plain = [info for info in nodes if info.name not in nominated]
+        fit, rejected = fwk.run_filter_plugins_on_nodes(state, pod, plain)
+        fit_names = {info.name for info in fit}
+        for info in nodes:
+            if info.name in nominated:
+                status = fwk.run_filter_plugins_with_nominated_pods(
+                    state, pod, info, self.queue.nominated_pods_for_node(info.name))
+                if status.code:  # anything but Code.SUCCESS (0)
+                    rejected[info.name] = status
+                else:
+                    fit_names.add(info.name)
+        return [info for info in nodes if info.name in fit_names], rejected
 
     # -- the binding cycle ------------------------------------------------------------------------
 
@@ -579,16 +591,11 @@ class SchedulingError(Exception):
 
 
 def select_host(scores: dict[str, int]) -> str:
-    """selectHost: the highest total score; ties are broken at random (reservoir sampling)."""
-    best_name, best_score, ties = "", -1, 0
-    for name, score in scores.items():
-        if score > best_score:
-            best_name, best_score, ties = name, score, 1
-        elif score == best_score:
-            ties += 1
-            if random.randrange(ties) == 0:
-                best_name = name
-    return best_name
+    """selectHost: the highest total score; ties are broken at random."""
+    if not scores:
+        return ""
+    best = max(scores.values())
+    return random.choice([name for name, score in scores.items() if score == best])
 
 
 def _with_kind(pod: Obj) -> Obj:

@@ -6,9 +6,11 @@ A plugin is a class with a `name` that implements one or more extension points:
       QueueSort    less(a, b)                      which pending pod goes first
       PreFilter    pre_filter(state, pod, nodes)   compute once per pod; may narrow nodes
       Filter       filter(state, pod, node_info)   can the pod run on this node?
+                   filter_nodes(state, pod, nodes) the same for many nodes at once
       PostFilter   post_filter(state, pod, statuses)   no node fits: e.g. preempt
       PreScore     pre_score(state, pod, nodes)    compute once before scoring
       Score        score(state, pod, node_info)    0..100: how good is this node?
+                   score_nodes(state, pod, nodes)  the same for many nodes at once
       NormalizeScore normalize_score(state, pod, scores)   rescale to 0..100
       Reserve      reserve / unreserve             the pod is assumed on the node
       Permit       permit(state, pod, node)        approve, deny, or wait
@@ -17,6 +19,14 @@ A plugin is a class with a `name` that implements one or more extension points:
 
 Filter and Score run for every node, so they are plain (not async) methods on data the
 snapshot already holds; the binding steps talk to the API server and are async.
+
+The runtime asks Filter and Score plugins about many nodes in one call (`filter_nodes`,
+`score_nodes`). By default those ask `filter` and `score` node by node, so a plugin only
+has to write the one-node method. Upstream's Go scheduler calls the one-node methods in
+parallel goroutines; in Python a call per node and plugin costs more than the arithmetic
+inside it, so the plugins that run for every pod (NodeResourcesFit, TaintToleration,
+...) also answer for a whole list of nodes in one loop. Their answers are the same as
+the one-node methods' (tests/unit/scheduler/test_batch_extension_points.py checks this).
 """
 
 from __future__ import annotations
@@ -229,6 +239,17 @@ class FilterPlugin(Plugin):
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         ...
 
+    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                     ) -> dict[str, Status]:
+        """Filter many nodes: the status of each node that is out, by node name (the
+        nodes not named fit). Default: filter() node by node."""
+        rejected = {}
+        for node_info in nodes:
+            status = self.filter(state, pod, node_info)
+            if status.code:  # anything but Code.SUCCESS (0)
+                rejected[node_info.name] = status
+        return rejected
+
 
 class PostFilterPlugin(Plugin):
     @abstractmethod
@@ -248,6 +269,18 @@ class ScorePlugin(Plugin):
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo
               ) -> tuple[int, Status]:
         ...
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                    ) -> tuple[list[int], Status]:
+        """Score many nodes: one raw score per node, in order; the first failure ends
+        it. Default: score() node by node."""
+        scores = []
+        for node_info in nodes:
+            score, status = self.score(state, pod, node_info)
+            if status.code:  # anything but Code.SUCCESS (0)
+                return [], status
+            scores.append(score)
+        return scores, SUCCESS
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: dict[str, int]
                         ) -> Status | None:

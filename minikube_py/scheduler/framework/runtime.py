@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from minikube_py.scheduler.framework.interface import (
     MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
     SUCCESS,
     BindPlugin,
     Code,
@@ -179,6 +180,25 @@ class Framework:
                 return status.with_plugin(plugin.name)
         return SUCCESS
 
+    def run_filter_plugins_on_nodes(self, state: CycleState, pod: PodInfo,
+                                    nodes: list[NodeInfo]
+                                    ) -> tuple[list[NodeInfo], dict[str, Status]]:
+        """Filter many nodes: each plugin is asked about the nodes every plugin before it
+        let through. (the nodes that fit, in order; the status of each node that is out)"""
+        rejected: dict[str, Status] = {}
+        for plugin in self.plugins_at("filter"):
+            if not nodes:
+                break
+            if plugin.name in state.skip_filter_plugins:
+                continue
+            out = plugin.filter_nodes(state, pod, nodes)
+            if out:
+                for status in out.values():
+                    status.with_plugin(plugin.name)
+                rejected.update(out)
+                nodes = [info for info in nodes if info.name not in out]
+        return nodes, rejected
+
     def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo,
                                          to_add: PodInfo, node_info: NodeInfo) -> Status:
         for plugin in self.plugins_at("preFilter"):
@@ -257,32 +277,34 @@ class Framework:
                           ) -> tuple[dict[str, int], Status]:
         """Score every node with every Score plugin, normalize, weight, and sum."""
         started = time.perf_counter()
-        totals = {info.name: 0 for info in nodes}
+        names = [info.name for info in nodes]
+        totals = [0] * len(nodes)
         for plugin in self.plugins_at("score"):
             if plugin.name in state.skip_score_plugins:
                 continue
-            scores: dict[str, int] = {}
-            for info in nodes:
-                score, status = plugin.score(state, pod, info)
-                if status.code:  # anything but Code.SUCCESS (0)
-                    self.record_duration("Score", started, status)
-                    return {}, status.with_plugin(plugin.name)
-                scores[info.name] = score
-            status = plugin.normalize_score(state, pod, scores)
-            if status is not None and not status.is_success():
+            scores, status = plugin.score_nodes(state, pod, nodes)
+            if status.code:  # anything but Code.SUCCESS (0)
                 self.record_duration("Score", started, status)
                 return {}, status.with_plugin(plugin.name)
-            weight = self.score_weights.get(plugin.name, 1)
-            for name, score in scores.items():
-                if not 0 <= score <= MAX_NODE_SCORE:
-                    status = Status.error(f"plugin {plugin.name!r} returns an invalid score "
-                                          f"{score}, it should in the range of [0, 100] "
-                                          "after normalizing")
+            if type(plugin).normalize_score is not ScorePlugin.normalize_score:
+                by_name = dict(zip(names, scores, strict=True))
+                status = plugin.normalize_score(state, pod, by_name)
+                if status is not None and not status.is_success():
                     self.record_duration("Score", started, status)
-                    return {}, status
-                totals[name] += score * weight
+                    return {}, status.with_plugin(plugin.name)
+                scores = list(by_name.values())
+            if scores and not MIN_NODE_SCORE <= min(scores) <= max(scores) <= MAX_NODE_SCORE:
+                invalid = next(s for s in scores if not MIN_NODE_SCORE <= s <= MAX_NODE_SCORE)
+                status = Status.error(f"plugin {plugin.name!r} returns an invalid score "
+                                      f"{invalid}, it should in the range of [0, 100] "
+                                      "after normalizing")
+                self.record_duration("Score", started, status)
+                return {}, status
+            weight = self.score_weights.get(plugin.name, 1)
+            totals = [total + score * weight for total, score in zip(totals, scores,
+                                                                      strict=True)]
         self.record_duration("Score", started, SUCCESS)
-        return totals, SUCCESS
+        return dict(zip(names, totals, strict=True)), SUCCESS
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str
                                     ) -> Status:

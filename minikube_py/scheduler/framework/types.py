@@ -299,21 +299,20 @@ class NodeInfo:
             info.add_pod(pod if isinstance(pod, PodInfo) else PodInfo.of(pod))
         return info
 
-    # The node's name, kept as a plain attribute: plugins read it for every node.
+    # The node's name and labels, kept as plain attributes: plugins read them for every node.
     name: str = field(default="", init=False)
+    labels: dict[str, str] = field(default_factory=dict, init=False)
     # Bumped when the Node object itself changes (not its pods): image states follow it.
     node_generation: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         self.name = self.node.get("metadata", {}).get("name", "")
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return self.node.get("metadata", {}).get("labels") or {}
+        self.labels = self.node.get("metadata", {}).get("labels") or {}
 
     def set_node(self, node: Obj) -> None:
         self.node = node
         self.name = node.get("metadata", {}).get("name", "")
+        self.labels = node.get("metadata", {}).get("labels") or {}
         self.allocatable = Resource.from_list(node.get("status", {}).get("allocatable"))
         self.generation += 1
         self.node_generation += 1

@@ -76,6 +76,17 @@ class ImageLocality(PreScorePlugin, ScorePlugin):
                 total += int(size * (num_nodes / images.total_nodes))
         return calculate_priority(total, len(images.images)), SUCCESS
 
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                    ) -> tuple[list[int], Status]:
+        """Score for many nodes: a node holding none of the pod's images scores 0."""
+        images: _ImageState = state.read(_PRE_SCORE_STATE_KEY)
+        scores = []
+        for info in nodes:
+            held = info.image_states
+            scores.append(self.score(state, pod, info)[0]
+                          if held and any(name in held for name in images.images) else 0)
+        return scores, SUCCESS
+
     def events_to_register(self) -> list[ClusterEvent]:
         """None: a score plugin never rejects a pod."""
         return []

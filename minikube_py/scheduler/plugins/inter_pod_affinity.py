@@ -329,7 +329,9 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         touched = False  # some term matched on a node that has its topology label
         for node_info in all_nodes:
             part = node_score(node_info)
-            touched = touched or bool(part)
+            if not part:
+                continue
+            touched = True
             for key, by_value in part.items():
                 total = topology_score.setdefault(key, {})
                 for value, weight in by_value.items():
@@ -352,6 +354,24 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             if key in node_labels:
                 total += by_value.get(node_labels[key], 0)
         return total, SUCCESS
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                    ) -> tuple[list[int], Status]:
+        """Score for many nodes, reading the topology pairs' weights once."""
+        pre_score_state: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if pre_score_state is None:
+            return super().score_nodes(state, pod, nodes)
+        pairs = list(pre_score_state.topology_score.items())
+        scores = []
+        for info in nodes:
+            node_labels = info.labels
+            total = 0
+            for key, by_value in pairs:
+                value = node_labels.get(key)
+                if value is not None:
+                    total += by_value.get(value, 0)
+            scores.append(total)
+        return scores, SUCCESS
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: dict[str, int]
                         ) -> Status | None:

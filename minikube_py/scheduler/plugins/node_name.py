@@ -27,6 +27,13 @@ class NodeName(FilterPlugin):
             return SUCCESS
         return Status.unschedulable(ERR_REASON, unresolvable=True)
 
+    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                     ) -> dict[str, Status]:
+        """Filter for many nodes: a pod without a nodeName fits them all."""
+        if not pod.pod.get("spec", {}).get("nodeName"):
+            return {}
+        return super().filter_nodes(state, pod, nodes)
+
     def events_to_register(self) -> list[ClusterEvent]:
         """A new node may carry the wanted name; updates never change a node's name."""
         return [ClusterEvent("Node", "Add")]

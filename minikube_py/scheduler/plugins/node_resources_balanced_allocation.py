@@ -18,7 +18,7 @@ from minikube_py.scheduler.framework.interface import (
     ScorePlugin,
     Status,
 )
-from minikube_py.scheduler.framework.types import NodeInfo, PodInfo
+from minikube_py.scheduler.framework.types import CPU, MEMORY, NodeInfo, PodInfo
 from minikube_py.scheduler.plugins.node_resources_fit import allocation_vectors, default_resources
 
 if TYPE_CHECKING:
@@ -73,6 +73,35 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         change = balance_score(with_pod, allocatable) - balance_score(without_pod, allocatable)
         half = MAX_NODE_SCORE // 2
         return half + (half + change) // 2, SUCCESS
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                    ) -> tuple[list[int], Status]:
+        """Score for many nodes: with the default resources (cpu and memory) the two used
+        shares are computed inline; nodes lacking either go through score()."""
+        if self.resources != [CPU, MEMORY]:
+            return super().score_nodes(state, pod, nodes)
+        cpu, memory = state.read(_PRE_SCORE_STATE_KEY)
+        half = MAX_NODE_SCORE // 2
+        scores = []
+        for info in nodes:
+            allocatable, used = info.allocatable, info.requested
+            cpu_capacity, memory_capacity = allocatable.milli_cpu, allocatable.memory
+            if not cpu_capacity or not memory_capacity:
+                scores.append(self.score(state, pod, info)[0])
+                continue
+            # The used shares (at most 1) without and with the pod.
+            cpu_before = used.milli_cpu / cpu_capacity
+            memory_before = used.memory / memory_capacity
+            cpu_after = (used.milli_cpu + cpu) / cpu_capacity
+            memory_after = (used.memory + memory) / memory_capacity
+            before = int((1 - abs((cpu_before if cpu_before < 1.0 else 1.0)
+                                  - (memory_before if memory_before < 1.0 else 1.0)) / 2)
+                         * MAX_NODE_SCORE)
+            after = int((1 - abs((cpu_after if cpu_after < 1.0 else 1.0)
+                                 - (memory_after if memory_after < 1.0 else 1.0)) / 2)
+                        * MAX_NODE_SCORE)
+            scores.append(half + (half + after - before) // 2)
+        return scores, SUCCESS
 
     def events_to_register(self) -> list[ClusterEvent]:
         """None: a score plugin never rejects a pod."""

@@ -99,14 +99,14 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.strategy_type: str = strategy["type"]
         self.resources: list[Obj] = strategy["resources"]
         self.resource_names = [r["name"] for r in self.resources]
-        weights = [int(r["weight"]) for r in self.resources]
+        self.weights = [int(r["weight"]) for r in self.resources]
         if self.strategy_type == LEAST_ALLOCATED:
-            self.scorer = _least_allocated_scorer(weights)
+            self.scorer = _least_allocated_scorer(self.weights)
         elif self.strategy_type == MOST_ALLOCATED:
-            self.scorer = _most_allocated_scorer(weights)
+            self.scorer = _most_allocated_scorer(self.weights)
         else:
             shape = strategy["requestedToCapacityRatio"]["shape"]
-            self.scorer = _requested_to_capacity_ratio_scorer(weights, shape)
+            self.scorer = _requested_to_capacity_ratio_scorer(self.weights, shape)
 
     # -- PreFilter / Filter ------------------------------------------------------------------
 
@@ -150,6 +150,27 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return SUCCESS
         return Status.unschedulable(*reasons, unresolvable=unresolvable)
 
+    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                     ) -> dict[str, Status]:
+        """Filter for many nodes: the common case (pods, cpu, memory, storage) checked
+        inline; filter() words the reasons for the nodes that are out."""
+        fit: _FitState = state.read(_PRE_FILTER_STATE_KEY)
+        cpu, memory = fit.requests.milli_cpu, fit.requests.memory
+        storage = fit.requests.ephemeral_storage
+        rejected = {}
+        for info in nodes:
+            allocatable, used = info.allocatable, info.requested
+            if (len(info.pods) >= allocatable.allowed_pod_number
+                    or cpu > 0 and cpu > allocatable.milli_cpu - used.milli_cpu
+                    or memory > 0 and memory > allocatable.memory - used.memory
+                    or storage > 0
+                    and storage > allocatable.ephemeral_storage - used.ephemeral_storage
+                    or fit.scalars):
+                status = self.filter(state, pod, info)
+                if status.code:  # anything but Code.SUCCESS (0)
+                    rejected[info.name] = status
+        return rejected
+
     # -- PreScore / Score -----------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
@@ -165,6 +186,37 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         requested, _, allocatable = allocation_vectors(
             node_info, self.resource_names, pod_requests, use_requested=False)
         return self.scorer(requested, allocatable), SUCCESS
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                    ) -> tuple[list[int], Status]:
+        """Score for many nodes: with the default resources (cpu and memory, which come
+        from the non-zero sums) the vectors are read inline."""
+        if self.resource_names != [CPU, MEMORY]:
+            return super().score_nodes(state, pod, nodes)
+        cpu, memory = state.read(_PRE_SCORE_STATE_KEY)
+        scorer = self.scorer
+        least_allocated = self.strategy_type == LEAST_ALLOCATED
+        cpu_weight, memory_weight = self.weights
+        weight_sum = cpu_weight + memory_weight
+        scores = []
+        for info in nodes:
+            allocatable, used = info.allocatable, info.non_zero_requested
+            cpu_capacity, memory_capacity = allocatable.milli_cpu, allocatable.memory
+            cpu_wanted, memory_wanted = used.milli_cpu + cpu, used.memory + memory
+            if least_allocated and cpu_capacity and memory_capacity:
+                # leastResourceScorer, written out for the two resources every node has.
+                total = 0
+                if cpu_wanted <= cpu_capacity:
+                    total += ((cpu_capacity - cpu_wanted) * MAX_NODE_SCORE // cpu_capacity
+                              * cpu_weight)
+                if memory_wanted <= memory_capacity:
+                    total += ((memory_capacity - memory_wanted) * MAX_NODE_SCORE
+                              // memory_capacity * memory_weight)
+                scores.append(total // weight_sum)
+            else:
+                scores.append(scorer([cpu_wanted, memory_wanted],
+                                     [cpu_capacity, memory_capacity]))
+        return scores, SUCCESS
 
     def events_to_register(self) -> list[ClusterEvent]:
         """Room is freed by a pod leaving or shrinking, or a node added or grown."""

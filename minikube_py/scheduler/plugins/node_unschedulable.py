@@ -33,6 +33,17 @@ class NodeUnschedulable(FilterPlugin):
             return SUCCESS
         return Status.unschedulable(ERR_REASON_UNSCHEDULABLE, unresolvable=True)
 
+    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                     ) -> dict[str, Status]:
+        """Filter for many nodes: only cordoned ones need a look at the tolerations."""
+        rejected = {}
+        for info in nodes:
+            if info.node.get("spec", {}).get("unschedulable"):
+                status = self.filter(state, pod, info)
+                if status.code:  # anything but Code.SUCCESS (0)
+                    rejected[info.name] = status
+        return rejected
+
     def events_to_register(self) -> list[ClusterEvent]:
         """A new or uncordoned node, or the pod gaining the toleration."""
         return [ClusterEvent("Node", "Add"), ClusterEvent("Node", "UpdateNodeTaint"),

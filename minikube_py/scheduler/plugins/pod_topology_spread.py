@@ -127,11 +127,15 @@ def _asks_for_nodes(pod: Obj) -> bool:
         node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") is not None)
 
 
+def _admit_all(node: Obj) -> bool:
+    return True
+
+
 def _affinity_checker(pod: Obj, constraints: list[SpreadConstraint]) -> Callable[[Obj], bool]:
     """node -> does the pod's node selector/affinity admit it (asked only when needed)."""
     if any(c.node_affinity_policy == HONOR for c in constraints) and _asks_for_nodes(pod):
         return lambda node: pod_matches_node_selector_and_affinity(pod, node)
-    return lambda node: True
+    return _admit_all
 
 
 def count_pods_match_selector(pod_infos: list[PodInfo], selector: LabelSelector,
@@ -367,17 +371,22 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         counts: list[dict[str, int]] = [{} for _ in constraints]
         counters = [self._counter(c.selector, pod.namespace) for c in constraints]
         admits = _affinity_checker(pod.pod, constraints)
+        # Every node's domain counts when the pod admits every node and taints are ignored.
+        every_node_counts = admits is _admit_all and all(
+            c.node_taints_policy != HONOR for c in constraints)
+        keyed = list(zip(constraints, counts, counters, strict=True))
         for node_info in nodes:
             node = node_info.node
             node_labels = node_info.labels
             if not node_labels_match_spread_constraints(node_labels, constraints):
                 continue
-            affinity_match = admits(node)
-            for index, constraint in enumerate(constraints):
-                if not constraint.matches_node_inclusion_policies(pod.pod, node, affinity_match):
+            affinity_match = every_node_counts or admits(node)
+            for constraint, by_value, counter in keyed:
+                if not every_node_counts and not constraint.matches_node_inclusion_policies(
+                        pod.pod, node, affinity_match):
                     continue
                 value = node_labels[constraint.topology_key]
-                counts[index][value] = counts[index].get(value, 0) + counters[index](node_info)
+                by_value[value] = by_value.get(value, 0) + counter(node_info)
 
         critical_paths = []
         for by_value in counts:
@@ -442,6 +451,29 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             if skew > constraint.max_skew:
                 return Status.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
         return SUCCESS
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                     ) -> dict[str, Status]:
+        """Filter for many nodes: the largest count each constraint allows in a domain is
+        worked out once (maxSkew + minimum - the pod itself); filter() words the reasons."""
+        pre_filter_state: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        if pre_filter_state is None:
+            return super().filter_nodes(state, pod, nodes)
+        limits = [(constraint.topology_key, by_value,
+                   constraint.max_skew + pre_filter_state.min_match_num(index)
+                   - pre_filter_state.self_match_num[index])
+                  for index, (constraint, by_value) in enumerate(zip(
+                      pre_filter_state.constraints, pre_filter_state.tp_value_to_match_num,
+                      strict=True))]
+        rejected = {}
+        for info in nodes:
+            node_labels = info.labels
+            for key, by_value, most in limits:
+                value = node_labels.get(key)
+                if value is None or by_value.get(value, 0) > most:
+                    rejected[info.name] = self.filter(state, pod, info)
+                    break
+        return rejected
 
     # --- PreScore / Score -------------------------------------------------------------
 

@@ -40,6 +40,19 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
             return SUCCESS
         return Status.unschedulable(ERR_REASON_UNTOLERATED, unresolvable=True)
 
+    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                     ) -> dict[str, Status]:
+        """Filter for many nodes: only the tainted ones need a look at the tolerations."""
+        tolerations = pod.pod.get("spec", {}).get("tolerations")
+        rejected = {}
+        for info in nodes:
+            taints = info.node.get("spec", {}).get("taints")
+            if taints and find_untolerated_taint(taints, tolerations,
+                                                 _DO_NOT_SCHEDULE_EFFECTS) is not None:
+                rejected[info.name] = Status.unschedulable(ERR_REASON_UNTOLERATED,
+                                                           unresolvable=True)
+        return rejected
+
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
         """Keep only the tolerations that can tolerate PreferNoSchedule (that effect, or
         any effect when the toleration names none)."""
@@ -55,6 +68,15 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
                     if taint.get("effect") == "PreferNoSchedule"
                     and not tolerations_tolerate_taint(tolerations, taint))
         return count, SUCCESS
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                    ) -> tuple[list[int], Status]:
+        """Score for many nodes: an untainted node counts 0 without a look."""
+        scores = []
+        for info in nodes:
+            scores.append(self.score(state, pod, info)[0]
+                          if info.node.get("spec", {}).get("taints") else 0)
+        return scores, SUCCESS
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: dict[str, int]
                         ) -> Status | None:
