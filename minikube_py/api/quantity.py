@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, ROUND_UP, Context, Decimal, localcontext
+from functools import lru_cache
 
 DECIMAL_SI = "DecimalSI"
 BINARY_SI = "BinarySI"
@@ -103,6 +104,16 @@ def _tidy(amount: Decimal) -> Decimal:
 
 def _parse(value: str | int | float | Decimal) -> tuple[Decimal, str]:
     """ParseQuantity: the exact amount and the format the quantity was written in."""
+    if not isinstance(value, (str, int, float, Decimal)) or isinstance(value, bool):
+        raise QuantityError(FORMAT_WRONG)  # a JSON list, object or boolean
+    return _parse_scalar(value)
+
+
+# Parsing is exact decimal arithmetic, slow next to a dict lookup, and the same few
+# quantities ("100m", "128Mi") come back again and again: results are remembered (by
+# type too, so 1 and 1.0 stay apart). Both results are immutable.
+@lru_cache(maxsize=4096, typed=True)
+def _parse_scalar(value: str | int | float | Decimal) -> tuple[Decimal, str]:
     text = _as_text(value)
     match = _SCAN.fullmatch(text)
     # Upstream's scanner also takes a bare suffix ("m", "Gi") as zero; the grammar
@@ -177,7 +188,11 @@ def canonical_quantity(value: str | int | float | Decimal) -> str:
 
 def _scaled_value(value: str | int | float | Decimal, scale: int) -> int:
     """Quantity.ScaledValue: value / 10^scale, rounded away from zero, saturating at int64."""
-    amount = value if isinstance(value, Decimal) else parse_quantity(value)
+    return _scaled_amount(value if isinstance(value, Decimal) else parse_quantity(value), scale)
+
+
+@lru_cache(maxsize=4096)
+def _scaled_amount(amount: Decimal, scale: int) -> int:
     with localcontext(_EXACT):
         scaled = amount.scaleb(-scale)
         if scaled > _INT64_MAX:

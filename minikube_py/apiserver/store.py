@@ -388,26 +388,45 @@ class Store:
         an APIError (Conflict, Invalid...) to refuse. Upstream: GuaranteedUpdate.
         """
         key = self.key(namespace, name)
+        # The first try starts from the watch cache's copy, as upstream's cacher does: the
+        # write's compare on its mod_revision proves it was current. A conflict, a refusal
+        # or no change at all on a copy not yet proven current sends us to etcd for the
+        # live object, and the mutation is tried again on that.
+        current = self.cache.get(key) if self.cache.ready.is_set() else None
+        revision = int(current["metadata"]["resourceVersion"]) if current is not None else 0
+        proven = False
         for _ in range(MAX_UPDATE_ATTEMPTS):
-            kv = await self.etcd.get(key.encode())
-            if kv is None:
-                raise self._not_found(name)
-            current = decode(kv)
-            updated = mutate(copy.deepcopy(current))
+            if current is None:
+                kv = await self.etcd.get(key.encode())
+                if kv is None:
+                    raise self._not_found(name)
+                current, revision, proven = decode(kv), kv.mod_revision, True
+            try:
+                updated = mutate(copy.deepcopy(current))
+            except errors.APIError:
+                if proven:
+                    raise
+                current = None
+                continue
             if encode(updated) == encode(current):
-                return current
+                if proven:
+                    return current
+                current = None
+                continue
             if self._finished_deleting(updated):
                 try:
-                    revision, _ = await self.etcd.delete(key.encode(), kv.mod_revision)
+                    deleted_at, _ = await self.etcd.delete(key.encode(), revision)
                 except RevisionMismatch:
+                    current = None
                     continue
-                updated["metadata"]["resourceVersion"] = str(revision)
+                updated["metadata"]["resourceVersion"] = str(deleted_at)
                 return updated
             try:
-                revision = await self.etcd.update(key.encode(), encode(updated), kv.mod_revision)
+                written_at = await self.etcd.update(key.encode(), encode(updated), revision)
             except RevisionMismatch:
+                current = None
                 continue
-            updated["metadata"]["resourceVersion"] = str(revision)
+            updated["metadata"]["resourceVersion"] = str(written_at)
             return updated
         raise self._conflict(name)
 
