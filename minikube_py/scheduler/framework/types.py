@@ -299,20 +299,27 @@ class NodeInfo:
             info.add_pod(pod if isinstance(pod, PodInfo) else PodInfo.of(pod))
         return info
 
-    # The node's name and labels, kept as plain attributes: plugins read them for every node.
+    # What plugins read of every node, kept as plain attributes (set with the node).
     name: str = field(default="", init=False)
     labels: dict[str, str] = field(default_factory=dict, init=False)
+    taints: list[Obj] = field(default_factory=list, init=False)
+    unschedulable: bool = field(default=False, init=False)
     # Bumped when the Node object itself changes (not its pods): image states follow it.
     node_generation: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
-        self.name = self.node.get("metadata", {}).get("name", "")
-        self.labels = self.node.get("metadata", {}).get("labels") or {}
+        self._read_node()
+
+    def _read_node(self) -> None:
+        metadata, spec = self.node.get("metadata") or {}, self.node.get("spec") or {}
+        self.name = metadata.get("name", "")
+        self.labels = metadata.get("labels") or {}
+        self.taints = spec.get("taints") or []
+        self.unschedulable = bool(spec.get("unschedulable"))
 
     def set_node(self, node: Obj) -> None:
         self.node = node
-        self.name = node.get("metadata", {}).get("name", "")
-        self.labels = node.get("metadata", {}).get("labels") or {}
+        self._read_node()
         self.allocatable = Resource.from_list(node.get("status", {}).get("allocatable"))
         self.generation += 1
         self.node_generation += 1
@@ -441,13 +448,17 @@ class NodeMemo(Generic[V]):
         self.size = size
         self._tables: dict[Hashable, dict[str, tuple[NodeInfo, V]]] = {}
 
-    def per_node(self, key: Hashable, compute: Callable[[NodeInfo], V]
-                 ) -> Callable[[NodeInfo], V]:
-        """lookup(node_info): compute(node_info), or the result remembered for that object."""
+    def _table(self, key: Hashable) -> dict[str, tuple[NodeInfo, V]]:
         table = self._tables.pop(key, None) or {}
         self._tables[key] = table  # most recently used last
         while len(self._tables) > self.size:
             del self._tables[next(iter(self._tables))]
+        return table
+
+    def per_node(self, key: Hashable, compute: Callable[[NodeInfo], V]
+                 ) -> Callable[[NodeInfo], V]:
+        """lookup(node_info): compute(node_info), or the result remembered for that object."""
+        table = self._table(key)
 
         def lookup(node_info: NodeInfo) -> V:
             remembered = table.get(node_info.name)
@@ -458,6 +469,20 @@ class NodeMemo(Generic[V]):
             return value
 
         return lookup
+
+    def for_nodes(self, key: Hashable, compute: Callable[[NodeInfo], V],
+                  nodes: list[NodeInfo]) -> list[V]:
+        """The value for each node, in order: per_node(key, compute) over the list, in one
+        loop (a call per node costs more than the lookup inside it)."""
+        table = self._table(key)
+        values = []
+        for node_info in nodes:
+            remembered = table.get(node_info.name)
+            if remembered is None or remembered[0] is not node_info:
+                remembered = (node_info, compute(node_info))
+                table[node_info.name] = remembered
+            values.append(remembered[1])
+        return values
 
 
 def normalized_image_name(name: str) -> str:

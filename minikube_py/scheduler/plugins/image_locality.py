@@ -80,12 +80,9 @@ class ImageLocality(PreScorePlugin, ScorePlugin):
                     ) -> tuple[list[int], Status]:
         """Score for many nodes: a node holding none of the pod's images scores 0."""
         images: _ImageState = state.read(_PRE_SCORE_STATE_KEY)
-        scores = []
-        for info in nodes:
-            held = info.image_states
-            scores.append(self.score(state, pod, info)[0]
-                          if held and any(name in held for name in images.images) else 0)
-        return scores, SUCCESS
+        return [self.score(state, pod, info)[0]
+                if info.image_states and any(name in info.image_states for name in images.images)
+                else 0 for info in nodes], SUCCESS
 
     def events_to_register(self) -> list[ClusterEvent]:
         """None: a score plugin never rejects a pod."""

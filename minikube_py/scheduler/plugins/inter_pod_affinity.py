@@ -318,17 +318,16 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             anti_affinity_terms=_merged_weighted(pod.preferred_anti_affinity_terms, snapshot),
             hard_pod_affinity_weight=self.hard_pod_affinity_weight,
             all_pods=has_constraints)
-        node_score = self.score_memo.per_node(
+        # Without preferred terms of its own, only pods with affinity can score the pod.
+        all_nodes = snapshot.node_info_list if has_constraints else snapshot.have_pods_with_affinity
+        parts = self.score_memo.for_nodes(
             (pod.namespace, frozenset((pod.pod["metadata"].get("labels") or {}).items()),
              frozenset(namespace_labels.items()), tuple(inputs.affinity_terms),
              tuple(inputs.anti_affinity_terms), has_constraints),
-            inputs.node_score)
-        # Without preferred terms of its own, only pods with affinity can score the pod.
-        all_nodes = snapshot.node_info_list if has_constraints else snapshot.have_pods_with_affinity
+            inputs.node_score, all_nodes)
         topology_score: TopologyScore = {}
         touched = False  # some term matched on a node that has its topology label
-        for node_info in all_nodes:
-            part = node_score(node_info)
+        for part in parts:
             if not part:
                 continue
             touched = True

@@ -155,17 +155,18 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         """Filter for many nodes: the common case (pods, cpu, memory, storage) checked
         inline; filter() words the reasons for the nodes that are out."""
         fit: _FitState = state.read(_PRE_FILTER_STATE_KEY)
+        if fit.scalars:  # extended resources: node by node
+            return super().filter_nodes(state, pod, nodes)
         cpu, memory = fit.requests.milli_cpu, fit.requests.memory
         storage = fit.requests.ephemeral_storage
         rejected = {}
         for info in nodes:
             allocatable, used = info.allocatable, info.requested
             if (len(info.pods) >= allocatable.allowed_pod_number
-                    or cpu > 0 and cpu > allocatable.milli_cpu - used.milli_cpu
-                    or memory > 0 and memory > allocatable.memory - used.memory
+                    or cpu > allocatable.milli_cpu - used.milli_cpu and cpu > 0
+                    or memory > allocatable.memory - used.memory and memory > 0
                     or storage > 0
-                    and storage > allocatable.ephemeral_storage - used.ephemeral_storage
-                    or fit.scalars):
+                    and storage > allocatable.ephemeral_storage - used.ephemeral_storage):
                 status = self.filter(state, pod, info)
                 if status.code:  # anything but Code.SUCCESS (0)
                     rejected[info.name] = status

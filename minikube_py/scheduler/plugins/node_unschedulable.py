@@ -37,11 +37,10 @@ class NodeUnschedulable(FilterPlugin):
                      ) -> dict[str, Status]:
         """Filter for many nodes: only cordoned ones need a look at the tolerations."""
         rejected = {}
-        for info in nodes:
-            if info.node.get("spec", {}).get("unschedulable"):
-                status = self.filter(state, pod, info)
-                if status.code:  # anything but Code.SUCCESS (0)
-                    rejected[info.name] = status
+        for info in [info for info in nodes if info.unschedulable]:
+            status = self.filter(state, pod, info)
+            if status.code:  # anything but Code.SUCCESS (0)
+                rejected[info.name] = status
         return rejected
 
     def events_to_register(self) -> list[ClusterEvent]:

@@ -296,6 +296,13 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             raise RuntimeError(f"{NAME} needs the framework handle (its snapshot)")
         return self.handle.snapshot()
 
+    def _matching_pods(self, selector: LabelSelector, namespace: str, nodes: list[NodeInfo]
+                       ) -> list[int]:
+        """For each node: how many pods of `namespace` on it `selector` matches (remembered)."""
+        return self.counts.for_nodes(
+            (namespace, selector),
+            lambda info: count_pods_match_selector(info.pods, selector, namespace), nodes)
+
     def _counter(self, selector: LabelSelector, namespace: str) -> Callable[[NodeInfo], int]:
         """node_info -> how many pods of `namespace` on it `selector` matches (remembered)."""
         return self.counts.per_node(
@@ -369,24 +376,33 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             return None, Status.skip()
 
         counts: list[dict[str, int]] = [{} for _ in constraints]
-        counters = [self._counter(c.selector, pod.namespace) for c in constraints]
         admits = _affinity_checker(pod.pod, constraints)
         # Every node's domain counts when the pod admits every node and taints are ignored.
         every_node_counts = admits is _admit_all and all(
             c.node_taints_policy != HONOR for c in constraints)
-        keyed = list(zip(constraints, counts, counters, strict=True))
-        for node_info in nodes:
+        keyed = [(constraint, by_value, self._matching_pods(constraint.selector, pod.namespace,
+                                                            nodes))
+                 for constraint, by_value in zip(constraints, counts, strict=True)]
+        if every_node_counts and len(constraints) == 1:
+            # The common case, in a tight loop: one constraint, every node's domain counts.
+            key, by_value, matching = constraints[0].topology_key, counts[0], keyed[0][2]
+            for node_info, num in zip(nodes, matching, strict=True):
+                value = node_info.labels.get(key)
+                if value is not None:
+                    by_value[value] = by_value.get(value, 0) + num
+            keyed = []  # nothing left for the general loop below
+        for index, node_info in enumerate(nodes if keyed else ()):
             node = node_info.node
             node_labels = node_info.labels
             if not node_labels_match_spread_constraints(node_labels, constraints):
                 continue
             affinity_match = every_node_counts or admits(node)
-            for constraint, by_value, counter in keyed:
+            for constraint, by_value, matching in keyed:
                 if not every_node_counts and not constraint.matches_node_inclusion_policies(
                         pod.pod, node, affinity_match):
                     continue
                 value = node_labels[constraint.topology_key]
-                by_value[value] = by_value.get(value, 0) + counter(node_info)
+                by_value[value] = by_value.get(value, 0) + matching[index]
 
         critical_paths = []
         for by_value in counts:
@@ -455,7 +471,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
                      ) -> dict[str, Status]:
         """Filter for many nodes: the largest count each constraint allows in a domain is
-        worked out once (maxSkew + minimum - the pod itself); filter() words the reasons."""
+        worked out once (maxSkew + minimum - the pod itself)."""
         pre_filter_state: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
         if pre_filter_state is None:
             return super().filter_nodes(state, pod, nodes)
@@ -465,13 +481,19 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
                   for index, (constraint, by_value) in enumerate(zip(
                       pre_filter_state.constraints, pre_filter_state.tp_value_to_match_num,
                       strict=True))]
+        # Every node turned down for one reason shares one status (nothing changes them).
+        label_missing = Status.unschedulable(ERR_REASON_NODE_LABEL_NOT_MATCH, unresolvable=True)
+        too_skewed = Status.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
         rejected = {}
         for info in nodes:
             node_labels = info.labels
             for key, by_value, most in limits:
                 value = node_labels.get(key)
-                if value is None or by_value.get(value, 0) > most:
-                    rejected[info.name] = self.filter(state, pod, info)
+                if value is None:
+                    rejected[info.name] = label_missing
+                    break
+                if by_value.get(value, 0) > most:
+                    rejected[info.name] = too_skewed
                     break
         return rejected
 

@@ -45,10 +45,9 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
         """Filter for many nodes: only the tainted ones need a look at the tolerations."""
         tolerations = pod.pod.get("spec", {}).get("tolerations")
         rejected = {}
-        for info in nodes:
-            taints = info.node.get("spec", {}).get("taints")
-            if taints and find_untolerated_taint(taints, tolerations,
-                                                 _DO_NOT_SCHEDULE_EFFECTS) is not None:
+        for info in [info for info in nodes if info.taints]:
+            if find_untolerated_taint(info.taints, tolerations,
+                                      _DO_NOT_SCHEDULE_EFFECTS) is not None:
                 rejected[info.name] = Status.unschedulable(ERR_REASON_UNTOLERATED,
                                                            unresolvable=True)
         return rejected
@@ -72,11 +71,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
                     ) -> tuple[list[int], Status]:
         """Score for many nodes: an untainted node counts 0 without a look."""
-        scores = []
-        for info in nodes:
-            scores.append(self.score(state, pod, info)[0]
-                          if info.node.get("spec", {}).get("taints") else 0)
-        return scores, SUCCESS
+        return [self.score(state, pod, info)[0] if info.taints else 0 for info in nodes], SUCCESS
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: dict[str, int]
                         ) -> Status | None:
