@@ -186,6 +186,43 @@ async def test_objects_never_applied_keep_no_managed_fields(api: API, namespace:
     assert "managedFields" not in updated["metadata"]
 
 
+async def test_a_created_object_that_carries_managed_fields_is_tracked(
+        api: API, namespace: str) -> None:
+    body = configmap("copied", {"a": "1", "b": "2"})
+    body["metadata"]["managedFields"] = [{
+        "manager": "elsewhere", "operation": "Apply", "apiVersion": "v1",
+        "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:a": {}}}}]
+
+    status, created = await api.post(
+        f"/api/v1/namespaces/{namespace}/configmaps?fieldManager=restore", body)
+
+    assert status == 201, created
+    # Everything a create writes is new, so the creator takes it all (as upstream).
+    assert list(owners(created)) == [("restore", "Update")]
+    assert owners(created)[("restore", "Update")]["fieldsV1"] == {"f:data": {
+        ".": {}, "f:a": {}, "f:b": {}}}
+
+
+async def test_applying_a_service_twice_matches_ports_by_port_and_defaulted_protocol(
+        api: API, namespace: str) -> None:
+    path = f"/api/v1/namespaces/{namespace}/services/web"
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+               "spec": {"selector": {"app": "web"},
+                        "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}
+    _, created = await apply(api, path, service)
+    service["spec"]["ports"][0]["targetPort"] = 9090
+
+    status, applied = await apply(api, path, service)
+
+    assert status == 200, applied
+    assert applied["spec"]["ports"] == [
+        {"name": "http", "port": 80, "targetPort": 9090, "protocol": "TCP"}]
+    assert applied["spec"]["clusterIP"] == created["spec"]["clusterIP"]
+    fields = owners(applied)[("tool", "Apply")]["fieldsV1"]["f:spec"]
+    assert fields == {"f:ports": {'k:{"port":80,"protocol":"TCP"}': {
+        ".": {}, "f:name": {}, "f:port": {}, "f:targetPort": {}}}, "f:selector": {}}
+
+
 async def test_managed_fields_are_cleared_by_writing_one_empty_entry(
         api: API, namespace: str) -> None:
     await apply(api, cm_path(namespace), configmap("cfg", {"a": "1"}))

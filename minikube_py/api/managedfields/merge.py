@@ -49,7 +49,7 @@ class Conflict:
     path: Path
 
 
-class Conflicts(Exception):  # noqa: N818 - upstream's name (merge.Conflicts)
+class Conflicts(Exception):
     """The conflicts that refused an apply, by manager identifier, then path."""
 
     def __init__(self, conflicts: list[Conflict]) -> None:

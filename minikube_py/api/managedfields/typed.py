@@ -90,7 +90,7 @@ def _is_list(schema: Type, value: Any) -> bool:
     return schema.kind == "array" or (schema.kind == "any" and isinstance(value, list))
 
 
-def list_type(field: Field | None) -> tuple[str, tuple[str, ...]]:
+def _list_type(field: Field | None) -> tuple[str, tuple[str, ...]]:
     """("map", keys), ("set", ()) or ("atomic", ()): how a list field is owned and merged."""
     if field is None:
         return "atomic", ()
@@ -109,7 +109,7 @@ def _item_element(item: Any, field: Field, strict: bool) -> str:
     A key field the item omits takes its schema default (a port's protocol is "TCP");
     without one, `strict` makes it an error (ValueError) and otherwise it is left out.
     """
-    kind, keys = list_type(field)
+    kind, keys = _list_type(field)
     if kind == "set" or not isinstance(item, dict):
         if kind == "map" and strict:
             raise ValueError(f"expected map, got {_show(item)}")
@@ -130,8 +130,12 @@ def _item_element(item: Any, field: Field, strict: bool) -> str:
 
 
 def _show(value: Any) -> str:
-    return type(value).__name__ if not isinstance(value, (dict, list)) else (
-        "map" if isinstance(value, dict) else "list")
+    """The JSON type of a value, for messages: map, list, string, number, bool, null."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {dict: "map", list: "list", str: "string"}.get(type(value), "null")
 
 
 # --- ToFieldSet: the fields an applied configuration sets -----------------------------
@@ -169,7 +173,7 @@ def _collect(value: Any, schema: Type, field: Field | None, path: Path, out: Fie
     if _is_list(schema, value):
         if not isinstance(value, list):
             raise SchemaError(path, f"expected list, got {_show(value)}")
-        if field is None or list_type(field)[0] == "atomic":
+        if field is None or _list_type(field)[0] == "atomic":
             out.insert(path)
             return
         item_type = field.type.items or _UNTYPED
@@ -217,7 +221,7 @@ def _merge(lhs: Any, rhs: Any, schema: Type, field: Field | None) -> Any:
             else:
                 out[key] = merged
         return out
-    if isinstance(rhs, list) and field is not None and list_type(field)[0] != "atomic":
+    if isinstance(rhs, list) and field is not None and _list_type(field)[0] != "atomic":
         return _merge_list(lhs if isinstance(lhs, list) else [], rhs, field)
     return copy.deepcopy(rhs)
 
@@ -275,7 +279,7 @@ def _compare(lhs: Any, rhs: Any, schema: Type, field: Field | None, path: Path,
             child, _ = _member(schema, key, path, strict=False)
             _compare(left.get(key, _ABSENT), right.get(key, _ABSENT), child.type, child,
                      (*path, field_element(key)), out)
-    elif _both(lhs, rhs, list) and field is not None and list_type(field)[0] != "atomic" \
+    elif _both(lhs, rhs, list) and field is not None and _list_type(field)[0] != "atomic" \
             and filled:
         left = _items(lhs, field)
         right = _items(rhs, field)
@@ -348,7 +352,7 @@ def _prune(value: Any, schema: Type, field: Field | None, last: FieldSet,
             elif element in last.children:
                 _prune(value[key], child.type, child, last.children[element],
                        owned.child(element))
-    elif isinstance(value, list) and field is not None and list_type(field)[0] != "atomic":
+    elif isinstance(value, list) and field is not None and _list_type(field)[0] != "atomic":
         item_type = field.type.items or _UNTYPED
         kept = []
         for item in value:
