@@ -38,6 +38,7 @@ MAX_BODY_BYTES = 3 * 1024 * 1024  # upstream's MaxRequestBodyBytes
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 YAML = "application/yaml"
+APPLY = "application/apply-patch+yaml"
 PATCH_REJECTED = "the server rejected our request due to an error in our request"
 
 
@@ -120,7 +121,8 @@ def stale_pod() -> Obj:
 class BadInput:
     """One refused request and upstream's answer to it.
 
-    `setup` objects (collection path, body) are created before etcd's snapshot is taken.
+    `setup` objects (collection path, body) are created before etcd's snapshot is taken;
+    one given by its own path with `?fieldManager=` is created by server-side apply.
     `message` is a substring of the Status message; `field` one of its causes' fields.
     """
 
@@ -139,6 +141,7 @@ class BadInput:
 WEB_POD = ((PODS, pod("web")),)
 BOUND_POD = ((PODS, pod("web", node="node-1")),)
 WEB_DEPLOYMENT = ((DEPLOYMENTS, deployment("web")),)
+APPLIED_DEPLOYMENT = ((DEPLOYMENTS + "/web?fieldManager=test", deployment("web")),)
 UNKNOWN_FORMAT = "the body of the request was in an unknown format - accepted media types include"
 
 CASES = (
@@ -267,6 +270,39 @@ CASES = (
     BadInput("merge-patch-that-is-not-an-object", "PATCH", PODS + "/web", b"[1]", 400,
              "BadRequest", "cannot unmarshal array into Go value of type map[string]interface {}",
              content_type=MERGE, setup=WEB_POD),
+    BadInput("force-on-a-merge-patch", "PATCH", PODS + "/web?force=true", {"metadata": {}}, 422,
+             "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be '
+             "specified for non-apply patch", "force", content_type=MERGE, setup=WEB_POD),
+    # -- server-side apply (handlers/patch.go applyPatcher, the field manager) -------------
+    BadInput("apply-without-field-manager", "PATCH", CONFIGMAPS + "/cfg",
+             configmap("cfg", {"a": "1"}), 422, "Invalid",
+             'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is '
+             "required for apply patch", "fieldManager", content_type=APPLY),
+    BadInput("apply-of-another-kind", "PATCH", CONFIGMAPS + "/web?fieldManager=test",
+             service(80), 400, "BadRequest", "invalid object type: /v1, Kind=Service",
+             content_type=APPLY),
+    BadInput("apply-of-malformed-yaml", "PATCH", CONFIGMAPS + "/cfg?fieldManager=test",
+             b"metadata: {name: cfg\ndata: [", 400, "BadRequest", "error decoding YAML",
+             content_type=APPLY),
+    BadInput("apply-with-an-unknown-field", "PATCH", PODS + "/web?fieldManager=test",
+             pod_with(foo="bar"), 400, "BadRequest",
+             "failed to create typed patch object (/web; /v1, Kind=Pod): .spec.foo: field not "
+             "declared in schema", content_type=APPLY),
+    BadInput("apply-setting-managed-fields", "PATCH", CONFIGMAPS + "/cfg?fieldManager=test",
+             {**configmap("cfg", {}), "metadata": {"name": "cfg", "managedFields": []}}, 400,
+             "BadRequest", "metadata.managedFields must be nil", content_type=APPLY),
+    BadInput("apply-with-another-name-than-the-url", "PATCH", CONFIGMAPS + "/cfg?fieldManager=t",
+             configmap("other", {}), 400, "BadRequest",
+             "the name of the object (other) does not match the name on the URL (cfg)",
+             content_type=APPLY),
+    BadInput("apply-of-an-invalid-object", "PATCH", DEPLOYMENTS + "/web?fieldManager=test",
+             deployment("web", replicas=-1), 422, "Invalid",
+             "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
+             "spec.replicas", content_type=APPLY),
+    BadInput("apply-that-conflicts", "PATCH", DEPLOYMENTS + "/web?fieldManager=other",
+             deployment("web", replicas=3), 409, "Conflict",
+             'Apply failed with 1 conflict: conflict with "test": .spec.replicas',
+             ".spec.replicas", content_type=APPLY, setup=APPLIED_DEPLOYMENT),
     # -- paths and methods (404, 405) ------------------------------------------------------
     BadInput("unknown-resource", "GET", "/api/v1/namespaces/{ns}/foos", None, 404, "NotFound",
              "the server could not find the requested resource"),
@@ -323,8 +359,12 @@ async def test_bad_request_gets_upstream_status_and_changes_nothing(
     case: BadInput, settled: str, session: aiohttp.ClientSession, namespace: str,
     etcd_client: EtcdClient,
 ) -> None:
-    for collection, body in case.setup:
-        created = await send(session, "POST", settled + collection.format(ns=namespace), body)
+    for path, body in case.setup:
+        if "?fieldManager=" in path:
+            created = await send(session, "PATCH", settled + path.format(ns=namespace), body,
+                                 APPLY)
+        else:
+            created = await send(session, "POST", settled + path.format(ns=namespace), body)
         assert created.status == 201, created.body
     before = await etcd_snapshot(etcd_client)
 
@@ -389,17 +429,18 @@ async def test_field_validation_warn_accepts_but_drops_the_unknown_field(
     assert stored is not None and "foo" not in orjson.loads(stored.value)["spec"]
 
 
-@pytest.mark.xfail(strict=True, reason="server-side apply (application/apply-patch+yaml) is "
-                   "not implemented: the server answers 415")
-async def test_server_side_apply_patch_is_accepted(
+async def test_server_side_apply_patch_creates_the_object(
     settled: str, session: aiohttp.ClientSession, namespace: str
 ) -> None:
     answer = await send(
         session, "PATCH",
         f"{settled}/api/v1/namespaces/{namespace}/configmaps/cfg?fieldManager=test",
         b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  a: '1'\n",
-        "application/apply-patch+yaml")
+        APPLY)
     assert answer.status == 201, answer.body
+    assert answer.body["data"] == {"a": "1"}
+    [entry] = answer.body["metadata"]["managedFields"]
+    assert (entry["manager"], entry["operation"]) == ("test", "Apply")
 
 
 async def read_watch_events(response: aiohttp.ClientResponse, timeout: float = 10

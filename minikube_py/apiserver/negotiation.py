@@ -18,11 +18,13 @@ from minikube_py.api import errors, protobuf
 
 JSON = "application/json"
 YAML = "application/yaml"
-PATCH_TYPES = (
+APPLY_PATCH = "application/apply-patch+yaml"  # server-side apply (apiserver/apply.py)
+NON_APPLY_PATCH_TYPES = (
     "application/json-patch+json",
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
 )
+PATCH_TYPES = (*NON_APPLY_PATCH_TYPES, APPLY_PATCH)
 BODY_TYPES = (JSON, YAML, "application/vnd.kubernetes.protobuf")
 
 
@@ -107,9 +109,10 @@ def parse_json(body: bytes) -> Any:
         ) from None
 
 
-def patch_type(content_type: str) -> str:
+def patch_type(content_type: str, accepted: tuple[str, ...] = PATCH_TYPES) -> str:
+    """The patch type a PATCH body's Content-Type names; 415 unless it is `accepted`."""
     media = parse_media_types(content_type)
     kind = media[0].type if media else ""
-    if kind not in PATCH_TYPES:
-        raise errors.unsupported_media_type(kind or "(none)", list(PATCH_TYPES))
+    if kind not in accepted:
+        raise errors.unsupported_media_type(kind or "(none)", list(accepted))
     return kind

@@ -1,14 +1,15 @@
 """Reading a request: query parameters, the body, and what the client asked to get back.
 
 Upstream spreads these over k8s.io/apiserver/pkg/endpoints/handlers (rest.go, create.go,
-delete.go) and the decoders: list options (selectors, limit, continue, resourceVersion),
-the body decoded and checked against the URL's kind, `fieldValidation`, `dryRun`, and
-DeleteOptions.
+delete.go, patch.go) and the decoders: list options (selectors, limit, continue,
+resourceVersion), the body decoded and checked against the URL's kind, `fieldValidation`,
+`dryRun`, `fieldManager` and `force`, and DeleteOptions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -17,6 +18,7 @@ from minikube_py.api import errors, meta
 from minikube_py.api.resources import Resource, by_kind
 from minikube_py.api.schema import schema_for, unknown_fields
 from minikube_py.api.selectors import SelectorError, parse_field_selector, parse_label_selector
+from minikube_py.api.validation import FieldError, forbidden, invalid, required, too_long
 from minikube_py.apiserver import negotiation
 from minikube_py.apiserver.store import DeleteOptions, ListOptions, Store
 
@@ -143,6 +145,74 @@ def check_type(obj: Obj, kind: str, api_version: str) -> None:
         )
 
 
+# ValidateFieldManager: a manager name is at most 128 bytes of printable characters.
+FIELD_MANAGER_MAX_LENGTH = 128
+
+
+@dataclass
+class PatchOptions:
+    """The PatchOptions of a request: who is writing, and whether an apply forces."""
+
+    field_manager: str
+    force: bool
+
+
+def validate_field_manager(name: str) -> list[FieldError]:
+    """ValidateFieldManager: length and printable characters."""
+    problems = []
+    if len(name.encode()) > FIELD_MANAGER_MAX_LENGTH:
+        problems.append(too_long("fieldManager", FIELD_MANAGER_MAX_LENGTH))
+    problems += [invalid("fieldManager", name, f"invalid character U+{ord(c):04X}")
+                 for c in name if not c.isprintable()]
+    return problems
+
+
+def prefix_from_user_agent(user_agent: str) -> str:
+    """The default field manager: the User-Agent up to its first "/" ("kubectl")."""
+    prefix = "".join(c for c in user_agent.split("/", 1)[0] if c.isprintable())
+    while len(prefix.encode()) > FIELD_MANAGER_MAX_LENGTH:
+        prefix = prefix[:-1]
+    return prefix
+
+
+def field_manager(request: web.Request, options_kind: str) -> str:
+    """fieldManager of a create or update (CreateOptions/UpdateOptions), or its default."""
+    name = request.query.get("fieldManager", "")
+    problems = validate_field_manager(name)
+    if problems:
+        raise errors.invalid(options_kind, "meta.k8s.io", "", problems)
+    return name or prefix_from_user_agent(request.headers.get("User-Agent", ""))
+
+
+def patch_options(request: web.Request, apply: bool) -> PatchOptions:
+    """PatchOptions, checked as ValidatePatchOptions does: an apply needs a fieldManager,
+    and only an apply may say `force`."""
+    name = request.query.get("fieldManager", "")
+    force = request.query.get("force")
+    problems = []
+    if not apply and force is not None:
+        problems.append(forbidden("force", "may not be specified for non-apply patch"))
+    if apply and not name:
+        problems.append(required("fieldManager", "is required for apply patch"))
+    problems += validate_field_manager(name)
+    if problems:
+        raise errors.invalid("PatchOptions", "meta.k8s.io", "", problems)
+    if force not in (None, "", "true", "false", "1", "0", "True", "False"):
+        raise errors.bad_request(f'strconv.ParseBool: parsing "{force}": invalid syntax')
+    return PatchOptions(name or prefix_from_user_agent(request.headers.get("User-Agent", "")),
+                        force in ("true", "1", "True"))
+
+
+def field_validation_mode(request: web.Request) -> str:
+    """The fieldValidation directive: Strict, Warn (the default) or Ignore."""
+    mode = request.query.get("fieldValidation", "Warn")
+    if mode not in ("Strict", "Warn", "Ignore"):
+        raise errors.bad_request(
+            f"fieldValidation parameter unsupported: {mode!r}; must be one of Ignore, Warn, Strict"
+        )
+    return mode
+
+
 def field_validation(
     request: web.Request,
     resource: Resource,
@@ -152,11 +222,7 @@ def field_validation(
     version: str = "",
 ) -> list[str]:
     """fieldValidation: Strict rejects unknown fields, Warn (default) and Ignore drop them."""
-    mode = request.query.get("fieldValidation", "Warn")
-    if mode not in ("Strict", "Warn", "Ignore"):
-        raise errors.bad_request(
-            f"fieldValidation parameter unsupported: {mode!r}; must be one of Ignore, Warn, Strict"
-        )
+    mode = field_validation_mode(request)
     schema = schema_for(
         group if group is not None else resource.group,
         version or resource.version,

@@ -6,8 +6,10 @@ what differs by kind lives in the store's strategies.
 
     request -> requestinfo (verb, resource, namespace, name, subresource)
             -> decode body (JSON/YAML; patch types) -> fieldValidation
-            -> Store verb (strategy hooks, etcd Txn)
+            -> Store verb (strategy hooks, managedFields, etcd Txn)
             -> encode answer (JSON object/list, Table, or watch stream)
+
+Server-side apply (PATCH application/apply-patch+yaml) has its own handler: apply.py.
 """
 
 from __future__ import annotations
@@ -22,15 +24,18 @@ from minikube_py.api.patch import PatchError, apply_patch
 from minikube_py.api.resources import SUBRESOURCE_VERBS, Resource
 from minikube_py.api.schema import schema_for
 from minikube_py.apiserver import conversion, negotiation
-from minikube_py.apiserver.negotiation import Wanted
+from minikube_py.apiserver.apply import serve_apply
+from minikube_py.apiserver.negotiation import APPLY_PATCH, Wanted
 from minikube_py.apiserver.podlogs import serve_pod_log
 from minikube_py.apiserver.request_params import (
     check_field_labels,
     check_type,
     delete_options,
     dry_run,
+    field_manager,
     field_validation,
     list_options,
+    patch_options,
     read_object,
 )
 from minikube_py.apiserver.requestinfo import RequestInfo
@@ -134,6 +139,7 @@ class ResourceHandler:
         self, request: web.Request, info: RequestInfo, store: Store, namespace: str, wanted: Wanted
     ) -> web.StreamResponse:
         resource = store.resource
+        manager = field_manager(request, "CreateOptions")
         obj = await read_object(request, resource, resource.kind, resource.api_version)
         if resource.group == "events.k8s.io":
             warnings = field_validation(request, resource, obj)
@@ -148,13 +154,14 @@ class ResourceHandler:
             )
         if not resource.namespaced:
             obj.get("metadata", {}).pop("namespace", None)
-        created = await store.create(namespace, obj, dry_run=dry_run(request))
+        created = await store.create(namespace, obj, dry_run=dry_run(request), manager=manager)
         return respond(render_one(resource, created, wanted, request), wanted, 201, warnings)
 
     async def update(
         self, request: web.Request, info: RequestInfo, store: Store, namespace: str, wanted: Wanted
     ) -> web.StreamResponse:
         resource = store.resource
+        manager = field_manager(request, "UpdateOptions")
         obj = await read_object(request, resource, resource.kind, resource.api_version)
         warnings = field_validation(request, resource, obj)
         if resource.group == "events.k8s.io":
@@ -176,7 +183,8 @@ class ResourceHandler:
             updated = await finalize_namespace(store, info.name, obj)
         else:
             updated = await store.update(
-                namespace, info.name, obj, subresource=info.subresource, dry_run=dry_run(request)
+                namespace, info.name, obj, subresource=info.subresource, dry_run=dry_run(request),
+                manager=manager,
             )
         return respond(render_one(resource, updated, wanted, request), wanted, 200, warnings)
 
@@ -185,6 +193,9 @@ class ResourceHandler:
     ) -> web.StreamResponse:
         resource = store.resource
         kind = negotiation.patch_type(request.headers.get("Content-Type", ""))
+        if kind == APPLY_PATCH:
+            return await serve_apply(request, info, store, namespace, wanted)
+        options = patch_options(request, apply=False)
         body = await request.read()
         patch = negotiation.parse_json(body)
         if kind == "application/json-patch+json":
@@ -228,7 +239,9 @@ class ResourceHandler:
                 raise errors.conflict(
                     resource.plural, resource.group, info.name, errors.OBJECT_MODIFIED
                 )
-            return store.prepare_update(patched, current, info.subresource)
+            updated = store.prepare_update(patched, current, info.subresource)
+            store.field_manager.update(current, updated, options.field_manager, info.subresource)
+            return updated
 
         if dry_run(request):
             updated = mutate(copy.deepcopy(await store.get(namespace, info.name)))

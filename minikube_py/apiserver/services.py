@@ -315,7 +315,8 @@ class ServiceStore(Store):
         self.allocators = allocators
 
     @etcd_errors
-    async def create(self, namespace: str, obj: Obj, *, dry_run: bool = False) -> Obj:
+    async def create(self, namespace: str, obj: Obj, *, dry_run: bool = False,
+                     manager: str | None = None) -> Obj:
         """Create: beginCreate allocates after defaulting; a create that fails releases.
 
         A dry run of the whole create comes first: a request that would be refused (a
@@ -333,12 +334,12 @@ class ServiceStore(Store):
         self.strategy.default(obj)
         planned = copy.deepcopy(obj)
         await self.allocators.allocate(planned, None, dry_run=True)
-        await super().create(namespace, planned, dry_run=True)
+        await super().create(namespace, planned, dry_run=True, manager=manager)
         if dry_run:
             return planned
         allocation = await self.allocators.allocate(obj, None)
         try:
-            return await super().create(namespace, obj)
+            return await super().create(namespace, obj, manager=manager)
         except BaseException:
             await allocation.revert()
             raise

@@ -4,12 +4,17 @@ Upstream's `genericregistry.Store` (k8s.io/apiserver/pkg/registry/generic/regist
 implementation of every verb, with a `Strategy` (strategy.py) supplying the steps that
 differ by kind. The store is the only code that writes objects to etcd:
 
-    create: name/uid/timestamps -> strategy.prepare_for_create -> default -> validate
+    create: name/uid/timestamps -> strategy.prepare_for_create -> default
+            -> managedFields -> validate
             -> etcd Txn "create_revision == 0" (409 AlreadyExists when it fails)
     update: read -> precondition on resourceVersion -> prepare_for_update -> default
-            -> validate_update -> etcd Txn "mod_revision == read revision" (retry or 409)
+            -> validate_update -> managedFields
+            -> etcd Txn "mod_revision == read revision" (retry or 409)
     delete: preconditions -> graceful (deletionTimestamp) or finalizers pending?
             -> mark the object : remove it with a Txn
+
+"managedFields" is the field manager's record of who changed what (server-side apply:
+`api/managedfields`), kept only for objects that already have one.
 
 A rejected request never reaches etcd, so it changes nothing.
 """
@@ -28,7 +33,9 @@ from typing import Any
 import orjson
 
 from minikube_py.api import errors, meta
+from minikube_py.api.managedfields import FieldManager
 from minikube_py.api.resources import Resource
+from minikube_py.api.schema import schema_for
 from minikube_py.api.selectors import FieldSelector, LabelSelector
 from minikube_py.api.validation import (
     FieldError,
@@ -178,6 +185,9 @@ class Store:
         self.etcd = etcd
         self.cache = cache
         self._namespace_exists = namespace_exists
+        self.field_manager = FieldManager(
+            schema_for(resource.group, resource.version, resource.kind), resource.api_version,
+            strategy.reset_fields())
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -233,8 +243,13 @@ class Store:
     # -- create ----------------------------------------------------------------------------
 
     @etcd_errors
-    async def create(self, namespace: str, obj: Obj, *, dry_run: bool = False) -> Obj:
-        """Create: fill in server-set metadata, prepare, default, validate, then one Txn."""
+    async def create(self, namespace: str, obj: Obj, *, dry_run: bool = False,
+                     manager: str | None = None) -> Obj:
+        """Create: fill in server-set metadata, prepare, default, validate, then one Txn.
+
+        `manager` names the writer for managedFields; None leaves them as the caller set
+        them (server-side apply has).
+        """
         metadata = meta.metadata(obj)
         if self.resource.namespaced:
             metadata["namespace"] = namespace
@@ -251,6 +266,12 @@ class Store:
             raise self._invalid(obj, problems)
         self.strategy.prepare_for_create(obj)
         self.strategy.default(obj)
+        if manager is not None:
+            self.field_manager.update(None, obj, manager)
+        elif "managedFields" in metadata:
+            # Set by server-side apply: keep them last in metadata, where every later write
+            # puts them, so that applying the same configuration again encodes the same.
+            metadata["managedFields"] = metadata.pop("managedFields")
         problems = self.strategy.validate(obj)
         if problems:
             raise self._invalid(obj, problems)
@@ -453,12 +474,15 @@ class Store:
         *,
         subresource: str = "",
         dry_run: bool = False,
+        manager: str = "",
     ) -> Obj:
         """Update (PUT): optimistic concurrency on the resourceVersion the client read."""
 
         def mutate(current: Obj) -> Obj:
             self._check_resource_version(obj, current)
-            return self.prepare_update(copy.deepcopy(obj), current, subresource)
+            updated = self.prepare_update(copy.deepcopy(obj), current, subresource)
+            self.field_manager.update(current, updated, manager, subresource)
+            return updated
 
         if dry_run:
             return mutate(await self.get(namespace, name))

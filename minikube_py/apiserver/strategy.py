@@ -7,6 +7,8 @@ supplies the few that differ by kind. Each hook has one job:
   update:  prepare_for_update -> default -> validate_update     -> etcd Txn
   status:  prepare_for_status_update    -> validate_status_update -> etcd Txn
 
+and `reset_fields` tells server-side apply which fields each of those writes resets.
+
 Hooks mutate the object in place and never talk to storage. Metadata (name, labels,
 annotations, ownerReferences...) is validated by the store for every kind, so a
 strategy validates only its own spec and status.
@@ -18,7 +20,9 @@ import copy
 import functools
 from typing import Any, ClassVar
 
+from minikube_py.api.managedfields.fieldpath import FieldSet, field_element
 from minikube_py.api.resources import Resource
+from minikube_py.api.schema import schema_for
 from minikube_py.api.validation import FieldError
 
 Obj = dict[str, Any]
@@ -60,9 +64,13 @@ class Strategy:
         new["metadata"]["generation"] = generation + 1 if spec_changed(new, old) else generation
 
     def prepare_for_status_update(self, new: Obj, old: Obj) -> None:
-        """Before a /status write: everything but status comes from the stored object."""
+        """Before a /status write: everything but status comes from the stored object.
+
+        managedFields stay the write's own: the field manager records this write in them.
+        """
         status = new.get("status")
         resource_version = new["metadata"].get("resourceVersion")
+        managed_fields = new["metadata"].get("managedFields")
         new.clear()
         new.update(copy.deepcopy(old))
         if status is None:
@@ -71,6 +79,24 @@ class Strategy:
             new["status"] = status
         if resource_version is not None:
             new["metadata"]["resourceVersion"] = resource_version
+        new["metadata"].pop("managedFields", None)
+        if managed_fields is not None:
+            new["metadata"]["managedFields"] = managed_fields
+
+    def reset_fields(self) -> dict[str, FieldSet]:
+        """GetResetFields: by subresource ("" for the main resource), the fields its writes
+        reset, which server-side apply never records as owned: status on the main
+        resource, everything but status on /status."""
+        if not self.has_status:
+            return {}
+        resource = self.resource
+        schema = schema_for(resource.group, resource.version, resource.kind)
+        top_level = schema.fields if schema is not None else ("metadata", "spec")
+        return {
+            "": FieldSet.of((field_element("status"),)),
+            "status": FieldSet.of(*((field_element(name),) for name in top_level
+                                    if name != "status")),
+        }
 
     def default(self, obj: Obj) -> None:
         """Fill in fields a client may omit (runs on create and on every update)."""

@@ -1,5 +1,9 @@
 """Subresources with their own logic: pods/binding, the /scale of workloads, namespaces/finalize.
 
+A /scale write is recorded in the workload's managedFields as an update of spec.replicas
+through the subresource "scale" (upstream's ScaleHandler); server-side apply of a Scale
+itself is not supported (415).
+
 (`/status` needs none: it is an update whose strategy keeps everything but status.)
 """
 
@@ -16,7 +20,13 @@ from minikube_py.api.schema import schema_for
 from minikube_py.api.selectors import label_selector_to_string
 from minikube_py.apiserver import negotiation
 from minikube_py.apiserver.negotiation import Wanted
-from minikube_py.apiserver.request_params import dry_run, field_validation, read_object
+from minikube_py.apiserver.request_params import (
+    dry_run,
+    field_manager,
+    field_validation,
+    patch_options,
+    read_object,
+)
 from minikube_py.apiserver.requestinfo import RequestInfo
 from minikube_py.apiserver.responses import json_response, respond, success_status
 from minikube_py.apiserver.store import Store
@@ -123,13 +133,16 @@ async def scale(
         obj = await store.get(namespace, info.name)
         return respond(to_scale(obj), wanted)
     if info.verb == "update":
+        manager = field_manager(request, "UpdateOptions")
         body = await read_object(request, resource, "Scale", "autoscaling/v1")
         warnings = field_validation(request, resource, body, "Scale", "autoscaling", "v1")
 
         def from_body(_current_scale: Obj) -> Obj:
             return body
     else:
-        kind = negotiation.patch_type(request.headers.get("Content-Type", ""))
+        kind = negotiation.patch_type(request.headers.get("Content-Type", ""),
+                                      negotiation.NON_APPLY_PATCH_TYPES)
+        manager = patch_options(request, apply=False).field_manager
         patch = negotiation.parse_json(await request.read())
         warnings = []
 
@@ -170,7 +183,9 @@ async def scale(
             )
         new = copy.deepcopy(current)
         new.setdefault("spec", {})["replicas"] = replicas
-        return store.prepare_update(new, current, "")
+        updated = store.prepare_update(new, current, "")
+        store.field_manager.update(current, updated, manager, "scale")
+        return updated
 
     if dry_run(request):
         updated = mutate(copy.deepcopy(await store.get(namespace, info.name)))

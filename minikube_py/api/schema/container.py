@@ -16,6 +16,7 @@ from minikube_py.api.schema.dsl import (
     STRING,
     array,
     atomic,
+    atomic_struct,
     f,
     merged,
     obj,
@@ -25,37 +26,37 @@ from minikube_py.api.schema.references import CORE
 
 # --- environment variables -------------------------------------------------------------
 
-OBJECT_FIELD_SELECTOR = obj(
+OBJECT_FIELD_SELECTOR = atomic_struct(obj(
     f"{CORE}.ObjectFieldSelector",
     "Selects a field of the pod (downward API).",
     apiVersion=f(STRING, "Version of the schema fieldPath is written in; defaults to v1."),
     fieldPath=f(STRING, "Path of the field, e.g. metadata.name or status.podIP.",
                 required=True),
-)
+))
 
-RESOURCE_FIELD_SELECTOR = obj(
+RESOURCE_FIELD_SELECTOR = atomic_struct(obj(
     f"{CORE}.ResourceFieldSelector",
     "Selects a container resource request or limit (downward API).",
     containerName=f(STRING, "Container whose resources are read; required for volumes."),
     divisor=f(QUANTITY, "Unit the value is expressed in; defaults to 1."),
     resource=f(STRING, "The resource, e.g. limits.cpu or requests.memory.", required=True),
-)
+))
 
-CONFIG_MAP_KEY_SELECTOR = obj(
+CONFIG_MAP_KEY_SELECTOR = atomic_struct(obj(
     f"{CORE}.ConfigMapKeySelector",
     "Selects a key of a ConfigMap.",
     key=f(STRING, "The key to select.", required=True),
     name=f(STRING, "Name of the ConfigMap."),
     optional=f(BOOLEAN, "If true, the ConfigMap or key may be missing."),
-)
+))
 
-SECRET_KEY_SELECTOR = obj(
+SECRET_KEY_SELECTOR = atomic_struct(obj(
     f"{CORE}.SecretKeySelector",
     "Selects a key of a Secret.",
     key=f(STRING, "The key to select.", required=True),
     name=f(STRING, "Name of the Secret."),
     optional=f(BOOLEAN, "If true, the Secret or key may be missing."),
-)
+))
 
 FILE_KEY_SELECTOR = obj(
     f"{CORE}.FileKeySelector",
@@ -115,7 +116,7 @@ CONTAINER_PORT = obj(
     hostIP=f(STRING, "Host IP to bind the host port to."),
     hostPort=f(INTEGER, "Port number on the host; rarely needed."),
     name=f(STRING, "IANA_SVC_NAME, unique in the pod; services can refer to it."),
-    protocol=f(STRING, "TCP, UDP or SCTP; defaults to TCP."),
+    protocol=f(STRING, "TCP, UDP or SCTP; defaults to TCP.", default="TCP"),
 )
 
 RESOURCE_CLAIM = obj(

@@ -9,10 +9,14 @@
                  map_keys=("containerPort", "protocol"))
 
 `merged` and `atomic` spell out what upstream writes as struct tags and comment markers
-(`patchStrategy:"merge" patchMergeKey:"name"`, `+listType=map`, `+listMapKey=name`).
+(`patchStrategy:"merge" patchMergeKey:"name"`, `+listType=map`, `+listMapKey=name`);
+`atomic_struct` and `atomic_map` are `+structType=atomic` and `+mapType=atomic`.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from typing import Any
 
 from minikube_py.api.schema.types import Field, Type
 
@@ -49,6 +53,16 @@ STRING_MAP = map_of(STRING)
 QUANTITY_MAP = map_of(QUANTITY)
 
 
+def atomic_struct(schema: Type) -> Type:
+    """`+structType=atomic`: server-side apply owns and replaces the object as a whole."""
+    return dataclasses.replace(schema, map_type="atomic")
+
+
+def atomic_map(values: Type) -> Type:
+    """`+mapType=atomic`: a map server-side apply owns and replaces as a whole."""
+    return Type(kind="map", items=values, map_type="atomic")
+
+
 def f(
     type_: Type,
     description: str = "",
@@ -58,8 +72,9 @@ def f(
     merge_key: str | None = None,
     list_type: str | None = None,
     map_keys: tuple[str, ...] = (),
+    default: Any = None,
 ) -> Field:
-    """A field, with upstream's patch strategy and list type where it has them."""
+    """A field, with upstream's patch strategy, list type and default where it has them."""
     return Field(
         type=type_,
         description=description,
@@ -68,6 +83,7 @@ def f(
         patch_merge_key=merge_key,
         list_type=list_type,
         list_map_keys=map_keys,
+        default=default,
     )
 
 

@@ -13,6 +13,7 @@ from minikube_py.api.schema.dsl import (
     STRING_MAP,
     array,
     atomic,
+    atomic_struct,
     f,
     merged,
     obj,
@@ -33,7 +34,7 @@ MICRO_TIME = Type(
     description="A timestamp in RFC 3339 form with microsecond precision.",
 )
 
-OWNER_REFERENCE = obj(
+OWNER_REFERENCE = atomic_struct(obj(
     f"{META}.OwnerReference",
     "Identifies an owning object; the garbage collector deletes dependents of deleted owners.",
     apiVersion=f(STRING, "API version of the owner.", required=True),
@@ -43,7 +44,7 @@ OWNER_REFERENCE = obj(
     kind=f(STRING, "Kind of the owner.", required=True),
     name=f(STRING, "Name of the owner.", required=True),
     uid=f(STRING, "UID of the owner.", required=True),
-)
+))
 
 MANAGED_FIELDS_ENTRY = obj(
     f"{META}.ManagedFieldsEntry",
@@ -107,12 +108,12 @@ LABEL_SELECTOR_REQUIREMENT = obj(
     values=atomic(STRING, "Values for In and NotIn; empty for Exists and DoesNotExist."),
 )
 
-LABEL_SELECTOR = obj(
+LABEL_SELECTOR = atomic_struct(obj(
     f"{META}.LabelSelector",
     "A label query; all of matchLabels and matchExpressions must hold (AND).",
     matchExpressions=atomic(LABEL_SELECTOR_REQUIREMENT, "Set-based requirements."),
     matchLabels=f(STRING_MAP, "Equality requirements: label key equals value."),
-)
+))
 
 CONDITION = obj(
     f"{META}.Condition",

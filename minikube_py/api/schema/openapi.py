@@ -45,6 +45,8 @@ def _definition(schema: Type, ref: str, v3: bool, gvks: list[GroupVersionKind]) 
             out["required"] = required
         if schema.preserve_unknown:
             out["x-kubernetes-preserve-unknown-fields"] = True
+        if schema.map_type:
+            out["x-kubernetes-map-type"] = schema.map_type
     else:
         out.update(_scalar(schema, v3))
     if gvks:
@@ -86,7 +88,7 @@ def _inline(schema: Type, ref: str, v3: bool) -> dict:
     if schema.kind == "map":
         return {"type": "object"} | (
             {"additionalProperties": _inline(schema.items, ref, v3)} if schema.items else {}
-        )
+        ) | ({"x-kubernetes-map-type": schema.map_type} if schema.map_type else {})
     if schema.kind == "object":
         return _definition(schema, ref, v3, [])
     return _scalar(schema, v3)
@@ -98,6 +100,8 @@ def _property(field: Field, ref: str, v3: bool) -> dict:
     extras: dict[str, Any] = {}
     if field.description:
         extras["description"] = field.description
+    if field.default is not None:
+        extras["default"] = field.default
     if field.list_type:
         extras["x-kubernetes-list-type"] = field.list_type
     if field.list_map_keys:

@@ -18,9 +18,10 @@ from minikube_py.api.schema.dsl import (
     QUANTITY,
     QUANTITY_MAP,
     STRING,
-    STRING_MAP,
     array,
     atomic,
+    atomic_map,
+    atomic_struct,
     f,
     merged,
     obj,
@@ -39,18 +40,18 @@ NODE_SELECTOR_REQUIREMENT = obj(
     values=atomic(STRING, "Values for In, NotIn (several), Gt, Lt (one)."),
 )
 
-NODE_SELECTOR_TERM = obj(
+NODE_SELECTOR_TERM = atomic_struct(obj(
     f"{CORE}.NodeSelectorTerm",
     "Requirements that must all hold (AND).",
     matchExpressions=atomic(NODE_SELECTOR_REQUIREMENT, "Requirements on node labels."),
     matchFields=atomic(NODE_SELECTOR_REQUIREMENT, "Requirements on node fields."),
-)
+))
 
-NODE_SELECTOR = obj(
+NODE_SELECTOR = atomic_struct(obj(
     f"{CORE}.NodeSelector",
     "Terms of which at least one must hold (OR).",
     nodeSelectorTerms=atomic(NODE_SELECTOR_TERM, "The terms.", required=True),
-)
+))
 
 PREFERRED_SCHEDULING_TERM = obj(
     f"{CORE}.PreferredSchedulingTerm",
@@ -225,7 +226,7 @@ POD_SPEC = obj(
     initContainers=merged(CONTAINER, "Containers run to completion, in order, before the "
                           "others.", key="name"),
     nodeName=f(STRING, "The node the pod is bound to; set by the scheduler."),
-    nodeSelector=f(STRING_MAP, "Labels a node must have to run the pod."),
+    nodeSelector=f(atomic_map(STRING), "Labels a node must have to run the pod."),
     os=f(POD_OS, "Operating system of the containers."),
     overhead=f(QUANTITY_MAP, "Resources used by the pod sandbox, set from the RuntimeClass."),
     preemptionPolicy=f(STRING, "PreemptLowerPriority (default) or Never."),

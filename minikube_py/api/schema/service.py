@@ -11,8 +11,8 @@ from minikube_py.api.schema.dsl import (
     INT_OR_STRING,
     INTEGER,
     STRING,
-    STRING_MAP,
     atomic,
+    atomic_map,
     f,
     merged,
     obj,
@@ -30,7 +30,7 @@ SERVICE_PORT = obj(
     name=f(STRING, "Name of the port, a DNS_LABEL; required with several ports."),
     nodePort=f(INTEGER, "Port on every node for NodePort and LoadBalancer services."),
     port=f(INTEGER, "The port the service exposes.", required=True),
-    protocol=f(STRING, "TCP, UDP or SCTP; defaults to TCP."),
+    protocol=f(STRING, "TCP, UDP or SCTP; defaults to TCP.", default="TCP"),
     targetPort=f(INT_OR_STRING, "Port number or name on the pods; defaults to port."),
 )
 
@@ -67,7 +67,7 @@ SERVICE_SPEC = obj(
     ports=merged(SERVICE_PORT, "Ports of the service.", key="port",
                  map_keys=("port", "protocol")),
     publishNotReadyAddresses=f(BOOLEAN, "Publish endpoints of pods that are not ready."),
-    selector=f(STRING_MAP, "Labels of the pods traffic is sent to."),
+    selector=f(atomic_map(STRING), "Labels of the pods traffic is sent to."),
     sessionAffinity=f(STRING, "ClientIP or None (default)."),
     sessionAffinityConfig=f(SESSION_AFFINITY_CONFIG, "Session affinity settings."),
     trafficDistribution=f(STRING, "Preference for routing, e.g. PreferClose."),
