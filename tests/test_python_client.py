@@ -11,6 +11,7 @@ import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -595,3 +596,40 @@ def test_list_pages_with_limit_and_continue_return_each_item_once(v1: client.Cor
     assert sorted(seen) == sorted(names) and len(seen) == len(names)
     assert pages[0].metadata.remaining_item_count == 23
     assert len({p.metadata.resource_version for p in pages}) == 1
+
+
+# -- events.k8s.io/v1 -----------------------------------------------------------------------
+
+def test_events_k8s_io_events_are_created_read_in_both_shapes_and_validated(
+        api_client: client.ApiClient, v1: client.CoreV1Api, namespace: str) -> None:
+    """An events.k8s.io/v1 Event is stored once and read through both APIs; its strict
+    rules (deprecated fields unset) and immutable note hold."""
+    events = client.EventsV1Api(api_client)
+    body = client.EventsV1Event(
+        metadata=client.V1ObjectMeta(name="web.started"),
+        event_time=datetime.now(UTC), type="Normal", reason="Started", action="Start",
+        note="container started", reporting_controller="example.com/lab",
+        reporting_instance="lab-1",
+        regarding=client.V1ObjectReference(kind="Pod", name="web", namespace=namespace))
+    created = events.create_namespaced_event(namespace, body)
+    assert created.note == "container started"
+    assert created.regarding.name == "web"
+    core = v1.read_namespaced_event("web.started", namespace)
+    assert core.message == "container started"
+    assert core.involved_object.name == "web"
+    assert core.reporting_component == "example.com/lab"
+    listed = events.list_namespaced_event(namespace, field_selector="regarding.name=web")
+    assert [e.metadata.name for e in listed.items] == ["web.started"]
+
+    created.note = "changed"
+    with pytest.raises(ApiException) as refused:
+        events.replace_namespaced_event("web.started", namespace, created)
+    assert refused.value.status == 422
+    assert "message: Invalid value" in json.loads(refused.value.body)["message"]
+
+    body.metadata = client.V1ObjectMeta(name="web.counted")
+    body.deprecated_count = 3
+    with pytest.raises(ApiException) as invalid:
+        events.create_namespaced_event(namespace, body)
+    assert invalid.value.status == 422
+    assert "count: Invalid value" in json.loads(invalid.value.body)["message"]

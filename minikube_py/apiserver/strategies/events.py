@@ -34,22 +34,13 @@ EVENT_TYPES = ("Normal", "Warning")
 _REFERENCE_FIELDS = (
     "kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath",
 )  # fmt: skip
-# events.k8s.io/v1 fields that never change, with the (internal) names upstream reports.
+# events.k8s.io/v1 fields that never change, by the (core/v1) names they are stored and
+# reported under: regarding is involvedObject, note is message, deprecatedX is x.
 _V1_IMMUTABLE_FIELDS = (
-    ("regarding", "involvedObject"),
-    ("reason", "reason"),
-    ("note", "message"),
-    ("deprecatedSource", "source"),
-    ("deprecatedFirstTimestamp", "firstTimestamp"),
-    ("deprecatedLastTimestamp", "lastTimestamp"),
-    ("deprecatedCount", "count"),
-    ("reportingController", "reportingController"),
-    ("type", "type"),
-    ("eventTime", "eventTime"),
-    ("action", "action"),
-    ("related", "related"),
-    ("reportingInstance", "reportingInstance"),
-)
+    "involvedObject", "reason", "message", "source", "firstTimestamp", "lastTimestamp",
+    "count", "reportingComponent", "type", "eventTime", "action", "related",
+    "reportingInstance",
+)  # fmt: skip
 
 
 class EventStrategy(NoGenerationStrategy):
@@ -79,7 +70,12 @@ class EventStrategy(NoGenerationStrategy):
 
 
 class EventsV1EventStrategy(NoGenerationStrategy):
-    """events.k8s.io/v1 Events: the structured, rate-friendly event API."""
+    """events.k8s.io/v1 Events: the structured, rate-friendly event API.
+
+    The API server converts them to the stored core/v1 shape before any hook runs
+    (apiserver/conversion.py), so the hooks read core/v1 field names: regarding is
+    involvedObject, note is message, deprecatedSource is source, and so on.
+    """
 
     default_garbage_collection_policy = "Unsupported"
 
@@ -88,21 +84,17 @@ class EventsV1EventStrategy(NoGenerationStrategy):
     def validate(self, obj: Obj) -> list[FieldError]:
         """ValidateEventCreate for events.k8s.io/v1: the legacy rules, then strict ones."""
         errors = _legacy_errors(
-            obj, regarding_field="regarding", reporter_field="reportingController",
-            note_field="note",
+            obj, regarding_field="involvedObject", reporter_field="reportingComponent",
+            note_field="message",
         )  # fmt: skip
         if not obj.get("eventTime"):
             errors.append(required("eventTime"))
         if obj.get("type") not in EVENT_TYPES:
             errors.append(invalid("type", "", f"has invalid value: {obj.get('type') or ''}"))
-        for field, path in (
-            ("deprecatedFirstTimestamp", "firstTimestamp"),
-            ("deprecatedLastTimestamp", "lastTimestamp"),
-            ("deprecatedCount", "count"),
-        ):
-            if obj.get(field):
+        for path in ("firstTimestamp", "lastTimestamp", "count"):
+            if obj.get(path):
                 errors.append(invalid(path, "", "needs to be unset"))
-        source = as_dict(obj.get("deprecatedSource"))
+        source = as_dict(obj.get("source"))
         if source.get("component") or source.get("host"):
             errors.append(invalid("source", "", "needs to be unset"))
         return errors
@@ -110,22 +102,23 @@ class EventsV1EventStrategy(NoGenerationStrategy):
     def validate_update(self, new: Obj, old: Obj) -> list[FieldError]:
         """ValidateEventUpdate for events.k8s.io/v1: only the series may change."""
         errors = self.validate(new)
-        for field, path in _V1_IMMUTABLE_FIELDS:
-            errors += validate_immutable(new.get(field), old.get(field), path)
+        for path in _V1_IMMUTABLE_FIELDS:
+            errors += validate_immutable(new.get(path), old.get(path), path)
         return errors
 
     def field_set(self, obj: Obj) -> dict[str, str]:
         fields = super().field_set(obj)
-        fields.update(_reference_fields("regarding", obj))
+        fields.update(_reference_fields("regarding", obj, stored_as="involvedObject"))
         fields["reason"] = obj.get("reason", "")
-        fields["reportingController"] = obj.get("reportingController", "")
+        fields["reportingController"] = obj.get("reportingComponent", "")
         fields["type"] = obj.get("type", "")
         return fields
 
 
-def _reference_fields(field: str, event: Obj) -> dict[str, str]:
-    """The selectable fields of the object an event is about (`involvedObject.kind`, ...)."""
-    reference = as_dict(event.get(field))
+def _reference_fields(field: str, event: Obj, stored_as: str = "") -> dict[str, str]:
+    """The selectable fields of the object an event is about (`involvedObject.kind`, ...);
+    `stored_as`: the name of the field in the stored (core/v1) event, when it differs."""
+    reference = as_dict(event.get(stored_as or field))
     return {f"{field}.{name}": str(reference.get(name, "")) for name in _REFERENCE_FIELDS}
 
 
