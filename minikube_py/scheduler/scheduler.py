@@ -167,8 +167,15 @@ class Scheduler:
         self.synced = asyncio.Event()
 
     def _observer(self, profile: str) -> Any:
+        # Finding a labelled child is slower than observing it: keep them at hand.
+        children: dict[tuple[str, str], Any] = {}
+
         def observe(point: str, status: str, seconds: float) -> None:
-            self.metrics.extension_point.labels(point, status, profile).observe(seconds)
+            child = children.get((point, status))
+            if child is None:
+                child = children[point, status] = self.metrics.extension_point.labels(
+                    point, status, profile)
+            child.observe(seconds)
         return observe
 
     # -- informer handlers: the queue and the cache follow the cluster ------------------------
