@@ -198,6 +198,10 @@ class Plugin(ABC):  # noqa: B024 (abstract are the extension points below)
     """Every plugin: a name, and a constructor taking its args and the framework handle."""
 
     name: ClassVar[str] = ""
+    # True when the plugin's Filter and Score answers for a node depend only on the pod's
+    # spec and that node's NodeInfo: the runtime may then reuse them for the next pod with
+    # the same spec while the node is unchanged (see framework/equivalence.py).
+    node_local: ClassVar[bool] = False
 
     def __init__(self, args: Obj | None = None, handle: Handle | None = None) -> None:
         self.args = args or {}

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from minikube_py.scheduler.framework.equivalence import EquivalenceCache
 from minikube_py.scheduler.framework.interface import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -107,6 +108,7 @@ class Framework:
         self._snapshot = Snapshot()
         self.waiting_pods: dict[str, WaitingPod] = {}
         self.pod_nominator: PodNominator | None = None  # the scheduling queue
+        self.equivalence = EquivalenceCache()
 
     # -- the Handle plugins see ------------------------------------------------------------
 
@@ -184,13 +186,34 @@ class Framework:
                                     nodes: list[NodeInfo]
                                     ) -> tuple[list[NodeInfo], dict[str, Status]]:
         """Filter many nodes: each plugin is asked about the nodes every plugin before it
-        let through. (the nodes that fit, in order; the status of each node that is out)"""
+        let through. (the nodes that fit, in order; the status of each node that is out)
+
+        The verdicts of the node-local Filters that come first (in the default profile,
+        all but PodTopologySpread and InterPodAffinity) are remembered for the next pod
+        with the same spec (framework/equivalence.py)."""
+        plugins = [plugin for plugin in self.plugins_at("filter")
+                   if plugin.name not in state.skip_filter_plugins]
+        local = 0
+        while local < len(plugins) and plugins[local].node_local:
+            local += 1
+        if not local:
+            return self._filter_nodes(plugins, state, pod, nodes)
+        first, rest = plugins[:local], plugins[local:]
+        nodes, rejected = self.equivalence.filter(
+            (pod.spec_key(), tuple(plugin.name for plugin in first)), nodes,
+            lambda unknown: self._filter_nodes(first, state, pod, unknown))
+        if rest and nodes:
+            nodes, rejected_later = self._filter_nodes(rest, state, pod, nodes)
+            rejected.update(rejected_later)
+        return nodes, rejected
+
+    @staticmethod
+    def _filter_nodes(plugins: list[Any], state: CycleState, pod: PodInfo,
+                      nodes: list[NodeInfo]) -> tuple[list[NodeInfo], dict[str, Status]]:
         rejected: dict[str, Status] = {}
-        for plugin in self.plugins_at("filter"):
+        for plugin in plugins:
             if not nodes:
                 break
-            if plugin.name in state.skip_filter_plugins:
-                continue
             out = plugin.filter_nodes(state, pod, nodes)
             if out:
                 for status in out.values():
@@ -275,36 +298,92 @@ class Framework:
 
     def run_score_plugins(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
                           ) -> tuple[dict[str, int], Status]:
-        """Score every node with every Score plugin, normalize, weight, and sum."""
+        """Score every node with every Score plugin, normalize, weight, and sum.
+
+        Node-local plugins' raw scores are remembered for the next pod with the same spec
+        (framework/equivalence.py); for those that do not normalize, so is their weighted
+        sum."""
         started = time.perf_counter()
-        names = [info.name for info in nodes]
-        totals = [0] * len(nodes)
-        for plugin in self.plugins_at("score"):
-            if plugin.name in state.skip_score_plugins:
-                continue
-            scores, status = plugin.score_nodes(state, pod, nodes)
-            if status.code:  # anything but Code.SUCCESS (0)
-                self.record_duration("Score", started, status)
-                return {}, status.with_plugin(plugin.name)
-            if type(plugin).normalize_score is not ScorePlugin.normalize_score:
-                by_name = dict(zip(names, scores, strict=True))
-                status = plugin.normalize_score(state, pod, by_name)
-                if status is not None and not status.is_success():
-                    self.record_duration("Score", started, status)
-                    return {}, status.with_plugin(plugin.name)
-                scores = list(by_name.values())
-            if scores and not MIN_NODE_SCORE <= min(scores) <= max(scores) <= MAX_NODE_SCORE:
-                invalid = next(s for s in scores if not MIN_NODE_SCORE <= s <= MAX_NODE_SCORE)
-                status = Status.error(f"plugin {plugin.name!r} returns an invalid score "
-                                      f"{invalid}, it should in the range of [0, 100] "
-                                      "after normalizing")
-                self.record_duration("Score", started, status)
-                return {}, status
+        plugins = [plugin for plugin in self.plugins_at("score")
+                   if plugin.name not in state.skip_score_plugins]
+        totals, remembered, status = self._node_local_scores(state, pod, nodes, plugins)
+        for plugin in plugins if not status.code else []:
+            if plugin.node_local and not _normalizes(plugin):
+                continue  # already in totals
+            if plugin.name in remembered:
+                scores = remembered[plugin.name]
+            else:
+                scores, status = plugin.score_nodes(state, pod, nodes)
+                if status.code:  # anything but Code.SUCCESS (0)
+                    status = status.with_plugin(plugin.name)
+                    break
+            status = self._check_scores(state, pod, plugin, nodes, scores)
+            if status.code:
+                break
             weight = self.score_weights.get(plugin.name, 1)
             totals = [total + score * weight for total, score in zip(totals, scores,
                                                                       strict=True)]
-        self.record_duration("Score", started, SUCCESS)
-        return dict(zip(names, totals, strict=True)), SUCCESS
+        self.record_duration("Score", started, status)
+        if status.code:
+            return {}, status
+        return {info.name: total for info, total in zip(nodes, totals, strict=True)}, SUCCESS
+
+    def _check_scores(self, state: CycleState, pod: PodInfo, plugin: Any,
+                      nodes: list[NodeInfo], scores: list[int]) -> Status:
+        """NormalizeScore (in place), then check every score is within [0, 100]."""
+        if _normalizes(plugin):
+            by_name = {info.name: score for info, score in zip(nodes, scores, strict=True)}
+            status = plugin.normalize_score(state, pod, by_name)
+            if status is not None and not status.is_success():
+                return status.with_plugin(plugin.name)
+            scores[:] = by_name.values()  # scores is the caller's own list
+        if scores and not MIN_NODE_SCORE <= min(scores) <= max(scores) <= MAX_NODE_SCORE:
+            invalid = next(s for s in scores if not MIN_NODE_SCORE <= s <= MAX_NODE_SCORE)
+            return Status.error(f"plugin {plugin.name!r} returns an invalid score {invalid}, "
+                                "it should in the range of [0, 100] after normalizing")
+        return SUCCESS
+
+    def _node_local_scores(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
+                           plugins: list[Any]
+                           ) -> tuple[list[int], dict[str, list[int]], Status]:
+        """What the node-local Score plugins say, remembered per pod spec: the weighted sum
+        of those that do not normalize (one total per node), and the raw scores of those
+        that do, by plugin name (the caller normalizes them: that looks at every node)."""
+        summed = [plugin for plugin in plugins if plugin.node_local and not _normalizes(plugin)]
+        raw = [plugin for plugin in plugins if plugin.node_local and _normalizes(plugin)]
+        if not summed and not raw:
+            return [0] * len(nodes), {}, SUCCESS
+        weights = [self.score_weights.get(plugin.name, 1) for plugin in summed]
+        failed: list[Status] = []
+
+        def run(unknown: list[NodeInfo]) -> list[list[int]] | None:
+            totals = [0] * len(unknown)
+            for plugin, weight in zip(summed, weights, strict=True):
+                scores, status = plugin.score_nodes(state, pod, unknown)
+                if not status.code:  # Code.SUCCESS (0)
+                    status = self._check_scores(state, pod, plugin, unknown, scores)
+                if status.code:
+                    failed.append(status.with_plugin(plugin.name))
+                    return None
+                totals = [total + score * weight for total, score in zip(totals, scores,
+                                                                          strict=True)]
+            columns = [totals]
+            for plugin in raw:
+                scores, status = plugin.score_nodes(state, pod, unknown)
+                if status.code:
+                    failed.append(status.with_plugin(plugin.name))
+                    return None
+                columns.append(scores)
+            return columns
+
+        key = (pod.spec_key(), tuple(plugin.name for plugin in summed),
+               tuple(plugin.name for plugin in raw))
+        rows = self.equivalence.scores(key, nodes, run)
+        if rows is None:
+            return [], {}, failed[0]
+        return ([row[0] for row in rows],
+                {plugin.name: [row[index] for row in rows]
+                 for index, plugin in enumerate(raw, start=1)}, SUCCESS)
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str
                                     ) -> Status:
@@ -379,6 +458,11 @@ class Framework:
                                     ) -> None:
         for plugin in self.plugins_at("postBind"):
             await plugin.post_bind(state, pod, node_name)
+
+
+def _normalizes(plugin: Any) -> bool:
+    """Whether a Score plugin has its own NormalizeScore."""
+    return type(plugin).normalize_score is not ScorePlugin.normalize_score
 
 
 def pod_priority(pod: Obj) -> int:

@@ -18,6 +18,8 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+import orjson
+
 from minikube_py.api.quantity import cpu_millis, memory_bytes, parse_quantity
 from minikube_py.api.selectors import LabelSelector, label_selector_from_dict
 
@@ -210,6 +212,7 @@ class PodInfo:
     required_anti_affinity_terms: list[AffinityTerm]
     preferred_affinity_terms: list[WeightedAffinityTerm]
     preferred_anti_affinity_terms: list[WeightedAffinityTerm]
+    _spec_key: tuple[Obj, bytes] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, pod: Obj) -> PodInfo:
@@ -247,6 +250,13 @@ class PodInfo:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    def spec_key(self) -> bytes:
+        """The pod's spec as canonical JSON: pods with equal specs (replicas) share it."""
+        if self._spec_key is None or self._spec_key[0] is not self.pod:
+            spec = self.pod.get("spec") or {}
+            self._spec_key = (self.pod, orjson.dumps(spec, option=orjson.OPT_SORT_KEYS))
+        return self._spec_key[1]
 
     def has_affinity(self) -> bool:
         return bool(self.required_affinity_terms or self.required_anti_affinity_terms

@@ -62,6 +62,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     Score: sum the weights of the preferred terms (the pod's and the added ones) a node meets."""
 
     name = "NodeAffinity"
+    node_local = True  # answers depend on the pod's spec and the node alone
 
     def __init__(self, args: Obj | None = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)

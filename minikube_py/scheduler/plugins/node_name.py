@@ -18,6 +18,7 @@ class NodeName(FilterPlugin):
     """Filter: when spec.nodeName is set, drop every node with another name."""
 
     name = "NodeName"
+    node_local = True  # answers depend on the pod's spec and the node alone
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         """Fits: no nodeName, or this node's name. Preemption cannot change a name, so a

@@ -34,6 +34,7 @@ class NodePorts(PreFilterPlugin, FilterPlugin):
     Filter: drop nodes where one of them is already taken."""
 
     name = "NodePorts"
+    node_local = True  # answers depend on the pod's spec and the node alone
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
                    ) -> tuple[PreFilterResult | None, Status]:

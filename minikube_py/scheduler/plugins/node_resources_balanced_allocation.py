@@ -46,6 +46,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
     (75 for no change, 100 for perfect balance gained, 50 for perfect balance lost)."""
 
     name = "NodeResourcesBalancedAllocation"
+    node_local = True  # answers depend on the pod's spec and the node alone
 
     def __init__(self, args: Obj | None = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)

@@ -84,6 +84,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     Score: LeastAllocated (spread), MostAllocated (pack) or RequestedToCapacityRatio."""
 
     name = "NodeResourcesFit"
+    node_local = True  # answers depend on the pod's spec and the node alone
 
     def __init__(self, args: Obj | None = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)

@@ -23,6 +23,7 @@ class NodeUnschedulable(FilterPlugin):
     node.kubernetes.io/unschedulable:NoSchedule."""
 
     name = "NodeUnschedulable"
+    node_local = True  # answers depend on the pod's spec and the node alone
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         """Evicting pods never uncordons a node: the rejection is unresolvable."""

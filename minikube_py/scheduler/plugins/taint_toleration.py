@@ -29,6 +29,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     Score: fewer untolerated PreferNoSchedule taints score higher."""
 
     name = "TaintToleration"
+    node_local = True  # answers depend on the pod's spec and the node alone
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         """Preemption removes pods, not taints: the rejection is unresolvable."""
