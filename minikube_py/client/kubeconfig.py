@@ -46,6 +46,19 @@ class ClientConfig:
             context.load_cert_chain(self.cert_file, self.key_file)
         return context
 
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The TLS settings as one SSLContext (None for plain HTTP): the CA to trust, or
+        no verification at all, and the client certificate if there is one."""
+        if not self.server.startswith("https://"):
+            return None
+        context = ssl.create_default_context(cafile=self.ca_file)
+        if self.insecure_skip_tls_verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if self.cert_file and self.key_file:
+            context.load_cert_chain(self.cert_file, self.key_file)
+        return context
+
 
 def default_kubeconfig_paths() -> list[Path]:
     """$KUBECONFIG (a `:`-separated list) if set, else ~/.kube/config, as kubectl."""

@@ -25,6 +25,7 @@ import aiohttp
 import orjson
 
 from minikube_py.api.resources import RESOURCES, Resource
+from minikube_py.client import transport
 from minikube_py.client.errors import APIStatusError, TooManyRequests, status_error
 from minikube_py.client.kubeconfig import ClientConfig, load_kubeconfig
 
@@ -59,6 +60,7 @@ class Client:
         self.user_agent = user_agent
         self.max_retries = max_retries
         self._session: aiohttp.ClientSession | None = None
+        self._pool: transport.ConnectionPool | None = None
         self._resources: dict[tuple[str, str], ResourceClient] = {}
 
     @classmethod
@@ -77,13 +79,30 @@ class Client:
         if self._session is not None:
             await self._session.close()
             self._session = None
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"User-Agent": self.user_agent, "Accept": "application/json"}
+        if self.config.token:
+            headers["Authorization"] = f"Bearer {self.config.token}"
+        return headers
+
+    @property
+    def pool(self) -> transport.ConnectionPool:
+        """The connections one-shot calls use (client/transport.py)."""
+        if self._pool is None:
+            self._pool = transport.ConnectionPool(
+                self.config.server, ssl_context=self.config.tls_context(),
+                headers=self._headers())
+        return self._pool
 
     @property
     def session(self) -> aiohttp.ClientSession:
+        """The aiohttp session watches stream on."""
         if self._session is None:
-            headers = {"User-Agent": self.user_agent, "Accept": "application/json"}
-            if self.config.token:
-                headers["Authorization"] = f"Bearer {self.config.token}"
+            headers = self._headers()
             connector = aiohttp.TCPConnector(limit=100, ssl=self.config.ssl_context())
             self._session = aiohttp.ClientSession(
                 base_url=None, headers=headers, connector=connector,
@@ -104,22 +123,19 @@ class Client:
                       timeout: float = 60.0) -> Obj:
         """One API call, with the retries its verb allows; returns the decoded JSON body."""
         data = orjson.dumps(body) if body is not None else None
-        headers = {"Content-Type": content_type} if data is not None else {}
+        headers = {"Content-Type": content_type} if data is not None else None
         idempotent = method == "GET"
         attempt = 0
         while True:
             try:
-                async with self.session.request(
-                    method, self.config.server + path, params=params, data=data,
-                    headers=headers, timeout=aiohttp.ClientTimeout(total=timeout),
-                ) as answer:
-                    payload = await answer.read()
-                    if answer.status < 400:
-                        return orjson.loads(payload) if payload else {}
-                    error = _error_from(answer.status, payload, answer.headers)
-            except aiohttp.ClientConnectorError as failure:
+                answer = await self.pool.request(method, path, params=params, body=data,
+                                                 headers=headers, timeout=timeout)
+                if answer.status < 400:
+                    return orjson.loads(answer.body) if answer.body else {}
+                error = _error_from(answer.status, answer.body, answer.headers)
+            except transport.NotSent as failure:
                 error = ConnectionFailed(f"cannot reach the API server: {failure}")
-            except (TimeoutError, aiohttp.ClientError) as failure:
+            except (TimeoutError, transport.Interrupted) as failure:
                 if not idempotent:
                     raise ConnectionFailed(f"{method} {path}: {failure!r}") from failure
                 error = ConnectionFailed(f"{method} {path}: {failure!r}")
@@ -160,9 +176,9 @@ def _error_from(code: int, payload: bytes, headers: Any) -> APIStatusError:
         status = {"kind": "Status", "status": "Failure", "code": code,
                   "message": payload.decode(errors="replace")[:500] or f"HTTP {code}"}
     error = status_error(status, code)
-    if "Retry-After" in headers:
+    if "retry-after" in headers:  # names in lower case (client/transport.py)
         try:
-            error.retry_after = float(headers["Retry-After"])
+            error.retry_after = float(headers["retry-after"])
         except ValueError:
             error.retry_after = None
     return error
