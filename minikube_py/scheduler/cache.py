@@ -56,6 +56,7 @@ class Cache:
         self._snapshot_with_affinity: dict[str, NodeInfo] = {}
         self._snapshot_with_anti_affinity: dict[str, NodeInfo] = {}
         self._image_states_stale = True
+        self._image_spread: dict[str, int] = {}
         # nodes changed since the last snapshot (their pods or the Node itself)
         self._dirty: set[str] = set()
         self.namespace_labels: dict[str, dict[str, str]] = {}
@@ -179,6 +180,7 @@ class Cache:
                     self._snapshot_with_affinity.pop(name, None)
                     self._snapshot_with_anti_affinity.pop(name, None)
                     membership_changed = True
+                    self._image_states_stale = True  # its images no longer count
                 continue
             if previous is not None and previous[0] == info.generation:
                 continue
@@ -207,10 +209,11 @@ class Cache:
             self._snapshot_positions = {info.name: i
                                         for i, info in enumerate(self._snapshot_list)}
         if self._image_states_stale:
-            Snapshot(self._snapshot_list).fill_image_states()
+            self._image_spread = Snapshot(self._snapshot_list).fill_image_states()
             self._image_states_stale = False
         snapshot = Snapshot(self._snapshot_list, self.namespace_labels,
                             by_name=dict(self._snapshot_by_name))
+        snapshot.image_spread = self._image_spread
         snapshot.set_affinity_lists(list(self._snapshot_with_affinity.values()),
                                     list(self._snapshot_with_anti_affinity.values()))
         return snapshot

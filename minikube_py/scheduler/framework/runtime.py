@@ -306,7 +306,9 @@ class Framework:
         started = time.perf_counter()
         plugins = [plugin for plugin in self.plugins_at("score")
                    if plugin.name not in state.skip_score_plugins]
+        names = [info.name for info in nodes]
         totals, remembered, status = self._node_local_scores(state, pod, nodes, plugins)
+        same_for_all = 0  # what plugins gave every node alike, added at the end
         for plugin in plugins if not status.code else []:
             if plugin.node_local and not _normalizes(plugin):
                 continue  # already in totals
@@ -317,22 +319,27 @@ class Framework:
                 if status.code:  # anything but Code.SUCCESS (0)
                     status = status.with_plugin(plugin.name)
                     break
-            status = self._check_scores(state, pod, plugin, nodes, scores)
+            status = self._check_scores(state, pod, plugin, names, scores)
             if status.code:
                 break
             weight = self.score_weights.get(plugin.name, 1)
-            totals = [total + score * weight for total, score in zip(totals, scores,
-                                                                      strict=True)]
+            if scores and min(scores) == max(scores):
+                same_for_all += scores[0] * weight
+            else:
+                totals = [total + score * weight for total, score in zip(totals, scores,
+                                                                          strict=True)]
         self.record_duration("Score", started, status)
         if status.code:
             return {}, status
-        return {info.name: total for info, total in zip(nodes, totals, strict=True)}, SUCCESS
+        if same_for_all:
+            totals = [total + same_for_all for total in totals]
+        return dict(zip(names, totals, strict=True)), SUCCESS
 
     def _check_scores(self, state: CycleState, pod: PodInfo, plugin: Any,
-                      nodes: list[NodeInfo], scores: list[int]) -> Status:
+                      names: list[str], scores: list[int]) -> Status:
         """NormalizeScore (in place), then check every score is within [0, 100]."""
         if _normalizes(plugin):
-            by_name = {info.name: score for info, score in zip(nodes, scores, strict=True)}
+            by_name = dict(zip(names, scores, strict=True))
             status = plugin.normalize_score(state, pod, by_name)
             if status is not None and not status.is_success():
                 return status.with_plugin(plugin.name)
@@ -357,11 +364,12 @@ class Framework:
         failed: list[Status] = []
 
         def run(unknown: list[NodeInfo]) -> list[list[int]] | None:
+            unknown_names = [info.name for info in unknown]
             totals = [0] * len(unknown)
             for plugin, weight in zip(summed, weights, strict=True):
                 scores, status = plugin.score_nodes(state, pod, unknown)
                 if not status.code:  # Code.SUCCESS (0)
-                    status = self._check_scores(state, pod, plugin, unknown, scores)
+                    status = self._check_scores(state, pod, plugin, unknown_names, scores)
                 if status.code:
                     failed.append(status.with_plugin(plugin.name))
                     return None

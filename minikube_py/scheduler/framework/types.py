@@ -385,6 +385,8 @@ class Snapshot:
         self._by_name = by_name if by_name is not None else {
             info.name: info for info in self.node_info_list}
         self.namespace_labels = namespace_labels or {}
+        # On how many nodes each image is (fill_image_states); None: not counted.
+        self.image_spread: dict[str, int] | None = None
         self._with_affinity: list[NodeInfo] | None = None
         self._with_required_anti_affinity: list[NodeInfo] | None = None
 
@@ -425,8 +427,9 @@ class Snapshot:
     def __len__(self) -> int:
         return len(self.node_info_list)
 
-    def fill_image_states(self) -> None:
-        """ImageStateSummary: each image's size and on how many nodes it is present."""
+    def fill_image_states(self) -> dict[str, int]:
+        """ImageStateSummary: each image's size and on how many nodes it is present.
+        Returns (and keeps as image_spread) the number of nodes holding each image."""
         spread: dict[str, int] = {}
         sizes: dict[str, dict[str, int]] = {}
         for info in self.node_info_list:
@@ -440,6 +443,8 @@ class Snapshot:
         for info in self.node_info_list:
             info.image_states = {name: (size, spread[name])
                                  for name, size in sizes[info.name].items()}
+        self.image_spread = spread
+        return spread
 
 
 class NodeMemo(Generic[V]):

@@ -31,6 +31,7 @@ class _ImageState:
 
     images: list[str]  # normalized names: init containers, containers, image volumes
     total_nodes: int
+    on_some_node: bool  # False: no node has any of them, every node scores 0
 
 
 def pod_images(pod: PodInfo) -> list[str]:
@@ -61,8 +62,11 @@ class ImageLocality(PreScorePlugin, ScorePlugin):
         them, not only those that passed the filters)."""
         if self.handle is None:
             return Status.error("ImageLocality needs the framework handle to count the nodes")
-        total_nodes = len(self.handle.snapshot())
-        state.write(_PRE_SCORE_STATE_KEY, _ImageState(pod_images(pod), total_nodes))
+        snapshot = self.handle.snapshot()
+        images = pod_images(pod)
+        spread = snapshot.image_spread
+        on_some_node = spread is None or any(name in spread for name in images)
+        state.write(_PRE_SCORE_STATE_KEY, _ImageState(images, len(snapshot), on_some_node))
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
@@ -80,6 +84,8 @@ class ImageLocality(PreScorePlugin, ScorePlugin):
                     ) -> tuple[list[int], Status]:
         """Score for many nodes: a node holding none of the pod's images scores 0."""
         images: _ImageState = state.read(_PRE_SCORE_STATE_KEY)
+        if not images.on_some_node:
+            return [0] * len(nodes), SUCCESS
         return [self.score(state, pod, info)[0]
                 if info.image_states and any(name in info.image_states for name in images.images)
                 else 0 for info in nodes], SUCCESS
