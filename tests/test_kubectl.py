@@ -208,7 +208,13 @@ def test_version_shows_the_server_version(kubectl: Kubectl) -> None:
 
 
 def test_get_raw_metrics_serves_request_counters(kubectl: Kubectl) -> None:
-    assert "apiserver_request_total" in kubectl("get", "--raw", "/metrics").stdout
+    metrics = kubectl("get", "--raw", "/metrics").stdout
+    assert "apiserver_request_total" in metrics
+    inflight = {line.split('"')[1]: float(line.rsplit(" ", 1)[1]) for line in
+                metrics.splitlines()
+                if line.startswith("apiserver_current_inflight_requests{")}
+    # The scrape itself is a read-only request in flight when the gauge is read.
+    assert inflight["readOnly"] >= 1 and inflight["mutating"] >= 0
 
 
 def test_get_raw_readyz_prints_ok(kubectl: Kubectl) -> None:

@@ -17,7 +17,6 @@ import logging
 import sys
 import time
 import traceback
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +25,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from minikube_py.api import errors
+from minikube_py.api.meta import new_uid
 from minikube_py.api.resources import RESOURCES
 from minikube_py.apiserver import discovery, openapi
 from minikube_py.apiserver.allocators import (
@@ -87,6 +87,9 @@ class APIServer:
         self._tasks: list[asyncio.Task[None]] = []
         self._runner: web.AppRunner | None = None
         self._inflight = {"readOnly": 0, "mutating": 0}
+        for kind in self._inflight:  # read when /metrics is scraped, not set per request
+            self.metrics.inflight.labels(kind).set_function(
+                lambda kind=kind: self._inflight[kind])
         # NamespaceLifecycle's force-live-lookup: namespaces deleted through this server
         # in the last seconds are read from etcd, not from the watch cache, which may not
         # show them Terminating yet (name -> until when, monotonic).
@@ -226,7 +229,7 @@ class APIServer:
 
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        request_id = str(uuid.uuid4())
+        request_id = new_uid()
         request[AUDIT_ID] = request_id  # a streamed response (watch) sets it before sending
         started = time.perf_counter()
         info = parse_request_info(request.method, request.path, request.query.get("watch"))
@@ -248,7 +251,6 @@ class APIServer:
                     self.metrics.rejected.labels(kind).inc()
                     raise errors.too_many_requests(1)
                 self._inflight[kind] += 1
-                self.metrics.inflight.labels(kind).set(self._inflight[kind])
                 counted = True
             response = await handler(request)
             if (info.verb == "delete" and info.resource == "namespaces" and not info.subresource
@@ -274,7 +276,6 @@ class APIServer:
                 watchers.dec()
             if counted:
                 self._inflight[kind] -= 1
-                self.metrics.inflight.labels(kind).set(self._inflight[kind])
         if not response.prepared:
             response.headers["Audit-Id"] = request_id
         elapsed = time.perf_counter() - started

@@ -257,7 +257,7 @@ class Store:
             metadata["name"] = meta.generate_name(str(metadata["generateName"]))
         metadata.pop("resourceVersion", None)
         metadata["uid"] = meta.new_uid()
-        metadata["creationTimestamp"] = meta.rfc3339(meta.now())
+        metadata["creationTimestamp"] = meta.now_rfc3339()
         for server_set in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             metadata.pop(server_set, None)
 

@@ -114,7 +114,7 @@ async def bind(
                 "type": "PodScheduled",
                 "status": "True",
                 "lastProbeTime": None,
-                "lastTransitionTime": meta.rfc3339(meta.now()),
+                "lastTransitionTime": meta.now_rfc3339(),
             }
         )
         status["conditions"] = conditions

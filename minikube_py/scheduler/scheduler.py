@@ -29,7 +29,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client import Histogram as PromHistogram
 
-from minikube_py.api.meta import now, rfc3339
+from minikube_py.api.meta import now_rfc3339
 from minikube_py.client.errors import APIStatusError, NotFound
 from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import EventHandler, SharedInformerFactory
@@ -546,7 +546,7 @@ class Scheduler:
             return
         patch: Obj = {"status": {"conditions": [{
             "type": "PodScheduled", "status": "False", "reason": reason, "message": message,
-            "lastProbeTime": None, "lastTransitionTime": rfc3339(now())}]}}
+            "lastProbeTime": None, "lastTransitionTime": now_rfc3339()}]}}
         if nomination_changes:
             patch["status"]["nominatedNodeName"] = nominated or None
         meta = pod["metadata"]
