@@ -390,12 +390,25 @@ async def test_requests_to_a_stopped_etcd_fail_fast_with_unavailable(
             assert time.monotonic() - started < 1.0
 
 
+async def wait_until_stopped(pid: int) -> None:
+    """SIGSTOP is delivered asynchronously: wait until every thread of the process is
+    stopped (state T), so that no request can still be answered."""
+    for _ in range(200):
+        states = [Path(f"/proc/{pid}/task/{task}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                  for task in os.listdir(f"/proc/{pid}/task")]
+        if all(state in ("T", "t") for state in states):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"process {pid} did not stop")
+
+
 async def test_requests_to_a_hung_etcd_time_out(private_etcd: EtcdProcess) -> None:
     async with private_etcd.client(request_timeout=0.5) as client:
         await client.current_revision()
         assert private_etcd.pid is not None
         os.kill(private_etcd.pid, signal.SIGSTOP)
         try:
+            await wait_until_stopped(private_etcd.pid)
             started = time.monotonic()
             with pytest.raises(EtcdTimeout):
                 await client.get(b"/a")
