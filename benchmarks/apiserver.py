@@ -18,9 +18,9 @@ with PASS/FAIL beside each target, appends it to benchmarks/RESULTS.md, and stop
 Every phase also records the CPU each process used (API server, etcd, this client, the
 watch readers and everything else on the machine), from /proc, so a reader can tell which
 process limited a figure, and the API server's CPU per request, which does not depend on
-what else runs. Requests go through a small keep-alive HTTP/1.1 client (HTTPConnection),
-because aiohttp's client would take CPU from the server on 2 cores; watches are read by
-aiohttp in separate processes.
+what else runs. Requests go through the client's keep-alive HTTP/1.1 pool
+(minikube_py/client/transport.py), because aiohttp's client would take CPU from the server
+on 2 cores; watches are read by aiohttp in separate processes.
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ from importlib.metadata import version as package_version
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
@@ -56,6 +55,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.etcd_raw import raw_create_rate, scratch_directory  # noqa: E402
+from minikube_py.client import transport  # noqa: E402
 from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
 from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
 
@@ -214,76 +214,34 @@ def pod(index: int) -> bytes:
 
 # -- HTTP load -------------------------------------------------------------------------------
 
-class HTTPConnection:
-    """One keep-alive HTTP/1.1 connection that sends a request and reads a sized answer.
-
-    The benchmark's own client: on 2 cores every microsecond the client spends is taken
-    from the API server or etcd, and aiohttp's client measured ~260 us of CPU per request
-    here against ~55 us for this (the API server answers every non-watch request with a
-    Content-Length, so nothing more is needed).
-    """
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 host: str) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.host = host
-
-    @classmethod
-    async def open(cls, url: str) -> HTTPConnection:
-        address = urlsplit(url)
-        assert address.hostname is not None and address.port is not None
-        reader, writer = await asyncio.open_connection(address.hostname, address.port)
-        return cls(reader, writer, address.netloc)
-
-    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
-        """Send one request; return the status code and the body."""
-        head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nAccept: application/json\r\n"
-        if body:
-            head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-        self.writer.write(head.encode() + b"\r\n" + body)
-        status_line, _, headers = (await self.reader.readuntil(b"\r\n\r\n")).partition(b"\r\n")
-        start = headers.lower().find(b"content-length:")
-        if start < 0:
-            raise BenchmarkError(f"{method} {path}: an answer without Content-Length")
-        length = int(headers[start + 15:headers.index(b"\r\n", start)])
-        return int(status_line.split()[1]), await self.reader.readexactly(length)
-
-    async def close(self) -> None:
-        self.writer.close()
-        with contextlib.suppress(ConnectionError):
-            await self.writer.wait_closed()
-
-
 class ConnectionPool:
-    """`size` connections to the API server, each lent to one request at a time."""
+    """At most `size` requests in flight, over the client's own keep-alive HTTP/1.1 pool
+    (minikube_py/client/transport.py): on 2 cores every microsecond the benchmark's
+    client spends is taken from the API server or etcd, and aiohttp's client costs about
+    3x as much CPU per request here."""
 
     def __init__(self, url: str, size: int) -> None:
         self.url = url
         self.size = size
-        self._idle: asyncio.Queue[HTTPConnection] = asyncio.Queue()
+        self._slots = asyncio.Semaphore(size)
+        self._http = transport.ConnectionPool(url, headers={"Accept": "application/json"})
 
     async def __aenter__(self) -> ConnectionPool:
-        for _ in range(self.size):
-            self._idle.put_nowait(await HTTPConnection.open(self.url))
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        while not self._idle.empty():
-            await self._idle.get_nowait().close()
+        await self._http.close()
 
     async def request(self, method: str, path: str, body: bytes = b"", *,
                       expect: int = 200) -> bytes:
         """The answer's body; a status other than `expect` fails the benchmark."""
-        connection = await self._idle.get()
-        try:
-            status, answer = await connection.request(method, path, body)
-        finally:
-            self._idle.put_nowait(connection)
-        if status != expect:
-            raise BenchmarkError(f"{method} {path}: expected {expect}, got {status}: "
-                                 f"{answer[:300]!r}")
-        return answer
+        headers = {"Content-Type": "application/json"} if body else None
+        async with self._slots:
+            answer = await self._http.request(method, path, body=body, headers=headers)
+        if answer.status != expect:
+            raise BenchmarkError(f"{method} {path}: expected {expect}, got {answer.status}: "
+                                 f"{answer.body[:300]!r}")
+        return answer.body
 
 
 async def run_concurrently(n: int, concurrency: int,
