@@ -24,13 +24,15 @@ bookkeeping. In Python a plugin call per node costs far more than a dictionary l
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from minikube_py.scheduler.framework.interface import Code
 
 if TYPE_CHECKING:
     from minikube_py.scheduler.framework.interface import Status
     from minikube_py.scheduler.framework.types import NodeInfo
+
+V = TypeVar("V")
 
 # How many different pod specs keep their answers (the most recently scheduled ones).
 DEFAULT_SIZE = 16
@@ -58,9 +60,7 @@ class EquivalenceCache:
         run(nodes) only about the nodes without a remembered verdict. A Status with
         Code.ERROR ends filtering: it comes back with no nodes that fit."""
         table = self._table(self._filters, key)
-        entries = [table.get(info.name) for info in nodes]
-        unknown = [info for info, entry in zip(nodes, entries, strict=True)
-                   if entry is None or entry[0] is not info]
+        entries, unknown = _remembered(table, nodes)
         if unknown:
             _, fresh = run(unknown)
             if any(status.code == Code.ERROR for status in fresh.values()):
@@ -78,9 +78,7 @@ class EquivalenceCache:
         nodes without remembered scores: it returns one list per plugin, or None when a
         plugin failed (then nothing is remembered and None is returned)."""
         table = self._table(self._scores, key)
-        entries = [table.get(info.name) for info in nodes]
-        unknown = [info for info, entry in zip(nodes, entries, strict=True)
-                   if entry is None or entry[0] is not info]
+        entries, unknown = _remembered(table, nodes)
         if unknown:
             columns = run(unknown)
             if columns is None:
@@ -89,3 +87,13 @@ class EquivalenceCache:
                 table[info.name] = (info, row)
             entries = [table[info.name] for info in nodes]
         return [entry[1] for entry in entries]
+
+
+def _remembered(table: dict[str, tuple[NodeInfo, V]], nodes: list[NodeInfo]
+                ) -> tuple[list[tuple[NodeInfo, V] | None], list[NodeInfo]]:
+    """Each node's entry in the table (None if there is none), and the nodes whose entry
+    is missing or was made for another NodeInfo object (the node changed since)."""
+    entries = [table.get(info.name) for info in nodes]
+    unknown = [info for info, entry in zip(nodes, entries, strict=True)
+               if entry is None or entry[0] is not info]
+    return entries, unknown

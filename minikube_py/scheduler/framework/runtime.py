@@ -308,8 +308,11 @@ class Framework:
                    if plugin.name not in state.skip_score_plugins]
         names = [info.name for info in nodes]
         totals, remembered, status = self._node_local_scores(state, pod, nodes, plugins)
+        if status.code:  # anything but Code.SUCCESS (0)
+            self.record_duration("Score", started, status)
+            return {}, status
         same_for_all = 0  # what plugins gave every node alike, added at the end
-        for plugin in plugins if not status.code else []:
+        for plugin in plugins:
             if plugin.node_local and not _normalizes(plugin):
                 continue  # already in totals
             if plugin.name in remembered:
