@@ -238,9 +238,14 @@ class Kubelet:
 
     def _runtime_changed(self, uid: str) -> None:
         """A PLEG event: sync, unless the worker's last sync already saw exactly this
-        (the containers it started itself, for one)."""
-        if self._synced_views.get(uid) != self.pleg.view(uid):
-            self.workers.update_pod(uid)
+        (the containers it started itself, for one). Asked again when the worker gets to
+        it: a sync running now may be the one that makes the change."""
+        if not self._saw_runtime(uid):
+            self.workers.update_pod(uid, unless=lambda: self._saw_runtime(uid))
+
+    def _saw_runtime(self, uid: str) -> bool:
+        """The worker's last sync saw what the PLEG's last relist saw of the pod."""
+        return self._synced_views.get(uid) == self.pleg.view(uid)
 
     def pod_updated(self, old: Obj, new: Obj) -> None:
         """An update wakes the worker only if it matters to the node (upstream's

@@ -38,6 +38,54 @@ async def test_wakeups_during_a_sync_fold_into_one_more_sync():
     await workers.stop()
 
 
+
+async def test_a_runtime_change_the_running_sync_already_saw_costs_no_second_sync():
+    """The PLEG relists while a sync starts containers: it reports the change the sync is
+    making itself. Checked when the worker gets to it, the wake-up is dropped."""
+    calls: list[str] = []
+    release = asyncio.Event()
+    seen = {"synced": "old", "runtime": "old"}
+
+    async def sync(uid: str) -> float | None:
+        calls.append(uid)
+        if len(calls) == 1:
+            await release.wait()
+            seen["synced"] = seen["runtime"]  # what this sync saw at its end
+        return None
+    workers = PodWorkers(sync)
+    workers.update_pod("a")
+    await asyncio.sleep(0.01)
+    seen["runtime"] = "started"
+    workers.update_pod("a", unless=lambda: seen["synced"] == seen["runtime"])
+    release.set()
+    await asyncio.sleep(0.05)
+    assert calls == ["a"]
+    seen["runtime"] = "exited"  # a change no sync has seen yet
+    workers.update_pod("a", unless=lambda: seen["synced"] == seen["runtime"])
+    await asyncio.sleep(0.05)
+    assert calls == ["a", "a"]
+    await workers.stop()
+
+
+async def test_a_conditional_wakeup_never_cancels_an_unconditional_one_or_a_retry():
+    calls: list[float] = []
+
+    async def sync(uid: str) -> float | None:
+        calls.append(asyncio.get_running_loop().time())
+        return 0.1 if len(calls) == 1 else None
+    workers = PodWorkers(sync)
+    workers.update_pod("a", unless=lambda: True)  # a new worker always syncs once
+    await asyncio.sleep(0.02)
+    assert len(calls) == 1
+    workers.update_pod("a", unless=lambda: True)  # dropped, but the retry timer stays
+    await asyncio.sleep(0.15)
+    assert len(calls) == 2 and calls[1] - calls[0] >= 0.09
+    workers.update_pod("a", unless=lambda: True)
+    workers.update_pod("a")  # an API update in the same fold: sync
+    await asyncio.sleep(0.02)
+    assert len(calls) == 3
+    await workers.stop()
+
 async def test_syncs_of_different_pods_run_concurrently():
     running: set[str] = set()
     overlap = asyncio.Event()
