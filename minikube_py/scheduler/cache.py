@@ -24,7 +24,7 @@ Obj = dict[str, Any]
 ASSUMED_POD_TTL = 30.0  # seconds an assumed, bound pod waits for the informer to confirm
 
 
-@dataclass
+@dataclass(slots=True)
 class _PodState:
     pod_info: PodInfo
     node_name: str

@@ -59,7 +59,7 @@ class Code(IntEnum):
     PENDING = 6  # the pod waits for something outside the scheduler
 
 
-@dataclass
+@dataclass(slots=True)
 class Status:
     """The answer of a plugin: a code, the reasons users read, and who said it."""
 
@@ -329,7 +329,7 @@ class PostBindPlugin(Plugin):
         ...
 
 
-@dataclass
+@dataclass(slots=True)
 class QueuedPodInfo:
     """A pod waiting in the scheduling queue (framework.QueuedPodInfo)."""
 

@@ -33,7 +33,7 @@ DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 CPU, MEMORY, EPHEMERAL_STORAGE, PODS = "cpu", "memory", "ephemeral-storage", "pods"
 
 
-@dataclass
+@dataclass(slots=True)
 class Resource:
     """Amounts of compute resources (framework.Resource)."""
 
@@ -201,7 +201,7 @@ def _affinity_term(term: Obj, pod_namespace: str) -> AffinityTerm:
     return AffinityTerm(labels, namespaces, parsed_ns_selector, term.get("topologyKey", ""))
 
 
-@dataclass
+@dataclass(slots=True)
 class PodInfo:
     """A pod and its parsed requests and affinity terms (framework.PodInfo)."""
 
@@ -285,7 +285,7 @@ def host_ports(pod: Obj) -> list[HostPort]:
     return ports
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeInfo:
     """A node and the pods the scheduler believes run on it (framework.NodeInfo)."""
 

@@ -25,7 +25,7 @@ MAX_CONTAINER_THRESHOLD = 1000 * MB
 _PRE_SCORE_STATE_KEY = "PreScoreImageLocality"
 
 
-@dataclass
+@dataclass(slots=True)
 class _ImageState:
     """What PreScore computes once per pod."""
 

@@ -156,7 +156,7 @@ def merge_namespace_selector(term: AffinityTerm, namespace_labels: Mapping[str, 
                                namespace_selector=None)
 
 
-@dataclass
+@dataclass(slots=True)
 class PreFilterState:
     """The counts PreFilter computes and Filter reads (preFilterState)."""
 
@@ -187,7 +187,7 @@ class PreFilterState:
                                          pod_info.pod, None, node_labels, multiplier)
 
 
-@dataclass
+@dataclass(slots=True)
 class PreScoreState:
     """Summed weights per topology key and value (preScoreState.topologyScore)."""
 
@@ -433,7 +433,7 @@ def _merged_weighted(terms: list[WeightedAffinityTerm], snapshot: Snapshot
                                  t.weight) for t in terms]
 
 
-@dataclass
+@dataclass(slots=True)
 class _ScoreInputs:
     """What one node adds to the topology score (processExistingPod, for all its pods)."""
 

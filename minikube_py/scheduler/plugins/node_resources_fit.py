@@ -71,7 +71,7 @@ def is_extended_resource_name(name: str) -> bool:
     return not validate_qualified_name("requests." + name)
 
 
-@dataclass
+@dataclass(slots=True)
 class _FitState:
     """PreFilter's result: the pod's requests, and the extended resources to check."""
 

@@ -221,7 +221,7 @@ class CriticalPaths:
         return twin
 
 
-@dataclass
+@dataclass(slots=True)
 class PreFilterState:
     """Matching pods per domain for each DoNotSchedule constraint (preFilterState)."""
 
@@ -242,7 +242,7 @@ class PreFilterState:
                               self.self_match_num)
 
 
-@dataclass
+@dataclass(slots=True)
 class PreScoreState:
     """What Score needs for the ScheduleAnyway constraints (preScoreState)."""
 
