@@ -8,10 +8,12 @@ import signal
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from minikube_py.apiserver.storage.etcd import (
+    MAX_GET_TXNS_IN_FLIGHT,
     CompactedError,
     EtcdClient,
     EtcdError,
@@ -94,6 +96,43 @@ async def test_concurrent_gets_share_txns_and_each_gets_its_own_answer(
             assert kv is None
         else:
             assert kv is not None and kv.value == b"v%03d" % i
+
+
+async def test_gets_issued_while_txns_are_on_their_way_wait_and_go_together(
+    etcd_client: EtcdClient, prefix: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Readers arriving one scheduling step apart (as HTTP requests do) still share Txns:
+    at most MAX_GET_TXNS_IN_FLIGHT are on their way, the rest wait and then go together."""
+    for i in range(100):
+        await etcd_client.create(prefix + b"k%03d" % i, b"v%03d" % i)
+    send = etcd_client._request
+    calls = in_flight = most_in_flight = 0
+
+    async def counting(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls, in_flight, most_in_flight
+        calls += 1
+        in_flight += 1
+        most_in_flight = max(most_in_flight, in_flight)
+        try:
+            return await send(*args, **kwargs)
+        finally:
+            in_flight -= 1
+
+    monkeypatch.setattr(etcd_client, "_request", counting)
+
+    async def reader(i: int) -> KeyValue | None:
+        for _ in range(i):  # the i-th reader asks i steps of the event loop later
+            await asyncio.sleep(0)
+        return await etcd_client.get(prefix + b"k%03d" % i)
+
+    found = await asyncio.gather(*(reader(i) for i in range(100)))
+
+    assert [kv.value if kv else None for kv in found] == [b"v%03d" % i for i in range(100)]
+    assert most_in_flight <= MAX_GET_TXNS_IN_FLIGHT
+    assert calls < 50, f"{calls} gRPC calls for 100 gets asked one loop step apart"
+    # A get issued after a write has returned still sees that write.
+    await etcd_client.update(prefix + b"k000", b"new", found[0].mod_revision)
+    assert (await etcd_client.get(prefix + b"k000")).value == b"new"
 
 
 async def test_gets_fail_together_when_etcd_is_gone(private_etcd: EtcdProcess) -> None:

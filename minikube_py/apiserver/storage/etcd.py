@@ -44,6 +44,8 @@ CHANNEL_OPTIONS = [
 WATCH_BACKOFF_INITIAL = 0.1
 WATCH_BACKOFF_MAX = 2.0
 MAX_TXN_OPS = 128  # etcd's default --max-txn-ops: at most this many gets share one Txn
+# Get Txns on their way at once; gets that come meanwhile wait and go together in the next.
+MAX_GET_TXNS_IN_FLIGHT = 2
 COMPACTED_MESSAGE = "required revision has been compacted"
 NOT_CONNECTED_MESSAGE = "failed to connect to all addresses"
 
@@ -247,6 +249,7 @@ class EtcdClient:
         self._closed = False
         self._pending_gets: list[tuple[bytes, asyncio.Future[KeyValue | None]]] = []
         self._tasks: set[asyncio.Future[None]] = set()
+        self._get_txns_in_flight = 0
 
     async def __aenter__(self) -> EtcdClient:
         return self
@@ -331,6 +334,10 @@ class EtcdClient:
 
         Gets issued at the same moment (many clients reading at once) travel together as
         one read-only Txn: one gRPC call and one linearizable read in etcd instead of many.
+        At most MAX_GET_TXNS_IN_FLIGHT such Txns are on their way at once; gets issued
+        meanwhile wait for one to come back and then go together. Under load this makes
+        the batches several times larger (each gRPC call costs the server about as much
+        as the rest of a GET), and a lone get never waits.
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[KeyValue | None] = loop.create_future()
@@ -341,13 +348,21 @@ class EtcdClient:
         return await future
 
     def _flush_gets(self) -> None:
+        if self._get_txns_in_flight >= MAX_GET_TXNS_IN_FLIGHT or not self._pending_gets:
+            return  # _get_txn_done sends them
         batch = self._pending_gets[:MAX_TXN_OPS]
         self._pending_gets = self._pending_gets[MAX_TXN_OPS:]
         if self._pending_gets:
             asyncio.get_running_loop().call_soon(self._flush_gets)
+        self._get_txns_in_flight += 1
         task = asyncio.ensure_future(self._send_gets(batch))
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._get_txn_done)
+
+    def _get_txn_done(self, task: asyncio.Future[None]) -> None:
+        self._tasks.discard(task)
+        self._get_txns_in_flight -= 1
+        self._flush_gets()
 
     async def _send_gets(self, batch: list[tuple[bytes, asyncio.Future[KeyValue | None]]]
                          ) -> None:
