@@ -40,6 +40,10 @@ CHANNEL_OPTIONS = [
     # A Range answer (a LIST of 5,000 pods is ~7 MB) may exceed gRPC's 4 MiB default;
     # clientv3 lifts the receive limit to math.MaxInt32 for the same reason.
     ("grpc.max_receive_message_length", 2**31 - 1),
+    # No transparent retries inside gRPC: _request already decides what to send again,
+    # and the retry machinery costs ~10% of every call's CPU (measured in
+    # benchmarks/RESULTS.md, 2026-11-24, session 7).
+    ("grpc.enable_retries", 0),
 ]
 WATCH_BACKOFF_INITIAL = 0.1
 WATCH_BACKOFF_MAX = 2.0
