@@ -124,8 +124,8 @@ class APIServer:
         self.handler = ResourceHandler(self.stores)
 
     def _count_event(self, plural: str) -> Any:
-        counter = self.metrics.watch_events.labels(plural)
-        return lambda _event: counter.inc()
+        counter, labels = self.metrics.watch_events, (plural,)
+        return lambda _event: counter.inc(labels)
 
     async def _namespace_exists(self, name: str) -> dict[str, Any] | None:
         cache = self.caches["/registry/namespaces/"]
