@@ -36,7 +36,7 @@ from minikube_py.apiserver.allocators import (
 )
 from minikube_py.apiserver.metrics import APIServerMetrics, InstrumentedEtcd
 from minikube_py.apiserver.requestinfo import parse_request_info
-from minikube_py.apiserver.responses import AUDIT_ID, json_response
+from minikube_py.apiserver.responses import AUDIT_ID, json_response, no_such_resource
 from minikube_py.apiserver.rest import ResourceHandler
 from minikube_py.apiserver.services import (
     AllocationRepair,
@@ -100,6 +100,18 @@ class APIServer:
             PortAllocator(self.etcd, config.service_node_port_range),
         )
         self._build_stores()
+        # Fixed paths (GET only); OpenAPI v3 documents and resources are routed by prefix.
+        self._routes = {
+            "/healthz": self._healthz,
+            "/livez": self._healthz,
+            "/readyz": self._readyz,
+            "/metrics": self._metrics,
+            "/version": self._version,
+            "/api": self._api,
+            "/apis": self._apis,
+            "/openapi/v2": self._openapi_v2,
+            "/openapi/v3": self._openapi_v3_index,
+        }
 
     # -- wiring ----------------------------------------------------------------------------
 
@@ -146,17 +158,6 @@ class APIServer:
         resources, so it does without web.Application's router and middleware chain,
         which cost about a tenth of a GET's CPU.
         """
-        self._routes = {
-            "/healthz": self._healthz,
-            "/livez": self._healthz,
-            "/readyz": self._readyz,
-            "/metrics": self._metrics,
-            "/version": self._version,
-            "/api": self._api,
-            "/apis": self._apis,
-            "/openapi/v2": self._openapi_v2,
-            "/openapi/v3": self._openapi_v3_index,
-        }
         return web.Server(self._serve, request_factory=self._make_request,
                           handler_cancellation=True, access_log=None)
 
@@ -320,9 +321,7 @@ class APIServer:
     # -- endpoints -------------------------------------------------------------------------
 
     async def _method_not_allowed(self, request: web.Request) -> web.Response:
-        raise errors.APIError(405, "MethodNotAllowed",
-                              "the server does not allow this method on the requested "
-                              "resource", {})
+        raise errors.method_not_allowed()
 
     async def _healthz(self, request: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -384,8 +383,7 @@ class APIServer:
     async def _openapi_v3(self, request: web.Request) -> web.Response:
         body = openapi.v3_document(request.path.removeprefix("/openapi/v3/"))
         if body is None:
-            raise errors.APIError(404, "NotFound", "the server could not find the requested "
-                                  "resource", {})
+            raise no_such_resource()
         return web.Response(body=body, content_type="application/json")
 
     async def _resource(self, request: web.Request) -> web.StreamResponse:
@@ -405,6 +403,5 @@ class APIServer:
         elif len(parts) == 3 and parts[0] == "apis":
             body = discovery.api_resource_list(parts[1], parts[2])
         if body is None:
-            raise errors.APIError(404, "NotFound",
-                                  "the server could not find the requested resource", {})
+            raise no_such_resource()
         return json_response(body)
