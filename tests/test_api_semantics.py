@@ -4,6 +4,7 @@ consistent pagination, compaction (410), graceful deletion, finalizers, subresou
 from __future__ import annotations
 
 import asyncio
+import socket
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -216,6 +217,66 @@ async def test_watch_resumption_loses_nothing(api: API, namespace: str) -> None:
     assert len(names) == 1000 and len(set(names)) == 1000
     versions = [int(obj["metadata"]["resourceVersion"]) for obj in received]
     assert versions == sorted(versions) and len(set(versions)) == 1000
+
+
+async def read_chunked_lines(reader: asyncio.StreamReader) -> AsyncIterator[bytes]:
+    """The lines of an HTTP/1.1 chunked body, checking its framing strictly."""
+    pending = b""
+    while True:
+        size_line = await reader.readuntil(b"\r\n")
+        size = int(size_line[:-2], 16)
+        if size == 0:
+            return
+        data = await reader.readexactly(size + 2)
+        assert data.endswith(b"\r\n"), "a chunk does not end where its size says"
+        pending += data[:-2]
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            yield line
+
+
+async def test_a_watch_read_slowly_gets_every_event_in_order(api: API, namespace: str) -> None:
+    """A client that reads slower than events come, with a small socket receive buffer: the
+    server writes live events straight to idle watches and queues them while the client is
+    behind. Mixing the two must neither reorder nor lose events, nor break the framing."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    _, listed = await api.get(path)
+    count, filler = 300, "x" * 30_000  # 9 MB in all: more than the server's socket buffers
+
+    async def create_all() -> None:
+        for first in range(0, count, 10):
+            codes = await asyncio.gather(*(
+                api.post(path, configmap(f"big-{i:04d}", {"filler": filler}))
+                for i in range(first, first + 10)))
+            assert [code for code, _ in codes] == [201] * 10
+
+    host, port = api.base.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
+    sock.connect((host, int(port)))
+    sock.setblocking(False)
+    reader, writer = await asyncio.open_connection(sock=sock, limit=2**20)
+    writer.write(f"GET {path}?watch=true&resourceVersion={listed['metadata']['resourceVersion']}"
+                 f" HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    received: list[dict[str, Any]] = []
+    try:
+        status = await reader.readuntil(b"\r\n\r\n")
+        assert status.startswith(b"HTTP/1.1 200") and b"chunked" in status.lower()
+        creates = asyncio.create_task(create_all())
+        async with asyncio.timeout(60):
+            async for line in read_chunked_lines(reader):
+                received.append(orjson.loads(line))
+                await asyncio.sleep(0.01)  # at most 3 MB/s: slower than the creates
+                if len(received) == count:
+                    break
+        await creates
+    finally:
+        writer.close()
+    assert [e["type"] for e in received] == ["ADDED"] * count
+    versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in received]
+    assert versions == sorted(versions) and len(set(versions)) == count
+    assert {e["object"]["metadata"]["name"] for e in received} == {
+        f"big-{i:04d}" for i in range(count)}
 
 
 async def test_watch_with_filter_sees_objects_leave_and_enter(api: API, namespace: str) -> None:

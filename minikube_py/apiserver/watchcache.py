@@ -73,7 +73,13 @@ class CacheEvent:
 
 
 class Watcher:
-    """One client's watch: a bounded queue of events that pass its filter."""
+    """One client's watch: a bounded queue of events that pass its filter.
+
+    `deliver`, when the watch's handler sets it, sends an event to the client at once and
+    answers whether it could. A watcher with nothing queued tries it first, so a live event
+    reaches an idle watch without waking the task that serves it; events queue (in order)
+    only while the client is behind.
+    """
 
     def __init__(
         self,
@@ -88,10 +94,13 @@ class Watcher:
         self.last_revision = start_revision
         self.closed = False
         self.overflowed = False
+        self.deliver: Callable[[str, Obj, CacheEvent | None], bool] | None = None
         self._wakeup = asyncio.Event()
 
     def push(self, type: str, obj: Obj, event: CacheEvent | None) -> None:
         if self.closed:
+            return
+        if self.deliver is not None and not self.queue and self.deliver(type, obj, event):
             return
         if len(self.queue) >= self.capacity:
             self.overflowed = True
@@ -126,6 +135,7 @@ class Watcher:
 
     def close(self) -> None:
         self.closed = True
+        self.deliver = None
         self._wakeup.set()
 
     async def next_batch(self, timeout: float | None) -> list[tuple[str, Obj, CacheEvent | None]]:

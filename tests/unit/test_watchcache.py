@@ -92,6 +92,34 @@ async def test_initial_state_then_changes_for_a_watch_without_revision() -> None
     assert await drain(watcher) == [("ADDED", "a", "11"), ("ADDED", "b", "12")]
 
 
+async def test_events_go_straight_to_an_idle_watch_and_queue_in_order_while_it_is_behind(
+        ) -> None:
+    wc = cache()
+    watcher = wc.watch(10, None)
+    sent: list[str] = []
+    accepting = True
+
+    def deliver(type: str, obj: dict[str, Any], event: Any) -> bool:
+        if accepting:
+            sent.append(obj["metadata"]["name"])
+        return accepting
+
+    watcher.deliver = deliver
+    wc._apply(put("a", 11))
+    assert sent == ["a"] and await drain(watcher) == []
+    accepting = False
+    wc._apply(put("b", 12))
+    accepting = True
+    wc._apply(put("c", 13))  # "b" is still queued: "c" must wait behind it
+    assert sent == ["a"]
+    assert await drain(watcher) == [("ADDED", "b", "12"), ("ADDED", "c", "13")]
+    wc._apply(put("d", 14))  # caught up: straight through again
+    assert sent == ["a", "d"]
+    wc.stop_watching(watcher)
+    wc._apply(put("e", 15))
+    assert sent == ["a", "d"] and watcher.deliver is None
+
+
 async def test_next_batch_waits_for_an_event() -> None:
     wc = cache()
     watcher = wc.watch(10, None)
