@@ -106,6 +106,8 @@ async def serve_watch(
                 watcher.last_revision = max(
                     watcher.last_revision, int(batch[-1][1]["metadata"]["resourceVersion"])
                 )
+                # aiohttp hands the chunk to the transport before it waits for the socket,
+                # so events that live_writer sends meanwhile go out after it, in order.
                 await response.write(chunk)
             elif watcher.closed:
                 break
