@@ -90,8 +90,9 @@ async def serve_watch(
     deadline = loop.time() + timeout
     next_bookmark = loop.time() + BOOKMARK_INTERVAL
     initial_pending = send_initial
+    deliver = live_writer(request, encode, watcher)
     if not initial_pending:
-        watcher.deliver = live_writer(request, encode, watcher)
+        watcher.deliver = deliver
     try:
         while True:
             now = loop.time()
@@ -118,7 +119,7 @@ async def serve_watch(
                         store.resource, max(watcher.last_revision, cache.revision), initial_end=True
                     )
                 )
-                watcher.deliver = live_writer(request, encode, watcher)
+                watcher.deliver = deliver
             if bookmarks and loop.time() >= next_bookmark:
                 next_bookmark = loop.time() + BOOKMARK_INTERVAL
                 if not watcher.queue:
