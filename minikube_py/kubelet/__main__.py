@@ -74,7 +74,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         default="memory.available<100Mi,nodefs.available<10%")
     parser.add_argument("--node-labels", type=_key_values, default={})
     parser.add_argument("--register-with-taints", type=_taints, default=[])
-    parser.add_argument("--max-parallel-starts", type=int, default=4,
+    parser.add_argument("--max-parallel-starts", type=int, default=3,
                         help="pods whose sandbox and containers start at the same time")
     parser.add_argument("--simulate", type=int, default=0, metavar="N",
                         help="run N hollow nodes (simulated runtime) in this process")

@@ -83,7 +83,7 @@ class KubeletConfig:
     eviction_hard: str = "memory.available<100Mi,nodefs.available<10%"
     node_labels: dict[str, str] = field(default_factory=dict)
     register_taints: list[Obj] = field(default_factory=list)
-    max_parallel_starts: int = 4
+    max_parallel_starts: int = 3
     # CrashLoopBackOff and image pull back-off: 10 s doubling to 5 min (upstream's
     # crashLoopBackOff settings; tests shorten them).
     backoff_initial: float = 10.0
