@@ -129,7 +129,8 @@ def median_trial(trials: list[Trial]) -> Trial:
 
 
 def rates(trials: list[Trial]) -> str:
-    """"median of 5 trials: 1,650, 1,702, ..." in the order they ran ('' for one trial)."""
+    """The rates in the order the trials ran, e.g. " (median of 5 trials: 1,650, ...)";
+    nothing for a single trial."""
     if len(trials) == 1:
         return ""
     return (f" (median of {len(trials)} trials: "
