@@ -115,12 +115,11 @@ class Row:
 @dataclass
 class Trial:
     """One run of a phase: its rate, the CPU each process used, the API server's CPU per
-    request (us) and, for API creates, the rate over the raw etcd trial run beside it."""
+    request (us)."""
 
     rate: float
     cpu: dict[str, float]
     cost_us: float = 0.0
-    share_of_raw: float = 0.0
 
 
 def median_trial(trials: list[Trial]) -> Trial:
@@ -418,13 +417,17 @@ class Bench:
             rate = await raw_create_rate(client, self.sizes.creates, self.sizes.concurrency)
         return Trial(rate, cpu)
 
+    async def api_trial(self, count: int, run: Callable[[], Awaitable[float]]) -> Trial:
+        """Time `run` (count requests; it answers the seconds taken) and the CPU it used."""
+        with measure_cpu(self.pids) as cpu:
+            elapsed = await run()
+        return Trial(count / elapsed, cpu, server_cpu_us(cpu, elapsed, count))
+
     async def create_trial(self, trial: int) -> Trial:
         bodies = [configmap(f"cm-{trial}-{index:05d}", {"index": str(index), "owner": "benchmark"})
                   for index in range(self.sizes.creates)]
-        with measure_cpu(self.pids) as cpu:
-            elapsed = await create_all(self.pool, "/api/v1/namespaces/bench/configmaps", bodies)
-        return Trial(self.sizes.creates / elapsed, cpu,
-                     server_cpu_us(cpu, elapsed, self.sizes.creates))
+        return await self.api_trial(self.sizes.creates, lambda: create_all(
+            self.pool, "/api/v1/namespaces/bench/configmaps", bodies))
 
     async def creates(self, client: Any | None) -> list[Row]:
         """API creates, and with an etcd client raw etcd creates, in alternating trials.
@@ -437,13 +440,12 @@ class Bench:
         raw: list[Trial] = []
         api: list[Trial] = []
         for trial in range(self.sizes.trials):
-            if client is not None and trial % 2 == 0:
+            raw_first = trial % 2 == 0
+            if client is not None and raw_first:
                 raw.append(await self.raw_trial(client))
             api.append(await self.create_trial(trial))
-            if client is not None and trial % 2 == 1:
+            if client is not None and not raw_first:
                 raw.append(await self.raw_trial(client))
-            if client is not None:
-                api[-1].share_of_raw = api[-1].rate / raw[-1].rate
         rows = []
         if raw:
             middle = median_trial(raw)
@@ -456,9 +458,10 @@ class Bench:
                   f"{middle.rate:,.0f}/s{rates(api)}", ">= 1,500/s", middle.rate >= 1500,
                   middle.cpu, {"rate": middle.rate, "apiserver_cpu_us": cost})
         if raw:
-            share = statistics.median(trial.share_of_raw for trial in api)
+            ratios = [made.rate / ceiling.rate for made, ceiling in zip(api, raw, strict=True)]
+            share = statistics.median(ratios)
             row.value += (f"; {share:.0%} of raw (median of the trials' ratios: "
-                          f"{', '.join(f'{trial.share_of_raw:.0%}' for trial in api)})")
+                          f"{', '.join(f'{ratio:.0%}' for ratio in ratios)})")
             row.target = ">= 35% of raw, >= 1,500/s"
             row.passed = share >= 0.35 and middle.rate >= 1500
             row.numbers["share_of_raw"] = share
@@ -469,14 +472,10 @@ class Bench:
         """GETs by name of the first create trial's ConfigMaps, in sizes.trials trials."""
         base = "/api/v1/namespaces/bench/configmaps/cm-0-"
         paths = [f"{base}{index % self.sizes.creates:05d}" for index in range(self.sizes.gets)]
-        trials = []
-        for _ in range(self.sizes.trials):
-            with measure_cpu(self.pids) as cpu:
-                elapsed = await run_concurrently(
-                    self.sizes.gets, self.sizes.concurrency,
-                    lambda index: self.pool.request("GET", paths[index]))
-            trials.append(Trial(self.sizes.gets / elapsed, cpu,
-                                server_cpu_us(cpu, elapsed, self.sizes.gets)))
+        trials = [await self.api_trial(self.sizes.gets, lambda: run_concurrently(
+                      self.sizes.gets, self.sizes.concurrency,
+                      lambda index: self.pool.request("GET", paths[index])))
+                  for _ in range(self.sizes.trials)]
         middle = median_trial(trials)
         cost = statistics.median(trial.cost_us for trial in trials)
         return Row(f"API GETs/s ({self.sizes.concurrency} clients, by name)",
