@@ -120,3 +120,13 @@ def test_hollow_nodes_benchmark_quick_run_reports_every_phase() -> None:
                    "oldest Lease renewal seen over 20 s",
                    "100 pods on hollow nodes: create -> all Running"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
+
+
+@pytest.mark.slow
+def test_dns_benchmark_quick_run_reports_every_phase() -> None:
+    """benchmarks/dns.py still runs end to end (DNS server, echo floor, paced phase)."""
+    output = run_quick("dns.py", timeout=300)
+    for metric in ("UDP echo floor, answers/s",
+                   "cached A queries/s, 1000 Services",
+                   "latency at a paced 1,000 queries/s"):
+        assert metric in output, f"no line for {metric!r} in:\n{output}"
