@@ -219,6 +219,8 @@ class _UDPProtocol(asyncio.DatagramProtocol):
         self.transport = cast(asyncio.DatagramTransport, transport)
 
     def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+        if len(data) > 2 and data[2] & 0x80:
+            return  # a response, not a query: answering it could start a loop
         response = self.server.cached(data, "udp")
         if response is not None:
             self.transport.sendto(response, addr)
