@@ -12,6 +12,7 @@ from minikube_py.client.rest import Client
 from minikube_py.controllers.base import ControllerOptions
 from minikube_py.controllers.manager import ControllerManager, select_controllers
 from minikube_py.controllers.registry import ALL_CONTROLLERS
+from minikube_py.controllers.servicelb import parse_range
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -32,6 +33,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="seconds without a node Lease renewal before the node is "
                              "marked Unknown")
     parser.add_argument("--node-monitor-period", type=float, default=5.0)
+    parser.add_argument("--loadbalancer-ip-range", default=ControllerOptions.loadbalancer_ip_range,
+                        help="addresses for LoadBalancer Services: FIRST-LAST or a CIDR")
+    parser.add_argument("--loadbalancer-class", default=None,
+                        help="serve the LoadBalancer Services of this loadBalancerClass "
+                             "(default: those that name no class)")
     parser.add_argument("--bind-address", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=10257, help="/healthz and /metrics "
                         "(plain HTTP); 0 disables")
@@ -46,6 +52,7 @@ def main(argv: list[str] | None = None) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         controllers = select_controllers(args.controllers.split(","), ALL_CONTROLLERS)
+        parse_range(args.loadbalancer_ip_range)
         client = Client.from_kubeconfig(args.kubeconfig, user_agent="controller-manager")
     except (ValueError, KubeconfigError) as error:
         sys.exit(f"controller-manager: {error}")
@@ -55,7 +62,9 @@ def main(argv: list[str] | None = None) -> None:
         renew_deadline=args.leader_elect_renew_deadline,
         retry_period=args.leader_elect_retry_period,
         options=ControllerOptions(node_monitor_grace_period=args.node_monitor_grace_period,
-                                  node_monitor_period=args.node_monitor_period),
+                                  node_monitor_period=args.node_monitor_period,
+                                  loadbalancer_ip_range=args.loadbalancer_ip_range,
+                                  loadbalancer_class=args.loadbalancer_class),
         bind_address=args.bind_address, port=args.port or None,
     )
 

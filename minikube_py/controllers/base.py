@@ -45,6 +45,8 @@ class ControllerOptions:
     node_monitor_grace_period: float = 40.0
     node_monitor_period: float = 5.0
     terminated_pod_gc_threshold: int = 12500
+    loadbalancer_ip_range: str = "172.18.255.200-172.18.255.250"
+    loadbalancer_class: str | None = None
 
 
 @dataclass

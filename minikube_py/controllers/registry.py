@@ -20,6 +20,7 @@ from minikube_py.controllers.nodelifecycle import NodeLifecycleController
 from minikube_py.controllers.podgc import PodGCController
 from minikube_py.controllers.replicaset import ReplicaSetController
 from minikube_py.controllers.serviceaccount import ServiceAccountController
+from minikube_py.controllers.servicelb import ServiceLBController
 from minikube_py.controllers.statefulset import StatefulSetController
 from minikube_py.controllers.taint_eviction import TaintEvictionController
 from minikube_py.controllers.ttlafterfinished import TTLAfterFinishedController
@@ -37,6 +38,7 @@ ALL_CONTROLLERS: tuple[type[Controller], ...] = (
     GarbageCollector,
     NamespaceController,
     ServiceAccountController,
+    ServiceLBController,
     DisruptionController,
     NodeLifecycleController,
     TaintEvictionController,

@@ -1,0 +1,136 @@
+"""The service-lb controller against the real API server: LoadBalancer Services get an
+address from --loadbalancer-ip-range, shown by kubectl, released on delete.
+
+Each test runs the controller with a loadBalancerClass of its own, so the LoadBalancer
+Services of other tests on the shared API server are not its business."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from minikube_py.client.errors import NotFound
+from minikube_py.client.rest import Client
+from minikube_py.controllers.base import ControllerOptions
+from minikube_py.controllers.manager import ControllerManager
+from minikube_py.controllers.servicelb import FINALIZER, ServiceLBController, parse_range
+
+Obj = dict[str, Any]
+RunControllers = Callable[..., Awaitable[ControllerManager]]
+Kubectl = Callable[..., subprocess.CompletedProcess[str]]
+RANGE = "198.51.100.10-198.51.100.11"
+
+
+def lb_service(name: str, lb_class: str, **spec: Any) -> Obj:
+    return {"metadata": {"name": name},
+            "spec": {"type": "LoadBalancer", "loadBalancerClass": lb_class,
+                     "selector": {"app": name}, "ports": [{"port": 80}], **spec}}
+
+
+@pytest.fixture
+async def lb_class(run_controllers: RunControllers) -> str:
+    """A class of this test's own, and the controller serving it."""
+    name = f"test.minikube-py.io/{uuid.uuid4().hex[:8]}"
+    await run_controllers(ServiceLBController, options=ControllerOptions(
+        loadbalancer_ip_range=RANGE, loadbalancer_class=name))
+    return name
+
+
+async def wait_for(check: Callable[[], Awaitable[Any]], what: str) -> Any:
+    for _ in range(100):
+        result = await check()
+        if result:
+            return result
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def ingress(client: Client, namespace: str, name: str) -> list[str]:
+    service = await client.resource("services").get(name, namespace)
+    return [i["ip"] for i in service.get("status", {}).get("loadBalancer", {}).get("ingress")
+            or []]
+
+
+def test_parse_range_accepts_first_last_and_cidr_and_refuses_nonsense() -> None:
+    assert parse_range("10.0.0.1-10.0.0.3") == ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
+    assert parse_range("10.0.0.0/30") == ["10.0.0.1", "10.0.0.2"]
+    with pytest.raises(ValueError, match="comes before"):
+        parse_range("10.0.0.9-10.0.0.1")
+    with pytest.raises(ValueError, match="--loadbalancer-ip-range"):
+        parse_range("ten-eleven")
+
+
+async def test_load_balancer_gets_an_address_that_kubectl_shows(
+        api_client: Client, namespace: str, lb_class: str, kubectl: Kubectl) -> None:
+    await api_client.resource("services").create(lb_service("web", lb_class), namespace)
+    ips = await wait_for(lambda: ingress(api_client, namespace, "web"), "an address")
+    assert ips[0] in parse_range(RANGE)
+    service = await api_client.resource("services").get("web", namespace)
+    assert FINALIZER in service["metadata"]["finalizers"]
+    assert service["status"]["loadBalancer"]["ingress"][0]["ipMode"] == "VIP"
+    table = kubectl("get", "svc", "web", "-n", namespace).stdout
+    assert ips[0] in table.splitlines()[1].split()
+
+
+async def test_exhausted_range_stays_pending_with_an_event_until_an_address_is_freed(
+        api_client: Client, namespace: str, lb_class: str, kubectl: Kubectl) -> None:
+    services = api_client.resource("services")
+    for name in ("a", "b"):
+        await services.create(lb_service(name, lb_class), namespace)
+    first = await wait_for(lambda: ingress(api_client, namespace, "a"), "a's address")
+    second = await wait_for(lambda: ingress(api_client, namespace, "b"), "b's address")
+    assert sorted(first + second) == parse_range(RANGE)
+    await services.create(lb_service("c", lb_class), namespace)
+
+    async def warning() -> bool:
+        events = await api_client.resource("events").list(namespace)
+        return any(e.get("reason") == "SyncLoadBalancerFailed"
+                   and e["involvedObject"]["name"] == "c" for e in events["items"])
+
+    await wait_for(warning, "a SyncLoadBalancerFailed Event")
+    assert await ingress(api_client, namespace, "c") == []
+    assert "<pending>" in kubectl("get", "svc", "c", "-n", namespace).stdout
+    await services.delete("a", namespace)
+
+    async def gone() -> bool:
+        try:
+            await services.get("a", namespace)
+        except NotFound:
+            return True
+        return False
+
+    await wait_for(gone, "a to go (its finalizer removed)")
+    assert await wait_for(lambda: ingress(api_client, namespace, "c"), "c's address") == first
+
+
+async def test_other_classes_and_other_types_are_left_alone_and_a_type_change_releases(
+        api_client: Client, namespace: str, lb_class: str) -> None:
+    services = api_client.resource("services")
+    await services.create(lb_service("theirs", "example.com/other-lb"), namespace)
+    await services.create(lb_service("mine", lb_class), namespace)
+    await wait_for(lambda: ingress(api_client, namespace, "mine"), "mine's address")
+    assert await ingress(api_client, namespace, "theirs") == []
+    mine = await services.get("mine", namespace)
+    mine["spec"] = {"type": "ClusterIP", "selector": {"app": "mine"}, "ports": [{"port": 80}],
+                    "clusterIP": mine["spec"]["clusterIP"]}
+    await services.update(mine)
+
+    async def released() -> bool:
+        service = await services.get("mine", namespace)
+        return (not service.get("status", {}).get("loadBalancer")
+                and FINALIZER not in (service["metadata"].get("finalizers") or []))
+
+    await wait_for(released, "the address released and the finalizer removed")
+
+
+async def test_requested_load_balancer_ip_is_honoured(
+        api_client: Client, namespace: str, lb_class: str) -> None:
+    await api_client.resource("services").create(
+        lb_service("pinned", lb_class, loadBalancerIP="198.51.100.11"), namespace)
+    assert await wait_for(lambda: ingress(api_client, namespace, "pinned"),
+                          "the requested address") == ["198.51.100.11"]
