@@ -1,24 +1,42 @@
-"""The images minikube-py ships, all built from Debian's busybox-static: pause, busybox, echo.
+"""The images minikube-py ships, built on this machine from Debian's packages.
 
-No registry is reachable here, so the cluster brings its own images:
+No outside registry is reachable here, so the cluster brings its own images, under the
+names tutorials use (the local registry answers for docker.io and registry.k8s.io):
 
-    localhost/pause:3.9      the pod sandbox ("infra") container: holds the pod's namespaces
-    localhost/busybox:1.36   a shell and the usual tools (Cmd ["sh"], like docker.io/busybox)
+    localhost/pause:3.9, registry.k8s.io/pause:3.10
+                             the pod sandbox ("infra") container: holds the pod's namespaces
+    localhost/busybox:1.36, busybox:1.36, busybox:latest
+                             a shell and the usual tools (Cmd ["sh"])
     localhost/echo:1.0       an HTTP server on $PORT (8080) answering with the pod's name and IP
+    nginx:latest, nginx:1.14.2, nginx:1.15.4
+                             Debian 12's nginx 1.22 serving its welcome page on port 80: the
+                             older tags are aliases of the same build, for the tutorials
+                             and client tests that name them
+    python:3, python:3.11, python:latest
+                             Debian 12's Python 3.11 (`python3 -m http.server` works)
 
-Each is one layer: /bin/busybox with a symlink per applet, /etc/passwd and /etc/group, and
-the image's own scripts. The "localhost/" prefix keeps CRI from normalising the names to
-docker.io/library/...
+Each is one layer: /bin/busybox (busybox-static) with a symlink per applet, /etc/passwd and
+/etc/group, then the image's own scripts or programs (programs.py). An image is built once
+and known by all its names; "localhost/" names stay as CRI gives them, the others expand to
+docker.io/library/... as in any cluster.
 """
 
 from __future__ import annotations
 
 import struct
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minikube_py.images.oci import ImageArchive, ImageConfig, Layer, write_oci_archive
+from minikube_py.images.oci import (
+    DEFAULT_PATH,
+    ImageArchive,
+    ImageConfig,
+    Layer,
+    write_oci_archive,
+)
+from minikube_py.images.programs import nginx_files, python_files
 
 BUSYBOX_BINARY = Path("/bin/busybox")
 PT_INTERP = 3  # ELF program header type: "run me with this dynamic loader"
@@ -56,17 +74,27 @@ printf 'HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n'
 printf 'Content-Length: %d\r\nConnection: close\r\n\r\n%s' "${#body}" "$body"
 """
 
-PASSWD = "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n"
-GROUP = "root:x:0:\nnobody:x:65534:\n"
+PASSWD = ("root:x:0:0:root:/root:/bin/sh\n"
+          "www-data:x:33:33:www-data:/var/www:/bin/false\n"
+          "nobody:x:65534:65534:nobody:/home:/bin/false\n")
+GROUP = "root:x:0:\nwww-data:x:33:\nnobody:x:65534:\n"
 
 
 @dataclass(frozen=True)
 class ImageSpec:
-    """One shipped image: its name, its default command, and the files it adds to busybox."""
+    """One shipped image: its name, its default command, the files it adds to busybox
+    (scripts, and programs added by `add_files(layer, cache_dir)`), and the other names it
+    goes by in the registry."""
 
     name: str
     config: ImageConfig
     scripts: dict[str, str] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+    add_files: Callable[[Layer, Path], None] | None = None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
 
     @property
     def archive_name(self) -> str:
@@ -76,14 +104,28 @@ class ImageSpec:
 
 
 PAUSE = ImageSpec("localhost/pause:3.9", ImageConfig(entrypoint=("/pause",)),
-                  {"/pause": PAUSE_SCRIPT})
-BUSYBOX = ImageSpec("localhost/busybox:1.36", ImageConfig(cmd=("sh",)))
+                  {"/pause": PAUSE_SCRIPT}, aliases=("registry.k8s.io/pause:3.10",))
+BUSYBOX = ImageSpec("localhost/busybox:1.36", ImageConfig(cmd=("sh",)),
+                    aliases=("docker.io/library/busybox:1.36",
+                             "docker.io/library/busybox:latest"))
 ECHO = ImageSpec(
     "localhost/echo:1.0",
     ImageConfig(entrypoint=("/bin/echo-server",), exposed_ports=("8080/tcp",)),
     {"/bin/echo-server": ECHO_SERVER_SCRIPT, "/bin/echo-handler": ECHO_HANDLER_SCRIPT},
 )
-CATALOG = (PAUSE, BUSYBOX, ECHO)
+NGINX = ImageSpec(
+    "docker.io/library/nginx:latest",
+    ImageConfig(cmd=("nginx", "-g", "daemon off;"), exposed_ports=("80/tcp",)),
+    aliases=("docker.io/library/nginx:1.14.2", "docker.io/library/nginx:1.15.4"),
+    add_files=nginx_files)
+PYTHON = ImageSpec(
+    "docker.io/library/python:3",
+    ImageConfig(cmd=("python3",), env=(DEFAULT_PATH, "LANG=C.UTF-8")),
+    aliases=("docker.io/library/python:3.11", "docker.io/library/python:latest"),
+    add_files=lambda layer, _cache: python_files(layer))
+CATALOG = (PAUSE, BUSYBOX, ECHO, NGINX, PYTHON)
+BASE_CATALOG = (PAUSE, BUSYBOX, ECHO)
+"""The images built from busybox alone: quick to build, what every node loads."""
 
 
 def is_static_executable(binary: bytes) -> bool:
@@ -134,14 +176,18 @@ def busybox_layer(busybox: Path = BUSYBOX_BINARY) -> Layer:
 
 def build_image(spec: ImageSpec, output_dir: Path, busybox: Path = BUSYBOX_BINARY
                 ) -> ImageArchive:
-    """Write one shipped image as an OCI archive in output_dir."""
+    """Write one shipped image as an OCI archive in output_dir (downloaded packages are
+    kept in output_dir/debs for the next build)."""
     layer = busybox_layer(busybox)
     for path, script in spec.scripts.items():
         layer.add_file(path, script.encode(), 0o755)
+    if spec.add_files is not None:
+        spec.add_files(layer, Path(output_dir) / "debs")
     return write_oci_archive(Path(output_dir) / spec.archive_name, spec.name, layer,
                              spec.config)
 
 
-def build_catalog(output_dir: Path, busybox: Path = BUSYBOX_BINARY) -> list[ImageArchive]:
-    """Write every shipped image (pause, busybox, echo) as OCI archives in output_dir."""
-    return [build_image(spec, output_dir, busybox) for spec in CATALOG]
+def build_catalog(output_dir: Path, busybox: Path = BUSYBOX_BINARY,
+                  specs: tuple[ImageSpec, ...] = BASE_CATALOG) -> list[ImageArchive]:
+    """Write shipped images (by default the busybox-only ones) as OCI archives."""
+    return [build_image(spec, output_dir, busybox) for spec in specs]

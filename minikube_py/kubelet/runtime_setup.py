@@ -65,8 +65,21 @@ LOG_FILE = "containerd.log"
 ROOT_DIR = "root"
 STATE_DIR = "state"
 CNI_DIR = "cni"
+HOSTS_DIR = "certs.d"
 OWNED_PATHS = (CONFIG_FILE, SOCKET_FILE, f"{SOCKET_FILE}.ttrpc", LOG_FILE, ROOT_DIR, STATE_DIR,
-               CNI_DIR)
+               CNI_DIR, HOSTS_DIR)
+
+MIRRORED_REGISTRIES = ("docker.io", "registry.k8s.io", "localhost")
+"""The registries whose images the cluster's own registry serves, and it alone: each gets
+a hosts.toml whose only host is the local registry, so no pull ever leaves the machine."""
+HOSTS_TOML = """\
+# Written by minikube_py.kubelet.runtime_setup: {name} images come from the cluster's
+# registry, and from nowhere else.
+server = "http://{registry}"
+
+[host."http://{registry}"]
+  capabilities = ["pull", "resolve"]
+"""
 
 CRI_STOP_TIMEOUT = 20.0
 """Seconds a StopPodSandbox / RemovePodSandbox may take during stop()."""
@@ -125,8 +138,9 @@ disabled_plugins = {disabled_plugins}
     max_conf_num = 1
 
   [plugins."io.containerd.grpc.v1.cri".registry]
-    # No mirrors, no hosts.d: there is no registry; images come from `minikube-py image load`.
-    config_path = ""
+    # One hosts.toml per mirrored registry, pointing at the cluster's registry (none:
+    # images come from `minikube-py image load` only).
+    config_path = {hosts_dir}
 """
 
 # Pod networks are /24s of this range, one per node.
@@ -150,6 +164,8 @@ class NodeRuntimeConfig:
     pod_cidr: str
     sandbox_image: str = SANDBOX_IMAGE
     cni_bin_dir: Path = CNI_BIN_DIR
+    registry: str = ""
+    """host:port of the cluster's registry, for docker.io, registry.k8s.io and localhost."""
 
     def __post_init__(self) -> None:
         ipaddress.ip_network(self.pod_cidr)  # a ValueError now beats a CNI error per pod
@@ -171,6 +187,11 @@ class NodeRuntimeConfig:
     @property
     def config_path(self) -> Path:
         return self.base_dir / CONFIG_FILE
+
+    @property
+    def hosts_dir(self) -> Path:
+        """containerd's registry config_path: <registry>/hosts.toml files."""
+        return self.base_dir / HOSTS_DIR
 
     @property
     def socket(self) -> Path:
@@ -232,6 +253,11 @@ def write_containerd_config(cfg: NodeRuntimeConfig) -> Path:
     cfg.state_dir.mkdir(parents=True, exist_ok=True)
     snapshotter = "overlayfs" if overlayfs_works(cfg.root_dir) else "native"
     quoted = json.dumps  # a JSON string is a valid TOML basic string
+    if cfg.registry:
+        for name in MIRRORED_REGISTRIES:
+            (cfg.hosts_dir / name).mkdir(parents=True, exist_ok=True)
+            (cfg.hosts_dir / name / "hosts.toml").write_text(
+                HOSTS_TOML.format(name=name, registry=cfg.registry))
     cfg.config_path.write_text(CONTAINERD_CONFIG.format(
         node=cfg.node_name,
         root=quoted(str(cfg.root_dir)),
@@ -244,6 +270,7 @@ def write_containerd_config(cfg: NodeRuntimeConfig) -> Path:
         runc_root=quoted(str(cfg.state_dir / "runc")),
         cni_bin_dir=quoted(str(cfg.cni_bin_dir)),
         cni_conf_dir=quoted(str(cfg.cni_conf_dir)),
+        hosts_dir=quoted(str(cfg.hosts_dir) if cfg.registry else ""),
     ))
     return cfg.config_path
 

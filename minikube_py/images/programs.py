@@ -1,0 +1,89 @@
+"""The files of the images that carry real programs: nginx and python, from Debian.
+
+Each function adds to a layer that already holds busybox (a shell and the usual tools):
+
+    nginx    /usr/sbin/nginx of Debian's `nginx` package and the libraries it links, the
+             configuration of `nginx-common`, its "Welcome to nginx!" page at
+             /var/www/html, and the logs sent to the container's stdout and stderr as the
+             official image does (so `kubectl logs` shows each request)
+    python   this machine's /usr/bin/python3.11 (Debian's python3.11) with its standard
+             library and the libraries it and its extension modules link; `python3 -m
+             http.server` works
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from minikube_py.images.debian import is_elf, shared_libraries, unpack_packages
+from minikube_py.images.oci import Layer
+
+NGINX_PACKAGES = ["nginx", "nginx-common"]
+PYTHON = Path("/usr/bin/python3.11")
+PYTHON_LIB = Path("/usr/lib/python3.11")
+# Parts of the standard library a container has no use for (tests, IDLE, Tk, the
+# static library for embedding, 2to3, pip's bootstrap).
+PYTHON_LIB_SKIPPED = {"test", "idlelib", "tkinter", "turtledemo", "lib2to3", "ensurepip",
+                      "config-3.11-x86_64-linux-gnu", "__pycache__", "pydoc_data"}
+
+
+def add_host_file(layer: Layer, image_path: str, host_path: Path) -> None:
+    """A file of this machine (symlinks followed), with its permission bits."""
+    real = host_path.resolve()
+    layer.add_file(image_path, real.read_bytes(), real.stat().st_mode & 0o7777)
+
+
+def add_libraries(layer: Layer, binary: Path) -> None:
+    """The dynamic loader and every library `binary` links, at this machine's paths."""
+    for library in shared_libraries(binary):
+        add_host_file(layer, str(library), library)
+
+
+def add_tree(layer: Layer, image_dir: str, host_dir: Path, skip: set[str] = frozenset()
+             ) -> list[Path]:
+    """Copy a directory tree (files and symlinks, skipping names in `skip`); the ELF
+    files it held, whose libraries the caller adds."""
+    elf_files = []
+    for folder, dirs, files in os.walk(host_dir):
+        dirs[:] = sorted(d for d in dirs if d not in skip)
+        relative = Path(folder).relative_to(host_dir)
+        for name in sorted(files):
+            source = Path(folder) / name
+            target = f"{image_dir}/{relative / name}"
+            if source.is_symlink():
+                layer.add_symlink(target, os.readlink(source))
+            elif source.is_file():
+                add_host_file(layer, target, source)
+                if is_elf(source):
+                    elf_files.append(source)
+    return elf_files
+
+
+def nginx_files(layer: Layer, cache: Path) -> None:
+    """Add Debian's nginx (see the module's table)."""
+    root = unpack_packages(NGINX_PACKAGES, cache / "nginx")
+    binary = root / "usr/sbin/nginx"
+    add_host_file(layer, "/usr/sbin/nginx", binary)
+    add_libraries(layer, binary)
+    add_tree(layer, "/etc/nginx", root / "etc/nginx")
+    layer.add_symlink("/etc/nginx/sites-enabled/default", "/etc/nginx/sites-available/default")
+    page = (root / "usr/share/nginx/html/index.html").read_bytes()
+    layer.add_file("/usr/share/nginx/html/index.html", page)
+    layer.add_file("/var/www/html/index.html", page)
+    layer.add_symlink("/var/log/nginx/access.log", "/dev/stdout")
+    layer.add_symlink("/var/log/nginx/error.log", "/dev/stderr")
+    layer.add_directory("/var/lib/nginx")
+    layer.add_directory("/run")
+
+
+def python_files(layer: Layer) -> None:
+    """Add this machine's Python 3.11 (see the module's table)."""
+    if not PYTHON.is_file():
+        raise FileNotFoundError(f"{PYTHON} is missing: apt-get install python3.11")
+    add_host_file(layer, str(PYTHON), PYTHON)
+    layer.add_symlink("/usr/bin/python3", "python3.11")
+    layer.add_symlink("/usr/bin/python", "python3.11")
+    add_libraries(layer, PYTHON)
+    for extension in add_tree(layer, str(PYTHON_LIB), PYTHON_LIB, PYTHON_LIB_SKIPPED):
+        add_libraries(layer, extension)

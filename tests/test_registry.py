@@ -1,0 +1,234 @@
+"""The cluster's image registry: Debian's docker-registry, images pushed by our client, and
+a node whose containerd pulls docker.io and registry.k8s.io names from it and nowhere else.
+
+The end-to-end part runs a kubelet on a containerd of its own (configured with the
+registry) and starts nginx and python pods by their tutorial names."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import shutil
+import tarfile
+import time
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from minikube_py.client.errors import NotFound
+from minikube_py.client.rest import Client
+from minikube_py.cluster.etcd import free_port
+from minikube_py.cluster.registry import RegistryProcess
+from minikube_py.images.catalog import BUSYBOX, NGINX, PAUSE, PYTHON, build_image
+from minikube_py.images.oci import ImageArchive
+from minikube_py.images.registry import (
+    ArchiveError,
+    Reference,
+    RegistryError,
+    push,
+    read_archive,
+)
+from minikube_py.kubelet.kubelet import KubeletConfig
+from minikube_py.kubelet.runtime_setup import (
+    Containerd,
+    NodeRuntimeConfig,
+    free_pod_cidr,
+    load_image,
+    runtime_missing,
+)
+from tests.test_kubelet import KubeletNode, http_get, make_pod, pod_where
+
+Obj = dict[str, Any]
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("nginx", "docker.io/library/nginx:latest"),
+    ("nginx:1.14.2", "docker.io/library/nginx:1.14.2"),
+    ("bitnami/redis:7", "docker.io/bitnami/redis:7"),
+    ("registry.k8s.io/pause:3.10", "registry.k8s.io/pause:3.10"),
+    ("localhost/echo:1.0", "localhost/echo:1.0"),
+    ("localhost:5000/team/app:v2", "localhost:5000/team/app:v2"),
+])
+def test_image_names_normalise_as_containerd_does(name: str, expected: str) -> None:
+    assert str(Reference.parse(name)) == expected
+
+
+def test_a_file_that_is_not_an_image_archive_is_refused_with_the_reason(tmp_path: Path) -> None:
+    garbage = tmp_path / "notes.tar"
+    garbage.write_bytes(b"these are not the bytes of a tar file" * 20)
+    with pytest.raises(ArchiveError, match="not an image archive"):
+        read_archive(garbage)
+    plain = tmp_path / "plain.tar"
+    with tarfile.open(plain, "w") as archive:
+        data = b"hello"
+        info = tarfile.TarInfo("hello.txt")
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+    with pytest.raises(ArchiveError, match="no index.json nor manifest.json"):
+        read_archive(plain)
+
+
+def test_a_docker_save_archive_becomes_an_oci_manifest_over_the_same_blobs(
+        tmp_path: Path) -> None:
+    config = json.dumps({"architecture": "amd64", "os": "linux"}).encode()
+    layer = b"layer bytes"
+    archive_path = tmp_path / "saved.tar"
+    with tarfile.open(archive_path, "w") as archive:
+        for name, data in (("manifest.json", json.dumps([{
+                "Config": "abc.json", "RepoTags": ["team/app:v1"],
+                "Layers": ["l1/layer.tar"]}]).encode()),
+                ("abc.json", config), ("l1/layer.tar", layer)):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    image = read_archive(archive_path)
+    manifest = json.loads(image.manifest)
+    assert image.names == ("team/app:v1",)
+    assert [d["size"] for d in manifest["layers"]] == [len(layer)]
+    assert set(image.blobs.values()) == {config, layer}
+
+
+# -- a real registry -----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+async def registry(fast_tmp: Path) -> AsyncIterator[RegistryProcess]:
+    if shutil.which("docker-registry") is None:
+        pytest.skip("docker-registry is not installed (apt-get install docker-registry)")
+    async with RegistryProcess(fast_tmp / f"registry-{os.getpid()}", port=free_port()) as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def archives(fast_tmp: Path) -> dict[str, ImageArchive]:
+    """The images the tests push: built once for the module."""
+    output = fast_tmp / "registry-images"
+    return {spec.name: build_image(spec, output) for spec in (PAUSE, BUSYBOX, NGINX, PYTHON)}
+
+
+@pytest.fixture(scope="module")
+def pushed(registry: RegistryProcess, archives: dict[str, ImageArchive]) -> RegistryProcess:
+    for spec in (PAUSE, BUSYBOX, NGINX, PYTHON):
+        image = read_archive(archives[spec.name].path)
+        for name in spec.names:
+            push(image, registry.host, name)
+    return registry
+
+
+@pytest.mark.slow
+def test_pushed_images_are_listed_under_every_tag(pushed: RegistryProcess) -> None:
+    def tags(repository: str) -> list[str]:
+        url = f"http://{pushed.host}/v2/{repository}/tags/list"
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return sorted(json.load(answer)["tags"])
+
+    assert tags("library/nginx") == ["1.14.2", "1.15.4", "latest"]
+    assert tags("library/busybox") == ["1.36", "latest"]
+    assert tags("library/python") == ["3", "3.11", "latest"]
+    assert tags("pause") == ["3.10", "3.9"]  # registry.k8s.io/pause and localhost/pause
+    assert tags("busybox") == ["1.36"]  # localhost/busybox
+
+
+@pytest.mark.slow
+def test_pushing_to_a_registry_that_is_not_there_names_the_address(
+        archives: dict[str, ImageArchive]) -> None:
+    image = read_archive(archives[PAUSE.name].path)
+    with pytest.raises(RegistryError, match="127.0.0.1:1"):
+        push(image, "127.0.0.1:1", "pause:x")
+
+
+# -- a node that pulls from it ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+async def registry_node(pushed: RegistryProcess, fast_tmp: Path, kubeconfig: Path,
+                        apiserver: Any) -> AsyncIterator[KubeletNode]:
+    """A containerd configured with the registry, and a kubelet on it."""
+    reason = runtime_missing()
+    if reason is not None:
+        pytest.skip(reason)
+    name = f"registry-test-{os.getpid()}"
+    runtime = NodeRuntimeConfig(node_name=name, base_dir=fast_tmp / "registry-node",
+                                pod_cidr=free_pod_cidr(), registry=pushed.host)
+    async with Containerd(runtime):
+        root = fast_tmp / "kubelet" / name
+        root.mkdir(parents=True)
+        config = KubeletConfig(node_name=name, root_dir=root, logs_root=root / "logs",
+                               pod_cidr=runtime.pod_cidr, address="127.0.0.1", port=free_port(),
+                               eviction_hard="memory.available<1Mi", backoff_initial=1.0,
+                               backoff_max=8.0, sync_frequency=10.0)
+        await load_image(runtime, build_image(PAUSE, fast_tmp / "registry-images").path)
+        node = KubeletNode(config, kubeconfig, runtime.endpoint)
+        await node.start()
+        try:
+            yield node
+        finally:
+            await node.stop()
+            async with Client.from_kubeconfig(kubeconfig) as client:
+                try:
+                    await client.resource("nodes").delete(name)
+                except NotFound:
+                    pass
+
+
+def running_with_ip(pod: Obj) -> Obj | None:
+    status = pod.get("status") or {}
+    return pod if status.get("phase") == "Running" and status.get("podIP") else None
+
+
+@pytest.mark.slow
+async def test_nginx_by_its_tutorial_name_is_pulled_and_serves_its_welcome_page(
+        registry_node: KubeletNode, api_client: Client, namespace: str) -> None:
+    pod = make_pod("web", registry_node, [{"name": "nginx", "image": "nginx:1.14.2",
+                                           "imagePullPolicy": "Always"}])
+    await api_client.resource("pods").create(pod, namespace)
+    running = await pod_where(api_client, namespace, "web", running_with_ip, timeout=60)
+    page = await http_get(f"http://{running['status']['podIP']}:80/")
+    assert "Welcome to nginx!" in page
+    image_id = running["status"]["containerStatuses"][0]["imageID"]
+    assert image_id.startswith("docker.io/library/nginx@sha256:")
+
+
+@pytest.mark.slow
+async def test_python_image_runs_an_http_server(
+        registry_node: KubeletNode, api_client: Client, namespace: str) -> None:
+    pod = make_pod("py", registry_node, [{
+        "name": "python", "image": "python:3",
+        "command": ["python3", "-m", "http.server", "8000"]}])
+    await api_client.resource("pods").create(pod, namespace)
+    running = await pod_where(api_client, namespace, "py", running_with_ip, timeout=60)
+    for _ in range(50):
+        try:
+            listing = await http_get(f"http://{running['status']['podIP']}:8000/")
+            break
+        except (OSError, aiohttp.ClientError, TimeoutError):
+            await asyncio.sleep(0.2)
+    else:
+        raise AssertionError("python -m http.server did not answer")
+    assert "Directory listing for /" in listing
+
+
+@pytest.mark.slow
+async def test_an_image_the_registry_lacks_fails_fast_with_err_image_pull(
+        registry_node: KubeletNode, api_client: Client, namespace: str) -> None:
+    pod = make_pod("nope", registry_node, [{"name": "c", "image": "nginx:0.0.0-none"}])
+    started = time.monotonic()
+    await api_client.resource("pods").create(pod, namespace)
+
+    def pull_failed(pod: Obj) -> Obj | None:
+        for status in (pod.get("status") or {}).get("containerStatuses") or []:
+            reason = (status.get("state", {}).get("waiting") or {}).get("reason")
+            if reason in ("ErrImagePull", "ImagePullBackOff"):
+                return status
+        return None
+
+    pod = await pod_where(api_client, namespace, "nope", pull_failed, timeout=30)
+    assert time.monotonic() - started < 30
+    status = pull_failed(pod)
+    assert status is not None
+    message = status["state"]["waiting"].get("message", "")
+    assert "not found" in message, message
