@@ -50,6 +50,7 @@ apt:
 		|| missing="$$missing busybox-static"; \
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
 	command -v iptables >/dev/null 2>&1 || missing="$$missing iptables"; \
+	command -v docker-registry >/dev/null 2>&1 || missing="$$missing docker-registry"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \

@@ -68,9 +68,9 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         again = launcher(home, "up")  # idempotent: nothing is started twice
         assert again.returncode == 0
         running = pids(home)
-        assert len(running) == 6 and all(alive(pid) for pid in running)
+        assert len(running) == 7 and all(alive(pid) for pid in running)
         status = launcher(home, "status")
-        for component in ("etcd", "apiserver", "controller-manager", "scheduler",
+        for component in ("registry", "etcd", "apiserver", "controller-manager", "scheduler",
                           "containerd", "kubelet"):
             assert f"{component}: running" in status.stdout
         assert "kube-system" in kubectl(home, "get", "namespaces").stdout
@@ -82,6 +82,15 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         answer = subprocess.run(["busybox", "wget", "-q", "-O-", f"http://{pod_ip}:8080/"],
                                 capture_output=True, text=True, timeout=10)
         assert "web" in answer.stdout
+        # a tutorial's image name: pulled from the cluster's registry
+        kubectl(home, "create", "deployment", "nginx", "--image=nginx:1.14.2")
+        kubectl(home, "wait", "--for=condition=Available", "deployment/nginx",
+                "--timeout=60s")
+        nginx_ip = kubectl(home, "get", "pods", "-l", "app=nginx", "-o",
+                           "jsonpath={.items[0].status.podIP}").stdout
+        page = subprocess.run(["busybox", "wget", "-q", "-O-", f"http://{nginx_ip}/"],
+                              capture_output=True, text=True, timeout=10)
+        assert "Welcome to nginx!" in page.stdout
     finally:
         running = pids(home)
         launcher(home, "down", "--purge", check=False)

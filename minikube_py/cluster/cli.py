@@ -8,7 +8,8 @@ The cluster is etcd, the API server, the controller-manager, the scheduler and o
     logs/*.log       one log per component
     run/*.pid        the running components
     nodes/node-1/    the node's containerd and kubelet
-    images/          the shipped images, loaded into the node
+    images/          the shipped images, loaded into the node and pushed to the registry
+    registry/        the image registry's storage (docker.io, registry.k8s.io, localhost)
     cluster.json     the ports in use and the node's pod CIDR
     kubeconfig       what kubectl and the Python client use
 """
@@ -36,7 +37,10 @@ from minikube_py.cluster.node import (
     start_containerd,
     stop_node_runtime,
 )
-from minikube_py.images.build import add_image_command
+from minikube_py.cluster.registry import REGISTRY_BINARY, RegistryProcess
+from minikube_py.images.build import add_image_command, push_catalog
+from minikube_py.images.debian import PackageError
+from minikube_py.images.registry import ArchiveError, RegistryError, registry_answers
 from minikube_py.kubelet.runtime_setup import (
     ContainerdError,
     ImageLoadError,
@@ -45,9 +49,11 @@ from minikube_py.kubelet.runtime_setup import (
 )
 
 DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443,
-                 "controller-manager": 10257, "scheduler": 10259, "kubelet": 10250}
+                 "controller-manager": 10257, "scheduler": 10259, "kubelet": 10250,
+                 "registry": 5000}
 # Started in this order, stopped in the reverse order.
-COMPONENTS = ("etcd", "apiserver", "controller-manager", "scheduler", "containerd", "kubelet")
+COMPONENTS = ("registry", "etcd", "apiserver", "controller-manager", "scheduler", "containerd",
+              "kubelet")
 # The components that reach the cluster through the API server (python -m <module>).
 CLIENT_COMPONENTS = {"controller-manager": "minikube_py.controllers",
                      "scheduler": "minikube_py.scheduler"}
@@ -124,6 +130,7 @@ def up(args: argparse.Namespace) -> None:
     ports = cluster["ports"]
     etcd_url = f"http://{LOOPBACK}:{ports['etcd-client']}"
     api_url = f"http://{LOOPBACK}:{ports['apiserver']}"
+    _up_registry(state, ports["registry"])
 
     if _pid_alive(state / "run" / "etcd.pid") is None:
         if port_in_use(ports["etcd-client"]):
@@ -170,6 +177,27 @@ def up(args: argparse.Namespace) -> None:
     print(f"export KUBECONFIG={config}")
 
 
+def _up_registry(state: Path, port: int) -> None:
+    """The image registry, with every shipped image pushed under all its names."""
+    if shutil.which(REGISTRY_BINARY) is None:
+        fail("docker-registry is not installed: run `make up` (it installs it) or "
+             "`apt-get install docker-registry`")
+    registry = f"{LOOPBACK}:{port}"
+    if _pid_alive(state / "run" / "registry.pid") is None:
+        if port_in_use(port):
+            fail(f"port {port} is taken by another program; stop it or remove "
+                 f"{state / 'cluster.json'} to pick new ports")
+        process = RegistryProcess(state / "registry", port=port)
+        process.prepare()
+        _start("registry", process.command(), state)
+        _wait(lambda: registry_answers(registry), "the image registry",
+              state / "logs" / "registry.log")
+    try:
+        push_catalog(state / "images", registry, rebuild=False)
+    except (ArchiveError, RegistryError, PackageError, OSError) as error:
+        fail(f"could not build or push the shipped images: {error}")
+
+
 def _up_node(state: Path, cluster: dict[str, Any], kubeconfig: Path) -> None:
     """The node: containerd (with the shipped images loaded), then its kubelet."""
     reason = runtime_missing()
@@ -177,10 +205,11 @@ def _up_node(state: Path, cluster: dict[str, Any], kubeconfig: Path) -> None:
         print(f"no node started: {reason}")
         return
     port = cluster["ports"]["kubelet"]
-    node = node_config(state, cluster["podCIDR"])
+    registry = f"{LOOPBACK}:{cluster['ports']['registry']}"
+    node = node_config(state, cluster["podCIDR"], registry)
     if _pid_alive(state / "run" / "containerd.pid") is None:
         try:
-            node = start_containerd(state, cluster["podCIDR"],
+            node = start_containerd(state, cluster["podCIDR"], registry,
                                     lambda name, command: _start(name, command, state))
         except (ContainerdError, ImageLoadError) as error:
             fail(f"{error}; see {state / 'logs' / 'containerd.log'}")

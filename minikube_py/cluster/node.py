@@ -34,14 +34,16 @@ NODE_NAME = "node-1"
 Start = Callable[[str, list[str]], None]
 
 
-def node_config(state: Path, pod_cidr: str) -> NodeRuntimeConfig:
+def node_config(state: Path, pod_cidr: str, registry: str = "") -> NodeRuntimeConfig:
     return NodeRuntimeConfig(node_name=NODE_NAME, base_dir=state / "nodes" / NODE_NAME,
-                             pod_cidr=pod_cidr)
+                             pod_cidr=pod_cidr, registry=registry)
 
 
-def start_containerd(state: Path, pod_cidr: str, start: Start) -> NodeRuntimeConfig:
-    """Clear what a crashed run left, write the configs, start containerd, load images."""
-    config = node_config(state, pod_cidr)
+def start_containerd(state: Path, pod_cidr: str, registry: str, start: Start
+                     ) -> NodeRuntimeConfig:
+    """Clear what a crashed run left, write the configs (pulls from `registry`), start
+    containerd, load the busybox-based images (so they need no pull)."""
+    config = node_config(state, pod_cidr, registry)
     asyncio.run(cleanup_stale(config.base_dir))
     config.base_dir.mkdir(parents=True, exist_ok=True)
     write_containerd_config(config)

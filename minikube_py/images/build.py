@@ -1,20 +1,30 @@
-"""`minikube-py image build | load`: write the shipped images, load archives into the nodes.
+"""`minikube-py image build | load`: write the shipped images, push them, load archives.
 
-With no registry, images travel as files, as with `kind load image-archive` or
-`minikube image load`: build (or `docker save`) an archive, then import it into the
-containerd of every node (under $MINIKUBE_PY_HOME/nodes/<node>/containerd.sock), where
-the kubelet's CRI finds it.
+`build` writes every shipped image as an OCI archive and, when the cluster runs, pushes it
+to the cluster's registry under each of its names (nginx:latest, nginx:1.14.2, ...), where
+every node's containerd pulls it from. `load FILE.tar` takes any OCI or `docker save`
+archive, as `kind load image-archive` does: it pushes it to the registry and imports it
+into the containerd of every node (under $MINIKUBE_PY_HOME/nodes/<node>/containerd.sock).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from minikube_py.images.catalog import build_catalog
+from minikube_py.images.catalog import CATALOG, build_image
+from minikube_py.images.debian import PackageError
+from minikube_py.images.registry import (
+    ArchiveError,
+    RegistryError,
+    push,
+    read_archive,
+    registry_answers,
+)
 from minikube_py.kubelet.runtime_setup import ImageLoadError, load_image, socket_answers
 
 
@@ -34,11 +44,47 @@ async def load_into_nodes(archive: Path, sockets: list[Path]) -> dict[str, list[
     return {socket.parent.name: names for socket, names in zip(running, loaded, strict=True)}
 
 
+def push_catalog(output: Path, registry: str | None, *, rebuild: bool) -> list[str]:
+    """Build every shipped image (or reuse its archive unless `rebuild`) and push it to
+    `registry` under all its names; one line per image for the user."""
+    lines = []
+    for spec in CATALOG:
+        archive = output / spec.archive_name
+        if rebuild or not archive.is_file():
+            archive = build_image(spec, output).path
+        line = f"built {spec.name}: {archive}"
+        if registry is not None:
+            image = read_archive(archive)
+            for name in spec.names:
+                push(image, registry, name)
+            line += f" (pushed to {registry} as {', '.join(spec.names)})"
+        lines.append(line)
+    return lines
+
+
+def running_registry(home: Path) -> str | None:
+    """host:port of the cluster's registry if it answers (its port is in cluster.json)."""
+    saved = home / "cluster.json"
+    try:
+        port = json.loads(saved.read_text())["ports"]["registry"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    registry = f"127.0.0.1:{port}"
+    return registry if registry_answers(registry) else None
+
+
 def build_command(args: argparse.Namespace, home: Callable[[], Path]) -> None:
     """`minikube-py image build [--output DIR]`."""
     output = args.output or home() / "images"
-    for archive in build_catalog(output):
-        print(f"built {archive.name}: {archive.path}")
+    registry = running_registry(home())
+    try:
+        for line in push_catalog(output, registry, rebuild=True):
+            print(line)
+    except (PackageError, RegistryError, ArchiveError, FileNotFoundError, ValueError) as error:
+        raise SystemExit(f"error: {error}") from None
+    if registry is None:
+        print("no cluster registry answers: the archives were not pushed "
+              "(`minikube-py up` pushes them)")
 
 
 def load_command(args: argparse.Namespace, home: Callable[[], Path]) -> None:
@@ -46,6 +92,17 @@ def load_command(args: argparse.Namespace, home: Callable[[], Path]) -> None:
     archive: Path = args.archive
     if not archive.is_file():
         raise SystemExit(f"error: no such file: {archive}")
+    try:
+        image = read_archive(archive)
+    except ArchiveError as error:
+        raise SystemExit(f"error: {error}") from None
+    registry = running_registry(home())
+    if registry is not None and image.names:
+        try:
+            for name in image.names:
+                print(f"pushed {push(image, registry, name)} to {registry}")
+        except (RegistryError, ValueError) as error:
+            raise SystemExit(f"error: {error}") from None
     sockets = node_sockets(home(), args.node)
     try:
         loaded = asyncio.run(load_into_nodes(archive, sockets))
@@ -67,11 +124,13 @@ def add_image_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     image = commands.add_parser("image", help="build images, or load them into the nodes")
     actions = image.add_subparsers(dest="image_command", required=True)
     build = actions.add_parser(
-        "build", help="write the shipped images (pause, busybox, echo) as OCI archives")
+        "build", help="write the shipped images as OCI archives and push them to the "
+                      "cluster's registry")
     build.add_argument("--output", type=Path, default=None,
                        help="directory for the archives (default: $MINIKUBE_PY_HOME/images)")
     build.set_defaults(run=partial(build_command, home=home))
-    load = actions.add_parser("load", help="import an image archive into the nodes' containerd")
+    load = actions.add_parser("load", help="push an image archive to the cluster's registry "
+                                           "and import it into the nodes' containerd")
     load.add_argument("archive", type=Path, help="an OCI archive or a `docker save` tar")
     load.add_argument("--node", default=None, help="only this node (default: every node)")
     load.set_defaults(run=partial(load_command, home=home))
