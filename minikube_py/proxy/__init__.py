@@ -1,0 +1,1 @@
+"""The service proxy: Services' virtual IPs become iptables rules on each node."""

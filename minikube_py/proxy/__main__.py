@@ -1,0 +1,111 @@
+"""`python -m minikube_py.proxy --kubeconfig F --hostname-override NODE [--proxy-mode
+iptables] [--cluster-cidr CIDR] [--healthz-bind-address A:10256]
+[--metrics-bind-address A:10249] [--iptables-sync-period 30s] [--cleanup]`"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import re
+import socket
+import sys
+
+from prometheus_client import CollectorRegistry, generate_latest
+
+from minikube_py.client.component import run_component
+from minikube_py.client.kubeconfig import KubeconfigError
+from minikube_py.client.rest import Client
+from minikube_py.proxy.healthcheck import serve_healthz
+from minikube_py.proxy.iptables import IPTables, RestoreError
+from minikube_py.proxy.proxier import Proxier
+from minikube_py.proxy.rules import ProxyConfig
+
+DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")
+
+
+def duration(text: str) -> float:
+    """A Go-style duration as kube-proxy's flags take it: 30s, 1m, 500ms, or seconds."""
+    match = DURATION.match(text.strip())
+    if not match:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (e.g. 30s, 1m, 500ms)")
+    value, unit = float(match.group(1)), match.group(2) or "s"
+    return value * {"ms": 0.001, "s": 1.0, "m": 60.0}[unit]
+
+
+def address(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not port.isdigit():
+        raise argparse.ArgumentTypeError(f"invalid address {text!r} (want HOST:PORT)")
+    return host or "0.0.0.0", int(port)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m minikube_py.proxy",
+                                     description="minikube-py service proxy")
+    parser.add_argument("--kubeconfig", default=None,
+                        help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+    parser.add_argument("--hostname-override", default=socket.gethostname(),
+                        help="this node's name (its local endpoints and its Node object)")
+    parser.add_argument("--proxy-mode", default="iptables", choices=["iptables"],
+                        help="only iptables: this machine has no IPVS")
+    parser.add_argument("--cluster-cidr", default="",
+                        help="the pods' range: traffic from outside it to a ClusterIP is "
+                             "masqueraded")
+    parser.add_argument("--healthz-bind-address", type=address, default=("0.0.0.0", 10256))
+    parser.add_argument("--metrics-bind-address", type=address, default=("127.0.0.1", 10249))
+    parser.add_argument("--iptables-sync-period", type=duration, default=30.0)
+    parser.add_argument("--iptables-min-sync-period", type=duration, default=0.1)
+    parser.add_argument("--netns", default=None,
+                        help="program the tables of this network namespace (a path such as "
+                             "/var/run/netns/NAME) instead of our own")
+    parser.add_argument("--cleanup", action="store_true",
+                        help="remove every rule and chain the proxy created, then exit")
+    parser.add_argument("--v", type=int, default=0, help="log verbosity")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.v >= 4 else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.cleanup:
+        try:
+            removed = asyncio.run(IPTables(args.netns).cleanup())
+        except (RestoreError, OSError) as error:
+            sys.exit(f"proxy: cleanup failed: {error}")
+        print(f"removed {removed} chains")
+        return
+    try:
+        client = Client.from_kubeconfig(args.kubeconfig, user_agent="kube-proxy")
+    except KubeconfigError as error:
+        sys.exit(f"proxy: {error}")
+    config = ProxyConfig(node_name=args.hostname_override, cluster_cidr=args.cluster_cidr)
+
+    async def run() -> None:
+        registry = CollectorRegistry()
+        async with client:
+            proxier = Proxier(client, config, netns=args.netns,
+                              sync_period=args.iptables_sync_period,
+                              min_sync_period=args.iptables_min_sync_period, registry=registry)
+            runners = []
+            try:
+                for host, port in {args.healthz_bind_address, args.metrics_bind_address}:
+                    runners.append(await serve_healthz(
+                        host, port, lambda: proxier.last_sync_wall,
+                        args.iptables_sync_period, lambda: generate_latest(registry)))
+                async with proxier:
+                    await proxier.run()
+            except RestoreError as error:
+                sys.exit(f"proxy: {error}")
+            except OSError as error:
+                sys.exit(f"proxy: cannot listen: {error}")
+            finally:
+                for runner in runners:
+                    await runner.cleanup()
+
+    run_component("proxy", run)
+
+
+if __name__ == "__main__":
+    main()

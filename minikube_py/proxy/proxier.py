@@ -1,0 +1,236 @@
+"""The service proxy: keep this node's iptables equal to the Services and their endpoints.
+
+    informers: Services, EndpointSlices, this Node
+        | a change marks its Service dirty and asks for a sync
+        v
+    sync (at most every --iptables-min-sync-period; a full one every --iptables-sync-period)
+        1. the dirty Services' rules again (serviceports.py -> rules.py: service_rules);
+           the others' are kept from before
+        2. assemble every chain the proxy wants (rules.assemble)
+        3. one `iptables-restore --noflush` with the chains that differ from the last
+           write, and `-X` for chains no longer wanted (rules.restore_input). A full sync
+           writes every chain and also deletes stale chains it finds with iptables-save,
+           which repairs anything changed behind the proxy's back.
+        4. UDP conntrack entries of endpoints that went are flushed
+        5. the healthCheckNodePort servers learn their local endpoint counts
+    a failed restore changes nothing (it is atomic): logged with the offending line, and
+    retried as a full sync after a backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from types import TracebackType
+from typing import Any, Self
+
+from prometheus_client import CollectorRegistry, Gauge, Histogram
+
+from minikube_py.client.informer import EventHandler, SharedInformerFactory
+from minikube_py.client.rest import Client
+from minikube_py.proxy.healthcheck import ServiceHealthServers
+from minikube_py.proxy.iptables import IPTables, RestoreError
+from minikube_py.proxy.rules import (
+    SERVICE_CHAIN_PREFIXES,
+    TOP_CHAINS,
+    ProxyConfig,
+    Tables,
+    assemble,
+    restore_input,
+    rule_count,
+    service_rules,
+)
+from minikube_py.proxy.serviceports import SERVICE_NAME_LABEL, ServicePort, service_ports
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+BACKOFF_INITIAL, BACKOFF_MAX = 1.0, 30.0
+
+
+class ProxyMetrics:
+    """kube-proxy's sync metrics."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.sync_duration = Histogram(
+            "kubeproxy_sync_proxy_rules_duration_seconds",
+            "SyncProxyRules latency in seconds", registry=registry,
+            buckets=(0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512,
+                     1.024, 2.048, 4.096, 8.192, 16.384))
+        self.rules = Gauge("kubeproxy_sync_proxy_rules_iptables_total",
+                           "Total number of iptables rules owned by kube-proxy", ["table"],
+                           registry=registry)
+        self.last_sync = Gauge("kubeproxy_sync_proxy_rules_last_timestamp_seconds",
+                               "The last time proxy rules were successfully synced",
+                               registry=registry)
+
+
+def _service_key(slice_or_service: Obj, *, is_slice: bool) -> str:
+    meta = slice_or_service["metadata"]
+    name = ((meta.get("labels") or {}).get(SERVICE_NAME_LABEL) if is_slice else meta["name"])
+    return f"{meta.get('namespace', '')}/{name}" if name else ""
+
+
+class Proxier:
+    """`async with Proxier(client, config) as proxier:` syncs once the informers have;
+    `run()` keeps syncing until `stop()`."""
+
+    def __init__(self, client: Client, config: ProxyConfig, *, netns: str | None = None,
+                 sync_period: float = 30.0, min_sync_period: float = 0.1,
+                 registry: CollectorRegistry | None = None) -> None:
+        self.config = config
+        self.iptables = IPTables(netns)
+        self.sync_period, self.min_sync_period = sync_period, min_sync_period
+        self.metrics = ProxyMetrics(registry or CollectorRegistry())
+        self.health = ServiceHealthServers()
+        self.informers = SharedInformerFactory(client)
+        self.services = self.informers.informer("services")
+        self.slices = self.informers.informer("endpointslices", "discovery.k8s.io")
+        self.slices.add_indexers({"service": lambda s: [k] if (
+            k := _service_key(s, is_slice=True)) else []})
+        self.services.add_event_handler(EventHandler(
+            on_add=lambda s: self._dirty(_service_key(s, is_slice=False)),
+            on_update=lambda _, s: self._dirty(_service_key(s, is_slice=False)),
+            on_delete=lambda s: self._dirty(_service_key(s, is_slice=False))))
+        self.slices.add_event_handler(EventHandler(
+            on_add=lambda s: self._dirty(_service_key(s, is_slice=True)),
+            on_update=lambda old, s: (self._dirty(_service_key(old, is_slice=True)),
+                                      self._dirty(_service_key(s, is_slice=True))),
+            on_delete=lambda s: self._dirty(_service_key(s, is_slice=True))))
+        self._dirty_keys: set[str] = set()
+        self._ports: dict[str, list[ServicePort]] = {}
+        self._fragments: dict[str, Tables] = {}
+        self._written: Tables = {}
+        self._wake = asyncio.Event()
+        self._stopped = asyncio.Event()
+        self.last_sync_time = 0.0
+        self.last_full_sync = 0.0
+        self.last_sync_wall = 0.0
+        """time.time() of the last successful sync (0: none yet), for /healthz."""
+        self.syncs = 0
+
+    def _dirty(self, key: str) -> None:
+        if key:
+            self._dirty_keys.add(key)
+            self._wake.set()
+
+    async def __aenter__(self) -> Self:
+        """Start the informers, wait for their caches, and write the rules once."""
+        self.informers.start()
+        try:
+            await self.informers.wait_for_cache_sync()
+            await self.sync(full=True)
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        traceback: TracebackType | None) -> None:
+        await self.stop()
+
+    async def stop(self) -> None:
+        """Stop watching and serving health checks; the rules stay, as kube-proxy's do."""
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        self._wake.set()
+        await self.informers.stop()
+        await self.health.stop()
+
+    async def run(self) -> None:
+        """The sync loop (upstream's BoundedFrequencyRunner): a change syncs at most every
+        min_sync_period, a full sync comes every sync_period, a failure backs off."""
+        backoff = 0.0
+        while not self._stopped.is_set():
+            if backoff:
+                await asyncio.sleep(backoff)
+            else:
+                next_full = self.last_full_sync + self.sync_period - time.monotonic()
+                if next_full > 0:
+                    try:
+                        async with asyncio.timeout(next_full):
+                            await self._wake.wait()
+                    except TimeoutError:
+                        pass
+            if self._stopped.is_set():
+                return
+            since = time.monotonic() - self.last_sync_time
+            if since < self.min_sync_period:
+                await asyncio.sleep(self.min_sync_period - since)
+            self._wake.clear()
+            full = backoff > 0 or time.monotonic() - self.last_full_sync >= self.sync_period
+            try:
+                await self.sync(full=full)
+                backoff = 0.0
+            except RestoreError as error:
+                backoff = min(max(backoff * 2, BACKOFF_INITIAL), BACKOFF_MAX)
+                log.error("syncing proxy rules failed (retrying in %.0f s; the previous "
+                          "rules stay): %s", backoff, error)
+
+    async def sync(self, *, full: bool) -> None:
+        """syncProxyRules: steps 1-5 of the module's list."""
+        started = time.monotonic()
+        dirty = set(self._fragments) | set(self._dirty_keys) if full else set(self._dirty_keys)
+        self._dirty_keys.clear()
+        gone_endpoints: list[tuple[ServicePort, str]] = []
+        for key in dirty:
+            old_ports = self._ports.get(key, [])
+            service = self.services.store.get(key)
+            ports = (service_ports([service], self.slices.store.by_index("service", key))
+                     if service is not None else [])
+            gone_endpoints += _removed_udp_endpoints(old_ports, ports)
+            if ports:
+                self._ports[key] = ports
+                self._fragments[key] = service_rules(ports, self.config)
+            else:
+                self._ports.pop(key, None)
+                self._fragments.pop(key, None)
+        desired = assemble([self._fragments[key] for key in sorted(self._fragments)])
+        if full:
+            stale = {table: {name for name in await self.iptables.chains(table)
+                             if name in TOP_CHAINS[table]
+                             or name.startswith(SERVICE_CHAIN_PREFIXES)}
+                     for table in TOP_CHAINS}
+            text = restore_input(desired, {}, stale=stale)
+        else:
+            text = restore_input(desired, self._written, stale={})
+        if text:
+            try:
+                await self.iptables.restore(text)
+            except RestoreError:
+                self._written = {}  # unknown now: the retry writes everything
+                self._dirty_keys |= dirty
+                raise
+        if full:
+            await self.iptables.ensure_jumps()
+        self._written = desired
+        for port, endpoint_ip in gone_endpoints:
+            for ip in port.cluster_ips:
+                await self.iptables.flush_udp_conntrack(ip, endpoint_ip)
+        await self.health.update(
+            {port.health_check_node_port: (port.namespace, port.name,
+                                           len(port.local_endpoints(self.config.node_name)))
+             for ports in self._ports.values() for port in ports
+             if port.external_local and port.health_check_node_port})
+        now = time.monotonic()
+        self.last_sync_time, self.last_sync_wall = now, time.time()
+        if full:
+            self.last_full_sync = now
+        self.syncs += 1
+        self.metrics.sync_duration.observe(now - started)
+        self.metrics.last_sync.set_to_current_time()
+        for table in TOP_CHAINS:
+            self.metrics.rules.labels(table).set(rule_count(desired, table))
+        log.debug("synced proxy rules (%s, %d changed lines) in %.1f ms",
+                  "full" if full else "partial", text.count("\n"), (now - started) * 1000)
+
+
+def _removed_udp_endpoints(old: list[ServicePort], new: list[ServicePort]
+                           ) -> list[tuple[ServicePort, str]]:
+    """UDP endpoints that served a port before and do not now."""
+    still = {(p.port_name, p.protocol, e.ip) for p in new for e in p.usable_endpoints()}
+    return [(port, endpoint.ip) for port in old if port.protocol == "UDP"
+            for endpoint in port.usable_endpoints()
+            if (port.port_name, port.protocol, endpoint.ip) not in still]

@@ -1,0 +1,258 @@
+"""The service proxy against real iptables, in network namespaces the test builds:
+
+    node namespace: bridge 10.250.0.1/24, the proxy's iptables, the clients
+      |-- veth -- endpoint namespace e1: 10.250.0.11, busybox httpd on 8080 ("e1")
+      |-- veth -- e2: 10.250.0.12
+      |-- veth -- e3: 10.250.0.13
+
+The Services and EndpointSlices are real objects in the shared API server; the proxy runs
+in the test process and programs the node namespace's tables (`netns`). No packet leaves
+the namespaces, and the host's own tables are never touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from minikube_py.client.rest import Client
+from minikube_py.proxy.proxier import Proxier
+from minikube_py.proxy.rules import ProxyConfig
+
+pytestmark = pytest.mark.slow
+
+Obj = dict[str, Any]
+PREFIX = "mkpt-"
+NETNS_DIR = Path("/var/run/netns")
+ENDPOINTS = {"e1": "10.250.0.11", "e2": "10.250.0.12", "e3": "10.250.0.13"}
+LB_IP = "10.250.1.100"
+CLIENT = """
+import sys, urllib.request
+counts = {}
+for _ in range(int(sys.argv[2])):
+    try:
+        body = urllib.request.urlopen(sys.argv[1], timeout=3).read().decode().strip()
+    except OSError as error:
+        body = "error:" + type(error).__name__
+    counts[body] = counts.get(body, 0) + 1
+print(repr(counts))
+"""
+
+
+def run(*command: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, check=check, timeout=30)
+
+
+def in_ns(ns: str, *command: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return run("nsenter", f"--net={NETNS_DIR / ns}", *command, check=check)
+
+
+def remove_namespaces_of_dead_runs() -> None:
+    """A crashed run leaves its namespaces (and their httpd processes): remove them."""
+    if not NETNS_DIR.is_dir():
+        return
+    for path in NETNS_DIR.glob(f"{PREFIX}*"):
+        pid = path.name[len(PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            kill_processes_in(path.name)
+            run("ip", "netns", "del", path.name, check=False)
+
+
+def kill_processes_in(ns: str) -> None:
+    listed = run("ip", "netns", "pids", ns, check=False).stdout.split()
+    for pid in listed:
+        try:
+            os.kill(int(pid), 9)
+        except (ProcessLookupError, ValueError):
+            pass
+
+
+@dataclass
+class Topology:
+    node: str
+    endpoints: dict[str, str]  # namespace -> address
+
+
+@pytest.fixture(scope="module")
+def topology(fast_tmp: Path) -> Iterator[Topology]:
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces need root")
+    remove_namespaces_of_dead_runs()
+    base = f"{PREFIX}{os.getpid()}"
+    node = f"{base}-node"
+    created = [node]
+    run("ip", "netns", "add", node)
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        in_ns(node, "ip", "link", "set", "lo", "up")
+        in_ns(node, "ip", "link", "add", "br0", "type", "bridge")
+        in_ns(node, "ip", "addr", "add", "10.250.0.1/24", "dev", "br0")
+        in_ns(node, "ip", "link", "set", "br0", "up")
+        in_ns(node, "ip", "route", "add", "default", "dev", "br0")
+        for name, address in ENDPOINTS.items():
+            ns = f"{base}-{name}"
+            run("ip", "netns", "add", ns)
+            created.append(ns)
+            in_ns(ns, "ip", "link", "set", "lo", "up")
+            in_ns(node, "ip", "link", "add", f"v{name}", "type", "veth", "peer", "name",
+                  "eth0", "netns", str(NETNS_DIR / ns))
+            in_ns(node, "ip", "link", "set", f"v{name}", "master", "br0", "up")
+            in_ns(ns, "ip", "addr", "add", f"{address}/24", "dev", "eth0")
+            in_ns(ns, "ip", "link", "set", "eth0", "up")
+            in_ns(ns, "ip", "route", "add", "default", "via", "10.250.0.1")
+            www = fast_tmp / f"www-{name}"
+            www.mkdir(exist_ok=True)
+            (www / "index.html").write_text(f"{name}\n")
+            processes.append(subprocess.Popen(
+                ["nsenter", f"--net={NETNS_DIR / ns}", "busybox", "httpd", "-f", "-p", "8080",
+                 "-h", str(www)]))
+        yield Topology(node, {f"{base}-{n}": a for n, a in ENDPOINTS.items()})
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
+        for ns in created:
+            kill_processes_in(ns)
+            run("ip", "netns", "del", ns, check=False)
+
+
+@pytest.fixture
+async def proxier(topology: Topology, kubeconfig: Path) -> AsyncIterator[Proxier]:
+    async with Client.from_kubeconfig(kubeconfig, user_agent="kube-proxy") as client, \
+            Proxier(client, ProxyConfig("node-1", "10.244.0.0/16"),
+                    netns=str(NETNS_DIR / topology.node)) as running:
+        task = asyncio.create_task(running.run())
+        try:
+            yield running
+        finally:
+            await running.stop()
+            await task
+
+
+def requests(topology: Topology, url: str, count: int) -> Counter[str]:
+    """`count` new connections from the node namespace; how many each answer got."""
+    out = in_ns(topology.node, "/usr/bin/python3", "-c", CLIENT, url, str(count)).stdout
+    return Counter(eval(out))  # the client prints a dict literal of str -> int
+
+
+def rules_text(topology: Topology) -> str:
+    """iptables-save of the node namespace, without counters and comments lines."""
+    saved = in_ns(topology.node, "iptables-save").stdout
+    return "\n".join(re.sub(r"\[\d+:\d+\]", "", line) for line in saved.splitlines()
+                     if not line.startswith("#"))
+
+
+async def create_service(api: Client, namespace: str, name: str, addresses: list[str],
+                         **spec: Any) -> Obj:
+    service = await api.resource("services").create({
+        "metadata": {"name": name},
+        "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}], **spec}},
+        namespace)
+    await api.resource("endpointslices", "discovery.k8s.io").create(
+        slice_body(name, addresses), namespace)
+    return service
+
+
+def slice_body(name: str, addresses: list[str]) -> Obj:
+    return {"metadata": {"name": f"{name}-1", "labels": {"kubernetes.io/service-name": name}},
+            "addressType": "IPv4", "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+            "endpoints": [{"addresses": [a], "nodeName": "node-1",
+                           "conditions": {"ready": True}} for a in addresses]}
+
+
+async def wait_answers(topology: Topology, url: str) -> None:
+    for _ in range(50):
+        if not any(k.startswith("error") for k in requests(topology, url, 1)):
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{url} never answered")
+
+
+async def test_cluster_ip_spreads_connections_and_drops_a_removed_endpoint_within_a_second(
+        proxier: Proxier, topology: Topology, api_client: Client, namespace: str) -> None:
+    service = await create_service(api_client, namespace, "web", list(ENDPOINTS.values()))
+    url = f"http://{service['spec']['clusterIP']}/"
+    await wait_answers(topology, url)
+    counts = requests(topology, url, 300)
+    assert sorted(counts) == ["e1", "e2", "e3"], counts
+    for name in ("e1", "e2", "e3"):
+        assert 70 <= counts[name] <= 130, counts  # within 30% of 100 each
+    slices = api_client.resource("endpointslices", "discovery.k8s.io")
+    current = await slices.get("web-1", namespace)
+    current["endpoints"] = current["endpoints"][:2]  # e3 goes
+    await slices.update(current)
+    await asyncio.sleep(1.0)
+    after = requests(topology, url, 60)
+    assert "e3" not in after and sum(after.values()) == 60 and not any(
+        k.startswith("error") for k in after), after
+
+
+async def test_node_port_and_load_balancer_ip_answer(
+        proxier: Proxier, topology: Topology, api_client: Client, namespace: str) -> None:
+    service = await create_service(api_client, namespace, "lb", ["10.250.0.11"],
+                                   type="LoadBalancer")
+    node_port = service["spec"]["ports"][0]["nodePort"]
+    service["status"] = {"loadBalancer": {"ingress": [{"ip": LB_IP, "ipMode": "VIP"}]}}
+    await api_client.resource("services").update_status(service)
+    await wait_answers(topology, f"http://10.250.0.1:{node_port}/")
+    assert requests(topology, f"http://10.250.0.1:{node_port}/", 5) == Counter({"e1": 5})
+    await wait_answers(topology, f"http://{LB_IP}/")
+    assert requests(topology, f"http://{LB_IP}/", 5) == Counter({"e1": 5})
+
+
+async def test_service_without_endpoints_is_refused_at_once_and_deleted_leaves_no_chain(
+        proxier: Proxier, topology: Topology, api_client: Client, namespace: str) -> None:
+    service = await create_service(api_client, namespace, "empty", [])
+    url = f"http://{service['spec']['clusterIP']}/"
+    for _ in range(50):
+        if f"{namespace}/empty:http has no endpoints" in rules_text(topology):
+            break
+        await asyncio.sleep(0.1)
+    started = time.monotonic()
+    assert requests(topology, url, 1) == Counter({"error:URLError": 1})
+    assert time.monotonic() - started < 2.5  # REJECT: refused, not a timeout
+    with_endpoints = await create_service(api_client, namespace, "gone", ["10.250.0.12"])
+    await wait_answers(topology, f"http://{with_endpoints['spec']['clusterIP']}/")
+    assert f"{namespace}/gone:http" in rules_text(topology)
+    await api_client.resource("services").delete("gone", namespace)
+    await api_client.resource("endpointslices", "discovery.k8s.io").delete("gone-1", namespace)
+    await asyncio.sleep(1.0)
+    assert f"{namespace}/gone" not in rules_text(topology)
+
+
+async def test_restarted_proxy_writes_no_rule_change(
+        topology: Topology, kubeconfig: Path, api_client: Client, namespace: str) -> None:
+    await create_service(api_client, namespace, "steady", ["10.250.0.11", "10.250.0.12"])
+    async with Client.from_kubeconfig(kubeconfig) as client:
+        config = ProxyConfig("node-1", "10.244.0.0/16")
+        netns = str(NETNS_DIR / topology.node)
+        async with Proxier(client, config, netns=netns):
+            before = rules_text(topology)
+        assert f"{namespace}/steady:http" in before
+        async with Proxier(client, config, netns=netns) as again:
+            assert again.syncs == 1
+            assert rules_text(topology) == before
+
+
+async def test_cleanup_removes_every_chain_and_jump(topology: Topology, kubeconfig: Path,
+                                                   api_client: Client, namespace: str) -> None:
+    await create_service(api_client, namespace, "tidy", ["10.250.0.11"])
+    async with Client.from_kubeconfig(kubeconfig) as client, Proxier(
+            client, ProxyConfig("node-1"), netns=str(NETNS_DIR / topology.node)):
+        assert "KUBE-SERVICES" in rules_text(topology)
+    cleaned = subprocess.run(
+        [sys.executable, "-m", "minikube_py.proxy", "--cleanup",
+         f"--netns={NETNS_DIR / topology.node}"], capture_output=True, text=True, timeout=30)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert "KUBE-" not in rules_text(topology)
