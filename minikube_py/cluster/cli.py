@@ -17,6 +17,7 @@ The cluster is etcd, the API server, the controller-manager, the scheduler and o
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import os
 import shutil
@@ -50,10 +51,13 @@ from minikube_py.kubelet.runtime_setup import (
 
 DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443,
                  "controller-manager": 10257, "scheduler": 10259, "kubelet": 10250,
-                 "registry": 5000}
+                 "registry": 5000, "proxy-healthz": 10256, "proxy-metrics": 10249,
+                 "dns": 10053, "dns-metrics": 9153}
 # Started in this order, stopped in the reverse order.
 COMPONENTS = ("registry", "etcd", "apiserver", "controller-manager", "scheduler", "containerd",
-              "kubelet")
+              "kubelet", "proxy", "dns")
+CLUSTER_CIDR = "10.244.0.0/16"
+CLUSTER_DNS = "10.96.0.10"
 # The components that reach the cluster through the API server (python -m <module>).
 CLIENT_COMPONENTS = {"controller-manager": "minikube_py.controllers",
                      "scheduler": "minikube_py.scheduler"}
@@ -171,6 +175,7 @@ def up(args: argparse.Namespace) -> None:
         _wait(lambda name=name: _http_ok(f"http://{LOOPBACK}:{ports[name]}/healthz"),
               f"the {name}", state / "logs" / f"{name}.log")
     _up_node(state, cluster, config)
+    _up_services(state, cluster, config)
     print(f"minikube-py is up: API server {api_url}, etcd {etcd_url}")
     print(f"logs: {state / 'logs'}")
     print("To use it with kubectl:")
@@ -217,10 +222,45 @@ def _up_node(state: Path, cluster: dict[str, Any], kubeconfig: Path) -> None:
         if port_in_use(port):
             fail(f"port {port} is taken by another program; stop it or remove "
                  f"{state / 'cluster.json'} to pick new ports")
-        _start("kubelet", kubelet_command(node, state / "kubeconfig", port), state)
+        _start("kubelet", kubelet_command(node, state / "kubeconfig", port, CLUSTER_DNS),
+               state)
     _wait(lambda: _http_ok(f"http://{LOOPBACK}:{port}/healthz"), "the kubelet",
           state / "logs" / "kubelet.log")
     print(f"node {node.node_name}: containerd {node.endpoint}, pods on {node.pod_cidr}")
+
+
+def _up_services(state: Path, cluster: dict[str, Any], kubeconfig: Path) -> None:
+    """The proxy (this machine's iptables, as the node's kube-proxy) and cluster DNS,
+    which publishes itself as the kube-dns Service's endpoint at the node's pod gateway."""
+    if runtime_missing() is not None:
+        return
+    ports = cluster["ports"]
+    if _pid_alive(state / "run" / "proxy.pid") is None:
+        for name in ("proxy-healthz", "proxy-metrics"):
+            if port_in_use(ports[name]):
+                fail(f"port {ports[name]} is taken by another program; stop it or remove "
+                     f"{state / 'cluster.json'} to pick new ports")
+        _start("proxy", [
+            sys.executable, "-m", "minikube_py.proxy", f"--kubeconfig={kubeconfig}",
+            "--hostname-override=node-1", f"--cluster-cidr={CLUSTER_CIDR}",
+            f"--healthz-bind-address={LOOPBACK}:{ports['proxy-healthz']}",
+            f"--metrics-bind-address={LOOPBACK}:{ports['proxy-metrics']}"], state)
+    if _pid_alive(state / "run" / "dns.pid") is None:
+        for name in ("dns", "dns-metrics"):
+            if port_in_use(ports[name]):
+                fail(f"port {ports[name]} is taken by another program; stop it or remove "
+                     f"{state / 'cluster.json'} to pick new ports")
+        gateway = str(ipaddress.ip_network(cluster["podCIDR"])[1])
+        _start("dns", [
+            sys.executable, "-m", "minikube_py.dns", f"--kubeconfig={kubeconfig}",
+            "--bind-address=0.0.0.0", f"--port={ports['dns']}",
+            f"--advertise-address={gateway}", f"--service-ip={CLUSTER_DNS}",
+            f"--metrics-bind-address={LOOPBACK}:{ports['dns-metrics']}"], state)
+    _wait(lambda: _http_ok(f"http://{LOOPBACK}:{ports['proxy-healthz']}/healthz"),
+          "the proxy", state / "logs" / "proxy.log")
+    _wait(lambda: _http_ok(f"http://{LOOPBACK}:{ports['dns-metrics']}/healthz"),
+          "cluster DNS", state / "logs" / "dns.log")
+    print(f"services: proxy on this machine's iptables, DNS at {CLUSTER_DNS}")
 
 
 def down(args: argparse.Namespace) -> None:
@@ -240,6 +280,8 @@ def down(args: argparse.Namespace) -> None:
         pid_file.unlink(missing_ok=True)
         if name == "containerd":
             _down_node_runtime(state)
+        if name == "proxy" and (pid is not None or _proxy_chains_left()):
+            _cleanup_proxy_rules()
     if args.purge and state.exists():
         shutil.rmtree(state)
         print(f"deleted {state}")
@@ -254,12 +296,25 @@ def _down_node_runtime(state: Path) -> None:
         stop_node_runtime(state, cluster["podCIDR"])
 
 
+def _proxy_chains_left() -> bool:
+    saved = subprocess.run(["iptables-save", "-t", "nat"], capture_output=True, text=True)
+    return ":KUBE-SERVICES" in saved.stdout
+
+
+def _cleanup_proxy_rules() -> None:
+    """kube-proxy --cleanup: the proxy's chains and jumps leave this machine's tables."""
+    done = subprocess.run([sys.executable, "-m", "minikube_py.proxy", "--cleanup"],
+                          capture_output=True, text=True)
+    print(done.stdout.strip() if done.returncode == 0
+          else f"proxy cleanup failed: {done.stderr.strip()}")
+
+
 def status(args: argparse.Namespace) -> None:
     state = home()
     running = True
     node_reason = runtime_missing()
     for name in COMPONENTS:
-        if name in ("containerd", "kubelet") and node_reason is not None:
+        if name in ("containerd", "kubelet", "proxy", "dns") and node_reason is not None:
             print(f"{name}: not started ({node_reason})")
             continue
         pid = _pid_alive(state / "run" / f"{name}.pid")

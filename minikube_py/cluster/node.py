@@ -59,8 +59,10 @@ def start_containerd(state: Path, pod_cidr: str, registry: str, start: Start
     return config
 
 
-def kubelet_command(config: NodeRuntimeConfig, kubeconfig: Path, port: int) -> list[str]:
+def kubelet_command(config: NodeRuntimeConfig, kubeconfig: Path, port: int,
+                    cluster_dns: str) -> list[str]:
     return [sys.executable, "-m", "minikube_py.kubelet", f"--kubeconfig={kubeconfig}",
+            f"--cluster-dns={cluster_dns}",
             f"--node-name={config.node_name}",
             f"--container-runtime-endpoint={config.endpoint}",
             f"--root-dir={config.base_dir / 'kubelet'}", f"--pod-cidr={config.pod_cidr}",

@@ -3,9 +3,10 @@
     informers: Services, EndpointSlices, this Node
         | a change marks its Service dirty and asks for a sync
         v
-    sync (at most every --iptables-min-sync-period; a full one every --iptables-sync-period)
-        1. the dirty Services' rules again (serviceports.py -> rules.py: service_rules);
-           the others' are kept from before
+    sync (on a change, at most every --iptables-min-sync-period; else every
+          --iptables-sync-period; a full sync every hour and after a failure)
+        1. the rules of the Services that changed (serviceports.py -> rules.py:
+           service_rules); the others' are kept from before
         2. assemble every chain the proxy wants (rules.assemble)
         3. one `iptables-restore --noflush` with the chains that differ from the last
            write, and `-X` for chains no longer wanted (rules.restore_input). A full sync
@@ -47,6 +48,10 @@ Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 BACKOFF_INITIAL, BACKOFF_MAX = 1.0, 30.0
+FULL_SYNC_PERIOD = 3600.0
+"""A full sync at least this often (upstream's proxyutil.FullSyncPeriod): rewriting every
+chain with `--noflush` costs seconds with thousands of chains on iptables' nf_tables
+backend, so the periodic syncs in between write only what changed."""
 
 
 class ProxyMetrics:
@@ -141,16 +146,17 @@ class Proxier:
 
     async def run(self) -> None:
         """The sync loop (upstream's BoundedFrequencyRunner): a change syncs at most every
-        min_sync_period, a full sync comes every sync_period, a failure backs off."""
+        min_sync_period, a quiet proxy syncs every sync_period, a full sync comes every
+        FULL_SYNC_PERIOD, and a failure backs off and then syncs in full."""
         backoff = 0.0
         while not self._stopped.is_set():
             if backoff:
                 await asyncio.sleep(backoff)
             else:
-                next_full = self.last_full_sync + self.sync_period - time.monotonic()
-                if next_full > 0:
+                next_sync = self.last_sync_time + self.sync_period - time.monotonic()
+                if next_sync > 0:
                     try:
-                        async with asyncio.timeout(next_full):
+                        async with asyncio.timeout(next_sync):
                             await self._wake.wait()
                     except TimeoutError:
                         pass
@@ -160,7 +166,7 @@ class Proxier:
             if since < self.min_sync_period:
                 await asyncio.sleep(self.min_sync_period - since)
             self._wake.clear()
-            full = backoff > 0 or time.monotonic() - self.last_full_sync >= self.sync_period
+            full = backoff > 0 or time.monotonic() - self.last_full_sync >= FULL_SYNC_PERIOD
             try:
                 await self.sync(full=full)
                 backoff = 0.0
@@ -172,8 +178,7 @@ class Proxier:
     async def sync(self, *, full: bool) -> None:
         """syncProxyRules: steps 1-5 of the module's list."""
         started = time.monotonic()
-        dirty = set(self._fragments) | set(self._dirty_keys) if full else set(self._dirty_keys)
-        self._dirty_keys.clear()
+        dirty, self._dirty_keys = self._dirty_keys, set()
         gone_endpoints: list[tuple[ServicePort, str]] = []
         for key in dirty:
             old_ports = self._ports.get(key, [])
