@@ -41,7 +41,8 @@ def kubectl(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def leftovers(home: Path) -> list[str]:
-    """Processes, mounts and the bridge of the cluster in `home`, if any survived."""
+    """Processes, mounts, the bridge and the proxy's iptables rules of the cluster in
+    `home`, if any survived."""
     marker = str(home)
     found = [line for line in Path("/proc/self/mountinfo").read_text().splitlines()
              if marker in line]
@@ -53,7 +54,9 @@ def leftovers(home: Path) -> list[str]:
             except OSError:
                 continue
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
-    return found + [line for line in links.splitlines() if bridge_of(home) in line]
+    nat = subprocess.run(["iptables-save", "-t", "nat"], capture_output=True, text=True).stdout
+    return (found + [line for line in links.splitlines() if bridge_of(home) in line]
+            + [line for line in nat.splitlines() if "KUBE-" in line])
 
 
 def bridge_of(home: Path) -> str:
@@ -68,10 +71,10 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         again = launcher(home, "up")  # idempotent: nothing is started twice
         assert again.returncode == 0
         running = pids(home)
-        assert len(running) == 7 and all(alive(pid) for pid in running)
+        assert len(running) == 9 and all(alive(pid) for pid in running)
         status = launcher(home, "status")
         for component in ("registry", "etcd", "apiserver", "controller-manager", "scheduler",
-                          "containerd", "kubelet"):
+                          "containerd", "kubelet", "proxy", "dns"):
             assert f"{component}: running" in status.stdout
         assert "kube-system" in kubectl(home, "get", "namespaces").stdout
         # a new user's first pod: scheduled onto the node, started by its kubelet
@@ -91,6 +94,15 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         page = subprocess.run(["busybox", "wget", "-q", "-O-", f"http://{nginx_ip}/"],
                               capture_output=True, text=True, timeout=10)
         assert "Welcome to nginx!" in page.stdout
+        # the Service by name, from a pod: cluster DNS at 10.96.0.10, then the proxy's rules
+        kubectl(home, "expose", "deployment", "nginx", "--port=80")
+        kubectl(home, "run", "client", "--image=busybox:1.36", "--restart=Never", "--",
+                "wget", "-qO-", "http://nginx")
+        kubectl(home, "wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/client",
+                "--timeout=60s")
+        assert "Welcome to nginx!" in kubectl(home, "logs", "client").stdout
+        assert "KUBE-SVC-" in subprocess.run(["iptables-save", "-t", "nat"],
+                                             capture_output=True, text=True).stdout
     finally:
         running = pids(home)
         launcher(home, "down", "--purge", check=False)
