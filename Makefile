@@ -51,6 +51,7 @@ apt:
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
 	command -v iptables >/dev/null 2>&1 || missing="$$missing iptables"; \
 	command -v docker-registry >/dev/null 2>&1 || missing="$$missing docker-registry"; \
+	command -v conntrack >/dev/null 2>&1 || missing="$$missing conntrack"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \

@@ -9,11 +9,13 @@ to the API server from the host.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 
 from minikube_py.proxy.rules import JUMPS, SERVICE_CHAIN_PREFIXES, TOP_CHAINS
 
 FAILED_LINE = re.compile(r"line:? (\d+) failed")
+log = logging.getLogger(__name__)
 
 
 class RestoreError(Exception):
@@ -100,5 +102,9 @@ class IPTables:
         """Forget UDP flows to `destination` NATed to an endpoint that went, so the next
         datagram is routed afresh (upstream's ClearEntriesForNAT). Nothing to delete is
         not an error."""
-        await self._run("conntrack", "-D", "-p", "udp", "--orig-dst", destination,
-                        "--dst-nat", endpoint_ip)
+        try:
+            await self._run("conntrack", "-D", "-p", "udp", "--orig-dst", destination,
+                            "--dst-nat", endpoint_ip)
+        except FileNotFoundError:
+            log.warning("conntrack is not installed (apt-get install conntrack): UDP flows "
+                        "to %s keep going to %s until they time out", destination, endpoint_ip)
