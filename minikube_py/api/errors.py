@@ -37,6 +37,9 @@ class APIError(Exception):
         return self.message
 
     def status(self) -> dict[str, Any]:
+        """The Status body, its fields in the order upstream's Go struct writes them:
+        kind, apiVersion, metadata, status, message, reason, details, code (clients such
+        as the official client's create_from_yaml compare the text)."""
         body: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
@@ -44,17 +47,28 @@ class APIError(Exception):
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
-            "code": self.code,
         }
         if self.details:
-            body["details"] = self.details
+            body["details"] = _ordered_details(self.details)
+        body["code"] = self.code
         return body
 
 
+DETAILS_ORDER = ("name", "group", "kind", "uid", "causes", "retryAfterSeconds")
+"""StatusDetails' fields in the order of upstream's Go struct."""
+
+
+def _ordered_details(details: dict[str, Any]) -> dict[str, Any]:
+    ordered = {key: details[key] for key in DETAILS_ORDER if key in details}
+    ordered.update((key, value) for key, value in details.items() if key not in ordered)
+    return ordered
+
+
 def _details(name: str, group: str, kind: str) -> dict[str, Any]:
-    details: dict[str, Any] = {"name": name, "kind": kind}
+    details: dict[str, Any] = {"name": name}
     if group:
         details["group"] = group
+    details["kind"] = kind
     return details
 
 

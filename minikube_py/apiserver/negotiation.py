@@ -81,12 +81,13 @@ def negotiate(accept: str) -> Wanted:
 
 
 def decode_body(content_type: str, body: bytes) -> Any:
-    """A create/update body as a dict: JSON, YAML or Kubernetes protobuf; anything else is 415."""
+    """A create/update body as a dict: JSON, YAML or Kubernetes protobuf; anything else
+    (text/plain too, as upstream) is 415."""
     media = parse_media_types(content_type or JSON)
     kind = media[0].type if media else JSON
-    if kind in (JSON, "*/*", "text/plain"):
+    if kind == JSON:
         return parse_json(body)
-    if kind in (YAML, "application/x-yaml", "text/yaml"):
+    if kind == YAML:
         try:
             return yaml.safe_load(body)
         except yaml.YAMLError as err:

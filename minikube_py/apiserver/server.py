@@ -315,8 +315,10 @@ class APIServer:
 
     @staticmethod
     def _status_response(err: errors.APIError) -> web.Response:
+        """The error as a Status body, ending in the newline Go's json.Encoder writes."""
         headers = {"Retry-After": str(err.retry_after)} if err.retry_after else None
-        return json_response(err.status(), err.code, headers)
+        return web.Response(body=orjson.dumps(err.status()) + b"\n", status=err.code,
+                            content_type="application/json", headers=headers)
 
     # -- endpoints -------------------------------------------------------------------------
 
