@@ -633,3 +633,20 @@ def test_events_k8s_io_events_are_created_read_in_both_shapes_and_validated(
         events.create_namespaced_event(namespace, body)
     assert invalid.value.status == 422
     assert "count: Invalid value" in json.loads(invalid.value.body)["message"]
+
+
+def test_nodes_and_services_read_back_into_the_clients_models(
+        v1: client.CoreV1Api, namespace: str) -> None:
+    """Client 37's models require the fields upstream always writes: a hand-made Node has
+    `status.nodeInfo.kubeProxyVersion: ""`, a new Service `status.loadBalancer: {}`."""
+    name = f"fidelity-{uuid.uuid4().hex[:8]}"
+    v1.create_node(client.V1Node(metadata=client.V1ObjectMeta(name=name)))
+    try:
+        node = v1.read_node(name)
+        assert node.status.node_info.kube_proxy_version == ""
+        assert name in [n.metadata.name for n in v1.list_node().items]
+    finally:
+        v1.delete_node(name)
+    created = v1.create_namespaced_service(namespace, service_model("fidelity"))
+    assert created.status.load_balancer is not None
+    assert v1.read_namespaced_service("fidelity", namespace).status.load_balancer.ingress is None

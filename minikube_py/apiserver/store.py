@@ -5,11 +5,14 @@ implementation of every verb, with a `Strategy` (strategy.py) supplying the step
 differ by kind. The store is the only code that writes objects to etcd:
 
     create: name/uid/timestamps -> strategy.prepare_for_create -> default
-            -> managedFields -> validate
+            -> managedFields -> validate -> always-written fields
             -> etcd Txn "create_revision == 0" (409 AlreadyExists when it fails)
     update: read -> precondition on resourceVersion -> prepare_for_update -> default
-            -> validate_update -> managedFields
+            -> validate_update -> always-written fields -> managedFields
             -> etcd Txn "mod_revision == read revision" (retry or 409)
+
+"always-written fields" are the empty fields upstream's JSON carries anyway (Go writes a
+field without `omitempty`, and every struct): api/schema/written.py.
     delete: preconditions -> graceful (deletionTimestamp) or finalizers pending?
             -> mark the object : remove it with a Txn
 
@@ -36,6 +39,7 @@ from minikube_py.api import errors, meta
 from minikube_py.api.managedfields import FieldManager
 from minikube_py.api.resources import Resource
 from minikube_py.api.schema import schema_for
+from minikube_py.api.schema.written import always_written, fill_always_written
 from minikube_py.api.selectors import FieldSelector, LabelSelector
 from minikube_py.api.validation import (
     FieldError,
@@ -188,6 +192,8 @@ class Store:
         self.field_manager = FieldManager(
             schema_for(resource.group, resource.version, resource.kind), resource.api_version,
             strategy.reset_fields())
+        self.always_written = always_written(
+            *(strategy.storage_kind or (resource.api_version, resource.kind)))
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -275,6 +281,7 @@ class Store:
         problems = self.strategy.validate(obj)
         if problems:
             raise self._invalid(obj, problems)
+        fill_always_written(obj, self.always_written)
         await self._check_namespace(namespace)
         if dry_run:
             return obj
@@ -517,6 +524,7 @@ class Store:
             problems += self.strategy.validate_update(new, current)
         if problems:
             raise self._invalid(new, problems)
+        fill_always_written(new, self.always_written)
         return new
 
     # -- delete ----------------------------------------------------------------------------

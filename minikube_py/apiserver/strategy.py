@@ -42,6 +42,10 @@ class Strategy:
     # object's dependents. "DeleteDependents" (background), "OrphanDependents" (the
     # server adds the `orphan` finalizer), or "Unsupported" (no GC finalizers at all).
     default_garbage_collection_policy: ClassVar[str] = "DeleteDependents"
+    # The (apiVersion, kind) whose shape the store keeps, when it is not the resource's own
+    # (events.k8s.io/v1 Events are stored as core/v1 Events): the store fills in that
+    # kind's always-written fields.
+    storage_kind: ClassVar[tuple[str, str] | None] = None
 
     def __init__(self, resource: Resource) -> None:
         self.resource = resource

@@ -78,6 +78,7 @@ class EventsV1EventStrategy(NoGenerationStrategy):
     """
 
     default_garbage_collection_policy = "Unsupported"
+    storage_kind = ("v1", "Event")
 
     name_validator = staticmethod(validate_dns1123_subdomain)
 
