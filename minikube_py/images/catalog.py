@@ -3,7 +3,7 @@
 No outside registry is reachable here, so the cluster brings its own images, under the
 names tutorials use (the local registry answers for docker.io and registry.k8s.io):
 
-    localhost/pause:3.9, registry.k8s.io/pause:3.10
+    localhost/pause:3.9, registry.k8s.io/pause:3.10 and :3.9
                              the pod sandbox ("infra") container: holds the pod's namespaces
     localhost/busybox:1.36, busybox:1.36, busybox:latest
                              a shell and the usual tools (Cmd ["sh"])
@@ -104,7 +104,8 @@ class ImageSpec:
 
 
 PAUSE = ImageSpec("localhost/pause:3.9", ImageConfig(entrypoint=("/pause",)),
-                  {"/pause": PAUSE_SCRIPT}, aliases=("registry.k8s.io/pause:3.10",))
+                  {"/pause": PAUSE_SCRIPT},
+                  aliases=("registry.k8s.io/pause:3.10", "registry.k8s.io/pause:3.9"))
 BUSYBOX = ImageSpec("localhost/busybox:1.36", ImageConfig(cmd=("sh",)),
                     aliases=("docker.io/library/busybox:1.36",
                              "docker.io/library/busybox:latest"))
