@@ -175,6 +175,17 @@ async def registry_node(pushed: RegistryProcess, fast_tmp: Path, kubeconfig: Pat
                     pass
 
 
+async def answer_when_listening(url: str) -> str:
+    """The page at `url` once the server in the pod listens (Running comes first: the pods
+    have no readiness probe)."""
+    for _ in range(100):
+        try:
+            return await http_get(url)
+        except (OSError, aiohttp.ClientError, TimeoutError):
+            await asyncio.sleep(0.2)
+    raise AssertionError(f"nothing answered at {url}")
+
+
 def running_with_ip(pod: Obj) -> Obj | None:
     status = pod.get("status") or {}
     return pod if status.get("phase") == "Running" and status.get("podIP") else None
@@ -187,7 +198,7 @@ async def test_nginx_by_its_tutorial_name_is_pulled_and_serves_its_welcome_page(
                                            "imagePullPolicy": "Always"}])
     await api_client.resource("pods").create(pod, namespace)
     running = await pod_where(api_client, namespace, "web", running_with_ip, timeout=60)
-    page = await http_get(f"http://{running['status']['podIP']}:80/")
+    page = await answer_when_listening(f"http://{running['status']['podIP']}:80/")
     assert "Welcome to nginx!" in page
     image_id = running["status"]["containerStatuses"][0]["imageID"]
     assert image_id.startswith("docker.io/library/nginx@sha256:")
@@ -201,14 +212,7 @@ async def test_python_image_runs_an_http_server(
         "command": ["python3", "-m", "http.server", "8000"]}])
     await api_client.resource("pods").create(pod, namespace)
     running = await pod_where(api_client, namespace, "py", running_with_ip, timeout=60)
-    for _ in range(50):
-        try:
-            listing = await http_get(f"http://{running['status']['podIP']}:8000/")
-            break
-        except (OSError, aiohttp.ClientError, TimeoutError):
-            await asyncio.sleep(0.2)
-    else:
-        raise AssertionError("python -m http.server did not answer")
+    listing = await answer_when_listening(f"http://{running['status']['podIP']}:8000/")
     assert "Directory listing for /" in listing
 
 

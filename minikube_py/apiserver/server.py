@@ -85,6 +85,7 @@ class APIServer:
         self.stores: dict[tuple[str, str, str], Store] = {}
         self.handler: ResourceHandler
         self._tasks: list[asyncio.Task[None]] = []
+        self._system_namespaces = asyncio.Event()
         self._runner: web.ServerRunner | None = None
         self._inflight = {"readOnly": 0, "mutating": 0}
         for kind in self._inflight:  # read when /metrics is scraped, not set per request
@@ -227,6 +228,7 @@ class APIServer:
                     if err.code == 409:
                         break
                     await asyncio.sleep(1)
+        self._system_namespaces.set()
         repair = AllocationRepair(self.etcd, self.services.resource.etcd_prefix,
                                   self.service_allocators)
         await asyncio.gather(ensure_kubernetes_service(self.services, self.port), repair.run())
@@ -337,6 +339,10 @@ class APIServer:
             checks.append(("etcd", False))
         synced = all(cache.ready.is_set() for cache in self.caches.values())
         checks.append(("watch-cache-synced", synced))
+        # Upstream's post-start hook: ready only once `default` and the other system
+        # namespaces exist, so a client's first create in `default` cannot get a 404.
+        checks.append(("poststarthook/start-system-namespaces-controller",
+                       self._system_namespaces.is_set()))
         ok = all(passed for _, passed in checks)
         if "verbose" in request.query or not ok:
             lines = [f"[{'+' if passed else '-'}]{name} {'ok' if passed else 'failed'}"
