@@ -145,6 +145,14 @@ APPLIED_DEPLOYMENT = ((DEPLOYMENTS + "/web?fieldManager=test", deployment("web")
 UNKNOWN_FORMAT = "the body of the request was in an unknown format - accepted media types include"
 
 CASES = (
+    # -- shapes a fuzzer found answered with 500 ------------------------------------------
+    BadInput("empty-key-null-body-on-deployments", "POST", DEPLOYMENTS, {"": None}, 422,
+             "Invalid", field="metadata.name"),
+    BadInput("api-version-is-a-list", "POST", PODS, {**pod("web"), "apiVersion": [None, None]},
+             400, "BadRequest", "cannot unmarshal array into Go struct field .apiVersion "
+             "of type string"),
+    BadInput("kind-is-a-number", "POST", DEPLOYMENTS, {**deployment("web"), "kind": 7}, 400,
+             "BadRequest", "cannot unmarshal number into Go struct field .kind of type string"),
     # -- bodies that do not decode (handlers/create.go: transformDecodeError, 400) ---------
     BadInput("invalid-json", "POST", PODS, b'{"apiVersion": "v1", "kind": "Pod", "metadata": {',
              400, "BadRequest",

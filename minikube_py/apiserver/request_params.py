@@ -17,6 +17,7 @@ from aiohttp import web
 from minikube_py.api import errors, meta
 from minikube_py.api.resources import Resource, by_kind
 from minikube_py.api.schema import schema_for, unknown_fields
+from minikube_py.api.schema.strict import FieldPath
 from minikube_py.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from minikube_py.api.validation import FieldError, forbidden, invalid, required, too_long
 from minikube_py.apiserver import negotiation
@@ -118,6 +119,12 @@ def check_type(obj: Obj, kind: str, api_version: str) -> None:
     Upstream decodes the body as the type it names and then fails to convert it (or
     finds no such type); transformDecodeError reports either as a 400.
     """
+    for field in ("apiVersion", "kind"):
+        value = obj.get(field)
+        if value is not None and not isinstance(value, str):
+            raise errors.bad_request(
+                "couldn't get version/kind; json parse error: json: cannot unmarshal "
+                f"{json_type(value)} into Go struct field .{field} of type string")
     body_kind = obj.get("kind") or kind
     body_version = obj.get("apiVersion") or api_version
     if (body_kind, body_version) != (kind, api_version):
@@ -318,23 +325,13 @@ def summarize_body(body: bytes, limit: int = 30) -> str:
     return text + " ..." if len(body) > limit else text
 
 
-def drop_path(obj: Any, path: str) -> None:
-    """Remove the field at a path such as `spec.containers[0].bogus` (unknown-field pruning)."""
-    steps: list[str | int] = []
-    for part in path.split("."):
-        while "[" in part:
-            head, rest = part.split("[", 1)
-            if head:
-                steps.append(head)
-            index, part = rest.split("]", 1)
-            steps.append(int(index) if index.isdigit() else index)
-        if part:
-            steps.append(part)
+def drop_path(obj: Any, path: FieldPath) -> None:
+    """Remove the field at an unknown field's path (unknown-field pruning)."""
     target = obj
-    for step in steps[:-1]:
+    for step in path.steps[:-1]:
         try:
             target = target[step]
         except (KeyError, IndexError, TypeError):
             return
     if isinstance(target, dict):
-        target.pop(steps[-1], None)
+        target.pop(path.steps[-1], None)

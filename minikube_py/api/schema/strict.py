@@ -16,31 +16,48 @@ from typing import Any
 from minikube_py.api.schema.types import Type
 
 
-def unknown_fields(obj: Any, schema: Type) -> list[str]:
+class FieldPath(str):
+    """A field's path as upstream prints it (`spec.containers[0].bogus`), which also keeps
+    the exact steps to the field: a key may be empty or hold dots, so the text alone
+    cannot always be followed back."""
+
+    steps: tuple[str | int, ...]
+
+    def __new__(cls, steps: tuple[str | int, ...]) -> FieldPath:
+        text = ""
+        for step in steps:
+            text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else step)
+        path = super().__new__(cls, text)
+        path.steps = steps
+        return path
+
+
+def unknown_fields(obj: Any, schema: Type) -> list[FieldPath]:
     """Paths of the fields of `obj` that `schema` does not have, in document order.
 
     Map keys (labels, annotations, ConfigMap data) are free, and nothing below an `any`
     type or a type that preserves unknown fields is reported.
     """
-    found: list[str] = []
-    _collect_unknown(obj, schema, "", found)
+    found: list[FieldPath] = []
+    _collect_unknown(obj, schema, (), found)
     return found
 
 
-def _collect_unknown(value: Any, schema: Type, path: str, found: list[str]) -> None:
+def _collect_unknown(value: Any, schema: Type, path: tuple[str | int, ...],
+                     found: list[FieldPath]) -> None:
     if schema.kind == "object" and isinstance(value, dict):
         for key, item in value.items():
             field = schema.fields.get(key)
             if field is not None:
-                _collect_unknown(item, field.type, _join(path, key), found)
+                _collect_unknown(item, field.type, (*path, key), found)
             elif not schema.preserve_unknown:
-                found.append(_join(path, key))
+                found.append(FieldPath((*path, key)))
     elif schema.kind == "map" and isinstance(value, dict) and schema.items is not None:
         for key, item in value.items():
-            _collect_unknown(item, schema.items, _join(path, key), found)
+            _collect_unknown(item, schema.items, (*path, key), found)
     elif schema.kind == "array" and isinstance(value, list) and schema.items is not None:
         for index, item in enumerate(value):
-            _collect_unknown(item, schema.items, f"{path}[{index}]", found)
+            _collect_unknown(item, schema.items, (*path, index), found)
 
 
 def _join(path: str, key: str) -> str:
