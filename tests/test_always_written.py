@@ -45,6 +45,7 @@ MINIMAL: dict[str, Obj] = {
                                      "accessModes": ["ReadWriteOnce"],
                                      "hostPath": {"path": "/tmp/pv"}}},
     "v1/Node": {},
+    "v1/ReplicationController": {"spec": {"selector": {"app": "x"}, "template": TEMPLATE}},
     "v1/Namespace": {},
     "apps/v1/Deployment": {"spec": {"selector": SELECTOR, "template": TEMPLATE}},
     "apps/v1/ReplicaSet": {"spec": {"selector": SELECTOR, "template": TEMPLATE}},

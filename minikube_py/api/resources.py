@@ -92,6 +92,8 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "LimitRange", "limitranges", True, ("limits",)),
     Resource("", "v1", "ResourceQuota", "resourcequotas", True, ("quota",),
              subresources=("status",)),
+    Resource("", "v1", "ReplicationController", "replicationcontrollers", True, ("rc",), _ALL,
+             ("status", "scale")),
     # apps/v1
     Resource("apps", "v1", "Deployment", "deployments", True, ("deploy",), _ALL,
              ("status", "scale")),

@@ -51,6 +51,12 @@ class Strategy:
         self.resource = resource
         self.has_status = "status" in resource.subresources
 
+    def label_selector(self, obj: Obj) -> Obj | None:
+        """The object's pod selector as a LabelSelector (the /scale subresource's
+        status.selector); workloads keep it in spec.selector. Must not change `obj`."""
+        selector = (obj.get("spec") or {}).get("selector")
+        return selector if isinstance(selector, dict) else None
+
     def prepare_for_create(self, obj: Obj) -> None:
         """Before create: a client may not set status; generation starts at 1."""
         if self.has_status:

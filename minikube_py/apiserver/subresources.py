@@ -131,7 +131,7 @@ async def scale(
     resource = store.resource
     if info.verb == "get":
         obj = await store.get(namespace, info.name)
-        return respond(to_scale(obj), wanted)
+        return respond(to_scale(obj, store.strategy.label_selector(obj)), wanted)
     if info.verb == "update":
         manager = field_manager(request, "UpdateOptions")
         body = await read_object(request, resource, "Scale", "autoscaling/v1")
@@ -153,7 +153,7 @@ async def scale(
                 raise patch_failed(err, kind) from None
 
     def mutate(current: Obj) -> Obj:
-        scale = from_body(to_scale(current))
+        scale = from_body(to_scale(current, store.strategy.label_selector(current)))
         scale_meta = scale.get("metadata") or {}
         wanted_rv = scale_meta.get("resourceVersion")
         if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
@@ -191,7 +191,8 @@ async def scale(
         updated = mutate(copy.deepcopy(await store.get(namespace, info.name)))
     else:
         updated = await store.guaranteed_update(namespace, info.name, mutate)
-    return respond(to_scale(updated), wanted, 200, warnings)
+    return respond(to_scale(updated, store.strategy.label_selector(updated)), wanted, 200,
+                   warnings)
 
 
 async def finalize_namespace(store: Store, name: str, obj: Obj) -> Obj:
@@ -225,10 +226,9 @@ def patch_failed(err: PatchError, kind: str) -> errors.APIError:
     return errors.APIError(422, "Invalid", str(err))
 
 
-def to_scale(obj: Obj) -> Obj:
+def to_scale(obj: Obj, selector: Obj | None) -> Obj:
     """autoscaling/v1 Scale of a workload: spec.replicas and the selector as a string."""
     metadata = obj["metadata"]
-    selector = (obj.get("spec") or {}).get("selector")
     status = {"replicas": (obj.get("status") or {}).get("replicas", 0)}
     if isinstance(selector, dict):
         status["selector"] = label_selector_to_string(selector)

@@ -18,7 +18,10 @@ from minikube_py.controllers.job import JobController
 from minikube_py.controllers.namespace import NamespaceController
 from minikube_py.controllers.nodelifecycle import NodeLifecycleController
 from minikube_py.controllers.podgc import PodGCController
-from minikube_py.controllers.replicaset import ReplicaSetController
+from minikube_py.controllers.replicaset import (
+    ReplicaSetController,
+    ReplicationControllerController,
+)
 from minikube_py.controllers.serviceaccount import ServiceAccountController
 from minikube_py.controllers.servicelb import ServiceLBController
 from minikube_py.controllers.statefulset import StatefulSetController
@@ -29,6 +32,7 @@ ALL_CONTROLLERS: tuple[type[Controller], ...] = (
     EndpointsController,
     EndpointSliceController,
     ReplicaSetController,
+    ReplicationControllerController,
     DeploymentController,
     DaemonSetController,
     StatefulSetController,

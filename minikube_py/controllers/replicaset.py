@@ -245,16 +245,23 @@ def _wire_status(status: Obj) -> Obj:
 
 
 class ReplicaSetController(Controller):
-    """Keeps the pods of every ReplicaSet at spec.replicas (upstream ReplicaSetController)."""
+    """Keeps the pods of every ReplicaSet at spec.replicas (upstream ReplicaSetController).
+
+    The kind it manages is given by the class attributes below, so that the
+    ReplicationController controller is this class with another kind, as upstream's
+    replication manager is its ReplicaSet controller with another GroupVersionKind."""
 
     name: ClassVar[str] = "replicaset"
+    managed_plural: ClassVar[str] = "replicasets"
+    managed_group: ClassVar[str] = "apps"
+    managed_kind: ClassVar[str] = "ReplicaSet"
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.expectations = ControllerExpectations()
-        self.replica_set_client = self.client.resource("replicasets", "apps")
+        self.replica_set_client = self.client.resource(self.managed_plural, self.managed_group)
         self.pod_client = self.client.resource("pods")
-        self.replica_sets = self.informer("replicasets", "apps")
+        self.replica_sets = self.informer(self.managed_plural, self.managed_group)
         self.replica_sets.add_indexers({CONTROLLER_UID_INDEX: index_by_controller_uid})
         self.replica_sets.add_event_handler(EventHandler(
             on_add=self.enqueue, on_update=self.update_replica_set,
@@ -276,9 +283,14 @@ class ReplicaSetController(Controller):
         self.expectations.delete(object_key(rs))
         self.enqueue(rs)
 
+    @staticmethod
+    def selector_of(rs: Obj) -> LabelSelector:
+        """The pod selector of a managed object (SelectorError when it does not parse)."""
+        return label_selector_from_dict((rs.get("spec") or {}).get("selector"))
+
     def resolve_controller_ref(self, namespace: str, reference: Obj) -> Obj | None:
         """The ReplicaSet a controller reference names, if it is still the same object."""
-        if reference.get("kind") != "ReplicaSet":
+        if reference.get("kind") != self.managed_kind:
             return None
         rs = self.replica_sets.store.get_by_name(namespace, reference.get("name", ""))
         if rs is None or rs["metadata"].get("uid") != reference.get("uid"):
@@ -291,7 +303,7 @@ class ReplicaSetController(Controller):
         labels = pod["metadata"].get("labels") or {}
         for rs in self.replica_sets.store.list(pod["metadata"].get("namespace", "")):
             try:
-                selector = label_selector_from_dict((rs.get("spec") or {}).get("selector"))
+                selector = self.selector_of(rs)
             except SelectorError:
                 continue
             if not selector.empty() and selector.matches(labels):
@@ -369,9 +381,9 @@ class ReplicaSetController(Controller):
             return
         needs_sync = self.expectations.satisfied(key)
         try:
-            selector = label_selector_from_dict((rs.get("spec") or {}).get("selector"))
+            selector = self.selector_of(rs)
         except SelectorError as error:
-            log.warning("replicaset %s has an invalid selector: %s", key, error)
+            log.warning("%s %s has an invalid selector: %s", self.name, key, error)
             return
         all_pods = self.pods.store.list(namespace)
         active = await claim(self.pod_client, rs, selector,
@@ -461,8 +473,7 @@ class ReplicaSetController(Controller):
         related: dict[str, Obj] = {}
         for other in self.replica_sets.store.by_index(CONTROLLER_UID_INDEX, reference["uid"]):
             try:
-                selector: LabelSelector = label_selector_from_dict(
-                    (other.get("spec") or {}).get("selector"))
+                selector = self.selector_of(other)
             except SelectorError:
                 continue
             for pod in self.pods.store.list(other["metadata"].get("namespace", "")):
@@ -485,3 +496,19 @@ class ReplicaSetController(Controller):
             fresh = await self.replica_set_client.get(meta["name"], meta["namespace"])
             fresh["status"] = _wire_status(new_status)
             return await self.replica_set_client.update_status(fresh)
+
+
+class ReplicationControllerController(ReplicaSetController):
+    """ReplicationControllers (core/v1): ReplicaSets whose selector is a plain label map
+    (upstream pkg/controller/replication, which reuses the ReplicaSet controller)."""
+
+    name: ClassVar[str] = "replicationcontroller"
+    event_source: ClassVar[str] = "replication-controller"
+    managed_plural: ClassVar[str] = "replicationcontrollers"
+    managed_group: ClassVar[str] = ""
+    managed_kind: ClassVar[str] = "ReplicationController"
+
+    @staticmethod
+    def selector_of(rs: Obj) -> LabelSelector:
+        return label_selector_from_dict(
+            {"matchLabels": (rs.get("spec") or {}).get("selector") or {}})

@@ -2706,6 +2706,48 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
             },
         },
     },
+    'v1/ReplicationController': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'spec': {
+            'o': {},
+        },
+        'status': {
+            'o': {
+                'replicas': {
+                    'z': 0,
+                },
+                'conditions': {
+                    'l': {
+                        'type': {
+                            'z': '',
+                        },
+                        'status': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+    },
     'v1/ResourceQuota': {
         'metadata': {
             'o': {

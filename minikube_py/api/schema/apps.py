@@ -1,4 +1,5 @@
-"""apps/v1 kinds: Deployment, ReplicaSet, StatefulSet, DaemonSet.
+"""apps/v1 kinds: Deployment, ReplicaSet, StatefulSet, DaemonSet (and core/v1's
+ReplicationController, the ReplicaSet's predecessor).
 
 Upstream: k8s.io/api/apps/v1/types.go. Deployment's strategy carries
 `patchStrategy:"retainKeys"`, so switching its type drops the old rollingUpdate.
@@ -11,6 +12,7 @@ from minikube_py.api.schema.dsl import (
     INT_OR_STRING,
     INTEGER,
     STRING,
+    STRING_MAP,
     atomic,
     f,
     merged,
@@ -18,6 +20,7 @@ from minikube_py.api.schema.dsl import (
 )
 from minikube_py.api.schema.meta import LABEL_SELECTOR, TIME, api_object
 from minikube_py.api.schema.pod import POD_TEMPLATE_SPEC
+from minikube_py.api.schema.references import CORE
 from minikube_py.api.schema.storage import PERSISTENT_VOLUME_CLAIM
 from minikube_py.api.schema.types import Type
 
@@ -227,4 +230,37 @@ DAEMON_SET = api_object(
         observedGeneration=f(INTEGER, "Generation the controller last acted on."),
         updatedNumberScheduled=f(INTEGER, "Nodes running the updated pod."),
     ), "Observed state of the DaemonSet. Read-only."),
+)
+
+# --- ReplicationController (core/v1: the ReplicaSet's predecessor) ---------------------
+
+REPLICATION_CONTROLLER = api_object(
+    f"{CORE}.ReplicationController",
+    "Keeps a number of identical pods running; its selector is a plain label map.",
+    spec=f(obj(
+        f"{CORE}.ReplicationControllerSpec",
+        "The desired state of a ReplicationController.",
+        minReadySeconds=f(INTEGER, "Seconds a new pod must be ready to count as available."),
+        replicas=f(INTEGER, "Desired number of pods; default 1."),
+        selector=f(STRING_MAP, "Labels of the pods it manages; default: the template's."),
+        template=f(POD_TEMPLATE_SPEC, "The pods to create."),
+    ), "Desired state of the ReplicationController."),
+    status=f(obj(
+        f"{CORE}.ReplicationControllerStatus",
+        "The observed state of a ReplicationController.",
+        availableReplicas=f(INTEGER, "Pods ready for at least minReadySeconds."),
+        conditions=merged(obj(
+            f"{CORE}.ReplicationControllerCondition",
+            "One aspect of a ReplicationController's state.",
+            lastTransitionTime=f(TIME, "When status last changed."),
+            message=f(STRING, "Human-readable details."),
+            reason=f(STRING, "CamelCase reason for the last transition."),
+            status=f(STRING, "True, False or Unknown.", required=True),
+            type=f(STRING, "Type of the condition.", required=True),
+        ), "Current conditions.", key="type"),
+        fullyLabeledReplicas=f(INTEGER, "Pods whose labels match the template's."),
+        observedGeneration=f(INTEGER, "Generation the controller last acted on."),
+        readyReplicas=f(INTEGER, "Pods that are ready."),
+        replicas=f(INTEGER, "Pods observed.", required=True),
+    ), "Observed state of the ReplicationController. Read-only."),
 )

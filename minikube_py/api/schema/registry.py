@@ -31,6 +31,7 @@ KINDS: dict[GroupVersionKind, Type] = {
     ("", "v1", "PersistentVolume"): storage.PERSISTENT_VOLUME,
     ("", "v1", "LimitRange"): core.LIMIT_RANGE,
     ("", "v1", "ResourceQuota"): core.RESOURCE_QUOTA,
+    ("", "v1", "ReplicationController"): apps.REPLICATION_CONTROLLER,
     ("", "v1", "Status"): STATUS,
     ("apps", "v1", "Deployment"): apps.DEPLOYMENT,
     ("apps", "v1", "ReplicaSet"): apps.REPLICA_SET,

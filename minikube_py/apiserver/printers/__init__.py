@@ -60,6 +60,8 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         storage.PERSISTENT_VOLUME_COLUMNS, storage.print_persistent_volume
     ),
     ("", "resourcequotas"): Printer(config.RESOURCE_QUOTA_COLUMNS, config.print_resource_quota),
+    ("", "replicationcontrollers"): Printer(apps.REPLICATION_CONTROLLER_COLUMNS,
+                                            apps.print_replication_controller),
     ("apps", "deployments"): Printer(apps.DEPLOYMENT_COLUMNS, apps.print_deployment),
     ("apps", "replicasets"): Printer(apps.REPLICA_SET_COLUMNS, apps.print_replica_set),
     ("apps", "statefulsets"): Printer(apps.STATEFUL_SET_COLUMNS, apps.print_stateful_set),

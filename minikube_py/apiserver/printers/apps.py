@@ -79,6 +79,32 @@ def print_replica_set(replica_set: Obj, now: datetime) -> Cells:
     ]
 
 
+REPLICATION_CONTROLLER_COLUMNS = (
+    NAME,
+    column("Desired", "integer", "Replicas is the number of desired replicas."),
+    column("Current", "integer", "Replicas is the most recently observed number of replicas."),
+    column("Ready", "integer", "The number of ready replicas for this replication controller."),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    selector_column("Selector is a label query over pods that should match the replica count."),
+)
+
+
+def print_replication_controller(controller: Obj, now: datetime) -> Cells:
+    """printReplicationController: a ReplicaSet's columns; the selector is a label map."""
+    spec, status = controller.get("spec", {}), controller.get("status", {})
+    return [
+        name_of(controller),
+        spec.get("replicas", 1),
+        status.get("replicas", 0),
+        status.get("readyReplicas", 0),
+        age(controller, now),
+        *container_cells(template_spec(controller)),
+        format_labels(spec.get("selector")),
+    ]
+
+
 STATEFUL_SET_COLUMNS = (
     NAME,
     column("Ready", "string", "Number of the pod with ready state"),

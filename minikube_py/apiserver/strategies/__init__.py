@@ -12,6 +12,7 @@ from minikube_py.apiserver.strategies.apps import (
     DaemonSetStrategy,
     DeploymentStrategy,
     ReplicaSetStrategy,
+    ReplicationControllerStrategy,
     StatefulSetStrategy,
 )
 from minikube_py.apiserver.strategies.batch import CronJobStrategy, JobStrategy
@@ -64,6 +65,7 @@ STRATEGIES: dict[tuple[str, str], type[KindStrategy]] = {
     ("", "PersistentVolume"): PersistentVolumeStrategy,
     ("", "LimitRange"): LimitRangeStrategy,
     ("", "ResourceQuota"): ResourceQuotaStrategy,
+    ("", "ReplicationController"): ReplicationControllerStrategy,
     ("apps", "Deployment"): DeploymentStrategy,
     ("apps", "ReplicaSet"): ReplicaSetStrategy,
     ("apps", "StatefulSet"): StatefulSetStrategy,

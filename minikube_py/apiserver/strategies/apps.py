@@ -275,6 +275,64 @@ class ReplicaSetStrategy(KindStrategy):
         return fields
 
 
+# --- ReplicationController (core/v1) ----------------------------------------------------
+
+
+class ReplicationControllerStrategy(KindStrategy):
+    """ReplicationControllers: a ReplicaSet whose selector is a plain label map."""
+
+    def default(self, obj: Obj) -> None:
+        """SetDefaults_ReplicationController: selector and labels from the template's labels
+        when empty, replicas 1."""
+        spec = defaulted_dict(obj, "spec")
+        template = spec.get("template")
+        if isinstance(template, dict):
+            labels = as_dict(template.get("metadata")).get("labels")
+            if labels:
+                if not spec.get("selector"):
+                    spec["selector"] = dict(labels)
+                if not obj["metadata"].get("labels"):
+                    obj["metadata"]["labels"] = dict(labels)
+            pod_spec = template.setdefault("spec", {})
+            if isinstance(pod_spec, dict):
+                set_pod_spec_defaults(pod_spec)
+        set_default(spec, "replicas", 1)
+
+    def validate(self, obj: Obj) -> list[FieldError]:
+        """ValidateReplicationControllerSpec: a non-empty selector that the template's
+        labels match, and a template (ValidatePodTemplateSpecForRC)."""
+        spec = as_dict(obj.get("spec"))
+        errors = _nonnegative_fields(spec, ("replicas", "minReadySeconds"), "spec")
+        selector = spec.get("selector")
+        if not isinstance(selector, dict) or not selector:
+            errors.append(required("spec.selector", ""))
+        if not isinstance(spec.get("template"), dict):
+            return [*errors, required("spec.template", "")]
+        if not errors:
+            as_label_selector = {**spec, "selector": {"matchLabels": selector}}
+            errors += validate_template_for_controller(as_label_selector, "spec",
+                                                       "ReplicationController")
+        return errors
+
+    def validate_update(self, new: Obj, old: Obj) -> list[FieldError]:
+        return self.validate(new)
+
+    def validate_status_update(self, new: Obj, old: Obj) -> list[FieldError]:
+        """ValidateReplicationControllerStatus."""
+        return validate_replica_status(
+            as_dict(new.get("status")),
+            ("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas"))
+
+    def label_selector(self, obj: Obj) -> Obj | None:
+        selector = as_dict(obj.get("spec")).get("selector")
+        return {"matchLabels": selector} if isinstance(selector, dict) else None
+
+    def field_set(self, obj: Obj) -> dict[str, str]:
+        fields = super().field_set(obj)
+        fields["status.replicas"] = str(as_dict(obj.get("status")).get("replicas", 0))
+        return fields
+
+
 # --- StatefulSet -------------------------------------------------------------------------
 
 
