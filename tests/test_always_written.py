@@ -150,3 +150,5 @@ async def test_get_list_and_watch_carry_every_always_written_field(
             f"&fieldSelector=metadata.name={name}") as watch:
         event = json.loads(await watch.content.readline())
     assert event["type"] == "ADDED" and missing(event["object"], fields) == []
+    status, _ = await api.delete(f"{collection}/{name}")  # cluster-scoped ones too
+    assert status in (200, 202)

@@ -174,7 +174,8 @@ async def test_registration_creates_the_node_with_labels_capacity_and_conditions
         "kernelVersion": "6.1.0-test", "osImage": "Debian GNU/Linux 12 (bookworm)",
         "containerRuntimeVersion": "containerd://1.6.20",
         "kubeletVersion": "v1.37.0-minikube-py", "operatingSystem": "linux",
-        "architecture": "amd64"}
+        "architecture": "amd64",
+        "kubeProxyVersion": ""}  # unset by the kubelet (KEP-4004); upstream's JSON has it
     assert status["images"] == [
         {"names": ["local/busybox@sha256:abc", "local/busybox:1.36", "busybox:latest"],
          "sizeBytes": 2_000_000},

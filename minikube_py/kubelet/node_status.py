@@ -47,6 +47,7 @@ from typing import Any
 from minikube_py.api.meta import now as utc_now
 from minikube_py.api.meta import rfc3339
 from minikube_py.api.quantity import format_quantity, parse_quantity
+from minikube_py.api.schema.written import always_written, fill_always_written
 from minikube_py.client.errors import AlreadyExists, APIStatusError, Conflict, NotFound
 from minikube_py.client.rest import Client, ConnectionFailed
 from minikube_py.gen.cri import api_pb2
@@ -61,6 +62,7 @@ DEFAULT_ROOT_DIR = Path("/var/lib/minikube-py/kubelet")
 MAX_PODS = 110
 NODE_STATUS_UPDATE_FREQUENCY = 10.0  # nodeStatusUpdateFrequency: how often to check
 NODE_STATUS_REPORT_FREQUENCY = 300.0  # nodeStatusReportFrequency: write at least this often
+NODE_ALWAYS_WRITTEN = always_written("v1", "Node")
 NODE_STATUS_UPDATE_RETRY = 5
 NODE_STATUS_MAX_IMAGES = 50
 MAX_NAMES_PER_IMAGE = 5
@@ -418,6 +420,9 @@ class NodeStatusManager:
         node = await self.nodes.get(self.node_name)
         original = copy.deepcopy(node.get("status") or {})
         await self.set_node_status(node)
+        # As upstream's Go struct would, the new status holds the fields the API server
+        # always writes (kubeProxyVersion: ""), so only real changes count as changes.
+        fill_always_written(node, NODE_ALWAYS_WRITTEN)
         now = self.clock()
         due = (self._last_report is None
                or (now - self._last_report).total_seconds() >= self.report_frequency)
