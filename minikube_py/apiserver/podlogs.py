@@ -24,10 +24,10 @@ import aiohttp
 from aiohttp import web
 
 from minikube_py.api import errors
+from minikube_py.api.podlogoptions import PodLogOptions
 from minikube_py.apiserver.requestinfo import RequestInfo
 from minikube_py.apiserver.responses import AUDIT_ID
 from minikube_py.apiserver.store import Store
-from minikube_py.kubelet.logs import PodLogOptions
 
 Obj = dict[str, Any]
 

@@ -9,7 +9,7 @@ import urllib.request
 from pathlib import Path
 
 from minikube_py.cluster.etcd import LOOPBACK, free_port
-from minikube_py.cluster.process import ComponentProcess, ComponentProcessError
+from minikube_py.process import ComponentProcess, ComponentProcessError
 
 
 class APIServerProcessError(ComponentProcessError):

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from minikube_py.cluster.etcd import LOOPBACK, free_port, port_in_use
+from minikube_py.cluster.image_command import add_image_command, push_catalog
 from minikube_py.cluster.kubeconfig import write_kubeconfig
 from minikube_py.cluster.node import (
     kubelet_command,
@@ -39,7 +40,6 @@ from minikube_py.cluster.node import (
     stop_node_runtime,
 )
 from minikube_py.cluster.registry import REGISTRY_BINARY, RegistryProcess
-from minikube_py.images.build import add_image_command, push_catalog
 from minikube_py.images.debian import PackageError
 from minikube_py.images.registry import ArchiveError, RegistryError, registry_answers
 from minikube_py.kubelet.runtime_setup import (

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from minikube_py.cluster.etcd import LOOPBACK, free_port
-from minikube_py.cluster.process import ComponentProcess, ComponentProcessError
+from minikube_py.process import ComponentProcess, ComponentProcessError
 
 
 class ClientComponentProcessError(ComponentProcessError):

@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 
 from minikube_py.apiserver.storage.etcd import EtcdClient, EtcdError
-from minikube_py.cluster.process import ComponentProcess, ComponentProcessError
+from minikube_py.process import ComponentProcess, ComponentProcessError
 
 ETCD_BINARY = "etcd"
 LOOPBACK = "127.0.0.1"

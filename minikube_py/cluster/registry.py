@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 
 from minikube_py.cluster.etcd import LOOPBACK, port_in_use
-from minikube_py.cluster.process import ComponentProcess, ComponentProcessError
 from minikube_py.images.registry import registry_answers
+from minikube_py.process import ComponentProcess, ComponentProcessError
 
 REGISTRY_BINARY = "docker-registry"
 CONFIG = """\

@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from minikube_py.cluster.process import ComponentProcess, ComponentProcessError
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.cri import CRIError, RemoteRuntime
+from minikube_py.process import ComponentProcess, ComponentProcessError
 
 SANDBOX_IMAGE = "localhost/pause:3.9"
 CNI_BIN_DIR = Path("/usr/lib/cni")

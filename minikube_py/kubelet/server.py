@@ -22,7 +22,8 @@ from typing import Any, Protocol
 import orjson
 from aiohttp import web
 
-from minikube_py.kubelet.logs import PodLogOptions, read_container_log
+from minikube_py.api.podlogoptions import PodLogOptions
+from minikube_py.kubelet.logs import log_options, read_container_log
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -143,7 +144,7 @@ class KubeletServer:
         path, is_running = found
         if not path.is_file():
             return _error(400, f'failed to open log file "{path}": no such file')
-        lines = read_container_log(path, options.log_options(datetime.now(UTC)),
+        lines = read_container_log(path, log_options(options, datetime.now(UTC)),
                                    is_running=is_running)
         response = web.StreamResponse(
             headers={"Content-Type": "text/plain; charset=utf-8"})

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from minikube_py.api.podlogoptions import PodLogOptions
 from minikube_py.kubelet import logs
 from minikube_py.kubelet.logs import (
     LogOptions,
-    PodLogOptions,
     container_log_path,
     find_tail_start,
     fixed_nanos,
+    log_options,
     read_container_log,
 )
 
@@ -267,5 +268,5 @@ def test_pod_log_options_forward_to_the_kubelet_without_the_container() -> None:
 
 
 def test_since_seconds_becomes_a_time_relative_to_now() -> None:
-    options = PodLogOptions(since_seconds=30, tail_lines=5).log_options(T0)
+    options = log_options(PodLogOptions(since_seconds=30, tail_lines=5), T0)
     assert options == LogOptions(since_time=T0 - timedelta(seconds=30), tail_lines=5)

@@ -1,0 +1,88 @@
+"""Imports run one way: components talk to each other only through the API server.
+
+The packages of minikube_py are of three sorts:
+- shared libraries anyone may import: `api` (API types and rules), `client` (the
+  client-go equivalent), `gen` (generated protobuf code) and the `process` module (how a
+  component runs as a child process);
+- components: `apiserver`, `controllers`, `scheduler`, `kubelet`, `proxy`, `dns`, `images`,
+  `cli`, `metrics`, `tracing`. A component imports shared libraries and itself, never
+  another component: each runs as its own process and reaches the others only through
+  the API server (images are built and pushed without a node);
+- the launcher, `cluster`: it starts the components and checks on them, so it may import
+  any of them, and no component may import it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "minikube_py"
+SHARED = {"api", "client", "gen", "process"}
+LAUNCHER = "cluster"
+
+
+def package_of(module: str) -> str | None:
+    """`minikube_py.kubelet.cri` -> `kubelet`; None for modules outside minikube_py."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "minikube_py" and len(parts) > 1 else None
+
+
+def imports_of(path: Path, package: Path = PACKAGE) -> list[str]:
+    """Every minikube_py module a source file imports (relative imports resolved)."""
+    tree = ast.parse(path.read_text(), str(path))
+    here = ["minikube_py", *path.relative_to(package).with_suffix("").parts]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[:-node.level]
+                found.append(".".join([*base, node.module] if node.module else base))
+            elif node.module:
+                found.append(node.module)
+    return [name for name in found if name.startswith("minikube_py")]
+
+
+def violations(package: Path = PACKAGE) -> list[str]:
+    """Imports from a component into another component or into the launcher."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        source = package_of("minikube_py." + ".".join(path.relative_to(package).parts))
+        if source in SHARED or source is None or source == LAUNCHER:
+            continue
+        for module in imports_of(path, package):
+            target = package_of(module)
+            if target is not None and target not in SHARED and target != source:
+                found.append(f"{path.relative_to(package.parent)} imports {module}")
+    return found
+
+
+def test_no_component_imports_another_or_the_launcher() -> None:
+    assert violations() == []
+
+
+def test_the_shared_libraries_import_no_component() -> None:
+    found = []
+    for shared in ("api", "client"):
+        for path in sorted((PACKAGE / shared).rglob("*.py")):
+            for module in imports_of(path):
+                target = package_of(module)
+                if target not in SHARED and target is not None:
+                    found.append(f"{path.relative_to(PACKAGE.parent)} imports {module}")
+    assert found == []
+
+
+def test_the_check_finds_imports_across_components_but_not_from_the_launcher(
+        tmp_path: Path) -> None:
+    package = tmp_path / "minikube_py"
+    for folder, source in (("scheduler", "from minikube_py.kubelet.cri import X\n"),
+                           ("proxy", "from ..apiserver import store\n"),
+                           ("cluster", "from minikube_py.kubelet import runtime_setup\n"),
+                           ("controllers", "from minikube_py.client.rest import Client\n")):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "module.py").write_text(source)
+    assert violations(package) == [
+        "minikube_py/proxy/module.py imports minikube_py.apiserver",
+        "minikube_py/scheduler/module.py imports minikube_py.kubelet.cri"]
