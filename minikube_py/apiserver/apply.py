@@ -25,7 +25,6 @@ from aiohttp import web
 from minikube_py.api import errors, meta
 from minikube_py.api.managedfields import Conflicts, SchemaError
 from minikube_py.api.managedfields.managed import conflict_causes, conflict_message
-from minikube_py.apiserver import conversion
 from minikube_py.apiserver.negotiation import Wanted
 from minikube_py.apiserver.request_params import (
     dry_run,
@@ -34,7 +33,7 @@ from minikube_py.apiserver.request_params import (
     patch_options,
 )
 from minikube_py.apiserver.requestinfo import RequestInfo
-from minikube_py.apiserver.responses import external, render_one, respond
+from minikube_py.apiserver.responses import render_one, respond
 from minikube_py.apiserver.store import Store
 
 Obj = dict[str, Any]
@@ -62,12 +61,10 @@ async def serve_apply(
             raise errors.bad_request(
                 f"failed to create typed patch object ({gvknn(config)}): {err}") from None
         check_name(obj, info.name, namespace if resource.namespaced else "")
-        if resource.group == "events.k8s.io":
-            obj = conversion.events_v1_to_core_event(obj)
-        return obj
+        return store.strategy.to_internal(obj)
 
     def mutate(current: Obj) -> Obj:
-        updated = applied(external(resource, current))
+        updated = applied(store.strategy.to_external(current))
         wanted_rv = meta.metadata(updated).get("resourceVersion")
         if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
             raise errors.conflict(resource.plural, resource.group, info.name,
@@ -80,7 +77,7 @@ async def serve_apply(
                 updated = mutate(copy.deepcopy(await store.get(namespace, info.name)))
             else:
                 updated = await store.guaranteed_update(namespace, info.name, mutate)
-            return respond(render_one(resource, updated, wanted, request), wanted, 200)
+            return respond(render_one(store, updated, wanted, request), wanted, 200)
         except errors.APIError as err:
             if err.reason != "NotFound" or info.subresource:
                 raise
@@ -97,7 +94,7 @@ async def serve_apply(
             if err.reason != "AlreadyExists":
                 raise
             continue
-        return respond(render_one(resource, created, wanted, request), wanted, 201)
+        return respond(render_one(store, created, wanted, request), wanted, 201)
     raise errors.conflict(resource.plural, resource.group, info.name, errors.OBJECT_MODIFIED)
 
 

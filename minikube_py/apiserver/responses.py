@@ -10,9 +10,9 @@ from aiohttp import web
 
 from minikube_py.api import errors, meta
 from minikube_py.api.resources import Resource
-from minikube_py.apiserver import conversion, printers
+from minikube_py.apiserver import printers
 from minikube_py.apiserver.negotiation import Wanted
-from minikube_py.apiserver.store import ListResult
+from minikube_py.apiserver.store import ListResult, Store
 
 Obj = dict[str, Any]
 # The request's key for its id, returned in the `Audit-Id` header of every answer.
@@ -57,15 +57,10 @@ def success_status(code: int, details: dict[str, Any] | None = None) -> Obj:
     return status
 
 
-def external(resource: Resource, obj: Obj) -> Obj:
-    """The object as this resource's clients see it (events.k8s.io converts)."""
-    if resource.group == "events.k8s.io":
-        return conversion.core_event_to_events_v1(obj)
-    return obj
-
-
-def render_one(resource: Resource, obj: Obj, wanted: Wanted, request: web.Request) -> Obj:
-    obj = external(resource, obj)
+def render_one(store: Store, obj: Obj, wanted: Wanted, request: web.Request) -> Obj:
+    """One object as the client asked for it: itself, a Table row or its metadata."""
+    resource = store.resource
+    obj = store.strategy.to_external(obj)
     if wanted.form == "Table":
         return printers.to_table(
             resource,
@@ -101,11 +96,13 @@ def raw_list_response(resource: Resource, result: ListResult) -> web.Response:
     return web.Response(body=body, content_type="application/json")
 
 
-def list_body(resource: Resource, result: ListResult, wanted: Wanted, request: web.Request) -> Obj:
+def list_body(store: Store, result: ListResult, wanted: Wanted, request: web.Request) -> Obj:
+    """A list as the client asked for it: a List, a Table or metadata only."""
+    resource = store.resource
     list_meta = list_metadata(result)
     items = result.items
-    if resource.group == "events.k8s.io":
-        items = [external(resource, o) for o in items]
+    if not store.strategy.stored_is_external:
+        items = [store.strategy.to_external(o) for o in items]
     if wanted.form == "Table":
         return printers.to_table(
             resource,

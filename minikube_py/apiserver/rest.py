@@ -23,7 +23,7 @@ from minikube_py.api import errors, meta
 from minikube_py.api.patch import PatchError, apply_patch
 from minikube_py.api.resources import SUBRESOURCE_VERBS, Resource
 from minikube_py.api.schema import schema_for
-from minikube_py.apiserver import conversion, negotiation
+from minikube_py.apiserver import negotiation
 from minikube_py.apiserver.apply import serve_apply
 from minikube_py.apiserver.negotiation import APPLY_PATCH, Wanted
 from minikube_py.apiserver.podlogs import serve_pod_log
@@ -40,7 +40,6 @@ from minikube_py.apiserver.request_params import (
 )
 from minikube_py.apiserver.requestinfo import RequestInfo
 from minikube_py.apiserver.responses import (
-    external,
     list_body,
     no_such_resource,
     raw_list_response,
@@ -118,7 +117,7 @@ class ResourceHandler:
         obj = await store.get(
             namespace, info.name, resource_version=request.query.get("resourceVersion", "")
         )
-        return respond(render_one(store.resource, obj, wanted, request), wanted)
+        return respond(render_one(store, obj, wanted, request), wanted)
 
     async def list(
         self, request: web.Request, info: RequestInfo, store: Store, namespace: str, wanted: Wanted
@@ -127,11 +126,11 @@ class ResourceHandler:
         check_field_labels(store, options)
         plain_json = wanted.form == "object" and not wanted.yaml
         result = await store.list(
-            namespace, options, raw=plain_json and store.resource.group != "events.k8s.io"
+            namespace, options, raw=plain_json and store.strategy.stored_is_external
         )
         if result.raw_items is not None:
             return raw_list_response(store.resource, result)
-        return respond(list_body(store.resource, result, wanted, request), wanted)
+        return respond(list_body(store, result, wanted, request), wanted)
 
     # -- write verbs ----------------------------------------------------------------------
 
@@ -141,11 +140,8 @@ class ResourceHandler:
         resource = store.resource
         manager = field_manager(request, "CreateOptions")
         obj = await read_object(request, resource, resource.kind, resource.api_version)
-        if resource.group == "events.k8s.io":
-            warnings = field_validation(request, resource, obj)
-            obj = conversion.events_v1_to_core_event(obj)
-        else:
-            warnings = field_validation(request, resource, obj)
+        warnings = field_validation(request, resource, obj)
+        obj = store.strategy.to_internal(obj)
         body_ns = obj.get("metadata", {}).get("namespace")
         if resource.namespaced and body_ns and body_ns != namespace:
             raise errors.bad_request(
@@ -155,7 +151,7 @@ class ResourceHandler:
         if not resource.namespaced:
             obj.get("metadata", {}).pop("namespace", None)
         created = await store.create(namespace, obj, dry_run=dry_run(request), manager=manager)
-        return respond(render_one(resource, created, wanted, request), wanted, 201, warnings)
+        return respond(render_one(store, created, wanted, request), wanted, 201, warnings)
 
     async def update(
         self, request: web.Request, info: RequestInfo, store: Store, namespace: str, wanted: Wanted
@@ -164,8 +160,7 @@ class ResourceHandler:
         manager = field_manager(request, "UpdateOptions")
         obj = await read_object(request, resource, resource.kind, resource.api_version)
         warnings = field_validation(request, resource, obj)
-        if resource.group == "events.k8s.io":
-            obj = conversion.events_v1_to_core_event(obj)
+        obj = store.strategy.to_internal(obj)
         metadata = obj.setdefault("metadata", {})
         if metadata.get("name") not in (None, info.name):
             raise errors.bad_request(
@@ -186,7 +181,7 @@ class ResourceHandler:
                 namespace, info.name, obj, subresource=info.subresource, dry_run=dry_run(request),
                 manager=manager,
             )
-        return respond(render_one(resource, updated, wanted, request), wanted, 200, warnings)
+        return respond(render_one(store, updated, wanted, request), wanted, 200, warnings)
 
     async def patch(
         self, request: web.Request, info: RequestInfo, store: Store, namespace: str, wanted: Wanted
@@ -209,10 +204,8 @@ class ResourceHandler:
             )
         schema = schema_for(resource.group, resource.version, resource.kind)
         warnings: list[str] = []
-        events_v1 = resource.group == "events.k8s.io"
-
         def mutate(current: Obj) -> Obj:
-            original = external(resource, current)
+            original = store.strategy.to_external(current)
             try:
                 patched = apply_patch(kind, original, patch, schema)
             except PatchError as err:
@@ -221,8 +214,7 @@ class ResourceHandler:
                 raise errors.bad_request("the patch did not produce an object")
             check_type(patched, resource.kind, resource.api_version)
             warnings[:] = field_validation(request, resource, patched)
-            if events_v1:
-                patched = conversion.events_v1_to_core_event(patched)
+            patched = store.strategy.to_internal(patched)
             metadata = meta.metadata(patched)
             if metadata.get("name") != info.name:
                 raise errors.bad_request(
@@ -247,7 +239,7 @@ class ResourceHandler:
             updated = mutate(copy.deepcopy(await store.get(namespace, info.name)))
         else:
             updated = await store.guaranteed_update(namespace, info.name, mutate)
-        return respond(render_one(resource, updated, wanted, request), wanted, 200, warnings)
+        return respond(render_one(store, updated, wanted, request), wanted, 200, warnings)
 
     async def delete(
         self, request: web.Request, info: RequestInfo, store: Store, namespace: str, wanted: Wanted
@@ -256,8 +248,8 @@ class ResourceHandler:
         options = await delete_options(request)
         obj, gone = await store.delete(namespace, info.name, options)
         status = 200 if gone else 202
-        if resource.plural in ("pods", "namespaces", "services") or not gone:
-            return respond(render_one(resource, obj, wanted, request), wanted, status)
+        if store.strategy.return_deleted_object or not gone:
+            return respond(render_one(store, obj, wanted, request), wanted, status)
         details = {
             "name": info.name,
             "kind": resource.plural,
@@ -289,4 +281,4 @@ class ResourceHandler:
                 raise
             deleted.append(removed)
         result = ListResult(deleted, listed.resource_version)
-        return respond(list_body(store.resource, result, wanted, request), wanted)
+        return respond(list_body(store, result, wanted, request), wanted)

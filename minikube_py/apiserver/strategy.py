@@ -46,10 +46,26 @@ class Strategy:
     # (events.k8s.io/v1 Events are stored as core/v1 Events): the store fills in that
     # kind's always-written fields.
     storage_kind: ClassVar[tuple[str, str] | None] = None
+    # Whether clients see the stored bytes as they are: then lists and watches send them
+    # without decoding (store.wire_json). False when to_external converts.
+    stored_is_external: ClassVar[bool] = True
+    # ReturnDeletedObject: a DELETE that removes the object at once answers with the
+    # object instead of a Status (upstream's pods, services and namespaces do).
+    return_deleted_object: ClassVar[bool] = False
 
     def __init__(self, resource: Resource) -> None:
         self.resource = resource
         self.has_status = "status" in resource.subresources
+
+    def to_internal(self, obj: Obj) -> Obj:
+        """Convert a decoded request body to the stored form, before any other hook runs.
+        Must not default or validate: the hooks after it do."""
+        return obj
+
+    def to_external(self, obj: Obj) -> Obj:
+        """Convert a stored object to the form clients of this resource read. Must not
+        change the stored object."""
+        return obj
 
     def label_selector(self, obj: Obj) -> Obj | None:
         """The object's pod selector as a LabelSelector (the /scale subresource's

@@ -85,7 +85,7 @@ async def serve_watch(
         return response
 
     await response.prepare(request)  # sends the headers: the stream is open
-    encode = event_encoder(store.resource, wanted, request)
+    encode = event_encoder(store, wanted, request)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     next_bookmark = loop.time() + BOOKMARK_INTERVAL
@@ -174,16 +174,16 @@ def bookmark(resource: Resource, revision: int, *, initial_end: bool = False) ->
 
 
 def event_encoder(
-    resource: Resource, wanted: Wanted, request: web.Request
+    store: Store, wanted: Wanted, request: web.Request
 ) -> Callable[[str, Obj, CacheEvent | None], bytes]:
-    plain = wanted.form == "object" and resource.group != "events.k8s.io"
+    plain = wanted.form == "object" and store.strategy.stored_is_external
 
     def encode(type: str, obj: Obj, event: CacheEvent | None) -> bytes:
         if plain:
             if event is not None and event.type == type and event.obj is obj:
                 return event.wire()
             return orjson.dumps({"type": type, "object": obj}) + b"\n"
-        rendered = render_one(resource, obj, wanted, request)
+        rendered = render_one(store, obj, wanted, request)
         return orjson.dumps({"type": type, "object": rendered}) + b"\n"
 
     return encode

@@ -170,6 +170,8 @@ class NamespaceStrategy(NoGenerationStrategy):
     """Namespaces: Active at birth, with the `kubernetes` finalizer the namespace
     controller removes once the namespace is empty."""
 
+    return_deleted_object = True  # upstream answers a DELETE with the object
+
     name_validator = staticmethod(validate_dns1123_label)
 
     def prepare_for_create(self, obj: Obj) -> None:

@@ -16,6 +16,7 @@ from minikube_py.api.validation import (
     validate_immutable,
     validate_qualified_name,
 )
+from minikube_py.apiserver.conversion import core_event_to_events_v1, events_v1_to_core_event
 from minikube_py.apiserver.strategies.common import (
     NoGenerationStrategy,
     as_dict,
@@ -79,6 +80,13 @@ class EventsV1EventStrategy(NoGenerationStrategy):
 
     default_garbage_collection_policy = "Unsupported"
     storage_kind = ("v1", "Event")
+    stored_is_external = False
+
+    def to_internal(self, obj: Obj) -> Obj:
+        return events_v1_to_core_event(obj)
+
+    def to_external(self, obj: Obj) -> Obj:
+        return core_event_to_events_v1(obj)
 
     name_validator = staticmethod(validate_dns1123_subdomain)
 

@@ -73,6 +73,8 @@ PriorityClassLister = Callable[[], Iterable[Obj]]
 class PodStrategy(KindStrategy):
     """Pods: created Pending, then mostly immutable; kubelets write status."""
 
+    return_deleted_object = True  # upstream answers a DELETE with the object
+
     def __init__(self, resource: Resource) -> None:
         super().__init__(resource)
         # The Priority admission plugin's PriorityClass lister: the server points it at its

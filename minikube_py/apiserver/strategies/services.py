@@ -90,6 +90,8 @@ def is_headless(spec: Obj) -> bool:
 class ServiceStrategy(NoGenerationStrategy):
     """Services: names are DNS-1035 labels (they become DNS names and env variables)."""
 
+    return_deleted_object = True  # upstream answers a DELETE with the object
+
     name_validator = staticmethod(validate_dns1035_label)
 
     def prepare_for_create(self, obj: Obj) -> None:
