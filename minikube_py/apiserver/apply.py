@@ -27,6 +27,7 @@ from minikube_py.api.managedfields import Conflicts, SchemaError
 from minikube_py.api.managedfields.managed import conflict_causes, conflict_message
 from minikube_py.apiserver.negotiation import Wanted
 from minikube_py.apiserver.request_params import (
+    check_name_and_namespace,
     dry_run,
     field_validation_mode,
     json_type,
@@ -133,20 +134,8 @@ def check_name(obj: Obj, name: str, namespace: str) -> None:
         raise errors.bad_request(
             f"the name of the object ({name} based on URL) was undeterminable: name must be "
             "provided")
-    if metadata["name"] != name:
-        raise errors.bad_request(
-            f"the name of the object ({metadata['name']}) does not match the name on the URL "
-            f"({name})")
-    given = metadata.get("namespace") or ""
-    if given == namespace:
-        return
-    if not given:
-        metadata["namespace"] = namespace
-    elif not namespace:
-        del metadata["namespace"]
-    else:
-        raise errors.bad_request("the namespace of the provided object does not match the "
-                                 "namespace sent on the request")
+    check_name_and_namespace(obj, name=name, namespace=namespace, namespaced=bool(namespace),
+                             name_required=True)
 
 
 def gvk(obj: Obj) -> str:

@@ -113,6 +113,24 @@ async def read_object(request: web.Request, resource: Resource, kind: str, api_v
     return obj
 
 
+def check_name_and_namespace(obj: Obj, *, name: str | None, namespace: str,
+                             namespaced: bool, name_required: bool = False) -> None:
+    """checkName and EnsureObjectNamespaceMatchesRequestNamespace, the one check of every
+    write: a name in the body is the URL's (`name`; None: the URL has none), and so is a
+    namespace; a cluster-scoped object's namespace is dropped."""
+    metadata = obj.setdefault("metadata", {})
+    given = metadata.get("name")
+    if name is not None and given != name and (name_required or given not in (None, "")):
+        raise errors.bad_request(
+            f"the name of the object ({given}) does not match the name on the URL ({name})")
+    if not namespaced:
+        metadata.pop("namespace", None)
+    elif metadata.get("namespace") not in (None, "", namespace):
+        raise errors.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the "
+            "request")
+
+
 def check_type(obj: Obj, kind: str, api_version: str) -> None:
     """The body's kind/apiVersion must match the URL (filled in when absent).
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
-from minikube_py.api import errors, meta
+from minikube_py.api import errors
 from minikube_py.api.patch import PatchError, apply_patch
 from minikube_py.api.resources import SUBRESOURCE_VERBS, Resource
 from minikube_py.api.schema import schema_for
@@ -29,6 +29,7 @@ from minikube_py.apiserver.negotiation import APPLY_PATCH, Wanted
 from minikube_py.apiserver.podlogs import serve_pod_log
 from minikube_py.apiserver.request_params import (
     check_field_labels,
+    check_name_and_namespace,
     check_type,
     delete_options,
     dry_run,
@@ -142,14 +143,8 @@ class ResourceHandler:
         obj = await read_object(request, resource, resource.kind, resource.api_version)
         warnings = field_validation(request, resource, obj)
         obj = store.strategy.to_internal(obj)
-        body_ns = obj.get("metadata", {}).get("namespace")
-        if resource.namespaced and body_ns and body_ns != namespace:
-            raise errors.bad_request(
-                "the namespace of the provided object does not match the namespace sent on the "
-                "request"
-            )
-        if not resource.namespaced:
-            obj.get("metadata", {}).pop("namespace", None)
+        check_name_and_namespace(obj, name=None, namespace=namespace,
+                                 namespaced=resource.namespaced)
         created = await store.create(namespace, obj, dry_run=dry_run(request), manager=manager)
         return respond(render_one(store, created, wanted, request), wanted, 201, warnings)
 
@@ -161,19 +156,9 @@ class ResourceHandler:
         obj = await read_object(request, resource, resource.kind, resource.api_version)
         warnings = field_validation(request, resource, obj)
         obj = store.strategy.to_internal(obj)
-        metadata = obj.setdefault("metadata", {})
-        if metadata.get("name") not in (None, info.name):
-            raise errors.bad_request(
-                f"the name of the object ({metadata.get('name')}) does not match the name on "
-                f"the URL ({info.name})"
-            )
-        body_ns = metadata.get("namespace")
-        if resource.namespaced and body_ns and body_ns != namespace:
-            raise errors.bad_request(
-                "the namespace of the provided object does not match the namespace sent on the "
-                "request"
-            )
-        metadata["name"] = info.name
+        check_name_and_namespace(obj, name=info.name, namespace=namespace,
+                                 namespaced=resource.namespaced)
+        obj["metadata"]["name"] = info.name
         if info.subresource == "finalize":
             updated = await finalize_namespace(store, info.name, obj)
         else:
@@ -215,18 +200,9 @@ class ResourceHandler:
             check_type(patched, resource.kind, resource.api_version)
             warnings[:] = field_validation(request, resource, patched)
             patched = store.strategy.to_internal(patched)
-            metadata = meta.metadata(patched)
-            if metadata.get("name") != info.name:
-                raise errors.bad_request(
-                    f"the name of the object ({metadata.get('name')}) does not match the name "
-                    f"on the URL ({info.name})"
-                )
-            if resource.namespaced and metadata.get("namespace") != namespace:
-                raise errors.bad_request(
-                    "the namespace of the provided object does not match the namespace sent "
-                    "on the request"
-                )
-            wanted_rv = metadata.get("resourceVersion")
+            check_name_and_namespace(patched, name=info.name, namespace=namespace,
+                                     namespaced=resource.namespaced, name_required=True)
+            wanted_rv = patched["metadata"].get("resourceVersion")
             if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(
                     resource.plural, resource.group, info.name, errors.OBJECT_MODIFIED

@@ -21,6 +21,7 @@ from minikube_py.api.selectors import label_selector_to_string
 from minikube_py.apiserver import negotiation
 from minikube_py.apiserver.negotiation import Wanted
 from minikube_py.apiserver.request_params import (
+    check_name_and_namespace,
     dry_run,
     field_manager,
     field_validation,
@@ -41,17 +42,10 @@ async def bind(
 ) -> web.StreamResponse:
     """pods/binding: set spec.nodeName once (the scheduler's last step)."""
     binding = await read_object(request, pods.resource, "Binding", "v1")
-    metadata = binding.get("metadata") or {}
+    check_name_and_namespace(binding, name=info.name if info.subresource == "binding" else None,
+                             namespace=namespace, namespaced=True)
+    metadata = binding["metadata"]
     name = info.name if info.subresource == "binding" else metadata.get("name", "")
-    if info.subresource == "binding" and metadata.get("name") not in (None, "", name):
-        raise errors.bad_request(
-            f"the name of the object ({metadata.get('name')}) does not match the name on "
-            f"the URL ({name})"
-        )
-    if metadata.get("namespace") not in (None, "", namespace):
-        raise errors.bad_request(
-            "the namespace of the provided object does not match the namespace sent on the request"
-        )
     target = binding.get("target") or {}
     node = target.get("name") if isinstance(target, dict) else None
     if not name:
