@@ -65,19 +65,3 @@ def human_duration(d: timedelta) -> str:
         return _two_units(years, "y", days % 365, "d")
     return f"{years}y"
 
-
-def short_human_duration(d: timedelta) -> str:
-    """ShortHumanDuration: one unit only ("59s", "1m", "23h", "364d", "2y")."""
-    us = _microseconds(d)
-    seconds = _whole_seconds(us)
-    if seconds < 0:
-        return _negative(seconds)
-    if seconds < 60:
-        return f"{seconds}s"
-    if us < _HOUR:
-        return f"{us // _MINUTE}m"
-    if us < _DAY:
-        return f"{us // _HOUR}h"
-    if us < _YEAR:
-        return f"{us // _DAY}d"
-    return f"{us // _YEAR}y"

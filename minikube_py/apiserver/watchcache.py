@@ -93,7 +93,6 @@ class Watcher:
         self.queue: deque[tuple[str, Obj, CacheEvent | None]] = deque()
         self.last_revision = start_revision
         self.closed = False
-        self.overflowed = False
         self.deliver: Callable[[str, Obj, CacheEvent | None], bool] | None = None
         self._wakeup = asyncio.Event()
 
@@ -103,7 +102,6 @@ class Watcher:
         if self.deliver is not None and not self.queue and self.deliver(type, obj, event):
             return
         if len(self.queue) >= self.capacity:
-            self.overflowed = True
             self.close()
             return
         self.queue.append((type, obj, event))

@@ -131,9 +131,6 @@ class Indexer:
         keys = self._indices[index].get(value, ())
         return [self._items[key] for key in keys]
 
-    def index_keys(self, index: str, value: str) -> list[str]:
-        return list(self._indices[index].get(value, ()))
-
     def __len__(self) -> int:
         return len(self._items)
 

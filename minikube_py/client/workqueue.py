@@ -235,7 +235,3 @@ class RateLimitingQueue:
             getter = self._getters.popleft()
             if not getter.done():
                 getter.set_result(None)
-
-    @property
-    def shutting_down(self) -> bool:
-        return self._shutting_down

@@ -351,7 +351,6 @@ class EvictionManager:
         self.clock = clock
         self.pressure_transition_period = pressure_transition_period
         self.node_conditions: list[str] = []
-        self.last_observations: Observations = {}
         self._condition_last_observed: dict[str, datetime] = {}
 
     def pressure(self) -> dict[str, bool]:
@@ -375,7 +374,6 @@ class EvictionManager:
         observations = await self.observe()
         met = thresholds_met(self.thresholds, observations)
         self._update_conditions(met)
-        self.last_observations = observations
         if not met:
             return None
         met.sort(key=_eviction_priority)

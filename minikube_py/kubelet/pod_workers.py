@@ -110,11 +110,6 @@ class PodWorkers:
             worker = self._workers[uid] = PodWorker(uid, self._sync, self._done)
         worker.wake(unless)
 
-    def wake_after(self, uid: str, delay: float) -> None:
-        worker = self._workers.get(uid)
-        if worker is not None:
-            worker.wake_after(delay)
-
     def known(self) -> set[str]:
         return set(self._workers)
 

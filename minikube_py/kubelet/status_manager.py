@@ -56,9 +56,6 @@ class StatusManager:
         self._written[meta["uid"]] = status
         return True
 
-    def last_written(self, uid: str) -> Obj | None:
-        return self._written.get(uid)
-
     async def delete_pod(self, pod: Obj) -> None:
         """The last step of termination: remove the API object (grace 0, same uid only)."""
         meta = pod["metadata"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from minikube_py.api.duration import human_duration, short_human_duration
+from minikube_py.api.duration import human_duration
 from minikube_py.api.resources import RESOURCES, lookup
 from minikube_py.apiserver.printers import column_definitions, table_row_cells, to_table
 
@@ -75,28 +75,6 @@ def cells_by_name(resource: Any, obj: dict[str, Any]) -> dict[str, Any]:
 def test_human_duration_matches_upstream(delta: timedelta, expected: str) -> None:
     assert human_duration(delta) == expected
 
-
-@pytest.mark.parametrize(
-    ("delta", "expected"),
-    [
-        (timedelta(seconds=-2), "<invalid>"),
-        (timedelta(seconds=-2, microseconds=1), "0s"),
-        (timedelta(milliseconds=999), "0s"),
-        (timedelta(seconds=2, milliseconds=-1), "1s"),
-        (timedelta(minutes=1, milliseconds=-1), "59s"),
-        (timedelta(minutes=1), "1m"),
-        (timedelta(hours=1, milliseconds=-1), "59m"),
-        (timedelta(hours=2, milliseconds=-1), "1h"),
-        (timedelta(days=1, milliseconds=-1), "23h"),
-        (timedelta(days=1), "1d"),
-        (timedelta(days=365, milliseconds=-1), "364d"),
-        (timedelta(days=365), "1y"),
-        (timedelta(days=2 * 365, milliseconds=-1), "1y"),
-        (timedelta(days=2 * 365), "2y"),
-    ],
-)
-def test_short_human_duration_matches_upstream(delta: timedelta, expected: str) -> None:
-    assert short_human_duration(delta) == expected
 
 
 # --- pods ------------------------------------------------------------------------------

@@ -527,7 +527,6 @@ class Watch:
         self._last_revision = max(start_revision - 1, 0)
         self._call: Any = None
         self._watch_id = 0
-        self._progress_pending = False
         self._write_lock = asyncio.Lock()
         self._closed = False
         self._error: EtcdError | None = None
@@ -584,14 +583,10 @@ class Watch:
             # The header revision of a catching-up batch may be ahead of its last event
             # (more events follow), so resume after the last event, not the header.
             self._last_revision = events[-1].kv.mod_revision
-        else:
-            self._progress_pending = False
+        elif response.watch_id == self._watch_id:
             # etcd sends its periodic progress notifications in line with the events, so
-            # nothing before them is still on its way. Answers to request_progress come
-            # with watch_id -1 and, in etcd 3.4, can overtake events still being sent
-            # (etcd issue 15220): they are passed on but do not move the resume point.
-            if response.watch_id == self._watch_id:
-                self._last_revision = max(self._last_revision, response.header.revision)
+            # nothing before them is still on its way: resume after their revision.
+            self._last_revision = max(self._last_revision, response.header.revision)
         return WatchBatch(events, response.header.revision)
 
     async def _open(self, start_revision: int) -> None:
@@ -625,8 +620,6 @@ class Watch:
             self._last_revision = response.header.revision
         if response.canceled:
             self._batch(response)
-        if self._progress_pending:
-            await self._send(rpc_pb2.WatchRequest(progress_request=rpc_pb2.WatchProgressRequest()))
 
     async def _reconnect(self) -> None:
         """Re-create the watcher after the stream broke, retrying with a bounded backoff."""
@@ -646,17 +639,6 @@ class Watch:
             async with self._write_lock, asyncio.timeout(self._client.request_timeout):
                 await self._call.write(request)
 
-    async def request_progress(self) -> None:
-        """WatchProgressRequest: etcd answers with an empty WatchBatch at its current revision.
-
-        If the stream is reconnecting, the request is sent again on the new stream.
-        Beware: etcd 3.4 may answer before it has sent every event up to that revision
-        (see _batch), e.g. while a watch from an old revision is still replaying history.
-        """
-        if self._call is None:
-            raise RuntimeError("enter the watch with 'async with' before requesting progress")
-        self._progress_pending = True
-        await self._send(rpc_pb2.WatchRequest(progress_request=rpc_pb2.WatchProgressRequest()))
 
     async def close(self) -> None:
         """Cancel the watcher in etcd and close the stream."""
