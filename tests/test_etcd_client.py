@@ -409,7 +409,8 @@ async def test_requests_to_a_stopped_etcd_fail_fast_with_unavailable(
             started = time.monotonic()
             with pytest.raises(EtcdUnavailable):
                 await request
-            assert time.monotonic() - started < 1.0
+            # Unavailable at once, not after waiting out the request timeout.
+            assert time.monotonic() - started < client.request_timeout
 
 
 async def wait_until_stopped(pid: int) -> None:

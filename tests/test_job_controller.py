@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from minikube_py.client.errors import Invalid
+from minikube_py.client.errors import Invalid, NotFound
 from minikube_py.client.rest import Client
 from minikube_py.controllers.job import (
     JOB_COMPLETION_INDEX,
@@ -399,7 +399,7 @@ async def test_ttl_after_finished_deletes_the_finished_job(
         async def deleted() -> bool:
             try:
                 job = await view.get()
-            except Exception:  # gone: a garbage collector finished the foreground deletion
+            except NotFound:  # gone: a garbage collector finished the foreground deletion
                 return True
             meta = job["metadata"]
             return bool(meta.get("deletionTimestamp")) and "foregroundDeletion" in (

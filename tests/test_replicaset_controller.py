@@ -8,6 +8,7 @@ replicaset.py: which pods a scale-down deletes, and the status it computes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -138,6 +139,14 @@ async def events_for(api_client: Client, namespace: str, name: str) -> list[Obj]
     return [e for e in events if e["involvedObject"]["name"] == name]
 
 
+async def stop_watcher(task: asyncio.Task[None]) -> None:
+    """Cancel a watcher task, re-raising whatever it died of before (a dead watcher
+    would otherwise leave no violations, and the test would pass without checking)."""
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
 @asynccontextmanager
 async def watching_pods(api_client: Client, namespace: str,
                         check: Callable[[dict[str, Obj]], str | None]) -> AsyncIterator[list[str]]:
@@ -158,13 +167,13 @@ async def watching_pods(api_client: Client, namespace: str,
             problem = check(pods)
             if problem:
                 violations.append(problem)
+        raise AssertionError("the pod watch ended while the test was still checking")
 
     task = asyncio.create_task(follow())
     try:
         yield violations
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await stop_watcher(task)
 
 
 async def set_replicas(api_client: Client, namespace: str, name: str, count: int) -> None:

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import tarfile
@@ -221,10 +222,15 @@ async def test_echo_answers_with_pod_name_and_ip_on_its_pod_ip(
         url = f"http://{pod.ip}:{port}/any/path"
         expected = f"pod={name} ip={pod.ip}\n"
         assert await asyncio.to_thread(http_get, url) == expected
-        started = time.monotonic()
-        answers = await asyncio.gather(*(asyncio.to_thread(http_get, url) for _ in range(20)))
+        # A client that connects and says nothing holds one handler; the server forks
+        # one per connection, so the others are still answered meanwhile.
+        silent = socket.create_connection((pod.ip, port), timeout=5)
+        try:
+            answers = await asyncio.gather(
+                *(asyncio.to_thread(http_get, url) for _ in range(20)))
+        finally:
+            silent.close()
         assert answers == [expected] * 20
-        assert time.monotonic() - started < 5
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.kubelet import needs_sync
@@ -18,6 +19,19 @@ from minikube_py.kubelet.podstate import (
 from minikube_py.kubelet.simulated import SimulatedRuntime
 
 
+async def until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Wait until `condition()` holds: the tests wait for what they expect instead of
+    sleeping a guessed time and hoping the workers got there."""
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.005)
+
+
+ABSENCE_WINDOW = 0.05
+"""How long to look for a sync that must not happen (a slow machine can only make such a
+test pass late, never fail falsely)."""
+
+
 async def test_wakeups_during_a_sync_fold_into_one_more_sync():
     calls: list[str] = []
     release = asyncio.Event()
@@ -29,11 +43,12 @@ async def test_wakeups_during_a_sync_fold_into_one_more_sync():
         return None
     workers = PodWorkers(sync)
     workers.update_pod("a")
-    await asyncio.sleep(0.01)
+    await until(lambda: len(calls) == 1)
     for _ in range(5):
         workers.update_pod("a")  # arrives while the first sync runs
     release.set()
-    await asyncio.sleep(0.05)
+    await until(lambda: len(calls) >= 2)
+    await asyncio.sleep(ABSENCE_WINDOW)
     assert calls == ["a", "a"]
     await workers.stop()
 
@@ -54,15 +69,16 @@ async def test_a_runtime_change_the_running_sync_already_saw_costs_no_second_syn
         return None
     workers = PodWorkers(sync)
     workers.update_pod("a")
-    await asyncio.sleep(0.01)
+    await until(lambda: len(calls) == 1)
     seen["runtime"] = "started"
     workers.update_pod("a", unless=lambda: seen["synced"] == seen["runtime"])
     release.set()
-    await asyncio.sleep(0.05)
+    await until(lambda: seen["synced"] == "started")
+    await asyncio.sleep(ABSENCE_WINDOW)
     assert calls == ["a"]
     seen["runtime"] = "exited"  # a change no sync has seen yet
     workers.update_pod("a", unless=lambda: seen["synced"] == seen["runtime"])
-    await asyncio.sleep(0.05)
+    await until(lambda: len(calls) >= 2)
     assert calls == ["a", "a"]
     await workers.stop()
 
@@ -75,14 +91,13 @@ async def test_a_conditional_wakeup_never_cancels_an_unconditional_one_or_a_retr
         return 0.1 if len(calls) == 1 else None
     workers = PodWorkers(sync)
     workers.update_pod("a", unless=lambda: True)  # a new worker always syncs once
-    await asyncio.sleep(0.02)
-    assert len(calls) == 1
+    await until(lambda: len(calls) == 1)
     workers.update_pod("a", unless=lambda: True)  # dropped, but the retry timer stays
-    await asyncio.sleep(0.15)
-    assert len(calls) == 2 and calls[1] - calls[0] >= 0.09
+    await until(lambda: len(calls) >= 2)
+    assert calls[1] - calls[0] >= 0.09  # the retry came after its delay
     workers.update_pod("a", unless=lambda: True)
     workers.update_pod("a")  # an API update in the same fold: sync
-    await asyncio.sleep(0.02)
+    await until(lambda: len(calls) >= 3)
     assert len(calls) == 3
     await workers.stop()
 
@@ -111,9 +126,8 @@ async def test_sync_asking_to_retry_runs_again_and_done_ends_the_worker():
         return 0.05 if len(calls) < 3 else DONE
     workers = PodWorkers(sync)
     workers.update_pod("a")
-    await asyncio.sleep(0.3)
+    await until(lambda: len(calls) >= 3 and workers.known() == set())
     assert len(calls) == 3 and calls[1] - calls[0] >= 0.04
-    assert workers.known() == set()
 
 
 async def test_a_failing_sync_is_retried():
@@ -126,7 +140,7 @@ async def test_a_failing_sync_is_retried():
         return DONE
     workers = PodWorkers(sync)
     workers.update_pod("a")
-    await asyncio.sleep(0.8)
+    await until(lambda: len(calls) >= 2)
     assert len(calls) == 2
 
 
