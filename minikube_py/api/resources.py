@@ -115,7 +115,7 @@ RESOURCES: tuple[Resource, ...] = (
     # policy/v1
     Resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",),
              subresources=("status",)),
-    # rbac.authorization.k8s.io/v1 (stored now, enforced by a later issue)
+    # rbac.authorization.k8s.io/v1 (stored; the API server does not enforce it yet)
     Resource("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
     Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
     Resource("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),

@@ -214,11 +214,9 @@ class Store:
         )
 
     def _validate_meta(self, obj: Obj, old: Obj | None) -> list[FieldError]:
-        name_validator = getattr(self.strategy, "name_validator", None)
-        kwargs = {"name_validator": name_validator} if name_validator else {}
         problems = validate_object_meta(
-            obj.get("metadata"), namespaced=self.resource.namespaced, **kwargs
-        )
+            obj.get("metadata"), namespaced=self.resource.namespaced,
+            name_validator=self.strategy.name_validator)
         if old is not None and isinstance(obj.get("metadata"), dict):
             problems += validate_object_meta_update(obj["metadata"], old["metadata"])
         return problems

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from minikube_py.api.managedfields.fieldpath import FieldSet, field_element
 from minikube_py.api.resources import Resource
 from minikube_py.api.schema import schema_for
-from minikube_py.api.validation import FieldError
+from minikube_py.api.validation import FieldError, validate_dns1123_subdomain
 
 Obj = dict[str, Any]
 
@@ -46,6 +47,9 @@ class Strategy:
     # (events.k8s.io/v1 Events are stored as core/v1 Events): the store fills in that
     # kind's always-written fields.
     storage_kind: ClassVar[tuple[str, str] | None] = None
+    # The rule the store checks metadata.name with (upstream's NameFunc): a DNS-1123
+    # subdomain unless the kind says otherwise (StatefulSets: a label; Events: a path).
+    name_validator: Callable[[str], list[str]] = staticmethod(validate_dns1123_subdomain)
     # Whether clients see the stored bytes as they are: then lists and watches send them
     # without decoding (store.wire_json). False when to_external converts.
     stored_is_external: ClassVar[bool] = True
@@ -74,13 +78,18 @@ class Strategy:
         return selector if isinstance(selector, dict) else None
 
     def prepare_for_create(self, obj: Obj) -> None:
-        """Before create: a client may not set status; generation starts at 1."""
+        """Before create: a client may not set status; generation starts at 1.
+
+        Must not validate (validate runs after default, on the whole result) and must not
+        fail: it only clears what a client may not set."""
         if self.has_status:
             obj.pop("status", None)
         obj["metadata"]["generation"] = 1
 
     def prepare_for_update(self, new: Obj, old: Obj) -> None:
-        """Before update of the main resource: keep status, bump generation on spec change."""
+        """Before update of the main resource: keep status, bump generation on spec change.
+
+        Must not validate (validate_update does, afterwards) and must not change `old`."""
         if self.has_status:
             if "status" in old:
                 new["status"] = copy.deepcopy(old["status"])
@@ -93,6 +102,7 @@ class Strategy:
         """Before a /status write: everything but status comes from the stored object.
 
         managedFields stay the write's own: the field manager records this write in them.
+        Must not validate (validate_status_update does) and must not change `old`.
         """
         status = new.get("status")
         resource_version = new["metadata"].get("resourceVersion")
@@ -125,18 +135,23 @@ class Strategy:
         }
 
     def default(self, obj: Obj) -> None:
-        """Fill in fields a client may omit (runs on create and on every update)."""
+        """Fill in fields a client may omit (runs on create and on every update). Must not
+        reject anything: an invalid value is left for validate to report."""
 
     def validate(self, obj: Obj) -> list[FieldError]:
-        """Kind-specific validation of a new object."""
+        """Kind-specific validation of a new object, one FieldError per problem. Must not
+        change the object (defaulting is done), and must not check metadata: the store
+        does that for every kind."""
         return []
 
     def validate_update(self, new: Obj, old: Obj) -> list[FieldError]:
-        """Validation of an update: the rules for new objects plus immutable fields."""
+        """Validation of an update: the rules for new objects plus immutable fields. Must
+        not change either object."""
         return self.validate(new)
 
     def validate_status_update(self, new: Obj, old: Obj) -> list[FieldError]:
-        """Validation of a /status write."""
+        """Validation of a /status write. Must not change either object, and must not look
+        at the spec: a /status write cannot change it."""
         return []
 
     @functools.cached_property

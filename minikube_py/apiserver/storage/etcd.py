@@ -42,7 +42,7 @@ CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", 2**31 - 1),
     # No transparent retries inside gRPC: _request already decides what to send again,
     # and the retry machinery costs ~10% of every call's CPU (measured in
-    # benchmarks/RESULTS.md, 2026-11-24, session 7).
+    # benchmarks/RESULTS.md).
     ("grpc.enable_retries", 0),
 ]
 WATCH_BACKOFF_INITIAL = 0.1

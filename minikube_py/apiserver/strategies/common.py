@@ -20,7 +20,6 @@ from minikube_py.api.validation import (
     not_supported,
     required,
     type_invalid,
-    validate_dns1123_subdomain,
     validate_int_or_percent,
     validate_label_selector,
 )
@@ -37,13 +36,11 @@ PROTOCOLS = ["SCTP", "TCP", "UDP"]
 
 
 class KindStrategy(Strategy):
-    """A built-in kind: the base hooks, plus the rule the store checks names with.
+    """A built-in kind: the base hooks.
 
     `metadata.generation` is kept as the base class does (1 at create, one more for
     every change outside metadata and status), as upstream does for pods and workloads.
     """
-
-    name_validator: NameValidator = staticmethod(validate_dns1123_subdomain)
 
 
 class NoGenerationStrategy(KindStrategy):
