@@ -11,6 +11,7 @@ k8s.io/apiserver/pkg/endpoints/handlers, validation in pkg/apis/*/validation).
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -153,6 +154,21 @@ CASES = (
              "of type string"),
     BadInput("kind-is-a-number", "POST", DEPLOYMENTS, {**deployment("web"), "kind": 7}, 400,
              "BadRequest", "cannot unmarshal number into Go struct field .kind of type string"),
+    BadInput("name-is-an-object", "POST", PODS, pod_named({"name": {"a": [{"a": [{}]}]}}), 400,
+             "BadRequest", "json: cannot unmarshal object into Go struct field "
+             "ObjectMeta.metadata.name of type string"),
+    BadInput("replicas-too-large-for-int64", "POST", DEPLOYMENTS,
+             json.dumps({**deployment("web"), "spec": {**deployment("web")["spec"],
+                                                       "replicas": 10**40}}).encode(),
+             400, "BadRequest", "cannot unmarshal number 1"),
+    BadInput("apply-with-a-lone-surrogate", "PATCH", PODS + "/web?fieldManager=test",
+             b'{"apiVersion": "v1", "kind": "\\ud800\\udc00", "metadata": {"name": "web"}}',
+             400, "BadRequest", "error decoding YAML", content_type=APPLY),
+    BadInput("yaml-bomb", "POST", CONFIGMAPS,
+             b'a: &a ["x","x","x","x","x","x","x","x","x"]\n'
+             + b"".join(b"%c: &%c [*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c]\n"
+                        % ((c, c) + (c - 1,) * 9) for c in range(ord("b"), ord("k"))),
+             400, "BadRequest", "excessive aliasing", content_type=YAML),
     # -- bodies that do not decode (handlers/create.go: transformDecodeError, 400) ---------
     BadInput("invalid-json", "POST", PODS, b'{"apiVersion": "v1", "kind": "Pod", "metadata": {',
              400, "BadRequest",

@@ -19,13 +19,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import yaml
 from aiohttp import web
 
 from minikube_py.api import errors, meta
 from minikube_py.api.managedfields import Conflicts, SchemaError
 from minikube_py.api.managedfields.managed import conflict_causes, conflict_message
-from minikube_py.apiserver.negotiation import Wanted
+from minikube_py.apiserver.negotiation import Wanted, load_yaml
 from minikube_py.apiserver.request_params import (
     check_name_and_namespace,
     dry_run,
@@ -101,10 +100,7 @@ async def serve_apply(
 
 def read_configuration(body: bytes) -> Obj:
     """The applied configuration: YAML (JSON is YAML), a map (empty if the body is)."""
-    try:
-        config = yaml.safe_load(body)
-    except yaml.YAMLError as err:
-        raise errors.bad_request(f"error decoding YAML: {err}") from None
+    config = load_yaml(body, "error decoding YAML")
     if config is None:
         return {}
     if not isinstance(config, dict):

@@ -17,7 +17,7 @@ from aiohttp import web
 from minikube_py.api import errors, meta
 from minikube_py.api.resources import Resource, by_kind
 from minikube_py.api.schema import schema_for, unknown_fields
-from minikube_py.api.schema.strict import FieldPath
+from minikube_py.api.schema.strict import FieldPath, type_error
 from minikube_py.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from minikube_py.api.validation import FieldError, forbidden, invalid, required, too_long
 from minikube_py.apiserver import negotiation
@@ -255,10 +255,15 @@ def field_validation(
     )
     if schema is None:
         return []
+    kind_name = kind or resource.kind
+    wrong_type = type_error(obj, schema)
+    if wrong_type is not None:
+        raise errors.bad_request(
+            f'{kind_name} in version "{version or resource.version}" cannot be handled as a '
+            f"{kind_name}: {wrong_type}")
     unknown = unknown_fields(obj, schema)
     if not unknown:
         return []
-    kind_name = kind or resource.kind
     if mode == "Strict":
         listed = ", ".join(f'unknown field "{path}"' for path in unknown)
         raise errors.bad_request(

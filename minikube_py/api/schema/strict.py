@@ -60,6 +60,78 @@ def _collect_unknown(value: Any, schema: Type, path: tuple[str | int, ...],
             _collect_unknown(item, schema.items, (*path, index), found)
 
 
+INT64 = (-(2**63), 2**63 - 1)
+GO_TYPES = {"string": "string", "integer": "int64", "number": "float64", "boolean": "bool",
+            "array": "[]", "map": "map[string]", "int-or-string": "intstr.IntOrString",
+            "quantity": "resource.Quantity"}
+
+
+def _fits(value: Any, kind: str) -> bool:
+    """Whether Go's decoder takes this JSON value for a field of this kind (null fits
+    every field: it leaves the zero value)."""
+    if value is None or kind == "any":
+        return True
+    if kind in ("object", "map"):
+        return isinstance(value, dict)
+    if kind == "array":
+        return isinstance(value, list)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if kind == "integer":
+        return isinstance(value, int) and INT64[0] <= value <= INT64[1]
+    if kind == "number":
+        return isinstance(value, (int, float))
+    if kind == "int-or-string":
+        return isinstance(value, str) or (isinstance(value, int) and INT64[0] <= value <= INT64[1])
+    return isinstance(value, (str, int, float))  # a quantity: "1Gi" or a number
+
+
+def json_type(value: Any) -> str:
+    """How Go's encoding/json names a JSON value's type in its unmarshal errors."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {list: "array", str: "string", dict: "object"}.get(type(value), "null")
+
+
+def type_error(obj: Any, schema: Type) -> str | None:
+    """The first value whose JSON type the schema's Go type cannot take, as Go's decoder
+    words it: `json: cannot unmarshal object into Go struct field ObjectMeta.metadata.name
+    of type string`. The API server refuses such a body with 400 before any strategy runs,
+    so every hook can trust the types."""
+    return _type_error(obj, schema, "", schema.name.rsplit(".", 1)[-1] or "Object")
+
+
+def _type_error(value: Any, schema: Type, path: str, struct: str) -> str | None:
+    if not _fits(value, schema.kind):
+        go_type = GO_TYPES.get(schema.kind) or ("struct" if schema.kind == "object" else "")
+        if schema.kind == "object" and schema.name:
+            go_type = schema.name.rsplit(".", 1)[-1]
+        shown = "number " + str(value) if json_type(value) == "number" else json_type(value)
+        return (f"json: cannot unmarshal {shown} into Go struct field {struct}.{path or '.'} "
+                f"of type {go_type}")
+    if schema.kind == "object" and isinstance(value, dict):
+        inner = schema.name.rsplit(".", 1)[-1] or struct
+        for key, item in value.items():
+            field = schema.fields.get(key)
+            if field is not None:
+                found = _type_error(item, field.type, _join(path, key), inner)
+                if found:
+                    return found
+    elif schema.kind in ("map", "array") and schema.items is not None:
+        items = value.items() if isinstance(value, dict) else enumerate(value or [])
+        for key, item in items:
+            found = _type_error(item, schema.items, _join(path, str(key)), struct)
+            if found:
+                return found
+    return None
+
+
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
