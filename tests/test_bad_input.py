@@ -164,6 +164,9 @@ CASES = (
     BadInput("apply-with-a-lone-surrogate", "PATCH", PODS + "/web?fieldManager=test",
              b'{"apiVersion": "v1", "kind": "\\ud800\\udc00", "metadata": {"name": "web"}}',
              400, "BadRequest", "error decoding YAML", content_type=APPLY),
+    BadInput("apply-that-is-not-utf-8", "PATCH", PODS + "/web?fieldManager=test",
+             b'{"\xff\xfemetadata": {"name": "web"}}', 400, "BadRequest", "error decoding YAML",
+             content_type=APPLY),
     BadInput("yaml-bomb", "POST", CONFIGMAPS,
              b'a: &a ["x","x","x","x","x","x","x","x","x"]\n'
              + b"".join(b"%c: &%c [*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c]\n"

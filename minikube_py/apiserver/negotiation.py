@@ -106,13 +106,16 @@ def load_yaml(body: bytes, context: str) -> Any:
     """A YAML (or JSON) body as plain JSON values, as upstream's YAMLToJSON gives them:
     refused with a 400 when it does not parse, expands past MAX_YAML_NODES through its
     aliases, or holds what JSON cannot (strings with lone surrogates)."""
-    loader = yaml.SafeLoader(body)
+    try:
+        loader = yaml.SafeLoader(body)
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise errors.bad_request(f"{context}: {err}") from None
     try:
         node = loader.get_single_node()
         if node is not None and _expanded_size(node, {}) > MAX_YAML_NODES:
             raise errors.bad_request(f"{context}: yaml: document contains excessive aliasing")
         value = loader.construct_document(node) if node is not None else None
-    except yaml.YAMLError as err:
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise errors.bad_request(f"{context}: {err}") from None
     finally:
         loader.dispose()
