@@ -34,6 +34,8 @@ bench: deps
 	$(PY) benchmarks/scheduler.py
 	$(PY) benchmarks/pod_startup.py
 	$(PY) benchmarks/hollow_nodes.py
+	$(PY) benchmarks/proxy.py
+	$(PY) benchmarks/dns.py
 
 deps: apt $(STAMP) proto
 
