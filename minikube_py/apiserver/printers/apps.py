@@ -67,42 +67,33 @@ REPLICA_SET_COLUMNS = (
 
 def print_replica_set(replica_set: Obj, now: datetime) -> Cells:
     """printReplicaSet: desired, current and ready replicas."""
-    spec, status = replica_set.get("spec", {}), replica_set.get("status", {})
+    selector = format_label_selector(replica_set.get("spec", {}).get("selector"))
+    return _replica_cells(replica_set, now, selector)
+
+
+def _replica_cells(obj: Obj, now: datetime, selector: str) -> Cells:
+    """The columns ReplicaSets and ReplicationControllers share."""
+    spec, status = obj.get("spec", {}), obj.get("status", {})
     return [
-        name_of(replica_set),
+        name_of(obj),
         spec.get("replicas", 1),
         status.get("replicas", 0),
         status.get("readyReplicas", 0),
-        age(replica_set, now),
-        *container_cells(template_spec(replica_set)),
-        format_label_selector(spec.get("selector")),
+        age(obj, now),
+        *container_cells(template_spec(obj)),
+        selector,
     ]
 
 
-REPLICATION_CONTROLLER_COLUMNS = (
-    NAME,
-    column("Desired", "integer", "Replicas is the number of desired replicas."),
-    column("Current", "integer", "Replicas is the most recently observed number of replicas."),
-    column("Ready", "integer", "The number of ready replicas for this replication controller."),
-    AGE,
-    CONTAINERS,
-    IMAGES,
-    selector_column("Selector is a label query over pods that should match the replica count."),
-)
+REPLICATION_CONTROLLER_COLUMNS = tuple(
+    column("Ready", "integer", "The number of ready replicas for this replication controller.")
+    if c is REPLICA_SET_COLUMNS[3] else c for c in REPLICA_SET_COLUMNS)
 
 
 def print_replication_controller(controller: Obj, now: datetime) -> Cells:
     """printReplicationController: a ReplicaSet's columns; the selector is a label map."""
-    spec, status = controller.get("spec", {}), controller.get("status", {})
-    return [
-        name_of(controller),
-        spec.get("replicas", 1),
-        status.get("replicas", 0),
-        status.get("readyReplicas", 0),
-        age(controller, now),
-        *container_cells(template_spec(controller)),
-        format_labels(spec.get("selector")),
-    ]
+    return _replica_cells(controller, now,
+                          format_labels(controller.get("spec", {}).get("selector")))
 
 
 STATEFUL_SET_COLUMNS = (
