@@ -21,6 +21,7 @@ import aiohttp
 import pytest
 
 from minikube_py.client.errors import NotFound
+from minikube_py.client.logs import level_of
 from minikube_py.client.rest import Client
 from minikube_py.cluster.etcd import free_port
 from minikube_py.gen.cri import api_pb2
@@ -161,6 +162,20 @@ async def test_pod_serves_http_on_its_pod_ip(node, api_client, namespace):
     assert "web" in answer and status["podIP"] in answer
     reasons = {e["reason"] for e in await events_for(api_client, namespace, "web")}
     assert {"Pulled", "Created", "Started"} <= reasons
+
+
+async def test_sync_loop_logs_each_pod_it_is_given_at_verbosity_2(
+        node, api_client, namespace, caplog: pytest.LogCaptureFixture):
+    with caplog.at_level(level_of(2), logger="minikube_py.kubelet.kubelet"):
+        await create(api_client, namespace, make_pod("logged", node, [
+            {"name": "c", "image": BUSYBOX, "command": ["sleep", "3600"]}]))
+        await pod_where(api_client, namespace, "logged", is_running_and_ready)
+        await api_client.resource("pods").delete("logged", namespace, grace_period_seconds=0)
+        async def removed() -> bool:
+            return "SyncLoop REMOVE" in caplog.text
+
+        await eventually(removed, what="the REMOVE line")
+    assert f'"SyncLoop ADD" source="api" pods="{namespace}/logged"' in caplog.text
 
 
 async def test_env_from_configmap_and_secret(node, api_client, namespace):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -149,3 +150,35 @@ async def test_kill_9_mid_burst_then_restart_binds_every_pod_exactly_once(
     assert len(node_changes) == total
     moved = {name: seen for name, seen in node_changes.items() if len(seen) != 1}
     assert not moved, f"pods bound more than once: {moved}"
+
+
+async def test_at_verbosity_2_the_log_shows_each_decision_as_klog_writes_it(
+    kubeconfig: Path, fast_tmp: Path, api_client: Client, namespace: str,
+) -> None:
+    label = uuid.uuid4().hex[:8]
+    nodes = await add_nodes(api_client, f"log-{label}", 2, {"log": label})
+    log_path = fast_tmp / f"sched-log-{namespace}.log"
+    pods = api_client.resource("pods")
+    try:
+        async with SchedulerProcess(kubeconfig, log_path, extra_args=("-v", "3")):
+            await pods.create(make_pod("fits", nodeSelector={"log": label}), namespace)
+            await pods.create(make_pod("nowhere", nodeSelector={"log": "no-such-node"}),
+                              namespace)
+
+            async def logged(text: str) -> bool:
+                return text in log_path.read_text()
+
+            await eventually(lambda: logged(
+                f'"Successfully bound pod to node" pod="{namespace}/fits"'), timeout=30,
+                what="the bound pod in the log")
+            await eventually(lambda: logged(
+                f'"Unable to schedule pod; no fit; waiting" pod="{namespace}/nowhere"'),
+                timeout=30, what="the unschedulable pod in the log")
+        text = log_path.read_text()
+        line = next(line for line in text.splitlines()
+                    if f'pod="{namespace}/fits"' in line and "Successfully bound" in line)
+        assert re.match(r"^I\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ scheduler\.py:\d+\] ", line), line
+        assert 'evaluatedNodes=' in line and "feasibleNodes=" in line
+        assert f'"Attempting to schedule pod" pod="{namespace}/fits"' in text
+    finally:
+        await delete_all(api_client, namespace, nodes)

@@ -169,13 +169,13 @@ def up(args: argparse.Namespace) -> None:
                      f"remove {state / 'cluster.json'} to pick new ports")
             _start(name, [
                 sys.executable, "-m", module, f"--kubeconfig={config}", "--leader-elect",
-                f"--bind-address={LOOPBACK}", f"--port={ports[name]}",
+                f"--bind-address={LOOPBACK}", f"--port={ports[name]}", f"--v={args.v}",
             ], state)
     for name in CLIENT_COMPONENTS:
         _wait(lambda name=name: _http_ok(f"http://{LOOPBACK}:{ports[name]}/healthz"),
               f"the {name}", state / "logs" / f"{name}.log")
-    _up_node(state, cluster, config)
-    _up_services(state, cluster, config)
+    _up_node(state, cluster, config, args.v)
+    _up_services(state, cluster, config, args.v)
     print(f"minikube-py is up: API server {api_url}, etcd {etcd_url}")
     print(f"logs: {state / 'logs'}")
     print("To use it with kubectl:")
@@ -203,7 +203,7 @@ def _up_registry(state: Path, port: int) -> None:
         fail(f"could not build or push the shipped images: {error}")
 
 
-def _up_node(state: Path, cluster: dict[str, Any], kubeconfig: Path) -> None:
+def _up_node(state: Path, cluster: dict[str, Any], kubeconfig: Path, verbosity: int) -> None:
     """The node: containerd (with the shipped images loaded), then its kubelet."""
     reason = runtime_missing()
     if reason is not None:
@@ -222,14 +222,15 @@ def _up_node(state: Path, cluster: dict[str, Any], kubeconfig: Path) -> None:
         if port_in_use(port):
             fail(f"port {port} is taken by another program; stop it or remove "
                  f"{state / 'cluster.json'} to pick new ports")
-        _start("kubelet", kubelet_command(node, state / "kubeconfig", port, CLUSTER_DNS),
-               state)
+        _start("kubelet", [*kubelet_command(node, state / "kubeconfig", port, CLUSTER_DNS),
+                           f"--v={verbosity}"], state)
     _wait(lambda: _http_ok(f"http://{LOOPBACK}:{port}/healthz"), "the kubelet",
           state / "logs" / "kubelet.log")
     print(f"node {node.node_name}: containerd {node.endpoint}, pods on {node.pod_cidr}")
 
 
-def _up_services(state: Path, cluster: dict[str, Any], kubeconfig: Path) -> None:
+def _up_services(state: Path, cluster: dict[str, Any], kubeconfig: Path, verbosity: int
+                 ) -> None:
     """The proxy (this machine's iptables, as the node's kube-proxy) and cluster DNS,
     which publishes itself as the kube-dns Service's endpoint at the node's pod gateway."""
     if runtime_missing() is not None:
@@ -244,7 +245,8 @@ def _up_services(state: Path, cluster: dict[str, Any], kubeconfig: Path) -> None
             sys.executable, "-m", "minikube_py.proxy", f"--kubeconfig={kubeconfig}",
             "--hostname-override=node-1", f"--cluster-cidr={CLUSTER_CIDR}",
             f"--healthz-bind-address={LOOPBACK}:{ports['proxy-healthz']}",
-            f"--metrics-bind-address={LOOPBACK}:{ports['proxy-metrics']}"], state)
+            f"--metrics-bind-address={LOOPBACK}:{ports['proxy-metrics']}",
+            f"--v={verbosity}"], state)
     if _pid_alive(state / "run" / "dns.pid") is None:
         for name in ("dns", "dns-metrics"):
             if port_in_use(ports[name]):
@@ -255,7 +257,8 @@ def _up_services(state: Path, cluster: dict[str, Any], kubeconfig: Path) -> None
             sys.executable, "-m", "minikube_py.dns", f"--kubeconfig={kubeconfig}",
             "--bind-address=0.0.0.0", f"--port={ports['dns']}",
             f"--advertise-address={gateway}", f"--service-ip={CLUSTER_DNS}",
-            f"--metrics-bind-address={LOOPBACK}:{ports['dns-metrics']}"], state)
+            f"--metrics-bind-address={LOOPBACK}:{ports['dns-metrics']}",
+            f"--v={verbosity}"], state)
     _wait(lambda: _http_ok(f"http://{LOOPBACK}:{ports['proxy-healthz']}/healthz"),
           "the proxy", state / "logs" / "proxy.log")
     _wait(lambda: _http_ok(f"http://{LOOPBACK}:{ports['dns-metrics']}/healthz"),
@@ -328,7 +331,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="minikube-py",
                                      description="A local minikube-py cluster.")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("up", help="start the cluster").set_defaults(run=up)
+    start = commands.add_parser("up", help="start the cluster")
+    start.add_argument("-v", "--v", dest="v", type=int, default=2,
+                       help="the components' log verbosity (klog's -v; default 2: each "
+                            "decision is logged)")
+    start.set_defaults(run=up)
     stop = commands.add_parser("down", help="stop the cluster")
     stop.add_argument("--purge", action="store_true", help="also delete the cluster's data")
     stop.set_defaults(run=down)

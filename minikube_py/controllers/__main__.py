@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 from minikube_py.client.component import run_component
 from minikube_py.client.kubeconfig import KubeconfigError
+from minikube_py.client.logs import add_verbosity_flag, setup_logging
 from minikube_py.client.rest import Client
 from minikube_py.controllers.base import ControllerOptions
 from minikube_py.controllers.manager import ControllerManager, select_controllers
@@ -42,14 +42,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=10257, help="/healthz and /metrics "
                         "(plain HTTP); 0 disables")
     parser.add_argument("--identity", default=None, help="leader election identity")
-    parser.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
+    add_verbosity_flag(parser)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.v >= 4 else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    setup_logging(args.v)
     try:
         controllers = select_controllers(args.controllers.split(","), ALL_CONTROLLERS)
         parse_range(args.loadbalancer_ip_range)

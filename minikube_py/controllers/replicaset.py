@@ -37,6 +37,7 @@ from minikube_py.api.podutil import (
 from minikube_py.api.selectors import LabelSelector, SelectorError, label_selector_from_dict
 from minikube_py.client.errors import APIStatusError, Conflict, NotFound
 from minikube_py.client.informer import EventHandler
+from minikube_py.client.logs import log_v
 from minikube_py.client.rest import ConnectionFailed
 from minikube_py.client.store import object_key, split_key
 from minikube_py.controllers.base import Controller, ControllerContext, ExpectedSyncError
@@ -420,7 +421,8 @@ class ReplicaSetController(Controller):
         """Expect `count` creations, then create in slow-start batches; a failing batch
         stops the rest, and creations never attempted are no longer expected."""
         self.expectations.expect_creations(key, count)
-        log.debug("%s: too few replicas, creating %d", key, count)
+        log_v(log, 2, "Too few replicas", replicaSet=key, need=(rs.get("spec") or {}).get(
+            "replicas", 1), creating=count)
 
         async def create_one(_index: int) -> None:
             pod = pod_from_template((rs.get("spec") or {}).get("template") or {}, rs)
@@ -444,7 +446,8 @@ class ReplicaSetController(Controller):
         them all at once."""
         victims = pods_to_delete(pods, self.indirectly_related_pods(rs), count, self.now())
         self.expectations.expect_deletions(key, [pod_key(pod) for pod in victims])
-        log.debug("%s: too many replicas, deleting %d", key, count)
+        log_v(log, 2, "Too many replicas", replicaSet=key, need=(rs.get("spec") or {}).get(
+            "replicas", 1), deleting=count)
 
         async def delete_one(pod: Obj) -> Exception | None:
             name = pod["metadata"]["name"]

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ from prometheus_client.registry import Collector
 from minikube_py.client.component import run_component, serve_health
 from minikube_py.client.errors import APIStatusError
 from minikube_py.client.kubeconfig import KubeconfigError
+from minikube_py.client.logs import add_verbosity_flag, setup_logging
 from minikube_py.client.rest import Client
 from minikube_py.dns.clusterdns import ClusterDNS
 from minikube_py.dns.server import DNSStats
@@ -40,7 +40,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--resolv-conf", default="/etc/resolv.conf")
     parser.add_argument("--metrics-bind-address", default="0.0.0.0:9153",
                         help="/healthz and /metrics; port 0 disables")
-    parser.add_argument("--v", type=int, default=0, help="log verbosity")
+    add_verbosity_flag(parser)
     return parser.parse_args(argv)
 
 
@@ -90,8 +90,7 @@ class StatsCollector(Collector):
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.v >= 4 else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    setup_logging(args.v)
     try:
         client = Client.from_kubeconfig(args.kubeconfig, user_agent="cluster-dns")
     except KubeconfigError as error:

@@ -7,13 +7,13 @@ hollow nodes in one process (like kubemark), for scheduler and controller benchm
 from __future__ import annotations
 
 import argparse
-import logging
 import socket
 import sys
 from pathlib import Path
 
 from minikube_py.client.component import run_component
 from minikube_py.client.kubeconfig import KubeconfigError
+from minikube_py.client.logs import add_verbosity_flag, setup_logging
 from minikube_py.client.rest import Client
 from minikube_py.kubelet.cri import RemoteRuntime, RuntimeService
 from minikube_py.kubelet.kubelet import Kubelet, KubeletConfig
@@ -80,7 +80,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="run N hollow nodes (simulated runtime) in this process")
     parser.add_argument("--simulated-start-delay", type=float, default=0.0,
                         help="seconds a simulated container takes to start")
-    parser.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
+    add_verbosity_flag(parser)
     return parser.parse_args(argv)
 
 
@@ -99,9 +99,7 @@ def kubelet_config(args: argparse.Namespace) -> KubeletConfig:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.v >= 4 else logging.INFO
-                        if args.v >= 2 else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    setup_logging(args.v)
     try:
         client = Client.from_kubeconfig(args.kubeconfig, user_agent="kubelet")
     except KubeconfigError as error:

@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from minikube_py.api.podutil import pod_key
 from minikube_py.client.errors import NotFound
 from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import EventHandler, SharedInformer, SharedInformerFactory
+from minikube_py.client.logs import log_v
 from minikube_py.client.rest import Client
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.backoff import Backoff
@@ -232,6 +234,8 @@ class Kubelet:
     # -- pod sources --------------------------------------------------------------------
 
     def pod_added(self, pod: Obj) -> None:
+        """SyncLoop ADD: a pod bound to this node; its worker syncs it."""
+        log_v(log, 2, "SyncLoop ADD", source="api", pods=pod_key(pod))
         uid = pod["metadata"]["uid"]
         self.pods[uid] = pod
         self.workers.update_pod(uid)
@@ -252,9 +256,12 @@ class Kubelet:
         checkAndUpdatePod): the kubelet's own status writes come back as updates too."""
         self.pods[new["metadata"]["uid"]] = new
         if needs_sync(old, new):
+            log_v(log, 2, "SyncLoop UPDATE", source="api", pods=pod_key(new))
             self.workers.update_pod(new["metadata"]["uid"])
 
     def pod_deleted(self, pod: Obj) -> None:
+        """SyncLoop REMOVE: the pod object is gone; its worker tears down what is left."""
+        log_v(log, 2, "SyncLoop REMOVE", source="api", pods=pod_key(pod))
         uid = pod["metadata"]["uid"]
         self.pods.pop(uid, None)
         self.workers.update_pod(uid)

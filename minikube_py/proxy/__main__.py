@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import re
 import socket
 import sys
@@ -15,6 +14,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from minikube_py.client.component import run_component
 from minikube_py.client.kubeconfig import KubeconfigError
+from minikube_py.client.logs import add_verbosity_flag, setup_logging
 from minikube_py.client.rest import Client
 from minikube_py.proxy.healthcheck import serve_healthz
 from minikube_py.proxy.iptables import IPTables, RestoreError
@@ -61,14 +61,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "/var/run/netns/NAME) instead of our own")
     parser.add_argument("--cleanup", action="store_true",
                         help="remove every rule and chain the proxy created, then exit")
-    parser.add_argument("--v", type=int, default=0, help="log verbosity")
+    add_verbosity_flag(parser)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.v >= 4 else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    setup_logging(args.v)
     if args.cleanup:
         try:
             removed = asyncio.run(IPTables(args.netns).cleanup())

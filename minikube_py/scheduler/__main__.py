@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import socket
 import sys
 import uuid
@@ -15,6 +14,7 @@ from prometheus_client import CollectorRegistry
 from minikube_py.client.component import run_component, serve_health
 from minikube_py.client.kubeconfig import KubeconfigError
 from minikube_py.client.leaderelection import LeaderElector
+from minikube_py.client.logs import add_verbosity_flag, setup_logging
 from minikube_py.client.rest import Client
 from minikube_py.scheduler.config import ConfigError, default_configuration, load_configuration
 from minikube_py.scheduler.framework.interface import Plugin
@@ -41,7 +41,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=10259,
                         help="/healthz and /metrics (plain HTTP); 0 disables")
     parser.add_argument("--identity", default=None, help="leader election identity")
-    parser.add_argument("--v", type=int, default=0, help="log verbosity (0-4)")
+    add_verbosity_flag(parser)
     return parser.parse_args(argv)
 
 
@@ -62,8 +62,7 @@ def load_plugins(specs: list[str]) -> dict[str, type[Plugin]]:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.v >= 4 else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    setup_logging(args.v)
     try:
         registry = {**IN_TREE_PLUGINS, **load_plugins(args.plugin)}
         config = (load_configuration(args.config, set(registry)) if args.config

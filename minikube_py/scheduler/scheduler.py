@@ -33,6 +33,7 @@ from minikube_py.api.meta import now_rfc3339
 from minikube_py.client.errors import APIStatusError, NotFound
 from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import EventHandler, SharedInformerFactory
+from minikube_py.client.logs import log_v
 from minikube_py.client.rest import Client, ConnectionFailed
 from minikube_py.scheduler.cache import Cache
 from minikube_py.scheduler.config import SchedulerConfiguration
@@ -307,6 +308,7 @@ class Scheduler:
             return
         fwk = self.profiles[current.get("spec", {}).get("schedulerName")
                             or "default-scheduler"]
+        log_v(log, 3, "Attempting to schedule pod", pod=pod_info.key)
         started = time.perf_counter()
         fwk.set_snapshot(self.cache.update_snapshot())
         state = CycleState()
@@ -322,6 +324,8 @@ class Scheduler:
             queued.unschedulable_plugins = fit.unschedulable_plugins()
             if nominated is not None:
                 self.queue.add_nominated(pod_info, nominated)
+            log_v(log, 2, "Unable to schedule pod; no fit; waiting", pod=pod_info.key,
+                  err=fit.message())
             await self._fail(fwk, queued, cycle, fit.message(), "Unschedulable", nominated,
                              started)
             return
@@ -359,6 +363,8 @@ class Scheduler:
         feasible, statuses = self.find_nodes_that_fit(fwk, state, pod)
         if feasible and self.extenders:
             feasible = await self._extenders_filter(pod, feasible, statuses)
+        state.evaluated_nodes = len(feasible) + len(statuses)
+        state.feasible_nodes = len(feasible)
         if not feasible:
             raise FitError(pod, len(snapshot.node_info_list), statuses)
         if len(feasible) == 1:
@@ -493,6 +499,8 @@ class Scheduler:
                                  "SchedulerError", None, started)
             return
         self.cache.finish_binding(pod.pod)
+        log_v(log, 2, "Successfully bound pod to node", pod=pod.key, node=host,
+              evaluatedNodes=state.evaluated_nodes, feasibleNodes=state.feasible_nodes)
         elapsed = time.perf_counter() - started
         self.metrics.attempts.labels("scheduled", fwk.profile_name).inc()
         self.metrics.attempt_duration.labels("scheduled", fwk.profile_name).observe(elapsed)

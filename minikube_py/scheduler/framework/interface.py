@@ -134,6 +134,8 @@ class CycleState:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        self.evaluated_nodes = 0  # nodes Filter looked at, and those that passed (for logs)
+        self.feasible_nodes = 0
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value
