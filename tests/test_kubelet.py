@@ -158,8 +158,13 @@ async def test_pod_serves_http_on_its_pod_ip(node, api_client, namespace):
     echo = container(pod)
     assert echo["containerID"].startswith("containerd://") and echo["imageID"]
     assert echo["started"] and echo["restartCount"] == 0
-    answer = await http_get(f"http://{status['podIP']}:8080/")
+    answer = await http_get(f"http://{status['podIP']}:8080/hello")
     assert "web" in answer and status["podIP"] in answer
+
+    async def request_logged() -> bool:  # the echo server logs each request line
+        return "GET /hello HTTP/1.1 200" in await pod_log(api_client, namespace, "web")
+
+    await eventually(request_logged, what="the request in the pod's log")
     reasons = {e["reason"] for e in await events_for(api_client, namespace, "web")}
     assert {"Pulled", "Created", "Started"} <= reasons
 

@@ -60,12 +60,15 @@ nc -ll -p "${PORT:-8080}" -e /bin/echo-handler &
 wait
 """
 
-# One HTTP exchange on stdin/stdout: read the request head up to the blank line, then
+# One HTTP exchange on stdin/stdout: read the request head up to the blank line, log the
+# request line to stderr (the container's log: `kubectl logs` shows the traffic), then
 # answer with the pod's name and IP (downward-API POD_NAME / POD_IP when the pod sets them).
 ECHO_HANDLER_SCRIPT = r"""#!/bin/sh
+read -r -t 5 request
 while read -r -t 5 line; do
   [ -z "${line%$'\r'}" ] && break
 done
+echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) ${request%$'\r'} 200" >&2
 name="${POD_NAME:-$(hostname)}"
 ip="${POD_IP:-$(ip -o -4 addr show scope global | awk '{split($4, a, "/"); print a[1]; exit}')}"
 body="pod=${name} ip=${ip}
