@@ -23,6 +23,7 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -168,7 +169,7 @@ def read_record(kv: KeyValue, prefix: str) -> Allocated:
     return Allocated(name, owner, created, kv)
 
 
-class RangeAllocator(Generic[V]):
+class RangeAllocator(ABC, Generic[V]):
     """Values of one range, each allocated value one etcd key (upstream's allocator.Interface).
 
     A subclass maps values to offsets 0..size-1 and back. Offsets in `reserved` are never
@@ -193,16 +194,17 @@ class RangeAllocator(Generic[V]):
         self.band = band
         self.reserved = frozenset(reserved)
 
+    @abstractmethod
     def value_at(self, offset: int) -> V:
-        raise NotImplementedError
+        """The value at an offset of the range."""
 
+    @abstractmethod
     def offset_of(self, value: V) -> int | None:
         """The value's offset in the range, or None when it is outside."""
-        raise NotImplementedError
 
+    @abstractmethod
     def parse(self, name: str) -> V | None:
         """A key's last segment back to a value (None if it is no value of this kind)."""
-        raise NotImplementedError
 
     def key(self, value: V) -> bytes:
         return f"{self.prefix}{value}".encode()

@@ -17,6 +17,7 @@ streamer.go and response_checker.go (relaying the kubelet's answer or its error)
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -125,12 +126,11 @@ async def stream_from_kubelet(request: web.Request, url: str, query: dict[str, s
                                                    "Audit-Id": request.get(AUDIT_ID, "")})
             response.enable_chunked_encoding()
             await response.prepare(request)
-            try:
+            # The kubelet or the client may go away mid-stream: the stream just ends.
+            with contextlib.suppress(aiohttp.ClientError, ConnectionResetError):
                 async for chunk in answer.content.iter_any():
                     await response.write(chunk)
                 await response.write_eof()
-            except (aiohttp.ClientError, ConnectionResetError):
-                pass  # the kubelet or the client went away mid-stream
             return response
 
 
