@@ -55,8 +55,11 @@ def leftovers(home: Path) -> list[str]:
                 continue
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     nat = subprocess.run(["iptables-save", "-t", "nat"], capture_output=True, text=True).stdout
+    routes = subprocess.run(["ip", "route", "show", "table", "local"], capture_output=True,
+                            text=True).stdout
     return (found + [line for line in links.splitlines() if bridge_of(home) in line]
-            + [line for line in nat.splitlines() if "KUBE-" in line])
+            + [line for line in nat.splitlines() if "KUBE-" in line]
+            + [line for line in routes.splitlines() if "172.18.255." in line])
 
 
 def bridge_of(home: Path) -> str:
@@ -103,6 +106,17 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         assert "Welcome to nginx!" in kubectl(home, "logs", "client").stdout
         assert "KUBE-SVC-" in subprocess.run(["iptables-save", "-t", "nat"],
                                              capture_output=True, text=True).stdout
+        # a LoadBalancer Service gets an address that answers from this machine
+        kubectl(home, "expose", "deployment", "nginx", "--type=LoadBalancer", "--name=lb",
+                "--port=8000", "--target-port=80")
+        kubectl(home, "wait", "--for=jsonpath={.status.loadBalancer.ingress[0].ip}",
+                "service/lb", "--timeout=30s")
+        address = kubectl(home, "get", "service", "lb", "-o",
+                          "jsonpath={.status.loadBalancer.ingress[0].ip}").stdout
+        assert address.startswith("172.18.255.")
+        page = subprocess.run(["busybox", "wget", "-q", "-O-", f"http://{address}:8000/"],
+                              capture_output=True, text=True, timeout=10)
+        assert "Welcome to nginx!" in page.stdout
     finally:
         running = pids(home)
         launcher(home, "down", "--purge", check=False)

@@ -58,6 +58,10 @@ COMPONENTS = ("registry", "etcd", "apiserver", "controller-manager", "scheduler"
               "kubelet", "proxy", "dns")
 CLUSTER_CIDR = "10.244.0.0/16"
 CLUSTER_DNS = "10.96.0.10"
+LOAD_BALANCER_RANGE = "172.18.255.200-172.18.255.250"
+LOAD_BALANCER_ROUTE = "172.18.255.192/26"
+"""Routed as local addresses of this machine, so a LoadBalancer Service's address answers
+here (the proxy's rules take it from there) and no packet to one ever leaves."""
 # The components that reach the cluster through the API server (python -m <module>).
 CLIENT_COMPONENTS = {"controller-manager": "minikube_py.controllers",
                      "scheduler": "minikube_py.scheduler"}
@@ -167,10 +171,12 @@ def up(args: argparse.Namespace) -> None:
             if port_in_use(ports[name]):
                 fail(f"port {ports[name]} is taken by another program; stop it or "
                      f"remove {state / 'cluster.json'} to pick new ports")
+            extra = ([f"--loadbalancer-ip-range={LOAD_BALANCER_RANGE}"]
+                     if name == "controller-manager" else [])
             _start(name, [
                 sys.executable, "-m", module, f"--kubeconfig={config}", "--leader-elect",
                 f"--bind-address={LOOPBACK}", f"--port={ports[name]}", f"--v={args.v}",
-            ], state)
+                *extra], state)
     for name in CLIENT_COMPONENTS:
         _wait(lambda name=name: _http_ok(f"http://{LOOPBACK}:{ports[name]}/healthz"),
               f"the {name}", state / "logs" / f"{name}.log")
@@ -261,6 +267,11 @@ def _up_services(state: Path, cluster: dict[str, Any], kubeconfig: Path, verbosi
             f"--v={verbosity}"], state)
     _wait(lambda: _http_ok(f"http://{LOOPBACK}:{ports['proxy-healthz']}/healthz"),
           "the proxy", state / "logs" / "proxy.log")
+    routed = subprocess.run(["ip", "route", "replace", "local", LOAD_BALANCER_ROUTE, "dev", "lo"],
+                            capture_output=True, text=True)
+    if routed.returncode != 0:
+        fail(f"cannot route the load-balancer addresses {LOAD_BALANCER_ROUTE} to this machine: "
+             f"{routed.stderr.strip()} (run as root)")
     _wait(lambda: _http_ok(f"http://{LOOPBACK}:{ports['dns-metrics']}/healthz"),
           "cluster DNS", state / "logs" / "dns.log")
     print(f"services: proxy on this machine's iptables, DNS at {CLUSTER_DNS}")
@@ -285,6 +296,9 @@ def down(args: argparse.Namespace) -> None:
             _down_node_runtime(state)
         if name == "proxy" and (pid is not None or _proxy_chains_left()):
             _cleanup_proxy_rules()
+        if name == "proxy":
+            subprocess.run(["ip", "route", "del", "local", LOAD_BALANCER_ROUTE, "dev", "lo"],
+                           capture_output=True)
     if args.purge and state.exists():
         shutil.rmtree(state)
         print(f"deleted {state}")
