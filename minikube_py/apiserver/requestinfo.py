@@ -8,6 +8,11 @@
      |    +-------------------------------- version (group "" for /api)
      +------------------------------------- prefix: /api (core group) or /apis/<group>
 
+`namespaces/<name>` (and its /status and /finalize) is a request on the Namespace
+object itself, a cluster-scoped resource: `namespace` holds only the scope of a
+namespaced resource. (Upstream's RequestInfo also puts that name in Namespace, for
+authorization, which does not look at it here.)
+
 The verb follows from the HTTP method and whether a name is present: GET with a name is
 `get`, without one `list` (or `watch` with ?watch=true), DELETE without a name is
 `deletecollection`.
@@ -59,10 +64,9 @@ def parse_request_info(method: str, path: str, watch_param: str | None) -> Reque
         # The deprecated /api/v1/watch/... form.
         watching = True
         rest = rest[1:]
-    if rest and rest[0] == "namespaces" and len(rest) > 1:
+    if len(rest) > 2 and rest[0] == "namespaces" and rest[2] not in NAMESPACE_SUBRESOURCES:
         info.namespace = rest[1]
-        if len(rest) > 2 and rest[2] not in NAMESPACE_SUBRESOURCES:
-            rest = rest[2:]
+        rest = rest[2:]
     info.parts = tuple(rest)
     if rest:
         info.resource = rest[0]

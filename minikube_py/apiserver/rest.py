@@ -69,9 +69,7 @@ class ResourceHandler:
             raise no_such_resource()
         resource = store.resource
         namespace = info.namespace
-        if resource.plural == "namespaces":
-            namespace = ""
-        elif not resource.namespaced and namespace:
+        if not resource.namespaced and namespace:
             raise no_such_resource()
         if info.subresource and info.subresource not in resource.subresources:
             raise no_such_resource()
@@ -88,7 +86,8 @@ class ResourceHandler:
         wanted = negotiation.negotiate(request.headers.get("Accept", ""))
         if info.subresource == "scale":
             return await scale(request, info, store, namespace, wanted)
-        if info.subresource == "binding" or resource.plural == "bindings":
+        # POST .../bindings is pods/binding reached through its own collection.
+        if "binding" in (info.subresource, store.strategy.collection_is_subresource):
             return await bind(self.stores[("", "v1", "pods")], request, info, namespace)
         if info.subresource == "finalize":
             return await self.update(request, info, store, namespace, wanted)

@@ -56,6 +56,10 @@ class Strategy:
     # ReturnDeletedObject: a DELETE that removes the object at once answers with the
     # object instead of a Status (upstream's pods, services and namespaces do).
     return_deleted_object: ClassVar[bool] = False
+    # The subresource of another resource that a POST to this resource's collection
+    # stands for, when the kind has no storage of its own (upstream's LegacyBinding:
+    # POST .../bindings binds the pod the body names, as pods/<name>/binding does).
+    collection_is_subresource: ClassVar[str] = ""
 
     def __init__(self, resource: Resource) -> None:
         self.resource = resource

@@ -448,6 +448,8 @@ def _validate_endpoint_port(port: Obj, require_name: bool, path: str) -> list[Fi
 class BindingStrategy(NoGenerationStrategy):
     """Binding: the scheduler's "put this pod on that node" (ValidatePodBinding)."""
 
+    collection_is_subresource = "binding"
+
     def validate(self, obj: Obj) -> list[FieldError]:
         target = as_dict(obj.get("target"))
         errors: list[FieldError] = []
