@@ -40,44 +40,26 @@ INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 async def serve_watch(
     request: web.Request, info: RequestInfo, store: Store, namespace: str, wanted: Wanted
 ) -> web.StreamResponse:
-    """Watch: a chunked stream of {"type", "object"} lines from the watch cache."""
+    """Watch: a chunked stream of {"type", "object"} lines from the watch cache.
+
+    options -> which objects (filter) -> a watcher on the cache from the client's
+    resourceVersion (a 410 becomes one ERROR event) -> open the stream -> events,
+    bookmarks, until the timeout or the client leaves.
+    """
     options = list_options(request)
     check_field_labels(store, options)
-    matches = object_filter(store, namespace, options)
-    if info.name:
-        name = info.name
-        inner = matches
-
-        def matches(obj: Obj) -> bool:
-            return obj["metadata"].get("name") == name and (inner is None or inner(obj))
-
+    matches = watch_filter(store, namespace, options, info.name)
     timeout = query_int(request, "timeoutSeconds")
     if timeout is None or timeout <= 0:
         timeout = int(MIN_REQUEST_TIMEOUT * (1 + random.random()))
     bookmarks = request.query.get("allowWatchBookmarks", "").lower() in ("1", "true")
     send_initial = request.query.get("sendInitialEvents", "").lower() in ("1", "true")
-    version = options.resource_version
-    cache = store.cache
-    ns_prefix = f"{namespace}/" if namespace and store.resource.namespaced else ""
 
     response = web.StreamResponse(headers={"Content-Type": "application/json",
                                            "Audit-Id": request.get(AUDIT_ID, "")})
     response.enable_chunked_encoding()
-    watcher: Watcher | None = None
     try:
-        if version == "" or (send_initial and version != "0"):
-            # Consistent start: the current state read from etcd, then every change after.
-            listed = await store.list(
-                namespace, ListOptions(options.label_selector, options.field_selector)
-            )
-            items = [o for o in listed.items if matches is None or matches(o)]
-            watcher = cache.watch(
-                listed.resource_version, matches, namespace_prefix=ns_prefix, initial=items
-            )
-        elif version == "0":
-            watcher = cache.watch(None, matches, namespace_prefix=ns_prefix)
-        else:
-            watcher = cache.watch(int(version), matches, namespace_prefix=ns_prefix)
+        watcher = await start_watcher(store, namespace, options, matches, send_initial)
     except errors.APIError as err:
         await response.prepare(request)
         await response.write(orjson.dumps({"type": ERROR, "object": err.status()}) + b"\n")
@@ -86,6 +68,72 @@ async def serve_watch(
 
     await response.prepare(request)  # sends the headers: the stream is open
     encode = event_encoder(store, wanted, request)
+    try:
+        await stream_events(request, response, store, watcher, encode, timeout=timeout,
+                            bookmarks=bookmarks, send_initial=send_initial)
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    finally:
+        store.cache.stop_watching(watcher)
+    try:
+        await response.write_eof()
+    except ConnectionResetError:
+        pass
+    return response
+
+
+def watch_filter(
+    store: Store, namespace: str, options: ListOptions, name: str
+) -> Callable[[Obj], bool] | None:
+    """Which objects the watch sends: the selectors', narrowed to one name when the URL
+    names an object (None: every object)."""
+    matches = object_filter(store, namespace, options)
+    if not name:
+        return matches
+    inner = matches
+
+    def named(obj: Obj) -> bool:
+        return obj["metadata"].get("name") == name and (inner is None or inner(obj))
+
+    return named
+
+
+async def start_watcher(
+    store: Store, namespace: str, options: ListOptions, matches: Callable[[Obj], bool] | None,
+    send_initial: bool,
+) -> Watcher:
+    """Where the watch starts: resourceVersion "" (or sendInitialEvents) is a consistent
+    read of etcd, sent as ADDED events, then every change after it; "0" is whatever the
+    cache holds now; any other version replays the cache's events after it (410 when the
+    cache no longer has them)."""
+    version = options.resource_version
+    cache = store.cache
+    ns_prefix = f"{namespace}/" if namespace and store.resource.namespaced else ""
+    if version == "" or (send_initial and version != "0"):
+        listed = await store.list(
+            namespace, ListOptions(options.label_selector, options.field_selector)
+        )
+        items = [o for o in listed.items if matches is None or matches(o)]
+        return cache.watch(
+            listed.resource_version, matches, namespace_prefix=ns_prefix, initial=items
+        )
+    if version == "0":
+        return cache.watch(None, matches, namespace_prefix=ns_prefix)
+    return cache.watch(int(version), matches, namespace_prefix=ns_prefix)
+
+
+async def stream_events(
+    request: web.Request, response: web.StreamResponse, store: Store, watcher: Watcher,
+    encode: Callable[[str, Obj, CacheEvent | None], bytes], *, timeout: int, bookmarks: bool,
+    send_initial: bool,
+) -> None:
+    """Write the watcher's events until the timeout or the watcher closes.
+
+    The initial events go first, then the bookmark that ends them (sendInitialEvents);
+    only then may the cache write events straight to the socket (live_writer). With
+    allowWatchBookmarks, a BOOKMARK every BOOKMARK_INTERVAL while nothing waits.
+    """
+    cache = store.cache
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     next_bookmark = loop.time() + BOOKMARK_INTERVAL
@@ -93,47 +141,37 @@ async def serve_watch(
     deliver = live_writer(request, encode, watcher)
     if not initial_pending:
         watcher.deliver = deliver
-    try:
-        while True:
-            now = loop.time()
-            if now >= deadline:
-                break
-            wait = min(deadline, next_bookmark) - now
-            if initial_pending:
-                wait = 0
-            batch = await watcher.next_batch(timeout=wait)
-            if batch:
-                chunk = b"".join(encode(t, o, e) for t, o, e in batch)
-                watcher.last_revision = max(
-                    watcher.last_revision, int(batch[-1][1]["metadata"]["resourceVersion"])
+    while True:
+        now = loop.time()
+        if now >= deadline:
+            break
+        wait = min(deadline, next_bookmark) - now
+        if initial_pending:
+            wait = 0
+        batch = await watcher.next_batch(timeout=wait)
+        if batch:
+            chunk = b"".join(encode(t, o, e) for t, o, e in batch)
+            watcher.last_revision = max(
+                watcher.last_revision, int(batch[-1][1]["metadata"]["resourceVersion"])
+            )
+            # aiohttp hands the chunk to the transport before it waits for the socket,
+            # so events that live_writer sends meanwhile go out after it, in order.
+            await response.write(chunk)
+        elif watcher.closed:
+            break
+        if initial_pending and not watcher.queue:
+            initial_pending = False
+            await response.write(
+                bookmark(
+                    store.resource, max(watcher.last_revision, cache.revision), initial_end=True
                 )
-                # aiohttp hands the chunk to the transport before it waits for the socket,
-                # so events that live_writer sends meanwhile go out after it, in order.
-                await response.write(chunk)
-            elif watcher.closed:
-                break
-            if initial_pending and not watcher.queue:
-                initial_pending = False
-                await response.write(
-                    bookmark(
-                        store.resource, max(watcher.last_revision, cache.revision), initial_end=True
-                    )
-                )
-                watcher.deliver = deliver
-            if bookmarks and loop.time() >= next_bookmark:
-                next_bookmark = loop.time() + BOOKMARK_INTERVAL
-                if not watcher.queue:
-                    watcher.last_revision = max(watcher.last_revision, cache.revision)
-                    await response.write(bookmark(store.resource, watcher.last_revision))
-    except (ConnectionResetError, asyncio.CancelledError):
-        pass
-    finally:
-        cache.stop_watching(watcher)
-    try:
-        await response.write_eof()
-    except ConnectionResetError:
-        pass
-    return response
+            )
+            watcher.deliver = deliver
+        if bookmarks and loop.time() >= next_bookmark:
+            next_bookmark = loop.time() + BOOKMARK_INTERVAL
+            if not watcher.queue:
+                watcher.last_revision = max(watcher.last_revision, cache.revision)
+                await response.write(bookmark(store.resource, watcher.last_revision))
 
 
 def live_writer(
