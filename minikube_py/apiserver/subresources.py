@@ -40,12 +40,25 @@ JSON_PATCH_REJECTED = "the server rejected our request due to an error in our re
 async def bind(
     pods: Store, request: web.Request, info: RequestInfo, namespace: str
 ) -> web.StreamResponse:
-    """pods/binding: set spec.nodeName once (the scheduler's last step)."""
+    """pods/binding: set spec.nodeName once (the scheduler's last step).
+
+    Binding body -> its name and namespace match the request -> it names a pod and a
+    node -> on the stored pod: preconditions, nodeName, annotations, PodScheduled.
+    """
     binding = await read_object(request, pods.resource, "Binding", "v1")
     check_name_and_namespace(binding, name=info.name if info.subresource == "binding" else None,
                              namespace=namespace, namespaced=True)
     metadata = binding["metadata"]
     name = info.name if info.subresource == "binding" else metadata.get("name", "")
+    node = binding_target(binding, name)
+    await pods.guaranteed_update(
+        namespace, name, lambda pod: assign_pod(pod, name, node, metadata))
+    return json_response(success_status(201), 201)
+
+
+def binding_target(binding: Obj, name: str) -> str:
+    """The node a Binding for pod `name` puts it on; 422 Invalid without a pod name, or
+    without a target that is a Node."""
     target = binding.get("target") or {}
     node = target.get("name") if isinstance(target, dict) else None
     if not name:
@@ -74,48 +87,50 @@ async def bind(
             f'Binding "{name}" is invalid: {summary}',
             {"name": name, "kind": "Binding"},
         )
-    uid = metadata.get("uid") or ""
+    return node
 
-    def assign(pod: Obj) -> Obj:
-        pod_meta = pod["metadata"]
-        if uid and pod_meta.get("uid") != uid:
-            raise errors.conflict(
-                "pods/binding",
-                "",
-                name,
-                f"Precondition failed: UID in precondition: {uid}, "
-                f"UID in object meta: {pod_meta.get('uid')}",
-            )
-        if pod_meta.get("deletionTimestamp"):
-            raise errors.conflict(
-                "pods/binding",
-                "",
-                name,
-                f"pod {name} is being deleted, cannot be assigned to a host",
-            )
-        current_node = pod.get("spec", {}).get("nodeName")
-        if current_node:
-            raise errors.conflict(
-                "pods/binding", "", name, f'pod {name} is already assigned to node "{current_node}"'
-            )
-        pod["spec"]["nodeName"] = node
-        for key, value in (metadata.get("annotations") or {}).items():
-            pod_meta.setdefault("annotations", {})[key] = value
-        status = pod.setdefault("status", {})
-        conditions = [c for c in status.get("conditions", []) if c.get("type") != "PodScheduled"]
-        conditions.append(
-            {
-                "type": "PodScheduled",
-                "status": "True",
-                "lastProbeTime": None,
-                "lastTransitionTime": meta.now_rfc3339(),
-            }
+
+def assign_pod(pod: Obj, name: str, node: str, binding_meta: Obj) -> Obj:
+    """assignPod on the stored pod: 409 if the Binding's uid is another pod's, or the pod
+    is being deleted or already on a node; else its node, the Binding's annotations and
+    the PodScheduled=True condition."""
+    pod_meta = pod["metadata"]
+    uid = binding_meta.get("uid") or ""
+    if uid and pod_meta.get("uid") != uid:
+        raise errors.conflict(
+            "pods/binding",
+            "",
+            name,
+            f"Precondition failed: UID in precondition: {uid}, "
+            f"UID in object meta: {pod_meta.get('uid')}",
         )
-        status["conditions"] = conditions
-        return pod
-
-    await pods.guaranteed_update(namespace, name, assign)
-    return json_response(success_status(201), 201)
+    if pod_meta.get("deletionTimestamp"):
+        raise errors.conflict(
+            "pods/binding",
+            "",
+            name,
+            f"pod {name} is being deleted, cannot be assigned to a host",
+        )
+    current_node = pod.get("spec", {}).get("nodeName")
+    if current_node:
+        raise errors.conflict(
+            "pods/binding", "", name, f'pod {name} is already assigned to node "{current_node}"'
+        )
+    pod["spec"]["nodeName"] = node
+    for key, value in (binding_meta.get("annotations") or {}).items():
+        pod_meta.setdefault("annotations", {})[key] = value
+    status = pod.setdefault("status", {})
+    conditions = [c for c in status.get("conditions", []) if c.get("type") != "PodScheduled"]
+    conditions.append(
+        {
+            "type": "PodScheduled",
+            "status": "True",
+            "lastProbeTime": None,
+            "lastTransitionTime": meta.now_rfc3339(),
+        }
+    )
+    status["conditions"] = conditions
+    return pod
 
 
 async def scale(
