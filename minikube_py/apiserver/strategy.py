@@ -6,8 +6,11 @@ supplies the few that differ by kind. Each hook has one job:
   create:  prepare_for_create -> default -> validate            -> etcd Txn
   update:  prepare_for_update -> default -> validate_update     -> etcd Txn
   status:  prepare_for_status_update    -> validate_status_update -> etcd Txn
+  delete:  graceful_delete_seconds -> blocks_deletion? -> prepare_for_delete (kept, marked)
 
-and `reset_fields` tells server-side apply which fields each of those writes resets.
+Around them, to_internal turns a request body into the stored form and to_external a
+stored object into what clients read; `reset_fields` tells server-side apply which
+fields each of those writes resets.
 
 Hooks mutate the object in place and never talk to storage. Metadata (name, labels,
 annotations, ownerReferences...) is validated by the store for every kind, so a
@@ -164,7 +167,9 @@ class Strategy:
         return frozenset(self.field_set({"metadata": {}, "spec": {}, "status": {}}))
 
     def field_set(self, obj: Obj) -> dict[str, str]:
-        """The fields a fieldSelector may name for this kind, with their values."""
+        """The fields a fieldSelector may name for this kind, with their values (upstream's
+        GetAttrs). Runs for every object a selective list or watch looks at: must not
+        change the object, and must stay cheap."""
         metadata = obj.get("metadata", {})
         fields = {"metadata.name": metadata.get("name", "")}
         if self.resource.namespaced:
@@ -174,13 +179,22 @@ class Strategy:
     def graceful_delete_seconds(self, obj: Obj, requested: int | None) -> int | None:
         """Delete: the grace period to wait before removal (None or 0: remove at once).
 
-        Only kinds with graceful deletion (pods) override this; the rest go at once.
+        Runs on every DELETE, before the store decides to mark or remove, with the
+        request's gracePeriodSeconds (None when it gave none). Must not change the
+        object: marking it is the store's and prepare_for_delete's. Only kinds with
+        graceful deletion (pods) override this; the rest go at once.
         """
         return None
 
     def blocks_deletion(self, obj: Obj) -> bool:
-        """Delete: True while something must finish first (finalizers)."""
+        """Delete: True while something must finish first (finalizers).
+
+        Runs on a DELETE and after every update of an object being deleted: the object
+        goes with the write that makes this False. Must not change the object.
+        """
         return bool(obj["metadata"].get("finalizers"))
 
     def prepare_for_delete(self, obj: Obj) -> None:
-        """Delete: runs when the object is marked with a deletionTimestamp but kept."""
+        """Delete: runs when the object is marked with a deletionTimestamp but kept (grace
+        period or finalizers), on the copy about to be written. Must not fail and must not
+        touch metadata: the store has set the deletion fields and finalizers."""
