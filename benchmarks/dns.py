@@ -33,9 +33,9 @@ import uvloop  # noqa: E402
 
 from benchmarks.apiserver import BenchmarkError  # noqa: E402
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
-from minikube_py.cluster.etcd import free_port  # noqa: E402
 from minikube_py.dns.records import ClusterRecords  # noqa: E402
 from minikube_py.dns.server import DNSServer  # noqa: E402
+from minikube_py.process import free_port  # noqa: E402
 
 SERVICES = 1000
 WINDOW = 32

@@ -1,4 +1,13 @@
-"""A cluster component (etcd, the API server) run as a child process: start, wait, stop."""
+"""A cluster component (etcd, the API server, a kubelet ...) run as a child process:
+start, wait until ready, stop.
+
+Two ways to run one:
+- tied to this process (tests, benchmarks): `async with component:`; if this process
+  dies, the kernel stops the child too;
+- as a daemon (the launcher): with a pid file, the child outlives the command that
+  started it, and a later command adopts it through the pid file to wait for it or stop
+  it.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +16,8 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
+import subprocess
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
@@ -14,18 +25,58 @@ from pathlib import Path
 from types import TracebackType
 from typing import ClassVar, Self
 
+LOOPBACK = "127.0.0.1"
+EXIT_POLL_SECONDS = 0.05
+
 
 class ComponentProcessError(Exception):
     """A component could not be started, or did not become ready in time."""
 
 
+def free_port(host: str = LOOPBACK) -> int:
+    """Ask the kernel for a TCP port that is free right now on host.
+
+    Another process may still take it before the component binds it; the window is short,
+    and start() reports a clear error if it happens.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def port_in_use(port: int, host: str = LOOPBACK) -> bool:
+    """Whether something listens on host:port (a socket in TIME_WAIT does not count)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return True
+        return False
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists and has not exited (a zombie has)."""
+    try:
+        os.kill(pid, 0)
+        status = Path(f"/proc/{pid}/stat").read_text()
+    except (OSError, ValueError):
+        return False
+    # the state is the field after the command name in parentheses: Z is a zombie
+    return status.rpartition(")")[2].split()[0] != "Z"
+
+
 class ComponentProcess(ABC):
-    """A cluster component run as a child process of this one, its output appended to a log.
+    """A cluster component run as a child process, its output appended to a log.
 
     `async with component:` starts it and waits until it is ready; leaving the block stops
     it. stop() and start() may also be called in between. A subclass fills in the hooks:
-    command() says what to run, prepare() checks and creates what a start needs, and
-    wait_ready() tells when the component serves (usually through poll_until_ready()).
+    command() says what to run, ports() what it will listen on, prepare() checks and
+    creates what a start needs, and wait_ready() tells when the component serves (usually
+    through poll_until_ready()).
+
+    With a pid_file, the child is a daemon: it is not stopped when this process ends, and
+    start() and stop() in another process find it through the file.
     """
 
     # The component as error messages name it, e.g. "etcd".
@@ -33,59 +84,102 @@ class ComponentProcess(ABC):
     # What start-up failures raise: each component has its own error type.
     error: ClassVar[type[ComponentProcessError]] = ComponentProcessError
     # Variables added to our own environment for the child.
-    environment: ClassVar[dict[str, str]] = {}
+    environment: ClassVar[dict[str, str]] = {"PYTHONUNBUFFERED": "1"}
 
-    def __init__(self, log_path: Path, *, start_timeout: float, stop_timeout: float) -> None:
+    def __init__(self, log_path: Path, *, start_timeout: float, stop_timeout: float,
+                 pid_file: Path | None = None) -> None:
         self.log_path = Path(log_path)
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
-        self._process: asyncio.subprocess.Process | None = None
+        self.pid_file = pid_file
+        self._pid: int | None = None
+        self._child: subprocess.Popen[bytes] | None = None  # when we started it
         self._log_offset = 0
 
     @property
     def pid(self) -> int | None:
         """The child's process id while it runs, else None."""
-        return self._process.pid if self.running and self._process else None
+        return self._pid if self.running else None
 
     @property
     def running(self) -> bool:
         """Whether the child process is alive."""
-        return self._process is not None and self._process.returncode is None
+        if self._pid is None:
+            return False
+        if self._child is not None:
+            return self._child.poll() is None
+        return pid_alive(self._pid)
+
+    @property
+    def returncode(self) -> int | None:
+        """The child's exit status once it exited (None for an adopted daemon)."""
+        return self._child.returncode if self._child is not None else None
 
     @abstractmethod
     def command(self) -> list[str]:
         """The component's command line."""
 
+    def ports(self) -> list[int]:
+        """The loopback ports the component will listen on: start() refuses to run it
+        when one is taken (otherwise the readiness check could be answered by another
+        program). Default: none."""
+        return []
+
     def prepare(self) -> None:
-        """Before each start: make sure the component can start (here: its log folder)."""
+        """Before each start: make sure the component can start (here: its ports are free
+        and its log folder exists). Must not start anything."""
+        for port in self.ports():
+            if port_in_use(port):
+                raise self.error(f"port {port} is already in use on {LOOPBACK}")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
 
     @abstractmethod
     async def wait_ready(self) -> None:
         """Return once the component serves; raise self.error if it does not in time."""
 
-    async def start(self) -> None:
-        """Start the component and wait until it is ready; a no-op if it already runs."""
+    def adopt(self) -> bool:
+        """Whether the daemon the pid file names still runs; if so, this object now
+        stands for it (stop() stops it)."""
         if self.running:
+            return True
+        if self.pid_file is None:
+            return False
+        try:
+            pid = int(self.pid_file.read_text())
+        except (OSError, ValueError):
+            return False
+        if not pid_alive(pid):
+            self.pid_file.unlink(missing_ok=True)
+            return False
+        self._pid, self._child = pid, None
+        return True
+
+    async def start(self) -> None:
+        """Start the component (or adopt the running daemon) and wait until it is ready;
+        a no-op if this object already runs it."""
+        if self.running:
+            return
+        if self.adopt():
+            await self.wait_ready()
             return
         self.prepare()
         command = self.command()
-        # setpriv --pdeathsig: if this Python process dies without calling stop(), the
-        # kernel sends the child SIGTERM, so a crashed test run leaves nothing behind.
-        setpriv = shutil.which("setpriv")
-        if setpriv is not None:
-            command = [setpriv, "--pdeathsig", "TERM", *command]
+        if self.pid_file is None:
+            # setpriv --pdeathsig: if this Python process dies without calling stop(), the
+            # kernel sends the child SIGTERM, so a crashed test run leaves nothing behind.
+            setpriv = shutil.which("setpriv")
+            if setpriv is not None:
+                command = [setpriv, "--pdeathsig", "TERM", *command]
         with self.log_path.open("ab") as log:
             self._log_offset = log.tell()
             # A session of its own: Ctrl-C in a terminal reaches us, and we stop the child.
-            self._process = await asyncio.create_subprocess_exec(
-                *command,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-                env={**os.environ, **self.environment},
-            )
+            self._child = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                start_new_session=True, env={**os.environ, **self.environment})
+        self._pid = self._child.pid
+        if self.pid_file is not None:
+            self.pid_file.parent.mkdir(parents=True, exist_ok=True)
+            self.pid_file.write_text(str(self._pid))
         try:
             await self.wait_ready()
         except BaseException:
@@ -102,10 +196,9 @@ class ComponentProcess(ABC):
         """
         deadline = time.monotonic() + self.start_timeout
         while True:
-            if self._process is None or self._process.returncode is not None:
-                code = self._process.returncode if self._process else None
+            if not self.running:
                 raise self.error(
-                    f"{self.component} exited with code {code} during start-up: "
+                    f"{self.component} exited with code {self.returncode} during start-up: "
                     f"{self.log_excerpt()}"
                 )
             if await is_ready():
@@ -130,26 +223,32 @@ class ComponentProcess(ABC):
         return f"{self.component}'s log ({self.log_path}):\n" + "\n".join(logged)
 
     async def stop(self) -> None:
-        """Stop the child: SIGTERM, then SIGKILL after stop_timeout; a no-op if not running."""
-        process, self._process = self._process, None
-        if process is None or process.returncode is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            process.send_signal(signal.SIGTERM)
-        try:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(process.wait(), self.stop_timeout)
-        finally:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
+        """Stop the child (or the adopted daemon): SIGTERM, then SIGKILL after
+        stop_timeout; a no-op if not running."""
+        if self.running:
+            await self._signal_and_wait(signal.SIGTERM, self.stop_timeout)
+            if self.running:
+                await self._signal_and_wait(signal.SIGKILL, self.stop_timeout)
+        self._forget()
 
     async def kill(self) -> None:
         """SIGKILL, as a crash would: the child gets no chance to clean up."""
-        process, self._process = self._process, None
-        if process is not None and process.returncode is None:
-            process.kill()
-            await process.wait()
+        if self.running:
+            await self._signal_and_wait(signal.SIGKILL, self.stop_timeout)
+        self._forget()
+
+    async def _signal_and_wait(self, signum: int, timeout: float) -> None:
+        assert self._pid is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self._pid, signum)
+        deadline = time.monotonic() + timeout
+        while self.running and time.monotonic() < deadline:
+            await asyncio.sleep(EXIT_POLL_SECONDS)
+
+    def _forget(self) -> None:
+        if self.pid_file is not None and self._pid is not None:
+            self.pid_file.unlink(missing_ok=True)
+        self._pid, self._child = None, None
 
     async def __aenter__(self) -> Self:
         await self.start()

@@ -84,7 +84,7 @@ async def test_a_uid_in_a_patch_body_is_a_precondition(api_client: Client,
 
 async def test_an_unreachable_server_fails_after_retries() -> None:
     from minikube_py.client.kubeconfig import ClientConfig
-    from minikube_py.cluster.etcd import free_port
+    from minikube_py.process import free_port
     async with Client(ClientConfig(server=f"http://127.0.0.1:{free_port()}"),
                       max_retries=2) as client:
         with pytest.raises(ConnectionFailed, match="cannot reach the API server"):

@@ -24,7 +24,7 @@ import dns.rrset
 import pytest
 
 from minikube_py.client.rest import Client
-from minikube_py.cluster.etcd import free_port
+from minikube_py.process import free_port
 
 pytestmark = pytest.mark.slow
 

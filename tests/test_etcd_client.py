@@ -26,7 +26,8 @@ from minikube_py.apiserver.storage.etcd import (
     WatchBatch,
     prefix_end,
 )
-from minikube_py.cluster.etcd import EtcdProcess, EtcdProcessError, free_port
+from minikube_py.cluster.etcd import EtcdProcess, EtcdProcessError
+from minikube_py.process import free_port
 
 
 @pytest.fixture

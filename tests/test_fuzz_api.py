@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 from minikube_py.api.resources import RESOURCES, Resource
 from minikube_py.api.schema import schema_for
 from minikube_py.api.schema.types import Type
-from minikube_py.cluster.etcd import free_port
+from minikube_py.process import free_port
 
 pytestmark = pytest.mark.slow
 

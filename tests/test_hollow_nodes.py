@@ -12,8 +12,8 @@ import pytest
 
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
-from minikube_py.cluster.etcd import free_port
 from minikube_py.kubelet.hollow import HollowNodes
+from minikube_py.process import free_port
 from tests.api_helpers import eventually
 
 Obj = dict[str, Any]

@@ -23,7 +23,6 @@ import pytest
 
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
-from minikube_py.cluster.etcd import free_port
 from minikube_py.cluster.registry import RegistryProcess
 from minikube_py.images.catalog import BUSYBOX, NGINX, PAUSE, PYTHON, build_image
 from minikube_py.images.oci import ImageArchive
@@ -42,6 +41,7 @@ from minikube_py.kubelet.runtime_setup import (
     load_image,
     runtime_missing,
 )
+from minikube_py.process import free_port
 from tests.test_kubelet import KubeletNode, http_get, make_pod, pod_where
 
 Obj = dict[str, Any]

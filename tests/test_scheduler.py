@@ -301,7 +301,7 @@ async def test_an_http_extender_filters_prioritizes_and_binds(
         cluster: Cluster, start_scheduler: StartScheduler, api_client: Client) -> None:
     from aiohttp import web
 
-    from minikube_py.cluster.etcd import free_port
+    from minikube_py.process import free_port
 
     a, _b, c = [await cluster.add_node(suffix) for suffix in ("a", "b", "c")]
     calls: list[str] = []

@@ -8,8 +8,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from minikube_py.cluster.etcd import LOOPBACK, free_port
-from minikube_py.process import ComponentProcess, ComponentProcessError
+from minikube_py.process import LOOPBACK, ComponentProcess, ComponentProcessError, free_port
 
 
 class APIServerProcessError(ComponentProcessError):
@@ -25,8 +24,6 @@ class APIServerProcess(ComponentProcess):
 
     component = "the API server"
     error = APIServerProcessError
-    # Log lines reach the log file as they are written, not when a buffer fills.
-    environment = {"PYTHONUNBUFFERED": "1"}
 
     def __init__(
         self,
@@ -34,11 +31,13 @@ class APIServerProcess(ComponentProcess):
         log_path: Path,
         *,
         port: int | None = None,
+        pid_file: Path | None = None,
         extra_args: tuple[str, ...] = (),
         start_timeout: float = 30.0,
         stop_timeout: float = 10.0,
     ) -> None:
-        super().__init__(log_path, start_timeout=start_timeout, stop_timeout=stop_timeout)
+        super().__init__(log_path, start_timeout=start_timeout, stop_timeout=stop_timeout,
+                         pid_file=pid_file)
         self.etcd_servers = etcd_servers
         self.port = port or free_port()
         self.extra_args = extra_args
@@ -57,6 +56,9 @@ class APIServerProcess(ComponentProcess):
             f"--port={self.port}",
             *self.extra_args,
         ]
+
+    def ports(self) -> list[int]:
+        return [self.port]
 
     async def wait_ready(self) -> None:
         """Poll /readyz until it answers ok."""

@@ -1,5 +1,5 @@
-"""Run the controller-manager, the scheduler or a kubelet as a child process (tests,
-benchmarks, the launcher).
+"""Run the controller-manager, the scheduler, a kubelet, a proxy or cluster DNS as a child
+process (tests, benchmarks, the launcher).
 
 Each takes a kubeconfig, talks only to the API server, and answers /healthz on a port of
 its own; they differ in the module that runs and its flags.
@@ -14,8 +14,7 @@ import urllib.request
 from pathlib import Path
 from typing import ClassVar
 
-from minikube_py.cluster.etcd import LOOPBACK, free_port
-from minikube_py.process import ComponentProcess, ComponentProcessError
+from minikube_py.process import LOOPBACK, ComponentProcess, ComponentProcessError, free_port
 
 
 class ClientComponentProcessError(ComponentProcessError):
@@ -23,26 +22,31 @@ class ClientComponentProcessError(ComponentProcessError):
 
 
 class ClientComponentProcess(ComponentProcess):
-    """`python -m <module> --kubeconfig F --port N ...`, stopped on exit."""
+    """`python -m <module> --kubeconfig F --bind-address 127.0.0.1 --port N ...`."""
 
     module: ClassVar[str]
     error = ClientComponentProcessError
-    environment = {"PYTHONUNBUFFERED": "1"}
 
-    def __init__(self, kubeconfig: Path, log_path: Path, *, extra_args: tuple[str, ...] = (),
+    def __init__(self, kubeconfig: Path, log_path: Path, *, port: int | None = None,
+                 pid_file: Path | None = None, extra_args: tuple[str, ...] = (),
                  start_timeout: float = 30.0, stop_timeout: float = 10.0) -> None:
-        super().__init__(log_path, start_timeout=start_timeout, stop_timeout=stop_timeout)
+        super().__init__(log_path, start_timeout=start_timeout, stop_timeout=stop_timeout,
+                         pid_file=pid_file)
         self.kubeconfig = kubeconfig
-        self.port = free_port()
+        self.port = port or free_port()
         self.extra_args = extra_args
 
     @property
     def url(self) -> str:
+        """Where /healthz answers."""
         return f"http://{LOOPBACK}:{self.port}"
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", self.module, f"--kubeconfig={self.kubeconfig}",
                 f"--bind-address={LOOPBACK}", f"--port={self.port}", *self.extra_args]
+
+    def ports(self) -> list[int]:
+        return [self.port]
 
     async def wait_ready(self) -> None:
         await self.poll_until_ready(lambda: asyncio.to_thread(self.healthy), interval=0.1)
@@ -73,10 +77,12 @@ class KubeletProcess(ClientComponentProcess):
 
     def __init__(self, kubeconfig: Path, log_path: Path, *, node_name: str,
                  runtime_endpoint: str, root_dir: Path, pod_cidr: str,
-                 node_ip: str = LOOPBACK, extra_args: tuple[str, ...] = (),
+                 node_ip: str = LOOPBACK, port: int | None = None,
+                 pid_file: Path | None = None, extra_args: tuple[str, ...] = (),
                  start_timeout: float = 30.0, stop_timeout: float = 10.0) -> None:
-        super().__init__(kubeconfig, log_path, extra_args=extra_args,
-                         start_timeout=start_timeout, stop_timeout=stop_timeout)
+        super().__init__(kubeconfig, log_path, port=port, pid_file=pid_file,
+                         extra_args=extra_args, start_timeout=start_timeout,
+                         stop_timeout=stop_timeout)
         self.node_name = node_name
         self.runtime_endpoint = runtime_endpoint
         self.root_dir = root_dir
@@ -90,3 +96,62 @@ class KubeletProcess(ClientComponentProcess):
                 f"--root-dir={self.root_dir}", f"--pod-cidr={self.pod_cidr}",
                 f"--node-ip={self.node_ip}", f"--address={LOOPBACK}", f"--port={self.port}",
                 *self.extra_args]
+
+
+class ProxyProcess(ClientComponentProcess):
+    """`python -m minikube_py.proxy` for one node: /healthz on the health port, /metrics
+    on the metrics port (kube-proxy's two addresses)."""
+
+    component = "the proxy"
+    module = "minikube_py.proxy"
+
+    def __init__(self, kubeconfig: Path, log_path: Path, *, node_name: str,
+                 cluster_cidr: str, port: int | None = None, metrics_port: int | None = None,
+                 pid_file: Path | None = None, extra_args: tuple[str, ...] = (),
+                 start_timeout: float = 30.0, stop_timeout: float = 10.0) -> None:
+        super().__init__(kubeconfig, log_path, port=port, pid_file=pid_file,
+                         extra_args=extra_args, start_timeout=start_timeout,
+                         stop_timeout=stop_timeout)
+        self.node_name = node_name
+        self.cluster_cidr = cluster_cidr
+        self.metrics_port = metrics_port or free_port()
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", self.module, f"--kubeconfig={self.kubeconfig}",
+                f"--hostname-override={self.node_name}",
+                f"--cluster-cidr={self.cluster_cidr}",
+                f"--healthz-bind-address={LOOPBACK}:{self.port}",
+                f"--metrics-bind-address={LOOPBACK}:{self.metrics_port}", *self.extra_args]
+
+    def ports(self) -> list[int]:
+        return [self.port, self.metrics_port]
+
+
+class DNSProcess(ClientComponentProcess):
+    """`python -m minikube_py.dns`: answers on every address at dns_port (UDP and TCP),
+    /healthz and /metrics on the metrics port, and publishes itself as the kube-dns
+    Service's endpoint at advertise_address."""
+
+    component = "cluster DNS"
+    module = "minikube_py.dns"
+
+    def __init__(self, kubeconfig: Path, log_path: Path, *, dns_port: int,
+                 advertise_address: str, service_ip: str, port: int | None = None,
+                 pid_file: Path | None = None, extra_args: tuple[str, ...] = (),
+                 start_timeout: float = 30.0, stop_timeout: float = 10.0) -> None:
+        super().__init__(kubeconfig, log_path, port=port, pid_file=pid_file,
+                         extra_args=extra_args, start_timeout=start_timeout,
+                         stop_timeout=stop_timeout)
+        self.dns_port = dns_port
+        self.advertise_address = advertise_address
+        self.service_ip = service_ip
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", self.module, f"--kubeconfig={self.kubeconfig}",
+                "--bind-address=0.0.0.0", f"--port={self.dns_port}",
+                f"--advertise-address={self.advertise_address}",
+                f"--service-ip={self.service_ip}",
+                f"--metrics-bind-address={LOOPBACK}:{self.port}", *self.extra_args]
+
+    def ports(self) -> list[int]:
+        return [self.dns_port, self.port]

@@ -3,40 +3,16 @@
 from __future__ import annotations
 
 import shutil
-import socket
 from pathlib import Path
 
 from minikube_py.apiserver.storage.etcd import EtcdClient, EtcdError
-from minikube_py.process import ComponentProcess, ComponentProcessError
+from minikube_py.process import LOOPBACK, ComponentProcess, ComponentProcessError, free_port
 
 ETCD_BINARY = "etcd"
-LOOPBACK = "127.0.0.1"
 
 
 class EtcdProcessError(ComponentProcessError):
     """etcd could not be started, or did not become ready in time."""
-
-
-def free_port(host: str = LOOPBACK) -> int:
-    """Ask the kernel for a TCP port that is free right now on host.
-
-    Another process may still take it before etcd binds it; the window is short, and
-    EtcdProcess.start() reports a clear error if it happens.
-    """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-def port_in_use(port: int, host: str = LOOPBACK) -> bool:
-    """Whether something listens on host:port (a socket in TIME_WAIT does not count)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return True
-        return False
 
 
 class EtcdProcess(ComponentProcess):
@@ -60,6 +36,7 @@ class EtcdProcess(ComponentProcess):
         peer_port: int | None = None,
         name: str = "minikube-py",
         log_path: Path | None = None,
+        pid_file: Path | None = None,
         extra_args: tuple[str, ...] = (),
         start_timeout: float = 20.0,
         stop_timeout: float = 10.0,
@@ -69,6 +46,7 @@ class EtcdProcess(ComponentProcess):
             log_path or self.data_dir.with_name(self.data_dir.name + ".log"),
             start_timeout=start_timeout,
             stop_timeout=stop_timeout,
+            pid_file=pid_file,
         )
         self.client_port = client_port or free_port()
         self.peer_port = peer_port or free_port()
@@ -107,14 +85,13 @@ class EtcdProcess(ComponentProcess):
             *self.extra_args,
         ]
 
+    def ports(self) -> list[int]:
+        return [self.client_port, self.peer_port]
+
     def prepare(self) -> None:
         """etcd is installed, its ports are free, and its data directory exists."""
         if shutil.which(ETCD_BINARY) is None:
             raise EtcdProcessError("etcd is not on PATH: install it (apt-get install etcd-server)")
-        # Otherwise the readiness check could be answered by another etcd.
-        for port in (self.client_port, self.peer_port):
-            if port_in_use(port):
-                raise EtcdProcessError(f"port {port} is already in use on {LOOPBACK}")
         self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         super().prepare()
 

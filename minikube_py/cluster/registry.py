@@ -12,9 +12,8 @@ import asyncio
 import shutil
 from pathlib import Path
 
-from minikube_py.cluster.etcd import LOOPBACK, port_in_use
 from minikube_py.images.registry import registry_answers
-from minikube_py.process import ComponentProcess, ComponentProcessError
+from minikube_py.process import LOOPBACK, ComponentProcess, ComponentProcessError
 
 REGISTRY_BINARY = "docker-registry"
 CONFIG = """\
@@ -42,10 +41,10 @@ class RegistryProcess(ComponentProcess):
     error = RegistryProcessError
 
     def __init__(self, state_dir: Path, *, port: int, address: str = LOOPBACK,
-                 log_path: Path | None = None) -> None:
+                 log_path: Path | None = None, pid_file: Path | None = None) -> None:
         self.state_dir = Path(state_dir)
         super().__init__(log_path or self.state_dir / "registry.log", start_timeout=15.0,
-                         stop_timeout=10.0)
+                         stop_timeout=10.0, pid_file=pid_file)
         self.port = port
         self.address = address
 
@@ -57,13 +56,14 @@ class RegistryProcess(ComponentProcess):
     def command(self) -> list[str]:
         return [REGISTRY_BINARY, "serve", str(self.state_dir / "config.yml")]
 
+    def ports(self) -> list[int]:
+        return [self.port]
+
     def prepare(self) -> None:
         """The binary is installed, the port is free, the config and storage exist."""
         if shutil.which(REGISTRY_BINARY) is None:
             raise RegistryProcessError("docker-registry is not installed: apt-get install "
                                        "docker-registry")
-        if port_in_use(self.port):
-            raise RegistryProcessError(f"port {self.port} is already in use on {LOOPBACK}")
         storage = self.state_dir / "storage"
         storage.mkdir(parents=True, exist_ok=True)
         (self.state_dir / "config.yml").write_text(

@@ -328,10 +328,11 @@ class Containerd(ComponentProcess):
     component = "containerd"
     error = ContainerdError
 
-    def __init__(self, config: NodeRuntimeConfig, *, start_timeout: float = 30.0,
+    def __init__(self, config: NodeRuntimeConfig, *, log_path: Path | None = None,
+                 pid_file: Path | None = None, start_timeout: float = 30.0,
                  stop_timeout: float = 10.0) -> None:
-        super().__init__(config.log_path, start_timeout=start_timeout,
-                         stop_timeout=stop_timeout)
+        super().__init__(log_path or config.log_path, start_timeout=start_timeout,
+                         stop_timeout=stop_timeout, pid_file=pid_file)
         self.config = config
 
     @property
@@ -357,8 +358,12 @@ class Containerd(ComponentProcess):
         super().prepare()
 
     async def start(self) -> None:
-        """Start containerd, after clearing what a crashed run left in base_dir."""
+        """Start containerd, after clearing what a crashed run left in base_dir (or wait
+        for the running daemon the pid file names)."""
         if self.running:
+            return
+        if self.adopt():
+            await self.wait_ready()
             return
         if await socket_answers(self.config.socket):
             raise ContainerdError(f"a containerd already serves {self.config.socket}; "

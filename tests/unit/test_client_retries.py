@@ -13,7 +13,7 @@ from minikube_py.client.errors import NotFound, ServiceUnavailable, TooManyReque
 from minikube_py.client.kubeconfig import ClientConfig
 from minikube_py.client.reflector import Reflector, WatchExpired
 from minikube_py.client.rest import Client
-from minikube_py.cluster.etcd import free_port
+from minikube_py.process import free_port
 
 Script = list[tuple[int, dict]]
 

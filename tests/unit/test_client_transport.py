@@ -14,7 +14,7 @@ from minikube_py.client import transport
 from minikube_py.client.errors import NotFound
 from minikube_py.client.kubeconfig import ClientConfig
 from minikube_py.client.rest import Client, ConnectionFailed
-from minikube_py.cluster.etcd import free_port
+from minikube_py.process import free_port
 
 # What the server does with one request, given the request, the connection's number and the
 # request's number on that connection: (bytes to answer or None to hang up, keep open?)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import aiohttp
 
-from minikube_py.cluster.etcd import free_port
+from minikube_py.process import free_port
 from minikube_py.proxy.healthcheck import ServiceHealthServers
 
 

@@ -1,0 +1,101 @@
+"""ComponentProcess as the launcher uses it: a daemon with a pid file that a later command
+adopts, waits for and stops; and the port check every component shares."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from minikube_py.process import (
+    LOOPBACK,
+    ComponentProcess,
+    ComponentProcessError,
+    pid_alive,
+)
+
+
+class Sleeper(ComponentProcess):
+    """`sleep 60`, ready at once; optionally claims a port."""
+
+    component = "sleeper"
+
+    def __init__(self, tmp: Path, port: int | None = None) -> None:
+        super().__init__(tmp / "sleeper.log", start_timeout=5, stop_timeout=5,
+                         pid_file=tmp / "run" / "sleeper.pid")
+        self.port = port
+        self.readiness_checks = 0
+
+    def command(self) -> list[str]:
+        return ["sleep", "60"]
+
+    def ports(self) -> list[int]:
+        return [self.port] if self.port is not None else []
+
+    async def wait_ready(self) -> None:
+        self.readiness_checks += 1
+
+
+async def test_a_daemon_is_adopted_through_its_pid_file_and_stopped(tmp_path: Path) -> None:
+    first = Sleeper(tmp_path)
+    await first.start()
+    pid = first.pid
+    assert pid is not None and pid_alive(pid)
+    assert (tmp_path / "run" / "sleeper.pid").read_text() == str(pid)
+
+    # a later command: start() finds the running daemon, waits for it, starts nothing
+    later = Sleeper(tmp_path)
+    await later.start()
+    assert later.readiness_checks == 1 and later.pid == pid
+    assert Sleeper(tmp_path).adopt()
+
+    await later.stop()
+    assert not pid_alive(pid)
+    assert not (tmp_path / "run" / "sleeper.pid").exists()
+    assert not first.running
+
+
+async def test_a_stale_pid_file_is_removed_and_a_new_daemon_started(tmp_path: Path) -> None:
+    pid_file = tmp_path / "run" / "sleeper.pid"
+    pid_file.parent.mkdir()
+    pid_file.write_text("999999999")  # no such process
+    sleeper = Sleeper(tmp_path)
+    assert not sleeper.adopt()
+    assert not pid_file.exists()
+    await sleeper.start()
+    try:
+        assert sleeper.pid is not None and sleeper.pid != 999999999
+        assert pid_file.read_text() == str(sleeper.pid)
+    finally:
+        await sleeper.stop()
+
+
+async def test_a_taken_port_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind((LOOPBACK, 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        sleeper = Sleeper(tmp_path, port=port)
+        with pytest.raises(ComponentProcessError, match=f"port {port} is already in use"):
+            await sleeper.start()
+    assert not (tmp_path / "run" / "sleeper.pid").exists()
+    assert sleeper.pid is None
+
+
+def test_pid_alive_tells_a_zombie_from_a_running_process() -> None:
+    assert pid_alive(os.getpid())
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    try:
+        # the child exits at once and stays a zombie until it is reaped
+        for _ in range(200):
+            if not pid_alive(child):
+                break
+            time.sleep(0.01)
+        assert not pid_alive(child)
+    finally:
+        os.waitpid(child, 0)
