@@ -60,3 +60,37 @@ def test_unproducible_accept_is_406(apiserver: APIServerProcess, namespace: str)
     status = json.loads(text)
     assert (code, status["reason"]) == (406, "NotAcceptable")
     assert status["message"].startswith("only the following media types are accepted: ")
+    assert "application/vnd.kubernetes.protobuf" not in status["message"]  # we cannot answer in it
+
+
+def test_delete_answers_upstreams_status_without_a_code(apiserver: APIServerProcess,
+                                                        namespace: str) -> None:
+    """A store's delete answers with a Status that names the resource (its plural as the
+    kind) and has no code, as upstream's registry store does."""
+    url = f"{apiserver.url}/api/v1/namespaces/{namespace}/configmaps"
+    body = json.dumps({"metadata": {"name": "gone"}}).encode()
+    code, created = call(url, "POST", body, {"Content-Type": "application/json"})
+    assert code == 201, created
+    uid = json.loads(created)["metadata"]["uid"]
+    code, text = call(f"{url}/gone", "DELETE")
+    assert code == 200
+    assert text == (b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success",'
+                    b'"details":{"name":"gone","kind":"configmaps","uid":"' + uid.encode()
+                    + b'"}}\n')
+
+
+def test_every_json_answer_ends_in_a_newline(apiserver: APIServerProcess,
+                                             namespace: str) -> None:
+    """Go's json.Encoder ends each value with a newline: objects, lists, discovery."""
+    url = f"{apiserver.url}/api/v1/namespaces/{namespace}/configmaps"
+    code, created = call(url, "POST", b'{"metadata": {"name": "nl"}}',
+                         {"Content-Type": "application/json"})
+    assert code == 201 and created.endswith(b"}\n")
+    for path in (f"/api/v1/namespaces/{namespace}/configmaps/nl",
+                 f"/api/v1/namespaces/{namespace}/configmaps", "/api", "/apis", "/api/v1",
+                 "/version"):
+        code, text = call(apiserver.url + path, "GET")
+        assert code == 200 and text.endswith(b"}\n") and not text.endswith(b"\n\n"), path
+    code, text = call(apiserver.url + "/apis", "GET", headers={
+        "Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"})
+    assert code == 200 and text.endswith(b"}\n")

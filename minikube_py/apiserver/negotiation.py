@@ -77,7 +77,7 @@ def negotiate(accept: str) -> Wanted:
             return Wanted()
         if media.type == YAML:
             return Wanted(yaml=True)
-    raise errors.not_acceptable([JSON, YAML, "application/vnd.kubernetes.protobuf"])
+    raise errors.not_acceptable([JSON, YAML])
 
 
 def decode_body(content_type: str, body: bytes) -> Any:

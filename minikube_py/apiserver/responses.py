@@ -22,9 +22,9 @@ AUDIT_ID = "audit_id"
 def json_response(
     body: Any, status: int = 200, headers: dict[str, str] | None = None
 ) -> web.Response:
-    return web.Response(
-        body=orjson.dumps(body), status=status, content_type="application/json", headers=headers
-    )
+    """`body` as JSON, ending in the newline Go's json.Encoder writes after every value."""
+    return web.Response(body=orjson.dumps(body) + b"\n", status=status,
+                        content_type="application/json", headers=headers)
 
 
 def no_such_resource() -> errors.APIError:
@@ -49,11 +49,14 @@ def respond(
     return json_response(body, status, headers)
 
 
-def success_status(code: int, details: dict[str, Any] | None = None) -> Obj:
+def success_status(code: int | None, details: dict[str, Any] | None = None) -> Obj:
+    """A Status of success, its fields in upstream's order; without a code where upstream
+    leaves it out (a delete's answer)."""
     status: Obj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
     if details:
         status["details"] = details
-    status["code"] = code
+    if code is not None:
+        status["code"] = code
     return status
 
 
@@ -92,7 +95,7 @@ def raw_list_response(resource: Resource, result: ListResult) -> web.Response:
     assert result.raw_items is not None
     head = orjson.dumps({"kind": resource.list_kind, "apiVersion": resource.api_version,
                          "metadata": list_metadata(result)})
-    body = head[:-1] + b',"items":[' + b",".join(result.raw_items) + b"]}"
+    body = head[:-1] + b',"items":[' + b",".join(result.raw_items) + b"]}\n"
     return web.Response(body=body, content_type="application/json")
 
 

@@ -225,14 +225,12 @@ class ResourceHandler:
         status = 200 if gone else 202
         if store.strategy.return_deleted_object or not gone:
             return respond(render_one(store, obj, wanted, request), wanted, status)
-        details = {
-            "name": info.name,
-            "kind": resource.plural,
-            "uid": obj["metadata"].get("uid", ""),
-        }
+        # upstream's store writes the resource's plural as the kind, and leaves out the code
+        details = {"name": info.name}
         if resource.group:
             details["group"] = resource.group
-        return respond(success_status(200, details), wanted, status)
+        details |= {"kind": resource.plural, "uid": obj["metadata"].get("uid", "")}
+        return respond(success_status(None, details), wanted, status)
 
     async def delete_collection(
         self, request: web.Request, info: RequestInfo, store: Store, namespace: str, wanted: Wanted
