@@ -136,12 +136,12 @@ async def _measure(services: int, endpoints: int, trials: int, quick: bool) -> l
         await proxier.sync(full=False)
         incrementals.append(time.perf_counter() - started)
     idle_window = 3 * sync_period
-    task = asyncio.create_task(proxier.run())
+    task = asyncio.create_task(proxier.sync_loop())
     cpu_before, wall_before = time.process_time(), time.perf_counter()
     await asyncio.sleep(idle_window)
     idle = (time.process_time() - cpu_before) / (time.perf_counter() - wall_before)
-    await proxier.stop()
-    await task
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
     await client.close()
     share = statistics.median(ratios)
     incremental = statistics.median(incrementals) * 1000

@@ -172,8 +172,7 @@ async def run_controllers(kubeconfig: Path) -> AsyncIterator[
         extra = {"clock": clock} if clock is not None else {}
         manager = ControllerManager(client, controllers, options=options, **extra)
         started.append((manager, client))
-        manager.start()
-        await asyncio.wait_for(manager.synced.wait(), 30)
+        await asyncio.wait_for(manager.start(), 30)
         return manager
 
     yield start

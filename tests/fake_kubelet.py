@@ -54,7 +54,7 @@ class FakeKubelet:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def __aenter__(self) -> FakeKubelet:
-        self.informer.start()
+        self.informer.run_in_background()
         await self.informer.wait_for_sync()
         return self
 

@@ -97,7 +97,7 @@ async def test_informer_lists_then_hears_every_change_in_order(api_client: Clien
     await configmaps.create(configmap("before", namespace))
     informer = SharedInformer(api_client, "configmaps", namespace=namespace)
     heard = Recorder(informer)
-    informer.start()
+    informer.run_in_background()
     try:
         await asyncio.wait_for(informer.wait_for_sync(), 10)
         assert informer.has_synced()
@@ -152,7 +152,7 @@ async def test_informer_resumes_each_ended_watch_from_the_last_version_without_r
         original_replace(objects, version)
 
     informer.replace = counting_replace  # type: ignore[method-assign]
-    informer.start()
+    informer.run_in_background()
     try:
         await asyncio.wait_for(informer.wait_for_sync(), 10)
         configmaps = api_client.resource("configmaps")
@@ -180,7 +180,7 @@ async def test_informer_catches_up_after_its_server_restarts(
         async with Client.from_kubeconfig(kubeconfig) as client:
             informer = SharedInformer(client, "configmaps", namespace=namespace)
             heard = Recorder(informer)
-            informer.start()
+            informer.run_in_background()
             try:
                 await asyncio.wait_for(informer.wait_for_sync(), 10)
                 await private.stop()
@@ -207,7 +207,7 @@ async def test_informer_relists_after_410_and_reports_what_vanished(
         async with Client.from_kubeconfig(kubeconfig) as client:
             informer = SharedInformer(client, "configmaps", namespace=namespace)
             heard = Recorder(informer)
-            informer.start()
+            informer.run_in_background()
             try:
                 await asyncio.wait_for(informer.wait_for_sync(), 10)
                 await private.stop()

@@ -45,25 +45,17 @@ class KubeletNode:
         self.kubeconfig = kubeconfig
         self.endpoint = endpoint
         self.kubelet: Kubelet | None = None
-        self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         self.client = Client.from_kubeconfig(self.kubeconfig, user_agent="kubelet")
         self.runtime = RemoteRuntime(self.endpoint)
         host = read_host_info(self.config.root_dir, node_ip="127.0.0.1", hostname=self.name)
         self.kubelet = Kubelet(self.config, self.client, self.runtime, host)
-        self._task = asyncio.create_task(self.kubelet.run())
-        ready = asyncio.create_task(self.kubelet.ready.wait())
-        await asyncio.wait([ready, self._task], timeout=60,
-                           return_when=asyncio.FIRST_COMPLETED)
-        if self._task.done():
-            self._task.result()
-        assert ready.done(), "the kubelet did not get ready in 60 s"
+        await asyncio.wait_for(self.kubelet.start(), 60)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        if self.kubelet is not None:
+            await self.kubelet.stop()
         await self.runtime.close()
         await self.client.close()
 

@@ -132,12 +132,7 @@ async def proxier(topology: Topology, kubeconfig: Path) -> AsyncIterator[Proxier
     async with Client.from_kubeconfig(kubeconfig, user_agent="kube-proxy") as client, \
             Proxier(client, ProxyConfig("node-1", "10.244.0.0/16"),
                     netns=str(NETNS_DIR / topology.node)) as running:
-        task = asyncio.create_task(running.run())
-        try:
-            yield running
-        finally:
-            await running.stop()
-            await task
+        yield running
 
 
 def requests(topology: Topology, url: str, count: int) -> Counter[str]:

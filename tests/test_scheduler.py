@@ -122,7 +122,7 @@ StartScheduler = Callable[..., Awaitable[Scheduler]]
 @pytest.fixture
 async def start_scheduler(api_client: Client, cluster: Cluster
                           ) -> AsyncIterator[StartScheduler]:
-    tasks: list[asyncio.Task[None]] = []
+    started: list[Scheduler] = []
 
     async def start(config: Any = None, registry: Any = None) -> Scheduler:
         config = config or default_configuration()
@@ -130,14 +130,13 @@ async def start_scheduler(api_client: Client, cluster: Cluster
             if profile.scheduler_name == "default-scheduler":
                 profile.scheduler_name = cluster.scheduler_name
         scheduler = Scheduler(api_client, config, registry or IN_TREE_PLUGINS)
-        tasks.append(asyncio.create_task(scheduler.run()))
-        await asyncio.wait_for(scheduler.synced.wait(), 15)
+        started.append(scheduler)
+        await asyncio.wait_for(scheduler.start(), 15)
         return scheduler
 
     yield start
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    for scheduler in started:
+        await scheduler.stop()
 
 
 async def test_taints_keep_pods_off_unless_tolerated(cluster: Cluster,

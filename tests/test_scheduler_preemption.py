@@ -41,7 +41,7 @@ class PreemptionCluster:
         self.low, self.high, self.never = (f"low-{suffix}", f"high-{suffix}",
                                            f"never-{suffix}")
         self.pods = client.resource("pods")
-        self.task: asyncio.Task[None] | None = None
+        self.scheduler: Scheduler | None = None
 
     async def create_priority_classes(self) -> None:
         classes = self.client.resource("priorityclasses", "scheduling.k8s.io")
@@ -69,8 +69,8 @@ class PreemptionCluster:
             "kind": "KubeSchedulerConfiguration",
             "profiles": [{"schedulerName": self.scheduler_name}]}, set(IN_TREE_PLUGINS))
         scheduler = Scheduler(self.client, config, IN_TREE_PLUGINS)
-        self.task = asyncio.create_task(scheduler.run())
-        await asyncio.wait_for(scheduler.synced.wait(), 15)
+        self.scheduler = scheduler
+        await asyncio.wait_for(scheduler.start(), 15)
         return scheduler
 
     async def create_pod(self, name: str, priority_class: str, *, node: str = "",
@@ -101,9 +101,8 @@ class PreemptionCluster:
                                 what=f"FailedScheduling for {name}: {message!r}")
 
     async def cleanup(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            await asyncio.gather(self.task, return_exceptions=True)
+        if self.scheduler is not None:
+            await self.scheduler.stop()
         for pod in (await self.pods.list(self.namespace))["items"]:
             await _ignore_missing(self.pods.delete(pod["metadata"]["name"], self.namespace,
                                                    grace_period_seconds=0))

@@ -108,7 +108,7 @@ class DeploymentController:
         """Run: start the informers, wait for their caches, run workers until `stop` is set."""
         informers = (self.deployment_informer, self.report_informer)
         for informer in informers:
-            informer.start()
+            informer.run_in_background()
         tasks: list[asyncio.Task[None]] = []
         try:
             if not await wait_for_cache_sync(stop, *informers):

@@ -73,18 +73,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def serve(config: APIServerConfig) -> None:
+    """Serve until SIGINT or SIGTERM."""
     server = APIServer(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await server.start()
-    logging.getLogger("minikube_py.apiserver").info(
-        '{"msg": "serving", "address": "http://%s:%d"}', config.bind_address, server.port)
-    try:
+    async with server:
+        logging.getLogger("minikube_py.apiserver").info(
+            '{"msg": "serving", "address": "http://%s:%d"}', config.bind_address, server.port)
         await stop.wait()
-    finally:
-        await server.stop()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -49,6 +49,7 @@ from minikube_py.apiserver.store import Store
 from minikube_py.apiserver.strategies import strategy_for
 from minikube_py.apiserver.strategies.pods import PodStrategy
 from minikube_py.apiserver.watchcache import WatchCache, decode
+from minikube_py.lifecycle import Component
 
 FORCE_LIVE_LOOKUP_SECONDS = 30.0
 log = logging.getLogger("minikube_py.apiserver")
@@ -73,8 +74,8 @@ class APIServerConfig:
     service_node_port_range: str = DEFAULT_NODE_PORT_RANGE
 
 
-class APIServer:
-    """One API server process: `await start()`, serve, `await stop()`."""
+class APIServer(Component):
+    """One API server: `await run()` in its process, or `async with APIServer(config):`."""
 
     def __init__(self, config: APIServerConfig) -> None:
         self.config = config
@@ -86,6 +87,7 @@ class APIServer:
         self.handler: ResourceHandler
         self._tasks: list[asyncio.Task[None]] = []
         self._system_namespaces = asyncio.Event()
+        self._listening = asyncio.Event()
         self._runner: web.ServerRunner | None = None
         self._inflight = {"readOnly": 0, "mutating": 0}
         for kind in self._inflight:  # read when /metrics is scraped, not set per request
@@ -179,7 +181,26 @@ class APIServer:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def start(self) -> None:
+    async def run(self) -> None:
+        """Serve until cancelled: watch caches, the HTTP listener, then the bootstrap
+        (system namespaces, the `kubernetes` Service)."""
+        try:
+            await self._listen()
+            await asyncio.Event().wait()
+        finally:
+            await self._close()
+
+    async def wait_started(self) -> None:
+        """The listener is bound (self.port is the real port when 0 was asked for)."""
+        await self._listening.wait()
+
+    async def wait_ready(self, timeout: float = 30.0) -> None:
+        """Every watch cache has its first list."""
+        await asyncio.wait_for(
+            asyncio.gather(*(cache.ready.wait() for cache in self.caches.values())), timeout
+        )
+
+    async def _listen(self) -> None:
         await self.etcd_client.__aenter__()
         for cache in self.caches.values():
             self._tasks.append(asyncio.create_task(cache.run()))
@@ -195,13 +216,10 @@ class APIServer:
             assert server is not None and server.sockets
             self.port = server.sockets[0].getsockname()[1]
         self._tasks.append(asyncio.create_task(self._bootstrap()))
+        self._listening.set()
 
-    async def wait_ready(self, timeout: float = 30.0) -> None:
-        await asyncio.wait_for(
-            asyncio.gather(*(cache.ready.wait() for cache in self.caches.values())), timeout
-        )
-
-    async def stop(self) -> None:
+    async def _close(self) -> None:
+        self._listening.clear()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -375,7 +393,7 @@ class APIServer:
 
     @staticmethod
     def _aggregated(body: dict[str, Any]) -> web.Response:
-        response = web.Response(body=orjson.dumps(body))
+        response = web.Response(body=orjson.dumps(body) + b"\n")
         response.headers["Content-Type"] = discovery.AGGREGATED_V2
         return response
 

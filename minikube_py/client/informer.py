@@ -21,6 +21,7 @@ from typing import Any
 from minikube_py.client.reflector import Reflector
 from minikube_py.client.rest import Client, find_resource
 from minikube_py.client.store import Indexer, IndexFunc, object_key
+from minikube_py.lifecycle import Component
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -35,8 +36,9 @@ class EventHandler:
     on_delete: Callable[[Obj], None] | None = None
 
 
-class SharedInformer:
-    """One resource's cache plus the handlers interested in it."""
+class SharedInformer(Component):
+    """One resource's cache plus the handlers interested in it; run() lists and watches
+    (the Reflector) and start() returns once the first list is in the cache."""
 
     def __init__(self, client: Client, plural: str, group: str | None = None, *,
                  namespace: str | None = None, label_selector: str = "",
@@ -48,7 +50,6 @@ class SharedInformer:
                                    field_selector=field_selector)
         self._handlers: list[EventHandler] = []
         self._synced = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
 
     @property
     def name(self) -> str:
@@ -71,15 +72,11 @@ class SharedInformer:
     async def wait_for_sync(self) -> None:
         await self._synced.wait()
 
-    def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self.reflector.run(), name=f"informer-{self.name}")
+    async def run(self) -> None:
+        await self.reflector.run()
 
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+    async def wait_started(self) -> None:
+        await self._synced.wait()
 
     # -- the reflector's sink ------------------------------------------------------------
 
@@ -158,13 +155,13 @@ class SharedInformerFactory:
             informer = SharedInformer(self.client, resource.plural, resource.group)
             self._informers[key] = informer
             if self._started:
-                informer.start()
+                informer.run_in_background()
         return self._informers[key]
 
     def start(self) -> None:
         self._started = True
         for informer in self._informers.values():
-            informer.start()
+            informer.run_in_background()
 
     async def wait_for_cache_sync(self, timeout: float | None = None) -> None:
         waits = [informer.wait_for_sync() for informer in self._informers.values()]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,6 +29,7 @@ from minikube_py.client.informer import EventHandler, SharedInformer, SharedInfo
 from minikube_py.client.rest import Client
 from minikube_py.client.store import object_key
 from minikube_py.client.workqueue import RateLimitingQueue, ShutDown, WorkqueueMetrics
+from minikube_py.lifecycle import Component
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -87,7 +88,7 @@ class ControllerContext:
         return self._sync_metric
 
 
-class Controller(ABC):
+class Controller(Component):
     """A control loop. Subclasses set `name`, wire informers in `__init__`, write `sync`."""
 
     name: ClassVar[str] = ""

@@ -27,6 +27,7 @@ from minikube_py.client.informer import SharedInformerFactory
 from minikube_py.client.leaderelection import LeaderElector
 from minikube_py.client.rest import Client
 from minikube_py.controllers.base import Controller, ControllerContext, ControllerOptions, utc_now
+from minikube_py.lifecycle import Component
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ def select_controllers(spec: Sequence[str], available: Sequence[type[Controller]
     return [controller for controller in available if controller.name in enabled]
 
 
-class ControllerManager:
+class ControllerManager(Component):
     """Run a set of controllers against one API server, optionally as elected leader."""
 
     def __init__(self, client: Client, controllers: Sequence[type[Controller]], *,
@@ -71,7 +72,6 @@ class ControllerManager:
         self.port = port
         self.controllers: list[Controller] = []
         self.synced = asyncio.Event()  # set once the caches synced and controllers run
-        self._task: asyncio.Task[None] | None = None
         self._runner: web.AppRunner | None = None
 
     async def run(self) -> None:
@@ -107,16 +107,9 @@ class ControllerManager:
             await informers.stop()
             await ctx.stop_recorders()
 
-    # -- in-process use (tests, the cluster launcher) ------------------------------------------
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self.run(), name="controller-manager")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+    async def wait_started(self) -> None:
+        """The caches synced and the controllers run (as leader, when electing)."""
+        await self.synced.wait()
 
     # -- /healthz and /metrics -----------------------------------------------------------------
 

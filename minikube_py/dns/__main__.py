@@ -104,12 +104,12 @@ def main(argv: list[str] | None = None) -> None:
         runner = (await serve_health(registry, metrics_host or "0.0.0.0", int(metrics_port))
                   if int(metrics_port) else None)
         try:
-            async with client, ClusterDNS(
+            async with client:
+                await ClusterDNS(
                     client, zone=args.cluster_domain, bind_address=args.bind_address,
                     port=args.port, upstreams=upstreams(args),
                     advertise_address=args.advertise_address, service_ip=args.service_ip,
-                    metrics_port=int(metrics_port) or 9153, stats=stats) as dns:
-                await dns.run()
+                    metrics_port=int(metrics_port) or 9153, stats=stats).run()
         except OSError as error:
             sys.exit(f"dns: cannot listen on {args.bind_address}:{args.port}: {error}")
         except APIStatusError as error:

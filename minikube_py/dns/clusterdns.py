@@ -11,22 +11,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from minikube_py.client.informer import EventHandler, SharedInformerFactory
 from minikube_py.client.rest import Client
 from minikube_py.dns.publish import publish
 from minikube_py.dns.records import ClusterRecords
 from minikube_py.dns.server import DNSServer, DNSStats
+from minikube_py.lifecycle import Component
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 
-class ClusterDNS:
-    """`async with ClusterDNS(...) as dns:` listens and syncs its informers; `run()` serves
-    until `stop()`."""
+class ClusterDNS(Component):
+    """Cluster DNS: run() syncs its informers, listens, publishes the kube-dns endpoint and
+    answers until cancelled (`async with ClusterDNS(...) as dns:` in the background)."""
 
     def __init__(self, client: Client, *, zone: str = "cluster.local",
                  bind_address: str = "0.0.0.0", port: int = 53,
@@ -48,41 +48,30 @@ class ClusterDNS:
             EventHandler(on_add=records.set_slice,
                          on_update=lambda _, new: records.set_slice(new),
                          on_delete=records.delete_slice))
-        self._stopped = asyncio.Event()
-        self._started = False
+        self._serving = asyncio.Event()
 
-    async def __aenter__(self) -> Self:
-        """Start: sync the informers, listen, publish the kube-dns endpoint."""
+    async def run(self) -> None:
+        """Sync the informers, listen, publish the kube-dns endpoint, then answer until
+        cancelled; stop listening and watching on the way out."""
         self.informers.start()
-        self._started = True
+        listening = False
         try:
             await self.informers.wait_for_cache_sync()
             await self.server.start(self.bind_address, self.port)
+            listening = True
             self.port = self.server.port
             log.info("serving DNS for %s on %s:%d (udp, tcp)", self.records.zone,
                      self.bind_address, self.port)
             if self.advertise_address:
                 await publish(self.client, self.service_ip, self.advertise_address,
                               self.port, self.metrics_port)
-        except BaseException:
-            await self.stop()
-            raise
-        return self
-
-    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                        traceback: TracebackType | None) -> None:
-        await self.stop()
-
-    async def run(self) -> None:
-        """Serve until stop()."""
-        await self._stopped.wait()
-
-    async def stop(self) -> None:
-        """Stop listening and watching; idempotent."""
-        if self._stopped.is_set():
-            return
-        self._stopped.set()
-        if getattr(self.server, "port", None) is not None:
-            await self.server.stop()
-        if self._started:
+            self._serving.set()
+            await asyncio.Event().wait()
+        finally:
+            if listening:
+                await self.server.stop()
             await self.informers.stop()
+
+    async def wait_started(self) -> None:
+        """Listening, and the kube-dns endpoint published."""
+        await self._serving.wait()

@@ -25,6 +25,7 @@ from minikube_py.client.rest import Client
 from minikube_py.kubelet.kubelet import Kubelet, KubeletConfig
 from minikube_py.kubelet.node_status import HostInfo, read_host_info
 from minikube_py.kubelet.simulated import SimulatedRuntime
+from minikube_py.lifecycle import Component
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ HOLLOW_NODE_IPS = ipaddress.ip_network("172.30.0.0/16")
 HOLLOW_ROOT = Path("/nonexistent/minikube-py-hollow")
 
 
-class HollowNodes:
+class HollowNodes(Component):
     """N hollow kubelets sharing one API connection pool and one set of informers."""
 
     def __init__(self, client: Client, count: int, *, prefix: str = "hollow-node",
@@ -85,15 +86,20 @@ class HollowNodes:
         if kubelet is not None:
             kubelet.pod_deleted(pod)
 
-    async def start(self) -> None:
-        """Register every node, then start watching pods."""
-        self.factory.start()
-        await self.factory.wait_for_cache_sync()
-        await asyncio.gather(*(kubelet.start() for kubelet in self.kubelets.values()))
+    async def run(self) -> None:
+        """Register every node, then run their kubelets until cancelled."""
+        try:
+            self.factory.start()
+            await self.factory.wait_for_cache_sync()
+            await asyncio.gather(*(kubelet.start() for kubelet in self.kubelets.values()))
+            await asyncio.Event().wait()
+        finally:
+            await asyncio.gather(*(kubelet.stop() for kubelet in self.kubelets.values()))
+            await self.factory.stop()
 
-    async def stop(self) -> None:
-        await asyncio.gather(*(kubelet.stop() for kubelet in self.kubelets.values()))
-        await self.factory.stop()
+    async def wait_started(self) -> None:
+        """Every hollow kubelet has started."""
+        await asyncio.gather(*(kubelet.wait_started() for kubelet in self.kubelets.values()))
 
 
 async def run_hollow_nodes(client: Client, args: argparse.Namespace) -> None:
@@ -102,12 +108,10 @@ async def run_hollow_nodes(client: Client, args: argparse.Namespace) -> None:
                         start_delay=args.simulated_start_delay, labels=args.node_labels)
     health = (await serve_health(CollectorRegistry(), args.address, args.port)
               if args.port else None)
-    async with client:
-        await nodes.start()
+    async with client, nodes:
         log.warning("%d hollow nodes running", len(nodes.kubelets))
         try:
             await asyncio.Event().wait()
         finally:
-            await nodes.stop()
             if health is not None:
                 await health.cleanup()

@@ -59,6 +59,7 @@ from minikube_py.kubelet.resources import ContainerResources, container_resource
 from minikube_py.kubelet.server import KubeletServer
 from minikube_py.kubelet.status_manager import StatusManager
 from minikube_py.kubelet.volumes.manager import ContainerMount, VolumeError, VolumeManager
+from minikube_py.lifecycle import Component
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -96,7 +97,10 @@ class KubeletConfig:
     hollow: bool = False
 
 
-class Kubelet:
+class Kubelet(Component):
+    """One node's agent: registers the Node, keeps its Lease, and runs the pods bound to it
+    through CRI. `await run()` in its process, or `async with Kubelet(...)`."""
+
     def __init__(self, config: KubeletConfig, client: Client, runtime: RuntimeService,
                  host: HostInfo, *, factory: SharedInformerFactory | None = None) -> None:
         self.config = config
@@ -152,14 +156,18 @@ class Kubelet:
     # -- wiring -------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Start everything, then keep running until cancelled."""
-        await self.start()
+        """Set everything up, then keep running until cancelled."""
         try:
+            await self._set_up()
             await asyncio.Event().wait()
         finally:
-            await self.stop()
+            await self._tear_down()
 
-    async def start(self) -> None:
+    async def wait_started(self) -> None:
+        """The node status loop runs, the pods' caches synced, the PLEG relists."""
+        await self.ready.wait()
+
+    async def _set_up(self) -> None:
         version = await self.runtime.version(api_pb2.VersionRequest())
         self._runtime_name = version.runtime_name
         self._config_maps = self.factory.informer("configmaps")
@@ -185,7 +193,7 @@ class Kubelet:
             self.pod_informer.add_event_handler(EventHandler(
                 on_add=self.pod_added, on_update=self.pod_updated,
                 on_delete=self.pod_deleted))
-            self.pod_informer.start()
+            self.pod_informer.run_in_background()
             self.factory.start()
         self._tasks.append(asyncio.create_task(self.node_status.run(), name="node-status"))
         self._tasks.append(asyncio.create_task(self._heartbeat(), name="node-lease"))
@@ -207,9 +215,10 @@ class Kubelet:
             await asyncio.sleep(REGISTRATION_POLL_SECONDS)
         await self.lease.run()
 
-    async def stop(self) -> None:
+    async def _tear_down(self) -> None:
         """Stop the kubelet's own tasks. Containers keep running, as upstream's do: a
         restarted kubelet adopts them."""
+        self.ready.clear()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -93,8 +93,7 @@ def main(argv: list[str] | None = None) -> None:
                     runners.append(await serve_healthz(
                         host, port, lambda: proxier.last_sync_wall,
                         args.iptables_sync_period, lambda: generate_latest(registry)))
-                async with proxier:
-                    await proxier.run()
+                await proxier.run()
             except RestoreError as error:
                 sys.exit(f"proxy: {error}")
             except OSError as error:

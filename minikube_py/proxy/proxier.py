@@ -23,13 +23,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram
 
 from minikube_py.client.informer import EventHandler, SharedInformerFactory
 from minikube_py.client.rest import Client
+from minikube_py.lifecycle import Component
 from minikube_py.proxy.healthcheck import ServiceHealthServers
 from minikube_py.proxy.iptables import IPTables, RestoreError
 from minikube_py.proxy.rules import (
@@ -77,9 +77,9 @@ def _service_key(slice_or_service: Obj, *, is_slice: bool) -> str:
     return f"{meta.get('namespace', '')}/{name}" if name else ""
 
 
-class Proxier:
-    """`async with Proxier(client, config) as proxier:` syncs once the informers have;
-    `run()` keeps syncing until `stop()`."""
+class Proxier(Component):
+    """One node's proxy: run() syncs the rules once the informers have, then keeps them
+    in sync (`async with Proxier(client, config):` does it in the background)."""
 
     def __init__(self, client: Client, config: ProxyConfig, *, netns: str | None = None,
                  sync_period: float = 30.0, min_sync_period: float = 0.1,
@@ -108,7 +108,7 @@ class Proxier:
         self._fragments: dict[str, Tables] = {}
         self._written: Tables = {}
         self._wake = asyncio.Event()
-        self._stopped = asyncio.Event()
+        self._first_sync = asyncio.Event()
         self.last_sync_time = 0.0
         self.last_full_sync = 0.0
         self.last_sync_wall = 0.0
@@ -120,36 +120,30 @@ class Proxier:
             self._dirty_keys.add(key)
             self._wake.set()
 
-    async def __aenter__(self) -> Self:
-        """Start the informers, wait for their caches, and write the rules once."""
+    async def run(self) -> None:
+        """Start the informers, wait for their caches, write the rules in full, then keep
+        them in sync until cancelled. On the way out, stop watching and serving health
+        checks; the rules stay, as kube-proxy's do."""
         self.informers.start()
         try:
             await self.informers.wait_for_cache_sync()
             await self.sync(full=True)
-        except BaseException:
-            await self.stop()
-            raise
-        return self
+            self._first_sync.set()
+            await self.sync_loop()
+        finally:
+            await self.informers.stop()
+            await self.health.stop()
 
-    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                        traceback: TracebackType | None) -> None:
-        await self.stop()
+    async def wait_started(self) -> None:
+        """The first full sync is written."""
+        await self._first_sync.wait()
 
-    async def stop(self) -> None:
-        """Stop watching and serving health checks; the rules stay, as kube-proxy's do."""
-        if self._stopped.is_set():
-            return
-        self._stopped.set()
-        self._wake.set()
-        await self.informers.stop()
-        await self.health.stop()
-
-    async def run(self) -> None:
+    async def sync_loop(self) -> None:
         """The sync loop (upstream's BoundedFrequencyRunner): a change syncs at most every
         min_sync_period, a quiet proxy syncs every sync_period, a full sync comes every
         FULL_SYNC_PERIOD, and a failure backs off and then syncs in full."""
         backoff = 0.0
-        while not self._stopped.is_set():
+        while True:
             if backoff:
                 await asyncio.sleep(backoff)
             else:
@@ -160,8 +154,6 @@ class Proxier:
                             await self._wake.wait()
                     except TimeoutError:
                         pass
-            if self._stopped.is_set():
-                return
             since = time.monotonic() - self.last_sync_time
             if since < self.min_sync_period:
                 await asyncio.sleep(self.min_sync_period - since)

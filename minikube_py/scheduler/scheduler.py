@@ -35,6 +35,7 @@ from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import EventHandler, SharedInformerFactory
 from minikube_py.client.logs import log_v
 from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.lifecycle import Component
 from minikube_py.scheduler.cache import Cache
 from minikube_py.scheduler.config import SchedulerConfiguration
 from minikube_py.scheduler.extender import ExtenderError, HTTPExtender
@@ -126,7 +127,7 @@ class SchedulerMetrics:
                      0.0512, 0.1024, 0.2048))
 
 
-class Scheduler:
+class Scheduler(Component):
     """Schedules the pending pods whose schedulerName matches one of its profiles."""
 
     def __init__(self, client: Client, config: SchedulerConfiguration,
@@ -286,6 +287,10 @@ class Scheduler:
                 await recorder.stop()
             for extender in self.extenders:
                 await extender.close()
+
+    async def wait_started(self) -> None:
+        """The caches synced; pods are being scheduled."""
+        await self.synced.wait()
 
     async def _housekeeping(self) -> None:
         while True:
