@@ -1,0 +1,223 @@
+"""Each lab's README, run as a student runs it: every `sh` block in order, in a terminal
+(bash reading the block), on the cluster `make up` starts; each output block the README
+shows must appear in what the terminals printed.
+
+How a README reads here, as a person would read it:
+- a fenced block marked `sh` is typed into the current terminal;
+- prose between blocks that says "another terminal" opens a new one (the previous block
+  keeps running there, like a controller in the foreground);
+- a fenced block right after a `sh` block that is not `sh` itself is what the terminals
+  print: each of its lines must appear (a line "..." stands for lines left out, a
+  "  # comment" at the end of a line is the README's remark, AGE and IP columns may
+  differ).
+
+HOME is a fresh folder, so `~/.minikube-py` is this test's cluster and `make up` in a
+README starts it; the test stops it and deletes it at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+LABS = ("scheduler", "scheduler_plugin", "controller")
+FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
+BLOCK_TIMEOUT = 180.0  # seconds: `make up` on a new home builds the images
+OUTPUT_TIMEOUT = 30.0  # seconds for a promised line to appear
+KEEPS_TERMINAL_START = 3.0  # seconds a program left running in its terminal gets to start
+# Columns whose values differ from run to run: ages (3s, 2m5s, 4h) and pod IPs.
+VOLATILE = re.compile(r"^(\d+[smhd](\d+[sm])?|\d+\.\d+\.\d+\.\d+)$")
+COMMENT = re.compile(r"\s{2,}#.*$")
+
+
+@dataclass
+class Block:
+    language: str
+    text: str
+    prose_before: str  # what the README says between the previous block and this one
+
+
+def blocks(readme: Path) -> list[Block]:
+    text = readme.read_text()
+    found, last_end = [], 0
+    for match in FENCE.finditer(text):
+        found.append(Block(match.group(1), match.group(2), text[last_end:match.start()]))
+        last_end = match.end()
+    return found
+
+
+def opens_terminal(block: Block) -> bool:
+    return "another terminal" in block.prose_before.lower()
+
+
+def promised_lines(block: Block) -> list[str]:
+    lines = [COMMENT.sub("", line).rstrip() for line in block.text.splitlines()]
+    return [line for line in lines if line.strip() and line.strip() != "..."]
+
+
+def line_matches(expected: str, printed: str) -> bool:
+    """Same words in the same order, volatile columns aside; a sentence (three words or
+    more, a log line) also matches a printed line that contains it."""
+    want, got = expected.split(), printed.split()
+    if len(want) == len(got) and all(w == g or (VOLATILE.match(w) and VOLATILE.match(g))
+                                     for w, g in zip(want, got, strict=True)):
+        return True
+    return len(want) >= 3 and " ".join(want) in " ".join(got)
+
+
+@dataclass
+class Terminal:
+    """bash reading commands from a pipe, as a terminal's shell reads what is typed; its
+    output (and that of everything it starts in the background) is collected."""
+
+    env: dict[str, str]
+    process: subprocess.Popen[bytes] = field(init=False)
+    lines: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.process = subprocess.Popen(
+            ["bash"], cwd=ROOT, env=self.env, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for raw in self.process.stdout:
+            self.lines.append(raw.decode(errors="replace").rstrip("\n"))
+
+    def type(self, commands: str, marker: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"{commands}\necho {marker} $?\n".encode())
+        self.process.stdin.flush()
+
+    def close(self) -> None:
+        """Like closing the window: everything it started is stopped."""
+        for signum in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(self.process.pid, signum)
+            except ProcessLookupError:
+                break
+            try:
+                self.process.wait(5)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+
+
+class Student:
+    """Runs one README's blocks in order."""
+
+    def __init__(self, home: Path, output_timeout: float = OUTPUT_TIMEOUT) -> None:
+        self.output_timeout = output_timeout
+        self.env = {**os.environ, "HOME": str(home)}
+        for name in ("KUBECONFIG", "MINIKUBE_PY_HOME", "PYTHONPATH"):
+            self.env.pop(name, None)
+        self.terminals: list[Terminal] = []
+        self.typed = 0
+
+    def printed(self) -> list[str]:
+        return [line for terminal in self.terminals for line in terminal.lines]
+
+    def follow(self, readme: Path) -> None:
+        found = blocks(readme)
+        shell = [block for block in found if block.language == "sh"]
+        previous = ""
+        for block in found:
+            if block.language == "sh":
+                if not self.terminals or opens_terminal(block):
+                    self.terminals.append(Terminal(self.env))
+                following = shell[shell.index(block) + 1:]
+                self.run(block.text, readme,
+                         keeps_terminal=bool(following) and opens_terminal(following[0]))
+            elif previous == "sh":
+                self.expect(promised_lines(block), readme)
+            previous = block.language
+
+    def run(self, commands: str, readme: Path, *, keeps_terminal: bool) -> None:
+        """Type the block and wait until it is done. In a block that keeps its terminal
+        (the README goes on in another one), the last command is the program left
+        running: it is typed once the commands before it are done, and gets a few seconds
+        to start."""
+        if keeps_terminal:
+            *before, last = commands.rstrip().splitlines()
+            assert not before or not before[-1].endswith("\\"), "one line for the program"
+            if before:
+                self.run("\n".join(before), readme, keeps_terminal=False)
+            self.terminals[-1].type(last, "@@left-running")
+            time.sleep(KEEPS_TERMINAL_START)
+            return
+        terminal = self.terminals[-1]
+        self.typed += 1
+        marker = f"@@block-{self.typed}-done"
+        terminal.type(commands, marker)
+        deadline = time.monotonic() + BLOCK_TIMEOUT
+        while not any(line.startswith(marker) for line in terminal.lines):
+            if time.monotonic() > deadline:
+                pytest.fail(f"{readme.parent.name}: this block did not finish in "
+                            f"{BLOCK_TIMEOUT:.0f}s:\n{commands}\nprinted:\n"
+                            + "\n".join(terminal.lines[-40:]))
+            time.sleep(0.1)
+
+    def expect(self, lines: list[str], readme: Path) -> None:
+        deadline = time.monotonic() + self.output_timeout
+        while True:
+            printed = self.printed()
+            missing = [want for want in lines
+                       if not any(line_matches(want, line) for line in printed)]
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                pytest.fail(f"{readme.parent.name}: the README promises lines that were "
+                            "not printed:\n" + "\n".join(missing) + "\n--- printed:\n"
+                            + "\n".join(printed[-60:]))
+            time.sleep(0.2)
+
+    def close(self) -> None:
+        for terminal in self.terminals:
+            terminal.close()
+
+
+@pytest.fixture(scope="module")
+def student_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("student")
+    yield home
+    subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "minikube_py.cluster",
+                    "down", "--purge"], cwd=ROOT, capture_output=True, timeout=120,
+                   env={**os.environ, "MINIKUBE_PY_HOME": str(home / ".minikube-py")})
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_lab_readme_runs_as_written(lab: str, student_home: Path) -> None:
+    student = Student(student_home)
+    try:
+        student.follow(ROOT / "labs" / lab / "README.md")
+    finally:
+        student.close()
+
+
+def test_the_runner_fails_on_a_promise_the_terminal_did_not_print(tmp_path: Path) -> None:
+    """The runner itself: a README whose promised output differs fails."""
+    readme = tmp_path / "lab" / "README.md"
+    readme.parent.mkdir()
+    readme.write_text("Say hello:\n\n```sh\necho hello world\n```\n\n```text\n"
+                      "hello world  # the greeting\n...\n```\n\nAnd:\n\n```sh\necho one\n```\n"
+                      "\n```\ntwo\n```\n")
+    student = Student(tmp_path, output_timeout=1.0)
+    try:
+        with pytest.raises(pytest.fail.Exception, match="two"):
+            student.follow(readme)
+        assert any(line_matches("hello world", line) for line in student.printed())
+    finally:
+        student.close()
