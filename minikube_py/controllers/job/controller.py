@@ -40,6 +40,7 @@ from minikube_py.controllers.controller_ref import (
     controller_of,
     is_controlled_by,
     pod_from_template,
+    resolve_controller_ref,
 )
 from minikube_py.controllers.controller_utils import SLOW_START_INITIAL_BATCH_SIZE, slow_start_batch
 from minikube_py.controllers.expectations import ControllerExpectations
@@ -175,12 +176,7 @@ class JobController(Controller):
 
     def _resolve_controller_ref(self, namespace: str, reference: Obj) -> Obj | None:
         """resolveControllerRef: the Job an ownerReference names, if it is that very Job."""
-        if reference.get("kind") != "Job":
-            return None
-        job = self.jobs.store.get_by_name(namespace, reference.get("name", ""))
-        if job is None or uid_of(job) != reference.get("uid"):
-            return None
-        return job
+        return resolve_controller_ref(self.jobs.store, namespace, reference, "Job")
 
     def _jobs_selecting(self, pod: Obj) -> list[Obj]:
         """GetPodJobs: the Jobs whose selector matches the pod (candidates to adopt it)."""
