@@ -150,10 +150,11 @@ def test_lab_config_has_only_the_energy_aware_profile_with_energy_aware_weighted
     assert [profile.scheduler_name for profile in config.profiles] == ["energy-aware"]
     framework = build_framework(config.profiles[0], REGISTRY)
     assert framework.score_weights["EnergyAware"] == 5
-    energy_aware = next(p for p in framework.plugins_at("score") if p.name == "EnergyAware")
+    energy_aware = next(p for p in framework.plugins.score if p.name == "EnergyAware")
+    assert isinstance(energy_aware, EnergyAware)
     assert energy_aware.default_watts_per_core == 12
-    assert [p.name for p in framework.plugins_at("queueSort")] == ["PrioritySort"]
-    assert [p.name for p in framework.plugins_at("bind")] == ["DefaultBinder"]
+    assert [p.name for p in framework.plugins.queue_sort] == ["PrioritySort"]
+    assert [p.name for p in framework.plugins.bind] == ["DefaultBinder"]
 
 
 def test_lab_profile_outweighs_spreading_and_picks_the_frugal_node() -> None:

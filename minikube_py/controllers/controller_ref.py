@@ -22,6 +22,7 @@ from typing import Any
 from minikube_py.api.selectors import LabelSelector
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import ResourceClient
+from minikube_py.client.store import Indexer
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -47,6 +48,18 @@ def controller_of(obj: Obj) -> Obj | None:
 def is_controlled_by(obj: Obj, owner: Obj) -> bool:
     reference = controller_of(obj)
     return reference is not None and reference.get("uid") == owner["metadata"]["uid"]
+
+
+def resolve_controller_ref(store: Indexer, namespace: str, reference: Obj,
+                           kind: str) -> Obj | None:
+    """resolveControllerRef: the cached `kind` a controller reference names, or None when
+    the kind differs, the name is not in the cache, or the uid is another object's."""
+    if reference.get("kind") != kind:
+        return None
+    owner = store.get_by_name(namespace, reference.get("name", ""))
+    if owner is None or owner["metadata"].get("uid") != reference.get("uid"):
+        return None
+    return owner
 
 
 def being_deleted(obj: Obj) -> bool:

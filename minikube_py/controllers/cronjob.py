@@ -32,7 +32,12 @@ from minikube_py.client.events import object_reference
 from minikube_py.client.informer import EventHandler
 from minikube_py.client.store import object_key
 from minikube_py.controllers.base import Controller, ControllerContext
-from minikube_py.controllers.controller_ref import controller_of, is_controlled_by, owner_reference
+from minikube_py.controllers.controller_ref import (
+    controller_of,
+    is_controlled_by,
+    owner_reference,
+    resolve_controller_ref,
+)
 from minikube_py.controllers.job import finished_condition
 
 Obj = dict[str, Any]
@@ -159,12 +164,7 @@ class CronJobController(Controller):
 
     def _resolve_controller_ref(self, namespace: str, reference: Obj) -> Obj | None:
         """resolveControllerRef: the CronJob an ownerReference names, if it is that one."""
-        if reference.get("kind") != "CronJob":
-            return None
-        cronjob = self.cronjobs.store.get_by_name(namespace, reference.get("name", ""))
-        if cronjob is None or cronjob["metadata"]["uid"] != reference.get("uid"):
-            return None
-        return cronjob
+        return resolve_controller_ref(self.cronjobs.store, namespace, reference, "CronJob")
 
     def _enqueue_controller_of(self, job: Obj, reference: Obj | None) -> None:
         """A Job was added, changed or deleted: sync the CronJob that controls it."""

@@ -43,6 +43,7 @@ from minikube_py.controllers.controller_ref import (
     claim,
     controller_of,
     pod_from_template,
+    resolve_controller_ref,
 )
 from minikube_py.controllers.controller_utils import (
     SLOW_START_INITIAL_BATCH_SIZE,
@@ -162,12 +163,7 @@ class DaemonSetController(Controller):
         self.enqueue(ds)
 
     def _resolve_controller_ref(self, namespace: str, reference: Obj) -> Obj | None:
-        if reference.get("kind") != "DaemonSet":
-            return None
-        ds = self.daemonsets.store.get_by_name(namespace, reference.get("name", ""))
-        if ds is None or ds["metadata"].get("uid") != reference.get("uid"):
-            return None
-        return ds
+        return resolve_controller_ref(self.daemonsets.store, namespace, reference, "DaemonSet")
 
     def _daemon_sets_for_pod(self, pod: Obj) -> list[Obj]:
         """GetPodDaemonSets: the DaemonSets whose selector matches an orphan pod."""

@@ -29,9 +29,8 @@ from minikube_py.api.podutil import is_pod_ready
 from minikube_py.api.selectors import SelectorError, label_selector_from_dict
 from minikube_py.client.errors import Conflict
 from minikube_py.client.informer import EventHandler
-from minikube_py.client.store import Indexer
 from minikube_py.controllers.base import Controller, ControllerContext
-from minikube_py.controllers.controller_ref import controller_of
+from minikube_py.controllers.controller_ref import controller_of, resolve_controller_ref
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -235,7 +234,8 @@ class DisruptionController(Controller):
         """The finders: a Deployment (through its ReplicaSet), a ReplicaSet of its own, or a
         StatefulSet; (uid, spec.replicas) from the informer caches."""
         if _is_kind(reference, "ReplicaSet", ("apps", "extensions")):
-            replica_set = _owned(self.replica_sets, namespace, reference)
+            replica_set = resolve_controller_ref(self.replica_sets, namespace, reference,
+                                                  "ReplicaSet")
             if replica_set is None:
                 return None
             owner = controller_of(replica_set)
@@ -243,12 +243,13 @@ class DisruptionController(Controller):
                 return replica_set["metadata"]["uid"], _replicas(replica_set)
             if not _is_kind(owner, "Deployment", ("apps", "extensions")):
                 return None
-            deployment = _owned(self.deployments, namespace, owner)
+            deployment = resolve_controller_ref(self.deployments, namespace, owner, "Deployment")
             if deployment is None:
                 return None
             return deployment["metadata"]["uid"], _replicas(deployment)
         if _is_kind(reference, "StatefulSet", ("apps",)):
-            stateful_set = _owned(self.stateful_sets, namespace, reference)
+            stateful_set = resolve_controller_ref(self.stateful_sets, namespace, reference,
+                                                  "StatefulSet")
             if stateful_set is not None:
                 return stateful_set["metadata"]["uid"], _replicas(stateful_set)
         return None
@@ -314,14 +315,6 @@ class DisruptionController(Controller):
             condition["observedGeneration"] = status["observedGeneration"]
         set_status_condition(status.setdefault("conditions", []), condition, self.now())
         await self.pdbs_api.update_status({**pdb, "status": status})
-
-
-def _owned(store: Indexer, namespace: str, reference: Obj) -> Obj | None:
-    """The cached object a controller reference names, if it is still the same object."""
-    obj = store.get_by_name(namespace, reference.get("name", ""))
-    if obj is None or obj["metadata"].get("uid") != reference.get("uid"):
-        return None
-    return obj
 
 
 def _replicas(obj: Obj) -> int:

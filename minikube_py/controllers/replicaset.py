@@ -47,6 +47,7 @@ from minikube_py.controllers.controller_ref import (
     controller_of,
     is_controlled_by,
     pod_from_template,
+    resolve_controller_ref,
 )
 from minikube_py.controllers.controller_utils import (
     SLOW_START_INITIAL_BATCH_SIZE,
@@ -291,12 +292,8 @@ class ReplicaSetController(Controller):
 
     def resolve_controller_ref(self, namespace: str, reference: Obj) -> Obj | None:
         """The ReplicaSet a controller reference names, if it is still the same object."""
-        if reference.get("kind") != self.managed_kind:
-            return None
-        rs = self.replica_sets.store.get_by_name(namespace, reference.get("name", ""))
-        if rs is None or rs["metadata"].get("uid") != reference.get("uid"):
-            return None
-        return rs
+        return resolve_controller_ref(self.replica_sets.store, namespace, reference,
+                                      self.managed_kind)
 
     def replica_sets_selecting(self, pod: Obj) -> list[Obj]:
         """GetPodReplicaSets: ReplicaSets whose (non-empty) selector matches the pod."""

@@ -44,7 +44,11 @@ from minikube_py.client.informer import EventHandler
 from minikube_py.client.rest import ConnectionFailed
 from minikube_py.client.store import split_key
 from minikube_py.controllers.base import Controller, ControllerContext, ExpectedSyncError
-from minikube_py.controllers.controller_ref import claim, controller_of
+from minikube_py.controllers.controller_ref import (
+    claim,
+    controller_of,
+    resolve_controller_ref,
+)
 from minikube_py.controllers.controller_utils import (
     SLOW_START_INITIAL_BATCH_SIZE,
     compute_hash,
@@ -102,12 +106,7 @@ class StatefulSetController(Controller):
     # -- informer handlers ----------------------------------------------------------------------
 
     def _resolve_controller_ref(self, namespace: str, reference: Obj) -> Obj | None:
-        if reference.get("kind") != "StatefulSet":
-            return None
-        sts = self.sets.store.get_by_name(namespace, reference.get("name", ""))
-        if sts is None or sts["metadata"].get("uid") != reference.get("uid"):
-            return None
-        return sts
+        return resolve_controller_ref(self.sets.store, namespace, reference, "StatefulSet")
 
     def _sets_for_pod(self, pod: Obj) -> list[Obj]:
         """GetPodStatefulSets: the sets whose selector matches an orphan pod."""

@@ -153,7 +153,7 @@ class Scheduler(Component):
         first = next(iter(self.profiles.values()))
         plugin_events = {plugin.name: plugin.events_to_register()
                          for fwk in self.profiles.values()
-                         for plugins in fwk.plugins.values() for plugin in plugins}
+                         for plugin in fwk.plugins.all_plugins()}
         self.queue = SchedulingQueue(
             first.queue_sort_less(), events_for_plugin=lambda name: plugin_events.get(name, []),
             initial_backoff=config.pod_initial_backoff_seconds,

@@ -15,6 +15,10 @@ The packages of minikube_py are of three sorts:
   etcd it started answer), a node's runtime (`kubelet.runtime_setup`: containerd and
   the CNI network, as kubeadm or minikube's provisioner sets a node up) and the images
   it builds and pushes (`images`). No component may import the launcher.
+
+Inside a component, a controller's helper modules (`controllers/deployment/sync.py`,
+`controllers/job/tracking.py`, ...) take a small Protocol of what they use, never the
+controller: none of them imports its package's controller.py, not even for type hints.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ SHARED = {"api", "client", "gen", "lifecycle", "process"}
 LAUNCHER = "cluster"
 LAUNCHER_IMPORTS = ("minikube_py.apiserver.storage.etcd", "minikube_py.kubelet.runtime_setup",
                     "minikube_py.images")
+CONTROLLER_PACKAGES = ("controllers/deployment", "controllers/job")
 
 
 def package_of(module: str) -> str | None:
@@ -76,6 +81,22 @@ def violations(package: Path = PACKAGE) -> list[str]:
     return found
 
 
+def back_references(package: Path = PACKAGE) -> list[str]:
+    """Helper modules of a CONTROLLER_PACKAGES package that import its controller.py, or
+    the package itself (whose __init__ imports controller.py), type-checking imports too."""
+    found = []
+    for folder in CONTROLLER_PACKAGES:
+        name = "minikube_py." + folder.replace("/", ".")
+        for path in sorted((package / folder).glob("*.py")):
+            if path.name in ("controller.py", "__init__.py"):
+                continue
+            for module in imports_of(path, package):
+                if module in (name, f"{name}.controller") or module.startswith(
+                        f"{name}.controller."):
+                    found.append(f"{path.relative_to(package.parent)} imports {module}")
+    return found
+
+
 def test_no_component_imports_another_or_the_launcher() -> None:
     assert violations() == []
 
@@ -109,3 +130,26 @@ def test_the_check_finds_imports_across_components_and_beyond_what_the_launcher_
         "minikube_py/kubelet/module.py imports minikube_py.cluster.node",
         "minikube_py/proxy/module.py imports minikube_py.apiserver",
         "minikube_py/scheduler/module.py imports minikube_py.kubelet.cri"]
+
+
+def test_controller_helpers_do_not_import_their_controller() -> None:
+    assert back_references() == []
+
+
+def test_the_check_finds_helpers_that_import_their_controller(tmp_path: Path) -> None:
+    package = tmp_path / "minikube_py"
+    for folder, module, source in (
+            ("controllers/deployment", "sync.py",
+             "from typing import TYPE_CHECKING\n"
+             "if TYPE_CHECKING:\n"
+             "    from minikube_py.controllers.deployment.controller import X\n"),
+            ("controllers/deployment", "controller.py", "from .sync import f\n"),
+            ("controllers/deployment", "__init__.py", "from .controller import X\n"),
+            ("controllers/job", "tracking.py", "from . import controller\n"),
+            ("controllers/job", "indexed.py", "from .pods import uid_of\n")):
+        (package / folder).mkdir(parents=True, exist_ok=True)
+        (package / folder / module).write_text(source)
+    assert back_references(package) == [
+        "minikube_py/controllers/deployment/sync.py imports "
+        "minikube_py.controllers.deployment.controller",
+        "minikube_py/controllers/job/tracking.py imports minikube_py.controllers.job"]

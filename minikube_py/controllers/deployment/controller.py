@@ -29,6 +29,7 @@ from minikube_py.controllers.controller_ref import (
     claim,
     controller_of,
     is_controlled_by,
+    resolve_controller_ref,
 )
 from minikube_py.controllers.deployment.recreate import rollout_recreate
 from minikube_py.controllers.deployment.rollback import rollback
@@ -67,12 +68,7 @@ class DeploymentController(Controller):
 
     def resolve_controller_ref(self, namespace: str, reference: Obj) -> Obj | None:
         """The Deployment a controller reference names, if it is still the same object."""
-        if reference.get("kind") != "Deployment":
-            return None
-        d = self.deployments.store.get_by_name(namespace, reference.get("name", ""))
-        if d is None or uid(d) != reference.get("uid"):
-            return None
-        return d
+        return resolve_controller_ref(self.deployments.store, namespace, reference, "Deployment")
 
     def deployments_selecting(self, rs: Obj) -> list[Obj]:
         """GetDeploymentsForReplicaSet: Deployments whose non-empty selector matches."""
@@ -145,11 +141,11 @@ class DeploymentController(Controller):
     def deployment_for_pod(self, pod: Obj) -> Obj | None:
         """getDeploymentForPod: pod -> its ReplicaSet -> that ReplicaSet's Deployment."""
         reference = controller_of(pod)
-        if reference is None or reference.get("kind") != "ReplicaSet":
+        if reference is None:
             return None
         namespace = pod["metadata"].get("namespace", "")
-        rs = self.replica_sets.store.get_by_name(namespace, reference.get("name", ""))
-        if rs is None or uid(rs) != reference.get("uid"):
+        rs = resolve_controller_ref(self.replica_sets.store, namespace, reference, "ReplicaSet")
+        if rs is None:
             return None
         rs_reference = controller_of(rs)
         return None if rs_reference is None else self.resolve_controller_ref(namespace,

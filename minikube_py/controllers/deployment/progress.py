@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from minikube_py.api.meta import parse_rfc3339
 from minikube_py.client.store import object_key
 from minikube_py.controllers.deployment.sync import calculate_status, wire_status
+from minikube_py.controllers.deployment.types import DeploymentControl
 from minikube_py.controllers.deployment.util import (
     NEW_RS_AVAILABLE,
     PROGRESSING,
@@ -35,13 +35,10 @@ from minikube_py.controllers.deployment.util import (
     set_condition,
 )
 
-if TYPE_CHECKING:
-    from minikube_py.controllers.deployment.controller import DeploymentController
-
 log = logging.getLogger(__name__)
 
 
-async def sync_rollout_status(dc: DeploymentController, all_rss: list[Obj | None],
+async def sync_rollout_status(dc: DeploymentControl, all_rss: list[Obj | None],
                               new_rs: Obj | None, d: Obj) -> None:
     """syncRolloutStatus: status plus the Progressing and ReplicaFailure conditions."""
     now = dc.now()
@@ -93,7 +90,7 @@ def replica_failures(all_rss: list[Obj | None], new_rs: Obj | None) -> list[Obj]
     return failures_of(new_rs) or [c for rs in all_rss for c in failures_of(rs)]
 
 
-def requeue_stuck_deployment(dc: DeploymentController, d: Obj, new_status: Obj) -> None:
+def requeue_stuck_deployment(dc: DeploymentControl, d: Obj, new_status: Obj) -> None:
     """requeueStuckDeployment: a rollout with no progress is synced again when its
     deadline passes (a second late, against clock skew), to be marked as timed out."""
     current = get_condition(d.get("status") or {}, PROGRESSING)

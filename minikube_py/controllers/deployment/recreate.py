@@ -5,14 +5,13 @@ and scale up the new ReplicaSet, so old and new pods never run side by side.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from minikube_py.controllers.deployment.progress import sync_rollout_status
 from minikube_py.controllers.deployment.sync import (
     cleanup_deployment,
     get_all_replica_sets_and_sync_revision,
     scale_replica_set_and_record_event,
 )
+from minikube_py.controllers.deployment.types import DeploymentControl
 from minikube_py.controllers.deployment.util import (
     Obj,
     active,
@@ -22,11 +21,8 @@ from minikube_py.controllers.deployment.util import (
     uid,
 )
 
-if TYPE_CHECKING:
-    from minikube_py.controllers.deployment.controller import DeploymentController
 
-
-async def rollout_recreate(dc: DeploymentController, d: Obj, rs_list: list[Obj],
+async def rollout_recreate(dc: DeploymentControl, d: Obj, rs_list: list[Obj],
                            pod_map: dict[str, list[Obj]]) -> None:
     """rolloutRecreate: old down, wait for their pods to be gone, then new up."""
     new_rs, old_rss = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, False)
@@ -47,7 +43,7 @@ async def rollout_recreate(dc: DeploymentController, d: Obj, rs_list: list[Obj],
     await sync_rollout_status(dc, all_rss, new_rs, d)
 
 
-async def scale_down_old_replica_sets_for_recreate(dc: DeploymentController,
+async def scale_down_old_replica_sets_for_recreate(dc: DeploymentControl,
                                                    old_rss: list[Obj], d: Obj) -> bool:
     """scaleDownOldReplicaSetsForRecreate: every active old ReplicaSet to zero."""
     scaled = False

@@ -11,9 +11,9 @@ that still set the annotation: the controller copies the template, then drops it
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING
 
 from minikube_py.controllers.deployment.sync import get_all_replica_sets_and_sync_revision
+from minikube_py.controllers.deployment.types import DeploymentControl
 from minikube_py.controllers.deployment.util import (
     POD_TEMPLATE_HASH,
     ROLLBACK_DONE,
@@ -28,12 +28,8 @@ from minikube_py.controllers.deployment.util import (
     set_deployment_annotations_to,
 )
 
-if TYPE_CHECKING:
-    from minikube_py.controllers.deployment.controller import DeploymentController
 
-
-
-async def rollback(dc: DeploymentController, d: Obj, rs_list: list[Obj]) -> None:
+async def rollback(dc: DeploymentControl, d: Obj, rs_list: list[Obj]) -> None:
     """rollback: copy the template of the asked-for revision (0: the previous one) into
     the Deployment; in any case clear the annotation."""
     new_rs, old_rss = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, True)
@@ -60,7 +56,7 @@ async def rollback(dc: DeploymentController, d: Obj, rs_list: list[Obj]) -> None
     await update_deployment_and_clear_rollback_to(dc, d)
 
 
-async def rollback_to_template(dc: DeploymentController, d: Obj, rs: Obj) -> bool:
+async def rollback_to_template(dc: DeploymentControl, d: Obj, rs: Obj) -> bool:
     """rollbackToTemplate: take the ReplicaSet's template (without its hash label) and
     annotations; True if the template changed."""
     performed = False
@@ -79,7 +75,7 @@ async def rollback_to_template(dc: DeploymentController, d: Obj, rs: Obj) -> boo
     return performed
 
 
-async def update_deployment_and_clear_rollback_to(dc: DeploymentController, d: Obj) -> None:
+async def update_deployment_and_clear_rollback_to(dc: DeploymentControl, d: Obj) -> None:
     """updateDeploymentAndClearRollbackTo: write the Deployment without the annotation."""
     (d["metadata"].get("annotations") or {}).pop(ROLLBACK_TO_ANNOTATION, None)
     await dc.deployment_client.update(d)

@@ -13,7 +13,6 @@ so that at every moment the pods asked for stay within
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from minikube_py.client.errors import APIStatusError
 from minikube_py.client.rest import ConnectionFailed
@@ -23,6 +22,7 @@ from minikube_py.controllers.deployment.sync import (
     get_all_replica_sets_and_sync_revision,
     scale_replica_set_and_record_event,
 )
+from minikube_py.controllers.deployment.types import DeploymentControl
 from minikube_py.controllers.deployment.util import (
     Obj,
     active,
@@ -35,13 +35,10 @@ from minikube_py.controllers.deployment.util import (
     status_count,
 )
 
-if TYPE_CHECKING:
-    from minikube_py.controllers.deployment.controller import DeploymentController
-
 log = logging.getLogger(__name__)
 
 
-async def rollout_rolling(dc: DeploymentController, d: Obj, rs_list: list[Obj]) -> None:
+async def rollout_rolling(dc: DeploymentControl, d: Obj, rs_list: list[Obj]) -> None:
     """rolloutRolling: one step of a rolling update, then the status."""
     new_rs, old_rss = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, True)
     assert new_rs is not None  # created above when missing (a failure raised)
@@ -57,7 +54,7 @@ async def rollout_rolling(dc: DeploymentController, d: Obj, rs_list: list[Obj]) 
     await sync_rollout_status(dc, all_rss, new_rs, d)
 
 
-async def reconcile_new_replica_set(dc: DeploymentController, all_rss: list[Obj | None],
+async def reconcile_new_replica_set(dc: DeploymentControl, all_rss: list[Obj | None],
                                     new_rs: Obj, d: Obj) -> bool:
     """reconcileNewReplicaSet: grow the new ReplicaSet within maxSurge (or shrink it to
     spec.replicas); True if it was resized."""
@@ -71,7 +68,7 @@ async def reconcile_new_replica_set(dc: DeploymentController, all_rss: list[Obj 
     return scaled
 
 
-async def reconcile_old_replica_sets(dc: DeploymentController, all_rss: list[Obj | None],
+async def reconcile_old_replica_sets(dc: DeploymentControl, all_rss: list[Obj | None],
                                      old_rss: list[Obj], new_rs: Obj, d: Obj) -> bool:
     """reconcileOldReplicaSets: shrink old ReplicaSets within maxUnavailable.
 
@@ -97,7 +94,7 @@ async def reconcile_old_replica_sets(dc: DeploymentController, all_rss: list[Obj
     return cleaned + scaled_down > 0
 
 
-async def cleanup_unhealthy_replicas(dc: DeploymentController, old_rss: list[Obj], d: Obj,
+async def cleanup_unhealthy_replicas(dc: DeploymentControl, old_rss: list[Obj], d: Obj,
                                      max_cleanup: int) -> tuple[list[Obj], int]:
     """cleanupUnhealthyReplicas: scale old ReplicaSets down by their unavailable pods
     (the ReplicaSet controller deletes not-ready pods first)."""
@@ -117,7 +114,7 @@ async def cleanup_unhealthy_replicas(dc: DeploymentController, old_rss: list[Obj
 
 
 async def scale_down_old_replica_sets_for_rolling_update(
-        dc: DeploymentController, all_rss: list[Obj | None], old_rss: list[Obj], d: Obj) -> int:
+        dc: DeploymentControl, all_rss: list[Obj | None], old_rss: list[Obj], d: Obj) -> int:
     """scaleDownOldReplicaSetsForRollingUpdate: remove available old pods while more
     than spec.replicas - maxUnavailable pods are available, oldest ReplicaSet first.
 

@@ -2,8 +2,9 @@
 finding (or creating) the new ReplicaSet and syncing revisions, scaling a ReplicaSet
 with its event, proportional scaling, cleaning up old revisions, and the status.
 
-Functions take the controller `dc` first, as upstream's methods take their receiver;
-`d` is the controller's private copy of the Deployment and may be changed in place.
+Functions take the controller `dc` first, as upstream's methods take their receiver
+(typed as types.DeploymentControl, the few members they use); `d` is the controller's
+private copy of the Deployment and may be changed in place.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from __future__ import annotations
 import copy
 import logging
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from minikube_py.client.errors import AlreadyExists, APIStatusError, NotFound
 from minikube_py.client.rest import ConnectionFailed
 from minikube_py.controllers.controller_ref import being_deleted, is_controlled_by, owner_reference
 from minikube_py.controllers.controller_utils import compute_hash
+from minikube_py.controllers.deployment.types import DeploymentControl
 from minikube_py.controllers.deployment.util import (
     AVAILABLE,
     DESIRED_REPLICAS_ANNOTATION,
@@ -64,19 +65,16 @@ from minikube_py.controllers.deployment.util import (
     status_replicas,
 )
 
-if TYPE_CHECKING:
-    from minikube_py.controllers.deployment.controller import DeploymentController
-
 log = logging.getLogger(__name__)
 
 
-async def sync_status_only(dc: DeploymentController, d: Obj, rs_list: list[Obj]) -> None:
+async def sync_status_only(dc: DeploymentControl, d: Obj, rs_list: list[Obj]) -> None:
     """syncStatusOnly: a Deployment being deleted only gets its status refreshed."""
     new_rs, old_rss = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, False)
     await sync_deployment_status(dc, [*old_rss, new_rs], new_rs, d)
 
 
-async def sync_scaling(dc: DeploymentController, d: Obj, rs_list: list[Obj]) -> None:
+async def sync_scaling(dc: DeploymentControl, d: Obj, rs_list: list[Obj]) -> None:
     """sync: a paused Deployment, or a scaling event: resize the ReplicaSets (no rollout),
     clean up old revisions if paused, and write status."""
     new_rs, old_rss = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, False)
@@ -86,7 +84,7 @@ async def sync_scaling(dc: DeploymentController, d: Obj, rs_list: list[Obj]) -> 
     await sync_deployment_status(dc, [*old_rss, new_rs], new_rs, d)
 
 
-async def check_paused_conditions(dc: DeploymentController, d: Obj) -> None:
+async def check_paused_conditions(dc: DeploymentControl, d: Obj) -> None:
     """checkPausedConditions: Progressing=Unknown while paused (DeploymentPaused) and on
     resume (DeploymentResumed), so the pause does not count against the deadline."""
     if not has_progress_deadline(d):
@@ -108,7 +106,7 @@ async def check_paused_conditions(dc: DeploymentController, d: Obj) -> None:
 
 
 async def get_all_replica_sets_and_sync_revision(
-        dc: DeploymentController, d: Obj, rs_list: list[Obj], create_if_missing: bool,
+        dc: DeploymentControl, d: Obj, rs_list: list[Obj], create_if_missing: bool,
 ) -> tuple[Obj | None, list[Obj]]:
     """getAllReplicaSetsAndSyncRevision: (new ReplicaSet or None, all old ones)."""
     old_rss = find_old_replica_sets(d, rs_list)
@@ -116,7 +114,7 @@ async def get_all_replica_sets_and_sync_revision(
     return new_rs, old_rss
 
 
-async def get_new_replica_set(dc: DeploymentController, d: Obj, rs_list: list[Obj],
+async def get_new_replica_set(dc: DeploymentControl, d: Obj, rs_list: list[Obj],
                               old_rss: list[Obj], create_if_missing: bool) -> Obj | None:
     """getNewReplicaSet: the ReplicaSet running the Deployment's template.
 
@@ -218,7 +216,7 @@ def new_replica_set(d: Obj) -> Obj:
     }
 
 
-async def scale(dc: DeploymentController, d: Obj, new_rs: Obj | None,
+async def scale(dc: DeploymentControl, d: Obj, new_rs: Obj | None,
                 old_rss: list[Obj]) -> None:
     """scale: follow a change of spec.replicas without hastening a rollout.
 
@@ -259,7 +257,7 @@ async def scale(dc: DeploymentController, d: Obj, new_rs: Obj | None,
         await scale_replica_set(dc, rs, sizes[name], d, operation)
 
 
-async def scale_replica_set_and_record_event(dc: DeploymentController, rs: Obj, new_scale: int,
+async def scale_replica_set_and_record_event(dc: DeploymentControl, rs: Obj, new_scale: int,
                                              d: Obj) -> tuple[bool, Obj]:
     """scaleReplicaSetAndRecordEvent: resize one ReplicaSet, if its size differs."""
     if replicas(rs) == new_scale:
@@ -268,7 +266,7 @@ async def scale_replica_set_and_record_event(dc: DeploymentController, rs: Obj, 
     return await scale_replica_set(dc, rs, new_scale, d, operation)
 
 
-async def scale_replica_set(dc: DeploymentController, rs: Obj, new_scale: int, d: Obj,
+async def scale_replica_set(dc: DeploymentControl, rs: Obj, new_scale: int, d: Obj,
                             operation: str) -> tuple[bool, Obj]:
     """scaleReplicaSet: write the size and the desired/max-replicas annotations (the
     ReplicaSet's record of the Deployment size it was scaled for); event on resize."""
@@ -288,7 +286,7 @@ async def scale_replica_set(dc: DeploymentController, rs: Obj, new_scale: int, d
     return size_changed, updated
 
 
-async def cleanup_deployment(dc: DeploymentController, old_rss: list[Obj], d: Obj) -> None:
+async def cleanup_deployment(dc: DeploymentControl, old_rss: list[Obj], d: Obj) -> None:
     """cleanupDeployment: keep only revisionHistoryLimit old ReplicaSets, deleting the
     oldest revisions among those fully scaled down."""
     if not has_revision_history_limit(d):
@@ -306,7 +304,7 @@ async def cleanup_deployment(dc: DeploymentController, old_rss: list[Obj], d: Ob
             continue
 
 
-async def sync_deployment_status(dc: DeploymentController, all_rss: list[Obj | None],
+async def sync_deployment_status(dc: DeploymentControl, all_rss: list[Obj | None],
                                  new_rs: Obj | None, d: Obj) -> None:
     """syncDeploymentStatus: write the status computed from the ReplicaSets, if it changed."""
     new_status = calculate_status(all_rss, new_rs, d, dc.now())
@@ -354,7 +352,7 @@ def wire_status(status: Obj) -> Obj:
             if key in pointers or value not in (0, [], None)}
 
 
-async def is_scaling_event(dc: DeploymentController, d: Obj, rs_list: list[Obj]) -> bool:
+async def is_scaling_event(dc: DeploymentControl, d: Obj, rs_list: list[Obj]) -> bool:
     """isScalingEvent: an active ReplicaSet was sized for another spec.replicas."""
     new_rs, old_rss = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, False)
     for rs in active([*old_rss, new_rs]):

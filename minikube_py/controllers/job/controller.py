@@ -23,7 +23,6 @@ import asyncio
 import copy
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -40,6 +39,7 @@ from minikube_py.controllers.controller_ref import (
     controller_of,
     is_controlled_by,
     pod_from_template,
+    resolve_controller_ref,
 )
 from minikube_py.controllers.controller_utils import SLOW_START_INITIAL_BATCH_SIZE, slow_start_batch
 from minikube_py.controllers.expectations import ControllerExpectations
@@ -71,6 +71,7 @@ from minikube_py.controllers.job.tracking import (
     remove_finalizer,
     track_status_and_remove_finalizers,
 )
+from minikube_py.controllers.job.types import SyncState
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -80,26 +81,6 @@ JOB_CONTROLLER_NAME = "kubernetes.io/job-controller"  # spec.managedBy of Jobs w
 # Module constants, as upstream's package variables (tests shorten them).
 SYNC_JOB_BATCH_PERIOD = 1.0  # pod events within this many seconds share one sync
 MAX_POD_CREATE_DELETE_PER_SYNC = 500
-
-
-@dataclass
-class SyncState:
-    """syncJobCtx: what one sync has learned about a Job and its pods."""
-
-    job: Obj
-    pods: list[Obj]
-    active_pods: list[Obj]
-    uncounted_succeeded: set[str]
-    uncounted_failed: set[str]
-    expected_removals: set[str]  # pods whose finalizer removal the cache has not shown yet
-    ready: int = 0
-    terminating: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    finished: Obj | None = None  # the condition the Job is heading for
-    backoff: BackoffRecord = field(default_factory=BackoffRecord)
-    prev_succeeded_indexes: set[int] = field(default_factory=set)
-    succeeded_indexes: set[int] = field(default_factory=set)
 
 
 class JobController(Controller):
@@ -175,12 +156,7 @@ class JobController(Controller):
 
     def _resolve_controller_ref(self, namespace: str, reference: Obj) -> Obj | None:
         """resolveControllerRef: the Job an ownerReference names, if it is that very Job."""
-        if reference.get("kind") != "Job":
-            return None
-        job = self.jobs.store.get_by_name(namespace, reference.get("name", ""))
-        if job is None or uid_of(job) != reference.get("uid"):
-            return None
-        return job
+        return resolve_controller_ref(self.jobs.store, namespace, reference, "Job")
 
     def _jobs_selecting(self, pod: Obj) -> list[Obj]:
         """GetPodJobs: the Jobs whose selector matches the pod (candidates to adopt it)."""

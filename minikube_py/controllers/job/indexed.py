@@ -4,7 +4,7 @@ pkg/controller/job/indexed_job_utils.go)."""
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from minikube_py.api.podutil import is_pod_terminating
 from minikube_py.controllers.job.pods import (
@@ -12,9 +12,7 @@ from minikube_py.controllers.job.pods import (
     only_replace_failed_pods,
     pod_phase,
 )
-
-if TYPE_CHECKING:
-    from minikube_py.controllers.job.controller import SyncState
+from minikube_py.controllers.job.types import SyncState
 
 Obj = dict[str, Any]
 

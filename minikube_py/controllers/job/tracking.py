@@ -8,13 +8,14 @@ and moves to the counters only after: a crash between the writes neither loses a
 counts it twice. Once no pod is left uncounted or terminating, the Job gets its terminal
 Complete or Failed condition.
 
-Functions take the controller `jm` first, as upstream's methods take their receiver.
+Functions take the controller `jm` first, as upstream's methods take their receiver
+(typed as types.JobControl, the few members they use).
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from minikube_py.client.errors import NotFound
 from minikube_py.controllers.job.conditions import ensure_condition, find_condition, new_condition
@@ -31,16 +32,14 @@ from minikube_py.controllers.job.pods import (
     pod_phase,
     uid_of,
 )
-
-if TYPE_CHECKING:
-    from minikube_py.controllers.job.controller import JobController, SyncState
+from minikube_py.controllers.job.types import JobControl, SyncState
 
 Obj = dict[str, Any]
 
 MAX_UNCOUNTED_PODS = 500  # uids in status.uncountedTerminatedPods per sync
 
 
-async def track_status_and_remove_finalizers(jm: JobController, key: str, state: SyncState,
+async def track_status_and_remove_finalizers(jm: JobControl, key: str, state: SyncState,
                                              needs_flush: bool) -> None:
     """trackJobStatusAndRemoveFinalizers: record finished pods in uncountedTerminatedPods,
     remove their finalizers, count them; then finish the Job if it is done."""
@@ -102,7 +101,7 @@ async def track_status_and_remove_finalizers(jm: JobController, key: str, state:
             _record_job_finished(jm, state.job, state.finished)
 
 
-def _record_interim_condition(jm: JobController, state: SyncState) -> bool:
+def _record_interim_condition(jm: JobControl, state: SyncState) -> bool:
     """Write FailureTarget / SuccessCriteriaMet now; the terminal Failed / Complete
     condition (same reason and message) waits until every pod is counted."""
     finished = state.finished
@@ -125,7 +124,7 @@ def _record_interim_condition(jm: JobController, state: SyncState) -> bool:
     return False
 
 
-async def _flush_and_remove_finalizers(jm: JobController, key: str, state: SyncState,
+async def _flush_and_remove_finalizers(jm: JobControl, key: str, state: SyncState,
                                        to_release: list[Obj], with_finalizer: set[str],
                                        needs_flush: bool) -> bool:
     """flushUncountedAndRemoveFinalizers: write the uncounted uids, remove the pods'
@@ -150,7 +149,7 @@ async def _flush_and_remove_finalizers(jm: JobController, key: str, state: SyncS
     return needs_flush
 
 
-async def _remove_tracking_finalizers(jm: JobController, key: str, pods: list[Obj]
+async def _remove_tracking_finalizers(jm: JobControl, key: str, pods: list[Obj]
                                       ) -> tuple[set[str], Exception | None]:
     """removeTrackingFinalizerFromPods: returns the uids released and the first error."""
     expected = jm.finalizer_expectations.setdefault(key, set())
@@ -168,7 +167,7 @@ async def _remove_tracking_finalizers(jm: JobController, key: str, pods: list[Ob
     return released, first_error
 
 
-def _enact_job_finished(jm: JobController, state: SyncState) -> bool:
+def _enact_job_finished(jm: JobControl, state: SyncState) -> bool:
     """enactJobFinished: set Complete or Failed once no pod is uncounted or terminating."""
     finished = state.finished
     if finished is None:
@@ -185,7 +184,7 @@ def _enact_job_finished(jm: JobController, state: SyncState) -> bool:
     return True
 
 
-def _record_job_finished(jm: JobController, job: Obj, condition: Obj) -> None:
+def _record_job_finished(jm: JobControl, job: Obj, condition: Obj) -> None:
     """recordJobFinished: the events of a finished Job."""
     if condition["type"] == "Complete":
         completions = job["spec"].get("completions")
@@ -198,14 +197,14 @@ def _record_job_finished(jm: JobController, job: Obj, condition: Obj) -> None:
         jm.recorder.event(job, "Warning", condition["reason"], condition["message"])
 
 
-async def _update_status(jm: JobController, job: Obj) -> Obj:
+async def _update_status(jm: JobControl, job: Obj) -> Obj:
     """PUT /status; returns the Job as stored, whose resourceVersion the next write needs."""
     updated = await jm.jobs_client.update_status(_wire_status(job))
     updated.setdefault("status", {}).setdefault("uncountedTerminatedPods", {})
     return updated
 
 
-async def remove_finalizer(jm: JobController, pod: Obj) -> None:
+async def remove_finalizer(jm: JobControl, pod: Obj) -> None:
     """removeTrackingFinalizerPatch; a pod already gone needs nothing."""
     if not has_tracking_finalizer(pod):
         return

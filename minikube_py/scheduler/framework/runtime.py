@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from minikube_py.scheduler.framework.equivalence import EquivalenceCache
@@ -53,19 +53,27 @@ if TYPE_CHECKING:
 Obj = dict[str, Any]
 ObserveDuration = Callable[[str, str, float], None]  # (extension point, status, seconds)
 
-EXTENSION_POINTS: dict[str, type[Plugin]] = {
-    "queueSort": QueueSortPlugin,
-    "preFilter": PreFilterPlugin,
-    "filter": FilterPlugin,
-    "postFilter": PostFilterPlugin,
-    "preScore": PreScorePlugin,
-    "score": ScorePlugin,
-    "reserve": ReservePlugin,
-    "permit": PermitPlugin,
-    "preBind": PreBindPlugin,
-    "bind": BindPlugin,
-    "postBind": PostBindPlugin,
-}
+
+@dataclass
+class ExtensionPoints:
+    """A profile's plugins at each extension point, in the order they run (the profile's
+    `plugins.queueSort`, `plugins.preFilter`, ... once profile.py has resolved them)."""
+
+    queue_sort: list[QueueSortPlugin] = field(default_factory=list)
+    pre_filter: list[PreFilterPlugin] = field(default_factory=list)
+    filter: list[FilterPlugin] = field(default_factory=list)
+    post_filter: list[PostFilterPlugin] = field(default_factory=list)
+    pre_score: list[PreScorePlugin] = field(default_factory=list)
+    score: list[ScorePlugin] = field(default_factory=list)
+    reserve: list[ReservePlugin] = field(default_factory=list)
+    permit: list[PermitPlugin] = field(default_factory=list)
+    pre_bind: list[PreBindPlugin] = field(default_factory=list)
+    bind: list[BindPlugin] = field(default_factory=list)
+    post_bind: list[PostBindPlugin] = field(default_factory=list)
+
+    def all_plugins(self) -> list[Plugin]:
+        """Every plugin, once for each extension point it runs at."""
+        return [plugin for point in fields(self) for plugin in getattr(self, point.name)]
 
 
 @dataclass
@@ -91,7 +99,7 @@ class WaitingPod:
 class Framework:
     """One scheduling profile: its plugins by extension point, and how to run them."""
 
-    def __init__(self, profile_name: str, plugins: dict[str, list[Plugin]],
+    def __init__(self, profile_name: str, plugins: ExtensionPoints,
                  score_weights: dict[str, int], *, client: Client | None = None,
                  informers: SharedInformerFactory | None = None,
                  recorder: EventRecorder | None = None,
@@ -124,9 +132,6 @@ class Framework:
             return []
         return self.pod_nominator.nominated_pods_for_node(node_name)
 
-    def plugins_at(self, point: str) -> list[Any]:
-        return self.plugins.get(point, [])
-
     def record_duration(self, point: str, started: float, status: Status) -> None:
         if self._observe is not None:
             self._observe(point, status.code.name.title(), time.perf_counter() - started)
@@ -134,7 +139,7 @@ class Framework:
     # -- QueueSort ----------------------------------------------------------------------------
 
     def queue_sort_less(self) -> Callable[[Any, Any], bool]:
-        sorters = self.plugins_at("queueSort")
+        sorters = self.plugins.queue_sort
         if len(sorters) != 1:
             raise ValueError(f"profile {self.profile_name}: exactly one queueSort plugin "
                              f"is required, got {len(sorters)}")
@@ -147,7 +152,7 @@ class Framework:
         """Every PreFilter; their node sets intersect; a rejection ends the cycle."""
         started = time.perf_counter()
         result: PreFilterResult | None = None
-        for plugin in self.plugins_at("preFilter"):
+        for plugin in self.plugins.pre_filter:
             plugin_result, status = plugin.pre_filter(state, pod, nodes)
             if status.is_skip():
                 state.skip_filter_plugins.add(plugin.name)
@@ -174,7 +179,7 @@ class Framework:
     def run_filter_plugins(self, state: CycleState, pod: PodInfo, node_info: NodeInfo
                            ) -> Status:
         """Filter one node: the first plugin that says no decides."""
-        for plugin in self.plugins_at("filter"):
+        for plugin in self.plugins.filter:
             if plugin.name in state.skip_filter_plugins:
                 continue
             status = plugin.filter(state, pod, node_info)
@@ -191,7 +196,7 @@ class Framework:
         The verdicts of the node-local Filters that come first (in the default profile,
         all but PodTopologySpread and InterPodAffinity) are remembered for the next pod
         with the same spec (framework/equivalence.py)."""
-        plugins = [plugin for plugin in self.plugins_at("filter")
+        plugins = [plugin for plugin in self.plugins.filter
                    if plugin.name not in state.skip_filter_plugins]
         local = 0
         while local < len(plugins) and plugins[local].node_local:
@@ -208,7 +213,7 @@ class Framework:
         return nodes, rejected
 
     @staticmethod
-    def _filter_nodes(plugins: list[Any], state: CycleState, pod: PodInfo,
+    def _filter_nodes(plugins: list[FilterPlugin], state: CycleState, pod: PodInfo,
                       nodes: list[NodeInfo]) -> tuple[list[NodeInfo], dict[str, Status]]:
         rejected: dict[str, Status] = {}
         for plugin in plugins:
@@ -224,7 +229,7 @@ class Framework:
 
     def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo,
                                          to_add: PodInfo, node_info: NodeInfo) -> Status:
-        for plugin in self.plugins_at("preFilter"):
+        for plugin in self.plugins.pre_filter:
             if plugin.name in state.skip_filter_plugins:
                 continue
             status = plugin.add_pod(state, pod, to_add, node_info)
@@ -235,7 +240,7 @@ class Framework:
     def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo,
                                             to_remove: PodInfo, node_info: NodeInfo
                                             ) -> Status:
-        for plugin in self.plugins_at("preFilter"):
+        for plugin in self.plugins.pre_filter:
             if plugin.name in state.skip_filter_plugins:
                 continue
             status = plugin.remove_pod(state, pod, to_remove, node_info)
@@ -270,7 +275,7 @@ class Framework:
         """PostFilter (preemption): the first plugin that finds a way out wins."""
         started = time.perf_counter()
         reasons: list[str] = []
-        for plugin in self.plugins_at("postFilter"):
+        for plugin in self.plugins.post_filter:
             result, status = await plugin.post_filter(state, pod, statuses)
             if status.is_success():
                 self.record_duration("PostFilter", started, status)
@@ -286,7 +291,7 @@ class Framework:
     def run_pre_score_plugins(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
                               ) -> Status:
         started = time.perf_counter()
-        for plugin in self.plugins_at("preScore"):
+        for plugin in self.plugins.pre_score:
             status = plugin.pre_score(state, pod, nodes)
             if status.is_skip():
                 state.skip_score_plugins.add(plugin.name)
@@ -304,7 +309,7 @@ class Framework:
         (framework/equivalence.py); for those that do not normalize, so is their weighted
         sum."""
         started = time.perf_counter()
-        plugins = [plugin for plugin in self.plugins_at("score")
+        plugins = [plugin for plugin in self.plugins.score
                    if plugin.name not in state.skip_score_plugins]
         names = [info.name for info in nodes]
         totals, remembered, status = self._node_local_scores(state, pod, nodes, plugins)
@@ -338,7 +343,7 @@ class Framework:
             totals = [total + same_for_all for total in totals]
         return dict(zip(names, totals, strict=True)), SUCCESS
 
-    def _check_scores(self, state: CycleState, pod: PodInfo, plugin: Any,
+    def _check_scores(self, state: CycleState, pod: PodInfo, plugin: ScorePlugin,
                       names: list[str], scores: list[int]) -> Status:
         """NormalizeScore (in place), then check every score is within [0, 100]."""
         if _normalizes(plugin):
@@ -354,7 +359,7 @@ class Framework:
         return SUCCESS
 
     def _node_local_scores(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
-                           plugins: list[Any]
+                           plugins: list[ScorePlugin]
                            ) -> tuple[list[int], dict[str, list[int]], Status]:
         """What the node-local Score plugins say, remembered per pod spec: the weighted sum
         of those that do not normalize (one total per node), and the raw scores of those
@@ -398,7 +403,7 @@ class Framework:
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str
                                     ) -> Status:
-        for plugin in self.plugins_at("reserve"):
+        for plugin in self.plugins.reserve:
             status = plugin.reserve(state, pod, node_name)
             if not status.is_success():
                 return status.with_plugin(plugin.name)
@@ -406,14 +411,14 @@ class Framework:
 
     def run_reserve_plugins_unreserve(self, state: CycleState, pod: PodInfo,
                                       node_name: str) -> None:
-        for plugin in reversed(self.plugins_at("reserve")):
+        for plugin in reversed(self.plugins.reserve):
             plugin.unreserve(state, pod, node_name)
 
     def run_permit_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """Permit: Success, a rejection, or Wait (the pod is parked in waiting_pods)."""
         pending: set[str] = set()
         timeout = 0.0
-        for plugin in self.plugins_at("permit"):
+        for plugin in self.plugins.permit:
             status, plugin_timeout = plugin.permit(state, pod, node_name)
             if status.code == Code.WAIT:
                 pending.add(plugin.name)
@@ -444,7 +449,7 @@ class Framework:
     async def run_pre_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str
                                    ) -> Status:
         started = time.perf_counter()
-        for plugin in self.plugins_at("preBind"):
+        for plugin in self.plugins.pre_bind:
             status = await plugin.pre_bind(state, pod, node_name)
             if not status.is_success():
                 self.record_duration("PreBind", started, status)
@@ -455,7 +460,7 @@ class Framework:
     async def run_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str
                                ) -> Status:
         started = time.perf_counter()
-        for plugin in self.plugins_at("bind"):
+        for plugin in self.plugins.bind:
             status = await plugin.bind(state, pod, node_name)
             if status.is_skip():
                 continue
@@ -467,11 +472,11 @@ class Framework:
 
     async def run_post_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str
                                     ) -> None:
-        for plugin in self.plugins_at("postBind"):
+        for plugin in self.plugins.post_bind:
             await plugin.post_bind(state, pod, node_name)
 
 
-def _normalizes(plugin: Any) -> bool:
+def _normalizes(plugin: ScorePlugin) -> bool:
     """Whether a Score plugin has its own NormalizeScore."""
     return type(plugin).normalize_score is not ScorePlugin.normalize_score
 

@@ -103,7 +103,7 @@ async def test_batch_answers_equal_node_by_node_answers(seed: int) -> None:
         state = CycleState()
         _, status = fwk.run_pre_filter_plugins(state, pod, infos)
         if status.is_success():
-            for plugin in fwk.plugins_at("filter"):
+            for plugin in fwk.plugins.filter:
                 if plugin.name in state.skip_filter_plugins:
                     continue
                 assert isinstance(plugin, FilterPlugin)
@@ -117,14 +117,14 @@ async def test_batch_answers_equal_node_by_node_answers(seed: int) -> None:
                 assert batch == one_by_one, plugin.name
                 compared += 1
         assert fwk.run_pre_score_plugins(state, pod, infos).is_success()
-        for plugin in fwk.plugins_at("score"):
-            if plugin.name in state.skip_score_plugins:
+        for score_plugin in fwk.plugins.score:
+            if score_plugin.name in state.skip_score_plugins:
                 continue
-            assert isinstance(plugin, ScorePlugin)
-            one_by_one_scores = [plugin.score(state, pod, info)[0] for info in infos]
-            scores, score_status = plugin.score_nodes(state, pod, infos)
+            assert isinstance(score_plugin, ScorePlugin)
+            one_by_one_scores = [score_plugin.score(state, pod, info)[0] for info in infos]
+            scores, score_status = score_plugin.score_nodes(state, pod, infos)
             assert score_status.is_success()
-            assert scores == one_by_one_scores, plugin.name
+            assert scores == one_by_one_scores, score_plugin.name
             compared += 1
     assert compared > 100  # the pods above do reach the plugins
 

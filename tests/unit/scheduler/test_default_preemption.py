@@ -19,7 +19,7 @@ from minikube_py.scheduler.framework.interface import (
     PostFilterResult,
     Status,
 )
-from minikube_py.scheduler.framework.runtime import Framework
+from minikube_py.scheduler.framework.runtime import ExtensionPoints, Framework
 from minikube_py.scheduler.framework.types import PodInfo, Snapshot
 from minikube_py.scheduler.plugins.default_preemption import (
     Candidate,
@@ -132,11 +132,11 @@ class Setup:
 def setup(nodes: list[Obj], pods: list[Obj], pdbs: Sequence[Obj] = (),
           args: Obj | None = None) -> Setup:
     client, recorder, informers = FakeClient(), FakeRecorder(), FakeInformers()
-    fwk = Framework("default-scheduler", {}, {}, client=client,  # type: ignore[arg-type]
+    fwk = Framework("default-scheduler", ExtensionPoints(), {}, client=client,  # type: ignore[arg-type]
                     informers=informers, recorder=recorder)  # type: ignore[arg-type]
     fit = NodeResourcesFit(None, fwk)
     plugin = DefaultPreemption(args, fwk)
-    fwk.plugins = {"preFilter": [fit], "filter": [fit], "postFilter": [plugin]}
+    fwk.plugins = ExtensionPoints(pre_filter=[fit], filter=[fit], post_filter=[plugin])
     nominator = FakeNominator()
     fwk.pod_nominator = nominator
     fwk.set_snapshot(Snapshot.of(nodes, pods))
