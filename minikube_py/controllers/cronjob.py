@@ -214,8 +214,22 @@ class CronJobController(Controller):
             self.enqueue_after(cronjob, outcome.requeue_after)
 
     async def _sync_cronjob(self, cronjob: Obj, jobs: list[Obj], outcome: _SyncOutcome) -> Obj:
-        """syncCronJob: returns the CronJob whose status is to be written (maybe re-read)."""
+        """syncCronJob: match the active list with the Jobs, then start the run that is due,
+        if any. Returns the CronJob whose status is to be written (maybe re-read)."""
         now = self.now()
+        cronjob = await self._reconcile_active(cronjob, jobs, outcome)
+        if cronjob["metadata"].get("deletionTimestamp"):
+            return cronjob
+        due = self._due_run(cronjob, now, outcome)
+        if due is not None:
+            await self._start_run(cronjob, *due, outcome)
+        return cronjob
+
+    async def _reconcile_active(self, cronjob: Obj, jobs: list[Obj], outcome: _SyncOutcome
+                                ) -> Obj:
+        """The active list against the CronJob's Jobs: finished ones leave it, unknown ones
+        and vanished ones get an Event, lastSuccessfulTime follows the newest completion.
+        Returns the CronJob (re-read when the cache lagged our own status write)."""
         status = cronjob["status"]
         children = set()
         for job in jobs:
@@ -255,48 +269,60 @@ class CronJobController(Controller):
                                     f"Active job went missing: {reference['name']}")
                 _delete_from_active_list(cronjob, reference.get("uid"))
                 outcome.status_changed = True
+        return cronjob
 
-        if cronjob["metadata"].get("deletionTimestamp"):
-            return cronjob
+    def _due_run(self, cronjob: Obj, now: datetime, outcome: _SyncOutcome
+                 ) -> tuple[datetime, tzinfo] | None:
+        """The scheduled time of the run to start now, with the CronJob's time zone; None
+        when suspended, invalid (an Event says why), not due, or past its starting deadline.
+        Sets when to look again."""
         spec = cronjob["spec"]
         try:
             zone = _time_zone(cronjob)
         except ZoneInfoNotFoundError as error:
             self.recorder.event(cronjob, "Warning", "UnknownTimeZone",
                                 f'invalid timeZone: "{spec.get("timeZone")}": {error}')
-            return cronjob
+            return None
         if spec.get("suspend"):
-            return cronjob
+            return None
         try:
             schedule = CronSchedule.parse(spec.get("schedule", ""))
         except CronSyntaxError as error:
             self.recorder.event(cronjob, "Warning", "UnparseableSchedule",
                                 f'unparseable schedule: "{spec.get("schedule")}" : {error}')
-            return cronjob
+            return None
         try:
             scheduled = self._next_schedule_time(cronjob, schedule, now, zone)
         except ValueError as error:
             self.recorder.event(cronjob, "Warning", "InvalidSchedule",
                                 f"invalid schedule: {spec.get('schedule')} : {error}")
-            return cronjob
+            return None
         outcome.requeue_after = next_schedule_delay(cronjob, schedule, now, zone)
         if scheduled is None:
-            return cronjob
+            return None
         deadline = spec.get("startingDeadlineSeconds")
         if deadline is not None and scheduled + timedelta(seconds=deadline) < now:
             self.recorder.event(cronjob, "Warning", "MissSchedule",
                                 f"Missed scheduled time to start a job: {_rfc1123z(scheduled)}")
-            return cronjob
+            return None
+        return scheduled, zone
+
+    async def _start_run(self, cronjob: Obj, scheduled: datetime, zone: tzinfo,
+                         outcome: _SyncOutcome) -> None:
+        """Start the Job for the run scheduled at `scheduled`, unless it was started already
+        or the concurrency policy says no (Forbid) or first deletes the active ones
+        (Replace); the active list and lastScheduleTime record it."""
+        spec, status = cronjob["spec"], cronjob["status"]
         name = job_name(cronjob, scheduled)
         last = status.get("lastScheduleTime")
         if any(reference.get("name") == name for reference in status.get("active") or ()) or (
                 last and parse_rfc3339(last) == scheduled):
-            return cronjob  # this run was started already
+            return  # this run was started already
         if spec.get("concurrencyPolicy") == "Forbid" and status.get("active"):
             self.recorder.event(cronjob, "Normal", "JobAlreadyActive",
                                 "Not starting job because prior execution is running and "
                                 "concurrency policy is Forbid")
-            return cronjob
+            return
         if spec.get("concurrencyPolicy") == "Replace":
             for reference in list(status.get("active") or ()):
                 await self._replace_active_job(cronjob, reference)
@@ -305,11 +331,10 @@ class CronJobController(Controller):
         job = await self._create_job(cronjob, scheduled, zone)
         if job is None:
             outcome.requeue_after = None
-            return cronjob
+            return
         status.setdefault("active", []).append(object_reference(job))
         status["lastScheduleTime"] = rfc3339(scheduled)
         outcome.status_changed = True
-        return cronjob
 
     def _next_schedule_time(self, cronjob: Obj, schedule: CronSchedule, now: datetime,
                             zone: tzinfo) -> datetime | None:
