@@ -73,7 +73,12 @@ MINIMAL: dict[str, Obj] = {
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                     "name": "r"}, "subjects": SUBJECTS},
     "scheduling.k8s.io/v1/PriorityClass": {"value": 1000},
+    "apiregistration.k8s.io/v1/APIService": {"spec": {
+        "group": "NAME.example.com", "version": "v1", "groupPriorityMinimum": 1000,
+        "versionPriority": 15}},
 }
+# Kinds whose name follows from their body (NAME in MINIMAL is the test's base name).
+NAMES = {"apiregistration.k8s.io/v1/APIService": "v1.{name}.example.com"}
 NOT_CREATED = {"v1/Binding"}  # a subresource's kind: never stored on its own
 
 
@@ -131,9 +136,11 @@ async def test_get_list_and_watch_carry_every_always_written_field(
     api_version, kind = kind_key.rsplit("/", 1)
     resource = next(r for r in RESOURCES if r.api_version == api_version and r.kind == kind
 )
-    name = f"aw-{uuid.uuid4().hex[:8]}"
+    base = f"aw-{uuid.uuid4().hex[:8]}"
+    name = NAMES.get(kind_key, "{name}").format(name=base)
+    minimal = json.dumps(MINIMAL[kind_key]).replace("NAMESPACE", namespace)
     body = {"apiVersion": api_version, "kind": kind, "metadata": {"name": name},
-            **json.loads(json.dumps(MINIMAL[kind_key]).replace("NAMESPACE", namespace))}
+            **json.loads(minimal.replace("NAME", base))}
     prefix = "/api/v1" if not resource.group else f"/apis/{resource.group}/{resource.version}"
     collection = (f"{prefix}/namespaces/{namespace}/{resource.plural}" if resource.namespaced
                   else f"{prefix}/{resource.plural}")

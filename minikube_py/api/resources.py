@@ -121,11 +121,16 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),
     Resource("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings",
              False),
+    # apiregistration.k8s.io/v1 (the aggregation layer's registry: which server serves
+    # which group-version; every built-in one is Local)
+    Resource("apiregistration.k8s.io", "v1", "APIService", "apiservices", False,
+             subresources=("status",)),
 )
 
 # Groups in the order discovery lists them (core first, as upstream).
 GROUP_ORDER = (
     "",
+    "apiregistration.k8s.io",
     "apps",
     "events.k8s.io",
     "autoscaling",

@@ -34,6 +34,7 @@ from minikube_py.apiserver.allocators import (
     IPAllocator,
     PortAllocator,
 )
+from minikube_py.apiserver.apiservices import APIServiceAvailability
 from minikube_py.apiserver.metrics import APIServerMetrics, InstrumentedEtcd
 from minikube_py.apiserver.requestinfo import parse_request_info
 from minikube_py.apiserver.responses import AUDIT_ID, json_response, no_such_resource
@@ -249,7 +250,11 @@ class APIServer(Component):
         self._system_namespaces.set()
         repair = AllocationRepair(self.etcd, self.services.resource.etcd_prefix,
                                   self.service_allocators)
-        await asyncio.gather(ensure_kubernetes_service(self.services, self.port), repair.run())
+        api_services = APIServiceAvailability(
+            self.stores[("apiregistration.k8s.io", "v1", "apiservices")], self.services,
+            self.stores[("discovery.k8s.io", "v1", "endpointslices")])
+        await asyncio.gather(ensure_kubernetes_service(self.services, self.port), repair.run(),
+                             api_services.run())
 
     async def _compact_periodically(self) -> None:
         """Compact etcd every interval to the revision seen one interval ago (upstream)."""

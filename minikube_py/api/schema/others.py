@@ -132,6 +132,47 @@ PRIORITY_CLASS = api_object(
     value=f(INTEGER, "The priority; higher runs first.", required=True),
 )
 
+# --- apiregistration.k8s.io/v1 -----------------------------------------------------------
+
+APIREGISTRATION = "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1"
+
+API_SERVICE = api_object(
+    f"{APIREGISTRATION}.APIService",
+    "Which server serves a group-version of the API: this one (Local) or a Service.",
+    spec=f(obj(
+        f"{APIREGISTRATION}.APIServiceSpec",
+        "Where the group-version is served, and how it ranks in discovery.",
+        caBundle=f(STRING, "PEM CA bundle to check the serving certificate (base64)."),
+        group=f(STRING, "The API group name."),
+        groupPriorityMinimum=f(INTEGER, "The group's minimum priority in discovery.",
+                               required=True),
+        insecureSkipTLSVerify=f(BOOLEAN, "Do not check the serving certificate."),
+        service=f(obj(
+            f"{APIREGISTRATION}.ServiceReference",
+            "The Service of the server; unset for this server's own (Local) APIs.",
+            name=f(STRING, "The Service's name."),
+            namespace=f(STRING, "The Service's namespace."),
+            port=f(INTEGER, "The Service's port (default 443)."),
+        ), "The Service that serves the group-version; unset: Local."),
+        version=f(STRING, "The API version."),
+        versionPriority=f(INTEGER, "The version's priority within its group.",
+                          required=True),
+    ), "Spec of the APIService."),
+    status=f(obj(
+        f"{APIREGISTRATION}.APIServiceStatus",
+        "Whether the group-version is available.",
+        conditions=merged(obj(
+            f"{APIREGISTRATION}.APIServiceCondition",
+            "One condition (Available).",
+            lastTransitionTime=f(TIME, "When the status last changed."),
+            message=f(STRING, "Why, for people."),
+            reason=f(STRING, "Why, in one CamelCase word."),
+            status=f(STRING, "True, False or Unknown.", required=True),
+            type=f(STRING, "The condition's type.", required=True),
+        ), "Current conditions (Available).", key="type"),
+    ), "Observed state. Read-only."),
+)
+
 # --- policy/v1 -------------------------------------------------------------------------
 
 POLICY = "io.k8s.api.policy.v1"

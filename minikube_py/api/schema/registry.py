@@ -43,6 +43,7 @@ KINDS: dict[GroupVersionKind, Type] = {
     ("coordination.k8s.io", "v1", "Lease"): others.LEASE,
     ("events.k8s.io", "v1", "Event"): others.EVENTS_EVENT,
     ("scheduling.k8s.io", "v1", "PriorityClass"): others.PRIORITY_CLASS,
+    ("apiregistration.k8s.io", "v1", "APIService"): others.API_SERVICE,
     ("policy", "v1", "PodDisruptionBudget"): others.POD_DISRUPTION_BUDGET,
     ("autoscaling", "v1", "Scale"): others.SCALE,
     ("rbac.authorization.k8s.io", "v1", "Role"): rbac.ROLE,

@@ -85,6 +85,9 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("rbac.authorization.k8s.io", "clusterrolebindings"): Printer(
         others.binding_columns("clusterRoleBinding"), others.print_role_binding
     ),
+    ("apiregistration.k8s.io", "apiservices"): Printer(
+        others.API_SERVICE_COLUMNS, others.print_api_service
+    ),
 }
 # Bindings, LimitRanges, Roles and ClusterRoles have no printer upstream either.
 

@@ -43,6 +43,29 @@ def print_priority_class(priority_class: Obj, now: datetime) -> Cells:
     ]
 
 
+API_SERVICE_COLUMNS = (
+    NAME,
+    column("Service", "string", "The reference to the service that hosts this API endpoint."),
+    column("Available", "string", "Whether this service is available."),
+    AGE,
+)
+
+
+def print_api_service(api_service: Obj, now: datetime) -> Cells:
+    """The aggregator's table: the Service (or Local), and Available with its reason."""
+    spec, status = api_service.get("spec") or {}, api_service.get("status") or {}
+    service = spec.get("service")
+    where = f"{service.get('namespace', '')}/{service.get('name', '')}" if service else "Local"
+    available = "Unknown"
+    for condition in status.get("conditions") or ():
+        if condition.get("type") == "Available":
+            available = condition.get("status", "")
+            if available != "True" and condition.get("reason"):
+                available = f"{available} ({condition['reason']})"
+            break
+    return [name_of(api_service), where, available, age(api_service, now)]
+
+
 POD_DISRUPTION_BUDGET_COLUMNS = (
     NAME,
     column("Min Available", "string", "The minimum number of pods that must be available."),

@@ -30,6 +30,7 @@ from minikube_py.apiserver.strategies.core import (
 )
 from minikube_py.apiserver.strategies.events import EventStrategy, EventsV1EventStrategy
 from minikube_py.apiserver.strategies.others import (
+    APIServiceStrategy,
     EndpointSliceStrategy,
     LeaseStrategy,
     PodDisruptionBudgetStrategy,
@@ -81,6 +82,7 @@ STRATEGIES: dict[tuple[str, str], type[KindStrategy]] = {
     ("rbac.authorization.k8s.io", "ClusterRole"): ClusterRoleStrategy,
     ("rbac.authorization.k8s.io", "RoleBinding"): RoleBindingStrategy,
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ClusterRoleBindingStrategy,
+    ("apiregistration.k8s.io", "APIService"): APIServiceStrategy,
 }
 
 

@@ -16,6 +16,7 @@ from minikube_py.api.validation import (
     invalid,
     not_supported,
     required,
+    validate_dns1035_label,
     validate_dns1123_label,
     validate_dns1123_subdomain,
     validate_immutable,
@@ -36,9 +37,11 @@ from minikube_py.apiserver.strategies.common import (
     index,
     items_of,
     keep_stored_generation,
+    path_segment_name,
     set_default,
     set_default_if_zero,
     special_ip_errors,
+    text,
     validate_positive_int_or_percent,
 )
 from minikube_py.apiserver.strategy import Obj
@@ -304,4 +307,65 @@ class PodDisruptionBudgetStrategy(KindStrategy):
         errors: list[FieldError] = []
         for field in PDB_STATUS_COUNTS:
             errors += validate_nonnegative(status.get(field, 0), f"status.{field}")
+        return errors
+
+
+# --- APIService ---------------------------------------------------------------------------
+
+
+class APIServiceStrategy(NoGenerationStrategy):
+    """APIServices: which server serves a group-version. Named `<version>.<group>`; a Local
+    one (no service) is this server's own."""
+
+    name_validator = staticmethod(path_segment_name)
+
+    def default(self, obj: Obj) -> None:
+        """SetDefaults_ServiceReference: the Service's port is 443."""
+        service = as_dict(obj.get("spec")).get("service")
+        if isinstance(service, dict):
+            set_default(service, "port", 443)
+
+    def validate(self, obj: Obj) -> list[FieldError]:
+        """ValidateAPIService."""
+        spec = as_dict(obj.get("spec"))
+        group, version = text(spec.get("group")), text(spec.get("version"))
+        wanted = f"{version}.{group}"
+        name = obj["metadata"].get("name", "")
+        errors: list[FieldError] = []
+        if name and name != wanted:
+            errors.append(invalid("metadata.name", name,
+                                  f'must be `spec.version+"."+spec.group`: "{wanted}"'))
+        if not group and version != "v1":
+            errors.append(required("spec.group", "only v1 may have an empty group and it "
+                                                 "better be legacy kube"))
+        if group:
+            errors += [invalid("spec.group", group, problem)
+                       for problem in validate_dns1123_subdomain(group)]
+        errors += [invalid("spec.version", version, problem)
+                   for problem in validate_dns1035_label(version)]
+        for field, maximum in (("groupPriorityMinimum", 20000), ("versionPriority", 1000)):
+            value = spec.get(field, 0)
+            if not isinstance(value, int) or not 0 < value <= maximum:
+                errors.append(invalid(f"spec.{field}", value,
+                                      f"must be positive and less than {maximum}"))
+        service = spec.get("service")
+        if service is None:
+            if spec.get("caBundle"):
+                errors.append(invalid("spec.caBundle", f"{len(spec['caBundle'])} bytes",
+                                      "local APIServices may not have a caBundle"))
+            if spec.get("insecureSkipTLSVerify"):
+                errors.append(invalid("spec.insecureSkipTLSVerify", True,
+                                      "local APIServices may not have insecureSkipTLSVerify"))
+            return errors
+        service = as_dict(service)
+        for field in ("namespace", "name"):
+            if not service.get(field):
+                errors.append(required(f"spec.service.{field}"))
+        port = service.get("port", 443)
+        if not isinstance(port, int) or not 0 < port < 65536:
+            errors.append(invalid("spec.service.port", port, "port is not valid: must be "
+                                                             "between 1 and 65535, inclusive"))
+        if spec.get("insecureSkipTLSVerify") and spec.get("caBundle"):
+            errors.append(invalid("spec.insecureSkipTLSVerify", True,
+                                  "may not be true if caBundle is present"))
         return errors

@@ -1,0 +1,142 @@
+"""APIServices: which server serves each group-version (the aggregation layer's registry).
+
+Upstream's kube-aggregator keeps one APIService per group-version: this server's own are
+`Local` and always Available; one that names a Service is checked by its availability
+controller (is the Service there, does it have ready endpoints, does the server answer
+discovery), and requests for its group are proxied to it.
+
+Here, at start, the API server writes a Local APIService for every group-version it
+serves (`kubectl get apiservices`), and a loop keeps the Available condition of the
+others as upstream's checks would find it. The proxy itself is not built: a group that
+a Service would serve is reported `False (FailedDiscoveryCheck)` once its Service has
+endpoints, saying so, rather than claimed Available.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+from typing import Any
+
+import orjson
+
+from minikube_py.api import errors
+from minikube_py.api.meta import now_rfc3339
+from minikube_py.api.resources import RESOURCES
+from minikube_py.apiserver.store import Store
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+CHECK_PERIOD = 5.0  # seconds between availability checks of Service-backed APIServices
+# (groupPriorityMinimum, versionPriority) of the built-in groups, as upstream registers them.
+PRIORITIES = {
+    "": (18000, 1),
+    "apiregistration.k8s.io": (18000, 15),
+    "apps": (17800, 15),
+    "events.k8s.io": (17750, 15),
+    "autoscaling": (17500, 15),
+    "batch": (17400, 15),
+    "policy": (17100, 15),
+    "rbac.authorization.k8s.io": (17000, 15),
+    "scheduling.k8s.io": (16600, 15),
+    "coordination.k8s.io": (16500, 15),
+    "discovery.k8s.io": (16200, 15),
+}
+LOCAL = {"type": "Available", "status": "True", "reason": "Local",
+         "message": "Local APIServices are always available"}
+
+
+def local_api_services() -> list[Obj]:
+    """One Local APIService per group-version this server serves."""
+    served = sorted({(resource.group, resource.version) for resource in RESOURCES})
+    found = []
+    for group, version in served:
+        group_priority, version_priority = PRIORITIES.get(group, (1000, 15))
+        spec = {"group": group} if group else {}  # the core group: "v1.", no group
+        found.append({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                      "metadata": {"name": f"{version}.{group}"},
+                      "spec": {**spec, "version": version,
+                               "groupPriorityMinimum": group_priority,
+                               "versionPriority": version_priority}})
+    return found
+
+
+def availability(api_service: Obj, services: Store, slices: Store) -> Obj:
+    """The Available condition upstream's checks would give (without time)."""
+    reference = (api_service.get("spec") or {}).get("service")
+    if not reference:
+        return dict(LOCAL)
+    namespace, name = reference.get("namespace", ""), reference.get("name", "")
+    service = services.cache.get(services.key(namespace, name))
+    if service is None:
+        return {"type": "Available", "status": "False", "reason": "ServiceNotFound",
+                "message": f'service/{name} in "{namespace}" is not present'}
+    port = reference.get("port", 443)
+    port_name = next((p.get("name", "") for p in service.get("spec", {}).get("ports") or ()
+                      if p.get("port") == port), "")
+    ready = [endpoint for endpoint_slice in slices.cache.list(f"{namespace}/")
+             if (endpoint_slice.get("metadata", {}).get("labels") or {}).get(
+                 "kubernetes.io/service-name") == name
+             for endpoint in endpoint_slice.get("endpoints") or ()
+             if (endpoint.get("conditions") or {}).get("ready") is not False]
+    if not ready:
+        return {"type": "Available", "status": "False", "reason": "MissingEndpoints",
+                "message": f'endpoints for service/{name} in "{namespace}" have no '
+                           f'addresses with port name "{port_name}"'}
+    return {"type": "Available", "status": "False", "reason": "FailedDiscoveryCheck",
+            "message": "this API server does not proxy to aggregated API servers yet"}
+
+
+class APIServiceAvailability:
+    """Writes the Local APIServices, then keeps every APIService's Available condition."""
+
+    def __init__(self, api_services: Store, services: Store, slices: Store) -> None:
+        self.api_services, self.services, self.slices = api_services, services, slices
+
+    async def run(self) -> None:
+        await self.register_local()
+        while True:
+            for api_service in self.api_services.cache.list(""):
+                await self.set_available(api_service["metadata"]["name"],
+                                         availability(api_service, self.services, self.slices))
+            await asyncio.sleep(CHECK_PERIOD)
+
+    async def register_local(self) -> None:
+        for api_service in local_api_services():
+            name = api_service["metadata"]["name"]
+            try:
+                await self.api_services.create("", api_service)
+            except errors.APIError as err:
+                if err.code != 409:
+                    log.warning(orjson.dumps({"msg": "cannot register APIService",
+                                              "name": name, "error": str(err)}).decode())
+                    continue
+            await self.set_available(name, dict(LOCAL))
+
+    async def set_available(self, name: str, condition: Obj) -> None:
+        """Write the Available condition through the status path when it changed;
+        lastTransitionTime moves only when its status does."""
+
+        def with_condition(current: Obj) -> Obj:
+            conditions = (current.get("status") or {}).get("conditions") or []
+            old = next((c for c in conditions if c.get("type") == "Available"), None)
+            if old is not None and all(old.get(k) == v for k, v in condition.items()):
+                return current
+            kept = (old is not None and old.get("status") == condition["status"]
+                    and old.get("lastTransitionTime"))
+            written = {"type": condition["type"], "status": condition["status"],
+                       "lastTransitionTime": old["lastTransitionTime"] if kept else now_rfc3339(),
+                       "reason": condition["reason"], "message": condition["message"]}
+            new = copy.deepcopy(current)
+            new["status"] = {"conditions": [
+                *(c for c in conditions if c.get("type") != "Available"), written]}
+            return self.api_services.prepare_update(new, current, "status")
+
+        try:
+            await self.api_services.guaranteed_update("", name, with_condition)
+        except errors.APIError as err:
+            if err.code != 404:  # deleted meanwhile: nothing to report
+                log.warning(orjson.dumps({"msg": "cannot update APIService status",
+                                          "name": name, "error": str(err)}).decode())
