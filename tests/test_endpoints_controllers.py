@@ -231,6 +231,15 @@ async def test_named_target_port_is_resolved_per_pod(
     # upstream makes one slice per distinct port set; a pod without the port gets one too
     assert by_ports == {(8080,): {"on-8080"}, (9090,): {"on-9090"}, (): {"no-port"}}
 
+    async def warning() -> Obj | None:
+        events = (await api_client.resource("events").list(
+            namespace, field_selector="involvedObject.name=web,reason=TargetPortNotFound"))
+        return events["items"][0] if events["items"] else None
+    event = await eventually(warning, what="a TargetPortNotFound Warning on the Service")
+    assert event["type"] == "Warning" and event["involvedObject"]["kind"] == "Service"
+    assert event["message"] == ('Service port 80 targets the port named "http", which no '
+                                "container of pod no-port declares: no endpoint on that port")
+
 
 async def test_selector_change_moves_the_endpoints(
         api_client: Client, namespace: str, node: str, controllers: ControllerManager) -> None:

@@ -168,6 +168,27 @@ def endpoint_ports(service: Obj, pod: Obj) -> list[Obj]:
     return ports
 
 
+def unmatched_target_ports(service: Obj, pods: list[Obj]) -> list[str]:
+    """For each service port whose named targetPort some selected pods do not declare, a
+    sentence naming them: those pods get no endpoint on that port, so the proxy has none to
+    send it to (upstream only logs this at -v=4; a Warning Event shows it in describe)."""
+    problems = []
+    for service_port in (service.get("spec") or {}).get("ports") or []:
+        target = service_port.get("targetPort")
+        if not isinstance(target, str):
+            continue
+        missing = sorted(pod["metadata"]["name"] for pod in pods
+                         if should_pod_be_in_endpoints(pod, include_terminating=True)
+                         and find_port(pod, service_port) is None)
+        if missing:
+            shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more"
+                                              if len(missing) > 3 else "")
+            label = service_port.get("name") or service_port.get("port")
+            problems.append(f'Service port {label} targets the port named "{target}", which '
+                            f"no container of pod {shown} declares: no endpoint on that port")
+    return problems
+
+
 def port_map_key(ports: list[Obj]) -> PortMapKey:
     """NewPortMapKey: the same set of ports in any order gives the same key."""
     return tuple(sorted(json.dumps(port, sort_keys=True) for port in ports))
@@ -447,6 +468,8 @@ class EndpointSliceController(Controller):
                   and self.managed_by_us(s) and not s["metadata"].get("deletionTimestamp")]
         if self.tracker.stale_slices(service, slices):
             raise StaleInformerCache("EndpointSlice informer cache is out of date")
+        for problem in unmatched_target_ports(service, pods):
+            self.recorder.event(service, "Warning", "TargetPortNotFound", problem)
         trigger_time = self.trigger_times.compute(service, pods)
         errors = await self.reconcile(service, pods, slices, trigger_time)
         if errors:
