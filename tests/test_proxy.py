@@ -48,6 +48,29 @@ for _ in range(int(sys.argv[2])):
     counts[body] = counts.get(body, 0) + 1
 print(repr(counts))
 """
+UDP_SERVER = """
+import socket, sys
+server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+server.bind(("0.0.0.0", 5353))
+while True:
+    _, peer = server.recvfrom(100)
+    server.sendto(sys.argv[1].encode(), peer)
+"""
+# One flow: the same source port every time, so every datagram matches one conntrack entry.
+UDP_CLIENT = """
+import socket, sys, time
+client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+client.bind(("0.0.0.0", 40053))
+client.settimeout(0.3)
+deadline = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < deadline:
+    client.sendto(b"ping", (sys.argv[1], 53))
+    try:
+        print(client.recv(100).decode(), flush=True)
+    except socket.timeout:
+        print("timeout", flush=True)
+    time.sleep(0.05)
+"""
 
 
 def run(*command: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -117,6 +140,9 @@ def topology(fast_tmp: Path) -> Iterator[Topology]:
             processes.append(subprocess.Popen(
                 ["nsenter", f"--net={NETNS_DIR / ns}", "busybox", "httpd", "-f", "-p", "8080",
                  "-h", str(www)]))
+            processes.append(subprocess.Popen(
+                ["nsenter", f"--net={NETNS_DIR / ns}", "/usr/bin/python3", "-c", UDP_SERVER,
+                 name]))
         yield Topology(node, {f"{base}-{n}": a for n, a in ENDPOINTS.items()})
     finally:
         for process in processes:
@@ -224,6 +250,46 @@ async def test_service_without_endpoints_is_refused_at_once_and_deleted_leaves_n
     await api_client.resource("endpointslices", "discovery.k8s.io").delete("gone-1", namespace)
     await asyncio.sleep(1.0)
     assert f"{namespace}/gone" not in rules_text(topology)
+
+
+async def test_a_removed_udp_endpoint_loses_its_conntrack_flow(
+        proxier: Proxier, topology: Topology, api_client: Client, namespace: str) -> None:
+    """One UDP flow keeps its conntrack entry, and with it its endpoint, as long as it
+    sends; when the endpoint leaves the EndpointSlice the proxy deletes the entry, so the
+    flow's next datagram is balanced again, to an endpoint that is still there."""
+    service = await api_client.resource("services").create({
+        "metadata": {"name": "dns"},
+        "spec": {"ports": [{"name": "dns", "port": 53, "protocol": "UDP",
+                            "targetPort": 5353}]}}, namespace)
+    slices = api_client.resource("endpointslices", "discovery.k8s.io")
+    body = slice_body("dns", ["10.250.0.11"])
+    body["ports"] = [{"name": "dns", "port": 5353, "protocol": "UDP"}]
+    await slices.create(body, namespace)
+    client = await asyncio.create_subprocess_exec(
+        "nsenter", f"--net={NETNS_DIR / topology.node}", "/usr/bin/python3", "-c", UDP_CLIENT,
+        service["spec"]["clusterIP"], "20", stdout=asyncio.subprocess.PIPE)
+    assert client.stdout is not None
+    try:
+        answers: list[str] = []
+
+        async def next_answers(count: int) -> list[str]:
+            assert client.stdout is not None
+            for _ in range(count):
+                answers.append((await asyncio.wait_for(client.stdout.readline(), 5))
+                               .decode().strip())
+            return answers[-count:]
+        while "e1" not in await next_answers(1):
+            assert len(answers) < 100, answers  # 5 s: the rules never took the flow to e1
+        current = await slices.get("dns-1", namespace)
+        current["endpoints"][0]["addresses"] = ["10.250.0.12"]  # e1 goes, e2 comes
+        await slices.update(current)
+        switched_at = len(answers)
+        while "e2" not in await next_answers(1):
+            assert len(answers) - switched_at < 40, answers[switched_at:]  # about 2 s
+        assert "e1" not in await next_answers(10)  # the old flow is gone for good
+    finally:
+        client.kill()
+        await client.wait()
 
 
 async def test_restarted_proxy_writes_no_rule_change(

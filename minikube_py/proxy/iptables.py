@@ -98,13 +98,23 @@ class IPTables:
             await self.restore("\n".join(lines) + "\n")
         return removed
 
-    async def flush_udp_conntrack(self, destination: str, endpoint_ip: str) -> None:
-        """Forget UDP flows to `destination` NATed to an endpoint that went, so the next
-        datagram is routed afresh (upstream's ClearEntriesForNAT). Nothing to delete is
-        not an error."""
+    async def flush_udp_conntrack(self, destination: str, endpoint_ip: str = "") -> None:
+        """Forget UDP flows to `destination` (only those NATed to `endpoint_ip`, when
+        given), so their next datagram is routed afresh: upstream's ClearEntriesForNAT for
+        an endpoint that went, ClearEntriesForIP for a Service that had no endpoint (its
+        flows were rejected or dropped, and would stay so). Nothing to delete is not an
+        error."""
+        nat = ("--dst-nat", endpoint_ip) if endpoint_ip else ()
+        await self._conntrack_delete("--orig-dst", destination, *nat)
+
+    async def flush_udp_conntrack_port(self, node_port: int) -> None:
+        """Forget UDP flows to a node port (upstream's ClearEntriesForPort)."""
+        await self._conntrack_delete("--dport", str(node_port))
+
+    async def _conntrack_delete(self, *match: str) -> None:
         try:
-            await self._run("conntrack", "-D", "-p", "udp", "--orig-dst", destination,
-                            "--dst-nat", endpoint_ip)
+            await self._run("conntrack", "-D", "-p", "udp", *match)
         except FileNotFoundError:
             log.warning("conntrack is not installed (apt-get install conntrack): UDP flows "
-                        "to %s keep going to %s until they time out", destination, endpoint_ip)
+                        "matching %s keep their old destination until they time out",
+                        " ".join(match))

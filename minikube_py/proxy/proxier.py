@@ -172,12 +172,14 @@ class Proxier(Component):
         started = time.monotonic()
         dirty, self._dirty_keys = self._dirty_keys, set()
         gone_endpoints: list[tuple[ServicePort, str]] = []
+        served_again: list[ServicePort] = []
         for key in dirty:
             old_ports = self._ports.get(key, [])
             service = self.services.store.get(key)
             ports = (service_ports([service], self.slices.store.by_index("service", key))
                      if service is not None else [])
             gone_endpoints += _removed_udp_endpoints(old_ports, ports)
+            served_again += _udp_ports_gaining_endpoints(old_ports, ports)
             if ports:
                 self._ports[key] = ports
                 self._fragments[key] = service_rules(ports, self.config)
@@ -206,6 +208,11 @@ class Proxier(Component):
         for port, endpoint_ip in gone_endpoints:
             for ip in port.cluster_ips:
                 await self.iptables.flush_udp_conntrack(ip, endpoint_ip)
+        for port in served_again:
+            for ip in (*port.cluster_ips, *port.external_ips, *port.load_balancer_ips):
+                await self.iptables.flush_udp_conntrack(ip)
+            if port.node_port:
+                await self.iptables.flush_udp_conntrack_port(port.node_port)
         await self.health.update(
             {port.health_check_node_port: (port.namespace, port.name,
                                            len(port.local_endpoints(self.config.node_name)))
@@ -222,6 +229,16 @@ class Proxier(Component):
             self.metrics.rules.labels(table).set(rule_count(desired, table))
         log.debug("synced proxy rules (%s, %d changed lines) in %.1f ms",
                   "full" if full else "partial", text.count("\n"), (now - started) * 1000)
+
+
+def _udp_ports_gaining_endpoints(old: list[ServicePort], new: list[ServicePort]
+                                 ) -> list[ServicePort]:
+    """UDP ports that have endpoints now and had none before (or did not exist): the
+    flows sent to them meanwhile hold conntrack entries without NAT, which would keep
+    them from ever reaching the new endpoints."""
+    served = {(p.port_name, p.protocol) for p in old if p.usable_endpoints()}
+    return [port for port in new if port.protocol == "UDP" and port.usable_endpoints()
+            and (port.port_name, port.protocol) not in served]
 
 
 def _removed_udp_endpoints(old: list[ServicePort], new: list[ServicePort]
