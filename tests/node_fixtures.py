@@ -2,7 +2,7 @@
 
 `containerd_node` starts one containerd (CRI on runc, a CNI bridge on its own pod CIDR)
 under the session's scratch dir and tears it down completely at the end. A crashed run
-cannot do that, so the next session first removes what such a run left of its node.
+cannot do that, so the next test run first removes what such a run left of its node.
 """
 
 from __future__ import annotations
