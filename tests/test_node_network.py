@@ -1,0 +1,102 @@
+"""Nodes as network namespaces (cluster/netns.py): two nodes reach each other, the host,
+and each other's pod ranges through the host; removing them leaves nothing, also when only
+the prefix of a crashed run is known."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from minikube_py.cluster.netns import ClusterNetwork, NodeNetwork, NodeNetworkError
+
+# A range and prefix of this test's own, apart from a running cluster's (mk-, 172.18.0.0/24).
+NODE_NETWORK = "172.31.251.0/24"
+
+
+def prefix() -> str:
+    return f"mkn{os.getpid() % 100000}-"
+
+
+def in_node(node: NodeNetwork, *command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["nsenter", f"--net={node.path}", *command], capture_output=True,
+                          text=True, timeout=10)
+
+
+def pings(node: NodeNetwork, address: str) -> bool:
+    return in_node(node, "busybox", "ping", "-c", "1", "-W", "2", address).returncode == 0
+
+
+def leftovers(network: ClusterNetwork) -> list[str]:
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    routes = subprocess.run(["ip", "route"], capture_output=True, text=True).stdout
+    spaces = [p.name for p in Path("/var/run/netns").glob(f"{network.prefix}*")]
+    return (spaces + [line for line in links.splitlines() if network.prefix in line]
+            + [line for line in routes.splitlines() if "172.31.251." in line])
+
+
+@pytest.fixture
+def network() -> Iterator[ClusterNetwork]:
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces need root")
+    for stale in Path("/var/run/netns").glob("mkn*-node-*"):  # crashed runs of this test
+        pid = stale.name[3:].split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            ClusterNetwork(stale.name.split("node-")[0], NODE_NETWORK).remove_all()
+    built = ClusterNetwork(prefix(), NODE_NETWORK)
+    try:
+        yield built
+    finally:
+        built.remove_all()
+
+
+def test_two_nodes_reach_each_other_the_host_and_each_others_pods(
+        network: ClusterNetwork) -> None:
+    network.create_bridge()
+    one, two = network.node(1, "10.251.1.0/24"), network.node(2, "10.251.2.0/24")
+    network.create_node(one)
+    network.create_node(two)
+    assert (one.address, two.address) == ("172.31.251.11", "172.31.251.12")
+    assert pings(one, network.gateway) and pings(one, two.address)
+    # what a node's CNI bridge would hold: the first address of its pod range
+    in_node(two, "ip", "link", "add", "cni0", "type", "bridge")
+    in_node(two, "ip", "addr", "add", "10.251.2.1/24", "dev", "cni0")
+    in_node(two, "ip", "link", "set", "cni0", "up")
+    assert pings(one, "10.251.2.1")  # node-1 -> host -> node-2's pod range
+    network.remove_node(one)
+    assert not one.path.exists() and pings(two, network.gateway)
+    network.remove_all()
+    assert leftovers(network) == []
+
+
+def test_remove_all_knows_only_the_prefix(network: ClusterNetwork) -> None:
+    network.create_bridge()
+    network.create_node(network.node(1, "10.251.1.0/24"))
+    after_a_crash = ClusterNetwork(network.prefix, NODE_NETWORK)
+    removed = after_a_crash.remove_all()
+    assert f"network namespace {network.prefix}node-1" in removed
+    assert f"bridge {network.bridge}" in removed
+    assert leftovers(network) == []
+    assert after_a_crash.remove_all() == []  # twice in a row: nothing left to remove
+
+
+def test_a_node_network_over_a_machine_route_is_refused(network: ClusterNetwork) -> None:
+    subprocess.run(["ip", "route", "add", "172.31.251.128/25", "dev", "lo"], check=True)
+    try:
+        with pytest.raises(NodeNetworkError, match="overlaps the route to 172.31.251.128/25"):
+            network.create_bridge()
+    finally:
+        subprocess.run(["ip", "route", "del", "172.31.251.128/25", "dev", "lo"], check=False)
+    assert leftovers(network) == []
+
+
+def test_a_node_that_exists_is_refused(network: ClusterNetwork) -> None:
+    network.create_bridge()
+    node = network.node(1, "10.251.1.0/24")
+    network.create_node(node)
+    with pytest.raises(NodeNetworkError, match="exists already"):
+        network.create_node(node)
+    assert pings(node, network.gateway)  # the refusal changed nothing
