@@ -72,8 +72,8 @@ class ComponentProcess(ABC):
     `async with component:` starts it and waits until it is ready; leaving the block stops
     it. stop() and start() may also be called in between. A subclass fills in the hooks:
     command() says what to run, ports() what it will listen on, prepare() checks and
-    creates what a start needs, and wait_ready() tells when the component serves (usually
-    through poll_until_ready()).
+    creates what a start needs, and serving() tells whether the component answers (start()
+    polls it until it does).
 
     With a pid_file, the child is a daemon: it is not stopped when this process ends, and
     start() and stop() in another process find it through the file.
@@ -133,9 +133,14 @@ class ComponentProcess(ABC):
                 raise self.error(f"port {port} is already in use on {LOOPBACK}")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
 
-    @abstractmethod
+    async def serving(self) -> bool:
+        """Whether the component answers right now (its readiness check, asked once).
+        Default: its process runs."""
+        return self.running
+
     async def wait_ready(self) -> None:
         """Return once the component serves; raise self.error if it does not in time."""
+        await self.poll_until_ready(self.serving, interval=0.1)
 
     def adopt(self) -> bool:
         """Whether the daemon the pid file names still runs; if so, this object now

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -74,11 +77,35 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         again = launcher(home, "up")  # idempotent: nothing is started twice
         assert again.returncode == 0
         running = pids(home)
-        assert len(running) == 9 and all(alive(pid) for pid in running)
+        assert len(running) == 10 and all(alive(pid) for pid in running)  # with the supervisor
+        kubectl(home, "wait", "--for=condition=Ready", "node/node-1", "--timeout=60s")
         status = launcher(home, "status")
         for component in ("registry", "etcd", "apiserver", "controller-manager", "scheduler",
                           "containerd", "kubelet", "proxy", "dns"):
-            assert f"{component}: running" in status.stdout
+            assert re.search(rf"^{component}: running \(pid \d+\), ready$", status.stdout,
+                             re.M), status.stdout
+        assert "nodes: 1\n  node-1: Ready, 0 pods" in status.stdout
+        kubelet_log = launcher(home, "logs", "kubelet", "--node", "node-1")
+        written = (home / "logs" / "kubelet.log").read_text()
+        assert kubelet_log.stdout and written.startswith(kubelet_log.stdout)
+        unknown = launcher(home, "logs", "kubelet-x", check=False)
+        assert unknown.returncode == 1 and "no component named 'kubelet-x'" in unknown.stderr
+        on_host = launcher(home, "logs", "apiserver", "--node", "node-1", check=False)
+        assert on_host.returncode == 1 and "runs on the host" in on_host.stderr
+        # a component that dies is started again by the supervisor
+        assert "supervisor: running" in status.stdout
+        crashed = int((home / "run" / "scheduler.pid").read_text())
+        os.kill(crashed, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            again = launcher(home, "status", check=False).stdout
+            restarted = re.search(r"^scheduler: running \(pid (\d+)\), ready$", again, re.M)
+            if restarted and int(restarted.group(1)) != crashed:
+                break
+            time.sleep(0.5)
+        else:
+            raise AssertionError(f"the scheduler was not restarted: {again}")
+        assert "scheduler is running again" in (home / "logs" / "supervisor.log").read_text()
         assert "kube-system" in kubectl(home, "get", "namespaces").stdout
         # a new user's first pod: scheduled onto the node, started by its kubelet
         kubectl(home, "wait", "--for=condition=Ready", "node/node-1", "--timeout=60s")
@@ -125,3 +152,5 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
     assert leftovers(home) == []
     stopped = launcher(home, "status", check=False)
     assert stopped.returncode == 1 and "controller-manager: stopped" in stopped.stdout
+    nothing = launcher(home, "down")  # down on nothing: says so, exits 0
+    assert "no cluster to stop" in nothing.stdout

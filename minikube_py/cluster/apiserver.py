@@ -60,9 +60,9 @@ class APIServerProcess(ComponentProcess):
     def ports(self) -> list[int]:
         return [self.port]
 
-    async def wait_ready(self) -> None:
-        """Poll /readyz until it answers ok."""
-        await self.poll_until_ready(lambda: asyncio.to_thread(self.ready), interval=0.1)
+    async def serving(self) -> bool:
+        """/readyz answers ok."""
+        return await asyncio.to_thread(self.ready)
 
     def ready(self) -> bool:
         """Whether /readyz answers 200 right now."""

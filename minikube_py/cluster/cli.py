@@ -20,10 +20,13 @@ import argparse
 import asyncio
 import ipaddress
 import json
+import logging
 import os
 import shutil
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,7 @@ from minikube_py.cluster.node import (
     remove_kubelet_volumes,
 )
 from minikube_py.cluster.registry import RegistryProcess
+from minikube_py.cluster.supervisor import Supervisor, SupervisorProcess
 from minikube_py.images.debian import PackageError
 from minikube_py.images.registry import ArchiveError, RegistryError
 from minikube_py.kubelet.runtime_setup import (
@@ -88,11 +92,13 @@ def fail(message: str) -> None:
     raise SystemExit(1)
 
 
-def _cluster(state: Path) -> dict[str, Any]:
+def _cluster(state: Path, verbosity: int) -> dict[str, Any]:
     """This cluster's ports and its node's pod CIDR: chosen once (defaults, else free
-    ones) and remembered in cluster.json."""
+    ones) and remembered in cluster.json, with the components' log verbosity (which the
+    supervisor's restarts use too)."""
     saved = state / "cluster.json"
     cluster: dict[str, Any] = json.loads(saved.read_text()) if saved.exists() else {}
+    cluster["verbosity"] = verbosity
     ports = cluster.setdefault("ports", {})
     for name, port in DEFAULT_PORTS.items():
         if name not in ports:
@@ -109,14 +115,13 @@ def _saved_cluster(state: Path) -> dict[str, Any]:
     return json.loads(saved.read_text()) if saved.exists() else {"ports": DEFAULT_PORTS}
 
 
-def components(state: Path, cluster: dict[str, Any], verbosity: int = 2
-               ) -> dict[str, ComponentProcess]:
+def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProcess]:
     """Every component of the cluster in `state` as a daemon: its log is
     logs/<name>.log and its pid file run/<name>.pid. The node's components are left out
     where this machine cannot run containers."""
     ports = cluster["ports"]
     kubeconfig = state / "kubeconfig"
-    verbose = (f"--v={verbosity}",)
+    verbose = (f"--v={cluster.get('verbosity', 2)}",)
 
     def files(name: str) -> dict[str, Path]:
         return {"log_path": state / "logs" / f"{name}.log",
@@ -165,10 +170,11 @@ def up(args: argparse.Namespace) -> None:
     state = home()
     for sub in ("logs", "run"):
         (state / sub).mkdir(parents=True, exist_ok=True)
-    cluster = _cluster(state)
-    processes = components(state, cluster, args.v)
+    cluster = _cluster(state, args.v)
+    processes = components(state, cluster)
     try:
         asyncio.run(_start_all(state, processes))
+        asyncio.run(supervisor_process(state).start())
     except ComponentProcessError as error:
         hint = (f"; stop the program that holds it, or remove {state / 'cluster.json'} "
                 "to pick new ports") if "already in use" in str(error) else ""
@@ -230,7 +236,34 @@ def down(args: argparse.Namespace) -> None:
         print(f"deleted {state}")
 
 
+def supervisor_process(state: Path) -> SupervisorProcess:
+    return SupervisorProcess(state / "logs" / "supervisor.log",
+                             state / "run" / "supervisor.pid")
+
+
+def supervise(args: argparse.Namespace) -> None:
+    """`minikube-py supervise` (started by `up`): restart components that die."""
+    logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(message)s",
+                        level=logging.WARNING)
+    state = home()
+    supervisor = Supervisor(components(state, _saved_cluster(state)))
+    try:
+        asyncio.run(supervisor.run())
+    except KeyboardInterrupt:
+        pass
+
+
 async def _stop_all(state: Path, processes: dict[str, ComponentProcess]) -> None:
+    if not state.exists():
+        print(f"no cluster to stop: {state} does not exist")
+        return
+    supervisor = supervisor_process(state)
+    if supervisor.adopt():  # first, so that it restarts nothing being stopped
+        pid = supervisor.pid
+        await supervisor.stop()
+        print(f"stopped the supervisor (pid {pid})")
+    elif not any(process.adopt() for process in processes.values()):
+        print(f"nothing was running from {state}; cleaning up what a crash may have left")
     for name in reversed(COMPONENTS):
         process = processes.get(name)
         if process is None:
@@ -265,20 +298,104 @@ def _cleanup_proxy_rules() -> None:
 
 
 def status(args: argparse.Namespace) -> None:
+    """Each component: running or not, and whether it answers its readiness check; then
+    the nodes with their Ready condition and pods. Exit 1 unless everything runs."""
     state = home()
-    processes = components(state, _saved_cluster(state))
-    running = True
+    cluster = _saved_cluster(state)
+    processes = components(state, cluster)
     node_reason = runtime_missing()
+    checks = asyncio.run(_readiness(processes))
+    running = True
     for name in COMPONENTS:
         if name in NODE_COMPONENTS and node_reason is not None:
             print(f"{name}: not started ({node_reason})")
             continue
-        process = processes.get(name)
-        pid = process.pid if process is not None and process.adopt() else None
-        print(f"{name}: " + (f"running (pid {pid})" if pid else "stopped"))
+        pid, ready = checks.get(name, (None, False))
+        print(f"{name}: " + (f"running (pid {pid}), {'ready' if ready else 'NOT READY'}"
+                             if pid else "stopped"))
         running = running and pid is not None
+    supervisor = supervisor_process(state)
+    print("supervisor: " + (f"running (pid {supervisor.pid})" if supervisor.adopt()
+                            else "stopped"))
+    api = processes["apiserver"]
+    if checks.get("apiserver", (None, False))[1] and isinstance(api, APIServerProcess):
+        _print_nodes(api.url)
     if not running:
         raise SystemExit(1)
+
+
+async def _readiness(processes: dict[str, ComponentProcess]) -> dict[str, tuple[int | None,
+                                                                               bool]]:
+    """name -> (pid, answers its readiness check), for the components that run."""
+    async def check(process: ComponentProcess) -> tuple[int | None, bool]:
+        if not process.adopt():
+            return None, False
+        try:
+            return process.pid, await asyncio.wait_for(process.serving(), 5)
+        except (TimeoutError, OSError, ComponentProcessError):
+            return process.pid, False
+    names = list(processes)
+    answers = await asyncio.gather(*(check(processes[name]) for name in names))
+    return dict(zip(names, answers, strict=True))
+
+
+def _print_nodes(api_url: str) -> None:
+    """The nodes, Ready or not, with how many pods each runs (as kubectl would count)."""
+    try:
+        nodes = _get_json(f"{api_url}/api/v1/nodes")["items"]
+        pods = _get_json(f"{api_url}/api/v1/pods")["items"]
+    except (OSError, ValueError, KeyError) as error:
+        print(f"nodes: cannot list them: {error}")
+        return
+    per_node: dict[str, int] = {}
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName") or ""
+        if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+            per_node[node] = per_node.get(node, 0) + 1
+    print(f"nodes: {len(nodes)}")
+    for node in nodes:
+        name = node["metadata"]["name"]
+        ready = next((c.get("status") for c in (node.get("status") or {}).get("conditions")
+                      or () if c.get("type") == "Ready"), "Unknown")
+        state = "Ready" if ready == "True" else "NotReady"
+        print(f"  {name}: {state}, {per_node.get(name, 0)} pods")
+    if per_node.get(""):
+        print(f"  (not scheduled yet: {per_node['']} pods)")
+
+
+def _get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        return json.loads(answer.read())
+
+
+def logs(args: argparse.Namespace) -> None:
+    """`minikube-py logs COMPONENT [-f] [--node N]`: a component's log file."""
+    state = home()
+    if args.component not in COMPONENTS:
+        fail(f"no component named {args.component!r}; components: {', '.join(COMPONENTS)}")
+    if args.component in NODE_COMPONENTS and args.node not in (None, NODE_NAME):
+        fail(f"no node named {args.node!r}; nodes: {NODE_NAME}")
+    if args.component not in NODE_COMPONENTS and args.node is not None:
+        fail(f"{args.component} runs on the host, not on a node: leave out --node")
+    path = state / "logs" / f"{args.component}.log"
+    if not path.exists():
+        fail(f"no log of {args.component} in {path.parent}: has `minikube-py up` run?")
+    with path.open("rb") as log:
+        while chunk := log.read(1 << 16):
+            sys.stdout.buffer.write(chunk)
+        sys.stdout.flush()
+        if not args.follow:
+            return
+        try:
+            while True:  # as tail -f: wait for more
+                chunk = log.read(1 << 16)
+                if chunk:
+                    sys.stdout.buffer.write(chunk)
+                    sys.stdout.flush()
+                else:
+                    time.sleep(0.2)
+        except KeyboardInterrupt:
+            pass
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -293,7 +410,15 @@ def main(argv: list[str] | None = None) -> None:
     stop = commands.add_parser("down", help="stop the cluster")
     stop.add_argument("--purge", action="store_true", help="also delete the cluster's data")
     stop.set_defaults(run=down)
-    commands.add_parser("status", help="show what runs").set_defaults(run=status)
+    commands.add_parser("status", help="show what runs, what is ready, the nodes"
+                        ).set_defaults(run=status)
+    show = commands.add_parser("logs", help="print a component's log")
+    show.add_argument("component", help=f"one of: {', '.join(COMPONENTS)}")
+    show.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    show.add_argument("--node", help="the node, for containerd, kubelet and proxy")
+    show.set_defaults(run=logs)
+    commands.add_parser("supervise", help="restart components that die (`up` starts it)"
+                        ).set_defaults(run=supervise)
     add_image_command(commands, home)
     args = parser.parse_args(argv)
     args.run(args)

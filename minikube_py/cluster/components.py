@@ -48,8 +48,9 @@ class ClientComponentProcess(ComponentProcess):
     def ports(self) -> list[int]:
         return [self.port]
 
-    async def wait_ready(self) -> None:
-        await self.poll_until_ready(lambda: asyncio.to_thread(self.healthy), interval=0.1)
+    async def serving(self) -> bool:
+        """/healthz answers ok."""
+        return await asyncio.to_thread(self.healthy)
 
     def healthy(self) -> bool:
         try:

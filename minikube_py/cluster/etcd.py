@@ -95,6 +95,11 @@ class EtcdProcess(ComponentProcess):
         self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         super().prepare()
 
+    async def serving(self) -> bool:
+        """etcd serves a read."""
+        async with self.client(request_timeout=1.0) as client:
+            return await _answers(client)
+
     async def wait_ready(self) -> None:
         """Poll etcd with a cheap read until it answers."""
         async with self.client(request_timeout=1.0) as client:

@@ -70,7 +70,6 @@ class RegistryProcess(ComponentProcess):
             CONFIG.format(storage=storage, address=self.host))
         super().prepare()
 
-    async def wait_ready(self) -> None:
+    async def serving(self) -> bool:
         """GET /v2/ answers 200."""
-        await self.poll_until_ready(
-            lambda: asyncio.to_thread(registry_answers, self.host), interval=0.1)
+        return await asyncio.to_thread(registry_answers, self.host)

@@ -371,6 +371,13 @@ class Containerd(ComponentProcess):
         await cleanup_stale(self.config.base_dir)
         await super().start()
 
+    async def serving(self) -> bool:
+        """CRI answers Version on the socket."""
+        if not await socket_answers(self.config.socket):
+            return False
+        async with RemoteRuntime(self.endpoint) as runtime:
+            return await _cri_answers(runtime)
+
     async def wait_ready(self) -> None:
         """Wait for the socket, then poll CRI's Version until the CRI plugin has initialised.
 
