@@ -12,7 +12,7 @@ import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from minikube_py.process import LOOPBACK, ComponentProcess, ComponentProcessError, free_port
 
@@ -78,12 +78,9 @@ class KubeletProcess(ClientComponentProcess):
 
     def __init__(self, kubeconfig: Path, log_path: Path, *, node_name: str,
                  runtime_endpoint: str, root_dir: Path, pod_cidr: str,
-                 node_ip: str = LOOPBACK, port: int | None = None,
-                 pid_file: Path | None = None, extra_args: tuple[str, ...] = (),
-                 start_timeout: float = 30.0, stop_timeout: float = 10.0) -> None:
-        super().__init__(kubeconfig, log_path, port=port, pid_file=pid_file,
-                         extra_args=extra_args, start_timeout=start_timeout,
-                         stop_timeout=stop_timeout)
+                 node_ip: str = LOOPBACK, **options: Any) -> None:
+        """`options`: those of every ClientComponentProcess (port, pid_file, ...)."""
+        super().__init__(kubeconfig, log_path, **options)
         self.node_name = node_name
         self.runtime_endpoint = runtime_endpoint
         self.root_dir = root_dir
@@ -107,12 +104,9 @@ class ProxyProcess(ClientComponentProcess):
     module = "minikube_py.proxy"
 
     def __init__(self, kubeconfig: Path, log_path: Path, *, node_name: str,
-                 cluster_cidr: str, port: int | None = None, metrics_port: int | None = None,
-                 pid_file: Path | None = None, extra_args: tuple[str, ...] = (),
-                 start_timeout: float = 30.0, stop_timeout: float = 10.0) -> None:
-        super().__init__(kubeconfig, log_path, port=port, pid_file=pid_file,
-                         extra_args=extra_args, start_timeout=start_timeout,
-                         stop_timeout=stop_timeout)
+                 cluster_cidr: str, metrics_port: int | None = None, **options: Any) -> None:
+        """`options`: those of every ClientComponentProcess (port, pid_file, ...)."""
+        super().__init__(kubeconfig, log_path, **options)
         self.node_name = node_name
         self.cluster_cidr = cluster_cidr
         self.metrics_port = metrics_port or free_port()
@@ -137,12 +131,9 @@ class DNSProcess(ClientComponentProcess):
     module = "minikube_py.dns"
 
     def __init__(self, kubeconfig: Path, log_path: Path, *, dns_port: int,
-                 advertise_address: str, service_ip: str, port: int | None = None,
-                 pid_file: Path | None = None, extra_args: tuple[str, ...] = (),
-                 start_timeout: float = 30.0, stop_timeout: float = 10.0) -> None:
-        super().__init__(kubeconfig, log_path, port=port, pid_file=pid_file,
-                         extra_args=extra_args, start_timeout=start_timeout,
-                         stop_timeout=stop_timeout)
+                 advertise_address: str, service_ip: str, **options: Any) -> None:
+        """`options`: those of every ClientComponentProcess (port, pid_file, ...)."""
+        super().__init__(kubeconfig, log_path, **options)
         self.dns_port = dns_port
         self.advertise_address = advertise_address
         self.service_ip = service_ip
