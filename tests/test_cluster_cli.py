@@ -154,3 +154,25 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
     assert stopped.returncode == 1 and "controller-manager: stopped" in stopped.stdout
     nothing = launcher(home, "down")  # down on nothing: says so, exits 0
     assert "no cluster to stop" in nothing.stdout
+
+
+def test_simulated_nodes_join_the_real_one_and_leave_with_down(fast_tmp: Path) -> None:
+    home = fast_tmp / "launcher-hollow"
+    try:
+        launcher(home, "up", "--simulated-nodes", "3")
+        for node in ("node-1", "hollow-node-0", "hollow-node-1", "hollow-node-2"):
+            kubectl(home, "wait", "--for=condition=Ready", f"node/{node}", "--timeout=60s")
+        status = launcher(home, "status")
+        assert re.search(r"^hollow-nodes: running \(pid \d+\), ready$", status.stdout, re.M)
+        assert "nodes: 4" in status.stdout
+        again = launcher(home, "up")  # remembered: the same hollow nodes, nothing new
+        assert again.returncode == 0
+        assert "hollow-nodes: running" in launcher(home, "status").stdout
+        refused = launcher(home, "up", "--simulated-nodes", "-1", check=False)
+        assert refused.returncode == 1 and "--simulated-nodes must be 0 or more" in (
+            refused.stderr)
+    finally:
+        running = pids(home)
+        launcher(home, "down", "--purge", check=False)
+    assert not any(alive(pid) for pid in running)
+    assert leftovers(home) == []

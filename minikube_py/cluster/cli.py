@@ -34,6 +34,7 @@ from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.cluster.components import (
     ControllerManagerProcess,
     DNSProcess,
+    HollowNodesProcess,
     KubeletProcess,
     ProxyProcess,
     SchedulerProcess,
@@ -69,11 +70,13 @@ from minikube_py.process import (
 DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443,
                  "controller-manager": 10257, "scheduler": 10259, "kubelet": 10250,
                  "registry": 5000, "proxy-healthz": 10256, "proxy-metrics": 10249,
-                 "dns": 10053, "dns-metrics": 9153}
+                 "dns": 10053, "dns-metrics": 9153, "hollow-nodes": 10251}
 # Started stage by stage (the components of a stage together); stopped in reverse order.
 STAGES = (("registry", "etcd"), ("apiserver",),
-          ("controller-manager", "scheduler", "containerd", "proxy", "dns"), ("kubelet",))
+          ("controller-manager", "scheduler", "containerd", "proxy", "dns"),
+          ("kubelet", "hollow-nodes"))
 COMPONENTS = tuple(name for stage in STAGES for name in stage)
+OPTIONAL_COMPONENTS = ("hollow-nodes",)  # only in a cluster that asked for them
 NODE_COMPONENTS = ("containerd", "kubelet", "proxy", "dns")
 CLUSTER_CIDR = "10.244.0.0/16"
 CLUSTER_DNS = "10.96.0.10"
@@ -92,13 +95,15 @@ def fail(message: str) -> None:
     raise SystemExit(1)
 
 
-def _cluster(state: Path, verbosity: int) -> dict[str, Any]:
+def _cluster(state: Path, verbosity: int, simulated_nodes: int | None) -> dict[str, Any]:
     """This cluster's ports and its node's pod CIDR: chosen once (defaults, else free
     ones) and remembered in cluster.json, with the components' log verbosity (which the
-    supervisor's restarts use too)."""
+    supervisor's restarts use too) and the number of hollow nodes (kept when not given)."""
     saved = state / "cluster.json"
     cluster: dict[str, Any] = json.loads(saved.read_text()) if saved.exists() else {}
     cluster["verbosity"] = verbosity
+    if simulated_nodes is not None:
+        cluster["simulatedNodes"] = simulated_nodes
     ports = cluster.setdefault("ports", {})
     for name, port in DEFAULT_PORTS.items():
         if name not in ports:
@@ -143,6 +148,10 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
                                       extra_args=("--leader-elect", *verbose),
                                       **files("scheduler")),
     }
+    if cluster.get("simulatedNodes"):
+        processes["hollow-nodes"] = HollowNodesProcess(
+            kubeconfig, count=cluster["simulatedNodes"], port=ports["hollow-nodes"],
+            extra_args=verbose, **files("hollow-nodes"))
     if runtime_missing() is not None or "podCIDR" not in cluster:
         return processes
     node = node_config(state, cluster["podCIDR"], f"{LOOPBACK}:{ports['registry']}")
@@ -170,7 +179,9 @@ def up(args: argparse.Namespace) -> None:
     state = home()
     for sub in ("logs", "run"):
         (state / sub).mkdir(parents=True, exist_ok=True)
-    cluster = _cluster(state, args.v)
+    if args.simulated_nodes is not None and args.simulated_nodes < 0:
+        fail(f"--simulated-nodes must be 0 or more, not {args.simulated_nodes}")
+    cluster = _cluster(state, args.v, args.simulated_nodes)
     processes = components(state, cluster)
     try:
         asyncio.run(_start_all(state, processes))
@@ -310,6 +321,8 @@ def status(args: argparse.Namespace) -> None:
         if name in NODE_COMPONENTS and node_reason is not None:
             print(f"{name}: not started ({node_reason})")
             continue
+        if name in OPTIONAL_COMPONENTS and name not in processes:
+            continue
         pid, ready = checks.get(name, (None, False))
         print(f"{name}: " + (f"running (pid {pid}), {'ready' if ready else 'NOT READY'}"
                              if pid else "stopped"))
@@ -406,6 +419,10 @@ def main(argv: list[str] | None = None) -> None:
     start.add_argument("-v", "--v", dest="v", type=int, default=2,
                        help="the components' log verbosity (klog's -v; default 2: each "
                             "decision is logged)")
+    start.add_argument("--simulated-nodes", type=int, default=None, metavar="M",
+                       help="also run M hollow nodes (a simulated runtime, no containers) "
+                            "for scheduling at scale; remembered for later `up`s (to change "
+                            "it, `down` first)")
     start.set_defaults(run=up)
     stop = commands.add_parser("down", help="stop the cluster")
     stop.add_argument("--purge", action="store_true", help="also delete the cluster's data")

@@ -96,6 +96,25 @@ class KubeletProcess(ClientComponentProcess):
                 *self.extra_args]
 
 
+class HollowNodesProcess(ClientComponentProcess):
+    """`python -m minikube_py.kubelet --simulate M`: M hollow nodes (hollow-node-0 ...)
+    in one process, for scheduling at scale; /healthz on its port."""
+
+    component = "the hollow nodes"
+    module = "minikube_py.kubelet"
+
+    def __init__(self, kubeconfig: Path, log_path: Path, *, count: int,
+                 **options: Any) -> None:
+        """`options`: those of every ClientComponentProcess (port, pid_file, ...)."""
+        super().__init__(kubeconfig, log_path, **options)
+        self.count = count
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", self.module, f"--kubeconfig={self.kubeconfig}",
+                f"--simulate={self.count}", "--node-name=hollow-node",
+                f"--address={LOOPBACK}", f"--port={self.port}", *self.extra_args]
+
+
 class ProxyProcess(ClientComponentProcess):
     """`python -m minikube_py.proxy` for one node: /healthz on the health port, /metrics
     on the metrics port (kube-proxy's two addresses)."""
