@@ -128,6 +128,14 @@ class Cron:
         return [event["message"] for event in listed["items"]
                 if event["reason"] == reason and event["involvedObject"]["name"] == self.name]
 
+    async def wait_for_messages(self, reason: str, count: int) -> list[str]:
+        """The messages of `reason` once there are `count` (Events are written after what
+        they report, so a test that saw the effect waits for them)."""
+        async def enough() -> list[str] | None:
+            found = await self.messages(reason)
+            return found if len(found) >= count else None
+        return await eventually(enough, what=f"{count} {reason} events")
+
     async def wait_for_event(self, reason: str) -> list[str]:
         async def seen() -> list[str]:
             return await self.messages(reason)
@@ -196,7 +204,7 @@ async def test_creates_a_job_at_each_scheduled_minute(cron: Any) -> None:
     await under_test.wait_for_jobs(under_test.job_for(first), under_test.job_for(second))
     status = (await under_test.get())["status"]
     assert len(status["active"]) == 2 and status["lastScheduleTime"] == rfc3339(second)
-    assert await under_test.messages("SuccessfulCreate") == [
+    assert await under_test.wait_for_messages("SuccessfulCreate", 2) == [
         f"Created job {under_test.job_for(first)}", f"Created job {under_test.job_for(second)}"]
 
 
@@ -221,7 +229,7 @@ async def test_forbid_holds_a_run_back_until_the_active_job_finished(cron: Any) 
     status = await eventually(settled, what="status.lastSuccessfulTime")
     assert status["lastSuccessfulTime"] == rfc3339(first + timedelta(seconds=10))
     assert [ref["name"] for ref in status["active"]] == [under_test.job_for(second)]
-    assert await under_test.messages("SawCompletedJob") == [
+    assert await under_test.wait_for_messages("SawCompletedJob", 1) == [
         f"Saw completed job: {under_test.job_for(first)}, status: Complete"]
 
 
@@ -234,7 +242,7 @@ async def test_replace_deletes_the_running_job_and_starts_a_new_one(cron: Any) -
     await under_test.wait_for_jobs(under_test.job_for(second))
     status = (await under_test.get())["status"]
     assert [ref["name"] for ref in status["active"]] == [under_test.job_for(second)]
-    assert await under_test.messages("SuccessfulDelete") == [
+    assert await under_test.wait_for_messages("SuccessfulDelete", 1) == [
         f"Deleted job {under_test.job_for(first)}"]
 
 
@@ -253,7 +261,7 @@ async def test_history_limits_delete_the_oldest_finished_jobs(cron: Any) -> None
     # Newest of each kind kept: the second Complete and the second Failed.
     await under_test.wait_for_jobs(under_test.job_for(scheduled[1]),
                                    under_test.job_for(scheduled[3]))
-    deleted = await under_test.messages("SuccessfulDelete")
+    deleted = await under_test.wait_for_messages("SuccessfulDelete", 2)
     assert sorted(deleted) == sorted(
         [f"Deleted job {under_test.job_for(scheduled[0])}",
          f"Deleted job {under_test.job_for(scheduled[2])}"])
