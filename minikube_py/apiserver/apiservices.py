@@ -99,8 +99,9 @@ class APIServiceAvailability:
         await self.register_local()
         while True:
             for api_service in self.api_services.cache.list(""):
-                await self.set_available(api_service["metadata"]["name"],
-                                         availability(api_service, self.services, self.slices))
+                condition = availability(api_service, self.services, self.slices)
+                if not _shows(api_service, condition):  # a write only for a change
+                    await self.set_available(api_service["metadata"]["name"], condition)
             await asyncio.sleep(CHECK_PERIOD)
 
     async def register_local(self) -> None:
@@ -120,10 +121,10 @@ class APIServiceAvailability:
         lastTransitionTime moves only when its status does."""
 
         def with_condition(current: Obj) -> Obj:
-            conditions = (current.get("status") or {}).get("conditions") or []
-            old = next((c for c in conditions if c.get("type") == "Available"), None)
-            if old is not None and all(old.get(k) == v for k, v in condition.items()):
+            if _shows(current, condition):
                 return current
+            conditions = (current.get("status") or {}).get("conditions") or []
+            old = _available(current)
             kept = (old is not None and old.get("status") == condition["status"]
                     and old.get("lastTransitionTime"))
             written = {"type": condition["type"], "status": condition["status"],
@@ -140,3 +141,15 @@ class APIServiceAvailability:
             if err.code != 404:  # deleted meanwhile: nothing to report
                 log.warning(orjson.dumps({"msg": "cannot update APIService status",
                                           "name": name, "error": str(err)}).decode())
+
+
+def _available(api_service: Obj) -> Obj | None:
+    """The APIService's Available condition, if it has one."""
+    conditions = (api_service.get("status") or {}).get("conditions") or ()
+    return next((c for c in conditions if c.get("type") == "Available"), None)
+
+
+def _shows(api_service: Obj, condition: Obj) -> bool:
+    """Whether its Available condition says `condition` already (time aside)."""
+    old = _available(api_service)
+    return old is not None and all(old.get(key) == value for key, value in condition.items())

@@ -76,7 +76,7 @@ class SharedInformer(Component):
         await self.reflector.run()
 
     async def wait_started(self) -> None:
-        await self._synced.wait()
+        await self.wait_for_sync()
 
     # -- the reflector's sink ------------------------------------------------------------
 
