@@ -152,35 +152,41 @@ async def test_only_the_leader_acts_and_the_other_takes_over_when_it_is_killed(
 async def test_kill_9_mid_rollout_then_restart_completes_it_without_extra_pods(
     kubeconfig: Path, fast_tmp: Path, api_client: Client, namespace: str,
 ) -> None:
+    """The rollout ends right, and at no revision of the whole run did the ReplicaSets
+    want more than replicas + maxSurge pods, nor a ReplicaSet hold more pods than it
+    wanted when it created one (a controller that lost its expectations in the kill would
+    create duplicates).
+
+    This is upstream's guarantee: the deployment controller bounds the sum of its
+    ReplicaSets' spec.replicas. The pods alone may briefly exceed it, since the delete of
+    an old pod (by the old ReplicaSet's sync) races the create of a new one (by the new
+    ReplicaSet's). Pod and ReplicaSet events are merged in etcd's revision order, which
+    is the order they happened in."""
     replicas, max_surge = 6, 1
     deployments = api_client.resource("deployments", "apps")
-    pods = api_client.resource("pods")
-    most_pods = 0
-    images_at_end: list[str] = []
+    history: list[tuple[int, str, str, Obj]] = []  # (revision, kind, event type, object)
     watching = asyncio.Event()
 
-    async def watch_pods() -> None:
-        nonlocal most_pods
-        alive: dict[str, Obj] = {}
-        listed = await pods.list(namespace)
+    async def record(kind: str, group: str) -> None:
+        resource = api_client.resource(kind, group)
+        listed = await resource.list(namespace)
+        assert listed["items"] == [], "the test namespace starts empty"
         watching.set()
-        async for event_type, pod in pods.watch(
+        async for event_type, obj in resource.watch(
                 namespace, resource_version=listed["metadata"]["resourceVersion"]):
-            name = pod["metadata"]["name"]
-            if event_type == "DELETED" or pod["metadata"].get("deletionTimestamp"):
-                alive.pop(name, None)
-            elif event_type in ("ADDED", "MODIFIED"):
-                alive[name] = pod
-            most_pods = max(most_pods, len(alive))
-        raise AssertionError("the pod watch ended while the test was still checking")
+            history.append((int(obj["metadata"]["resourceVersion"]), kind, event_type, obj))
+        raise AssertionError(f"the {kind} watch ended while the test was still checking")
 
     log = fast_tmp / f"cm-{namespace}.log"
     extra = ("--controllers=replicaset,deployment",)
+    images_at_end: list[str] = []
     async with FakeKubelet(api_client, namespace, delay=0.3):
-        watcher = asyncio.create_task(watch_pods())
+        recorders = [asyncio.create_task(record("pods", "")),
+                     asyncio.create_task(record("replicasets", "apps"))]
         await watching.wait()
         manager = ControllerManagerProcess(kubeconfig, log, extra_args=extra)
         await manager.start()
+        pods = api_client.resource("pods")
         try:
             await deployments.create(deployment("web", "v1", replicas), namespace)
 
@@ -196,7 +202,6 @@ async def test_kill_9_mid_rollout_then_restart_completes_it_without_extra_pods(
                         and all(p["spec"]["containers"][0]["image"] == image for p in listed))
 
             await eventually(lambda: rolled_out("v1"), timeout=30, what="v1 rolled out")
-            most_pods = 0
             await deployments.patch("web", {"spec": {"template": {"spec": {"containers": [
                 {"name": "c", "image": "v2"}]}}}}, namespace, patch_type="strategic")
 
@@ -211,14 +216,66 @@ async def test_kill_9_mid_rollout_then_restart_completes_it_without_extra_pods(
             await eventually(lambda: rolled_out("v2"), timeout=60, what="v2 rolled out")
             images_at_end = [p["spec"]["containers"][0]["image"]
                              for p in (await pods.list(namespace))["items"]]
+            await asyncio.sleep(0.5)  # the last events reach the recorders
         finally:
             await manager.stop()
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher  # re-raises what the watcher died of, if it did
+            for recorder in recorders:
+                recorder.cancel()
+            for recorder in recorders:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await recorder  # re-raises what the recorder died of, if it did
     assert images_at_end == ["v2"] * replicas
-    assert most_pods <= replicas + max_surge, (
-        f"{most_pods} pods at once; at most {replicas + max_surge} allowed")
+    assert _rollout_violations(history, replicas + max_surge) == []
+
+
+def _rollout_violations(history: list[tuple[int, str, str, Obj]], most: int) -> list[str]:
+    """Replay pod and ReplicaSet events in revision order; what broke the bounds."""
+    wanted: dict[str, int] = {}  # ReplicaSet -> spec.replicas
+    live: dict[str, set[str]] = {}  # ReplicaSet -> its pods not being deleted
+    violations = []
+    for revision, kind, event_type, obj in sorted(history, key=lambda event: event[0]):
+        name = obj["metadata"]["name"]
+        if kind == "replicasets":
+            if event_type == "DELETED":
+                wanted.pop(name, None)
+            else:
+                wanted[name] = obj["spec"]["replicas"]
+            if sum(wanted.values()) > most:
+                violations.append(f"revision {revision}: the ReplicaSets want {wanted}")
+            continue
+        owner = obj["metadata"]["ownerReferences"][0]["name"]
+        pods = live.setdefault(owner, set())
+        if event_type == "DELETED" or obj["metadata"].get("deletionTimestamp"):
+            pods.discard(name)
+        elif event_type == "ADDED":
+            pods.add(name)
+            if len(pods) > wanted.get(owner, 0):
+                violations.append(f"revision {revision}: {owner} created {name}, its pod "
+                                  f"{len(pods)} of {wanted.get(owner, 0)} wanted")
+    return violations
+
+
+def test_rollout_replay_finds_too_many_wanted_and_a_create_beyond_the_spec() -> None:
+    def rs(name: str, wanted: int) -> Obj:
+        return {"metadata": {"name": name}, "spec": {"replicas": wanted}}
+
+    def pod(name: str, owner: str, deleting: bool = False) -> Obj:
+        meta: Obj = {"name": name, "ownerReferences": [{"name": owner}]}
+        if deleting:
+            meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        return {"metadata": meta}
+
+    fine = [(1, "replicasets", "ADDED", rs("old", 2)), (2, "pods", "ADDED", pod("a", "old")),
+            (3, "pods", "ADDED", pod("b", "old")), (4, "replicasets", "ADDED", rs("new", 1)),
+            (5, "replicasets", "MODIFIED", rs("old", 1)),
+            (7, "pods", "MODIFIED", pod("a", "old", deleting=True)),
+            (6, "pods", "ADDED", pod("c", "new"))]  # out of order: the replay sorts
+    assert _rollout_violations(fine, 3) == []
+    assert _rollout_violations(fine, 2) == ["revision 4: the ReplicaSets want "
+                                            "{'old': 2, 'new': 1}"]
+    duplicate = [*fine, (8, "pods", "ADDED", pod("d", "new"))]
+    assert _rollout_violations(duplicate, 3) == [
+        "revision 8: new created d, its pod 2 of 1 wanted"]
 
 
 def test_every_registered_controller_implements_sync() -> None:
