@@ -87,11 +87,16 @@ class ComponentProcess(ABC):
     environment: ClassVar[dict[str, str]] = {"PYTHONUNBUFFERED": "1"}
 
     def __init__(self, log_path: Path, *, start_timeout: float, stop_timeout: float,
-                 pid_file: Path | None = None) -> None:
+                 pid_file: Path | None = None, netns: Path | None = None,
+                 address: str = LOOPBACK) -> None:
+        """`netns`: the network namespace (its /var/run/netns file) to run in, as a node's
+        components do; `address`: where its ports() are, for the check before a start."""
         self.log_path = Path(log_path)
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
         self.pid_file = pid_file
+        self.netns = netns
+        self.address = address
         self._pid: int | None = None
         self._child: subprocess.Popen[bytes] | None = None  # when we started it
         self._log_offset = 0
@@ -120,17 +125,21 @@ class ComponentProcess(ABC):
         """The component's command line."""
 
     def ports(self) -> list[int]:
-        """The loopback ports the component will listen on: start() refuses to run it
-        when one is taken (otherwise the readiness check could be answered by another
+        """The ports the component will listen on at self.address: start() refuses to run
+        it when one is taken (otherwise the readiness check could be answered by another
         program). Default: none."""
         return []
 
     def prepare(self) -> None:
         """Before each start: make sure the component can start (here: its ports are free
-        and its log folder exists). Must not start anything."""
-        for port in self.ports():
-            if port_in_use(port):
-                raise self.error(f"port {port} is already in use on {LOOPBACK}")
+        and its log folder exists). Must not start anything. (Ports in a node's network
+        namespace are not checked: nothing else runs there.)"""
+        if self.netns is None:
+            for port in self.ports():
+                if port_in_use(port, self.address):
+                    raise self.error(f"port {port} is already in use on {self.address}")
+        elif not self.netns.exists():
+            raise self.error(f"the network namespace {self.netns} does not exist")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
 
     async def serving(self) -> bool:
@@ -169,6 +178,10 @@ class ComponentProcess(ABC):
             return
         self.prepare()
         command = self.command()
+        if self.netns is not None:
+            # nsenter, not `ip netns exec`: that one also remounts /sys, which hides the
+            # cgroup mounts runc needs. nsenter execs the command: the pid stays the same.
+            command = ["nsenter", f"--net={self.netns}", *command]
         if self.pid_file is None:
             # setpriv --pdeathsig: if this Python process dies without calling stop(), the
             # kernel sends the child SIGTERM, so a crashed test run leaves nothing behind.

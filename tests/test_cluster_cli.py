@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from minikube_py.cluster.node import node_config
-
 pytestmark = pytest.mark.slow
 
 
@@ -24,7 +22,8 @@ def launcher(home: Path, *args: str, check: bool = True) -> subprocess.Completed
 
 
 def pids(home: Path) -> list[int]:
-    return [int(f.read_text()) for f in (home / "run").glob("*.pid")] if (
+    """Every running component's, a node's included (run/node-N/*.pid)."""
+    return [int(f.read_text()) for f in (home / "run").rglob("*.pid")] if (
         home / "run").exists() else []
 
 
@@ -43,9 +42,15 @@ def kubectl(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=90, check=True)
 
 
+def in_node(node: str, *command: str) -> str:
+    """A command's output in the node's network namespace."""
+    return subprocess.run(["nsenter", f"--net=/var/run/netns/mk-{node}", *command],
+                          capture_output=True, text=True, timeout=30, check=True).stdout
+
+
 def leftovers(home: Path) -> list[str]:
-    """Processes, mounts, the bridge and the proxy's iptables rules of the cluster in
-    `home`, if any survived."""
+    """Processes and mounts of the cluster in `home`, and the node network (namespaces,
+    links, routes through a node), if any survived."""
     marker = str(home)
     found = [line for line in Path("/proc/self/mountinfo").read_text().splitlines()
              if marker in line]
@@ -56,38 +61,42 @@ def leftovers(home: Path) -> list[str]:
                     found.append(f"process {entry.name}")
             except OSError:
                 continue
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                text=True).stdout
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
-    nat = subprocess.run(["iptables-save", "-t", "nat"], capture_output=True, text=True).stdout
-    routes = subprocess.run(["ip", "route", "show", "table", "local"], capture_output=True,
-                            text=True).stdout
-    return (found + [line for line in links.splitlines() if bridge_of(home) in line]
-            + [line for line in nat.splitlines() if "KUBE-" in line]
-            + [line for line in routes.splitlines() if "172.18.255." in line])
-
-
-def bridge_of(home: Path) -> str:
-    return node_config(home, "10.244.1.0/24").bridge_name
+    routes = subprocess.run(["ip", "route", "show"], capture_output=True, text=True).stdout
+    return (found + [line for line in namespaces.splitlines() if line.startswith("mk-")]
+            + [line for line in links.splitlines() if ": mk-" in line]
+            + [line for line in routes.splitlines() if "via 172.18.0." in line])
 
 
 def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path) -> None:
     home = fast_tmp / "launcher-home"
     try:
-        started = launcher(home, "up")
+        started = launcher(home, "up", "--nodes", "2")
         assert f"export KUBECONFIG={home / 'kubeconfig'}" in started.stdout
+        assert "node-2: 172.18.0.12 (network namespace mk-node-2)" in started.stdout
         again = launcher(home, "up")  # idempotent: nothing is started twice
-        assert again.returncode == 0
+        assert again.returncode == 0 and "node-2/kubelet: already running" in again.stdout
+        refused = launcher(home, "up", "--nodes", "3", check=False)
+        assert refused.returncode == 1 and "runs with 2 nodes" in refused.stderr
         running = pids(home)
-        assert len(running) == 10 and all(alive(pid) for pid in running)  # with the supervisor
-        kubectl(home, "wait", "--for=condition=Ready", "node/node-1", "--timeout=60s")
+        # the control plane, DNS, 3 per node, and the supervisor
+        assert len(running) == 13 and all(alive(pid) for pid in running)
+        kubectl(home, "wait", "--for=condition=Ready", "node", "--all", "--timeout=60s")
         status = launcher(home, "status")
         for component in ("registry", "etcd", "apiserver", "controller-manager", "scheduler",
-                          "containerd", "kubelet", "proxy", "dns"):
+                          "dns", "node-1/containerd", "node-1/kubelet", "node-1/proxy",
+                          "node-2/containerd", "node-2/kubelet", "node-2/proxy"):
             assert re.search(rf"^{component}: running \(pid \d+\), ready$", status.stdout,
                              re.M), status.stdout
-        assert "nodes: 1\n  node-1: Ready, 0 pods" in status.stdout
-        kubelet_log = launcher(home, "logs", "kubelet", "--node", "node-1")
-        written = (home / "logs" / "kubelet.log").read_text()
+        assert "nodes: 2\n  node-1: Ready, 0 pods\n  node-2: Ready, 0 pods" in status.stdout
+        kubelet_log = launcher(home, "logs", "kubelet", "--node", "node-2")
+        written = (home / "logs" / "node-2" / "kubelet.log").read_text()
         assert kubelet_log.stdout and written.startswith(kubelet_log.stdout)
+        which = launcher(home, "logs", "kubelet", check=False)
+        assert which.returncode == 1 and "say which with --node (node-1, node-2)" in (
+            which.stderr)
         unknown = launcher(home, "logs", "kubelet-x", check=False)
         assert unknown.returncode == 1 and "no component named 'kubelet-x'" in unknown.stderr
         on_host = launcher(home, "logs", "apiserver", "--node", "node-1", check=False)
@@ -107,14 +116,20 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
             raise AssertionError(f"the scheduler was not restarted: {again}")
         assert "scheduler is running again" in (home / "logs" / "supervisor.log").read_text()
         assert "kube-system" in kubectl(home, "get", "namespaces").stdout
-        # a new user's first pod: scheduled onto the node, started by its kubelet
-        kubectl(home, "wait", "--for=condition=Ready", "node/node-1", "--timeout=60s")
-        kubectl(home, "run", "web", "--image=localhost/echo:1.0", "--port=8080")
-        kubectl(home, "wait", "--for=condition=Ready", "pod/web", "--timeout=60s")
-        pod_ip = kubectl(home, "get", "pod", "web", "-o", "jsonpath={.status.podIP}").stdout
-        answer = subprocess.run(["busybox", "wget", "-q", "-O-", f"http://{pod_ip}:8080/"],
-                                capture_output=True, text=True, timeout=10)
-        assert "web" in answer.stdout
+        # a new user's first pods: one on each node, each answering from this machine
+        for node in ("node-1", "node-2"):
+            kubectl(home, "run", f"web-{node}", "--image=localhost/echo:1.0", "--port=8080",
+                    f"--overrides={{\"spec\": {{\"nodeName\": \"{node}\"}}}}")
+        for node in ("node-1", "node-2"):
+            kubectl(home, "wait", "--for=condition=Ready", f"pod/web-{node}", "--timeout=60s")
+            pod_ip = kubectl(home, "get", "pod", f"web-{node}", "-o",
+                             "jsonpath={.status.podIP}").stdout
+            index = node.removeprefix("node-")
+            assert pod_ip.startswith(f"10.244.{index}."), (node, pod_ip)
+            answer = subprocess.run(["busybox", "wget", "-q", "-O-",
+                                     f"http://{pod_ip}:8080/"],
+                                    capture_output=True, text=True, timeout=10)
+            assert f"web-{node}" in answer.stdout
         # a tutorial's image name: pulled from the cluster's registry
         kubectl(home, "create", "deployment", "nginx", "--image=nginx:1.14.2")
         kubectl(home, "wait", "--for=condition=Available", "deployment/nginx",
@@ -124,15 +139,24 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         page = subprocess.run(["busybox", "wget", "-q", "-O-", f"http://{nginx_ip}/"],
                               capture_output=True, text=True, timeout=10)
         assert "Welcome to nginx!" in page.stdout
-        # the Service by name, from a pod: cluster DNS at 10.96.0.10, then the proxy's rules
+        # the Service by name, from a pod on each node: cluster DNS at 10.96.0.10 (on this
+        # machine), then that node's proxy's rules
         kubectl(home, "expose", "deployment", "nginx", "--port=80")
-        kubectl(home, "run", "client", "--image=busybox:1.36", "--restart=Never", "--",
-                "wget", "-qO-", "http://nginx")
-        kubectl(home, "wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/client",
-                "--timeout=60s")
-        assert "Welcome to nginx!" in kubectl(home, "logs", "client").stdout
-        assert "KUBE-SVC-" in subprocess.run(["iptables-save", "-t", "nat"],
-                                             capture_output=True, text=True).stdout
+        for node in ("node-1", "node-2"):
+            kubectl(home, "run", f"client-{node}", "--image=busybox:1.36", "--restart=Never",
+                    f"--overrides={{\"spec\": {{\"nodeName\": \"{node}\"}}}}", "--",
+                    "wget", "-qO-", "http://nginx")
+        for node in ("node-1", "node-2"):
+            kubectl(home, "wait", "--for=jsonpath={.status.phase}=Succeeded",
+                    f"pod/client-{node}", "--timeout=60s")
+            assert "Welcome to nginx!" in kubectl(home, "logs", f"client-{node}").stdout
+            assert "KUBE-SVC-" in in_node(node, "iptables-save", "-t", "nat")
+        # and its ClusterIP from this machine, routed through node-1
+        cluster_ip = kubectl(home, "get", "service", "nginx", "-o",
+                             "jsonpath={.spec.clusterIP}").stdout
+        page = subprocess.run(["busybox", "wget", "-q", "-O-", f"http://{cluster_ip}/"],
+                              capture_output=True, text=True, timeout=10)
+        assert "Welcome to nginx!" in page.stdout
         # a LoadBalancer Service gets an address that answers from this machine
         kubectl(home, "expose", "deployment", "nginx", "--type=LoadBalancer", "--name=lb",
                 "--port=8000", "--target-port=80")

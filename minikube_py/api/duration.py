@@ -1,4 +1,5 @@
-"""Durations for humans: the "5s", "3m10s", "2d1h" strings kubectl shows in AGE columns.
+"""Durations for humans: the "5s", "3m10s", "2d1h" strings kubectl shows in AGE columns,
+and the Go durations ("30s", "1m30s", "500ms") that upstream's flags take.
 
 Upstream: `k8s.io/apimachinery/pkg/util/duration` (HumanDuration, ShortHumanDuration).
 Both tolerate up to two seconds of clock skew: a duration just below zero reads "0s",
@@ -7,7 +8,26 @@ anything further in the future reads "<invalid>".
 
 from __future__ import annotations
 
+import argparse
+import re
 from datetime import timedelta
+
+_GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def flag_duration(text: str) -> float:
+    """A duration flag, in seconds: Go's form as upstream's components take it (`40s`,
+    `1m30s`, `500ms`, `0`), or a plain number of seconds. An argparse type."""
+    text = text.strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (examples: 40s, 1m30s, "
+                                         "500ms)")
+    return sum(float(n) * _GO_UNITS[u] for n, u in parts)
 
 _SECOND = 1_000_000  # the unit of everything below: microseconds, timedelta's resolution
 _MINUTE = 60 * _SECOND

@@ -6,11 +6,11 @@ import argparse
 import asyncio
 import gc
 import logging
-import re
 import signal
 import sys
 from collections.abc import Callable
 
+from minikube_py.api.duration import flag_duration
 from minikube_py.apiserver.allocators import (
     DEFAULT_NODE_PORT_RANGE,
     DEFAULT_SERVICE_CIDR,
@@ -18,17 +18,6 @@ from minikube_py.apiserver.allocators import (
     parse_service_cidr,
 )
 from minikube_py.apiserver.server import APIServer, APIServerConfig
-
-
-def parse_duration(text: str) -> float:
-    """Go-style durations as upstream's flags take them: `5m`, `30s`, `1h30m`, `0`."""
-    if text.strip() in ("0", ""):
-        return 0.0
-    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", text)
-    if not parts or "".join(n + u for n, u in parts) != text.strip():
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (examples: 5m, 30s, 1h)")
-    return sum(float(n) * units[u] for n, u in parts)
 
 
 def checked_by(parse: Callable[[str], object]) -> Callable[[str], str]:
@@ -55,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=6443)
     parser.add_argument("--max-requests-inflight", type=int, default=400)
     parser.add_argument("--max-mutating-requests-inflight", type=int, default=200)
-    parser.add_argument("--etcd-compaction-interval", type=parse_duration, default="5m",
+    parser.add_argument("--etcd-compaction-interval", type=flag_duration, default="5m",
                         help="how often to compact etcd history (0 disables)")
     parser.add_argument("--log-requests", choices=("true", "false"), default="true",
                         help="write one JSON log line per request")

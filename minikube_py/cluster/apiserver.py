@@ -16,7 +16,7 @@ class APIServerProcessError(ComponentProcessError):
 
 
 class APIServerProcess(ComponentProcess):
-    """`python -m minikube_py.apiserver` on a loopback port, stopped on exit.
+    """`python -m minikube_py.apiserver` on a port of one address, stopped on exit.
 
     `async with APIServerProcess([etcd_url], log_path) as api:` starts it and waits until
     /readyz answers ok; `api.url` is where clients connect.
@@ -35,9 +35,12 @@ class APIServerProcess(ComponentProcess):
         extra_args: tuple[str, ...] = (),
         start_timeout: float = 30.0,
         stop_timeout: float = 10.0,
+        address: str = LOOPBACK,
     ) -> None:
+        """`address`: where it listens (loopback, or the node network's gateway when the
+        cluster's nodes run in network namespaces and must reach it)."""
         super().__init__(log_path, start_timeout=start_timeout, stop_timeout=stop_timeout,
-                         pid_file=pid_file)
+                         pid_file=pid_file, address=address)
         self.etcd_servers = etcd_servers
         self.port = port or free_port()
         self.extra_args = extra_args
@@ -45,14 +48,14 @@ class APIServerProcess(ComponentProcess):
     @property
     def url(self) -> str:
         """The URL clients connect to, e.g. http://127.0.0.1:40125."""
-        return f"http://{LOOPBACK}:{self.port}"
+        return f"http://{self.address}:{self.port}"
 
     def command(self) -> list[str]:
-        """The API server's command line: etcd's URLs, listening on loopback only."""
+        """The API server's command line: etcd's URLs, listening on one address."""
         return [
             sys.executable, "-m", "minikube_py.apiserver",
             f"--etcd-servers={','.join(self.etcd_servers)}",
-            f"--bind-address={LOOPBACK}",
+            f"--bind-address={self.address}",
             f"--port={self.port}",
             *self.extra_args,
         ]

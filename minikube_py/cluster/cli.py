@@ -1,29 +1,30 @@
-"""`minikube-py up | down | status`: a local cluster on this machine.
+"""`minikube-py up | down | status | logs`: a local cluster on this machine.
 
-The cluster is etcd, the API server, the controller-manager, the scheduler and one node
-(containerd and a kubelet, see node.py; it needs root). State lives in ~/.minikube-py
-(or $MINIKUBE_PY_HOME):
+The control plane (the registry, etcd, the API server, the controller-manager, the
+scheduler, cluster DNS) runs on this machine. Each node is a network namespace mk-node-N
+on the bridge mk-br0 (netns.py), with its own containerd, kubelet and proxy inside (it
+needs root; see node.py). The control plane listens on the bridge's address, 172.18.0.1,
+where the nodes reach it. State lives in ~/.minikube-py (or $MINIKUBE_PY_HOME):
 
-    etcd/            etcd's data directory
-    logs/*.log       one log per component
-    run/*.pid        the running components
-    nodes/node-1/    the node's containerd and kubelet
-    images/          the shipped images, loaded into the node and pushed to the registry
-    registry/        the image registry's storage (docker.io, registry.k8s.io, localhost)
-    cluster.json     the ports in use and the node's pod CIDR
-    kubeconfig       what kubectl and the Python client use
+    etcd/                 etcd's data directory
+    logs/*.log            one log per control-plane component
+    logs/node-N/*.log     the node's containerd, kubelet and proxy
+    run/...pid            the running components (run/node-N/ for a node's)
+    nodes/node-N/         the node's containerd and kubelet
+    images/               the shipped images, loaded into the nodes and pushed to the registry
+    registry/             the image registry's storage (docker.io, registry.k8s.io, localhost)
+    cluster.json          the ports in use, the nodes and their pod CIDRs
+    kubeconfig            what kubectl and the Python client use
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import ipaddress
 import json
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import time
 import urllib.request
@@ -42,16 +43,21 @@ from minikube_py.cluster.components import (
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.image_command import add_image_command, push_catalog
 from minikube_py.cluster.kubeconfig import write_kubeconfig
-from minikube_py.cluster.node import (
-    NODE_NAME,
-    load_shipped_images,
-    node_config,
-    remove_kubelet_volumes,
+from minikube_py.cluster.netns import (
+    DEFAULT_NODE_NETWORK,
+    DEFAULT_PREFIX,
+    ClusterNetwork,
+    NodeNetwork,
+    NodeNetworkError,
 )
+from minikube_py.cluster.node import load_shipped_images, node_config, remove_kubelet_volumes
 from minikube_py.cluster.registry import RegistryProcess
 from minikube_py.cluster.supervisor import Supervisor, SupervisorProcess
 from minikube_py.images.debian import PackageError
 from minikube_py.images.registry import ArchiveError, RegistryError
+from minikube_py.kubelet.runtime_setup import (
+    POD_NETWORKS as CLUSTER_CIDR,
+)
 from minikube_py.kubelet.runtime_setup import (
     Containerd,
     ContainerdError,
@@ -68,22 +74,50 @@ from minikube_py.process import (
 )
 
 DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443,
-                 "controller-manager": 10257, "scheduler": 10259, "kubelet": 10250,
-                 "registry": 5000, "proxy-healthz": 10256, "proxy-metrics": 10249,
+                 "controller-manager": 10257, "scheduler": 10259, "registry": 5000,
                  "dns": 10053, "dns-metrics": 9153, "hollow-nodes": 10251}
-# Started stage by stage (the components of a stage together); stopped in reverse order.
+NODE_PORTS = {"kubelet": 10250, "proxy-healthz": 10256, "proxy-metrics": 10249}
+"""Upstream's ports, on each node's own address: every node has a network of its own."""
+# Started stage by stage (the components of a stage together, on every node); stopped in
+# reverse order. A node's component is named node-N/<component>.
 STAGES = (("registry", "etcd"), ("apiserver",),
           ("controller-manager", "scheduler", "containerd", "proxy", "dns"),
           ("kubelet", "hollow-nodes"))
 COMPONENTS = tuple(name for stage in STAGES for name in stage)
-OPTIONAL_COMPONENTS = ("hollow-nodes",)  # only in a cluster that asked for them
-NODE_COMPONENTS = ("containerd", "kubelet", "proxy", "dns")
-CLUSTER_CIDR = "10.244.0.0/16"
+NODE_COMPONENTS = ("containerd", "kubelet", "proxy")
 CLUSTER_DNS = "10.96.0.10"
+SERVICE_CIDR = "10.96.0.0/12"
 LOAD_BALANCER_RANGE = "172.18.255.200-172.18.255.250"
 LOAD_BALANCER_ROUTE = "172.18.255.192/26"
-"""Routed as local addresses of this machine, so a LoadBalancer Service's address answers
-here (the proxy's rules take it from there) and no packet to one ever leaves."""
+"""The Service range and the load balancers' addresses are routed from this machine
+through node-1, whose proxy's rules answer them: `curl` a ClusterIP or a LoadBalancer's
+address from here works, and no packet to one ever leaves the machine."""
+
+
+CONFIGURABLE = ("apiserver", "controller-manager", "scheduler", "kubelet", "proxy", "dns")
+"""The components whose flags `up --extra-config COMPONENT.FLAG=VALUE` sets."""
+
+
+def parse_extra_config(settings: list[str]) -> dict[str, dict[str, str]]:
+    """`controller-manager.node-monitor-grace-period=10s` ... -> {component: {flag: value}},
+    as minikube's --extra-config takes them."""
+    parsed: dict[str, dict[str, str]] = {}
+    for setting in settings:
+        key, equals, value = setting.partition("=")
+        component, dot, flag = key.partition(".")
+        if not equals or not dot or not flag:
+            fail(f"--extra-config wants COMPONENT.FLAG=VALUE, e.g. "
+                 f"controller-manager.node-monitor-grace-period=10s, not {setting!r}")
+        if component not in CONFIGURABLE:
+            fail(f"--extra-config: no component {component!r}; one of: "
+                 f"{', '.join(CONFIGURABLE)}")
+        parsed.setdefault(component, {})[flag] = value
+    return parsed
+
+
+def kind_of(name: str) -> str:
+    """The component a name stands for: node-2/kubelet -> kubelet."""
+    return name.rpartition("/")[2]
 
 
 def home() -> Path:
@@ -95,21 +129,38 @@ def fail(message: str) -> None:
     raise SystemExit(1)
 
 
-def _cluster(state: Path, verbosity: int, simulated_nodes: int | None) -> dict[str, Any]:
-    """This cluster's ports and its node's pod CIDR: chosen once (defaults, else free
+def _cluster(state: Path, verbosity: int, nodes: int | None, simulated_nodes: int | None,
+             extra_config: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
+    """This cluster's ports, nodes and their pod CIDRs: chosen once (defaults, else free
     ones) and remembered in cluster.json, with the components' log verbosity (which the
-    supervisor's restarts use too) and the number of hollow nodes (kept when not given)."""
+    supervisor's restarts use too), the numbers of nodes and hollow nodes and the extra
+    flags (each kept when not given)."""
     saved = state / "cluster.json"
     cluster: dict[str, Any] = json.loads(saved.read_text()) if saved.exists() else {}
     cluster["verbosity"] = verbosity
+    if extra_config is not None:
+        cluster["extraConfig"] = extra_config
     if simulated_nodes is not None:
         cluster["simulatedNodes"] = simulated_nodes
+    if nodes is not None:
+        cluster["nodes"] = nodes
+    cluster.setdefault("nodes", 1)
     ports = cluster.setdefault("ports", {})
     for name, port in DEFAULT_PORTS.items():
         if name not in ports:
             ports[name] = port if not port_in_use(port) else free_port()
-    if "podCIDR" not in cluster and runtime_missing() is None:
-        cluster["podCIDR"] = free_pod_cidr(seed=1)
+    cluster.pop("podCIDR", None)  # a single node on the host's network, before nodes had one
+    if runtime_missing() is None:
+        cluster.setdefault("network", {"prefix": DEFAULT_PREFIX,
+                                       "nodeNetwork": DEFAULT_NODE_NETWORK})
+        cidrs: dict[str, str] = cluster.setdefault("podCIDRs", {})
+        seed = 1
+        for index in range(1, cluster["nodes"] + 1):
+            while f"node-{index}" not in cidrs:
+                candidate = free_pod_cidr(seed=seed)
+                seed += 1
+                if candidate not in cidrs.values():
+                    cidrs[f"node-{index}"] = candidate
     saved.write_text(json.dumps(cluster, indent=2))
     return cluster
 
@@ -120,13 +171,40 @@ def _saved_cluster(state: Path) -> dict[str, Any]:
     return json.loads(saved.read_text()) if saved.exists() else {"ports": DEFAULT_PORTS}
 
 
+def cluster_network(cluster: dict[str, Any]) -> ClusterNetwork | None:
+    """The bridge and node namespaces of a cluster with real nodes (None without)."""
+    network = cluster.get("network")
+    if network is None or "podCIDRs" not in cluster:
+        return None
+    return ClusterNetwork(network["prefix"], network["nodeNetwork"])
+
+
+def node_networks(cluster: dict[str, Any]) -> list[NodeNetwork]:
+    """Each real node's place in the network: node-1 ... node-N."""
+    network = cluster_network(cluster)
+    if network is None:
+        return []
+    cidrs = cluster["podCIDRs"]
+    return [network.node(index, cidrs[f"node-{index}"])
+            for index in range(1, cluster.get("nodes", 1) + 1) if f"node-{index}" in cidrs]
+
+
 def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProcess]:
     """Every component of the cluster in `state` as a daemon: its log is
-    logs/<name>.log and its pid file run/<name>.pid. The node's components are left out
-    where this machine cannot run containers."""
+    logs/<name>.log and its pid file run/<name>.pid (node-N/kubelet for a node's). The
+    nodes and DNS are left out where this machine cannot run containers; the control
+    plane then listens on loopback only."""
     ports = cluster["ports"]
     kubeconfig = state / "kubeconfig"
-    verbose = (f"--v={cluster.get('verbosity', 2)}",)
+    network = cluster_network(cluster)
+    extra = cluster.get("extraConfig", {})
+
+    def flags(component: str) -> tuple[str, ...]:
+        """The log verbosity, then what --extra-config set (a later flag wins)."""
+        return (f"--v={cluster.get('verbosity', 2)}",
+                *(f"--{flag}={value}" for flag, value in extra.get(component, {}).items()))
+
+    address = network.gateway if network is not None else LOOPBACK
 
     def files(name: str) -> dict[str, Path]:
         return {"log_path": state / "logs" / f"{name}.log",
@@ -136,88 +214,141 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
                        peer_port=ports["etcd-peer"], name="minikube-py", **files("etcd"))
     processes: dict[str, ComponentProcess] = {
         "registry": RegistryProcess(state / "registry", port=ports["registry"],
-                                    **files("registry")),
+                                    address=address, **files("registry")),
         "etcd": etcd,
         "apiserver": APIServerProcess([etcd.client_url], port=ports["apiserver"],
+                                      address=address, extra_args=flags("apiserver")[1:],
                                       **files("apiserver")),
         "controller-manager": ControllerManagerProcess(
             kubeconfig, port=ports["controller-manager"], **files("controller-manager"),
             extra_args=("--leader-elect", f"--loadbalancer-ip-range={LOAD_BALANCER_RANGE}",
-                        *verbose)),
+                        *flags("controller-manager"))),
         "scheduler": SchedulerProcess(kubeconfig, port=ports["scheduler"],
-                                      extra_args=("--leader-elect", *verbose),
+                                      extra_args=("--leader-elect", *flags("scheduler")),
                                       **files("scheduler")),
     }
     if cluster.get("simulatedNodes"):
         processes["hollow-nodes"] = HollowNodesProcess(
             kubeconfig, count=cluster["simulatedNodes"], port=ports["hollow-nodes"],
-            extra_args=verbose, **files("hollow-nodes"))
-    if runtime_missing() is not None or "podCIDR" not in cluster:
+            extra_args=flags("kubelet")[:1], **files("hollow-nodes"))
+    if network is None or runtime_missing() is not None:
         return processes
-    node = node_config(state, cluster["podCIDR"], f"{LOOPBACK}:{ports['registry']}")
-    processes["containerd"] = Containerd(node, **files("containerd"))
-    processes["kubelet"] = KubeletProcess(
-        kubeconfig, node_name=node.node_name, runtime_endpoint=node.endpoint,
-        root_dir=node.base_dir / "kubelet", pod_cidr=node.pod_cidr, port=ports["kubelet"],
-        extra_args=(f"--cluster-dns={CLUSTER_DNS}", *verbose), **files("kubelet"))
-    processes["proxy"] = ProxyProcess(
-        kubeconfig, node_name=NODE_NAME, cluster_cidr=CLUSTER_CIDR,
-        port=ports["proxy-healthz"], metrics_port=ports["proxy-metrics"],
-        extra_args=verbose, **files("proxy"))
-    # cluster DNS publishes itself as the kube-dns Service's endpoint at the node's pod
-    # gateway: pods reach it there, the proxy's rules send 10.96.0.10 to it
+    # cluster DNS publishes itself as the kube-dns Service's endpoint at the bridge's
+    # address: pods reach it there, the proxies' rules send 10.96.0.10 to it
     processes["dns"] = DNSProcess(
-        kubeconfig, dns_port=ports["dns"], port=ports["dns-metrics"],
-        advertise_address=str(ipaddress.ip_network(cluster["podCIDR"])[1]),
-        service_ip=CLUSTER_DNS, extra_args=verbose, **files("dns"))
+        kubeconfig, dns_address=address, dns_port=ports["dns"], port=ports["dns-metrics"],
+        advertise_address=address, service_ip=CLUSTER_DNS, extra_args=flags("dns"),
+        **files("dns"))
+    registry = f"{address}:{ports['registry']}"
+    for node in node_networks(cluster):
+        config = node_config(state, node.name, node.pod_cidr, registry, netns=node.path)
+        in_node = {"address": node.address, "netns": node.path}
+        processes[f"{node.name}/containerd"] = Containerd(
+            config, **files(f"{node.name}/containerd"))
+        processes[f"{node.name}/kubelet"] = KubeletProcess(
+            kubeconfig, node_name=node.name, runtime_endpoint=config.endpoint,
+            root_dir=config.base_dir / "kubelet", pod_cidr=node.pod_cidr,
+            node_ip=node.address, port=NODE_PORTS["kubelet"],
+            extra_args=(f"--cluster-dns={CLUSTER_DNS}", *flags("kubelet")),
+            **in_node, **files(f"{node.name}/kubelet"))
+        processes[f"{node.name}/proxy"] = ProxyProcess(
+            kubeconfig, node_name=node.name, cluster_cidr=str(CLUSTER_CIDR),
+            port=NODE_PORTS["proxy-healthz"], metrics_port=NODE_PORTS["proxy-metrics"],
+            extra_args=flags("proxy"), **in_node, **files(f"{node.name}/proxy"))
     return processes
 
 
 def up(args: argparse.Namespace) -> None:
-    """Start the components that do not run yet, stage by stage, and wait until every
-    one serves."""
+    """Build the node network, then start the components that do not run yet, stage by
+    stage, and wait until every one serves."""
     state = home()
-    for sub in ("logs", "run"):
-        (state / sub).mkdir(parents=True, exist_ok=True)
     if args.simulated_nodes is not None and args.simulated_nodes < 0:
         fail(f"--simulated-nodes must be 0 or more, not {args.simulated_nodes}")
-    cluster = _cluster(state, args.v, args.simulated_nodes)
+    if args.nodes is not None and not 1 <= args.nodes <= 50:
+        fail(f"--nodes must be between 1 and 50, not {args.nodes}")
+    extra_config = (parse_extra_config(args.extra_config) if args.extra_config is not None
+                    else None)
+    saved = _saved_cluster(state)
+    if components(state, saved)["apiserver"].adopt():
+        if args.nodes is not None and saved.get("nodes", args.nodes) != args.nodes:
+            fail(f"the cluster runs with {saved['nodes']} nodes: `minikube-py down` first "
+                 f"to start it with {args.nodes}")
+        if extra_config is not None and saved.get("extraConfig", {}) != extra_config:
+            fail("the cluster runs with other --extra-config settings: `minikube-py down` "
+                 "first to start it with these")
+    for sub in ("logs", "run"):
+        (state / sub).mkdir(parents=True, exist_ok=True)
+    cluster = _cluster(state, args.v, args.nodes, args.simulated_nodes, extra_config)
     processes = components(state, cluster)
+    started = time.monotonic()
     try:
-        asyncio.run(_start_all(state, processes))
+        _build_network(cluster)
+        asyncio.run(_start_all(state, processes, started))
         asyncio.run(supervisor_process(state).start())
+    except (NodeNetworkError, OSError) as error:
+        fail(f"cannot build the node network: {error}")
     except ComponentProcessError as error:
         hint = (f"; stop the program that holds it, or remove {state / 'cluster.json'} "
                 "to pick new ports") if "already in use" in str(error) else ""
         fail(f"{error}{hint}")
     except (ContainerdError, ImageLoadError) as error:
-        fail(f"{error}; see {state / 'logs' / 'containerd.log'}")
-    except (ArchiveError, RegistryError, PackageError, OSError) as error:
+        fail(f"{error}; see {state / 'logs'}")
+    except (ArchiveError, RegistryError, PackageError) as error:
         fail(f"could not build or push the shipped images: {error}")
-    if "containerd" not in processes:
+    nodes = node_networks(cluster)
+    if not nodes:
         print(f"no node started: {runtime_missing()}")
-    else:
-        node = node_config(state, cluster["podCIDR"])
-        print(f"node {node.node_name}: containerd {node.endpoint}, pods on {node.pod_cidr}")
-        print(f"services: proxy on this machine's iptables, DNS at {CLUSTER_DNS}")
+    for node in nodes:
+        print(f"{node.name}: {node.address} (network namespace {node.namespace}), "
+              f"pods on {node.pod_cidr}")
+    if nodes:
+        print(f"services: each node's proxy on its own iptables; {SERVICE_CIDR} and "
+              f"{LOAD_BALANCER_ROUTE} routed from here through {nodes[0].name}; "
+              f"DNS at {CLUSTER_DNS}")
     api = processes["apiserver"]
     etcd = processes["etcd"]
     assert isinstance(api, APIServerProcess) and isinstance(etcd, EtcdProcess)
-    print(f"minikube-py is up: API server {api.url}, etcd {etcd.client_url}")
+    print(f"minikube-py is up in {time.monotonic() - started:.1f} s: API server {api.url}, "
+          f"etcd {etcd.client_url}")
     print(f"logs: {state / 'logs'}")
     print("To use it with kubectl:")
     print(f"export KUBECONFIG={state / 'kubeconfig'}")
 
 
-async def _start_all(state: Path, processes: dict[str, ComponentProcess]) -> None:
-    for stage in STAGES:
-        await asyncio.gather(*(_start(state, name, processes[name])
-                               for name in stage if name in processes))
+def _build_network(cluster: dict[str, Any]) -> None:
+    """The bridge, one namespace per node, and the routes through node-1 (each kept
+    when it is there already)."""
+    network = cluster_network(cluster)
+    nodes = node_networks(cluster)
+    if network is None or not nodes:
+        return
+    if shutil.which("nsenter") is None:
+        raise NodeNetworkError("nsenter is not installed: apt-get install util-linux")
+    network.create_bridge()
+    for node in nodes:
+        if network.ensure_node(node):
+            print(f"network: {node.name} at {node.address} in namespace {node.namespace}",
+                  flush=True)
+    for destination in (SERVICE_CIDR, LOAD_BALANCER_ROUTE):
+        network.route_via(nodes[0], destination)
 
 
-async def _start(state: Path, name: str, process: ComponentProcess) -> None:
-    """Start one component (or wait for it, when it already runs) and do what must follow
-    its start."""
+def _stage(name: str) -> int:
+    return next(i for i, stage in enumerate(STAGES) if kind_of(name) in stage)
+
+
+async def _start_all(state: Path, processes: dict[str, ComponentProcess],
+                     started: float) -> None:
+    for index in range(len(STAGES)):
+        await asyncio.gather(*(_start(state, name, process, started)
+                               for name, process in processes.items()
+                               if _stage(name) == index))
+
+
+async def _start(state: Path, name: str, process: ComponentProcess, started: float) -> None:
+    """Start one component (or wait for it, when it already runs), do what must follow
+    its start, and say so."""
+    was_running = process.adopt()
     await process.start()
     if name == "registry":
         assert isinstance(process, RegistryProcess)
@@ -226,22 +357,25 @@ async def _start(state: Path, name: str, process: ComponentProcess) -> None:
     elif name == "apiserver":
         assert isinstance(process, APIServerProcess)
         write_kubeconfig(state / "kubeconfig", process.url)
-    elif name == "containerd":
+    elif kind_of(name) == "containerd" and not was_running:
         assert isinstance(process, Containerd)
         await load_shipped_images(process.config, state)
-    elif name == "proxy":
-        routed = subprocess.run(
-            ["ip", "route", "replace", "local", LOAD_BALANCER_ROUTE, "dev", "lo"],
-            capture_output=True, text=True)
-        if routed.returncode != 0:
-            fail(f"cannot route the load-balancer addresses {LOAD_BALANCER_ROUTE} to this "
-                 f"machine: {routed.stderr.strip()} (run as root)")
+    what = "already running" if was_running else "ready"
+    print(f"{name}: {what} (pid {process.pid}, {time.monotonic() - started:.1f} s)",
+          flush=True)
 
 
 def down(args: argparse.Namespace) -> None:
-    """Stop every component; --purge also deletes the cluster's data."""
+    """Stop every component and remove the node network; --purge also deletes the
+    cluster's data."""
     state = home()
-    asyncio.run(_stop_all(state, components(state, _saved_cluster(state))))
+    cluster = _saved_cluster(state)
+    asyncio.run(_stop_all(state, components(state, cluster)))
+    network = cluster_network(cluster)
+    if network is not None and state.exists():
+        removed = network.remove_all()
+        if removed:
+            print(f"removed the node network: {', '.join(removed)}")
     if args.purge and state.exists():
         shutil.rmtree(state)
         print(f"deleted {state}")
@@ -275,37 +409,21 @@ async def _stop_all(state: Path, processes: dict[str, ComponentProcess]) -> None
         print(f"stopped the supervisor (pid {pid})")
     elif not any(process.adopt() for process in processes.values()):
         print(f"nothing was running from {state}; cleaning up what a crash may have left")
-    for name in reversed(COMPONENTS):
-        process = processes.get(name)
-        if process is None:
-            continue
-        pid = process.pid if process.adopt() else None
-        # containerd's stop() also clears what a crashed node left: pods, shims, mounts,
-        # the bridge, CNI's rules
-        if pid is not None or name == "containerd":
-            await process.stop()
-        if pid is not None:
-            print(f"stopped {name} (pid {pid})")
-        if isinstance(process, Containerd):
-            remove_kubelet_volumes(process.config)
-        if name == "proxy":
-            if pid is not None or _proxy_chains_left():
-                _cleanup_proxy_rules()
-            subprocess.run(["ip", "route", "del", "local", LOAD_BALANCER_ROUTE, "dev", "lo"],
-                           capture_output=True)
+    for index in reversed(range(len(STAGES))):
+        await asyncio.gather(*(_stop(name, process) for name, process in processes.items()
+                               if _stage(name) == index))
 
 
-def _proxy_chains_left() -> bool:
-    saved = subprocess.run(["iptables-save", "-t", "nat"], capture_output=True, text=True)
-    return ":KUBE-SERVICES" in saved.stdout
-
-
-def _cleanup_proxy_rules() -> None:
-    """kube-proxy --cleanup: the proxy's chains and jumps leave this machine's tables."""
-    done = subprocess.run([sys.executable, "-m", "minikube_py.proxy", "--cleanup"],
-                          capture_output=True, text=True)
-    print(done.stdout.strip() if done.returncode == 0
-          else f"proxy cleanup failed: {done.stderr.strip()}")
+async def _stop(name: str, process: ComponentProcess) -> None:
+    pid = process.pid if process.adopt() else None
+    # containerd's stop() also clears what a crashed node left: pods, shims, mounts,
+    # the bridge, CNI's rules
+    if pid is not None or isinstance(process, Containerd):
+        await process.stop()
+    if pid is not None:
+        print(f"stopped {name} (pid {pid})")
+    if isinstance(process, Containerd):
+        remove_kubelet_volumes(process.config)
 
 
 def status(args: argparse.Namespace) -> None:
@@ -317,16 +435,13 @@ def status(args: argparse.Namespace) -> None:
     node_reason = runtime_missing()
     checks = asyncio.run(_readiness(processes))
     running = True
-    for name in COMPONENTS:
-        if name in NODE_COMPONENTS and node_reason is not None:
-            print(f"{name}: not started ({node_reason})")
-            continue
-        if name in OPTIONAL_COMPONENTS and name not in processes:
-            continue
-        pid, ready = checks.get(name, (None, False))
+    for name in processes:
+        pid, ready = checks[name]
         print(f"{name}: " + (f"running (pid {pid}), {'ready' if ready else 'NOT READY'}"
                              if pid else "stopped"))
         running = running and pid is not None
+    if node_reason is not None:
+        print(f"nodes: not started ({node_reason})")
     supervisor = supervisor_process(state)
     print("supervisor: " + (f"running (pid {supervisor.pid})" if supervisor.adopt()
                             else "stopped"))
@@ -386,13 +501,21 @@ def logs(args: argparse.Namespace) -> None:
     state = home()
     if args.component not in COMPONENTS:
         fail(f"no component named {args.component!r}; components: {', '.join(COMPONENTS)}")
-    if args.component in NODE_COMPONENTS and args.node not in (None, NODE_NAME):
-        fail(f"no node named {args.node!r}; nodes: {NODE_NAME}")
-    if args.component not in NODE_COMPONENTS and args.node is not None:
+    name = args.component
+    if args.component in NODE_COMPONENTS:
+        nodes = [node.name for node in node_networks(_saved_cluster(state))] or ["node-1"]
+        if args.node is None and len(nodes) > 1:
+            fail(f"{args.component} runs on every node: say which with --node "
+                 f"({', '.join(nodes)})")
+        node = args.node or nodes[0]
+        if node not in nodes:
+            fail(f"no node named {node!r}; nodes: {', '.join(nodes)}")
+        name = f"{node}/{args.component}"
+    elif args.node is not None:
         fail(f"{args.component} runs on the host, not on a node: leave out --node")
-    path = state / "logs" / f"{args.component}.log"
+    path = state / "logs" / f"{name}.log"
     if not path.exists():
-        fail(f"no log of {args.component} in {path.parent}: has `minikube-py up` run?")
+        fail(f"no log of {name} in {path.parent}: has `minikube-py up` run?")
     with path.open("rb") as log:
         while chunk := log.read(1 << 16):
             sys.stdout.buffer.write(chunk)
@@ -419,6 +542,15 @@ def main(argv: list[str] | None = None) -> None:
     start.add_argument("-v", "--v", dest="v", type=int, default=2,
                        help="the components' log verbosity (klog's -v; default 2: each "
                             "decision is logged)")
+    start.add_argument("--nodes", type=int, default=None, metavar="N",
+                       help="run N real nodes, node-1 ... node-N, each a network namespace "
+                            "with its own containerd, kubelet and proxy (default 1); "
+                            "remembered for later `up`s (to change it, `down` first)")
+    start.add_argument("--extra-config", action="append", default=None,
+                       metavar="COMPONENT.FLAG=VALUE",
+                       help="a flag for a component, as minikube's: e.g. controller-manager."
+                            "node-monitor-grace-period=10s (repeat it for more); remembered "
+                            "for later `up`s (to change them, `down` first)")
     start.add_argument("--simulated-nodes", type=int, default=None, metavar="M",
                        help="also run M hollow nodes (a simulated runtime, no containers) "
                             "for scheduling at scale; remembered for later `up`s (to change "

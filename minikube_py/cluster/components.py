@@ -22,16 +22,20 @@ class ClientComponentProcessError(ComponentProcessError):
 
 
 class ClientComponentProcess(ComponentProcess):
-    """`python -m <module> --kubeconfig F --bind-address 127.0.0.1 --port N ...`."""
+    """`python -m <module> --kubeconfig F --bind-address A --port N ...`.
+
+    A node's component runs in the node's network namespace (`netns`) and serves on the
+    node's address; the others serve on loopback."""
 
     module: ClassVar[str]
     error = ClientComponentProcessError
 
     def __init__(self, kubeconfig: Path, log_path: Path, *, port: int | None = None,
                  pid_file: Path | None = None, extra_args: tuple[str, ...] = (),
-                 start_timeout: float = 30.0, stop_timeout: float = 10.0) -> None:
+                 start_timeout: float = 30.0, stop_timeout: float = 10.0,
+                 address: str = LOOPBACK, netns: Path | None = None) -> None:
         super().__init__(log_path, start_timeout=start_timeout, stop_timeout=stop_timeout,
-                         pid_file=pid_file)
+                         pid_file=pid_file, netns=netns, address=address)
         self.kubeconfig = kubeconfig
         self.port = port or free_port()
         self.extra_args = extra_args
@@ -39,11 +43,11 @@ class ClientComponentProcess(ComponentProcess):
     @property
     def url(self) -> str:
         """Where /healthz answers."""
-        return f"http://{LOOPBACK}:{self.port}"
+        return f"http://{self.address}:{self.port}"
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", self.module, f"--kubeconfig={self.kubeconfig}",
-                f"--bind-address={LOOPBACK}", f"--port={self.port}", *self.extra_args]
+                f"--bind-address={self.address}", f"--port={self.port}", *self.extra_args]
 
     def ports(self) -> list[int]:
         return [self.port]
@@ -92,7 +96,7 @@ class KubeletProcess(ClientComponentProcess):
                 f"--node-name={self.node_name}",
                 f"--container-runtime-endpoint={self.runtime_endpoint}",
                 f"--root-dir={self.root_dir}", f"--pod-cidr={self.pod_cidr}",
-                f"--node-ip={self.node_ip}", f"--address={LOOPBACK}", f"--port={self.port}",
+                f"--node-ip={self.node_ip}", f"--address={self.address}", f"--port={self.port}",
                 *self.extra_args]
 
 
@@ -112,7 +116,7 @@ class HollowNodesProcess(ClientComponentProcess):
     def command(self) -> list[str]:
         return [sys.executable, "-m", self.module, f"--kubeconfig={self.kubeconfig}",
                 f"--simulate={self.count}", "--node-name=hollow-node",
-                f"--address={LOOPBACK}", f"--port={self.port}", *self.extra_args]
+                f"--address={self.address}", f"--port={self.port}", *self.extra_args]
 
 
 class ProxyProcess(ClientComponentProcess):
@@ -134,35 +138,37 @@ class ProxyProcess(ClientComponentProcess):
         return [sys.executable, "-m", self.module, f"--kubeconfig={self.kubeconfig}",
                 f"--hostname-override={self.node_name}",
                 f"--cluster-cidr={self.cluster_cidr}",
-                f"--healthz-bind-address={LOOPBACK}:{self.port}",
-                f"--metrics-bind-address={LOOPBACK}:{self.metrics_port}", *self.extra_args]
+                f"--healthz-bind-address={self.address}:{self.port}",
+                f"--metrics-bind-address={self.address}:{self.metrics_port}", *self.extra_args]
 
     def ports(self) -> list[int]:
         return [self.port, self.metrics_port]
 
 
 class DNSProcess(ClientComponentProcess):
-    """`python -m minikube_py.dns`: answers on every address at dns_port (UDP and TCP),
-    /healthz and /metrics on the metrics port, and publishes itself as the kube-dns
-    Service's endpoint at advertise_address."""
+    """`python -m minikube_py.dns`: answers on dns_address:dns_port (UDP and TCP; every
+    address unless told), /healthz and /metrics on the metrics port, and publishes itself
+    as the kube-dns Service's endpoint at advertise_address."""
 
     component = "cluster DNS"
     module = "minikube_py.dns"
 
     def __init__(self, kubeconfig: Path, log_path: Path, *, dns_port: int,
-                 advertise_address: str, service_ip: str, **options: Any) -> None:
+                 advertise_address: str, service_ip: str, dns_address: str = "0.0.0.0",
+                 **options: Any) -> None:
         """`options`: those of every ClientComponentProcess (port, pid_file, ...)."""
         super().__init__(kubeconfig, log_path, **options)
+        self.dns_address = dns_address
         self.dns_port = dns_port
         self.advertise_address = advertise_address
         self.service_ip = service_ip
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", self.module, f"--kubeconfig={self.kubeconfig}",
-                "--bind-address=0.0.0.0", f"--port={self.dns_port}",
+                f"--bind-address={self.dns_address}", f"--port={self.dns_port}",
                 f"--advertise-address={self.advertise_address}",
                 f"--service-ip={self.service_ip}",
-                f"--metrics-bind-address={LOOPBACK}:{self.port}", *self.extra_args]
+                f"--metrics-bind-address={self.address}:{self.port}", *self.extra_args]
 
     def ports(self) -> list[int]:
         return [self.dns_port, self.port]

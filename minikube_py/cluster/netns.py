@@ -146,6 +146,24 @@ class ClusterNetwork:
             self.remove_node(node)
             raise
 
+    def ensure_node(self, node: NodeNetwork) -> bool:
+        """The node's network as create_node() builds it: kept when its namespace and veth
+        are there (a running cluster), else built afresh. Returns whether it was built."""
+        if node.path.exists():
+            with IPRoute() as host:
+                if host.link_lookup(ifname=node.host_veth):
+                    host.route("replace", dst=node.pod_cidr, gateway=node.address)
+                    return False
+            self.remove_node(node)  # what a crash left half built
+        self.create_node(node)
+        return True
+
+    def route_via(self, node: NodeNetwork, destination: str) -> None:
+        """Route `destination` (the Service range, the load balancers' addresses) from the
+        host through this node, whose proxy's rules take the packets from there."""
+        with IPRoute() as host:
+            host.route("replace", dst=destination, gateway=node.address)
+
     # -- removing -------------------------------------------------------------------------
 
     def remove_node(self, node: NodeNetwork) -> None:

@@ -1,11 +1,12 @@
-"""The cluster's node for `minikube-py up`: a containerd and a kubelet on this machine.
+"""The cluster's nodes for `minikube-py up`: a containerd and a kubelet each.
 
-    <home>/nodes/node-1/          containerd's config, root, state and socket; CNI config
-    <home>/nodes/node-1/kubelet/  the kubelet's pod volumes and container logs
+    <home>/nodes/node-N/          containerd's config, root, state and socket; CNI config
+    <home>/nodes/node-N/kubelet/  the kubelet's pod volumes and container logs
     <home>/images/*.tar           the shipped images (pause, busybox, echo), loaded at start
 
-The node lives in this machine's own network namespace, with its pods on a Linux bridge
-and a /24 of 10.244.0.0/16 that no route uses yet, so pod IPs answer from the host.
+Each node lives in its own network namespace (netns.py), with its pods on a Linux bridge
+there and a /24 of 10.244.0.0/16 that the host routes to it, so pod IPs answer from the
+host and from every other node.
 """
 
 from __future__ import annotations
@@ -16,13 +17,12 @@ from pathlib import Path
 from minikube_py.images.catalog import build_catalog
 from minikube_py.kubelet.runtime_setup import NodeRuntimeConfig, load_image, unmount_all_under
 
-NODE_NAME = "node-1"
 
-
-def node_config(state: Path, pod_cidr: str, registry: str = "") -> NodeRuntimeConfig:
-    """The node's runtime layout under the cluster's state; pulls go to `registry`."""
-    return NodeRuntimeConfig(node_name=NODE_NAME, base_dir=state / "nodes" / NODE_NAME,
-                             pod_cidr=pod_cidr, registry=registry)
+def node_config(state: Path, node: str, pod_cidr: str, registry: str = "",
+                netns: Path | None = None) -> NodeRuntimeConfig:
+    """A node's runtime layout under the cluster's state; pulls go to `registry`."""
+    return NodeRuntimeConfig(node_name=node, base_dir=state / "nodes" / node,
+                             pod_cidr=pod_cidr, registry=registry, netns=netns)
 
 
 async def load_shipped_images(config: NodeRuntimeConfig, state: Path) -> None:

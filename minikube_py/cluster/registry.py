@@ -44,9 +44,8 @@ class RegistryProcess(ComponentProcess):
                  log_path: Path | None = None, pid_file: Path | None = None) -> None:
         self.state_dir = Path(state_dir)
         super().__init__(log_path or self.state_dir / "registry.log", start_timeout=15.0,
-                         stop_timeout=10.0, pid_file=pid_file)
+                         stop_timeout=10.0, pid_file=pid_file, address=address)
         self.port = port
-        self.address = address
 
     @property
     def host(self) -> str:

@@ -45,7 +45,7 @@ class Supervisor:
     def __init__(self, processes: Mapping[str, ComponentProcess],
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.processes = {name: process for name, process in processes.items()
-                          if name not in UNSUPERVISED}
+                          if name.rpartition("/")[2] not in UNSUPERVISED}
         self.clock = clock
         self.backoff: dict[str, float] = {}  # name -> the delay before its next restart
         self.next_try: dict[str, float] = {}

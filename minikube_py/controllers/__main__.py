@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from minikube_py.api.duration import flag_duration
 from minikube_py.client.component import run_component
 from minikube_py.client.kubeconfig import KubeconfigError
 from minikube_py.client.logs import add_verbosity_flag, setup_logging
@@ -26,13 +27,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--leader-elect", action="store_true",
                         help="run only while holding the kube-system/kube-controller-manager "
                              "Lease")
-    parser.add_argument("--leader-elect-lease-duration", type=float, default=15.0)
-    parser.add_argument("--leader-elect-renew-deadline", type=float, default=10.0)
-    parser.add_argument("--leader-elect-retry-period", type=float, default=2.0)
-    parser.add_argument("--node-monitor-grace-period", type=float, default=40.0,
-                        help="seconds without a node Lease renewal before the node is "
-                             "marked Unknown")
-    parser.add_argument("--node-monitor-period", type=float, default=5.0)
+    parser.add_argument("--leader-elect-lease-duration", type=flag_duration, default=15.0)
+    parser.add_argument("--leader-elect-renew-deadline", type=flag_duration, default=10.0)
+    parser.add_argument("--leader-elect-retry-period", type=flag_duration, default=2.0)
+    parser.add_argument("--node-monitor-grace-period", type=flag_duration, default=40.0,
+                        help="how long without a node Lease renewal before the node is "
+                             "marked Unknown (40s, or seconds)")
+    parser.add_argument("--node-monitor-period", type=flag_duration, default=5.0)
     parser.add_argument("--loadbalancer-ip-range", default=ControllerOptions.loadbalancer_ip_range,
                         help="addresses for LoadBalancer Services: FIRST-LAST or a CIDR")
     parser.add_argument("--loadbalancer-class", default=None,

@@ -166,6 +166,9 @@ class NodeRuntimeConfig:
     cni_bin_dir: Path = CNI_BIN_DIR
     registry: str = ""
     """host:port of the cluster's registry, for docker.io, registry.k8s.io and localhost."""
+    netns: Path | None = None
+    """The node's network namespace (its /var/run/netns file), where containerd runs and
+    its CNI plugins build the pod network; None: this machine's own."""
 
     def __post_init__(self) -> None:
         ipaddress.ip_network(self.pod_cidr)  # a ValueError now beats a CNI error per pod
@@ -293,7 +296,10 @@ def cni_network(cfg: NodeRuntimeConfig) -> dict[str, Any]:
                 "type": "bridge",
                 "bridge": cfg.bridge_name,
                 "isGateway": True,
-                "ipMasq": True,
+                # In a node's own namespace, pods reach other nodes' pods and the host by
+                # routes, with their own addresses (no NAT between pods, as Kubernetes
+                # asks); on the host's, pods leave through its address.
+                "ipMasq": cfg.netns is None,
                 "hairpinMode": True,
                 "ipam": {
                     "type": "host-local",
@@ -332,7 +338,7 @@ class Containerd(ComponentProcess):
                  pid_file: Path | None = None, start_timeout: float = 30.0,
                  stop_timeout: float = 10.0) -> None:
         super().__init__(log_path or config.log_path, start_timeout=start_timeout,
-                         stop_timeout=stop_timeout, pid_file=pid_file)
+                         stop_timeout=stop_timeout, pid_file=pid_file, netns=config.netns)
         self.config = config
 
     @property
@@ -368,7 +374,7 @@ class Containerd(ComponentProcess):
         if await socket_answers(self.config.socket):
             raise ContainerdError(f"a containerd already serves {self.config.socket}; "
                                   "stop that node first")
-        await cleanup_stale(self.config.base_dir)
+        await cleanup_stale(self.config.base_dir, self.config.netns)
         await super().start()
 
     async def serving(self) -> bool:
@@ -395,7 +401,7 @@ class Containerd(ComponentProcess):
             await remove_pod_sandboxes(self.endpoint)
         await super().stop()
         await _remove_node_runtime(self.config.base_dir, self.config.network_name,
-                                   self.config.bridge_name)
+                                   self.config.bridge_name, self.config.netns)
 
 
 async def remove_pod_sandboxes(endpoint: str) -> None:
@@ -483,9 +489,10 @@ def runtime_missing() -> str | None:
 
 # -- teardown --------------------------------------------------------------------------------
 
-async def cleanup_stale(base_dir: Path) -> None:
+async def cleanup_stale(base_dir: Path, netns: Path | None = None) -> None:
     """Remove what a crashed run left of a node's runtime in base_dir: its containerd and
-    shims, containers, mounts, bridge, CNI rules and cache entries, and its files.
+    shims, containers, mounts, bridge, CNI rules and cache entries, and its files (the
+    bridge and rules in the node's network namespace `netns`, if it has one).
 
     The names of the bridge and CNI network are read from the CNI config in base_dir.
     """
@@ -497,13 +504,22 @@ async def cleanup_stale(base_dir: Path) -> None:
         with contextlib.suppress(OSError, ValueError, KeyError, IndexError):
             network = json.loads(conflist.read_text())
             network_name, bridge_name = network["name"], network["plugins"][0]["bridge"]
-    await _remove_node_runtime(base_dir, network_name, bridge_name)
+    await _remove_node_runtime(base_dir, network_name, bridge_name, netns)
 
 
 async def _remove_node_runtime(base_dir: Path, network_name: str | None,
-                               bridge_name: str | None) -> None:
+                               bridge_name: str | None, netns: Path | None = None) -> None:
     """Every teardown step in order. Each is a no-op when there is nothing to remove, and
-    one that fails does not keep the others from running; the failures are raised last."""
+    one that fails does not keep the others from running; the failures are raised last.
+
+    The bridge and CNI's rules are in the node's network namespace when it has one (and
+    went with it if it is gone)."""
+    in_node: tuple[str, ...] = ()
+    if netns is not None:
+        if netns.exists():
+            in_node = ("nsenter", f"--net={netns}")
+        else:
+            bridge_name = None
     state_dir = base_dir / STATE_DIR
     sandbox_ids = _sandbox_ids(state_dir)
     failures: list[str] = []
@@ -526,13 +542,14 @@ async def _remove_node_runtime(base_dir: Path, network_name: str | None,
         for directory in (base_dir / ROOT_DIR, state_dir):
             unmount_all_under(directory)
     if network_name is not None:
-        with step("removing CNI iptables rules"):
-            await remove_cni_iptables_rules(network_name)
+        if bridge_name is not None or netns is None:
+            with step("removing CNI iptables rules"):
+                await remove_cni_iptables_rules(network_name, in_node)
         with step("removing CNI cache entries"):
             _remove_cni_cache(network_name, sandbox_ids)
     if bridge_name is not None:
         with step("deleting the bridge"):
-            await _run("ip", "link", "delete", bridge_name, check=False)
+            await _run(*in_node, "ip", "link", "delete", bridge_name, check=False)
     with step("removing files"):
         for path in (base_dir / name for name in OWNED_PATHS):
             if path.is_dir() and not path.is_symlink():
@@ -625,10 +642,11 @@ def unmount_all_under(directory: Path) -> None:
     raise ContainerdError(f"mounts under {directory} keep coming back")
 
 
-async def remove_cni_iptables_rules(network_name: str) -> None:
+async def remove_cni_iptables_rules(network_name: str, in_node: tuple[str, ...] = ()) -> None:
     """Delete the nat rules the bridge (ipMasq) and portmap plugins added for this network,
-    and their per-attachment chains, in one iptables-restore transaction."""
-    saved = await _run("iptables-save", "-t", "nat")
+    and their per-attachment chains, in one iptables-restore transaction (`in_node`: the
+    nsenter command that enters the node's network namespace, if it has one)."""
+    saved = await _run(*in_node, "iptables-save", "-t", "nat")
     marker = f'name: \\"{network_name}\\"'  # as iptables-save quotes the rule comment
     deletions: list[str] = []
     chains: set[str] = set()
@@ -643,7 +661,7 @@ async def remove_cni_iptables_rules(network_name: str) -> None:
         return
     script = ["*nat", *deletions, *(f"-F {chain}" for chain in sorted(chains)),
               *(f"-X {chain}" for chain in sorted(chains)), "COMMIT", ""]
-    await _run("iptables-restore", "--wait", "--noflush", input="\n".join(script))
+    await _run(*in_node, "iptables-restore", "--wait", "--noflush", input="\n".join(script))
 
 
 def _remove_cni_cache(network_name: str, sandbox_ids: list[str]) -> None:

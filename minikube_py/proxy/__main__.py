@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 import socket
 import sys
 
 from prometheus_client import CollectorRegistry, generate_latest
 
+from minikube_py.api.duration import flag_duration
 from minikube_py.client.component import run_component
 from minikube_py.client.kubeconfig import KubeconfigError
 from minikube_py.client.logs import add_verbosity_flag, setup_logging
@@ -20,17 +20,6 @@ from minikube_py.proxy.healthcheck import serve_healthz
 from minikube_py.proxy.iptables import IPTables, RestoreError
 from minikube_py.proxy.proxier import Proxier
 from minikube_py.proxy.rules import ProxyConfig
-
-DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")
-
-
-def duration(text: str) -> float:
-    """A Go-style duration as kube-proxy's flags take it: 30s, 1m, 500ms, or seconds."""
-    match = DURATION.match(text.strip())
-    if not match:
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (e.g. 30s, 1m, 500ms)")
-    value, unit = float(match.group(1)), match.group(2) or "s"
-    return value * {"ms": 0.001, "s": 1.0, "m": 60.0}[unit]
 
 
 def address(text: str) -> tuple[str, int]:
@@ -54,8 +43,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "masqueraded")
     parser.add_argument("--healthz-bind-address", type=address, default=("0.0.0.0", 10256))
     parser.add_argument("--metrics-bind-address", type=address, default=("127.0.0.1", 10249))
-    parser.add_argument("--iptables-sync-period", type=duration, default=30.0)
-    parser.add_argument("--iptables-min-sync-period", type=duration, default=0.1)
+    parser.add_argument("--iptables-sync-period", type=flag_duration, default=30.0)
+    parser.add_argument("--iptables-min-sync-period", type=flag_duration, default=0.1)
     parser.add_argument("--netns", default=None,
                         help="program the tables of this network namespace (a path such as "
                              "/var/run/netns/NAME) instead of our own")
