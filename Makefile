@@ -36,6 +36,7 @@ bench: deps
 	$(PY) benchmarks/hollow_nodes.py
 	$(PY) benchmarks/proxy.py
 	$(PY) benchmarks/dns.py
+	$(PY) benchmarks/cluster_up.py
 
 deps: apt $(STAMP) proto
 

@@ -1,0 +1,100 @@
+"""Benchmark: how long `minikube-py up --nodes 2` takes until every node is Ready.
+
+Run from the repository root as root: `.venv/bin/python benchmarks/cluster_up.py`
+(options: --nodes N (2), --runs N (3), --quick, --no-append). It uses a scratch
+MINIKUBE_PY_HOME, so it leaves a cluster of yours alone, but it builds the node network
+(mk-br0, mk-node-N): do not run it beside another cluster of this machine.
+
+A cold `up` (a new home: the images are built) is timed once; then each warm run is
+`down` (the data kept) and `up` again, timed from the command's start until the API
+server lists N nodes Ready. Target: a warm `up --nodes 2` in at most 15 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks.apiserver import BenchmarkError, progress  # noqa: E402
+from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
+
+TARGET_SECONDS = 15.0
+
+
+def launcher(home: Path, *args: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "minikube_py.cluster", *args],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "MINIKUBE_PY_HOME": str(home)})
+    if done.returncode != 0:
+        raise BenchmarkError(f"minikube-py {' '.join(args)} failed: {done.stderr.strip()}")
+
+
+def ready_nodes(home: Path) -> int:
+    cluster = json.loads((home / "cluster.json").read_text())
+    server = f"http://172.18.0.1:{cluster['ports']['apiserver']}"
+    try:
+        with urllib.request.urlopen(f"{server}/api/v1/nodes", timeout=2) as answer:
+            nodes: list[dict[str, Any]] = json.loads(answer.read())["items"]
+    except OSError:
+        return 0
+    return sum(any(c["type"] == "Ready" and c["status"] == "True"
+                   for c in n.get("status", {}).get("conditions", [])) for n in nodes)
+
+
+def timed_up(home: Path, nodes: int) -> float:
+    """Seconds from `up` to N nodes Ready."""
+    started = time.perf_counter()
+    launcher(home, "up", "--nodes", str(nodes))
+    while ready_nodes(home) < nodes:
+        if time.perf_counter() - started > 120:
+            raise BenchmarkError(f"{nodes} nodes were not Ready within 120 s")
+        time.sleep(0.05)
+    return time.perf_counter() - started
+
+
+async def measure(args: Any) -> list[Row]:
+    if os.geteuid() != 0:
+        raise BenchmarkError("run it as root: the nodes are network namespaces")
+    runs = 1 if args.quick else args.runs
+    with tempfile.TemporaryDirectory(prefix="mkpy-bench-up-") as scratch:
+        home = Path(scratch) / "home"
+        try:
+            cold = timed_up(home, args.nodes)
+            progress(f"cold up: {cold:.1f} s")
+            warm = []
+            for run in range(runs):
+                launcher(home, "down")
+                warm.append(timed_up(home, args.nodes))
+                progress(f"warm up {run + 1}: {warm[-1]:.1f} s")
+        finally:
+            launcher(home, "down", "--purge")
+    median = statistics.median(warm)
+    return [
+        (f"cold `up --nodes {args.nodes}` (images built) -> all Ready", f"{cold:.1f} s",
+         "(none)", "-"),
+        (f"warm `up --nodes {args.nodes}` -> all Ready, median of {runs}",
+         f"{median:.1f} s ({', '.join(f'{w:.1f}' for w in warm)})",
+         f"<= {TARGET_SECONDS:.0f} s", verdict(median <= TARGET_SECONDS)),
+    ]
+
+
+def add_arguments(parser: Any) -> None:
+    parser.add_argument("--nodes", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=3)
+
+
+if __name__ == "__main__":
+    run_benchmark(__doc__ or "", "cluster up", "cluster_up.py", measure,
+                  add_arguments=add_arguments)
