@@ -10,8 +10,15 @@ PYTEST_ARGS ?=
 
 .PHONY: up down status test test-fast lint deps apt proto bench clean
 
+MK_HOME = $${MINIKUBE_PY_HOME:-$$HOME/.minikube-py}
+
+# Two real nodes and examples/hello (3 echo pods behind a Service at 10.96.0.80).
 up: deps
-	$(PY) -m minikube_py.cluster up
+	$(PY) -m minikube_py.cluster up --nodes 2
+	$(VENV)/bin/kubectl --kubeconfig=$(MK_HOME)/kubeconfig apply -f examples/hello/
+	$(VENV)/bin/kubectl --kubeconfig=$(MK_HOME)/kubeconfig rollout status deployment/hello --timeout=90s
+	@echo "examples/hello answers, each call from one of its 3 pods, chosen at random:"
+	@echo "  for i in 1 2 3; do busybox wget -qO- http://10.96.0.80/; done"
 
 down:
 	@if [ -x $(PY) ]; then $(PY) -m minikube_py.cluster down; fi
