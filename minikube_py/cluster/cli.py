@@ -124,6 +124,9 @@ def home() -> Path:
     return Path(os.environ.get("MINIKUBE_PY_HOME", Path.home() / ".minikube-py"))
 
 
+STARTED_HINT = " (`minikube-py down` removes what did start)"
+
+
 def fail(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(1)
@@ -268,6 +271,8 @@ def up(args: argparse.Namespace) -> None:
         fail(f"--nodes must be between 1 and 50, not {args.nodes}")
     extra_config = (parse_extra_config(args.extra_config) if args.extra_config is not None
                     else None)
+    if args.nodes is not None and (reason := runtime_missing()) is not None:
+        fail(f"--nodes {args.nodes}: this machine cannot run a node: {reason}")
     saved = _saved_cluster(state)
     if components(state, saved)["apiserver"].adopt():
         if args.nodes is not None and saved.get("nodes", args.nodes) != args.nodes:
@@ -286,15 +291,15 @@ def up(args: argparse.Namespace) -> None:
         asyncio.run(_start_all(state, processes, started))
         asyncio.run(supervisor_process(state).start())
     except (NodeNetworkError, OSError) as error:
-        fail(f"cannot build the node network: {error}")
+        fail(f"cannot build the node network: {error}{STARTED_HINT}")
     except ComponentProcessError as error:
         hint = (f"; stop the program that holds it, or remove {state / 'cluster.json'} "
                 "to pick new ports") if "already in use" in str(error) else ""
-        fail(f"{error}{hint}")
+        fail(f"{error}{hint}{STARTED_HINT}")
     except (ContainerdError, ImageLoadError) as error:
-        fail(f"{error}; see {state / 'logs'}")
+        fail(f"{error}; see {state / 'logs'}{STARTED_HINT}")
     except (ArchiveError, RegistryError, PackageError) as error:
-        fail(f"could not build or push the shipped images: {error}")
+        fail(f"could not build or push the shipped images: {error}{STARTED_HINT}")
     nodes = node_networks(cluster)
     if not nodes:
         print(f"no node started: {runtime_missing()}")

@@ -483,6 +483,9 @@ def runtime_missing() -> str | None:
     """Why this machine cannot run a containerd node, or None if it can."""
     if os.geteuid() != 0:
         return "a containerd node needs root"
+    if not os.path.ismount("/sys/fs/cgroup"):
+        return ("no cgroup file system at /sys/fs/cgroup, which runc needs: "
+                "mount -t cgroup2 none /sys/fs/cgroup")
     missing = [name for name in REQUIRED_COMMANDS if shutil.which(name) is None]
     return f"not installed: {', '.join(missing)} (run `make apt`)" if missing else None
 
