@@ -195,6 +195,19 @@ def test_simulated_nodes_join_the_real_one_and_leave_with_down(fast_tmp: Path) -
         refused = launcher(home, "up", "--simulated-nodes", "-1", check=False)
         assert refused.returncode == 1 and "--simulated-nodes must be 0 or more" in (
             refused.stderr)
+        # kill -9 of everything, as a crash of the machine's session would: `up` cleans
+        # up what the dead node left and starts it all again
+        crashed = pids(home)
+        for pid in crashed:
+            os.kill(pid, signal.SIGKILL)
+        recovered = launcher(home, "up")
+        assert "node-1/kubelet: ready" in recovered.stdout, recovered.stdout
+        assert not set(crashed) & set(pids(home))
+        kubectl(home, "wait", "--for=condition=Ready", "node/node-1", "--timeout=60s")
+        kubectl(home, "run", "after-crash", "--image=busybox:1.36", "--restart=Never",
+                "--", "true")
+        kubectl(home, "wait", "--for=jsonpath={.status.phase}=Succeeded",
+                "pod/after-crash", "--timeout=60s")
     finally:
         running = pids(home)
         launcher(home, "down", "--purge", check=False)
