@@ -66,6 +66,10 @@ def remove_scratch_of_dead_runs(root: Path) -> None:
         try:
             os.kill(int(pid), 0)
         except ProcessLookupError:
+            for saved in old.glob("*/cluster.json"):  # a cluster `minikube-py up` started
+                subprocess.run([sys.executable, "-m", "minikube_py.cluster", "down"],
+                               env={**os.environ, "MINIKUBE_PY_HOME": str(saved.parent)},
+                               capture_output=True, timeout=120)
             stop_processes_using(old)
             shutil.rmtree(old, ignore_errors=True)
         except PermissionError:

@@ -16,12 +16,19 @@ SUBRESOURCE_VERBS = {
     "binding": ("create",),
     "finalize": ("update",),
     "log": ("get",),
+    "exec": ("create", "get"),
+    "attach": ("create", "get"),
 }
 # The kind served by each subresource (None: the parent's kind).
 SUBRESOURCE_KINDS = {
     "scale": ("autoscaling", "v1", "Scale"),
     "binding": ("", "v1", "Binding"),
+    "exec": ("", "v1", "PodExecOptions"),
+    "attach": ("", "v1", "PodAttachOptions"),
 }
+CONNECT_SUBRESOURCES = ("exec", "attach")
+"""Streams to the kubelet (upstream's `connect` operations): they read no object and
+write none, so the OpenAPI paths leave them out."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +78,8 @@ _ALL = ("all",)
 
 RESOURCES: tuple[Resource, ...] = (
     # core/v1
-    Resource("", "v1", "Pod", "pods", True, ("po",), _ALL, ("status", "binding", "log")),
+    Resource("", "v1", "Pod", "pods", True, ("po",), _ALL,
+             ("status", "binding", "log", "exec", "attach")),
     Resource("", "v1", "Binding", "bindings", True, verbs=("create",)),
     Resource("", "v1", "Node", "nodes", False, ("no",), subresources=("status",)),
     Resource("", "v1", "Namespace", "namespaces", False, ("ns",),

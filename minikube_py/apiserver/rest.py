@@ -26,6 +26,7 @@ from minikube_py.api.schema import schema_for
 from minikube_py.apiserver import negotiation
 from minikube_py.apiserver.apply import serve_apply
 from minikube_py.apiserver.negotiation import APPLY_PATCH, Wanted
+from minikube_py.apiserver.podconnect import serve_pod_stream
 from minikube_py.apiserver.podlogs import serve_pod_log
 from minikube_py.apiserver.request_params import (
     check_field_labels,
@@ -83,6 +84,9 @@ class ResourceHandler:
         if info.subresource == "log":  # answered in text/plain, whatever Accept says
             return await serve_pod_log(store, self.stores[("", "v1", "nodes")], request, info,
                                        namespace)
+        if info.subresource in ("exec", "attach"):  # a stream to the kubelet
+            return await serve_pod_stream(store, self.stores[("", "v1", "nodes")], request,
+                                          info, namespace)
         wanted = negotiation.negotiate(request.headers.get("Accept", ""))
         if info.subresource == "scale":
             return await scale(request, info, store, namespace, wanted)

@@ -140,6 +140,17 @@ class RuntimeService(ABC):
                         timeout: float | None = None) -> api_pb2.ExecSyncResponse:
         """ExecSync: run a command in a running container and return its output and exit code."""
 
+    async def exec(self, request: api_pb2.ExecRequest,
+                   timeout: float | None = None) -> api_pb2.ExecResponse:
+        """Exec: a URL on the runtime's streaming server where the command runs once a
+        client connects (kubectl exec). A runtime without one raises UNIMPLEMENTED."""
+        raise CRIError(grpc.StatusCode.UNIMPLEMENTED, "this runtime has no streaming server")
+
+    async def attach(self, request: api_pb2.AttachRequest,
+                     timeout: float | None = None) -> api_pb2.AttachResponse:
+        """Attach: a URL on the streaming server for the container's own stdio."""
+        raise CRIError(grpc.StatusCode.UNIMPLEMENTED, "this runtime has no streaming server")
+
     # -- RuntimeService: stats -----------------------------------------------------------
 
     @abstractmethod
@@ -316,6 +327,16 @@ class RemoteRuntime(RuntimeService):
                         timeout: float | None = None) -> api_pb2.ExecSyncResponse:
         """ExecSync: run a command in a running container and return its output and exit code."""
         return await self._call(self._runtime.ExecSync, request, timeout)
+
+    async def exec(self, request: api_pb2.ExecRequest,
+                   timeout: float | None = None) -> api_pb2.ExecResponse:
+        """Exec: a URL on containerd's streaming server for the command."""
+        return await self._call(self._runtime.Exec, request, timeout)
+
+    async def attach(self, request: api_pb2.AttachRequest,
+                     timeout: float | None = None) -> api_pb2.AttachResponse:
+        """Attach: a URL on containerd's streaming server for the container's stdio."""
+        return await self._call(self._runtime.Attach, request, timeout)
 
     async def container_stats(self, request: api_pb2.ContainerStatsRequest,
                               timeout: float | None = None) -> api_pb2.ContainerStatsResponse:

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from minikube_py.api.meta import rfc3339
 from minikube_py.gen.cri import api_pb2
+from minikube_py.kubelet.cri import CRIError
 from minikube_py.kubelet.logs import container_log_path
-from minikube_py.kubelet.server import ContainerNotFound
+from minikube_py.kubelet.server import ContainerNotFound, StreamOptions, StreamUnavailable
 
 if TYPE_CHECKING:
     from minikube_py.kubelet.kubelet import Kubelet
@@ -67,6 +68,36 @@ class HostInterface:
                         status.get("restartCount", 0) == restarts
             return running
         return path, is_running
+
+    def running_container_id(self, namespace: str, name: str, container: str) -> str:
+        """findContainer: the running container's id, as the pod's status names it."""
+        pod = next((p for p in self.kubelet.pods.values()
+                    if p["metadata"]["namespace"] == namespace
+                    and p["metadata"]["name"] == name), None)
+        statuses = [] if pod is None else [
+            *((pod.get("status") or {}).get("initContainerStatuses") or []),
+            *((pod.get("status") or {}).get("containerStatuses") or []),
+            *((pod.get("status") or {}).get("ephemeralContainerStatuses") or [])]
+        found = next((s for s in statuses if s["name"] == container
+                      and "running" in (s.get("state") or {})), None)
+        if found is None or not found.get("containerID"):
+            raise StreamUnavailable(f'container not found ("{container}")')
+        return str(found["containerID"].partition("://")[2])
+
+    async def stream_url(self, kind: str, container_id: str, options: StreamOptions) -> str:
+        """GetExec / GetAttach: ask the runtime for the streaming URL."""
+        try:
+            if kind == "exec":
+                answer = await self.kubelet.runtime.exec(api_pb2.ExecRequest(
+                    container_id=container_id, cmd=list(options.command), tty=options.tty,
+                    stdin=options.stdin, stdout=options.stdout, stderr=options.stderr))
+            else:
+                answer = await self.kubelet.runtime.attach(api_pb2.AttachRequest(
+                    container_id=container_id, tty=options.tty, stdin=options.stdin,
+                    stdout=options.stdout, stderr=options.stderr))
+        except CRIError as err:
+            raise StreamUnavailable(err.message) from None
+        return str(answer.url)
 
     async def stats_summary(self) -> Obj:
         """/stats/summary from CRI container stats (upstream's Summary API, the core)."""

@@ -5,25 +5,36 @@
     GET /containerLogs/{namespace}/{pod}/{container}   a container's log, text/plain, streamed
         ?follow&tailLines&sinceSeconds&sinceTime&timestamps&previous&limitBytes&stream
     GET /stats/summary                                 the Summary API: node and pod usage
+    GET|POST /exec/{namespace}/{pod}/{container}       a command in the container, over a
+        ?command=sh&command=-c&...&stdin=1&stdout=1&stderr=1&tty=1   WebSocket (v5/v4
+    GET|POST /attach/{namespace}/{pod}/{container}     channel protocols); the container's
+        ?stdin=1&stdout=1&stderr=1&tty=1                own stdio
 
 `kubectl logs` reaches /containerLogs through the API server's pods/log subresource
-(apiserver/podlogs.py). What is served comes from a `KubeletProvider`: the kubelet.
+(apiserver/podlogs.py), `kubectl exec` and `attach` reach /exec and /attach through
+pods/exec and pods/attach (apiserver/podconnect.py). For those two the kubelet asks the
+runtime over CRI for a URL on its streaming server and relays the streams there
+(upstream's kubelet does the same when it does not redirect the client). What is served
+comes from a `KubeletProvider`: the kubelet.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+import aiohttp
 import orjson
 from aiohttp import web
 
 from minikube_py.api.podlogoptions import PodLogOptions
 from minikube_py.kubelet.logs import log_options, read_container_log
+from minikube_py.streaming import channels
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -36,6 +47,12 @@ class ContainerNotFound(LookupError):
     GetKubeletContainerLogs errors do (answered 400): `previous terminated container "c"
     in pod "p" not found`, `container "c" in pod "p" is waiting to start: ContainerCreating`.
     """
+
+
+class StreamUnavailable(Exception):
+    """No exec or attach into this container: it does not run, or the runtime refused.
+    Answered 500 with the message, as upstream's kubelet does: `container not found
+    ("c")`."""
 
 
 class KubeletProvider(Protocol):
@@ -57,6 +74,39 @@ class KubeletProvider(Protocol):
         """The /stats/summary document, built from CRI stats."""
         ...
 
+    def running_container_id(self, namespace: str, pod: str, container: str) -> str:
+        """The runtime's id of the container; StreamUnavailable when it does not run."""
+        ...
+
+    async def stream_url(self, kind: str, container_id: str, options: StreamOptions) -> str:
+        """CRI Exec (kind "exec") or Attach: the URL on the runtime's streaming server.
+        StreamUnavailable when the runtime refuses."""
+        ...
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    """What an exec or attach asks for (upstream remotecommand's Options)."""
+
+    command: tuple[str, ...]
+    stdin: bool
+    stdout: bool
+    stderr: bool
+    tty: bool
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, str], command: list[str]) -> StreamOptions:
+        """The kubelet's query: flags are "1" when set. A TTY merges stderr into stdout."""
+        def flag(name: str) -> bool:
+            return query.get(name, "") in ("1", "true")
+
+        tty = flag("tty")
+        options = cls(tuple(command), flag("stdin"), flag("stdout"),
+                      flag("stderr") and not tty, tty)
+        if not (options.stdin or options.stdout or options.stderr):
+            raise ValueError("you must specify at least 1 of stdin, stdout, stderr")
+        return options
+
 
 class KubeletServer:
     """The kubelet's HTTP endpoints: `await start()`, serve, `await stop()`."""
@@ -74,6 +124,10 @@ class KubeletServer:
         app.router.add_get("/pods", self._pods)
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._container_logs)
         app.router.add_get("/stats/summary", self._stats_summary)
+        for kind in ("exec", "attach"):
+            path = f"/{kind}/{{namespace}}/{{pod}}/{{container}}"
+            app.router.add_route("GET", path, self._stream)
+            app.router.add_route("POST", path, self._stream)
         return app
 
     async def start(self) -> None:
@@ -164,6 +218,61 @@ class KubeletServer:
             self._streams.discard(task)
             await lines.aclose()
         return response
+
+
+    async def _stream(self, request: web.Request) -> web.StreamResponse:
+        """getExec / getAttach: the runtime's streaming URL for the container, then the
+        client's WebSocket relayed to it until either end closes."""
+        kind = request.path.split("/")[1]
+        namespace = request.match_info["namespace"]
+        name = request.match_info["pod"]
+        container = request.match_info["container"]
+        try:
+            options = StreamOptions.from_query(
+                request.query, request.query.getall("command", []) if kind == "exec" else [])
+        except ValueError as err:
+            return _error(400, str(err))
+        if not any(p["metadata"].get("namespace") == namespace
+                   and p["metadata"].get("name") == name
+                   for p in self.provider.running_pods()):
+            return _error(404, "pod does not exist")
+        try:
+            container_id = self.provider.running_container_id(namespace, name, container)
+        except StreamUnavailable as err:
+            return _error(500, str(err))
+        if not channels.is_websocket(request):
+            return _error(400, "Upgrade request required")
+        wanted = [p for p in channels.offered_protocols(request) if p in channels.PROTOCOLS]
+        if not wanted:
+            return _error(400, "none of the offered subprotocols is supported: want one of "
+                          + ", ".join(channels.PROTOCOLS))
+        try:
+            url = await self.provider.stream_url(kind, container_id, options)
+        except StreamUnavailable as err:
+            return _error(500, str(err))
+        session = aiohttp.ClientSession()
+        try:
+            try:
+                runtime = await session.ws_connect(url, protocols=(channels.V4,),
+                                                   max_msg_size=0)
+            except aiohttp.ClientError as err:
+                return _error(500, f"cannot reach the runtime's streaming server: {err}")
+            client = web.WebSocketResponse(protocols=channels.PROTOCOLS, max_msg_size=0)
+            await client.prepare(request)
+            task = asyncio.current_task()
+            assert task is not None
+            self._streams.add(task)
+            try:
+                # containerd speaks v4, which cannot close stdin alone: a v5 CLOSE is
+                # dropped here (the command sees the end of its input only when the
+                # session ends)
+                await channels.relay(client, runtime,
+                                     keep=lambda data: data[:1] != bytes([channels.CLOSE]))
+            finally:
+                self._streams.discard(task)
+            return client
+        finally:
+            await session.close()
 
 
 def _container_names(pod: Obj) -> set[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from minikube_py.api.resources import RESOURCES, SUBRESOURCE_KINDS
+from minikube_py.api.resources import CONNECT_SUBRESOURCES, RESOURCES, SUBRESOURCE_KINDS
 from minikube_py.api.schema.meta import DELETE_OPTIONS, MICRO_TIME, PATCH, STATUS, TIME
 from minikube_py.api.schema.paths import REF_V3, resource_paths
 from minikube_py.api.schema.registry import (
@@ -125,7 +125,7 @@ def openapi_v3_document(group: str, version: str) -> dict:
     for resource in resources:
         paths.update(resource_paths(resource))
         roots.extend(KINDS[SUBRESOURCE_KINDS[sub]] for sub in resource.subresources
-                     if sub in SUBRESOURCE_KINDS)
+                     if sub in SUBRESOURCE_KINDS and sub not in CONNECT_SUBRESOURCES)
     if resources:
         roots.extend((STATUS, DELETE_OPTIONS, PATCH))
     gvks = group_version_kinds()

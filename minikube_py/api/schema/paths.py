@@ -12,7 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from minikube_py.api.resources import SUBRESOURCE_KINDS, SUBRESOURCE_VERBS, Resource
+from minikube_py.api.resources import (
+    CONNECT_SUBRESOURCES,
+    SUBRESOURCE_KINDS,
+    SUBRESOURCE_VERBS,
+    Resource,
+)
 from minikube_py.api.schema.meta import DELETE_OPTIONS, PATCH, STATUS
 from minikube_py.api.schema.registry import KINDS, GroupVersionKind
 from minikube_py.api.schema.types import Type
@@ -189,6 +194,8 @@ def resource_paths(resource: Resource) -> dict[str, dict]:
                                             gvk),
     }
     for subresource in resource.subresources:
+        if subresource in CONNECT_SUBRESOURCES:
+            continue
         paths[f"{collection}/{{name}}/{subresource}"] = path_item(
             named, _SUBRESOURCE_OPERATIONS, SUBRESOURCE_VERBS[subresource], subresource,
             SUBRESOURCE_KINDS.get(subresource, gvk))

@@ -1,0 +1,122 @@
+"""Into the pod, as a student reaches in: `kubectl exec` (exit codes, stdin, a TTY),
+`kubectl attach`, and the official Python client's `stream()`, on a real one-node cluster
+(API server -> kubelet -> containerd's streaming server)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client, config
+from kubernetes.stream import stream
+
+from tests.test_cluster_cli import kubectl, launcher
+
+pytestmark = pytest.mark.slow
+
+KUBECTL = str(Path(sys.executable).with_name("kubectl"))
+
+
+@pytest.fixture(scope="module")
+def cluster(fast_tmp: Path) -> Iterator[Path]:
+    home = fast_tmp / "into-the-pod"
+    launcher(home, "up")
+    try:
+        kubectl(home, "wait", "--for=condition=Ready", "node/node-1", "--timeout=60s")
+        kubectl(home, "run", "shell", "--image=busybox:1.36", "--", "sleep", "3600")
+        kubectl(home, "run", "ticker", "--image=busybox:1.36", "--", "sh", "-c",
+                "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done")
+        for pod in ("shell", "ticker"):
+            kubectl(home, "wait", "--for=condition=Ready", f"pod/{pod}", "--timeout=60s")
+        yield home
+    finally:
+        launcher(home, "down", "--purge", check=False)
+
+
+def run(home: Path, *args: str, stdin: str | None = None,
+        timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([KUBECTL, f"--kubeconfig={home / 'kubeconfig'}", *args],
+                          input=stdin, capture_output=True, text=True, timeout=timeout)
+
+
+def api(home: Path) -> client.CoreV1Api:
+    configuration = client.Configuration()
+    config.load_kube_config(str(home / "kubeconfig"), client_configuration=configuration)
+    return client.CoreV1Api(client.ApiClient(configuration))
+
+
+def test_kubectl_exec_keeps_stdout_stderr_and_the_exit_code(cluster: Path) -> None:
+    done = run(cluster, "exec", "shell", "--", "sh", "-c",
+               "echo to-out; echo to-err >&2; exit 3")
+    assert done.returncode == 3, done
+    assert done.stdout == "to-out\n"
+    assert "to-err\n" in done.stderr
+    assert "command terminated with exit code 3" in done.stderr
+    assert run(cluster, "exec", "shell", "--", "true").returncode == 0
+
+
+def test_kubectl_exec_reads_stdin(cluster: Path) -> None:
+    done = run(cluster, "exec", "-i", "shell", "--", "head", "-n", "1",
+               stdin="first line\nsecond line\n")
+    assert (done.returncode, done.stdout) == (0, "first line\n"), done
+
+
+def test_kubectl_exec_it_gets_a_terminal(cluster: Path) -> None:
+    # `script` gives kubectl a terminal of its own, as a student's shell has
+    command = f"{KUBECTL} --kubeconfig={cluster / 'kubeconfig'} exec -it shell -- " \
+              "sh -c 'tty; exit 5'"
+    done = subprocess.run(["script", "-qec", command, "/dev/null"], capture_output=True,
+                          text=True, timeout=30)
+    assert "/dev/pts/" in done.stdout, done
+    assert done.returncode == 5
+
+
+def test_kubectl_attach_shows_the_containers_output(cluster: Path) -> None:
+    try:
+        subprocess.run([KUBECTL, f"--kubeconfig={cluster / 'kubeconfig'}", "attach",
+                        "ticker"], capture_output=True, text=True, timeout=3)
+    except subprocess.TimeoutExpired as attached:  # attach runs until stopped
+        output = attached.stdout.decode() if isinstance(attached.stdout, bytes) else ""
+    else:
+        raise AssertionError("kubectl attach ended by itself")
+    assert "tick " in output, output
+
+
+def test_the_python_clients_stream_gets_output_and_exit_code(cluster: Path) -> None:
+    core = api(cluster)
+    answer = stream(core.connect_get_namespaced_pod_exec, "shell", "default",
+                    command=["sh", "-c", "echo out; echo err >&2; exit 7"],
+                    stdin=False, stdout=True, stderr=True, tty=False,
+                    _preload_content=False)
+    answer.run_forever(timeout=20)
+    assert (answer.read_stdout(), answer.read_stderr(), answer.returncode) == (
+        "out\n", "err\n", 7)
+    # with stdin: a shell reading commands from the client
+    session = stream(core.connect_get_namespaced_pod_exec, "shell", "default",
+                     command=["sh"], stdin=True, stdout=True, stderr=True, tty=False,
+                     _preload_content=False)
+    session.write_stdin("echo from-stdin; exit 4\n")
+    session.run_forever(timeout=20)
+    assert session.read_stdout() == "from-stdin\n"
+    assert session.returncode == 4
+
+
+def test_exec_where_nothing_runs_is_a_clear_error(cluster: Path) -> None:
+    pending = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "unscheduled"},
+               "spec": {"schedulerName": "nobody", "containers": [
+                   {"name": "c", "image": "busybox:1.36"}]}}
+    run(cluster, "create", "-f", "-", stdin=json.dumps(pending))
+    done = run(cluster, "exec", "unscheduled", "--", "true")
+    assert done.returncode == 1
+    assert "pod unscheduled does not have a host assigned" in done.stderr, done.stderr
+    # scheduled, but its image does not exist: the container never runs
+    kubectl(cluster, "run", "no-image", "--image=localhost/no-such-image:1")
+    done = run(cluster, "exec", "no-image", "--", "true")
+    assert done.returncode == 1
+    assert 'container not found ("no-image")' in done.stderr, done.stderr
+    unknown = run(cluster, "exec", "shell", "-c", "nope", "--", "true")
+    assert unknown.returncode == 1 and "container nope is not valid" in unknown.stderr
