@@ -18,6 +18,7 @@ SUBRESOURCE_VERBS = {
     "log": ("get",),
     "exec": ("create", "get"),
     "attach": ("create", "get"),
+    "portforward": ("create", "get"),
 }
 # The kind served by each subresource (None: the parent's kind).
 SUBRESOURCE_KINDS = {
@@ -25,8 +26,9 @@ SUBRESOURCE_KINDS = {
     "binding": ("", "v1", "Binding"),
     "exec": ("", "v1", "PodExecOptions"),
     "attach": ("", "v1", "PodAttachOptions"),
+    "portforward": ("", "v1", "PodPortForwardOptions"),
 }
-CONNECT_SUBRESOURCES = ("exec", "attach")
+CONNECT_SUBRESOURCES = ("exec", "attach", "portforward")
 """Streams to the kubelet (upstream's `connect` operations): they read no object and
 write none, so the OpenAPI paths leave them out."""
 
@@ -79,7 +81,7 @@ _ALL = ("all",)
 RESOURCES: tuple[Resource, ...] = (
     # core/v1
     Resource("", "v1", "Pod", "pods", True, ("po",), _ALL,
-             ("status", "binding", "log", "exec", "attach")),
+             ("status", "binding", "log", "exec", "attach", "portforward")),
     Resource("", "v1", "Binding", "bindings", True, verbs=("create",)),
     Resource("", "v1", "Node", "nodes", False, ("no",), subresources=("status",)),
     Resource("", "v1", "Namespace", "namespaces", False, ("ns",),

@@ -1,5 +1,6 @@
-"""pods/exec and pods/attach: `kubectl exec` and `kubectl attach` through the API server, to
-the kubelet of the pod's node.
+"""pods/exec, pods/attach and pods/portforward: `kubectl exec`, `attach` and `port-forward`
+(and the Python client's stream() and portforward()) through the API server, to the
+kubelet of the pod's node.
 
 Upstream: pkg/registry/core/pod/rest/subresources.go (ExecREST, AttachREST),
 pod/strategy.go (ExecLocation, AttachLocation, streamLocation) and apimachinery's
@@ -16,6 +17,9 @@ UpgradeAwareHandler, which proxies the upgraded connection to the kubelet.
          accepted with the one the kubelet chose, and every message relayed both ways
       -> the kubelet refused (container not running, bad options): its status and text
          go back to the client, as the upgrade-aware proxy passes them on
+
+    pods/portforward?ports=80&ports=443 goes the same way to /portForward/{ns}/{name}
+    ?port=80&port=443: no container, the pod's network.
 
 Here the proxy relays WebSocket messages instead of raw bytes: the same frames arrive.
 A request that is not a WebSocket upgrade (kubectl's SPDY fallback) gets the kubelet's
@@ -37,8 +41,10 @@ FLAGS = ("stdin", "stdout", "stderr", "tty")
 
 
 def kubelet_query(request: web.Request, kind: str) -> list[tuple[str, str]]:
-    """PodExecOptions / PodAttachOptions as the kubelet takes them: each command word,
-    and the set flags as "1" (upstream's streamParams)."""
+    """PodExecOptions / PodAttachOptions / PodPortForwardOptions as the kubelet takes
+    them: each command word, the set flags as "1", each port (upstream's streamParams)."""
+    if kind == "portforward":
+        return [("port", port) for port in request.query.getall("ports", [])]
     query: list[tuple[str, str]] = []
     if kind == "exec":
         query += [("command", word) for word in request.query.getall("command", [])]
@@ -50,21 +56,34 @@ def kubelet_query(request: web.Request, kind: str) -> list[tuple[str, str]]:
 
 async def serve_pod_stream(pods: Store, nodes: Store, request: web.Request, info: RequestInfo,
                            namespace: str) -> web.StreamResponse:
-    """ExecREST / AttachREST Connect: find the kubelet, then proxy the stream to it."""
+    """ExecREST / AttachREST / PortForwardREST Connect: find the kubelet, then proxy the
+    stream to it."""
     kind = info.subresource
     pod = await pods.get(namespace, info.name)
-    container = choose_container(pod, request.query.get("container", ""))
+    if kind != "portforward":
+        container = choose_container(pod, request.query.get("container", ""))
     node_name = (pod.get("spec") or {}).get("nodeName")
     if not node_name:
         raise errors.bad_request(f"pod {info.name} does not have a host assigned")
     host, port = kubelet_location(await nodes.get("", node_name))
-    url = f"http://{host}:{port}/{kind}/{namespace}/{info.name}/{container}"
+    url = (f"http://{host}:{port}/portForward/{namespace}/{info.name}"
+           if kind == "portforward"
+           else f"http://{host}:{port}/{kind}/{namespace}/{info.name}/{container}")
     query = kubelet_query(request, kind)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT)
     async with aiohttp.ClientSession(timeout=timeout) as session:
         offered = [p for p in channels.offered_protocols(request) if p in channels.PROTOCOLS]
         if not channels.is_websocket(request) or not offered:
-            return await _plain_answer(session, url, query)
+            answer = await _plain_answer(session, url, query)
+            if answer.status == 400 and answer.body == b"Upgrade request required" and (
+                    request.headers.get("Upgrade")):
+                # kubectl's SPDY (port-forward first tries SPDY tunnelled in a WebSocket)
+                raise errors.bad_request(
+                    f"unable to upgrade to {request.headers['Upgrade']} "
+                    f"({', '.join(channels.offered_protocols(request)) or 'no subprotocol'}): "
+                    f"minikube-py streams over WebSocket with {', '.join(channels.PROTOCOLS)} "
+                    "only, for now")
+            return answer
         try:
             kubelet = await session.ws_connect(url, params=query, protocols=offered,
                                                max_msg_size=0)

@@ -21,7 +21,7 @@ from aiohttp import web
 
 from minikube_py.api import errors
 from minikube_py.api.patch import PatchError, apply_patch
-from minikube_py.api.resources import SUBRESOURCE_VERBS, Resource
+from minikube_py.api.resources import CONNECT_SUBRESOURCES, SUBRESOURCE_VERBS, Resource
 from minikube_py.api.schema import schema_for
 from minikube_py.apiserver import negotiation
 from minikube_py.apiserver.apply import serve_apply
@@ -84,7 +84,7 @@ class ResourceHandler:
         if info.subresource == "log":  # answered in text/plain, whatever Accept says
             return await serve_pod_log(store, self.stores[("", "v1", "nodes")], request, info,
                                        namespace)
-        if info.subresource in ("exec", "attach"):  # a stream to the kubelet
+        if info.subresource in CONNECT_SUBRESOURCES:  # a stream to the kubelet
             return await serve_pod_stream(store, self.stores[("", "v1", "nodes")], request,
                                           info, namespace)
         wanted = negotiation.negotiate(request.headers.get("Accept", ""))

@@ -151,6 +151,11 @@ class RuntimeService(ABC):
         """Attach: a URL on the streaming server for the container's own stdio."""
         raise CRIError(grpc.StatusCode.UNIMPLEMENTED, "this runtime has no streaming server")
 
+    async def port_forward(self, request: api_pb2.PortForwardRequest,
+                           timeout: float | None = None) -> api_pb2.PortForwardResponse:
+        """PortForward: a URL on the streaming server that connects to the pod's ports."""
+        raise CRIError(grpc.StatusCode.UNIMPLEMENTED, "this runtime has no streaming server")
+
     # -- RuntimeService: stats -----------------------------------------------------------
 
     @abstractmethod
@@ -337,6 +342,11 @@ class RemoteRuntime(RuntimeService):
                      timeout: float | None = None) -> api_pb2.AttachResponse:
         """Attach: a URL on containerd's streaming server for the container's stdio."""
         return await self._call(self._runtime.Attach, request, timeout)
+
+    async def port_forward(self, request: api_pb2.PortForwardRequest,
+                           timeout: float | None = None) -> api_pb2.PortForwardResponse:
+        """PortForward: a URL on containerd's streaming server to the sandbox's ports."""
+        return await self._call(self._runtime.PortForward, request, timeout)
 
     async def container_stats(self, request: api_pb2.ContainerStatsRequest,
                               timeout: float | None = None) -> api_pb2.ContainerStatsResponse:

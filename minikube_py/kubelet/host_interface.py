@@ -15,6 +15,7 @@ from minikube_py.api.meta import rfc3339
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.cri import CRIError
 from minikube_py.kubelet.logs import container_log_path
+from minikube_py.kubelet.podstate import POD_UID_LABEL
 from minikube_py.kubelet.server import ContainerNotFound, StreamOptions, StreamUnavailable
 
 if TYPE_CHECKING:
@@ -83,6 +84,33 @@ class HostInterface:
         if found is None or not found.get("containerID"):
             raise StreamUnavailable(f'container not found ("{container}")')
         return str(found["containerID"].partition("://")[2])
+
+    async def pod_sandbox_id(self, namespace: str, name: str) -> str:
+        """The pod's ready sandbox, found by the pod's uid label as the kubelet set it."""
+        pod = next((p for p in self.kubelet.pods.values()
+                    if p["metadata"]["namespace"] == namespace
+                    and p["metadata"]["name"] == name), None)
+        if pod is None:
+            raise StreamUnavailable(f'pod "{name}" not found')
+        try:
+            answer = await self.kubelet.runtime.list_pod_sandbox(api_pb2.ListPodSandboxRequest(
+                filter=api_pb2.PodSandboxFilter(
+                    label_selector={POD_UID_LABEL: pod["metadata"]["uid"]},
+                    state=api_pb2.PodSandboxStateValue(state=api_pb2.SANDBOX_READY))))
+        except CRIError as err:
+            raise StreamUnavailable(err.message) from None
+        if not answer.items:
+            raise StreamUnavailable(f'pod "{name}" has no running sandbox')
+        return str(answer.items[0].id)
+
+    async def port_forward_url(self, sandbox_id: str, ports: list[int]) -> str:
+        """GetPortForward: ask the runtime for the streaming URL."""
+        try:
+            answer = await self.kubelet.runtime.port_forward(api_pb2.PortForwardRequest(
+                pod_sandbox_id=sandbox_id, port=ports))
+        except CRIError as err:
+            raise StreamUnavailable(err.message) from None
+        return str(answer.url)
 
     async def stream_url(self, kind: str, container_id: str, options: StreamOptions) -> str:
         """GetExec / GetAttach: ask the runtime for the streaming URL."""

@@ -9,6 +9,8 @@
         ?command=sh&command=-c&...&stdin=1&stdout=1&stderr=1&tty=1   WebSocket (v5/v4
     GET|POST /attach/{namespace}/{pod}/{container}     channel protocols); the container's
         ?stdin=1&stdout=1&stderr=1&tty=1                own stdio
+    GET|POST /portForward/{namespace}/{pod}?port=80    the pod's ports, over a WebSocket:
+                                                       per port a data and an error channel
 
 `kubectl logs` reaches /containerLogs through the API server's pods/log subresource
 (apiserver/podlogs.py), `kubectl exec` and `attach` reach /exec and /attach through
@@ -78,6 +80,14 @@ class KubeletProvider(Protocol):
         """The runtime's id of the container; StreamUnavailable when it does not run."""
         ...
 
+    async def pod_sandbox_id(self, namespace: str, pod: str) -> str:
+        """The runtime's id of the pod's ready sandbox; StreamUnavailable without one."""
+        ...
+
+    async def port_forward_url(self, sandbox_id: str, ports: list[int]) -> str:
+        """CRI PortForward: the URL on the runtime's streaming server."""
+        ...
+
     async def stream_url(self, kind: str, container_id: str, options: StreamOptions) -> str:
         """CRI Exec (kind "exec") or Attach: the URL on the runtime's streaming server.
         StreamUnavailable when the runtime refuses."""
@@ -128,6 +138,8 @@ class KubeletServer:
             path = f"/{kind}/{{namespace}}/{{pod}}/{{container}}"
             app.router.add_route("GET", path, self._stream)
             app.router.add_route("POST", path, self._stream)
+        for method in ("GET", "POST"):
+            app.router.add_route(method, "/portForward/{namespace}/{pod}", self._port_forward)
         return app
 
     async def start(self) -> None:
@@ -242,18 +254,48 @@ class KubeletServer:
             return _error(500, str(err))
         if not channels.is_websocket(request):
             return _error(400, "Upgrade request required")
-        wanted = [p for p in channels.offered_protocols(request) if p in channels.PROTOCOLS]
-        if not wanted:
-            return _error(400, "none of the offered subprotocols is supported: want one of "
-                          + ", ".join(channels.PROTOCOLS))
         try:
             url = await self.provider.stream_url(kind, container_id, options)
         except StreamUnavailable as err:
             return _error(500, str(err))
+        return await self._relay(request, url, [])
+
+    async def _port_forward(self, request: web.Request) -> web.StreamResponse:
+        """getPortForward: the pod's sandbox, CRI PortForward, then the client's WebSocket
+        relayed to the runtime (the ports go along in the query, as the runtime reads
+        them there)."""
+        namespace = request.match_info["namespace"]
+        name = request.match_info["pod"]
+        if not any(p["metadata"].get("namespace") == namespace
+                   and p["metadata"].get("name") == name
+                   for p in self.provider.running_pods()):
+            return _error(404, "pod does not exist")
+        try:
+            sandbox_id = await self.provider.pod_sandbox_id(namespace, name)
+        except StreamUnavailable as err:
+            return _error(500, str(err))
+        if not channels.is_websocket(request):
+            return _error(400, "Upgrade request required")
+        try:
+            ports = _ports(request.query.getall("port", []))
+        except ValueError as err:
+            return _error(400, str(err))
+        try:
+            url = await self.provider.port_forward_url(sandbox_id, ports)
+        except StreamUnavailable as err:
+            return _error(500, str(err))
+        return await self._relay(request, url, [("port", str(port)) for port in ports])
+
+    async def _relay(self, request: web.Request, url: str,
+                     query: list[tuple[str, str]]) -> web.StreamResponse:
+        """The client's WebSocket, relayed to the runtime's streaming server at `url`."""
+        if not any(p in channels.PROTOCOLS for p in channels.offered_protocols(request)):
+            return _error(400, "none of the offered subprotocols is supported: want one of "
+                          + ", ".join(channels.PROTOCOLS))
         session = aiohttp.ClientSession()
         try:
             try:
-                runtime = await session.ws_connect(url, protocols=(channels.V4,),
+                runtime = await session.ws_connect(url, params=query, protocols=(channels.V4,),
                                                    max_msg_size=0)
             except aiohttp.ClientError as err:
                 return _error(500, f"cannot reach the runtime's streaming server: {err}")
@@ -273,6 +315,22 @@ class KubeletServer:
             return client
         finally:
             await session.close()
+
+
+def _ports(values: list[str]) -> list[int]:
+    """The `port` query parameters, as upstream's portforward.NewV4Options checks them."""
+    if not values:
+        raise ValueError('query parameter "port" is required')
+    ports = []
+    for value in values:
+        try:
+            port = int(value)
+        except ValueError:
+            raise ValueError(f'unable to parse "{value}" as a port') from None
+        if not 0 < port < 65536:
+            raise ValueError(f'port "{value}" must be > 0 and < 65536')
+        ports.append(port)
+    return ports
 
 
 def _container_names(pod: Obj) -> set[str]:

@@ -1,6 +1,6 @@
 """Into the pod, as a student reaches in: `kubectl exec` (exit codes, stdin, a TTY),
-`kubectl attach`, and the official Python client's `stream()`, on a real one-node cluster
-(API server -> kubelet -> containerd's streaming server)."""
+`kubectl attach`, and the official Python client's `stream()` and `portforward()`, on a
+real one-node cluster (API server -> kubelet -> containerd's streaming server)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from kubernetes import client, config
-from kubernetes.stream import stream
+from kubernetes.stream import portforward, stream
 
 from tests.test_cluster_cli import kubectl, launcher
 
@@ -30,7 +31,8 @@ def cluster(fast_tmp: Path) -> Iterator[Path]:
         kubectl(home, "run", "shell", "--image=busybox:1.36", "--", "sleep", "3600")
         kubectl(home, "run", "ticker", "--image=busybox:1.36", "--", "sh", "-c",
                 "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done")
-        for pod in ("shell", "ticker"):
+        kubectl(home, "run", "web", "--image=nginx")
+        for pod in ("shell", "ticker", "web"):
             kubectl(home, "wait", "--for=condition=Ready", f"pod/{pod}", "--timeout=60s")
         yield home
     finally:
@@ -103,6 +105,54 @@ def test_the_python_clients_stream_gets_output_and_exit_code(cluster: Path) -> N
     session.run_forever(timeout=20)
     assert session.read_stdout() == "from-stdin\n"
     assert session.returncode == 4
+
+
+def fetch_through_port_forward(core: client.CoreV1Api) -> bytes:
+    """GET / from the web pod's port 80 through the API server's pods/portforward."""
+    forward = portforward(core.connect_get_namespaced_pod_portforward, "web", "default",
+                          ports="80")
+    try:
+        connection = forward.socket(80)
+        connection.setblocking(True)
+        connection.settimeout(20)
+        connection.sendall(b"GET / HTTP/1.1\r\nHost: web\r\nConnection: close\r\n\r\n")
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+        connection.close()
+        assert forward.error(80) is None
+        return answer
+    finally:
+        forward.close()
+
+
+def test_the_python_clients_port_forward_reaches_the_pod(cluster: Path) -> None:
+    core = api(cluster)
+    answer = fetch_through_port_forward(core)
+    assert answer.startswith(b"HTTP/1.1 200 OK") and b"Welcome to nginx!" in answer
+    # several at once, each its own forwarding session
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: fetch_through_port_forward(core), range(8)))
+    assert all(b"Welcome to nginx!" in a for a in answers)
+
+
+def test_port_forward_to_a_closed_port_reports_an_error_and_does_not_hang(
+        cluster: Path) -> None:
+    forward = portforward(api(cluster).connect_get_namespaced_pod_portforward, "web",
+                          "default", ports="81")
+    try:
+        connection = forward.socket(81)
+        connection.setblocking(True)
+        connection.settimeout(20)
+        try:
+            connection.sendall(b"hello")
+            received = connection.recv(100)
+        except (BrokenPipeError, ConnectionResetError):
+            received = b""  # closed even before the write
+        assert received == b"", received  # closed, not hanging (a timeout would raise)
+        assert "81" in (forward.error(81) or ""), forward.error(81)
+    finally:
+        forward.close()
 
 
 def test_exec_where_nothing_runs_is_a_clear_error(cluster: Path) -> None:
