@@ -44,7 +44,9 @@ def kubelet_query(request: web.Request, kind: str) -> list[tuple[str, str]]:
     """PodExecOptions / PodAttachOptions / PodPortForwardOptions as the kubelet takes
     them: each command word, the set flags as "1", each port (upstream's streamParams)."""
     if kind == "portforward":
-        return [("port", port) for port in request.query.getall("ports", [])]
+        # `ports=80,443` or `ports=80&ports=443`, as upstream's []int32 conversion reads them
+        return [("port", port.strip()) for value in request.query.getall("ports", [])
+                for port in value.split(",") if port.strip()]
     query: list[tuple[str, str]] = []
     if kind == "exec":
         query += [("command", word) for word in request.query.getall("command", [])]

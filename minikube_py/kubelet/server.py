@@ -266,6 +266,13 @@ class KubeletServer:
         them there)."""
         namespace = request.match_info["namespace"]
         name = request.match_info["pod"]
+        try:
+            ports = _ports(request.query.getall("port", []))
+        except ValueError as err:
+            # without any port, a SPDY client names them per stream: that is told below
+            if request.query.getall("port", []):
+                return _error(400, str(err))
+            ports = []
         if not any(p["metadata"].get("namespace") == namespace
                    and p["metadata"].get("name") == name
                    for p in self.provider.running_pods()):
@@ -276,10 +283,8 @@ class KubeletServer:
             return _error(500, str(err))
         if not channels.is_websocket(request):
             return _error(400, "Upgrade request required")
-        try:
-            ports = _ports(request.query.getall("port", []))
-        except ValueError as err:
-            return _error(400, str(err))
+        if not ports:
+            return _error(400, 'query parameter "port" is required')
         try:
             url = await self.provider.port_forward_url(sandbox_id, ports)
         except StreamUnavailable as err:
