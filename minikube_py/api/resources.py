@@ -19,6 +19,7 @@ SUBRESOURCE_VERBS = {
     "exec": ("create", "get"),
     "attach": ("create", "get"),
     "portforward": ("create", "get"),
+    "proxy": ("create", "delete", "get", "patch", "update"),
 }
 # The kind served by each subresource (None: the parent's kind).
 SUBRESOURCE_KINDS = {
@@ -27,10 +28,18 @@ SUBRESOURCE_KINDS = {
     "exec": ("", "v1", "PodExecOptions"),
     "attach": ("", "v1", "PodAttachOptions"),
     "portforward": ("", "v1", "PodPortForwardOptions"),
+    "proxy": ("", "v1", "PodProxyOptions"),
+    "services/proxy": ("", "v1", "ServiceProxyOptions"),
+    "nodes/proxy": ("", "v1", "NodeProxyOptions"),
 }
-CONNECT_SUBRESOURCES = ("exec", "attach", "portforward")
+CONNECT_SUBRESOURCES = ("exec", "attach", "portforward", "proxy")
 """Streams to the kubelet (upstream's `connect` operations): they read no object and
 write none, so the OpenAPI paths leave them out."""
+
+
+def subresource_kind(plural: str, subresource: str) -> tuple[str, str, str] | None:
+    """The kind a subresource of `plural` serves, when it is not the parent's own."""
+    return SUBRESOURCE_KINDS.get(f"{plural}/{subresource}", SUBRESOURCE_KINDS.get(subresource))
 
 
 @dataclass(frozen=True)
@@ -81,13 +90,13 @@ _ALL = ("all",)
 RESOURCES: tuple[Resource, ...] = (
     # core/v1
     Resource("", "v1", "Pod", "pods", True, ("po",), _ALL,
-             ("status", "binding", "log", "exec", "attach", "portforward")),
+             ("status", "binding", "log", "exec", "attach", "portforward", "proxy")),
     Resource("", "v1", "Binding", "bindings", True, verbs=("create",)),
-    Resource("", "v1", "Node", "nodes", False, ("no",), subresources=("status",)),
+    Resource("", "v1", "Node", "nodes", False, ("no",), subresources=("status", "proxy")),
     Resource("", "v1", "Namespace", "namespaces", False, ("ns",),
              subresources=("status", "finalize"),
              verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
-    Resource("", "v1", "Service", "services", True, ("svc",), _ALL, ("status",),
+    Resource("", "v1", "Service", "services", True, ("svc",), _ALL, ("status", "proxy"),
              verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update",
                     "watch")),
     Resource("", "v1", "Endpoints", "endpoints", True, ("ep",), singular="endpoints"),

@@ -13,9 +13,9 @@ from typing import Any
 from minikube_py.api.resources import (
     GROUP_ORDER,
     RESOURCES,
-    SUBRESOURCE_KINDS,
     SUBRESOURCE_VERBS,
     Resource,
+    subresource_kind,
 )
 
 Obj = dict[str, Any]
@@ -88,8 +88,8 @@ def api_resource_list(group: str, version: str) -> Obj | None:
             entry["categories"] = list(r.categories)
         entries.append(entry)
         for sub in r.subresources:
-            sub_group, sub_version, sub_kind = SUBRESOURCE_KINDS.get(sub, (r.group, r.version,
-                                                                           r.kind))
+            sub_group, sub_version, sub_kind = subresource_kind(r.plural, sub) or (
+                r.group, r.version, r.kind)
             sub_entry: Obj = {
                 "name": f"{r.plural}/{sub}",
                 "singularName": "",
@@ -120,7 +120,8 @@ def _aggregated_resource(r: Resource) -> Obj:
         entry["categories"] = list(r.categories)
     subresources = []
     for sub in r.subresources:
-        sub_group, sub_version, sub_kind = SUBRESOURCE_KINDS.get(sub, (r.group, r.version, r.kind))
+        sub_group, sub_version, sub_kind = subresource_kind(r.plural, sub) or (
+            r.group, r.version, r.kind)
         subresources.append({
             "subresource": sub,
             "responseKind": {"group": sub_group, "version": sub_version, "kind": sub_kind},

@@ -28,6 +28,7 @@ from minikube_py.apiserver.apply import serve_apply
 from minikube_py.apiserver.negotiation import APPLY_PATCH, Wanted
 from minikube_py.apiserver.podconnect import serve_pod_stream
 from minikube_py.apiserver.podlogs import serve_pod_log
+from minikube_py.apiserver.proxy import serve_proxy
 from minikube_py.apiserver.request_params import (
     check_field_labels,
     check_name_and_namespace,
@@ -74,7 +75,7 @@ class ResourceHandler:
             raise no_such_resource()
         if info.subresource and info.subresource not in resource.subresources:
             raise no_such_resource()
-        if len(info.parts) > 3:
+        if len(info.parts) > 3 and info.subresource != "proxy":
             raise no_such_resource()
         verb = info.verb
         if verb not in self._allowed_verbs(resource, info.subresource):
@@ -84,6 +85,8 @@ class ResourceHandler:
         if info.subresource == "log":  # answered in text/plain, whatever Accept says
             return await serve_pod_log(store, self.stores[("", "v1", "nodes")], request, info,
                                        namespace)
+        if info.subresource == "proxy":  # HTTP to the pod, Service or node
+            return await serve_proxy(self.stores, request, info, namespace)
         if info.subresource in CONNECT_SUBRESOURCES:  # a stream to the kubelet
             return await serve_pod_stream(store, self.stores[("", "v1", "nodes")], request,
                                           info, namespace)

@@ -155,6 +155,31 @@ def test_port_forward_to_a_closed_port_reports_an_error_and_does_not_hang(
         forward.close()
 
 
+def test_proxy_reaches_a_pod_a_service_and_a_node(cluster: Path) -> None:
+    kubectl(cluster, "expose", "pod", "web", "--port=8000", "--target-port=80",
+            "--labels=test=proxy")
+    kubectl(cluster, "wait", "--for=jsonpath={.endpoints[0].conditions.ready}=true",
+            "endpointslice", "-l", "kubernetes.io/service-name=web", "--timeout=30s")
+    for path in ("/api/v1/namespaces/default/pods/web:80/proxy/",
+                 "/api/v1/namespaces/default/services/web:8000/proxy/",
+                 "/api/v1/namespaces/default/services/http:web:8000/proxy/index.html"):
+        assert "Welcome to nginx!" in kubectl(cluster, "get", "--raw", path).stdout, path
+    assert kubectl(cluster, "get", "--raw", "/api/v1/nodes/node-1/proxy/healthz"
+                   ).stdout == "ok"
+    pods = json.loads(kubectl(cluster, "get", "--raw", "/api/v1/nodes/node-1/proxy/pods"
+                              ).stdout)
+    assert "web" in {p["metadata"]["name"] for p in pods["items"]}
+    # the target's own answer comes back, a 404 included
+    missing = run(cluster, "get", "--raw", "/api/v1/namespaces/default/pods/web:80/proxy/nope")
+    assert missing.returncode == 1 and "NotFound" in missing.stderr
+    # a Service with no ready endpoint: 503
+    kubectl(cluster, "create", "service", "clusterip", "empty", "--tcp=80:80")
+    empty = run(cluster, "get", "--raw", "/api/v1/namespaces/default/services/empty/proxy/")
+    assert empty.returncode == 1
+    assert "ServiceUnavailable" in empty.stderr or "no endpoints available" in empty.stderr, (
+        empty.stderr)
+
+
 def test_exec_where_nothing_runs_is_a_clear_error(cluster: Path) -> None:
     pending = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "unscheduled"},
                "spec": {"schedulerName": "nobody", "containers": [
