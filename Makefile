@@ -44,6 +44,7 @@ bench: deps
 	$(PY) benchmarks/proxy.py
 	$(PY) benchmarks/dns.py
 	$(PY) benchmarks/cluster_up.py
+	$(PY) benchmarks/streaming.py
 
 deps: apt $(STAMP) proto
 

@@ -139,3 +139,12 @@ def test_cluster_up_benchmark_quick_run_reports_cold_and_warm() -> None:
     for metric in ("cold `up --nodes 2` (images built) -> all Ready",
                    "warm `up --nodes 2` -> all Ready, median of 1"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
+
+
+@pytest.mark.slow
+def test_streaming_benchmark_quick_run_reports_every_metric() -> None:
+    """benchmarks/streaming.py still runs end to end (10 MB, one run)."""
+    output = run_quick("streaming.py", timeout=600)
+    for metric in ("direct TCP to the pod IP", "pods/portforward (WebSocket v4)",
+                   "kubelet CPU per forwarded MB", "`kubectl exec POD -- true`"):
+        assert metric in output, f"no line for {metric!r} in:\n{output}"
