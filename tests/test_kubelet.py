@@ -450,3 +450,12 @@ async def test_stats_summary_reports_running_pods(node, api_client, namespace):
     assert stats["podRef"]["namespace"] == namespace
     assert stats["memory"]["workingSetBytes"] > 0
     assert stats["containers"][0]["name"] == "app"
+    # the same usage as metrics-server scrapes it
+    metrics = await http_get(f"http://127.0.0.1:{node.config.port}/metrics/resource")
+    cpu = next(line for line in metrics.splitlines() if line.startswith(
+        f'container_cpu_usage_seconds_total{{container="app",namespace="{namespace}",'
+        'pod="measured"}'))
+    assert float(cpu.split()[1]) > 0
+    assert "resource_scrape_error 0" in metrics
+    assert float(next(line for line in metrics.splitlines()
+                      if line.startswith("node_cpu_usage_seconds_total ")).split()[1]) > 0

@@ -157,4 +157,11 @@ class HostInterface:
                 "memory": {"time": now, "workingSetBytes": sum(
                     c["memory"]["workingSetBytes"] for c in containers)},
             })
-        return {"node": {"nodeName": self.kubelet.node_name, "startTime": now}, "pods": pods}
+        # The node's usage is what its pods use: the nodes of one machine share its
+        # cgroups, so there is no node cgroup of its own to read
+        node = {"nodeName": self.kubelet.node_name, "startTime": now,
+                "cpu": {"time": now, "usageCoreNanoSeconds": sum(
+                    p["cpu"]["usageCoreNanoSeconds"] for p in pods)},
+                "memory": {"time": now, "workingSetBytes": sum(
+                    p["memory"]["workingSetBytes"] for p in pods)}}
+        return {"node": node, "pods": pods}

@@ -5,6 +5,8 @@
     GET /containerLogs/{namespace}/{pod}/{container}   a container's log, text/plain, streamed
         ?follow&tailLines&sinceSeconds&sinceTime&timestamps&previous&limitBytes&stream
     GET /stats/summary                                 the Summary API: node and pod usage
+    GET /metrics/resource                              the same usage as Prometheus text, as
+                                                       metrics-server scrapes it
     GET|POST /exec/{namespace}/{pod}/{container}       a command in the container, over a
         ?command=sh&command=-c&...&stdin=1&stdout=1&stderr=1&tty=1   WebSocket (v5/v4
     GET|POST /attach/{namespace}/{pod}/{container}     channel protocols); the container's
@@ -134,6 +136,7 @@ class KubeletServer:
         app.router.add_get("/pods", self._pods)
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._container_logs)
         app.router.add_get("/stats/summary", self._stats_summary)
+        app.router.add_get("/metrics/resource", self._metrics_resource)
         for kind in ("exec", "attach"):
             path = f"/{kind}/{{namespace}}/{{pod}}/{{container}}"
             app.router.add_route("GET", path, self._stream)
@@ -175,6 +178,16 @@ class KubeletServer:
     async def _stats_summary(self, request: web.Request) -> web.Response:
         body = await self.provider.stats_summary()
         return web.Response(body=orjson.dumps(body), content_type="application/json")
+
+    async def _metrics_resource(self, request: web.Request) -> web.Response:
+        """The resource metrics endpoint: CPU seconds and working-set bytes of the node,
+        its pods and their containers (upstream's stable metric names)."""
+        try:
+            summary = await self.provider.stats_summary()
+        except Exception as err:  # noqa: BLE001 - a failed scrape is reported, not raised
+            log.warning("resource metrics: %s", err)
+            return web.Response(text=resource_metrics(None), content_type="text/plain")
+        return web.Response(text=resource_metrics(summary), content_type="text/plain")
 
     async def _container_logs(self, request: web.Request) -> web.StreamResponse:
         """getContainerLogs: check the request, find the log file, stream it as text."""
@@ -320,6 +333,57 @@ class KubeletServer:
             return client
         finally:
             await session.close()
+
+
+_RESOURCE_METRICS = (
+    ("node_cpu_usage_seconds_total", "counter",
+     "Cumulative cpu time consumed by the node in core-seconds"),
+    ("node_memory_working_set_bytes", "gauge", "Current working set of the node in bytes"),
+    ("pod_cpu_usage_seconds_total", "counter",
+     "Cumulative cpu time consumed by the pod in core-seconds"),
+    ("pod_memory_working_set_bytes", "gauge", "Current working set of the pod in bytes"),
+    ("container_cpu_usage_seconds_total", "counter",
+     "Cumulative cpu time consumed by the container in core-seconds"),
+    ("container_memory_working_set_bytes", "gauge",
+     "Current working set of the container in bytes"),
+    ("resource_scrape_error", "gauge",
+     "1 if there was an error while getting container metrics, 0 otherwise"),
+)
+
+
+def resource_metrics(summary: Obj | None) -> str:
+    """/metrics/resource from a /stats/summary document (None: the scrape failed)."""
+    samples: dict[str, list[str]] = {name: [] for name, _, _ in _RESOURCE_METRICS}
+    stamp = int(datetime.now(UTC).timestamp() * 1000)
+
+    def add(name: str, labels: dict[str, str], value: float) -> None:
+        text = ",".join(f'{k}="{v}"' for k, v in labels.items())
+        samples[name].append(f"{name}{{{text}}} {value:g} {stamp}" if text
+                             else f"{name} {value:g} {stamp}")
+
+    if summary is not None:
+        node = summary.get("node") or {}
+        add("node_cpu_usage_seconds_total", {},
+            (node.get("cpu") or {}).get("usageCoreNanoSeconds", 0) / 1e9)
+        add("node_memory_working_set_bytes", {},
+            (node.get("memory") or {}).get("workingSetBytes", 0))
+        for pod in summary.get("pods") or []:
+            ref = {"namespace": pod["podRef"]["namespace"], "pod": pod["podRef"]["name"]}
+            add("pod_cpu_usage_seconds_total", ref, pod["cpu"]["usageCoreNanoSeconds"] / 1e9)
+            add("pod_memory_working_set_bytes", ref, pod["memory"]["workingSetBytes"])
+            for container in pod.get("containers") or []:
+                labels = {"container": container["name"], **ref}
+                add("container_cpu_usage_seconds_total", labels,
+                    container["cpu"]["usageCoreNanoSeconds"] / 1e9)
+                add("container_memory_working_set_bytes", labels,
+                    container["memory"]["workingSetBytes"])
+    samples["resource_scrape_error"].append(
+        f"resource_scrape_error {0 if summary is not None else 1}")
+    lines = []
+    for name, kind, description in _RESOURCE_METRICS:
+        lines += [f"# HELP {name} [STABLE] {description}", f"# TYPE {name} {kind}",
+                  *samples[name]]
+    return "\n".join(lines) + "\n"
 
 
 def _ports(values: list[str]) -> list[int]:
