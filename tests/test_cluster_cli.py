@@ -81,12 +81,12 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         refused = launcher(home, "up", "--nodes", "3", check=False)
         assert refused.returncode == 1 and "runs with 2 nodes" in refused.stderr
         running = pids(home)
-        # the control plane, DNS, 3 per node, and the supervisor
-        assert len(running) == 13 and all(alive(pid) for pid in running)
+        # the control plane, DNS, metrics, 3 per node, and the supervisor
+        assert len(running) == 14 and all(alive(pid) for pid in running)
         kubectl(home, "wait", "--for=condition=Ready", "node", "--all", "--timeout=60s")
         status = launcher(home, "status")
         for component in ("registry", "etcd", "apiserver", "controller-manager", "scheduler",
-                          "dns", "node-1/containerd", "node-1/kubelet", "node-1/proxy",
+                          "dns", "metrics", "node-1/containerd", "node-1/kubelet", "node-1/proxy",
                           "node-2/containerd", "node-2/kubelet", "node-2/proxy"):
             assert re.search(rf"^{component}: running \(pid \d+\), ready$", status.stdout,
                              re.M), status.stdout
@@ -205,7 +205,7 @@ def test_simulated_nodes_join_the_real_one_and_leave_with_down(fast_tmp: Path) -
         assert not set(crashed) & set(pids(home))
         kubectl(home, "wait", "--for=condition=Ready", "node/node-1", "--timeout=60s")
         kubectl(home, "run", "after-crash", "--image=busybox:1.36", "--restart=Never",
-                "--", "true")
+                '--overrides={"spec": {"nodeName": "node-1"}}', "--", "true")  # not hollow
         kubectl(home, "wait", "--for=jsonpath={.status.phase}=Succeeded",
                 "pod/after-crash", "--timeout=60s")
     finally:

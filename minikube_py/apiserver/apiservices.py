@@ -7,9 +7,8 @@ discovery), and requests for its group are proxied to it.
 
 Here, at start, the API server writes a Local APIService for every group-version it
 serves (`kubectl get apiservices`), and a loop keeps the Available condition of the
-others as upstream's checks would find it. The proxy itself is not built: a group that
-a Service would serve is reported `False (FailedDiscoveryCheck)` once its Service has
-endpoints, saying so, rather than claimed Available.
+others as upstream's checks would find it; the last check, discovery, is the
+aggregator's (aggregation.py), which then proxies the group.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ import orjson
 from minikube_py.api import errors
 from minikube_py.api.meta import now_rfc3339
 from minikube_py.api.resources import RESOURCES
+from minikube_py.apiserver.aggregation import Aggregator
 from minikube_py.apiserver.store import Store
 
 Obj = dict[str, Any]
@@ -63,8 +63,9 @@ def local_api_services() -> list[Obj]:
     return found
 
 
-def availability(api_service: Obj, services: Store, slices: Store) -> Obj:
-    """The Available condition upstream's checks would give (without time)."""
+def availability(api_service: Obj, services: Store, slices: Store) -> Obj | str:
+    """The Available condition upstream's checks would give (without time), or, when the
+    Service has a ready endpoint, its base URL: the discovery check comes next."""
     reference = (api_service.get("spec") or {}).get("service")
     if not reference:
         return dict(LOCAL)
@@ -76,30 +77,42 @@ def availability(api_service: Obj, services: Store, slices: Store) -> Obj:
     port = reference.get("port", 443)
     port_name = next((p.get("name", "") for p in service.get("spec", {}).get("ports") or ()
                       if p.get("port") == port), "")
-    ready = [endpoint for endpoint_slice in slices.cache.list(f"{namespace}/")
+    ready = [(address, target)
+             for endpoint_slice in slices.cache.list(f"{namespace}/")
              if (endpoint_slice.get("metadata", {}).get("labels") or {}).get(
                  "kubernetes.io/service-name") == name
+             for target in [next((p.get("port") for p in endpoint_slice.get("ports") or ()
+                                  if p.get("name", "") == port_name), None)]
+             if target is not None
              for endpoint in endpoint_slice.get("endpoints") or ()
-             if (endpoint.get("conditions") or {}).get("ready") is not False]
+             if (endpoint.get("conditions") or {}).get("ready") is not False
+             for address in endpoint.get("addresses") or ()]
     if not ready:
         return {"type": "Available", "status": "False", "reason": "MissingEndpoints",
                 "message": f'endpoints for service/{name} in "{namespace}" have no '
                            f'addresses with port name "{port_name}"'}
-    return {"type": "Available", "status": "False", "reason": "FailedDiscoveryCheck",
-            "message": "this API server does not proxy to aggregated API servers yet"}
+    address, target = ready[0]
+    return f"http://{address}:{target}"
 
 
 class APIServiceAvailability:
     """Writes the Local APIServices, then keeps every APIService's Available condition."""
 
-    def __init__(self, api_services: Store, services: Store, slices: Store) -> None:
+    def __init__(self, api_services: Store, services: Store, slices: Store,
+                 aggregator: Aggregator) -> None:
         self.api_services, self.services, self.slices = api_services, services, slices
+        self.aggregator = aggregator
 
     async def run(self) -> None:
         await self.register_local()
         while True:
             for api_service in self.api_services.cache.list(""):
-                condition = availability(api_service, self.services, self.slices)
+                found = availability(api_service, self.services, self.slices)
+                if isinstance(found, str):
+                    condition = await self.aggregator.check(api_service, found)
+                else:
+                    condition = found
+                    self.aggregator.forget(api_service)
                 if not _shows(api_service, condition):  # a write only for a change
                     await self.set_available(api_service["metadata"]["name"], condition)
             await asyncio.sleep(CHECK_PERIOD)

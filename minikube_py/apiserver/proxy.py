@@ -122,7 +122,12 @@ async def serve_proxy(stores: dict[tuple[str, str, str], Store], request: web.Re
                                       namespace, info.name)
     else:
         base = await node_location(stores[("", "v1", "nodes")], info.name)
-    url = base + proxied_path(request, info)
+    return await forward(request, base + proxied_path(request, info))
+
+
+async def forward(request: web.Request, url: str) -> web.StreamResponse:
+    """Pass the request on to `url` (its query, body and end-to-end headers) and stream
+    the answer back as it is."""
     headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT)
     async with aiohttp.ClientSession(timeout=timeout, auto_decompress=False) as session:

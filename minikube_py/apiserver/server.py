@@ -28,6 +28,7 @@ from minikube_py.api import errors
 from minikube_py.api.meta import new_uid
 from minikube_py.api.resources import RESOURCES
 from minikube_py.apiserver import discovery, openapi
+from minikube_py.apiserver.aggregation import Aggregator
 from minikube_py.apiserver.allocators import (
     DEFAULT_NODE_PORT_RANGE,
     DEFAULT_SERVICE_CIDR,
@@ -120,6 +121,7 @@ class APIServer(Component):
     # -- wiring ----------------------------------------------------------------------------
 
     def _build_stores(self) -> None:
+        self.aggregator = Aggregator()
         for resource in RESOURCES:
             prefix = resource.etcd_prefix
             if prefix not in self.caches:
@@ -252,7 +254,7 @@ class APIServer(Component):
                                   self.service_allocators)
         api_services = APIServiceAvailability(
             self.stores[("apiregistration.k8s.io", "v1", "apiservices")], self.services,
-            self.stores[("discovery.k8s.io", "v1", "endpointslices")])
+            self.stores[("discovery.k8s.io", "v1", "endpointslices")], self.aggregator)
         await asyncio.gather(ensure_kubernetes_service(self.services, self.port), repair.run(),
                              api_services.run())
 
@@ -393,8 +395,12 @@ class APIServer(Component):
 
     async def _apis(self, request: web.Request) -> web.Response:
         if discovery.wants_aggregated(request.headers.get("Accept", "")):
-            return self._aggregated(discovery.aggregated(core=False))
-        return json_response(discovery.api_group_list())
+            body = discovery.aggregated(core=False)
+            body["items"] += self.aggregator.aggregated_groups()
+            return self._aggregated(body)
+        body = discovery.api_group_list()
+        body["groups"] += self.aggregator.api_groups()
+        return json_response(body)
 
     @staticmethod
     def _aggregated(body: dict[str, Any]) -> web.Response:
@@ -420,6 +426,11 @@ class APIServer(Component):
     async def _resource(self, request: web.Request) -> web.StreamResponse:
         path = request.path
         info = request["info"]
+        parts = [p for p in path.strip("/").split("/") if p]
+        if len(parts) >= 2 and parts[0] == "apis":  # a group another server serves
+            remote = self.aggregator.serving(parts[1], parts[2] if len(parts) > 2 else "")
+            if remote is not None:
+                return await self.aggregator.proxy(request, remote)
         if not info.is_resource_request:
             return self._group_discovery(path)
         return await self.handler.handle(request, info)

@@ -37,6 +37,7 @@ from minikube_py.cluster.components import (
     DNSProcess,
     HollowNodesProcess,
     KubeletProcess,
+    MetricsProcess,
     ProxyProcess,
     SchedulerProcess,
 )
@@ -75,13 +76,13 @@ from minikube_py.process import (
 
 DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443,
                  "controller-manager": 10257, "scheduler": 10259, "registry": 5000,
-                 "dns": 10053, "dns-metrics": 9153, "hollow-nodes": 10251}
+                 "dns": 10053, "dns-metrics": 9153, "hollow-nodes": 10251, "metrics": 4443}
 NODE_PORTS = {"kubelet": 10250, "proxy-healthz": 10256, "proxy-metrics": 10249}
 """Upstream's ports, on each node's own address: every node has a network of its own."""
 # Started stage by stage (the components of a stage together, on every node); stopped in
 # reverse order. A node's component is named node-N/<component>.
 STAGES = (("registry", "etcd"), ("apiserver",),
-          ("controller-manager", "scheduler", "containerd", "proxy", "dns"),
+          ("controller-manager", "scheduler", "containerd", "proxy", "dns", "metrics"),
           ("kubelet", "hollow-nodes"))
 COMPONENTS = tuple(name for stage in STAGES for name in stage)
 NODE_COMPONENTS = ("containerd", "kubelet", "proxy")
@@ -94,7 +95,8 @@ through node-1, whose proxy's rules answer them: `curl` a ClusterIP or a LoadBal
 address from here works, and no packet to one ever leaves the machine."""
 
 
-CONFIGURABLE = ("apiserver", "controller-manager", "scheduler", "kubelet", "proxy", "dns")
+CONFIGURABLE = ("apiserver", "controller-manager", "scheduler", "kubelet", "proxy", "dns",
+                "metrics")
 """The components whose flags `up --extra-config COMPONENT.FLAG=VALUE` sets."""
 
 
@@ -242,6 +244,11 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
         kubeconfig, dns_address=address, dns_port=ports["dns"], port=ports["dns-metrics"],
         advertise_address=address, service_ip=CLUSTER_DNS, extra_args=flags("dns"),
         **files("dns"))
+    # metrics-server's role, reached by the API server through the metrics.k8s.io
+    # APIService (kubectl top)
+    processes["metrics"] = MetricsProcess(
+        kubeconfig, address=address, port=ports["metrics"], advertise_address=address,
+        extra_args=flags("metrics"), **files("metrics"))
     registry = f"{address}:{ports['registry']}"
     for node in node_networks(cluster):
         config = node_config(state, node.name, node.pod_cidr, registry, netns=node.path)

@@ -145,6 +145,23 @@ class ProxyProcess(ClientComponentProcess):
         return [self.port, self.metrics_port]
 
 
+class MetricsProcess(ClientComponentProcess):
+    """`python -m minikube_py.metrics`: metrics-server's role; it serves the metrics API on
+    its port and publishes itself at advertise_address for the API server to proxy to."""
+
+    component = "the metrics server"
+    module = "minikube_py.metrics"
+
+    def __init__(self, kubeconfig: Path, log_path: Path, *, advertise_address: str,
+                 **options: Any) -> None:
+        """`options`: those of every ClientComponentProcess (port, pid_file, ...)."""
+        super().__init__(kubeconfig, log_path, **options)
+        self.advertise_address = advertise_address
+
+    def command(self) -> list[str]:
+        return [*super().command(), f"--advertise-address={self.advertise_address}"]
+
+
 class DNSProcess(ClientComponentProcess):
     """`python -m minikube_py.dns`: answers on dns_address:dns_port (UDP and TCP; every
     address unless told), /healthz and /metrics on the metrics port, and publishes itself

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,7 +26,7 @@ KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 @pytest.fixture(scope="module")
 def cluster(fast_tmp: Path) -> Iterator[Path]:
     home = fast_tmp / "into-the-pod"
-    launcher(home, "up")
+    launcher(home, "up", "--extra-config=metrics.metric-resolution=2s")
     try:
         kubectl(home, "wait", "--for=condition=Ready", "node/node-1", "--timeout=60s")
         kubectl(home, "run", "shell", "--image=busybox:1.36", "--", "sleep", "3600")
@@ -178,6 +179,30 @@ def test_proxy_reaches_a_pod_a_service_and_a_node(cluster: Path) -> None:
     assert empty.returncode == 1
     assert "ServiceUnavailable" in empty.stderr or "no endpoints available" in empty.stderr, (
         empty.stderr)
+
+
+def test_kubectl_top_shows_a_busy_pod_busy_and_an_idle_one_idle(cluster: Path) -> None:
+    kubectl(cluster, "run", "busy", "--image=busybox:1.36", "--", "sh", "-c",
+            "while :; do :; done")
+    kubectl(cluster, "wait", "--for=condition=Ready", "pod/busy", "--timeout=60s")
+    status = json.loads(kubectl(cluster, "get", "apiservice", "v1beta1.metrics.k8s.io",
+                                "-o", "json").stdout)["status"]
+    available = next(c for c in status["conditions"] if c["type"] == "Available")
+    assert (available["status"], available["reason"]) == ("True", "Passed"), available
+    deadline = time.monotonic() + 60
+    while True:
+        top = run(cluster, "top", "pods", "--no-headers")
+        cpu = {line.split()[0]: int(line.split()[1].removesuffix("m"))
+               for line in top.stdout.splitlines() if line.strip()}
+        if cpu.get("busy", 0) >= 300 and "shell" in cpu:
+            break
+        assert time.monotonic() < deadline, (top.stdout, top.stderr)
+        time.sleep(1)
+    assert cpu["shell"] <= 50, cpu  # sleeping
+    nodes = kubectl(cluster, "top", "nodes", "--no-headers").stdout.split()
+    assert nodes[0] == "node-1" and int(nodes[1].removesuffix("m")) >= 300, nodes
+    containers = kubectl(cluster, "top", "pod", "busy", "--containers", "--no-headers").stdout
+    assert containers.split()[:2] == ["busy", "busy"], containers
 
 
 def test_exec_where_nothing_runs_is_a_clear_error(cluster: Path) -> None:

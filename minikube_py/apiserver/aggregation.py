@@ -1,0 +1,109 @@
+"""The aggregation layer: groups that another server serves, behind an APIService.
+
+Upstream's kube-aggregator: an APIService that names a Service (e.g. v1beta1.metrics.k8s.io
+-> kube-system/metrics-server) is Available once that server answers its discovery
+document; then every request for the group-version is proxied to one of the Service's
+endpoints, and discovery (/apis, aggregated or not) lists the group with the resources
+the server said it has.
+
+    availability loop (apiservices.py), every 5 s, for each Service-backed APIService
+      -> a ready endpoint of the Service's port
+      -> GET http://<endpoint>/apis/<group>/<version>    (upstream speaks https; here the
+         cluster has no TLS yet, so plain HTTP)
+      -> 200 with an APIResourceList: Available=True (Passed), and the group is served
+         otherwise: Available=False (FailedDiscoveryCheck), and it is not
+    /apis/<group>/<version>/...  -> forward() to the endpoint
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from minikube_py.apiserver.proxy import forward
+
+Obj = dict[str, Any]
+CHECK_TIMEOUT = 5.0
+
+
+@dataclass
+class Remote:
+    """A group-version another server serves: where, and what it said it has."""
+
+    group: str
+    version: str
+    base: str  # http://address:port
+    resources: Obj  # its APIResourceList
+
+
+class Aggregator:
+    def __init__(self) -> None:
+        self.remote: dict[tuple[str, str], Remote] = {}
+
+    def serving(self, group: str, version: str = "") -> Remote | None:
+        """The remote that serves the group-version (or the group, any version)."""
+        if version:
+            return self.remote.get((group, version))
+        return next((r for (g, _), r in self.remote.items() if g == group), None)
+
+    async def check(self, api_service: Obj, base: str) -> Obj:
+        """The discovery check: the Available condition, and the group served or not."""
+        spec = api_service.get("spec") or {}
+        group, version = spec.get("group", ""), spec.get("version", "")
+        url = f"{base}/apis/{group}/{version}"
+        try:
+            async with aiohttp.ClientSession(
+                    timeout=aiohttp.ClientTimeout(total=CHECK_TIMEOUT)) as session, \
+                    session.get(url) as answer:
+                body = await answer.json(content_type=None) if answer.status == 200 else None
+                status = answer.status
+        except (aiohttp.ClientError, TimeoutError, ValueError) as err:
+            body, status = None, str(err) or type(err).__name__
+        if not isinstance(body, dict) or body.get("kind") != "APIResourceList":
+            self.remote.pop((group, version), None)
+            return {"type": "Available", "status": "False", "reason": "FailedDiscoveryCheck",
+                    "message": f"failing or missing response from {url}: {status}"}
+        self.remote[(group, version)] = Remote(group, version, base, body)
+        return {"type": "Available", "status": "True", "reason": "Passed",
+                "message": "all checks passed"}
+
+    def forget(self, api_service: Obj) -> None:
+        spec = api_service.get("spec") or {}
+        self.remote.pop((spec.get("group", ""), spec.get("version", "")), None)
+
+    async def proxy(self, request: web.Request, remote: Remote) -> web.StreamResponse:
+        return await forward(request, remote.base + request.path)
+
+    # -- discovery ------------------------------------------------------------------------
+
+    def api_groups(self) -> list[Obj]:
+        """Legacy discovery: an APIGroup per remote group."""
+        groups = []
+        for remote in sorted(self.remote.values(), key=lambda r: r.group):
+            version = {"groupVersion": f"{remote.group}/{remote.version}",
+                       "version": remote.version}
+            groups.append({"name": remote.group, "versions": [version],
+                           "preferredVersion": version})
+        return groups
+
+    def aggregated_groups(self) -> list[Obj]:
+        """apidiscovery.k8s.io/v2 items, from each remote's APIResourceList."""
+        items = []
+        for remote in sorted(self.remote.values(), key=lambda r: r.group):
+            resources = []
+            for entry in remote.resources.get("resources") or []:
+                if "/" in entry.get("name", ""):
+                    continue  # subresources ride on their resource upstream; none here
+                resources.append({
+                    "resource": entry["name"],
+                    "responseKind": {"group": remote.group, "version": remote.version,
+                                     "kind": entry.get("kind", "")},
+                    "scope": "Namespaced" if entry.get("namespaced") else "Cluster",
+                    "singularResource": entry.get("singularName", ""),
+                    "verbs": entry.get("verbs") or []})
+            items.append({"metadata": {"name": remote.group}, "versions": [{
+                "version": remote.version, "resources": resources, "freshness": "Current"}]})
+        return items

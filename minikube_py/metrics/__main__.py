@@ -1,0 +1,58 @@
+"""`python -m minikube_py.metrics --kubeconfig F [--bind-address A] [--port N]
+[--metric-resolution 15s] [--advertise-address IP]`: metrics-server's role."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from minikube_py.api.duration import flag_duration
+from minikube_py.client.component import run_component
+from minikube_py.client.errors import APIStatusError
+from minikube_py.client.kubeconfig import KubeconfigError
+from minikube_py.client.logs import add_verbosity_flag, setup_logging
+from minikube_py.client.rest import Client
+from minikube_py.metrics.server import MetricsServer
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m minikube_py.metrics",
+                                     description="minikube-py resource metrics (kubectl top)")
+    parser.add_argument("--kubeconfig", default=None,
+                        help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+    parser.add_argument("--bind-address", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=4443)
+    parser.add_argument("--metric-resolution", type=flag_duration, default=15.0,
+                        help="how often every kubelet is scraped (15s)")
+    parser.add_argument("--advertise-address", default="",
+                        help="the address the API server reaches this server on: published "
+                             "as the kube-system/metrics-server Service's endpoint, with the "
+                             "APIService v1beta1.metrics.k8s.io (none: not published)")
+    add_verbosity_flag(parser)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    setup_logging(args.v)
+    try:
+        client = Client.from_kubeconfig(args.kubeconfig, user_agent="metrics-server")
+    except KubeconfigError as err:
+        sys.exit(f"metrics: {err}")
+
+    async def serve() -> None:
+        try:
+            async with client:
+                await MetricsServer(client, args.bind_address, args.port,
+                                    resolution=args.metric_resolution,
+                                    advertise_address=args.advertise_address).run()
+        except OSError as error:
+            sys.exit(f"metrics: cannot listen on {args.bind_address}:{args.port}: {error}")
+        except APIStatusError as error:
+            sys.exit(f"metrics: cannot publish the metrics-server Service: {error}")
+
+    run_component("metrics", serve)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""The metrics server: scrapes every node's kubelet, serves `metrics.k8s.io/v1beta1`.
+
+    every --metric-resolution:  GET http://<node InternalIP>:<kubelet port>/metrics/resource
+                                for each node; keep its last two readings
+    GET /apis/metrics.k8s.io/v1beta1/nodes[/{name}]              NodeMetrics
+    GET /apis/metrics.k8s.io/v1beta1/[namespaces/{ns}/]pods[/{name}]   PodMetrics
+
+The API server reaches it through the APIService v1beta1.metrics.k8s.io, which names the
+Service kube-system/metrics-server; this process publishes itself as that Service's
+endpoint at --advertise-address (publish.py), as upstream's runs as a pod behind it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+from minikube_py.api.meta import rfc3339
+from minikube_py.client.rest import Client
+from minikube_py.lifecycle import Component
+from minikube_py.metrics.publish import publish
+from minikube_py.metrics.scrape import (
+    NodeScrape,
+    cpu_quantity,
+    memory_quantity,
+    parse_resource_metrics,
+    usage,
+)
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+GROUP, VERSION = "metrics.k8s.io", "v1beta1"
+PREFIX = f"/apis/{GROUP}/{VERSION}"
+KUBELET_PORT = 10250
+
+
+def resource_list() -> Obj:
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{GROUP}/{VERSION}",
+            "resources": [
+                {"name": "nodes", "singularName": "", "namespaced": False,
+                 "kind": "NodeMetrics", "verbs": ["get", "list"]},
+                {"name": "pods", "singularName": "", "namespaced": True,
+                 "kind": "PodMetrics", "verbs": ["get", "list"]}]}
+
+
+def _kubelet_url(node: Obj) -> str | None:
+    status = node.get("status") or {}
+    address = next((a["address"] for a in status.get("addresses") or []
+                    if a.get("type") == "InternalIP"), None)
+    port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
+    return f"http://{address}:{port or KUBELET_PORT}" if address else None
+
+
+class MetricsServer(Component):
+    """`async with MetricsServer(client, address, port):` scrape and serve."""
+
+    def __init__(self, client: Client, address: str, port: int, *, resolution: float = 15.0,
+                 advertise_address: str = "") -> None:
+        super().__init__()
+        self.client = client
+        self.address, self.port = address, port
+        self.resolution = resolution
+        self.advertise_address = advertise_address
+        self.scrapes: dict[str, tuple[NodeScrape | None, NodeScrape]] = {}  # node -> (old, new)
+        self.nodes: dict[str, Obj] = {}
+        self._ready = asyncio.Event()
+
+    async def wait_started(self) -> None:
+        await self._ready.wait()
+
+    async def run(self) -> None:
+        runner = web.AppRunner(self.build_app(), access_log=None)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self.address, self.port).start()
+            if self.advertise_address:
+                await publish(self.client, self.advertise_address, self.port)
+            self._ready.set()
+            async with aiohttp.ClientSession(
+                    timeout=aiohttp.ClientTimeout(total=max(self.resolution, 5))) as session:
+                while True:
+                    await self.scrape_all(session)
+                    await asyncio.sleep(self.resolution)
+        finally:
+            await runner.cleanup()
+
+    async def scrape_all(self, session: aiohttp.ClientSession) -> None:
+        nodes = (await self.client.resource("nodes").list())["items"]
+        self.nodes = {n["metadata"]["name"]: n for n in nodes}
+        await asyncio.gather(*(self.scrape(session, node) for node in nodes))
+        for gone in set(self.scrapes) - set(self.nodes):
+            del self.scrapes[gone]
+
+    async def scrape(self, session: aiohttp.ClientSession, node: Obj) -> None:
+        name, url = node["metadata"]["name"], _kubelet_url(node)
+        if url is None:
+            return
+        try:
+            async with session.get(f"{url}/metrics/resource") as answer:
+                if answer.status != 200:
+                    raise aiohttp.ClientError(f"status {answer.status}")
+                text = await answer.text()
+        except (aiohttp.ClientError, TimeoutError, OSError) as err:
+            log.info("scraping node %s: %s", name, err)  # a hollow node has no kubelet
+            return
+        latest = parse_resource_metrics(text, time.time())
+        old = self.scrapes.get(name)
+        self.scrapes[name] = (old[1] if old else None, latest)
+
+    # -- serving --------------------------------------------------------------------------
+
+    def build_app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/healthz", self._ok)
+        app.router.add_get("/readyz", self._ok)
+        app.router.add_get(f"/apis/{GROUP}", self._group)
+        app.router.add_get(PREFIX, self._resources)
+        app.router.add_get(f"{PREFIX}/nodes", self._node_list)
+        app.router.add_get(f"{PREFIX}/nodes/{{name}}", self._node)
+        app.router.add_get(f"{PREFIX}/pods", self._pod_list)
+        app.router.add_get(f"{PREFIX}/namespaces/{{namespace}}/pods", self._pod_list)
+        app.router.add_get(f"{PREFIX}/namespaces/{{namespace}}/pods/{{name}}", self._pod)
+        return app
+
+    async def _ok(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _group(self, request: web.Request) -> web.Response:
+        version = {"groupVersion": f"{GROUP}/{VERSION}", "version": VERSION}
+        return _json({"kind": "APIGroup", "apiVersion": "v1", "name": GROUP,
+                      "versions": [version], "preferredVersion": version})
+
+    async def _resources(self, request: web.Request) -> web.Response:
+        return _json(resource_list())
+
+    def node_metrics(self) -> list[Obj]:
+        items = []
+        for name, (old, new) in sorted(self.scrapes.items()):
+            used = usage(old.node if old else None, new.node)
+            if used is None:
+                continue
+            node = self.nodes.get(name, {"metadata": {}})
+            items.append({"metadata": {"name": name, "creationTimestamp": _now(),
+                                       "labels": node["metadata"].get("labels", {})},
+                          "timestamp": rfc3339(datetime.fromtimestamp(new.node.at, UTC)),
+                          "window": _window(old.node.at if old else 0, new.node.at),
+                          "usage": {"cpu": cpu_quantity(used[0]),
+                                    "memory": memory_quantity(used[1])}})
+        return items
+
+    def pod_metrics(self, namespace: str = "") -> list[Obj]:
+        items = []
+        for old, new in self.scrapes.values():
+            for (ns, pod), latest in sorted(new.pods.items()):
+                if namespace and ns != namespace:
+                    continue
+                before = old.pods.get((ns, pod)) if old else None
+                if usage(before, latest) is None:
+                    continue
+                containers = []
+                for (c_ns, c_pod, container), point in sorted(new.containers.items()):
+                    if (c_ns, c_pod) != (ns, pod):
+                        continue
+                    used = usage(old.containers.get((c_ns, c_pod, container)) if old else None,
+                                 point)
+                    if used is not None:
+                        containers.append({"name": container, "usage": {
+                            "cpu": cpu_quantity(used[0]), "memory": memory_quantity(used[1])}})
+                items.append({"metadata": {"name": pod, "namespace": ns,
+                                           "creationTimestamp": _now()},
+                              "timestamp": rfc3339(datetime.fromtimestamp(latest.at, UTC)),
+                              "window": _window(before.at if before else 0, latest.at),
+                              "containers": containers})
+        return items
+
+    async def _node_list(self, request: web.Request) -> web.Response:
+        return _json({"kind": "NodeMetricsList", "apiVersion": f"{GROUP}/{VERSION}",
+                      "metadata": {}, "items": self.node_metrics()})
+
+    async def _node(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        found = next((n for n in self.node_metrics() if n["metadata"]["name"] == name), None)
+        if found is None:
+            return _not_found("nodes", name)
+        return _json({"kind": "NodeMetrics", "apiVersion": f"{GROUP}/{VERSION}", **found})
+
+    async def _pod_list(self, request: web.Request) -> web.Response:
+        items = self.pod_metrics(request.match_info.get("namespace", ""))
+        return _json({"kind": "PodMetricsList", "apiVersion": f"{GROUP}/{VERSION}",
+                      "metadata": {}, "items": items})
+
+    async def _pod(self, request: web.Request) -> web.Response:
+        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        found = next((p for p in self.pod_metrics(namespace) if p["metadata"]["name"] == name),
+                     None)
+        if found is None:
+            return _not_found("pods", name)
+        return _json({"kind": "PodMetrics", "apiVersion": f"{GROUP}/{VERSION}", **found})
+
+
+def _now() -> str:
+    return rfc3339(datetime.now(UTC))
+
+
+def _window(start: float, end: float) -> str:
+    return f"{max(end - start, 0):.3f}s"
+
+
+def _json(body: Obj, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(body) + b"\n", status=status,
+                        content_type="application/json")
+
+
+def _not_found(resource: str, name: str) -> web.Response:
+    return _json({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                  "message": f'{resource}.{GROUP} "{name}" not found', "reason": "NotFound",
+                  "details": {"name": name, "group": GROUP, "kind": resource}, "code": 404},
+                 404)

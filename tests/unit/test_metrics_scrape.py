@@ -1,0 +1,37 @@
+"""The metrics server's arithmetic: kubelet resource metrics in, kubectl top's numbers out."""
+
+from __future__ import annotations
+
+from minikube_py.metrics.scrape import (
+    Point,
+    cpu_quantity,
+    memory_quantity,
+    parse_resource_metrics,
+    usage,
+)
+
+SCRAPE = """\
+# HELP node_cpu_usage_seconds_total [STABLE] Cumulative cpu time consumed by the node
+# TYPE node_cpu_usage_seconds_total counter
+node_cpu_usage_seconds_total 12.5 1700000010000
+node_memory_working_set_bytes 2.097152e+06 1700000010000
+pod_cpu_usage_seconds_total{namespace="default",pod="w"} 2.5 1700000010000
+pod_memory_working_set_bytes{namespace="default",pod="w"} 1048576 1700000010000
+container_cpu_usage_seconds_total{container="c",namespace="default",pod="w"} 2.5 1700000010000
+container_memory_working_set_bytes{container="c",namespace="default",pod="w"} 1048576 1700000010000
+resource_scrape_error 0
+"""
+
+
+def test_a_scrape_reads_node_pod_and_container_points() -> None:
+    scrape = parse_resource_metrics(SCRAPE, now=0)
+    assert scrape.node == Point(12.5, 2097152, 1700000010.0)
+    assert scrape.pods[("default", "w")] == Point(2.5, 1048576, 1700000010.0)
+    assert scrape.containers[("default", "w", "c")] == Point(2.5, 1048576, 1700000010.0)
+
+
+def test_usage_is_the_cpu_rate_between_two_readings_and_the_last_memory() -> None:
+    assert usage(None, Point(1.0, 100, 10)) is None  # one reading: no rate yet
+    assert usage(Point(1.0, 100, 10), Point(2.5, 300, 12)) == (750_000_000, 300)
+    assert usage(Point(5.0, 100, 10), Point(1.0, 100, 12)) is None  # a restart
+    assert (cpu_quantity(750_000_000), memory_quantity(300 * 1024)) == ("750000000n", "300Ki")
