@@ -168,6 +168,10 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         page = subprocess.run(["busybox", "wget", "-q", "-O-", f"http://{address}:8000/"],
                               capture_output=True, text=True, timeout=10)
         assert "Welcome to nginx!" in page.stdout
+        # an image archive goes to the registry on the bridge and into every node
+        loaded = launcher(home, "image", "load", str(home / "images" / "echo-1.0.tar"))
+        assert "pushed localhost/echo:1.0 to 172.18.0.1:" in loaded.stdout, loaded.stdout
+        assert "loaded localhost/echo:1.0 into node node-2" in loaded.stdout
     finally:
         running = pids(home)
         launcher(home, "down", "--purge", check=False)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from minikube_py.cluster.netns import ClusterNetwork
 from minikube_py.images.catalog import CATALOG, build_image
 from minikube_py.images.debian import PackageError
 from minikube_py.images.registry import (
@@ -63,20 +64,25 @@ def push_catalog(output: Path, registry: str | None, *, rebuild: bool) -> list[s
 
 
 def running_registry(home: Path) -> str | None:
-    """host:port of the cluster's registry if it answers (its port is in cluster.json)."""
+    """host:port of the cluster's registry if it answers: its port is in cluster.json, and
+    it listens on the node network's gateway when the cluster has one, else on loopback."""
     saved = home / "cluster.json"
     try:
-        port = json.loads(saved.read_text())["ports"]["registry"]
+        cluster = json.loads(saved.read_text())
+        port = cluster["ports"]["registry"]
+        network = cluster.get("network")
+        host = (ClusterNetwork(network["prefix"], network["nodeNetwork"]).gateway
+                if network and "podCIDRs" in cluster else "127.0.0.1")
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    registry = f"127.0.0.1:{port}"
+    registry = f"{host}:{port}"
     return registry if registry_answers(registry) else None
 
 
 def build_command(args: argparse.Namespace, home: Callable[[], Path]) -> None:
-    """`minikube-py image build [--output DIR]`."""
+    """`minikube-py image build [--output DIR] [--registry HOST:PORT]`."""
     output = args.output or home() / "images"
-    registry = running_registry(home())
+    registry = args.registry or running_registry(home())
     try:
         for line in push_catalog(output, registry, rebuild=True):
             print(line)
@@ -128,6 +134,8 @@ def add_image_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
                       "cluster's registry")
     build.add_argument("--output", type=Path, default=None,
                        help="directory for the archives (default: $MINIKUBE_PY_HOME/images)")
+    build.add_argument("--registry", default=None, metavar="HOST:PORT",
+                       help="push to this registry (default: the running cluster's)")
     build.set_defaults(run=partial(build_command, home=home))
     load = actions.add_parser("load", help="push an image archive to the cluster's registry "
                                            "and import it into the nodes' containerd")
