@@ -148,3 +148,12 @@ def test_streaming_benchmark_quick_run_reports_every_metric() -> None:
     for metric in ("direct TCP to the pod IP", "pods/portforward (WebSocket v4)",
                    "kubelet CPU per forwarded MB", "`kubectl exec POD -- true`"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
+
+
+@pytest.mark.slow
+def test_density_benchmark_quick_run_reports_every_slo() -> None:
+    """benchmarks/density.py still runs end to end (3 x 50 pods on 20 hollow nodes)."""
+    output = run_quick("density.py", timeout=600)
+    for metric in ("pod startup (watch: ADDED -> Running", "mutating API calls p99, worst",
+                   "LIST p99, worst", "CPU during the load"):
+        assert metric in output, f"no line for {metric!r} in:\n{output}"

@@ -1,0 +1,262 @@
+"""Benchmark: upstream's density SLO test (ClusterLoader2's density) on our control plane.
+
+Run from the repository root as `.venv/bin/python benchmarks/density.py` (options:
+--nodes N (100), --deployments N (30), --replicas N (100), --qps PODS/s (100), --quick,
+--no-append). It starts a private etcd, the API server, the controller-manager, the
+scheduler and N hollow nodes (simulated kubelets: pods become Running without
+containers), then:
+
+    1. creates the Deployments one after another, paced so that pods are asked for at
+       --qps pods/s (a Deployment of 100 every second at 100 pods/s): ClusterLoader2
+       paces the objects that own the pods, and its density test holds pod creation
+       throughput to a rate;
+    2. watches every pod: its startup latency is from the watch's first sight of it
+       (ADDED) to the first event that shows it Running, as seen by a client;
+    3. reads the API server's own apiserver_request_duration_seconds histograms before
+       and after, and takes the 99th percentile of the difference per verb and resource,
+       interpolated inside a bucket as Prometheus's histogram_quantile does (what
+       ClusterLoader2's APIResponsivenessPrometheus measurement reports);
+    4. the CPU each component used during the load.
+
+The components only watch once they have listed, so, as a dashboard or a user's
+`kubectl get pods` would, a client LISTs the namespace's pods every 2 s during the load:
+the LIST figure is theirs.
+
+Targets, upstream's SLOs: pod startup p99 <= 5 s; mutating API calls (POST, PUT, PATCH,
+DELETE) p99 <= 1 s per verb and resource; LIST p99 <= 5 s (upstream allows 30 s for
+cluster-scoped LISTs, 5 s for namespaced ones; every LIST is held to 5 s here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks.apiserver import BenchmarkError, cpu_seconds, progress  # noqa: E402
+from benchmarks.etcd_raw import scratch_directory  # noqa: E402
+from benchmarks.hollow_nodes import wait_nodes_ready  # noqa: E402
+from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
+from minikube_py.client.rest import Client  # noqa: E402
+from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
+from minikube_py.cluster.components import (  # noqa: E402
+    ControllerManagerProcess,
+    HollowNodesProcess,
+    SchedulerProcess,
+)
+from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
+from minikube_py.cluster.kubeconfig import write_kubeconfig  # noqa: E402
+
+NAMESPACE = "density"
+MUTATING = ("POST", "PUT", "PATCH", "APPLY", "DELETE")
+BUCKET = re.compile(r'^apiserver_request_duration_seconds_bucket\{([^}]*)\} (\S+)$')
+LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def deployment(index: int, replicas: int) -> dict[str, Any]:
+    name = f"density-{index}"
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name, "group": "density"}},
+                                  "spec": {"containers": [{
+                                      "name": "pause", "image": "registry.k8s.io/pause:3.10",
+                                      "resources": {"requests": {"cpu": "1m",
+                                                                 "memory": "10Mi"}}}]}}}}
+
+
+def histograms(url: str) -> dict[tuple[str, str], dict[float, float]]:
+    """(verb, resource) -> {upper bound: cumulative count}, from the API server's /metrics."""
+    with urllib.request.urlopen(f"{url}/metrics", timeout=30) as answer:
+        text = answer.read().decode()
+    found: dict[tuple[str, str], dict[float, float]] = {}
+    for line in text.splitlines():
+        match = BUCKET.match(line)
+        if not match:
+            continue
+        labels = dict(LABEL.findall(match.group(1)))
+        resource = labels.get("resource", "")
+        if labels.get("subresource"):
+            resource += "/" + labels["subresource"]
+        key = (labels.get("verb", ""), resource)
+        bound = float("inf") if labels["le"] == "+Inf" else float(labels["le"])
+        found.setdefault(key, {})
+        found[key][bound] = found[key].get(bound, 0.0) + float(match.group(2))
+    return found
+
+
+def quantile(q: float, buckets: dict[float, float]) -> float:
+    """histogram_quantile: the bucket where rank q falls, interpolated linearly inside it
+    (the highest finite bound when it falls in +Inf)."""
+    bounds = sorted(buckets)
+    total = buckets[bounds[-1]]
+    if total <= 0:
+        return 0.0
+    rank = q * total
+    lower_bound, lower_count = 0.0, 0.0
+    for bound in bounds:
+        count = buckets[bound]
+        if count >= rank:
+            if bound == float("inf"):
+                return lower_bound
+            if count == lower_count:
+                return bound
+            return lower_bound + (bound - lower_bound) * (rank - lower_count) / (
+                count - lower_count)
+        lower_bound, lower_count = bound, count
+    return lower_bound
+
+
+def difference(after: dict[tuple[str, str], dict[float, float]],
+               before: dict[tuple[str, str], dict[float, float]]
+               ) -> dict[tuple[str, str], dict[float, float]]:
+    return {key: {bound: count - before.get(key, {}).get(bound, 0.0)
+                  for bound, count in buckets.items()}
+            for key, buckets in after.items()}
+
+
+class PodWatch:
+    """First sight and first Running sight of every pod of the namespace."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.seen: dict[str, float] = {}
+        self.running: dict[str, float] = {}
+        self.listening = asyncio.Event()
+        self.restarts = 0
+        self.unobserved: set[str] = set()
+
+    async def run(self) -> None:
+        pods = self.client.resource("pods")
+        while True:  # a watch that falls too far behind ends with an ERROR: list again
+            listed = await pods.list(NAMESPACE)
+            for pod in listed["items"]:
+                self.observe(pod, restarted=self.listening.is_set())
+            self.listening.set()
+            async for event_type, pod in pods.watch(
+                    NAMESPACE, resource_version=listed["metadata"]["resourceVersion"]):
+                if event_type == "ERROR":
+                    self.restarts += 1
+                    break
+                if event_type in ("ADDED", "MODIFIED"):
+                    self.observe(pod)
+
+    def observe(self, pod: dict[str, Any], restarted: bool = False) -> None:
+        name, now = pod["metadata"]["name"], time.perf_counter()
+        if restarted and name not in self.seen:
+            self.unobserved.add(name)  # created while the watch was down: no true latency
+        self.seen.setdefault(name, now)
+        if (pod.get("status") or {}).get("phase") == "Running":
+            self.running.setdefault(name, now)
+
+    def latencies(self) -> list[float]:
+        return [self.running[name] - self.seen[name] for name in self.running
+                if name not in self.unobserved]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def measure(args: argparse.Namespace) -> list[Row]:
+    if args.quick:
+        args.nodes, args.deployments, args.replicas = 20, 3, 50
+    total = args.deployments * args.replicas
+    with scratch_directory() as scratch:
+        tmp = Path(scratch)
+        async with (EtcdProcess(tmp / "etcd") as etcd,
+                    APIServerProcess([etcd.client_url], tmp / "apiserver.log",
+                                     extra_args=("--log-requests=false",)) as api):
+            kubeconfig = write_kubeconfig(tmp / "kubeconfig", api.url)
+            async with (ControllerManagerProcess(kubeconfig, tmp / "cm.log") as manager,
+                        SchedulerProcess(kubeconfig, tmp / "scheduler.log") as scheduler,
+                        HollowNodesProcess(kubeconfig, tmp / "hollow.log", count=args.nodes,
+                                           start_timeout=120) as hollow,
+                        Client.from_kubeconfig(kubeconfig) as client):
+                progress(f"{args.nodes} hollow nodes registering")
+                await wait_nodes_ready(client, args.nodes, 300)
+                await client.resource("namespaces").create(
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+                watch = PodWatch(client)
+                watcher = asyncio.create_task(watch.run())
+                await watch.listening.wait()
+                pids = {"etcd": etcd.pid, "apiserver": api.pid,
+                        "controller-manager": manager.pid, "scheduler": scheduler.pid,
+                        "hollow nodes": hollow.pid}
+                cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items() if pid}
+                metrics_before = histograms(api.url)
+                started = time.perf_counter()
+                async def lister() -> None:
+                    while True:
+                        await client.resource("pods").list(NAMESPACE)
+                        await asyncio.sleep(2)
+
+                listing = asyncio.create_task(lister())
+                deployments = client.resource("deployments", "apps")
+                progress(f"{args.deployments} Deployments of {args.replicas}, "
+                         f"paced at {args.qps} pods/s")
+                for index in range(args.deployments):
+                    await deployments.create(deployment(index, args.replicas), NAMESPACE)
+                    due = started + (index + 1) * args.replicas / args.qps
+                    await asyncio.sleep(max(0.0, due - time.perf_counter()))
+                while len(watch.running) < total:
+                    if watcher.done():
+                        raise BenchmarkError(f"the pod watch ended: {watcher.exception()!r}")
+                    if time.perf_counter() - started > 300:
+                        raise BenchmarkError(f"only {len(watch.running)} of {total} pods "
+                                             "Running after 300 s")
+                    await asyncio.sleep(0.5)
+                wall = time.perf_counter() - started
+                metrics_after = histograms(api.url)
+                cpu = {name: cpu_seconds(pids[name]) - before  # type: ignore[arg-type]
+                       for name, before in cpu_before.items()}
+                watcher.cancel()
+                listing.cancel()
+    latencies = watch.latencies()
+    delta = difference(metrics_after, metrics_before)
+    mutating = {key: quantile(0.99, b) for key, b in delta.items()
+                if key[0] in MUTATING and max(b.values()) > 0}
+    lists = {key: quantile(0.99, b) for key, b in delta.items()
+             if key[0] == "LIST" and max(b.values()) > 0}
+    worst_mutating = max(mutating.items(), key=lambda item: item[1])
+    worst_list = max(lists.items(), key=lambda item: item[1])
+    p99 = percentile(latencies, 0.99)
+    rows: list[Row] = [
+        (f"{total} pods ({args.deployments} x {args.replicas}) on {args.nodes} hollow nodes, "
+         f"paced {args.qps} pods/s: all Running", f"{wall:.1f} s", "-", "-"),
+        (f"pod startup (watch: ADDED -> Running; {watch.restarts} watch restarts, "
+         f"{len(watch.unobserved)} pods not seen from creation), p50 / p90 / p99",
+         f"{percentile(latencies, 0.5):.2f} / {percentile(latencies, 0.9):.2f} / "
+         f"{p99:.2f} s", "p99 <= 5 s", verdict(p99 <= 5)),
+        (f"mutating API calls p99, worst ({worst_mutating[0][0]} {worst_mutating[0][1]})",
+         f"{worst_mutating[1] * 1000:.0f} ms", "<= 1 s", verdict(worst_mutating[1] <= 1)),
+        ("... every mutating verb and resource", ", ".join(
+            f"{verb} {resource} {value * 1000:.0f} ms"
+            for (verb, resource), value in sorted(mutating.items())), "", ""),
+        (f"LIST p99, worst ({worst_list[0][1]})", f"{worst_list[1] * 1000:.0f} ms",
+         "<= 5 s", verdict(worst_list[1] <= 5)),
+        ("CPU during the load (% of one core)", ", ".join(
+            f"{name} {100 * seconds / wall:.0f}%" for name, seconds in cpu.items()), "", ""),
+    ]
+    return rows
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument("--deployments", type=int, default=30)
+    parser.add_argument("--replicas", type=int, default=100)
+    parser.add_argument("--qps", type=float, default=100.0, help="pods asked for per second")
+
+
+if __name__ == "__main__":
+    run_benchmark(__doc__ or "", "density (ClusterLoader2's SLOs)", "density.py", measure,
+                  add_arguments=add_arguments)
