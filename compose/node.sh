@@ -1,26 +1,87 @@
-#!/bin/sh
-# A node of docker-compose.yml, as kind's node containers run one: containerd, then the
-# proxy and the kubelet, talking only to the API server. Set by the compose file:
-# NODE_NAME, NODE_IP, POD_CIDR, and PEER_ROUTES ("CIDR@IP ...": the other nodes' pods).
-set -eu
-BASE="/var/lib/minikube-py/$NODE_NAME"
-PY=/src/.venv/bin/python
-KUBECONFIG=/src/compose/kubeconfig
+#!/usr/bin/env bash
+# A node of docker-compose.yml: containerd, the kubelet and the proxy in one privileged
+# container, as kind's node containers run them.
+#
+#   1. cgroup v2: move this script into a leaf cgroup and delegate the controllers, so
+#      that runc may create the pods' containers' cgroups below this container's
+#   2. forwarding on, and a route to each other node's pod CIDR through that node
+#   3. containerd's config and the CNI network (python -m minikube_py.cluster.compose)
+#   4. containerd, then wait until it answers on its socket
+#   5. the proxy and the kubelet; when any of the three exits, stop the others and exit
+#      with its status (the service's restart policy starts the node again)
+#
+# From docker-compose.yml: NODE_NAME, POD_CIDR (this node's pods) and POD_ROUTES
+# ("CIDR=NODE_IP ..." for the other nodes' pods). containerd and the proxy log to files in
+# $BASE_DIR (a volume); the kubelet logs to the container's output.
+set -euo pipefail
+# As PID 1, this script gets no signal it does not handle: pass docker's stop on.
+trap 'kill -TERM $(jobs -p) 2>/dev/null || true; wait || true; exit 143' TERM INT
 
-cd /src
-$PY compose/node_config.py "$NODE_NAME" "$BASE" "$POD_CIDR" registry:5000
-containerd --config "$BASE/config.toml" &
-while [ ! -S "$BASE/containerd.sock" ]; do sleep 0.2; done
+: "${NODE_NAME:?docker-compose.yml sets NODE_NAME}"
+: "${POD_CIDR:?docker-compose.yml sets POD_CIDR}"
+POD_ROUTES="${POD_ROUTES:-}"
 
-sysctl -q -w net.ipv4.ip_forward=1
-for route in $PEER_ROUTES; do
-    ip route replace "${route%@*}" via "${route#*@}"
+BASE_DIR=/var/lib/minikube-py/node
+KUBECONFIG_FILE=/opt/minikube-py/compose/kubeconfig
+REGISTRY=registry:5000
+CLUSTER_DNS=10.96.0.10
+CLUSTER_CIDR=10.244.0.0/16
+SOCKET="$BASE_DIR/containerd.sock"
+NODE_IP="$(ip -4 -o addr show dev eth0 | awk '{split($4, a, "/"); print a[1]; exit}')"
+if [[ -z "$NODE_IP" ]]; then
+  echo "node.sh: no IPv4 address on eth0 (is the container on docker-compose.yml's network?)" >&2
+  exit 1
+fi
+
+# 1. Under cgroup v2 a cgroup that holds processes may not enable controllers for its
+# children, and runc creates each container's cgroup below this container's.
+if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
+  mkdir -p /sys/fs/cgroup/init.scope
+  for pid in $(cat /sys/fs/cgroup/cgroup.procs); do
+    echo "$pid" >/sys/fs/cgroup/init.scope/cgroup.procs 2>/dev/null || true
+  done
+  for controller in $(cat /sys/fs/cgroup/cgroup.controllers); do
+    echo "+$controller" 2>/dev/null >/sys/fs/cgroup/cgroup.subtree_control \
+      || echo "node.sh: cannot delegate the $controller cgroup controller" >&2
+  done
+fi
+
+# 2. Pods reach the other nodes' pods through those nodes (CNI's bridge masquerades
+# what leaves this node, so the answers come back here).
+echo 1 >/proc/sys/net/ipv4/ip_forward
+for route in $POD_ROUTES; do
+  ip route replace "${route%%=*}" via "${route#*=}"
 done
 
-$PY -m minikube_py.proxy --kubeconfig="$KUBECONFIG" --hostname-override="$NODE_NAME" \
-    --cluster-cidr=10.244.0.0/16 --healthz-bind-address=0.0.0.0:10256 \
-    --metrics-bind-address=0.0.0.0:10249 &
-exec $PY -m minikube_py.kubelet --kubeconfig="$KUBECONFIG" --node-name="$NODE_NAME" \
-    --container-runtime-endpoint="unix://$BASE/containerd.sock" --root-dir="$BASE/kubelet" \
-    --pod-cidr="$POD_CIDR" --node-ip="$NODE_IP" --address=0.0.0.0 --port=10250 \
-    --cluster-dns=10.96.0.10
+# 3.
+python -m minikube_py.cluster.compose runtime-config --node-name="$NODE_NAME" \
+  --pod-cidr="$POD_CIDR" --base-dir="$BASE_DIR" --registry="$REGISTRY"
+
+# 4. A socket left by the container's last run would look like a running containerd.
+rm -f "$SOCKET" "$SOCKET.ttrpc"
+containerd --config="$BASE_DIR/config.toml" >>"$BASE_DIR/containerd.log" 2>&1 &
+for _ in $(seq 300); do
+  ctr --address="$SOCKET" version >/dev/null 2>&1 && break
+  sleep 0.1
+done
+if ! ctr --address="$SOCKET" version >/dev/null 2>&1; then
+  echo "node.sh: containerd did not answer on $SOCKET within 30 s; its log:" >&2
+  tail -n 20 "$BASE_DIR/containerd.log" >&2
+  exit 1
+fi
+
+# 5.
+python -m minikube_py.proxy --kubeconfig="$KUBECONFIG_FILE" \
+  --hostname-override="$NODE_NAME" --cluster-cidr="$CLUSTER_CIDR" --v=2 \
+  >>"$BASE_DIR/proxy.log" 2>&1 &
+python -m minikube_py.kubelet --kubeconfig="$KUBECONFIG_FILE" --node-name="$NODE_NAME" \
+  --node-ip="$NODE_IP" --pod-cidr="$POD_CIDR" \
+  --container-runtime-endpoint="unix://$SOCKET" --root-dir="$BASE_DIR/kubelet" \
+  --cluster-dns="$CLUSTER_DNS" --v=2 &
+
+status=0
+wait -n || status=$?
+echo "node.sh: a process of node $NODE_NAME exited (status $status); stopping the node" >&2
+kill -TERM $(jobs -p) 2>/dev/null || true
+wait || true
+exit "$status"
