@@ -21,9 +21,22 @@ UpgradeAwareHandler, which proxies the upgraded connection to the kubelet.
     pods/portforward?ports=80&ports=443 goes the same way to /portForward/{ns}/{name}
     ?port=80&port=443: no container, the pod's network.
 
-Here the proxy relays WebSocket messages instead of raw bytes: the same frames arrive.
-A request that is not a WebSocket upgrade (kubectl's SPDY fallback) gets the kubelet's
-answer to a plain request: its error, or 400 "Upgrade request required".
+How the client asked decides how the stream goes on (upstream's subresources.go picks the
+same way):
+
+    WebSocket offering v5.channel.k8s.io (kubectl exec, attach, cp)
+        -> translated: SPDY to the kubelet, so stdin can be closed alone
+           (streamtranslator.py)
+    WebSocket with SPDY/3.1+portforward.k8s.io (kubectl port-forward, first try)
+        -> the tunnel: the WebSocket's binary messages carry SPDY; the kubelet gets a
+           SPDY upgrade and the bytes go through unchanged (upstream's tunneling handler)
+    Upgrade: SPDY/3.1 (kubectl port-forward's fallback, older clients)
+        -> the upgrade proxied as it is: the kubelet's 101, then raw bytes both ways
+    WebSocket v4.channel.k8s.io (the official Python client)
+        -> relayed message by message to the kubelet's WebSocket
+    anything else
+        -> the kubelet's answer to a plain request: its error, or 400 "Upgrade request
+           required"
 """
 
 from __future__ import annotations
@@ -32,12 +45,15 @@ import aiohttp
 from aiohttp import web
 
 from minikube_py.api import errors
+from minikube_py.apiserver import streamtranslator
 from minikube_py.apiserver.podlogs import CONNECT_TIMEOUT, choose_container, kubelet_location
 from minikube_py.apiserver.requestinfo import RequestInfo
 from minikube_py.apiserver.store import Store
-from minikube_py.streaming import channels
+from minikube_py.streaming import bytestreams, channels
 
 FLAGS = ("stdin", "stdout", "stderr", "tty")
+SPDY_TUNNEL_PREFIX = "SPDY/3.1+"
+"""kubectl port-forward offers `SPDY/3.1+portforward.k8s.io`: SPDY inside a WebSocket."""
 
 
 def kubelet_query(request: web.Request, kind: str) -> list[tuple[str, str]]:
@@ -72,20 +88,21 @@ async def serve_pod_stream(pods: Store, nodes: Store, request: web.Request, info
            if kind == "portforward"
            else f"http://{host}:{port}/{kind}/{namespace}/{info.name}/{container}")
     query = kubelet_query(request, kind)
+    if streamtranslator.wants_stream_close(request) and kind != "portforward":
+        answer = await _dial(url, query, streamtranslator.REMOTECOMMAND_SPDY)
+        if answer.stream is None:
+            return _passed_on(answer)
+        flags = {flag: (flag, "1") in query for flag in FLAGS}
+        return await streamtranslator.translate(request, answer, **flags)
+    if kind == "portforward" and tunnelled_spdy(request):
+        return await _tunnel(request, url, query)
+    if bytestreams.is_spdy(request):
+        return await _proxy_upgrade(request, url, query)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT)
     async with aiohttp.ClientSession(timeout=timeout) as session:
         offered = [p for p in channels.offered_protocols(request) if p in channels.PROTOCOLS]
         if not channels.is_websocket(request) or not offered:
-            answer = await _plain_answer(session, url, query)
-            if answer.status == 400 and answer.body == b"Upgrade request required" and (
-                    request.headers.get("Upgrade")):
-                # kubectl's SPDY (port-forward first tries SPDY tunnelled in a WebSocket)
-                raise errors.bad_request(
-                    f"unable to upgrade to {request.headers['Upgrade']} "
-                    f"({', '.join(channels.offered_protocols(request)) or 'no subprotocol'}): "
-                    f"minikube-py streams over WebSocket with {', '.join(channels.PROTOCOLS)} "
-                    "only, for now")
-            return answer
+            return await _plain_answer(session, url, query)
         try:
             kubelet = await session.ws_connect(url, params=query, protocols=offered,
                                                max_msg_size=0)
@@ -100,6 +117,65 @@ async def serve_pod_stream(pods: Store, nodes: Store, request: web.Request, info
         await client.prepare(request)
         await channels.relay(client, kubelet)
         return client
+
+
+def tunnelled_spdy(request: web.Request) -> bool:
+    """A WebSocket that carries SPDY (upstream's IsWebSocketRequestWithTunnelingProtocol)."""
+    return channels.is_websocket(request) and any(
+        p.startswith(SPDY_TUNNEL_PREFIX) for p in channels.offered_protocols(request))
+
+
+async def _tunnel(request: web.Request, url: str, query: list[tuple[str, str]]
+                  ) -> web.StreamResponse:
+    """kubectl port-forward's SPDY inside a WebSocket: upgrade to SPDY at the kubelet with
+    the versions offered, then carry the bytes between the binary messages and the
+    kubelet's connection."""
+    versions = [p.removeprefix(SPDY_TUNNEL_PREFIX) for p in channels.offered_protocols(request)
+                if p.startswith(SPDY_TUNNEL_PREFIX)]
+    answer = await _dial(url, query, [("Upgrade", "SPDY/3.1"),
+                                      *(("X-Stream-Protocol-Version", v) for v in versions)])
+    if answer.stream is None:
+        return _passed_on(answer)
+    chosen = answer.headers.get("X-Stream-Protocol-Version", versions[0])
+    try:
+        client = web.WebSocketResponse(protocols=(SPDY_TUNNEL_PREFIX + chosen,),
+                                       max_msg_size=0)
+        await client.prepare(request)
+        await bytestreams.splice(bytestreams.WebSocketStream(client), answer.stream)
+        return client
+    finally:
+        await answer.stream.close()
+
+
+async def _proxy_upgrade(request: web.Request, url: str, query: list[tuple[str, str]]
+                         ) -> web.StreamResponse:
+    """A SPDY upgrade passed to the kubelet as it is (the UpgradeAwareHandler)."""
+    answer = await _dial(url, query, bytestreams.offer_headers(request))
+    if answer.stream is None:
+        return _passed_on(answer)
+    try:
+        client = await bytestreams.accept_upgrade(
+            request, bytestreams.upgrade_headers(answer.headers))
+        await bytestreams.splice(client, answer.stream)
+        return client.response
+    finally:
+        await answer.stream.close()
+
+
+async def _dial(url: str, query: list[tuple[str, str]],
+                headers: list[tuple[str, str]] | tuple[tuple[str, str], ...]
+                ) -> bytestreams.UpgradeAnswer:
+    try:
+        return await bytestreams.dial_upgrade(url, query, list(headers),
+                                              connect_timeout=CONNECT_TIMEOUT)
+    except (OSError, TimeoutError) as err:
+        raise errors.internal_error(f"error dialing backend: {err}") from None
+
+
+def _passed_on(answer: bytestreams.UpgradeAnswer) -> web.Response:
+    """The kubelet's refusal, as it gave it."""
+    return web.Response(status=answer.status, body=answer.body,
+                        content_type=answer.content_type)
 
 
 async def _plain_answer(session: aiohttp.ClientSession, url: str,

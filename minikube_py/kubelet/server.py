@@ -13,13 +13,17 @@
         ?stdin=1&stdout=1&stderr=1&tty=1                own stdio
     GET|POST /portForward/{namespace}/{pod}?port=80    the pod's ports, over a WebSocket:
                                                        per port a data and an error channel
+                                                       (or over SPDY/3.1: a stream pair
+                                                       per connection, the port named in
+                                                       its headers)
 
 `kubectl logs` reaches /containerLogs through the API server's pods/log subresource
 (apiserver/podlogs.py), `kubectl exec` and `attach` reach /exec and /attach through
 pods/exec and pods/attach (apiserver/podconnect.py). For those two the kubelet asks the
 runtime over CRI for a URL on its streaming server and relays the streams there
-(upstream's kubelet does the same when it does not redirect the client). What is served
-comes from a `KubeletProvider`: the kubelet.
+(upstream's kubelet does the same when it does not redirect the client): a WebSocket
+message by message, a SPDY upgrade byte by byte. What is served comes from a
+`KubeletProvider`: the kubelet.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from aiohttp import web
 
 from minikube_py.api.podlogoptions import PodLogOptions
 from minikube_py.kubelet.logs import log_options, read_container_log
-from minikube_py.streaming import channels
+from minikube_py.streaming import bytestreams, channels
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -265,12 +269,14 @@ class KubeletServer:
             container_id = self.provider.running_container_id(namespace, name, container)
         except StreamUnavailable as err:
             return _error(500, str(err))
-        if not channels.is_websocket(request):
+        if not (channels.is_websocket(request) or bytestreams.is_spdy(request)):
             return _error(400, "Upgrade request required")
         try:
             url = await self.provider.stream_url(kind, container_id, options)
         except StreamUnavailable as err:
             return _error(500, str(err))
+        if bytestreams.is_spdy(request):
+            return await self._proxy_upgrade(request, url)
         return await self._relay(request, url, [])
 
     async def _port_forward(self, request: web.Request) -> web.StreamResponse:
@@ -294,15 +300,42 @@ class KubeletServer:
             sandbox_id = await self.provider.pod_sandbox_id(namespace, name)
         except StreamUnavailable as err:
             return _error(500, str(err))
-        if not channels.is_websocket(request):
+        spdy = bytestreams.is_spdy(request)
+        if not (channels.is_websocket(request) or spdy):
             return _error(400, "Upgrade request required")
-        if not ports:
+        if not ports and not spdy:
             return _error(400, 'query parameter "port" is required')
         try:
             url = await self.provider.port_forward_url(sandbox_id, ports)
         except StreamUnavailable as err:
             return _error(500, str(err))
+        if spdy:
+            # SPDY names the port on each stream pair: the runtime reads it there
+            return await self._proxy_upgrade(request, url)
         return await self._relay(request, url, [("port", str(port)) for port in ports])
+
+    async def _proxy_upgrade(self, request: web.Request, url: str) -> web.StreamResponse:
+        """A SPDY upgrade, proxied to the runtime's streaming server at `url` as raw bytes
+        (upstream's kubelet proxies with the UpgradeAwareHandler): the runtime's 101 goes
+        back to the client, then the two connections are spliced until either ends."""
+        try:
+            answer = await bytestreams.dial_upgrade(url, [], bytestreams.offer_headers(request))
+        except OSError as err:
+            return _error(500, f"cannot reach the runtime's streaming server: {err}")
+        if answer.stream is None:
+            return web.Response(status=answer.status, body=answer.body,
+                                content_type=answer.content_type)
+        task = asyncio.current_task()
+        assert task is not None
+        self._streams.add(task)
+        try:
+            client = await bytestreams.accept_upgrade(
+                request, bytestreams.upgrade_headers(answer.headers))
+            await bytestreams.splice(client, answer.stream)
+            return client.response
+        finally:
+            self._streams.discard(task)
+            await answer.stream.close()
 
     async def _relay(self, request: web.Request, url: str,
                      query: list[tuple[str, str]]) -> web.StreamResponse:
