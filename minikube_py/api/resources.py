@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 STANDARD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 SUBRESOURCE_VERBS = {
     "status": ("get", "patch", "update"),
+    "ephemeralcontainers": ("get", "patch", "update"),
     "scale": ("get", "patch", "update"),
     "binding": ("create",),
     "finalize": ("update",),
@@ -90,7 +91,8 @@ _ALL = ("all",)
 RESOURCES: tuple[Resource, ...] = (
     # core/v1
     Resource("", "v1", "Pod", "pods", True, ("po",), _ALL,
-             ("status", "binding", "log", "exec", "attach", "portforward", "proxy")),
+             ("status", "binding", "ephemeralcontainers", "log", "exec", "attach",
+              "portforward", "proxy")),
     Resource("", "v1", "Binding", "bindings", True, verbs=("create",)),
     Resource("", "v1", "Node", "nodes", False, ("no",), subresources=("status", "proxy")),
     Resource("", "v1", "Namespace", "namespaces", False, ("ns",),

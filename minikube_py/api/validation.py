@@ -101,6 +101,10 @@ def duplicate(path: str, value: Any) -> FieldError:
     return FieldError("Duplicate", path, "", value)
 
 
+def not_found(path: str, value: Any) -> FieldError:
+    return FieldError("NotFound", path, "", value)
+
+
 def too_long(path: str, max_length: int) -> FieldError:
     return FieldError("TooLong", path, f"must have at most {max_length} bytes")
 

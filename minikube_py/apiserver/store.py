@@ -515,6 +515,11 @@ class Store:
         if subresource == "status":
             self.strategy.prepare_for_status_update(new, current)
             problems = self.strategy.validate_status_update(new, current)
+        elif subresource:
+            self.strategy.prepare_for_subresource_update(subresource, new, current)
+            self.strategy.default(new)
+            problems = self._validate_meta(new, current)
+            problems += self.strategy.validate_subresource_update(subresource, new, current)
         else:
             self.strategy.prepare_for_update(new, current)
             self.strategy.default(new)

@@ -6,6 +6,8 @@ supplies the few that differ by kind. Each hook has one job:
   create:  prepare_for_create -> default -> validate            -> etcd Txn
   update:  prepare_for_update -> default -> validate_update     -> etcd Txn
   status:  prepare_for_status_update    -> validate_status_update -> etcd Txn
+  another writable subresource (pods/ephemeralcontainers):
+           prepare_for_subresource_update -> default -> validate_subresource_update
   delete:  graceful_delete_seconds -> blocks_deletion? -> prepare_for_delete (kept, marked)
 
 Around them, to_internal turns a request body into the stored form and to_external a
@@ -125,6 +127,16 @@ class Strategy:
         new["metadata"].pop("managedFields", None)
         if managed_fields is not None:
             new["metadata"]["managedFields"] = managed_fields
+
+    def prepare_for_subresource_update(self, subresource: str, new: Obj, old: Obj) -> None:
+        """Before a write through a subresource other than status and scale (only pods
+        have one: ephemeralcontainers). Routing sends no other kind here."""
+        raise NotImplementedError(f"{self.resource.plural}/{subresource}")
+
+    def validate_subresource_update(self, subresource: str, new: Obj, old: Obj
+                                    ) -> list[FieldError]:
+        """Validation of a write through that subresource."""
+        raise NotImplementedError(f"{self.resource.plural}/{subresource}")
 
     def reset_fields(self) -> dict[str, FieldSet]:
         """GetResetFields: by subresource ("" for the main resource), the fields its writes

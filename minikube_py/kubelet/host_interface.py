@@ -42,10 +42,7 @@ class HostInterface:
                     and p["metadata"]["name"] == name), None)
         if pod is None:
             raise ContainerNotFound(f'pod "{name}" not found')
-        pod_status = pod.get("status") or {}
-        statuses = [*(pod_status.get("initContainerStatuses") or []),
-                    *(pod_status.get("containerStatuses") or [])]
-        found = next((s for s in statuses if s["name"] == container), None)
+        found = next((s for s in _container_statuses(pod) if s["name"] == container), None)
         if found is None or not found.get("containerID"):
             raise ContainerNotFound(f'container "{container}" in pod "{name}" is waiting to '
                                     "start: ContainerCreating")
@@ -63,7 +60,7 @@ class HostInterface:
             current = self.kubelet.pods.get(pod["metadata"]["uid"])
             if current is None or previous:
                 return False
-            for status in (current.get("status") or {}).get("containerStatuses") or []:
+            for status in _container_statuses(current):
                 if status["name"] == container:
                     return "running" in status.get("state", {}) and \
                         status.get("restartCount", 0) == restarts
@@ -75,10 +72,7 @@ class HostInterface:
         pod = next((p for p in self.kubelet.pods.values()
                     if p["metadata"]["namespace"] == namespace
                     and p["metadata"]["name"] == name), None)
-        statuses = [] if pod is None else [
-            *((pod.get("status") or {}).get("initContainerStatuses") or []),
-            *((pod.get("status") or {}).get("containerStatuses") or []),
-            *((pod.get("status") or {}).get("ephemeralContainerStatuses") or [])]
+        statuses = [] if pod is None else _container_statuses(pod)
         found = next((s for s in statuses if s["name"] == container
                       and "running" in (s.get("state") or {})), None)
         if found is None or not found.get("containerID"):
@@ -165,3 +159,10 @@ class HostInterface:
                 "memory": {"time": now, "workingSetBytes": sum(
                     p["memory"]["workingSetBytes"] for p in pods)}}
         return {"node": node, "pods": pods}
+
+
+def _container_statuses(pod: Obj) -> list[Obj]:
+    """The statuses of every kind of container: init, app and ephemeral."""
+    status = pod.get("status") or {}
+    return [s for kind in ("initContainerStatuses", "containerStatuses",
+                           "ephemeralContainerStatuses") for s in status.get(kind) or []]

@@ -155,7 +155,7 @@ class RuntimeManager:
                                       startup_failure=startup_failure)
         result.changed = bool(actions.kill_pod or actions.containers_to_kill
                               or actions.create_sandbox or actions.next_init_container
-                              or actions.containers_to_start)
+                              or actions.containers_to_start or actions.ephemeral_to_start)
         if actions.kill_pod:
             if actions.create_sandbox and status.sandboxes:
                 self.record_event(pod, "Normal", "SandboxChanged",
@@ -167,7 +167,7 @@ class RuntimeManager:
             self.record_event(pod, "Normal", "Killing", kill.message)
             await self.stop_container(pod, kill.record, kill.container, _grace_period(pod))
         if not (actions.create_sandbox or actions.next_init_container
-                or actions.containers_to_start):
+                or actions.containers_to_start or actions.ephemeral_to_start):
             return result
         async with self.start_slots:
             await self._start(pod, status, actions, result)
@@ -196,6 +196,12 @@ class RuntimeManager:
                        if details is not None and details.network.ip else [])
             # A new sandbox starts every container afresh; old instances stay for lastState.
             status = PodRuntimeStatus(uid=status.uid, containers=status.containers)
+        for container in actions.ephemeral_to_start:
+            # `--target`: in the process namespace of that container, to see its processes
+            target = status.latest(container.get("targetContainerName") or "")
+            await self._start_container(pod, container, status, sandbox_id, config, pod_ips,
+                                        result, init=False,
+                                        target_id=target.id if target is not None else "")
         if actions.next_init_container is not None:
             await self._start_container(pod, actions.next_init_container, status, sandbox_id,
                                         config, pod_ips, result, init=True)
@@ -206,7 +212,8 @@ class RuntimeManager:
 
     async def _start_container(self, pod: Obj, container: Obj, status: PodRuntimeStatus,
                                sandbox_id: str, config: api_pb2.PodSandboxConfig,
-                               pod_ips: list[str], result: SyncResult, *, init: bool) -> None:
+                               pod_ips: list[str], result: SyncResult, *, init: bool,
+                               target_id: str = "") -> None:
         """startContainer: image, CreateContainer, StartContainer, postStart (or a reason)."""
         name = container["name"]
         previous = status.latest(name)
@@ -246,7 +253,7 @@ class RuntimeManager:
             pod_sandbox_id=sandbox_id, sandbox_config=config,
             config=container_config(pod, container, image=image, envs=envs, mounts=mounts,
                                     resources=resources, restart_count=restart_count,
-                                    init=init))
+                                    init=init, target_id=target_id))
         try:
             created = await self.runtime.create_container(request)
         except CRIError as error:

@@ -36,7 +36,8 @@ def container_log_path(container: Obj, restart_count: int) -> str:
     return f"{container['name']}/{restart_count}.log"
 
 
-def _security_context(pod: Obj, container: Obj) -> api_pb2.LinuxContainerSecurityContext:
+def _security_context(pod: Obj, container: Obj, target_id: str
+                      ) -> api_pb2.LinuxContainerSecurityContext:
     pod_context = pod["spec"].get("securityContext") or {}
     own = container.get("securityContext") or {}
     context = api_pb2.LinuxContainerSecurityContext(
@@ -45,7 +46,9 @@ def _security_context(pod: Obj, container: Obj) -> api_pb2.LinuxContainerSecurit
         no_new_privs=own.get("allowPrivilegeEscalation") is False,
         namespace_options=api_pb2.NamespaceOption(
             network=api_pb2.NODE if pod["spec"].get("hostNetwork") else api_pb2.POD,
-            pid=api_pb2.NODE if pod["spec"].get("hostPID") else api_pb2.CONTAINER,
+            pid=(api_pb2.NODE if pod["spec"].get("hostPID")
+                 else api_pb2.TARGET if target_id else api_pb2.CONTAINER),
+            target_id=target_id,
             ipc=api_pb2.NODE if pod["spec"].get("hostIPC") else api_pb2.POD))
     user = own.get("runAsUser", pod_context.get("runAsUser"))
     if user is not None:
@@ -63,8 +66,10 @@ def _security_context(pod: Obj, container: Obj) -> api_pb2.LinuxContainerSecurit
 
 def container_config(pod: Obj, container: Obj, *, image: str, envs: list[tuple[str, str]],
                      mounts: list[ContainerMount], resources: ContainerResources,
-                     restart_count: int, init: bool) -> api_pb2.ContainerConfig:
-    """generateContainerConfig: the CreateContainer request's config for one container."""
+                     restart_count: int, init: bool, target_id: str = ""
+                     ) -> api_pb2.ContainerConfig:
+    """generateContainerConfig: the CreateContainer request's config for one container.
+    `target_id`: an ephemeral container's target, whose process namespace it joins."""
     meta = pod["metadata"]
     env = mapping_for(dict(envs))
     grace = pod["spec"].get("terminationGracePeriodSeconds", 30)
@@ -102,5 +107,5 @@ def container_config(pod: Obj, container: Obj, *, image: str, envs: list[tuple[s
                 cpu_shares=resources.cpu_shares,
                 memory_limit_in_bytes=resources.memory_limit_in_bytes,
                 oom_score_adj=resources.oom_score_adj),
-            security_context=_security_context(pod, container)),
+            security_context=_security_context(pod, container, target_id)),
     )

@@ -6,7 +6,8 @@ runtime status and the probe verdicts, it answers
 - whether the sandbox must be (re)created, which kills every container first;
 - which init container to start next (init containers run one at a time, in order);
 - which app containers to start, and which running ones to kill (liveness failure,
-  changed spec, or a policy that will not restart them).
+  changed spec, or a policy that will not restart them);
+- which ephemeral containers (`kubectl debug`) to start: each once, never again.
 
 It decides nothing about timing: CrashLoopBackOff is applied when a start is attempted.
 """
@@ -41,6 +42,7 @@ class PodActions:
     init_failed: bool = False
     containers_to_start: list[Obj] = field(default_factory=list)
     containers_to_kill: list[ContainerToKill] = field(default_factory=list)
+    ephemeral_to_start: list[Obj] = field(default_factory=list)
 
 
 def container_hash(container: Obj) -> str:
@@ -123,6 +125,10 @@ def compute_pod_actions(pod: Obj, status: PodRuntimeStatus, *,
                         and _succeeded(status.latest(c["name"])))]
         return actions
 
+    # Ephemeral containers may start before initialization is complete, and are never
+    # restarted: only one the runtime has never seen starts.
+    actions.ephemeral_to_start = [c for c in spec.get("ephemeralContainers") or []
+                                  if status.latest(c["name"]) is None]
     if not _init_actions(pod, status, actions):
         return actions
 

@@ -232,6 +232,11 @@ def generate_pod_status(pod: Obj, status: PodRuntimeStatus, inputs: StatusInputs
         result["podIPs"] = [{"ip": ip} for ip in ips]
     if init_statuses:
         result["initContainerStatuses"] = init_statuses
+    # an ephemeral container is never ready: nothing may depend on it
+    ephemeral = [{**container_status(c, status, inputs, default_waiting="ContainerCreating"),
+                  "ready": False} for c in spec.get("ephemeralContainers") or []]
+    if ephemeral:
+        result["ephemeralContainerStatuses"] = ephemeral
     for key in ("reason", "message"):
         if old.get(key):
             result[key] = old[key]

@@ -4,13 +4,19 @@ real one-node cluster (API server -> kubelet -> containerd's streaming server)."
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import pty
+import select
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client, config
@@ -68,6 +74,81 @@ def test_kubectl_exec_reads_stdin(cluster: Path) -> None:
     assert (done.returncode, done.stdout) == (0, "first line\n"), done
 
 
+def test_kubectl_exec_i_closes_stdin_and_the_command_sees_the_end(cluster: Path) -> None:
+    # v5's CLOSE, translated by the API server to a SPDY half-close toward the kubelet:
+    # `cat` ends because its input did, not because the session did
+    done = run(cluster, "exec", "-i", "shell", "--", "sh", "-c", "cat; echo the-end",
+               stdin="one\ntwo\n")
+    assert (done.returncode, done.stdout) == (0, "one\ntwo\nthe-end\n"), done
+    # the same over SPDY all the way (kubectl's fallback when WebSockets are off)
+    done = subprocess.run(
+        [KUBECTL, f"--kubeconfig={cluster / 'kubeconfig'}", "exec", "-i", "shell", "--",
+         "sh", "-c", "wc -l; exit 6"], input="a\nb\nc\n", capture_output=True, text=True,
+        timeout=30, env={**os.environ, "KUBECTL_REMOTE_COMMAND_WEBSOCKETS": "false"})
+    assert (done.returncode, done.stdout.strip()) == (6, "3"), done
+
+
+def test_kubectl_cp_copies_a_tree_into_the_pod_and_back(cluster: Path,
+                                                         tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "hello.txt").write_text("hello from the host\n")
+    payload = os.urandom(2_000_000)
+    (tree / "sub" / "random.bin").write_bytes(payload)
+    assert run(cluster, "cp", str(tree), "shell:/tmp/tree").returncode == 0
+    inside = kubectl(cluster, "exec", "shell", "--", "sh", "-c",
+                     "cat /tmp/tree/hello.txt; wc -c < /tmp/tree/sub/random.bin").stdout
+    assert inside.split("\n")[:2] == ["hello from the host", "2000000"], inside
+    back = tmp_path / "back"
+    done = run(cluster, "cp", "shell:/tmp/tree", str(back))
+    assert done.returncode == 0, done
+    assert (back / "sub" / "random.bin").read_bytes() == payload
+    assert (back / "hello.txt").read_text() == "hello from the host\n"
+
+
+def test_kubectl_run_it_rm_attaches_then_deletes_the_pod(cluster: Path) -> None:
+    done = run(cluster, "run", "once", "-i", "--rm", "--restart=Never",
+               "--image=busybox:1.36", "--", "sh", "-c", "read line; echo got $line; exit 4",
+               stdin="a-line\n", timeout=90)
+    assert done.returncode == 4 and "got a-line" in done.stdout, done
+    assert 'pod "once" deleted' in done.stdout + done.stderr
+    assert run(cluster, "get", "pod", "once").returncode == 1
+
+
+def test_a_dropped_exec_client_ends_the_session_in_the_container(cluster: Path) -> None:
+    session = subprocess.Popen(
+        [KUBECTL, f"--kubeconfig={cluster / 'kubeconfig'}", "exec", "-i", "shell", "--",
+         "sh", "-c", "cat; : dropped-session"], stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while "dropped-session" not in kubectl(cluster, "exec", "shell", "--", "ps").stdout:
+            assert time.monotonic() < deadline, "the exec never started"
+            time.sleep(0.3)
+    finally:
+        session.kill()  # no goodbye: the connection just ends
+        session.wait()
+    deadline = time.monotonic() + 20
+    while "dropped-session" in kubectl(cluster, "exec", "shell", "--", "ps").stdout:
+        assert time.monotonic() < deadline, "the command outlived its session"
+        time.sleep(0.3)
+    # and no session is left open at the runtime's streaming server (no exec meanwhile)
+    deadline = time.monotonic() + 10
+    while connections := runtime_stream_connections():
+        assert time.monotonic() < deadline, connections
+        time.sleep(0.3)
+
+
+def runtime_stream_connections() -> list[str]:
+    """Sessions open at node-1's containerd streaming server (it listens on loopback;
+    its pulls from the registry are other connections)."""
+    listing = subprocess.run(["ip", "netns", "exec", "mk-node-1", "ss", "-tnpH",
+                              "state", "established"], capture_output=True, text=True,
+                             check=True).stdout
+    return [line for line in listing.splitlines()
+            if '"containerd"' in line and line.split()[2].startswith("127.0.0.1:")]
+
+
 def test_kubectl_exec_it_gets_a_terminal(cluster: Path) -> None:
     # `script` gives kubectl a terminal of its own, as a student's shell has
     command = f"{KUBECTL} --kubeconfig={cluster / 'kubeconfig'} exec -it shell -- " \
@@ -106,6 +187,19 @@ def test_the_python_clients_stream_gets_output_and_exit_code(cluster: Path) -> N
     session.run_forever(timeout=20)
     assert session.read_stdout() == "from-stdin\n"
     assert session.returncode == 4
+
+
+def test_the_python_clients_v5_close_of_stdin_ends_cat(cluster: Path) -> None:
+    session = stream(api(cluster).connect_post_namespaced_pod_exec, "shell", "default",
+                     command=["sh", "-c", "cat"], stdin=True, stdout=True, stderr=True,
+                     tty=False, _preload_content=False)
+    assert session.subprotocol == "v5.channel.k8s.io"
+    session.write_stdin("test-close\n")
+    assert session.readline_stdout(timeout=10) == "test-close"
+    session.close_channel(0)  # 255, 0: the end of stdin, the session stays open
+    session.run_forever(timeout=15)
+    assert not session.is_open()
+    assert session.returncode == 0
 
 
 def fetch_through_port_forward(core: client.CoreV1Api) -> bytes:
@@ -156,6 +250,66 @@ def test_port_forward_to_a_closed_port_reports_an_error_and_does_not_hang(
         forward.close()
 
 
+@contextlib.contextmanager
+def forwarded(home: Path, target: str, ports: str, websockets: bool = True
+              ) -> Iterator[int]:
+    """`kubectl port-forward TARGET :PORT` running; yields the local port it chose."""
+    process = subprocess.Popen(
+        [KUBECTL, f"--kubeconfig={home / 'kubeconfig'}", "port-forward", target, ports],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "KUBECTL_PORT_FORWARD_WEBSOCKETS": str(websockets).lower()})
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()  # Forwarding from 127.0.0.1:PORT -> N
+        assert line.startswith("Forwarding from 127.0.0.1:"), (
+            line, process.stderr.read() if process.stderr else "")
+        yield int(line.split(":")[1].split()[0])
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def http_get(port: int) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as connection:
+        connection.sendall(b"GET / HTTP/1.1\r\nHost: web\r\nConnection: close\r\n\r\n")
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    return answer
+
+
+@pytest.mark.parametrize("websockets", [True, False], ids=["spdy-in-websocket", "spdy"])
+def test_kubectl_port_forward_to_a_pod_and_a_service_with_20_connections_at_once(
+        cluster: Path, websockets: bool) -> None:
+    if run(cluster, "get", "service", "web-pf").returncode != 0:
+        kubectl(cluster, "expose", "pod", "web", "--name=web-pf", "--port=8080",
+                "--target-port=80")
+    for target, ports in (("pod/web", ":80"), ("svc/web-pf", ":8080")):
+        with forwarded(cluster, target, ports, websockets) as port:
+            with ThreadPoolExecutor(20) as pool:
+                answers = list(pool.map(lambda _: http_get(port), range(20)))
+            assert all(a.startswith(b"HTTP/1.1 200 OK") and b"Welcome to nginx!" in a
+                       for a in answers), (target, [a[:40] for a in answers])
+
+
+def test_kubectl_port_forward_to_a_closed_port_reports_the_error(cluster: Path) -> None:
+    process = subprocess.Popen(
+        [KUBECTL, f"--kubeconfig={cluster / 'kubeconfig'}", "port-forward", "pod/web",
+         ":81"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        port = int(process.stdout.readline().split(":")[1].split()[0])
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as connection:
+            connection.sendall(b"GET / HTTP/1.1\r\n\r\n")
+            assert connection.recv(100) == b""  # closed, not hanging
+        # kubectl tells what went wrong, from the error stream, then gives up
+        _, stderr = process.communicate(timeout=20)
+        assert "error forwarding port 81" in stderr and "connection refused" in stderr, stderr
+    finally:
+        process.kill()
+        process.wait()
+
+
 def test_proxy_reaches_a_pod_a_service_and_a_node(cluster: Path) -> None:
     kubectl(cluster, "expose", "pod", "web", "--port=8000", "--target-port=80",
             "--labels=test=proxy")
@@ -203,6 +357,81 @@ def test_kubectl_top_shows_a_busy_pod_busy_and_an_idle_one_idle(cluster: Path) -
     assert nodes[0] == "node-1" and int(nodes[1].removesuffix("m")) >= 300, nodes
     containers = kubectl(cluster, "top", "pod", "busy", "--containers", "--no-headers").stdout
     assert containers.split()[:2] == ["busy", "busy"], containers
+
+
+def in_terminal(args: list[str], replies: list[tuple[bytes, bytes]], timeout: float = 60
+                ) -> tuple[int, bytes]:
+    """Run `args` on a terminal of its own; after each expected output, type the reply."""
+    primary, secondary = pty.openpty()
+    process = subprocess.Popen(args, stdin=secondary, stdout=secondary, stderr=secondary,
+                               start_new_session=True)
+    os.close(secondary)
+    output, deadline = b"", time.monotonic() + timeout
+    pending = list(replies)
+    try:
+        while True:
+            ready, _, _ = select.select([primary], [], [], max(0, deadline - time.monotonic()))
+            assert ready, f"no output in time; so far: {output!r}"
+            try:
+                chunk = os.read(primary, 4096)
+            except OSError:  # the terminal closed: the program ended
+                break
+            if not chunk:
+                break
+            output += chunk
+            if pending and pending[0][0] in output:
+                os.write(primary, pending.pop(0)[1])
+        return process.wait(10), output
+    finally:
+        os.close(primary)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def ephemeral_state(home: Path, pod: str, container: str) -> dict[str, Any]:
+    statuses = json.loads(kubectl(home, "get", "pod", pod, "-o", "json").stdout)[
+        "status"].get("ephemeralContainerStatuses") or []
+    return next((s["state"] for s in statuses if s["name"] == container), {})
+
+
+def test_kubectl_debug_it_runs_an_ephemeral_container_beside_its_target(
+        cluster: Path) -> None:
+    # a shell in a new container of the running pod, in the process namespace of "web"
+    code, output = in_terminal(
+        [KUBECTL, f"--kubeconfig={cluster / 'kubeconfig'}", "debug", "-it", "web",
+         "--image=busybox:1.36", "--target=web", "--container=debugger"],
+        [(b"try pressing enter", b"\n"), (b"/ # ", b"ps; exit\n")])
+    assert code == 0, output
+    assert b"nginx: master process" in output, output
+    deadline = time.monotonic() + 20
+    while "terminated" not in (state := ephemeral_state(cluster, "web", "debugger")):
+        assert time.monotonic() < deadline, state
+        time.sleep(0.5)
+    assert state["terminated"]["exitCode"] == 0
+    # never restarted; and its output stays readable as any container's
+    spec = json.loads(kubectl(cluster, "get", "pod", "web", "-o", "json").stdout)["spec"]
+    assert [c["name"] for c in spec["ephemeralContainers"]] == ["debugger"]
+    assert "nginx: master process" in kubectl(cluster, "logs", "web", "-c", "debugger").stdout
+
+
+def test_kubectl_debug_without_attaching_runs_the_command_once(cluster: Path) -> None:
+    kubectl(cluster, "debug", "web", "--image=busybox:1.36", "--target=web",
+            "--container=snapshot", "--", "sh", "-c", "ps; exit 3")
+    deadline = time.monotonic() + 30
+    while "terminated" not in (state := ephemeral_state(cluster, "web", "snapshot")):
+        assert time.monotonic() < deadline, state
+        time.sleep(0.5)
+    assert state["terminated"]["exitCode"] == 3
+    time.sleep(2)  # a restart would show by now
+    assert ephemeral_state(cluster, "web", "snapshot")["terminated"]["exitCode"] == 3
+    assert "nginx: master process" in kubectl(cluster, "logs", "web", "-c", "snapshot").stdout
+    # bad input: the target must be one of the pod's containers
+    done = run(cluster, "debug", "web", "--image=busybox:1.36", "--target=nope",
+               "--container=lost", "--", "true")
+    assert done.returncode == 1
+    assert done.stderr.startswith('The Pod "web" is invalid: spec.ephemeralContainers[')
+    assert '].targetContainerName: Not found: "nope"' in done.stderr, done.stderr
 
 
 def test_exec_where_nothing_runs_is_a_clear_error(cluster: Path) -> None:

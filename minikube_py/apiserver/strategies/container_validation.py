@@ -15,6 +15,7 @@ from minikube_py.api.validation import (
     duplicate,
     forbidden,
     invalid,
+    not_found,
     not_supported,
     required,
     validate_dns1123_label,
@@ -134,6 +135,49 @@ def validate_init_containers(
                 for field in _INIT_ONLY_IF_RESTARTABLE
                 if container.get(field) is not None
             ]
+    return errors
+
+
+# What an ephemeral container may set (upstream's allowedEphemeralContainerFields): no
+# ports, probes, lifecycle hooks, resources or restart policy, since nothing in the pod may
+# come to depend on it.
+_EPHEMERAL_ALLOWED = frozenset((
+    "name", "image", "command", "args", "workingDir", "envFrom", "env", "volumeMounts",
+    "volumeDevices", "terminationMessagePath", "terminationMessagePolicy",
+    "imagePullPolicy", "securityContext", "stdin", "stdinOnce", "tty",
+    "targetContainerName"))
+EPHEMERAL_FORBIDDEN = "cannot be set for an Ephemeral Container"
+
+
+def validate_ephemeral_containers(spec: Obj, volumes: dict[str, Obj], path: str
+                                  ) -> list[FieldError]:
+    """validateEphemeralContainers: names unique across every kind of container, a target
+    that is an app or init container, and only the allowed fields."""
+    ephemeral_path = child(path, "ephemeralContainers")
+    others = {c.get("name") for kind in ("containers", "initContainers")
+              for _, c in items_of(spec, kind)}
+    names = set(others)
+    errors: list[FieldError] = []
+    for i, container in items_of(spec, "ephemeralContainers"):
+        container_path = index(ephemeral_path, i)
+        errors += _validate_container_common(container, volumes, container_path)
+        name = container.get("name")
+        if name in names:
+            errors.append(duplicate(child(container_path, "name"), name))
+        else:
+            names.add(name)
+        target = container.get("targetContainerName")
+        if target and target not in others:
+            errors.append(not_found(child(container_path, "targetContainerName"), target))
+        errors += [forbidden(child(container_path, field), EPHEMERAL_FORBIDDEN)
+                   for field, value in container.items()
+                   if field not in _EPHEMERAL_ALLOWED and value not in (None, "", [], {})]
+        for j, mount in items_of(container, "volumeMounts"):
+            for field in ("subPath", "subPathExpr"):
+                if mount.get(field):
+                    errors.append(forbidden(
+                        child(index(child(container_path, "volumeMounts"), j), field),
+                        EPHEMERAL_FORBIDDEN))
     return errors
 
 

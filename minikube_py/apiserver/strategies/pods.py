@@ -48,6 +48,7 @@ from minikube_py.apiserver.strategies.podspec_validation import validate_pod_spe
 from minikube_py.apiserver.strategies.resourcenames import QOS_RESOURCES
 from minikube_py.apiserver.strategy import Obj
 
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 UPDATABLE_POD_SPEC_FIELDS = (
     "`spec.containers[*].image`,"
     "`spec.initContainers[*].image`,"
@@ -127,6 +128,43 @@ class PodStrategy(KindStrategy):
             for field in ("priority", "preemptionPolicy"):
                 if spec.get(field) is None and old_spec.get(field) is not None:
                     spec[field] = old_spec[field]
+
+    def prepare_for_subresource_update(self, subresource: str, new: Obj, old: Obj) -> None:
+        """pods/ephemeralcontainers (podEphemeralContainersStrategy): of the write, only
+        spec.ephemeralContainers counts; everything else stays as stored."""
+        ephemeral = as_dict(new.get("spec")).get("ephemeralContainers")
+        metadata = new["metadata"]
+        kept = {key: metadata[key] for key in ("resourceVersion", "managedFields")
+                if key in metadata}
+        new.clear()
+        new.update(copy.deepcopy(old))
+        new["metadata"].pop("managedFields", None)
+        new["metadata"].update(kept)
+        if ephemeral is None:
+            new["spec"].pop("ephemeralContainers", None)
+        else:
+            new["spec"]["ephemeralContainers"] = ephemeral
+
+    def validate_subresource_update(self, subresource: str, new: Obj, old: Obj
+                                    ) -> list[FieldError]:
+        """ValidatePodEphemeralContainersUpdate: a valid pod, and the ephemeral containers
+        already there neither removed nor changed (they cannot be restarted)."""
+        if MIRROR_POD_ANNOTATION in as_dict(old["metadata"].get("annotations")):
+            return [forbidden("", "static pods do not support ephemeral containers")]
+        errors = _validate_pod(new)
+        path = "spec.ephemeralContainers"
+        added = {c.get("name"): c for _, c in items_of(as_dict(new.get("spec")),
+                                                       "ephemeralContainers")}
+        for _, existing in items_of(as_dict(old.get("spec")), "ephemeralContainers"):
+            name = existing.get("name")
+            if name not in added:
+                errors.append(forbidden(
+                    path, f'existing ephemeral containers "{name}" may not be removed'))
+            elif semantic(added[name]) != semantic(existing):
+                errors.append(forbidden(
+                    f"{path}.{name}", f'existing ephemeral containers "{name}" may not be '
+                    "changed"))
+        return errors
 
     def default(self, obj: Obj) -> None:
         set_pod_defaults(obj)

@@ -42,6 +42,7 @@ from minikube_py.apiserver.strategies.container_validation import (
     id_errors,
     local_descending_path_errors,
     validate_containers,
+    validate_ephemeral_containers,
     validate_init_containers,
     validate_object_field_selector,
     validate_resource_field_selector,
@@ -92,6 +93,7 @@ def validate_pod_spec(spec: Obj, path: str, *, is_pod: bool) -> list[FieldError]
     errors += volume_errors
     errors += validate_containers(spec, volumes, grace_period, path)
     errors += validate_init_containers(spec, volumes, grace_period, path)
+    errors += validate_ephemeral_containers(spec, volumes, path)
     errors += _validate_host_network_ports(spec, path, is_pod)
     errors += required_enum(
         spec.get("restartPolicy"), RESTART_POLICIES, child(path, "restartPolicy")
