@@ -19,6 +19,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from minikube_py.client.errors import NotFound
 from minikube_py.client.logs import level_of
@@ -459,3 +460,39 @@ async def test_stats_summary_reports_running_pods(node, api_client, namespace):
     assert "resource_scrape_error 0" in metrics
     assert float(next(line for line in metrics.splitlines()
                       if line.startswith("node_cpu_usage_seconds_total ")).split()[1]) > 0
+
+
+async def test_the_kubelets_own_endpoints_describe_what_it_runs(node, api_client, namespace):
+    await create(api_client, namespace, make_pod("described", node, [
+        shell("app", "sleep 3600"), shell("side", "sleep 3600")]))
+    await pod_where(api_client, namespace, "described", is_running_and_ready)
+    base = f"http://127.0.0.1:{node.config.port}"
+    # /runningpods/: the runtime's view, container images included
+    running = json.loads(await http_get(f"{base}/runningpods/"))
+    assert running["kind"] == "PodList"
+    pod = next(p for p in running["items"] if p["metadata"]["name"] == "described")
+    assert pod["metadata"]["namespace"] == namespace
+    assert sorted(c["name"] for c in pod["spec"]["containers"]) == ["app", "side"]
+    assert all(c["image"] for c in pod["spec"]["containers"])
+    # /metrics: the kubelet's gauges agree with that view, and its process is measured
+    families = {f.name: f for f in text_string_to_metric_families(
+        await http_get(f"{base}/metrics"))}
+    (node_name,) = families["kubelet_node_name"].samples
+    assert node_name.labels == {"node": node.config.node_name} and node_name.value == 1
+    assert families["kubelet_running_pods"].samples[0].value >= 1
+    containers = {s.labels["container_state"]: s.value
+                  for s in families["kubelet_running_containers"].samples}
+    assert containers["running"] >= 2
+    assert families["process_cpu_seconds"].samples[0].value > 0
+    # /metrics/cadvisor: per container, labelled as cAdvisor labels it
+    cadvisor = {f.name: f for f in text_string_to_metric_families(
+        await http_get(f"{base}/metrics/cadvisor"))}
+    assert cadvisor["machine_cpu_cores"].samples[0].value == os.cpu_count()
+    working = {(s.labels["pod"], s.labels["container"]): s.value
+               for s in cadvisor["container_memory_working_set_bytes"].samples}
+    assert working[("described", "app")] > 0 and working[("described", "side")] > 0
+    # /configz: the configuration it runs with, in KubeletConfiguration's names
+    config = json.loads(await http_get(f"{base}/configz"))["kubeletconfig"]
+    assert config["port"] == node.config.port
+    assert config["clusterDomain"] == "cluster.local"
+    assert config["syncFrequency"].endswith("s") and config["evictionHard"]

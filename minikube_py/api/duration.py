@@ -29,6 +29,25 @@ def flag_duration(text: str) -> float:
                                          "500ms)")
     return sum(float(n) * _GO_UNITS[u] for n, u in parts)
 
+
+def go_duration(seconds: float) -> str:
+    """Go's time.Duration.String() (`1m0s`, `1h0m0s`, `10s`, `500ms`), as a component
+    shows its durations in /configz."""
+    if seconds == 0:
+        return "0s"
+    if abs(seconds) < 1:
+        return f"{seconds * 1000:g}ms"
+    sign, seconds = ("-", -seconds) if seconds < 0 else ("", seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = f"{secs:g}s"
+    if hours or minutes:
+        text = f"{int(minutes)}m" + text
+    if hours:
+        text = f"{int(hours)}h" + text
+    return sign + text
+
+
 _SECOND = 1_000_000  # the unit of everything below: microseconds, timedelta's resolution
 _MINUTE = 60 * _SECOND
 _HOUR = 60 * _MINUTE

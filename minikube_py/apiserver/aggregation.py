@@ -12,12 +12,18 @@ the server said it has.
          cluster has no TLS yet, so plain HTTP)
       -> 200 with an APIResourceList: Available=True (Passed), and the group is served
          otherwise: Available=False (FailedDiscoveryCheck), and it is not
+      -> once Available, its OpenAPI: /openapi/v3/apis/<group>/<version> and the
+         definitions of /openapi/v2, which the API server's own documents then include
+         (a server without them stays Available, as upstream's OpenAPI aggregation
+         failures do not touch availability)
     /apis/<group>/<version>/...  -> forward() to the endpoint
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import logging
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -27,6 +33,7 @@ from minikube_py.apiserver.proxy import forward
 
 Obj = dict[str, Any]
 CHECK_TIMEOUT = 5.0
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -37,6 +44,12 @@ class Remote:
     version: str
     base: str  # http://address:port
     resources: Obj  # its APIResourceList
+    openapi_v3: bytes | None = None  # its /openapi/v3/apis/<group>/<version>
+    openapi_v2_definitions: Obj = field(default_factory=dict)
+
+    @property
+    def openapi_path(self) -> str:
+        return f"apis/{self.group}/{self.version}"
 
 
 class Aggregator:
@@ -66,9 +79,47 @@ class Aggregator:
             self.remote.pop((group, version), None)
             return {"type": "Available", "status": "False", "reason": "FailedDiscoveryCheck",
                     "message": f"failing or missing response from {url}: {status}"}
-        self.remote[(group, version)] = Remote(group, version, base, body)
+        known = self.remote.get((group, version))
+        remote = Remote(group, version, base, body)
+        if known is not None and known.base == base and known.openapi_v3 is not None:
+            remote.openapi_v3 = known.openapi_v3
+            remote.openapi_v2_definitions = known.openapi_v2_definitions
+        else:
+            await self._fetch_openapi(remote)
+        self.remote[(group, version)] = remote
         return {"type": "Available", "status": "True", "reason": "Passed",
                 "message": "all checks passed"}
+
+    async def _fetch_openapi(self, remote: Remote) -> None:
+        """The remote's v3 document of its group-version and its v2 definitions."""
+        try:
+            async with aiohttp.ClientSession(
+                    timeout=aiohttp.ClientTimeout(total=CHECK_TIMEOUT)) as session:
+                async with session.get(
+                        f"{remote.base}/openapi/v3/{remote.openapi_path}") as answer:
+                    if answer.status == 200:
+                        remote.openapi_v3 = await answer.read()
+                async with session.get(f"{remote.base}/openapi/v2") as answer:
+                    if answer.status == 200:
+                        document = await answer.json(content_type=None)
+                        remote.openapi_v2_definitions = document.get("definitions") or {}
+        except (aiohttp.ClientError, TimeoutError, ValueError, AttributeError) as err:
+            log.info("no OpenAPI from %s: %s", remote.base, err)
+
+    def openapi_v3(self, path: str) -> bytes | None:
+        """A remote's v3 document, by its path under /openapi/v3/."""
+        return next((r.openapi_v3 for r in self.remote.values() if r.openapi_path == path),
+                    None)
+
+    def openapi_v3_paths(self) -> Obj:
+        """The remotes' entries of the /openapi/v3 index."""
+        return {r.openapi_path: {"serverRelativeURL": f"/openapi/v3/{r.openapi_path}?hash="
+                                 + hashlib.sha512(r.openapi_v3).hexdigest()[:32].upper()}
+                for r in self.remote.values() if r.openapi_v3 is not None}
+
+    def openapi_v2_definitions(self) -> Obj:
+        return {name: definition for remote in self.remote.values()
+                for name, definition in remote.openapi_v2_definitions.items()}
 
     def forget(self, api_service: Obj) -> None:
         spec = api_service.get("spec") or {}

@@ -10,7 +10,8 @@
 from __future__ import annotations
 
 import hashlib
-from functools import cache
+from functools import cache, lru_cache
+from typing import Any
 
 import orjson
 
@@ -50,12 +51,22 @@ def v2_protobuf() -> bytes:
 
 
 @cache
-def v2_json() -> bytes:
+def _v2_definitions() -> dict[str, Any]:
+    return openapi_v2_definitions(_group_versions())
+
+
+def v2_json(aggregated: dict[str, Any]) -> bytes:
+    """The JSON form: every definition of this server, and those of aggregated APIs."""
+    return _v2_json(orjson.dumps(aggregated, option=orjson.OPT_SORT_KEYS))
+
+
+@lru_cache(maxsize=4)
+def _v2_json(aggregated: bytes) -> bytes:
     return orjson.dumps({
         "swagger": "2.0",
         "info": {"title": TITLE, "version": VERSION},
         "paths": {},
-        "definitions": openapi_v2_definitions(),
+        "definitions": _v2_definitions() | orjson.loads(aggregated),
     })
 
 
@@ -77,8 +88,13 @@ def v3_document(path: str) -> bytes | None:
     return None
 
 
+def v3_index(aggregated: dict[str, Any]) -> bytes:
+    """The /openapi/v3 index: this server's group-versions and the aggregated ones."""
+    return orjson.dumps({"paths": _own_v3_paths() | aggregated})
+
+
 @cache
-def v3_index() -> bytes:
+def _own_v3_paths() -> dict[str, Any]:
     paths = {}
     for group, version in _group_versions():
         path = _path(group, version)
@@ -86,4 +102,4 @@ def v3_index() -> bytes:
         assert body is not None
         digest = hashlib.sha512(body).hexdigest()[:32].upper()
         paths[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest}"}
-    return orjson.dumps({"paths": paths})
+    return paths

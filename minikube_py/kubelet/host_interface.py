@@ -11,11 +11,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from minikube_py.api.duration import go_duration
 from minikube_py.api.meta import rfc3339
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.cri import CRIError
 from minikube_py.kubelet.logs import container_log_path
-from minikube_py.kubelet.podstate import POD_UID_LABEL
+from minikube_py.kubelet.metrics import RuntimeCounts
+from minikube_py.kubelet.podstate import (
+    CONTAINER_NAME_LABEL,
+    MANAGED_LABEL,
+    POD_NAME_LABEL,
+    POD_NAMESPACE_LABEL,
+    POD_UID_LABEL,
+)
 from minikube_py.kubelet.server import ContainerNotFound, StreamOptions, StreamUnavailable
 
 if TYPE_CHECKING:
@@ -29,9 +37,78 @@ class HostInterface:
 
     def __init__(self, kubelet: Kubelet) -> None:
         self.kubelet = kubelet
+        self.node_name = kubelet.node_name
 
     def running_pods(self) -> list[Obj]:
         return list(self.kubelet.pods.values())
+
+    async def runtime_pods(self) -> list[Obj]:
+        """GetRunningPods: the pods as the runtime holds them (a ready sandbox or a running
+        container), each with the containers that run, whatever the API server says."""
+        sandboxes, containers = await self._runtime_listing()
+        pods: dict[str, Obj] = {}
+
+        def pod_of(labels: Any) -> Obj:
+            uid = labels[POD_UID_LABEL]
+            return pods.setdefault(uid, {
+                "metadata": {"name": labels.get(POD_NAME_LABEL, ""),
+                             "namespace": labels.get(POD_NAMESPACE_LABEL, ""), "uid": uid,
+                             "creationTimestamp": None},
+                "spec": {"containers": []}, "status": {}})
+
+        for sandbox in sandboxes:
+            if sandbox.state == api_pb2.SANDBOX_READY and POD_UID_LABEL in sandbox.labels:
+                pod_of(sandbox.labels)
+        for container in containers:
+            if container.state == api_pb2.CONTAINER_RUNNING and (
+                    POD_UID_LABEL in container.labels):
+                pod_of(container.labels)["spec"]["containers"].append({
+                    "name": container.labels.get(CONTAINER_NAME_LABEL, ""),
+                    "image": container.image.image, "resources": {}})
+        return list(pods.values())
+
+    async def runtime_counts(self) -> RuntimeCounts:
+        """Ready sandboxes, and containers by state, for /metrics."""
+        sandboxes, containers = await self._runtime_listing()
+        states = {api_pb2.CONTAINER_CREATED: "created", api_pb2.CONTAINER_RUNNING: "running",
+                  api_pb2.CONTAINER_EXITED: "exited"}
+        counts: dict[str, int] = {}
+        for container in containers:
+            state = states.get(container.state, "unknown")
+            counts[state] = counts.get(state, 0) + 1
+        return RuntimeCounts(
+            sum(1 for s in sandboxes if s.state == api_pb2.SANDBOX_READY), counts)
+
+    async def _runtime_listing(self) -> tuple[list[Any], list[Any]]:
+        """The sandboxes and containers this kubelet made (its label on them)."""
+        selector = {MANAGED_LABEL: "true"}
+        runtime = self.kubelet.runtime
+        sandboxes = await runtime.list_pod_sandbox(api_pb2.ListPodSandboxRequest(
+            filter=api_pb2.PodSandboxFilter(label_selector=selector)))
+        containers = await runtime.list_containers(api_pb2.ListContainersRequest(
+            filter=api_pb2.ContainerFilter(label_selector=selector)))
+        return list(sandboxes.items), list(containers.containers)
+
+    def machine(self) -> tuple[int, int]:
+        """The node's CPUs and memory bytes (cAdvisor's MachineInfo)."""
+        return self.kubelet.host.cpus, self.kubelet.host.memory_bytes
+
+    def configz(self) -> Obj:
+        """The kubelet's configuration as upstream's /configz shows it: the
+        KubeletConfiguration fields this kubelet has, under "kubeletconfig"."""
+        config = self.kubelet.config
+        eviction = dict(part.split("<", 1) for part in config.eviction_hard.split(",")
+                        if "<" in part)
+        return {"kubeletconfig": {
+            "enableServer": True, "address": config.address, "port": config.port,
+            "podCIDR": config.pod_cidr or "", "clusterDNS": config.cluster_dns,
+            "clusterDomain": config.cluster_domain, "syncFrequency": go_duration(
+                config.sync_frequency),
+            "kubeReserved": config.kube_reserved, "systemReserved": config.system_reserved,
+            "evictionHard": eviction, "registerWithTaints": config.register_taints,
+            "crashLoopBackOff": {"maxContainerRestartPeriod": go_duration(
+                config.backoff_max)},
+        }}
 
     def find_container_log(self, namespace: str, name: str, container: str,
                            previous: bool) -> tuple[Path, Callable[[], bool]]:

@@ -4,9 +4,13 @@
     GET /pods                                          the pods bound to this node (a v1 PodList)
     GET /containerLogs/{namespace}/{pod}/{container}   a container's log, text/plain, streamed
         ?follow&tailLines&sinceSeconds&sinceTime&timestamps&previous&limitBytes&stream
+    GET /runningpods/                                  the pods the runtime runs (a PodList)
     GET /stats/summary                                 the Summary API: node and pod usage
     GET /metrics/resource                              the same usage as Prometheus text, as
                                                        metrics-server scrapes it
+    GET /metrics/cadvisor                              per-container series, cAdvisor's names
+    GET /metrics                                       the kubelet's own (metrics.py)
+    GET /configz                                       the kubelet's configuration
     GET|POST /exec/{namespace}/{pod}/{container}       a command in the container, over a
         ?command=sh&command=-c&...&stdin=1&stdout=1&stderr=1&tty=1   WebSocket (v5/v4
     GET|POST /attach/{namespace}/{pod}/{container}     channel protocols); the container's
@@ -42,6 +46,12 @@ from aiohttp import web
 
 from minikube_py.api.podlogoptions import PodLogOptions
 from minikube_py.kubelet.logs import log_options, read_container_log
+from minikube_py.kubelet.metrics import (
+    KubeletMetrics,
+    RuntimeCounts,
+    cadvisor_metrics,
+    resource_metrics,
+)
 from minikube_py.streaming import bytestreams, channels
 
 Obj = dict[str, Any]
@@ -66,6 +76,8 @@ class StreamUnavailable(Exception):
 class KubeletProvider(Protocol):
     """What the server asks of the kubelet (upstream's server.HostInterface, in part)."""
 
+    node_name: str
+
     def running_pods(self) -> list[Obj]:
         """The pods bound to this node, as the kubelet last saw them (GetPods)."""
         ...
@@ -80,6 +92,22 @@ class KubeletProvider(Protocol):
 
     async def stats_summary(self) -> Obj:
         """The /stats/summary document, built from CRI stats."""
+        ...
+
+    async def runtime_pods(self) -> list[Obj]:
+        """The pods the runtime holds, with their running containers (GetRunningPods)."""
+        ...
+
+    async def runtime_counts(self) -> RuntimeCounts:
+        """Ready sandboxes and containers by state, from the runtime."""
+        ...
+
+    def machine(self) -> tuple[int, int]:
+        """The node's CPUs and memory in bytes."""
+        ...
+
+    def configz(self) -> Obj:
+        """The kubelet's configuration, as /configz shows it."""
         ...
 
     def running_container_id(self, namespace: str, pod: str, container: str) -> str:
@@ -133,6 +161,7 @@ class KubeletServer:
         self.port = port  # the bound port once started (port 0 picks a free one)
         self._runner: web.AppRunner | None = None
         self._streams: set[asyncio.Task[Any]] = set()
+        self._metrics: KubeletMetrics | None = None
 
     def build_app(self) -> web.Application:
         app = web.Application()
@@ -141,6 +170,10 @@ class KubeletServer:
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._container_logs)
         app.router.add_get("/stats/summary", self._stats_summary)
         app.router.add_get("/metrics/resource", self._metrics_resource)
+        app.router.add_get("/metrics/cadvisor", self._metrics_cadvisor)
+        app.router.add_get("/metrics", self._kubelet_metrics)
+        app.router.add_get("/runningpods/", self._runtime_pods)
+        app.router.add_get("/configz", self._configz)
         for kind in ("exec", "attach"):
             path = f"/{kind}/{{namespace}}/{{pod}}/{{container}}"
             app.router.add_route("GET", path, self._stream)
@@ -192,6 +225,30 @@ class KubeletServer:
             log.warning("resource metrics: %s", err)
             return web.Response(text=resource_metrics(None), content_type="text/plain")
         return web.Response(text=resource_metrics(summary), content_type="text/plain")
+
+    async def _metrics_cadvisor(self, request: web.Request) -> web.Response:
+        summary = await self.provider.stats_summary()
+        cpus, memory = self.provider.machine()
+        return web.Response(text=cadvisor_metrics(summary, cpus, memory),
+                            content_type="text/plain")
+
+    async def _kubelet_metrics(self, request: web.Request) -> web.Response:
+        if self._metrics is None:
+            self._metrics = KubeletMetrics(self.provider.node_name)
+        text = self._metrics.render(len(self.provider.running_pods()),
+                                    await self.provider.runtime_counts())
+        return web.Response(text=text, content_type="text/plain")
+
+    async def _runtime_pods(self, request: web.Request) -> web.Response:
+        """/runningpods/: what the runtime runs, which may differ from /pods while a pod is
+        being started or torn down."""
+        body = {"kind": "PodList", "apiVersion": "v1", "metadata": {},
+                "items": await self.provider.runtime_pods()}
+        return web.Response(body=orjson.dumps(body), content_type="application/json")
+
+    async def _configz(self, request: web.Request) -> web.Response:
+        return web.Response(body=orjson.dumps(self.provider.configz()),
+                            content_type="application/json")
 
     async def _container_logs(self, request: web.Request) -> web.StreamResponse:
         """getContainerLogs: check the request, find the log file, stream it as text."""
@@ -366,57 +423,6 @@ class KubeletServer:
             return client
         finally:
             await session.close()
-
-
-_RESOURCE_METRICS = (
-    ("node_cpu_usage_seconds_total", "counter",
-     "Cumulative cpu time consumed by the node in core-seconds"),
-    ("node_memory_working_set_bytes", "gauge", "Current working set of the node in bytes"),
-    ("pod_cpu_usage_seconds_total", "counter",
-     "Cumulative cpu time consumed by the pod in core-seconds"),
-    ("pod_memory_working_set_bytes", "gauge", "Current working set of the pod in bytes"),
-    ("container_cpu_usage_seconds_total", "counter",
-     "Cumulative cpu time consumed by the container in core-seconds"),
-    ("container_memory_working_set_bytes", "gauge",
-     "Current working set of the container in bytes"),
-    ("resource_scrape_error", "gauge",
-     "1 if there was an error while getting container metrics, 0 otherwise"),
-)
-
-
-def resource_metrics(summary: Obj | None) -> str:
-    """/metrics/resource from a /stats/summary document (None: the scrape failed)."""
-    samples: dict[str, list[str]] = {name: [] for name, _, _ in _RESOURCE_METRICS}
-    stamp = int(datetime.now(UTC).timestamp() * 1000)
-
-    def add(name: str, labels: dict[str, str], value: float) -> None:
-        text = ",".join(f'{k}="{v}"' for k, v in labels.items())
-        samples[name].append(f"{name}{{{text}}} {value:g} {stamp}" if text
-                             else f"{name} {value:g} {stamp}")
-
-    if summary is not None:
-        node = summary.get("node") or {}
-        add("node_cpu_usage_seconds_total", {},
-            (node.get("cpu") or {}).get("usageCoreNanoSeconds", 0) / 1e9)
-        add("node_memory_working_set_bytes", {},
-            (node.get("memory") or {}).get("workingSetBytes", 0))
-        for pod in summary.get("pods") or []:
-            ref = {"namespace": pod["podRef"]["namespace"], "pod": pod["podRef"]["name"]}
-            add("pod_cpu_usage_seconds_total", ref, pod["cpu"]["usageCoreNanoSeconds"] / 1e9)
-            add("pod_memory_working_set_bytes", ref, pod["memory"]["workingSetBytes"])
-            for container in pod.get("containers") or []:
-                labels = {"container": container["name"], **ref}
-                add("container_cpu_usage_seconds_total", labels,
-                    container["cpu"]["usageCoreNanoSeconds"] / 1e9)
-                add("container_memory_working_set_bytes", labels,
-                    container["memory"]["workingSetBytes"])
-    samples["resource_scrape_error"].append(
-        f"resource_scrape_error {0 if summary is not None else 1}")
-    lines = []
-    for name, kind, description in _RESOURCE_METRICS:
-        lines += [f"# HELP {name} [STABLE] {description}", f"# TYPE {name} {kind}",
-                  *samples[name]]
-    return "\n".join(lines) + "\n"
 
 
 def _ports(values: list[str]) -> list[int]:

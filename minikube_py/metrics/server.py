@@ -4,6 +4,9 @@
                                 for each node; keep its last two readings
     GET /apis/metrics.k8s.io/v1beta1/nodes[/{name}]              NodeMetrics
     GET /apis/metrics.k8s.io/v1beta1/[namespaces/{ns}/]pods[/{name}]   PodMetrics
+    GET /openapi/v2, /openapi/v3[/apis/metrics.k8s.io/v1beta1]   its schemas, which the
+                                API server merges into its own once the APIService is
+                                Available (`kubectl explain nodemetrics`)
 
 The API server reaches it through the APIService v1beta1.metrics.k8s.io, which names the
 Service kube-system/metrics-server; this process publishes itself as that Service's
@@ -13,9 +16,11 @@ endpoint at --advertise-address (publish.py), as upstream's runs as a pod behind
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
 import aiohttp
@@ -23,6 +28,8 @@ import orjson
 from aiohttp import web
 
 from minikube_py.api.meta import rfc3339
+from minikube_py.api.resources import Resource
+from minikube_py.api.schema import openapi_v2_definitions, openapi_v3_document
 from minikube_py.client.rest import Client
 from minikube_py.lifecycle import Component
 from minikube_py.metrics.publish import publish
@@ -40,6 +47,22 @@ log = logging.getLogger(__name__)
 GROUP, VERSION = "metrics.k8s.io", "v1beta1"
 PREFIX = f"/apis/{GROUP}/{VERSION}"
 KUBELET_PORT = 10250
+
+
+SERVED = (Resource(GROUP, VERSION, "NodeMetrics", "nodes", False, verbs=("get", "list")),
+          Resource(GROUP, VERSION, "PodMetrics", "pods", True, verbs=("get", "list")))
+
+
+@cache
+def openapi_v3() -> bytes:
+    return orjson.dumps(openapi_v3_document(GROUP, VERSION, SERVED))
+
+
+@cache
+def openapi_v2() -> bytes:
+    return orjson.dumps({"swagger": "2.0",
+                         "info": {"title": "metrics-server", "version": VERSION},
+                         "paths": {}, "definitions": openapi_v2_definitions([(GROUP, VERSION)])})
 
 
 def resource_list() -> Obj:
@@ -128,7 +151,22 @@ class MetricsServer(Component):
         app.router.add_get(f"{PREFIX}/pods", self._pod_list)
         app.router.add_get(f"{PREFIX}/namespaces/{{namespace}}/pods", self._pod_list)
         app.router.add_get(f"{PREFIX}/namespaces/{{namespace}}/pods/{{name}}", self._pod)
+        app.router.add_get("/openapi/v2", self._openapi_v2)
+        app.router.add_get("/openapi/v3", self._openapi_v3_index)
+        app.router.add_get(f"/openapi/v3{PREFIX}", self._openapi_v3)
         return app
+
+    async def _openapi_v2(self, request: web.Request) -> web.Response:
+        return web.Response(body=openapi_v2(), content_type="application/json")
+
+    async def _openapi_v3_index(self, request: web.Request) -> web.Response:
+        digest = hashlib.sha512(openapi_v3()).hexdigest()[:32].upper()
+        path = PREFIX.lstrip("/")
+        return _json({"paths": {path: {
+            "serverRelativeURL": f"/openapi/v3/{path}?hash={digest}"}}})
+
+    async def _openapi_v3(self, request: web.Request) -> web.Response:
+        return web.Response(body=openapi_v3(), content_type="application/json")
 
     async def _ok(self, request: web.Request) -> web.Response:
         return web.Response(text="ok")

@@ -324,6 +324,14 @@ def test_proxy_reaches_a_pod_a_service_and_a_node(cluster: Path) -> None:
     pods = json.loads(kubectl(cluster, "get", "--raw", "/api/v1/nodes/node-1/proxy/pods"
                               ).stdout)
     assert "web" in {p["metadata"]["name"] for p in pods["items"]}
+    running = json.loads(kubectl(cluster, "get", "--raw",
+                                 "/api/v1/nodes/node-1/proxy/runningpods/").stdout)
+    assert "web" in {p["metadata"]["name"] for p in running["items"]}
+    configz = json.loads(kubectl(cluster, "get", "--raw",
+                                 "/api/v1/nodes/node-1/proxy/configz").stdout)
+    assert configz["kubeletconfig"]["clusterDNS"] == ["10.96.0.10"]
+    assert 'kubelet_node_name{node="node-1"} 1' in kubectl(
+        cluster, "get", "--raw", "/api/v1/nodes/node-1/proxy/metrics").stdout
     # the target's own answer comes back, a 404 included
     missing = run(cluster, "get", "--raw", "/api/v1/namespaces/default/pods/web:80/proxy/nope")
     assert missing.returncode == 1 and "NotFound" in missing.stderr
@@ -357,6 +365,11 @@ def test_kubectl_top_shows_a_busy_pod_busy_and_an_idle_one_idle(cluster: Path) -
     assert nodes[0] == "node-1" and int(nodes[1].removesuffix("m")) >= 300, nodes
     containers = kubectl(cluster, "top", "pod", "busy", "--containers", "--no-headers").stdout
     assert containers.split()[:2] == ["busy", "busy"], containers
+    # the aggregated group's schemas join the API server's OpenAPI: kubectl explain reads them
+    index = json.loads(kubectl(cluster, "get", "--raw", "/openapi/v3").stdout)
+    assert "apis/metrics.k8s.io/v1beta1" in index["paths"]
+    explained = kubectl(cluster, "explain", "podmetrics.containers").stdout
+    assert "KIND:       PodMetrics" in explained and "usage" in explained, explained
 
 
 def in_terminal(args: list[str], replies: list[tuple[bytes, bytes]], timeout: float = 60

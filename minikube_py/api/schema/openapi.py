@@ -11,9 +11,15 @@ x-kubernetes-list-* and x-kubernetes-patch-* extensions of their fields.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from minikube_py.api.resources import CONNECT_SUBRESOURCES, RESOURCES, SUBRESOURCE_KINDS
+from minikube_py.api.resources import (
+    CONNECT_SUBRESOURCES,
+    RESOURCES,
+    SUBRESOURCE_KINDS,
+    Resource,
+)
 from minikube_py.api.schema.meta import DELETE_OPTIONS, MICRO_TIME, PATCH, STATUS, TIME
 from minikube_py.api.schema.paths import REF_V3, resource_paths
 from minikube_py.api.schema.registry import (
@@ -116,10 +122,12 @@ def _property(field: Field, ref: str, v3: bool) -> dict:
     return out | extras
 
 
-def openapi_v3_document(group: str, version: str) -> dict:
+def openapi_v3_document(group: str, version: str,
+                        served: Iterable[Resource] = RESOURCES) -> dict:
     """The /openapi/v3/api[s]/<group>/<version> document: the paths of the group-version's
-    resources and every definition they reach (ObjectMeta, PodSpec, Scale, ...)."""
-    resources = [r for r in RESOURCES if (r.group, r.version) == (group, version)]
+    resources (of `served`: the API server's own by default) and every definition they
+    reach (ObjectMeta, PodSpec, Scale, ...)."""
+    resources = [r for r in served if (r.group, r.version) == (group, version)]
     roots = [schema for (g, v, _), schema in KINDS.items() if (g, v) == (group, version)]
     paths: dict[str, dict] = {}
     for resource in resources:
@@ -139,9 +147,12 @@ def openapi_v3_document(group: str, version: str) -> dict:
     }
 
 
-def openapi_v2_definitions() -> dict:
-    """The swagger 2.0 `definitions` of every kind, with "#/definitions/..." references."""
+def openapi_v2_definitions(group_versions: Iterable[tuple[str, str]]) -> dict:
+    """The swagger 2.0 `definitions` of every kind of the group-versions, with
+    "#/definitions/..." references."""
     gvks = group_version_kinds()
-    roots = [*KINDS.values(), DELETE_OPTIONS, PATCH]
+    wanted = set(group_versions)
+    roots = [*(schema for (g, v, _), schema in KINDS.items() if (g, v) in wanted),
+             DELETE_OPTIONS, PATCH]
     return {name: _definition(schema, REF_V2, False, gvks.get(name, []))
             for name, schema in definitions(roots).items()}

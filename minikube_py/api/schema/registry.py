@@ -9,7 +9,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from minikube_py.api.resources import RESOURCES
-from minikube_py.api.schema import apps, batch, core, node, others, pod, rbac, service, storage
+from minikube_py.api.schema import (
+    apps,
+    batch,
+    core,
+    metrics,
+    node,
+    others,
+    pod,
+    rbac,
+    service,
+    storage,
+)
 from minikube_py.api.schema.meta import STATUS, list_kind
 from minikube_py.api.schema.types import Type
 
@@ -51,6 +62,14 @@ KINDS: dict[GroupVersionKind, Type] = {
     ("rbac.authorization.k8s.io", "v1", "RoleBinding"): rbac.ROLE_BINDING,
     ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"): rbac.CLUSTER_ROLE_BINDING,
 }
+
+# The aggregated metrics API (served by the metrics server, not by the API server).
+KINDS.update({
+    ("metrics.k8s.io", "v1beta1", "NodeMetrics"): metrics.NODE_METRICS,
+    ("metrics.k8s.io", "v1beta1", "NodeMetricsList"): list_kind(metrics.NODE_METRICS),
+    ("metrics.k8s.io", "v1beta1", "PodMetrics"): metrics.POD_METRICS,
+    ("metrics.k8s.io", "v1beta1", "PodMetricsList"): list_kind(metrics.POD_METRICS),
+})
 
 # <Kind>List of every resource that can be listed.
 KINDS.update({
