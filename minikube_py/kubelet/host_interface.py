@@ -42,6 +42,16 @@ class HostInterface:
     def running_pods(self) -> list[Obj]:
         return list(self.kubelet.pods.values())
 
+    def _container_start_times(self) -> dict[str, str]:
+        """Runtime container id -> when it started, from the pods' statuses."""
+        started = {}
+        for pod in self.kubelet.pods.values():
+            for status in _container_statuses(pod):
+                running = (status.get("state") or {}).get("running") or {}
+                if running.get("startedAt") and status.get("containerID"):
+                    started[status["containerID"].partition("://")[2]] = running["startedAt"]
+        return started
+
     async def runtime_pods(self) -> list[Obj]:
         """GetRunningPods: the pods as the runtime holds them (a ready sandbox or a running
         container), each with the containers that run, whatever the API server says."""
@@ -204,10 +214,12 @@ class HostInterface:
             api_pb2.ListContainerStatsRequest())
         now = rfc3339(datetime.now(UTC))
         by_pod: dict[str, list[Obj]] = {}
+        started = self._container_start_times()
         for stats in answer.stats:
             labels = stats.attributes.labels
             by_pod.setdefault(labels.get("io.kubernetes.pod.uid", ""), []).append({
-                "name": stats.attributes.metadata.name, "startTime": now,
+                "name": stats.attributes.metadata.name,
+                "startTime": started.get(stats.attributes.id, now),
                 "cpu": {"time": now,
                         "usageCoreNanoSeconds": stats.cpu.usage_core_nano_seconds.value},
                 "memory": {"time": now,

@@ -50,6 +50,11 @@ def exposition(families: list[Family], timestamp_ms: int | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def parse_rfc3339(text: str) -> float:
+    """Seconds since the epoch of an RFC 3339 time ("2026-11-25T03:47:54Z")."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
 def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
@@ -69,6 +74,8 @@ def resource_metrics(summary: Obj | None) -> str:
                            "core-seconds")
     container_memory = Family("container_memory_working_set_bytes", "gauge",
                               "[STABLE] Current working set of the container in bytes")
+    container_start = Family("container_start_time_seconds", "gauge",
+                             "[STABLE] Start time of the container since unix epoch in seconds")
     error = Family("resource_scrape_error", "gauge",
                    "[STABLE] 1 if there was an error while getting container metrics, "
                    "0 otherwise")
@@ -84,9 +91,11 @@ def resource_metrics(summary: Obj | None) -> str:
                 labels = {"container": container["name"], **ref}
                 container_cpu.add(labels, container["cpu"]["usageCoreNanoSeconds"] / 1e9)
                 container_memory.add(labels, container["memory"]["workingSetBytes"])
+                if container.get("startTime"):
+                    container_start.add(labels, parse_rfc3339(container["startTime"]))
     stamp = int(datetime.now(UTC).timestamp() * 1000)
     text = exposition([node_cpu, node_memory, pod_cpu, pod_memory, container_cpu,
-                       container_memory], stamp)
+                       container_memory, container_start], stamp)
     error.add({}, 0 if summary is not None else 1)
     return text + exposition([error])
 

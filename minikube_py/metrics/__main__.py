@@ -1,5 +1,5 @@
 """`python -m minikube_py.metrics --kubeconfig F [--bind-address A] [--port N]
-[--metric-resolution 15s] [--advertise-address IP]`: metrics-server's role."""
+[--metric-resolution 5s] [--advertise-address IP]`: metrics-server's role."""
 
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
     parser.add_argument("--bind-address", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=4443)
-    parser.add_argument("--metric-resolution", type=flag_duration, default=15.0,
-                        help="how often every kubelet is scraped (15s)")
+    parser.add_argument("--metric-resolution", type=flag_duration, default=5.0,
+                        help="how often every kubelet is scraped (5s: the kubelet reads the "
+                             "cgroups when asked, so every scrape is fresh)")
     parser.add_argument("--advertise-address", default="",
                         help="the address the API server reaches this server on: published "
                              "as the kube-system/metrics-server Service's endpoint, with the "

@@ -2,7 +2,9 @@
 
 Each scrape gives cumulative CPU seconds and the current working set; the CPU use of
 `kubectl top` is the rate between the last two scrapes (metrics-server's), the memory the
-last working set.
+last working set. A container that started less than one resolution ago (but at least
+10 s ago) needs no second scrape: its start, with no CPU used yet, serves as the earlier
+reading (metrics-server's fresh-container rule).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ class Point:
     cpu_seconds: float = 0.0
     memory_bytes: float = 0.0
     at: float = 0.0
+    start: float = 0.0  # when the container started (containers only; 0: unknown)
 
 
 @dataclass
@@ -57,13 +60,26 @@ def parse_resource_metrics(text: str, now: float) -> NodeScrape:
             point.cpu_seconds = float(value)
         elif name.endswith("_memory_working_set_bytes"):
             point.memory_bytes = float(value)
+        elif name == "container_start_time_seconds":
+            point.start = float(value)
     return scrape
 
 
-def usage(previous: Point | None, latest: Point) -> tuple[int, int] | None:
+FRESH_MINIMUM = 10.0
+"""Seconds a container must have run before its start counts as a reading (fewer give
+inaccurate rates: upstream's freshContainerMinMetricsResolution)."""
+
+
+def usage(previous: Point | None, latest: Point, resolution: float = 0.0
+          ) -> tuple[int, int] | None:
     """(CPU in nanocores, memory in bytes) between two readings; None without a rate
-    (the first reading, or a counter that went back: a restarted container)."""
-    if previous is None or latest.at <= previous.at or latest.cpu_seconds < previous.cpu_seconds:
+    (the first reading of a container that is not fresh, or one that restarted since)."""
+    if latest.start and FRESH_MINIMUM <= latest.at - latest.start < resolution:
+        previous = Point(0.0, 0.0, latest.start)
+    elif previous is None or latest.cpu_seconds < previous.cpu_seconds or (
+            latest.start > previous.at):
+        return None
+    if latest.at <= previous.at:
         return None
     rate = (latest.cpu_seconds - previous.cpu_seconds) / (latest.at - previous.at)
     return int(rate * 1e9), int(latest.memory_bytes)

@@ -30,11 +30,13 @@ from aiohttp import web
 from minikube_py.api.meta import rfc3339
 from minikube_py.api.resources import Resource
 from minikube_py.api.schema import openapi_v2_definitions, openapi_v3_document
+from minikube_py.api.selectors import LabelSelector, parse_label_selector
 from minikube_py.client.rest import Client
 from minikube_py.lifecycle import Component
 from minikube_py.metrics.publish import publish
 from minikube_py.metrics.scrape import (
     NodeScrape,
+    Point,
     cpu_quantity,
     memory_quantity,
     parse_resource_metrics,
@@ -85,7 +87,7 @@ def _kubelet_url(node: Obj) -> str | None:
 class MetricsServer(Component):
     """`async with MetricsServer(client, address, port):` scrape and serve."""
 
-    def __init__(self, client: Client, address: str, port: int, *, resolution: float = 15.0,
+    def __init__(self, client: Client, address: str, port: int, *, resolution: float = 5.0,
                  advertise_address: str = "") -> None:
         super().__init__()
         self.client = client
@@ -94,6 +96,7 @@ class MetricsServer(Component):
         self.advertise_address = advertise_address
         self.scrapes: dict[str, tuple[NodeScrape | None, NodeScrape]] = {}  # node -> (old, new)
         self.nodes: dict[str, Obj] = {}
+        self.pod_labels: dict[tuple[str, str], dict[str, str]] = {}
         self._ready = asyncio.Event()
 
     async def wait_started(self) -> None:
@@ -118,6 +121,9 @@ class MetricsServer(Component):
     async def scrape_all(self, session: aiohttp.ClientSession) -> None:
         nodes = (await self.client.resource("nodes").list())["items"]
         self.nodes = {n["metadata"]["name"]: n for n in nodes}
+        pods = (await self.client.resource("pods").list())["items"]
+        self.pod_labels = {(p["metadata"]["namespace"], p["metadata"]["name"]):
+                           p["metadata"].get("labels") or {} for p in pods}
         await asyncio.gather(*(self.scrape(session, node) for node in nodes))
         for gone in set(self.scrapes) - set(self.nodes):
             del self.scrapes[gone]
@@ -194,34 +200,47 @@ class MetricsServer(Component):
                                     "memory": memory_quantity(used[1])}})
         return items
 
-    def pod_metrics(self, namespace: str = "") -> list[Obj]:
+    def pod_metrics(self, namespace: str = "", selector: LabelSelector | None = None
+                    ) -> list[Obj]:
+        """PodMetrics of the pods whose every container has a usage (metrics-server's
+        rule), with the pod's labels; `selector` filters on them."""
         items = []
         for old, new in self.scrapes.values():
-            for (ns, pod), latest in sorted(new.pods.items()):
-                if namespace and ns != namespace:
+            by_pod: dict[tuple[str, str], list[tuple[str, Point]]] = {}
+            for (ns, pod, container), point in sorted(new.containers.items()):
+                by_pod.setdefault((ns, pod), []).append((container, point))
+            for (ns, pod), points in sorted(by_pod.items()):
+                labels = self.pod_labels.get((ns, pod), {})
+                if (namespace and ns != namespace) or (
+                        selector is not None and not selector.matches(labels)):
                     continue
-                before = old.pods.get((ns, pod)) if old else None
-                if usage(before, latest) is None:
-                    continue
-                containers = []
-                for (c_ns, c_pod, container), point in sorted(new.containers.items()):
-                    if (c_ns, c_pod) != (ns, pod):
-                        continue
-                    used = usage(old.containers.get((c_ns, c_pod, container)) if old else None,
-                                 point)
-                    if used is not None:
-                        containers.append({"name": container, "usage": {
-                            "cpu": cpu_quantity(used[0]), "memory": memory_quantity(used[1])}})
-                items.append({"metadata": {"name": pod, "namespace": ns,
-                                           "creationTimestamp": _now()},
-                              "timestamp": rfc3339(datetime.fromtimestamp(latest.at, UTC)),
-                              "window": _window(before.at if before else 0, latest.at),
-                              "containers": containers})
+                containers, windows = [], []
+                for container, point in points:
+                    before = old.containers.get((ns, pod, container)) if old else None
+                    used = usage(before, point, self.resolution)
+                    if used is None:
+                        break
+                    containers.append({"name": container, "usage": {
+                        "cpu": cpu_quantity(used[0]), "memory": memory_quantity(used[1])}})
+                    start = point.start if before is None or point.start > before.at else (
+                        before.at)
+                    windows.append((start, point.at))
+                else:
+                    start, end = min(windows)
+                    items.append({"metadata": {"name": pod, "namespace": ns,
+                                               "creationTimestamp": _now(), "labels": labels},
+                                  "timestamp": rfc3339(datetime.fromtimestamp(end, UTC)),
+                                  "window": _window(start, end), "containers": containers})
         return items
 
     async def _node_list(self, request: web.Request) -> web.Response:
+        try:
+            selector = parse_label_selector(request.query.get("labelSelector", ""))
+        except ValueError as err:
+            return _bad_request(str(err))
+        items = [n for n in self.node_metrics() if selector.matches(n["metadata"]["labels"])]
         return _json({"kind": "NodeMetricsList", "apiVersion": f"{GROUP}/{VERSION}",
-                      "metadata": {}, "items": self.node_metrics()})
+                      "metadata": {}, "items": items})
 
     async def _node(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
@@ -231,7 +250,11 @@ class MetricsServer(Component):
         return _json({"kind": "NodeMetrics", "apiVersion": f"{GROUP}/{VERSION}", **found})
 
     async def _pod_list(self, request: web.Request) -> web.Response:
-        items = self.pod_metrics(request.match_info.get("namespace", ""))
+        try:
+            selector = parse_label_selector(request.query.get("labelSelector", ""))
+        except ValueError as err:
+            return _bad_request(str(err))
+        items = self.pod_metrics(request.match_info.get("namespace", ""), selector)
         return _json({"kind": "PodMetricsList", "apiVersion": f"{GROUP}/{VERSION}",
                       "metadata": {}, "items": items})
 
@@ -262,3 +285,8 @@ def _not_found(resource: str, name: str) -> web.Response:
                   "message": f'{resource}.{GROUP} "{name}" not found', "reason": "NotFound",
                   "details": {"name": name, "group": GROUP, "kind": resource}, "code": 404},
                  404)
+
+
+def _bad_request(message: str) -> web.Response:
+    return _json({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                  "message": message, "reason": "BadRequest", "code": 400}, 400)

@@ -35,3 +35,22 @@ def test_usage_is_the_cpu_rate_between_two_readings_and_the_last_memory() -> Non
     assert usage(Point(1.0, 100, 10), Point(2.5, 300, 12)) == (750_000_000, 300)
     assert usage(Point(5.0, 100, 10), Point(1.0, 100, 12)) is None  # a restart
     assert (cpu_quantity(750_000_000), memory_quantity(300 * 1024)) == ("750000000n", "300Ki")
+
+
+def test_a_fresh_container_counts_from_its_start_with_one_reading() -> None:
+    # started 12 s before the reading, resolution 15 s: its start is the earlier reading
+    fresh = Point(cpu_seconds=3.0, memory_bytes=100, at=112, start=100)
+    assert usage(None, fresh, resolution=15) == (250_000_000, 100)
+    # under 10 s old: too few to be accurate; older than a resolution: two scrapes needed
+    assert usage(None, Point(1.0, 100, at=105, start=100), resolution=15) is None
+    assert usage(None, Point(1.0, 100, at=130, start=100), resolution=15) is None
+    # a reading from before a restart is no earlier reading of the new container
+    assert usage(Point(9.0, 100, at=90), Point(9.5, 100, at=130, start=100),
+                 resolution=15) is None
+
+
+def test_the_start_time_of_a_container_is_read() -> None:
+    text = SCRAPE + ('container_start_time_seconds{container="c",namespace="default",'
+                     'pod="w"} 1.7e+09 1700000010000\n')
+    point = parse_resource_metrics(text, now=0).containers[("default", "w", "c")]
+    assert (point.start, point.at) == (1.7e9, 1700000010.0)
