@@ -17,6 +17,10 @@ with PASS/FAIL beside each target, appends it to benchmarks/RESULTS.md, and stop
        just before its create was sent (CLOCK_MONOTONIC is shared by all processes)
     6. orjson vs the stdlib json on a 5,000-pod list; in a full run, the same server on
        the other event loop (uvloop or asyncio)
+    7. the price of security: creates/s and GETs/s against a server with TLS, client
+       certificates and RBAC (the client a user bound to `edit` in the namespace), over
+       the same against plain HTTP with AlwaysAllow, in alternating trials on fresh
+       servers. Target: >= 80% of the plain figures
 
 Every phase also records the CPU each process used (API server, etcd, this client, the
 watch readers and everything else on the machine), from /proc, so a reader can tell which
@@ -37,6 +41,7 @@ import math
 import multiprocessing
 import os
 import platform
+import ssl
 import statistics
 import sys
 import time
@@ -59,8 +64,9 @@ if str(REPO) not in sys.path:
 
 from benchmarks.etcd_raw import raw_create_rate, scratch_directory  # noqa: E402
 from minikube_py.client import transport  # noqa: E402
-from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
+from minikube_py.cluster.apiserver import APIServerProcess, ServingTLS  # noqa: E402
 from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
+from minikube_py.security import pki  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
 SENT_MARK = b'"sent":"'
@@ -92,6 +98,10 @@ QUICK = Sizes(creates=300, gets=300, pods=300, list_runs=3, watchers=10, watch_e
 # One trial of the event loop comparison (a full run alternates them, each on a fresh etcd).
 TRIAL = Sizes(creates=3000, gets=6000, pods=5000, list_runs=5, watchers=100, watch_events=1000)
 LOOP_TRIALS = 2
+# One trial of the security comparison, quick run or not: smaller trials are all TLS
+# handshakes and noise.
+SECURITY_TRIAL = Sizes(creates=2000, gets=4000, pods=0, list_runs=0, watchers=0,
+                       watch_events=0)
 # The figure that sums up a row in the comparison, by its key in Row.numbers.
 HEADLINES = (("rate", "/s"), ("median_ms", " ms median"), ("p99_ms", " ms p99"))
 
@@ -252,11 +262,13 @@ class ConnectionPool:
     client spends is taken from the API server or etcd, and aiohttp's client costs about
     3x as much CPU per request here."""
 
-    def __init__(self, url: str, size: int) -> None:
+    def __init__(self, url: str, size: int, ssl_context: ssl.SSLContext | None = None
+                 ) -> None:
         self.url = url
         self.size = size
         self._slots = asyncio.Semaphore(size)
-        self._http = transport.ConnectionPool(url, headers={"Accept": "application/json"})
+        self._http = transport.ConnectionPool(url, ssl_context=ssl_context,
+                                              headers={"Accept": "application/json"})
 
     async def __aenter__(self) -> ConnectionPool:
         return self
@@ -671,6 +683,94 @@ async def api_server(etcd: EtcdProcess, log: Path, event_loop: str, concurrency:
         yield pool, child_pid("minikube_py.apiserver")
 
 
+async def security_trial(tmp: Path, secured: bool, sizes: Sizes
+                         ) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(creates/s, GETs/s) and the API server's CPU per create and per GET (us), on a fresh
+    etcd and API server, plain or secured."""
+    async with EtcdProcess(tmp / "etcd") as etcd:
+        assert etcd.pid is not None
+        extra = ["--log-requests=false"]
+        tls, admin_context, user_context = None, None, None
+        if secured:
+            ca = pki.new_ca()
+            serving = pki.issue(ca, "kube-apiserver", ip_addresses=("127.0.0.1",), server=True)
+            cert, key = serving.write(tmp, "apiserver")
+            (tmp / "ca.crt").write_bytes(ca.cert_pem)
+            tls = ServingTLS(cert, key, tmp / "ca.crt")
+            extra.append("--authorization-mode=RBAC")
+            admin_context = client_context(tmp, ca, "kubernetes-admin", ("system:masters",))
+            user_context = client_context(tmp, ca, "bench-user", ())
+        async with APIServerProcess([etcd.client_url], tmp / "apiserver.log",
+                                    extra_args=tuple(extra), tls=tls) as server:
+            async with ConnectionPool(server.url, 4, admin_context) as admin:
+                await create_namespace(admin, "bench")
+                if secured:
+                    await grant_edit(admin, "bench", "bench-user")
+            async with ConnectionPool(server.url, sizes.concurrency, user_context) as pool:
+                bench = Bench(pool, sizes, {"apiserver": child_pid("minikube_py.apiserver"),
+                                            "etcd": etcd.pid, "client": os.getpid()})
+                created = await bench.create_trial(0)
+                got = await bench.gets()
+    return ((created.rate, got.numbers["rate"]),
+            (created.cost_us, got.numbers["apiserver_cpu_us"]))
+
+
+def client_context(tmp: Path, ca: pki.KeyPair, user: str, groups: tuple[str, ...]
+                   ) -> ssl.SSLContext:
+    """TLS as a client with a certificate for `user` in `groups`."""
+    cert, key = pki.issue(ca, user, organizations=groups, client=True).write(tmp, user)
+    context = ssl.create_default_context(cafile=tmp / "ca.crt")
+    context.load_cert_chain(cert, key)
+    return context
+
+
+async def grant_edit(admin: ConnectionPool, namespace: str, user: str) -> None:
+    """A RoleBinding of the bootstrap role `edit` to the user; waits until it applies."""
+    body = orjson.dumps({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": f"{user}-edits"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "edit"},
+        "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}]})
+    path = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings"
+    deadline = time.monotonic() + 30
+    while True:  # the bootstrap roles come a moment after the server is ready
+        try:
+            await admin.request("POST", path, body, expect=201)
+            return
+        except BenchmarkError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+
+
+async def compare_security(tmp: Path, sizes: Sizes, trials: int) -> list[Row]:
+    """Alternate plain and secured trials; the medians, and secured over plain. The API
+    server's CPU per request is reported beside: on 2 cores the client's own TLS work
+    (asyncio's, in this process) takes CPU from the server too."""
+    results: dict[bool, list[tuple[tuple[float, float], tuple[float, float]]]] = {
+        False: [], True: []}
+    for trial in range(trials):
+        for secured in (False, True) if trial % 2 == 0 else (True, False):
+            progress(f"security comparison: {'TLS + RBAC' if secured else 'plain'}, "
+                     f"trial {trial + 1} of {trials}")
+            results[secured].append(await security_trial(
+                tmp / f"{'secured' if secured else 'plain'}-{trial}", secured, sizes))
+    rows = []
+    for index, what in enumerate(("creates/s", "GETs/s")):
+        plain = statistics.median(r[0][index] for r in results[False])
+        secured = statistics.median(r[0][index] for r in results[True])
+        plain_us = statistics.median(r[1][index] for r in results[False])
+        secured_us = statistics.median(r[1][index] for r in results[True])
+        rows.append(Row(f"TLS + client certificates + RBAC vs plain HTTP: API {what}",
+                        f"{secured:,.0f}/s vs {plain:,.0f}/s ({100 * secured / plain:.0f}%, "
+                        f"median of {trials}); API server CPU {secured_us:,.0f} vs "
+                        f"{plain_us:,.0f} us each", ">= 80% of plain", secured >= 0.8 * plain,
+                        numbers={"rate": secured, "plain_rate": plain,
+                                 "apiserver_cpu_us": secured_us, "plain_cpu_us": plain_us}))
+    return rows
+
+
 def progress(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
@@ -739,6 +839,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 progress("watch fan-out, unpaced")
                 rows.append(await bench.watch(None, args.watch_processes))
                 rows += bench.encoders()
+        rows += await compare_security(Path(tmp) / "security", SECURITY_TRIAL, 3)
         if not args.quick:
             comparison = await compare_loops(Path(tmp), (args.event_loop, other_loop),
                                              args.watch_processes)

@@ -79,7 +79,10 @@ MINIMAL: dict[str, Obj] = {
 }
 # Kinds whose name follows from their body (NAME in MINIMAL is the test's base name).
 NAMES = {"apiregistration.k8s.io/v1/APIService": "v1.{name}.example.com"}
-NOT_CREATED = {"v1/Binding"}  # a subresource's kind: never stored on its own
+# Never stored: a subresource's kind, and the reviews (questions the server answers)
+NOT_CREATED = {"v1/Binding", "authorization.k8s.io/v1/SelfSubjectAccessReview",
+               "authorization.k8s.io/v1/SubjectAccessReview",
+               "authentication.k8s.io/v1/SelfSubjectReview"}
 
 
 def missing(obj: Any, fields: dict[str, Any], path: str = "") -> list[str]:

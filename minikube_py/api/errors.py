@@ -65,7 +65,8 @@ def _ordered_details(details: dict[str, Any]) -> dict[str, Any]:
 
 
 def _details(name: str, group: str, kind: str) -> dict[str, Any]:
-    details: dict[str, Any] = {"name": name}
+    """name, group and kind, each left out when empty (Go's omitempty)."""
+    details: dict[str, Any] = {"name": name} if name else {}
     if group:
         details["group"] = group
     details["kind"] = kind

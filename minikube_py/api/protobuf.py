@@ -14,8 +14,8 @@ decoded struct to JSON:
 - go-to-protobuf names fields after their JSON tags, so a field's name is its JSON key;
   a few Go structs are embedded with `json:",inline"`: their fields move up one level;
 - maps are maps, `[]byte` is base64, and four types have their own JSON form:
-  Time (RFC 3339), IntOrString (a number or a string), Quantity (a string) and FieldsV1
-  (the JSON document it holds);
+  Time (RFC 3339), IntOrString (a number or a string), Quantity (a string), FieldsV1
+  (the JSON document it holds) and a user's ExtraValue (the list of strings);
 - Go's `omitempty`: unset fields, empty lists and maps, zero scalars and the zero Time
   (`creationTimestamp` of a new object) are left out, except where the Go field is a
   pointer (or has no omitempty) and its zero means something (`replicas: 0`,
@@ -35,6 +35,8 @@ from google.protobuf.message import DecodeError, Message
 from minikube_py.api import meta
 from minikube_py.gen.k8s import (
     apps_v1_pb2,
+    authentication_v1_pb2,
+    authorization_v1_pb2,
     batch_v1_pb2,
     core_v1_pb2,
     policy_v1_pb2,
@@ -69,6 +71,11 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("rbac.authorization.k8s.io/v1", "Role"): rbac_v1_pb2.Role,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): rbac_v1_pb2.RoleBinding,
     ("scheduling.k8s.io/v1", "PriorityClass"): scheduling_v1_pb2.PriorityClass,
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"):
+        authorization_v1_pb2.SelfSubjectAccessReview,
+    ("authorization.k8s.io/v1", "SubjectAccessReview"):
+        authorization_v1_pb2.SubjectAccessReview,
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): authentication_v1_pb2.SelfSubjectReview,
 }
 
 CORE = "k8s.io.api.core.v1"
@@ -77,6 +84,8 @@ TIME = f"{META}.Time"
 FIELDS_V1 = f"{META}.FieldsV1"
 INT_OR_STRING = "k8s.io.apimachinery.pkg.util.intstr.IntOrString"
 QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity"
+EXTRA_VALUES = ("k8s.io.api.authorization.v1.ExtraValue",
+                "k8s.io.api.authentication.v1.ExtraValue")
 
 # Go struct fields embedded with `json:",inline"`: in JSON their fields belong to the parent
 # (a configMap volume is {"name": ..., "items": ...}, a probe {"httpGet": ..., "periodSeconds": 5}).
@@ -264,6 +273,8 @@ def _value_to_json(field: FieldDescriptor, value: Any) -> Any:
         return value.string or "0"
     if name == FIELDS_V1:
         return orjson.loads(value.Raw) if value.Raw else None
+    if name in EXTRA_VALUES:
+        return [_text(item) for item in value.items]
     return message_to_json(value)
 
 

@@ -137,6 +137,13 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",),
              subresources=("status",)),
     # rbac.authorization.k8s.io/v1 (stored; the API server does not enforce it yet)
+    # questions answered by the authorizer and never stored (authorization.py)
+    Resource("authorization.k8s.io", "v1", "SelfSubjectAccessReview",
+             "selfsubjectaccessreviews", False, verbs=("create",)),
+    Resource("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews",
+             False, verbs=("create",)),
+    Resource("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews",
+             False, verbs=("create",)),
     Resource("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
     Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
     Resource("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),

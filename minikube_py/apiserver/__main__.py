@@ -9,6 +9,7 @@ import logging
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from minikube_py.api.duration import flag_duration
 from minikube_py.apiserver.allocators import (
@@ -18,6 +19,7 @@ from minikube_py.apiserver.allocators import (
     parse_service_cidr,
 )
 from minikube_py.apiserver.server import APIServer, APIServerConfig
+from minikube_py.apiserver.storage.encryption import load_encryption_config
 
 
 def checked_by(parse: Callable[[str], object]) -> Callable[[str], str]:
@@ -41,7 +43,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--etcd-servers", required=True,
                         help="comma-separated etcd client URLs, e.g. http://127.0.0.1:2379")
     parser.add_argument("--bind-address", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=6443)
+    parser.add_argument("--port", "--secure-port", type=int, default=6443,
+                        help="the port to serve on (HTTPS with --tls-cert-file)")
+    parser.add_argument("--tls-cert-file", default="",
+                        help="the serving certificate (PEM); without it, plain HTTP")
+    parser.add_argument("--tls-private-key-file", default="", help="its private key (PEM)")
+    parser.add_argument("--client-ca-file", default="",
+                        help="the CA whose client certificates authenticate users "
+                             "(CN = user, O = groups)")
+    parser.add_argument("--token-auth-file", default="",
+                        help="bearer tokens, CSV lines token,user,uid[,\"group1,group2\"]")
+    parser.add_argument("--anonymous-auth", choices=("true", "false"), default="true",
+                        help="requests without credentials are system:anonymous "
+                             "(false: 401)")
+    parser.add_argument("--authorization-mode", choices=("AlwaysAllow", "RBAC"),
+                        default="AlwaysAllow", help="who may do what")
+    parser.add_argument("--encryption-provider-config", default="",
+                        help="an EncryptionConfiguration: which resources etcd holds "
+                             "encrypted, with which keys")
     parser.add_argument("--max-requests-inflight", type=int, default=400)
     parser.add_argument("--max-mutating-requests-inflight", type=int, default=200)
     parser.add_argument("--etcd-compaction-interval", type=flag_duration, default="5m",
@@ -68,14 +87,22 @@ async def serve(config: APIServerConfig) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    scheme = "https" if config.tls_cert_file else "http"
     async with server:
         logging.getLogger("minikube_py.apiserver").info(
-            '{"msg": "serving", "address": "http://%s:%d"}', config.bind_address, server.port)
+            '{"msg": "serving", "address": "%s://%s:%d"}', scheme, config.bind_address,
+            server.port)
         await stop.wait()
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.encryption_provider_config:  # a bad file is one line, before anything starts
+        try:
+            load_encryption_config(Path(args.encryption_provider_config))
+        except ValueError as err:
+            parser.error(str(err))
     logging.basicConfig(stream=sys.stderr, format="%(message)s",
                         level=logging.INFO if args.v >= 1 else logging.WARNING)
     config = APIServerConfig(
@@ -88,6 +115,13 @@ def main(argv: list[str] | None = None) -> None:
         log_requests=args.log_requests == "true",
         service_cluster_ip_range=args.service_cluster_ip_range,
         service_node_port_range=args.service_node_port_range,
+        tls_cert_file=args.tls_cert_file,
+        tls_private_key_file=args.tls_private_key_file,
+        client_ca_file=args.client_ca_file,
+        token_auth_file=args.token_auth_file,
+        anonymous_auth=args.anonymous_auth == "true",
+        authorization_mode=args.authorization_mode,
+        encryption_provider_config=args.encryption_provider_config,
     )
     # The watch caches keep every object as dicts, so a full collection walks them all and
     # stalls the event loop (~140 ms each with 5,000 pods cached). Objects decoded from JSON

@@ -1,9 +1,12 @@
 """The API server: an aiohttp application in front of the generic store and etcd.
 
-    HTTP request
+    HTTP(S) request
       -> _serve: request id, in-flight limits (429), metrics, JSON log, Status errors
+      -> authentication: who asks (authentication.py; 401)
+      -> authorization: may they (authorization.py: AlwaysAllow or RBAC; 403)
       -> non-resource paths: /healthz /livez /readyz /metrics /version, discovery, OpenAPI
       -> resource paths: requestinfo -> rest.ResourceHandler -> store.Store -> etcd
+         (reviews: answered by the authorizer, reviews.py)
 
 `APIServer` owns everything it starts (etcd client, one watch cache per resource, the
 compaction loop, the HTTP site) and stops all of it in `stop()`.
@@ -14,10 +17,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import sys
 import time
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -27,7 +32,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from minikube_py.api import errors
 from minikube_py.api.meta import new_uid
 from minikube_py.api.resources import CONNECT_SUBRESOURCES, RESOURCES
-from minikube_py.apiserver import discovery, openapi
+from minikube_py.apiserver import bootstrappolicy, discovery, openapi
 from minikube_py.apiserver.aggregation import Aggregator
 from minikube_py.apiserver.allocators import (
     DEFAULT_NODE_PORT_RANGE,
@@ -36,16 +41,30 @@ from minikube_py.apiserver.allocators import (
     PortAllocator,
 )
 from minikube_py.apiserver.apiservices import APIServiceAvailability
+from minikube_py.apiserver.authentication import (
+    Authenticator,
+    read_token_file,
+    server_ssl_context,
+)
+from minikube_py.apiserver.authorization import (
+    AlwaysAllow,
+    Attributes,
+    Authorizer,
+    RBACAuthorizer,
+    forbidden,
+)
 from minikube_py.apiserver.metrics import APIServerMetrics, InstrumentedEtcd
 from minikube_py.apiserver.requestinfo import RequestInfo, parse_request_info
 from minikube_py.apiserver.responses import AUDIT_ID, json_response, no_such_resource
 from minikube_py.apiserver.rest import ResourceHandler
+from minikube_py.apiserver.reviews import REVIEWS, serve_review
 from minikube_py.apiserver.services import (
     AllocationRepair,
     ServiceAllocators,
     ServiceStore,
     ensure_kubernetes_service,
 )
+from minikube_py.apiserver.storage.encryption import load_encryption_config
 from minikube_py.apiserver.storage.etcd import EtcdClient, EtcdError
 from minikube_py.apiserver.store import Store
 from minikube_py.apiserver.strategies import strategy_for
@@ -61,6 +80,7 @@ SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 MUTATING_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
 LONG_RUNNING_SUBRESOURCES = ("log", "exec", "attach", "portforward", "proxy")
 GIT_VERSION = "v1.37.0-minikube-py"
+RBAC_PLURALS = ("clusterroles", "roles", "clusterrolebindings", "rolebindings")
 
 
 def metric_verb(request: web.Request, info: RequestInfo) -> str:
@@ -90,6 +110,14 @@ class APIServerConfig:
     log_requests: bool = True
     service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
     service_node_port_range: str = DEFAULT_NODE_PORT_RANGE
+    # TLS, and who may do what (plain HTTP and AlwaysAllow when unset)
+    tls_cert_file: str = ""
+    tls_private_key_file: str = ""
+    client_ca_file: str = ""
+    token_auth_file: str = ""
+    anonymous_auth: bool = True
+    authorization_mode: str = "AlwaysAllow"  # or RBAC
+    encryption_provider_config: str = ""  # an EncryptionConfiguration (Secrets at rest)
 
 
 class APIServer(Component):
@@ -98,7 +126,9 @@ class APIServer(Component):
     def __init__(self, config: APIServerConfig) -> None:
         self.config = config
         self.metrics = APIServerMetrics()
-        self.etcd_client = EtcdClient(config.etcd_servers)
+        transformer = (load_encryption_config(Path(config.encryption_provider_config))
+                       if config.encryption_provider_config else None)
+        self.etcd_client = EtcdClient(config.etcd_servers, transformer=transformer)
         self.etcd: Any = InstrumentedEtcd(self.etcd_client, self.metrics)
         self.caches: dict[str, WatchCache] = {}
         self.stores: dict[tuple[str, str, str], Store] = {}
@@ -121,6 +151,12 @@ class APIServer(Component):
             PortAllocator(self.etcd, config.service_node_port_range),
         )
         self._build_stores()
+        self.authenticator = Authenticator(
+            read_token_file(Path(config.token_auth_file)) if config.token_auth_file else None,
+            anonymous=config.anonymous_auth)
+        self.authorizer: Authorizer = AlwaysAllow()
+        if config.authorization_mode == "RBAC":
+            self.authorizer = RBACAuthorizer(self._rbac_objects, self._rbac_version)
         # Fixed paths (GET only); OpenAPI v3 documents and resources are routed by prefix.
         self._routes = {
             "/healthz": self._healthz,
@@ -156,6 +192,12 @@ class APIServer(Component):
         if isinstance(pods, PodStrategy):  # Priority admission reads the classes' watch cache
             pods.priority_classes = self.caches["/registry/priorityclasses/"].list
         self.handler = ResourceHandler(self.stores)
+
+    def _rbac_objects(self, plural: str) -> list[dict[str, Any]]:
+        return self.caches[f"/registry/{plural}/"].list()
+
+    def _rbac_version(self) -> tuple[int, ...]:
+        return tuple(self.caches[f"/registry/{plural}/"].changes for plural in RBAC_PLURALS)
 
     def _count_event(self, plural: str) -> Any:
         counter, labels = self.metrics.watch_events, (plural,)
@@ -228,7 +270,7 @@ class APIServer(Component):
         self._runner = web.ServerRunner(self.build_server())
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.config.bind_address, self.config.port,
-                           reuse_address=True)
+                           reuse_address=True, ssl_context=self._ssl_context())
         await site.start()
         if self.config.port == 0:
             server = site._server
@@ -236,6 +278,14 @@ class APIServer(Component):
             self.port = server.sockets[0].getsockname()[1]
         self._tasks.append(asyncio.create_task(self._bootstrap()))
         self._listening.set()
+
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        """TLS when a serving certificate is configured (--tls-cert-file)."""
+        config = self.config
+        if not config.tls_cert_file:
+            return None
+        return server_ssl_context(Path(config.tls_cert_file), Path(config.tls_private_key_file),
+                                  Path(config.client_ca_file) if config.client_ca_file else None)
 
     async def _close(self) -> None:
         self._listening.clear()
@@ -266,6 +316,8 @@ class APIServer(Component):
                         break
                     await asyncio.sleep(1)
         self._system_namespaces.set()
+        if isinstance(self.authorizer, RBACAuthorizer):
+            await self._ensure_bootstrap_policy()
         repair = AllocationRepair(self.etcd, self.services.resource.etcd_prefix,
                                   self.service_allocators)
         api_services = APIServiceAvailability(
@@ -273,6 +325,16 @@ class APIServer(Component):
             self.stores[("discovery.k8s.io", "v1", "endpointslices")], self.aggregator)
         await asyncio.gather(ensure_kubernetes_service(self.services, self.port), repair.run(),
                              api_services.run())
+
+    async def _ensure_bootstrap_policy(self) -> None:
+        """The default ClusterRoles and their bindings, each created unless it exists."""
+        group = "rbac.authorization.k8s.io"
+        for plural, objects in (("clusterroles", bootstrappolicy.cluster_roles()),
+                                ("clusterrolebindings", bootstrappolicy.cluster_role_bindings())):
+            store = self.stores[(group, "v1", plural)]
+            for obj in objects:
+                with contextlib.suppress(errors.APIError):
+                    await store.create("", obj)
 
     async def _compact_periodically(self) -> None:
         """Compact etcd every interval to the revision seen one interval ago (upstream)."""
@@ -308,6 +370,12 @@ class APIServer(Component):
         watchers = (self.metrics.watchers.labels(info.verb.upper(), info.group, info.resource)
                     if long_running else None)
         try:
+            user = self.authenticator.authenticate(request)
+            request["user"] = user
+            attributes = Attributes.of_request(user, info, request.method, request.path)
+            decision = self.authorizer.authorize(attributes)
+            if not decision.allowed:
+                raise forbidden(attributes, decision.reason)
             if watchers is not None:
                 watchers.inc()
             else:
@@ -446,6 +514,10 @@ class APIServer(Component):
         path = request.path
         info = request["info"]
         parts = [p for p in path.strip("/").split("/") if p]
+        if info.resource in REVIEWS and info.verb == "create":
+            store = self.stores[(info.group, info.version, info.resource)]
+            return await serve_review(request, store.resource, request["user"],
+                                      self.authorizer)
         if len(parts) >= 2 and parts[0] == "apis":  # a group another server serves
             remote = self.aggregator.serving(parts[1], parts[2] if len(parts) > 2 else "")
             if remote is not None:

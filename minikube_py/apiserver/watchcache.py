@@ -165,6 +165,9 @@ class WatchCache:
         self.prefix = prefix
         self.objects: dict[str, Obj] = {}
         self.revision = 0
+        # How many times the objects changed: what a reader that derives something from
+        # them (RBAC's index of rules) compares to know whether to derive again.
+        self.changes = 0
         # A watch may start at any revision >= oldest_revision.
         self.oldest_revision = 0
         self.history: deque[CacheEvent] = deque(maxlen=history_size)
@@ -203,6 +206,7 @@ class WatchCache:
             watcher.close()
         self.watchers.clear()
         self.objects = objects
+        self.changes += 1
         self.history.clear()
         self.revision = revision
         self.oldest_revision = revision
@@ -222,6 +226,7 @@ class WatchCache:
             del self.objects[key]
             obj = with_resource_version(prev, revision)
             cache_event = CacheEvent(DELETED, key, obj, prev, revision)
+        self.changes += 1
         if len(self.history) == self.history.maxlen:
             self.oldest_revision = self.history[0].revision
         self.history.append(cache_event)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 import sys
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 from minikube_py.process import LOOPBACK, ComponentProcess, ComponentProcessError, free_port
@@ -13,6 +15,20 @@ from minikube_py.process import LOOPBACK, ComponentProcess, ComponentProcessErro
 
 class APIServerProcessError(ComponentProcessError):
     """The API server could not be started, or did not become ready in time."""
+
+
+@dataclass(frozen=True)
+class ServingTLS:
+    """The files of a TLS API server: its certificate and key, the CA clients' certificates
+    are checked against (which also signed the serving certificate)."""
+
+    cert_file: Path
+    key_file: Path
+    ca_file: Path
+
+    def flags(self) -> list[str]:
+        return [f"--tls-cert-file={self.cert_file}", f"--tls-private-key-file={self.key_file}",
+                f"--client-ca-file={self.ca_file}"]
 
 
 class APIServerProcess(ComponentProcess):
@@ -36,6 +52,7 @@ class APIServerProcess(ComponentProcess):
         start_timeout: float = 30.0,
         stop_timeout: float = 10.0,
         address: str = LOOPBACK,
+        tls: ServingTLS | None = None,
     ) -> None:
         """`address`: where it listens (loopback, or the node network's gateway when the
         cluster's nodes run in network namespaces and must reach it)."""
@@ -44,11 +61,15 @@ class APIServerProcess(ComponentProcess):
         self.etcd_servers = etcd_servers
         self.port = port or free_port()
         self.extra_args = extra_args
+        self.tls = tls
+        # /readyz is public (system:public-info-viewer): checking the server is enough
+        self._probe_context = (ssl.create_default_context(cafile=tls.ca_file)
+                               if tls is not None else None)
 
     @property
     def url(self) -> str:
-        """The URL clients connect to, e.g. http://127.0.0.1:40125."""
-        return f"http://{self.address}:{self.port}"
+        """The URL clients connect to, e.g. http://127.0.0.1:40125 (https with TLS)."""
+        return f"{'https' if self.tls else 'http'}://{self.address}:{self.port}"
 
     def command(self) -> list[str]:
         """The API server's command line: etcd's URLs, listening on one address."""
@@ -57,6 +78,7 @@ class APIServerProcess(ComponentProcess):
             f"--etcd-servers={','.join(self.etcd_servers)}",
             f"--bind-address={self.address}",
             f"--port={self.port}",
+            *(self.tls.flags() if self.tls is not None else []),
             *self.extra_args,
         ]
 
@@ -70,7 +92,8 @@ class APIServerProcess(ComponentProcess):
     def ready(self) -> bool:
         """Whether /readyz answers 200 right now."""
         try:
-            with urllib.request.urlopen(f"{self.url}/readyz", timeout=2) as answer:
+            with urllib.request.urlopen(f"{self.url}/readyz", timeout=2,
+                                        context=self._probe_context) as answer:
                 return answer.status == 200
         except (urllib.error.URLError, OSError):
             return False

@@ -4,8 +4,9 @@ The packages of minikube_py are of three sorts:
 - shared libraries anyone may import: `api` (API types and rules), `client` (the
   client-go equivalent), `gen` (generated protobuf code), the `lifecycle` module (how a
   component runs: run, start, stop), the `process` module (how a component runs as a
-  child process) and `streaming` (the wire protocols of exec, attach and port-forward,
-  which the API server and the kubelet both speak);
+  child process), `streaming` (the wire protocols of exec, attach and port-forward,
+  which the API server and the kubelet both speak) and `security` (certificates, which
+  the launcher makes and every component reads);
 - components: `apiserver`, `controllers`, `scheduler`, `kubelet`, `proxy`, `dns`, `images`,
   `cli`, `metrics`, `tracing`. A component imports shared libraries and itself, never
   another component: each runs as its own process and reaches the others only through
@@ -28,7 +29,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "minikube_py"
-SHARED = {"api", "client", "gen", "lifecycle", "process", "streaming"}
+SHARED = {"api", "client", "gen", "lifecycle", "process", "security", "streaming"}
 LAUNCHER = "cluster"
 LAUNCHER_IMPORTS = ("minikube_py.apiserver.storage.etcd", "minikube_py.kubelet.runtime_setup",
                     "minikube_py.images")

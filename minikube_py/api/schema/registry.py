@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from minikube_py.api.resources import RESOURCES
 from minikube_py.api.schema import (
     apps,
+    authz,
     batch,
     core,
     metrics,
@@ -57,6 +58,10 @@ KINDS: dict[GroupVersionKind, Type] = {
     ("apiregistration.k8s.io", "v1", "APIService"): others.API_SERVICE,
     ("policy", "v1", "PodDisruptionBudget"): others.POD_DISRUPTION_BUDGET,
     ("autoscaling", "v1", "Scale"): others.SCALE,
+    ("authorization.k8s.io", "v1", "SelfSubjectAccessReview"):
+        authz.SELF_SUBJECT_ACCESS_REVIEW,
+    ("authorization.k8s.io", "v1", "SubjectAccessReview"): authz.SUBJECT_ACCESS_REVIEW,
+    ("authentication.k8s.io", "v1", "SelfSubjectReview"): authz.SELF_SUBJECT_REVIEW,
     ("rbac.authorization.k8s.io", "v1", "Role"): rbac.ROLE,
     ("rbac.authorization.k8s.io", "v1", "ClusterRole"): rbac.CLUSTER_ROLE,
     ("rbac.authorization.k8s.io", "v1", "RoleBinding"): rbac.ROLE_BINDING,

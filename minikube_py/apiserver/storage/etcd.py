@@ -22,12 +22,15 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 import grpc
 
 from minikube_py.gen.etcd import kv_pb2, rpc_pb2, rpc_pb2_grpc
+
+if TYPE_CHECKING:
+    from minikube_py.apiserver.storage.encryption import ValueTransformer
 
 CHANNEL_OPTIONS = [
     # Reconnect quickly once etcd is back (gRPC's default backoff grows to 120 s).
@@ -161,11 +164,12 @@ def _key_value(kv: kv_pb2.KeyValue) -> KeyValue:
     return KeyValue(kv.key, kv.value, kv.create_revision, kv.mod_revision, kv.version, kv.lease)
 
 
-def _watch_event(event: kv_pb2.Event) -> WatchEvent:
+def _watch_event(event: kv_pb2.Event, key_value: Callable[[kv_pb2.KeyValue], KeyValue]
+                 ) -> WatchEvent:
     return WatchEvent(
         type="PUT" if event.type == kv_pb2.Event.PUT else "DELETE",
-        kv=_key_value(event.kv),
-        prev_kv=_key_value(event.prev_kv) if event.HasField("prev_kv") else None,
+        kv=key_value(event.kv),
+        prev_kv=key_value(event.prev_kv) if event.HasField("prev_kv") else None,
     )
 
 
@@ -243,9 +247,14 @@ class EtcdClient:
     EtcdUnavailable, or with EtcdTimeout after request_timeout seconds.
     """
 
-    def __init__(self, endpoints: list[str], *, request_timeout: float = 5.0) -> None:
+    def __init__(self, endpoints: list[str], *, request_timeout: float = 5.0,
+                 transformer: ValueTransformer | None = None) -> None:
+        """`transformer`: how values are written to and read from etcd (encryption at
+        rest, storage/encryption.py); every value as it is without one."""
         if not endpoints:
             raise ValueError("EtcdClient needs at least one endpoint")
+        self.transformer = transformer
+        self._kv = _key_value if transformer is None else self._decrypted_key_value
         self.targets = [_target(url) for url in endpoints]
         self.request_timeout = request_timeout
         self._current = 0
@@ -257,6 +266,14 @@ class EtcdClient:
 
     async def __aenter__(self) -> EtcdClient:
         return self
+
+    def _decrypted_key_value(self, kv: kv_pb2.KeyValue) -> KeyValue:
+        assert self.transformer is not None
+        return KeyValue(kv.key, self.transformer.from_storage(kv.key, kv.value),
+                        kv.create_revision, kv.mod_revision, kv.version, kv.lease)
+
+    def _stored(self, key: bytes, value: bytes) -> bytes:
+        return value if self.transformer is None else self.transformer.to_storage(key, value)
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
@@ -327,7 +344,7 @@ class EtcdClient:
         )
         response = await self._request(lambda c: c.kv.Range, request, safe=True)
         return RangeResult(
-            kvs=[_key_value(kv) for kv in response.kvs],
+            kvs=[self._kv(kv) for kv in response.kvs],
             more=response.more,
             count=response.count,
             revision=response.header.revision,
@@ -380,7 +397,7 @@ class EtcdClient:
                     for key, _ in batch
                 ])
                 response = await self._request(lambda c: c.kv.Txn, txn, safe=True)
-                found = [[_key_value(kv) for kv in op.response_range.kvs]
+                found = [[self._kv(kv) for kv in op.response_range.kvs]
                          for op in response.responses]
         except BaseException as err:
             for _, future in batch:
@@ -402,7 +419,7 @@ class EtcdClient:
         response = await self._txn(
             rpc_pb2.TxnRequest(
                 compare=[_compare(key, "CREATE", create_revision=0)],
-                success=[_put(key, value, lease)],
+                success=[_put(key, self._stored(key, value), lease)],
             )
         )
         if not response.succeeded:
@@ -420,7 +437,7 @@ class EtcdClient:
         response = await self._txn(
             rpc_pb2.TxnRequest(
                 compare=[_compare(key, "MOD", mod_revision=expected_mod_revision)],
-                success=[_put(key, value, lease)],
+                success=[_put(key, self._stored(key, value), lease)],
                 failure=[_get(key)],
             )
         )
@@ -447,13 +464,12 @@ class EtcdClient:
         deleted = response.responses[0].response_delete_range.prev_kvs
         if not deleted:
             raise RevisionMismatch(None, key)
-        return response.header.revision, _key_value(deleted[0])
+        return response.header.revision, self._kv(deleted[0])
 
-    @staticmethod
-    def _current_from(response: rpc_pb2.TxnResponse) -> KeyValue | None:
+    def _current_from(self, response: rpc_pb2.TxnResponse) -> KeyValue | None:
         """The key as read by a failed Txn's failure branch (None if it does not exist)."""
         kvs = response.responses[0].response_range.kvs
-        return _key_value(kvs[0]) if kvs else None
+        return self._kv(kvs[0]) if kvs else None
 
     async def compact(self, revision: int, *, physical: bool = False) -> None:
         """Compact: forget the history before revision (CompactedError if already done)."""
@@ -578,7 +594,7 @@ class Watch:
             else:
                 self._error = EtcdError(f"etcd canceled the watch: {response.cancel_reason}")
             raise self._error
-        events = [_watch_event(event) for event in response.events]
+        events = [_watch_event(event, self._client._kv) for event in response.events]
         if events:
             # The header revision of a catching-up batch may be ahead of its last event
             # (more events follow), so resume after the last event, not the header.

@@ -1,0 +1,137 @@
+"""Authentication: who is asking (upstream k8s.io/apiserver/pkg/authentication).
+
+    request
+      -> a client certificate, which TLS already checked against --client-ca-file:
+         the subject's CN is the user, each O a group
+      -> else `Authorization: Bearer <token>`, looked up in --token-auth-file
+      -> else nobody: system:anonymous, in the group system:unauthenticated (with
+         --anonymous-auth, the default), or 401 without it
+    A credential that does not check out is 401, even when anonymous requests are allowed:
+    the request said who it was, wrongly. Everyone authenticated is also in
+    system:authenticated.
+
+Authentication only names the user; what they may do is authorization's question
+(authorization.py).
+"""
+
+from __future__ import annotations
+
+import csv
+import ssl
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from minikube_py.api import errors
+
+AUTHENTICATED = "system:authenticated"
+UNAUTHENTICATED = "system:unauthenticated"
+
+
+@dataclass(frozen=True)
+class UserInfo:
+    """What the rest of the request pipeline knows of the user (user.Info)."""
+
+    name: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    extra: dict[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+
+
+ANONYMOUS = UserInfo("system:anonymous", groups=(UNAUTHENTICATED,))
+
+
+def unauthorized() -> errors.APIError:
+    """401, worded as upstream: the message says nothing about why."""
+    return errors.APIError(401, "Unauthorized", "Unauthorized", {})
+
+
+def read_token_file(path: Path) -> dict[str, UserInfo]:
+    """--token-auth-file: CSV lines `token,user,uid[,"group1,group2"]`."""
+    tokens: dict[str, UserInfo] = {}
+    with path.open(newline="") as file:
+        for number, row in enumerate(csv.reader(file), 1):
+            if not row or row[0].startswith("#"):
+                continue
+            if len(row) < 3 or not row[0] or not row[1]:
+                raise ValueError(f"{path}:{number}: want token,user,uid[,groups]")
+            groups = tuple(g.strip() for g in row[3].split(",") if g.strip()) if (
+                len(row) > 3) else ()
+            tokens[row[0]] = UserInfo(row[1], row[2], groups)
+    return tokens
+
+
+class Authenticator:
+    """The chain above, for one API server."""
+
+    def __init__(self, tokens: dict[str, UserInfo] | None = None, *,
+                 anonymous: bool = True) -> None:
+        self.tokens = tokens or {}
+        self.anonymous = anonymous
+        # The user a connection's certificate names, read once per connection (keep-alive
+        # connections carry many requests; decoding the certificate each time costs more
+        # than authorizing the request).
+        self._by_connection: weakref.WeakKeyDictionary[Any, UserInfo | None] = (
+            weakref.WeakKeyDictionary())
+
+    def authenticate(self, request: web.BaseRequest) -> UserInfo:
+        """The request's user; 401 (APIError) when its credential is bad or missing and
+        anonymous requests are off."""
+        certified = self._certified_user(request)
+        if certified is not None:
+            return certified
+        header = request.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            user = self.tokens.get(token.strip())
+            if user is None:
+                raise unauthorized()
+            return UserInfo(user.name, user.uid, (*user.groups, AUTHENTICATED), user.extra)
+        if self.anonymous:
+            return ANONYMOUS
+        raise unauthorized()
+
+
+    def _certified_user(self, request: web.BaseRequest) -> UserInfo | None:
+        """The user the connection's client certificate names (None without one)."""
+        transport = request.transport
+        ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
+        if not isinstance(ssl_object, ssl.SSLObject | ssl.SSLSocket):
+            return None
+        if ssl_object in self._by_connection:
+            return self._by_connection[ssl_object]
+        subject = _peer_subject(ssl_object.getpeercert())
+        user = None if subject is None else UserInfo(subject[0],
+                                                     groups=(*subject[1], AUTHENTICATED))
+        self._by_connection[ssl_object] = user
+        return user
+
+
+def _peer_subject(peer: dict[str, Any] | None) -> tuple[str, tuple[str, ...]] | None:
+    """(CN, Os) of the client certificate TLS verified, or None without one."""
+    if not peer:
+        return None
+    common_name, organizations = "", []
+    for rdn in peer.get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                common_name = value
+            elif key == "organizationName":
+                organizations.append(value)
+    return (common_name, tuple(organizations)) if common_name else None
+
+
+def server_ssl_context(cert_file: Path, key_file: Path, client_ca_file: Path | None
+                       ) -> ssl.SSLContext:
+    """TLS for a server: its certificate, and client certificates optional but checked
+    against the client CA when given (a certificate from another CA fails the handshake)."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert_file, key_file)
+    if client_ca_file is not None:
+        context.load_verify_locations(cafile=client_ca_file)
+        context.verify_mode = ssl.CERT_OPTIONAL
+    return context

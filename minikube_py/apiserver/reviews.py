@@ -1,0 +1,79 @@
+"""Reviews: questions the API server answers with its own authenticator and authorizer,
+never storing anything (upstream pkg/registry/authorization/*review and
+pkg/registry/authentication/selfsubjectreview).
+
+    POST selfsubjectaccessreviews   "may I?"        -> status.allowed for the request's user
+    POST subjectaccessreviews       "may they?"     -> status.allowed for spec.user/groups
+    POST selfsubjectreviews         "who am I?"     -> status.userInfo
+
+`kubectl auth can-i` and `kubectl auth whoami` are these two requests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from minikube_py.api import errors
+from minikube_py.api.resources import Resource
+from minikube_py.api.validation import FieldError, invalid
+from minikube_py.apiserver.authentication import UserInfo
+from minikube_py.apiserver.authorization import Attributes, Authorizer
+from minikube_py.apiserver.request_params import read_object
+from minikube_py.apiserver.responses import json_response
+
+Obj = dict[str, Any]
+REVIEWS = ("selfsubjectaccessreviews", "subjectaccessreviews", "selfsubjectreviews")
+
+
+async def serve_review(request: web.Request, resource: Resource, user: UserInfo,
+                       authorizer: Authorizer) -> web.Response:
+    """Create a review: read it, answer it in its status, return it (201)."""
+    review = await read_object(request, resource, resource.kind, resource.api_version)
+    review.setdefault("metadata", {})["creationTimestamp"] = None
+    if resource.plural == "selfsubjectreviews":
+        review["status"] = {"userInfo": {
+            "username": user.name, **({"uid": user.uid} if user.uid else {}),
+            "groups": list(user.groups),
+            **({"extra": {k: list(v) for k, v in user.extra.items()}} if user.extra else {})}}
+        return json_response(review, 201)
+    spec = review.get("spec") if isinstance(review.get("spec"), dict) else {}
+    problems = _validate_spec(spec, subject=resource.plural == "subjectaccessreviews")
+    if problems:
+        raise errors.invalid(resource.kind, resource.group, "", problems)
+    if resource.plural == "subjectaccessreviews":
+        user = UserInfo(str(spec.get("user") or ""), str(spec.get("uid") or ""),
+                        tuple(spec.get("groups") or ()))
+    decision = authorizer.authorize(_attributes(user, spec))
+    review["status"] = {"allowed": decision.allowed,
+                        **({"reason": decision.reason} if decision.reason else {})}
+    return json_response(review, 201)
+
+
+def _validate_spec(spec: Obj, *, subject: bool) -> list[FieldError]:
+    """ValidateSelfSubjectAccessReviewSpec / ValidateSubjectAccessReviewSpec."""
+    problems = []
+    resource, non_resource = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
+    if resource is not None and non_resource is not None:
+        problems.append(invalid("spec.nonResourceAttributes", non_resource,
+                                "cannot be specified in combination with resourceAttributes"))
+    if resource is None and non_resource is None:
+        problems.append(invalid("spec.resourceAttributes", non_resource,
+                                "exactly one of nonResourceAttributes or resourceAttributes "
+                                "must be specified"))
+    if subject and not spec.get("user") and not spec.get("groups"):
+        problems.append(invalid("spec.user", spec.get("user", ""),
+                                "at least one of user or group must be specified"))
+    return problems
+
+
+def _attributes(user: UserInfo, spec: Obj) -> Attributes:
+    resource = spec.get("resourceAttributes")
+    if isinstance(resource, dict):
+        return Attributes(user, str(resource.get("verb") or ""), True,
+                          str(resource.get("group") or ""), str(resource.get("resource") or ""),
+                          str(resource.get("subresource") or ""),
+                          str(resource.get("namespace") or ""), str(resource.get("name") or ""))
+    path = spec.get("nonResourceAttributes") or {}
+    return Attributes(user, str(path.get("verb") or ""), False, path=str(path.get("path") or ""))
