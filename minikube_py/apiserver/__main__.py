@@ -18,6 +18,7 @@ from minikube_py.apiserver.allocators import (
     parse_port_range,
     parse_service_cidr,
 )
+from minikube_py.apiserver.audit import load_policy
 from minikube_py.apiserver.server import APIServer, APIServerConfig
 from minikube_py.apiserver.storage.encryption import load_encryption_config
 
@@ -58,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "(false: 401)")
     parser.add_argument("--authorization-mode", choices=("AlwaysAllow", "RBAC"),
                         default="AlwaysAllow", help="who may do what")
+    parser.add_argument("--audit-policy-file", default="",
+                        help="an audit.k8s.io/v1 Policy: what to audit, at which level")
+    parser.add_argument("--audit-log-path", default="",
+                        help="where audit events go, one JSON line each")
     parser.add_argument("--encryption-provider-config", default="",
                         help="an EncryptionConfiguration: which resources etcd holds "
                              "encrypted, with which keys")
@@ -98,11 +103,13 @@ async def serve(config: APIServerConfig) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.encryption_provider_config:  # a bad file is one line, before anything starts
-        try:
+    try:  # a bad file is one line, before anything starts
+        if args.encryption_provider_config:
             load_encryption_config(Path(args.encryption_provider_config))
-        except ValueError as err:
-            parser.error(str(err))
+        if args.audit_policy_file:
+            load_policy(Path(args.audit_policy_file))
+    except ValueError as err:
+        parser.error(str(err))
     logging.basicConfig(stream=sys.stderr, format="%(message)s",
                         level=logging.INFO if args.v >= 1 else logging.WARNING)
     config = APIServerConfig(
@@ -122,6 +129,8 @@ def main(argv: list[str] | None = None) -> None:
         anonymous_auth=args.anonymous_auth == "true",
         authorization_mode=args.authorization_mode,
         encryption_provider_config=args.encryption_provider_config,
+        audit_policy_file=args.audit_policy_file,
+        audit_log_path=args.audit_log_path,
     )
     # The watch caches keep every object as dicts, so a full collection walks them all and
     # stalls the event loop (~140 ms each with 5,000 pods cached). Objects decoded from JSON

@@ -3,6 +3,7 @@
     HTTP(S) request
       -> _serve: request id, in-flight limits (429), metrics, JSON log, Status errors
       -> authentication: who asks (authentication.py; 401)
+      -> audit: RequestReceived, ..., ResponseComplete, as the policy says (audit.py)
       -> authorization: may they (authorization.py: AlwaysAllow or RBAC; 403)
       -> non-resource paths: /healthz /livez /readyz /metrics /version, discovery, OpenAPI
       -> resource paths: requestinfo -> rest.ResourceHandler -> store.Store -> etcd
@@ -32,7 +33,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from minikube_py.api import errors
 from minikube_py.api.meta import new_uid
 from minikube_py.api.resources import CONNECT_SUBRESOURCES, RESOURCES
-from minikube_py.apiserver import bootstrappolicy, discovery, openapi
+from minikube_py.apiserver import bootstrappolicy, discovery, negotiation, openapi
 from minikube_py.apiserver.aggregation import Aggregator
 from minikube_py.apiserver.allocators import (
     DEFAULT_NODE_PORT_RANGE,
@@ -41,6 +42,7 @@ from minikube_py.apiserver.allocators import (
     PortAllocator,
 )
 from minikube_py.apiserver.apiservices import APIServiceAvailability
+from minikube_py.apiserver.audit import AuditEvent, AuditLog, load_policy
 from minikube_py.apiserver.authentication import (
     Authenticator,
     read_token_file,
@@ -118,6 +120,8 @@ class APIServerConfig:
     anonymous_auth: bool = True
     authorization_mode: str = "AlwaysAllow"  # or RBAC
     encryption_provider_config: str = ""  # an EncryptionConfiguration (Secrets at rest)
+    audit_policy_file: str = ""
+    audit_log_path: str = ""
 
 
 class APIServer(Component):
@@ -157,6 +161,10 @@ class APIServer(Component):
         self.authorizer: Authorizer = AlwaysAllow()
         if config.authorization_mode == "RBAC":
             self.authorizer = RBACAuthorizer(self._rbac_objects, self._rbac_version)
+        self.audit: AuditLog | None = None
+        if config.audit_policy_file and config.audit_log_path:
+            self.audit = AuditLog(load_policy(Path(config.audit_policy_file)),
+                                  open(config.audit_log_path, "ab"))  # noqa: SIM115
         # Fixed paths (GET only); OpenAPI v3 documents and resources are routed by prefix.
         self._routes = {
             "/healthz": self._healthz,
@@ -292,6 +300,8 @@ class APIServer(Component):
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self.audit is not None:
+            self.audit.sink.close()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -366,6 +376,8 @@ class APIServer(Component):
         # Long-running requests (watches, log streams) are not held to the in-flight limit.
         long_running = info.verb == "watch" or info.subresource in LONG_RUNNING_SUBRESOURCES
         counted = False
+        audit_event: AuditEvent | None = None
+        decision = "allow"
         response: web.StreamResponse
         watchers = (self.metrics.watchers.labels(info.verb.upper(), info.group, info.resource)
                     if long_running else None)
@@ -373,9 +385,14 @@ class APIServer(Component):
             user = self.authenticator.authenticate(request)
             request["user"] = user
             attributes = Attributes.of_request(user, info, request.method, request.path)
-            decision = self.authorizer.authorize(attributes)
-            if not decision.allowed:
-                raise forbidden(attributes, decision.reason)
+            if self.audit is not None:
+                audit_event = self.audit.begin(
+                    request_id, user, info, request.method, request.path_qs, request.path,
+                    request.remote or "", request.headers.get("User-Agent", ""))
+            verdict = self.authorizer.authorize(attributes)
+            if not verdict.allowed:
+                decision = "forbid"
+                raise forbidden(attributes, verdict.reason)
             if watchers is not None:
                 watchers.inc()
             else:
@@ -384,6 +401,8 @@ class APIServer(Component):
                     raise errors.too_many_requests(1)
                 self._inflight[kind] += 1
                 counted = True
+            if audit_event is not None and long_running:
+                self.audit_started(audit_event)
             response = await handler(request)
             if (info.verb == "delete" and info.resource == "namespaces" and not info.subresource
                     and response.status < 300):
@@ -410,6 +429,8 @@ class APIServer(Component):
                 self._inflight[kind] -= 1
         if not response.prepared:
             response.headers["Audit-Id"] = request_id
+        if audit_event is not None:
+            await self._audit_complete(audit_event, request, response, decision)
         elapsed = time.perf_counter() - started
         verb = info.verb.upper() if info.is_resource_request else request.method
         labels = (metric_verb(request, info), info.group, info.resource, info.subresource)
@@ -423,6 +444,26 @@ class APIServer(Component):
                 "userAgent": request.headers.get("User-Agent", ""),
             }).decode())
         return response
+
+    def audit_started(self, event: AuditEvent) -> None:
+        assert self.audit is not None
+        self.audit.started(event)
+
+    async def _audit_complete(self, event: AuditEvent, request: web.BaseRequest,
+                              response: web.StreamResponse, decision: str) -> None:
+        """ResponseComplete, with the request's and the response's objects when the
+        level asks for them (JSON bodies only)."""
+        assert self.audit is not None
+        request_object = response_object = None
+        if event.level in ("Request", "RequestResponse") and request.body_exists:
+            request_object = _object_or_none(request.headers.get("Content-Type", ""),
+                                             await request.read())
+        if event.level == "RequestResponse" and isinstance(response, web.Response):
+            body = response.body
+            if isinstance(body, bytes | bytearray):
+                response_object = _object_or_none(response.content_type, bytes(body))
+        self.audit.complete(event, response.status, request_object, response_object,
+                            decision)
 
     @staticmethod
     def _status_response(err: errors.APIError) -> web.Response:
@@ -538,3 +579,17 @@ class APIServer(Component):
         if body is None:
             raise no_such_resource()
         return json_response(body)
+
+
+def _object_or_none(content_type: str, body: bytes) -> Any:
+    """A body as the object it carries (JSON, YAML or protobuf; a patch as its JSON), for
+    the audit log."""
+    if not body:
+        return None
+    try:
+        return negotiation.decode_body(content_type, body)
+    except (errors.APIError, ValueError):
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return None
