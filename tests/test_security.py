@@ -312,3 +312,18 @@ def test_without_anonymous_auth_no_credentials_is_401(
         assert unauthorized.value.code == 401
     finally:
         stop(strict)
+
+
+def test_livez_and_readyz_list_their_checks_as_upstream(server: SecuredServer,
+                                                        admin: Path) -> None:
+    readyz = kubectl(admin, "get", "--raw", "/readyz?verbose").stdout.splitlines()
+    assert readyz == [
+        "[+]ping ok", "[+]log ok", "[+]etcd ok", "[+]etcd-readiness ok",
+        "[+]informer-sync ok", "[+]poststarthook/start-system-namespaces-controller ok",
+        "[+]poststarthook/rbac/bootstrap-roles ok", "[+]shutdown ok", "readyz check passed"]
+    livez = kubectl(admin, "get", "--raw", "/livez?verbose&exclude=etcd").stdout.splitlines()
+    assert livez[:3] == ["[+]ping ok", "[+]log ok", "[+]etcd excluded: ok"]
+    assert livez[-1] == "livez check passed"
+    assert kubectl(admin, "get", "--raw", "/readyz/informer-sync").stdout == "ok"
+    missing = kubectl(admin, "get", "--raw", "/livez/no-such-check")
+    assert missing.returncode == 1 and "NotFound" in missing.stderr

@@ -33,7 +33,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from minikube_py.api import errors
 from minikube_py.api.meta import new_uid
 from minikube_py.api.resources import CONNECT_SUBRESOURCES, RESOURCES
-from minikube_py.apiserver import bootstrappolicy, discovery, negotiation, openapi
+from minikube_py.apiserver import bootstrappolicy, discovery, health, negotiation, openapi
 from minikube_py.apiserver.aggregation import Aggregator
 from minikube_py.apiserver.allocators import (
     DEFAULT_NODE_PORT_RANGE,
@@ -139,6 +139,7 @@ class APIServer(Component):
         self.handler: ResourceHandler
         self._tasks: list[asyncio.Task[None]] = []
         self._system_namespaces = asyncio.Event()
+        self._bootstrap_policy = asyncio.Event()
         self._listening = asyncio.Event()
         self._runner: web.ServerRunner | None = None
         self._inflight = {"readOnly": 0, "mutating": 0}
@@ -246,6 +247,9 @@ class APIServer(Component):
             return endpoint if request.method in ("GET", "HEAD") else self._method_not_allowed
         if path.startswith("/openapi/v3/") and request.method in ("GET", "HEAD"):
             return self._openapi_v3
+        if path.startswith(("/healthz/", "/livez/", "/readyz/")) and request.method in (
+                "GET", "HEAD"):
+            return self._readyz if path.startswith("/readyz/") else self._healthz
         return self._resource
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -328,6 +332,7 @@ class APIServer(Component):
         self._system_namespaces.set()
         if isinstance(self.authorizer, RBACAuthorizer):
             await self._ensure_bootstrap_policy()
+            self._bootstrap_policy.set()
         repair = AllocationRepair(self.etcd, self.services.resource.etcd_prefix,
                                   self.service_allocators)
         api_services = APIServiceAvailability(
@@ -478,28 +483,48 @@ class APIServer(Component):
         raise errors.method_not_allowed()
 
     async def _healthz(self, request: web.Request) -> web.Response:
-        return web.Response(text="ok")
+        kind = "healthz" if request.path.startswith("/healthz") else "livez"
+        return await health.serve(kind, self._health_checks(ready=False), request)
 
     async def _readyz(self, request: web.Request) -> web.Response:
-        checks = []
-        try:
-            await asyncio.wait_for(self.etcd.current_revision(), 2.0)
-            checks.append(("etcd", True))
-        except (EtcdError, TimeoutError):
-            checks.append(("etcd", False))
-        synced = all(cache.ready.is_set() for cache in self.caches.values())
-        checks.append(("watch-cache-synced", synced))
-        # Upstream's post-start hook: ready only once `default` and the other system
-        # namespaces exist, so a client's first create in `default` cannot get a 404.
-        checks.append(("poststarthook/start-system-namespaces-controller",
-                       self._system_namespaces.is_set()))
-        ok = all(passed for _, passed in checks)
-        if "verbose" in request.query or not ok:
-            lines = [f"[{'+' if passed else '-'}]{name} {'ok' if passed else 'failed'}"
-                     for name, passed in checks]
-            lines.append("readyz check passed" if ok else "readyz check failed")
-            return web.Response(text="\n".join(lines) + "\n", status=200 if ok else 500)
-        return web.Response(text="ok")
+        return await health.serve("readyz", self._health_checks(ready=True), request)
+
+    def _health_checks(self, *, ready: bool) -> list[health.Check]:
+        """Upstream's checks, in its order: readiness adds the caches and the shutdown."""
+
+        async def passing() -> bool:
+            return True
+
+        async def etcd() -> bool:
+            try:
+                await asyncio.wait_for(self.etcd.current_revision(), 2.0)
+                return True
+            except (EtcdError, TimeoutError):
+                return False
+
+        async def informers() -> bool:
+            return all(cache.ready.is_set() for cache in self.caches.values())
+
+        async def namespaces() -> bool:
+            # ready once `default` and the other system namespaces exist, so a client's
+            # first create in `default` cannot get a 404
+            return self._system_namespaces.is_set()
+
+        async def bootstrap_roles() -> bool:
+            return self._bootstrap_policy.is_set()
+
+        async def serving() -> bool:
+            return self._listening.is_set()
+
+        checks: list[health.Check] = [("ping", passing), ("log", passing), ("etcd", etcd)]
+        if ready:
+            checks += [("etcd-readiness", etcd), ("informer-sync", informers)]
+        checks.append(("poststarthook/start-system-namespaces-controller", namespaces))
+        if isinstance(self.authorizer, RBACAuthorizer):
+            checks.append(("poststarthook/rbac/bootstrap-roles", bootstrap_roles))
+        if ready:
+            checks.append(("shutdown", serving))
+        return checks
 
     async def _metrics(self, request: web.Request) -> web.Response:
         body = generate_latest(self.metrics.registry)
