@@ -82,7 +82,8 @@ NAMES = {"apiregistration.k8s.io/v1/APIService": "v1.{name}.example.com"}
 # Never stored: a subresource's kind, and the reviews (questions the server answers)
 NOT_CREATED = {"v1/Binding", "authorization.k8s.io/v1/SelfSubjectAccessReview",
                "authorization.k8s.io/v1/SubjectAccessReview",
-               "authentication.k8s.io/v1/SelfSubjectReview"}
+               "authentication.k8s.io/v1/SelfSubjectReview",
+               "authentication.k8s.io/v1/TokenReview"}
 
 
 def missing(obj: Any, fields: dict[str, Any], path: str = "") -> list[str]:

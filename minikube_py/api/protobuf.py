@@ -76,6 +76,8 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("authorization.k8s.io/v1", "SubjectAccessReview"):
         authorization_v1_pb2.SubjectAccessReview,
     ("authentication.k8s.io/v1", "SelfSubjectReview"): authentication_v1_pb2.SelfSubjectReview,
+    ("authentication.k8s.io/v1", "TokenRequest"): authentication_v1_pb2.TokenRequest,
+    ("authentication.k8s.io/v1", "TokenReview"): authentication_v1_pb2.TokenReview,
 }
 
 CORE = "k8s.io.api.core.v1"

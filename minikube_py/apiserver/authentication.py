@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import ssl
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,9 +69,13 @@ class Authenticator:
     """The chain above, for one API server."""
 
     def __init__(self, tokens: dict[str, UserInfo] | None = None, *,
-                 anonymous: bool = True) -> None:
+                 anonymous: bool = True,
+                 service_account_tokens: Callable[[str], UserInfo] | None = None) -> None:
+        """`service_account_tokens`: checks a ServiceAccount JWT (serviceaccount.py) and
+        names its user, raising ValueError when the token is bad."""
         self.tokens = tokens or {}
         self.anonymous = anonymous
+        self.service_account_tokens = service_account_tokens
         # The user a connection's certificate names, read once per connection (keep-alive
         # connections carry many requests; decoding the certificate each time costs more
         # than authorizing the request).
@@ -86,14 +91,24 @@ class Authenticator:
         header = request.headers.get("Authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() == "bearer" and token.strip():
-            user = self.tokens.get(token.strip())
-            if user is None:
-                raise unauthorized()
-            return UserInfo(user.name, user.uid, (*user.groups, AUTHENTICATED), user.extra)
+            try:
+                return self.authenticate_token(token.strip())
+            except ValueError:
+                raise unauthorized() from None
         if self.anonymous:
             return ANONYMOUS
         raise unauthorized()
 
+
+    def authenticate_token(self, token: str) -> UserInfo:
+        """The user a bearer token names (the token file first, then ServiceAccount
+        tokens); ValueError saying why not (a TokenReview's error)."""
+        user = self.tokens.get(token)
+        if user is not None:
+            return UserInfo(user.name, user.uid, (*user.groups, AUTHENTICATED), user.extra)
+        if self.service_account_tokens is not None and token.count(".") == 2:
+            return self.service_account_tokens(token)
+        raise ValueError("invalid bearer token")
 
     def _certified_user(self, request: web.BaseRequest) -> UserInfo | None:
         """The user the connection's client certificate names (None without one)."""

@@ -5,6 +5,7 @@ pkg/registry/authentication/selfsubjectreview).
     POST selfsubjectaccessreviews   "may I?"        -> status.allowed for the request's user
     POST subjectaccessreviews       "may they?"     -> status.allowed for spec.user/groups
     POST selfsubjectreviews         "who am I?"     -> status.userInfo
+    POST tokenreviews               "whose token?"  -> status.authenticated, .user
 
 `kubectl auth can-i` and `kubectl auth whoami` are these two requests.
 """
@@ -17,26 +18,37 @@ from aiohttp import web
 
 from minikube_py.api import errors
 from minikube_py.api.resources import Resource
-from minikube_py.api.validation import FieldError, invalid
-from minikube_py.apiserver.authentication import UserInfo
+from minikube_py.api.validation import FieldError, invalid, required
+from minikube_py.apiserver.authentication import Authenticator, UserInfo
 from minikube_py.apiserver.authorization import Attributes, Authorizer
 from minikube_py.apiserver.request_params import read_object
 from minikube_py.apiserver.responses import json_response
 
 Obj = dict[str, Any]
-REVIEWS = ("selfsubjectaccessreviews", "subjectaccessreviews", "selfsubjectreviews")
+REVIEWS = ("selfsubjectaccessreviews", "subjectaccessreviews", "selfsubjectreviews",
+           "tokenreviews")
 
 
 async def serve_review(request: web.Request, resource: Resource, user: UserInfo,
-                       authorizer: Authorizer) -> web.Response:
+                       authorizer: Authorizer, authenticator: Authenticator) -> web.Response:
     """Create a review: read it, answer it in its status, return it (201)."""
     review = await read_object(request, resource, resource.kind, resource.api_version)
     review.setdefault("metadata", {})["creationTimestamp"] = None
     if resource.plural == "selfsubjectreviews":
-        review["status"] = {"userInfo": {
-            "username": user.name, **({"uid": user.uid} if user.uid else {}),
-            "groups": list(user.groups),
-            **({"extra": {k: list(v) for k, v in user.extra.items()}} if user.extra else {})}}
+        review["status"] = {"userInfo": _user_info(user)}
+        return json_response(review, 201)
+    if resource.plural == "tokenreviews":
+        spec = review.get("spec") if isinstance(review.get("spec"), dict) else {}
+        if not spec.get("token"):
+            raise errors.invalid(resource.kind, resource.group, "", [
+                required("spec.token", "token must not be empty")])
+        try:
+            named = authenticator.authenticate_token(str(spec["token"]))
+        except ValueError as err:
+            review["status"] = {"authenticated": False, "user": {}, "error": str(err)}
+        else:
+            review["status"] = {"authenticated": True, "user": _user_info(named),
+                                "audiences": list(spec.get("audiences") or [])}
         return json_response(review, 201)
     spec = review.get("spec") if isinstance(review.get("spec"), dict) else {}
     problems = _validate_spec(spec, subject=resource.plural == "subjectaccessreviews")
@@ -49,6 +61,12 @@ async def serve_review(request: web.Request, resource: Resource, user: UserInfo,
     review["status"] = {"allowed": decision.allowed,
                         **({"reason": decision.reason} if decision.reason else {})}
     return json_response(review, 201)
+
+
+def _user_info(user: UserInfo) -> Obj:
+    return {"username": user.name, **({"uid": user.uid} if user.uid else {}),
+            "groups": list(user.groups),
+            **({"extra": {k: list(v) for k, v in user.extra.items()}} if user.extra else {})}
 
 
 def _validate_spec(spec: Obj, *, subject: bool) -> list[FieldError]:

@@ -45,6 +45,7 @@ from minikube_py.apiserver.apiservices import APIServiceAvailability
 from minikube_py.apiserver.audit import AuditEvent, AuditLog, load_policy
 from minikube_py.apiserver.authentication import (
     Authenticator,
+    UserInfo,
     read_token_file,
     server_ssl_context,
 )
@@ -60,6 +61,14 @@ from minikube_py.apiserver.requestinfo import RequestInfo, parse_request_info
 from minikube_py.apiserver.responses import AUDIT_ID, json_response, no_such_resource
 from minikube_py.apiserver.rest import ResourceHandler
 from minikube_py.apiserver.reviews import REVIEWS, serve_review
+from minikube_py.apiserver.serviceaccount import (
+    DEFAULT_ISSUER,
+    Binding,
+    TokenIssuer,
+    load_public_key,
+    load_signing_key,
+    serve_token_request,
+)
 from minikube_py.apiserver.services import (
     AllocationRepair,
     ServiceAllocators,
@@ -122,6 +131,11 @@ class APIServerConfig:
     encryption_provider_config: str = ""  # an EncryptionConfiguration (Secrets at rest)
     audit_policy_file: str = ""
     audit_log_path: str = ""
+    # ServiceAccount tokens: the key that signs them, the keys that check them
+    service_account_signing_key_file: str = ""
+    service_account_key_files: tuple[str, ...] = ()
+    service_account_issuer: str = DEFAULT_ISSUER
+    api_audiences: tuple[str, ...] = ()
 
 
 class APIServer(Component):
@@ -156,9 +170,12 @@ class APIServer(Component):
             PortAllocator(self.etcd, config.service_node_port_range),
         )
         self._build_stores()
+        self.token_issuer = _token_issuer(config)
         self.authenticator = Authenticator(
             read_token_file(Path(config.token_auth_file)) if config.token_auth_file else None,
-            anonymous=config.anonymous_auth)
+            anonymous=config.anonymous_auth,
+            service_account_tokens=(self._service_account_user if self.token_issuer
+                                    else None))
         self.authorizer: Authorizer = AlwaysAllow()
         if config.authorization_mode == "RBAC":
             self.authorizer = RBACAuthorizer(self._rbac_objects, self._rbac_version)
@@ -201,6 +218,23 @@ class APIServer(Component):
         if isinstance(pods, PodStrategy):  # Priority admission reads the classes' watch cache
             pods.priority_classes = self.caches["/registry/priorityclasses/"].list
         self.handler = ResourceHandler(self.stores)
+
+    def _service_account_user(self, token: str) -> UserInfo:
+        """The user a ServiceAccount token names, if its account and pod still exist."""
+        assert self.token_issuer is not None
+
+        def exists(binding: Binding) -> bool:
+            account = self.caches["/registry/serviceaccounts/"].get(
+                f"/registry/serviceaccounts/{binding.namespace}/{binding.name}")
+            if account is None or account["metadata"].get("uid") != binding.uid:
+                return False
+            if not binding.pod_name:
+                return True
+            pod = self.caches["/registry/pods/"].get(
+                f"/registry/pods/{binding.namespace}/{binding.pod_name}")
+            return pod is not None and pod["metadata"].get("uid") == binding.pod_uid
+
+        return self.token_issuer.verify(token, exists)[0]
 
     def _rbac_objects(self, plural: str) -> list[dict[str, Any]]:
         return self.caches[f"/registry/{plural}/"].list()
@@ -583,7 +617,12 @@ class APIServer(Component):
         if info.resource in REVIEWS and info.verb == "create":
             store = self.stores[(info.group, info.version, info.resource)]
             return await serve_review(request, store.resource, request["user"],
-                                      self.authorizer)
+                                      self.authorizer, self.authenticator)
+        if info.resource == "serviceaccounts" and info.subresource == "token" and (
+                info.verb == "create"):
+            return await serve_token_request(
+                request, self.token_issuer, self.stores[("", "v1", "serviceaccounts")],
+                self.stores[("", "v1", "pods")], info.namespace, info.name)
         if len(parts) >= 2 and parts[0] == "apis":  # a group another server serves
             remote = self.aggregator.serving(parts[1], parts[2] if len(parts) > 2 else "")
             if remote is not None:
@@ -618,3 +657,17 @@ def _object_or_none(content_type: str, body: bytes) -> Any:
             return orjson.loads(body)
         except orjson.JSONDecodeError:
             return None
+
+
+def _token_issuer(config: APIServerConfig) -> TokenIssuer | None:
+    """ServiceAccount tokens, when a key to sign or to check them is configured."""
+    signing = (load_signing_key(Path(config.service_account_signing_key_file).read_bytes())
+               if config.service_account_signing_key_file else None)
+    public = [load_public_key(Path(path).read_bytes())
+              for path in config.service_account_key_files]
+    if signing is not None and not public:
+        public = [signing.public_key()]
+    if signing is None and not public:
+        return None
+    return TokenIssuer(signing, public, config.service_account_issuer,
+                       list(config.api_audiences))

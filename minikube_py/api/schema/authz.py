@@ -1,15 +1,16 @@
 """The review kinds: questions put to the API server, answered and never stored.
 authorization.k8s.io/v1 SelfSubjectAccessReview and SubjectAccessReview ("may I / may
 they do this?", what `kubectl auth can-i` asks) and authentication.k8s.io/v1
-SelfSubjectReview ("who am I?", `kubectl auth whoami`).
+SelfSubjectReview ("who am I?", `kubectl auth whoami`) and TokenReview ("whom does this
+token name?"); and TokenRequest, the body of a ServiceAccount's `token` subresource.
 
 Upstream: k8s.io/api/authorization/v1/types.go, k8s.io/api/authentication/v1/types.go.
 """
 
 from __future__ import annotations
 
-from minikube_py.api.schema.dsl import BOOLEAN, STRING, array, atomic, f, map_of, obj
-from minikube_py.api.schema.meta import LABEL_SELECTOR_REQUIREMENT, META, api_object
+from minikube_py.api.schema.dsl import BOOLEAN, INTEGER, STRING, array, atomic, f, map_of, obj
+from minikube_py.api.schema.meta import LABEL_SELECTOR_REQUIREMENT, META, TIME, api_object
 
 AUTHORIZATION = "io.k8s.api.authorization.v1"
 AUTHENTICATION = "io.k8s.api.authentication.v1"
@@ -90,19 +91,68 @@ SUBJECT_ACCESS_REVIEW = api_object(
     status=f(ACCESS_REVIEW_STATUS, "The answer, set by the server."),
 )
 
+USER_INFO = obj(
+    f"{AUTHENTICATION}.UserInfo",
+    "A user as authentication found it.",
+    extra=f(map_of(array(STRING)), "Extra attributes of the user."),
+    groups=atomic(STRING, "The groups the user is in."),
+    uid=f(STRING, "A unique value that identifies the user over time."),
+    username=f(STRING, "The user's name."),
+)
+
 SELF_SUBJECT_REVIEW = api_object(
     f"{AUTHENTICATION}.SelfSubjectReview",
     "Who am I? The user the request authenticated as.",
     status=f(obj(
         f"{AUTHENTICATION}.SelfSubjectReviewStatus",
         "The answer.",
-        userInfo=f(obj(
-            f"{AUTHENTICATION}.UserInfo",
-            "A user as authentication found it.",
-            extra=f(map_of(array(STRING)), "Extra attributes of the user."),
-            groups=atomic(STRING, "The groups the user is in."),
-            uid=f(STRING, "A unique value that identifies the user over time."),
-            username=f(STRING, "The user's name."),
-        ), "The user."),
+        userInfo=f(USER_INFO, "The user."),
+    ), "The answer, set by the server."),
+)
+
+TOKEN_REQUEST = api_object(
+    f"{AUTHENTICATION}.TokenRequest",
+    "A request for a token of a ServiceAccount (its `token` subresource).",
+    spec=f(obj(
+        f"{AUTHENTICATION}.TokenRequestSpec",
+        "What the token should be good for.",
+        attestations=f(map_of(array(STRING)), "Claims the requester asks the API server to "
+                       "attest to."),
+        audiences=atomic(STRING, "Who may accept the token; the API server's own by default.",
+                         required=True),
+        boundObjectRef=f(obj(
+            f"{AUTHENTICATION}.BoundObjectReference",
+            "An object the token lives no longer than.",
+            apiVersion=f(STRING, "The object's API version."),
+            kind=f(STRING, "Pod, Secret or Node."),
+            name=f(STRING, "The object's name."),
+            uid=f(STRING, "The object's uid."),
+        ), "The object the token is bound to."),
+        expirationSeconds=f(INTEGER, "How long the token lasts (at least 600 s)."),
+    ), "What is asked.", required=True),
+    status=f(obj(
+        f"{AUTHENTICATION}.TokenRequestStatus",
+        "The token.",
+        expirationTimestamp=f(TIME, "When it expires.", required=True),
+        token=f(STRING, "The bearer token.", required=True),
+    ), "The token, set by the server."),
+)
+
+TOKEN_REVIEW = api_object(
+    f"{AUTHENTICATION}.TokenReview",
+    "Who does this token name? (Asked by components that take tokens, as the kubelet.)",
+    spec=f(obj(
+        f"{AUTHENTICATION}.TokenReviewSpec",
+        "The token, and the audiences the asker accepts.",
+        audiences=atomic(STRING, "Audiences the asker accepts; the API server's by default."),
+        token=f(STRING, "The bearer token."),
+    ), "The token to review.", required=True),
+    status=f(obj(
+        f"{AUTHENTICATION}.TokenReviewStatus",
+        "The answer.",
+        audiences=atomic(STRING, "The audiences the token is good for, of those asked."),
+        authenticated=f(BOOLEAN, "Whether the token names a user."),
+        error=f(STRING, "Why not, when it does not."),
+        user=f(USER_INFO, "The user it names."),
     ), "The answer, set by the server."),
 )

@@ -62,6 +62,8 @@ KINDS: dict[GroupVersionKind, Type] = {
         authz.SELF_SUBJECT_ACCESS_REVIEW,
     ("authorization.k8s.io", "v1", "SubjectAccessReview"): authz.SUBJECT_ACCESS_REVIEW,
     ("authentication.k8s.io", "v1", "SelfSubjectReview"): authz.SELF_SUBJECT_REVIEW,
+    ("authentication.k8s.io", "v1", "TokenReview"): authz.TOKEN_REVIEW,
+    ("authentication.k8s.io", "v1", "TokenRequest"): authz.TOKEN_REQUEST,
     ("rbac.authorization.k8s.io", "v1", "Role"): rbac.ROLE,
     ("rbac.authorization.k8s.io", "v1", "ClusterRole"): rbac.CLUSTER_ROLE,
     ("rbac.authorization.k8s.io", "v1", "RoleBinding"): rbac.ROLE_BINDING,

@@ -1,0 +1,114 @@
+"""ServiceAccount tokens: `kubectl create token` (the TokenRequest API), the token as a
+credential (who it names, what RBAC lets it do, how it stops working) and TokenReview,
+against an API server with TLS, RBAC and a signing key."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
+from kubernetes import client, config
+
+from minikube_py.apiserver.serviceaccount import DEFAULT_ISSUER, Binding, TokenIssuer
+from minikube_py.cluster.etcd import EtcdProcess
+from minikube_py.security import pki
+from tests.test_security import (
+    SecuredServer,
+    admin_cert,
+    kubectl,
+    start_server,
+    stop,
+)
+
+
+@pytest.fixture(scope="module")
+async def tokens_etcd(fast_tmp: Path) -> AsyncIterator[EtcdProcess]:
+    async with EtcdProcess(fast_tmp / f"etcd-tokens-{uuid.uuid4().hex[:8]}") as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def server(tokens_etcd: EtcdProcess, fast_tmp: Path) -> Iterator[SecuredServer]:
+    directory = fast_tmp / "tokens"
+    directory.mkdir(parents=True, exist_ok=True)
+    ca = pki.new_ca()
+    signing = pki.issue(ca, "service-accounts", client=True)  # only its key is used
+    signing.write(directory, "sa")
+    started = start_server(tokens_etcd.client_url, directory, ca,
+                           f"--service-account-signing-key-file={directory / 'sa.key'}")
+    yield started
+    stop(started)
+
+
+@pytest.fixture(scope="module")
+def admin(server: SecuredServer) -> Path:
+    return server.kubeconfig("admin", cert=admin_cert(server.ca))
+
+
+def test_a_service_account_token_names_the_account_and_rbac_governs_it(
+        server: SecuredServer, admin: Path) -> None:
+    kubectl(admin, "create", "namespace", "robots")
+    assert kubectl(admin, "create", "serviceaccount", "robot", "-n", "robots").returncode == 0
+    token = kubectl(admin, "create", "token", "robot", "-n", "robots").stdout.strip()
+    assert token.count(".") == 2
+    robot = server.kubeconfig("robot", token=token)
+    whoami = json.loads(kubectl(robot, "auth", "whoami", "-o", "json").stdout)
+    uid = json.loads(kubectl(admin, "get", "sa", "robot", "-n", "robots", "-o", "json"
+                             ).stdout)["metadata"]["uid"]
+    user = whoami["status"]["userInfo"]
+    assert (user["username"], user["uid"], user["groups"]) == (
+        "system:serviceaccount:robots:robot", uid,
+        ["system:serviceaccounts", "system:serviceaccounts:robots", "system:authenticated"])
+    assert user["extra"]["authentication.kubernetes.io/credential-id"][0].startswith("JTI=")
+    denied = kubectl(robot, "get", "pods", "-n", "robots")
+    assert 'User "system:serviceaccount:robots:robot" cannot list resource "pods"' in (
+        denied.stderr)
+    kubectl(admin, "create", "rolebinding", "robot-views", "--clusterrole=view",
+            "--serviceaccount=robots:robot", "-n", "robots")
+    deadline = time.monotonic() + 10
+    while kubectl(robot, "get", "pods", "-n", "robots").returncode != 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    # a deleted (even if recreated) account's tokens name nobody any more
+    kubectl(admin, "delete", "serviceaccount", "robot", "-n", "robots")
+    kubectl(admin, "create", "serviceaccount", "robot", "-n", "robots")
+    deadline = time.monotonic() + 10
+    while "Unauthorized" not in kubectl(robot, "get", "pods", "-n", "robots").stderr:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+
+
+def test_token_requests_are_checked_and_token_reviews_answer(
+        server: SecuredServer, admin: Path) -> None:
+    kubectl(admin, "create", "namespace", "reviews")
+    kubectl(admin, "create", "serviceaccount", "reviewed", "-n", "reviews")
+    short = kubectl(admin, "create", "token", "reviewed", "-n", "reviews", "--duration=60s")
+    assert short.returncode == 1
+    assert ("spec.expirationSeconds: Invalid value: 60: may not specify a duration less "
+            "than 10 minutes") in short.stderr
+    missing = kubectl(admin, "create", "token", "nobody", "-n", "reviews")
+    assert 'serviceaccounts "nobody" not found' in missing.stderr
+    token = kubectl(admin, "create", "token", "reviewed", "-n", "reviews",
+                    "--audience=https://kubernetes.default.svc.cluster.local").stdout.strip()
+    api = config.new_client_from_config(config_file=str(admin))
+    try:
+        authn = client.AuthenticationV1Api(api)
+        review = authn.create_token_review({"spec": {"token": token}})
+        assert review.status.authenticated is True
+        assert review.status.user.username == "system:serviceaccount:reviews:reviewed"
+        # a token this cluster did not sign (same issuer, another key)
+        forged, _ = TokenIssuer(ec.generate_private_key(ec.SECP256R1()), [], DEFAULT_ISSUER,
+                                []).sign(Binding("reviews", "reviewed", "x"),
+                                         [DEFAULT_ISSUER], 3600)
+        review = authn.create_token_review({"spec": {"token": forged}})
+        assert (review.status.authenticated, review.status.error) == (
+            False, "invalid signature")
+    finally:
+        api.close()
+    forged_config = server.kubeconfig("forged", token=forged)
+    assert "Unauthorized" in kubectl(forged_config, "get", "pods").stderr
