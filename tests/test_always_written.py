@@ -83,7 +83,8 @@ NAMES = {"apiregistration.k8s.io/v1/APIService": "v1.{name}.example.com"}
 NOT_CREATED = {"v1/Binding", "authorization.k8s.io/v1/SelfSubjectAccessReview",
                "authorization.k8s.io/v1/SubjectAccessReview",
                "authentication.k8s.io/v1/SelfSubjectReview",
-               "authentication.k8s.io/v1/TokenReview"}
+               "authentication.k8s.io/v1/TokenReview",
+               "authorization.k8s.io/v1/SelfSubjectRulesReview"}
 
 
 def missing(obj: Any, fields: dict[str, Any], path: str = "") -> list[str]:

@@ -257,6 +257,15 @@ def test_a_user_without_bindings_is_forbidden_until_a_role_binding_grants_view(
     exec_denied = kubectl(alice, "get", "--raw",
                           "/api/v1/namespaces/team-a/pods/web/log")
     assert "pods \"web\" is forbidden" not in exec_denied.stderr  # log is viewable: 404
+    # and what she may do there, listed (SelfSubjectRulesReview)
+    listed = kubectl(alice, "auth", "can-i", "--list", "-n", "team-a").stdout.splitlines()
+    assert listed[0].split() == ["Resources", "Non-Resource", "URLs", "Resource", "Names",
+                                 "Verbs"]
+    pods = next(line.split() for line in listed if line.startswith("pods "))
+    assert pods == ["pods", "[]", "[]", "[get", "list", "watch]"]
+    assert not any(line.startswith("secrets") for line in listed)
+    assert any(line.startswith("selfsubjectaccessreviews.authorization.k8s.io")
+               for line in listed)
 
 
 def test_a_token_users_groups_are_bound_as_groups(server: SecuredServer, admin: Path
@@ -327,3 +336,26 @@ def test_livez_and_readyz_list_their_checks_as_upstream(server: SecuredServer,
     assert kubectl(admin, "get", "--raw", "/readyz/informer-sync").stdout == "ok"
     missing = kubectl(admin, "get", "--raw", "/livez/no-such-check")
     assert missing.returncode == 1 and "NotFound" in missing.stderr
+
+
+def test_impersonation_asks_for_the_impersonate_verb_then_acts_as_that_user(
+        server: SecuredServer, admin: Path, ca: pki.KeyPair) -> None:
+    kubectl(admin, "create", "namespace", "team-c")
+    kubectl(admin, "create", "rolebinding", "carol-views", "--clusterrole=view",
+            "--user=carol", "-n", "team-c")
+    deadline = time.monotonic() + 10
+    while kubectl(admin, "auth", "can-i", "list", "pods", "-n", "team-c", "--as=carol"
+                  ).stdout != "yes\n":
+        assert time.monotonic() < deadline, "carol never got view"
+        time.sleep(0.2)
+    assert kubectl(admin, "auth", "can-i", "create", "pods", "-n", "team-c",
+                   "--as=carol").stdout == "no\n"
+    as_carol = json.loads(kubectl(admin, "auth", "whoami", "--as=carol", "--as-group=qa",
+                                  "-o", "json").stdout)["status"]["userInfo"]
+    assert as_carol == {"username": "carol", "groups": ["qa", "system:authenticated"]}
+    # someone without the impersonate verb cannot
+    dave = server.kubeconfig("dave", cert=pki.issue(ca, "dave", client=True))
+    denied = kubectl(dave, "get", "pods", "-n", "team-c", "--as=carol")
+    assert denied.stderr.strip() == (
+        'Error from server (Forbidden): users "carol" is forbidden: User "dave" cannot '
+        'impersonate resource "users" in API group "" at the cluster scope')

@@ -70,10 +70,19 @@ class Authorizer(Protocol):
         """Allowed or not, and why."""
         ...
 
+    def rules_for(self, user: UserInfo, namespace: str) -> list[Rule]:
+        """Every rule that applies to the user in the namespace (SelfSubjectRulesReview)."""
+        ...
+
 
 class AlwaysAllow:
     def authorize(self, attributes: Attributes) -> Decision:
         return Decision(True)
+
+    def rules_for(self, user: UserInfo, namespace: str) -> list[Rule]:
+        everything = frozenset(("*",))
+        return [Rule(everything, everything, everything, frozenset(), ()),
+                Rule(everything, frozenset(), frozenset(), frozenset(), ("*",))]
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ pkg/registry/authentication/selfsubjectreview).
     POST subjectaccessreviews       "may they?"     -> status.allowed for spec.user/groups
     POST selfsubjectreviews         "who am I?"     -> status.userInfo
     POST tokenreviews               "whose token?"  -> status.authenticated, .user
+    POST selfsubjectrulesreviews    "what may I?"   -> status.resourceRules, ...
 
 `kubectl auth can-i` and `kubectl auth whoami` are these two requests.
 """
@@ -26,7 +27,7 @@ from minikube_py.apiserver.responses import json_response
 
 Obj = dict[str, Any]
 REVIEWS = ("selfsubjectaccessreviews", "subjectaccessreviews", "selfsubjectreviews",
-           "tokenreviews")
+           "tokenreviews", "selfsubjectrulesreviews")
 
 
 async def serve_review(request: web.Request, resource: Resource, user: UserInfo,
@@ -49,6 +50,20 @@ async def serve_review(request: web.Request, resource: Resource, user: UserInfo,
         else:
             review["status"] = {"authenticated": True, "user": _user_info(named),
                                 "audiences": list(spec.get("audiences") or [])}
+        return json_response(review, 201)
+    if resource.plural == "selfsubjectrulesreviews":
+        namespace = str((review.get("spec") or {}).get("namespace") or "")
+        rules = authorizer.rules_for(user, namespace)
+        review["status"] = {
+            "resourceRules": [
+                {"verbs": sorted(r.verbs), "apiGroups": sorted(r.api_groups),
+                 "resources": sorted(r.resources),
+                 **({"resourceNames": sorted(r.resource_names)} if r.resource_names else {})}
+                for r in rules if not r.non_resource_urls],
+            "nonResourceRules": [{"verbs": sorted(r.verbs),
+                                  "nonResourceURLs": list(r.non_resource_urls)}
+                                 for r in rules if r.non_resource_urls],
+            "incomplete": False}
         return json_response(review, 201)
     spec = review.get("spec") if isinstance(review.get("spec"), dict) else {}
     problems = _validate_spec(spec, subject=resource.plural == "subjectaccessreviews")

@@ -2,7 +2,8 @@
 
     HTTP(S) request
       -> _serve: request id, in-flight limits (429), metrics, JSON log, Status errors
-      -> authentication: who asks (authentication.py; 401)
+      -> authentication: who asks (authentication.py; 401), or whom they impersonate
+         (impersonation.py; 403 unless allowed)
       -> audit: RequestReceived, ..., ResponseComplete, as the policy says (audit.py)
       -> authorization: may they (authorization.py: AlwaysAllow or RBAC; 403)
       -> non-resource paths: /healthz /livez /readyz /metrics /version, discovery, OpenAPI
@@ -56,6 +57,7 @@ from minikube_py.apiserver.authorization import (
     RBACAuthorizer,
     forbidden,
 )
+from minikube_py.apiserver.impersonation import impersonated
 from minikube_py.apiserver.metrics import APIServerMetrics, InstrumentedEtcd
 from minikube_py.apiserver.requestinfo import RequestInfo, parse_request_info
 from minikube_py.apiserver.responses import AUDIT_ID, json_response, no_such_resource
@@ -421,7 +423,8 @@ class APIServer(Component):
         watchers = (self.metrics.watchers.labels(info.verb.upper(), info.group, info.resource)
                     if long_running else None)
         try:
-            user = self.authenticator.authenticate(request)
+            user = impersonated(request, self.authenticator.authenticate(request),
+                                self.authorizer)
             request["user"] = user
             attributes = Attributes.of_request(user, info, request.method, request.path)
             if self.audit is not None:

@@ -156,3 +156,34 @@ TOKEN_REVIEW = api_object(
         user=f(USER_INFO, "The user it names."),
     ), "The answer, set by the server."),
 )
+
+SELF_SUBJECT_RULES_REVIEW = api_object(
+    f"{AUTHORIZATION}.SelfSubjectRulesReview",
+    "What may I do in this namespace? (Every rule that applies to the asking user.)",
+    spec=f(obj(
+        f"{AUTHORIZATION}.SelfSubjectRulesReviewSpec",
+        "The namespace asked about.",
+        namespace=f(STRING, "The namespace to list the rules of."),
+    ), "The namespace asked about.", required=True),
+    status=f(obj(
+        f"{AUTHORIZATION}.SubjectRulesReviewStatus",
+        "The rules; possibly incomplete, depending on the authorizer.",
+        evaluationError=f(STRING, "An error while listing, if any."),
+        incomplete=f(BOOLEAN, "Whether an authorizer could not list its rules.",
+                     required=True),
+        nonResourceRules=atomic(obj(
+            f"{AUTHORIZATION}.NonResourceRule",
+            "Verbs on paths that are no resources.",
+            nonResourceURLs=atomic(STRING, "Paths; a trailing * matches below."),
+            verbs=atomic(STRING, "Verbs; * means all.", required=True),
+        ), "Rules on paths that are no resources.", required=True),
+        resourceRules=atomic(obj(
+            f"{AUTHORIZATION}.ResourceRule",
+            "Verbs on resources.",
+            apiGroups=atomic(STRING, "API groups; * means all."),
+            resourceNames=atomic(STRING, "Names the rule is limited to, if any."),
+            resources=atomic(STRING, "Resources; * means all, */scale any's scale."),
+            verbs=atomic(STRING, "Verbs; * means all.", required=True),
+        ), "Rules on resources.", required=True),
+    ), "The answer, set by the server."),
+)
