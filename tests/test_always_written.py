@@ -84,7 +84,8 @@ NOT_CREATED = {"v1/Binding", "authorization.k8s.io/v1/SelfSubjectAccessReview",
                "authorization.k8s.io/v1/SubjectAccessReview",
                "authentication.k8s.io/v1/SelfSubjectReview",
                "authentication.k8s.io/v1/TokenReview",
-               "authorization.k8s.io/v1/SelfSubjectRulesReview"}
+               "authorization.k8s.io/v1/SelfSubjectRulesReview",
+               "authorization.k8s.io/v1/LocalSubjectAccessReview"}
 
 
 def missing(obj: Any, fields: dict[str, Any], path: str = "") -> list[str]:

@@ -299,6 +299,18 @@ def test_subject_access_reviews_answer_for_others_and_check_their_input(
             "spec": {"user": "carol", "resourceAttributes": {
                 "verb": "get", "resource": "pods", "namespace": "default"}}})
         assert review.status.allowed is False
+        # in one namespace: alice's view there (a RoleBinding of an earlier test)
+        local = authz.create_namespaced_local_subject_access_review("team-a", {
+            "metadata": {"namespace": "team-a"},
+            "spec": {"user": "alice", "resourceAttributes": {"verb": "list",
+                                                            "resource": "pods"}}})
+        assert local.status.allowed is True
+        with pytest.raises(client.ApiException) as elsewhere:
+            authz.create_namespaced_local_subject_access_review("team-a", {
+                "metadata": {"namespace": "team-a"},
+                "spec": {"user": "alice", "resourceAttributes": {
+                    "verb": "list", "resource": "pods", "namespace": "default"}}})
+        assert elsewhere.value.status == 422
         with pytest.raises(client.ApiException) as invalid:
             authz.create_self_subject_access_review({"spec": {}})
         assert invalid.value.status == 422

@@ -75,6 +75,8 @@ KINDS: dict[tuple[str, str], type[Message]] = {
         authorization_v1_pb2.SelfSubjectAccessReview,
     ("authorization.k8s.io/v1", "SubjectAccessReview"):
         authorization_v1_pb2.SubjectAccessReview,
+    ("authorization.k8s.io/v1", "LocalSubjectAccessReview"):
+        authorization_v1_pb2.LocalSubjectAccessReview,
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"):
         authorization_v1_pb2.SelfSubjectRulesReview,
     ("authentication.k8s.io/v1", "SelfSubjectReview"): authentication_v1_pb2.SelfSubjectReview,

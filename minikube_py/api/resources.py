@@ -145,6 +145,8 @@ RESOURCES: tuple[Resource, ...] = (
              "selfsubjectaccessreviews", False, verbs=("create",)),
     Resource("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews",
              False, verbs=("create",)),
+    Resource("authorization.k8s.io", "v1", "LocalSubjectAccessReview",
+             "localsubjectaccessreviews", True, verbs=("create",)),
     Resource("authorization.k8s.io", "v1", "SelfSubjectRulesReview",
              "selfsubjectrulesreviews", False, verbs=("create",)),
     Resource("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews",

@@ -4,6 +4,7 @@ pkg/registry/authentication/selfsubjectreview).
 
     POST selfsubjectaccessreviews   "may I?"        -> status.allowed for the request's user
     POST subjectaccessreviews       "may they?"     -> status.allowed for spec.user/groups
+    POST namespaces/{ns}/localsubjectaccessreviews      the same, in that namespace only
     POST selfsubjectreviews         "who am I?"     -> status.userInfo
     POST tokenreviews               "whose token?"  -> status.authenticated, .user
     POST selfsubjectrulesreviews    "what may I?"   -> status.resourceRules, ...
@@ -26,12 +27,13 @@ from minikube_py.apiserver.request_params import read_object
 from minikube_py.apiserver.responses import json_response
 
 Obj = dict[str, Any]
-REVIEWS = ("selfsubjectaccessreviews", "subjectaccessreviews", "selfsubjectreviews",
-           "tokenreviews", "selfsubjectrulesreviews")
+REVIEWS = ("selfsubjectaccessreviews", "subjectaccessreviews", "localsubjectaccessreviews",
+           "selfsubjectreviews", "tokenreviews", "selfsubjectrulesreviews")
 
 
 async def serve_review(request: web.Request, resource: Resource, user: UserInfo,
-                       authorizer: Authorizer, authenticator: Authenticator) -> web.Response:
+                       authorizer: Authorizer, authenticator: Authenticator,
+                       namespace: str = "") -> web.Response:
     """Create a review: read it, answer it in its status, return it (201)."""
     review = await read_object(request, resource, resource.kind, resource.api_version)
     review.setdefault("metadata", {})["creationTimestamp"] = None
@@ -66,10 +68,23 @@ async def serve_review(request: web.Request, resource: Resource, user: UserInfo,
             "incomplete": False}
         return json_response(review, 201)
     spec = review.get("spec") if isinstance(review.get("spec"), dict) else {}
-    problems = _validate_spec(spec, subject=resource.plural == "subjectaccessreviews")
+    local = resource.plural == "localsubjectaccessreviews"
+    problems = _validate_spec(spec, subject=resource.plural != "selfsubjectaccessreviews")
+    attributes = spec.get("resourceAttributes")
+    if local and isinstance(attributes, dict):
+        # upstream's LocalSubjectAccessReview: the request's namespace, and only it
+        if not attributes.get("namespace"):
+            attributes["namespace"] = namespace
+        elif attributes["namespace"] != namespace:
+            problems.append(invalid("spec.resourceAttributes.namespace",
+                                    attributes["namespace"],
+                                    f"must match metadata.namespace ({namespace})"))
+    if local and spec.get("nonResourceAttributes") is not None:
+        problems.append(invalid("spec.nonResourceAttributes", spec["nonResourceAttributes"],
+                                "disallowed on this kind of request"))
     if problems:
         raise errors.invalid(resource.kind, resource.group, "", problems)
-    if resource.plural == "subjectaccessreviews":
+    if resource.plural != "selfsubjectaccessreviews":
         user = UserInfo(str(spec.get("user") or ""), str(spec.get("uid") or ""),
                         tuple(spec.get("groups") or ()))
     decision = authorizer.authorize(_attributes(user, spec))

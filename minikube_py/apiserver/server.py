@@ -620,7 +620,7 @@ class APIServer(Component):
         if info.resource in REVIEWS and info.verb == "create":
             store = self.stores[(info.group, info.version, info.resource)]
             return await serve_review(request, store.resource, request["user"],
-                                      self.authorizer, self.authenticator)
+                                      self.authorizer, self.authenticator, info.namespace)
         if info.resource == "serviceaccounts" and info.subresource == "token" and (
                 info.verb == "create"):
             return await serve_token_request(

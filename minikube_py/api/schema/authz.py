@@ -75,19 +75,28 @@ SELF_SUBJECT_ACCESS_REVIEW = api_object(
     status=f(ACCESS_REVIEW_STATUS, "The answer, set by the server."),
 )
 
+SUBJECT_ACCESS_REVIEW_SPEC = obj(
+    f"{AUTHORIZATION}.SubjectAccessReviewSpec",
+    "The action, and the user asking: user or groups are required.",
+    extra=f(map_of(array(STRING)), "The user's extra attributes."),
+    groups=atomic(STRING, "The user's groups."),
+    nonResourceAttributes=f(NON_RESOURCE_ATTRIBUTES, "A path that is no resource."),
+    resourceAttributes=f(RESOURCE_ATTRIBUTES, "A resource request."),
+    uid=f(STRING, "The user's uid."),
+    user=f(STRING, "The user's name."),
+)
+
 SUBJECT_ACCESS_REVIEW = api_object(
     f"{AUTHORIZATION}.SubjectAccessReview",
     "May this user do this? (Asked by a component on behalf of a user.)",
-    spec=f(obj(
-        f"{AUTHORIZATION}.SubjectAccessReviewSpec",
-        "The action, and the user asking: user or groups are required.",
-        extra=f(map_of(array(STRING)), "The user's extra attributes."),
-        groups=atomic(STRING, "The user's groups."),
-        nonResourceAttributes=f(NON_RESOURCE_ATTRIBUTES, "A path that is no resource."),
-        resourceAttributes=f(RESOURCE_ATTRIBUTES, "A resource request."),
-        uid=f(STRING, "The user's uid."),
-        user=f(STRING, "The user's name."),
-    ), "The action and the user.", required=True),
+    spec=f(SUBJECT_ACCESS_REVIEW_SPEC, "The action and the user.", required=True),
+    status=f(ACCESS_REVIEW_STATUS, "The answer, set by the server."),
+)
+
+LOCAL_SUBJECT_ACCESS_REVIEW = api_object(
+    f"{AUTHORIZATION}.LocalSubjectAccessReview",
+    "May this user do this in this namespace? (What `admin` may ask of its namespace.)",
+    spec=f(SUBJECT_ACCESS_REVIEW_SPEC, "The action and the user.", required=True),
     status=f(ACCESS_REVIEW_STATUS, "The answer, set by the server."),
 )
 

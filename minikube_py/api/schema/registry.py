@@ -61,6 +61,8 @@ KINDS: dict[GroupVersionKind, Type] = {
     ("authorization.k8s.io", "v1", "SelfSubjectAccessReview"):
         authz.SELF_SUBJECT_ACCESS_REVIEW,
     ("authorization.k8s.io", "v1", "SubjectAccessReview"): authz.SUBJECT_ACCESS_REVIEW,
+    ("authorization.k8s.io", "v1", "LocalSubjectAccessReview"):
+        authz.LOCAL_SUBJECT_ACCESS_REVIEW,
     ("authorization.k8s.io", "v1", "SelfSubjectRulesReview"):
         authz.SELF_SUBJECT_RULES_REVIEW,
     ("authentication.k8s.io", "v1", "SelfSubjectReview"): authz.SELF_SUBJECT_REVIEW,
