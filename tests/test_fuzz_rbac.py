@@ -148,4 +148,4 @@ def test_a_view_user_gets_nothing_beyond_view_and_no_5xx(viewer: Cluster) -> Non
 
     only_reads_get_through()
     # the role was exercised both ways: reads let through, the rest refused
-    assert answered.get(2, 0) > 50 and answered.get(4, 0) > 50, answered
+    assert answered.get(2, 0) >= 10 and answered.get(4, 0) >= 10, answered
