@@ -129,14 +129,21 @@ class Strategy:
             new["metadata"]["managedFields"] = managed_fields
 
     def prepare_for_subresource_update(self, subresource: str, new: Obj, old: Obj) -> None:
-        """Before a write through a subresource other than status and scale (only pods
-        have one: ephemeralcontainers). Routing sends no other kind here."""
-        raise NotImplementedError(f"{self.resource.plural}/{subresource}")
+        """Before a write through a subresource other than status and scale (pods have
+        one: ephemeralcontainers). A kind that declares none has nothing writable there:
+        everything stays as stored (only the write's resourceVersion, its precondition,
+        is kept). Must not validate and must not change `old`."""
+        resource_version = new["metadata"].get("resourceVersion")
+        new.clear()
+        new.update(copy.deepcopy(old))
+        if resource_version is not None:
+            new["metadata"]["resourceVersion"] = resource_version
 
     def validate_subresource_update(self, subresource: str, new: Obj, old: Obj
                                     ) -> list[FieldError]:
-        """Validation of a write through that subresource."""
-        raise NotImplementedError(f"{self.resource.plural}/{subresource}")
+        """Validation of a write through that subresource: by default the kind's own
+        update rules."""
+        return self.validate_update(new, old)
 
     def reset_fields(self) -> dict[str, FieldSet]:
         """GetResetFields: by subresource ("" for the main resource), the fields its writes
