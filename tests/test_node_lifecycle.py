@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 
 from minikube_py.api.meta import rfc3339
-from minikube_py.apiserver.strategies.pods import add_default_toleration_seconds
+from minikube_py.apiserver.admission.defaulttolerationseconds import (
+    add_default_toleration_seconds,
+)
 from minikube_py.client.errors import Conflict, NotFound
 from minikube_py.client.rest import Client
 from minikube_py.controllers.base import ControllerOptions

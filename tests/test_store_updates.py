@@ -27,11 +27,7 @@ async def stale_store(etcd_client: EtcdClient) -> tuple[Store, WatchCache]:
     prefix = f"/registry/test-{uuid.uuid4().hex[:8]}/"
     cache = WatchCache(etcd_client, prefix)
     cache.ready.set()
-
-    async def namespace_exists(name: str) -> Obj:
-        return {"metadata": {"name": name}}
-
-    store = Store(CONFIGMAPS, strategy_for(CONFIGMAPS), etcd_client, cache, namespace_exists)
+    store = Store(CONFIGMAPS, strategy_for(CONFIGMAPS), etcd_client, cache)
     store.key = lambda namespace, name: f"{prefix}{namespace}/{name}"  # type: ignore[method-assign]
     return store, cache
 

@@ -133,7 +133,7 @@ class APIServiceAvailability:
         """Write the Available condition through the status path when it changed;
         lastTransitionTime moves only when its status does."""
 
-        def with_condition(current: Obj) -> Obj:
+        async def with_condition(current: Obj) -> Obj:
             if _shows(current, condition):
                 return current
             conditions = (current.get("status") or {}).get("conditions") or []
@@ -146,7 +146,7 @@ class APIServiceAvailability:
             new = copy.deepcopy(current)
             new["status"] = {"conditions": [
                 *(c for c in conditions if c.get("type") != "Available"), written]}
-            return self.api_services.prepare_update(new, current, "status")
+            return await self.api_services.prepare_update(new, current, "status")
 
         try:
             await self.api_services.guaranteed_update("", name, with_condition)

@@ -63,18 +63,18 @@ async def serve_apply(
         check_name(obj, info.name, namespace if resource.namespaced else "")
         return store.strategy.to_internal(obj)
 
-    def mutate(current: Obj) -> Obj:
+    async def mutate(current: Obj) -> Obj:
         updated = applied(store.strategy.to_external(current))
         wanted_rv = meta.metadata(updated).get("resourceVersion")
         if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
             raise errors.conflict(resource.plural, resource.group, info.name,
                                   errors.OBJECT_MODIFIED)
-        return store.prepare_update(updated, current, info.subresource)
+        return await store.prepare_update(updated, current, info.subresource, dry_run=dry)
 
     for _ in range(2):  # a create that loses a race applies onto the winner's object
         try:
             if dry:
-                updated = mutate(copy.deepcopy(await store.get(namespace, info.name)))
+                updated = await mutate(copy.deepcopy(await store.get(namespace, info.name)))
             else:
                 updated = await store.guaranteed_update(namespace, info.name, mutate)
             return respond(render_one(store, updated, wanted, request), wanted, 200)

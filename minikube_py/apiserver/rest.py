@@ -195,7 +195,7 @@ class ResourceHandler:
             )
         schema = schema_for(resource.group, resource.version, resource.kind)
         warnings: list[str] = []
-        def mutate(current: Obj) -> Obj:
+        async def mutate(current: Obj) -> Obj:
             original = store.strategy.to_external(current)
             try:
                 patched = apply_patch(kind, original, patch, schema)
@@ -213,12 +213,13 @@ class ResourceHandler:
                 raise errors.conflict(
                     resource.plural, resource.group, info.name, errors.OBJECT_MODIFIED
                 )
-            updated = store.prepare_update(patched, current, info.subresource)
+            updated = await store.prepare_update(patched, current, info.subresource,
+                                                 dry_run=dry_run(request))
             store.field_manager.update(current, updated, options.field_manager, info.subresource)
             return updated
 
         if dry_run(request):
-            updated = mutate(copy.deepcopy(await store.get(namespace, info.name)))
+            updated = await mutate(copy.deepcopy(await store.get(namespace, info.name)))
         else:
             updated = await store.guaranteed_update(namespace, info.name, mutate)
         return respond(render_one(store, updated, wanted, request), wanted, 200, warnings)

@@ -35,6 +35,8 @@ from minikube_py.api import errors
 from minikube_py.api.meta import new_uid
 from minikube_py.api.resources import CONNECT_SUBRESOURCES, RESOURCES
 from minikube_py.apiserver import bootstrappolicy, discovery, health, negotiation, openapi
+from minikube_py.apiserver.admission import request_user
+from minikube_py.apiserver.admission.chain import AdmissionSources, build_chain
 from minikube_py.apiserver.aggregation import Aggregator
 from minikube_py.apiserver.allocators import (
     DEFAULT_NODE_PORT_RANGE,
@@ -81,7 +83,6 @@ from minikube_py.apiserver.storage.encryption import load_encryption_config
 from minikube_py.apiserver.storage.etcd import EtcdClient, EtcdError
 from minikube_py.apiserver.store import Store
 from minikube_py.apiserver.strategies import strategy_for
-from minikube_py.apiserver.strategies.pods import PodStrategy
 from minikube_py.apiserver.watchcache import WatchCache, decode
 from minikube_py.lifecycle import Component
 
@@ -209,16 +210,16 @@ class APIServer(Component):
                     self.etcd, prefix,
                     on_event=self._count_event(resource.storage_plural or resource.plural),
                 )
-            args = (resource, strategy_for(resource), self.etcd, self.caches[prefix],
-                    self._namespace_exists)
+            args = (resource, strategy_for(resource), self.etcd, self.caches[prefix])
             if (resource.group, resource.plural) == ("", "services"):
                 self.services = ServiceStore(*args, self.service_allocators)
                 self.stores[(resource.group, resource.version, resource.plural)] = self.services
             else:
                 self.stores[(resource.group, resource.version, resource.plural)] = Store(*args)
-        pods = self.stores[("", "v1", "pods")].strategy
-        if isinstance(pods, PodStrategy):  # Priority admission reads the classes' watch cache
-            pods.priority_classes = self.caches["/registry/priorityclasses/"].list
+        self.admission = build_chain(AdmissionSources(
+            namespace=self._namespace_exists, cached=self._cached_objects, stores=self.stores))
+        for store in self.stores.values():
+            store.admission = self.admission
         self.handler = ResourceHandler(self.stores)
 
     def _service_account_user(self, token: str) -> UserInfo:
@@ -237,6 +238,13 @@ class APIServer(Component):
             return pod is not None and pod["metadata"].get("uid") == binding.pod_uid
 
         return self.token_issuer.verify(token, exists)[0]
+
+    def _cached_objects(self, prefix: str) -> list[dict[str, Any]]:
+        """Every object under an etcd prefix (`/registry/limitranges/ns/`), from the
+        watch cache: what admission plugins read, as upstream's read informers."""
+        plural = prefix.removeprefix("/registry/").split("/", 1)[0]
+        return self.caches[f"/registry/{plural}/"].list(prefix.removeprefix(
+            f"/registry/{plural}/"))
 
     def _rbac_objects(self, plural: str) -> list[dict[str, Any]]:
         return self.caches[f"/registry/{plural}/"].list()
@@ -426,6 +434,7 @@ class APIServer(Component):
             user = impersonated(request, self.authenticator.authenticate(request),
                                 self.authorizer)
             request["user"] = user
+            request_user.set(user)  # what admission sees as the request's user
             attributes = Attributes.of_request(user, info, request.method, request.path)
             if self.audit is not None:
                 audit_event = self.audit.begin(

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import inspect
 import ipaddress
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -308,10 +309,9 @@ class ServiceStore(Store):
         strategy: Strategy,
         etcd: EtcdClient,
         cache: WatchCache,
-        namespace_exists: Callable[[str], Any],
         allocators: ServiceAllocators,
     ) -> None:
-        super().__init__(resource, strategy, etcd, cache, namespace_exists)
+        super().__init__(resource, strategy, etcd, cache)
         self.allocators = allocators
 
     @etcd_errors
@@ -320,7 +320,9 @@ class ServiceStore(Store):
         """Create: beginCreate allocates after defaulting; a create that fails releases.
 
         A dry run of the whole create comes first: a request that would be refused (a
-        name in use, a taken IP, an invalid field) is refused before anything is written.
+        name in use, a taken IP, an invalid field, admission) is refused before anything
+        is written. Admission runs once: mutating before the IPs are planned, validating
+        on the planned service (upstream's validation sees the allocated IPs too).
         """
         metadata = meta.metadata(obj)
         metadata["namespace"] = namespace
@@ -332,14 +334,17 @@ class ServiceStore(Store):
                 raise errors.already_exists(self.resource.plural, self.resource.group, name)
         self.strategy.prepare_for_create(obj)
         self.strategy.default(obj)
+        await self.admit_create(self.create_attributes(namespace, obj, dry_run))
         planned = copy.deepcopy(obj)
         await self.allocators.allocate(planned, None, dry_run=True)
-        await super().create(namespace, planned, dry_run=True, manager=manager)
+        planned = await super().create(namespace, planned, dry_run=True, manager=manager,
+                                       admit=False)
+        await self.admission.validate(self.create_attributes(namespace, planned, dry_run))
         if dry_run:
             return planned
         allocation = await self.allocators.allocate(obj, None)
         try:
-            return await super().create(namespace, obj, manager=manager)
+            return await super().create(namespace, obj, manager=manager, admit=False)
         except BaseException:
             await allocation.revert()
             raise
@@ -355,6 +360,8 @@ class ServiceStore(Store):
         for _ in range(MAX_UPDATE_ATTEMPTS):
             read = await self.get(namespace, name)
             planned = mutate(copy.deepcopy(read))
+            if inspect.isawaitable(planned):
+                planned = await planned
             await self.allocators.allocate(copy.deepcopy(planned), read, dry_run=True)
             allocation = await self.allocators.allocate(planned, read)
             try:

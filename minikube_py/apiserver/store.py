@@ -5,16 +5,21 @@ implementation of every verb, with a `Strategy` (strategy.py) supplying the step
 differ by kind. The store is the only code that writes objects to etcd:
 
     create: name/uid/timestamps -> strategy.prepare_for_create -> default
-            -> managedFields -> validate -> always-written fields
+            -> mutating admission -> managedFields -> validate -> validating admission
+            -> always-written fields
             -> etcd Txn "create_revision == 0" (409 AlreadyExists when it fails)
     update: read -> precondition on resourceVersion -> prepare_for_update -> default
-            -> validate_update -> always-written fields -> managedFields
+            -> mutating admission -> validate_update -> validating admission
+            -> always-written fields -> managedFields
             -> etcd Txn "mod_revision == read revision" (retry or 409)
 
 "always-written fields" are the empty fields upstream's JSON carries anyway (Go writes a
 field without `omitempty`, and every struct): api/schema/written.py.
-    delete: preconditions -> graceful (deletionTimestamp) or finalizers pending?
-            -> mark the object : remove it with a Txn
+    delete: preconditions -> admission -> graceful (deletionTimestamp) or finalizers
+            pending? -> mark the object : remove it with a Txn
+
+Admission (admission/) is the chain of plugins the server hands every store: mutating
+plugins may change the object, validating ones only refuse.
 
 "managedFields" is the field manager's record of who changed what (server-side apply:
 `api/managedfields`), kept only for objects that already have one.
@@ -27,8 +32,9 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -46,6 +52,7 @@ from minikube_py.api.validation import (
     validate_object_meta,
     validate_object_meta_update,
 )
+from minikube_py.apiserver.admission import CREATE, DELETE, UPDATE, Attributes, Chain
 from minikube_py.apiserver.storage.etcd import (
     CompactedError,
     EtcdClient,
@@ -60,7 +67,9 @@ from minikube_py.apiserver.strategy import Strategy
 from minikube_py.apiserver.watchcache import WatchCache, decode
 
 Obj = dict[str, Any]
-Mutation = Callable[[Obj], Obj]
+# A guaranteed update's change: the new object from a copy of the stored one, at once or
+# after awaiting (an update that goes through admission awaits its plugins).
+Mutation = Callable[[Obj], Obj | Awaitable[Obj]]
 
 MAX_UPDATE_ATTEMPTS = 16
 ORPHAN_FINALIZER = "orphan"
@@ -182,13 +191,13 @@ class Store:
         strategy: Strategy,
         etcd: EtcdClient,
         cache: WatchCache,
-        namespace_exists: Callable[[str], Any],
+        admission: Chain | None = None,
     ) -> None:
         self.resource = resource
         self.strategy = strategy
         self.etcd = etcd
         self.cache = cache
-        self._namespace_exists = namespace_exists
+        self.admission = admission or Chain()
         self.field_manager = FieldManager(
             schema_for(resource.group, resource.version, resource.kind), resource.api_version,
             strategy.reset_fields())
@@ -221,38 +230,17 @@ class Store:
             problems += validate_object_meta_update(obj["metadata"], old["metadata"])
         return problems
 
-    async def _check_namespace(self, namespace: str) -> None:
-        """NamespaceLifecycle admission: the namespace must exist and not be terminating."""
-        if not self.resource.namespaced:
-            return
-        ns = await self._namespace_exists(namespace)
-        if ns is None:
-            raise errors.not_found("namespaces", "", namespace)
-        if ns.get("metadata", {}).get("deletionTimestamp"):
-            error = errors.forbidden(
-                self.resource.plural,
-                self.resource.group,
-                "",
-                f"unable to create new content in namespace {namespace} because it is being "
-                "terminated",
-            )
-            # Controllers recognise this refusal by its cause (HasStatusCause) and drop the key.
-            error.details = {**(error.details or {}), "causes": [{
-                "type": "NamespaceTerminating",
-                "message": f"namespace {namespace} is being terminated",
-                "field": "metadata.namespace",
-            }]}
-            raise error
-
     # -- create ----------------------------------------------------------------------------
 
     @etcd_errors
     async def create(self, namespace: str, obj: Obj, *, dry_run: bool = False,
-                     manager: str | None = None) -> Obj:
-        """Create: fill in server-set metadata, prepare, default, validate, then one Txn.
+                     manager: str | None = None, admit: bool = True) -> Obj:
+        """Create: fill in server-set metadata, prepare, default, admit, validate, then
+        one Txn.
 
         `manager` names the writer for managedFields; None leaves them as the caller set
-        them (server-side apply has).
+        them (server-side apply has). admit=False leaves out admission, for a store that
+        runs it itself (services reserve their IPs between the two phases).
         """
         metadata = meta.metadata(obj)
         if self.resource.namespaced:
@@ -270,6 +258,9 @@ class Store:
             raise self._invalid(obj, problems)
         self.strategy.prepare_for_create(obj)
         self.strategy.default(obj)
+        admission = self.create_attributes(namespace, obj, dry_run)
+        if admit:
+            await self.admit_create(admission)
         if manager is not None:
             self.field_manager.update(None, obj, manager)
         elif "managedFields" in metadata:
@@ -279,8 +270,9 @@ class Store:
         problems = self.strategy.validate(obj)
         if problems:
             raise self._invalid(obj, problems)
+        if admit:
+            await self.admission.validate(admission)
         fill_always_written(obj, self.always_written)
-        await self._check_namespace(namespace)
         if dry_run:
             return obj
 
@@ -291,6 +283,20 @@ class Store:
             raise errors.already_exists(self.resource.plural, self.resource.group, name) from None
         metadata["resourceVersion"] = str(revision)
         return obj
+
+    def create_attributes(self, namespace: str, obj: Obj, dry_run: bool) -> Attributes:
+        name = obj["metadata"].get("name", "")
+        return self.admission.attributes(self.resource, CREATE, namespace, name, obj, None,
+                                         dry_run=dry_run)
+
+    async def admit_create(self, admission: Attributes) -> None:
+        """Mutating admission of a create; what a plugin changed is prepared and
+        defaulted too."""
+        obj = admission.obj
+        assert obj is not None
+        if await self.admission.admit(admission):
+            self.strategy.prepare_for_create(obj)
+            self.strategy.default(obj)
 
     # -- read ------------------------------------------------------------------------------
 
@@ -429,6 +435,8 @@ class Store:
                 current, revision, proven = decode(kv), kv.mod_revision, True
             try:
                 updated = mutate(copy.deepcopy(current))
+                if inspect.isawaitable(updated):
+                    updated = await updated
             except errors.APIError:
                 if proven:
                     raise
@@ -483,18 +491,38 @@ class Store:
     ) -> Obj:
         """Update (PUT): optimistic concurrency on the resourceVersion the client read."""
 
-        def mutate(current: Obj) -> Obj:
+        async def mutate(current: Obj) -> Obj:
             self._check_resource_version(obj, current)
-            updated = self.prepare_update(copy.deepcopy(obj), current, subresource)
+            updated = await self.prepare_update(copy.deepcopy(obj), current, subresource,
+                                                dry_run=dry_run)
             self.field_manager.update(current, updated, manager, subresource)
             return updated
 
         if dry_run:
-            return mutate(await self.get(namespace, name))
+            return await mutate(await self.get(namespace, name))
         return await self.guaranteed_update(namespace, name, mutate)
 
-    def prepare_update(self, new: Obj, current: Obj, subresource: str) -> Obj:
-        """The strategy steps of an update, on a fresh object `new` and the stored one."""
+    async def prepare_update(self, new: Obj, current: Obj, subresource: str, *,
+                             dry_run: bool = False) -> Obj:
+        """The strategy and admission steps of an update, on a fresh object `new` and the
+        stored one."""
+        self._prepare_update(new, current, subresource)
+        admission = self.admission.attributes(
+            self.resource, UPDATE, current["metadata"].get("namespace", ""),
+            current["metadata"]["name"], new, current, subresource=subresource,
+            dry_run=dry_run)
+        if await self.admission.admit(admission):
+            self._prepare_update(new, current, subresource)
+        problems = self._validate_update(new, current, subresource)
+        if problems:
+            raise self._invalid(new, problems)
+        await self.admission.validate(admission)
+        fill_always_written(new, self.always_written)
+        return new
+
+    def _prepare_update(self, new: Obj, current: Obj, subresource: str) -> None:
+        """Server-set metadata from the stored object, then the strategy's prepare and
+        defaults."""
         metadata = meta.metadata(new)
         old_meta = current["metadata"]
         # A uid in the body is a precondition: it guards against a deleted and recreated
@@ -514,21 +542,21 @@ class Store:
         metadata["resourceVersion"] = old_meta["resourceVersion"]
         if subresource == "status":
             self.strategy.prepare_for_status_update(new, current)
-            problems = self.strategy.validate_status_update(new, current)
         elif subresource:
             self.strategy.prepare_for_subresource_update(subresource, new, current)
             self.strategy.default(new)
-            problems = self._validate_meta(new, current)
-            problems += self.strategy.validate_subresource_update(subresource, new, current)
         else:
             self.strategy.prepare_for_update(new, current)
             self.strategy.default(new)
-            problems = self._validate_meta(new, current)
-            problems += self.strategy.validate_update(new, current)
-        if problems:
-            raise self._invalid(new, problems)
-        fill_always_written(new, self.always_written)
-        return new
+
+    def _validate_update(self, new: Obj, current: Obj, subresource: str) -> list[FieldError]:
+        if subresource == "status":
+            return self.strategy.validate_status_update(new, current)
+        problems = self._validate_meta(new, current)
+        if subresource:
+            return problems + self.strategy.validate_subresource_update(subresource, new,
+                                                                        current)
+        return problems + self.strategy.validate_update(new, current)
 
     # -- delete ----------------------------------------------------------------------------
 
@@ -542,6 +570,10 @@ class Store:
                 raise self._not_found(name)
             current = decode(kv)
             self._check_preconditions(current, options.preconditions)
+            admission = self.admission.attributes(self.resource, DELETE, namespace, name,
+                                                  None, current, dry_run=options.dry_run)
+            await self.admission.admit(admission)
+            await self.admission.validate(admission)
             marked = self._mark_for_deletion(copy.deepcopy(current), options)
             if options.dry_run:
                 return marked or current, marked is None

@@ -161,7 +161,7 @@ async def scale(
             except PatchError as err:
                 raise patch_failed(err, kind) from None
 
-    def mutate(current: Obj) -> Obj:
+    async def mutate(current: Obj) -> Obj:
         scale = from_body(to_scale(current, store.strategy.label_selector(current)))
         scale_meta = scale.get("metadata") or {}
         wanted_rv = scale_meta.get("resourceVersion")
@@ -192,12 +192,12 @@ async def scale(
             )
         new = copy.deepcopy(current)
         new.setdefault("spec", {})["replicas"] = replicas
-        updated = store.prepare_update(new, current, "")
+        updated = await store.prepare_update(new, current, "", dry_run=dry_run(request))
         store.field_manager.update(current, updated, manager, "scale")
         return updated
 
     if dry_run(request):
-        updated = mutate(copy.deepcopy(await store.get(namespace, info.name)))
+        updated = await mutate(copy.deepcopy(await store.get(namespace, info.name)))
     else:
         updated = await store.guaranteed_update(namespace, info.name, mutate)
     return respond(to_scale(updated, store.strategy.label_selector(updated)), wanted, 200,

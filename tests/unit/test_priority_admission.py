@@ -1,4 +1,4 @@
-"""The Priority admission plugin, as the pod strategy runs it (cases after upstream's
+"""The Priority admission plugin (cases after upstream's
 plugin/pkg/admission/priority/admission_test.go, TestPodAdmission)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 from minikube_py.api.errors import APIError
 from minikube_py.api.resources import by_kind
-from minikube_py.apiserver.strategies import strategy_for
-from minikube_py.apiserver.strategies.pods import PodStrategy, admit_priority
+from minikube_py.apiserver.admission import CREATE, UPDATE, Chain
+from minikube_py.apiserver.admission.priority import Priority, admit_priority
 
 Obj = dict[str, Any]
 
@@ -88,18 +88,16 @@ def test_contradicting_the_class_is_forbidden(spec: Obj, message: str) -> None:
     assert refused.value.message == f'pods "web" is forbidden: {message}'
 
 
-def test_an_update_without_priority_keeps_the_one_resolved_at_create() -> None:
-    resource = by_kind("v1", "Pod")
-    assert resource is not None
-    strategy = strategy_for(resource)
-    assert isinstance(strategy, PodStrategy)
-    strategy.priority_classes = lambda: [HIGH]
+async def test_an_update_without_priority_keeps_the_one_resolved_at_create() -> None:
+    pods = by_kind("v1", "Pod")
+    assert pods is not None
+    chain = Chain([Priority(lambda: [HIGH])])
     old = pod(priorityClassName="high")
-    old["metadata"]["uid"] = "u"
-    strategy.prepare_for_create(old)
-    strategy.default(old)
+    await chain.admit(chain.attributes(pods, CREATE, "ns", "web", old, None))
+    assert (old["spec"]["priority"], old["spec"]["preemptionPolicy"]) == (
+        1000, "PreemptLowerPriority")
     new = copy.deepcopy(old)
     del new["spec"]["priority"], new["spec"]["preemptionPolicy"]
-    strategy.prepare_for_update(new, old)
+    await chain.admit(chain.attributes(pods, UPDATE, "ns", "web", new, old))
     assert (new["spec"]["priority"], new["spec"]["preemptionPolicy"]) == (
         1000, "PreemptLowerPriority")

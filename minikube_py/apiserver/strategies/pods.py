@@ -5,21 +5,17 @@ nearly frozen: only images, activeDeadlineSeconds, added tolerations, removed
 scheduling gates (and, while gated, added node selectors) may change. The node is set
 through the binding subresource, never by an update.
 
-The Priority admission plugin (upstream plugin/pkg/admission/priority) runs here too,
-first thing on create: it resolves spec.priorityClassName into spec.priority and
-spec.preemptionPolicy, reading PriorityClasses from the server's watch cache.
+Priority and DefaultTolerationSeconds, which also change new pods, are admission
+plugins (apiserver/admission/).
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any
 
-from minikube_py.api import errors as api_errors
 from minikube_py.api.quantity import QuantityError, parse_quantity
-from minikube_py.api.resources import Resource
 from minikube_py.api.validation import (
     FieldError,
     forbidden,
@@ -42,7 +38,6 @@ from minikube_py.apiserver.strategies.common import (
     items_of,
     semantic,
 )
-from minikube_py.apiserver.strategies.others import SYSTEM_PRIORITY_CLASSES
 from minikube_py.apiserver.strategies.podspec_defaults import set_pod_defaults
 from minikube_py.apiserver.strategies.podspec_validation import validate_pod_spec
 from minikube_py.apiserver.strategies.resourcenames import QOS_RESOURCES
@@ -57,38 +52,15 @@ UPDATABLE_POD_SPEC_FIELDS = (
     "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"
 )
 _SYSTEM_CONDITIONS = ("PodScheduled", "Ready", "Initialized")
-# The DefaultTolerationSeconds admission plugin's defaults (--default-not-ready-toleration-
-# seconds, --default-unreachable-toleration-seconds).
-DEFAULT_TOLERATION_SECONDS = {
-    "node.kubernetes.io/not-ready": 300,
-    "node.kubernetes.io/unreachable": 300,
-}
-# Priority admission: what a pod gets without a class when no class is the globalDefault
-# (scheduling.DefaultPriorityWhenNoDefaultClassExists).
-DEFAULT_PRIORITY_WHEN_NO_DEFAULT_CLASS = 0
-PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
-
-PriorityClassLister = Callable[[], Iterable[Obj]]
-
-
 class PodStrategy(KindStrategy):
     """Pods: created Pending, then mostly immutable; kubelets write status."""
 
     return_deleted_object = True  # upstream answers a DELETE with the object
 
-    def __init__(self, resource: Resource) -> None:
-        super().__init__(resource)
-        # The Priority admission plugin's PriorityClass lister: the server points it at its
-        # watch cache (upstream's reads an informer, just as eventually consistent).
-        self.priority_classes: PriorityClassLister = tuple
-
     def prepare_for_create(self, obj: Obj) -> None:
-        """Priority admission; then the server owns status: phase Pending and the QoS
-        class, fixed for life."""
-        admit_priority(obj, self.priority_classes())
+        """The server owns status: phase Pending and the QoS class, fixed for life."""
         super().prepare_for_create(obj)
         spec = as_dict(obj.get("spec"))
-        add_default_toleration_seconds(spec)
         status: Obj = {"phase": "Pending", "qosClass": qos_class(spec)}
         if as_list(spec.get("schedulingGates")):
             status["conditions"] = [
@@ -118,16 +90,6 @@ class PodStrategy(KindStrategy):
             for _, container_status in items_of(status, list_name):
                 for field, zero in _CONTAINER_STATUS_ZEROS.items():
                     container_status.setdefault(field, zero)
-
-    def prepare_for_update(self, new: Obj, old: Obj) -> None:
-        """Priority admission on update: a pod written back without spec.priority or
-        spec.preemptionPolicy keeps the ones resolved at create."""
-        super().prepare_for_update(new, old)
-        spec, old_spec = new.get("spec"), as_dict(old.get("spec"))
-        if isinstance(spec, dict):
-            for field in ("priority", "preemptionPolicy"):
-                if spec.get(field) is None and old_spec.get(field) is not None:
-                    spec[field] = old_spec[field]
 
     def prepare_for_subresource_update(self, subresource: str, new: Obj, old: Obj) -> None:
         """pods/ephemeralcontainers (podEphemeralContainersStrategy): of the write, only
@@ -245,82 +207,6 @@ class PodStrategy(KindStrategy):
             }
         )
         return fields
-
-
-def admit_priority(pod: Obj, priority_classes: Iterable[Obj]) -> None:
-    """The Priority admission plugin on create: spec.priority and spec.preemptionPolicy
-    come from spec.priorityClassName, or from the globalDefault class (which the pod is
-    then given), or are 0 and PreemptLowerPriority; values the pod brings that disagree
-    are Forbidden, as is a class that does not exist."""
-    spec = pod.get("spec")
-    if not isinstance(spec, dict):
-        return
-    classes = {pc["metadata"]["name"]: pc for pc in priority_classes}
-    class_name = spec.get("priorityClassName") or ""
-    if class_name:
-        found = classes.get(class_name) or _system_priority_class(class_name)
-        if found is None:
-            raise _admission_forbidden(pod, f"no PriorityClass with name {class_name} was found")
-        priority, policy = found.get("value", 0), found.get("preemptionPolicy")
-    else:
-        default = _global_default_class(classes.values())
-        if default is None:
-            priority, policy = DEFAULT_PRIORITY_WHEN_NO_DEFAULT_CLASS, PREEMPT_LOWER_PRIORITY
-        else:
-            spec["priorityClassName"] = default["metadata"]["name"]
-            priority, policy = default.get("value", 0), default.get("preemptionPolicy")
-    if spec.get("priority") is not None and spec["priority"] != priority:
-        raise _admission_forbidden(
-            pod, f"the integer value of priority ({spec['priority']}) must not be provided in "
-            f"pod spec; priority admission controller computed {priority} from the given "
-            "PriorityClass name")
-    spec["priority"] = priority
-    if policy is None:
-        return
-    if spec.get("preemptionPolicy") is not None and spec["preemptionPolicy"] != policy:
-        raise _admission_forbidden(
-            pod, f"the string value of PreemptionPolicy ({spec['preemptionPolicy']}) must not "
-            f"be provided in pod spec; priority admission controller computed {policy} from "
-            "the given PriorityClass name")
-    spec["preemptionPolicy"] = policy
-
-
-def _system_priority_class(name: str) -> Obj | None:
-    """system-cluster-critical and system-node-critical, which upstream's API server
-    creates at start (known here even before anyone created them)."""
-    if name not in SYSTEM_PRIORITY_CLASSES:
-        return None
-    return {"value": SYSTEM_PRIORITY_CLASSES[name], "preemptionPolicy": PREEMPT_LOWER_PRIORITY}
-
-
-def _global_default_class(classes: Iterable[Obj]) -> Obj | None:
-    """getDefaultPriorityClass: the globalDefault class; should a race have made two, the
-    one with the lowest value."""
-    defaults = [pc for pc in classes if pc.get("globalDefault")]
-    return min(defaults, key=lambda pc: pc.get("value", 0), default=None)
-
-
-def _admission_forbidden(pod: Obj, why: str) -> api_errors.APIError:
-    return api_errors.forbidden("pods", "", pod.get("metadata", {}).get("name", ""), why)
-
-
-def add_default_toleration_seconds(spec: Obj) -> None:
-    """DefaultTolerationSeconds admission (on create): a pod that does not tolerate the
-    not-ready or unreachable NoExecute taint gets to stay 300 s on such a node.
-
-    Any toleration with that key (or no key) and effect NoExecute (or none) counts as
-    saying how long, whatever its operator and value.
-    """
-    tolerations = as_list(spec.get("tolerations"))
-    added = []
-    for key, seconds in DEFAULT_TOLERATION_SECONDS.items():
-        if not any(as_dict(toleration).get("key") in (key, "", None)
-                   and as_dict(toleration).get("effect") in ("NoExecute", "", None)
-                   for toleration in tolerations):
-            added.append({"key": key, "operator": "Exists", "effect": "NoExecute",
-                          "tolerationSeconds": seconds})
-    if added and isinstance(spec.get("tolerations", []), list):
-        spec["tolerations"] = [*tolerations, *added]
 
 
 # ContainerStatus fields Go always serializes (no omitempty): a writer that leaves them
