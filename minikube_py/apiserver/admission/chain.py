@@ -13,6 +13,7 @@ from typing import Any
 
 from minikube_py.apiserver.admission import Chain, Plugin
 from minikube_py.apiserver.admission.defaulttolerationseconds import DefaultTolerationSeconds
+from minikube_py.apiserver.admission.limitranger import LimitRanger
 from minikube_py.apiserver.admission.namespacelifecycle import NamespaceLifecycle
 from minikube_py.apiserver.admission.priority import Priority
 
@@ -34,6 +35,7 @@ class AdmissionSources:
 def build_chain(sources: AdmissionSources) -> Chain:
     plugins: list[Plugin] = [
         NamespaceLifecycle(sources.namespace),
+        LimitRanger(lambda namespace: sources.cached(f"/registry/limitranges/{namespace}/")),
         Priority(lambda: sources.cached("/registry/priorityclasses/")),
         DefaultTolerationSeconds(),
     ]
