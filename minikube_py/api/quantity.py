@@ -17,8 +17,9 @@ three formats a quantity was written in and writes it back canonically in that f
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, ROUND_UP, Context, Decimal, localcontext
-from functools import lru_cache
+from functools import lru_cache, total_ordering
 
 DECIMAL_SI = "DecimalSI"
 BINARY_SI = "BinarySI"
@@ -210,3 +211,51 @@ def cpu_millis(value: str | int | float | Decimal) -> int:
 def memory_bytes(value: str | int | float | Decimal) -> int:
     """Quantity.Value: "1Gi" -> 1073741824, "1.5k" -> 1500, "0.5" -> 1 (rounds up)."""
     return _scaled_value(value, 0)
+
+
+@total_ordering
+@dataclass(frozen=True, eq=False)
+class Quantity:
+    """resource.Quantity as a value: an exact amount and the format it prints in.
+
+    Arithmetic keeps the left operand's format unless that operand is zero, when the
+    result takes the right one's (Quantity.Add and Sub): 1Gi + 512Mi is "1536Mi",
+    0 + 1Gi is "1Gi", 1k + 1Ki is "2024". Comparison and equality look at the amount
+    only (Quantity.Cmp), so "1Gi" equals "1073741824".
+    """
+
+    amount: Decimal
+    format: str = DECIMAL_SI
+
+    @classmethod
+    def parse(cls, value: str | int | float | Decimal) -> Quantity:
+        """ParseQuantity: "500m", "1Gi", a JSON number. Raises QuantityError."""
+        amount, format_ = _parse(value)
+        return cls(amount, format_)
+
+    def __str__(self) -> str:
+        """Quantity.String: canonical in its own format ("500m", "1536Mi", "2")."""
+        return _format(self.amount, self.format)
+
+    def __add__(self, other: Quantity) -> Quantity:
+        return Quantity(self.amount + other.amount,
+                        other.format if self.amount == 0 else self.format)
+
+    def __sub__(self, other: Quantity) -> Quantity:
+        return Quantity(self.amount - other.amount,
+                        other.format if self.amount == 0 else self.format)
+
+    def __neg__(self) -> Quantity:
+        return Quantity(-self.amount, self.format)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Quantity) and self.amount == other.amount
+
+    def __lt__(self, other: Quantity) -> bool:
+        return self.amount < other.amount
+
+    def __hash__(self) -> int:
+        return hash(self.amount)
+
+    def is_zero(self) -> bool:
+        return self.amount == 0

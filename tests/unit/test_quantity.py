@@ -7,6 +7,7 @@ from decimal import Decimal
 import pytest
 
 from minikube_py.api.quantity import (
+    Quantity,
     QuantityError,
     canonical_quantity,
     cpu_millis,
@@ -223,3 +224,26 @@ def test_memory_bytes_rounds_up_as_value(value: str, size: int) -> None:
 def test_scaled_values_saturate_at_int64() -> None:
     assert memory_bytes("1e100") == 2**63 - 1
     assert cpu_millis("-1e100") == -(2**63)
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "total"),
+    [
+        ("1Gi", "512Mi", "1536Mi"),
+        ("0", "1Gi", "1Gi"),  # a zero left operand takes the right one's format
+        ("1k", "1Ki", "2024"),  # otherwise the left one's
+        ("250m", "250m", "500m"),
+        ("1", "500m", "1500m"),
+    ],
+)
+def test_quantity_sum_prints_in_the_format_of_the_first_non_zero_operand(
+    left: str, right: str, total: str
+) -> None:
+    assert str(Quantity.parse(left) + Quantity.parse(right)) == total
+
+
+def test_quantities_compare_by_amount_whatever_their_format() -> None:
+    assert Quantity.parse("1Gi") == Quantity.parse("1073741824")
+    assert Quantity.parse("500m") < Quantity.parse("1")
+    assert str(Quantity.parse("2") - Quantity.parse("500m")) == "1500m"
+    assert str(-Quantity.parse("1Gi")) == "-1Gi"
