@@ -6,12 +6,16 @@ Upstream: pkg/quota/v1/evaluator/core (pods.go, services.go,
 persistent_volume_claims.go), k8s.io/apiserver/pkg/quota/v1 (resources.go, the generic
 object-count evaluator) and the admission plugin's message (controller.go).
 
-    usage(plural, group, obj)          what one object counts for, by resource name
+    usage(plural, group, obj)                  what one object counts for, by name
     matching_resources(plural, group, names)   which quota names its evaluator tracks
     matches_scopes(spec, obj, plural, group)   do the quota's scopes select the object?
+    matches(quota, plural, group, obj)         ... and does the quota track it at all?
+    constraints(plural, group, required, obj)  a pod's missing cpu/memory, as a message
+    update_changes_usage(plural, group, old, new)   may an update change its usage?
     calculate_usage(spec, resources, list)     a namespace's usage of a quota's names
-    exceeded(hard, used, requested)    the names a request would push over `hard`
-    exceeded_quota_message(...)        admission's "exceeded quota: ..." text
+    exceeded(hard, used, requested)            the names a request would push over hard
+    exceeded_quota_message(...)                admission's "exceeded quota: ..." text
+    add, subtract, mask, equals, remove_zeros, negative    ResourceList arithmetic
 
 What each resource counts for (its evaluator):
 

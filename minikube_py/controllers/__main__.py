@@ -39,6 +39,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--loadbalancer-class", default=None,
                         help="serve the LoadBalancer Services of this loadBalancerClass "
                              "(default: those that name no class)")
+    parser.add_argument("--resource-quota-sync-period", type=flag_duration, default=300.0,
+                        help="how often every ResourceQuota's usage is recounted in full "
+                             "(5m, or seconds; 0 disables)")
     parser.add_argument("--bind-address", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=10257, help="/healthz and /metrics "
                         "(plain HTTP); 0 disables")
@@ -64,7 +67,8 @@ def main(argv: list[str] | None = None) -> None:
         options=ControllerOptions(node_monitor_grace_period=args.node_monitor_grace_period,
                                   node_monitor_period=args.node_monitor_period,
                                   loadbalancer_ip_range=args.loadbalancer_ip_range,
-                                  loadbalancer_class=args.loadbalancer_class),
+                                  loadbalancer_class=args.loadbalancer_class,
+                                  resource_quota_sync_period=args.resource_quota_sync_period),
         bind_address=args.bind_address, port=args.port or None,
     )
 

@@ -48,6 +48,7 @@ class ControllerOptions:
     terminated_pod_gc_threshold: int = 12500
     loadbalancer_ip_range: str = "172.18.255.200-172.18.255.250"
     loadbalancer_class: str | None = None
+    resource_quota_sync_period: float = 300.0  # --resource-quota-sync-period (5m)
 
 
 @dataclass

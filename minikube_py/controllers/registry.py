@@ -22,6 +22,7 @@ from minikube_py.controllers.replicaset import (
     ReplicaSetController,
     ReplicationControllerController,
 )
+from minikube_py.controllers.resourcequota import ResourceQuotaController
 from minikube_py.controllers.serviceaccount import ServiceAccountController
 from minikube_py.controllers.servicelb import ServiceLBController
 from minikube_py.controllers.statefulset import StatefulSetController
@@ -42,6 +43,7 @@ ALL_CONTROLLERS: tuple[type[Controller], ...] = (
     GarbageCollector,
     NamespaceController,
     ServiceAccountController,
+    ResourceQuotaController,
     ServiceLBController,
     DisruptionController,
     NodeLifecycleController,

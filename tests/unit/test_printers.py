@@ -399,6 +399,23 @@ def test_service_columns(svc: dict[str, Any], expected: list[Any]) -> None:
     assert table_row_cells(SERVICES, svc, NOW) == expected
 
 
+def test_resource_quota_prints_used_over_hard_with_limits_apart() -> None:
+    quota = {
+        "metadata": {"name": "compute", "creationTimestamp": ago(minutes=5)},
+        "status": {"hard": {"pods": "10", "requests.cpu": "2", "limits.memory": "2Gi",
+                            "requests.memory": "1024Mi", "count/deployments.apps": "3"},
+                   "used": {"pods": "1", "requests.cpu": "0.5", "limits.memory": "256Mi",
+                            "requests.memory": "128Mi"}},
+    }
+    assert table_row_cells(lookup("", "v1", "resourcequotas"), quota, NOW) == [
+        "compute",
+        "count/deployments.apps: 0/3, pods: 1/10, requests.cpu: 500m/2, "
+        "requests.memory: 128Mi/1Gi",
+        "limits.memory: 256Mi/2Gi",
+        "5m",
+    ]
+
+
 # --- workloads -------------------------------------------------------------------------
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
+from minikube_py.api.quantity import QuantityError, canonical_quantity
 from minikube_py.apiserver.printers.cells import Obj, age, name_of
 from minikube_py.apiserver.printers.table import AGE, NAME, Cells, column
 
@@ -61,13 +63,22 @@ RESOURCE_QUOTA_COLUMNS = (
 )
 
 
+def _quantity(value: Any) -> str:
+    """Quantity.String: canonical ("0.5" prints "500m"); a missing one is "0"."""
+    try:
+        return canonical_quantity(value) if value is not None else "0"
+    except QuantityError:
+        return str(value)
+
+
 def print_resource_quota(quota: Obj, now: datetime) -> Cells:
-    """printResourceQuota: "used/hard" per resource; limits.* go to the Limit column."""
+    """printResourceQuota: "name: used/hard" per name of status.hard, sorted; limits.*
+    go to the Limit column, everything else to Request."""
     status = quota.get("status", {})
     hard, used = status.get("hard") or {}, status.get("used") or {}
     requests: list[str] = []
     limits: list[str] = []
     for resource in sorted(hard):
         target = limits if resource.startswith("limits.") else requests
-        target.append(f"{resource}: {used.get(resource, '0')}/{hard[resource]}")
+        target.append(f"{resource}: {_quantity(used.get(resource))}/{_quantity(hard[resource])}")
     return [name_of(quota), ", ".join(requests), ", ".join(limits), age(quota, now)]
