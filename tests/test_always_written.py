@@ -23,6 +23,10 @@ TEMPLATE = {"metadata": {"labels": {"app": "x"}}, "spec": POD_SPEC}
 SELECTOR = {"matchLabels": {"app": "x"}}
 RULES = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]
 SUBJECTS = [{"kind": "ServiceAccount", "name": "default", "namespace": "default"}]
+WEBHOOK = {"name": "check.NAME.example.com", "sideEffects": "None",
+           "admissionReviewVersions": ["v1"],
+           "clientConfig": {"service": {"namespace": "default", "name": "hooks"}},
+           "matchConditions": [{"name": "always", "expression": "true"}]}
 
 # The smallest valid body of each kind (name and namespace are added by the test).
 MINIMAL: dict[str, Obj] = {
@@ -73,6 +77,8 @@ MINIMAL: dict[str, Obj] = {
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                     "name": "r"}, "subjects": SUBJECTS},
     "scheduling.k8s.io/v1/PriorityClass": {"value": 1000},
+    "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration": {"webhooks": [WEBHOOK]},
+    "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration": {"webhooks": [WEBHOOK]},
     "apiregistration.k8s.io/v1/APIService": {"spec": {
         "group": "NAME.example.com", "version": "v1", "groupPriorityMinimum": 1000,
         "versionPriority": 15}},

@@ -34,6 +34,7 @@ from google.protobuf.message import DecodeError, Message
 
 from minikube_py.api import meta
 from minikube_py.gen.k8s import (
+    admissionregistration_v1_pb2,
     apps_v1_pb2,
     authentication_v1_pb2,
     authorization_v1_pb2,
@@ -82,9 +83,14 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("authentication.k8s.io/v1", "SelfSubjectReview"): authentication_v1_pb2.SelfSubjectReview,
     ("authentication.k8s.io/v1", "TokenRequest"): authentication_v1_pb2.TokenRequest,
     ("authentication.k8s.io/v1", "TokenReview"): authentication_v1_pb2.TokenReview,
+    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"):
+        admissionregistration_v1_pb2.MutatingWebhookConfiguration,
+    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"):
+        admissionregistration_v1_pb2.ValidatingWebhookConfiguration,
 }
 
 CORE = "k8s.io.api.core.v1"
+ADMISSIONREGISTRATION = "k8s.io.api.admissionregistration.v1"
 META = "k8s.io.apimachinery.pkg.apis.meta.v1"
 TIME = f"{META}.Time"
 FIELDS_V1 = f"{META}.FieldsV1"
@@ -96,6 +102,7 @@ EXTRA_VALUES = ("k8s.io.api.authorization.v1.ExtraValue",
 # Go struct fields embedded with `json:",inline"`: in JSON their fields belong to the parent
 # (a configMap volume is {"name": ..., "items": ...}, a probe {"httpGet": ..., "periodSeconds": 5}).
 INLINE: frozenset[str] = frozenset({
+    f"{ADMISSIONREGISTRATION}.RuleWithOperations.rule",
     f"{CORE}.Volume.volumeSource",
     f"{CORE}.Probe.handler",
     f"{CORE}.EphemeralContainer.ephemeralContainerCommon",
@@ -177,6 +184,14 @@ KEEP_ZERO: dict[str, frozenset[str]] = {
         f"{CORE}.WeightedPodAffinityTerm": "weight",
         f"{CORE}.WindowsSecurityContextOptions": (
             "gmsaCredentialSpecName gmsaCredentialSpec runAsUserName hostProcess"),
+        f"{ADMISSIONREGISTRATION}.MatchCondition": "name expression",
+        f"{ADMISSIONREGISTRATION}.MutatingWebhook": (
+            "name failurePolicy matchPolicy sideEffects timeoutSeconds reinvocationPolicy"),
+        f"{ADMISSIONREGISTRATION}.Rule": "scope",
+        f"{ADMISSIONREGISTRATION}.ServiceReference": "namespace name path port",
+        f"{ADMISSIONREGISTRATION}.ValidatingWebhook": (
+            "name failurePolicy matchPolicy sideEffects timeoutSeconds"),
+        f"{ADMISSIONREGISTRATION}.WebhookClientConfig": "url",
         "k8s.io.api.apps.v1.DeploymentSpec": (
             "replicas revisionHistoryLimit progressDeadlineSeconds podReplacementPolicy"),
         "k8s.io.api.apps.v1.DeploymentStatus": "terminatingReplicas collisionCount",

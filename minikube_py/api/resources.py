@@ -158,6 +158,11 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),
     Resource("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings",
              False),
+    # admissionregistration.k8s.io/v1 (stored; no admission webhook is called yet)
+    Resource("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration",
+             "mutatingwebhookconfigurations", False),
+    Resource("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration",
+             "validatingwebhookconfigurations", False),
     # apiregistration.k8s.io/v1 (the aggregation layer's registry: which server serves
     # which group-version; every built-in one is Local)
     Resource("apiregistration.k8s.io", "v1", "APIService", "apiservices", False,
@@ -176,6 +181,7 @@ GROUP_ORDER = (
     "discovery.k8s.io",
     "policy",
     "rbac.authorization.k8s.io",
+    "admissionregistration.k8s.io",
     "scheduling.k8s.io",
 )
 

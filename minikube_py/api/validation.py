@@ -67,6 +67,7 @@ class FieldError:
             "Duplicate",
             "TypeInvalid",
             "NotFound",
+            "TooMany",
         ):
             parts[0] = f"{prefix}: {_render_value(self.value)}"
         if self.detail:
@@ -107,6 +108,11 @@ def not_found(path: str, value: Any) -> FieldError:
 
 def too_long(path: str, max_length: int) -> FieldError:
     return FieldError("TooLong", path, f"must have at most {max_length} bytes")
+
+
+def too_many(path: str, actual: int, limit: int) -> FieldError:
+    """field.TooMany: `Too many: 65: must have at most 64 items`."""
+    return FieldError("TooMany", path, f"must have at most {limit} items", actual)
 
 
 def type_invalid(path: str, value: Any, detail: str) -> FieldError:

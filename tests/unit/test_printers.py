@@ -561,6 +561,10 @@ def test_wide_columns_carry_priority_one(resource: Any, wide: list[str]) -> None
         ("poddisruptionbudgets", "policy",
          ["Name", "Min Available", "Max Unavailable", "Allowed Disruptions", "Age"]),
         ("rolebindings", "rbac.authorization.k8s.io", ["Name", "Role", "Age"]),
+        ("mutatingwebhookconfigurations", "admissionregistration.k8s.io",
+         ["Name", "Webhooks", "Age"]),
+        ("validatingwebhookconfigurations", "admissionregistration.k8s.io",
+         ["Name", "Webhooks", "Age"]),
         ("limitranges", "", ["Name", "Created At"]),
         ("roles", "rbac.authorization.k8s.io", ["Name", "Created At"]),
         ("bindings", "", ["Name", "Created At"]),
@@ -591,6 +595,15 @@ def test_role_binding_wide_cells_list_subjects_by_kind() -> None:
     resource = lookup("rbac.authorization.k8s.io", "v1", "rolebindings")
     assert table_row_cells(resource, binding, NOW) == [
         "readers", "ClusterRole/view", "40s", "alice, bob", "devs", "tools/ci"]
+
+
+def test_webhook_configuration_cells_count_its_webhooks() -> None:
+    configuration = {"metadata": {"name": "policy", "creationTimestamp": ago(seconds=40)},
+                     "webhooks": [{"name": "a.example.com"}, {"name": "b.example.com"}]}
+    resource = lookup("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations")
+    assert table_row_cells(resource, configuration, NOW) == ["policy", 2, "40s"]
+    empty = {"metadata": {"name": "none", "creationTimestamp": ago(seconds=40)}}
+    assert table_row_cells(resource, empty, NOW) == ["none", 0, "40s"]
 
 
 @pytest.mark.parametrize(

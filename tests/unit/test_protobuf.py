@@ -12,6 +12,7 @@ from google.protobuf.message import Message
 from minikube_py.api import errors, protobuf
 from minikube_py.apiserver import negotiation
 from minikube_py.gen.k8s import (
+    admissionregistration_v1_pb2,
     apps_v1_pb2,
     core_v1_pb2,
     intstr_pb2,
@@ -273,6 +274,27 @@ def test_inline_structs_put_their_fields_in_the_parent() -> None:
                                "periodSeconds": 5},
         }],
     }
+
+
+def test_webhook_rule_is_inlined_ca_bundle_is_base64_and_pointer_zeros_stay() -> None:
+    pb = admissionregistration_v1_pb2
+    hook = pb.MutatingWebhook(
+        name="inject.example.com",
+        clientConfig=pb.WebhookClientConfig(url="https://hooks.example.com", caBundle=b"PEM"),
+        rules=[pb.RuleWithOperations(operations=["CREATE"], rule=pb.Rule(
+            apiGroups=[""], apiVersions=["v1"], resources=["pods"]))],
+        sideEffects="None", timeoutSeconds=0, reinvocationPolicy="")
+    configuration = pb.MutatingWebhookConfiguration(metadata=object_meta(name="m"),
+                                                    webhooks=[hook])
+    decoded = protobuf.decode(envelope("admissionregistration.k8s.io/v1",
+                                       "MutatingWebhookConfiguration", configuration))
+    assert decoded["webhooks"] == [{
+        "name": "inject.example.com",
+        "clientConfig": {"url": "https://hooks.example.com", "caBundle": "UEVN"},
+        "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                   "resources": ["pods"]}],
+        "sideEffects": "None", "timeoutSeconds": 0, "reinvocationPolicy": "",
+    }]
 
 
 def test_empty_lists_are_left_out() -> None:

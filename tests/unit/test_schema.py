@@ -312,7 +312,9 @@ EVERY_KIND = [
     ("events.k8s.io", "v1", "Event"), ("scheduling.k8s.io", "v1", "PriorityClass"),
     ("policy", "v1", "PodDisruptionBudget"), ("autoscaling", "v1", "Scale"),
 ] + [("rbac.authorization.k8s.io", "v1", kind)
-     for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")]
+     for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
+     ] + [("admissionregistration.k8s.io", "v1", kind)
+          for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")]
 
 
 @pytest.mark.parametrize("gvk", EVERY_KIND, ids="/".join)
@@ -351,6 +353,8 @@ def _field(gvk: tuple, *path: str) -> Field:
 
 
 POD_GVK = ("", "v1", "Pod")
+VALIDATING_WEBHOOKS = ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration")
+MUTATING_WEBHOOKS = ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")
 
 # (kind, path, patch_strategy, patch_merge_key, list_type, list_map_keys), as upstream's
 # struct tags and +listType markers say.
@@ -396,6 +400,11 @@ PATCH_METADATA = [
     (("batch", "v1", "Job"), ("status", "conditions"), "merge", "type", "atomic", ()),
     (("policy", "v1", "PodDisruptionBudget"), ("spec", "selector"), "replace", None, None, ()),
     (("rbac.authorization.k8s.io", "v1", "Role"), ("rules",), None, None, "atomic", ()),
+    (VALIDATING_WEBHOOKS, ("webhooks",), "merge", "name", "map", ("name",)),
+    (VALIDATING_WEBHOOKS, ("webhooks", "rules"), None, None, "atomic", ()),
+    (VALIDATING_WEBHOOKS, ("webhooks", "matchConditions"), "merge", "name", "map", ("name",)),
+    (VALIDATING_WEBHOOKS, ("webhooks", "admissionReviewVersions"), None, None, "atomic", ()),
+    (MUTATING_WEBHOOKS, ("webhooks",), "merge", "name", "map", ("name",)),
 ]
 
 

@@ -8,6 +8,90 @@ k8s.io/kube-aggregator 232ca687ab24.
 from typing import Any
 
 ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
+    'admissionregistration.k8s.io/v1/MutatingWebhookConfiguration': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'webhooks': {
+            'l': {
+                'name': {
+                    'z': '',
+                },
+                'clientConfig': {
+                    'o': {},
+                },
+                'matchConditions': {
+                    'l': {
+                        'name': {
+                            'z': '',
+                        },
+                        'expression': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+    },
+    'admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'webhooks': {
+            'l': {
+                'name': {
+                    'z': '',
+                },
+                'clientConfig': {
+                    'o': {},
+                },
+                'matchConditions': {
+                    'l': {
+                        'name': {
+                            'z': '',
+                        },
+                        'expression': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+    },
     'apiregistration.k8s.io/v1/APIService': {
         'metadata': {
             'o': {
@@ -1116,6 +1200,195 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
                 },
                 'availableReplicas': {
                     'z': 0,
+                },
+            },
+        },
+    },
+    'authentication.k8s.io/v1/SelfSubjectReview': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'status': {
+            'o': {
+                'userInfo': {
+                    'o': {},
+                },
+            },
+        },
+    },
+    'authentication.k8s.io/v1/TokenReview': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'spec': {
+            'o': {},
+        },
+        'status': {
+            'o': {
+                'user': {
+                    'o': {},
+                },
+            },
+        },
+    },
+    'authorization.k8s.io/v1/LocalSubjectAccessReview': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'spec': {
+            'o': {},
+        },
+        'status': {
+            'o': {
+                'allowed': {
+                    'z': False,
+                },
+            },
+        },
+    },
+    'authorization.k8s.io/v1/SelfSubjectAccessReview': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'spec': {
+            'o': {},
+        },
+        'status': {
+            'o': {
+                'allowed': {
+                    'z': False,
+                },
+            },
+        },
+    },
+    'authorization.k8s.io/v1/SelfSubjectRulesReview': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'spec': {
+            'o': {},
+        },
+        'status': {
+            'o': {
+                'incomplete': {
+                    'z': False,
+                },
+            },
+        },
+    },
+    'authorization.k8s.io/v1/SubjectAccessReview': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'spec': {
+            'o': {},
+        },
+        'status': {
+            'o': {
+                'allowed': {
+                    'z': False,
                 },
             },
         },

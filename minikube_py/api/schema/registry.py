@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 from minikube_py.api.resources import RESOURCES
 from minikube_py.api.schema import (
+    admissionregistration,
     apps,
     authz,
     batch,
@@ -72,6 +73,10 @@ KINDS: dict[GroupVersionKind, Type] = {
     ("rbac.authorization.k8s.io", "v1", "ClusterRole"): rbac.CLUSTER_ROLE,
     ("rbac.authorization.k8s.io", "v1", "RoleBinding"): rbac.ROLE_BINDING,
     ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"): rbac.CLUSTER_ROLE_BINDING,
+    ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration"):
+        admissionregistration.VALIDATING_WEBHOOK_CONFIGURATION,
+    ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration"):
+        admissionregistration.MUTATING_WEBHOOK_CONFIGURATION,
 }
 
 # The aggregated metrics API (served by the metrics server, not by the API server).

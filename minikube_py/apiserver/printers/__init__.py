@@ -85,6 +85,12 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("rbac.authorization.k8s.io", "clusterrolebindings"): Printer(
         others.binding_columns("clusterRoleBinding"), others.print_role_binding
     ),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): Printer(
+        others.WEBHOOK_CONFIGURATION_COLUMNS, others.print_webhook_configuration
+    ),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): Printer(
+        others.WEBHOOK_CONFIGURATION_COLUMNS, others.print_webhook_configuration
+    ),
     ("apiregistration.k8s.io", "apiservices"): Printer(
         others.API_SERVICE_COLUMNS, others.print_api_service
     ),

@@ -1,4 +1,5 @@
-"""The smaller groups: coordination leases, scheduling priority classes, policy, rbac."""
+"""The smaller groups: coordination leases, scheduling priority classes, policy, rbac,
+admission webhook configurations."""
 
 from __future__ import annotations
 
@@ -122,3 +123,17 @@ def print_role_binding(binding: Obj, now: datetime) -> Cells:
         ", ".join(groups),
         ", ".join(service_accounts),
     ]
+
+
+WEBHOOK_CONFIGURATION_COLUMNS = (
+    NAME,
+    column("Webhooks", "integer", "Webhooks indicates the number of webhooks registered in "
+                                  "this configuration"),
+    AGE,
+)
+
+
+def print_webhook_configuration(configuration: Obj, now: datetime) -> Cells:
+    """printMutatingWebhook / printValidatingWebhook: how many webhooks it registers."""
+    return [name_of(configuration), len(configuration.get("webhooks") or ()),
+            age(configuration, now)]

@@ -8,6 +8,10 @@ the base hooks with DNS-subdomain names.
 from __future__ import annotations
 
 from minikube_py.api.resources import Resource
+from minikube_py.apiserver.strategies.admissionregistration import (
+    MutatingWebhookConfigurationStrategy,
+    ValidatingWebhookConfigurationStrategy,
+)
 from minikube_py.apiserver.strategies.apps import (
     DaemonSetStrategy,
     DeploymentStrategy,
@@ -82,6 +86,10 @@ STRATEGIES: dict[tuple[str, str], type[KindStrategy]] = {
     ("rbac.authorization.k8s.io", "ClusterRole"): ClusterRoleStrategy,
     ("rbac.authorization.k8s.io", "RoleBinding"): RoleBindingStrategy,
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ClusterRoleBindingStrategy,
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"):
+        MutatingWebhookConfigurationStrategy,
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"):
+        ValidatingWebhookConfigurationStrategy,
     ("apiregistration.k8s.io", "APIService"): APIServiceStrategy,
 }
 

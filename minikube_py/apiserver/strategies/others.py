@@ -16,6 +16,7 @@ from minikube_py.api.validation import (
     invalid,
     not_supported,
     required,
+    too_many,
     validate_dns1035_label,
     validate_dns1123_label,
     validate_dns1123_subdomain,
@@ -50,11 +51,6 @@ ADDRESS_TYPES = ["FQDN", "IPv4", "IPv6"]
 MAX_ENDPOINTS = 1000
 MAX_ADDRESSES = 100
 MAX_PORTS = 20000
-
-
-def _too_many(path: str, actual: int, limit: int) -> FieldError:
-    """field.TooMany."""
-    return FieldError("TooMany", path, f"must have at most {limit} items", actual)
 
 
 # --- EndpointSlice -----------------------------------------------------------------------
@@ -94,7 +90,7 @@ class EndpointSliceStrategy(KindStrategy):
 def _validate_endpoints(obj: Obj, address_type: Any) -> list[FieldError]:
     endpoints = as_list(obj.get("endpoints"))
     if len(endpoints) > MAX_ENDPOINTS:
-        return [_too_many("endpoints", len(endpoints), MAX_ENDPOINTS)]
+        return [too_many("endpoints", len(endpoints), MAX_ENDPOINTS)]
     errors: list[FieldError] = []
     for i, endpoint in items_of(obj, "endpoints"):
         path = index("endpoints", i)
@@ -103,7 +99,7 @@ def _validate_endpoints(obj: Obj, address_type: Any) -> list[FieldError]:
         if not addresses:
             errors.append(required(addresses_path, "must contain at least 1 address"))
         elif len(addresses) > MAX_ADDRESSES:
-            errors.append(_too_many(addresses_path, len(addresses), MAX_ADDRESSES))
+            errors.append(too_many(addresses_path, len(addresses), MAX_ADDRESSES))
         for j, address in enumerate(addresses):
             errors += _address_errors(address, address_type, index(addresses_path, j))
         if endpoint.get("nodeName") is not None:
@@ -147,7 +143,7 @@ def _address_errors(address: Any, address_type: Any, path: str) -> list[FieldErr
 def _validate_slice_ports(obj: Obj) -> list[FieldError]:
     ports = as_list(obj.get("ports"))
     if len(ports) > MAX_PORTS:
-        return [_too_many("ports", len(ports), MAX_PORTS)]
+        return [too_many("ports", len(ports), MAX_PORTS)]
     errors: list[FieldError] = []
     names: list[Any] = []
     for i, port in items_of(obj, "ports"):
