@@ -71,6 +71,8 @@ from minikube_py.security import pki  # noqa: E402
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
 SENT_MARK = b'"sent":"'
 WATCH_RATE = 200.0  # creates/s in the paced watch run
+# The pods created here run in a namespace no serviceaccount controller serves.
+NO_SERVICE_ACCOUNTS = "--disable-admission-plugins=ServiceAccount"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -677,7 +679,7 @@ class Bench:
 async def api_server(etcd: EtcdProcess, log: Path, event_loop: str, concurrency: int
                      ) -> AsyncIterator[tuple[ConnectionPool, int]]:
     """An API server on etcd with request logging off: a pool of connections, and its pid."""
-    extra = ("--log-requests=false", f"--event-loop={event_loop}")
+    extra = ("--log-requests=false", f"--event-loop={event_loop}", NO_SERVICE_ACCOUNTS)
     async with (APIServerProcess([etcd.client_url], log, extra_args=extra) as server,
                 ConnectionPool(server.url, concurrency) as pool):
         yield pool, child_pid("minikube_py.apiserver")
@@ -689,7 +691,7 @@ async def security_trial(tmp: Path, secured: bool, sizes: Sizes
     etcd and API server, plain or secured."""
     async with EtcdProcess(tmp / "etcd") as etcd:
         assert etcd.pid is not None
-        extra = ["--log-requests=false"]
+        extra = ["--log-requests=false", NO_SERVICE_ACCOUNTS]
         tls, admin_context, user_context = None, None, None
         if secured:
             ca = pki.new_ca()

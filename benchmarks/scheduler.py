@@ -171,7 +171,8 @@ async def measure(args: argparse.Namespace) -> list[Row]:
     rows: list[tuple[str, str, str, str]] = []
     with scratch_directory() as scratch:
         tmp = Path(scratch)
-        extra = ("--log-requests=false", "--max-requests-inflight=800",
+        extra = ("--log-requests=false", "--disable-admission-plugins=ServiceAccount",
+                 "--max-requests-inflight=800",
                  "--max-mutating-requests-inflight=400")
         async with (EtcdProcess(tmp / "etcd") as etcd,
                     APIServerProcess([etcd.client_url], tmp / "apiserver.log",

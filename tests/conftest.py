@@ -111,8 +111,14 @@ async def etcd_client(etcd: EtcdProcess) -> AsyncIterator[EtcdClient]:
 
 @pytest.fixture(scope="session")
 async def apiserver(etcd: EtcdProcess, fast_tmp: Path) -> AsyncIterator[APIServerProcess]:
-    """One real API server process on the shared etcd; tests use namespaces of their own."""
-    async with APIServerProcess([etcd.client_url], fast_tmp / "apiserver.log") as process:
+    """One real API server process on the shared etcd; tests use namespaces of their own.
+
+    Without ServiceAccount admission, as upstream's integration tests run theirs: a pod
+    may be created in a namespace no serviceaccount controller has yet given a `default`
+    account (tests/test_admission.py runs that plugin on a server of its own)."""
+    async with APIServerProcess([etcd.client_url], fast_tmp / "apiserver.log",
+                                extra_args=("--disable-admission-plugins=ServiceAccount",)
+                                ) as process:
         yield process
 
 

@@ -109,16 +109,18 @@ async def test_used_is_the_sum_of_the_namespace_and_follows_deletes_and_finished
 
 async def test_best_effort_and_not_best_effort_quotas_count_their_own_pods(
         api_client: Client, namespace: str, run_controllers: RunControllers) -> None:
-    quotas = api_client.resource("resourcequotas")
-    await quotas.create(resource_quota("best-effort", {"pods": "5"}, ["BestEffort"]), namespace)
-    await quotas.create(resource_quota(
-        "not-best-effort", {"pods": "5", "requests.cpu": "2", "configmaps": "5"},
-        ["NotBestEffort"]), namespace)
+    # The objects come first: quota admission refuses what a quota matches until the
+    # controller has measured it.
     pods = api_client.resource("pods")
     await pods.create(pod("idle"), namespace)
     await pods.create(pod("one", {"cpu": "100m"}), namespace)
     await pods.create(pod("two", {"memory": "64Mi"}, {"cpu": "1", "memory": "64Mi"}), namespace)
     await api_client.resource("configmaps").create(configmap("settings"), namespace)
+    quotas = api_client.resource("resourcequotas")
+    await quotas.create(resource_quota("best-effort", {"pods": "5"}, ["BestEffort"]), namespace)
+    await quotas.create(resource_quota(
+        "not-best-effort", {"pods": "5", "requests.cpu": "2", "configmaps": "5"},
+        ["NotBestEffort"]), namespace)
     await run_controllers(ResourceQuotaController)
 
     await used_becomes(api_client, namespace, "best-effort", {"pods": "1"})
@@ -157,10 +159,10 @@ async def test_the_periodic_resync_corrects_a_used_written_by_someone_else(
 async def test_kubectl_shows_used_against_hard(
         api_client: Client, namespace: str, run_controllers: RunControllers,
         kubectl: Kubectl) -> None:
-    await api_client.resource("resourcequotas").create(resource_quota(
-        "compute", {"pods": "10", "requests.cpu": "2", "limits.memory": "1Gi"}), namespace)
     await api_client.resource("pods").create(
         pod("web", {"cpu": "500m"}, {"memory": "256Mi"}), namespace)
+    await api_client.resource("resourcequotas").create(resource_quota(
+        "compute", {"pods": "10", "requests.cpu": "2", "limits.memory": "1Gi"}), namespace)
     await run_controllers(ResourceQuotaController)
     await used_becomes(api_client, namespace, "compute",
                        {"limits.memory": "256Mi", "pods": "1", "requests.cpu": "500m"})

@@ -112,3 +112,49 @@ def test_token_requests_are_checked_and_token_reviews_answer(
         api.close()
     forged_config = server.kubeconfig("forged", token=forged)
     assert "Unauthorized" in kubectl(forged_config, "get", "pods").stderr
+
+
+def test_serviceaccount_admission_names_the_account_and_mounts_its_token(
+        server: SecuredServer, admin: Path) -> None:
+    """The ServiceAccount admission plugin: `default` unless named; the account must
+    exist; its token, the cluster CA and the namespace projected at upstream's path."""
+    kubectl(admin, "create", "namespace", "mounts")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "mounts"},
+           "spec": {"containers": [{"name": "c", "image": "nginx"}],
+                    "initContainers": [{"name": "i", "image": "busybox"}]}}
+    # No serviceaccount controller runs here, so the namespace has no `default` account.
+    refused = kubectl(admin, "create", "-f", "-", stdin=json.dumps(pod))
+    assert refused.stderr.strip() == (
+        'Error from server (Forbidden): error when creating "STDIN": pods "web" is forbidden: '
+        'error looking up service account mounts/default: serviceaccount "default" not found')
+    assert kubectl(admin, "create", "serviceaccount", "default", "-n", "mounts").returncode == 0
+    made = kubectl(admin, "create", "-f", "-", "-o", "json", stdin=json.dumps(pod))
+    assert made.returncode == 0, made.stderr
+    spec = json.loads(made.stdout)["spec"]
+    assert spec["serviceAccountName"] == spec["serviceAccount"] == "default"
+    [volume] = spec["volumes"]
+    assert volume["name"].startswith("kube-api-access-") and len(volume["name"]) == 21
+    assert volume["projected"] == {"defaultMode": 420, "sources": [
+        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+        {"configMap": {"name": "kube-root-ca.crt",
+                       "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+        {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {
+            "apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}
+    for container in (*spec["initContainers"], *spec["containers"]):
+        assert container["volumeMounts"] == [{
+            "name": volume["name"], "readOnly": True,
+            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]
+
+    # An account that opts out, or a pod that does, gets no token.
+    quiet = {"apiVersion": "v1", "kind": "ServiceAccount",
+             "metadata": {"name": "quiet", "namespace": "mounts"},
+             "automountServiceAccountToken": False}
+    assert kubectl(admin, "create", "-f", "-", stdin=json.dumps(quiet)).returncode == 0
+    pod["metadata"]["name"] = "quiet-web"
+    pod["spec"]["serviceAccountName"] = "quiet"
+    made = kubectl(admin, "create", "-f", "-", "-o", "json", stdin=json.dumps(pod))
+    assert "volumes" not in json.loads(made.stdout)["spec"]
+    pod["metadata"]["name"] = "nobody"
+    pod["spec"]["serviceAccountName"] = "nobody"
+    missing = kubectl(admin, "create", "-f", "-", stdin=json.dumps(pod))
+    assert 'serviceaccount "nobody" not found' in missing.stderr

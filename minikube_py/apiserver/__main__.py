@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from minikube_py.api.duration import flag_duration
+from minikube_py.apiserver.admission.chain import enabled_plugins
 from minikube_py.apiserver.allocators import (
     DEFAULT_NODE_PORT_RANGE,
     DEFAULT_SERVICE_CIDR,
@@ -62,8 +63,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--anonymous-auth", choices=("true", "false"), default="true",
                         help="requests without credentials are system:anonymous "
                              "(false: 401)")
-    parser.add_argument("--authorization-mode", choices=("AlwaysAllow", "RBAC"),
-                        default="AlwaysAllow", help="who may do what")
+    parser.add_argument("--authorization-mode", type=authorization_modes,
+                        default="AlwaysAllow",
+                        help="who may do what: AlwaysAllow, or Node and/or RBAC, "
+                             "comma-separated (e.g. Node,RBAC)")
+    parser.add_argument("--enable-admission-plugins", default="",
+                        help="admission plugins to run besides the default ones, "
+                             "comma-separated (e.g. NodeRestriction)")
+    parser.add_argument("--disable-admission-plugins", default="",
+                        help="default admission plugins not to run, comma-separated")
     parser.add_argument("--service-account-signing-key-file", default="",
                         help="the private key (ECDSA P-256, PEM) ServiceAccount tokens are "
                              "signed with")
@@ -101,6 +109,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def authorization_modes(value: str) -> str:
+    """--authorization-mode: AlwaysAllow alone, or Node and RBAC in any order."""
+    modes = _names(value)
+    known = ("AlwaysAllow", "Node", "RBAC")
+    for mode in modes:
+        if mode not in known:
+            raise argparse.ArgumentTypeError(
+                f"authorization-mode {mode!r} is not one of {', '.join(known)}")
+    if not modes or ("AlwaysAllow" in modes and len(modes) > 1) or len(set(modes)) < len(modes):
+        raise argparse.ArgumentTypeError(
+            f"authorization-mode {value!r}: AlwaysAllow alone, or Node and/or RBAC once each")
+    return ",".join(modes)
+
+
+def _names(value: str) -> list[str]:
+    return [name.strip() for name in value.split(",") if name.strip()]
+
+
 async def serve(config: APIServerConfig) -> None:
     """Serve until SIGINT or SIGTERM."""
     server = APIServer(config)
@@ -128,6 +154,8 @@ def main(argv: list[str] | None = None) -> None:
             load_signing_key(Path(args.service_account_signing_key_file).read_bytes())
         for key_file in args.service_account_key_file:
             load_public_key(Path(key_file).read_bytes())
+        admission_plugins = enabled_plugins(_names(args.enable_admission_plugins),
+                                            _names(args.disable_admission_plugins))
     except (ValueError, OSError) as err:
         parser.error(str(err))
     logging.basicConfig(stream=sys.stderr, format="%(message)s",
@@ -148,6 +176,7 @@ def main(argv: list[str] | None = None) -> None:
         token_auth_file=args.token_auth_file,
         anonymous_auth=args.anonymous_auth == "true",
         authorization_mode=args.authorization_mode,
+        admission_plugins=admission_plugins,
         encryption_provider_config=args.encryption_provider_config,
         audit_policy_file=args.audit_policy_file,
         audit_log_path=args.audit_log_path,

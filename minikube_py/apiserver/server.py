@@ -36,7 +36,7 @@ from minikube_py.api.meta import new_uid
 from minikube_py.api.resources import CONNECT_SUBRESOURCES, RESOURCES
 from minikube_py.apiserver import bootstrappolicy, discovery, health, negotiation, openapi
 from minikube_py.apiserver.admission import request_user
-from minikube_py.apiserver.admission.chain import AdmissionSources, build_chain
+from minikube_py.apiserver.admission.chain import DEFAULT_PLUGINS, AdmissionSources, build_chain
 from minikube_py.apiserver.aggregation import Aggregator
 from minikube_py.apiserver.allocators import (
     DEFAULT_NODE_PORT_RANGE,
@@ -61,6 +61,7 @@ from minikube_py.apiserver.authorization import (
 )
 from minikube_py.apiserver.impersonation import impersonated
 from minikube_py.apiserver.metrics import APIServerMetrics, InstrumentedEtcd
+from minikube_py.apiserver.nodeauthorizer import NodeAuthorizer, UnionAuthorizer
 from minikube_py.apiserver.requestinfo import RequestInfo, parse_request_info
 from minikube_py.apiserver.responses import AUDIT_ID, json_response, no_such_resource
 from minikube_py.apiserver.rest import ResourceHandler
@@ -130,7 +131,8 @@ class APIServerConfig:
     client_ca_file: str = ""
     token_auth_file: str = ""
     anonymous_auth: bool = True
-    authorization_mode: str = "AlwaysAllow"  # or RBAC
+    authorization_mode: str = "AlwaysAllow"  # or Node,RBAC (comma-separated, in order)
+    admission_plugins: tuple[str, ...] = DEFAULT_PLUGINS
     encryption_provider_config: str = ""  # an EncryptionConfiguration (Secrets at rest)
     audit_policy_file: str = ""
     audit_log_path: str = ""
@@ -172,16 +174,14 @@ class APIServer(Component):
             IPAllocator(self.etcd, config.service_cluster_ip_range),
             PortAllocator(self.etcd, config.service_node_port_range),
         )
-        self._build_stores()
         self.token_issuer = _token_issuer(config)
+        self._build_stores()
         self.authenticator = Authenticator(
             read_token_file(Path(config.token_auth_file)) if config.token_auth_file else None,
             anonymous=config.anonymous_auth,
             service_account_tokens=(self._service_account_user if self.token_issuer
                                     else None))
-        self.authorizer: Authorizer = AlwaysAllow()
-        if config.authorization_mode == "RBAC":
-            self.authorizer = RBACAuthorizer(self._rbac_objects, self._rbac_version)
+        self.authorizer = self._authorizer(config.authorization_mode)
         self.audit: AuditLog | None = None
         if config.audit_policy_file and config.audit_log_path:
             self.audit = AuditLog(load_policy(Path(config.audit_policy_file)),
@@ -217,7 +217,8 @@ class APIServer(Component):
             else:
                 self.stores[(resource.group, resource.version, resource.plural)] = Store(*args)
         self.admission = build_chain(AdmissionSources(
-            namespace=self._namespace_exists, cached=self._cached_objects, stores=self.stores))
+            namespace=self._namespace_exists, cached=self._cached_objects, stores=self.stores,
+            signs_tokens=self.token_issuer is not None), self.config.admission_plugins)
         for store in self.stores.values():
             store.admission = self.admission
         self.handler = ResourceHandler(self.stores)
@@ -238,6 +239,22 @@ class APIServer(Component):
             return pod is not None and pod["metadata"].get("uid") == binding.pod_uid
 
         return self.token_issuer.verify(token, exists)[0]
+
+    def _authorizer(self, modes: str) -> Authorizer:
+        """--authorization-mode: AlwaysAllow, or Node and/or RBAC, asked in that order."""
+        chosen: list[Authorizer] = []
+        for mode in modes.split(","):
+            if mode == "Node":
+                pods = self.caches["/registry/pods/"]
+                claims = self.caches["/registry/persistentvolumeclaims/"]
+                chosen.append(NodeAuthorizer(
+                    pods.list, claims.list,
+                    lambda pods=pods, claims=claims: pods.changes + claims.changes))
+            elif mode == "RBAC":
+                chosen.append(RBACAuthorizer(self._rbac_objects, self._rbac_version))
+            else:
+                chosen.append(AlwaysAllow())
+        return chosen[0] if len(chosen) == 1 else UnionAuthorizer(chosen)
 
     def _cached_objects(self, prefix: str) -> list[dict[str, Any]]:
         """Every object under an etcd prefix (`/registry/limitranges/ns/`), from the
@@ -374,7 +391,7 @@ class APIServer(Component):
                         break
                     await asyncio.sleep(1)
         self._system_namespaces.set()
-        if isinstance(self.authorizer, RBACAuthorizer):
+        if "RBAC" in self.config.authorization_mode.split(","):
             await self._ensure_bootstrap_policy()
             self._bootstrap_policy.set()
         repair = AllocationRepair(self.etcd, self.services.resource.etcd_prefix,
@@ -566,7 +583,7 @@ class APIServer(Component):
         if ready:
             checks += [("etcd-readiness", etcd), ("informer-sync", informers)]
         checks.append(("poststarthook/start-system-namespaces-controller", namespaces))
-        if isinstance(self.authorizer, RBACAuthorizer):
+        if "RBAC" in self.config.authorization_mode.split(","):
             checks.append(("poststarthook/rbac/bootstrap-roles", bootstrap_roles))
         if ready:
             checks.append(("shutdown", serving))

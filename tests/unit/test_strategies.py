@@ -188,8 +188,6 @@ def test_names_follow_each_kinds_rule(api_version: str, kind: str, name: str, va
         ("spec.terminationGracePeriodSeconds", 30),
         ("spec.securityContext", {}),
         ("spec.enableServiceLinks", True),
-        ("spec.priority", 0),
-        ("spec.preemptionPolicy", "PreemptLowerPriority"),
         ("spec.containers.0.imagePullPolicy", "Always"),
         ("spec.containers.0.terminationMessagePath", "/dev/termination-log"),
         ("spec.containers.0.terminationMessagePolicy", "File"),

@@ -1,0 +1,170 @@
+"""Kubelets as users: the Node authorizer and NodeRestriction admission, on an API server
+run as upstream's kubeadm runs it (--authorization-mode=Node,RBAC,
+--enable-admission-plugins=NodeRestriction), driven by real kubectl with each node's
+client certificate (CN system:node:<name>, O system:nodes)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from minikube_py.cluster.etcd import EtcdProcess
+from minikube_py.security import pki
+from tests.test_security import SecuredServer, admin_cert, kubectl, start_server, stop
+
+
+@pytest.fixture(scope="module")
+async def node_etcd(fast_tmp: Path) -> AsyncIterator[EtcdProcess]:
+    async with EtcdProcess(fast_tmp / f"etcd-nodes-{uuid.uuid4().hex[:8]}") as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def ca() -> pki.KeyPair:
+    return pki.new_ca()
+
+
+@pytest.fixture(scope="module")
+def server(node_etcd: EtcdProcess, ca: pki.KeyPair, fast_tmp: Path) -> Iterator[SecuredServer]:
+    started = start_server(node_etcd.client_url, fast_tmp / "nodes", ca,
+                           "--authorization-mode=Node,RBAC",
+                           "--enable-admission-plugins=NodeRestriction",
+                           "--disable-admission-plugins=ServiceAccount")
+    yield started
+    stop(started)
+
+
+@pytest.fixture(scope="module")
+def admin(server: SecuredServer, ca: pki.KeyPair) -> Path:
+    return server.kubeconfig("admin", cert=admin_cert(ca))
+
+
+def node_cert(ca: pki.KeyPair, node: str) -> pki.KeyPair:
+    return pki.issue(ca, f"system:node:{node}", organizations=("system:nodes",), client=True)
+
+
+def node_kubeconfig(server: SecuredServer, ca: pki.KeyPair, node: str) -> Path:
+    return server.kubeconfig(f"node-{node}", cert=node_cert(ca, node))
+
+
+def patch_status(server: SecuredServer, cert: pki.KeyPair, pod: str, body: str
+                 ) -> tuple[int, str]:
+    """PATCH pods/status as the kubelet does (kubectl would GET it first, which NodeRules
+    do not allow)."""
+    request = urllib.request.Request(
+        f"{server.url}/api/v1/namespaces/work/pods/{pod}/status", data=body.encode(),
+        method="PATCH", headers={"Content-Type": "application/merge-patch+json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10,
+                                    context=server.client_context(cert)) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())["message"]
+
+
+@pytest.fixture(scope="module")
+def nodes(server: SecuredServer, ca: pki.KeyPair, admin: Path) -> dict[str, Path]:
+    """Nodes a and b, each registered by its own kubelet identity, and a namespace with a
+    pod bound to each (created by the admin, as the scheduler would bind them)."""
+    configs = {name: node_kubeconfig(server, ca, name) for name in ("node-a", "node-b")}
+    for name, config in configs.items():
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}
+        made = kubectl(config, "create", "-f", "-", stdin=json.dumps(node))
+        assert made.returncode == 0, made.stderr
+    assert kubectl(admin, "create", "namespace", "work").returncode == 0
+    for name in configs:
+        for kind, obj_name in (("secret", f"{name}-secret"), ("configmap", f"{name}-config")):
+            flag = "generic" if kind == "secret" else ""
+            args = [kind, *([flag] if flag else []), obj_name, "-n", "work",
+                    "--from-literal=k=v"]
+            assert kubectl(admin, "create", *args).returncode == 0
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": f"on-{name}", "namespace": "work"},
+               "spec": {"nodeName": name, "containers": [{
+                   "name": "c", "image": "nginx",
+                   "envFrom": [{"configMapRef": {"name": f"{name}-config"}}]}],
+                   "volumes": [{"name": "s", "secret": {"secretName": f"{name}-secret"}}]}}
+        made = kubectl(admin, "create", "-f", "-", stdin=json.dumps(pod))
+        assert made.returncode == 0, made.stderr
+    return configs
+
+
+def test_a_kubelet_may_edit_its_own_node_but_not_another(nodes: dict[str, Path]) -> None:
+    node_a = nodes["node-a"]
+    own = kubectl(node_a, "label", "node", "node-a", "ready=yes")
+    assert own.returncode == 0, own.stderr
+    other = kubectl(node_a, "label", "node", "node-b", "stolen=yes")
+    assert other.returncode != 0
+    assert other.stderr.strip() == (
+        'Error from server (Forbidden): nodes "node-b" is forbidden: node "node-a" is not '
+        'allowed to modify node "node-b"')
+    restricted = kubectl(node_a, "label", "node", "node-a",
+                         "node-restriction.kubernetes.io/pool=gold")
+    assert restricted.returncode != 0
+    assert "is not allowed to modify labels: node-restriction.kubernetes.io/pool" in (
+        restricted.stderr)
+    # NodeRules let a kubelet create and update nodes, never delete them.
+    deleted = kubectl(node_a, "delete", "node", "node-a")
+    assert 'cannot delete resource "nodes"' in deleted.stderr
+
+
+def test_a_kubelet_may_write_status_and_delete_only_its_own_pods(
+        server: SecuredServer, ca: pki.KeyPair, nodes: dict[str, Path], admin: Path) -> None:
+    node_a = nodes["node-a"]
+    status = json.dumps({"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    cert = node_cert(ca, "node-a")
+    code, _ = patch_status(server, cert, "on-node-a", status)
+    assert code == 200
+    assert patch_status(server, cert, "on-node-b", status) == (
+        403, 'pods "on-node-b" is forbidden: node "node-a" can only update pod status for '
+        "pods with spec.nodeName set to itself")
+    deleted = kubectl(node_a, "delete", "pod", "on-node-b", "-n", "work", "--wait=false")
+    assert deleted.stderr.strip() == (
+        'Error from server (Forbidden): pods "on-node-b" is forbidden: node "node-a" can only '
+        "delete pods with spec.nodeName set to itself")
+    assert kubectl(admin, "get", "pod", "on-node-b", "-n", "work").returncode == 0
+    # Changing a pod's spec or labels is no kubelet's business: NodeRules leave it out.
+    relabel = kubectl(node_a, "label", "pod", "on-node-a", "-n", "work", "x=y")
+    assert 'cannot patch resource "pods"' in relabel.stderr
+    plain = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sneaky",
+                                                             "namespace": "work"},
+             "spec": {"nodeName": "node-a", "containers": [{"name": "c", "image": "nginx"}]}}
+    made = kubectl(node_a, "create", "-f", "-", stdin=json.dumps(plain))
+    assert ('pod does not have "kubernetes.io/config.mirror" annotation, node "node-a" can '
+            "only create mirror pods") in made.stderr
+
+
+def test_a_kubelet_reads_only_the_secrets_and_configmaps_of_its_pods(
+        nodes: dict[str, Path]) -> None:
+    node_a = nodes["node-a"]
+    assert kubectl(node_a, "get", "secret", "node-a-secret", "-n", "work").returncode == 0
+    assert kubectl(node_a, "get", "configmap", "node-a-config", "-n", "work").returncode == 0
+    other = kubectl(node_a, "get", "secret", "node-b-secret", "-n", "work")
+    assert other.stderr.strip() == (
+        'Error from server (Forbidden): secrets "node-b-secret" is forbidden: User '
+        '"system:node:node-a" cannot get resource "secrets" in API group "" in the namespace '
+        "\"work\": no relationship found between node 'node-a' and this object")
+    listed = kubectl(node_a, "get", "secrets", "-n", "work")
+    assert listed.returncode != 0 and "cannot list resource" in listed.stderr
+    assert kubectl(node_a, "auth", "can-i", "list", "pods", "--all-namespaces").stdout == (
+        "yes\n")
+    assert kubectl(node_a, "auth", "can-i", "create", "deployments").stdout == "no\n"
+
+
+def test_a_kubelet_renews_only_its_own_lease(nodes: dict[str, Path]) -> None:
+    def lease(name: str) -> str:
+        return json.dumps({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                           "metadata": {"name": name, "namespace": "kube-node-lease"},
+                           "spec": {"holderIdentity": name}})
+
+    own = kubectl(nodes["node-a"], "create", "-f", "-", stdin=lease("node-a"))
+    assert own.returncode == 0, own.stderr
+    other = kubectl(nodes["node-a"], "create", "-f", "-", stdin=lease("node-b"))
+    assert "can only access node lease with the same name as the requesting node" in (
+        other.stderr)
