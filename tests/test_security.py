@@ -86,6 +86,16 @@ def start_server(etcd_url: str, directory: Path, ca: pki.KeyPair, *extra: str
          "--etcd-compaction-interval=0", *extra],
         stdout=subprocess.DEVNULL, stderr=(directory / "apiserver.log").open("wb"))
     server = SecuredServer(f"https://127.0.0.1:{port}", directory, ca, process)
+    try:
+        return _wait_ready(server, ca)
+    except BaseException:
+        stop(server)  # a server that never got ready is not left behind
+        raise
+
+
+def _wait_ready(server: SecuredServer, ca: pki.KeyPair) -> SecuredServer:
+    """Until /readyz answers and the bootstrap roles exist."""
+    process, directory = server.process, server.directory
     deadline = time.monotonic() + 30
     as_admin = server.client_context(admin_cert(ca))
     while True:

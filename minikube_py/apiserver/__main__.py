@@ -67,6 +67,13 @@ def build_parser() -> argparse.ArgumentParser:
                         default="AlwaysAllow",
                         help="who may do what: AlwaysAllow, or Node and/or RBAC, "
                              "comma-separated (e.g. Node,RBAC)")
+    parser.add_argument("--kubelet-client-certificate", default="",
+                        help="the client certificate (PEM) the API server shows kubelets; "
+                             "with it, kubelets are reached over https")
+    parser.add_argument("--kubelet-client-key", default="", help="its private key (PEM)")
+    parser.add_argument("--kubelet-certificate-authority", default="",
+                        help="the CA that signed the kubelets' serving certificates "
+                             "(without it they are not checked)")
     parser.add_argument("--enable-admission-plugins", default="",
                         help="admission plugins to run besides the default ones, "
                              "comma-separated (e.g. NodeRestriction)")
@@ -177,6 +184,9 @@ def main(argv: list[str] | None = None) -> None:
         anonymous_auth=args.anonymous_auth == "true",
         authorization_mode=args.authorization_mode,
         admission_plugins=admission_plugins,
+        kubelet_client_certificate=args.kubelet_client_certificate,
+        kubelet_client_key=args.kubelet_client_key,
+        kubelet_certificate_authority=args.kubelet_certificate_authority,
         encryption_provider_config=args.encryption_provider_config,
         audit_policy_file=args.audit_policy_file,
         audit_log_path=args.audit_log_path,

@@ -27,6 +27,7 @@ from typing import Any
 from aiohttp import web
 
 from minikube_py.api import errors
+from minikube_py.security.pki import peer_subject
 
 AUTHENTICATED = "system:authenticated"
 UNAUTHENTICATED = "system:unauthenticated"
@@ -118,35 +119,8 @@ class Authenticator:
             return None
         if ssl_object in self._by_connection:
             return self._by_connection[ssl_object]
-        subject = _peer_subject(ssl_object.getpeercert())
+        subject = peer_subject(ssl_object.getpeercert())
         user = None if subject is None else UserInfo(subject[0],
                                                      groups=(*subject[1], AUTHENTICATED))
         self._by_connection[ssl_object] = user
         return user
-
-
-def _peer_subject(peer: dict[str, Any] | None) -> tuple[str, tuple[str, ...]] | None:
-    """(CN, Os) of the client certificate TLS verified, or None without one."""
-    if not peer:
-        return None
-    common_name, organizations = "", []
-    for rdn in peer.get("subject", ()):
-        for key, value in rdn:
-            if key == "commonName":
-                common_name = value
-            elif key == "organizationName":
-                organizations.append(value)
-    return (common_name, tuple(organizations)) if common_name else None
-
-
-def server_ssl_context(cert_file: Path, key_file: Path, client_ca_file: Path | None
-                       ) -> ssl.SSLContext:
-    """TLS for a server: its certificate, and client certificates optional but checked
-    against the client CA when given (a certificate from another CA fails the handshake)."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(cert_file, key_file)
-    if client_ca_file is not None:
-        context.load_verify_locations(cafile=client_ca_file)
-        context.verify_mode = ssl.CERT_OPTIONAL
-    return context

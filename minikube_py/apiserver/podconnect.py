@@ -46,7 +46,8 @@ from aiohttp import web
 
 from minikube_py.api import errors
 from minikube_py.apiserver import streamtranslator
-from minikube_py.apiserver.podlogs import CONNECT_TIMEOUT, choose_container, kubelet_location
+from minikube_py.apiserver.kubeletclient import CONNECT_TIMEOUT, KubeletClient
+from minikube_py.apiserver.podlogs import choose_container
 from minikube_py.apiserver.requestinfo import RequestInfo
 from minikube_py.apiserver.store import Store
 from minikube_py.streaming import bytestreams, channels
@@ -73,7 +74,7 @@ def kubelet_query(request: web.Request, kind: str) -> list[tuple[str, str]]:
 
 
 async def serve_pod_stream(pods: Store, nodes: Store, request: web.Request, info: RequestInfo,
-                           namespace: str) -> web.StreamResponse:
+                           namespace: str, kubelet: KubeletClient) -> web.StreamResponse:
     """ExecREST / AttachREST / PortForwardREST Connect: find the kubelet, then proxy the
     stream to it."""
     kind = info.subresource
@@ -83,23 +84,22 @@ async def serve_pod_stream(pods: Store, nodes: Store, request: web.Request, info
     node_name = (pod.get("spec") or {}).get("nodeName")
     if not node_name:
         raise errors.bad_request(f"pod {info.name} does not have a host assigned")
-    host, port = kubelet_location(await nodes.get("", node_name))
-    url = (f"http://{host}:{port}/portForward/{namespace}/{info.name}"
+    node = await nodes.get("", node_name)
+    url = (kubelet.url(node, f"/portForward/{namespace}/{info.name}")
            if kind == "portforward"
-           else f"http://{host}:{port}/{kind}/{namespace}/{info.name}/{container}")
+           else kubelet.url(node, f"/{kind}/{namespace}/{info.name}/{container}"))
     query = kubelet_query(request, kind)
     if streamtranslator.wants_stream_close(request) and kind != "portforward":
-        answer = await _dial(url, query, streamtranslator.REMOTECOMMAND_SPDY)
+        answer = await _dial(kubelet, url, query, streamtranslator.REMOTECOMMAND_SPDY)
         if answer.stream is None:
             return _passed_on(answer)
         flags = {flag: (flag, "1") in query for flag in FLAGS}
         return await streamtranslator.translate(request, answer, **flags)
     if kind == "portforward" and tunnelled_spdy(request):
-        return await _tunnel(request, url, query)
+        return await _tunnel(request, kubelet, url, query)
     if bytestreams.is_spdy(request):
-        return await _proxy_upgrade(request, url, query)
-    timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT)
-    async with aiohttp.ClientSession(timeout=timeout) as session:
+        return await _proxy_upgrade(request, kubelet, url, query)
+    async with kubelet.session() as session:
         offered = [p for p in channels.offered_protocols(request) if p in channels.PROTOCOLS]
         if not channels.is_websocket(request) or not offered:
             return await _plain_answer(session, url, query)
@@ -125,14 +125,14 @@ def tunnelled_spdy(request: web.Request) -> bool:
         p.startswith(SPDY_TUNNEL_PREFIX) for p in channels.offered_protocols(request))
 
 
-async def _tunnel(request: web.Request, url: str, query: list[tuple[str, str]]
-                  ) -> web.StreamResponse:
+async def _tunnel(request: web.Request, kubelet: KubeletClient, url: str,
+                  query: list[tuple[str, str]]) -> web.StreamResponse:
     """kubectl port-forward's SPDY inside a WebSocket: upgrade to SPDY at the kubelet with
     the versions offered, then carry the bytes between the binary messages and the
     kubelet's connection."""
     versions = [p.removeprefix(SPDY_TUNNEL_PREFIX) for p in channels.offered_protocols(request)
                 if p.startswith(SPDY_TUNNEL_PREFIX)]
-    answer = await _dial(url, query, [("Upgrade", "SPDY/3.1"),
+    answer = await _dial(kubelet, url, query, [("Upgrade", "SPDY/3.1"),
                                       *(("X-Stream-Protocol-Version", v) for v in versions)])
     if answer.stream is None:
         return _passed_on(answer)
@@ -147,10 +147,10 @@ async def _tunnel(request: web.Request, url: str, query: list[tuple[str, str]]
         await answer.stream.close()
 
 
-async def _proxy_upgrade(request: web.Request, url: str, query: list[tuple[str, str]]
-                         ) -> web.StreamResponse:
+async def _proxy_upgrade(request: web.Request, kubelet: KubeletClient, url: str,
+                         query: list[tuple[str, str]]) -> web.StreamResponse:
     """A SPDY upgrade passed to the kubelet as it is (the UpgradeAwareHandler)."""
-    answer = await _dial(url, query, bytestreams.offer_headers(request))
+    answer = await _dial(kubelet, url, query, bytestreams.offer_headers(request))
     if answer.stream is None:
         return _passed_on(answer)
     try:
@@ -162,12 +162,13 @@ async def _proxy_upgrade(request: web.Request, url: str, query: list[tuple[str, 
         await answer.stream.close()
 
 
-async def _dial(url: str, query: list[tuple[str, str]],
+async def _dial(kubelet: KubeletClient, url: str, query: list[tuple[str, str]],
                 headers: list[tuple[str, str]] | tuple[tuple[str, str], ...]
                 ) -> bytestreams.UpgradeAnswer:
     try:
         return await bytestreams.dial_upgrade(url, query, list(headers),
-                                              connect_timeout=CONNECT_TIMEOUT)
+                                              connect_timeout=CONNECT_TIMEOUT,
+                                              ssl_context=kubelet.ssl_context)
     except (OSError, TimeoutError) as err:
         raise errors.internal_error(f"error dialing backend: {err}") from None
 

@@ -26,19 +26,15 @@ from aiohttp import web
 
 from minikube_py.api import errors
 from minikube_py.api.podlogoptions import PodLogOptions
+from minikube_py.apiserver.kubeletclient import KubeletClient
 from minikube_py.apiserver.requestinfo import RequestInfo
 from minikube_py.apiserver.responses import AUDIT_ID
 from minikube_py.apiserver.store import Store
 
 Obj = dict[str, Any]
 
-DEFAULT_KUBELET_PORT = 10250
-# --kubelet-preferred-address-types as minikube and kubeadm set it (upstream's default
-# puts Hostname first, which nodes on one machine cannot resolve).
-PREFERRED_ADDRESS_TYPES = ("InternalIP", "ExternalIP", "Hostname")
 # How much of a failed kubelet answer goes into the Status (upstream's maxReadLength).
 MAX_ERROR_BODY = 50000
-CONNECT_TIMEOUT = 10.0
 
 # NewGenericServerResponse: the Status for a kubelet answer that is not 400 or 500.
 _GENERIC_ERRORS = {
@@ -55,7 +51,7 @@ _GENERIC_ERRORS = {
 
 
 async def serve_pod_log(pods: Store, nodes: Store, request: web.Request, info: RequestInfo,
-                        namespace: str) -> web.StreamResponse:
+                        namespace: str, kubelet: KubeletClient) -> web.StreamResponse:
     """LogREST.Get: find where the container's log is served and stream it back."""
     try:
         options = PodLogOptions.from_query(request.query)
@@ -69,9 +65,9 @@ async def serve_pod_log(pods: Store, nodes: Store, request: web.Request, info: R
     node_name = (pod.get("spec") or {}).get("nodeName")
     if not node_name:
         return web.Response(status=204)
-    host, port = kubelet_location(await nodes.get("", node_name))
-    url = f"http://{host}:{port}/containerLogs/{namespace}/{info.name}/{container}"
-    return await stream_from_kubelet(request, url, options.to_query(), info.name)
+    url = kubelet.url(await nodes.get("", node_name),
+                      f"/containerLogs/{namespace}/{info.name}/{container}")
+    return await stream_from_kubelet(request, kubelet, url, options.to_query(), info.name)
 
 
 def choose_container(pod: Obj, requested: str) -> str:
@@ -94,27 +90,10 @@ def choose_container(pod: Obj, requested: str) -> str:
         f"a container name must be specified for pod {name}, choose one of: [{' '.join(every)}]")
 
 
-def kubelet_location(node: Obj) -> tuple[str, int]:
-    """GetConnectionInfo: the node's preferred address and its kubelet's port."""
-    status = node.get("status") or {}
-    addresses = status.get("addresses") or []
-    host = next((a["address"] for kind in PREFERRED_ADDRESS_TYPES for a in addresses
-                 if a.get("type") == kind and a.get("address")), None)
-    if host is None:
-        known = " ".join(f"{{{a.get('type')} {a.get('address')}}}" for a in addresses)
-        raise errors.internal_error(f"no preferred addresses found; known addresses: [{known}]")
-    endpoint = (status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}
-    port = endpoint.get("Port")
-    if not isinstance(port, int) or port <= 0:
-        port = DEFAULT_KUBELET_PORT
-    return (f"[{host}]" if ":" in host else host), port
-
-
-async def stream_from_kubelet(request: web.Request, url: str, query: dict[str, str],
-                              name: str) -> web.StreamResponse:
+async def stream_from_kubelet(request: web.Request, kubelet: KubeletClient, url: str,
+                              query: dict[str, str], name: str) -> web.StreamResponse:
     """LocationStreamer: copy the kubelet's answer to the client as it arrives."""
-    timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT)
-    async with aiohttp.ClientSession(timeout=timeout) as session:
+    async with kubelet.session() as session:
         try:
             answer = await session.get(url, params=query)
         except aiohttp.ClientError as err:

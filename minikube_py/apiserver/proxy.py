@@ -18,6 +18,7 @@ as it is, streamed.
 from __future__ import annotations
 
 import random
+import ssl
 from typing import Any
 
 import aiohttp
@@ -25,7 +26,7 @@ from aiohttp import web
 
 from minikube_py.api import errors
 from minikube_py.api.selectors import parse_field_selector, parse_label_selector
-from minikube_py.apiserver.podlogs import CONNECT_TIMEOUT, kubelet_location
+from minikube_py.apiserver.kubeletclient import CONNECT_TIMEOUT, KubeletClient, kubelet_location
 from minikube_py.apiserver.requestinfo import RequestInfo
 from minikube_py.apiserver.store import ListOptions, Store
 
@@ -105,32 +106,39 @@ async def service_location(services: Store, slices: Store, namespace: str,
     return f"{scheme or 'http'}://{address}:{target}"
 
 
-async def node_location(nodes: Store, name_port: str) -> str:
+async def node_location(nodes: Store, name_port: str, kubelet: KubeletClient) -> str:
+    """The node's kubelet (or another port of the node), by the kubelet's scheme."""
     scheme, name, port = split_scheme_name_port(name_port)
     host, kubelet_port = kubelet_location(await nodes.get("", name))
-    return f"{scheme or 'http'}://{host}:{port or kubelet_port}"
+    return f"{scheme or kubelet.scheme}://{host}:{port or kubelet_port}"
 
 
 async def serve_proxy(stores: dict[tuple[str, str, str], Store], request: web.Request,
-                      info: RequestInfo, namespace: str) -> web.StreamResponse:
+                      info: RequestInfo, namespace: str, kubelet: KubeletClient
+                      ) -> web.StreamResponse:
     """ProxyREST.Connect: find where the resource is reached, then pass the request on."""
+    if info.resource == "nodes":  # with the kubelet client certificate, over https
+        base = await node_location(stores[("", "v1", "nodes")], info.name, kubelet)
+        return await forward(request, base + proxied_path(request, info),
+                             kubelet.ssl_context)
     if info.resource == "pods":
         base = await pod_location(stores[("", "v1", "pods")], namespace, info.name)
-    elif info.resource == "services":
+    else:
         base = await service_location(stores[("", "v1", "services")],
                                       stores[("discovery.k8s.io", "v1", "endpointslices")],
                                       namespace, info.name)
-    else:
-        base = await node_location(stores[("", "v1", "nodes")], info.name)
     return await forward(request, base + proxied_path(request, info))
 
 
-async def forward(request: web.Request, url: str) -> web.StreamResponse:
+async def forward(request: web.Request, url: str, ssl_context: ssl.SSLContext | None = None
+                  ) -> web.StreamResponse:
     """Pass the request on to `url` (its query, body and end-to-end headers) and stream
     the answer back as it is."""
     headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT)
-    async with aiohttp.ClientSession(timeout=timeout, auto_decompress=False) as session:
+    async with aiohttp.ClientSession(timeout=timeout, auto_decompress=False,
+                                     connector=aiohttp.TCPConnector(
+                                         ssl=ssl_context or False)) as session:
         try:
             answer = await session.request(request.method, url, params=request.query,
                                            headers=headers, data=await request.read(),

@@ -25,6 +25,7 @@ from minikube_py.api.resources import CONNECT_SUBRESOURCES, SUBRESOURCE_VERBS, R
 from minikube_py.api.schema import schema_for
 from minikube_py.apiserver import negotiation
 from minikube_py.apiserver.apply import serve_apply
+from minikube_py.apiserver.kubeletclient import KubeletClient
 from minikube_py.apiserver.negotiation import APPLY_PATCH, Wanted
 from minikube_py.apiserver.podconnect import serve_pod_stream
 from minikube_py.apiserver.podlogs import serve_pod_log
@@ -60,8 +61,10 @@ Obj = dict[str, Any]
 class ResourceHandler:
     """Serves every verb of every resource listed in the resource table."""
 
-    def __init__(self, stores: dict[tuple[str, str, str], Store]) -> None:
+    def __init__(self, stores: dict[tuple[str, str, str], Store],
+                 kubelet: KubeletClient | None = None) -> None:
         self.stores = stores
+        self.kubelet = kubelet or KubeletClient()
 
     # -- dispatch --------------------------------------------------------------------------
 
@@ -84,12 +87,12 @@ class ResourceHandler:
             raise errors.method_not_allowed()  # POST goes to the collection, not an object
         if info.subresource == "log":  # answered in text/plain, whatever Accept says
             return await serve_pod_log(store, self.stores[("", "v1", "nodes")], request, info,
-                                       namespace)
+                                       namespace, self.kubelet)
         if info.subresource == "proxy":  # HTTP to the pod, Service or node
-            return await serve_proxy(self.stores, request, info, namespace)
+            return await serve_proxy(self.stores, request, info, namespace, self.kubelet)
         if info.subresource in CONNECT_SUBRESOURCES:  # a stream to the kubelet
             return await serve_pod_stream(store, self.stores[("", "v1", "nodes")], request,
-                                          info, namespace)
+                                          info, namespace, self.kubelet)
         wanted = negotiation.negotiate(request.headers.get("Accept", ""))
         if info.subresource == "scale":
             return await scale(request, info, store, namespace, wanted)

@@ -50,7 +50,6 @@ from minikube_py.apiserver.authentication import (
     Authenticator,
     UserInfo,
     read_token_file,
-    server_ssl_context,
 )
 from minikube_py.apiserver.authorization import (
     AlwaysAllow,
@@ -60,6 +59,7 @@ from minikube_py.apiserver.authorization import (
     forbidden,
 )
 from minikube_py.apiserver.impersonation import impersonated
+from minikube_py.apiserver.kubeletclient import KubeletClient
 from minikube_py.apiserver.metrics import APIServerMetrics, InstrumentedEtcd
 from minikube_py.apiserver.nodeauthorizer import NodeAuthorizer, UnionAuthorizer
 from minikube_py.apiserver.requestinfo import RequestInfo, parse_request_info
@@ -86,6 +86,7 @@ from minikube_py.apiserver.store import Store
 from minikube_py.apiserver.strategies import strategy_for
 from minikube_py.apiserver.watchcache import WatchCache, decode
 from minikube_py.lifecycle import Component
+from minikube_py.security.pki import server_ssl_context
 
 FORCE_LIVE_LOOKUP_SECONDS = 30.0
 log = logging.getLogger("minikube_py.apiserver")
@@ -133,6 +134,10 @@ class APIServerConfig:
     anonymous_auth: bool = True
     authorization_mode: str = "AlwaysAllow"  # or Node,RBAC (comma-separated, in order)
     admission_plugins: tuple[str, ...] = DEFAULT_PLUGINS
+    # How it reaches kubelets: https with this client certificate (plain http without)
+    kubelet_client_certificate: str = ""
+    kubelet_client_key: str = ""
+    kubelet_certificate_authority: str = ""
     encryption_provider_config: str = ""  # an EncryptionConfiguration (Secrets at rest)
     audit_policy_file: str = ""
     audit_log_path: str = ""
@@ -221,7 +226,9 @@ class APIServer(Component):
             signs_tokens=self.token_issuer is not None), self.config.admission_plugins)
         for store in self.stores.values():
             store.admission = self.admission
-        self.handler = ResourceHandler(self.stores)
+        self.handler = ResourceHandler(self.stores, KubeletClient.from_files(
+            self.config.kubelet_client_certificate, self.config.kubelet_client_key,
+            self.config.kubelet_certificate_authority))
 
     def _service_account_user(self, token: str) -> UserInfo:
         """The user a ServiceAccount token names, if its account and pod still exist."""

@@ -15,6 +15,7 @@ from minikube_py.client.component import run_component
 from minikube_py.client.kubeconfig import KubeconfigError
 from minikube_py.client.logs import add_verbosity_flag, setup_logging
 from minikube_py.client.rest import Client
+from minikube_py.kubelet.auth import KubeletAuthConfig
 from minikube_py.kubelet.cri import RemoteRuntime, RuntimeService
 from minikube_py.kubelet.kubelet import Kubelet, KubeletConfig
 from minikube_py.kubelet.node_status import read_host_info
@@ -66,6 +67,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--address", default="0.0.0.0")
     parser.add_argument("--port", type=int, default=10250)
     parser.add_argument("--node-ip", default=None)
+    parser.add_argument("--tls-cert-file", default="",
+                        help="the API's serving certificate (PEM); without it, plain HTTP")
+    parser.add_argument("--tls-private-key-file", default="", help="its private key (PEM)")
+    parser.add_argument("--client-ca-file", default="",
+                        help="the CA whose client certificates authenticate callers")
+    parser.add_argument("--anonymous-auth", choices=("true", "false"), default="true",
+                        help="requests without credentials are system:anonymous "
+                             "(false: 401)")
+    parser.add_argument("--authentication-token-webhook", action="store_true",
+                        help="check bearer tokens with a TokenReview")
+    parser.add_argument("--authorization-mode", choices=("AlwaysAllow", "Webhook"),
+                        default="AlwaysAllow",
+                        help="Webhook: ask the API server with a SubjectAccessReview")
     parser.add_argument("--cluster-dns", default="", help="comma-separated DNS server IPs")
     parser.add_argument("--cluster-domain", default="cluster.local")
     parser.add_argument("--kube-reserved", type=_key_values, default={})
@@ -94,7 +108,12 @@ def kubelet_config(args: argparse.Namespace) -> KubeletConfig:
         system_reserved=args.system_reserved, eviction_hard=args.eviction_hard,
         node_labels=args.node_labels, register_taints=args.register_with_taints,
         max_parallel_starts=args.max_parallel_starts,
-        hollow=args.runtime == "simulated")
+        hollow=args.runtime == "simulated",
+        tls_cert_file=args.tls_cert_file, tls_private_key_file=args.tls_private_key_file,
+        client_ca_file=args.client_ca_file,
+        auth=KubeletAuthConfig(anonymous=args.anonymous_auth == "true",
+                               token_webhook=args.authentication_token_webhook,
+                               authorization_mode=args.authorization_mode))
 
 
 def main(argv: list[str] | None = None) -> None:

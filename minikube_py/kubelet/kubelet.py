@@ -31,6 +31,7 @@ from minikube_py.client.informer import EventHandler, SharedInformer, SharedInfo
 from minikube_py.client.logs import log_v
 from minikube_py.client.rest import Client
 from minikube_py.gen.cri import api_pb2
+from minikube_py.kubelet.auth import KubeletAuth, KubeletAuthConfig
 from minikube_py.kubelet.backoff import Backoff
 from minikube_py.kubelet.cri import CRIError, RuntimeService
 from minikube_py.kubelet.envvars import make_environment
@@ -60,6 +61,7 @@ from minikube_py.kubelet.server import KubeletServer
 from minikube_py.kubelet.status_manager import StatusManager
 from minikube_py.kubelet.volumes.manager import ContainerMount, VolumeError, VolumeManager
 from minikube_py.lifecycle import Component
+from minikube_py.security.pki import server_ssl_context
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -95,6 +97,12 @@ class KubeletConfig:
     sync_frequency: float = RESYNC_SECONDS
     # Hollow nodes (kubemark) share informers, skip volumes, eviction and the HTTP server.
     hollow: bool = False
+    # The API's TLS and who may use it (auth.py): --tls-cert-file, --tls-private-key-file,
+    # --client-ca-file; anonymous requests, bearer tokens, Webhook authorization.
+    tls_cert_file: str = ""
+    tls_private_key_file: str = ""
+    client_ca_file: str = ""
+    auth: KubeletAuthConfig = field(default_factory=KubeletAuthConfig)
 
 
 class Kubelet(Component):
@@ -184,8 +192,13 @@ class Kubelet(Component):
                 parse_thresholds(self.config.eviction_hard),
                 observe=lambda: observe_host(self.config.root_dir),
                 active_pods=self.active_pods, pod_usage=self._pod_usage, evict=self.evict_pod)
-            self.server = KubeletServer(HostInterface(self), self.config.address,
-                                        self.config.port)
+            self.server = KubeletServer(
+                HostInterface(self), self.config.address, self.config.port,
+                auth=KubeletAuth(self.config.auth, self.client, self.node_name),
+                ssl_context=server_ssl_context(
+                    Path(self.config.tls_cert_file), Path(self.config.tls_private_key_file),
+                    Path(self.config.client_ca_file) if self.config.client_ca_file else None)
+                if self.config.tls_cert_file else None)
             await self.server.start()
         if self._own_factory:
             self.pod_informer = SharedInformer(

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -45,6 +46,7 @@ import orjson
 from aiohttp import web
 
 from minikube_py.api.podlogoptions import PodLogOptions
+from minikube_py.kubelet.auth import KubeletAuth
 from minikube_py.kubelet.logs import log_options, read_container_log
 from minikube_py.kubelet.metrics import (
     KubeletMetrics,
@@ -155,16 +157,20 @@ class StreamOptions:
 class KubeletServer:
     """The kubelet's HTTP endpoints: `await start()`, serve, `await stop()`."""
 
-    def __init__(self, provider: KubeletProvider, address: str, port: int) -> None:
+    def __init__(self, provider: KubeletProvider, address: str, port: int, *,
+                 auth: KubeletAuth | None = None, ssl_context: ssl.SSLContext | None = None
+                 ) -> None:
         self.provider = provider
         self.address = address
         self.port = port  # the bound port once started (port 0 picks a free one)
+        self.auth = auth  # who may ask (auth.py); None: anyone
+        self.ssl_context = ssl_context  # HTTPS (--tls-cert-file); None: plain HTTP
         self._runner: web.AppRunner | None = None
         self._streams: set[asyncio.Task[Any]] = set()
         self._metrics: KubeletMetrics | None = None
 
     def build_app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(middlewares=[self.auth.middleware] if self.auth else [])
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/pods", self._pods)
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._container_logs)
@@ -187,7 +193,8 @@ class KubeletServer:
                                      handler_cancellation=True,
                                      shutdown_timeout=SHUTDOWN_TIMEOUT)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.address, self.port, reuse_address=True)
+        site = web.TCPSite(self._runner, self.address, self.port, reuse_address=True,
+                           ssl_context=self.ssl_context)
         await site.start()
         server = site._server
         if self.port == 0 and server is not None and server.sockets:

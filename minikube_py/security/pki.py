@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -136,3 +138,30 @@ def subject_of(cert: x509.Certificate) -> tuple[str, tuple[str, ...]]:
     return (str(common[0].value) if common else "",
             tuple(str(a.value) for a in subject.get_attributes_for_oid(
                 NameOID.ORGANIZATION_NAME)))
+
+
+def peer_subject(peer: dict[str, Any] | None) -> tuple[str, tuple[str, ...]] | None:
+    """(CN, Os) of the client certificate TLS verified, or None without one."""
+    if not peer:
+        return None
+    common_name, organizations = "", []
+    for rdn in peer.get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                common_name = value
+            elif key == "organizationName":
+                organizations.append(value)
+    return (common_name, tuple(organizations)) if common_name else None
+
+
+def server_ssl_context(cert_file: Path, key_file: Path, client_ca_file: Path | None
+                       ) -> ssl.SSLContext:
+    """TLS for a server: its certificate, and client certificates optional but checked
+    against the client CA when given (a certificate from another CA fails the handshake)."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert_file, key_file)
+    if client_ca_file is not None:
+        context.load_verify_locations(cafile=client_ca_file)
+        context.verify_mode = ssl.CERT_OPTIONAL
+    return context

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -157,19 +158,24 @@ class UpgradeAnswer:
 
 async def dial_upgrade(url: str, query: Iterable[tuple[str, str]],
                        headers: Mapping[str, str] | Iterable[tuple[str, str]],
-                       connect_timeout: float = 10.0) -> UpgradeAnswer:
+                       connect_timeout: float = 10.0,
+                       ssl_context: ssl.SSLContext | None = None) -> UpgradeAnswer:
     """Open a connection to `url`, ask to upgrade it with `headers` (Upgrade,
     X-Stream-Protocol-Version...), and read the answer's head.
 
     OSError (or a TimeoutError) when the backend cannot be reached or does not answer."""
     parts = urlsplit(url)
-    host, port = parts.hostname or "localhost", parts.port or 80
+    secure = parts.scheme == "https"
+    host, port = parts.hostname or "localhost", parts.port or (443 if secure else 80)
     target = parts.path + ("?" + urlencode(list(query)) if query else "")
     pairs = list(headers.items()) if isinstance(headers, Mapping) else list(headers)
     lines = [f"GET {target} HTTP/1.1", f"Host: {parts.netloc}", "Connection: Upgrade",
              *(f"{name}: {value}" for name, value in pairs), "", ""]
     reader, writer = await asyncio.wait_for(
-        asyncio.open_connection(host, port, limit=MAX_HEAD), connect_timeout)
+        asyncio.open_connection(host, port, limit=MAX_HEAD,
+                                ssl=(ssl_context or ssl.create_default_context()) if secure
+                                else None),
+        connect_timeout)
     stream = TcpStream(reader, writer)
     try:
         writer.write("\r\n".join(lines).encode("latin-1"))
