@@ -152,6 +152,14 @@ def test_a_kubelet_reads_only_the_secrets_and_configmaps_of_its_pods(
         "\"work\": no relationship found between node 'node-a' and this object")
     listed = kubectl(node_a, "get", "secrets", "-n", "work")
     assert listed.returncode != 0 and "cannot list resource" in listed.stderr
+    # ...but it may list and watch one of them by name, as its per-object watches do
+    by_name = kubectl(node_a, "get", "secrets", "-n", "work", "-o", "name",
+                      "--field-selector=metadata.name=node-a-secret")
+    assert by_name.stdout == "secret/node-a-secret\n", by_name.stderr
+    other_by_name = kubectl(node_a, "get", "secrets", "-n", "work",
+                            "--field-selector=metadata.name=node-b-secret")
+    assert "no relationship found between node 'node-a' and this object" in (
+        other_by_name.stderr)
     assert kubectl(node_a, "auth", "can-i", "list", "pods", "--all-namespaces").stdout == (
         "yes\n")
     assert kubectl(node_a, "auth", "can-i", "create", "deployments").stdout == "no\n"

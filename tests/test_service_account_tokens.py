@@ -15,7 +15,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from kubernetes import client, config
 
 from minikube_py.apiserver.serviceaccount import DEFAULT_ISSUER, Binding, TokenIssuer
+from minikube_py.client.errors import Unauthorized
+from minikube_py.client.rest import Client
 from minikube_py.cluster.etcd import EtcdProcess
+from minikube_py.controllers.clientbuilder import ServiceAccountClients
 from minikube_py.security import pki
 from tests.test_security import (
     SecuredServer,
@@ -158,3 +161,32 @@ def test_serviceaccount_admission_names_the_account_and_mounts_its_token(
     pod["spec"]["serviceAccountName"] = "nobody"
     missing = kubectl(admin, "create", "-f", "-", stdin=json.dumps(pod))
     assert 'serviceaccount "nobody" not found' in missing.stderr
+
+
+async def test_controllers_get_clients_that_are_their_own_service_accounts(
+        server: SecuredServer) -> None:
+    """--use-service-account-credentials: the controller-manager's identity makes the
+    account and asks its token; the client it hands the controller is that account."""
+    async with Client.from_kubeconfig(server.kubeconfig("admin", cert=admin_cert(server.ca))
+                                      ) as root:
+        accounts = ServiceAccountClients(root)
+        try:
+            own = await accounts.client_for("replicaset-controller")
+            review = await own.request(
+                "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+            assert review["status"]["userInfo"]["username"] == (
+                "system:serviceaccount:kube-system:replicaset-controller")
+            assert await accounts.client_for("replicaset-controller") is own
+            # a renewed token replaces the old one for later requests
+            own.set_token("not-a-token")
+            with pytest.raises(Unauthorized):
+                await own.resource("pods").list("default")
+            own.set_token(await accounts._token("replicaset-controller"))
+            assert (await own.request(
+                "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                body={"apiVersion": "authentication.k8s.io/v1",
+                      "kind": "SelfSubjectReview"}))["status"]["userInfo"]["username"] == (
+                "system:serviceaccount:kube-system:replicaset-controller")
+        finally:
+            await accounts.close()

@@ -40,7 +40,8 @@ class RequestInfo:
     parts: tuple[str, ...] = ()
 
 
-def parse_request_info(method: str, path: str, watch_param: str | None) -> RequestInfo:
+def parse_request_info(method: str, path: str, watch_param: str | None,
+                       field_selector: str | None = None) -> RequestInfo:
     segments = [s for s in path.strip("/").split("/") if s]
     info = RequestInfo(False, path)
     if not segments or segments[0] not in ("api", "apis"):
@@ -90,4 +91,20 @@ def parse_request_info(method: str, path: str, watch_param: str | None) -> Reque
         info.verb = "delete" if info.name else "deletecollection"
     else:
         info.verb = method.lower()
+    if info.verb in ("list", "watch") and not info.name and field_selector:
+        # A list or watch of one object by name (fieldSelector=metadata.name=x) names it,
+        # so that an authorizer may allow it as it would a get (the kubelet's watches of
+        # the Secrets and ConfigMaps its pods use).
+        info.name = _exact_name(field_selector)
     return info
+
+
+def _exact_name(field_selector: str) -> str:
+    """The name `metadata.name=x` (or `==x`) requires, when the selector requires one."""
+    for term in field_selector.split(","):
+        key, operator, value = term.partition("==") if "==" in term else term.partition("=")
+        if key.strip() == "metadata.name" and operator and not key.endswith("!"):
+            value = value.strip()
+            if value and "/" not in value and value not in (".", ".."):
+                return value
+    return ""

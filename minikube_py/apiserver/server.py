@@ -441,7 +441,8 @@ class APIServer(Component):
         request_id = new_uid()
         request[AUDIT_ID] = request_id  # a streamed response (watch) sets it before sending
         started = time.perf_counter()
-        info = parse_request_info(request.method, request.path, request.query.get("watch"))
+        info = parse_request_info(request.method, request.path, request.query.get("watch"),
+                                  request.query.get("fieldSelector"))
         request["info"] = info
         kind = "mutating" if info.verb in MUTATING_VERBS else "readOnly"
         limit = (self.config.max_mutating_requests_inflight if kind == "mutating"

@@ -15,6 +15,7 @@ certainly did not act on them (429, or the connection could not be opened).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -82,6 +83,15 @@ class Client:
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
+
+    def set_token(self, token: str) -> None:
+        """Use another bearer token from now on (a ServiceAccount token renewed before it
+        expires); connections already open keep theirs until they close."""
+        self.config = dataclasses.replace(self.config, token=token)
+        if self._pool is not None:
+            self._pool.set_header("Authorization", f"Bearer {token}")
+        if self._session is not None:
+            self._session.headers["Authorization"] = f"Bearer {token}"
 
     def _headers(self) -> dict[str, str]:
         headers = {"User-Agent": self.user_agent, "Accept": "application/json"}

@@ -79,9 +79,15 @@ class ConnectionPool:
         self.ssl = ssl_context
         self.connect_timeout = connect_timeout
         host_header = parts.netloc.rsplit("@", 1)[-1]
-        fixed = {"Host": host_header, **(headers or {})}
-        self._fixed_headers = "".join(f"{name}: {value}\r\n" for name, value in fixed.items())
+        self._fixed = {"Host": host_header, **(headers or {})}
+        self._fixed_headers = ""
+        self.set_header("Host", host_header)
         self._idle: list[_Connection] = []
+
+    def set_header(self, name: str, value: str) -> None:
+        """A header every later request carries (a renewed bearer token)."""
+        self._fixed[name] = value
+        self._fixed_headers = "".join(f"{key}: {text}\r\n" for key, text in self._fixed.items())
 
     async def close(self) -> None:
         idle, self._idle = self._idle, []

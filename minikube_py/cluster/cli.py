@@ -31,7 +31,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from minikube_py.cluster.apiserver import APIServerProcess
+from minikube_py.cluster.apiserver import APIServerProcess, ServingTLS
+from minikube_py.cluster.certs import ClusterCertificates
 from minikube_py.cluster.components import (
     ControllerManagerProcess,
     DNSProcess,
@@ -53,6 +54,7 @@ from minikube_py.cluster.netns import (
 )
 from minikube_py.cluster.node import load_shipped_images, node_config, remove_kubelet_volumes
 from minikube_py.cluster.registry import RegistryProcess
+from minikube_py.cluster.roles import grant_component_roles
 from minikube_py.cluster.supervisor import Supervisor, SupervisorProcess
 from minikube_py.images.debian import PackageError
 from minikube_py.images.registry import ArchiveError, RegistryError
@@ -77,7 +79,9 @@ from minikube_py.process import (
 DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443,
                  "controller-manager": 10257, "scheduler": 10259, "registry": 5000,
                  "dns": 10053, "dns-metrics": 9153, "hollow-nodes": 10251, "metrics": 4443}
-NODE_PORTS = {"kubelet": 10250, "proxy-healthz": 10256, "proxy-metrics": 10249}
+NODE_PORTS = {"kubelet": 10250, "kubelet-healthz": 10248, "proxy-healthz": 10256,
+              "proxy-metrics": 10249}
+KUBERNETES_SERVICE_IP = "10.96.0.1"
 """Upstream's ports, on each node's own address: every node has a network of its own."""
 # Started stage by stage (the components of a stage together, on every node); stopped in
 # reverse order. A node's component is named node-N/<component>.
@@ -135,7 +139,8 @@ def fail(message: str) -> None:
 
 
 def _cluster(state: Path, verbosity: int, nodes: int | None, simulated_nodes: int | None,
-             extra_config: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
+             extra_config: dict[str, dict[str, str]] | None = None,
+             secure: bool | None = None) -> dict[str, Any]:
     """This cluster's ports, nodes and their pod CIDRs: chosen once (defaults, else free
     ones) and remembered in cluster.json, with the components' log verbosity (which the
     supervisor's restarts use too), the numbers of nodes and hollow nodes and the extra
@@ -147,6 +152,8 @@ def _cluster(state: Path, verbosity: int, nodes: int | None, simulated_nodes: in
         cluster["extraConfig"] = extra_config
     if simulated_nodes is not None:
         cluster["simulatedNodes"] = simulated_nodes
+    if secure:
+        cluster["secure"] = True
     if nodes is not None:
         cluster["nodes"] = nodes
     cluster.setdefault("nodes", 1)
@@ -200,9 +207,13 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
     nodes and DNS are left out where this machine cannot run containers; the control
     plane then listens on loopback only."""
     ports = cluster["ports"]
-    kubeconfig = state / "kubeconfig"
     network = cluster_network(cluster)
     extra = cluster.get("extraConfig", {})
+    certs = ClusterCertificates(state) if cluster.get("secure") else None
+
+    def kubeconfig_of(who: str) -> Path:
+        """The component's own identity when secured; the admin's otherwise."""
+        return certs.kubeconfig(who) if certs is not None else state / "kubeconfig"
 
     def flags(component: str) -> tuple[str, ...]:
         """The log verbosity, then what --extra-config set (a later flag wins)."""
@@ -221,33 +232,39 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
         "registry": RegistryProcess(state / "registry", port=ports["registry"],
                                     address=address, **files("registry")),
         "etcd": etcd,
-        "apiserver": APIServerProcess([etcd.client_url], port=ports["apiserver"],
-                                      address=address, extra_args=flags("apiserver")[1:],
-                                      **files("apiserver")),
+        "apiserver": APIServerProcess(
+            [etcd.client_url], port=ports["apiserver"], address=address,
+            extra_args=(*secured_apiserver_flags(certs), *flags("apiserver")[1:]),
+            tls=(ServingTLS(certs.file("apiserver.crt"), certs.file("apiserver.key"),
+                            certs.ca_file) if certs is not None else None),
+            **files("apiserver")),
         "controller-manager": ControllerManagerProcess(
-            kubeconfig, port=ports["controller-manager"], **files("controller-manager"),
+            kubeconfig_of("controller-manager"), port=ports["controller-manager"],
+            **files("controller-manager"),
             extra_args=("--leader-elect", f"--loadbalancer-ip-range={LOAD_BALANCER_RANGE}",
+                        *((f"--root-ca-file={certs.ca_file}",
+                           "--use-service-account-credentials") if certs is not None else ()),
                         *flags("controller-manager"))),
-        "scheduler": SchedulerProcess(kubeconfig, port=ports["scheduler"],
+        "scheduler": SchedulerProcess(kubeconfig_of("scheduler"), port=ports["scheduler"],
                                       extra_args=("--leader-elect", *flags("scheduler")),
                                       **files("scheduler")),
     }
     if cluster.get("simulatedNodes"):
         processes["hollow-nodes"] = HollowNodesProcess(
-            kubeconfig, count=cluster["simulatedNodes"], port=ports["hollow-nodes"],
+            state / "kubeconfig", count=cluster["simulatedNodes"], port=ports["hollow-nodes"],
             extra_args=flags("kubelet")[:1], **files("hollow-nodes"))
     if network is None or runtime_missing() is not None:
         return processes
     # cluster DNS publishes itself as the kube-dns Service's endpoint at the bridge's
     # address: pods reach it there, the proxies' rules send 10.96.0.10 to it
     processes["dns"] = DNSProcess(
-        kubeconfig, dns_address=address, dns_port=ports["dns"], port=ports["dns-metrics"],
+        kubeconfig_of("dns"), dns_address=address, dns_port=ports["dns"], port=ports["dns-metrics"],
         advertise_address=address, service_ip=CLUSTER_DNS, extra_args=flags("dns"),
         **files("dns"))
     # metrics-server's role, reached by the API server through the metrics.k8s.io
     # APIService (kubectl top)
     processes["metrics"] = MetricsProcess(
-        kubeconfig, address=address, port=ports["metrics"], advertise_address=address,
+        kubeconfig_of("metrics"), address=address, port=ports["metrics"], advertise_address=address,
         extra_args=flags("metrics"), **files("metrics"))
     registry = f"{address}:{ports['registry']}"
     for node in node_networks(cluster):
@@ -256,16 +273,40 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
         processes[f"{node.name}/containerd"] = Containerd(
             config, **files(f"{node.name}/containerd"))
         processes[f"{node.name}/kubelet"] = KubeletProcess(
-            kubeconfig, node_name=node.name, runtime_endpoint=config.endpoint,
+            kubeconfig_of(node.name), node_name=node.name, runtime_endpoint=config.endpoint,
             root_dir=config.base_dir / "kubelet", pod_cidr=node.pod_cidr,
             node_ip=node.address, port=NODE_PORTS["kubelet"],
-            extra_args=(f"--cluster-dns={CLUSTER_DNS}", *flags("kubelet")),
+            healthz_port=NODE_PORTS["kubelet-healthz"] if certs is not None else None,
+            extra_args=(f"--cluster-dns={CLUSTER_DNS}",
+                        *secured_kubelet_flags(certs, node.name), *flags("kubelet")),
             **in_node, **files(f"{node.name}/kubelet"))
         processes[f"{node.name}/proxy"] = ProxyProcess(
-            kubeconfig, node_name=node.name, cluster_cidr=str(CLUSTER_CIDR),
+            kubeconfig_of("proxy"), node_name=node.name, cluster_cidr=str(CLUSTER_CIDR),
             port=NODE_PORTS["proxy-healthz"], metrics_port=NODE_PORTS["proxy-metrics"],
             extra_args=flags("proxy"), **in_node, **files(f"{node.name}/proxy"))
     return processes
+
+
+def secured_apiserver_flags(certs: ClusterCertificates | None) -> tuple[str, ...]:
+    """As kubeadm runs it: Node and RBAC authorization, NodeRestriction, ServiceAccount
+    tokens signed with the cluster's key, kubelets reached with a client certificate."""
+    if certs is None:
+        return ()
+    return ("--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+            f"--service-account-signing-key-file={certs.service_account_key}",
+            f"--kubelet-client-certificate={certs.file('apiserver-kubelet-client.crt')}",
+            f"--kubelet-client-key={certs.file('apiserver-kubelet-client.key')}",
+            f"--kubelet-certificate-authority={certs.ca_file}")
+
+
+def secured_kubelet_flags(certs: ClusterCertificates | None, node: str) -> tuple[str, ...]:
+    """Its API over TLS, asking the API server who calls and whether they may."""
+    if certs is None:
+        return ()
+    cert, key = certs.kubelet_serving(node)
+    return (f"--tls-cert-file={cert}", f"--tls-private-key-file={key}",
+            f"--client-ca-file={certs.ca_file}", "--anonymous-auth=false",
+            "--authentication-token-webhook", "--authorization-mode=Webhook")
 
 
 def up(args: argparse.Namespace) -> None:
@@ -290,7 +331,10 @@ def up(args: argparse.Namespace) -> None:
                  "first to start it with these")
     for sub in ("logs", "run"):
         (state / sub).mkdir(parents=True, exist_ok=True)
-    cluster = _cluster(state, args.v, args.nodes, args.simulated_nodes, extra_config)
+    cluster = _cluster(state, args.v, args.nodes, args.simulated_nodes, extra_config,
+                       args.secure)
+    if cluster.get("secure"):
+        _make_certificates(state, cluster)
     processes = components(state, cluster)
     started = time.monotonic()
     try:
@@ -325,6 +369,16 @@ def up(args: argparse.Namespace) -> None:
     print(f"logs: {state / 'logs'}")
     print("To use it with kubectl:")
     print(f"export KUBECONFIG={state / 'kubeconfig'}")
+
+
+def _make_certificates(state: Path, cluster: dict[str, Any]) -> None:
+    """The CA, every component's certificate and kubeconfig (cluster/certs.py)."""
+    network = cluster_network(cluster)
+    address = network.gateway if network is not None else LOOPBACK
+    ClusterCertificates(state).ensure(
+        f"https://{address}:{cluster['ports']['apiserver']}",
+        tuple(dict.fromkeys((LOOPBACK, address, KUBERNETES_SERVICE_IP))),
+        {node.name: node.address for node in node_networks(cluster)})
 
 
 def _build_network(cluster: dict[str, Any]) -> None:
@@ -368,7 +422,13 @@ async def _start(state: Path, name: str, process: ComponentProcess, started: flo
         await asyncio.to_thread(push_catalog, state / "images", process.host, rebuild=False)
     elif name == "apiserver":
         assert isinstance(process, APIServerProcess)
-        write_kubeconfig(state / "kubeconfig", process.url)
+        admin = ClusterCertificates(state).kubeconfig("admin")
+        if process.tls is not None:
+            shutil.copyfile(admin, state / "kubeconfig")
+            (state / "kubeconfig").chmod(0o600)
+            await grant_component_roles(state / "kubeconfig")
+        else:
+            write_kubeconfig(state / "kubeconfig", process.url)
     elif kind_of(name) == "containerd" and not was_running:
         assert isinstance(process, Containerd)
         await load_shipped_images(process.config, state)
@@ -567,6 +627,12 @@ def main(argv: list[str] | None = None) -> None:
                        help="also run M hollow nodes (a simulated runtime, no containers) "
                             "for scheduling at scale; remembered for later `up`s (to change "
                             "it, `down` first)")
+    start.add_argument("--secure", action="store_true", default=None,
+                       help="TLS everywhere, each component its own certificate and "
+                            "least-privilege roles (Node,RBAC authorization, "
+                            "NodeRestriction), kubelets that authorize callers, "
+                            "ServiceAccount tokens mounted in pods; remembered for later "
+                            "`up`s (to change it, `down --purge` first)")
     start.set_defaults(run=up)
     stop = commands.add_parser("down", help="stop the cluster")
     stop.add_argument("--purge", action="store_true", help="also delete the cluster's data")

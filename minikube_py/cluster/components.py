@@ -75,16 +75,19 @@ class SchedulerProcess(ClientComponentProcess):
 
 
 class KubeletProcess(ClientComponentProcess):
-    """`python -m minikube_py.kubelet` for one node; /healthz is on the kubelet's port."""
+    """`python -m minikube_py.kubelet` for one node; /healthz is on the kubelet's port, or
+    on healthz_port when its API is secured (upstream's 10248, plain HTTP)."""
 
     component = "the kubelet"
     module = "minikube_py.kubelet"
 
     def __init__(self, kubeconfig: Path, log_path: Path, *, node_name: str,
                  runtime_endpoint: str, root_dir: Path, pod_cidr: str,
-                 node_ip: str = LOOPBACK, **options: Any) -> None:
+                 node_ip: str = LOOPBACK, healthz_port: int | None = None,
+                 **options: Any) -> None:
         """`options`: those of every ClientComponentProcess (port, pid_file, ...)."""
         super().__init__(kubeconfig, log_path, **options)
+        self.healthz_port = healthz_port
         self.node_name = node_name
         self.runtime_endpoint = runtime_endpoint
         self.root_dir = root_dir
@@ -97,7 +100,15 @@ class KubeletProcess(ClientComponentProcess):
                 f"--container-runtime-endpoint={self.runtime_endpoint}",
                 f"--root-dir={self.root_dir}", f"--pod-cidr={self.pod_cidr}",
                 f"--node-ip={self.node_ip}", f"--address={self.address}", f"--port={self.port}",
+                *((f"--healthz-port={self.healthz_port}",) if self.healthz_port else ()),
                 *self.extra_args]
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.address}:{self.healthz_port or self.port}"
+
+    def ports(self) -> list[int]:
+        return [self.port, *([self.healthz_port] if self.healthz_port else [])]
 
 
 class HollowNodesProcess(ClientComponentProcess):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from minikube_py.api.duration import flag_duration
 from minikube_py.client.component import run_component
@@ -42,6 +43,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--resource-quota-sync-period", type=flag_duration, default=300.0,
                         help="how often every ResourceQuota's usage is recounted in full "
                              "(5m, or seconds; 0 disables)")
+    parser.add_argument("--use-service-account-credentials", action="store_true",
+                        help="each controller calls the API server as its own "
+                             "kube-system ServiceAccount")
+    parser.add_argument("--root-ca-file", default="",
+                        help="the cluster CA (PEM), published to every namespace as the "
+                             "ConfigMap kube-root-ca.crt")
     parser.add_argument("--bind-address", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=10257, help="/healthz and /metrics "
                         "(plain HTTP); 0 disables")
@@ -57,7 +64,8 @@ def main(argv: list[str] | None = None) -> None:
         controllers = select_controllers(args.controllers.split(","), ALL_CONTROLLERS)
         parse_range(args.loadbalancer_ip_range)
         client = Client.from_kubeconfig(args.kubeconfig, user_agent="controller-manager")
-    except (ValueError, KubeconfigError) as error:
+        root_ca = Path(args.root_ca_file).read_text() if args.root_ca_file else ""
+    except (ValueError, KubeconfigError, OSError) as error:
         sys.exit(f"controller-manager: {error}")
     manager = ControllerManager(
         client, controllers, leader_elect=args.leader_elect, identity=args.identity,
@@ -68,8 +76,10 @@ def main(argv: list[str] | None = None) -> None:
                                   node_monitor_period=args.node_monitor_period,
                                   loadbalancer_ip_range=args.loadbalancer_ip_range,
                                   loadbalancer_class=args.loadbalancer_class,
-                                  resource_quota_sync_period=args.resource_quota_sync_period),
+                                  resource_quota_sync_period=args.resource_quota_sync_period,
+                                  root_ca=root_ca),
         bind_address=args.bind_address, port=args.port or None,
+        use_service_account_credentials=args.use_service_account_credentials,
     )
 
     async def run() -> None:

@@ -49,6 +49,7 @@ class ControllerOptions:
     loadbalancer_ip_range: str = "172.18.255.200-172.18.255.250"
     loadbalancer_class: str | None = None
     resource_quota_sync_period: float = 300.0  # --resource-quota-sync-period (5m)
+    root_ca: str = ""  # the PEM of --root-ca-file, which kube-root-ca.crt publishes
 
 
 @dataclass

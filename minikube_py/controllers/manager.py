@@ -13,6 +13,7 @@ then exits, as kube-controller-manager does, and its supervisor starts it again.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import socket
 import uuid
@@ -27,6 +28,7 @@ from minikube_py.client.informer import SharedInformerFactory
 from minikube_py.client.leaderelection import LeaderElector
 from minikube_py.client.rest import Client
 from minikube_py.controllers.base import Controller, ControllerContext, ControllerOptions, utc_now
+from minikube_py.controllers.clientbuilder import ServiceAccountClients, account_for
 from minikube_py.lifecycle import Component
 
 log = logging.getLogger(__name__)
@@ -57,7 +59,11 @@ class ControllerManager(Component):
                  leader_elect: bool = False, identity: str | None = None,
                  lease_duration: float = 15.0, renew_deadline: float = 10.0,
                  retry_period: float = 2.0, bind_address: str = "127.0.0.1",
-                 port: int | None = None) -> None:
+                 port: int | None = None, use_service_account_credentials: bool = False
+                 ) -> None:
+        """use_service_account_credentials: each controller writes as its own
+        kube-system ServiceAccount (clientbuilder.py); the shared informers read with
+        `client`."""
         self.client = client
         self.controller_classes = list(controllers)
         self.options = options or ControllerOptions()
@@ -70,6 +76,7 @@ class ControllerManager(Component):
         ) if leader_elect else None
         self.bind_address = bind_address
         self.port = port
+        self.use_service_account_credentials = use_service_account_credentials
         self.controllers: list[Controller] = []
         self.synced = asyncio.Event()  # set once the caches synced and controllers run
         self._runner: web.AppRunner | None = None
@@ -92,7 +99,20 @@ class ControllerManager(Component):
         ctx = ControllerContext(client=self.client, informers=informers,
                                 registry=self.registry, options=self.options,
                                 clock=self.clock)
-        self.controllers = [cls(ctx) for cls in self.controller_classes]
+        accounts = (ServiceAccountClients(self.client) if self.use_service_account_credentials
+                    else None)
+        contexts = [ctx]
+        self.controllers = []
+        for cls in self.controller_classes:
+            own = ctx
+            if accounts is not None:
+                # the metrics are shared; the client and its event recorders are not
+                _ = (ctx.workqueue_metrics, ctx.sync_metric)
+                own = dataclasses.replace(
+                    ctx, client=await accounts.client_for(account_for(cls.name)),
+                    _recorders={})
+                contexts.append(own)
+            self.controllers.append(cls(own))
         informers.start()
         try:
             await informers.wait_for_cache_sync()
@@ -105,7 +125,10 @@ class ControllerManager(Component):
         finally:
             self.synced.clear()
             await informers.stop()
-            await ctx.stop_recorders()
+            for each in contexts:
+                await each.stop_recorders()
+            if accounts is not None:
+                await accounts.close()
 
     async def wait_started(self) -> None:
         """The caches synced and the controllers run (as leader, when electing)."""

@@ -23,6 +23,7 @@ from minikube_py.controllers.replicaset import (
     ReplicationControllerController,
 )
 from minikube_py.controllers.resourcequota import ResourceQuotaController
+from minikube_py.controllers.rootcacertpublisher import RootCACertPublisher
 from minikube_py.controllers.serviceaccount import ServiceAccountController
 from minikube_py.controllers.servicelb import ServiceLBController
 from minikube_py.controllers.statefulset import StatefulSetController
@@ -49,4 +50,5 @@ ALL_CONTROLLERS: tuple[type[Controller], ...] = (
     NodeLifecycleController,
     TaintEvictionController,
     PodGCController,
+    RootCACertPublisher,
 )

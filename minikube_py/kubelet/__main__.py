@@ -67,6 +67,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--address", default="0.0.0.0")
     parser.add_argument("--port", type=int, default=10250)
     parser.add_argument("--node-ip", default=None)
+    parser.add_argument("--healthz-port", type=int, default=0,
+                        help="serve /healthz alone, plain HTTP, on this port too "
+                             "(0: only on --port)")
     parser.add_argument("--tls-cert-file", default="",
                         help="the API's serving certificate (PEM); without it, plain HTTP")
     parser.add_argument("--tls-private-key-file", default="", help="its private key (PEM)")
@@ -110,7 +113,7 @@ def kubelet_config(args: argparse.Namespace) -> KubeletConfig:
         max_parallel_starts=args.max_parallel_starts,
         hollow=args.runtime == "simulated",
         tls_cert_file=args.tls_cert_file, tls_private_key_file=args.tls_private_key_file,
-        client_ca_file=args.client_ca_file,
+        client_ca_file=args.client_ca_file, healthz_port=args.healthz_port,
         auth=KubeletAuthConfig(anonymous=args.anonymous_auth == "true",
                                token_webhook=args.authentication_token_webhook,
                                authorization_mode=args.authorization_mode))

@@ -47,6 +47,7 @@ from minikube_py.kubelet.node_status import (
     node_allocatable,
     node_capacity,
 )
+from minikube_py.kubelet.objectcache import ObjectCache
 from minikube_py.kubelet.pleg import GenericPLEG
 from minikube_py.kubelet.pod_status import (
     KUBELET_CONDITIONS,
@@ -103,6 +104,7 @@ class KubeletConfig:
     tls_private_key_file: str = ""
     client_ca_file: str = ""
     auth: KubeletAuthConfig = field(default_factory=KubeletAuthConfig)
+    healthz_port: int = 0  # /healthz alone on plain HTTP (upstream: 10248); 0: none
 
 
 class Kubelet(Component):
@@ -154,6 +156,10 @@ class Kubelet(Component):
         self.eviction: EvictionManager | None = None
         self.volumes: VolumeManager | None = None
         self.server: KubeletServer | None = None
+        # each Secret and ConfigMap a pod uses, watched on its own (the Node authorizer
+        # lets a kubelet read no other)
+        self._config_maps = ObjectCache(client, "configmaps", self._referenced_changed)
+        self._secrets = ObjectCache(client, "secrets", self._referenced_changed)
         self._evicted: dict[str, str] = {}  # uid -> eviction message
         self._volume_paths: dict[str, dict[str, Path]] = {}  # uid -> volume name -> path
         self._runtime_name = "containerd"
@@ -178,16 +184,12 @@ class Kubelet(Component):
     async def _set_up(self) -> None:
         version = await self.runtime.version(api_pb2.VersionRequest())
         self._runtime_name = version.runtime_name
-        self._config_maps = self.factory.informer("configmaps")
-        self._secrets = self.factory.informer("secrets")
         self._services = self.factory.informer("services")
         if not self.config.hollow:
             self.volumes = VolumeManager(
                 self.config.root_dir / "pods", self.config.root_dir / "claims",
                 get_config_map=self._get_config_map, get_secret=self._get_secret,
                 get_claim=self._get_claim, allocatable=self.allocatable)
-            for informer in (self._config_maps, self._secrets):
-                informer.add_event_handler(EventHandler(on_update=self._referenced_changed))
             self.eviction = EvictionManager(
                 parse_thresholds(self.config.eviction_hard),
                 observe=lambda: observe_host(self.config.root_dir),
@@ -198,7 +200,8 @@ class Kubelet(Component):
                 ssl_context=server_ssl_context(
                     Path(self.config.tls_cert_file), Path(self.config.tls_private_key_file),
                     Path(self.config.client_ca_file) if self.config.client_ca_file else None)
-                if self.config.tls_cert_file else None)
+                if self.config.tls_cert_file else None,
+                healthz_port=self.config.healthz_port or None)
             await self.server.start()
         if self._own_factory:
             self.pod_informer = SharedInformer(
@@ -241,6 +244,8 @@ class Kubelet(Component):
         await self.probes.stop()
         if self.pod_informer is not None:
             await self.pod_informer.stop()
+        await self._config_maps.close()
+        await self._secrets.close()
         if self._own_factory:
             await self.factory.stop()
         if self.server is not None:
@@ -288,9 +293,9 @@ class Kubelet(Component):
         self.pods.pop(uid, None)
         self.workers.update_pod(uid)
 
-    def _referenced_changed(self, old: Obj, new: Obj) -> None:
-        """A ConfigMap or Secret changed: resync the pods whose volumes project it."""
-        meta = new["metadata"]
+    def _referenced_changed(self, changed: Obj) -> None:
+        """A ConfigMap or Secret appeared or changed: resync the pods that use it."""
+        meta = changed["metadata"]
         for uid, pod in self.pods.items():
             if pod["metadata"]["namespace"] == meta["namespace"] and \
                     meta["name"] in referenced_names(pod):
@@ -301,10 +306,10 @@ class Kubelet(Component):
                 if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
 
     async def _get_config_map(self, namespace: str, name: str) -> Obj | None:
-        return self._config_maps.store.get_by_name(namespace, name)
+        return await self._config_maps.get(namespace, name)
 
     async def _get_secret(self, namespace: str, name: str) -> Obj | None:
-        return self._secrets.store.get_by_name(namespace, name)
+        return await self._secrets.get(namespace, name)
 
     async def _get_claim(self, namespace: str, name: str) -> Obj | None:
         try:
@@ -483,6 +488,10 @@ class Kubelet(Component):
                 if self.volumes is not None:
                     # volume dirs of pods that are neither in the API nor being torn down
                     await self.volumes.cleanup_orphans(set(self.pods) | self.workers.known())
+                used = {(pod["metadata"]["namespace"], name) for pod in self.pods.values()
+                        for name in referenced_names(pod)}
+                await self._config_maps.keep_only(used)
+                await self._secrets.keep_only(used)
 
     # -- eviction -----------------------------------------------------------------------
 

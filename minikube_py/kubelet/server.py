@@ -158,13 +158,16 @@ class KubeletServer:
     """The kubelet's HTTP endpoints: `await start()`, serve, `await stop()`."""
 
     def __init__(self, provider: KubeletProvider, address: str, port: int, *,
-                 auth: KubeletAuth | None = None, ssl_context: ssl.SSLContext | None = None
-                 ) -> None:
+                 auth: KubeletAuth | None = None, ssl_context: ssl.SSLContext | None = None,
+                 healthz_port: int | None = None) -> None:
         self.provider = provider
         self.address = address
         self.port = port  # the bound port once started (port 0 picks a free one)
         self.auth = auth  # who may ask (auth.py); None: anyone
         self.ssl_context = ssl_context  # HTTPS (--tls-cert-file); None: plain HTTP
+        # --healthz-port: /healthz alone, plain HTTP and open to all, as upstream's 10248
+        self.healthz_port = healthz_port
+        self._healthz_runner: web.AppRunner | None = None
         self._runner: web.AppRunner | None = None
         self._streams: set[asyncio.Task[Any]] = set()
         self._metrics: KubeletMetrics | None = None
@@ -199,6 +202,13 @@ class KubeletServer:
         server = site._server
         if self.port == 0 and server is not None and server.sockets:
             self.port = server.sockets[0].getsockname()[1]
+        if self.healthz_port:
+            health = web.Application()
+            health.router.add_get("/healthz", self._healthz)
+            self._healthz_runner = web.AppRunner(health, access_log=None)
+            await self._healthz_runner.setup()
+            await web.TCPSite(self._healthz_runner, self.address, self.healthz_port,
+                              reuse_address=True).start()
 
     async def stop(self) -> None:
         """Stop listening; end the log streams still open (a follow would never end)."""
@@ -207,6 +217,9 @@ class KubeletServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._healthz_runner is not None:
+            await self._healthz_runner.cleanup()
+            self._healthz_runner = None
 
     # -- endpoints ------------------------------------------------------------------------
 

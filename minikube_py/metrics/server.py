@@ -1,6 +1,9 @@
 """The metrics server: scrapes every node's kubelet, serves `metrics.k8s.io/v1beta1`.
 
     every --metric-resolution:  GET http://<node InternalIP>:<kubelet port>/metrics/resource
+                                (https, with the server's own client certificate, when
+                                the API server is reached over https: kubelets then
+                                check who asks)
                                 for each node; keep its last two readings
     GET /apis/metrics.k8s.io/v1beta1/nodes[/{name}]              NodeMetrics
     GET /apis/metrics.k8s.io/v1beta1/[namespaces/{ns}/]pods[/{name}]   PodMetrics
@@ -76,12 +79,12 @@ def resource_list() -> Obj:
                  "kind": "PodMetrics", "verbs": ["get", "list"]}]}
 
 
-def _kubelet_url(node: Obj) -> str | None:
+def _kubelet_url(node: Obj, scheme: str = "http") -> str | None:
     status = node.get("status") or {}
     address = next((a["address"] for a in status.get("addresses") or []
                     if a.get("type") == "InternalIP"), None)
     port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
-    return f"http://{address}:{port or KUBELET_PORT}" if address else None
+    return f"{scheme}://{address}:{port or KUBELET_PORT}" if address else None
 
 
 class MetricsServer(Component):
@@ -110,8 +113,10 @@ class MetricsServer(Component):
             if self.advertise_address:
                 await publish(self.client, self.advertise_address, self.port)
             self._ready.set()
+            tls = self.client.config.tls_context()
             async with aiohttp.ClientSession(
-                    timeout=aiohttp.ClientTimeout(total=max(self.resolution, 5))) as session:
+                    timeout=aiohttp.ClientTimeout(total=max(self.resolution, 5)),
+                    connector=aiohttp.TCPConnector(ssl=tls or False)) as session:
                 while True:
                     await self.scrape_all(session)
                     await asyncio.sleep(self.resolution)
@@ -129,7 +134,8 @@ class MetricsServer(Component):
             del self.scrapes[gone]
 
     async def scrape(self, session: aiohttp.ClientSession, node: Obj) -> None:
-        name, url = node["metadata"]["name"], _kubelet_url(node)
+        scheme = "https" if self.client.config.server.startswith("https://") else "http"
+        name, url = node["metadata"]["name"], _kubelet_url(node, scheme)
         if url is None:
             return
         try:

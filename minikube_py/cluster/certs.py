@@ -1,0 +1,140 @@
+"""A secured cluster's certificates and kubeconfigs, laid out as kubeadm lays them out.
+
+`up --secure` makes them once, in the state directory, and keeps them (a cluster's CA
+does not change, and the ServiceAccount key signs tokens that must stay good):
+
+    pki/ca.crt, ca.key                      the cluster CA: signs everything below
+    pki/apiserver.crt                       the API server's serving certificate: the
+                                            kubernetes.default.svc names, 127.0.0.1, the
+                                            bridge address and the kubernetes Service IP
+    pki/apiserver-kubelet-client.crt        how the API server calls kubelets
+                                            (CN kube-apiserver-kubelet-client,
+                                            O system:masters)
+    pki/sa.key                              signs ServiceAccount tokens
+    pki/<node>/kubelet.crt                  a kubelet's serving certificate (its address)
+    kubeconfigs/<who>.conf                  one identity each, with its own certificate:
+        admin            CN kubernetes-admin, O system:masters   (also ./kubeconfig)
+        controller-manager  CN system:kube-controller-manager
+        scheduler        CN system:kube-scheduler
+        proxy            CN system:kube-proxy
+        dns              CN system:kube-dns
+        metrics          CN system:metrics-server
+        <node>           CN system:node:<node>, O system:nodes   (the node's kubelet)
+
+The roles each identity gets are the bootstrap roles the API server creates
+(apiserver/bootstrappolicy.py); kubeconfigs embed their certificates, as kubeadm's do,
+so that one can be copied elsewhere.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from minikube_py.cluster.kubeconfig import CLUSTER_NAME
+from minikube_py.security import pki
+
+ADMIN = ("kubernetes-admin", ("system:masters",))
+IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "admin": ADMIN,
+    "controller-manager": ("system:kube-controller-manager", ()),
+    "scheduler": ("system:kube-scheduler", ()),
+    "proxy": ("system:kube-proxy", ()),
+    "dns": ("system:kube-dns", ()),
+    "metrics": ("system:metrics-server", ()),
+}
+KUBELET_CLIENT = ("kube-apiserver-kubelet-client", ("system:masters",))
+
+
+def node_identity(node: str) -> tuple[str, tuple[str, ...]]:
+    return f"system:node:{node}", ("system:nodes",)
+
+
+@dataclass(frozen=True)
+class ClusterCertificates:
+    """The files under one state directory; `ensure` makes what is missing."""
+
+    state: Path
+
+    @property
+    def pki(self) -> Path:
+        return self.state / "pki"
+
+    @property
+    def ca_file(self) -> Path:
+        return self.pki / "ca.crt"
+
+    @property
+    def service_account_key(self) -> Path:
+        return self.pki / "sa.key"
+
+    def file(self, name: str) -> Path:
+        return self.pki / name
+
+    def kubeconfig(self, who: str) -> Path:
+        return self.state / "kubeconfigs" / f"{who}.conf"
+
+    def kubelet_serving(self, node: str) -> tuple[Path, Path]:
+        return self.pki / node / "kubelet.crt", self.pki / node / "kubelet.key"
+
+    def ensure(self, server_url: str, addresses: tuple[str, ...],
+               nodes: dict[str, str]) -> None:
+        """The CA, the server's certificates, the ServiceAccount key, a kubeconfig per
+        identity (pointing at server_url) and each node's (`nodes`: name -> address)."""
+        self.pki.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ca = self._ca()
+        self._issue(ca, "apiserver", "kube-apiserver", dns_names=pki.apiserver_names(),
+                    ip_addresses=addresses, server=True)
+        self._issue(ca, "apiserver-kubelet-client", KUBELET_CLIENT[0],
+                    organizations=KUBELET_CLIENT[1], client=True)
+        if not self.service_account_key.exists():
+            # only its key is used: the API server signs and checks tokens with it
+            pki.issue(ca, "service-accounts", client=True).write(self.pki, "sa-pair")
+            (self.pki / "sa-pair.key").replace(self.service_account_key)
+            (self.pki / "sa-pair.crt").unlink()
+        identities = {**IDENTITIES, **{node: node_identity(node) for node in nodes}}
+        for who, (user, groups) in identities.items():  # fresh at every `up`: same CA
+            self._write_kubeconfig(who, server_url, pki.issue(
+                ca, user, organizations=groups, client=True))
+        for node, address in nodes.items():
+            cert, _ = self.kubelet_serving(node)
+            if not cert.exists():
+                (self.pki / node).mkdir(exist_ok=True)
+                pki.issue(ca, node, dns_names=(node,), ip_addresses=(address,),
+                          server=True).write(self.pki / node, "kubelet")
+
+    def _ca(self) -> pki.KeyPair:
+        if self.ca_file.exists():
+            return pki.KeyPair.read(self.pki, "ca")
+        ca = pki.new_ca("kubernetes")
+        ca.write(self.pki, "ca")
+        return ca
+
+    def _issue(self, ca: pki.KeyPair, name: str, common_name: str, **options: object) -> None:
+        if not (self.pki / f"{name}.crt").exists():
+            pki.issue(ca, common_name, **options).write(self.pki, name)  # type: ignore[arg-type]
+
+    def _write_kubeconfig(self, who: str, server_url: str, cert: pki.KeyPair) -> None:
+        def data(pem: bytes) -> str:
+            return base64.b64encode(pem).decode()
+
+        document = {
+            "apiVersion": "v1", "kind": "Config", "current-context": CLUSTER_NAME,
+            "clusters": [{"name": CLUSTER_NAME, "cluster": {
+                "server": server_url,
+                "certificate-authority-data": data(self.ca_file.read_bytes())}}],
+            "users": [{"name": who, "user": {"client-certificate-data": data(cert.cert_pem),
+                                             "client-key-data": data(cert.key_pem)}}],
+            "contexts": [{"name": CLUSTER_NAME, "context": {
+                "cluster": CLUSTER_NAME, "user": who, "namespace": "default"}}],
+            "preferences": {},
+        }
+        path = self.kubeconfig(who)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(yaml.safe_dump(document, sort_keys=False))
+        tmp.chmod(0o600)
+        tmp.replace(path)
