@@ -30,8 +30,8 @@ METRICS = [
     ("watch latency, 10 watchers x 100 creates (unpaced", False),
     ("encode 300-pod list: orjson vs json", False),
     ("decode 300 pods one by one: orjson vs json", False),
-    ("TLS + client certificates + RBAC vs plain HTTP: API creates/s", True),
-    ("TLS + client certificates + RBAC vs plain HTTP: API GETs/s", True),
+    ("TLS + client certificates + Node,RBAC vs plain HTTP: API creates/s", True),
+    ("TLS + client certificates + Node,RBAC vs plain HTTP: API GETs/s", True),
 ]
 
 
