@@ -412,8 +412,9 @@ class APIServer(Component):
     async def _ensure_bootstrap_policy(self) -> None:
         """The default ClusterRoles and their bindings, each created unless it exists."""
         group = "rbac.authorization.k8s.io"
-        for plural, objects in (("clusterroles", bootstrappolicy.cluster_roles()),
-                                ("clusterrolebindings", bootstrappolicy.cluster_role_bindings())):
+        for plural, objects in (
+                ("clusterroles", bootstrappolicy.bootstrap_cluster_roles()),
+                ("clusterrolebindings", bootstrappolicy.bootstrap_cluster_role_bindings())):
             store = self.stores[(group, "v1", plural)]
             for obj in objects:
                 with contextlib.suppress(errors.APIError):

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from minikube_py.controllers.base import Controller
+from minikube_py.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from minikube_py.controllers.cronjob import CronJobController
 from minikube_py.controllers.daemonset import DaemonSetController
 from minikube_py.controllers.deployment.controller import DeploymentController
@@ -50,5 +51,6 @@ ALL_CONTROLLERS: tuple[type[Controller], ...] = (
     NodeLifecycleController,
     TaintEvictionController,
     PodGCController,
+    ClusterRoleAggregationController,
     RootCACertPublisher,
 )
