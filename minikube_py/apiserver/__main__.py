@@ -50,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--etcd-servers", required=True,
                         help="comma-separated etcd client URLs, e.g. http://127.0.0.1:2379")
     parser.add_argument("--bind-address", default="127.0.0.1")
+    parser.add_argument("--advertise-address", default="",
+                        help="the address pods reach this server at (the kubernetes "
+                             "Service's endpoint; default: the bind address, unless it is "
+                             "loopback or 0.0.0.0)")
     parser.add_argument("--port", "--secure-port", type=int, default=6443,
                         help="the port to serve on (HTTPS with --tls-cert-file)")
     parser.add_argument("--tls-cert-file", default="",
@@ -170,6 +174,7 @@ def main(argv: list[str] | None = None) -> None:
     config = APIServerConfig(
         etcd_servers=[s.strip() for s in args.etcd_servers.split(",") if s.strip()],
         bind_address=args.bind_address,
+        advertise_address=args.advertise_address,
         port=args.port,
         max_requests_inflight=args.max_requests_inflight,
         max_mutating_requests_inflight=args.max_mutating_requests_inflight,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import ssl
 import sys
@@ -78,6 +79,7 @@ from minikube_py.apiserver.services import (
     AllocationRepair,
     ServiceAllocators,
     ServiceStore,
+    ensure_kubernetes_endpoints,
     ensure_kubernetes_service,
 )
 from minikube_py.apiserver.storage.encryption import load_encryption_config
@@ -138,6 +140,9 @@ class APIServerConfig:
     kubelet_client_certificate: str = ""
     kubelet_client_key: str = ""
     kubelet_certificate_authority: str = ""
+    # The address pods reach this server at (the kubernetes Service's endpoint); by
+    # default the bind address, unless that is loopback or every address
+    advertise_address: str = ""
     encryption_provider_config: str = ""  # an EncryptionConfiguration (Secrets at rest)
     audit_policy_file: str = ""
     audit_log_path: str = ""
@@ -406,8 +411,24 @@ class APIServer(Component):
         api_services = APIServiceAvailability(
             self.stores[("apiregistration.k8s.io", "v1", "apiservices")], self.services,
             self.stores[("discovery.k8s.io", "v1", "endpointslices")], self.aggregator)
-        await asyncio.gather(ensure_kubernetes_service(self.services, self.port), repair.run(),
+        await asyncio.gather(ensure_kubernetes_service(self.services, self.port),
+                             self._ensure_kubernetes_endpoints(), repair.run(),
                              api_services.run())
+
+    async def _ensure_kubernetes_endpoints(self) -> None:
+        """Publish this server as the kubernetes Service's endpoint: at its
+        --advertise-address, else the address it listens on when pods can reach it
+        (not loopback, not every address)."""
+        address = self.config.advertise_address or self.config.bind_address
+        try:
+            usable = not ipaddress.ip_address(address).is_loopback and (
+                not ipaddress.ip_address(address).is_unspecified)
+        except ValueError:
+            usable = False
+        if usable:
+            await ensure_kubernetes_endpoints(
+                self.stores[("", "v1", "endpoints")],
+                self.stores[("discovery.k8s.io", "v1", "endpointslices")], address, self.port)
 
     async def _ensure_bootstrap_policy(self) -> None:
         """The default ClusterRoles and their bindings, each created unless it exists."""

@@ -450,6 +450,53 @@ async def ensure_kubernetes_service(store: ServiceStore, port: int) -> None:
             await asyncio.sleep(RETRY_SECONDS)
 
 
+async def ensure_kubernetes_endpoints(endpoints: Store, slices: Store, address: str,
+                                      port: int) -> None:
+    """The endpoint reconciler: the `kubernetes` Service's Endpoints and EndpointSlice
+    name this server (address:port), so that pods reach it at kubernetes.default.svc
+    through the proxies' rules. Each is created, or put back when it says otherwise."""
+    ports = [{"name": "https", "port": port, "protocol": "TCP"}]
+    wanted = {
+        "endpoints": ({"apiVersion": "v1", "kind": "Endpoints",
+                       "metadata": {"name": "kubernetes", "namespace": "default",
+                                    "labels": {"endpointslice.kubernetes.io/skip-mirror":
+                                               "true"}},
+                       "subsets": [{"addresses": [{"ip": address}], "ports": ports}]},
+                      endpoints, ("subsets",)),
+        "endpointslices": ({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                            "metadata": {"name": "kubernetes", "namespace": "default",
+                                         "labels": {"kubernetes.io/service-name":
+                                                    "kubernetes"}},
+                            "addressType": "IPv6" if ":" in address else "IPv4",
+                            "endpoints": [{"addresses": [address],
+                                           "conditions": {"ready": True}}],
+                            "ports": ports},
+                           slices, ("endpoints", "ports")),
+    }
+    for obj, store, fields in wanted.values():
+        while True:
+            try:
+                try:
+                    current = await store.get("default", "kubernetes")
+                except errors.APIError as err:
+                    if err.code != 404:
+                        raise
+                    await store.create("default", copy.deepcopy(obj))
+                    break
+                if any(current.get(field) != obj[field] for field in fields):
+                    def put_back(stored: Obj, obj: Obj = obj, fields: tuple[str, ...] = fields
+                                 ) -> Obj:
+                        stored.update({field: copy.deepcopy(obj[field]) for field in fields})
+                        return stored
+
+                    await store.guaranteed_update("default", "kubernetes", put_back)
+                break
+            except errors.APIError as err:
+                log.warning(orjson.dumps({"msg": "cannot ensure the kubernetes endpoints",
+                                          "error": str(err)}).decode())
+                await asyncio.sleep(RETRY_SECONDS)
+
+
 # -- repair --------------------------------------------------------------------------------
 
 

@@ -189,7 +189,8 @@ class Kubelet(Component):
             self.volumes = VolumeManager(
                 self.config.root_dir / "pods", self.config.root_dir / "claims",
                 get_config_map=self._get_config_map, get_secret=self._get_secret,
-                get_claim=self._get_claim, allocatable=self.allocatable)
+                get_claim=self._get_claim, allocatable=self.allocatable,
+                get_service_account_token=self._service_account_token)
             self.eviction = EvictionManager(
                 parse_thresholds(self.config.eviction_hard),
                 observe=lambda: observe_host(self.config.root_dir),
@@ -310,6 +311,22 @@ class Kubelet(Component):
 
     async def _get_secret(self, namespace: str, name: str) -> Obj | None:
         return await self._secrets.get(namespace, name)
+
+    async def _service_account_token(self, pod: Obj, audience: str, expiration: int) -> str:
+        """TokenRequest for the pod's account, bound to the pod (the token manager's
+        request; the Node authorizer allows it for pods bound to this node)."""
+        metadata = pod["metadata"]
+        account = pod["spec"].get("serviceAccountName") or "default"
+        spec: Obj = {"expirationSeconds": expiration,
+                     "boundObjectRef": {"apiVersion": "v1", "kind": "Pod",
+                                        "name": metadata["name"], "uid": metadata["uid"]}}
+        if audience:
+            spec["audiences"] = [audience]
+        answer = await self.client.request(
+            "POST", f"/api/v1/namespaces/{metadata['namespace']}/serviceaccounts/{account}"
+            "/token", body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                            "spec": spec})
+        return str(answer["status"]["token"])
 
     async def _get_claim(self, namespace: str, name: str) -> Obj | None:
         try:

@@ -64,8 +64,10 @@ class Cluster:
     async def get_claim(self, namespace: str, name: str) -> Obj | None:
         return self.claims.get((namespace, name))
 
-    async def token(self, namespace: str, account: str, audience: str, expiration: int) -> str:
-        self.token_requests.append((namespace, account, audience, expiration))
+    async def token(self, pod: Obj, audience: str, expiration: int) -> str:
+        account = pod["spec"].get("serviceAccountName") or "default"
+        self.token_requests.append((pod["metadata"]["namespace"], account, audience,
+                                    expiration))
         return f"token-{len(self.token_requests)}"
 
 

@@ -18,8 +18,9 @@ from minikube_py.kubelet.volumes.configmap import DEFAULT_MODE
 from minikube_py.kubelet.volumes.emptydir import setup_tmpfs
 from minikube_py.kubelet.volumes.plugin import GetObject, Obj, SetUpError, aggregate, project
 
-# (namespace, service account, audience, expiration seconds) -> token
-GetServiceAccountToken = Callable[[str, str, str, int], Awaitable[str]]
+# (the pod, audience, expiration seconds) -> a token for the pod's service account,
+# bound to the pod (it stops working when the pod is gone)
+GetServiceAccountToken = Callable[[Obj, str, int], Awaitable[str]]
 DEFAULT_TOKEN_EXPIRATION = 3600
 MAX_TOKEN_TTL = 24 * 3600
 
@@ -40,9 +41,7 @@ class ServiceAccountTokens:
             age = time.monotonic() - cached[1]
             if age < min(expiration * 0.8, MAX_TOKEN_TTL):
                 return cached[0]
-        token = await self._request_token(pod["metadata"]["namespace"],
-                                          pod["spec"].get("serviceAccountName") or "default",
-                                          audience, expiration)
+        token = await self._request_token(pod, audience, expiration)
         self._tokens[key] = (token, time.monotonic())
         return token
 

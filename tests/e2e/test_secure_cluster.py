@@ -1,0 +1,110 @@
+"""`minikube-py up --secure`: the cluster kubeadm would make, on one machine. Every
+component has its own certificate and only its own roles; kubectl is the admin; a pod
+gets a ServiceAccount token it can use against the API server; kubelets let in only the
+API server and those RBAC allows; `down` leaves nothing behind.
+
+The tests share one cluster, in file order.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.test_cluster_cli import kubectl, launcher, leftovers
+
+pytestmark = pytest.mark.slow
+
+KUBECTL = str(Path(sys.executable).with_name("kubectl"))
+
+
+@pytest.fixture(scope="module")
+def cluster(fast_tmp: Path) -> Iterator[Path]:
+    home = fast_tmp / "secure-home"
+    launcher(home, "up", "--secure")
+    try:
+        kubectl(home, "wait", "--for=condition=Ready", "node", "--all", "--timeout=60s")
+        yield home
+    finally:
+        launcher(home, "down", "--purge", check=False)
+        assert leftovers(home) == []
+
+
+def as_user(home: Path, who: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([KUBECTL, f"--kubeconfig={home / 'kubeconfigs' / f'{who}.conf'}",
+                           *args], capture_output=True, text=True, timeout=60)
+
+
+def test_kubectl_is_the_admin_over_tls(cluster: Path) -> None:
+    config = yaml.safe_load((cluster / "kubeconfig").read_text())
+    assert config["clusters"][0]["cluster"]["server"].startswith("https://")
+    who = json.loads(kubectl(cluster, "auth", "whoami", "-o", "json").stdout)
+    assert who["status"]["userInfo"]["username"] == "kubernetes-admin"
+    assert "system:masters" in who["status"]["userInfo"]["groups"]
+
+
+def test_each_component_is_itself_and_may_only_do_its_job(cluster: Path) -> None:
+    scheduler = as_user(cluster, "scheduler", "auth", "whoami", "-o", "jsonpath="
+                        "{.status.userInfo.username}")
+    assert scheduler.stdout == "system:kube-scheduler"
+    assert as_user(cluster, "scheduler", "auth", "can-i", "create", "pods",
+                   "--subresource=binding").stdout == "yes\n"
+    assert as_user(cluster, "scheduler", "auth", "can-i", "delete", "secrets").stdout == "no\n"
+    assert as_user(cluster, "proxy", "auth", "can-i", "create", "pods").stdout == "no\n"
+    node = as_user(cluster, "node-1", "get", "secrets", "-A")
+    assert node.returncode != 0 and "forbidden" in node.stderr
+    # the controllers write as their own ServiceAccounts
+    can = kubectl(cluster, "auth", "can-i", "create", "pods",
+                  "--as=system:serviceaccount:kube-system:replicaset-controller")
+    assert can.stdout == "yes\n"
+    cannot = subprocess.run(
+        [KUBECTL, f"--kubeconfig={cluster / 'kubeconfig'}", "auth", "can-i", "create",
+         "deployments", "--as=system:serviceaccount:kube-system:replicaset-controller"],
+        capture_output=True, text=True, timeout=30)
+    assert cannot.stdout == "no\n"
+
+
+def test_a_deployment_runs_and_logs_and_exec_reach_the_kubelet(cluster: Path) -> None:
+    kubectl(cluster, "create", "deployment", "web", "--image=nginx:1.14.2")
+    kubectl(cluster, "rollout", "status", "deployment/web", "--timeout=90s")
+    pod = kubectl(cluster, "get", "pods", "-l", "app=web", "-o",
+                  "jsonpath={.items[0].metadata.name}").stdout
+    assert kubectl(cluster, "exec", pod, "--", "echo", "through the kubelet"
+                   ).stdout == "through the kubelet\n"
+    kubectl(cluster, "logs", pod)
+    # the kubelet answers only those RBAC lets in
+    node_ip = kubectl(cluster, "get", "node", "node-1", "-o",
+                      "jsonpath={.status.addresses[0].address}").stdout
+    anonymous = subprocess.run(["curl", "-sk", f"https://{node_ip}:10250/pods"],
+                               capture_output=True, text=True, timeout=30)
+    assert anonymous.stdout == "Unauthorized"
+
+
+def test_a_pods_service_account_token_works_from_inside_the_pod(cluster: Path) -> None:
+    """What an in-cluster client does: the mounted token, checked against the mounted CA,
+    to https://kubernetes.default.svc (cluster DNS, the proxy's rules, the API server's
+    certificate); the account's RoleBinding decides what it may see."""
+    kubectl(cluster, "create", "namespace", "robots")
+    kubectl(cluster, "create", "rolebinding", "default-view", "-n", "robots",
+            "--clusterrole=view", "--serviceaccount=robots:default")
+    script = (
+        "import json, ssl, urllib.request\n"
+        "d = '/var/run/secrets/kubernetes.io/serviceaccount'\n"
+        "token, namespace = open(d + '/token').read(), open(d + '/namespace').read()\n"
+        "context = ssl.create_default_context(cafile=d + '/ca.crt')\n"
+        "request = urllib.request.Request(\n"
+        "    f'https://kubernetes.default.svc/api/v1/namespaces/{namespace}/pods',\n"
+        "    headers={'Authorization': 'Bearer ' + token})\n"
+        "listed = json.load(urllib.request.urlopen(request, context=context))\n"
+        "print(json.dumps([p['metadata']['name'] for p in listed['items']]))\n")
+    kubectl(cluster, "run", "asker", "-n", "robots", "--image=python:3", "--restart=Never",
+            "--", "python3", "-c", script)
+    kubectl(cluster, "wait", "-n", "robots", "--for=jsonpath={.status.phase}=Succeeded",
+            "pod/asker", "--timeout=120s")
+    assert json.loads(kubectl(cluster, "logs", "-n", "robots", "asker").stdout) == ["asker"]
