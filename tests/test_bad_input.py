@@ -592,3 +592,21 @@ async def names_seen_after_outage(watch: aiohttp.ClientResponse, session: aiohtt
             if event["type"] == "ADDED":
                 names.add(event["object"]["metadata"]["name"])
     return names
+
+
+@pytest.mark.parametrize("spec", [True, 5, "text", [1], {"groups": 5, "user": "x",
+                                                         "nonResourceAttributes": "y"}])
+@pytest.mark.parametrize("plural", ["selfsubjectrulesreviews", "subjectaccessreviews",
+                                    "selfsubjectaccessreviews", "tokenreviews"])
+async def test_a_review_with_a_spec_of_the_wrong_shape_is_never_a_500(
+        settled: str, session: aiohttp.ClientSession, plural: str, spec: Any) -> None:
+    """Found by the fuzz test (seed 2708770969): a review's spec that is not an object,
+    or holds lists and objects of the wrong type, is answered or refused, not a 5xx."""
+    group = "authentication.k8s.io" if plural == "tokenreviews" else "authorization.k8s.io"
+    kind = {"selfsubjectrulesreviews": "SelfSubjectRulesReview",
+            "subjectaccessreviews": "SubjectAccessReview",
+            "selfsubjectaccessreviews": "SelfSubjectAccessReview",
+            "tokenreviews": "TokenReview"}[plural]
+    answer = await send(session, "POST", f"{settled}/apis/{group}/v1/{plural}",
+                        {"apiVersion": f"{group}/v1", "kind": kind, "spec": spec})
+    assert answer.status < 500, answer.body

@@ -54,7 +54,8 @@ async def serve_review(request: web.Request, resource: Resource, user: UserInfo,
                                 "audiences": list(spec.get("audiences") or [])}
         return json_response(review, 201)
     if resource.plural == "selfsubjectrulesreviews":
-        namespace = str((review.get("spec") or {}).get("namespace") or "")
+        spec = review.get("spec") if isinstance(review.get("spec"), dict) else {}
+        namespace = str(spec.get("namespace") or "")
         rules = authorizer.rules_for(user, namespace)
         review["status"] = {
             "resourceRules": [
@@ -85,8 +86,9 @@ async def serve_review(request: web.Request, resource: Resource, user: UserInfo,
     if problems:
         raise errors.invalid(resource.kind, resource.group, "", problems)
     if resource.plural != "selfsubjectaccessreviews":
+        groups = spec.get("groups") if isinstance(spec.get("groups"), list) else []
         user = UserInfo(str(spec.get("user") or ""), str(spec.get("uid") or ""),
-                        tuple(spec.get("groups") or ()))
+                        tuple(str(group) for group in groups))
     decision = authorizer.authorize(_attributes(user, spec))
     review["status"] = {"allowed": decision.allowed,
                         **({"reason": decision.reason} if decision.reason else {})}
@@ -123,5 +125,6 @@ def _attributes(user: UserInfo, spec: Obj) -> Attributes:
                           str(resource.get("group") or ""), str(resource.get("resource") or ""),
                           str(resource.get("subresource") or ""),
                           str(resource.get("namespace") or ""), str(resource.get("name") or ""))
-    path = spec.get("nonResourceAttributes") or {}
+    path = spec.get("nonResourceAttributes")
+    path = path if isinstance(path, dict) else {}
     return Attributes(user, str(path.get("verb") or ""), False, path=str(path.get("path") or ""))
