@@ -25,12 +25,14 @@ import json
 import logging
 import os
 import shutil
+import ssl
 import sys
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
+from minikube_py.client.kubeconfig import KubeconfigError, load_kubeconfig
 from minikube_py.cluster.apiserver import APIServerProcess, ServingTLS
 from minikube_py.cluster.certs import ClusterCertificates
 from minikube_py.cluster.components import (
@@ -152,8 +154,9 @@ def _cluster(state: Path, verbosity: int, nodes: int | None, simulated_nodes: in
         cluster["extraConfig"] = extra_config
     if simulated_nodes is not None:
         cluster["simulatedNodes"] = simulated_nodes
-    if secure:
-        cluster["secure"] = True
+    if secure is not None:
+        cluster["secure"] = secure
+    cluster.setdefault("secure", True)
     if nodes is not None:
         cluster["nodes"] = nodes
     cluster.setdefault("nodes", 1)
@@ -519,7 +522,7 @@ def status(args: argparse.Namespace) -> None:
                             else "stopped"))
     api = processes["apiserver"]
     if checks.get("apiserver", (None, False))[1] and isinstance(api, APIServerProcess):
-        _print_nodes(api.url)
+        _print_nodes(api.url, _admin_tls(state))
     if not running:
         raise SystemExit(1)
 
@@ -539,11 +542,19 @@ async def _readiness(processes: dict[str, ComponentProcess]) -> dict[str, tuple[
     return dict(zip(names, answers, strict=True))
 
 
-def _print_nodes(api_url: str) -> None:
+def _admin_tls(state: Path) -> ssl.SSLContext | None:
+    """The admin's TLS settings from the cluster's kubeconfig (None for plain HTTP)."""
+    try:
+        return load_kubeconfig(state / "kubeconfig").tls_context()
+    except (KubeconfigError, OSError, ssl.SSLError):
+        return None
+
+
+def _print_nodes(api_url: str, tls: ssl.SSLContext | None = None) -> None:
     """The nodes, Ready or not, with how many pods each runs (as kubectl would count)."""
     try:
-        nodes = _get_json(f"{api_url}/api/v1/nodes")["items"]
-        pods = _get_json(f"{api_url}/api/v1/pods")["items"]
+        nodes = _get_json(f"{api_url}/api/v1/nodes", tls)["items"]
+        pods = _get_json(f"{api_url}/api/v1/pods", tls)["items"]
     except (OSError, ValueError, KeyError) as error:
         print(f"nodes: cannot list them: {error}")
         return
@@ -563,8 +574,8 @@ def _print_nodes(api_url: str) -> None:
         print(f"  (not scheduled yet: {per_node['']} pods)")
 
 
-def _get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=5) as answer:
+def _get_json(url: str, tls: ssl.SSLContext | None = None) -> Any:
+    with urllib.request.urlopen(url, timeout=5, context=tls) as answer:
         return json.loads(answer.read())
 
 
@@ -627,12 +638,14 @@ def main(argv: list[str] | None = None) -> None:
                        help="also run M hollow nodes (a simulated runtime, no containers) "
                             "for scheduling at scale; remembered for later `up`s (to change "
                             "it, `down` first)")
-    start.add_argument("--secure", action="store_true", default=None,
+    start.add_argument("--secure", action=argparse.BooleanOptionalAction, default=None,
                        help="TLS everywhere, each component its own certificate and "
                             "least-privilege roles (Node,RBAC authorization, "
                             "NodeRestriction), kubelets that authorize callers, "
-                            "ServiceAccount tokens mounted in pods; remembered for later "
-                            "`up`s (to change it, `down --purge` first)")
+                            "ServiceAccount tokens mounted in pods (the default); "
+                            "--no-secure: plain HTTP where anyone may do anything; "
+                            "remembered for later `up`s (to change it, `down --purge` "
+                            "first)")
     start.set_defaults(run=up)
     stop = commands.add_parser("down", help="stop the cluster")
     stop.add_argument("--purge", action="store_true", help="also delete the cluster's data")
