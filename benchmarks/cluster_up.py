@@ -29,6 +29,7 @@ if str(REPO) not in sys.path:
 
 from benchmarks.apiserver import BenchmarkError, progress  # noqa: E402
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
+from minikube_py.client.kubeconfig import KubeconfigError, load_kubeconfig  # noqa: E402
 
 TARGET_SECONDS = 15.0
 
@@ -42,12 +43,13 @@ def launcher(home: Path, *args: str) -> None:
 
 
 def ready_nodes(home: Path) -> int:
-    cluster = json.loads((home / "cluster.json").read_text())
-    server = f"http://172.18.0.1:{cluster['ports']['apiserver']}"
+    """How many nodes are Ready, asked as the admin (the kubeconfig `up` writes)."""
     try:
-        with urllib.request.urlopen(f"{server}/api/v1/nodes", timeout=2) as answer:
+        config = load_kubeconfig(home / "kubeconfig")
+        with urllib.request.urlopen(f"{config.server}/api/v1/nodes", timeout=2,
+                                    context=config.tls_context()) as answer:
             nodes: list[dict[str, Any]] = json.loads(answer.read())["items"]
-    except OSError:
+    except (OSError, KubeconfigError):
         return 0
     return sum(any(c["type"] == "Ready" and c["status"] == "True"
                    for c in n.get("status", {}).get("conditions", [])) for n in nodes)

@@ -22,7 +22,6 @@ pod's own loopback, so the forwarded path can beat it.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import statistics
 import subprocess
@@ -40,6 +39,7 @@ if str(REPO) not in sys.path:
 
 from benchmarks.apiserver import BenchmarkError, cpu_seconds, progress  # noqa: E402
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
+from minikube_py.client.kubeconfig import ClientConfig, load_kubeconfig  # noqa: E402
 
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 PORT = 9000
@@ -85,11 +85,13 @@ async def direct(host: str, port: int, size: int) -> float:
     return time.perf_counter() - started
 
 
-async def forwarded(server: str, pod: str, size: int) -> float:
-    """The same through pods/portforward: data on channel 0 after its 2-byte port."""
-    url = f"{server}/api/v1/namespaces/default/pods/{pod}/portforward?ports={PORT}"
+async def forwarded(config: ClientConfig, pod: str, size: int) -> float:
+    """The same through pods/portforward: data on channel 0 after its 2-byte port, as
+    the admin of the kubeconfig `up` wrote."""
+    url = f"{config.server}/api/v1/namespaces/default/pods/{pod}/portforward?ports={PORT}"
     started = time.perf_counter()
-    async with aiohttp.ClientSession() as session, session.ws_connect(
+    connector = aiohttp.TCPConnector(ssl=config.tls_context() or False)
+    async with aiohttp.ClientSession(connector=connector) as session, session.ws_connect(
             url, protocols=("v4.channel.k8s.io",), max_msg_size=0) as ws:
         got, skipped = 0, {0: False, 1: False}
         async for message in ws:
@@ -140,8 +142,7 @@ async def measure(args: Any) -> list[Row]:
                     f"while true; do head -c {size} /dev/zero | nc -l -p {PORT}; done")
             kubectl(home, "wait", "--for=condition=Ready", "pod/source", "--timeout=60s")
             ip = kubectl(home, "get", "pod", "source", "-o", "jsonpath={.status.podIP}")
-            server = json.loads((home / "cluster.json").read_text())
-            api = f"http://172.18.0.1:{server['ports']['apiserver']}"
+            api = load_kubeconfig(home / "kubeconfig")
             kubelet, apiserver = pid_of(home, "node-1/kubelet"), pid_of(home, "apiserver")
             floors, through, websocket, cpu_kubelet, cpu_api = [], [], [], [], []
             forwarder, local_port = start_port_forward(home, "source")

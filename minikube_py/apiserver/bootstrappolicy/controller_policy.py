@@ -125,6 +125,9 @@ def _controller_rules() -> dict[str, list[Obj]]:
             events_rule()],
         "service-controller": [
             rule(READ, [""], ["services"]),
+            # the service-lb controller adds and removes its cleanup finalizer with an
+            # update of the Service (upstream's cloud service controller patches it)
+            rule(["patch", "update"], [""], ["services"]),
             rule(["patch", "update"], [""], ["services/status"]),
             rule(["list", "watch"], [""], ["nodes"]),
             events_rule()],
