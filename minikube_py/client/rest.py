@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
+import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import TracebackType
@@ -62,6 +63,7 @@ class Client:
         self.max_retries = max_retries
         self._session: aiohttp.ClientSession | None = None
         self._pool: transport.ConnectionPool | None = None
+        self._session_ssl: ssl.SSLContext | bool | None = None
         self._resources: dict[tuple[str, str], ResourceClient] = {}
 
     @classmethod
@@ -93,6 +95,18 @@ class Client:
         if self._session is not None:
             self._session.headers["Authorization"] = f"Bearer {token}"
 
+    def reload_client_certificate(self) -> None:
+        """Read the kubeconfig's client certificate and key files again (a kubelet's
+        rotated certificate): new connections present the new one. Open watches keep
+        theirs until they reconnect; idle keep-alive connections are dropped."""
+        if not (self.config.cert_file and self.config.key_file):
+            return
+        if self._pool is not None and self._pool.ssl is not None:
+            self._pool.ssl.load_cert_chain(self.config.cert_file, self.config.key_file)
+            self._pool.drop_idle()
+        if isinstance(self._session_ssl, ssl.SSLContext):
+            self._session_ssl.load_cert_chain(self.config.cert_file, self.config.key_file)
+
     def _headers(self) -> dict[str, str]:
         headers = {"User-Agent": self.user_agent, "Accept": "application/json"}
         if self.config.token:
@@ -113,7 +127,8 @@ class Client:
         """The aiohttp session watches stream on."""
         if self._session is None:
             headers = self._headers()
-            connector = aiohttp.TCPConnector(limit=100, ssl=self.config.ssl_context())
+            self._session_ssl = self.config.ssl_context()
+            connector = aiohttp.TCPConnector(limit=100, ssl=self._session_ssl)
             self._session = aiohttp.ClientSession(
                 base_url=None, headers=headers, connector=connector,
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),

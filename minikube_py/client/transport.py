@@ -89,10 +89,14 @@ class ConnectionPool:
         self._fixed[name] = value
         self._fixed_headers = "".join(f"{key}: {text}\r\n" for key, text in self._fixed.items())
 
-    async def close(self) -> None:
+    def drop_idle(self) -> None:
+        """Close the idle connections: the next request opens a fresh one."""
         idle, self._idle = self._idle, []
         for connection in idle:
             connection.close()
+
+    async def close(self) -> None:
+        self.drop_idle()
 
     async def request(self, method: str, path: str, *, params: dict[str, str] | None = None,
                       body: bytes | None = None, headers: dict[str, str] | None = None,

@@ -15,6 +15,7 @@ from minikube_py.controllers.base import ControllerOptions
 from minikube_py.controllers.manager import ControllerManager, select_controllers
 from minikube_py.controllers.registry import ALL_CONTROLLERS
 from minikube_py.controllers.servicelb import parse_range
+from minikube_py.security.pki import KeyPair
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -49,12 +50,29 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--root-ca-file", default="",
                         help="the cluster CA (PEM), published to every namespace as the "
                              "ConfigMap kube-root-ca.crt")
+    parser.add_argument("--cluster-signing-cert-file", default="",
+                        help="the CA (PEM) csrsigning signs kubernetes.io signers' requests "
+                             "with; without it and the key, csrsigning does not run")
+    parser.add_argument("--cluster-signing-key-file", default="")
+    parser.add_argument("--cluster-signing-duration", type=flag_duration,
+                        default=ControllerOptions.cluster_signing_duration,
+                        help="how long signed certificates last (default 8760h0m0s)")
     parser.add_argument("--bind-address", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=10257, help="/healthz and /metrics "
                         "(plain HTTP); 0 disables")
     parser.add_argument("--identity", default=None, help="leader election identity")
     add_verbosity_flag(parser)
     return parser.parse_args(argv)
+
+
+def signing_authority(cert_file: str, key_file: str) -> KeyPair | None:
+    """The CA of --cluster-signing-cert-file and --cluster-signing-key-file, or None."""
+    if not cert_file and not key_file:
+        return None
+    if not cert_file or not key_file:
+        raise ValueError("--cluster-signing-cert-file and --cluster-signing-key-file go "
+                         "together")
+    return KeyPair.read_files(Path(cert_file), Path(key_file))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -65,6 +83,8 @@ def main(argv: list[str] | None = None) -> None:
         parse_range(args.loadbalancer_ip_range)
         client = Client.from_kubeconfig(args.kubeconfig, user_agent="controller-manager")
         root_ca = Path(args.root_ca_file).read_text() if args.root_ca_file else ""
+        signing_ca = signing_authority(args.cluster_signing_cert_file,
+                                       args.cluster_signing_key_file)
     except (ValueError, KubeconfigError, OSError) as error:
         sys.exit(f"controller-manager: {error}")
     manager = ControllerManager(
@@ -77,7 +97,8 @@ def main(argv: list[str] | None = None) -> None:
                                   loadbalancer_ip_range=args.loadbalancer_ip_range,
                                   loadbalancer_class=args.loadbalancer_class,
                                   resource_quota_sync_period=args.resource_quota_sync_period,
-                                  root_ca=root_ca),
+                                  root_ca=root_ca, cluster_signing_ca=signing_ca,
+                                  cluster_signing_duration=args.cluster_signing_duration),
         bind_address=args.bind_address, port=args.port or None,
         use_service_account_credentials=args.use_service_account_credentials,
     )

@@ -30,6 +30,7 @@ from minikube_py.client.rest import Client
 from minikube_py.client.store import object_key
 from minikube_py.client.workqueue import RateLimitingQueue, ShutDown, WorkqueueMetrics
 from minikube_py.lifecycle import Component
+from minikube_py.security.pki import KeyPair
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -50,6 +51,9 @@ class ControllerOptions:
     loadbalancer_class: str | None = None
     resource_quota_sync_period: float = 300.0  # --resource-quota-sync-period (5m)
     root_ca: str = ""  # the PEM of --root-ca-file, which kube-root-ca.crt publishes
+    # --cluster-signing-cert-file/-key-file: the CA csrsigning signs with (None: it does not)
+    cluster_signing_ca: KeyPair | None = None
+    cluster_signing_duration: float = 365 * 24 * 3600.0  # --cluster-signing-duration (8760h)
 
 
 @dataclass

@@ -119,6 +119,9 @@ CONTROLLER_ACCOUNTS = {
     "resourcequota": "resourcequota-controller",
     "clusterrole-aggregation": "clusterrole-aggregation-controller",
     "root-ca-cert-publisher": "root-ca-cert-publisher",
+    "csrapproving": "certificate-controller",
+    "csrsigning": "certificate-controller",
+    "csrcleaner": "certificate-controller",
 }
 
 

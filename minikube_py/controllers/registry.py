@@ -7,6 +7,9 @@
 from __future__ import annotations
 
 from minikube_py.controllers.base import Controller
+from minikube_py.controllers.certificates.approver import CSRApprovingController
+from minikube_py.controllers.certificates.cleaner import CSRCleanerController
+from minikube_py.controllers.certificates.signer import CSRSigningController
 from minikube_py.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from minikube_py.controllers.cronjob import CronJobController
 from minikube_py.controllers.daemonset import DaemonSetController
@@ -53,4 +56,7 @@ ALL_CONTROLLERS: tuple[type[Controller], ...] = (
     PodGCController,
     ClusterRoleAggregationController,
     RootCACertPublisher,
+    CSRApprovingController,
+    CSRSigningController,
+    CSRCleanerController,
 )

@@ -7,6 +7,7 @@ hollow nodes in one process (like kubemark), for scheduler and controller benchm
 from __future__ import annotations
 
 import argparse
+import asyncio
 import socket
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from minikube_py.client.component import run_component
 from minikube_py.client.kubeconfig import KubeconfigError
 from minikube_py.client.logs import add_verbosity_flag, setup_logging
 from minikube_py.client.rest import Client
+from minikube_py.kubelet import certificate
 from minikube_py.kubelet.auth import KubeletAuthConfig
 from minikube_py.kubelet.cri import RemoteRuntime, RuntimeService
 from minikube_py.kubelet.kubelet import Kubelet, KubeletConfig
@@ -54,6 +56,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                      description="minikube-py kubelet (node agent)")
     parser.add_argument("--node-name", default=socket.gethostname())
     parser.add_argument("--kubeconfig", default=None)
+    parser.add_argument("--bootstrap-kubeconfig", default="",
+                        help="when --kubeconfig has no good client certificate: ask the "
+                             "cluster for one as this kubeconfig's user (a bootstrap "
+                             "token), then write --kubeconfig")
+    parser.add_argument("--cert-dir", type=Path, default=None,
+                        help="where the client certificate goes (default <root-dir>/pki)")
+    parser.add_argument("--rotate-certificates", action="store_true",
+                        help="renew the client certificate before it expires")
     parser.add_argument("--runtime", choices=("remote", "simulated"), default="remote",
                         help="remote: a CRI runtime at --container-runtime-endpoint; "
                              "simulated: an in-process fake (no containers)")
@@ -122,9 +132,16 @@ def kubelet_config(args: argparse.Namespace) -> KubeletConfig:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     setup_logging(args.v)
+    cert_dir = args.cert_dir or (args.root_dir or DEFAULT_ROOT / args.node_name) / "pki"
     try:
+        if args.bootstrap_kubeconfig:
+            if not args.kubeconfig:
+                raise KubeconfigError("--bootstrap-kubeconfig needs --kubeconfig: the file "
+                                      "to write the earned credentials to")
+            asyncio.run(certificate.bootstrap(args.node_name, Path(args.kubeconfig),
+                                              Path(args.bootstrap_kubeconfig), cert_dir))
         client = Client.from_kubeconfig(args.kubeconfig, user_agent="kubelet")
-    except KubeconfigError as error:
+    except (KubeconfigError, certificate.CertificateRequestFailed, OSError) as error:
         sys.exit(f"kubelet: {error}")
     if args.simulate:
         from minikube_py.kubelet.hollow import run_hollow_nodes
@@ -139,7 +156,11 @@ def main(argv: list[str] | None = None) -> None:
             if args.runtime == "simulated" else RemoteRuntime(args.container_runtime_endpoint))
         config.root_dir.mkdir(parents=True, exist_ok=True)
         host = read_host_info(config.root_dir, node_ip=args.node_ip, hostname=config.node_name)
-        async with client:
+        async with client, asyncio.TaskGroup() as tasks:
+            if args.rotate_certificates and certificate.current(cert_dir) is not None:
+                tasks.create_task(certificate.CertificateRotation(
+                    client, config.node_name, cert_dir, client.reload_client_certificate
+                ).run())
             try:
                 await Kubelet(config, client, runtime, host).run()
             finally:

@@ -61,11 +61,15 @@ class KeyPair:
 
     @classmethod
     def read(cls, directory: Path, name: str) -> KeyPair:
-        cert = x509.load_pem_x509_certificate((directory / f"{name}.crt").read_bytes())
-        key = serialization.load_pem_private_key((directory / f"{name}.key").read_bytes(),
-                                                 password=None)
+        return cls.read_files(directory / f"{name}.crt", directory / f"{name}.key")
+
+    @classmethod
+    def read_files(cls, cert_file: Path, key_file: Path) -> KeyPair:
+        """A certificate and its key from PEM files (both may be one file)."""
+        cert = x509.load_pem_x509_certificate(cert_file.read_bytes())
+        key = serialization.load_pem_private_key(key_file.read_bytes(), password=None)
         if not isinstance(key, ec.EllipticCurvePrivateKey):
-            raise ValueError(f"{directory / name}.key is not an ECDSA key")
+            raise ValueError(f"{key_file} is not an ECDSA key")
         return cls(cert, key)
 
 
