@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from minikube_py.client.component import run_component
+from minikube_py.client.errors import APIStatusError
 from minikube_py.client.kubeconfig import KubeconfigError
 from minikube_py.client.logs import add_verbosity_flag, setup_logging
 from minikube_py.client.rest import Client
@@ -141,7 +142,8 @@ def main(argv: list[str] | None = None) -> None:
             asyncio.run(certificate.bootstrap(args.node_name, Path(args.kubeconfig),
                                               Path(args.bootstrap_kubeconfig), cert_dir))
         client = Client.from_kubeconfig(args.kubeconfig, user_agent="kubelet")
-    except (KubeconfigError, certificate.CertificateRequestFailed, OSError) as error:
+    except (KubeconfigError, certificate.CertificateRequestFailed, APIStatusError,
+            OSError) as error:
         sys.exit(f"kubelet: {error}")
     if args.simulate:
         from minikube_py.kubelet.hollow import run_hollow_nodes
