@@ -439,15 +439,18 @@ class APIServer(Component):
                 self.stores[("discovery.k8s.io", "v1", "endpointslices")], address, self.port)
 
     async def _ensure_bootstrap_policy(self) -> None:
-        """The default ClusterRoles and their bindings, each created unless it exists."""
+        """The default ClusterRoles, Roles and their bindings, each created unless it
+        exists (the Roles' kube-* namespaces were created just before)."""
         group = "rbac.authorization.k8s.io"
         for plural, objects in (
                 ("clusterroles", bootstrappolicy.bootstrap_cluster_roles()),
-                ("clusterrolebindings", bootstrappolicy.bootstrap_cluster_role_bindings())):
+                ("clusterrolebindings", bootstrappolicy.bootstrap_cluster_role_bindings()),
+                ("roles", bootstrappolicy.bootstrap_roles()),
+                ("rolebindings", bootstrappolicy.bootstrap_role_bindings())):
             store = self.stores[(group, "v1", plural)]
             for obj in objects:
                 with contextlib.suppress(errors.APIError):
-                    await store.create("", obj)
+                    await store.create(obj["metadata"].get("namespace", ""), obj)
 
     async def _compact_periodically(self) -> None:
         """Compact etcd every interval to the revision seen one interval ago (upstream)."""
