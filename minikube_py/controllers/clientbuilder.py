@@ -119,6 +119,9 @@ CONTROLLER_ACCOUNTS = {
     "resourcequota": "resourcequota-controller",
     "clusterrole-aggregation": "clusterrole-aggregation-controller",
     "root-ca-cert-publisher": "root-ca-cert-publisher",
+    # their roles are namespaced (bootstrappolicy/namespace_policy.py)
+    "bootstrapsigner": "bootstrap-signer",
+    "tokencleaner": "token-cleaner",
 }
 
 
