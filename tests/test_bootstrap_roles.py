@@ -175,6 +175,12 @@ def test_each_controller_service_account_may_do_its_own_work(
             ("clusterrole-aggregation-controller", "escalate clusterroles", "yes"),
             ("clusterrole-aggregation-controller", "create clusterroles", "no"),
             ("root-ca-cert-publisher", "create configmaps -n default", "yes"),
+            # namespaced roles: only the namespaces these controllers work in
+            ("token-cleaner", "delete secrets -n kube-system", "yes"),
+            ("token-cleaner", "delete secrets -n default", "no"),
+            ("bootstrap-signer", "list secrets -n kube-system", "yes"),
+            ("bootstrap-signer", "update configmaps/cluster-info -n kube-public", "yes"),
+            ("bootstrap-signer", "update configmaps/kube-root-ca.crt -n kube-public", "no"),
             ("default", "list pods -n kube-system", "no")):
         assert answers(admin, question, impersonate=sa(account)) == {question: answer}, (
             account, question)

@@ -109,10 +109,11 @@ def _wait_ready(server: SecuredServer, ca: pki.KeyPair) -> SecuredServer:
         assert process.poll() is None, (directory / "apiserver.log").read_text()
         assert time.monotonic() < deadline, "the secured API server never got ready"
         time.sleep(0.2)
-    # the bootstrap roles are created right after the system namespaces
+    # the bootstrap roles are created right after the system namespaces; a RoleBinding
+    # in kube-public is the last of them
     admin = server.kubeconfig("admin", cert=admin_cert(ca))
-    while kubectl(admin, "get", "clusterrolebinding", "system:public-info-viewer"
-                  ).returncode != 0:
+    while kubectl(admin, "get", "rolebinding", "-n", "kube-public",
+                  "system:controller:bootstrap-signer").returncode != 0:
         assert time.monotonic() < deadline, "no bootstrap RBAC policy"
         time.sleep(0.2)
     return server

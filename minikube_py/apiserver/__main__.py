@@ -64,6 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "(CN = user, O = groups)")
     parser.add_argument("--token-auth-file", default="",
                         help="bearer tokens, CSV lines token,user,uid[,\"group1,group2\"]")
+    parser.add_argument("--enable-bootstrap-token-auth", nargs="?", const="true",
+                        choices=("true", "false"), default="false",
+                        help="bearer tokens abcdef.0123456789abcdef authenticate as "
+                             "system:bootstrap:abcdef, checked against the Secrets "
+                             "bootstrap-token-<id> in kube-system (how nodes join)")
     parser.add_argument("--anonymous-auth", choices=("true", "false"), default="true",
                         help="requests without credentials are system:anonymous "
                              "(false: 401)")
@@ -186,6 +191,7 @@ def main(argv: list[str] | None = None) -> None:
         tls_private_key_file=args.tls_private_key_file,
         client_ca_file=args.client_ca_file,
         token_auth_file=args.token_auth_file,
+        enable_bootstrap_token_auth=args.enable_bootstrap_token_auth == "true",
         anonymous_auth=args.anonymous_auth == "true",
         authorization_mode=args.authorization_mode,
         admission_plugins=admission_plugins,

@@ -3,7 +3,10 @@
     request
       -> a client certificate, which TLS already checked against --client-ca-file:
          the subject's CN is the user, each O a group
-      -> else `Authorization: Bearer <token>`, looked up in --token-auth-file
+      -> else `Authorization: Bearer <token>`, tried in upstream's order: the
+         --token-auth-file, then ServiceAccount tokens (serviceaccount.py), then
+         bootstrap tokens (bootstraptoken.py, with --enable-bootstrap-token-auth);
+         the first that knows the token names the user
       -> else nobody: system:anonymous, in the group system:unauthenticated (with
          --anonymous-auth, the default), or 401 without it
     A credential that does not check out is 401, even when anonymous requests are allowed:
@@ -71,12 +74,15 @@ class Authenticator:
 
     def __init__(self, tokens: dict[str, UserInfo] | None = None, *,
                  anonymous: bool = True,
-                 service_account_tokens: Callable[[str], UserInfo] | None = None) -> None:
+                 service_account_tokens: Callable[[str], UserInfo] | None = None,
+                 bootstrap_tokens: Callable[[str], UserInfo] | None = None) -> None:
         """`service_account_tokens`: checks a ServiceAccount JWT (serviceaccount.py) and
-        names its user, raising ValueError when the token is bad."""
+        names its user; `bootstrap_tokens` the same for a bootstrap token
+        (bootstraptoken.py). Each raises ValueError when the token is bad."""
         self.tokens = tokens or {}
         self.anonymous = anonymous
         self.service_account_tokens = service_account_tokens
+        self.bootstrap_tokens = bootstrap_tokens
         # The user a connection's certificate names, read once per connection (keep-alive
         # connections carry many requests; decoding the certificate each time costs more
         # than authorizing the request).
@@ -103,12 +109,15 @@ class Authenticator:
 
     def authenticate_token(self, token: str) -> UserInfo:
         """The user a bearer token names (the token file first, then ServiceAccount
-        tokens); ValueError saying why not (a TokenReview's error)."""
+        tokens, then bootstrap tokens); ValueError saying why not (a TokenReview's
+        error)."""
         user = self.tokens.get(token)
         if user is not None:
             return UserInfo(user.name, user.uid, (*user.groups, AUTHENTICATED), user.extra)
         if self.service_account_tokens is not None and token.count(".") == 2:
             return self.service_account_tokens(token)
+        if self.bootstrap_tokens is not None and token.count(".") == 1:
+            return self.bootstrap_tokens(token)
         raise ValueError("invalid bearer token")
 
     def _certified_user(self, request: web.BaseRequest) -> UserInfo | None:

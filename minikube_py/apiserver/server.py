@@ -59,6 +59,7 @@ from minikube_py.apiserver.authorization import (
     RBACAuthorizer,
     forbidden,
 )
+from minikube_py.apiserver.bootstraptoken import BootstrapTokenAuthenticator
 from minikube_py.apiserver.impersonation import impersonated
 from minikube_py.apiserver.kubeletclient import KubeletClient
 from minikube_py.apiserver.metrics import APIServerMetrics, InstrumentedEtcd
@@ -133,6 +134,7 @@ class APIServerConfig:
     tls_private_key_file: str = ""
     client_ca_file: str = ""
     token_auth_file: str = ""
+    enable_bootstrap_token_auth: bool = False  # bootstrap tokens (kube-system Secrets)
     anonymous_auth: bool = True
     authorization_mode: str = "AlwaysAllow"  # or Node,RBAC (comma-separated, in order)
     admission_plugins: tuple[str, ...] = DEFAULT_PLUGINS
@@ -190,7 +192,9 @@ class APIServer(Component):
             read_token_file(Path(config.token_auth_file)) if config.token_auth_file else None,
             anonymous=config.anonymous_auth,
             service_account_tokens=(self._service_account_user if self.token_issuer
-                                    else None))
+                                    else None),
+            bootstrap_tokens=(BootstrapTokenAuthenticator(self._token_secret).authenticate
+                              if config.enable_bootstrap_token_auth else None))
         self.authorizer = self._authorizer(config.authorization_mode)
         self.audit: AuditLog | None = None
         if config.audit_policy_file and config.audit_log_path:
@@ -251,6 +255,10 @@ class APIServer(Component):
             return pod is not None and pod["metadata"].get("uid") == binding.pod_uid
 
         return self.token_issuer.verify(token, exists)[0]
+
+    def _token_secret(self, name: str) -> dict[str, Any] | None:
+        """A bootstrap token's Secret in kube-system, from the watch cache."""
+        return self.caches["/registry/secrets/"].get(f"/registry/secrets/kube-system/{name}")
 
     def _authorizer(self, modes: str) -> Authorizer:
         """--authorization-mode: AlwaysAllow, or Node and/or RBAC, asked in that order."""
@@ -431,15 +439,18 @@ class APIServer(Component):
                 self.stores[("discovery.k8s.io", "v1", "endpointslices")], address, self.port)
 
     async def _ensure_bootstrap_policy(self) -> None:
-        """The default ClusterRoles and their bindings, each created unless it exists."""
+        """The default ClusterRoles, Roles and their bindings, each created unless it
+        exists (the Roles' kube-* namespaces were created just before)."""
         group = "rbac.authorization.k8s.io"
         for plural, objects in (
                 ("clusterroles", bootstrappolicy.bootstrap_cluster_roles()),
-                ("clusterrolebindings", bootstrappolicy.bootstrap_cluster_role_bindings())):
+                ("clusterrolebindings", bootstrappolicy.bootstrap_cluster_role_bindings()),
+                ("roles", bootstrappolicy.bootstrap_roles()),
+                ("rolebindings", bootstrappolicy.bootstrap_role_bindings())):
             store = self.stores[(group, "v1", plural)]
             for obj in objects:
                 with contextlib.suppress(errors.APIError):
-                    await store.create("", obj)
+                    await store.create(obj["metadata"].get("namespace", ""), obj)
 
     async def _compact_periodically(self) -> None:
         """Compact etcd every interval to the revision seen one interval ago (upstream)."""

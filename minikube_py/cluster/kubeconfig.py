@@ -26,9 +26,15 @@ def kubeconfig(server_url: str, *, namespace: str = "default") -> dict[str, obje
 
 
 def write_kubeconfig(path: Path, server_url: str, *, namespace: str = "default") -> Path:
+    return write_kubeconfig_document(path, kubeconfig(server_url, namespace=namespace))
+
+
+def write_kubeconfig_document(path: Path, document: dict[str, object]) -> Path:
+    """Write a kubeconfig readable by its owner only, all at once (a reader never sees
+    half a file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(yaml.safe_dump(kubeconfig(server_url, namespace=namespace), sort_keys=False))
+    tmp.write_text(yaml.safe_dump(document, sort_keys=False))
     tmp.chmod(0o600)
     tmp.replace(path)
     return path

@@ -24,8 +24,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--kubeconfig", default=None,
                         help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
     parser.add_argument("--controllers", default="*",
-                        help="comma-separated: '*' for all, 'name' to enable, '-name' to "
-                             "disable; known: " + ",".join(c.name for c in ALL_CONTROLLERS))
+                        help="comma-separated: '*' for those on by default, 'name' to "
+                             "enable, '-name' to disable; known: "
+                             + ",".join(c.name for c in ALL_CONTROLLERS)
+                             + "; off by default: "
+                             + ",".join(c.name for c in ALL_CONTROLLERS
+                                        if not c.enabled_by_default))
     parser.add_argument("--leader-elect", action="store_true",
                         help="run only while holding the kube-system/kube-controller-manager "
                              "Lease")

@@ -102,6 +102,9 @@ class Controller(Component):
     # The `source.component` of this controller's Events, as upstream names it (what
     # `kubectl describe` shows under "From"); default: "<name>-controller".
     event_source: ClassVar[str] = ""
+    # Whether `--controllers=*` runs it; upstream's ControllersDisabledByDefault
+    # (bootstrapsigner, tokencleaner) run only when named.
+    enabled_by_default: ClassVar[bool] = True
 
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx

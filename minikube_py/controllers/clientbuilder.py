@@ -122,6 +122,9 @@ CONTROLLER_ACCOUNTS = {
     "csrapproving": "certificate-controller",
     "csrsigning": "certificate-controller",
     "csrcleaner": "certificate-controller",
+    # their roles are namespaced (bootstrappolicy/namespace_policy.py)
+    "bootstrapsigner": "bootstrap-signer",
+    "tokencleaner": "token-cleaner",
 }
 
 

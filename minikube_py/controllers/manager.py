@@ -38,13 +38,15 @@ LEASE_NAME = "kube-controller-manager"
 
 def select_controllers(spec: Sequence[str], available: Sequence[type[Controller]]
                        ) -> list[type[Controller]]:
-    """--controllers: `*` enables all, `name` enables one, `-name` disables one."""
+    """--controllers: `*` enables those on by default, `name` enables one (also one
+    disabled by default), `-name` disables one."""
     names = {controller.name: controller for controller in available}
     for item in spec:
         bare = item.removeprefix("-")
         if item != "*" and bare not in names:
             raise ValueError(f"unknown controller {bare!r}; known: {', '.join(sorted(names))}")
-    enabled = set(names) if "*" in spec else set()
+    enabled = {name for name, controller in names.items()
+               if controller.enabled_by_default} if "*" in spec else set()
     enabled |= {item for item in spec if item != "*" and not item.startswith("-")}
     enabled -= {item[1:] for item in spec if item.startswith("-")}
     return [controller for controller in available if controller.name in enabled]

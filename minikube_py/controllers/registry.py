@@ -1,12 +1,14 @@
 """Every controller the controller-manager knows, in the order they start.
 
 `--controllers` names them by these names (upstream's names, e.g. `replicaset`,
-`garbagecollector`, `nodelifecycle`).
+`garbagecollector`, `nodelifecycle`). `*` runs all but those disabled by default, as
+upstream: `bootstrapsigner` and `tokencleaner` run only when named.
 """
 
 from __future__ import annotations
 
 from minikube_py.controllers.base import Controller
+from minikube_py.controllers.bootstrapsigner import BootstrapSigner
 from minikube_py.controllers.certificates.approver import CSRApprovingController
 from minikube_py.controllers.certificates.cleaner import CSRCleanerController
 from minikube_py.controllers.certificates.signer import CSRSigningController
@@ -32,6 +34,7 @@ from minikube_py.controllers.serviceaccount import ServiceAccountController
 from minikube_py.controllers.servicelb import ServiceLBController
 from minikube_py.controllers.statefulset import StatefulSetController
 from minikube_py.controllers.taint_eviction import TaintEvictionController
+from minikube_py.controllers.tokencleaner import TokenCleaner
 from minikube_py.controllers.ttlafterfinished import TTLAfterFinishedController
 
 ALL_CONTROLLERS: tuple[type[Controller], ...] = (
@@ -59,4 +62,6 @@ ALL_CONTROLLERS: tuple[type[Controller], ...] = (
     CSRApprovingController,
     CSRSigningController,
     CSRCleanerController,
+    BootstrapSigner,
+    TokenCleaner,
 )

@@ -9,6 +9,9 @@ plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go).
     admin <- edit <- view           aggregated, for RoleBindings in a namespace
     system:aggregate-to-admin|edit|view   the rules they aggregate
     system:heapster, system:auth-delegator, system:node     (bound to nobody)
+    system:node-bootstrapper        create and watch CSRs    (bound by kubeadm)
+    system:certificates.k8s.io:certificatesigningrequests:nodeclient and :selfnodeclient
+                                    node CSRs to auto-approve (bound by kubeadm)
     system:kube-controller-manager  informers, leader lease  <- user of the same name
     system:kube-dns                 services, endpoints      <- SA kube-system/kube-dns
     system:volume-scheduler         volume binding           <- user system:kube-scheduler
@@ -206,6 +209,9 @@ def cluster_roles() -> list[Obj]:
             rule(READ, [""], ["events", "namespaces", "nodes", "pods"]),
             rule(READ, ["extensions"], ["deployments"])]),
         cluster_role("system:node", node_rules()),
+        # a joining node asks for its client certificate with a CSR, and watches it
+        cluster_role("system:node-bootstrapper", [
+            rule(["create", *READ], ["certificates.k8s.io"], ["certificatesigningrequests"])]),
         cluster_role("system:auth-delegator", [
             rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
             rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"])]),
@@ -239,6 +245,14 @@ def cluster_roles() -> list[Obj]:
             events_rule(),
             rule(["list", "watch"], ["discovery.k8s.io"], ["endpointslices"])]),
         cluster_role("system:kube-scheduler", _kube_scheduler_rules()),
+        # what the CSR approver checks before it approves a node's CSR: a first client
+        # certificate (nodeclient), or the renewal of its own (selfnodeclient)
+        cluster_role("system:certificates.k8s.io:certificatesigningrequests:nodeclient", [
+            rule(["create"], ["certificates.k8s.io"],
+                 ["certificatesigningrequests/nodeclient"])]),
+        cluster_role("system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", [
+            rule(["create"], ["certificates.k8s.io"],
+                 ["certificatesigningrequests/selfnodeclient"])]),
     ])
 
 

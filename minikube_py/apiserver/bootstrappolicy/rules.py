@@ -74,6 +74,20 @@ def cluster_role_binding(role: str, subjects: list[Obj]) -> Obj:
     return binding
 
 
+def role(name: str, namespace: str, rules: list[Obj]) -> Obj:
+    """A Role in one namespace (upstream bootstraps these only into kube-* namespaces)."""
+    return {"apiVersion": API_VERSION, "kind": "Role",
+            "metadata": {**metadata(name), "namespace": namespace}, "rules": rules}
+
+
+def role_binding(role: str, namespace: str, subjects: list[Obj]) -> Obj:
+    """A RoleBinding of the Role `role` in its namespace, named after it."""
+    return {"apiVersion": API_VERSION, "kind": "RoleBinding",
+            "metadata": {**metadata(role), "namespace": namespace},
+            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": role},
+            "subjects": subjects}
+
+
 def users(*names: str) -> list[Obj]:
     return [{"apiGroup": RBAC_GROUP, "kind": "User", "name": name} for name in names]
 
