@@ -221,23 +221,27 @@ def write_bootstrap_kubeconfig(path: Path, server: str, ca_pem: bytes, token: st
 
 async def discover(server: str, token: str, ca_cert_hashes: list[str], *,
                    timeout: float = DISCOVERY_TIMEOUT,
-                   unsafe_skip_ca_verification: bool = False) -> DiscoveredCluster:
+                   unsafe_skip_ca_verification: bool = False,
+                   retry_interval: float = RETRY_INTERVAL) -> DiscoveredCluster:
     """RetrieveValidatedConfigInfo: the server and CA of the cluster at `server`
     (https://host:port, or host:port), trusted through the token's signature of
     cluster-info and the pinned CA hashes. Waits up to `timeout` seconds for the
     signature to appear; DiscoveryError (one line) when anything does not check out.
     Without hashes it refuses, unless told to skip the CA check (kubeadm's
-    --discovery-token-unsafe-skip-ca-verification)."""
+    --discovery-token-unsafe-skip-ca-verification). `retry_interval`: how long to wait
+    between reads of cluster-info while its signature is missing."""
     try:
         return await _discover(server if "://" in server else f"https://{server}",
-                               token, ca_cert_hashes, timeout, unsafe_skip_ca_verification)
+                               token, ca_cert_hashes, timeout, unsafe_skip_ca_verification,
+                               retry_interval)
     except DiscoveryError as error:
         raise DiscoveryError(f"couldn't validate the identity of the API Server: {error}"
                              ) from None
 
 
 async def _discover(server: str, token: str, ca_cert_hashes: list[str], timeout: float,
-                    unsafe_skip_ca_verification: bool) -> DiscoveredCluster:
+                    unsafe_skip_ca_verification: bool, retry_interval: float
+                    ) -> DiscoveredCluster:
     try:
         token_id, token_secret_half = bt.parse_token(token)
     except ValueError as error:
@@ -247,13 +251,15 @@ async def _discover(server: str, token: str, ca_cert_hashes: list[str], timeout:
         raise DiscoveryError("no CA certificate hash to pin (--discovery-token-ca-cert-hash);"
                              " refusing to trust the cluster CA unverified")
     deadline = time.monotonic() + timeout
-    insecure = await _cluster_info(server, token_id, _trust_nobody(), deadline)
+    insecure = await _cluster_info(server, token_id, _trust_nobody(), deadline,
+                                   retry_interval)
     content = _signed_kubeconfig(insecure, token_id, token_secret_half)
     cluster_server, ca_pem = _cluster_of(content)
     if not pins:
         return DiscoveredCluster(cluster_server, ca_pem)
     _check_pinned(ca_pem, pins)
-    secure = await _cluster_info(server, token_id, _trust(ca_pem), deadline)
+    secure = await _cluster_info(server, token_id, _trust(ca_pem), deadline,
+                                 retry_interval)
     if (secure.get("data") or {}).get(bt.KUBECONFIG_KEY) != content:
         raise DiscoveryError(f"the second kubeconfig from the {bt.CLUSTER_INFO} ConfigMap "
                              "(using validated TLS) was different from the first")
@@ -285,7 +291,7 @@ def _trust(ca_pem: bytes) -> ssl.SSLContext:
 
 
 async def _cluster_info(server: str, token_id: str, context: ssl.SSLContext,
-                        deadline: float) -> Obj:
+                        deadline: float, retry_interval: float) -> Obj:
     """getClusterInfo: GET kube-public/cluster-info anonymously until it carries a
     signature for the token's id, or the deadline passes (then the last reason)."""
     path = f"/api/v1/namespaces/{bt.CLUSTER_INFO_NAMESPACE}/configmaps/{bt.CLUSTER_INFO}"
@@ -312,7 +318,7 @@ async def _cluster_info(server: str, token_id: str, context: ssl.SSLContext,
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise DiscoveryError(reason)
-            await asyncio.sleep(min(RETRY_INTERVAL, remaining))
+            await asyncio.sleep(min(retry_interval, remaining))
     finally:
         await pool.close()
 

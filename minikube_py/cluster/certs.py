@@ -19,7 +19,11 @@ does not change, and the ServiceAccount key signs tokens that must stay good):
         proxy            CN system:kube-proxy
         dns              CN system:kube-dns
         metrics          CN system:metrics-server
-        <node>           CN system:node:<node>, O system:nodes   (the node's kubelet)
+    kubeconfigs/<node>-bootstrap.conf       a node's bootstrap token (cluster/join.py);
+                                            its kubelet earns CN system:node:<node>,
+                                            O system:nodes with it and writes
+                                            kubeconfigs/<node>.conf
+    pki/bootstrap-token                     that token, while it is good (24 hours)
 
 The roles each identity gets are the bootstrap roles the API server creates
 (apiserver/bootstrappolicy.py); kubeconfigs embed their certificates, as kubeadm's do,
@@ -49,10 +53,6 @@ IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
 KUBELET_CLIENT = ("kube-apiserver-kubelet-client", ("system:masters",))
 
 
-def node_identity(node: str) -> tuple[str, tuple[str, ...]]:
-    return f"system:node:{node}", ("system:nodes",)
-
-
 @dataclass(frozen=True)
 class ClusterCertificates:
     """The files under one state directory; `ensure` makes what is missing."""
@@ -77,6 +77,11 @@ class ClusterCertificates:
     def kubeconfig(self, who: str) -> Path:
         return self.state / "kubeconfigs" / f"{who}.conf"
 
+    def bootstrap_kubeconfig(self, node: str) -> Path:
+        """The node's --bootstrap-kubeconfig: the token it joins with (kubeadm's
+        bootstrap-kubelet.conf); its kubelet writes kubeconfigs/<node>.conf itself."""
+        return self.state / "kubeconfigs" / f"{node}-bootstrap.conf"
+
     def kubelet_serving(self, node: str) -> tuple[Path, Path]:
         return self.pki / node / "kubelet.crt", self.pki / node / "kubelet.key"
 
@@ -95,8 +100,7 @@ class ClusterCertificates:
             pki.issue(ca, "service-accounts", client=True).write(self.pki, "sa-pair")
             (self.pki / "sa-pair.key").replace(self.service_account_key)
             (self.pki / "sa-pair.crt").unlink()
-        identities = {**IDENTITIES, **{node: node_identity(node) for node in nodes}}
-        for who, (user, groups) in identities.items():  # fresh at every `up`: same CA
+        for who, (user, groups) in IDENTITIES.items():  # fresh at every `up`: same CA
             self._write_kubeconfig(who, server_url, pki.issue(
                 ca, user, organizations=groups, client=True))
         for node, address in nodes.items():

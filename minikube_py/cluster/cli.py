@@ -46,6 +46,7 @@ from minikube_py.cluster.components import (
 )
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.image_command import add_image_command, push_catalog
+from minikube_py.cluster.join import join_info, join_node, publish_join_info
 from minikube_py.cluster.kubeconfig import write_kubeconfig
 from minikube_py.cluster.netns import (
     DEFAULT_NODE_NETWORK,
@@ -245,8 +246,7 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
             kubeconfig_of("controller-manager"), port=ports["controller-manager"],
             **files("controller-manager"),
             extra_args=("--leader-elect", f"--loadbalancer-ip-range={LOAD_BALANCER_RANGE}",
-                        *((f"--root-ca-file={certs.ca_file}",
-                           "--use-service-account-credentials") if certs is not None else ()),
+                        *secured_controller_manager_flags(certs),
                         *flags("controller-manager"))),
         "scheduler": SchedulerProcess(kubeconfig_of("scheduler"), port=ports["scheduler"],
                                       extra_args=("--leader-elect", *flags("scheduler")),
@@ -282,6 +282,8 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
             healthz_port=NODE_PORTS["kubelet-healthz"] if certs is not None else None,
             extra_args=(f"--cluster-dns={CLUSTER_DNS}",
                         *secured_kubelet_flags(certs, node.name), *flags("kubelet")),
+            bootstrap_kubeconfig=(certs.bootstrap_kubeconfig(node.name)
+                                  if certs is not None else None),
             **in_node, **files(f"{node.name}/kubelet"))
         processes[f"{node.name}/proxy"] = ProxyProcess(
             kubeconfig_of("proxy"), node_name=node.name, cluster_cidr=str(CLUSTER_CIDR),
@@ -296,10 +298,22 @@ def secured_apiserver_flags(certs: ClusterCertificates | None) -> tuple[str, ...
     if certs is None:
         return ()
     return ("--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+            "--enable-bootstrap-token-auth",
             f"--service-account-signing-key-file={certs.service_account_key}",
             f"--kubelet-client-certificate={certs.file('apiserver-kubelet-client.crt')}",
             f"--kubelet-client-key={certs.file('apiserver-kubelet-client.key')}",
             f"--kubelet-certificate-authority={certs.ca_file}")
+
+
+def secured_controller_manager_flags(certs: ClusterCertificates | None) -> tuple[str, ...]:
+    """As kubeadm runs it: each controller as its own ServiceAccount, the cluster CA
+    published to pods and signing approved CSRs, bootstrap tokens signed and cleaned."""
+    if certs is None:
+        return ()
+    return (f"--root-ca-file={certs.ca_file}", "--use-service-account-credentials",
+            f"--cluster-signing-cert-file={certs.ca_file}",
+            f"--cluster-signing-key-file={certs.file('ca.key')}",
+            "--controllers=*,bootstrapsigner,tokencleaner")
 
 
 def secured_kubelet_flags(certs: ClusterCertificates | None, node: str) -> tuple[str, ...]:
@@ -418,6 +432,12 @@ async def _start(state: Path, name: str, process: ComponentProcess, started: flo
     """Start one component (or wait for it, when it already runs), do what must follow
     its start, and say so."""
     was_running = process.adopt()
+    if isinstance(process, KubeletProcess) and process.bootstrap_kubeconfig and (
+            not was_running):
+        # kubeadm join: the node trusts the cluster through the token and the CA hash
+        certs = ClusterCertificates(state)
+        await join_node(join_info(state, certs.kubeconfig("admin"), certs.ca_file),
+                        process.bootstrap_kubeconfig)
     await process.start()
     if name == "registry":
         assert isinstance(process, RegistryProcess)
@@ -430,6 +450,8 @@ async def _start(state: Path, name: str, process: ComponentProcess, started: flo
             shutil.copyfile(admin, state / "kubeconfig")
             (state / "kubeconfig").chmod(0o600)
             await grant_component_roles(state / "kubeconfig")
+            certs = ClusterCertificates(state)
+            await publish_join_info(admin, state, process.url, certs.ca_file.read_bytes())
         else:
             write_kubeconfig(state / "kubeconfig", process.url)
     elif kind_of(name) == "containerd" and not was_running:

@@ -84,10 +84,13 @@ class KubeletProcess(ClientComponentProcess):
     def __init__(self, kubeconfig: Path, log_path: Path, *, node_name: str,
                  runtime_endpoint: str, root_dir: Path, pod_cidr: str,
                  node_ip: str = LOOPBACK, healthz_port: int | None = None,
-                 **options: Any) -> None:
-        """`options`: those of every ClientComponentProcess (port, pid_file, ...)."""
+                 bootstrap_kubeconfig: Path | None = None, **options: Any) -> None:
+        """`bootstrap_kubeconfig`: the kubelet earns its client certificate (written to
+        `kubeconfig`) with this one's bootstrap token, and renews it.
+        `options`: those of every ClientComponentProcess (port, pid_file, ...)."""
         super().__init__(kubeconfig, log_path, **options)
         self.healthz_port = healthz_port
+        self.bootstrap_kubeconfig = bootstrap_kubeconfig
         self.node_name = node_name
         self.runtime_endpoint = runtime_endpoint
         self.root_dir = root_dir
@@ -101,6 +104,8 @@ class KubeletProcess(ClientComponentProcess):
                 f"--root-dir={self.root_dir}", f"--pod-cidr={self.pod_cidr}",
                 f"--node-ip={self.node_ip}", f"--address={self.address}", f"--port={self.port}",
                 *((f"--healthz-port={self.healthz_port}",) if self.healthz_port else ()),
+                *((f"--bootstrap-kubeconfig={self.bootstrap_kubeconfig}",
+                   "--rotate-certificates") if self.bootstrap_kubeconfig else ()),
                 *self.extra_args]
 
     @property

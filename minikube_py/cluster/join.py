@@ -1,0 +1,115 @@
+"""How `up` joins its nodes to a secured cluster: the way kubeadm does, so that a node
+needs nothing but the API server's address, a bootstrap token and the CA's hash.
+
+    once the API server runs (as `kubeadm init` does, phase bootstrap-token)
+      publish_join_info   a bootstrap token (kept in pki/bootstrap-token while it is
+                          good; a new one once the token cleaner has removed it),
+                          kube-public/cluster-info (the server and its CA), and the RBAC
+                          that lets anonymous read it and the token's group ask for node
+                          certificates and have them approved
+      (the controller-manager's bootstrapsigner signs cluster-info with the token)
+    for each node, before its kubelet starts (as `kubeadm join` does)
+      join_node           discover the cluster from the address, token and CA hash
+                          (cluster/bootstraptoken.py) and write the node's bootstrap
+                          kubeconfig; its kubelet then earns its own client certificate
+                          (kubelet/certificate.py) and renews it
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+from dataclasses import dataclass
+from pathlib import Path
+
+from minikube_py.api import bootstraptoken as bt
+from minikube_py.client.errors import AlreadyExists, NotFound
+from minikube_py.client.kubeconfig import load_kubeconfig
+from minikube_py.client.rest import Client, ResourceClient
+from minikube_py.cluster import bootstraptoken
+
+# `up` waits for cluster-info's signature while the controller-manager starts: look often
+DISCOVERY_RETRY = 0.5
+DISCOVERY_TIMEOUT = 120.0
+
+
+@dataclass(frozen=True)
+class JoinInfo:
+    """What a node needs to join: `kubeadm join <server> --token <token>
+    --discovery-token-ca-cert-hash <ca_hash>`."""
+
+    server: str
+    token: str
+    ca_hash: str
+
+    def command(self) -> str:
+        address = self.server.removeprefix("https://")
+        return (f"kubeadm join {address} --token {self.token} "
+                f"--discovery-token-ca-cert-hash {self.ca_hash}")
+
+
+def token_file(state: Path) -> Path:
+    return state / "pki" / "bootstrap-token"
+
+
+async def _current_token(secrets: ResourceClient, path: Path) -> str | None:
+    """The token of a previous `up`, when its Secret is still there and unexpired."""
+    try:
+        token = path.read_text().strip()
+        token_id, _ = bt.parse_token(token)
+        secret = await secrets.get(bt.secret_name(token_id), bt.TOKEN_NAMESPACE)
+    except (OSError, ValueError, NotFound):
+        return None
+    _, expired = bt.time_to_expiry(secret, datetime.datetime.now(datetime.UTC))
+    return None if expired else token
+
+
+async def publish_join_info(admin_kubeconfig: Path, state: Path, server: str,
+                            ca_pem: bytes) -> JoinInfo:
+    """kubeadm init's bootstrap-token phase, as the admin: a good token, cluster-info and
+    the bootstrap RBAC (each object created unless it is there)."""
+    path = token_file(state)
+    async with Client.from_kubeconfig(admin_kubeconfig, user_agent="minikube-py-up") as client:
+        secrets = client.resource("secrets")
+        token = await _current_token(secrets, path)
+        if token is None:
+            token = bootstraptoken.generate_token()
+            await secrets.create(bootstraptoken.token_secret(
+                token, description="the token `minikube-py up` joins its nodes with"))
+            path.touch(mode=0o600)
+            path.write_text(token + "\n")
+        config_maps = client.resource("configmaps")
+        wanted = bootstraptoken.cluster_info_configmap(server, ca_pem)
+        try:
+            current = await config_maps.get(bt.CLUSTER_INFO, bt.CLUSTER_INFO_NAMESPACE)
+        except NotFound:
+            await config_maps.create(wanted)
+        else:
+            if (current.get("data") or {}).get(bt.KUBECONFIG_KEY) != (
+                    wanted["data"][bt.KUBECONFIG_KEY]):
+                # the server moved: keep the signatures' keys, the signer redoes them
+                current["data"] = {**(current.get("data") or {}), **wanted["data"]}
+                await config_maps.update(current)
+        for obj in (*bootstraptoken.cluster_info_rbac(), *bootstraptoken.node_bootstrap_rbac()):
+            plural = {"Role": "roles", "RoleBinding": "rolebindings",
+                      "ClusterRoleBinding": "clusterrolebindings"}[obj["kind"]]
+            with contextlib.suppress(AlreadyExists):
+                await client.resource(plural, bootstraptoken.RBAC).create(obj)
+    return JoinInfo(server, token, bootstraptoken.ca_cert_hash(ca_pem))
+
+
+def join_info(state: Path, admin_kubeconfig: Path, ca_file: Path) -> JoinInfo:
+    """The join command of the cluster in `state`, once publish_join_info has run."""
+    return JoinInfo(load_kubeconfig(admin_kubeconfig).server,
+                    token_file(state).read_text().strip(),
+                    bootstraptoken.ca_cert_hash(ca_file.read_bytes()))
+
+
+async def join_node(join: JoinInfo, bootstrap_kubeconfig: Path) -> Path:
+    """kubeadm join's discovery for one node: trust the cluster through the token and
+    the CA hash alone, and write the kubelet's --bootstrap-kubeconfig."""
+    found = await bootstraptoken.discover(join.server, join.token, [join.ca_hash],
+                                          timeout=DISCOVERY_TIMEOUT,
+                                          retry_interval=DISCOVERY_RETRY)
+    return bootstraptoken.write_bootstrap_kubeconfig(bootstrap_kubeconfig, found.server,
+                                                     found.ca_pem, join.token)
