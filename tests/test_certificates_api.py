@@ -1,7 +1,9 @@
 """certificates.k8s.io/v1 CertificateSigningRequests, as upstream serves them: the
 requester recorded from the request, upstream's validation, the /approval and /status
-subresources (`kubectl certificate approve|deny`, a signer issuing) and the table of
-`kubectl get csr`."""
+subresources (`kubectl certificate approve|deny`, a signer issuing), the table of
+`kubectl get csr`, and the admission plugins in front of them (CertificateApproval,
+CertificateSigning, CertificateSubjectRestriction) on a server that authorizes with
+RBAC."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ import base64
 import json
 import subprocess
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -18,10 +21,13 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from kubernetes import client, config
 
 from minikube_py.cluster.apiserver import APIServerProcess
+from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.security import pki
 from tests.api_helpers import API
+from tests.test_security import SecuredServer, admin_cert, kubectl, start_server, stop
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 Obj = dict[str, Any]
@@ -231,6 +237,20 @@ async def test_lists_select_on_the_signer_name(api: API) -> None:
     assert [item["metadata"]["name"] for item in listed["items"]] == [mine]
 
 
+async def test_a_system_masters_client_certificate_is_never_requested(api: API) -> None:
+    name = unique()
+    masters = request_pem("mallory", organizations=("system:masters",))
+    status, answer = await api.post(CSRS, csr(
+        name, signer="kubernetes.io/kube-apiserver-client", request=masters))
+    assert status == 403
+    assert answer["message"] == (
+        f'certificatesigningrequests.certificates.k8s.io "{name}" is forbidden: use of '
+        "kubernetes.io/kube-apiserver-client signer with system:masters group is not "
+        "allowed")
+    assert (await api.get(f"{CSRS}/{name}"))[0] == 404
+    await created(api, csr(unique(), signer="example.com/anything", request=masters))
+
+
 def test_kubectl_approves_denies_and_gets_csrs(kubectl: Kubectl) -> None:
     approved, denied, pending = unique("approved"), unique("denied"), unique("pending")
     manifests = [csr(approved, expirationSeconds=86400), csr(denied), csr(pending)]
@@ -265,3 +285,143 @@ def test_discovery_lists_csrs_with_their_subresources(kubectl: Kubectl) -> None:
     assert verbs["certificatesigningrequests/status"] == ["get", "patch", "update"]
     explained = kubectl("explain", "csr.status.conditions").stdout
     assert "lastTransitionTime" in explained
+
+
+# --- on a server that authorizes with RBAC --------------------------------------------------
+
+@pytest.fixture(scope="module")
+async def rbac_etcd(fast_tmp: Path) -> AsyncIterator[EtcdProcess]:
+    async with EtcdProcess(fast_tmp / f"etcd-csr-{uuid.uuid4().hex[:8]}") as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def ca() -> pki.KeyPair:
+    return pki.new_ca()
+
+
+@pytest.fixture(scope="module")
+def server(rbac_etcd: EtcdProcess, ca: pki.KeyPair, fast_tmp: Path
+           ) -> Iterator[SecuredServer]:
+    started = start_server(rbac_etcd.client_url, fast_tmp / "csr-rbac", ca,
+                           "--disable-admission-plugins=ServiceAccount")
+    yield started
+    stop(started)
+
+
+@pytest.fixture(scope="module")
+def admin(server: SecuredServer, ca: pki.KeyPair) -> Path:
+    return server.kubeconfig("admin", cert=admin_cert(ca))
+
+
+@pytest.fixture(scope="module")
+def bob(server: SecuredServer, admin: Path) -> Iterator[client.CertificatesV1Api]:
+    """The token user bob (uid 1001, groups dev and qa), who may create, read, approve
+    through and write the status of CSRs, and nothing about signers yet."""
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "csr-writer"},
+            "rules": [{"apiGroups": [GROUP], "verbs": ["create", "get", "list", "update"],
+                       "resources": ["certificatesigningrequests",
+                                     "certificatesigningrequests/approval",
+                                     "certificatesigningrequests/status"]}]}
+    made = kubectl(admin, "create", "-f", "-", stdin=json.dumps(role))
+    assert made.returncode == 0, made.stderr
+    bound = kubectl(admin, "create", "clusterrolebinding", "bob-csr-writer",
+                    "--clusterrole=csr-writer", "--user=bob")
+    assert bound.returncode == 0, bound.stderr
+    api_client = config.new_client_from_config(
+        config_file=str(server.kubeconfig("bob", token="bob-s3cret-token")))
+    yield client.CertificatesV1Api(api_client)
+    api_client.close()
+
+
+def grant(admin: Path, name: str, verb: str, signers: list[str]) -> None:
+    """A ClusterRole allowing `verb` on these signers, bound to bob."""
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": [{"apiGroups": [GROUP], "resources": ["signers"], "verbs": [verb],
+                       "resourceNames": signers}]}
+    made = kubectl(admin, "create", "-f", "-", stdin=json.dumps(role))
+    assert made.returncode == 0, made.stderr
+    bound = kubectl(admin, "create", "clusterrolebinding", name, f"--clusterrole={name}",
+                    "--user=bob")
+    assert bound.returncode == 0, bound.stderr
+
+
+def create_as(api: client.CertificatesV1Api, name: str, signer: str = SIGNER,
+              organizations: tuple[str, ...] = ()) -> client.V1CertificateSigningRequest:
+    return api.create_certificate_signing_request(client.V1CertificateSigningRequest(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1CertificateSigningRequestSpec(
+            request=b64(request_pem("bob", organizations)), signer_name=signer,
+            usages=CLIENT_USAGES, username="someone-else")))
+
+
+def add_condition(api: client.CertificatesV1Api, name: str, condition_type: str
+                  ) -> client.V1CertificateSigningRequest:
+    current = api.read_certificate_signing_request(name)
+    current.status.conditions = [client.V1CertificateSigningRequestCondition(
+        type=condition_type, status="True", reason="ByBob")]
+    return api.replace_certificate_signing_request_approval(name, current)
+
+
+def refusal(call: Callable[[], Any]) -> tuple[int, str]:
+    with pytest.raises(client.ApiException) as refused:
+        call()
+    return refused.value.status, json.loads(refused.value.body)["message"]
+
+
+def test_the_official_client_records_the_token_users_identity(
+        bob: client.CertificatesV1Api) -> None:
+    name = unique()
+    made = create_as(bob, name)
+    assert made.spec.username == "bob"
+    assert made.spec.uid == "1001"
+    assert made.spec.groups == ["dev", "qa", "system:authenticated"]
+    read = bob.read_certificate_signing_request(name)
+    assert read.spec.signer_name == SIGNER and read.status.conditions is None
+
+
+def test_approving_takes_the_approve_verb_on_the_signer(
+        bob: client.CertificatesV1Api, admin: Path) -> None:
+    name = unique()
+    create_as(bob, name)
+    status, message = refusal(lambda: add_condition(bob, name, "Approved"))
+    assert status == 403
+    assert message == (
+        f'certificatesigningrequests.certificates.k8s.io "{name}" is forbidden: user not '
+        f'permitted to approve requests with signerName "{SIGNER}"')
+    grant(admin, "bob-approves-example", "approve", ["example.com/*"])  # the whole domain
+    approved = add_condition(bob, name, "Approved")
+    assert [c.type for c in approved.status.conditions] == ["Approved"]
+
+
+def test_issuing_takes_the_sign_verb_on_the_signer(
+        bob: client.CertificatesV1Api, admin: Path) -> None:
+    name = unique()
+    create_as(bob, name)
+    current = bob.read_certificate_signing_request(name)
+    current.status.conditions = [client.V1CertificateSigningRequestCondition(
+        type="Failed", status="True", reason="NoCapacity")]
+    bob.replace_certificate_signing_request_status(name, current)  # no certificate: allowed
+    current = bob.read_certificate_signing_request(name)
+    current.status.certificate = b64(ISSUED)
+    status, message = refusal(lambda: bob.replace_certificate_signing_request_status(
+        name, current))
+    assert status == 403
+    assert message == (
+        f'certificatesigningrequests.certificates.k8s.io "{name}" is forbidden: user not '
+        f'permitted to sign requests with signerName "{SIGNER}"')
+    grant(admin, "bob-signs-example", "sign", [SIGNER])
+    issued = bob.replace_certificate_signing_request_status(name, current)
+    assert base64.b64decode(issued.status.certificate) == ISSUED
+
+
+def test_no_one_requests_a_system_masters_client_certificate(
+        bob: client.CertificatesV1Api) -> None:
+    name = unique()
+    status, message = refusal(lambda: create_as(
+        bob, name, "kubernetes.io/kube-apiserver-client", ("system:masters",)))
+    assert status == 403
+    assert message.endswith("use of kubernetes.io/kube-apiserver-client signer with "
+                            "system:masters group is not allowed")

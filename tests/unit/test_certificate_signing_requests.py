@@ -1,10 +1,12 @@
 """CertificateSigningRequests are read, prepared and validated as upstream's certificates
-registry and validation do (the rules and corners the API tests do not reach)."""
+registry and validation do, and the signer checks of admission ask what upstream asks
+(the rules and corners the API tests do not reach)."""
 
 from __future__ import annotations
 
 import base64
 import copy
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -23,7 +25,9 @@ from minikube_py.api.certificates import (
 )
 from minikube_py.api.resources import lookup
 from minikube_py.api.validation import go_bytes, invalid
-from minikube_py.apiserver.admission import request_user
+from minikube_py.apiserver import authorization
+from minikube_py.apiserver.admission import UPDATE, Attributes, request_user
+from minikube_py.apiserver.admission.certificateapproval import CertificateApproval
 from minikube_py.apiserver.authentication import UserInfo
 from minikube_py.apiserver.strategies import strategy_for
 from minikube_py.security import pki
@@ -281,3 +285,46 @@ def test_lists_select_on_the_signer_name() -> None:
 def test_any_name_will_do_that_fits_in_a_url() -> None:
     assert STRATEGY.name_validator("Not_A.DNS name") == []
     assert STRATEGY.name_validator("a/b") == ["may not contain '/'"]
+
+
+# --- who may approve ---------------------------------------------------------------------
+
+@dataclass
+class Signers:
+    """An authorizer that allows the `approve` verb on these signers only, and records
+    what it was asked."""
+
+    allowed: set[str]
+    asked: list[str] = field(default_factory=list)
+
+    def authorize(self, attributes: authorization.Attributes) -> authorization.Decision:
+        self.asked.append(f"{attributes.verb} {attributes.api_group}/{attributes.resource}"
+                          f"/{attributes.name}")
+        return authorization.Decision(attributes.name in self.allowed
+                                      and attributes.verb == "approve")
+
+    def rules_for(self, user: UserInfo, namespace: str) -> list[authorization.Rule]:
+        return []
+
+
+def approval(old: Obj) -> Attributes:
+    return Attributes(RESOURCE, "approval", UPDATE, "", "req", csr([cond("Approved")]), old,
+                      UserInfo("bob"))
+
+
+async def test_approval_asks_for_the_signer_then_for_its_domain() -> None:
+    signers = Signers({"example.com/*"})
+    await CertificateApproval(signers).validate(approval(csr()))
+    assert signers.asked == ["approve certificates.k8s.io/signers/example.com/signer",
+                             "approve certificates.k8s.io/signers/example.com/*"]
+
+
+async def test_approval_reads_the_signer_of_the_stored_request() -> None:
+    plugin = CertificateApproval(Signers({"example.com/signer"}))
+    with pytest.raises(Exception, match='signerName "other.io/signer"') as refused:
+        await plugin.validate(approval(csr(signerName="other.io/signer")))
+    assert getattr(refused.value, "code", None) == 403
+
+
+async def test_under_always_allow_anyone_approves() -> None:
+    await CertificateApproval(authorization.AlwaysAllow()).validate(approval(csr()))
