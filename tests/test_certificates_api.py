@@ -417,6 +417,23 @@ def test_issuing_takes_the_sign_verb_on_the_signer(
     assert base64.b64decode(issued.status.certificate) == ISSUED
 
 
+def test_the_bootstrap_approver_role_lets_bob_approve_for_its_signer(
+        bob: client.CertificatesV1Api, admin: Path) -> None:
+    role = "system:certificates.k8s.io:kube-apiserver-client-approver"
+    rules = json.loads(kubectl(admin, "get", "clusterrole", role, "-o", "json").stdout)["rules"]
+    assert rules == [{"apiGroups": [GROUP], "resources": ["signers"], "verbs": ["approve"],
+                      "resourceNames": ["kubernetes.io/kube-apiserver-client"]}]
+    name = unique()
+    create_as(bob, name, signer="kubernetes.io/kube-apiserver-client")
+    assert refusal(lambda: add_condition(bob, name, "Approved"))[0] == 403
+    bound = kubectl(admin, "create", "clusterrolebinding", "bob-kube-apiserver-client",
+                    f"--clusterrole={role}", "--user=bob")
+    assert bound.returncode == 0, bound.stderr
+    assert add_condition(bob, name, "Approved").status.conditions[0].type == "Approved"
+    table = kubectl(admin, "get", "csr", name, "--no-headers").stdout.split()
+    assert table[2:] == ["kubernetes.io/kube-apiserver-client", "bob", "<none>", "Approved"]
+
+
 def test_no_one_requests_a_system_masters_client_certificate(
         bob: client.CertificatesV1Api) -> None:
     name = unique()
