@@ -27,6 +27,13 @@ WEBHOOK = {"name": "check.NAME.example.com", "sideEffects": "None",
            "admissionReviewVersions": ["v1"],
            "clientConfig": {"service": {"namespace": "default", "name": "hooks"}},
            "matchConditions": [{"name": "always", "expression": "true"}]}
+# An ed25519 certificate request (CN always-written); its base64 holds no "NAME".
+CSR_REQUEST = (
+    "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlHWU1Fd0NBUUF3R1RFWE1CVUdBMVVFQXd3"
+    "T1lXeDNZWGx6TFhkeWFYUjBaVzR3S2pBRkJnTXJaWEFESVFEdgpHeWZTZTJZdHpubjV6Z0Z3S0wzeHNDdVlC"
+    "RWxJejkyMjNhOGZlZkw5RnFBQU1BVUdBeXRsY0FOQkFKbGxYeXk3CjMvdEVtTEluMzM2VzJWdGRWSnQ4OWFE"
+    "M09YVlE2aVUvQUpKVUROVlQ4WUV1QkdYSktySjF2RVdwWU12cHBJOU8KcWVUcUJRSy9GOUhmdndrPQotLS0t"
+    "LUVORCBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K")
 
 # The smallest valid body of each kind (name and namespace are added by the test).
 MINIMAL: dict[str, Obj] = {
@@ -59,6 +66,8 @@ MINIMAL: dict[str, Obj] = {
     "batch/v1/Job": {"spec": {"template": {"spec": {**POD_SPEC, "restartPolicy": "Never"}}}},
     "batch/v1/CronJob": {"spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {
         "template": {"spec": {**POD_SPEC, "restartPolicy": "Never"}}}}}},
+    "certificates.k8s.io/v1/CertificateSigningRequest": {"spec": {
+        "request": CSR_REQUEST, "signerName": "example.com/signer", "usages": ["client auth"]}},
     "coordination.k8s.io/v1/Lease": {},
     "discovery.k8s.io/v1/EndpointSlice": {"addressType": "IPv4", "endpoints": [
         {"addresses": ["10.244.0.5"]}], "ports": [{"port": 80}]},

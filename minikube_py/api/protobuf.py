@@ -39,6 +39,7 @@ from minikube_py.gen.k8s import (
     authentication_v1_pb2,
     authorization_v1_pb2,
     batch_v1_pb2,
+    certificates_v1_pb2,
     core_v1_pb2,
     policy_v1_pb2,
     rbac_v1_pb2,
@@ -66,6 +67,8 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("apps/v1", "Deployment"): apps_v1_pb2.Deployment,
     ("batch/v1", "CronJob"): batch_v1_pb2.CronJob,
     ("batch/v1", "Job"): batch_v1_pb2.Job,
+    ("certificates.k8s.io/v1", "CertificateSigningRequest"):
+        certificates_v1_pb2.CertificateSigningRequest,
     ("policy/v1", "PodDisruptionBudget"): policy_v1_pb2.PodDisruptionBudget,
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): rbac_v1_pb2.ClusterRole,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): rbac_v1_pb2.ClusterRoleBinding,
@@ -91,13 +94,14 @@ KINDS: dict[tuple[str, str], type[Message]] = {
 
 CORE = "k8s.io.api.core.v1"
 ADMISSIONREGISTRATION = "k8s.io.api.admissionregistration.v1"
+CERTIFICATES = "k8s.io.api.certificates.v1"
 META = "k8s.io.apimachinery.pkg.apis.meta.v1"
 TIME = f"{META}.Time"
 FIELDS_V1 = f"{META}.FieldsV1"
 INT_OR_STRING = "k8s.io.apimachinery.pkg.util.intstr.IntOrString"
 QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity"
 EXTRA_VALUES = ("k8s.io.api.authorization.v1.ExtraValue",
-                "k8s.io.api.authentication.v1.ExtraValue")
+                "k8s.io.api.authentication.v1.ExtraValue", f"{CERTIFICATES}.ExtraValue")
 
 # Go struct fields embedded with `json:",inline"`: in JSON their fields belong to the parent
 # (a configMap volume is {"name": ..., "items": ...}, a probe {"httpGet": ..., "periodSeconds": 5}).
@@ -192,6 +196,8 @@ KEEP_ZERO: dict[str, frozenset[str]] = {
         f"{ADMISSIONREGISTRATION}.ValidatingWebhook": (
             "name failurePolicy matchPolicy sideEffects timeoutSeconds"),
         f"{ADMISSIONREGISTRATION}.WebhookClientConfig": "url",
+        f"{CERTIFICATES}.CertificateSigningRequestCondition": "type status",
+        f"{CERTIFICATES}.CertificateSigningRequestSpec": "signerName expirationSeconds",
         "k8s.io.api.apps.v1.DeploymentSpec": (
             "replicas revisionHistoryLimit progressDeadlineSeconds podReplacementPolicy"),
         "k8s.io.api.apps.v1.DeploymentStatus": "terminatingReplicas collisionCount",

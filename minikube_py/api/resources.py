@@ -14,6 +14,7 @@ SUBRESOURCE_VERBS = {
     "status": ("get", "patch", "update"),
     "ephemeralcontainers": ("get", "patch", "update"),
     "scale": ("get", "patch", "update"),
+    "approval": ("get", "patch", "update"),
     "binding": ("create",),
     "token": ("create",),
     "finalize": ("update",),
@@ -130,6 +131,10 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("batch", "v1", "CronJob", "cronjobs", True, ("cj",), _ALL, ("status",)),
     # discovery.k8s.io/v1
     Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),
+    # certificates.k8s.io/v1 (a signer approves with /approval, issues with /status)
+    Resource("certificates.k8s.io", "v1", "CertificateSigningRequest",
+             "certificatesigningrequests", False, ("csr",),
+             subresources=("status", "approval")),
     # coordination.k8s.io/v1
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True),
     # events.k8s.io/v1 (same objects as core/v1 events, another shape)
@@ -177,6 +182,7 @@ GROUP_ORDER = (
     "events.k8s.io",
     "autoscaling",
     "batch",
+    "certificates.k8s.io",
     "coordination.k8s.io",
     "discovery.k8s.io",
     "policy",

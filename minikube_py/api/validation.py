@@ -34,7 +34,25 @@ _ERROR_TYPES = {
 _NO_VALUE = object()
 
 
+@dataclass(frozen=True)
+class GoValue:
+    """A bad value already printed the way upstream's message prints it, for a Go value
+    with no Python twin (a nil []byte prints as `[]byte(nil)`)."""
+
+    text: str
+
+
+def go_bytes(value: bytes | None) -> GoValue:
+    """A []byte as Go's %#v prints it in a field error: []byte{0x2d, 0x2d}, or
+    []byte(nil) when the field is unset."""
+    if value is None:
+        return GoValue("[]byte(nil)")
+    return GoValue("[]byte{" + ", ".join(f"0x{byte:x}" for byte in value) + "}")
+
+
 def _render_value(value: Any) -> str:
+    if isinstance(value, GoValue):
+        return value.text
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, bool):

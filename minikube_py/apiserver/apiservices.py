@@ -38,6 +38,7 @@ PRIORITIES = {
     "events.k8s.io": (17750, 15),
     "autoscaling": (17500, 15),
     "batch": (17400, 15),
+    "certificates.k8s.io": (17300, 15),
     "policy": (17100, 15),
     "rbac.authorization.k8s.io": (17000, 15),
     "admissionregistration.k8s.io": (16700, 15),

@@ -196,6 +196,7 @@ class APIServer(Component):
             bootstrap_tokens=(BootstrapTokenAuthenticator(self._token_secret).authenticate
                               if config.enable_bootstrap_token_auth else None))
         self.authorizer = self._authorizer(config.authorization_mode)
+        self._build_admission()
         self.audit: AuditLog | None = None
         if config.audit_policy_file and config.audit_log_path:
             self.audit = AuditLog(load_policy(Path(config.audit_policy_file)),
@@ -230,14 +231,18 @@ class APIServer(Component):
                 self.stores[(resource.group, resource.version, resource.plural)] = self.services
             else:
                 self.stores[(resource.group, resource.version, resource.plural)] = Store(*args)
-        self.admission = build_chain(AdmissionSources(
-            namespace=self._namespace_exists, cached=self._cached_objects, stores=self.stores,
-            signs_tokens=self.token_issuer is not None), self.config.admission_plugins)
-        for store in self.stores.values():
-            store.admission = self.admission
         self.handler = ResourceHandler(self.stores, KubeletClient.from_files(
             self.config.kubelet_client_certificate, self.config.kubelet_client_key,
             self.config.kubelet_certificate_authority))
+
+    def _build_admission(self) -> None:
+        """The admission chain every store runs (it reads the caches and the authorizer)."""
+        self.admission = build_chain(AdmissionSources(
+            namespace=self._namespace_exists, cached=self._cached_objects, stores=self.stores,
+            authorizer=self.authorizer, signs_tokens=self.token_issuer is not None),
+            self.config.admission_plugins)
+        for store in self.stores.values():
+            store.admission = self.admission
 
     def _service_account_user(self, token: str) -> UserInfo:
         """The user a ServiceAccount token names, if its account and pod still exist."""

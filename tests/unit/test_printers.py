@@ -565,6 +565,8 @@ def test_wide_columns_carry_priority_one(resource: Any, wide: list[str]) -> None
          ["Name", "Webhooks", "Age"]),
         ("validatingwebhookconfigurations", "admissionregistration.k8s.io",
          ["Name", "Webhooks", "Age"]),
+        ("certificatesigningrequests", "certificates.k8s.io",
+         ["Name", "Age", "SignerName", "Requestor", "RequestedDuration", "Condition"]),
         ("limitranges", "", ["Name", "Created At"]),
         ("roles", "rbac.authorization.k8s.io", ["Name", "Created At"]),
         ("bindings", "", ["Name", "Created At"]),
@@ -595,6 +597,39 @@ def test_role_binding_wide_cells_list_subjects_by_kind() -> None:
     resource = lookup("rbac.authorization.k8s.io", "v1", "rolebindings")
     assert table_row_cells(resource, binding, NOW) == [
         "readers", "ClusterRole/view", "40s", "alice, bob", "devs", "tools/ci"]
+
+
+CSRS = lookup("certificates.k8s.io", "v1", "certificatesigningrequests")
+
+
+def csr(expiration: int | None = None, *types: str, certificate: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {"signerName": "example.com/signer", "username": "alice"}
+    if expiration is not None:
+        spec["expirationSeconds"] = expiration
+    status: dict[str, Any] = {"conditions": [{"type": t, "status": "True"} for t in types]}
+    if certificate:
+        status["certificate"] = certificate
+    return {"metadata": {"name": "req", "creationTimestamp": ago(minutes=3)}, "spec": spec,
+            "status": status}
+
+
+@pytest.mark.parametrize(("obj", "duration", "condition"), [
+    (csr(), "<none>", "Pending"),
+    (csr(600, "Approved"), "10m", "Approved"),
+    (csr(86400, "Approved", certificate="Q0VSVA=="), "24h", "Approved,Issued"),
+    (csr(None, "Approved", "Failed"), "<none>", "Approved,Failed"),
+    (csr(None, "Denied"), "<none>", "Denied"),
+    (csr(None, "Approved", "Denied"), "<none>", "Denied"),  # denied outranks approved
+])
+def test_csr_cells_show_signer_requestor_duration_and_condition(
+        obj: dict[str, Any], duration: str, condition: str) -> None:
+    assert table_row_cells(CSRS, obj, NOW) == [
+        "req", "3m", "example.com/signer", "alice", duration, condition]
+
+
+def test_a_csr_without_a_signer_shows_none() -> None:
+    obj = {"metadata": {"name": "old", "creationTimestamp": ago(minutes=3)}, "spec": {}}
+    assert cells_by_name(CSRS, obj)["SignerName"] == "<none>"
 
 
 def test_webhook_configuration_cells_count_its_webhooks() -> None:

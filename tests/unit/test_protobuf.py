@@ -14,6 +14,7 @@ from minikube_py.apiserver import negotiation
 from minikube_py.gen.k8s import (
     admissionregistration_v1_pb2,
     apps_v1_pb2,
+    certificates_v1_pb2,
     core_v1_pb2,
     intstr_pb2,
     meta_v1_pb2,
@@ -295,6 +296,45 @@ def test_webhook_rule_is_inlined_ca_bundle_is_base64_and_pointer_zeros_stay() ->
                    "resources": ["pods"]}],
         "sideEffects": "None", "timeoutSeconds": 0, "reinvocationPolicy": "",
     }]
+
+
+def test_csr_bytes_are_base64_extra_is_lists_and_conditions_keep_their_times() -> None:
+    pb = certificates_v1_pb2
+    approval = pb.CertificateSigningRequestCondition(
+        type="Approved", status="True", reason="KubectlApprove",
+        lastUpdateTime=meta_v1_pb2.Time(seconds=NOV_22_10AM))
+    request = pb.CertificateSigningRequest(
+        metadata=object_meta(name="alice"),
+        spec=pb.CertificateSigningRequestSpec(
+            request=b"PEM", signerName="example.com/signer", expirationSeconds=600,
+            usages=["client auth"], username="alice", groups=["dev"],
+            extra={"scopes": pb.ExtraValue(items=["a", "b"])}),
+        status=pb.CertificateSigningRequestStatus(conditions=[approval]))
+    decoded = protobuf.decode(envelope("certificates.k8s.io/v1", "CertificateSigningRequest",
+                                       request))
+    assert decoded == {
+        "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+        "metadata": {"name": "alice"},
+        "spec": {"request": "UEVN", "signerName": "example.com/signer",
+                 "expirationSeconds": 600, "usages": ["client auth"], "username": "alice",
+                 "groups": ["dev"], "extra": {"scopes": ["a", "b"]}},
+        "status": {"conditions": [{"type": "Approved", "status": "True",
+                                   "reason": "KubectlApprove",
+                                   "lastUpdateTime": "2026-11-22T10:00:00Z"}]},
+    }
+
+
+def test_csr_fields_go_always_writes_stay_when_empty() -> None:
+    pb = certificates_v1_pb2
+    request = pb.CertificateSigningRequest(
+        metadata=object_meta(name="x"),
+        spec=pb.CertificateSigningRequestSpec(signerName="", username=""),
+        status=pb.CertificateSigningRequestStatus(
+            conditions=[pb.CertificateSigningRequestCondition(type="", status="")]))
+    decoded = protobuf.decode(envelope("certificates.k8s.io/v1", "CertificateSigningRequest",
+                                       request))
+    assert decoded["spec"] == {"signerName": ""}
+    assert decoded["status"] == {"conditions": [{"type": "", "status": ""}]}
 
 
 def test_empty_lists_are_left_out() -> None:

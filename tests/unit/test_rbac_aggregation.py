@@ -94,3 +94,40 @@ def test_components_and_controllers_are_bound_as_upstream_binds_them() -> None:
     assert roles["system:controller:clusterrole-aggregation-controller"]["rules"] == [
         {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"],
          "verbs": ["escalate", "get", "list", "patch", "update", "watch"]}]
+
+
+def certificates_rule(verbs: list[str], resources: list[str], names: list[str] | None = None
+                      ) -> Obj:
+    built: Obj = {"apiGroups": ["certificates.k8s.io"], "resources": resources, "verbs": verbs}
+    if names:
+        built["resourceNames"] = names
+    return built
+
+
+def test_the_csr_roles_are_upstreams_and_bound_to_nobody_but_their_controller() -> None:
+    roles = by_name(bootstrap_cluster_roles())
+    bindings = by_name(bootstrap_cluster_role_bindings())
+    prefix = "system:certificates.k8s.io:"
+    assert roles["system:node-bootstrapper"]["rules"] == [certificates_rule(
+        ["create", "get", "list", "watch"], ["certificatesigningrequests"])]
+    for client_kind in ("nodeclient", "selfnodeclient"):
+        assert roles[f"{prefix}certificatesigningrequests:{client_kind}"]["rules"] == [
+            certificates_rule(["create"], [f"certificatesigningrequests/{client_kind}"])]
+    for signer in ("kube-apiserver-client", "kube-apiserver-client-kubelet",
+                   "kubelet-serving", "legacy-unknown"):
+        assert roles[f"{prefix}{signer}-approver"]["rules"] == [certificates_rule(
+            ["approve"], ["signers"], [f"kubernetes.io/{signer}"])]
+    assert not any(name.startswith(prefix) or name == "system:node-bootstrapper"
+                   for name in bindings)
+    controller = roles["system:controller:certificate-controller"]["rules"]
+    assert controller[:4] == [
+        certificates_rule(["delete", "get", "list", "watch"], ["certificatesigningrequests"]),
+        certificates_rule(["update"], ["certificatesigningrequests/approval",
+                                       "certificatesigningrequests/status"]),
+        certificates_rule(["approve"], ["signers"],
+                          ["kubernetes.io/kube-apiserver-client-kubelet"]),
+        certificates_rule(["sign"], ["signers"], [
+            "kubernetes.io/kube-apiserver-client", "kubernetes.io/kube-apiserver-client-kubelet",
+            "kubernetes.io/kubelet-serving", "kubernetes.io/legacy-unknown"])]
+    assert bindings["system:controller:certificate-controller"]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "certificate-controller", "namespace": "kube-system"}]

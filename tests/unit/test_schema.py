@@ -314,7 +314,8 @@ EVERY_KIND = [
 ] + [("rbac.authorization.k8s.io", "v1", kind)
      for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
      ] + [("admissionregistration.k8s.io", "v1", kind)
-          for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")]
+          for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+          ] + [("certificates.k8s.io", "v1", "CertificateSigningRequest")]
 
 
 @pytest.mark.parametrize("gvk", EVERY_KIND, ids="/".join)
@@ -355,6 +356,7 @@ def _field(gvk: tuple, *path: str) -> Field:
 POD_GVK = ("", "v1", "Pod")
 VALIDATING_WEBHOOKS = ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration")
 MUTATING_WEBHOOKS = ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")
+CSR = ("certificates.k8s.io", "v1", "CertificateSigningRequest")
 
 # (kind, path, patch_strategy, patch_merge_key, list_type, list_map_keys), as upstream's
 # struct tags and +listType markers say.
@@ -405,6 +407,9 @@ PATCH_METADATA = [
     (VALIDATING_WEBHOOKS, ("webhooks", "matchConditions"), "merge", "name", "map", ("name",)),
     (VALIDATING_WEBHOOKS, ("webhooks", "admissionReviewVersions"), None, None, "atomic", ()),
     (MUTATING_WEBHOOKS, ("webhooks",), "merge", "name", "map", ("name",)),
+    (CSR, ("status", "conditions"), None, None, "map", ("type",)),
+    (CSR, ("spec", "usages"), None, None, "atomic", ()),
+    (CSR, ("spec", "groups"), None, None, "atomic", ()),
 ]
 
 

@@ -1907,6 +1907,49 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
             },
         },
     },
+    'certificates.k8s.io/v1/CertificateSigningRequest': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'spec': {
+            'o': {
+                'signerName': {
+                    'z': '',
+                },
+            },
+        },
+        'status': {
+            'o': {
+                'conditions': {
+                    'l': {
+                        'type': {
+                            'z': '',
+                        },
+                        'status': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+    },
     'coordination.k8s.io/v1/Lease': {
         'metadata': {
             'o': {

@@ -14,6 +14,7 @@ from minikube_py.api.schema import (
     apps,
     authz,
     batch,
+    certificates,
     core,
     metrics,
     node,
@@ -52,6 +53,8 @@ KINDS: dict[GroupVersionKind, Type] = {
     ("apps", "v1", "DaemonSet"): apps.DAEMON_SET,
     ("batch", "v1", "Job"): batch.JOB,
     ("batch", "v1", "CronJob"): batch.CRON_JOB,
+    ("certificates.k8s.io", "v1", "CertificateSigningRequest"):
+        certificates.CERTIFICATE_SIGNING_REQUEST,
     ("discovery.k8s.io", "v1", "EndpointSlice"): others.ENDPOINT_SLICE,
     ("coordination.k8s.io", "v1", "Lease"): others.LEASE,
     ("events.k8s.io", "v1", "Event"): others.EVENTS_EVENT,

@@ -10,7 +10,8 @@ authenticated and authorized reaches the store, which runs the chain in two phas
             MutatingAdmissionWebhook)
         -> strategy validation  (422 Invalid)
         -> validating admission plugins that may only refuse, in order
-           (NamespaceLifecycle, LimitRanger, ResourceQuota, ValidatingAdmissionWebhook)
+           (NamespaceLifecycle, LimitRanger, CertificateApproval, CertificateSigning,
+            CertificateSubjectRestriction, ResourceQuota, ValidatingAdmissionWebhook)
         -> etcd
 
 A refusal is an APIError (mostly 403 Forbidden); it is raised before etcd is written,
@@ -19,7 +20,8 @@ package, named after the upstream plugin; `build_chain` (chain.py) puts them in 
 
 Who is asking travels with the request, as Go's context.Context carries it upstream:
 the server sets `request_user` before it calls a handler, and the store reads it when
-it builds the Attributes. Writes the server makes for itself (bootstrap) run as
+it builds the Attributes (as does the CertificateSigningRequest strategy, which records
+the requester). Writes the server makes for itself (bootstrap) run as
 `system:apiserver`, a member of system:masters.
 """
 
@@ -29,6 +31,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from minikube_py.api import errors
 from minikube_py.api.resources import Resource, subresource_kind
 from minikube_py.apiserver.authentication import UserInfo
 
@@ -71,6 +74,10 @@ class Attributes:
     def is_resource(self, group: str, plural: str, subresource: str = "") -> bool:
         return ((self.resource.group, self.resource.plural, self.subresource)
                 == (group, plural, subresource))
+
+    def forbidden(self, why: str) -> errors.APIError:
+        """admission.NewForbidden: 403, `<resource> "<name>" is forbidden: <why>`."""
+        return errors.forbidden(self.resource.plural, self.resource.group, self.name, why)
 
 
 class Plugin:

@@ -11,6 +11,9 @@ ones first, in this order, then the validating ones, in this order.
     NodeRestriction                       yes        no (kubeadm turns it on)
     Priority                     yes                 yes
     DefaultTolerationSeconds     yes                 yes
+    CertificateApproval                   yes        yes
+    CertificateSigning                    yes        yes
+    CertificateSubjectRestriction         yes        yes
     MutatingAdmissionWebhook     yes                 yes
     ValidatingAdmissionWebhook            yes        yes
     ResourceQuota                         yes        yes
@@ -25,6 +28,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from minikube_py.apiserver.admission import Chain, Plugin
+from minikube_py.apiserver.admission.certificateapproval import CertificateApproval
+from minikube_py.apiserver.admission.certificatesigning import CertificateSigning
+from minikube_py.apiserver.admission.certificatesubjectrestriction import (
+    CertificateSubjectRestriction,
+)
 from minikube_py.apiserver.admission.defaulttolerationseconds import DefaultTolerationSeconds
 from minikube_py.apiserver.admission.limitranger import LimitRanger
 from minikube_py.apiserver.admission.namespacelifecycle import NamespaceLifecycle
@@ -37,6 +45,7 @@ from minikube_py.apiserver.admission.webhook import (
     MutatingAdmissionWebhook,
     ValidatingAdmissionWebhook,
 )
+from minikube_py.apiserver.authorization import Authorizer
 from minikube_py.apiserver.proxy import service_location
 
 Obj = dict[str, Any]
@@ -52,6 +61,9 @@ class AdmissionSources:
     cached: Callable[[str], list[Obj]]
     # The stores, for plugins that write (ResourceQuota records usage) or look further.
     stores: dict[tuple[str, str, str], Any]
+    # The server's authorizer, for plugins that ask more than the request's own question
+    # (may this user approve for that signer?).
+    authorizer: Authorizer
     # Does this server sign ServiceAccount tokens? (Then pods get one mounted.)
     signs_tokens: bool = False
 
@@ -83,6 +95,9 @@ PLUGINS: dict[str, Callable[[AdmissionSources], Plugin]] = {
     "NodeRestriction": lambda s: NodeRestriction(),
     "Priority": lambda s: Priority(lambda: s.cached("/registry/priorityclasses/")),
     "DefaultTolerationSeconds": lambda s: DefaultTolerationSeconds(),
+    "CertificateApproval": lambda s: CertificateApproval(s.authorizer),
+    "CertificateSigning": lambda s: CertificateSigning(s.authorizer),
+    "CertificateSubjectRestriction": lambda s: CertificateSubjectRestriction(),
     "MutatingAdmissionWebhook": lambda s: MutatingAdmissionWebhook(
         _webhooks(s, "mutatingwebhookconfigurations")),
     "ValidatingAdmissionWebhook": lambda s: ValidatingAdmissionWebhook(

@@ -5,7 +5,9 @@ plugin/pkg/auth/authorizer/rbac/bootstrappolicy/controller_policy.go).
 
 Upstream's kube-controller-manager, run with --use-service-account-credentials, talks
 to the API server as one ServiceAccount per controller, each allowed what that controller
-does and no more. Only the controllers this project runs have a role here.
+does and no more. Only the controllers this project runs have a role here, and
+certificate-controller: what upstream's CSR approving, signing and cleaning controllers
+need, for whoever runs one against this server.
 """
 
 from __future__ import annotations
@@ -143,6 +145,18 @@ def _controller_rules() -> dict[str, list[Obj]]:
             events_rule(),
             # persistentVolumeClaimRetentionPolicy
             rule(["delete", "update"], [""], ["persistentvolumeclaims"])],
+        "certificate-controller": [
+            rule(["delete", *READ], ["certificates.k8s.io"], ["certificatesigningrequests"]),
+            rule(["update"], ["certificates.k8s.io"],
+                 ["certificatesigningrequests/approval", "certificatesigningrequests/status"]),
+            rule(["approve"], ["certificates.k8s.io"], ["signers"],
+                 names=["kubernetes.io/kube-apiserver-client-kubelet"]),
+            rule(["sign"], ["certificates.k8s.io"], ["signers"],
+                 names=["kubernetes.io/kube-apiserver-client",
+                        "kubernetes.io/kube-apiserver-client-kubelet",
+                        "kubernetes.io/kubelet-serving", "kubernetes.io/legacy-unknown"]),
+            rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
+            events_rule()],
         "ttl-after-finished-controller": [
             rule([*READ, "delete"], ["batch"], ["jobs"]),
             events_rule()],

@@ -8,13 +8,18 @@ plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go).
     system:public-info-viewer       /healthz, /version...    <- everyone, anonymous too
     admin <- edit <- view           aggregated, for RoleBindings in a namespace
     system:aggregate-to-admin|edit|view   the rules they aggregate
-    system:heapster, system:auth-delegator, system:node     (bound to nobody)
-    system:node-bootstrapper        create and watch CSRs    (bound by kubeadm)
-    system:certificates.k8s.io:certificatesigningrequests:nodeclient and :selfnodeclient
-                                    node CSRs to auto-approve (bound by kubeadm)
+    system:heapster, system:node, system:node-bootstrapper,
+    system:auth-delegator                                    (bound to nobody)
     system:kube-controller-manager  informers, leader lease  <- user of the same name
     system:kube-dns                 services, endpoints      <- SA kube-system/kube-dns
+    system:certificates.k8s.io:certificatesigningrequests:nodeclient, :selfnodeclient
+                                    what the csrapproving controller checks before it
+                                    approves a node's client certificate (kubeadm, and
+                                    `up`, bind them: cluster/bootstraptoken.py)
     system:volume-scheduler         volume binding           <- user system:kube-scheduler
+    system:certificates.k8s.io:<signer>-approver  approve for one kubernetes.io signer
+                                    (kube-apiserver-client, kube-apiserver-client-kubelet,
+                                    kubelet-serving, legacy-unknown; bound to nobody)
     system:service-account-issuer-discovery  OIDC discovery  <- group system:serviceaccounts
     system:node-proxier             kube-proxy's watches     <- user system:kube-proxy
     system:kube-scheduler           pods, nodes, bindings    <- user system:kube-scheduler
@@ -91,6 +96,15 @@ _EDITED: list[tuple[str, list[str]]] = [
     ("policy", ["poddisruptionbudgets"]),
     ("discovery.k8s.io", ["endpointslices"]),
     ("coordination.k8s.io", ["leases"]),
+]
+
+
+# The approver roles of the kubernetes.io signers, in policy.go's order.
+_SIGNER_APPROVERS = [
+    ("legacy-unknown", "kubernetes.io/legacy-unknown"),
+    ("kubelet-serving", "kubernetes.io/kubelet-serving"),
+    ("kube-apiserver-client", "kubernetes.io/kube-apiserver-client"),
+    ("kube-apiserver-client-kubelet", "kubernetes.io/kube-apiserver-client-kubelet"),
 ]
 
 
@@ -209,7 +223,7 @@ def cluster_roles() -> list[Obj]:
             rule(READ, [""], ["events", "namespaces", "nodes", "pods"]),
             rule(READ, ["extensions"], ["deployments"])]),
         cluster_role("system:node", node_rules()),
-        # a joining node asks for its client certificate with a CSR, and watches it
+        # a node's client certificate, before the node has one: ask, then wait for it
         cluster_role("system:node-bootstrapper", [
             rule(["create", *READ], ["certificates.k8s.io"], ["certificatesigningrequests"])]),
         cluster_role("system:auth-delegator", [
@@ -233,10 +247,19 @@ def cluster_roles() -> list[Obj]:
             rule(["create"], [""], ["serviceaccounts/token"])]),
         cluster_role("system:kube-dns", [rule(["list", "watch"], [""],
                                               ["endpoints", "services"])]),
+        cluster_role("system:certificates.k8s.io:certificatesigningrequests:nodeclient", [
+            rule(["create"], ["certificates.k8s.io"],
+                 ["certificatesigningrequests/nodeclient"])]),
+        cluster_role("system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", [
+            rule(["create"], ["certificates.k8s.io"],
+                 ["certificatesigningrequests/selfnodeclient"])]),
         cluster_role("system:volume-scheduler", [
             rule(READ_UPDATE, [""], ["persistentvolumes"]),
             rule(READ, ["storage.k8s.io"], ["storageclasses"]),
             rule(READ_UPDATE, [""], ["persistentvolumeclaims"])]),
+        *(cluster_role(f"system:certificates.k8s.io:{name}-approver", [
+            rule(["approve"], ["certificates.k8s.io"], ["signers"], names=[signer])])
+          for name, signer in _SIGNER_APPROVERS),
         cluster_role("system:service-account-issuer-discovery", [rule(["get"], urls=[
             "/.well-known/openid-configuration", "/openid/v1/jwks"])]),
         cluster_role("system:node-proxier", [
@@ -245,14 +268,6 @@ def cluster_roles() -> list[Obj]:
             events_rule(),
             rule(["list", "watch"], ["discovery.k8s.io"], ["endpointslices"])]),
         cluster_role("system:kube-scheduler", _kube_scheduler_rules()),
-        # what the CSR approver checks before it approves a node's CSR: a first client
-        # certificate (nodeclient), or the renewal of its own (selfnodeclient)
-        cluster_role("system:certificates.k8s.io:certificatesigningrequests:nodeclient", [
-            rule(["create"], ["certificates.k8s.io"],
-                 ["certificatesigningrequests/nodeclient"])]),
-        cluster_role("system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", [
-            rule(["create"], ["certificates.k8s.io"],
-                 ["certificatesigningrequests/selfnodeclient"])]),
     ])
 
 

@@ -68,6 +68,9 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("apps", "daemonsets"): Printer(apps.DAEMON_SET_COLUMNS, apps.print_daemon_set),
     ("batch", "jobs"): Printer(batch.JOB_COLUMNS, batch.print_job),
     ("batch", "cronjobs"): Printer(batch.CRON_JOB_COLUMNS, batch.print_cron_job),
+    ("certificates.k8s.io", "certificatesigningrequests"): Printer(
+        others.CERTIFICATE_SIGNING_REQUEST_COLUMNS, others.print_certificate_signing_request
+    ),
     ("discovery.k8s.io", "endpointslices"): Printer(
         services.ENDPOINT_SLICE_COLUMNS, services.print_endpoint_slice
     ),

@@ -1,11 +1,12 @@
 """The smaller groups: coordination leases, scheduling priority classes, policy, rbac,
-admission webhook configurations."""
+admission webhook configurations, certificate signing requests."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from minikube_py.apiserver.printers.cells import Obj, age, name_of
+from minikube_py.api.duration import human_duration
+from minikube_py.apiserver.printers.cells import NONE, Obj, age, name_of
 from minikube_py.apiserver.printers.table import AGE, NAME, Cells, Column, column
 
 LEASE_COLUMNS = (
@@ -137,3 +138,40 @@ def print_webhook_configuration(configuration: Obj, now: datetime) -> Cells:
     """printMutatingWebhook / printValidatingWebhook: how many webhooks it registers."""
     return [name_of(configuration), len(configuration.get("webhooks") or ()),
             age(configuration, now)]
+
+
+CERTIFICATE_SIGNING_REQUEST_COLUMNS = (
+    NAME,
+    AGE,
+    column("SignerName", "string", "signerName indicates the requested signer, and is a "
+                                   "qualified name."),
+    # upstream describes the requestor with the doc of spec.request
+    column("Requestor", "string", "request contains an x509 certificate signing request "
+                                  "encoded in a \"CERTIFICATE REQUEST\" PEM block."),
+    column("RequestedDuration", "string", "expirationSeconds is the requested duration of "
+                                          "validity of the issued certificate."),
+    column("Condition", "string", "conditions applied to the request. Known conditions are "
+                                  "\"Approved\", \"Denied\", and \"Failed\"."),
+)
+
+
+def print_certificate_signing_request(csr: Obj, now: datetime) -> Cells:
+    """printCertificateSigningRequest: signer, requesting user, requested duration and
+    the condition (Pending, Approved, Denied, then ",Failed" and ",Issued")."""
+    spec = csr.get("spec") or {}
+    expiration = spec.get("expirationSeconds")
+    requested = NONE if expiration is None else human_duration(timedelta(seconds=expiration))
+    return [name_of(csr), age(csr, now), spec.get("signerName") or NONE,
+            spec.get("username", ""), requested, csr_condition(csr)]
+
+
+def csr_condition(csr: Obj) -> str:
+    """extractCSRStatus: Denied outranks Approved, which outranks Pending."""
+    status = csr.get("status") or {}
+    types = {condition.get("type") for condition in status.get("conditions") or ()}
+    shown = "Denied" if "Denied" in types else "Approved" if "Approved" in types else "Pending"
+    if "Failed" in types:
+        shown += ",Failed"
+    if status.get("certificate"):
+        shown += ",Issued"
+    return shown

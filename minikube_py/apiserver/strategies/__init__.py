@@ -20,6 +20,7 @@ from minikube_py.apiserver.strategies.apps import (
     StatefulSetStrategy,
 )
 from minikube_py.apiserver.strategies.batch import CronJobStrategy, JobStrategy
+from minikube_py.apiserver.strategies.certificates import CertificateSigningRequestStrategy
 from minikube_py.apiserver.strategies.common import KindStrategy
 from minikube_py.apiserver.strategies.core import (
     BindingStrategy,
@@ -77,6 +78,7 @@ STRATEGIES: dict[tuple[str, str], type[KindStrategy]] = {
     ("apps", "DaemonSet"): DaemonSetStrategy,
     ("batch", "Job"): JobStrategy,
     ("batch", "CronJob"): CronJobStrategy,
+    ("certificates.k8s.io", "CertificateSigningRequest"): CertificateSigningRequestStrategy,
     ("discovery.k8s.io", "EndpointSlice"): EndpointSliceStrategy,
     ("coordination.k8s.io", "Lease"): LeaseStrategy,
     ("events.k8s.io", "Event"): EventsV1EventStrategy,
