@@ -67,6 +67,13 @@ async def admin_client(admin: Path) -> AsyncIterator[Client]:
     async with Client.from_kubeconfig(admin, user_agent="tests") as client:
         for binding in node_bootstrap_rbac():
             await client.resource("clusterrolebindings", RBAC).create(binding)
+        # tokens that may ask for node certificates, but whose requests wait for a person
+        await client.resource("clusterrolebindings", RBAC).create({
+            "apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "manual-node-bootstrap"},
+            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole",
+                        "name": "system:node-bootstrapper"},
+            "subjects": [{"apiGroup": RBAC, "kind": "Group", "name": MANUAL_TOKENS}]})
         yield client
 
 
@@ -85,11 +92,14 @@ async def controllers(admin: Path, server: SecuredServer,
     await client.close()
 
 
-async def bootstrap_token(client: Client, *, node_group: bool = True) -> str:
-    """A token in kubeadm's default node token group (or only in system:bootstrappers)."""
+NODE_TOKENS = "system:bootstrappers:kubeadm:default-node-token"
+MANUAL_TOKENS = "system:bootstrappers:manual"
+
+
+async def bootstrap_token(client: Client, group: str = NODE_TOKENS) -> str:
+    """A token in kubeadm's default node token group, or in another group."""
     token = generate_token()
-    groups = () if not node_group else ("system:bootstrappers:kubeadm:default-node-token",)
-    await client.resource("secrets").create(token_secret(token, extra_groups=groups))
+    await client.resource("secrets").create(token_secret(token, extra_groups=(group,)))
     return token
 
 
@@ -178,7 +188,7 @@ async def test_a_denied_request_ends_the_bootstrap_with_the_reason(
         server: SecuredServer, admin: Path, admin_client: Client,
         controllers: ControllerManager, tmp_path: Path) -> None:
     # a token outside the node token group: the approver may not approve its requests
-    token = await bootstrap_token(admin_client, node_group=False)
+    token = await bootstrap_token(admin_client, MANUAL_TOKENS)
     username = f"system:bootstrap:{token[:6]}"
 
     async def deny() -> bool:

@@ -70,6 +70,36 @@ def test_each_component_is_itself_and_may_only_do_its_job(cluster: Path) -> None
     assert cannot.stdout == "no\n"
 
 
+def test_each_node_joined_with_the_token_and_earned_its_own_certificate(cluster: Path
+                                                                       ) -> None:
+    """kubeadm's join: the token's Secret and a signed cluster-info, each node's kubelet
+    asking for its certificate as system:bootstrap:<id>, approved and signed."""
+    token = (cluster / "pki" / "bootstrap-token").read_text().strip()
+    token_id = token.split(".")[0]
+    kubectl(cluster, "get", "secret", "-n", "kube-system", f"bootstrap-token-{token_id}")
+    info = json.loads(kubectl(cluster, "get", "configmap", "-n", "kube-public",
+                              "cluster-info", "-o", "json").stdout)
+    assert f"jws-kubeconfig-{token_id}" in info["data"]
+    requests = json.loads(kubectl(cluster, "get", "csr", "-o", "json").stdout)["items"]
+    by_token = [r for r in requests
+                if r["spec"]["username"] == f"system:bootstrap:{token_id}"]
+    nodes = kubectl(cluster, "get", "nodes", "-o", "name").stdout.split()
+    assert nodes and len(by_token) == len(nodes)  # one request per node
+    for request in by_token:
+        assert request["spec"]["signerName"] == "kubernetes.io/kube-apiserver-client-kubelet"
+        assert [c["type"] for c in request["status"]["conditions"]] == ["Approved"]
+        assert request["status"]["certificate"]
+    bootstrap = yaml.safe_load(
+        (cluster / "kubeconfigs" / "node-1-bootstrap.conf").read_text())
+    assert bootstrap["users"][0]["user"] == {"token": token}
+    earned = yaml.safe_load((cluster / "kubeconfigs" / "node-1.conf").read_text())
+    assert earned["users"][0]["user"]["client-certificate"].endswith(
+        "kubelet-client-current.pem")
+    who = as_user(cluster, "node-1", "auth", "whoami", "-o",
+                  "jsonpath={.status.userInfo.username}")
+    assert who.stdout == "system:node:node-1", who.stderr
+
+
 def test_a_deployment_runs_and_logs_and_exec_reach_the_kubelet(cluster: Path) -> None:
     kubectl(cluster, "create", "deployment", "web", "--image=nginx:1.14.2")
     kubectl(cluster, "rollout", "status", "deployment/web", "--timeout=90s")
