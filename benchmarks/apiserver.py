@@ -21,6 +21,9 @@ with PASS/FAIL beside each target, appends it to benchmarks/RESULTS.md, and stop
        certificates and RBAC (the client a user bound to `edit` in the namespace), over
        the same against plain HTTP with AlwaysAllow, in alternating trials on fresh
        servers. Target: >= 80% of the plain figures
+    8. the price of tracing: creates/s with every write traced (a span exported to the
+       trace receiver, the trace recorded on the object) over untraced, alternating
+       trials on fresh servers. Target: >= 90%
 
 Every phase also records the CPU each process used (API server, etcd, this client, the
 watch readers and everything else on the machine), from /proc, so a reader can tell which
@@ -43,6 +46,7 @@ import os
 import platform
 import ssl
 import statistics
+import subprocess
 import sys
 import time
 from array import array
@@ -66,6 +70,7 @@ from benchmarks.etcd_raw import raw_create_rate, scratch_directory  # noqa: E402
 from minikube_py.client import transport  # noqa: E402
 from minikube_py.cluster.apiserver import APIServerProcess, ServingTLS  # noqa: E402
 from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
+from minikube_py.process import free_port, port_in_use  # noqa: E402
 from minikube_py.security import pki  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
@@ -775,6 +780,71 @@ async def compare_security(tmp: Path, sizes: Sizes, trials: int) -> list[Row]:
     return rows
 
 
+async def tracing_trial(tmp: Path, endpoint: str | None, sizes: Sizes) -> tuple[float, float]:
+    """(creates/s, the API server's CPU per create in us) on a fresh etcd and API server,
+    with every write traced to `endpoint` (the trace receiver), or without tracing."""
+    async with EtcdProcess(tmp / "etcd") as etcd:
+        assert etcd.pid is not None
+        extra = ["--log-requests=false", NO_SERVICE_ACCOUNTS]
+        if endpoint is not None:
+            config = tmp / "tracing.yaml"
+            config.write_text("apiVersion: apiserver.config.k8s.io/v1\n"
+                              "kind: TracingConfiguration\n"
+                              f"endpoint: {endpoint}\nsamplingRatePerMillion: 1000000\n")
+            extra.append(f"--tracing-config-file={config}")
+        async with APIServerProcess([etcd.client_url], tmp / "apiserver.log",
+                                    extra_args=tuple(extra)) as server:
+            async with ConnectionPool(server.url, sizes.concurrency) as pool:
+                await create_namespace(pool, "bench")
+                bench = Bench(pool, sizes, {"apiserver": child_pid("minikube_py.apiserver"),
+                                            "etcd": etcd.pid, "client": os.getpid()})
+                created = await bench.create_trial(0)
+    return created.rate, created.cost_us
+
+
+@contextlib.contextmanager
+def trace_receiver(tmp: Path) -> Iterator[str]:
+    """`python -m minikube_py.tracing` on a free port: the endpoint (host:port)."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "minikube_py.tracing",
+                                f"--data-dir={tmp / 'spans'}", f"--port={port}"],
+                               stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 15
+        while not port_in_use(port):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise BenchmarkError("the trace receiver did not start")
+            time.sleep(0.05)
+        yield f"127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+async def compare_tracing(tmp: Path, sizes: Sizes, trials: int) -> list[Row]:
+    """Alternate untraced and traced trials (every create a span, exported to the trace
+    receiver, and the trace recorded on the object); the medians, traced over untraced."""
+    results: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+    with trace_receiver(tmp) as endpoint:
+        for trial in range(trials):
+            for traced in (False, True) if trial % 2 == 0 else (True, False):
+                progress(f"tracing comparison: {'traced' if traced else 'untraced'}, "
+                         f"trial {trial + 1} of {trials}")
+                results[traced].append(await tracing_trial(
+                    tmp / f"{'traced' if traced else 'untraced'}-{trial}",
+                    endpoint if traced else None, sizes))
+    off = statistics.median(rate for rate, _ in results[False])
+    on = statistics.median(rate for rate, _ in results[True])
+    off_us = statistics.median(cost for _, cost in results[False])
+    on_us = statistics.median(cost for _, cost in results[True])
+    return [Row("tracing on vs off: API creates/s",
+                f"{on:,.0f}/s vs {off:,.0f}/s ({100 * on / off:.0f}%, median of {trials}); "
+                f"API server CPU {on_us:,.0f} vs {off_us:,.0f} us each",
+                ">= 90% of off", on >= 0.9 * off,
+                numbers={"rate": on, "untraced_rate": off, "apiserver_cpu_us": on_us,
+                         "untraced_cpu_us": off_us})]
+
+
 def progress(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
@@ -844,6 +914,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 rows.append(await bench.watch(None, args.watch_processes))
                 rows += bench.encoders()
         rows += await compare_security(Path(tmp) / "security", SECURITY_TRIAL, 3)
+        rows += await compare_tracing(Path(tmp) / "tracing", SECURITY_TRIAL,
+                                      1 if args.quick else 3)
         if not args.quick:
             comparison = await compare_loops(Path(tmp), (args.event_loop, other_loop),
                                              args.watch_processes)

@@ -32,6 +32,7 @@ METRICS = [
     ("decode 300 pods one by one: orjson vs json", False),
     ("TLS + client certificates + Node,RBAC vs plain HTTP: API creates/s", True),
     ("TLS + client certificates + Node,RBAC vs plain HTTP: API GETs/s", True),
+    ("tracing on vs off: API creates/s", True),
 ]
 
 

@@ -27,6 +27,7 @@ from minikube_py.apiserver.serviceaccount import (
     load_signing_key,
 )
 from minikube_py.apiserver.storage.encryption import load_encryption_config
+from minikube_py.tracing.setup import read_tracing_config
 
 
 def checked_by(parse: Callable[[str], object]) -> Callable[[str], str]:
@@ -103,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="an audit.k8s.io/v1 Policy: what to audit, at which level")
     parser.add_argument("--audit-log-path", default="",
                         help="where audit events go, one JSON line each")
+    parser.add_argument("--tracing-config-file", default="",
+                        help="a TracingConfiguration (apiserver.config.k8s.io/v1): the "
+                             "OTLP/HTTP endpoint spans go to and the sampling rate")
     parser.add_argument("--encryption-provider-config", default="",
                         help="an EncryptionConfiguration: which resources etcd holds "
                              "encrypted, with which keys")
@@ -166,6 +170,8 @@ def main(argv: list[str] | None = None) -> None:
             load_encryption_config(Path(args.encryption_provider_config))
         if args.audit_policy_file:
             load_policy(Path(args.audit_policy_file))
+        if args.tracing_config_file:
+            read_tracing_config(Path(args.tracing_config_file))
         if args.service_account_signing_key_file:
             load_signing_key(Path(args.service_account_signing_key_file).read_bytes())
         for key_file in args.service_account_key_file:
@@ -201,6 +207,7 @@ def main(argv: list[str] | None = None) -> None:
         encryption_provider_config=args.encryption_provider_config,
         audit_policy_file=args.audit_policy_file,
         audit_log_path=args.audit_log_path,
+        tracing_config_file=args.tracing_config_file,
         service_account_signing_key_file=args.service_account_signing_key_file,
         service_account_key_files=tuple(args.service_account_key_file),
         service_account_issuer=args.service_account_issuer,

@@ -35,7 +35,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from minikube_py.api import errors
 from minikube_py.api.meta import new_uid
 from minikube_py.api.resources import CONNECT_SUBRESOURCES, RESOURCES
-from minikube_py.apiserver import bootstrappolicy, discovery, health, negotiation, openapi
+from minikube_py.apiserver import (
+    bootstrappolicy,
+    discovery,
+    health,
+    negotiation,
+    openapi,
+    tracing,
+)
 from minikube_py.apiserver.admission import request_user
 from minikube_py.apiserver.admission.chain import DEFAULT_PLUGINS, AdmissionSources, build_chain
 from minikube_py.apiserver.aggregation import Aggregator
@@ -90,6 +97,10 @@ from minikube_py.apiserver.strategies import strategy_for
 from minikube_py.apiserver.watchcache import WatchCache, decode
 from minikube_py.lifecycle import Component
 from minikube_py.security.pki import server_ssl_context
+from minikube_py.tracing import context as tracing_context
+from minikube_py.tracing.exporter import OTLPExporter
+from minikube_py.tracing.setup import read_tracing_config, tracer_for
+from minikube_py.tracing.tracer import Tracer
 
 FORCE_LIVE_LOOKUP_SECONDS = 30.0
 log = logging.getLogger("minikube_py.apiserver")
@@ -148,6 +159,7 @@ class APIServerConfig:
     encryption_provider_config: str = ""  # an EncryptionConfiguration (Secrets at rest)
     audit_policy_file: str = ""
     audit_log_path: str = ""
+    tracing_config_file: str = ""  # a TracingConfiguration: where spans go (tracing/setup.py)
     # ServiceAccount tokens: the key that signs them, the keys that check them
     service_account_signing_key_file: str = ""
     service_account_key_files: tuple[str, ...] = ()
@@ -197,6 +209,9 @@ class APIServer(Component):
                               if config.enable_bootstrap_token_auth else None))
         self.authorizer = self._authorizer(config.authorization_mode)
         self._build_admission()
+        self.tracer = (tracer_for("kube-apiserver",
+                                  *read_tracing_config(Path(config.tracing_config_file)))
+                       if config.tracing_config_file else Tracer("kube-apiserver"))
         self.audit: AuditLog | None = None
         if config.audit_policy_file and config.audit_log_path:
             self.audit = AuditLog(load_policy(Path(config.audit_policy_file)),
@@ -392,6 +407,8 @@ class APIServer(Component):
             self._runner = None
         if self.audit is not None:
             self.audit.sink.close()
+        if isinstance(self.tracer.exporter, OTLPExporter):
+            await self.tracer.exporter.close()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -488,6 +505,11 @@ class APIServer(Component):
         # Long-running requests (watches, log streams) are not held to the in-flight limit.
         long_running = info.verb == "watch" or info.subresource in LONG_RUNNING_SUBRESOURCES
         counted = False
+        traced = (tracing.begin(self.tracer, request.headers.get(tracing_context.HEADER),
+                                info.verb, info.resource, info.subresource, info.namespace,
+                                info.name)
+                  if info.is_resource_request and kind == "mutating" and not long_running
+                  else None)
         audit_event: AuditEvent | None = None
         decision = "allow"
         response: web.StreamResponse
@@ -498,6 +520,8 @@ class APIServer(Component):
                                 self.authorizer)
             request["user"] = user
             request_user.set(user)  # what admission sees as the request's user
+            if traced is not None:
+                tracing.record_user(user.name)
             attributes = Attributes.of_request(user, info, request.method, request.path)
             if self.audit is not None:
                 audit_event = self.audit.begin(
@@ -541,6 +565,8 @@ class APIServer(Component):
                 watchers.dec()
             if counted:
                 self._inflight[kind] -= 1
+        if traced is not None:
+            tracing.end(traced, response.status)
         if not response.prepared:
             response.headers["Audit-Id"] = request_id
         if audit_event is not None:

@@ -21,6 +21,9 @@ field without `omitempty`, and every struct): api/schema/written.py.
 Admission (admission/) is the chain of plugins the server hands every store: mutating
 plugins may change the object, validating ones only refuse.
 
+Tracing (tracing.py): a create records the request's trace on the object; an update keeps
+it, and the request's span joins it.
+
 "managedFields" is the field manager's record of who changed what (server-side apply:
 `api/managedfields`), kept only for objects that already have one.
 
@@ -52,6 +55,7 @@ from minikube_py.api.validation import (
     validate_object_meta,
     validate_object_meta_update,
 )
+from minikube_py.apiserver import tracing
 from minikube_py.apiserver.admission import CREATE, DELETE, UPDATE, Attributes, Chain
 from minikube_py.apiserver.storage.etcd import (
     CompactedError,
@@ -277,11 +281,13 @@ class Store:
             return obj
 
         name = metadata["name"]
+        tracing.record_create(obj)
         try:
             revision = await self.etcd.create(self.key(namespace, name).encode(), encode(obj))
         except KeyExistsError:
             raise errors.already_exists(self.resource.plural, self.resource.group, name) from None
         metadata["resourceVersion"] = str(revision)
+        tracing.record_revision(revision)
         return obj
 
     def create_attributes(self, namespace: str, obj: Obj, dry_run: bool) -> Attributes:
@@ -461,6 +467,7 @@ class Store:
                 current = None
                 continue
             updated["metadata"]["resourceVersion"] = str(written_at)
+            tracing.record_revision(written_at)
             return updated
         raise self._conflict(name)
 
@@ -540,6 +547,7 @@ class Store:
             metadata["namespace"] = old_meta.get("namespace")
         metadata.setdefault("name", old_meta.get("name"))
         metadata["resourceVersion"] = old_meta["resourceVersion"]
+        tracing.record_update(new, current)
         if subresource == "status":
             self.strategy.prepare_for_status_update(new, current)
         elif subresource:
@@ -570,6 +578,7 @@ class Store:
                 raise self._not_found(name)
             current = decode(kv)
             self._check_preconditions(current, options.preconditions)
+            tracing.record_delete(current)
             admission = self.admission.attributes(self.resource, DELETE, namespace, name,
                                                   None, current, dry_run=options.dry_run)
             await self.admission.admit(admission)

@@ -30,6 +30,7 @@ from minikube_py.api.resources import RESOURCES, Resource
 from minikube_py.client import transport
 from minikube_py.client.errors import APIStatusError, TooManyRequests, status_error
 from minikube_py.client.kubeconfig import ClientConfig, load_kubeconfig
+from minikube_py.tracing import context as tracing_context
 
 Obj = dict[str, Any]
 
@@ -148,7 +149,10 @@ class Client:
                       timeout: float = 60.0) -> Obj:
         """One API call, with the retries its verb allows; returns the decoded JSON body."""
         data = orjson.dumps(body) if body is not None else None
-        headers = {"Content-Type": content_type} if data is not None else None
+        headers = {"Content-Type": content_type} if data is not None else {}
+        if (span := tracing_context.current()) is not None:
+            # the span this call is part of: the API server continues its trace
+            headers[tracing_context.HEADER] = span.traceparent()
         idempotent = method == "GET"
         attempt = 0
         while True:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,3 +67,12 @@ _current: ContextVar[SpanContext | None] = ContextVar("minikube_py_span", defaul
 def current() -> SpanContext | None:
     """The context of the span running in this task (None outside any span)."""
     return _current.get()
+
+
+def activate(span: SpanContext) -> Token[SpanContext | None]:
+    """Make `span` the current one in this task, until `deactivate`."""
+    return _current.set(span)
+
+
+def deactivate(token: Token[SpanContext | None]) -> None:
+    _current.reset(token)

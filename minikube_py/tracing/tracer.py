@@ -17,7 +17,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from minikube_py.tracing.context import SpanContext, _current, new_span_id, new_trace_id
+from minikube_py.tracing.context import (
+    SpanContext,
+    activate,
+    current,
+    deactivate,
+    new_span_id,
+    new_trace_id,
+)
 
 # OTLP's SpanKind and StatusCode numbers
 INTERNAL, SERVER, CLIENT = 1, 2, 3
@@ -94,7 +101,7 @@ class Tracer:
               attributes: dict[str, Any] | None = None) -> Span:
         """A span, child of `parent` (or of the span running now, or a new trace's
         root). It is not made current: see `span` for that."""
-        parent = parent or _current.get()
+        parent = parent or current()
         if parent is None:
             sampled = self.sampling >= 1.0 or random.random() < self.sampling
             context, parent_id = SpanContext(new_trace_id(), new_span_id(), sampled), ""
@@ -112,14 +119,14 @@ class Tracer:
             yield NOT_RECORDING
             return
         span = self.start(name, parent=parent, kind=kind, attributes=attributes)
-        token = _current.set(span.context)
+        token = activate(span.context)
         try:
             yield span
         except BaseException as error:
             span.fail(f"{type(error).__name__}: {error}")
             raise
         finally:
-            _current.reset(token)
+            deactivate(token)
             span.end()
 
 
