@@ -98,8 +98,7 @@ from minikube_py.apiserver.watchcache import WatchCache, decode
 from minikube_py.lifecycle import Component
 from minikube_py.security.pki import server_ssl_context
 from minikube_py.tracing import context as tracing_context
-from minikube_py.tracing.exporter import OTLPExporter
-from minikube_py.tracing.setup import read_tracing_config, tracer_for
+from minikube_py.tracing.setup import close_tracer, read_tracing_config, tracer_for
 from minikube_py.tracing.tracer import Tracer
 
 FORCE_LIVE_LOOKUP_SECONDS = 30.0
@@ -407,8 +406,7 @@ class APIServer(Component):
             self._runner = None
         if self.audit is not None:
             self.audit.sink.close()
-        if isinstance(self.tracer.exporter, OTLPExporter):
-            await self.tracer.exporter.close()
+        await close_tracer(self.tracer)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

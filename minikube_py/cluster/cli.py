@@ -43,6 +43,7 @@ from minikube_py.cluster.components import (
     MetricsProcess,
     ProxyProcess,
     SchedulerProcess,
+    TraceReceiverProcess,
 )
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.image_command import add_image_command, push_catalog
@@ -81,14 +82,15 @@ from minikube_py.process import (
 
 DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443,
                  "controller-manager": 10257, "scheduler": 10259, "registry": 5000,
-                 "dns": 10053, "dns-metrics": 9153, "hollow-nodes": 10251, "metrics": 4443}
+                 "dns": 10053, "dns-metrics": 9153, "hollow-nodes": 10251, "metrics": 4443,
+                 "tracing": 4318}
 NODE_PORTS = {"kubelet": 10250, "kubelet-healthz": 10248, "proxy-healthz": 10256,
               "proxy-metrics": 10249}
 KUBERNETES_SERVICE_IP = "10.96.0.1"
 """Upstream's ports, on each node's own address: every node has a network of its own."""
 # Started stage by stage (the components of a stage together, on every node); stopped in
 # reverse order. A node's component is named node-N/<component>.
-STAGES = (("registry", "etcd"), ("apiserver",),
+STAGES = (("registry", "etcd", "tracing"), ("apiserver",),
           ("controller-manager", "scheduler", "containerd", "proxy", "dns", "metrics"),
           ("kubelet", "hollow-nodes"))
 COMPONENTS = tuple(name for stage in STAGES for name in stage)
@@ -143,7 +145,8 @@ def fail(message: str) -> None:
 
 def _cluster(state: Path, verbosity: int, nodes: int | None, simulated_nodes: int | None,
              extra_config: dict[str, dict[str, str]] | None = None,
-             secure: bool | None = None) -> dict[str, Any]:
+             secure: bool | None = None, tracing_endpoint: str | None = None
+             ) -> dict[str, Any]:
     """This cluster's ports, nodes and their pod CIDRs: chosen once (defaults, else free
     ones) and remembered in cluster.json, with the components' log verbosity (which the
     supervisor's restarts use too), the numbers of nodes and hollow nodes and the extra
@@ -158,6 +161,8 @@ def _cluster(state: Path, verbosity: int, nodes: int | None, simulated_nodes: in
     if secure is not None:
         cluster["secure"] = secure
     cluster.setdefault("secure", True)
+    if tracing_endpoint is not None:  # "": back to the cluster's own receiver
+        cluster["tracingEndpoint"] = tracing_endpoint
     if nodes is not None:
         cluster["nodes"] = nodes
     cluster.setdefault("nodes", 1)
@@ -230,6 +235,10 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
         return {"log_path": state / "logs" / f"{name}.log",
                 "pid_file": state / "run" / f"{name}.pid"}
 
+    # every component's spans go to our trace receiver, or where --tracing-endpoint says
+    tracing_endpoint = (cluster.get("tracingEndpoint")
+                        or f"http://{address}:{ports['tracing']}")
+    traced = (f"--tracing-endpoint={tracing_endpoint}",)
     etcd = EtcdProcess(state / "etcd", client_port=ports["etcd-client"],
                        peer_port=ports["etcd-peer"], name="minikube-py", **files("etcd"))
     processes: dict[str, ComponentProcess] = {
@@ -238,7 +247,9 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
         "etcd": etcd,
         "apiserver": APIServerProcess(
             [etcd.client_url], port=ports["apiserver"], address=address,
-            extra_args=(*secured_apiserver_flags(certs), *flags("apiserver")[1:]),
+            extra_args=(*secured_apiserver_flags(certs),
+                        f"--tracing-config-file={tracing_config(state)}",
+                        *flags("apiserver")[1:]),
             tls=(ServingTLS(certs.file("apiserver.crt"), certs.file("apiserver.key"),
                             certs.ca_file) if certs is not None else None),
             **files("apiserver")),
@@ -246,12 +257,16 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
             kubeconfig_of("controller-manager"), port=ports["controller-manager"],
             **files("controller-manager"),
             extra_args=("--leader-elect", f"--loadbalancer-ip-range={LOAD_BALANCER_RANGE}",
-                        *secured_controller_manager_flags(certs),
+                        *secured_controller_manager_flags(certs), *traced,
                         *flags("controller-manager"))),
         "scheduler": SchedulerProcess(kubeconfig_of("scheduler"), port=ports["scheduler"],
-                                      extra_args=("--leader-elect", *flags("scheduler")),
+                                      extra_args=("--leader-elect", *traced,
+                                                  *flags("scheduler")),
                                       **files("scheduler")),
     }
+    if not cluster.get("tracingEndpoint"):
+        processes["tracing"] = TraceReceiverProcess(
+            state / "traces", port=ports["tracing"], address=address, **files("tracing"))
     if cluster.get("simulatedNodes"):
         processes["hollow-nodes"] = HollowNodesProcess(
             state / "kubeconfig", count=cluster["simulatedNodes"], port=ports["hollow-nodes"],
@@ -281,15 +296,30 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
             node_ip=node.address, port=NODE_PORTS["kubelet"],
             healthz_port=NODE_PORTS["kubelet-healthz"] if certs is not None else None,
             extra_args=(f"--cluster-dns={CLUSTER_DNS}",
-                        *secured_kubelet_flags(certs, node.name), *flags("kubelet")),
+                        *secured_kubelet_flags(certs, node.name), *traced, *flags("kubelet")),
             bootstrap_kubeconfig=(certs.bootstrap_kubeconfig(node.name)
                                   if certs is not None else None),
             **in_node, **files(f"{node.name}/kubelet"))
         processes[f"{node.name}/proxy"] = ProxyProcess(
             kubeconfig_of("proxy"), node_name=node.name, cluster_cidr=str(CLUSTER_CIDR),
             port=NODE_PORTS["proxy-healthz"], metrics_port=NODE_PORTS["proxy-metrics"],
-            extra_args=flags("proxy"), **in_node, **files(f"{node.name}/proxy"))
+            extra_args=(*traced, *flags("proxy")), **in_node, **files(f"{node.name}/proxy"))
     return processes
+
+
+def tracing_config(state: Path) -> Path:
+    """The API server's TracingConfiguration (written by `up`)."""
+    return state / "tracing.yaml"
+
+
+def write_tracing_config(state: Path, cluster: dict[str, Any]) -> None:
+    """Every write traced, its spans sent to the cluster's tracing endpoint."""
+    network = cluster_network(cluster)
+    address = network.gateway if network is not None else LOOPBACK
+    endpoint = cluster.get("tracingEndpoint") or f"{address}:{cluster['ports']['tracing']}"
+    tracing_config(state).write_text(
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\n"
+        f"endpoint: {endpoint}\nsamplingRatePerMillion: 1000000\n")
 
 
 def secured_apiserver_flags(certs: ClusterCertificates | None) -> tuple[str, ...]:
@@ -348,10 +378,14 @@ def up(args: argparse.Namespace) -> None:
                  "first to start it with these")
     for sub in ("logs", "run"):
         (state / sub).mkdir(parents=True, exist_ok=True)
+    if args.tracing_endpoint and not args.tracing_endpoint.startswith(("http://", "https://")):
+        fail(f"--tracing-endpoint must be an http:// or https:// URL (an OTLP/HTTP "
+             f"receiver, e.g. http://127.0.0.1:4318), not {args.tracing_endpoint!r}")
     cluster = _cluster(state, args.v, args.nodes, args.simulated_nodes, extra_config,
-                       args.secure)
+                       args.secure, args.tracing_endpoint)
     if cluster.get("secure"):
         _make_certificates(state, cluster)
+    write_tracing_config(state, cluster)
     processes = components(state, cluster)
     started = time.monotonic()
     try:
@@ -668,6 +702,10 @@ def main(argv: list[str] | None = None) -> None:
                             "--no-secure: plain HTTP where anyone may do anything; "
                             "remembered for later `up`s (to change it, `down --purge` "
                             "first)")
+    start.add_argument("--tracing-endpoint", default=None, metavar="URL",
+                       help="send every component's spans to this OTLP/HTTP receiver (a "
+                            "collector, Jaeger, Tempo) instead of the cluster's own, which "
+                            "`mkctl trace` reads; \"\" goes back to the cluster's own")
     start.set_defaults(run=up)
     stop = commands.add_parser("down", help="stop the cluster")
     stop.add_argument("--purge", action="store_true", help="also delete the cluster's data")

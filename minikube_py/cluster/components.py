@@ -205,3 +205,41 @@ class DNSProcess(ClientComponentProcess):
 
     def ports(self) -> list[int]:
         return [self.dns_port, self.port]
+
+
+class TraceReceiverProcess(ComponentProcess):
+    """`python -m minikube_py.traces`: the OTLP/HTTP endpoint every component sends its
+    spans to, kept (bounded, in data_dir) for `mkctl trace`; /healthz on its port."""
+
+    component = "the trace receiver"
+    error = ClientComponentProcessError
+
+    def __init__(self, data_dir: Path, log_path: Path, *, port: int,
+                 address: str = LOOPBACK, pid_file: Path | None = None,
+                 extra_args: tuple[str, ...] = ()) -> None:
+        super().__init__(log_path, start_timeout=15.0, stop_timeout=10.0, pid_file=pid_file,
+                         address=address)
+        self.data_dir = data_dir
+        self.port = port
+        self.extra_args = extra_args
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.address}:{self.port}"
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "minikube_py.traces", f"--data-dir={self.data_dir}",
+                f"--bind-address={self.address}", f"--port={self.port}", *self.extra_args]
+
+    def ports(self) -> list[int]:
+        return [self.port]
+
+    async def serving(self) -> bool:
+        return await asyncio.to_thread(self.healthy)
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as answer:
+                return answer.status == 200
+        except (urllib.error.URLError, OSError):
+            return False

@@ -16,6 +16,7 @@ from minikube_py.controllers.manager import ControllerManager, select_controller
 from minikube_py.controllers.registry import ALL_CONTROLLERS
 from minikube_py.controllers.servicelb import parse_range
 from minikube_py.security.pki import KeyPair
+from minikube_py.tracing.setup import add_tracing_flag, tracer_for
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -61,6 +62,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--cluster-signing-duration", type=flag_duration,
                         default=ControllerOptions.cluster_signing_duration,
                         help="how long signed certificates last (default 8760h0m0s)")
+    add_tracing_flag(parser)
     parser.add_argument("--bind-address", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=10257, help="/healthz and /metrics "
                         "(plain HTTP); 0 disables")
@@ -105,6 +107,7 @@ def main(argv: list[str] | None = None) -> None:
                                   cluster_signing_duration=args.cluster_signing_duration),
         bind_address=args.bind_address, port=args.port or None,
         use_service_account_credentials=args.use_service_account_credentials,
+        tracer=tracer_for("kube-controller-manager", args.tracing_endpoint),
     )
 
     async def run() -> None:

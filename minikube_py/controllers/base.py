@@ -31,6 +31,8 @@ from minikube_py.client.store import object_key
 from minikube_py.client.workqueue import RateLimitingQueue, ShutDown, WorkqueueMetrics
 from minikube_py.lifecycle import Component
 from minikube_py.security.pki import KeyPair
+from minikube_py.tracing import context as tracing_context
+from minikube_py.tracing.tracer import DISABLED, Tracer
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -65,6 +67,7 @@ class ControllerContext:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     options: ControllerOptions = field(default_factory=ControllerOptions)
     clock: Callable[[], datetime] = utc_now  # tests of time (CronJob) pass a fake clock
+    tracer: Tracer = DISABLED  # --tracing-endpoint: spans of syncs (docs/tracing.md)
     _workqueue_metrics: WorkqueueMetrics | None = None
     _sync_metric: Counter | None = None
     _recorders: dict[str, EventRecorder] = field(default_factory=dict)
@@ -111,6 +114,8 @@ class Controller(Component):
         self.client = ctx.client
         self.recorder = ctx.recorder_for(self.event_source or f"{self.name}-controller")
         self.queue = RateLimitingQueue(self.name, metrics=ctx.workqueue_metrics)
+        # the informer of the kind this controller syncs: its objects' traces continue
+        self.traced: SharedInformer | None = None
 
     # -- wiring helpers ----------------------------------------------------------------------
 
@@ -120,6 +125,7 @@ class Controller(Component):
 
     def watch_own_kind(self, informer: SharedInformer) -> None:
         """Queue the object's own key on every add, update and delete."""
+        self.traced = informer
         informer.add_event_handler(EventHandler(
             on_add=self.enqueue, on_update=lambda _old, new: self.enqueue(new),
             on_delete=self.enqueue))
@@ -159,7 +165,7 @@ class Controller(Component):
                 return
             started = time.monotonic()
             try:
-                await self.sync(key)
+                await self._traced_sync(key)
             except asyncio.CancelledError:
                 raise
             except Exception as error:
@@ -172,6 +178,21 @@ class Controller(Component):
                 self.queue.done(key)
             log.debug("%s: synced %s in %.1f ms", self.name, key,
                       (time.monotonic() - started) * 1000)
+
+    async def _traced_sync(self, key: str) -> None:
+        """sync(key), as a span of the object's trace when it carries one: the writes the
+        sync makes (a ReplicaSet's pods) carry the trace on (tracing/context.py)."""
+        tracer = self.ctx.tracer
+        obj = self.traced.store.get(key) if tracer.enabled and self.traced else None
+        parent = tracing_context.of_object(obj) if obj is not None else None
+        if parent is None or self.traced is None:
+            await self.sync(key)
+            return
+        namespace, _, name = key.rpartition("/")
+        with tracer.span(f"{self.name} sync", parent=parent, **{
+                "k8s.resource": self.traced.resource.resource.plural,
+                "k8s.namespace": namespace, "k8s.name": name, "controller": self.name}):
+            await self.sync(key)
 
     def _handle_error(self, key: str, error: Exception) -> None:
         """Log, and retry the key with backoff; other keys are served meanwhile."""

@@ -135,6 +135,7 @@ class CronJobController(Controller):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.cronjobs = self.informer("cronjobs", "batch")
+        self.traced = self.cronjobs
         self.jobs = self.informer("jobs", "batch")
         self.cronjobs_client = self.client.resource("cronjobs", "batch")
         self.jobs_client = self.client.resource("jobs", "batch")

@@ -128,6 +128,7 @@ class DaemonSetController(Controller):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.daemonsets = self.informer("daemonsets", "apps")
+        self.traced = self.daemonsets
         self.pods = self.informer("pods")
         self.nodes = self.informer("nodes")
         self.daemonset_client = self.client.resource("daemonsets", "apps")

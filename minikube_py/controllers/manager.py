@@ -30,6 +30,8 @@ from minikube_py.client.rest import Client
 from minikube_py.controllers.base import Controller, ControllerContext, ControllerOptions, utc_now
 from minikube_py.controllers.clientbuilder import ServiceAccountClients, account_for
 from minikube_py.lifecycle import Component
+from minikube_py.tracing.setup import close_tracer
+from minikube_py.tracing.tracer import DISABLED, Tracer
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +59,7 @@ class ControllerManager(Component):
 
     def __init__(self, client: Client, controllers: Sequence[type[Controller]], *,
                  options: ControllerOptions | None = None,
-                 clock: Callable[[], datetime] = utc_now,
+                 clock: Callable[[], datetime] = utc_now, tracer: Tracer = DISABLED,
                  leader_elect: bool = False, identity: str | None = None,
                  lease_duration: float = 15.0, renew_deadline: float = 10.0,
                  retry_period: float = 2.0, bind_address: str = "127.0.0.1",
@@ -70,6 +72,7 @@ class ControllerManager(Component):
         self.controller_classes = list(controllers)
         self.options = options or ControllerOptions()
         self.clock = clock
+        self.tracer = tracer
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
         self.registry = CollectorRegistry()
         self.elector = LeaderElector(
@@ -95,12 +98,13 @@ class ControllerManager(Component):
             if self._runner is not None:
                 await self._runner.cleanup()
                 self._runner = None
+            await close_tracer(self.tracer)
 
     async def _run_controllers(self) -> None:
         informers = SharedInformerFactory(self.client)
         ctx = ControllerContext(client=self.client, informers=informers,
                                 registry=self.registry, options=self.options,
-                                clock=self.clock)
+                                clock=self.clock, tracer=self.tracer)
         accounts = (ServiceAccountClients(self.client) if self.use_service_account_credentials
                     else None)
         contexts = [ctx]

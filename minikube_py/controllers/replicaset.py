@@ -264,6 +264,7 @@ class ReplicaSetController(Controller):
         self.replica_set_client = self.client.resource(self.managed_plural, self.managed_group)
         self.pod_client = self.client.resource("pods")
         self.replica_sets = self.informer(self.managed_plural, self.managed_group)
+        self.traced = self.replica_sets
         self.replica_sets.add_indexers({CONTROLLER_UID_INDEX: index_by_controller_uid})
         self.replica_sets.add_event_handler(EventHandler(
             on_add=self.enqueue, on_update=self.update_replica_set,

@@ -23,6 +23,7 @@ from minikube_py.kubelet.cri import RemoteRuntime, RuntimeService
 from minikube_py.kubelet.kubelet import Kubelet, KubeletConfig
 from minikube_py.kubelet.node_status import read_host_info
 from minikube_py.kubelet.simulated import SimulatedRuntime
+from minikube_py.tracing.setup import add_tracing_flag, close_tracer, tracer_for
 
 DEFAULT_ROOT = Path("/var/lib/minikube-py/kubelet")
 
@@ -104,6 +105,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--register-with-taints", type=_taints, default=[])
     parser.add_argument("--max-parallel-starts", type=int, default=3,
                         help="pods whose sandbox and containers start at the same time")
+    add_tracing_flag(parser)
     parser.add_argument("--simulate", type=int, default=0, metavar="N",
                         help="run N hollow nodes (simulated runtime) in this process")
     parser.add_argument("--simulated-start-delay", type=float, default=0.0,
@@ -163,10 +165,12 @@ def main(argv: list[str] | None = None) -> None:
                 tasks.create_task(certificate.CertificateRotation(
                     client, config.node_name, cert_dir, client.reload_client_certificate
                 ).run())
+            tracer = tracer_for("kubelet", args.tracing_endpoint)
             try:
-                await Kubelet(config, client, runtime, host).run()
+                await Kubelet(config, client, runtime, host, tracer=tracer).run()
             finally:
                 await runtime.close()
+                await close_tracer(tracer)
 
     run_component("kubelet", run)
 

@@ -19,6 +19,7 @@ import grpc
 from google.protobuf.message import Message
 
 from minikube_py.gen.cri import api_pb2, api_pb2_grpc
+from minikube_py.tracing.tracer import child_span
 
 REQUEST_TIMEOUT = 10.0
 """Seconds a CRI call may take unless the caller says otherwise."""
@@ -232,6 +233,11 @@ class RemoteRuntime(RuntimeService):
                      ("grpc.enable_retries", 0)])
         self._runtime = api_pb2_grpc.RuntimeServiceStub(self._channel)
         self._images = api_pb2_grpc.ImageServiceStub(self._channel)
+        # each RPC's full name, for the spans of traced pods ("runtime.v1.ImageService/PullImage")
+        self._names = {id(getattr(stub, method)): f"runtime.v1.{service}/{method}"
+                       for stub, service in ((self._runtime, "RuntimeService"),
+                                             (self._images, "ImageService"))
+                       for method in vars(stub) if not method.startswith("_")}
 
     async def close(self) -> None:
         """Close the gRPC channel."""
@@ -252,11 +258,13 @@ class RemoteRuntime(RuntimeService):
 
     async def _call(self, rpc: Callable[..., Awaitable[Any]], request: Message,
                     timeout: float | None, default: float = REQUEST_TIMEOUT) -> Any:
-        """Make one unary call with a deadline, turning gRPC failures into CRIError."""
-        try:
-            return await rpc(request, timeout=default if timeout is None else timeout)
-        except grpc.aio.AioRpcError as error:
-            raise CRIError(error.code(), error.details() or "") from error
+        """Make one unary call with a deadline, turning gRPC failures into CRIError; a
+        span of it when a traced pod's sync makes it."""
+        with child_span(self._names.get(id(rpc), "runtime.v1/call")):
+            try:
+                return await rpc(request, timeout=default if timeout is None else timeout)
+            except grpc.aio.AioRpcError as error:
+                raise CRIError(error.code(), error.details() or "") from error
 
     async def version(self, request: api_pb2.VersionRequest,
                       timeout: float | None = None) -> api_pb2.VersionResponse:

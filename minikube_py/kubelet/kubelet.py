@@ -63,6 +63,8 @@ from minikube_py.kubelet.status_manager import StatusManager
 from minikube_py.kubelet.volumes.manager import ContainerMount, VolumeError, VolumeManager
 from minikube_py.lifecycle import Component
 from minikube_py.security.pki import server_ssl_context
+from minikube_py.tracing import context as tracing_context
+from minikube_py.tracing.tracer import DISABLED, Tracer
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -112,9 +114,11 @@ class Kubelet(Component):
     through CRI. `await run()` in its process, or `async with Kubelet(...)`."""
 
     def __init__(self, config: KubeletConfig, client: Client, runtime: RuntimeService,
-                 host: HostInfo, *, factory: SharedInformerFactory | None = None) -> None:
+                 host: HostInfo, *, factory: SharedInformerFactory | None = None,
+                 tracer: Tracer = DISABLED) -> None:
         self.config = config
         self.client = client
+        self.tracer = tracer
         self.runtime = runtime
         self.host = host
         self.node_name = config.node_name
@@ -375,8 +379,21 @@ class Kubelet(Component):
     # -- SyncPod --------------------------------------------------------------------------
 
     async def sync_pod(self, uid: str) -> float | None:
-        """One pass of the pod worker: the pod's whole lifecycle step by step."""
+        """One pass of the pod worker; a span of the pod's trace when it carries one (its
+        CRI calls are spans under it, cri.py)."""
         pod = self.pods.get(uid)
+        parent = (tracing_context.of_object(pod)
+                  if pod and self.tracer.enabled and not _settled(pod) else None)
+        if pod is None or parent is None:
+            return await self._sync_pod(uid, pod)
+        metadata = pod["metadata"]
+        with self.tracer.span("SyncPod", parent=parent, **{
+                "k8s.resource": "pods", "k8s.namespace": metadata.get("namespace", ""),
+                "k8s.name": metadata.get("name", ""), "node": self.node_name}):
+            return await self._sync_pod(uid, pod)
+
+    async def _sync_pod(self, uid: str, pod: Obj | None) -> float | None:
+        """The pod's whole lifecycle step by step."""
         status = await self.runtime_manager.get_pod_status(uid)
         if pod is None:
             return await self._sync_removed_pod(uid, status)
@@ -585,3 +602,13 @@ def referenced_names(pod: Obj) -> set[str]:
             names.add((value_from.get("secretKeyRef") or {}).get("name", ""))
     names.discard("")
     return names
+
+
+def _settled(pod: Obj) -> bool:
+    """Running and ready, not being deleted: a sync of it changes nothing worth a span
+    (the periodic ones would bury the start of the pod's trace)."""
+    status = pod.get("status") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                for c in status.get("conditions") or [])
+    return (status.get("phase") == "Running" and ready
+            and not pod["metadata"].get("deletionTimestamp"))

@@ -20,6 +20,7 @@ from minikube_py.proxy.healthcheck import serve_healthz
 from minikube_py.proxy.iptables import IPTables, RestoreError
 from minikube_py.proxy.proxier import Proxier
 from minikube_py.proxy.rules import ProxyConfig
+from minikube_py.tracing.setup import add_tracing_flag, close_tracer, tracer_for
 
 
 def address(text: str) -> tuple[str, int]:
@@ -50,6 +51,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "/var/run/netns/NAME) instead of our own")
     parser.add_argument("--cleanup", action="store_true",
                         help="remove every rule and chain the proxy created, then exit")
+    add_tracing_flag(parser)
     add_verbosity_flag(parser)
     return parser.parse_args(argv)
 
@@ -75,7 +77,8 @@ def main(argv: list[str] | None = None) -> None:
         async with client:
             proxier = Proxier(client, config, netns=args.netns,
                               sync_period=args.iptables_sync_period,
-                              min_sync_period=args.iptables_min_sync_period, registry=registry)
+                              min_sync_period=args.iptables_min_sync_period, registry=registry,
+                              tracer=tracer_for("kube-proxy", args.tracing_endpoint))
             runners = []
             try:
                 for host, port in {args.healthz_bind_address, args.metrics_bind_address}:
@@ -90,6 +93,7 @@ def main(argv: list[str] | None = None) -> None:
             finally:
                 for runner in runners:
                     await runner.cleanup()
+                await close_tracer(proxier.tracer)
 
     run_component("proxy", run)
 

@@ -43,6 +43,8 @@ from minikube_py.proxy.rules import (
     service_rules,
 )
 from minikube_py.proxy.serviceports import SERVICE_NAME_LABEL, ServicePort, service_ports
+from minikube_py.tracing import context as tracing_context
+from minikube_py.tracing.tracer import DISABLED, Tracer
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -83,8 +85,9 @@ class Proxier(Component):
 
     def __init__(self, client: Client, config: ProxyConfig, *, netns: str | None = None,
                  sync_period: float = 30.0, min_sync_period: float = 0.1,
-                 registry: CollectorRegistry | None = None) -> None:
+                 registry: CollectorRegistry | None = None, tracer: Tracer = DISABLED) -> None:
         self.config = config
+        self.tracer = tracer
         self.iptables = IPTables(netns)
         self.sync_period, self.min_sync_period = sync_period, min_sync_period
         self.metrics = ProxyMetrics(registry or CollectorRegistry())
@@ -169,7 +172,7 @@ class Proxier(Component):
 
     async def sync(self, *, full: bool) -> None:
         """syncProxyRules: steps 1-5 of the module's list."""
-        started = time.monotonic()
+        started, started_ns = time.monotonic(), time.time_ns()
         dirty, self._dirty_keys = self._dirty_keys, set()
         gone_endpoints: list[tuple[ServicePort, str]] = []
         served_again: list[ServicePort] = []
@@ -229,6 +232,29 @@ class Proxier(Component):
             self.metrics.rules.labels(table).set(rule_count(desired, table))
         log.debug("synced proxy rules (%s, %d changed lines) in %.1f ms",
                   "full" if full else "partial", text.count("\n"), (now - started) * 1000)
+        if self.tracer.enabled:
+            self._trace_sync(dirty, started_ns, full, text.count("\n"))
+
+    def _trace_sync(self, services: set[str], started_ns: int, full: bool, lines: int
+                    ) -> None:
+        """A span of this sync in the trace of each changed Service that carries one: the
+        moment its new endpoints became reachable through this node's rules."""
+        for key in services:
+            service = self.services.store.get(key)
+            parent = tracing_context.of_object(service) if service is not None else None
+            if parent is None:
+                continue
+            namespace, _, name = key.partition("/")
+            chains = sorted({chain for table in self._fragments.get(key, {}).values()
+                             for chain in table})
+            span = self.tracer.start("iptables sync", parent=parent, attributes={
+                "k8s.resource": "services", "k8s.namespace": namespace, "k8s.name": name,
+                "node": self.config.node_name, "full": full, "changed_lines": lines,
+                "chains": chains, "endpoints": sorted({
+                    f"{endpoint.ip}:{endpoint.port}" for port in self._ports.get(key, [])
+                    for endpoint in port.usable_endpoints()})})
+            span.start_ns = started_ns
+            span.end()
 
 
 def _udp_ports_gaining_endpoints(old: list[ServicePort], new: list[ServicePort]

@@ -20,6 +20,7 @@ from minikube_py.scheduler.config import ConfigError, default_configuration, loa
 from minikube_py.scheduler.framework.interface import Plugin
 from minikube_py.scheduler.plugins.registry import IN_TREE_PLUGINS
 from minikube_py.scheduler.scheduler import Scheduler
+from minikube_py.tracing.setup import add_tracing_flag, close_tracer, tracer_for
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -41,6 +42,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=10259,
                         help="/healthz and /metrics (plain HTTP); 0 disables")
     parser.add_argument("--identity", default=None, help="leader election identity")
+    add_tracing_flag(parser)
     add_verbosity_flag(parser)
     return parser.parse_args(argv)
 
@@ -74,7 +76,8 @@ def main(argv: list[str] | None = None) -> None:
     async def run() -> None:
         metrics = CollectorRegistry()
         try:
-            scheduler = Scheduler(client, config, registry, metrics_registry=metrics)
+            scheduler = Scheduler(client, config, registry, metrics_registry=metrics,
+                                  tracer=tracer_for("kube-scheduler", args.tracing_endpoint))
         except ConfigError as error:
             sys.exit(f"scheduler: {error}")
         runner = (await serve_health(metrics, args.bind_address, args.port)
@@ -94,6 +97,7 @@ def main(argv: list[str] | None = None) -> None:
         finally:
             if runner is not None:
                 await runner.cleanup()
+            await close_tracer(scheduler.tracer)
 
     run_component("scheduler", run)
 

@@ -19,6 +19,7 @@ the queue for a cluster change that could help it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -51,6 +52,8 @@ from minikube_py.scheduler.framework.runtime import Framework
 from minikube_py.scheduler.framework.types import NodeInfo, PodInfo
 from minikube_py.scheduler.profile import build_framework
 from minikube_py.scheduler.queue import SchedulingQueue
+from minikube_py.tracing import context as tracing_context
+from minikube_py.tracing.tracer import DISABLED, Tracer, current_span
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -132,8 +135,10 @@ class Scheduler(Component):
 
     def __init__(self, client: Client, config: SchedulerConfiguration,
                  registry: Mapping[str, type[Plugin]], *,
-                 metrics_registry: CollectorRegistry | None = None) -> None:
+                 metrics_registry: CollectorRegistry | None = None,
+                 tracer: Tracer = DISABLED) -> None:
         self.client = client
+        self.tracer = tracer
         self.config = config
         self.metrics_registry = metrics_registry or CollectorRegistry()
         self.metrics = SchedulerMetrics(self.metrics_registry)
@@ -304,13 +309,29 @@ class Scheduler(Component):
     # -- the scheduling cycle ---------------------------------------------------------------------
 
     async def schedule_one(self, queued: QueuedPodInfo) -> None:
-        """One pod through the scheduling cycle; its binding cycle continues in a task."""
+        """One pod through the scheduling cycle; its binding cycle continues in a task.
+        A pod that carries a trace gets a span of it (events: each node's Filter result,
+        each Score; attributes: the queue wait, the node chosen)."""
         pod_info = queued.pod_info
         current = self.pods.store.get(pod_info.key)
         if current is None or not self._pending(current) or self.cache.is_assumed(current):
             return
         if current["metadata"].get("uid") != pod_info.uid:
             return
+        parent = tracing_context.of_object(current) if self.tracer.enabled else None
+        if parent is None:
+            await self._schedule_one(queued, current)
+            return
+        namespace, _, name = pod_info.key.partition("/")
+        with self.tracer.span("schedule", parent=parent, **{
+                "k8s.resource": "pods", "k8s.namespace": namespace, "k8s.name": name,
+                "queue.wait_ms": round((time.monotonic() - queued.timestamp) * 1000, 3),
+                "attempts": queued.attempts}):
+            await self._schedule_one(queued, current)
+
+    async def _schedule_one(self, queued: QueuedPodInfo, current: Obj) -> None:
+        pod_info = queued.pod_info
+        span = current_span()
         fwk = self.profiles[current.get("spec", {}).get("schedulerName")
                             or "default-scheduler"]
         log_v(log, 3, "Attempting to schedule pod", pod=pod_info.key)
@@ -331,6 +352,8 @@ class Scheduler(Component):
                 self.queue.add_nominated(pod_info, nominated)
             log_v(log, 2, "Unable to schedule pod; no fit; waiting", pod=pod_info.key,
                   err=fit.message())
+            span.set("result", "Unschedulable")
+            span.set("message", fit.message())
             await self._fail(fwk, queued, cycle, fit.message(), "Unschedulable", nominated,
                              started)
             return
@@ -338,10 +361,13 @@ class Scheduler(Component):
             await self._fail(fwk, queued, cycle, str(error), "SchedulerError", None, started)
             return
         assumed = pod_info
+        span.set("node", host)
         self.cache.assume_pod(assumed, host)
         status = fwk.run_reserve_plugins_reserve(state, assumed, host)
+        span.event("Reserve", node=host, result=status.message() or "Success")
         if status.is_success():
             status = fwk.run_permit_plugins(state, assumed, host)
+            span.event("Permit", node=host, result=status.message() or status.code.name)
         if not status.is_success() and status.code != Code.WAIT:
             fwk.run_reserve_plugins_unreserve(state, assumed, host)
             self.cache.forget_pod(assumed.pod)
@@ -370,6 +396,12 @@ class Scheduler(Component):
             feasible = await self._extenders_filter(pod, feasible, statuses)
         state.evaluated_nodes = len(feasible) + len(statuses)
         state.feasible_nodes = len(feasible)
+        span = current_span()
+        if span.recording:
+            for info in feasible:
+                span.event("Filter", node=info.name, result="fits")
+            for node, node_status in statuses.items():
+                span.event("Filter", node=node, result=node_status.message())
         if not feasible:
             raise FitError(pod, len(snapshot.node_info_list), statuses)
         if len(feasible) == 1:
@@ -390,6 +422,9 @@ class Scheduler(Component):
             except ExtenderError as error:
                 if not extender.ignorable:
                     raise SchedulingError(str(error)) from error
+        if span.recording:
+            for node, score in scores.items():
+                span.event("Score", node=node, score=score)
         return select_host(scores)
 
     async def _extenders_filter(self, pod: PodInfo, nodes: list[NodeInfo],
@@ -486,6 +521,12 @@ class Scheduler(Component):
     async def binding_cycle(self, fwk: Framework, state: CycleState, queued: QueuedPodInfo,
                             pod: PodInfo, host: str, cycle: int, started: float) -> None:
         """Wait for Permit, PreBind, Bind, PostBind; on failure undo the assumption."""
+        with self.tracer.span("bind", **{"node": host}) if (
+                current_span().recording) else contextlib.nullcontext():
+            await self._binding_cycle(fwk, state, queued, pod, host, cycle, started)
+
+    async def _binding_cycle(self, fwk: Framework, state: CycleState, queued: QueuedPodInfo,
+                             pod: PodInfo, host: str, cycle: int, started: float) -> None:
         status = await fwk.wait_on_permit(pod)
         if status.is_success():
             status = await fwk.run_pre_bind_plugins(state, pod, host)

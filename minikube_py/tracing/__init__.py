@@ -6,5 +6,5 @@
     exporter.py   ended spans, batched, to an OTLP/HTTP endpoint in the background
     otlp.py       spans as OTLP/HTTP JSON, and back
     store.py      the receiver's bounded, on-disk memory of spans
-    receiver.py   `python -m minikube_py.tracing`: the OTLP endpoint `mkctl trace` reads
+    receiver.py   `python -m minikube_py.traces`: the OTLP endpoint `mkctl trace` reads
 """

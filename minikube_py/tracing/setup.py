@@ -57,3 +57,9 @@ def read_tracing_config(path: Path) -> tuple[str, float]:
     if not isinstance(endpoint, str):
         raise ValueError(f"{path}: endpoint must be a host:port or a URL")
     return _url(endpoint), rate / 1_000_000
+
+
+async def close_tracer(tracer: Tracer) -> None:
+    """Send the spans still queued (a component's last act before it exits)."""
+    if isinstance(tracer.exporter, OTLPExporter):
+        await tracer.exporter.close()

@@ -15,6 +15,7 @@ import random
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 from minikube_py.tracing.context import (
@@ -29,6 +30,9 @@ from minikube_py.tracing.context import (
 # OTLP's SpanKind and StatusCode numbers
 INTERNAL, SERVER, CLIENT = 1, 2, 3
 UNSET, OK, ERROR = 0, 1, 2
+
+
+_current_span: ContextVar[Span | None] = ContextVar("minikube_py_span_object", default=None)
 
 
 class SpanExporter(Protocol):
@@ -118,16 +122,45 @@ class Tracer:
         if self.exporter is None:
             yield NOT_RECORDING
             return
-        span = self.start(name, parent=parent, kind=kind, attributes=attributes)
-        token = activate(span.context)
-        try:
+        with _running(self.start(name, parent=parent, kind=kind, attributes=attributes)
+                      ) as span:
             yield span
-        except BaseException as error:
-            span.fail(f"{type(error).__name__}: {error}")
-            raise
-        finally:
-            deactivate(token)
-            span.end()
+
+
+@contextmanager
+def child_span(name: str, **attributes: Any) -> Iterator[Span]:
+    """A span under the current one, sent where it goes (library code that has no tracer
+    of its own: the kubelet's CRI calls); nothing when no span records."""
+    parent = _current_span.get()
+    if parent is None or not parent.recording:
+        yield NOT_RECORDING
+        return
+    with _running(Span(name, SpanContext(parent.context.trace_id, new_span_id(),
+                                         parent.context.sampled),
+                       parent.context.span_id, CLIENT, attributes, parent._exporter)
+                  ) as span:
+        yield span
+
+
+@contextmanager
+def _running(span: Span) -> Iterator[Span]:
+    """The span current while the block runs, failed if it raises, ended after."""
+    token, span_token = activate(span.context), _current_span.set(span)
+    try:
+        yield span
+    except BaseException as error:
+        span.fail(f"{type(error).__name__}: {error}")
+        raise
+    finally:
+        _current_span.reset(span_token)
+        deactivate(token)
+        span.end()
+
+
+def current_span() -> Span:
+    """The span `Tracer.span` runs now in this task, to add events and attributes to
+    (one that records nothing outside any)."""
+    return _current_span.get() or NOT_RECORDING
 
 
 NOT_RECORDING = Span("", SpanContext("0" * 32, "0" * 16, False), "", INTERNAL, {}, None)

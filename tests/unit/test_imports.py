@@ -5,12 +5,13 @@ The packages of minikube_py are of three sorts:
   client-go equivalent), `gen` (generated protobuf code), the `lifecycle` module (how a
   component runs: run, start, stop), the `process` module (how a component runs as a
   child process), `streaming` (the wire protocols of exec, attach and port-forward,
-  which the API server and the kubelet both speak) and `security` (certificates, which
-  the launcher makes and every component reads);
+  which the API server and the kubelet both speak), `security` (certificates, which
+  the launcher makes and every component reads) and `tracing` (spans, and the trace
+  context every component passes on);
 - components: `apiserver`, `controllers`, `scheduler`, `kubelet`, `proxy`, `dns`, `images`,
-  `cli`, `metrics`, `tracing`. A component imports shared libraries and itself, never
-  another component: each runs as its own process and reaches the others only through
-  the API server (images are built and pushed without a node);
+  `cli`, `metrics`, `traces` (the trace receiver). A component imports shared libraries
+  and itself, never another component: each runs as its own process and reaches the
+  others only through the API server (images are built and pushed without a node);
 - the launcher, `cluster`: it starts each component as a process (`python -m
   minikube_py.<component>`), so it needs none of their code, except what prepares and
   probes the machine they run on: the etcd client (`apiserver.storage.etcd`, to see the
@@ -29,7 +30,8 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "minikube_py"
-SHARED = {"api", "client", "gen", "lifecycle", "process", "security", "streaming"}
+SHARED = {"api", "client", "gen", "lifecycle", "process", "security", "streaming",
+          "tracing"}
 LAUNCHER = "cluster"
 LAUNCHER_IMPORTS = ("minikube_py.apiserver.storage.etcd", "minikube_py.kubelet.runtime_setup",
                     "minikube_py.images")

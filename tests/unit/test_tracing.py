@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from minikube_py.traces.store import SpanStore
 from minikube_py.tracing import context, otlp
 from minikube_py.tracing.setup import read_tracing_config
-from minikube_py.tracing.store import SpanStore
 from minikube_py.tracing.tracer import ERROR, SERVER, Span, Tracer
 
 PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"

@@ -91,6 +91,7 @@ class JobController(Controller):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.jobs = self.informer("jobs", "batch")
+        self.traced = self.jobs
         self.pods = self.informer("pods")
         self.jobs_client = self.client.resource("jobs", "batch")
         self.pods_client = self.client.resource("pods")

@@ -23,8 +23,8 @@ from pathlib import Path
 import orjson
 from aiohttp import web
 
+from minikube_py.traces.store import SpanStore, object_key
 from minikube_py.tracing import otlp
-from minikube_py.tracing.store import SpanStore, object_key
 
 log = logging.getLogger(__name__)
 MAX_BODY = 32 * 1024 * 1024

@@ -1,4 +1,4 @@
-"""`python -m minikube_py.tracing --data-dir D [--bind-address A] [--port 4318]
+"""`python -m minikube_py.traces --data-dir D [--bind-address A] [--port 4318]
 [--max-spans N]`: the trace receiver `mkctl trace` reads (receiver.py)."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from pathlib import Path
 
 from minikube_py.client.component import run_component
 from minikube_py.client.logs import add_verbosity_flag, setup_logging
-from minikube_py.tracing.receiver import TraceReceiver, load_store
+from minikube_py.traces.receiver import TraceReceiver, load_store
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m minikube_py.tracing",
+    parser = argparse.ArgumentParser(prog="python -m minikube_py.traces",
                                      description="minikube-py trace receiver (OTLP/HTTP)")
     parser.add_argument("--data-dir", type=Path, required=True,
                         help="where spans are kept (segment files)")
@@ -29,19 +29,19 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     setup_logging(args.v)
     if args.max_spans < 1:
-        sys.exit(f"tracing: --max-spans must be 1 or more, not {args.max_spans}")
+        sys.exit(f"traces: --max-spans must be 1 or more, not {args.max_spans}")
     try:
         store = load_store(args.data_dir, args.max_spans)
     except OSError as error:
-        sys.exit(f"tracing: cannot keep spans in {args.data_dir}: {error}")
+        sys.exit(f"traces: cannot keep spans in {args.data_dir}: {error}")
 
     async def serve() -> None:
         try:
             await TraceReceiver(store, args.bind_address, args.port).run()
         except OSError as error:
-            sys.exit(f"tracing: cannot listen on {args.bind_address}:{args.port}: {error}")
+            sys.exit(f"traces: cannot listen on {args.bind_address}:{args.port}: {error}")
 
-    run_component("tracing", serve)
+    run_component("traces", serve)
 
 
 if __name__ == "__main__":
