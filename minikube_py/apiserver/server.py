@@ -36,7 +36,6 @@ from minikube_py.api import errors
 from minikube_py.api.meta import new_uid
 from minikube_py.api.resources import CONNECT_SUBRESOURCES, RESOURCES
 from minikube_py.apiserver import (
-    bootstrappolicy,
     discovery,
     health,
     negotiation,
@@ -66,6 +65,7 @@ from minikube_py.apiserver.authorization import (
     RBACAuthorizer,
     forbidden,
 )
+from minikube_py.apiserver.bootstrappolicy.ensure import ensure_rbac_policy
 from minikube_py.apiserver.bootstraptoken import BootstrapTokenAuthenticator
 from minikube_py.apiserver.impersonation import impersonated
 from minikube_py.apiserver.kubeletclient import KubeletClient
@@ -459,18 +459,12 @@ class APIServer(Component):
                 self.stores[("discovery.k8s.io", "v1", "endpointslices")], address, self.port)
 
     async def _ensure_bootstrap_policy(self) -> None:
-        """The default ClusterRoles, Roles and their bindings, each created unless it
-        exists (the Roles' kube-* namespaces were created just before)."""
+        """The default ClusterRoles, Roles and their bindings, each created when missing
+        and reconciled when it exists (bootstrappolicy/ensure.py; the Roles' kube-*
+        namespaces were created just before)."""
         group = "rbac.authorization.k8s.io"
-        for plural, objects in (
-                ("clusterroles", bootstrappolicy.bootstrap_cluster_roles()),
-                ("clusterrolebindings", bootstrappolicy.bootstrap_cluster_role_bindings()),
-                ("roles", bootstrappolicy.bootstrap_roles()),
-                ("rolebindings", bootstrappolicy.bootstrap_role_bindings())):
-            store = self.stores[(group, "v1", plural)]
-            for obj in objects:
-                with contextlib.suppress(errors.APIError):
-                    await store.create(obj["metadata"].get("namespace", ""), obj)
+        await ensure_rbac_policy({plural: self.stores[(group, "v1", plural)] for plural in (
+            "clusterroles", "clusterrolebindings", "roles", "rolebindings")})
 
     async def _compact_periodically(self) -> None:
         """Compact etcd every interval to the revision seen one interval ago (upstream)."""
