@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -114,6 +116,44 @@ def test_a_deployment_runs_and_logs_and_exec_reach_the_kubelet(cluster: Path) ->
     anonymous = subprocess.run(["curl", "-sk", f"https://{node_ip}:10250/pods"],
                                capture_output=True, text=True, timeout=30)
     assert anonymous.stdout == "Unauthorized"
+
+
+def trace_spans(home: Path, resource: str, namespace: str, name: str) -> list[dict]:
+    """Every span of the object's traces, from the cluster's trace receiver (its address:
+    the API server's host, the receiver's port in cluster.json)."""
+    saved = json.loads((home / "cluster.json").read_text())
+    server = yaml.safe_load((home / "kubeconfig").read_text())["clusters"][0]["cluster"]
+    host = server["server"].removeprefix("https://").rsplit(":", 1)[0]
+    url = (f"http://{host}:{saved['ports']['tracing']}/api/v1/traces?resource={resource}"
+           f"&namespace={namespace}&name={name}")
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return [span for trace in json.load(answer)["traces"] for span in trace["spans"]]
+
+
+def test_one_trace_follows_a_deployment_through_every_component(cluster: Path) -> None:
+    """kubectl create deployment -> the API server -> the deployment and replicaset
+    controllers -> the scheduler -> the kubelet's CRI calls: one trace, found by the
+    Deployment's name, holding the spans of each."""
+    kubectl(cluster, "create", "deployment", "traced", "--image=nginx:1.14.2")
+    kubectl(cluster, "rollout", "status", "deployment/traced", "--timeout=90s")
+    wanted = {("kube-apiserver", "create deployments"), ("kube-apiserver", "create pods"),
+              ("kube-controller-manager", "deployment sync"),
+              ("kube-controller-manager", "replicaset sync"),
+              ("kube-scheduler", "schedule"), ("kube-scheduler", "bind"),
+              ("kubelet", "SyncPod"), ("kubelet", "runtime.v1.RuntimeService/RunPodSandbox"),
+              ("kubelet", "runtime.v1.RuntimeService/StartContainer")}
+    deadline = time.monotonic() + 30  # components export about once a second
+    while True:
+        spans = trace_spans(cluster, "deployments", "default", "traced")
+        seen = {(span["service"], span["name"]) for span in spans}
+        if wanted <= seen or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert wanted <= seen, sorted(wanted - seen)
+    assert len({span["traceId"] for span in spans}) == 1
+    schedule = next(span for span in spans if span["name"] == "schedule")
+    assert schedule["attributes"]["node"].startswith("node-")
+    assert any(event["name"] == "Filter" for event in schedule["events"])
 
 
 def test_a_pods_service_account_token_works_from_inside_the_pod(cluster: Path) -> None:
