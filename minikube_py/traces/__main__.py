@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from minikube_py.client.component import run_component
 from minikube_py.client.logs import add_verbosity_flag, setup_logging
 from minikube_py.traces.receiver import TraceReceiver, load_store
+
+NICENESS = 10
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -34,6 +37,10 @@ def main(argv: list[str] | None = None) -> None:
         store = load_store(args.data_dir, args.max_spans)
     except OSError as error:
         sys.exit(f"traces: cannot keep spans in {args.data_dir}: {error}")
+
+    # Keeping spans is background work: on a busy machine the cluster's own components
+    # go first, and the spans wait in the exporters' queues a moment longer.
+    os.nice(NICENESS)
 
     async def serve() -> None:
         try:

@@ -1,13 +1,15 @@
 """The receiver's memory: spans kept on disk, bounded, and found by trace or by object.
 
-    add(spans) -> the newest segment file, spans-<n>.jsonl (one span per line)
+    add(spans) -> the newest segment file, spans-<n>.jsonl (one span per line, as it
+                  came: otlp.decode's form, read in full only when asked for)
                -> the indexes: trace id -> its spans; object -> the traces that touched it
     a full segment starts the next; beyond `segments` files the oldest is deleted, with
     its spans: the store never holds more than `max_spans`
     a restarted receiver reads the segments back
 
 An object is named by the attributes the API server and the components put on their
-spans: k8s.resource (plural), k8s.namespace and k8s.name ("pods/default/web-1").
+spans: k8s.resource (plural), k8s.namespace and k8s.name ("pods/default/web-1"); the
+receiver reads only those, and the trace id, when spans arrive.
 """
 
 from __future__ import annotations
@@ -19,19 +21,13 @@ from typing import Any
 
 import orjson
 
+from minikube_py.tracing import otlp
+
 Obj = dict[str, Any]
 
 
 def object_key(resource: str, namespace: str, name: str) -> str:
     return f"{resource}/{namespace}/{name}"
-
-
-def _object_of(record: Obj) -> str | None:
-    attributes = record.get("attributes") or {}
-    resource, name = attributes.get("k8s.resource"), attributes.get("k8s.name")
-    if not resource or not name:
-        return None
-    return object_key(resource, attributes.get("k8s.namespace") or "", name)
 
 
 class SpanStore:
@@ -81,8 +77,9 @@ class SpanStore:
         self._trim()
 
     def trace(self, trace_id: str) -> list[Obj]:
-        """Every span of one trace, oldest first."""
-        return sorted(self._traces.get(trace_id, []), key=lambda r: r["start"])
+        """Every span of one trace in full (otlp.flatten), oldest first."""
+        return [otlp.flatten(r) for r in sorted(self._traces.get(trace_id, []),
+                                                key=lambda r: r["start"])]
 
     def traces_of(self, resource: str, namespace: str, name: str) -> list[str]:
         """The traces whose spans name this object, in the order they first did."""
@@ -100,9 +97,8 @@ class SpanStore:
 
     def _index(self, record: Obj) -> None:
         self._traces.setdefault(record["traceId"], []).append(record)
-        key = _object_of(record)
-        if key is not None:
-            self._objects.setdefault(key, {})[record["traceId"]] = None
+        if record.get("object"):
+            self._objects.setdefault(record["object"], {})[record["traceId"]] = None
 
     def _notify(self, records: list[Obj]) -> None:
         """Hand followers the new spans of their traces; a trace comes to be theirs when
@@ -110,14 +106,13 @@ class SpanStore:
         if not self._followers:
             return
         for record in records:
-            key = _object_of(record)
             for traces, wanted, _ in self._followers:
-                if key is not None and key == wanted:
+                if record.get("object") == wanted:
                     traces.add(record["traceId"])
         for record in records:
             for traces, _, queue in self._followers:
                 if record["traceId"] in traces and not queue.full():
-                    queue.put_nowait(record)
+                    queue.put_nowait(otlp.flatten(record))
 
     def _new_segment(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)

@@ -100,7 +100,9 @@ def test_spans_survive_the_trip_through_otlp_json():
     request = otlp.encode("kube-scheduler", collected.spans)
     scope = request["resourceSpans"][0]["scopeSpans"][0]
     assert scope["spans"][0]["attributes"][1] == {"key": "nodes", "value": {"intValue": "3"}}
-    (record,) = otlp.decode(request)
+    (kept,) = otlp.decode(request)
+    assert kept["object"] is None  # names no resource: k8s.name alone does not
+    record = otlp.flatten(kept)
     assert record["service"] == "kube-scheduler" and record["name"] == "Bind"
     assert record["traceId"] == span.context.trace_id and record["parentSpanId"] == ""
     assert record["attributes"] == {"k8s.name": "web", "nodes": 3, "ok": True,
@@ -112,9 +114,13 @@ def test_spans_survive_the_trip_through_otlp_json():
 
 
 def record(trace: str, span: str, start: int, **attributes: str) -> dict:
-    return {"traceId": trace, "spanId": span, "parentSpanId": "", "name": span,
-            "service": "t", "kind": 1, "start": start, "end": start + 1,
-            "attributes": attributes, "events": [], "status": {}}
+    """A span as the receiver keeps it (otlp.decode's form)."""
+    (kept,) = otlp.decode({"resourceSpans": [{"scopeSpans": [{"spans": [{
+        "traceId": trace, "spanId": span, "name": span, "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(start + 1),
+        "attributes": [{"key": k, "value": {"stringValue": v}}
+                       for k, v in attributes.items()]}]}]}]})
+    return kept
 
 
 def test_the_store_finds_spans_by_trace_and_by_object_and_keeps_them_on_disk(tmp_path: Path):
