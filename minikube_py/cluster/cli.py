@@ -60,6 +60,7 @@ from minikube_py.cluster.node import load_shipped_images, node_config, remove_ku
 from minikube_py.cluster.registry import RegistryProcess
 from minikube_py.cluster.roles import grant_component_roles
 from minikube_py.cluster.supervisor import Supervisor, SupervisorProcess
+from minikube_py.cluster.traces import publish_trace_receiver
 from minikube_py.images.debian import PackageError
 from minikube_py.images.registry import ArchiveError, RegistryError
 from minikube_py.kubelet.runtime_setup import (
@@ -456,13 +457,17 @@ def _stage(name: str) -> int:
 
 async def _start_all(state: Path, processes: dict[str, ComponentProcess],
                      started: float) -> None:
+    receiver = processes.get("tracing")
     for index in range(len(STAGES)):
-        await asyncio.gather(*(_start(state, name, process, started)
+        await asyncio.gather(*(_start(state, name, process, started,
+                                      receiver if isinstance(receiver, TraceReceiverProcess)
+                                      else None)
                                for name, process in processes.items()
                                if _stage(name) == index))
 
 
-async def _start(state: Path, name: str, process: ComponentProcess, started: float) -> None:
+async def _start(state: Path, name: str, process: ComponentProcess, started: float,
+                 receiver: TraceReceiverProcess | None = None) -> None:
     """Start one component (or wait for it, when it already runs), do what must follow
     its start, and say so."""
     was_running = process.adopt()
@@ -488,6 +493,8 @@ async def _start(state: Path, name: str, process: ComponentProcess, started: flo
             await publish_join_info(admin, state, process.url, certs.ca_file.read_bytes())
         else:
             write_kubeconfig(state / "kubeconfig", process.url)
+        if receiver is not None:
+            await publish_trace_receiver(state / "kubeconfig", receiver.url)
     elif kind_of(name) == "containerd" and not was_running:
         assert isinstance(process, Containerd)
         await load_shipped_images(process.config, state)

@@ -119,13 +119,12 @@ def test_a_deployment_runs_and_logs_and_exec_reach_the_kubelet(cluster: Path) ->
 
 
 def trace_spans(home: Path, resource: str, namespace: str, name: str) -> list[dict]:
-    """Every span of the object's traces, from the cluster's trace receiver (its address:
-    the API server's host, the receiver's port in cluster.json)."""
-    saved = json.loads((home / "cluster.json").read_text())
-    server = yaml.safe_load((home / "kubeconfig").read_text())["clusters"][0]["cluster"]
-    host = server["server"].removeprefix("https://").rsplit(":", 1)[0]
-    url = (f"http://{host}:{saved['ports']['tracing']}/api/v1/traces?resource={resource}"
-           f"&namespace={namespace}&name={name}")
+    """Every span of the object's traces, from the trace receiver the cluster names in
+    kube-public/minikube-py-tracing (what mkctl trace reads)."""
+    receiver = kubectl(home, "get", "configmap", "-n", "kube-public", "minikube-py-tracing",
+                       "-o", "jsonpath={.data.url}").stdout
+    url = (f"{receiver}/api/v1/traces?resource={resource}&namespace={namespace}"
+           f"&name={name}")
     with urllib.request.urlopen(url, timeout=10) as answer:
         return [span for trace in json.load(answer)["traces"] for span in trace["spans"]]
 
