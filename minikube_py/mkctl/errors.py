@@ -80,9 +80,12 @@ class ConnectionFailed(MkctlError):
         self.host = host
         self.cause = cause
         self.during_discovery = False  # kubectl logs each failed discovery attempt too
+        self.retried = False  # failed again when retried: client-go wraps, kubectl prints raw
         super().__init__(f'{method} "{url}": {cause}')
 
     def message(self) -> str:
+        if self.retried:
+            return str(self)
         if "connection refused" in self.cause:
             return (f"The connection to the server {self.host} was refused - did you specify "
                     "the right host or port?")

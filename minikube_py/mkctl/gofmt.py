@@ -3,6 +3,8 @@
     format_float(1e6, "g") == "1e+06"      strconv.FormatFloat(f, 'g', -1, 64), also %v
     json_float(1e21) == "1e+21"            encoding/json's float64 encoding
     sprint({"a": [1, 2.5]}) == "map[a:[1 2.5]]"   fmt.Sprint of a JSON-decoded value
+    go_syntax({"a": 1}) == 'map[string]interface {}{"a":1}'   %#v, as kubectl's
+                                           jsonpath errors show the object
     parse_duration("1m30s") == 90.0        time.ParseDuration
     format_duration(32.0) == "32s"         time.Duration.String
 
@@ -78,6 +80,41 @@ def sprint(value: Any) -> str:
     if isinstance(value, dict):
         return "map[" + " ".join(f"{key}:{sprint(value[key])}" for key in sorted(value)) + "]"
     return str(value)
+
+
+_QUOTE_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+                  "\t": "\\t", "\v": "\\v", "\\": "\\\\", '"': '\\"'}
+
+
+def quote(text: str) -> str:
+    """strconv.Quote: a Go string literal, printable characters kept as they are."""
+    out = []
+    for char in text:
+        if char in _QUOTE_ESCAPES:
+            out.append(_QUOTE_ESCAPES[char])
+        elif char.isprintable():
+            out.append(char)
+        elif ord(char) < 0x80:
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) <= 0xFFFF:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    return '"' + "".join(out) + '"'
+
+
+def go_syntax(value: Any) -> str:
+    """fmt's %#v of a value decoded from JSON into interface{}."""
+    if isinstance(value, dict):
+        inner = ", ".join(f"{quote(key)}:{go_syntax(value[key])}" for key in sorted(value))
+        return "map[string]interface {}{" + inner + "}"
+    if isinstance(value, list):
+        return "[]interface {}{" + ", ".join(go_syntax(item) for item in value) + "}"
+    if isinstance(value, str):
+        return quote(value)
+    if value is None:
+        return "interface {}(nil)"
+    return sprint(value)
 
 
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3,

@@ -92,8 +92,8 @@ class RESTClient:
         try:
             addresses = socket.getaddrinfo(self.hostname, self.port, type=socket.SOCK_STREAM)
         except socket.gaierror:
-            raise ConnectionFailed("Get", url, self.netloc,
-                                   f"dial tcp: lookup {self.hostname}: no such host") from None
+            raise ConnectionFailed("Get", url, self.netloc, f"dial tcp: lookup {self.hostname} "
+                                   f"on {_nameserver()}: no such host") from None
         family, kind, proto, _, address = addresses[0]
         dialed = f"{address[0]}:{address[1]}" if family == socket.AF_INET else (
             f"[{address[0]}]:{address[1]}")
@@ -115,23 +115,35 @@ class RESTClient:
                                    f"dial tcp {dialed}: connect: "
                                    f"{(error.strerror or str(error)).lower()}") from None
         if self.scheme == "https":
-            sock = self._wrap_tls(sock, url)
+            sock = self._wrap_tls(sock, url, family, address)
         self._socket = sock
         self._reader = sock.makefile("rb")
 
-    def _wrap_tls(self, sock: socket.socket, url: str) -> socket.socket:
+    def _wrap_tls(self, sock: socket.socket, url: str, family: int, address: Any
+                  ) -> socket.socket:
         import ssl
 
-        from minikube_py.mkctl.tls import context_for, describe_tls_error
+        from minikube_py.mkctl.tls import (
+            TLSConfigError,
+            context_for,
+            describe_tls_error,
+            peer_names,
+        )
 
+        name = self.config.server_name or self.hostname
         try:
-            context = context_for(self.config)
-            return context.wrap_socket(sock, server_hostname=self.config.server_name
-                                       or self.hostname)
+            return context_for(self.config).wrap_socket(sock, server_hostname=name)
+        except TLSConfigError as error:
+            sock.close()
+            raise ConnectionFailed("Get", url, self.netloc, str(error)) from None
         except (ssl.SSLError, ssl.CertificateError) as error:
             sock.close()
-            raise ConnectionFailed("Get", url, self.netloc, describe_tls_error(
-                error, self.config.server_name or self.hostname)) from None
+
+            def names() -> list[tuple[str, str]]:
+                return peer_names(self.config, socket.create_connection(address[:2], 10))
+
+            raise ConnectionFailed("Get", url, self.netloc,
+                                   describe_tls_error(error, name, names)) from None
         except OSError as error:
             sock.close()
             raise ConnectionFailed("Get", url, self.netloc, str(error)) from None
@@ -164,7 +176,9 @@ class RESTClient:
             return response
         return response
 
-    def _exchange(self, head: bytes, url: str, stream: bool) -> Response:
+    def _exchange(self, head: bytes, url: str, stream: bool, previous: str = "") -> Response:
+        """One request on the kept connection (opened if need be). A GET that finds the
+        connection closed or reset is sent once more on a new one, as client-go retries."""
         reused = self._socket is not None
         if not reused:
             self._connect(url)
@@ -174,10 +188,16 @@ class RESTClient:
             return self._read_response(stream)
         except (OSError, ValueError) as error:
             self.close()
+            cause = _describe_read_error(error)
             if reused and isinstance(error, _Closed):
                 return self._exchange(head, url, stream)  # the server dropped an idle connection
-            raise ConnectionFailed("Get", url, self.netloc, _describe_read_error(error)
-                                   ) from None
+            if isinstance(error, _Closed | ConnectionResetError) and not previous:
+                return self._exchange(head, url, stream, previous=cause)
+            retried = bool(previous) and previous != cause
+            failure = ConnectionFailed("Get", url, self.netloc, cause + (
+                f" - error from a previous attempt: {previous}" if retried else ""))
+            failure.retried = retried
+            raise failure from None
 
     def _read_response(self, stream: bool) -> Response:
         status_line = self._reader.readline()
@@ -264,6 +284,20 @@ def _target(path: str, params: dict[str, str] | None) -> str:
     query = "&".join(f"{quote_plus(key, safe='')}={quote_plus(value, safe='')}"
                      for key, value in sorted(params.items()))
     return f"{path}?{query}"
+
+
+def _nameserver() -> str:
+    """The DNS server Go's resolver asks first (its errors name it)."""
+    try:
+        with open("/etc/resolv.conf") as handle:
+            for line in handle:
+                fields = line.split()
+                if len(fields) >= 2 and fields[0] == "nameserver":
+                    server = fields[1]
+                    return f"[{server}]:53" if ":" in server else f"{server}:53"
+    except OSError:
+        pass
+    return "127.0.0.1:53"
 
 
 def _describe_read_error(error: Exception) -> str:

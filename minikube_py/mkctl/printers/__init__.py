@@ -105,17 +105,17 @@ class JSONPathPrinter:
             raise MkctlError(f"error parsing jsonpath {template}, {error}\n") from None
 
     def print_obj(self, obj: dict[str, Any]) -> None:
-        from minikube_py.mkctl.printers.gojson import dumps
+        from minikube_py.mkctl.gofmt import go_syntax, quote
         from minikube_py.mkctl.printers.jsonpath import JSONPathError
 
         try:
             self.out.write(self.jsonpath.execute(obj))
         except JSONPathError as error:
             raise MkctlError(
-                f'error executing jsonpath "{self.template}": Error executing template: '
+                f"error executing jsonpath {quote(self.template)}: Error executing template: "
                 f"{error}. Printing more information for debugging the template:\n"
                 f"\ttemplate was:\n\t\t{self.template}\n"
-                f"\tobject given to jsonpath engine was:\n\t\t{dumps(obj, indent=None)}\n\n"
+                f"\tobject given to jsonpath engine was:\n\t\t{go_syntax(obj)}\n\n\n"
                 ) from None
 
     def flush(self) -> None:
