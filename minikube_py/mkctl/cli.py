@@ -72,15 +72,15 @@ def run(argv: list[str], out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
     """Run one command line; returns the exit code."""
     global_flags = FlagSet([*GLOBAL_FLAGS, HELP_FLAG])
     position = _first_argument(argv, global_flags)
-    if isinstance(position, str):  # an unknown flag before the command
-        err.write(f"Error: flags cannot be placed before plugin name: {position}\n")
-        return 1
     if position >= len(argv):
         out.write(_root_help())
         return 0
     name = argv[position]
     rest = argv[:position] + argv[position + 1:]
     if name not in COMMANDS:
+        if argv[0].startswith("-"):  # kubectl then looks for a plugin, and refuses
+            err.write(f"Error: flags cannot be placed before plugin name: {argv[0]}\n")
+            return 1
         message = f'error: unknown command "{name}" for "{PROGRAM}"{_suggestions(name)}'
         err.write(message if message.endswith("\n") else message + "\n")
         return 1
@@ -89,12 +89,10 @@ def run(argv: list[str], out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
     if command.subcommands:
         group_flags = FlagSet([*GLOBAL_FLAGS, HELP_FLAG, *command.flags])
         sub_position = _first_argument(rest, group_flags)
-        subcommand = (command.subcommand(rest[sub_position])
-                      if isinstance(sub_position, int) and sub_position < len(rest) else None)
+        subcommand = command.subcommand(rest[sub_position]) if sub_position < len(rest) else None
         if subcommand is None:
             out.write(command.help(path))
             return 0
-        assert isinstance(sub_position, int)
         path = f"{path} {subcommand.name}"
         rest = rest[:sub_position] + rest[sub_position + 1:]
         command = subcommand
@@ -127,17 +125,21 @@ def run(argv: list[str], out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
             invocation.close()
 
 
-def _first_argument(argv: list[str], flags: FlagSet) -> int | str:
-    """The position of the first argument that is not a flag (or a flag's value), or the
-    first flag the set does not know."""
+def _first_argument(argv: list[str], flags: FlagSet) -> int:
+    """The position of the command's name: the first argument that is neither a flag nor
+    a flag's value (cobra's stripFlags: a flag it does not know takes the next argument
+    as its value, unless written `--flag=value`)."""
     position = 0
     while position < len(argv):
         arg = argv[position]
         if arg == "--" or not arg.startswith("-") or arg == "-":
             return position
-        if not flags.knows(arg):
-            return arg
-        position += 2 if flags.takes_value(arg) else 1
+        known = flags.knows(arg)
+        if "=" in arg or (known and not flags.takes_value(arg)) or (
+                not arg.startswith("--") and len(arg) > 2):
+            position += 1
+        else:
+            position += 2
     return position
 
 

@@ -236,24 +236,18 @@ def _file_config(path: str) -> Config:
 
 
 def write_current_context(rules: LoadingRules, new: str) -> None:
-    """writeCurrentContext: the one file to change, changed."""
-    default = rules.default_filename()
-    if not os.path.exists(default):
-        raise MkctlError(f"stat {default}: no such file or directory")
+    """writeCurrentContext: a new current context goes to the explicit file, else to the
+    first file that exists; clearing it clears the first file that sets it."""
     if rules.explicit_path:
-        config = _file_config(rules.explicit_path)
-        write_file(replace(config, current_context=new), rules.explicit_path)
-        return
-    files = rules.files()
-    if new and any(_file_config(path).current_context == new for path in files if path):
-        return
-    for path in files:
-        if path and os.path.exists(path):
-            config = _file_config(path)
-            if config.current_context:
-                write_file(replace(config, current_context=new), path)
-                return
-    write_file(replace(_file_config(default), current_context=new), default)
+        path = rules.explicit_path
+    elif new:
+        path = rules.default_filename()
+    else:
+        path = next((path for path in rules.files() if path and os.path.exists(path)
+                     and _file_config(path).current_context), "")
+        if not path:
+            raise MkctlError("no config found to write context")
+    write_file(replace(_file_config(path), current_context=new), path)
 
 
 def use_context(inv: Invocation) -> None:
