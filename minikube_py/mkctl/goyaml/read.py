@@ -151,6 +151,8 @@ def _split_key(content: str) -> tuple[str, str] | None:
     """`key: rest` -> (key, rest), or None when the line is not a simple mapping entry."""
     if content[0] in "'\"":
         key, after = _quoted(content)
+        if not _strip_comment(after.strip(" ")):
+            return None  # a quoted scalar, not a key
         if not after.startswith(":") or (len(after) > 1 and after[1] != " "):
             raise _Unsupported
         return key, _strip_comment(after[1:].strip(" "))
