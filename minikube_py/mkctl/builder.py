@@ -16,8 +16,7 @@ every error is returned, and the command prints what it got before the errors.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from minikube_py.mkctl.command import PROGRAM, Invocation
 from minikube_py.mkctl.discovery import APIResource
@@ -28,8 +27,7 @@ TABLE_ACCEPT = ("application/json;as=Table;v=v1;g=meta.k8s.io,"
                 "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")
 
 
-@dataclass
-class Request:
+class Request(NamedTuple):
     """One GET: a collection (name "") or one object; namespace "" for all namespaces or
     a cluster-scoped resource."""
 
@@ -38,8 +36,7 @@ class Request:
     name: str = ""
 
 
-@dataclass
-class Selection:
+class Selection(NamedTuple):
     """What the arguments asked for (resource.Result before it is visited)."""
 
     requests: list[Request]
@@ -49,18 +46,17 @@ class Selection:
     alias_lookups: int = 0  # category lookups made (kubectl logs a discovery failure per lookup)
 
 
-@dataclass
-class Info:
+class Info(NamedTuple):
     """One result (resource.Info): the request and what the server answered."""
 
     request: Request
     object: dict[str, Any]
 
 
-@dataclass
 class Results:
-    infos: list[Info] = field(default_factory=list)
-    errors: list[Exception] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.infos: list[Info] = []
+        self.errors: list[Exception] = []
 
 
 def split_resource_argument(arg: str) -> list[str]:

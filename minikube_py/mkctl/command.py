@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -35,17 +34,21 @@ if TYPE_CHECKING:
 PROGRAM = "mkctl"
 
 
-@dataclass
 class Command:
-    name: str
-    summary: str
-    usage: str = ""  # after the program's name: "get [flags]"
-    flags: list[Flag] = field(default_factory=list)
-    run: Callable[[Invocation], None] | None = None
-    subcommands: list[Command] = field(default_factory=list)
-    examples: str = ""
-    aliases: tuple[str, ...] = ()
-    description: str = ""  # the help's first paragraph, when more than the summary
+    def __init__(self, name: str, summary: str, *, usage: str = "",
+                 flags: list[Flag] | None = None,
+                 run: Callable[[Invocation], None] | None = None,
+                 subcommands: list[Command] | None = None, examples: str = "",
+                 aliases: tuple[str, ...] = (), description: str = "") -> None:
+        self.name = name
+        self.summary = summary
+        self.usage = usage  # after the program's name: "get [flags]"
+        self.flags = flags or []
+        self.run = run
+        self.subcommands = subcommands or []
+        self.examples = examples
+        self.aliases = aliases
+        self.description = description  # the help's first paragraph, if not the summary
 
     def subcommand(self, name: str) -> Command | None:
         return next((command for command in self.subcommands

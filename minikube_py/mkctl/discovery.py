@@ -29,9 +29,8 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from minikube_py.mkctl.errors import ConnectionFailed, NoResourceMatch
 from minikube_py.mkctl.transport import RESTClient, status_error, timeout_param
@@ -44,8 +43,7 @@ CACHE_FORMAT = 1
 _UNSAFE_FILE_CHARACTERS = re.compile(r"[^(\w/.)]")
 
 
-@dataclass(frozen=True)
-class APIResource:
+class APIResource(NamedTuple):
     """metav1.APIResource of one top-level resource, with its group and version."""
 
     name: str
@@ -81,14 +79,14 @@ class APIResource:
         return f"{prefix}/{name}" if name else prefix
 
 
-@dataclass
 class Groups:
     """Everything discovery found, in the server's order (the RESTMapper's priority)."""
 
-    resources: list[APIResource] = field(default_factory=list)
+    def __init__(self, resources: list[APIResource]) -> None:
+        self.resources = resources
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": CACHE_FORMAT, "resources": [asdict(r) for r in self.resources]}
+        return {"format": CACHE_FORMAT, "resources": [r._asdict() for r in self.resources]}
 
     @classmethod
     def from_json(cls, document: dict[str, Any]) -> Groups:
@@ -216,8 +214,7 @@ def _aggregated_resources(document: dict[str, Any]) -> list[APIResource]:
 
 # -- resolution ------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class _Arg:
+class _Arg(NamedTuple):
     """An argument split as schema.ParseResourceArg splits it."""
 
     resource: str

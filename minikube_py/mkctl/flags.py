@@ -13,8 +13,7 @@ pflag's exact wording ("unknown flag: --foo", "flag needs an argument: 'n' in -n
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 # The kinds of value a flag holds, as pflag's Value types.
 BOOL = "bool"
@@ -31,8 +30,7 @@ class FlagError(Exception):
     """A command line pflag rejects; kubectl prints it with a "See '... --help'" line."""
 
 
-@dataclass(frozen=True)
-class Flag:
+class Flag(NamedTuple):
     """One flag: its long name, optional one-letter shorthand, kind, default and help."""
 
     name: str
@@ -60,14 +58,14 @@ def parse_bool(text: str) -> bool:
     raise ValueError(f'strconv.ParseBool: parsing "{text}": invalid syntax')
 
 
-@dataclass
 class Parsed:
     """The result of parsing: every flag's value, the ones set on the command line, and
     the positional arguments in order."""
 
-    values: dict[str, Any]
-    changed: set[str] = field(default_factory=set)
-    args: list[str] = field(default_factory=list)
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.values = values
+        self.changed: set[str] = set()
+        self.args: list[str] = []
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]

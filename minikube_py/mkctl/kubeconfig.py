@@ -27,14 +27,12 @@ prints and `config use-context` writes back.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from minikube_py.mkctl.errors import ConfigurationInvalid, ContextNotFound, MkctlError
+from minikube_py.mkctl.record import Record
 
 DEFAULT_SERVER = "http://localhost:8080"
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -66,18 +64,17 @@ class KubeconfigError(MkctlError):
     """A kubeconfig file that cannot be read or decoded."""
 
 
-@dataclass
-class Config:
+class Config(Record):
     """clientcmdapi.Config: entries by name, each a dict of its v1 fields ("bytes" fields
     decoded), plus the file it came from (LocationOfOrigin)."""
 
-    clusters: dict[str, Entry] = field(default_factory=dict)
-    users: dict[str, Entry] = field(default_factory=dict)
-    contexts: dict[str, Entry] = field(default_factory=dict)
+    clusters: dict[str, Entry] = {}
+    users: dict[str, Entry] = {}
+    contexts: dict[str, Entry] = {}
     current_context: str = ""
-    preferences: dict[str, Any] = field(default_factory=dict)
-    extensions: list[Any] = field(default_factory=list)
-    origins: dict[tuple[str, str], str] = field(default_factory=dict)
+    preferences: dict[str, Any] = {}
+    extensions: list[Any] = []
+    origins: dict[tuple[str, str], str] = {}
 
     def section(self, name: str) -> dict[str, Entry]:
         return {"clusters": self.clusters, "users": self.users, "contexts": self.contexts}[name]
@@ -140,8 +137,11 @@ def _decode_entry(raw: Any, struct: str, path: str, fields: tuple[tuple[str, str
             if text is None:
                 raise _mismatch(value, struct, where, "string" if kind == "string" else "[]uint8")
             if kind == "bytes":
+                import binascii
+                from base64 import b64decode
+
                 try:
-                    entry[name] = base64.b64decode(text, validate=True)
+                    entry[name] = b64decode(text, validate=True)
                 except (binascii.Error, ValueError):
                     raise KubeconfigError(f"illegal base64 data at input byte 0 in field "
                                           f"{struct}.{where}") from None
@@ -219,13 +219,14 @@ def load_file(path: str) -> Config:
 
 # -- the loading rules -------------------------------------------------------------------
 
-@dataclass
 class LoadingRules:
     """ClientConfigLoadingRules: where kubeconfig files are looked for."""
 
-    explicit_path: str = ""
-    precedence: list[str] = field(default_factory=list)
-    resolve_paths: bool = True
+    def __init__(self, explicit_path: str = "", precedence: list[str] | None = None,
+                 resolve_paths: bool = True) -> None:
+        self.explicit_path = explicit_path
+        self.precedence = precedence or []
+        self.resolve_paths = resolve_paths
 
     @classmethod
     def default(cls, explicit_path: str = "", *, resolve_paths: bool = True) -> LoadingRules:
@@ -314,8 +315,7 @@ def resolve_local_paths(config: Config) -> None:
 
 # -- the chosen context, with the command line's overrides --------------------------------
 
-@dataclass
-class Overrides:
+class Overrides(Record):
     """ConfigOverrides, as kubectl's global flags fill them ("" means not given)."""
 
     context: str = ""
@@ -333,15 +333,14 @@ class Overrides:
     password: str = ""
     impersonate: str = ""
     impersonate_uid: str = ""
-    impersonate_groups: list[str] = field(default_factory=list)
+    impersonate_groups: list[str] = []
     timeout: str = ""
 
 
-@dataclass
-class RestConfig:
+class RestConfig(Record):
     """rest.Config: everything a request needs to reach the server as the user."""
 
-    host: str
+    host: str = ""
     bearer_token: str = ""
     bearer_token_file: str = ""
     username: str = ""
@@ -357,7 +356,7 @@ class RestConfig:
     timeout: float = 0.0
     impersonate: str = ""
     impersonate_uid: str = ""
-    impersonate_groups: list[str] = field(default_factory=list)
+    impersonate_groups: list[str] = []
 
 
 def parse_timeout(text: str) -> float:
@@ -657,7 +656,9 @@ def _entry_v1(entry: Entry, fields: tuple[tuple[str, str], ...]) -> dict[str, An
         if value in (None, "", False, b"", [], {}) and name not in ALWAYS_WRITTEN:
             continue
         if kind == "bytes":
-            value = base64.b64encode(value).decode()
+            from base64 import b64encode
+
+            value = b64encode(value).decode()
         elif name == "extensions":
             value = _extensions_v1(value)
         out[name] = "" if value is None else value

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import socket
 import ssl
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -72,6 +71,8 @@ def _as_path(data: bytes, path: str) -> Iterator[str]:
         finally:
             os.close(descriptor)
     else:
+        import tempfile
+
         with tempfile.NamedTemporaryFile(prefix="mkctl-") as temporary:
             temporary.write(data)
             temporary.flush()

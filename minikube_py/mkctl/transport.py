@@ -17,13 +17,11 @@ word it, so kubectl's messages can be built from it (errors.ConnectionFailed).
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import socket
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote_plus, urlsplit
 
@@ -35,12 +33,13 @@ MAX_RETRIES = 10  # client-go retries a response with Retry-After this many time
 _MAX_HEADER_LINES = 200
 
 
-@dataclass
 class Response:
-    status: int
-    reason: str
-    headers: dict[str, str]  # lower-case names
-    body: bytes
+    def __init__(self, status: int, reason: str, headers: dict[str, str], body: bytes
+                 ) -> None:
+        self.status = status
+        self.reason = reason
+        self.headers = headers  # lower-case names
+        self.body = body
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -69,7 +68,9 @@ class RESTClient:
         if config.bearer_token:
             headers["Authorization"] = f"Bearer {config.bearer_token}"
         elif config.username or config.password:
-            basic = base64.b64encode(f"{config.username}:{config.password}".encode()).decode()
+            from base64 import b64encode
+
+            basic = b64encode(f"{config.username}:{config.password}".encode()).decode()
             headers["Authorization"] = f"Basic {basic}"
         lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
         if config.impersonate:
@@ -90,7 +91,9 @@ class RESTClient:
     def _connect(self, url: str) -> None:
         timeout = self.config.timeout or None
         try:
-            addresses = socket.getaddrinfo(self.hostname, self.port, type=socket.SOCK_STREAM)
+            # (an ASCII name as bytes: a str would make Python import the idna codec)
+            name = self.hostname.encode() if self.hostname.isascii() else self.hostname
+            addresses = socket.getaddrinfo(name, self.port, type=socket.SOCK_STREAM)
         except socket.gaierror:
             raise ConnectionFailed("Get", url, self.netloc, f"dial tcp: lookup {self.hostname} "
                                    f"on {_nameserver()}: no such host") from None

@@ -18,7 +18,6 @@ import base64
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 
 from minikube_py.mkctl.command import PROGRAM, Command, Invocation
 from minikube_py.mkctl.errors import Aggregate, MkctlError
@@ -69,7 +68,7 @@ def _redacted(config: Config) -> Config:
     clusters = {name: ({**cluster, "certificate-authority-data": DATA_OMITTED}
                        if cluster.get("certificate-authority-data") else cluster)
                 for name, cluster in config.clusters.items()}
-    return replace(config, users=users, clusters=clusters)
+    return config.replace(users=users, clusters=clusters)
 
 
 def _minified(config: Config, context: str) -> Config:
@@ -89,8 +88,8 @@ def _minified(config: Config, context: str) -> Config:
         if chosen["user"] not in config.users:
             raise MkctlError(f"cannot locate user {chosen['user']}")
         users[chosen["user"]] = config.users[chosen["user"]]
-    return replace(config, current_context=current, contexts={current: chosen},
-                   clusters=clusters, users=users)
+    return config.replace(current_context=current, contexts={current: chosen},
+                          clusters=clusters, users=users)
 
 
 def _flattened(config: Config) -> Config:
@@ -120,7 +119,7 @@ def _flattened(config: Config) -> Config:
         origin = config.origins.get(("users", name), "")
         user = embed(user, "client-certificate", "client-certificate-data", origin)
         users[name] = embed(user, "client-key", "client-key-data", origin)
-    return replace(config, clusters=clusters, users=users)
+    return config.replace(clusters=clusters, users=users)
 
 
 def view(inv: Invocation) -> None:
@@ -247,7 +246,7 @@ def write_current_context(rules: LoadingRules, new: str) -> None:
                      and _file_config(path).current_context), "")
         if not path:
             raise MkctlError("no config found to write context")
-    write_file(replace(_file_config(path), current_context=new), path)
+    write_file(_file_config(path).replace(current_context=new), path)
 
 
 def use_context(inv: Invocation) -> None:

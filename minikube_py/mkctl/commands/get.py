@@ -22,7 +22,6 @@ With -w the list is printed, then the server's watch from the list's resourceVer
 
 from __future__ import annotations
 
-import signal
 from typing import Any
 
 from minikube_py.mkctl import builder
@@ -276,6 +275,8 @@ def _watch(inv: Invocation, selection: builder.Selection, accept: str, human: bo
 
 def _exit_quietly_on_signals() -> None:
     """Interrupted or terminated while watching, kubectl exits with code 1, silently."""
+    import signal
+
     def leave(signum: int, frame: object) -> None:
         raise Exit(1)
 

@@ -25,6 +25,13 @@ class _Unsupported(Exception):
 
 
 def load(text: str) -> Any:
+    if text.lstrip().startswith("{"):  # a kubeconfig in JSON, which is YAML too
+        import json
+
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
     try:
         return _BlockReader(text).read()
     except _Unsupported:

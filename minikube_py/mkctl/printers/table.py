@@ -19,12 +19,11 @@ default columns, NAME and AGE, computed here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from minikube_py.mkctl.gofmt import sprint
 from minikube_py.mkctl.printers.tabwriter import TabWriter
+from minikube_py.mkctl.record import Record
 
 Obj = dict[str, Any]
 
@@ -33,8 +32,7 @@ EVENT_TYPES = {"ADDED": "ADDED   ", "MODIFIED": "MODIFIED", "DELETED": "DELETED 
                "ERROR": "ERROR   "}
 
 
-@dataclass
-class PrintOptions:
+class PrintOptions(Record):
     """printers.PrintOptions: what kubectl's flags ask of the table."""
 
     no_headers: bool = False
@@ -43,7 +41,7 @@ class PrintOptions:
     with_kind: bool = False
     kind: str = ""  # the GroupKind as Go prints it: "Pod", "Deployment.apps"
     show_labels: bool = False
-    column_labels: list[str] = field(default_factory=list)
+    column_labels: list[str] = []
 
 
 def escape_terminal(text: str) -> str:
@@ -159,6 +157,8 @@ class TablePrinter:
                 headers.insert(0, "EVENT")
             self.writer.write_row(headers)
         self.printed_default_headers = True
+        from datetime import UTC, datetime
+
         now = datetime.now(UTC)
         for obj in objects:
             metadata = obj.get("metadata") or {}
@@ -174,10 +174,12 @@ class TablePrinter:
             self.writer.write_row(line)
 
 
-def _age(timestamp: str | None, now: datetime) -> str:
+def _age(timestamp: str | None, now: Any) -> str:
     """translateTimestampSince: "<unknown>" when unset, else the humanized duration."""
     if not timestamp:
         return "<unknown>"
+    from datetime import datetime
+
     from minikube_py.api.duration import human_duration  # only on this rare path
 
     try:
