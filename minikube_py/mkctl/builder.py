@@ -43,7 +43,6 @@ class Selection(NamedTuple):
     single_item_implied: bool  # one object named: printed as itself, not in a List
     label_selector: str = ""
     field_selector: str = ""
-    alias_lookups: int = 0  # category lookups made (kubectl logs a discovery failure per lookup)
 
 
 class Info(NamedTuple):
@@ -94,9 +93,7 @@ def select(inv: Invocation, args: list[str], *, namespace: str, all_namespaces: 
                               all_namespaces, bool(label_selector or field_selector),
                               single_type)
     kinds: list[str] = []
-    lookups = 0
     for part in args[0].split(",") if args else []:
-        lookups += 1
         expanded = inv.mapper.expand_category(part)
         kinds.extend(expanded if expanded is not None else [part])
     kinds = split_resource_argument(",".join(kinds)) if kinds else []
@@ -111,7 +108,7 @@ def select(inv: Invocation, args: list[str], *, namespace: str, all_namespaces: 
             raise MkctlError("at least one resource must be specified to use a selector")
         resources = _resources(inv, kinds)
         return Selection([Request(r, namespace if r.namespaced else "") for r in resources],
-                         False, label_selector, field_selector, lookups)
+                         False, label_selector, field_selector)
     if not kinds:
         raise MkctlError("you must provide a resource and a resource name together")
     if len(kinds) > 1:
@@ -120,7 +117,7 @@ def select(inv: Invocation, args: list[str], *, namespace: str, all_namespaces: 
     _check_namespace(resource, namespace, all_namespaces)
     requests = [Request(resource, namespace if resource.namespaced else "", name)
                 for name in names]
-    return Selection(requests, len(names) == 1, alias_lookups=lookups)
+    return Selection(requests, len(names) == 1)
 
 
 def _select_tuples(inv: Invocation, tuples: list[tuple[str, str]], namespace: str,

@@ -79,10 +79,6 @@ class Config(Record):
     def section(self, name: str) -> dict[str, Entry]:
         return {"clusters": self.clusters, "users": self.users, "contexts": self.contexts}[name]
 
-    def is_empty(self) -> bool:
-        return not (self.clusters or self.users or self.contexts or self.current_context
-                    or self.preferences or self.extensions)
-
 
 # -- reading one file --------------------------------------------------------------------
 

@@ -34,10 +34,8 @@ _MAX_HEADER_LINES = 200
 
 
 class Response:
-    def __init__(self, status: int, reason: str, headers: dict[str, str], body: bytes
-                 ) -> None:
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
         self.status = status
-        self.reason = reason
         self.headers = headers  # lower-case names
         self.body = body
 
@@ -153,9 +151,6 @@ class RESTClient:
 
     # -- requests --
 
-    def url(self, path: str, params: dict[str, str] | None = None) -> str:
-        return self.base_url + _target(path, params)
-
     def get(self, path: str, params: dict[str, str] | None = None, *, accept: str = "",
             stream: bool = False) -> Response:
         """GET path?params; a reused connection the server closed is reopened once, and a
@@ -216,8 +211,7 @@ class RESTClient:
                 break
             name, _, value = line.decode("latin-1").partition(":")
             headers[name.strip().lower()] = value.strip()
-        response = Response(int(parts[1]), parts[2].strip() if len(parts) > 2 else "",
-                            headers, b"")
+        response = Response(int(parts[1]), headers, b"")
         if stream and response.status == 200:
             return response  # the caller reads the body with events()
         response.body = b"".join(self._body_chunks(headers, response.status))

@@ -22,6 +22,7 @@ With -w the list is printed, then the server's watch from the list's resourceVer
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from minikube_py.mkctl import builder
@@ -56,7 +57,7 @@ def run(inv: Invocation) -> None:
             single_type=watching)
     except ConnectionFailed as error:
         if error.during_discovery:
-            _log_discovery_failures(inv, error, 4 + _alias_lookups(inv.args))
+            _log_discovery_failures(inv, error, _discovery_attempts(inv.args))
         raise
     accept = builder.TABLE_ACCEPT if server_print else ""
     ignore = builder.is_not_found if flags["ignore-not-found"] else _never
@@ -77,10 +78,13 @@ def _never(_: Exception) -> bool:
     return False
 
 
-def _alias_lookups(args: list[str]) -> int:
+def _discovery_attempts(args: list[str]) -> int:
+    """How many times kubectl asks for discovery before it gives up on a server it cannot
+    reach: once per kind of the first argument (the category lookup; not in TYPE/NAME
+    form), then four times resolving the first kind."""
     if not args or "/" in args[0] or (len(args) > 1 and "," in args[0]):
-        return 0
-    return len(args[0].split(","))
+        return 4
+    return 4 + len(args[0].split(","))
 
 
 def _log_discovery_failures(inv: Invocation, error: ConnectionFailed, attempts: int) -> None:
@@ -214,7 +218,7 @@ def _print_generic(inv: Invocation, selection: builder.Selection, results: build
 # -- watching -----------------------------------------------------------------------------
 
 def _watch(inv: Invocation, selection: builder.Selection, accept: str, human: bool,
-           ignore: Any) -> None:
+           ignore: Callable[[Exception], bool]) -> None:
     """GetOptions.watch: print what is there (unless --watch-only), then every change."""
     flags = inv.flags
     results = builder.fetch(inv, selection, accept=accept, chunk_size=flags["chunk-size"])
@@ -229,6 +233,9 @@ def _watch(inv: Invocation, selection: builder.Selection, accept: str, human: bo
         table = TablePrinter(_table_options(inv, info, flags["all-namespaces"], False), writer)
     else:
         generic = _printer(inv)
+    # kubectl's skipPrinter: objects are not shown while `output` is false -- the list of
+    # --watch-only, and the first event of a watch on one object (the server's ADDED
+    # replay of what was just printed). A skipped Table still sets the columns.
     output = not flags["watch-only"]
 
     def show(obj: Obj, event_type: str) -> None:
