@@ -258,3 +258,18 @@ def test_an_empty_table_prints_no_header() -> None:
     TablePrinter(PrintOptions(), writer).print_table({**TABLE, "rows": []})
     writer.flush()
     assert out.getvalue() == ""
+
+
+@pytest.mark.parametrize(("elapsed", "age"), [
+    (45, "45s"), (119, "119s"), (5 * 60 + 2, "5m2s"), (3 * 3600, "3h"), (3 * 3600 + 120, "3h2m"),
+    (53 * 3600, "2d5h"), (400 * 86400, "400d"), (-1, "0s"), (-5, "<invalid>"),
+])
+def test_ages_computed_here_read_as_kubectls(elapsed: int, age: str) -> None:
+    """The AGE of objects the server sends as they are, not as a Table (printObjectMeta)."""
+    from datetime import UTC, datetime, timedelta
+
+    from minikube_py.mkctl.printers.table import _age
+
+    created = datetime(2026, 1, 1, tzinfo=UTC)
+    assert _age("2026-01-01T00:00:00Z", created + timedelta(seconds=elapsed)) == age
+    assert _age(None, created) == "<unknown>"
