@@ -110,7 +110,11 @@ def run(argv: list[str], out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
         command.run(invocation)
         out.flush()
         return 0
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader went away (`mkctl get pods | head`): stop quietly
+        if out is sys.stdout:
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt:
         return 130
