@@ -10,7 +10,8 @@ The modules, in the order a command uses them:
     cli.py          main(): the command table, flag parsing, failures -> kubectl's messages
     command.py      Command (what a command module defines) and Invocation (what it runs with)
     flags.py        pflag's flag syntax                 errors.py   kubectl's error messages
-    kubeconfig.py   clientcmd: files, merge, overrides  tls.py      client certificates, CAs
+    kubeconfig/     clientcmd: files and their merge (files.py), the chosen context with
+                    the flags' overrides (client.py)    tls.py      client certificates, CAs
     transport.py    one HTTP/1.1 connection per command
     discovery.py    the server's resources, cached on disk; names -> resources (RESTMapper)
     builder.py      resource arguments -> requests -> results (cli-runtime's Builder)

@@ -267,7 +267,7 @@ def test_the_v1_form_lists_entries_by_name_in_go_struct_order(two_files: tuple[P
 
 def test_inside_a_pod_with_nothing_configured_the_service_account_is_used(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from minikube_py.mkctl import kubeconfig as module
+    from minikube_py.mkctl.kubeconfig import client as module
 
     account = tmp_path / "serviceaccount"
     account.mkdir()
