@@ -45,6 +45,7 @@ bench: deps
 	$(PY) benchmarks/dns.py
 	$(PY) benchmarks/cluster_up.py
 	$(PY) benchmarks/streaming.py
+	$(PY) benchmarks/mkctl.py
 	$(PY) benchmarks/density.py
 
 deps: apt $(STAMP) proto

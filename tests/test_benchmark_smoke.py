@@ -162,3 +162,14 @@ def test_density_benchmark_quick_run_reports_every_slo() -> None:
     for metric in ("pod startup (watch: ADDED -> Running", "mutating API calls p99, worst",
                    "LIST p99, worst", "CPU during the load"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
+
+
+@pytest.mark.slow
+def test_mkctl_benchmark_quick_run_reports_every_comparison() -> None:
+    """benchmarks/mkctl.py still runs end to end (20 pods, 3 runs of each command)."""
+    output = run_quick("mkctl.py", timeout=600)
+    for metric in ("`get pods`, 20 pods, plain HTTP: mkctl vs kubectl",
+                   "`get pods`, 20 pods, TLS + client certificate: mkctl vs kubectl",
+                   "`get pods -o yaml`, 20 pods, TLS", "cold discovery cache",
+                   "no bytecode cache", "`python -c pass`"):
+        assert metric in output, f"no line for {metric!r} in:\n{output}"

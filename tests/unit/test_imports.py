@@ -9,7 +9,7 @@ The packages of minikube_py are of three sorts:
   the launcher makes and every component reads) and `tracing` (spans, and the trace
   context every component passes on);
 - components: `apiserver`, `controllers`, `scheduler`, `kubelet`, `proxy`, `dns`, `images`,
-  `cli`, `metrics`, `traces` (the trace receiver). A component imports shared libraries
+  `mkctl`, `metrics`, `traces` (the trace receiver). A component imports shared libraries
   and itself, never another component: each runs as its own process and reaches the
   others only through the API server (images are built and pushed without a node);
 - the launcher, `cluster`: it starts each component as a process (`python -m

@@ -1,0 +1,30 @@
+"""mkctl: minikube-py's kubectl-compatible command line.
+
+Same syntax, flags, output and error messages as kubectl 1.37 for the commands it has
+(`get`, `api-resources`, `config`, `version`, `options`), so a tutorial's commands and a
+script's parsing of their output work unchanged. tests/test_mkctl.py runs each command
+next to the real kubectl against one server and compares the output line by line.
+
+The modules, in the order a command uses them:
+
+    cli.py          main(): the command table, flag parsing, failures -> kubectl's messages
+    command.py      Command (what a command module defines) and Invocation (what it runs with)
+    flags.py        pflag's flag syntax                 errors.py   kubectl's error messages
+    kubeconfig/     clientcmd: files and their merge (files.py), the chosen context with
+                    the flags' overrides (client.py)    tls.py      client certificates, CAs
+    transport.py    one HTTP/1.1 connection per command
+    discovery.py    the server's resources, cached on disk; names -> resources (RESTMapper)
+    builder.py      resource arguments -> requests -> results (cli-runtime's Builder)
+    printers/       table (server-side Tables), yaml, json, name, jsonpath, custom-columns
+    goyaml/         YAML as go-yaml v2 writes (and reads) it      gofmt.py   Go's number formats
+    commands/       one module per command
+
+Adding a command: write commands/<name>.py defining COMMAND = Command(name, summary,
+usage, flags, run), and add its module to cli.COMMANDS. `run(invocation)` reads
+`invocation.flags` and `invocation.args`, uses `invocation.namespace()`,
+`invocation.client` (REST), `invocation.mapper` (resource names) and builder.py for
+resource arguments, writes to `invocation.out`, and raises errors.py's exceptions.
+
+Start-up is most of what a command costs, so everything is imported when first needed:
+a `get` imports no YAML library, no asyncio and nothing of the API server.
+"""

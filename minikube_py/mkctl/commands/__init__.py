@@ -1,0 +1,1 @@
+"""One module per mkctl command; each defines COMMAND (see ../command.py)."""
