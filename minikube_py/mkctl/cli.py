@@ -27,6 +27,7 @@ COMMANDS = {  # name -> module defining COMMAND
     "config": "minikube_py.mkctl.commands.config",
     "version": "minikube_py.mkctl.commands.version",
     "options": "minikube_py.mkctl.commands.options",
+    "trace": "minikube_py.mkctl.commands.trace",
 }
 SUGGEST_FOR = {"list": "get", "ls": "get"}  # cobra's SuggestFor
 

@@ -165,3 +165,21 @@ def test_the_tracing_configuration_is_upstreams(tmp_path: Path):
                     "samplingRatePerMillion: 2000000\n")
     with pytest.raises(ValueError, match="between 0 and 1000000"):
         read_tracing_config(path)
+
+
+def test_a_deployment_does_not_copy_its_trace_to_its_replica_sets():
+    """Each object's trace is its own: copying the Deployment's would make the deployment
+    controller rewrite it on every sync, and the API server keep it back each time."""
+    from minikube_py.controllers.deployment.util import (
+        copy_deployment_annotations,
+        set_deployment_annotations_to,
+    )
+
+    deployment = {"metadata": {"annotations": {context.ANNOTATION: PARENT, "team": "a"}}}
+    replica_set = {"metadata": {"annotations": {context.ANNOTATION: "00-" + "1" * 32 + "-"
+                                                + "2" * 16 + "-01"}}}
+    assert copy_deployment_annotations(deployment, replica_set)
+    assert replica_set["metadata"]["annotations"][context.ANNOTATION] != PARENT
+    assert not copy_deployment_annotations(deployment, replica_set)  # nothing left to copy
+    set_deployment_annotations_to(deployment, replica_set)  # a rollback
+    assert deployment["metadata"]["annotations"][context.ANNOTATION] == PARENT

@@ -15,6 +15,7 @@ from typing import Any
 
 from minikube_py.api.intstr import resolve_fenceposts, scaled_value_from_int_or_percent
 from minikube_py.api.meta import parse_rfc3339, rfc3339
+from minikube_py.tracing.context import ANNOTATION as TRACE_ANNOTATION
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -28,10 +29,12 @@ DESIRED_REPLICAS_ANNOTATION = "deployment.kubernetes.io/desired-replicas"
 MAX_REPLICAS_ANNOTATION = "deployment.kubernetes.io/max-replicas"
 ROLLBACK_TO_ANNOTATION = "deprecated.deployment.rollback.to"
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
-# Annotations a Deployment never copies to its ReplicaSets (nor takes back on rollback).
+# Annotations a Deployment never copies to its ReplicaSets (nor takes back on rollback);
+# the trace each object carries is its own (the API server keeps it: tracing/context.py).
 ANNOTATIONS_TO_SKIP = frozenset({
     LAST_APPLIED_ANNOTATION, REVISION_ANNOTATION, REVISION_HISTORY_ANNOTATION,
     DESIRED_REPLICAS_ANNOTATION, MAX_REPLICAS_ANNOTATION, ROLLBACK_TO_ANNOTATION,
+    TRACE_ANNOTATION,
 })
 # The revision-history annotation is kept under this many characters.
 MAX_REVISION_HISTORY_CHARS = 2000

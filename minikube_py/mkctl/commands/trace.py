@@ -1,0 +1,151 @@
+"""`mkctl trace TYPE/NAME`: everything that happened to one object, in every component,
+as one timeline (docs/tracing.md).
+
+    1. the object: TYPE/NAME or TYPE NAME, resolved as `get` resolves it, in the
+       namespace of -n or the kubeconfig (none for cluster-scoped kinds)
+    2. the trace receiver: --traces-url, else the url in kube-public/minikube-py-tracing,
+       which `minikube-py up` publishes
+    3. GET <receiver>/api/v1/traces?resource=..&namespace=..&name=..: every trace with a
+       span that names the object (the Deployment's trace holds its ReplicaSet's pods)
+    4. each trace as a timeline (printers/timeline.py), or -o json as the receiver answers;
+       --follow: then each new span as it arrives, until interrupted
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from minikube_py.mkctl.command import Command, Invocation
+from minikube_py.mkctl.errors import MkctlError, StatusError
+from minikube_py.mkctl.flags import BOOL, Flag
+from minikube_py.mkctl.printers import timeline
+
+Obj = dict[str, Any]
+PUBLISHED = ("kube-public", "minikube-py-tracing")
+
+
+def _target(inv: Invocation) -> tuple[str, str]:
+    """TYPE/NAME or TYPE NAME."""
+    if len(inv.args) == 1 and "/" in inv.args[0]:
+        kind, _, name = inv.args[0].partition("/")
+    elif len(inv.args) == 2:
+        kind, name = inv.args
+    else:
+        raise inv.usage_error("trace needs one object: TYPE/NAME or TYPE NAME")
+    if not kind or not name:
+        raise inv.usage_error(f"arguments in resource/name form must have a single resource "
+                              f"and name: {' '.join(inv.args)}")
+    return kind, name
+
+
+def receiver_url(inv: Invocation) -> str:
+    """Where the cluster's spans are kept."""
+    if inv.flags["traces-url"]:
+        return inv.flags["traces-url"].rstrip("/")
+    namespace, name = PUBLISHED
+    try:
+        found = inv.client.get_json(f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+    except StatusError as error:
+        if error.code != 404:
+            raise
+        raise MkctlError(f"this cluster names no trace receiver ({namespace}/{name} is not "
+                         "there); pass --traces-url") from None
+    url = (found.get("data") or {}).get("url", "")
+    if not url:
+        raise MkctlError(f"{namespace}/{name} has no url; pass --traces-url")
+    return url.rstrip("/")
+
+
+def _open(url: str, timeout: float | None) -> Any:
+    try:
+        return urllib.request.urlopen(url, timeout=timeout)  # noqa: S310 - http(s) only
+    except urllib.error.HTTPError as error:
+        detail = error.read().decode(errors="replace")
+        try:
+            detail = json.loads(detail).get("message", detail)
+        except ValueError:
+            pass
+        raise MkctlError(f"the trace receiver answered {error.code}: {detail}") from None
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", error)
+        raise MkctlError(f"cannot reach the trace receiver at {url.split('/api/')[0]}: "
+                         f"{reason}") from None
+
+
+def run(inv: Invocation) -> None:
+    output = inv.flags["output"]
+    if output not in ("", "json"):
+        raise MkctlError(f"unable to match a printer suitable for the output format "
+                         f'"{output}", allowed formats are: json')
+    kind, name = _target(inv)
+    resource = inv.mapper.resource_for(kind)
+    namespace = inv.namespace()[0] if resource.namespaced else ""
+    base = receiver_url(inv)
+    query = urllib.parse.urlencode({"resource": resource.name, "namespace": namespace,
+                                    "name": name})
+    what = f"{resource.group_resource}/{name}"
+    if inv.flags["follow"]:
+        _follow(inv, f"{base}/api/v1/traces?{query}&follow=true", output)
+        return
+    with _open(f"{base}/api/v1/traces?{query}", 30) as answer:
+        found = json.load(answer)
+    if output == "json":
+        inv.out.write(json.dumps(found, indent=4) + "\n")
+        return
+    traces = found.get("traces") or []
+    if not traces:
+        place = f" in {namespace} namespace" if namespace else ""
+        inv.err.write(f"No traces of {what} found{place}.\n")
+        return
+    for index, trace in enumerate(traces):
+        if index:
+            inv.out.write("\n")
+        inv.out.write(f"TRACE {trace['traceId']}  ({what}, {len(trace['spans'])} spans)\n")
+        inv.out.write(timeline.table(timeline.rows(trace["spans"])))
+
+
+def _follow(inv: Invocation, url: str, output: str) -> None:
+    """What there is, then each new span as it arrives, until interrupted."""
+    seen: list[Obj] = []
+    with _open(url, None) as stream:
+        if output != "json":
+            inv.out.write(timeline.table([], widths=timeline.FOLLOW_WIDTHS))
+        for line in stream:
+            if not line.strip():
+                continue
+            span = json.loads(line)
+            if output == "json":
+                inv.out.write(json.dumps(span) + "\n")
+            else:
+                seen.append(span)
+                depth = timeline.depths(seen)[span["spanId"]]
+                inv.out.write(timeline.table(
+                    timeline.span_rows(span, depth, seen[0]["start"]), header=False,
+                    widths=timeline.FOLLOW_WIDTHS))
+            inv.out.flush()
+
+
+COMMAND = Command(
+    name="trace",
+    summary="Show everything that happened to a resource, in every component, as a timeline",
+    usage="trace (TYPE/NAME | TYPE NAME) [--follow] [-o json] [options]",
+    flags=[Flag("follow", BOOL, help="After what there is, print each new span as it "
+                                     "arrives.", shorthand="f"),
+           Flag("output", help="Output format: json (the receiver's answer).",
+                shorthand="o"),
+           Flag("traces-url", help="The trace receiver (http://host:4318); by default the "
+                                   "one the cluster names in kube-public/minikube-py-tracing.")],
+    run=run,
+    examples="""  # The life of a pod: the API request, the controllers, the scheduler, the kubelet
+  mkctl trace pod/web-7d4b9-x2x
+
+  # A Deployment's trace, which holds its ReplicaSet's and pods'
+  mkctl trace deployment web
+
+  # Follow it live while it rolls out
+  mkctl trace deploy/web --follow""",
+)
