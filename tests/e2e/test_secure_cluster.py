@@ -118,6 +118,12 @@ def test_a_deployment_runs_and_logs_and_exec_reach_the_kubelet(cluster: Path) ->
     assert anonymous.stdout == "Unauthorized"
 
 
+def mkctl(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "minikube_py.mkctl",
+                           f"--kubeconfig={home / 'kubeconfig'}", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
 def trace_spans(home: Path, resource: str, namespace: str, name: str) -> list[dict]:
     """Every span of the object's traces, from the trace receiver the cluster names in
     kube-public/minikube-py-tracing (what mkctl trace reads)."""
@@ -153,6 +159,25 @@ def test_one_trace_follows_a_deployment_through_every_component(cluster: Path) -
     schedule = next(span for span in spans if span["name"] == "schedule")
     assert schedule["attributes"]["node"].startswith("node-")
     assert any(event["name"] == "Filter" for event in schedule["events"])
+    # mkctl trace shows the same trace as a timeline, from the receiver the cluster names
+    shown = mkctl(cluster, "trace", "deployment/traced")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0].startswith(f"TRACE {spans[0]['traceId']}  (deployments.apps/traced, ")
+    assert lines[1].split() == ["TIME", "+MS", "DURATION", "COMPONENT", "SPAN"]
+    assert "create deployments default/traced" in lines[2]
+    for component, span in wanted:
+        assert any(component in line and span in line for line in lines), (component, span)
+    assert any(line.strip().startswith("Filter node-") for line in lines)
+    as_json = json.loads(mkctl(cluster, "trace", "deploy", "traced", "-o", "json").stdout)
+    assert as_json["traces"][0]["traceId"] == spans[0]["traceId"]
+    missing = mkctl(cluster, "trace", "deployment/never-made")
+    assert missing.returncode == 0
+    assert missing.stderr == ("No traces of deployments.apps/never-made found in default "
+                              "namespace.\n")
+    unknown = mkctl(cluster, "trace", "widgets/x")
+    assert unknown.returncode == 1
+    assert unknown.stderr == 'error: the server doesn\'t have a resource type "widgets"\n'
 
 
 def test_a_pods_service_account_token_works_from_inside_the_pod(cluster: Path) -> None:
