@@ -12,7 +12,7 @@ from minikube_py.client.component import run_component
 from minikube_py.client.logs import add_verbosity_flag, setup_logging
 from minikube_py.traces.receiver import TraceReceiver, load_store
 
-NICENESS = 10
+NICENESS = 19
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
