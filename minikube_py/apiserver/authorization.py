@@ -65,6 +65,10 @@ class Decision:
     reason: str = ""
 
 
+ALLOWED = Decision(True)
+MAX_REMEMBERED = 10_000  # requests RBAC remembers allowing (forgotten all at once beyond)
+
+
 class Authorizer(Protocol):
     def authorize(self, attributes: Attributes) -> Decision:
         """Allowed or not, and why."""
@@ -139,19 +143,44 @@ class RBACAuthorizer:
         # wide; and by (namespace, subject) for RoleBindings
         self._cluster: dict[str, list[Rule]] = {}
         self._namespaced: dict[tuple[str, str], list[Rule]] = {}
+        # The requests already allowed by a rule that names no resourceNames: the same
+        # user may do the same to every object of that resource there, until the policy
+        # changes (then the index is rebuilt and this forgotten). A GET of one object
+        # after another is then one dictionary lookup.
+        self._allowed_any_name: set[tuple[object, ...]] = set()
 
     def authorize(self, attributes: Attributes) -> Decision:
         self._refresh()
+        key = None
+        if attributes.is_resource_request:
+            key = (attributes.user.name, attributes.user.groups, attributes.verb,
+                   attributes.api_group, attributes.resource, attributes.subresource,
+                   attributes.namespace)
+            if key in self._allowed_any_name:
+                return ALLOWED
+        rule = self._allowing_rule(attributes)
+        if rule is None:
+            return Decision(False)
+        if key is not None and not rule.resource_names:
+            if len(self._allowed_any_name) >= MAX_REMEMBERED:
+                self._allowed_any_name.clear()
+            self._allowed_any_name.add(key)
+        return ALLOWED
+
+    def _allowing_rule(self, attributes: Attributes) -> Rule | None:
+        """The first rule bound to the user (cluster-wide, then in the namespace) that
+        allows the request."""
         subjects = _subjects_of(attributes.user)
         for subject in subjects:
-            if any(rule.allows(attributes) for rule in self._cluster.get(subject, ())):
-                return Decision(True)
+            for rule in self._cluster.get(subject, ()):
+                if rule.allows(attributes):
+                    return rule
         if attributes.namespace:
             for subject in subjects:
-                rules = self._namespaced.get((attributes.namespace, subject), ())
-                if any(rule.allows(attributes) for rule in rules):
-                    return Decision(True)
-        return Decision(False)
+                for rule in self._namespaced.get((attributes.namespace, subject), ()):
+                    if rule.allows(attributes):
+                        return rule
+        return None
 
     def rules_for(self, user: UserInfo, namespace: str) -> list[Rule]:
         """Every rule that applies to the user in the namespace (SelfSubjectRulesReview)."""
@@ -185,6 +214,7 @@ class RBACAuthorizer:
             for subject in _binding_subjects(binding, namespace):
                 namespaced.setdefault((namespace, subject), []).extend(rules)
         self._cluster, self._namespaced, self._built = cluster, namespaced, version
+        self._allowed_any_name = set()
 
 
 def _rules(role: Obj) -> list[Rule]:

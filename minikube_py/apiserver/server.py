@@ -199,6 +199,7 @@ class APIServer(Component):
         )
         self.token_issuer = _token_issuer(config)
         self._build_stores()
+        self._rbac_caches = tuple(self.caches[f"/registry/{plural}/"] for plural in RBAC_PLURALS)
         self.authenticator = Authenticator(
             read_token_file(Path(config.token_auth_file)) if config.token_auth_file else None,
             anonymous=config.anonymous_auth,
@@ -306,7 +307,8 @@ class APIServer(Component):
         return self.caches[f"/registry/{plural}/"].list()
 
     def _rbac_version(self) -> tuple[int, ...]:
-        return tuple(self.caches[f"/registry/{plural}/"].changes for plural in RBAC_PLURALS)
+        first, second, third, fourth = self._rbac_caches  # per request: no generator
+        return first.changes, second.changes, third.changes, fourth.changes
 
     def _count_event(self, plural: str) -> Any:
         counter, labels = self.metrics.watch_events, (plural,)
