@@ -661,6 +661,16 @@ def test_join_with_a_bad_token_or_hash_says_so_in_one_line(
     assert not (tmp_path / "bootstrap.conf").exists()
 
 
+def test_publish_join_info_without_a_kubeconfig_says_so_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as refused:
+        compose_setup.main(["publish-join-info", f"--kubeconfig={tmp_path / 'admin.conf'}",
+                            f"--state={tmp_path}", "--server=https://apiserver:6443"])
+    message = str(refused.value.code)
+    assert message.startswith("publish-join-info: no kubeconfig found at ")
+    assert "\n" not in message
+    assert not token_file(tmp_path).exists()
+
+
 # -- the control plane's commands, run here ------------------------------------------------
 
 def without(flags: list[str], names: set[str]) -> tuple[str, ...]:

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from minikube_py.client.errors import APIStatusError
 from minikube_py.client.kubeconfig import KubeconfigError, load_kubeconfig
+from minikube_py.client.rest import ConnectionFailed
 from minikube_py.client.transport import TransportError
 from minikube_py.cluster.bootstraptoken import DiscoveryError, ca_cert_hash
 from minikube_py.cluster.certs import ClusterCertificates
@@ -89,12 +90,15 @@ def make_certificates(args: argparse.Namespace) -> None:
     then each service's share."""
     certs = ClusterCertificates(args.state)
     nodes = dict(args.node)
-    certs.ensure(args.server, tuple(args.address), nodes)
-    print(f"wrote the cluster's certificates and kubeconfigs in {args.state}")
-    for who, files in shares(certs, nodes).items():
-        copy_share(certs, files, args.shares / who)
-        print(f"wrote {args.shares / who}: "
-              f"{', '.join(str(file.relative_to(certs.state)) for file in files)}")
+    try:
+        certs.ensure(args.server, tuple(args.address), nodes)
+        print(f"wrote the cluster's certificates and kubeconfigs in {args.state}")
+        for who, files in shares(certs, nodes).items():
+            copy_share(certs, files, args.shares / who)
+            print(f"wrote {args.shares / who}: "
+                  f"{', '.join(str(file.relative_to(certs.state)) for file in files)}")
+    except (OSError, ValueError) as error:
+        sys.exit(f"certs: {error}")
 
 
 def publish_join_info(args: argparse.Namespace) -> None:
@@ -106,7 +110,8 @@ def publish_join_info(args: argparse.Namespace) -> None:
             raise KubeconfigError(f"{args.kubeconfig} names no certificate authority")
         join = asyncio.run(publish_cluster_objects(args.kubeconfig, args.state, args.server,
                                                    Path(ca_file).read_bytes()))
-    except (KubeconfigError, APIStatusError, TransportError, OSError, ValueError) as error:
+    except (KubeconfigError, APIStatusError, ConnectionFailed, TransportError, OSError,
+            ValueError) as error:
         sys.exit(f"publish-join-info: {error}")
     print(f"wrote {token_file(args.state)}")
     print(f"nodes join with: {join.command()}")
