@@ -5,14 +5,21 @@
 #   1. cgroup v2: move this script into a leaf cgroup and delegate the controllers, so
 #      that runc may create the pods' containers' cgroups below this container's
 #   2. forwarding on, and a route to each other node's pod CIDR through that node
-#   3. containerd's config and the CNI network (python -m minikube_py.cluster.compose)
-#   4. containerd, then wait until it answers on its socket
-#   5. the proxy and the kubelet; when any of the three exits, stop the others and exit
-#      with its status (the service's restart policy starts the node again)
+#   3. kubeadm join, once: discover the cluster with the bootstrap token and the CA's
+#      hash and write the kubelet's bootstrap kubeconfig (python -m
+#      minikube_py.cluster.compose join); a node that has joined starts again without it
+#   4. containerd's config and the CNI network (python -m minikube_py.cluster.compose)
+#   5. containerd, then wait until it answers on its socket
+#   6. the proxy, with its kubeconfig, and the kubelet, which earns its own client
+#      certificate with the bootstrap kubeconfig (and renews it) and serves its API over
+#      TLS to the callers the API server allows; when any of the three exits, stop the
+#      others and exit with its status (the service's restart policy starts the node again)
 #
 # From docker-compose.yml: NODE_NAME, POD_CIDR (this node's pods) and POD_ROUTES
-# ("CIDR=NODE_IP ..." for the other nodes' pods). containerd and the proxy log to files in
-# $BASE_DIR (a volume); the kubelet logs to the container's output.
+# ("CIDR=NODE_IP ..." for the other nodes' pods); the pki service's share for this node in
+# $CLUSTER_DIR (read-only: the CA, the kubelet's serving certificate, the proxy's
+# kubeconfig) and the join-info service's token in $JOIN_DIR. containerd and the proxy
+# log to files in $BASE_DIR (a volume); the kubelet logs to the container's output.
 set -euo pipefail
 # As PID 1, this script gets no signal it does not handle: pass docker's stop on.
 trap 'kill -TERM $(jobs -p) 2>/dev/null || true; wait || true; exit 143' TERM INT
@@ -22,7 +29,11 @@ trap 'kill -TERM $(jobs -p) 2>/dev/null || true; wait || true; exit 143' TERM IN
 POD_ROUTES="${POD_ROUTES:-}"
 
 BASE_DIR=/var/lib/minikube-py/node
-KUBECONFIG_FILE=/opt/minikube-py/compose/kubeconfig
+CLUSTER_DIR=/var/lib/minikube-py/cluster
+JOIN_DIR=/var/lib/minikube-py/join
+API_SERVER=https://apiserver:6443
+KUBELET_KUBECONFIG="$BASE_DIR/kubelet.conf"
+BOOTSTRAP_KUBECONFIG="$BASE_DIR/bootstrap-kubelet.conf"
 REGISTRY=registry:5000
 CLUSTER_DNS=10.96.0.10
 CLUSTER_CIDR=10.244.0.0/16
@@ -53,11 +64,19 @@ for route in $POD_ROUTES; do
   ip route replace "${route%%=*}" via "${route#*=}"
 done
 
-# 3.
+# 3. Once the kubelet has its own certificate (its kubeconfig, which it renews), the node
+# needs the token no more (it expires after a day).
+if [[ ! -f "$KUBELET_KUBECONFIG" ]]; then
+  python -m minikube_py.cluster.compose join --server="$API_SERVER" \
+    --token-file="$JOIN_DIR/pki/bootstrap-token" --ca-cert="$CLUSTER_DIR/pki/ca.crt" \
+    --bootstrap-kubeconfig="$BOOTSTRAP_KUBECONFIG"
+fi
+
+# 4.
 python -m minikube_py.cluster.compose runtime-config --node-name="$NODE_NAME" \
   --pod-cidr="$POD_CIDR" --base-dir="$BASE_DIR" --registry="$REGISTRY"
 
-# 4. A socket left by the container's last run would look like a running containerd.
+# 5. A socket left by the container's last run would look like a running containerd.
 rm -f "$SOCKET" "$SOCKET.ttrpc"
 containerd --config="$BASE_DIR/config.toml" >>"$BASE_DIR/containerd.log" 2>&1 &
 for _ in $(seq 300); do
@@ -70,14 +89,19 @@ if ! ctr --address="$SOCKET" version >/dev/null 2>&1; then
   exit 1
 fi
 
-# 5.
-python -m minikube_py.proxy --kubeconfig="$KUBECONFIG_FILE" \
+# 6.
+python -m minikube_py.proxy --kubeconfig="$CLUSTER_DIR/kubeconfigs/proxy.conf" \
   --hostname-override="$NODE_NAME" --cluster-cidr="$CLUSTER_CIDR" --v=2 \
   >>"$BASE_DIR/proxy.log" 2>&1 &
-python -m minikube_py.kubelet --kubeconfig="$KUBECONFIG_FILE" --node-name="$NODE_NAME" \
-  --node-ip="$NODE_IP" --pod-cidr="$POD_CIDR" \
+python -m minikube_py.kubelet --kubeconfig="$KUBELET_KUBECONFIG" \
+  --bootstrap-kubeconfig="$BOOTSTRAP_KUBECONFIG" --rotate-certificates \
+  --node-name="$NODE_NAME" --node-ip="$NODE_IP" --pod-cidr="$POD_CIDR" \
   --container-runtime-endpoint="unix://$SOCKET" --root-dir="$BASE_DIR/kubelet" \
-  --cluster-dns="$CLUSTER_DNS" --v=2 &
+  --cluster-dns="$CLUSTER_DNS" \
+  --tls-cert-file="$CLUSTER_DIR/pki/$NODE_NAME/kubelet.crt" \
+  --tls-private-key-file="$CLUSTER_DIR/pki/$NODE_NAME/kubelet.key" \
+  --client-ca-file="$CLUSTER_DIR/pki/ca.crt" --anonymous-auth=false \
+  --authentication-token-webhook --authorization-mode=Webhook --v=2 &
 
 status=0
 wait -n || status=$?

@@ -1,4 +1,5 @@
-"""docker-compose.yml and its Dockerfile: a valid file whose every command the project runs.
+"""docker-compose.yml and its Dockerfile: a valid file whose every command the project runs,
+starting the secured cluster `minikube-py up` starts.
 
 No Docker engine runs here, so the cluster the file describes is never started. What is
 checked instead:
@@ -7,11 +8,23 @@ checked instead:
 - every `python -m MODULE FLAGS` of a service, and of compose/node.sh (as bash expands
   it for each node), is parsed by the module's own argument parser with abbreviations
   off: the module exists and takes exactly those flags;
-- etcd's flags are in `etcd --help`; the registry's config and the kubeconfig are what
-  the launcher's code writes; the node script exists, is executable and parses;
-- the commands agree with each other: the kubeconfig names the apiserver service, the
+- etcd's flags are in `etcd --help`; the registry's config is what the launcher's code
+  writes; the node script exists, is executable and parses;
+- the cluster is secured as `up` secures it: the API server's, controller-manager's and
+  kubelets' security flags are those the launcher's functions give, naming the files
+  where each service mounts its share of the pki service's volume; each component has a
+  kubeconfig of its own; the nodes join with the token join-info writes and the CA's hash
+  and bootstrap their kubelets;
+- the pki step, run here with each named volume a directory: every file a service's
+  flags name is in the volume it mounts, the CA's key only where it must be, the
+  certificates (read with `cryptography`) name who and where they must; the join step
+  refuses a bad token or hash in one line;
+- the commands agree with each other: the kubeconfigs name the apiserver service, the
   kubelets use the DNS's Service IP, the nodes' pod CIDRs differ and route to each other,
   the kubelet's runtime endpoint is where runtime-config's containerd listens;
+- (slow) the pki, apiserver, join-info and controller-manager commands and a node's join,
+  run here on loopback: the node's kubelet earns its certificate, and kubectl reaches the
+  API server with the admin's kubeconfig as README.md says;
 - the Dockerfile installs the Debian packages `make apt` installs and generates
   minikube_py/gen as `make proto` does.
 """
@@ -19,6 +32,8 @@ checked instead:
 from __future__ import annotations
 
 import argparse
+import asyncio
+import base64
 import contextlib
 import importlib
 import importlib.util
@@ -28,37 +43,61 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from unittest import mock
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from cryptography import x509
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from minikube_py.cluster import compose as compose_setup
-from minikube_py.cluster.kubeconfig import kubeconfig
+from minikube_py.cluster.apiserver import APIServerProcess, ServingTLS
+from minikube_py.cluster.certs import IDENTITIES, ClusterCertificates
+from minikube_py.cluster.cli import (
+    apiserver_tls,
+    secured_apiserver_flags,
+    secured_controller_manager_flags,
+    secured_kubelet_flags,
+)
+from minikube_py.cluster.components import ControllerManagerProcess
+from minikube_py.cluster.etcd import EtcdProcess
+from minikube_py.cluster.join import token_file
 from minikube_py.cluster.registry import CONFIG as REGISTRY_CONFIG
 from minikube_py.cluster.registry import REGISTRY_BINARY
+from minikube_py.kubelet import certificate
+from minikube_py.process import free_port
+from minikube_py.security import pki
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.yml"
+README = ROOT / "README.md"
 DOCKERFILE = ROOT / "Dockerfile"
 MAKEFILE = ROOT / "Makefile"
-SERVICES = {"etcd", "apiserver", "controller-manager", "scheduler", "dns", "metrics",
-            "registry", "images", "node-1", "node-2"}
+SERVICES = {"pki", "etcd", "apiserver", "join-info", "controller-manager", "scheduler", "dns",
+            "metrics", "registry", "images", "node-1", "node-2"}
 NODES = ("node-1", "node-2")
 ENTRY_POINTS = {"minikube_py.apiserver", "minikube_py.controllers", "minikube_py.scheduler",
                 "minikube_py.dns", "minikube_py.metrics", "minikube_py.kubelet",
                 "minikube_py.proxy"}
 """The components `minikube-py up` runs; each must run somewhere in the compose file."""
+IDENTITY_OF = {"minikube_py.controllers": "controller-manager",
+               "minikube_py.scheduler": "scheduler", "minikube_py.dns": "dns",
+               "minikube_py.metrics": "metrics", "minikube_py.proxy": "proxy"}
+"""The kubeconfig (cluster/certs.py's IDENTITIES) each component runs with, as in `up`."""
 HOST_ONLY_PACKAGES = {"docker-compose"}
 """Packages of `make apt` that the image leaves out: docker-compose runs on the host."""
 
 ASSIGNMENT = re.compile(r"^[A-Z_]+=")
 REQUIRED_VARIABLE = re.compile(r"\$\{(\w+):\?")
 REDIRECTION = re.compile(r"\s(?:\d*>|&)")
+KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 SCRIPT_PROGRAMS = ("python", "containerd")
 
 
@@ -181,6 +220,123 @@ def parsed(where: str, module: str) -> argparse.Namespace:
     raise AssertionError(f"{where} runs no python -m {module}")
 
 
+# -- the services' volumes -------------------------------------------------------------------
+
+def mounts(service: str) -> dict[str, tuple[str, bool]]:
+    """The named volumes `service` mounts: volume -> (where, read-only)."""
+    found = {}
+    for mount in services()[service].get("volumes", []):
+        volume, mountpoint, *mode = mount.split(":")
+        found[volume] = (mountpoint, mode == ["ro"])
+    return found
+
+
+def volume_of(service: str, path: str | Path) -> tuple[str, str]:
+    """The named volume a path of `service` is in, and the path inside that volume."""
+    path = str(path)
+    for volume, (mountpoint, _) in sorted(mounts(service).items(),
+                                          key=lambda mount: -len(mount[1][0])):
+        if path == mountpoint or path.startswith(f"{mountpoint}/"):
+            return volume, path.removeprefix(mountpoint).lstrip("/")
+    raise AssertionError(f"{service}: {path} is in none of its volumes")
+
+
+def pki_state_volume() -> str:
+    """The pki step's own volume: the CA and everything made with it."""
+    return volume_of("pki", parsed("pki", "minikube_py.cluster.compose").state)[0]
+
+
+def share(service: str) -> str:
+    """The volume holding `service`'s share of what the pki step made."""
+    shares = [volume for volume in mounts(service)
+              if volume in mounts("pki") and volume != pki_state_volume()]
+    assert len(shares) == 1, f"{service} mounts {len(shares)} shares of the pki step: {shares}"
+    return shares[0]
+
+
+def certs_seen_by(service: str) -> ClusterCertificates:
+    """The cluster's files where `service` sees them: its share is laid out as `up`'s
+    state directory, at the share's mountpoint."""
+    return ClusterCertificates(Path(mounts(service)[share(service)][0]))
+
+
+@dataclass
+class Container:
+    """`service`'s filesystem, for running its commands here: each named volume it mounts
+    is a directory of `volumes`, found at its mountpoint under `root`."""
+
+    service: str
+    root: Path
+    volumes: Path
+
+    def __post_init__(self) -> None:
+        for volume, (mountpoint, _) in mounts(self.service).items():
+            (self.volumes / volume).mkdir(parents=True, exist_ok=True)
+            link = self.path(mountpoint)
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(self.volumes / volume, target_is_directory=True)
+
+    def path(self, inside: str | Path) -> Path:
+        return self.root / str(inside).lstrip("/")
+
+    def flags(self, command: list[str], replace: dict[str, str] | None = None) -> list[str]:
+        """The flags of a `python -m` command, each absolute path moved under root and
+        those named in `replace` ({"--server": ...}) given its value."""
+        flags = []
+        for flag in command[3:]:
+            name, equals, value = flag.partition("=")
+            if replace and name in replace:
+                value = replace[name]
+            elif value.startswith("/"):
+                value = str(self.path(value))
+            flags.append(f"{name}{equals}{value}" if equals else flag)
+        return flags
+
+
+def run_pki_step(root: Path, volumes: Path, replace: dict[str, str] | None = None) -> None:
+    """The pki service's command, writing into `volumes`."""
+    pki = Container("pki", root, volumes)
+    compose_setup.main(pki.flags(services()["pki"]["command"], replace))
+
+
+@pytest.fixture(scope="module")
+def volumes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The named volumes once the pki service has run: <volumes>/<volume>/..."""
+    written = tmp_path_factory.mktemp("volumes")
+    run_pki_step(tmp_path_factory.mktemp("pki-container"), written)
+    return written
+
+
+def in_volume(volumes: Path, service: str, path: str | Path) -> Path:
+    """Where a file `service` names is, among `volumes`."""
+    volume, inside = volume_of(service, path)
+    return volumes / volume / inside
+
+
+def certificate_in(volumes: Path, service: str, path: str | Path) -> x509.Certificate:
+    return x509.load_pem_x509_certificate(in_volume(volumes, service, path).read_bytes())
+
+
+def cluster_ca(volumes: Path) -> x509.Certificate:
+    return certificate_in(volumes, "apiserver", certs_seen_by("apiserver").ca_file)
+
+
+def client_subject(kubeconfig: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """(CN, Os) of the client certificate a kubeconfig embeds: the user and its groups."""
+    user = kubeconfig["users"][0]["user"]
+    cert = x509.load_pem_x509_certificate(base64.b64decode(user["client-certificate-data"]))
+    return (str(cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value),
+            tuple(str(attribute.value) for attribute in
+                  cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)))
+
+
+def readme_admin_kubeconfig() -> tuple[str, str]:
+    """(service, path) of README.md's `docker compose cp SERVICE:PATH ...`."""
+    match = re.search(r"docker compose cp ([\w-]+):(\S+) ", README.read_text())
+    assert match, "README.md says not how to copy the admin's kubeconfig out"
+    return match.group(1), match.group(2)
+
+
 # -- the compose file ------------------------------------------------------------------------
 
 def test_docker_compose_validates_the_file_without_an_engine() -> None:
@@ -231,17 +387,15 @@ def test_registry_serves_the_launchers_config_from_its_volume() -> None:
     assert any(volume.endswith(f":{storage}") for volume in service["volumes"])
 
 
-def test_components_reach_the_apiserver_service_through_the_kubeconfig() -> None:
+def test_etcd_is_reached_by_the_apiserver_alone() -> None:
     api = parsed("apiserver", "minikube_py.apiserver")
-    assert api.bind_address == "0.0.0.0"
     assert api.etcd_servers == "http://etcd:2379"
     assert "--listen-client-urls=http://0.0.0.0:2379" in services()["etcd"]["command"]
-    paths = {parse(command[2], command[3:], where).kubeconfig
-             for where, command in python_commands()
-             if command[2] in ENTRY_POINTS - {"minikube_py.apiserver"}}
-    assert len(paths) == 1
-    written = yaml.safe_load(in_repository(paths.pop()).read_text())
-    assert written == kubeconfig(f"http://apiserver:{api.port}")
+    networks = services()["etcd"]["networks"]
+    assert compose()["networks"][networks[0]]["internal"] is True
+    on_its_network = {name for name, service in services().items()
+                      if networks[0] in (service.get("networks") or ())}
+    assert on_its_network == {"etcd", "apiserver"}
 
 
 def test_nodes_have_their_own_pod_cidr_and_route_to_each_others() -> None:
@@ -313,6 +467,272 @@ def test_runtime_config_writes_the_config_containerd_starts_from(tmp_path: Path)
     assert (runtime.cni_conf_dir / "10-minikube-py.conflist").is_file()
     hosts = (runtime.hosts_dir / "docker.io" / "hosts.toml").read_text()
     assert f'server = "http://{registry_host()}"' in hosts
+
+
+# -- the secured cluster ---------------------------------------------------------------------
+
+def test_apiserver_serves_tls_with_the_flags_up_passes() -> None:
+    command = services()["apiserver"]["command"]
+    certs = certs_seen_by("apiserver")
+    expected = [*apiserver_tls(certs).flags(), *secured_apiserver_flags(certs)]
+    assert command[-len(expected):] == expected
+    api = parsed("apiserver", "minikube_py.apiserver")
+    assert api.bind_address == "0.0.0.0"
+    # the kubernetes Service's endpoint, where pods reach it through 10.96.0.1
+    assert api.advertise_address == fixed_address("apiserver")
+    assert services()["apiserver"]["ports"] == [f"127.0.0.1:{api.port}:{api.port}"]
+    check = " ".join(services()["apiserver"]["healthcheck"]["test"])
+    assert f"https://127.0.0.1:{api.port}/readyz" in check
+    assert f"cafile='{certs.ca_file}'" in check
+
+
+def test_controller_manager_signs_with_the_cluster_ca_as_up_runs_it() -> None:
+    command = services()["controller-manager"]["command"]
+    flags = secured_controller_manager_flags(certs_seen_by("controller-manager"))
+    assert set(flags) <= set(command), set(flags) - set(command)
+
+
+def test_each_component_runs_with_a_kubeconfig_of_its_own(volumes: Path) -> None:
+    server = parsed("pki", "minikube_py.cluster.compose").server
+    api = parsed("apiserver", "minikube_py.apiserver")
+    assert urlsplit(server).port == api.port
+    identities = set()
+    for where, command in python_commands():
+        who = IDENTITY_OF.get(command[2])
+        if who is None:
+            continue
+        service = where.split()[0]
+        path = parse(command[2], command[3:], where).kubeconfig
+        assert path == str(certs_seen_by(service).kubeconfig(who)), where
+        written = yaml.safe_load(in_volume(volumes, service, path).read_text())
+        assert written["clusters"][0]["cluster"]["server"] == server
+        assert client_subject(written) == (IDENTITIES[who][0], IDENTITIES[who][1]), where
+        identities.add(who)
+    assert identities == set(IDENTITY_OF.values())
+
+
+def test_nodes_join_with_the_token_and_the_ca_hash_then_bootstrap_their_kubelet() -> None:
+    join_info = parsed("join-info", "minikube_py.cluster.compose")
+    server = parsed("pki", "minikube_py.cluster.compose").server
+    assert join_info.server == server
+    for node in NODES:
+        commands = node_commands(node)
+        join = parse("minikube_py.cluster.compose",
+                     commands["minikube_py.cluster.compose join"][3:], node)
+        kubelet = parsed(node, "minikube_py.kubelet")
+        certs = certs_seen_by(node)
+        assert join.server == server
+        assert join.ca_cert == certs.ca_file
+        # the token join-info writes, in the volume both mount (the node may only read it)
+        token = volume_of(node, join.token_file)
+        assert token == volume_of("join-info", token_file(join_info.state))
+        assert mounts(node)[token[0]][1] and not mounts("join-info")[token[0]][1]
+        assert kubelet.bootstrap_kubeconfig == str(join.bootstrap_kubeconfig)
+        assert kubelet.rotate_certificates
+        # the kubelet writes its kubeconfig and certificate where the node keeps its data
+        for written in (kubelet.kubeconfig, kubelet.bootstrap_kubeconfig, kubelet.root_dir):
+            volume, _ = volume_of(node, written)
+            assert volume == f"{node}-data" and not mounts(node)[volume][1]
+        expected = secured_kubelet_flags(certs, node)
+        assert set(expected) <= set(commands["minikube_py.kubelet"]), \
+            set(expected) - set(commands["minikube_py.kubelet"])
+
+
+def test_every_file_a_service_names_is_in_the_share_it_mounts(volumes: Path) -> None:
+    """After the pki step: each path a command names in a volume that step writes is
+    there (the API server's TLS files, each kubeconfig, the kubelets' certificates...)."""
+    named = 0
+    for where, command in python_commands():
+        service = where.split()[0]
+        if service == "pki":
+            continue
+        for flag in command[3:]:
+            value = flag.partition("=")[2]
+            if not value.startswith("/") or not any(
+                    value.startswith(f"{mountpoint}/")
+                    for volume, (mountpoint, _) in mounts(service).items()
+                    if volume in mounts("pki")):
+                continue
+            assert in_volume(volumes, service, value).is_file(), f"{where}: {flag}"
+            named += 1
+    assert named >= 20
+
+
+def test_only_the_pki_step_and_the_controller_manager_see_the_cas_key(volumes: Path) -> None:
+    holding = {path.relative_to(volumes).parts[0] for path in volumes.rglob("ca.key")}
+    assert holding == {pki_state_volume(), share("controller-manager")}
+    assert {service for service in services() if holding & set(mounts(service))} == {
+        "pki", "controller-manager"}
+    for service in set(services()) - {"pki"}:
+        for volume, (_, read_only) in mounts(service).items():
+            assert read_only or volume not in mounts("pki"), f"{service} may write {volume}"
+    # each service sees nothing of the pki step's but its own share
+    for service in set(services()) - {"pki"}:
+        assert len(set(mounts(service)) & set(mounts("pki"))) <= 1, service
+
+
+def test_the_apiserver_certificate_names_every_way_it_is_reached(volumes: Path) -> None:
+    api = parsed("apiserver", "minikube_py.apiserver")
+    cert = certificate_in(volumes, "apiserver", api.tls_cert_file)
+    cert.verify_directly_issued_by(cluster_ca(volumes))
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    dns_names = set(names.get_values_for_type(x509.DNSName))
+    addresses = {str(address) for address in names.get_values_for_type(x509.IPAddress)}
+    service_host = urlsplit(parsed("pki", "minikube_py.cluster.compose").server).hostname
+    assert service_host == "apiserver" and service_host in dns_names
+    assert {"kubernetes", "kubernetes.default", "kubernetes.default.svc",
+            "kubernetes.default.svc.cluster.local"} <= dns_names
+    kubernetes_service_ip = str(ipaddress.ip_network(api.service_cluster_ip_range)[1])
+    assert {"127.0.0.1", kubernetes_service_ip, api.advertise_address} <= addresses
+    assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == \
+        "kube-apiserver"
+
+
+def test_each_kubelet_serves_with_a_certificate_for_its_name_and_address(
+        volumes: Path) -> None:
+    for node in NODES:
+        kubelet = parsed(node, "minikube_py.kubelet")
+        cert = certificate_in(volumes, node, kubelet.tls_cert_file)
+        cert.verify_directly_issued_by(cluster_ca(volumes))
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        assert names.get_values_for_type(x509.DNSName) == [node]
+        assert [str(ip) for ip in names.get_values_for_type(x509.IPAddress)] == [
+            kubelet.node_ip]
+        usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+        assert ExtendedKeyUsageOID.SERVER_AUTH in usages
+        assert in_volume(volumes, node, kubelet.tls_private_key_file).stat().st_mode \
+            & 0o077 == 0
+
+
+def test_readme_copies_the_admins_kubeconfig_out_of_the_pki_service(volumes: Path) -> None:
+    service, path = readme_admin_kubeconfig()
+    assert service == "pki"
+    state = ClusterCertificates(Path(parsed("pki", "minikube_py.cluster.compose").state))
+    assert path == str(state.kubeconfig("admin"))
+    admin = yaml.safe_load(in_volume(volumes, service, path).read_text())
+    assert client_subject(admin) == (IDENTITIES["admin"][0], IDENTITIES["admin"][1])
+    api = parsed("apiserver", "minikube_py.apiserver")
+    assert f"--server https://127.0.0.1:{api.port}" in README.read_text()
+
+
+def test_certs_keeps_the_ca_and_the_keys_at_a_second_run(tmp_path: Path) -> None:
+    written = tmp_path / "volumes"
+    run_pki_step(tmp_path / "first", written)
+    state = written / pki_state_volume()
+    kept = {name: (state / "pki" / name).read_bytes()
+            for name in ("ca.crt", "ca.key", "sa.key", "apiserver.crt")}
+    run_pki_step(tmp_path / "second", written)
+    assert {name: (state / "pki" / name).read_bytes() for name in kept} == kept
+    assert (written / share("apiserver") / "pki" / "ca.crt").read_bytes() == kept["ca.crt"]
+
+
+@pytest.mark.parametrize(("token", "pin", "message"), [
+    ("not-a-token", None, "join: couldn't validate the identity of the API Server: the "
+                          "bootstrap token is not of the form"),
+    ("abcdef.0123456789abcdef", "sha256:1234",
+     "join: couldn't validate the identity of the API Server: invalid discovery token CA "
+     "certificate hash 'sha256:1234'"),
+    ("abcdef.0123456789abcdef", "no certificate",
+     "join: cannot read a PEM certificate from --ca-cert"),
+    (None, None, "join: cannot read the bootstrap token"),
+])
+def test_join_with_a_bad_token_or_hash_says_so_in_one_line(
+        tmp_path: Path, token: str | None, pin: str | None, message: str) -> None:
+    ca = tmp_path / "ca.crt"
+    ca.write_bytes(pki.new_ca().cert_pem)
+    token_path = tmp_path / "token"
+    if token is not None:
+        token_path.write_text(token + "\n")
+    flags = ["join", "--server=https://127.0.0.1:9", f"--token-file={token_path}",
+             f"--bootstrap-kubeconfig={tmp_path / 'bootstrap.conf'}"]
+    if pin is None:
+        flags.append(f"--ca-cert={ca}")
+    elif pin.startswith("sha256:"):
+        flags.append(f"--discovery-token-ca-cert-hash={pin}")
+    else:
+        ca.write_text(pin)
+        flags.append(f"--ca-cert={ca}")
+    joined = subprocess.run([sys.executable, "-m", "minikube_py.cluster.compose", *flags],
+                            capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert joined.returncode != 0
+    assert joined.stderr.startswith(message), joined.stderr
+    assert joined.stderr.count("\n") == 1, joined.stderr
+    assert not (tmp_path / "bootstrap.conf").exists()
+
+
+def test_publish_join_info_without_a_kubeconfig_says_so_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as refused:
+        compose_setup.main(["publish-join-info", f"--kubeconfig={tmp_path / 'admin.conf'}",
+                            f"--state={tmp_path}", "--server=https://apiserver:6443"])
+    message = str(refused.value.code)
+    assert message.startswith("publish-join-info: no kubeconfig found at ")
+    assert "\n" not in message
+    assert not token_file(tmp_path).exists()
+
+
+# -- the control plane's commands, run here ------------------------------------------------
+
+def without(flags: list[str], names: set[str]) -> tuple[str, ...]:
+    return tuple(flag for flag in flags if flag.partition("=")[0] not in names)
+
+
+def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([KUBECTL, *args], capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.slow
+async def test_a_node_joins_the_control_plane_the_compose_commands_start(
+        private_etcd: EtcdProcess, tmp_path: Path) -> None:
+    """The pki, apiserver, join-info and controller-manager services' commands and node-1's
+    join, run here with the volumes as directories; the API server listens on loopback
+    (no compose network: the kubeconfigs name it https://localhost:PORT, not
+    https://apiserver:6443). node-1's kubelet then earns its client certificate, and
+    kubectl reaches the API server with the admin's kubeconfig as README.md says."""
+    port = free_port()
+    server = {"--server": f"https://localhost:{port}"}
+    volumes = tmp_path / "volumes"
+    run_pki_step(tmp_path / "pki", volumes, server)
+    apiserver = Container("apiserver", tmp_path / "apiserver", volumes)
+    flags = apiserver.flags(services()["apiserver"]["command"])
+    tls = parse("minikube_py.apiserver", flags, "apiserver")
+    api = APIServerProcess(
+        [private_etcd.client_url], tmp_path / "apiserver.log", port=port,
+        tls=ServingTLS(Path(tls.tls_cert_file), Path(tls.tls_private_key_file),
+                       Path(tls.client_ca_file)),
+        extra_args=without(flags, {"--etcd-servers", "--bind-address", "--port",
+                                   "--advertise-address", "--tls-cert-file",
+                                   "--tls-private-key-file", "--client-ca-file"}))
+    manager = Container("controller-manager", tmp_path / "controller-manager", volumes)
+    flags = manager.flags(services()["controller-manager"]["command"])
+    controllers = ControllerManagerProcess(
+        Path(parse("minikube_py.controllers", flags, "controller-manager").kubeconfig),
+        tmp_path / "controller-manager.log", extra_args=without(flags, {"--kubeconfig"}))
+    async with api, controllers:
+        join_info = Container("join-info", tmp_path / "join-info", volumes)
+        await asyncio.to_thread(compose_setup.main, join_info.flags(
+            services()["join-info"]["command"], server))
+        node = Container("node-1", tmp_path / "node-1", volumes)
+        command = node_commands("node-1")["minikube_py.cluster.compose join"]
+        await asyncio.to_thread(compose_setup.main, node.flags(command, server))
+        kubelet = parse("minikube_py.kubelet",
+                        node.flags(node_commands("node-1")["minikube_py.kubelet"]), "node-1")
+        await asyncio.wait_for(certificate.bootstrap(
+            "node-1", Path(kubelet.kubeconfig), Path(kubelet.bootstrap_kubeconfig),
+            kubelet.root_dir / "pki"), 60)
+        node_whoami = kubectl(f"--kubeconfig={kubelet.kubeconfig}", "auth", "whoami", "-o",
+                              "jsonpath={.status.userInfo.username}")
+        assert node_whoami.stdout == "system:node:node-1", node_whoami.stderr
+        # README.md: the admin's kubeconfig, copied out of the pki service, and the
+        # address the API server is published at
+        admin = in_volume(volumes, *readme_admin_kubeconfig())
+        whoami = kubectl(f"--kubeconfig={admin}", f"--server=https://127.0.0.1:{port}",
+                         "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+        assert whoami.stdout == "kubernetes-admin", whoami.stderr
+        # publish-join-info granted the DNS its role, as `up` does
+        can = kubectl(f"--kubeconfig={admin}", "auth", "can-i", "create", "endpointslices",
+                      "--as=system:kube-dns")
+        assert can.stdout.strip() == "yes", can.stderr
 
 
 # -- the Dockerfile --------------------------------------------------------------------------

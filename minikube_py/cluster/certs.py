@@ -6,7 +6,9 @@ does not change, and the ServiceAccount key signs tokens that must stay good):
     pki/ca.crt, ca.key                      the cluster CA: signs everything below
     pki/apiserver.crt                       the API server's serving certificate: the
                                             kubernetes.default.svc names, 127.0.0.1, the
-                                            bridge address and the kubernetes Service IP
+                                            host of the kubeconfigs' server (the bridge
+                                            address; the compose file's `apiserver`) and
+                                            the kubernetes Service IP
     pki/apiserver-kubelet-client.crt        how the API server calls kubelets
                                             (CN kube-apiserver-kubelet-client,
                                             O system:masters)
@@ -33,12 +35,15 @@ so that one can be copied elsewhere.
 from __future__ import annotations
 
 import base64
+import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import yaml
 
 from minikube_py.cluster.kubeconfig import CLUSTER_NAME
+from minikube_py.process import LOOPBACK
 from minikube_py.security import pki
 
 ADMIN = ("kubernetes-admin", ("system:masters",))
@@ -51,6 +56,26 @@ IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "metrics": ("system:metrics-server", ()),
 }
 KUBELET_CLIENT = ("kube-apiserver-kubelet-client", ("system:masters",))
+KUBERNETES_SERVICE_IP = "10.96.0.1"
+"""The kubernetes Service's ClusterIP (the first of 10.96.0.0/12): where pods reach the
+API server."""
+
+
+def apiserver_sans(server_url: str, addresses: tuple[str, ...]
+                   ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The API server certificate's DNS names and IP addresses, as kubeadm lists them:
+    the kubernetes Service's names and localhost; loopback, the kubernetes Service IP and
+    `addresses`; and the host of `server_url`, where the kubeconfigs point (a name or an
+    address)."""
+    host = urlsplit(server_url).hostname or LOOPBACK
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        names: tuple[str, ...] = (host,)
+    else:
+        names, addresses = (), (*addresses, host)
+    return (tuple(dict.fromkeys((*pki.apiserver_names(), *names))),
+            tuple(dict.fromkeys((LOOPBACK, *addresses, KUBERNETES_SERVICE_IP))))
 
 
 @dataclass(frozen=True)
@@ -88,11 +113,13 @@ class ClusterCertificates:
     def ensure(self, server_url: str, addresses: tuple[str, ...],
                nodes: dict[str, str]) -> None:
         """The CA, the server's certificates, the ServiceAccount key, a kubeconfig per
-        identity (pointing at server_url) and each node's (`nodes`: name -> address)."""
+        identity (pointing at server_url) and each node's (`nodes`: name -> address).
+        `addresses`: where else clients reach the API server (apiserver_sans)."""
         self.pki.mkdir(parents=True, exist_ok=True, mode=0o700)
         ca = self._ca()
-        self._issue(ca, "apiserver", "kube-apiserver", dns_names=pki.apiserver_names(),
-                    ip_addresses=addresses, server=True)
+        dns_names, ip_addresses = apiserver_sans(server_url, addresses)
+        self._issue(ca, "apiserver", "kube-apiserver", dns_names=dns_names,
+                    ip_addresses=ip_addresses, server=True)
         self._issue(ca, "apiserver-kubelet-client", KUBELET_CLIENT[0],
                     organizations=KUBELET_CLIENT[1], client=True)
         if not self.service_account_key.exists():

@@ -47,7 +47,7 @@ from minikube_py.cluster.components import (
 )
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.image_command import add_image_command, push_catalog
-from minikube_py.cluster.join import join_info, join_node, publish_join_info
+from minikube_py.cluster.join import join_info, join_node, publish_cluster_objects
 from minikube_py.cluster.kubeconfig import write_kubeconfig
 from minikube_py.cluster.netns import (
     DEFAULT_NODE_NETWORK,
@@ -58,7 +58,6 @@ from minikube_py.cluster.netns import (
 )
 from minikube_py.cluster.node import load_shipped_images, node_config, remove_kubelet_volumes
 from minikube_py.cluster.registry import RegistryProcess
-from minikube_py.cluster.roles import grant_component_roles
 from minikube_py.cluster.supervisor import Supervisor, SupervisorProcess
 from minikube_py.cluster.traces import publish_trace_receiver
 from minikube_py.images.debian import PackageError
@@ -87,7 +86,6 @@ DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443,
                  "tracing": 4318}
 NODE_PORTS = {"kubelet": 10250, "kubelet-healthz": 10248, "proxy-healthz": 10256,
               "proxy-metrics": 10249}
-KUBERNETES_SERVICE_IP = "10.96.0.1"
 """Upstream's ports, on each node's own address: every node has a network of its own."""
 # Started stage by stage (the components of a stage together, on every node); stopped in
 # reverse order. A node's component is named node-N/<component>.
@@ -251,8 +249,7 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
             extra_args=(*secured_apiserver_flags(certs),
                         f"--tracing-config-file={tracing_config(state)}",
                         *flags("apiserver")[1:]),
-            tls=(ServingTLS(certs.file("apiserver.crt"), certs.file("apiserver.key"),
-                            certs.ca_file) if certs is not None else None),
+            tls=apiserver_tls(certs) if certs is not None else None,
             **files("apiserver")),
         "controller-manager": ControllerManagerProcess(
             kubeconfig_of("controller-manager"), port=ports["controller-manager"],
@@ -321,6 +318,11 @@ def write_tracing_config(state: Path, cluster: dict[str, Any]) -> None:
     tracing_config(state).write_text(
         "apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\n"
         f"endpoint: {endpoint}\nsamplingRatePerMillion: 1000000\n")
+
+
+def apiserver_tls(certs: ClusterCertificates) -> ServingTLS:
+    """The API server's serving certificate, and the CA it checks clients' against."""
+    return ServingTLS(certs.file("apiserver.crt"), certs.file("apiserver.key"), certs.ca_file)
 
 
 def secured_apiserver_flags(certs: ClusterCertificates | None) -> tuple[str, ...]:
@@ -428,8 +430,7 @@ def _make_certificates(state: Path, cluster: dict[str, Any]) -> None:
     network = cluster_network(cluster)
     address = network.gateway if network is not None else LOOPBACK
     ClusterCertificates(state).ensure(
-        f"https://{address}:{cluster['ports']['apiserver']}",
-        tuple(dict.fromkeys((LOOPBACK, address, KUBERNETES_SERVICE_IP))),
+        f"https://{address}:{cluster['ports']['apiserver']}", (),
         {node.name: node.address for node in node_networks(cluster)})
 
 
@@ -488,9 +489,9 @@ async def _start(state: Path, name: str, process: ComponentProcess, started: flo
         if process.tls is not None:
             shutil.copyfile(admin, state / "kubeconfig")
             (state / "kubeconfig").chmod(0o600)
-            await grant_component_roles(state / "kubeconfig")
             certs = ClusterCertificates(state)
-            await publish_join_info(admin, state, process.url, certs.ca_file.read_bytes())
+            await publish_cluster_objects(admin, state, process.url,
+                                          certs.ca_file.read_bytes())
         else:
             write_kubeconfig(state / "kubeconfig", process.url)
         if receiver is not None:

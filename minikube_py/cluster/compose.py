@@ -1,26 +1,49 @@
 """The set-up steps of the Docker cluster (docker-compose.yml at the repository root).
 
-The compose file runs the same components as `minikube-py up`, one service each, from
-one image (Dockerfile). Two steps there need the project's own code rather than a
-component's command line:
+The compose file runs the same secured cluster as `minikube-py up`, one service per
+component, from one image (Dockerfile). The steps that need the project's own code rather
+than a component's command line, in the order the cluster comes up:
 
-    node-N (compose/node.sh)   runtime-config: containerd's config.toml and the CNI
-                               network of the node, as `up` writes them for its node
+    pki (once, first)          certs: the CA, the certificates and kubeconfigs `up` makes
+                               (cluster/certs.py), kept in the pki volume; then each
+                               service's own files (shares) copied into a volume of its
+                               own, which only that service mounts, read-only: the CA's
+                               key goes to the controller-manager alone
+    join-info (once the API server answers)
+                               publish-join-info: what `up` does then (cluster/join.py):
+                               the DNS's and metrics server's roles, a bootstrap token
+                               (written where the nodes read it), cluster-info and the
+                               bootstrap RBAC
+    node-N (compose/node.sh)   join: kubeadm join's discovery, trusting the cluster through
+                               the token and the CA's hash, writing the kubelet's bootstrap
+                               kubeconfig; runtime-config: containerd's config.toml and the
+                               CNI network of the node, as `up` writes them for its node
     images (once)              push-images: the shipped images (built into the image by
                                `minikube-py image build`) into the registry service,
                                where every node's containerd pulls them from
 
-`python -m minikube_py.cluster.compose runtime-config --node-name N --pod-cidr C
---base-dir D [--registry HOST:PORT]` and `... push-images --registry HOST:PORT --images DIR`.
+`python -m minikube_py.cluster.compose STEP --help` shows each step's flags.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import ipaddress
+import shutil
+import stat
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
+from minikube_py.client.errors import APIStatusError
+from minikube_py.client.kubeconfig import KubeconfigError, load_kubeconfig
+from minikube_py.client.rest import ConnectionFailed
+from minikube_py.client.transport import TransportError
+from minikube_py.cluster.bootstraptoken import DiscoveryError, ca_cert_hash
+from minikube_py.cluster.certs import ClusterCertificates
 from minikube_py.cluster.image_command import push_catalog
+from minikube_py.cluster.join import JoinInfo, join_node, publish_cluster_objects, token_file
 from minikube_py.images.debian import PackageError
 from minikube_py.images.registry import ArchiveError, RegistryError
 from minikube_py.kubelet.runtime_setup import (
@@ -28,6 +51,91 @@ from minikube_py.kubelet.runtime_setup import (
     write_cni_config,
     write_containerd_config,
 )
+
+
+def shares(certs: ClusterCertificates, nodes: Iterable[str]) -> dict[str, tuple[Path, ...]]:
+    """Who may read which of the cluster's files: what its flags name, nothing more.
+    "admin" is the join-info step's (and what a user copies out to run kubectl)."""
+    return {
+        "apiserver": (certs.ca_file, certs.file("apiserver.crt"), certs.file("apiserver.key"),
+                      certs.file("apiserver-kubelet-client.crt"),
+                      certs.file("apiserver-kubelet-client.key"), certs.service_account_key),
+        "controller-manager": (certs.ca_file, certs.file("ca.key"),
+                               certs.kubeconfig("controller-manager")),
+        "scheduler": (certs.kubeconfig("scheduler"),),
+        "dns": (certs.kubeconfig("dns"),),
+        "metrics": (certs.kubeconfig("metrics"),),
+        "admin": (certs.kubeconfig("admin"),),
+        **{node: (certs.ca_file, *certs.kubelet_serving(node), certs.kubeconfig("proxy"))
+           for node in nodes},
+    }
+
+
+def copy_share(certs: ClusterCertificates, files: tuple[Path, ...], share: Path) -> None:
+    """`files` into `share` at the same places under it as under the state directory,
+    each with its mode (keys stay owner-only) and replaced at once."""
+    for source in files:
+        target = share / source.relative_to(certs.state)
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = target.with_name(f"{target.name}.tmp")
+        tmp.unlink(missing_ok=True)
+        tmp.touch(mode=0o600)
+        shutil.copyfile(source, tmp)
+        tmp.chmod(stat.S_IMODE(source.stat().st_mode))
+        tmp.replace(target)
+
+
+def make_certificates(args: argparse.Namespace) -> None:
+    """The CA, the certificates and kubeconfigs (kept when there, as `up` keeps them),
+    then each service's share."""
+    certs = ClusterCertificates(args.state)
+    nodes = dict(args.node)
+    try:
+        certs.ensure(args.server, tuple(args.address), nodes)
+        print(f"wrote the cluster's certificates and kubeconfigs in {args.state}")
+        for who, files in shares(certs, nodes).items():
+            copy_share(certs, files, args.shares / who)
+            print(f"wrote {args.shares / who}: "
+                  f"{', '.join(str(file.relative_to(certs.state)) for file in files)}")
+    except (OSError, ValueError) as error:
+        sys.exit(f"certs: {error}")
+
+
+def publish_join_info(args: argparse.Namespace) -> None:
+    """As `up` once its API server runs, as the admin of --kubeconfig (whose CA is the
+    cluster's): the token goes to --state, where the nodes read it."""
+    try:
+        ca_file = load_kubeconfig(args.kubeconfig).ca_file
+        if ca_file is None:
+            raise KubeconfigError(f"{args.kubeconfig} names no certificate authority")
+        join = asyncio.run(publish_cluster_objects(args.kubeconfig, args.state, args.server,
+                                                   Path(ca_file).read_bytes()))
+    except (KubeconfigError, APIStatusError, ConnectionFailed, TransportError, OSError,
+            ValueError) as error:
+        sys.exit(f"publish-join-info: {error}")
+    print(f"wrote {token_file(args.state)}")
+    print(f"nodes join with: {join.command()}")
+
+
+def join(args: argparse.Namespace) -> None:
+    """kubeadm join's discovery: trust the cluster through the token and the CA's hash
+    (--discovery-token-ca-cert-hash, or that of --ca-cert), then write the kubelet's
+    --bootstrap-kubeconfig."""
+    try:
+        token = args.token_file.read_text().strip()
+    except OSError as error:
+        sys.exit(f"join: cannot read the bootstrap token ({error}); the join-info step "
+                 "writes it")
+    try:
+        ca_hash = args.discovery_token_ca_cert_hash or ca_cert_hash(args.ca_cert.read_bytes())
+    except (OSError, ValueError) as error:
+        sys.exit(f"join: cannot read a PEM certificate from --ca-cert {args.ca_cert}: {error}")
+    try:
+        written = asyncio.run(join_node(JoinInfo(args.server, token, ca_hash),
+                                        args.bootstrap_kubeconfig))
+    except (DiscoveryError, OSError) as error:
+        sys.exit(f"join: {error}")
+    print(f"wrote {written}")
 
 
 def node_runtime(args: argparse.Namespace) -> NodeRuntimeConfig:
@@ -53,10 +161,67 @@ def push_images(args: argparse.Namespace) -> None:
         sys.exit(f"push-images: {error}")
 
 
+def ip_address(value: str) -> str:
+    """--address IP."""
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an IP address: {value!r}") from None
+
+
+def node_address(value: str) -> tuple[str, str]:
+    """--node NAME=IP."""
+    name, equals, address = value.partition("=")
+    if not equals or not name:
+        raise argparse.ArgumentTypeError(f"want NAME=IP, e.g. node-1=10.210.0.11, not "
+                                         f"{value!r}")
+    return name, ip_address(address)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m minikube_py.cluster.compose",
                                      description="set-up steps of docker-compose.yml")
     steps = parser.add_subparsers(dest="step", required=True)
+    certs = steps.add_parser("certs", help="write the cluster's CA, certificates and "
+                             "kubeconfigs, and each service's share of them")
+    certs.add_argument("--state", type=Path, required=True,
+                       help="where they are kept (pki/, kubeconfigs/, as `up` lays them out)")
+    certs.add_argument("--server", required=True, metavar="URL",
+                       help="the API server, as the kubeconfigs name it "
+                            "(https://apiserver:6443); its host is in its certificate")
+    certs.add_argument("--address", action="append", default=[], type=ip_address,
+                       metavar="IP",
+                       help="another address of the API server for its certificate "
+                            "(repeat it for more)")
+    certs.add_argument("--node", action="append", default=[], type=node_address,
+                       metavar="NAME=IP", help="a node, for its kubelet's serving "
+                                               "certificate (repeat it for more)")
+    certs.add_argument("--shares", type=Path, required=True,
+                       help="each service's share goes to <shares>/<service> (for a node: "
+                            "its name; for the join-info step: admin)")
+    certs.set_defaults(run=make_certificates)
+    publish = steps.add_parser("publish-join-info", help="once the API server runs: the "
+                               "component roles, a bootstrap token and cluster-info")
+    publish.add_argument("--kubeconfig", type=Path, required=True, help="the admin's")
+    publish.add_argument("--state", type=Path, required=True,
+                         help="the token goes to <state>/pki/bootstrap-token (a token still "
+                              "good there is kept)")
+    publish.add_argument("--server", required=True, metavar="URL",
+                         help="the API server as the nodes reach it, published in "
+                              "cluster-info")
+    publish.set_defaults(run=publish_join_info)
+    joining = steps.add_parser("join", help="discover the cluster with a bootstrap token and "
+                               "write the kubelet's bootstrap kubeconfig")
+    joining.add_argument("--server", required=True, metavar="URL")
+    joining.add_argument("--token-file", type=Path, required=True,
+                         help="the bootstrap token (publish-join-info writes it)")
+    pin = joining.add_mutually_exclusive_group(required=True)
+    pin.add_argument("--discovery-token-ca-cert-hash", metavar="sha256:HEX",
+                     help="the CA's public key hash, as kubeadm join takes it")
+    pin.add_argument("--ca-cert", type=Path, help="the CA certificate, to pin its hash")
+    joining.add_argument("--bootstrap-kubeconfig", type=Path, required=True,
+                         help="where the kubelet's bootstrap kubeconfig is written")
+    joining.set_defaults(run=join)
     runtime = steps.add_parser("runtime-config",
                                help="write a node's containerd config and CNI network")
     runtime.add_argument("--node-name", required=True)

@@ -1,7 +1,9 @@
 """How `up` joins its nodes to a secured cluster: the way kubeadm does, so that a node
-needs nothing but the API server's address, a bootstrap token and the CA's hash.
+needs nothing but the API server's address, a bootstrap token and the CA's hash (the
+compose file's nodes join the same way: cluster/compose.py).
 
-    once the API server runs (as `kubeadm init` does, phase bootstrap-token)
+    once the API server runs (publish_cluster_objects: first the host components'
+    roles, cluster/roles.py, then as `kubeadm init` does, phase bootstrap-token)
       publish_join_info   a bootstrap token (kept in pki/bootstrap-token while it is
                           good; a new one once the token cleaner has removed it),
                           kube-public/cluster-info (the server and its CA), and the RBAC
@@ -27,6 +29,7 @@ from minikube_py.client.errors import AlreadyExists, NotFound
 from minikube_py.client.kubeconfig import load_kubeconfig
 from minikube_py.client.rest import Client, ResourceClient
 from minikube_py.cluster import bootstraptoken
+from minikube_py.cluster.roles import grant_component_roles
 
 # `up` waits for cluster-info's signature while the controller-manager starts: look often
 DISCOVERY_RETRY = 0.5
@@ -75,7 +78,8 @@ async def publish_join_info(admin_kubeconfig: Path, state: Path, server: str,
         if token is None:
             token = bootstraptoken.generate_token()
             await secrets.create(bootstraptoken.token_secret(
-                token, description="the token `minikube-py up` joins its nodes with"))
+                token, description="the token the cluster's nodes join with"))
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             path.touch(mode=0o600)
             path.write_text(token + "\n")
         config_maps = client.resource("configmaps")
@@ -96,6 +100,14 @@ async def publish_join_info(admin_kubeconfig: Path, state: Path, server: str,
             with contextlib.suppress(AlreadyExists):
                 await client.resource(plural, bootstraptoken.RBAC).create(obj)
     return JoinInfo(server, token, bootstraptoken.ca_cert_hash(ca_pem))
+
+
+async def publish_cluster_objects(admin_kubeconfig: Path, state: Path, server: str,
+                                  ca_pem: bytes) -> JoinInfo:
+    """What follows the API server's start, as the admin: the DNS's and metrics server's
+    roles, then the join info (publish_join_info)."""
+    await grant_component_roles(admin_kubeconfig)
+    return await publish_join_info(admin_kubeconfig, state, server, ca_pem)
 
 
 def join_info(state: Path, admin_kubeconfig: Path, ca_file: Path) -> JoinInfo:
