@@ -946,7 +946,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 progress("watch fan-out, unpaced")
                 rows.append(await bench.watch(None, args.watch_processes))
                 rows += bench.encoders()
-        rows += await compare_security(Path(tmp) / "security", SECURITY_TRIAL, 3)
+        rows += await compare_security(Path(tmp) / "security", SECURITY_TRIAL,
+                                       1 if args.quick else 3)
         rows += await compare_tracing(Path(tmp) / "tracing", SECURITY_TRIAL,
                                       1 if args.quick else 3)
         if not args.quick:

@@ -8,7 +8,7 @@ etcd, an API server and a kubelet process, then measures:
        StartContainer over CRI)
     b. one pod through the API on the idle node: create -> Running seen by a watch
        (median of 5): target <= 0.5 s
-    c. five trials (three with --quick), each of: N pods started straight over CRI all
+    c. five trials (one with --quick), each of: N pods started straight over CRI all
        at once (T_raw) and, for reference, as many at a time as the kubelet starts
        (--max-parallel-starts), with the kubelet process stopped (SIGSTOP); then N busybox
        pods created through the API at once, per pod create -> Running seen by a watch.
@@ -70,7 +70,7 @@ BUSYBOX = "localhost/busybox:1.36"
 # Floor and burst, this many times over; the medians are quoted. One trial's ratio can
 # be 0.4 or 0.7 on a 2-core virtual machine, mostly because T_raw itself varies by 30%.
 TRIALS = 5
-QUICK_TRIALS = 3
+QUICK_TRIALS = 1
 NAMESPACE = "bench"
 
 
@@ -198,7 +198,7 @@ def rss_megabytes(pid: int) -> float:
 
 
 async def measure(args: argparse.Namespace) -> list[Row]:
-    count, idle_seconds = args.pods, (20 if args.quick else 60)
+    count, idle_seconds = args.pods, (5 if args.quick else 60)
     rows: list[tuple[str, str, str, str]] = []
     with scratch_directory() as scratch:
         tmp = Path(scratch)
