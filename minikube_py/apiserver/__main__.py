@@ -112,6 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "encrypted, with which keys")
     parser.add_argument("--max-requests-inflight", type=int, default=400)
     parser.add_argument("--max-mutating-requests-inflight", type=int, default=200)
+    parser.add_argument("--etcd-cafile", default="",
+                        help="the CA that signed etcd's serving certificate (https etcd)")
+    parser.add_argument("--etcd-certfile", default="",
+                        help="the client certificate this server shows etcd")
+    parser.add_argument("--etcd-keyfile", default="", help="its private key")
     parser.add_argument("--etcd-compaction-interval", type=flag_duration, default="5m",
                         help="how often to compact etcd history (0 disables)")
     parser.add_argument("--log-requests", choices=("true", "false"), default="true",
@@ -172,6 +177,17 @@ def main(argv: list[str] | None = None) -> None:
             load_policy(Path(args.audit_policy_file))
         if args.tracing_config_file:
             read_tracing_config(Path(args.tracing_config_file))
+        etcd_tls = [args.etcd_cafile, args.etcd_certfile, args.etcd_keyfile]
+        if any(etcd_tls) and not all(etcd_tls):
+            raise ValueError("--etcd-cafile, --etcd-certfile and --etcd-keyfile go together")
+        secure = [url.strip().startswith("https://") for url in args.etcd_servers.split(",")
+                  if url.strip()]
+        if any(secure) != all(etcd_tls) or (any(secure) and not all(secure)):
+            raise ValueError("https --etcd-servers need --etcd-cafile, --etcd-certfile and "
+                             "--etcd-keyfile (and http ones none of them)")
+        for path in etcd_tls:
+            if path:
+                Path(path).read_bytes()
         if args.service_account_signing_key_file:
             load_signing_key(Path(args.service_account_signing_key_file).read_bytes())
         for key_file in args.service_account_key_file:
@@ -208,6 +224,9 @@ def main(argv: list[str] | None = None) -> None:
         audit_policy_file=args.audit_policy_file,
         audit_log_path=args.audit_log_path,
         tracing_config_file=args.tracing_config_file,
+        etcd_cafile=args.etcd_cafile,
+        etcd_certfile=args.etcd_certfile,
+        etcd_keyfile=args.etcd_keyfile,
         service_account_signing_key_file=args.service_account_signing_key_file,
         service_account_key_files=tuple(args.service_account_key_file),
         service_account_issuer=args.service_account_issuer,

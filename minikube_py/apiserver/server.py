@@ -91,7 +91,7 @@ from minikube_py.apiserver.services import (
     ensure_kubernetes_service,
 )
 from minikube_py.apiserver.storage.encryption import load_encryption_config
-from minikube_py.apiserver.storage.etcd import EtcdClient, EtcdError
+from minikube_py.apiserver.storage.etcd import EtcdClient, EtcdError, EtcdTLS
 from minikube_py.apiserver.store import Store
 from minikube_py.apiserver.strategies import strategy_for
 from minikube_py.apiserver.watchcache import WatchCache, decode
@@ -156,6 +156,11 @@ class APIServerConfig:
     # default the bind address, unless that is loopback or every address
     advertise_address: str = ""
     encryption_provider_config: str = ""  # an EncryptionConfiguration (Secrets at rest)
+    # etcd over TLS: the CA its certificate is checked against, this server's client
+    # certificate (https etcd servers need all three)
+    etcd_cafile: str = ""
+    etcd_certfile: str = ""
+    etcd_keyfile: str = ""
     audit_policy_file: str = ""
     audit_log_path: str = ""
     tracing_config_file: str = ""  # a TracingConfiguration: where spans go (tracing/setup.py)
@@ -174,7 +179,10 @@ class APIServer(Component):
         self.metrics = APIServerMetrics()
         transformer = (load_encryption_config(Path(config.encryption_provider_config))
                        if config.encryption_provider_config else None)
-        self.etcd_client = EtcdClient(config.etcd_servers, transformer=transformer)
+        etcd_tls = (EtcdTLS(config.etcd_cafile, config.etcd_certfile, config.etcd_keyfile)
+                    if config.etcd_cafile else None)
+        self.etcd_client = EtcdClient(config.etcd_servers, transformer=transformer,
+                                      tls=etcd_tls)
         self.etcd: Any = InstrumentedEtcd(self.etcd_client, self.metrics)
         self.caches: dict[str, WatchCache] = {}
         self.stores: dict[tuple[str, str, str], Store] = {}

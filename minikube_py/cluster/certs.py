@@ -13,6 +13,10 @@ does not change, and the ServiceAccount key signs tokens that must stay good):
                                             (CN kube-apiserver-kubelet-client,
                                             O system:masters)
     pki/sa.key                              signs ServiceAccount tokens
+    pki/etcd/ca.crt, server.crt, peer.crt   etcd's own CA, and its certificates: etcd
+                                            serves TLS and lets in only clients of that
+                                            CA (--client-cert-auth)
+    pki/apiserver-etcd-client.crt           how the API server reaches etcd
     pki/<node>/kubelet.crt                  a kubelet's serving certificate (its address)
     kubeconfigs/<who>.conf                  one identity each, with its own certificate:
         admin            CN kubernetes-admin, O system:masters   (also ./kubeconfig)
@@ -42,6 +46,8 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from minikube_py.apiserver.storage.etcd import EtcdTLS
+from minikube_py.cluster.etcd import EtcdServingTLS
 from minikube_py.cluster.kubeconfig import CLUSTER_NAME
 from minikube_py.process import LOOPBACK
 from minikube_py.security import pki
@@ -107,6 +113,26 @@ class ClusterCertificates:
         bootstrap-kubelet.conf); its kubelet writes kubeconfigs/<node>.conf itself."""
         return self.state / "kubeconfigs" / f"{node}-bootstrap.conf"
 
+    @property
+    def etcd_pki(self) -> Path:
+        return self.pki / "etcd"
+
+    def etcd_tls(self) -> EtcdServingTLS:
+        """etcd's TLS (its own CA, as kubeadm's pki/etcd/), with the readiness checks'
+        client certificate."""
+        etcd = self.etcd_pki
+        return EtcdServingTLS(
+            etcd / "ca.crt", etcd / "server.crt", etcd / "server.key", etcd / "peer.crt",
+            etcd / "peer.key", EtcdTLS(str(etcd / "ca.crt"),
+                                       str(etcd / "healthcheck-client.crt"),
+                                       str(etcd / "healthcheck-client.key")))
+
+    def apiserver_etcd_flags(self) -> tuple[str, ...]:
+        """How the API server reaches etcd: its client certificate of etcd's CA."""
+        return (f"--etcd-cafile={self.etcd_pki / 'ca.crt'}",
+                f"--etcd-certfile={self.file('apiserver-etcd-client.crt')}",
+                f"--etcd-keyfile={self.file('apiserver-etcd-client.key')}")
+
     def kubelet_serving(self, node: str) -> tuple[Path, Path]:
         return self.pki / node / "kubelet.crt", self.pki / node / "kubelet.key"
 
@@ -130,12 +156,32 @@ class ClusterCertificates:
         for who, (user, groups) in IDENTITIES.items():  # fresh at every `up`: same CA
             self._write_kubeconfig(who, server_url, pki.issue(
                 ca, user, organizations=groups, client=True))
+        self._ensure_etcd()
         for node, address in nodes.items():
             cert, _ = self.kubelet_serving(node)
             if not cert.exists():
                 (self.pki / node).mkdir(exist_ok=True)
                 pki.issue(ca, node, dns_names=(node,), ip_addresses=(address,),
                           server=True).write(self.pki / node, "kubelet")
+
+    def _ensure_etcd(self) -> None:
+        """etcd's CA; its serving, peer and health-check certificates; the API server's
+        client certificate for it (kubeadm's `init phase certs etcd-*`)."""
+        etcd = self.etcd_pki
+        etcd.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if (etcd / "ca.crt").exists():
+            ca = pki.KeyPair.read(etcd, "ca")
+        else:
+            ca = pki.new_ca("etcd-ca")
+            ca.write(etcd, "ca")
+        names = {"dns_names": ("localhost",), "ip_addresses": (LOOPBACK,)}
+        for name, common_name, options in (
+                ("server", "minikube-py", {**names, "server": True, "client": True}),
+                ("peer", "minikube-py", {**names, "server": True, "client": True}),
+                ("healthcheck-client", "kube-etcd-healthcheck-client", {"client": True})):
+            if not (etcd / f"{name}.crt").exists():
+                pki.issue(ca, common_name, **options).write(etcd, name)  # type: ignore[arg-type]
+        self._issue(ca, "apiserver-etcd-client", "kube-apiserver-etcd-client", client=True)
 
     def _ca(self) -> pki.KeyPair:
         if self.ca_file.exists():

@@ -239,7 +239,8 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
                         or f"http://{address}:{ports['tracing']}")
     traced = (f"--tracing-endpoint={tracing_endpoint}",)
     etcd = EtcdProcess(state / "etcd", client_port=ports["etcd-client"],
-                       peer_port=ports["etcd-peer"], name="minikube-py", **files("etcd"))
+                       peer_port=ports["etcd-peer"], name="minikube-py",
+                       tls=certs.etcd_tls() if certs is not None else None, **files("etcd"))
     processes: dict[str, ComponentProcess] = {
         "registry": RegistryProcess(state / "registry", port=ports["registry"],
                                     address=address, **files("registry")),
@@ -247,6 +248,7 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
         "apiserver": APIServerProcess(
             [etcd.client_url], port=ports["apiserver"], address=address,
             extra_args=(*secured_apiserver_flags(certs),
+                        *(certs.apiserver_etcd_flags() if certs is not None else ()),
                         f"--tracing-config-file={tracing_config(state)}",
                         *flags("apiserver")[1:]),
             tls=apiserver_tls(certs) if certs is not None else None,
@@ -643,6 +645,24 @@ def _get_json(url: str, tls: ssl.SSLContext | None = None) -> Any:
         return json.loads(answer.read())
 
 
+def etcdctl_env(_: argparse.Namespace) -> None:
+    """`minikube-py etcdctl-env`: the environment etcdctl reads, for this cluster's etcd
+    (TLS with a client certificate of etcd's CA, in a secured cluster)."""
+    state = home()
+    if not (state / "cluster.json").exists():
+        fail(f"no cluster in {state}: `minikube-py up` first")
+    etcd = components(state, _saved_cluster(state))["etcd"]
+    assert isinstance(etcd, EtcdProcess)
+    variables = {"ETCDCTL_API": "3", "ETCDCTL_ENDPOINTS": etcd.client_url}
+    if etcd.tls is not None:
+        certs = ClusterCertificates(state)
+        variables |= {"ETCDCTL_CACERT": str(etcd.tls.ca_file),
+                      "ETCDCTL_CERT": str(certs.file("apiserver-etcd-client.crt")),
+                      "ETCDCTL_KEY": str(certs.file("apiserver-etcd-client.key"))}
+    for name, value in variables.items():
+        print(f"export {name}={value}")
+
+
 def logs(args: argparse.Namespace) -> None:
     """`minikube-py logs COMPONENT [-f] [--node N]`: a component's log file."""
     state = home()
@@ -727,6 +747,9 @@ def main(argv: list[str] | None = None) -> None:
     show.set_defaults(run=logs)
     commands.add_parser("supervise", help="restart components that die (`up` starts it)"
                         ).set_defaults(run=supervise)
+    commands.add_parser("etcdctl-env", help="print the environment etcdctl needs for "
+                        "this cluster's etcd: source <(minikube-py etcdctl-env)"
+                        ).set_defaults(run=etcdctl_env)
     add_image_command(commands, home)
     args = parser.parse_args(argv)
     args.run(args)

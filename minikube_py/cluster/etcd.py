@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
-from minikube_py.apiserver.storage.etcd import EtcdClient, EtcdError
+from minikube_py.apiserver.storage.etcd import EtcdClient, EtcdError, EtcdTLS
 from minikube_py.process import LOOPBACK, ComponentProcess, ComponentProcessError, free_port
 
 ETCD_BINARY = "etcd"
@@ -13,6 +14,27 @@ ETCD_BINARY = "etcd"
 
 class EtcdProcessError(ComponentProcessError):
     """etcd could not be started, or did not become ready in time."""
+
+
+@dataclass(frozen=True)
+class EtcdServingTLS:
+    """etcd over TLS, as kubeadm runs it: its serving and peer certificates, the CA that
+    signed them and every client's (--client-cert-auth: a client without a certificate
+    of that CA is refused), and the client certificate its own readiness checks use."""
+
+    ca_file: Path
+    cert_file: Path
+    key_file: Path
+    peer_cert_file: Path
+    peer_key_file: Path
+    client: EtcdTLS
+
+    def flags(self) -> list[str]:
+        return [f"--cert-file={self.cert_file}", f"--key-file={self.key_file}",
+                f"--trusted-ca-file={self.ca_file}", "--client-cert-auth=true",
+                f"--peer-cert-file={self.peer_cert_file}",
+                f"--peer-key-file={self.peer_key_file}",
+                f"--peer-trusted-ca-file={self.ca_file}", "--peer-client-cert-auth=true"]
 
 
 class EtcdProcess(ComponentProcess):
@@ -40,8 +62,10 @@ class EtcdProcess(ComponentProcess):
         extra_args: tuple[str, ...] = (),
         start_timeout: float = 20.0,
         stop_timeout: float = 10.0,
+        tls: EtcdServingTLS | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.tls = tls
         super().__init__(
             log_path or self.data_dir.with_name(self.data_dir.name + ".log"),
             start_timeout=start_timeout,
@@ -54,18 +78,23 @@ class EtcdProcess(ComponentProcess):
         self.extra_args = extra_args
 
     @property
+    def scheme(self) -> str:
+        return "https" if self.tls is not None else "http"
+
+    @property
     def client_url(self) -> str:
-        """The URL clients connect to, e.g. http://127.0.0.1:40123."""
-        return f"http://{LOOPBACK}:{self.client_port}"
+        """The URL clients connect to, e.g. https://127.0.0.1:2379."""
+        return f"{self.scheme}://{LOOPBACK}:{self.client_port}"
 
     @property
     def peer_url(self) -> str:
         """The URL raft peers would use (a single member still needs one)."""
-        return f"http://{LOOPBACK}:{self.peer_port}"
+        return f"{self.scheme}://{LOOPBACK}:{self.peer_port}"
 
     def client(self, *, request_timeout: float = 5.0) -> EtcdClient:
         """A new EtcdClient for this server (the caller closes it)."""
-        return EtcdClient([self.client_url], request_timeout=request_timeout)
+        return EtcdClient([self.client_url], request_timeout=request_timeout,
+                          tls=self.tls.client if self.tls is not None else None)
 
     def command(self) -> list[str]:
         """The etcd command line: one member named self.name, listening on loopback only."""
@@ -82,6 +111,7 @@ class EtcdProcess(ComponentProcess):
             "--logger=zap",
             "--log-level=warn",
             "--log-outputs=stderr",
+            *(self.tls.flags() if self.tls is not None else ()),
             *self.extra_args,
         ]
 

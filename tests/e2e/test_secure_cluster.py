@@ -9,6 +9,7 @@ The tests share one cluster, in file order.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -100,6 +101,25 @@ def test_each_node_joined_with_the_token_and_earned_its_own_certificate(cluster:
     who = as_user(cluster, "node-1", "auth", "whoami", "-o",
                   "jsonpath={.status.userInfo.username}")
     assert who.stdout == "system:node:node-1", who.stderr
+
+
+def test_etcd_speaks_tls_to_its_own_cas_clients_only(cluster: Path) -> None:
+    """etcdctl with the environment `minikube-py etcdctl-env` prints reads the stored
+    JSON; without the client certificate etcd refuses."""
+    exports = launcher(cluster, "etcdctl-env").stdout.split()
+    env = dict(item.split("=", 1) for item in exports if "=" in item)
+    assert env["ETCDCTL_ENDPOINTS"].startswith("https://127.0.0.1:")
+    read = subprocess.run(["etcdctl", "get", "/registry/namespaces/default",
+                           "--print-value-only"], capture_output=True, text=True,
+                          timeout=30, env={**os.environ, **env})
+    assert read.returncode == 0, read.stderr
+    assert json.loads(read.stdout)["metadata"]["name"] == "default"
+    anonymous = {key: value for key, value in env.items()
+                 if key not in ("ETCDCTL_CERT", "ETCDCTL_KEY")}
+    refused = subprocess.run(["etcdctl", "get", "/registry/namespaces/default",
+                              "--command-timeout=3s"], capture_output=True, text=True,
+                             timeout=30, env={**os.environ, **anonymous})
+    assert refused.returncode != 0
 
 
 def test_a_deployment_runs_and_logs_and_exec_reach_the_kubelet(cluster: Path) -> None:

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
@@ -152,11 +153,31 @@ def prefix_end(prefix: bytes) -> bytes:
     return b"\0"
 
 
-def _target(endpoint: str) -> str:
-    """The gRPC target "host:port" for an endpoint like "http://127.0.0.1:2379"."""
+@dataclass(frozen=True)
+class EtcdTLS:
+    """How the client reaches etcd over TLS (the API server's --etcd-cafile,
+    --etcd-certfile, --etcd-keyfile): the CA etcd's certificate is checked against, and
+    the client certificate etcd checks (--client-cert-auth)."""
+
+    ca_file: str
+    cert_file: str
+    key_file: str
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        return grpc.ssl_channel_credentials(
+            root_certificates=Path(self.ca_file).read_bytes(),
+            private_key=Path(self.key_file).read_bytes(),
+            certificate_chain=Path(self.cert_file).read_bytes())
+
+
+def _target(endpoint: str, tls: EtcdTLS | None) -> str:
+    """The gRPC target "host:port" for an endpoint like "https://127.0.0.1:2379"."""
     url = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
-    if url.scheme != "http" or not url.port:
-        raise ValueError(f"etcd endpoint {endpoint!r}: expected http://HOST:PORT (no TLS)")
+    wanted = "https" if tls is not None else "http"
+    if url.scheme != wanted or not url.port:
+        raise ValueError(f"etcd endpoint {endpoint!r}: expected {wanted}://HOST:PORT"
+                         + (" (https needs the CA and client certificate files)"
+                            if url.scheme == "https" else ""))
     return url.netloc
 
 
@@ -219,8 +240,10 @@ class _Connection:
     maintenance: Any
 
     @classmethod
-    def open(cls, target: str) -> _Connection:
-        channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+    def open(cls, target: str, credentials: grpc.ChannelCredentials | None) -> _Connection:
+        channel = (grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+                   if credentials is None else
+                   grpc.aio.secure_channel(target, credentials, options=CHANNEL_OPTIONS))
         return cls(
             channel,
             rpc_pb2_grpc.KVStub(channel),
@@ -248,14 +271,17 @@ class EtcdClient:
     """
 
     def __init__(self, endpoints: list[str], *, request_timeout: float = 5.0,
-                 transformer: ValueTransformer | None = None) -> None:
+                 transformer: ValueTransformer | None = None,
+                 tls: EtcdTLS | None = None) -> None:
         """`transformer`: how values are written to and read from etcd (encryption at
-        rest, storage/encryption.py); every value as it is without one."""
+        rest, storage/encryption.py); every value as it is without one. `tls`: https
+        endpoints, with a client certificate."""
         if not endpoints:
             raise ValueError("EtcdClient needs at least one endpoint")
         self.transformer = transformer
         self._kv = _key_value if transformer is None else self._decrypted_key_value
-        self.targets = [_target(url) for url in endpoints]
+        self.targets = [_target(url, tls) for url in endpoints]
+        self._credentials = tls.credentials() if tls is not None else None
         self.request_timeout = request_timeout
         self._current = 0
         self._connections: dict[str, _Connection] = {}
@@ -291,7 +317,7 @@ class EtcdClient:
             raise EtcdError("the etcd client is closed")
         target = self.targets[self._current]
         if target not in self._connections:
-            self._connections[target] = _Connection.open(target)
+            self._connections[target] = _Connection.open(target, self._credentials)
         return self._connections[target]
 
     def _fail_over(self, failed: _Connection) -> None:
