@@ -1,0 +1,60 @@
+"""kubectl describe's describers (k8s.io/kubectl/pkg/describe): one function per kind
+that turns an object, and what the server knows around it, into the text `describe`
+prints.
+
+    writer.py     PrefixWriter and tabbedString: indented lines, cells aligned
+    common.py     labels, annotations, taints, tolerations, ages, the Events table
+    pod.py        pods, and the containers and volumes of every pod template
+    workloads.py  deployments and replicasets
+    node.py       nodes: conditions, capacity, the pods on them, what they request
+    service.py    services and their endpoints
+
+A describer takes the object and a Lookups (the few reads it makes besides: events,
+the pods of a node, the replicasets of a deployment) and returns the whole text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple, Protocol
+
+Obj = dict[str, Any]
+
+
+class Lookups(Protocol):
+    """The reads a describer makes around its object."""
+
+    def list(self, path: str, params: dict[str, str]) -> list[Obj]:
+        """Every item of a collection (followed page by page); raises StatusError."""
+
+    def get(self, path: str) -> Obj:
+        """One object; raises StatusError."""
+
+
+class Settings(NamedTuple):
+    """DescriberSettings."""
+
+    show_events: bool = True
+    chunk_size: int = 500
+
+
+Describer = Callable[[Obj, Lookups, Settings], str]
+
+
+def describer_for(group: str, kind: str) -> Describer | None:
+    """DescriberFor: the describer of a kind, None for a kind mkctl cannot describe."""
+    module, name = _DESCRIBERS.get((group, kind), ("", ""))
+    if not module:
+        return None
+    import importlib
+
+    return getattr(importlib.import_module(f"minikube_py.mkctl.describers.{module}"), name)
+
+
+_DESCRIBERS = {  # (group, kind) -> (module, function)
+    ("", "Pod"): ("pod", "pod_describer"),
+    ("", "Node"): ("node", "node_describer"),
+    ("", "Service"): ("service", "service_describer"),
+    ("apps", "Deployment"): ("workloads", "deployment_describer"),
+    ("apps", "ReplicaSet"): ("workloads", "replica_set_describer"),
+}

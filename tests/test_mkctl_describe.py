@@ -1,0 +1,256 @@
+"""`mkctl describe` next to `kubectl describe`: the same objects, the same text.
+
+The objects are written straight through the API, status included, so every part of a
+description has something to show without a kubelet or controllers: a pod with running,
+waiting and terminated containers, a node with conditions, capacity and a pod bound to
+it, a deployment owning a replicaset, a service, and events about them. Times written
+into objects are fixed; the ages the clock changes are masked as in test_mkctl.py.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from minikube_py.cluster.apiserver import APIServerProcess
+from tests.test_mkctl import Clis, assert_same
+
+Obj = dict[str, Any]
+STARTED = "2026-01-02T03:04:05Z"
+FINISHED = "2026-01-02T03:14:15Z"
+LONG_ANNOTATION = "x" * 150
+
+
+def _call(base: str, method: str, path: str, body: Obj | None = None) -> Obj:
+    request = urllib.request.Request(
+        base + path, data=None if body is None else json.dumps(body).encode(), method=method,
+        headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+def _ago(**delta: float) -> str:
+    return (datetime.now(timezone.utc) - timedelta(**delta)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _web_pod(node: str, ns: str) -> Obj:
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": "web-1", "labels": {"app": "web", "tier": "frontend"},
+            "annotations": {"note": "short", "long": LONG_ANNOTATION,
+                            "script": "line one\nline two\n",
+                            "kubectl.kubernetes.io/last-applied-configuration": "{}"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                 "name": "web-5d4f", "uid": str(uuid.uuid4()),
+                                 "controller": True}]},
+        "spec": {
+            "nodeName": node,
+            "nodeSelector": {"disk": "ssd", "kubernetes.io/os": "linux"},
+            "tolerations": [
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                 "effect": "NoExecute", "tolerationSeconds": 300},
+                {"key": "dedicated", "operator": "Equal", "value": "web",
+                 "effect": "NoSchedule"},
+                {"operator": "Exists"}],
+            "initContainers": [{"name": "setup", "image": "busybox:1.36",
+                                "command": ["sh", "-c", "echo one\necho two"]}],
+            "containers": [
+                {"name": "nginx", "image": "nginx:1.25",
+                 "ports": [{"name": "http", "containerPort": 80},
+                           {"containerPort": 443, "hostPort": 8443}],
+                 "args": ["--verbose"],
+                 "resources": {"limits": {"cpu": "500m", "memory": "128Mi"},
+                               "requests": {"cpu": "250m", "memory": "64Mi"}},
+                 "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080}},
+                 "readinessProbe": {"exec": {"command": ["cat", "/tmp/ready"]},
+                                    "initialDelaySeconds": 5},
+                 "startupProbe": {"tcpSocket": {"port": "http"}},
+                 "env": [
+                     {"name": "MODE", "value": "on"},
+                     {"name": "EMPTY", "value": ""},
+                     {"name": "LINES", "value": "first\nsecond"},
+                     {"name": "POD_NAME",
+                      "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                     {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                     {"name": "CPU_LIMIT", "valueFrom": {"resourceFieldRef": {
+                         "containerName": "nginx", "resource": "limits.cpu",
+                         "divisor": "1m"}}},
+                     {"name": "PASSWORD", "valueFrom": {"secretKeyRef": {
+                         "name": "creds", "key": "password"}}},
+                     {"name": "COLOR", "valueFrom": {"configMapKeyRef": {
+                         "name": "settings", "key": "color", "optional": True}}}],
+                 "envFrom": [{"configMapRef": {"name": "settings"}},
+                             {"prefix": "DB_", "secretRef": {"name": "db", "optional": True}}],
+                 "volumeMounts": [
+                     {"name": "data", "mountPath": "/var/data"},
+                     {"name": "config", "mountPath": "/etc/config", "readOnly": True},
+                     {"name": "data", "mountPath": "/var/log/app", "subPath": "logs"}]},
+                {"name": "sidecar", "image": "busybox:1.36", "command": ["sleep", "infinity"]},
+                {"name": "stopped", "image": "busybox:1.36"}],
+            "volumes": [
+                {"name": "data", "emptyDir": {}},
+                {"name": "config", "configMap": {"name": "settings"}},
+                {"name": "creds", "secret": {"secretName": "creds", "optional": True}},
+                {"name": "host", "hostPath": {"path": "/var/run", "type": "Directory"}},
+                {"name": "claim", "persistentVolumeClaim": {"claimName": "data"}},
+                {"name": "info", "downwardAPI": {"items": [
+                    {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}},
+                {"name": "token", "projected": {"sources": [
+                    {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+                    {"configMap": {"name": "kube-root-ca.crt"}},
+                    {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {
+                        "fieldPath": "metadata.namespace"}}]}}]}}]},
+    }
+
+
+def _web_pod_status() -> Obj:
+    def status(name: str, state: Obj, **more: Any) -> Obj:
+        return {"name": name, "image": "docker.io/library/" + name, "imageID": "sha256:" + name,
+                "containerID": "containerd://" + name, "state": state,
+                "ready": bool(state.get("running")), "restartCount": more.pop("restarts", 0),
+                **more}
+
+    terminated = {"terminated": {"exitCode": 137, "signal": 9, "reason": "Error",
+                                 "message": "killed", "startedAt": STARTED,
+                                 "finishedAt": FINISHED}}
+    return {
+        "phase": "Running", "hostIP": "10.0.0.5", "podIP": "10.244.0.7",
+        "podIPs": [{"ip": "10.244.0.7"}, {"ip": "fd00::7"}], "startTime": STARTED,
+        "conditions": [{"type": t, "status": s} for t, s in (
+            ("PodReadyToStartContainers", "True"), ("Initialized", "True"),
+            ("Ready", "False"), ("ContainersReady", "False"), ("PodScheduled", "True"))],
+        "initContainerStatuses": [status("setup", {"terminated": {
+            "exitCode": 0, "reason": "Completed", "startedAt": STARTED,
+            "finishedAt": FINISHED}})],
+        "containerStatuses": [
+            status("nginx", {"running": {"startedAt": STARTED}}, restarts=3,
+                   lastState=terminated),
+            status("sidecar", {"waiting": {"reason": "CrashLoopBackOff"}}),
+            status("stopped", terminated)],
+    }
+
+
+def _node(name: str) -> Obj:
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {
+            "kubernetes.io/hostname": name, "node-role.kubernetes.io/control-plane": "",
+            "node-role.kubernetes.io/worker": "true", "kubernetes.io/role": "edge"},
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
+        "spec": {"podCIDR": "10.244.0.0/24", "podCIDRs": ["10.244.0.0/24", "fd00::/64"],
+                 "providerID": "minikube-py://" + name,
+                 "taints": [{"key": "dedicated", "value": "web", "effect": "NoSchedule"},
+                            {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}]},
+    }
+
+
+def _node_status() -> Obj:
+    return {
+        "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi",
+                     "hugepages-2Mi": "0", "example.com/gpu": "2"},
+        "allocatable": {"cpu": "3500m", "memory": "7Gi", "pods": "110",
+                        "ephemeral-storage": "90Gi", "hugepages-2Mi": "0",
+                        "example.com/gpu": "2"},
+        "conditions": [
+            {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory",
+             "message": "kubelet has sufficient memory available",
+             "lastHeartbeatTime": STARTED, "lastTransitionTime": STARTED},
+            {"type": "Ready", "status": "True", "reason": "KubeletReady",
+             "message": "kubelet is posting ready status",
+             "lastHeartbeatTime": FINISHED, "lastTransitionTime": STARTED}],
+        "addresses": [{"type": "InternalIP", "address": "10.0.0.5"},
+                      {"type": "Hostname", "address": "describe-node"}],
+        "nodeInfo": {"machineID": "m1", "systemUUID": "u1", "bootID": "b1",
+                     "kernelVersion": "6.8.0", "osImage": "Debian GNU/Linux 12",
+                     "containerRuntimeVersion": "containerd://1.7.0",
+                     "kubeletVersion": "v1.37.1", "kubeProxyVersion": "",
+                     "operatingSystem": "linux", "architecture": "amd64"},
+    }
+
+
+def _event(ns: str, obj: Obj, name: str, **fields: Any) -> Obj:
+    meta = obj["metadata"]
+    return {"apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{meta['name']}.{name}", "namespace": ns},
+            "involvedObject": {"kind": obj["kind"], "name": meta["name"],
+                               "namespace": meta.get("namespace", ""), "uid": meta["uid"],
+                               "apiVersion": obj["apiVersion"]},
+            "type": "Normal", "source": {"component": "default-scheduler"}, **fields}
+
+
+@dataclass
+class World:
+    clis: Clis
+    ns: str
+    empty: str
+    node: str
+
+
+@pytest.fixture(scope="module")
+def world(apiserver: APIServerProcess, kubeconfig: Path,
+          tmp_path_factory: pytest.TempPathFactory) -> World:
+    base = apiserver.url
+    ident = uuid.uuid4().hex[:6]
+    ns, empty, node_name = (f"describe-{ident}", f"describe-{ident}-empty",
+                            f"describe-node-{ident}")
+    for name in (ns, empty):
+        _call(base, "POST", "/api/v1/namespaces", {"metadata": {"name": name}})
+    node = _call(base, "POST", "/api/v1/nodes", _node(node_name))
+    _call(base, "PUT", f"/api/v1/nodes/{node_name}/status",
+          {**node, "status": _node_status()})
+    pods = f"/api/v1/namespaces/{ns}/pods"
+    pod = _call(base, "POST", pods, _web_pod(node_name, ns))
+    _call(base, "PUT", f"{pods}/web-1/status", {**pod, "status": _web_pod_status()})
+    _call(base, "POST", pods, {"metadata": {"name": "web-2", "labels": {"app": "web"}},
+                               "spec": {"containers": [{"name": "app", "image": "app:1"}]}})
+    _call(base, "POST", pods, {"metadata": {"name": "db-1"}, "spec": {
+        "nodeName": node_name, "containers": [{"name": "db", "image": "postgres:16",
+                                               "resources": {"limits": {"cpu": "1",
+                                                                        "memory": "1Gi"}}}]}})
+    events = f"/api/v1/namespaces/{ns}/events"
+    pod = {"kind": "Pod", "apiVersion": "v1", **_call(base, "GET", f"{pods}/web-1")}
+    _call(base, "POST", events, _event(ns, pod, "scheduled", reason="Scheduled",
+                                       message=f"Successfully assigned {ns}/web-1",
+                                       firstTimestamp=_ago(minutes=30),
+                                       lastTimestamp=_ago(minutes=30), count=1))
+    _call(base, "POST", events, _event(ns, pod, "backoff", type="Warning", reason="BackOff",
+                                       message="Back-off restarting failed container\n",
+                                       source={"component": "kubelet", "host": node_name},
+                                       involvedObject={**_event(ns, pod, "")["involvedObject"],
+                                                       "fieldPath": "spec.containers{sidecar}"},
+                                       firstTimestamp=_ago(hours=3),
+                                       lastTimestamp=_ago(minutes=20), count=4))
+    return World(Clis(kubeconfig, tmp_path_factory.mktemp("describe-cache")), ns, empty,
+                 node_name)
+
+
+CASES = [
+    "describe pod web-1 -n {ns}",
+    "describe pods/web-1 -n {ns}",
+    "describe pod web-2 -n {ns}",
+    "describe pods -n {ns}",
+    "describe pods -n {ns} --show-events=true",
+    "describe pod web-1 -n {ns} --show-events=false",
+    "describe pods -l app=web -n {ns}",
+    "describe pod web -n {ns}",
+    "describe pod web-1 web-2 -n {ns}",
+    "describe pods -n {empty}",
+    "describe pod nope -n {ns}",
+    "describe pod nope web-1 -n {ns}",
+    "describe pods/nope -n {ns}",
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_describe_prints_what_kubectl_prints(world: World, case: str) -> None:
+    args = case.format(ns=world.ns, empty=world.empty, node=world.node).split()
+    assert_same(*world.clis.compare(*args))
