@@ -4,7 +4,7 @@ tolerations printed one per line, ages, and the Events table."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from minikube_py.mkctl.describers.writer import LEVEL_0, LEVEL_1, PrefixWriter
@@ -40,7 +40,7 @@ def since(timestamp: str | None, now: datetime | None = None) -> str:
 
     if not timestamp:
         return "<unknown>"
-    return human_duration((now or datetime.now(timezone.utc)) - _parse_time(timestamp))
+    return human_duration((now or datetime.now(UTC)) - _parse_time(timestamp))
 
 
 def print_labels_multiline(w: PrefixWriter, title: str, labels: Mapping[str, str] | None,

@@ -16,11 +16,25 @@ from typing import Any
 
 from minikube_py.mkctl.describers import Lookups, Settings
 from minikube_py.mkctl.describers.common import (
-    describe_events, go_bool, print_annotations_multiline, print_bool, print_controller,
-    print_labels_multiline, print_tolerations_multiline, search_events, since,
-    string_or_none)
+    describe_events,
+    go_bool,
+    print_annotations_multiline,
+    print_bool,
+    print_controller,
+    print_labels_multiline,
+    print_tolerations_multiline,
+    search_events,
+    since,
+    string_or_none,
+)
 from minikube_py.mkctl.describers.writer import (
-    LEVEL_0, LEVEL_1, LEVEL_2, LEVEL_3, PrefixWriter, rfc1123z)
+    LEVEL_0,
+    LEVEL_1,
+    LEVEL_2,
+    LEVEL_3,
+    PrefixWriter,
+    rfc1123z,
+)
 
 Obj = dict[str, Any]
 
@@ -349,12 +363,14 @@ def _env(container: Obj, pod: Obj | None, w: PrefixWriter) -> None:
             w.write(LEVEL_3, f"{name}:\t{value} ({ref.get('resource', '')})\n")
         elif source.get("secretKeyRef") is not None:
             ref = source["secretKeyRef"]
+            optional = go_bool(ref.get("optional"))
             w.write(LEVEL_3, f"{name}:\t<set to the key '{ref.get('key', '')}' in secret "
-                             f"'{ref.get('name', '')}'>\tOptional: {go_bool(ref.get('optional'))}\n")
+                             f"'{ref.get('name', '')}'>\tOptional: {optional}\n")
         elif source.get("configMapKeyRef") is not None:
             ref = source["configMapKeyRef"]
+            optional = go_bool(ref.get("optional"))
             w.write(LEVEL_3, f"{name}:\t<set to the key '{ref.get('key', '')}' of config map "
-                             f"'{ref.get('name', '')}'>\tOptional: {go_bool(ref.get('optional'))}\n")
+                             f"'{ref.get('name', '')}'>\tOptional: {optional}\n")
 
 
 def _env_from(container: Obj, w: PrefixWriter) -> None:
