@@ -41,7 +41,62 @@ def _ago(**delta: float) -> str:
     return (datetime.now(UTC) - timedelta(**delta)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _web_pod(node: str, ns: str) -> Obj:
+TEMPLATE = {"metadata": {"labels": {"app": "web"}, "annotations": {"team": "web"}},
+            "spec": {"containers": [{"name": "nginx", "image": "nginx:1.25",
+                                     "ports": [{"containerPort": 80}],
+                                     "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {
+                                         "fieldPath": "metadata.name"}}}],
+                                     "resources": {"requests": {"cpu": "100m"}}}],
+                     "volumes": [{"name": "data", "emptyDir": {"sizeLimit": "1Gi"}}],
+                     "tolerations": [{"key": "dedicated", "operator": "Exists"}]}}
+
+
+def _deployment() -> Obj:
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "labels": {"app": "web"}},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                     "template": TEMPLATE}}
+
+
+def _replica_set(deployment: Obj, name: str, template: Obj) -> Obj:
+    labels = {**template["metadata"]["labels"], "pod-template-hash": name.split("-")[-1]}
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": name, "labels": labels,
+                         "annotations": {"deployment.kubernetes.io/revision": "1"},
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                              "name": "web", "uid": deployment["metadata"]["uid"],
+                                              "controller": True}]},
+            "spec": {"replicas": 2, "selector": {"matchLabels": labels},
+                     "template": {**template, "metadata": {**template["metadata"],
+                                                           "labels": labels}}}}
+
+
+SERVICES = [
+    {"metadata": {"name": "web", "labels": {"app": "web"}},
+     "spec": {"selector": {"app": "web", "tier": "frontend"},
+              "ports": [{"name": "http", "port": 80, "targetPort": 8080},
+                        {"name": "metrics", "port": 9090, "targetPort": "metrics"}]}},
+    {"metadata": {"name": "lb", "annotations": {"note": "public"}},
+     "spec": {"type": "LoadBalancer", "selector": {"app": "web"}, "externalIPs": ["1.2.3.4"],
+              "externalTrafficPolicy": "Local", "sessionAffinity": "ClientIP",
+              "loadBalancerSourceRanges": ["10.0.0.0/8"],
+              "ports": [{"port": 443, "protocol": "TCP", "appProtocol": "https"}]}},
+    {"metadata": {"name": "external"},
+     "spec": {"type": "ExternalName", "externalName": "example.com"}},
+]
+
+
+def _endpoint_slice() -> Obj:
+    return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "web-abcde", "labels": {"kubernetes.io/service-name": "web"}},
+            "addressType": "IPv4",
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"},
+                      {"name": "metrics", "port": 9090, "protocol": "TCP"}],
+            "endpoints": [{"addresses": [f"10.244.0.{i}"],
+                           "conditions": {"ready": i != 3}} for i in range(1, 7)]}
+
+
+def _web_pod(node: str, ns: str, owner: Obj) -> Obj:
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {
@@ -50,8 +105,8 @@ def _web_pod(node: str, ns: str) -> Obj:
                             "script": "line one\nline two\n",
                             "kubectl.kubernetes.io/last-applied-configuration": "{}"},
             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                                 "name": "web-5d4f", "uid": str(uuid.uuid4()),
-                                 "controller": True}]},
+                                 "name": owner["metadata"]["name"],
+                                 "uid": owner["metadata"]["uid"], "controller": True}]},
         "spec": {
             "nodeName": node,
             "nodeSelector": {"disk": "ssd", "kubernetes.io/os": "linux"},
@@ -207,8 +262,19 @@ def world(apiserver: APIServerProcess, kubeconfig: Path,
     node = _call(base, "POST", "/api/v1/nodes", _node(node_name))
     _call(base, "PUT", f"/api/v1/nodes/{node_name}/status",
           {**node, "status": _node_status()})
+    apps = f"/apis/apps/v1/namespaces/{ns}"
+    deployment = _call(base, "POST", f"{apps}/deployments", _deployment())
+    old_template = {**TEMPLATE, "spec": {**TEMPLATE["spec"], "containers": [
+        {"name": "nginx", "image": "nginx:1.24"}]}}
+    _call(base, "POST", f"{apps}/replicasets", _replica_set(deployment, "web-7c9b", old_template))
+    replica_set = _call(base, "POST", f"{apps}/replicasets",
+                        _replica_set(deployment, "web-5d4f", TEMPLATE))
+    for service in SERVICES:
+        _call(base, "POST", f"/api/v1/namespaces/{ns}/services", service)
+    _call(base, "POST", f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
+          _endpoint_slice())
     pods = f"/api/v1/namespaces/{ns}/pods"
-    pod = _call(base, "POST", pods, _web_pod(node_name, ns))
+    pod = _call(base, "POST", pods, _web_pod(node_name, ns, replica_set))
     _call(base, "PUT", f"{pods}/web-1/status", {**pod, "status": _web_pod_status()})
     _call(base, "POST", pods, {"metadata": {"name": "web-2", "labels": {"app": "web"}},
                                "spec": {"containers": [{"name": "app", "image": "app:1"}]}})
@@ -229,6 +295,12 @@ def world(apiserver: APIServerProcess, kubeconfig: Path,
                                                        "fieldPath": "spec.containers{sidecar}"},
                                        firstTimestamp=_ago(hours=3),
                                        lastTimestamp=_ago(minutes=20), count=4))
+    deployment = {"kind": "Deployment", "apiVersion": "apps/v1", **deployment}
+    _call(base, "POST", events, _event(ns, deployment, "scaled", reason="ScalingReplicaSet",
+                                       message="Scaled up replica set web-5d4f from 0 to 2",
+                                       source={"component": "deployment-controller"},
+                                       firstTimestamp=_ago(minutes=50),
+                                       lastTimestamp=_ago(minutes=50), count=1))
     return World(Clis(kubeconfig, tmp_path_factory.mktemp("describe-cache")), ns, empty,
                  node_name)
 
@@ -247,6 +319,14 @@ CASES = [
     "describe pod nope -n {ns}",
     "describe pod nope web-1 -n {ns}",
     "describe pods/nope -n {ns}",
+    "describe svc -n {ns}",
+    "describe svc web -n {ns}",
+    "describe service/lb -n {ns}",
+    "describe deploy web -n {ns}",
+    "describe deployments -n {ns} --show-events=true",
+    "describe rs -n {ns}",
+    "describe replicaset web-5d4f -n {ns}",
+    "describe rs/web-7c9b deploy/web pod/web-2 -n {ns}",
 ]
 
 
