@@ -12,7 +12,11 @@ from typing import Any
 
 from minikube_py.mkctl.describers import Lookups, Settings
 from minikube_py.mkctl.describers.common import (
-    describe_events, print_annotations_multiline, print_labels_multiline, search_events)
+    describe_events,
+    print_annotations_multiline,
+    print_labels_multiline,
+    search_events,
+)
 from minikube_py.mkctl.describers.writer import LEVEL_0, PrefixWriter
 from minikube_py.mkctl.errors import MkctlError
 

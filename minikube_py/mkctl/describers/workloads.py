@@ -14,8 +14,13 @@ from typing import Any
 
 from minikube_py.mkctl.describers import Lookups, Settings
 from minikube_py.mkctl.describers.common import (
-    describe_events, print_annotations_multiline, print_controller, print_labels_multiline,
-    print_tolerations_multiline, search_events)
+    describe_events,
+    print_annotations_multiline,
+    print_controller,
+    print_labels_multiline,
+    print_tolerations_multiline,
+    search_events,
+)
 from minikube_py.mkctl.describers.pod import describe_containers, describe_volumes
 from minikube_py.mkctl.describers.writer import LEVEL_0, LEVEL_1, PrefixWriter, rfc1123z
 from minikube_py.mkctl.errors import MkctlError
@@ -59,7 +64,8 @@ def _conditions(conditions: list[Obj] | None, w: PrefixWriter) -> None:
         w.write(LEVEL_0, "Conditions:\n  Type\tStatus\tReason\n")
         w.write(LEVEL_1, "----\t------\t------\n")
         for c in conditions:
-            w.write(LEVEL_1, f"{c.get('type', '')} \t{c.get('status', '')}\t{c.get('reason', '')}\n")
+            w.write(LEVEL_1,
+                    f"{c.get('type', '')} \t{c.get('status', '')}\t{c.get('reason', '')}\n")
 
 
 # -- deployments --------------------------------------------------------------------------
