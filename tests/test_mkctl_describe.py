@@ -100,7 +100,8 @@ def _web_pod(node: str, ns: str, owner: Obj) -> Obj:
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {
-            "name": "web-1", "labels": {"app": "web", "tier": "frontend"},
+            "name": "web-1",
+            "labels": {"app": "web", "tier": "frontend", "pod-template-hash": "5d4f"},
             "annotations": {"note": "short", "long": LONG_ANNOTATION,
                             "script": "line one\nline two\n",
                             "kubectl.kubernetes.io/last-applied-configuration": "{}"},
@@ -295,6 +296,22 @@ def world(apiserver: APIServerProcess, kubeconfig: Path,
                                                        "fieldPath": "spec.containers{sidecar}"},
                                        firstTimestamp=_ago(hours=3),
                                        lastTimestamp=_ago(minutes=20), count=4))
+    node = {"kind": "Node", "apiVersion": "v1", **node}
+    kubelet_event = _event("default", node, "starting", reason="Starting",
+                           message="Starting kubelet.",
+                           source={"component": "kubelet", "host": node_name},
+                           firstTimestamp=_ago(minutes=40), lastTimestamp=_ago(minutes=40))
+    kubelet_event["involvedObject"]["uid"] = node_name  # the kubelet names the node by name
+    _call(base, "POST", "/api/v1/namespaces/default/events", kubelet_event)
+    _call(base, "POST", "/api/v1/namespaces/default/events", _event(
+        "default", node, "registered", reason="RegisteredNode",
+        message=f"Node {node_name} event: Registered Node {node_name} in Controller",
+        source={"component": "node-controller"}, firstTimestamp=_ago(minutes=45),
+        lastTimestamp=_ago(minutes=45), count=1))
+    _call(base, "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+          {"metadata": {"name": node_name},
+           "spec": {"holderIdentity": node_name, "leaseDurationSeconds": 40,
+                    "renewTime": "2026-01-02T03:04:05.123456Z"}})
     deployment = {"kind": "Deployment", "apiVersion": "apps/v1", **deployment}
     _call(base, "POST", events, _event(ns, deployment, "scaled", reason="ScalingReplicaSet",
                                        message="Scaled up replica set web-5d4f from 0 to 2",
@@ -319,6 +336,9 @@ CASES = [
     "describe pod nope -n {ns}",
     "describe pod nope web-1 -n {ns}",
     "describe pods/nope -n {ns}",
+    "describe node {node}",
+    "describe nodes/{node} --show-events=false",
+    "describe node {node} nope",
     "describe svc -n {ns}",
     "describe svc web -n {ns}",
     "describe service/lb -n {ns}",
@@ -334,3 +354,29 @@ CASES = [
 def test_describe_prints_what_kubectl_prints(world: World, case: str) -> None:
     args = case.format(ns=world.ns, empty=world.empty, node=world.node).split()
     assert_same(*world.clis.compare(*args))
+
+
+def test_the_descriptions_show_what_the_objects_around_them_say(world: World) -> None:
+    """The cases above compare with kubectl; these check they had something to compare:
+    events found by involvedObject (a node's by its UID and by its name), the
+    deployment's ReplicaSets, the service's endpoints, the node's pods and lease."""
+    def describe(*args: str) -> str:
+        result = world.clis.mkctl("describe", *args)
+        assert result.code == 0, result.err
+        return "\n".join(" ".join(line.split()) for line in result.out.splitlines())
+
+    node = describe("node", world.node)
+    assert "Starting kubelet." in node and "RegisteredNode" in node
+    assert f"HolderIdentity: {world.node}" in node
+    assert "Non-terminated Pods: (2 in total)" in node
+    pod = describe("pod", "web-1", "-n", world.ns)
+    assert "x4 over" in pod and "spec.containers{sidecar}: Back-off" in pod
+    assert "Controlled By: ReplicaSet/web-5d4f" in pod
+    deployment = describe("deploy", "web", "-n", world.ns)
+    assert "OldReplicaSets: web-7c9b (0/2 replicas created)" in deployment
+    assert "NewReplicaSet: web-5d4f (0/2 replicas created)" in deployment
+    assert "ScalingReplicaSet" in deployment
+    service = describe("svc", "web", "-n", world.ns)
+    assert ("10.244.0.1:8080,10.244.0.2:8080,10.244.0.4:8080 + 2 more..." in service)
+    replica_set = describe("rs", "web-5d4f", "-n", world.ns)
+    assert "Pods Status: 1 Running / 0 Waiting / 0 Succeeded / 0 Failed" in replica_set
