@@ -101,7 +101,8 @@ def _web_pod(node: str, ns: str, owner: Obj) -> Obj:
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {
             "name": "web-1",
-            "labels": {"app": "web", "tier": "frontend", "pod-template-hash": "5d4f"},
+            "labels": {"app": "web", "tier": "frontend", "pod-template-hash": "5d4f",
+                       "suite": ns},
             "annotations": {"note": "short", "long": LONG_ANNOTATION,
                             "script": "line one\nline two\n",
                             "kubectl.kubernetes.io/last-applied-configuration": "{}"},
@@ -277,7 +278,8 @@ def world(apiserver: APIServerProcess, kubeconfig: Path,
     pods = f"/api/v1/namespaces/{ns}/pods"
     pod = _call(base, "POST", pods, _web_pod(node_name, ns, replica_set))
     _call(base, "PUT", f"{pods}/web-1/status", {**pod, "status": _web_pod_status()})
-    _call(base, "POST", pods, {"metadata": {"name": "web-2", "labels": {"app": "web"}},
+    _call(base, "POST", pods, {"metadata": {"name": "web-2",
+                                            "labels": {"app": "web", "suite": ns}},
                                "spec": {"containers": [{"name": "app", "image": "app:1"}]}})
     _call(base, "POST", pods, {"metadata": {"name": "db-1"}, "spec": {
         "nodeName": node_name, "containers": [{"name": "db", "image": "postgres:16",
@@ -333,6 +335,13 @@ CASES = [
     "describe pod web -n {ns}",
     "describe pod web-1 web-2 -n {ns}",
     "describe pods -n {empty}",
+    "describe pods -A -l suite={ns}",
+    "describe pods,svc -A -l suite={ns}",
+    "describe pods -A -l suite=nothing-has-this",
+    "describe",
+    "describe nosuchkind",
+    "describe pod -A web-1",
+    "describe deploy/nope svc/nope -n {ns}",
     "describe pod nope -n {ns}",
     "describe pod nope web-1 -n {ns}",
     "describe pods/nope -n {ns}",

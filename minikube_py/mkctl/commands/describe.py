@@ -69,8 +69,9 @@ def run(inv: Invocation) -> None:
     if (results.errors or len(objects) > 1) and "show-events" not in flags.changed:
         show_events = False
     settings = Settings(show_events, flags["chunk-size"])
-    if (results.errors and len(inv.args) == 2
-            and all(builder.is_not_found(error) for error in results.errors)):
+    # A lone NotFound (several errors come as an aggregate, which is no NotFound).
+    if (len(inv.args) == 2 and len(results.errors) == 1
+            and builder.is_not_found(results.errors[0])):
         return _describe_matching(inv, namespace, results.errors, settings)
     errors = list(results.errors)
     lookups = ClientLookups(inv)
