@@ -48,6 +48,11 @@ TEMPLATE = {"metadata": {"labels": {"app": "web"}, "annotations": {"team": "web"
                                          "fieldPath": "metadata.name"}}}],
                                      "resources": {"requests": {"cpu": "100m"}}}],
                      "volumes": [{"name": "data", "emptyDir": {"sizeLimit": "1Gi"}}],
+                     "topologySpreadConstraints": [
+                         {"maxSkew": 1, "topologyKey": "zone",
+                          "whenUnsatisfiable": "DoNotSchedule",
+                          "labelSelector": {"matchExpressions": [
+                              {"key": "app", "operator": "In", "values": ["web"]}]}}],
                      "tolerations": [{"key": "dedicated", "operator": "Exists"}]}}
 
 
@@ -112,6 +117,11 @@ def _web_pod(node: str, ns: str, owner: Obj) -> Obj:
         "spec": {
             "nodeName": node,
             "nodeSelector": {"disk": "ssd", "kubernetes.io/os": "linux"},
+            "topologySpreadConstraints": [
+                {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                 "labelSelector": {"matchLabels": {"app": "web"}}},
+                {"maxSkew": 2, "topologyKey": "kubernetes.io/hostname",
+                 "whenUnsatisfiable": "ScheduleAnyway"}],
             "tolerations": [
                 {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
                  "effect": "NoExecute", "tolerationSeconds": 300},
@@ -159,6 +169,10 @@ def _web_pod(node: str, ns: str, owner: Obj) -> Obj:
                 {"name": "creds", "secret": {"secretName": "creds", "optional": True}},
                 {"name": "host", "hostPath": {"path": "/var/run", "type": "Directory"}},
                 {"name": "claim", "persistentVolumeClaim": {"claimName": "data"}},
+                {"name": "share", "nfs": {"server": "nfs.example", "path": "/exports"}},
+                {"name": "csi", "csi": {"driver": "csi.example.com", "volumeAttributes": {
+                    "size": "1Gi", "class": "fast"}}},
+                {"name": "empty-csi", "csi": {"driver": "csi.example.com", "readOnly": True}},
                 {"name": "info", "downwardAPI": {"items": [
                     {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}},
                 {"name": "token", "projected": {"sources": [

@@ -16,6 +16,7 @@ from typing import Any
 
 from minikube_py.mkctl.describers import Lookups, Settings
 from minikube_py.mkctl.describers.common import (
+    MAX_ANNOTATION_LEN,
     describe_events,
     go_bool,
     print_annotations_multiline,
@@ -123,8 +124,28 @@ def describe_pod(pod: Obj, events: list[Obj] | None) -> str:
     w.write(LEVEL_0, f"QoS Class:\t{status.get('qosClass') or compute_qos(spec)}\n")
     print_labels_multiline(w, "Node-Selectors", spec.get("nodeSelector"))
     print_tolerations_multiline(w, "Tolerations", spec.get("tolerations"))
+    describe_topology_spread_constraints(spec.get("topologySpreadConstraints"), w)
     describe_events(events, w)
     return w.tabbed()
+
+
+def describe_topology_spread_constraints(constraints: list[Obj] | None, w: PrefixWriter,
+                                         space: str = "") -> None:
+    """describeTopologySpreadConstraints: one line each, sorted by topology key."""
+    if not constraints:
+        return
+    from minikube_py.api.selectors import label_selector_to_string
+
+    w.write(LEVEL_0, f"{space}Topology Spread Constraints:\t")
+    for index, tsc in enumerate(sorted(constraints, key=lambda c: c.get("topologyKey", ""))):
+        if index:
+            w.write(LEVEL_0, f"{space}\t")
+        text = (f"{tsc.get('topologyKey', '')}:{tsc.get('whenUnsatisfiable', '')} when max "
+                f"skew {tsc.get('maxSkew', 0)} is exceeded")
+        if tsc.get("labelSelector") is not None:
+            text += " for selector " + (label_selector_to_string(tsc["labelSelector"])
+                                        or "<none>")
+        w.write(LEVEL_0, text + "\n")
 
 
 def describe_pod_ips(pod_ips: list[Obj] | None, w: PrefixWriter, space: str = "") -> None:
@@ -484,8 +505,40 @@ def _projected(source: Obj, w: PrefixWriter) -> None:
                              f"{item['serviceAccountToken'].get('expirationSeconds', 0)}\n")
 
 
+def _nfs(source: Obj, w: PrefixWriter) -> None:
+    w.write(LEVEL_2, "Type:\tNFS (an NFS mount that lasts the lifetime of a pod)\n"
+                     f"    Server:\t{source.get('server', '')}\n"
+                     f"    Path:\t{source.get('path', '')}\n"
+                     f"    ReadOnly:\t{go_bool(source.get('readOnly'))}\n")
+
+
+def _csi(source: Obj, w: PrefixWriter) -> None:
+    w.write(LEVEL_2, "Type:\tCSI (a Container Storage Interface (CSI) volume source)\n"
+                     f"    Driver:\t{source.get('driver', '')}\n"
+                     f"    FSType:\t{source.get('fsType', '')}\n"
+                     f"    ReadOnly:\t{go_bool(source.get('readOnly'))}\n")
+    attributes = source.get("volumeAttributes") or {}
+    w.write(LEVEL_2, "VolumeAttributes:\t")
+    if not attributes:
+        w.write_line("<none>")
+        return
+    for index, key in enumerate(sorted(attributes)):
+        if index:
+            w.write(LEVEL_2, "\t")
+        line = f"{key}={attributes[key]}"
+        w.write(LEVEL_2, f"{line[:MAX_ANNOTATION_LEN]}...\n" if len(line) > MAX_ANNOTATION_LEN
+                else line + "\n")
+
+
+def _image(source: Obj, w: PrefixWriter) -> None:
+    w.write(LEVEL_2, "Type:\tImage (a container image or OCI artifact)\n"
+                     f"    Reference:\t{source.get('reference', '')}\n"
+                     f"    PullPolicy:\t{source.get('pullPolicy', '')}\n")
+
+
 _VOLUME_PRINTERS = {  # in describeVolumes' order of precedence
     "hostPath": _host_path, "emptyDir": _empty_dir, "secret": _secret,
-    "configMap": _config_map, "persistentVolumeClaim": _persistent_volume_claim,
-    "downwardAPI": _downward_api, "projected": _projected,
+    "configMap": _config_map, "nfs": _nfs,
+    "persistentVolumeClaim": _persistent_volume_claim, "downwardAPI": _downward_api,
+    "projected": _projected, "csi": _csi, "image": _image,
 }

@@ -21,7 +21,11 @@ from minikube_py.mkctl.describers.common import (
     print_tolerations_multiline,
     search_events,
 )
-from minikube_py.mkctl.describers.pod import describe_containers, describe_volumes
+from minikube_py.mkctl.describers.pod import (
+    describe_containers,
+    describe_topology_spread_constraints,
+    describe_volumes,
+)
 from minikube_py.mkctl.describers.writer import LEVEL_0, LEVEL_1, PrefixWriter, rfc1123z
 from minikube_py.mkctl.errors import MkctlError
 
@@ -53,6 +57,7 @@ def describe_pod_template(template: Obj | None, w: PrefixWriter) -> None:
         describe_containers("Init Containers", spec["initContainers"], None, None, w, "  ")
     describe_containers("Containers", spec.get("containers") or [], None, None, w, "  ")
     describe_volumes(spec.get("volumes"), w, "  ")
+    describe_topology_spread_constraints(spec.get("topologySpreadConstraints"), w, "  ")
     if spec.get("priorityClassName"):
         w.write(LEVEL_1, f"Priority Class Name:\t{spec['priorityClassName']}\n")
     print_labels_multiline(w, "  Node-Selectors", spec.get("nodeSelector"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 from datetime import datetime
 
+from minikube_py.mkctl.printers.table import escape_terminal
 from minikube_py.mkctl.printers.tabwriter import TabWriter
 
 LEVEL_0, LEVEL_1, LEVEL_2, LEVEL_3, LEVEL_4 = range(5)
@@ -24,11 +25,13 @@ class PrefixWriter:
         self._done = io.StringIO()  # what earlier flushes aligned
 
     def write(self, level: int, text: str) -> None:
-        self._parts.append("  " * level + text)
+        """Write: the text after the level's indentation, escape characters and carriage
+        returns made visible (printers.WriteEscaped)."""
+        self._parts.append(escape_terminal("  " * level + text))
 
     def write_line(self, text: str) -> None:
         """WriteLine: the text and a newline, without indentation."""
-        self._parts.append(text + "\n")
+        self._parts.append(escape_terminal(text + "\n"))
 
     def flush(self) -> None:
         """Flush: align what was written so far on its own; later lines start new
