@@ -37,8 +37,9 @@ def _call(base: str, method: str, path: str, body: Obj | None = None) -> Obj:
         return json.loads(answer.read())
 
 
-def _ago(**delta: float) -> str:
-    return (datetime.now(UTC) - timedelta(**delta)).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _ago(*, micro: bool = False, **delta: float) -> str:
+    moment = datetime.now(UTC) - timedelta(**delta)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
 
 
 TEMPLATE = {"metadata": {"labels": {"app": "web"}, "annotations": {"team": "web"}},
@@ -312,6 +313,14 @@ def world(apiserver: APIServerProcess, kubeconfig: Path,
                                                        "fieldPath": "spec.containers{sidecar}"},
                                        firstTimestamp=_ago(hours=3),
                                        lastTimestamp=_ago(minutes=20), count=4))
+    _call(base, "POST", f"/apis/events.k8s.io/v1/namespaces/{ns}/events", {
+        "metadata": {"name": "web-1.pulling"}, "eventTime": _ago(minutes=15, micro=True),
+        "series": {"count": 3, "lastObservedTime": _ago(minutes=12, micro=True)},
+        "reportingController": "kubelet", "reportingInstance": node_name,
+        "action": "Pulling", "reason": "Pulling", "type": "Normal",
+        "note": "Pulling image \"nginx:1.25\"",
+        "regarding": {**_event(ns, pod, "")["involvedObject"],
+                      "fieldPath": "spec.containers{nginx}"}})
     node = {"kind": "Node", "apiVersion": "v1", **node}
     kubelet_event = _event("default", node, "starting", reason="Starting",
                            message="Starting kubelet.",
@@ -394,6 +403,7 @@ def test_the_descriptions_show_what_the_objects_around_them_say(world: World) ->
     assert "Non-terminated Pods: (2 in total)" in node
     pod = describe("pod", "web-1", "-n", world.ns)
     assert "x4 over" in pod and "spec.containers{sidecar}: Back-off" in pod
+    assert "(x3 over" in pod and "kubelet spec.containers{nginx}: Pulling image" in pod
     assert "Controlled By: ReplicaSet/web-5d4f" in pod
     deployment = describe("deploy", "web", "-n", world.ns)
     assert "OldReplicaSets: web-7c9b (0/2 replicas created)" in deployment

@@ -158,16 +158,17 @@ COMMAND = Command(
                   "true for a single object, false for multiple objects and prefix "
                   "matching."),
     ],
-    description="""Show details of a specific resource or group of resources.
-
- Print a detailed description of the selected resources, including related resources such
-as events or controllers. You may select a single object by name, all objects of that
-type, provide a name prefix, or label selector. For example:
-
-        $ mkctl describe TYPE NAME_PREFIX
-
- will first check for an exact match on TYPE and NAME_PREFIX. If no such resource exists,
-it will output details for every resource that has a name prefixed with NAME_PREFIX.""",
+    description=(
+        "Show details of a specific resource or group of resources.\n\n"
+        " Print a detailed description of the selected resources, including related "
+        "resources such as events or controllers. You may select a single object by name, "
+        "all objects of that type, provide a name prefix, or label selector. For "
+        "example:\n\n"
+        f"        $ {PROGRAM} describe TYPE NAME_PREFIX\n        \n"
+        " will first check for an exact match on TYPE and NAME_PREFIX. If no such resource "
+        "exists, it will output details for every resource that has a name prefixed with "
+        "NAME_PREFIX.\n\n"
+        f'Use "{PROGRAM} api-resources" for a complete list of supported resources.'),
     examples="""  # Describe a node
   mkctl describe nodes kubernetes-node-emt8.c.myproject.internal
 
