@@ -286,6 +286,10 @@ def world(apiserver: APIServerProcess, kubeconfig: Path,
     _call(base, "POST", f"{apps}/replicasets", _replica_set(deployment, "web-7c9b", old_template))
     replica_set = _call(base, "POST", f"{apps}/replicasets",
                         _replica_set(deployment, "web-5d4f", TEMPLATE))
+    _call(base, "POST", f"/api/v1/namespaces/{ns}/configmaps", {
+        "metadata": {"name": "settings", "labels": {"app": "web"}},
+        "data": {"color": "blue", "multi": "first\nsecond\n", "empty": ""},
+        "binaryData": {"blob": "AAECAw=="}})
     for service in SERVICES:
         _call(base, "POST", f"/api/v1/namespaces/{ns}/services", service)
     _call(base, "POST", f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
@@ -371,6 +375,7 @@ CASES = [
     "describe node {node}",
     "describe nodes/{node} --show-events=false",
     "describe node {node} nope",
+    "describe cm settings -n {ns}",
     "describe svc -n {ns}",
     "describe svc web -n {ns}",
     "describe service/lb -n {ns}",

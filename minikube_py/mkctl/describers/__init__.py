@@ -8,6 +8,7 @@ prints.
     workloads.py  deployments and replicasets
     node.py       nodes: conditions, capacity, the pods on them, what they request
     service.py    services and their endpoints
+    configmap.py  configmaps: each key and its value
 
 A describer takes the object and a Lookups (the few reads it makes besides: events,
 the pods of a node, the replicasets of a deployment) and returns the whole text.
@@ -55,6 +56,7 @@ _DESCRIBERS = {  # (group, kind) -> (module, function)
     ("", "Pod"): ("pod", "pod_describer"),
     ("", "Node"): ("node", "node_describer"),
     ("", "Service"): ("service", "service_describer"),
+    ("", "ConfigMap"): ("configmap", "config_map_describer"),
     ("apps", "Deployment"): ("workloads", "deployment_describer"),
     ("apps", "ReplicaSet"): ("workloads", "replica_set_describer"),
 }
