@@ -347,6 +347,14 @@ def world(apiserver: APIServerProcess, kubeconfig: Path,
                                        source={"component": "deployment-controller"},
                                        firstTimestamp=_ago(minutes=50),
                                        lastTimestamp=_ago(minutes=50), count=1))
+    # last: with a quota the namespace would take no pod until the quota's status is known
+    _call(base, "POST", f"/api/v1/namespaces/{ns}/resourcequotas", {
+        "metadata": {"name": "compute"},
+        "spec": {"hard": {"pods": "10", "requests.cpu": "4"}, "scopes": ["NotBestEffort"]}})
+    _call(base, "POST", f"/api/v1/namespaces/{ns}/limitranges", {
+        "metadata": {"name": "limits"},
+        "spec": {"limits": [{"type": "Container", "default": {"cpu": "500m"},
+                             "max": {"cpu": "2"}}]}})
     return World(Clis(kubeconfig, tmp_path_factory.mktemp("describe-cache")), ns, empty,
                  node_name)
 
@@ -376,6 +384,8 @@ CASES = [
     "describe nodes/{node} --show-events=false",
     "describe node {node} nope",
     "describe cm settings -n {ns}",
+    "describe ns {ns}",
+    "describe namespace {empty}",
     "describe svc -n {ns}",
     "describe svc web -n {ns}",
     "describe service/lb -n {ns}",

@@ -9,6 +9,7 @@ prints.
     node.py       nodes: conditions, capacity, the pods on them, what they request
     service.py    services and their endpoints
     configmap.py  configmaps: each key and its value
+    namespace.py  namespaces, with their resource quotas and limit ranges
 
 A describer takes the object and a Lookups (the few reads it makes besides: events,
 the pods of a node, the replicasets of a deployment) and returns the whole text.
@@ -57,6 +58,7 @@ _DESCRIBERS = {  # (group, kind) -> (module, function)
     ("", "Node"): ("node", "node_describer"),
     ("", "Service"): ("service", "service_describer"),
     ("", "ConfigMap"): ("configmap", "config_map_describer"),
+    ("", "Namespace"): ("namespace", "namespace_describer"),
     ("apps", "Deployment"): ("workloads", "deployment_describer"),
     ("apps", "ReplicaSet"): ("workloads", "replica_set_describer"),
 }
