@@ -10,6 +10,9 @@ into objects are fixed; the ages the clock changes are masked as in test_mkctl.p
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 import uuid
@@ -21,7 +24,7 @@ from typing import Any
 import pytest
 
 from minikube_py.cluster.apiserver import APIServerProcess
-from tests.test_mkctl import Clis, assert_same
+from tests.test_mkctl import REPO, Clis, assert_same
 
 Obj = dict[str, Any]
 STARTED = "2026-01-02T03:04:05Z"
@@ -428,3 +431,20 @@ def test_the_descriptions_show_what_the_objects_around_them_say(world: World) ->
     assert ("10.244.0.1:8080,10.244.0.2:8080,10.244.0.4:8080 + 2 more..." in service)
     replica_set = describe("rs", "web-5d4f", "-n", world.ns)
     assert "Pods Status: 1 Running / 0 Waiting / 0 Succeeded / 0 Failed" in replica_set
+
+
+@pytest.mark.parametrize("args", [["pod", "web-1"], ["node"], ["deploy", "web"]])
+def test_describe_imports_no_yaml_library_asyncio_or_api_server_code(world: World,
+                                                                    args: list[str]) -> None:
+    if args == ["node"]:
+        args = ["node", world.node]
+    completed = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "minikube_py.mkctl", *world.clis.flags(),
+         "describe", *args, "-n", world.ns], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert completed.returncode == 0, completed.stderr
+    imported = {line.split("|")[-1].strip() for line in completed.stderr.splitlines()
+                if line.startswith("import time:")}
+    for heavy in ("yaml", "asyncio", "aiohttp", "orjson", "http.client", "ssl",
+                  "minikube_py.apiserver", "minikube_py.api.schema", "minikube_py.client"):
+        assert heavy not in imported
