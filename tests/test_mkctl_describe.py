@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import urllib.error
 import urllib.request
 import uuid
 from dataclasses import dataclass
@@ -388,6 +387,8 @@ CASES = [
     "describe node {node} nope",
     "describe cm settings -n {ns}",
     "describe ns {ns}",
+    "describe lease {node} -n kube-node-lease",
+    "describe leases -n kube-node-lease --field-selector=x",
     "describe namespace {empty}",
     "describe svc -n {ns}",
     "describe svc web -n {ns}",

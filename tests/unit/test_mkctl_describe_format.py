@@ -13,6 +13,7 @@ from minikube_py.mkctl.describers.common import (
     print_annotations_multiline,
     toleration_string,
 )
+from minikube_py.mkctl.describers.generic import smart_label_for
 from minikube_py.mkctl.describers.node import find_node_roles
 from minikube_py.mkctl.describers.pod import compute_qos, describe_probe
 from minikube_py.mkctl.describers.service import format_endpoint_slices
@@ -122,3 +123,10 @@ def test_times_print_as_rfc1123z_in_the_local_zone(monkeypatch: pytest.MonkeyPat
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+@pytest.mark.parametrize(("field", "label"), [
+    ("apiVersion", "API Version"), ("uid", "UID"), ("creationTimestamp", "Creation Timestamp"),
+    ("URLPath", "URLPath"), ("podIPs", "Pod I Ps"), ("a_b", "a_b"), ("spec", "Spec")])
+def test_generic_descriptions_label_fields_as_kubectl(field: str, label: str) -> None:
+    assert smart_label_for(field) == label

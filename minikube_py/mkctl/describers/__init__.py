@@ -10,6 +10,7 @@ prints.
     service.py    services and their endpoints
     configmap.py  configmaps: each key and its value
     namespace.py  namespaces, with their resource quotas and limit ranges
+    generic.py    any other kind (custom resources): every field, labelled
 
 A describer takes the object and a Lookups (the few reads it makes besides: events,
 the pods of a node, the replicasets of a deployment) and returns the whole text.
@@ -44,10 +45,14 @@ Describer = Callable[[Obj, Lookups, Settings], str]
 
 
 def describer_for(group: str, kind: str) -> Describer | None:
-    """DescriberFor: the describer of a kind, None for a kind mkctl cannot describe."""
+    """DescriberFor: the describer of a kind; the generic one for a kind kubectl has no
+    describer for (custom resources); None for a kind kubectl describes its own way and
+    mkctl cannot yet."""
     module, name = _DESCRIBERS.get((group, kind), ("", ""))
     if not module:
-        return None
+        if (group, kind) in _KUBECTL_DESCRIBES:
+            return None
+        module, name = "generic", "generic_describer"
     import importlib
 
     return getattr(importlib.import_module(f"minikube_py.mkctl.describers.{module}"), name)
@@ -61,4 +66,24 @@ _DESCRIBERS = {  # (group, kind) -> (module, function)
     ("", "Namespace"): ("namespace", "namespace_describer"),
     ("apps", "Deployment"): ("workloads", "deployment_describer"),
     ("apps", "ReplicaSet"): ("workloads", "replica_set_describer"),
+}
+
+# The kinds kubectl's describerMap gives a describer of their own.
+_KUBECTL_DESCRIBES = {
+    *(("", kind) for kind in (
+        "Pod", "ReplicationController", "Secret", "Service", "ServiceAccount", "Node",
+        "LimitRange", "ResourceQuota", "PersistentVolume", "PersistentVolumeClaim",
+        "Namespace", "Endpoints", "ConfigMap", "PriorityClass")),
+    ("discovery.k8s.io", "EndpointSlice"), ("autoscaling", "HorizontalPodAutoscaler"),
+    ("networking.k8s.io", "Ingress"), ("networking.k8s.io", "IngressClass"),
+    ("networking.k8s.io", "ServiceCIDR"), ("networking.k8s.io", "IPAddress"),
+    ("networking.k8s.io", "NetworkPolicy"), ("batch", "Job"), ("batch", "CronJob"),
+    ("apps", "StatefulSet"), ("apps", "Deployment"), ("apps", "DaemonSet"),
+    ("apps", "ReplicaSet"), ("certificates.k8s.io", "CertificateSigningRequest"),
+    ("storage.k8s.io", "StorageClass"), ("storage.k8s.io", "CSINode"),
+    ("storage.k8s.io", "VolumeAttributesClass"), ("policy", "PodDisruptionBudget"),
+    ("rbac.authorization.k8s.io", "Role"), ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "RoleBinding"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    ("scheduling.k8s.io", "PriorityClass"),
 }
