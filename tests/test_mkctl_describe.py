@@ -349,6 +349,10 @@ def world(apiserver: APIServerProcess, kubeconfig: Path,
                                        source={"component": "deployment-controller"},
                                        firstTimestamp=_ago(minutes=50),
                                        lastTimestamp=_ago(minutes=50), count=1))
+    _call(base, "POST", f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
+          {"metadata": {"name": "leader", "labels": {"app": "web"}},
+           "spec": {"holderIdentity": "web-1_4f2a", "leaseDurationSeconds": 15,
+                    "leaseTransitions": 2, "acquireTime": "2026-01-02T03:04:05.000000Z"}})
     # last: with a quota the namespace would take no pod until the quota's status is known
     _call(base, "POST", f"/api/v1/namespaces/{ns}/resourcequotas", {
         "metadata": {"name": "compute"},
@@ -388,7 +392,8 @@ CASES = [
     "describe cm settings -n {ns}",
     "describe ns {ns}",
     "describe lease {node} -n kube-node-lease",
-    "describe leases -n kube-node-lease --field-selector=x",
+    "describe leases -n {ns}",
+    "describe leases -n {ns} --field-selector=x",
     "describe namespace {empty}",
     "describe svc -n {ns}",
     "describe svc web -n {ns}",

@@ -97,12 +97,20 @@ def run(inv: Invocation) -> None:
 
 
 def _flatten(results: builder.Results) -> list[tuple[builder.Request, Obj]]:
-    """Flatten: a list's items, each on its own."""
+    """Flatten: a list's items, each on its own, with the apiVersion and kind a list's
+    items lack (kubectl's describers GET each object again, which has them)."""
     objects = []
     for info in results.infos:
         items = info.object.get("items")
-        for obj in items if isinstance(items, list) else [info.object]:
-            objects.append((info.request, obj))
+        if not isinstance(items, list):
+            objects.append((info.request, info.object))
+            continue
+        resource = info.request.resource
+        api_version = f"{resource.group}/{resource.version}" if resource.group else (
+            resource.version)
+        for obj in items:
+            objects.append((info.request, {"apiVersion": api_version, "kind": resource.kind,
+                                           **obj}))
     return objects
 
 
