@@ -292,6 +292,9 @@ def world(apiserver: APIServerProcess, kubeconfig: Path,
         "metadata": {"name": "settings", "labels": {"app": "web"}},
         "data": {"color": "blue", "multi": "first\nsecond\n", "empty": ""},
         "binaryData": {"blob": "AAECAw=="}})
+    _call(base, "POST", f"/api/v1/namespaces/{ns}/secrets", {
+        "metadata": {"name": "creds"}, "type": "Opaque",
+        "stringData": {"password": "hunter2", "user": "admin", "empty": ""}})
     for service in SERVICES:
         _call(base, "POST", f"/api/v1/namespaces/{ns}/services", service)
     _call(base, "POST", f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
@@ -391,6 +394,7 @@ CASES = [
     "describe node {node} nope",
     "describe cm settings -n {ns}",
     "describe ns {ns}",
+    "describe secret creds -n {ns}",
     "describe lease {node} -n kube-node-lease",
     "describe leases -n {ns}",
     "describe leases -n {ns} --field-selector=x",

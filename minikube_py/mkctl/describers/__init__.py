@@ -9,6 +9,7 @@ prints.
     node.py       nodes: conditions, capacity, the pods on them, what they request
     service.py    services and their endpoints
     configmap.py  configmaps: each key and its value
+    secret.py     secrets: each key and its size
     namespace.py  namespaces, with their resource quotas and limit ranges
     generic.py    any other kind (custom resources): every field, labelled
 
@@ -63,6 +64,7 @@ _DESCRIBERS = {  # (group, kind) -> (module, function)
     ("", "Node"): ("node", "node_describer"),
     ("", "Service"): ("service", "service_describer"),
     ("", "ConfigMap"): ("configmap", "config_map_describer"),
+    ("", "Secret"): ("secret", "secret_describer"),
     ("", "Namespace"): ("namespace", "namespace_describer"),
     ("apps", "Deployment"): ("workloads", "deployment_describer"),
     ("apps", "ReplicaSet"): ("workloads", "replica_set_describer"),
