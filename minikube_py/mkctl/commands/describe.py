@@ -22,12 +22,15 @@ The steps of kubectl's describe.go (DescribeOptions.Run):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minikube_py.mkctl import builder
 from minikube_py.mkctl.command import PROGRAM, Command, Invocation
 from minikube_py.mkctl.errors import Aggregate, MkctlError
 from minikube_py.mkctl.flags import BOOL, INT, Flag
+
+if TYPE_CHECKING:
+    from minikube_py.mkctl.describers import Settings
 
 Obj = dict[str, Any]
 
@@ -115,7 +118,7 @@ def _flatten(results: builder.Results) -> list[tuple[builder.Request, Obj]]:
 
 
 def _describe(request: builder.Request, obj: Obj, lookups: ClientLookups,
-              settings: Any) -> str:
+              settings: Settings) -> str:
     from minikube_py.mkctl.describers import describer_for
 
     resource = request.resource
@@ -127,7 +130,7 @@ def _describe(request: builder.Request, obj: Obj, lookups: ClientLookups,
 
 
 def _describe_matching(inv: Invocation, namespace: str, original: list[Exception],
-                       settings: Any) -> None:
+                       settings: Settings) -> None:
     """DescribeMatchingResources: every object of the type whose name starts with the
     name given, each followed by a newline; the first error if there is none."""
     kind, prefix = inv.args

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from minikube_py.mkctl.describers import Lookups, Settings
 from minikube_py.mkctl.describers.writer import LEVEL_0, LEVEL_1, PrefixWriter
 
 Obj = dict[str, Any]
@@ -177,8 +178,8 @@ def print_controller(obj: Obj) -> str:
     return ""
 
 
-def search_events(lookups: Any, namespace: str, name: str, kind: str, uid: str,
-                  settings: Any) -> list[Obj] | None:
+def search_events(lookups: Lookups, namespace: str, name: str, kind: str, uid: str,
+                  settings: Settings) -> list[Obj] | None:
     """searchEvents: the events whose involvedObject is this object, asked with a field
     selector on involvedObject (kind left out when empty, as for pods); None when
     events are not shown or could not be read."""
