@@ -295,6 +295,28 @@ def world(apiserver: APIServerProcess, kubeconfig: Path,
     _call(base, "POST", f"/api/v1/namespaces/{ns}/secrets", {
         "metadata": {"name": "creds"}, "type": "Opaque",
         "stringData": {"password": "hunter2", "user": "admin", "empty": ""}})
+    _call(base, "POST", f"{apps}/daemonsets", {
+        "metadata": {"name": "agent", "labels": {"app": "agent"}},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                 "template": {"metadata": {"labels": {"app": "agent"}},
+                              "spec": {"nodeSelector": {"kubernetes.io/os": "linux"},
+                                       "containers": [{"name": "agent", "image": "agent:1"}]}}}})
+    _call(base, "POST", f"{apps}/statefulsets", {
+        "metadata": {"name": "db", "labels": {"app": "db"}},
+        "spec": {"serviceName": "db", "replicas": 3,
+                 "selector": {"matchLabels": {"app": "db"}},
+                 "updateStrategy": {"type": "RollingUpdate",
+                                    "rollingUpdate": {"partition": 1}},
+                 "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete"},
+                 "template": {"metadata": {"labels": {"app": "db"}},
+                              "spec": {"containers": [{"name": "db", "image": "postgres:16"}]}},
+                 "volumeClaimTemplates": [
+                     {"metadata": {"name": "data", "labels": {"app": "db"}},
+                      "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast",
+                               "resources": {"requests": {"storage": "1Gi"}}}},
+                     {"metadata": {"name": "logs"},
+                      "spec": {"accessModes": ["ReadWriteOnce", "ReadOnlyMany"],
+                               "resources": {"requests": {}}}}]}})
     for service in SERVICES:
         _call(base, "POST", f"/api/v1/namespaces/{ns}/services", service)
     _call(base, "POST", f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
@@ -405,6 +427,8 @@ CASES = [
     "describe deploy web -n {ns}",
     "describe deployments -n {ns} --show-events=true",
     "describe rs -n {ns}",
+    "describe ds agent -n {ns}",
+    "describe sts db -n {ns}",
     "describe replicaset web-5d4f -n {ns}",
     "describe rs/web-7c9b deploy/web pod/web-2 -n {ns}",
 ]

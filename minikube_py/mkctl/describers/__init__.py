@@ -5,7 +5,7 @@ prints.
     writer.py     PrefixWriter and tabbedString: indented lines, cells aligned
     common.py     labels, annotations, taints, tolerations, ages, the Events table
     pod.py        pods, and the containers and volumes of every pod template
-    workloads.py  deployments and replicasets
+    workloads.py  deployments, replicasets, daemonsets and statefulsets
     node.py       nodes: conditions, capacity, the pods on them, what they request
     service.py    services and their endpoints
     configmap.py  configmaps: each key and its value
@@ -68,6 +68,8 @@ _DESCRIBERS = {  # (group, kind) -> (module, function)
     ("", "Namespace"): ("namespace", "namespace_describer"),
     ("apps", "Deployment"): ("workloads", "deployment_describer"),
     ("apps", "ReplicaSet"): ("workloads", "replica_set_describer"),
+    ("apps", "DaemonSet"): ("workloads", "daemon_set_describer"),
+    ("apps", "StatefulSet"): ("workloads", "stateful_set_describer"),
 }
 
 # The kinds kubectl's describerMap gives a describer of their own.

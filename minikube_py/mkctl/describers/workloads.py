@@ -1,5 +1,6 @@
-"""`describe deployment` and `describe replicaset` (describe.go: describeDeployment,
-describeReplicaSet, DescribePodTemplate, getPodStatusForController).
+"""`describe deployment`, `replicaset`, `daemonset` and `statefulset` (describe.go:
+describeDeployment, describeReplicaSet, describeDaemonSet, describeStatefulSet,
+DescribePodTemplate, getPodStatusForController).
 
     Deployment: Name, Namespace, CreationTimestamp, Labels, Annotations, Selector,
         Replicas, StrategyType, MinReadySeconds, RollingUpdateStrategy, Pod Template,
@@ -165,28 +166,41 @@ def describe_deployment(deployment: Obj, old: list[Obj], new: list[Obj],
 
 # -- replicasets --------------------------------------------------------------------------
 
+def pod_status_for_controller(lookups: Lookups, controller: Obj, settings: Settings
+                               ) -> dict[str, int]:
+    """getPodStatusForController: how many of the pods the controller's selector matches,
+    and it controls, are Running, Pending, Succeeded and Failed."""
+    meta = controller.get("metadata") or {}
+    phases = {"Running": 0, "Pending": 0, "Succeeded": 0, "Failed": 0}
+    params = {"labelSelector": _selector_string((controller.get("spec") or {}).get("selector"))}
+    if settings.chunk_size > 0:
+        params["limit"] = str(settings.chunk_size)
+    for pod in lookups.list(f"/api/v1/namespaces/{meta.get('namespace', '')}/pods", params):
+        refs = (pod.get("metadata") or {}).get("ownerReferences") or []
+        owner = next((ref for ref in refs if ref.get("controller")), None)
+        phase = (pod.get("status") or {}).get("phase", "")
+        if owner is not None and owner.get("uid") == meta.get("uid") and phase in phases:
+            phases[phase] += 1
+    return phases
+
+
+def _pods_status(phases: dict[str, int]) -> str:
+    return (f"{phases['Running']} Running / {phases['Pending']} Waiting / "
+            f"{phases['Succeeded']} Succeeded / {phases['Failed']} Failed")
+
+
 def replica_set_describer(rs: Obj, lookups: Lookups, settings: Settings) -> str:
     """ReplicaSetDescriber: the ReplicaSet, the phases of the pods it controls, its
     events."""
     meta = rs.get("metadata") or {}
-    namespace = meta.get("namespace", "")
-    phases = {"Running": 0, "Pending": 0, "Succeeded": 0, "Failed": 0}
+    phases: dict[str, int] = {}
     pods_error = ""
     try:
-        params = {"labelSelector": _selector_string((rs.get("spec") or {}).get("selector"))}
-        if settings.chunk_size > 0:
-            params["limit"] = str(settings.chunk_size)
-        for pod in lookups.list(f"/api/v1/namespaces/{namespace}/pods", params):
-            refs = (pod.get("metadata") or {}).get("ownerReferences") or []
-            controller = next((ref for ref in refs if ref.get("controller")), None)
-            phase = (pod.get("status") or {}).get("phase", "")
-            if controller is not None and controller.get("uid") == meta.get("uid") and (
-                    phase in phases):
-                phases[phase] += 1
+        phases = pod_status_for_controller(lookups, rs, settings)
     except MkctlError as error:
         pods_error = str(error)
-    events = search_events(lookups, namespace, meta.get("name", ""), "ReplicaSet",
-                           meta.get("uid", ""), settings)
+    events = search_events(lookups, meta.get("namespace", ""), meta.get("name", ""),
+                           "ReplicaSet", meta.get("uid", ""), settings)
     return describe_replica_set(rs, events, phases, pods_error)
 
 
@@ -210,9 +224,106 @@ def describe_replica_set(rs: Obj, events: list[Obj] | None, phases: dict[str, in
     if pods_error:
         w.write(LEVEL_0, f"error in fetching pods: {pods_error}\n")
     else:
-        w.write(LEVEL_0, f"{phases['Running']} Running / {phases['Pending']} Waiting / "
-                         f"{phases['Succeeded']} Succeeded / {phases['Failed']} Failed\n")
+        w.write(LEVEL_0, _pods_status(phases) + "\n")
     describe_pod_template(spec.get("template"), w)
     _conditions(status.get("conditions"), w)
+    describe_events(events, w)
+    return w.tabbed()
+
+
+# -- daemonsets and statefulsets ----------------------------------------------------------
+
+def daemon_set_describer(daemon: Obj, lookups: Lookups, settings: Settings) -> str:
+    """DaemonSetDescriber + describeDaemonSet."""
+    from minikube_py.mkctl.describers.service import format_labels
+
+    meta, spec = daemon.get("metadata") or {}, daemon.get("spec") or {}
+    status = daemon.get("status") or {}
+    phases = pod_status_for_controller(lookups, daemon, settings)
+    events = search_events(lookups, meta.get("namespace", ""), meta.get("name", ""),
+                           "DaemonSet", meta.get("uid", ""), settings)
+    node_selector = ((spec.get("template") or {}).get("spec") or {}).get("nodeSelector")
+    w = PrefixWriter()
+    w.write(LEVEL_0, f"Name:\t{meta.get('name', '')}\n")
+    w.write(LEVEL_0, f"Namespace:\t{meta.get('namespace', '')}\n")
+    w.write(LEVEL_0, f"Selector:\t{_selector_string(spec.get('selector'))}\n")
+    w.write(LEVEL_0, f"Node-Selector:\t{format_labels(node_selector)}\n")
+    print_labels_multiline(w, "Labels", meta.get("labels"))
+    print_annotations_multiline(w, "Annotations", meta.get("annotations"))
+    for title, field in (
+            ("Desired Number of Nodes Scheduled", "desiredNumberScheduled"),
+            ("Current Number of Nodes Scheduled", "currentNumberScheduled"),
+            ("Number of Nodes Scheduled with Up-to-date Pods", "updatedNumberScheduled"),
+            ("Number of Nodes Scheduled with Available Pods", "numberAvailable"),
+            ("Number of Nodes Misscheduled", "numberMisscheduled")):
+        w.write(LEVEL_0, f"{title}: {status.get(field, 0)}\n")
+    w.write(LEVEL_0, f"Pods Status:\t{_pods_status(phases)}\n")
+    describe_pod_template(spec.get("template"), w)
+    describe_events(events, w)
+    return w.tabbed()
+
+
+def _claim_class(claim: Obj) -> str:
+    """storageutil.GetPersistentVolumeClaimClass: spec.storageClassName, else the beta
+    annotation."""
+    spec_class = (claim.get("spec") or {}).get("storageClassName")
+    if spec_class is not None:
+        return spec_class
+    annotations = (claim.get("metadata") or {}).get("annotations") or {}
+    return annotations.get("volume.beta.kubernetes.io/storage-class", "")
+
+
+def _volume_claim_templates(templates: list[Obj] | None, w: PrefixWriter) -> None:
+    """describeVolumeClaimTemplates."""
+    if not templates:
+        w.write(LEVEL_0, "Volume Claims:\t<none>\n")
+        return
+    w.write(LEVEL_0, "Volume Claims:\n")
+    for claim in templates:
+        meta, spec = claim.get("metadata") or {}, claim.get("spec") or {}
+        w.write(LEVEL_1, f"Name:\t{meta.get('name', '')}\n")
+        w.write(LEVEL_1, f"StorageClass:\t{_claim_class(claim)}\n")
+        print_labels_multiline(w, "Labels", meta.get("labels"), initial_indent="  ")
+        print_labels_multiline(w, "Annotations", meta.get("annotations"), initial_indent="  ")
+        capacity = ((spec.get("resources") or {}).get("requests") or {}).get("storage")
+        w.write(LEVEL_1, f"Capacity:\t{capacity if capacity is not None else '<default>'}\n")
+        w.write(LEVEL_1, f"Access Modes:\t[{' '.join(spec.get('accessModes') or [])}]\n")
+
+
+def stateful_set_describer(sts: Obj, lookups: Lookups, settings: Settings) -> str:
+    """StatefulSetDescriber + describeStatefulSet."""
+    meta, spec = sts.get("metadata") or {}, sts.get("spec") or {}
+    status = sts.get("status") or {}
+    phases = pod_status_for_controller(lookups, sts, settings)
+    events = search_events(lookups, meta.get("namespace", ""), meta.get("name", ""),
+                           "StatefulSet", meta.get("uid", ""), settings)
+    w = PrefixWriter()
+    w.write(LEVEL_0, f"Name:\t{meta.get('name', '')}\n")
+    w.write(LEVEL_0, f"Namespace:\t{meta.get('namespace', '')}\n")
+    w.write(LEVEL_0, f"CreationTimestamp:\t{rfc1123z(meta.get('creationTimestamp'))}\n")
+    w.write(LEVEL_0, f"Selector:\t{_selector_string(spec.get('selector'))}\n")
+    print_labels_multiline(w, "Labels", meta.get("labels"))
+    print_annotations_multiline(w, "Annotations", meta.get("annotations"))
+    if spec.get("serviceName"):
+        w.write(LEVEL_0, f"Service Name:\t{spec['serviceName']}\n")
+    if spec.get("podManagementPolicy"):
+        w.write(LEVEL_0, f"Pod Management Policy:\t{spec['podManagementPolicy']}\n")
+    w.write(LEVEL_0, f"Replicas:\t{spec.get('replicas', 0)} desired | "
+                     f"{status.get('replicas', 0)} total\n")
+    strategy = spec.get("updateStrategy") or {}
+    w.write(LEVEL_0, f"Update Strategy:\t{strategy.get('type', '')}\n")
+    rolling = strategy.get("rollingUpdate")
+    if rolling is not None and rolling.get("partition") is not None:
+        w.write(LEVEL_1, f"Partition:\t{rolling['partition']}\n")
+        if rolling.get("maxUnavailable") is not None:
+            w.write(LEVEL_1, f"MaxUnavailable:\t{rolling['maxUnavailable']}\n")
+    retention = spec.get("persistentVolumeClaimRetentionPolicy")
+    if retention is not None:
+        w.write(LEVEL_0, "Persistent Volume Claim Retention Policy:\n")
+        w.write(LEVEL_1, f"WhenDeleted:\t{retention.get('whenDeleted', '')}\n")
+        w.write(LEVEL_1, f"WhenScaled:\t{retention.get('whenScaled', '')}\n")
+    w.write(LEVEL_0, f"Pods Status:\t{_pods_status(phases)}\n")
+    describe_pod_template(spec.get("template"), w)
+    _volume_claim_templates(spec.get("volumeClaimTemplates"), w)
     describe_events(events, w)
     return w.tabbed()
