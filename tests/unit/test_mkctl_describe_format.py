@@ -13,9 +13,10 @@ from minikube_py.mkctl.describers.common import (
     print_annotations_multiline,
     toleration_string,
 )
+from minikube_py.mkctl.describers.containers import describe_probe
 from minikube_py.mkctl.describers.generic import smart_label_for
 from minikube_py.mkctl.describers.node import find_node_roles
-from minikube_py.mkctl.describers.pod import compute_qos, describe_probe
+from minikube_py.mkctl.describers.pod import compute_qos
 from minikube_py.mkctl.describers.service import format_endpoint_slices
 from minikube_py.mkctl.describers.writer import LEVEL_0, LEVEL_1, PrefixWriter, rfc1123z
 

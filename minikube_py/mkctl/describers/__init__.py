@@ -4,7 +4,9 @@ prints.
 
     writer.py     PrefixWriter and tabbedString: indented lines, cells aligned
     common.py     labels, annotations, taints, tolerations, ages, the Events table
-    pod.py        pods, and the containers and volumes of every pod template
+    pod.py        pods
+    containers.py the containers of pods and pod templates: state, resources, env, mounts
+    volumes.py    the volumes of pods and pod templates
     workloads.py  deployments, replicasets, daemonsets and statefulsets
     node.py       nodes: conditions, capacity, the pods on them, what they request
     service.py    services and their endpoints
