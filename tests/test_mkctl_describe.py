@@ -317,6 +317,20 @@ def world(apiserver: APIServerProcess, kubeconfig: Path,
                      {"metadata": {"name": "logs"},
                       "spec": {"accessModes": ["ReadWriteOnce", "ReadOnlyMany"],
                                "resources": {"requests": {}}}}]}})
+    job = _call(base, "POST", f"/apis/batch/v1/namespaces/{ns}/jobs", {
+        "metadata": {"name": "migrate"},
+        "spec": {"completions": 3, "parallelism": 2, "completionMode": "Indexed",
+                 "backoffLimit": 4, "ttlSecondsAfterFinished": 60,
+                 "activeDeadlineSeconds": 600,
+                 "template": {"spec": {"restartPolicy": "Never", "containers": [
+                     {"name": "migrate", "image": "migrate:1", "args": ["up"]}]}}}})
+    _call(base, "PUT", f"/apis/batch/v1/namespaces/{ns}/jobs/migrate/status", {**job, "status": {
+        "startTime": STARTED, "completionTime": FINISHED, "succeeded": 3, "ready": 0,
+        "completedIndexes": "0-2", "conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True", "lastProbeTime": FINISHED,
+             "lastTransitionTime": FINISHED},
+            {"type": "Complete", "status": "True", "lastProbeTime": FINISHED,
+             "lastTransitionTime": FINISHED}]}})
     for service in SERVICES:
         _call(base, "POST", f"/api/v1/namespaces/{ns}/services", service)
     _call(base, "POST", f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
@@ -429,6 +443,7 @@ CASES = [
     "describe rs -n {ns}",
     "describe ds agent -n {ns}",
     "describe sts db -n {ns}",
+    "describe job migrate -n {ns}",
     "describe replicaset web-5d4f -n {ns}",
     "describe rs/web-7c9b deploy/web pod/web-2 -n {ns}",
 ]

@@ -8,6 +8,7 @@ prints.
     containers.py the containers of pods and pod templates: state, resources, env, mounts
     volumes.py    the volumes of pods and pod templates
     workloads.py  deployments, replicasets, daemonsets and statefulsets
+    batch.py      jobs
     node.py       nodes: conditions, capacity, the pods on them, what they request
     service.py    services and their endpoints
     configmap.py  configmaps: each key and its value
@@ -72,6 +73,7 @@ _DESCRIBERS = {  # (group, kind) -> (module, function)
     ("apps", "ReplicaSet"): ("workloads", "replica_set_describer"),
     ("apps", "DaemonSet"): ("workloads", "daemon_set_describer"),
     ("apps", "StatefulSet"): ("workloads", "stateful_set_describer"),
+    ("batch", "Job"): ("batch", "job_describer"),
 }
 
 # The kinds kubectl's describerMap gives a describer of their own.
