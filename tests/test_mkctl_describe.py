@@ -331,6 +331,15 @@ def world(apiserver: APIServerProcess, kubeconfig: Path,
              "lastTransitionTime": FINISHED},
             {"type": "Complete", "status": "True", "lastProbeTime": FINISHED,
              "lastTransitionTime": FINISHED}]}})
+    _call(base, "POST", f"/api/v1/namespaces/{ns}/serviceaccounts", {
+        "metadata": {"name": "builder"},
+        "imagePullSecrets": [{"name": "registry"}, {"name": "mirror"}]})
+    _call(base, "POST", f"/api/v1/namespaces/{ns}/endpoints", {
+        "metadata": {"name": "manual"},
+        "subsets": [{"addresses": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}],
+                     "notReadyAddresses": [{"ip": "10.0.0.3"}],
+                     "ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}]},
+                    {"notReadyAddresses": [{"ip": "10.0.0.9"}], "ports": [{"port": 53}]}]})
     for service in SERVICES:
         _call(base, "POST", f"/api/v1/namespaces/{ns}/services", service)
     _call(base, "POST", f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
@@ -431,6 +440,8 @@ CASES = [
     "describe cm settings -n {ns}",
     "describe ns {ns}",
     "describe secret creds -n {ns}",
+    "describe sa builder -n {ns}",
+    "describe endpoints manual -n {ns}",
     "describe lease {node} -n kube-node-lease",
     "describe leases -n {ns}",
     "describe leases -n {ns} --field-selector=x",

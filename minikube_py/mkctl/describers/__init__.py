@@ -10,7 +10,8 @@ prints.
     workloads.py  deployments, replicasets, daemonsets and statefulsets
     batch.py      jobs
     node.py       nodes: conditions, capacity, the pods on them, what they request
-    service.py    services and their endpoints
+    service.py    services and their endpoints; Endpoints objects
+    serviceaccount.py  service accounts
     configmap.py  configmaps: each key and its value
     secret.py     secrets: each key and its size
     namespace.py  namespaces, with their resource quotas and limit ranges
@@ -66,6 +67,8 @@ _DESCRIBERS = {  # (group, kind) -> (module, function)
     ("", "Pod"): ("pod", "pod_describer"),
     ("", "Node"): ("node", "node_describer"),
     ("", "Service"): ("service", "service_describer"),
+    ("", "Endpoints"): ("service", "endpoints_describer"),
+    ("", "ServiceAccount"): ("serviceaccount", "service_account_describer"),
     ("", "ConfigMap"): ("configmap", "config_map_describer"),
     ("", "Secret"): ("secret", "secret_describer"),
     ("", "Namespace"): ("namespace", "namespace_describer"),

@@ -17,7 +17,7 @@ from minikube_py.mkctl.describers.common import (
     print_labels_multiline,
     search_events,
 )
-from minikube_py.mkctl.describers.writer import LEVEL_0, PrefixWriter
+from minikube_py.mkctl.describers.writer import LEVEL_0, LEVEL_1, LEVEL_2, PrefixWriter
 from minikube_py.mkctl.errors import MkctlError
 
 Obj = dict[str, Any]
@@ -145,5 +145,34 @@ def describe_service(service: Obj, slices: list[Obj], events: list[Obj] | None) 
                          f"{','.join(spec['loadBalancerSourceRanges'])}\n")
     if spec.get("trafficDistribution") is not None:
         w.write(LEVEL_0, f"Traffic Distribution:\t{spec['trafficDistribution']}\n")
+    describe_events(events, w)
+    return w.tabbed()
+
+
+def endpoints_describer(endpoints: Obj, lookups: Lookups, settings: Settings) -> str:
+    """EndpointsDescriber + describeEndpoints: each subset's ready and not-ready
+    addresses and its ports."""
+    meta = endpoints.get("metadata") or {}
+    events = search_events(lookups, meta.get("namespace", ""), meta.get("name", ""),
+                           "Endpoints", meta.get("uid", ""), settings)
+    w = PrefixWriter()
+    w.write(LEVEL_0, f"Name:\t{meta.get('name', '')}\n")
+    w.write(LEVEL_0, f"Namespace:\t{meta.get('namespace', '')}\n")
+    print_labels_multiline(w, "Labels", meta.get("labels"))
+    print_annotations_multiline(w, "Annotations", meta.get("annotations"))
+    w.write(LEVEL_0, "Subsets:\n")
+    for subset in endpoints.get("subsets") or []:
+        for title, field in (("Addresses", "addresses"),
+                             ("NotReadyAddresses", "notReadyAddresses")):
+            ips = ",".join(address.get("ip", "") for address in subset.get(field) or [])
+            w.write(LEVEL_1, f"{title}:\t{ips or '<none>'}\n")
+        if subset.get("ports"):
+            w.write(LEVEL_1, "Ports:\n")
+            w.write(LEVEL_2, "Name\tPort\tProtocol\n")
+            w.write(LEVEL_2, "----\t----\t--------\n")
+            for port in subset["ports"]:
+                w.write(LEVEL_2, f"{port.get('name') or '<unset>'}\t{port.get('port', 0)}\t"
+                                 f"{port.get('protocol', '')}\n")
+        w.write(LEVEL_0, "\n")
     describe_events(events, w)
     return w.tabbed()
