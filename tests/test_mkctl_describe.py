@@ -15,6 +15,7 @@ import subprocess
 import sys
 import urllib.request
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -271,7 +272,7 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(apiserver: APIServerProcess, kubeconfig: Path,
-          tmp_path_factory: pytest.TempPathFactory) -> World:
+          tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     base = apiserver.url
     ident = uuid.uuid4().hex[:6]
     ns, empty, node_name = (f"describe-{ident}", f"describe-{ident}-empty",
@@ -409,8 +410,15 @@ def world(apiserver: APIServerProcess, kubeconfig: Path,
         "metadata": {"name": "limits"},
         "spec": {"limits": [{"type": "Container", "default": {"cpu": "500m"},
                              "max": {"cpu": "2"}}]}})
-    return World(Clis(kubeconfig, tmp_path_factory.mktemp("describe-cache")), ns, empty,
-                 node_name)
+    yield World(Clis(kubeconfig, tmp_path_factory.mktemp("describe-cache")), ns, empty,
+                node_name)
+    # The node would otherwise stay in the shared server, Ready, for the tests after these.
+    for path in (f"/api/v1/nodes/{node_name}",
+                 f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node_name}",
+                 f"/api/v1/namespaces/default/events/{node_name}.starting",
+                 f"/api/v1/namespaces/default/events/{node_name}.registered",
+                 f"/api/v1/namespaces/{ns}", f"/api/v1/namespaces/{empty}"):
+        _call(base, "DELETE", path)
 
 
 CASES = [
