@@ -341,6 +341,16 @@ def world(apiserver: APIServerProcess, kubeconfig: Path,
                      "notReadyAddresses": [{"ip": "10.0.0.3"}],
                      "ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}]},
                     {"notReadyAddresses": [{"ip": "10.0.0.9"}], "ports": [{"port": 53}]}]})
+    cron_job = _call(base, "POST", f"/apis/batch/v1/namespaces/{ns}/cronjobs", {
+        "metadata": {"name": "nightly"},
+        "spec": {"schedule": "0 3 * * *", "timeZone": "Etc/UTC", "startingDeadlineSeconds": 30,
+                 "jobTemplate": {"spec": {"completions": 1, "template": {"spec": {
+                     "restartPolicy": "OnFailure",
+                     "containers": [{"name": "backup", "image": "backup:1"}]}}}}}})
+    _call(base, "PUT", f"/apis/batch/v1/namespaces/{ns}/cronjobs/nightly/status", {
+        **cron_job, "status": {"lastScheduleTime": STARTED, "active": [
+            {"kind": "Job", "name": "nightly-1", "namespace": ns},
+            {"kind": "Job", "name": "nightly-2", "namespace": ns}]}})
     for service in SERVICES:
         _call(base, "POST", f"/api/v1/namespaces/{ns}/services", service)
     _call(base, "POST", f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
@@ -463,6 +473,7 @@ CASES = [
     "describe ds agent -n {ns}",
     "describe sts db -n {ns}",
     "describe job migrate -n {ns}",
+    "describe cronjob nightly -n {ns}",
     "describe replicaset web-5d4f -n {ns}",
     "describe rs/web-7c9b deploy/web pod/web-2 -n {ns}",
 ]

@@ -8,7 +8,7 @@ prints.
     containers.py the containers of pods and pod templates: state, resources, env, mounts
     volumes.py    the volumes of pods and pod templates
     workloads.py  deployments, replicasets, daemonsets and statefulsets
-    batch.py      jobs
+    batch.py      jobs and cron jobs
     node.py       nodes: conditions, capacity, the pods on them, what they request
     service.py    services and their endpoints; Endpoints objects
     serviceaccount.py  service accounts
@@ -77,6 +77,7 @@ _DESCRIBERS = {  # (group, kind) -> (module, function)
     ("apps", "DaemonSet"): ("workloads", "daemon_set_describer"),
     ("apps", "StatefulSet"): ("workloads", "stateful_set_describer"),
     ("batch", "Job"): ("batch", "job_describer"),
+    ("batch", "CronJob"): ("batch", "cron_job_describer"),
 }
 
 # The kinds kubectl's describerMap gives a describer of their own.

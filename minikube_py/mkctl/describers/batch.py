@@ -1,5 +1,6 @@
-"""`describe job` (describe.go: describeJob): the job's spec, its timing and the
-counts of its pods, then its pod template and events."""
+"""`describe job` and `describe cronjob` (describe.go: describeJob, describeCronJob):
+a job's spec, timing and pod counts; a cron job's schedule, job template and active
+jobs; then the pod template and the events."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from minikube_py.mkctl.describers.common import (
     describe_events,
     go_bool,
     print_annotations_multiline,
+    print_bool,
     print_controller,
     print_labels_multiline,
     search_events,
@@ -88,5 +90,52 @@ def job_describer(job: Obj, lookups: Lookups, settings: Settings) -> str:
         indexes = _cap_indexes(status.get("completedIndexes", ""))
         w.write(LEVEL_0, f"Completed Indexes:\t{indexes}\n")
     describe_pod_template(spec.get("template"), w)
+    describe_events(events, w)
+    return w.tabbed()
+
+
+def _or_unset(value: object, suffix: str = "") -> str:
+    return "<unset>" if value is None else f"{value}{suffix}"
+
+
+def cron_job_describer(cron_job: Obj, lookups: Lookups, settings: Settings) -> str:
+    """CronJobDescriber + describeCronJob: the schedule and its policies, the job
+    template, the last schedule time and the active jobs."""
+    from minikube_py.api.selectors import label_selector_to_string
+
+    meta, spec = cron_job.get("metadata") or {}, cron_job.get("spec") or {}
+    status = cron_job.get("status") or {}
+    events = search_events(lookups, meta.get("namespace", ""), meta.get("name", ""),
+                           "CronJob", meta.get("uid", ""), settings)
+    w = PrefixWriter()
+    w.write(LEVEL_0, f"Name:\t{meta.get('name', '')}\n")
+    w.write(LEVEL_0, f"Namespace:\t{meta.get('namespace', '')}\n")
+    print_labels_multiline(w, "Labels", meta.get("labels"))
+    print_annotations_multiline(w, "Annotations", meta.get("annotations"))
+    w.write(LEVEL_0, f"Schedule:\t{spec.get('schedule', '')}\n")
+    w.write(LEVEL_0, f"Concurrency Policy:\t{spec.get('concurrencyPolicy', '')}\n")
+    suspend = spec.get("suspend")
+    w.write(LEVEL_0, f"Suspend:\t{'<unset>' if suspend is None else print_bool(suspend)}\n")
+    w.write(LEVEL_0, f"Time Zone:\t{_or_unset(spec.get('timeZone'))}\n")
+    w.write(LEVEL_0, "Successful Job History Limit:\t"
+                     f"{_or_unset(spec.get('successfulJobsHistoryLimit'))}\n")
+    w.write(LEVEL_0, "Failed Job History Limit:\t"
+                     f"{_or_unset(spec.get('failedJobsHistoryLimit'))}\n")
+    w.write(LEVEL_0, "Starting Deadline Seconds:\t"
+                     f"{_or_unset(spec.get('startingDeadlineSeconds'), 's')}\n")
+    job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    selector = job_spec.get("selector")
+    w.write(LEVEL_0, "Selector:\t"
+                     f"{'<unset>' if selector is None else label_selector_to_string(selector)}\n")
+    w.write(LEVEL_0, f"Parallelism:\t{_or_unset(job_spec.get('parallelism'))}\n")
+    w.write(LEVEL_0, f"Completions:\t{_or_unset(job_spec.get('completions'))}\n")
+    if job_spec.get("activeDeadlineSeconds") is not None:
+        w.write(LEVEL_0, f"Active Deadline Seconds:\t{job_spec['activeDeadlineSeconds']}s\n")
+    describe_pod_template(job_spec.get("template"), w)
+    last = status.get("lastScheduleTime")
+    w.write(LEVEL_0, f"Last Schedule Time:\t{rfc1123z(last) if last else '<unset>'}\n")
+    active = status.get("active") or []
+    w.write(LEVEL_0, "Active Jobs:\t")
+    w.write_line(", ".join(job.get("name", "") for job in active) if active else "<none>")
     describe_events(events, w)
     return w.tabbed()
