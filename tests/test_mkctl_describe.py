@@ -351,6 +351,20 @@ def world(apiserver: APIServerProcess, kubeconfig: Path,
         **cron_job, "status": {"lastScheduleTime": STARTED, "active": [
             {"kind": "Job", "name": "nightly-1", "namespace": ns},
             {"kind": "Job", "name": "nightly-2", "namespace": ns}]}})
+    claims = f"/api/v1/namespaces/{ns}/persistentvolumeclaims"
+    _call(base, "POST", claims, {
+        "metadata": {"name": "data", "labels": {"app": "web"}},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast",
+                 "resources": {"requests": {"storage": "1Gi"}}}})
+    claim = _call(base, "POST", claims, {
+        "metadata": {"name": "bound"},
+        "spec": {"accessModes": ["ReadWriteMany", "ReadWriteOnce"], "volumeName": "pv-1",
+                 "volumeMode": "Filesystem",
+                 "dataSource": {"kind": "PersistentVolumeClaim", "name": "data"},
+                 "resources": {"requests": {"storage": "1Gi"}}}})
+    _call(base, "PUT", f"{claims}/bound/status", {**claim, "status": {
+        "phase": "Bound", "accessModes": ["ReadWriteMany", "ReadWriteOnce"],
+        "capacity": {"storage": "2Gi"}}})
     for service in SERVICES:
         _call(base, "POST", f"/api/v1/namespaces/{ns}/services", service)
     _call(base, "POST", f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
@@ -458,6 +472,7 @@ CASES = [
     "describe cm settings -n {ns}",
     "describe ns {ns}",
     "describe secret creds -n {ns}",
+    "describe pvc -n {ns} --show-events=true",
     "describe sa builder -n {ns}",
     "describe endpoints manual -n {ns}",
     "describe lease {node} -n kube-node-lease",

@@ -14,6 +14,7 @@ prints.
     serviceaccount.py  service accounts
     configmap.py  configmaps: each key and its value
     secret.py     secrets: each key and its size
+    storage.py    persistent volume claims and the pods that use them
     namespace.py  namespaces, with their resource quotas and limit ranges
     generic.py    any other kind (custom resources): every field, labelled
 
@@ -71,6 +72,7 @@ _DESCRIBERS = {  # (group, kind) -> (module, function)
     ("", "ServiceAccount"): ("serviceaccount", "service_account_describer"),
     ("", "ConfigMap"): ("configmap", "config_map_describer"),
     ("", "Secret"): ("secret", "secret_describer"),
+    ("", "PersistentVolumeClaim"): ("storage", "persistent_volume_claim_describer"),
     ("", "Namespace"): ("namespace", "namespace_describer"),
     ("apps", "Deployment"): ("workloads", "deployment_describer"),
     ("apps", "ReplicaSet"): ("workloads", "replica_set_describer"),

@@ -22,11 +22,10 @@ from minikube_py.mkctl.describers.common import (
     print_tolerations_multiline,
     search_events,
 )
-from minikube_py.mkctl.describers.pod import (
-    describe_containers,
-    describe_topology_spread_constraints,
-    describe_volumes,
-)
+from minikube_py.mkctl.describers.containers import describe_containers
+from minikube_py.mkctl.describers.pod import describe_topology_spread_constraints
+from minikube_py.mkctl.describers.storage import claim_class
+from minikube_py.mkctl.describers.volumes import describe_volumes
 from minikube_py.mkctl.describers.writer import LEVEL_0, LEVEL_1, PrefixWriter, rfc1123z
 from minikube_py.mkctl.errors import MkctlError
 
@@ -263,16 +262,6 @@ def daemon_set_describer(daemon: Obj, lookups: Lookups, settings: Settings) -> s
     return w.tabbed()
 
 
-def _claim_class(claim: Obj) -> str:
-    """storageutil.GetPersistentVolumeClaimClass: spec.storageClassName, else the beta
-    annotation."""
-    spec_class = (claim.get("spec") or {}).get("storageClassName")
-    if spec_class is not None:
-        return spec_class
-    annotations = (claim.get("metadata") or {}).get("annotations") or {}
-    return annotations.get("volume.beta.kubernetes.io/storage-class", "")
-
-
 def _volume_claim_templates(templates: list[Obj] | None, w: PrefixWriter) -> None:
     """describeVolumeClaimTemplates."""
     if not templates:
@@ -282,7 +271,7 @@ def _volume_claim_templates(templates: list[Obj] | None, w: PrefixWriter) -> Non
     for claim in templates:
         meta, spec = claim.get("metadata") or {}, claim.get("spec") or {}
         w.write(LEVEL_1, f"Name:\t{meta.get('name', '')}\n")
-        w.write(LEVEL_1, f"StorageClass:\t{_claim_class(claim)}\n")
+        w.write(LEVEL_1, f"StorageClass:\t{claim_class(claim)}\n")
         print_labels_multiline(w, "Labels", meta.get("labels"), initial_indent="  ")
         print_labels_multiline(w, "Annotations", meta.get("annotations"), initial_indent="  ")
         capacity = ((spec.get("resources") or {}).get("requests") or {}).get("storage")
