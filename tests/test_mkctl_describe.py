@@ -2,8 +2,10 @@
 
 The objects are written straight through the API, status included, so every part of a
 description has something to show without a kubelet or controllers: a pod with running,
-waiting and terminated containers, a node with conditions, capacity and a pod bound to
-it, a deployment owning a replicaset, a service, and events about them. Times written
+waiting and terminated containers, a node with conditions, capacity, a lease and pods
+bound to it, a deployment owning two replicasets, a daemonset, a statefulset, a job and
+a cron job, services with EndpointSlices, configmaps, secrets, a service account, a
+claim, quotas, a lease, and events about them (core and events.k8s.io). Times written
 into objects are fixed; the ages the clock changes are masked as in test_mkctl.py.
 """
 
