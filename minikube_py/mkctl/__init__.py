@@ -1,9 +1,10 @@
 """mkctl: minikube-py's kubectl-compatible command line.
 
 Same syntax, flags, output and error messages as kubectl 1.37 for the commands it has
-(`get`, `api-resources`, `config`, `version`, `options`), so a tutorial's commands and a
-script's parsing of their output work unchanged. tests/test_mkctl.py runs each command
-next to the real kubectl against one server and compares the output line by line.
+(`get`, `describe`, `api-resources`, `config`, `version`, `options`), so a tutorial's
+commands and a script's parsing of their output work unchanged. tests/test_mkctl.py
+(and test_mkctl_describe.py) run each command next to the real kubectl against one
+server and compare the output line by line.
 
 The modules, in the order a command uses them:
 
@@ -16,6 +17,8 @@ The modules, in the order a command uses them:
     discovery.py    the server's resources, cached on disk; names -> resources (RESTMapper)
     builder.py      resource arguments -> requests -> results (cli-runtime's Builder)
     printers/       table (server-side Tables), yaml, json, name, jsonpath, custom-columns
+    describers/     kubectl describe's text, one module per kind (pod, node, workloads,
+                    service)
     goyaml/         YAML as go-yaml v2 writes (and reads) it      gofmt.py   Go's number formats
     commands/       one module per command
 

@@ -1,5 +1,7 @@
 """Aligned columns as kubectl makes them: liggitt/tabwriter (Go's text/tabwriter plus
-RememberWidths), configured as cli-runtime's GetNewTabWriter does.
+RememberWidths), configured as cli-runtime's GetNewTabWriter does; or, with
+`remember_widths=False`, Go's plain text/tabwriter as `kubectl describe` configures it
+(no minimum width, 2 spaces of padding).
 
 A cell is as wide as its longest text plus 3 spaces of padding, and never narrower than
 6; the last cell of a line is not padded. Consecutive lines with a cell in the same
@@ -16,11 +18,12 @@ PADDING = 3
 
 
 class TabWriter:
-    def __init__(self, out: TextIO, *, min_width: int = MIN_WIDTH, padding: int = PADDING
-                 ) -> None:
+    def __init__(self, out: TextIO, *, min_width: int = MIN_WIDTH, padding: int = PADDING,
+                 remember_widths: bool = True) -> None:
         self.out = out
         self.min_width = min_width
         self.padding = padding
+        self.remember_widths = remember_widths
         self.lines: list[list[str]] = []
         self.remembered: list[int] = []
         self.written = 0  # characters written so far (kubectl's trackingWriterWrapper)
@@ -71,6 +74,8 @@ class TabWriter:
         self._write_lines(pieces, line0, line1, widths)
 
     def _remember(self, column: int, widths: list[int], width: int) -> int:
+        if not self.remember_widths:
+            return width
         if len(self.remembered) < column:
             self.remembered.extend(widths[len(self.remembered):])
         if len(self.remembered) == column:
