@@ -52,12 +52,13 @@ def node(core: client.CoreV1Api) -> Iterator[str]:
 
 
 def make_pod(core: client.CoreV1Api, namespace: str, name: str, node: str, *,
-             phase: str = "Running", ready: bool = True, labels: Obj | None = None) -> Obj:
+             phase: str = "Running", ready: bool = True, labels: Obj | None = None,
+             grace: int = 0) -> Obj:
     """A pod on `node` whose status says `phase` (and Ready when `ready`)."""
     core.create_namespaced_pod(namespace, {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "labels": LABELS if labels is None else labels},
-        "spec": {"nodeName": node, "terminationGracePeriodSeconds": 0,
+        "spec": {"nodeName": node, "terminationGracePeriodSeconds": grace,
                  "containers": [{"name": "app", "image": "busybox:1.36"}]}})
     pod = core.read_namespaced_pod(name, namespace).to_dict()
     flag = "True" if ready else "False"
@@ -74,19 +75,19 @@ def make_pod(core: client.CoreV1Api, namespace: str, name: str, node: str, *,
 
 def make_budget(policy: client.PolicyV1Api, namespace: str, name: str, *,
                 allowed: int, current: int = 2, desired: int = 1,
-                observed: bool = True) -> None:
-    """A PDB over LABELS whose status (as the disruption controller would write it)
-    allows `allowed` disruptions."""
+                observed: bool = True, selector: Obj | None = None) -> None:
+    """A PDB over LABELS (or `selector`); its status, as the disruption controller would
+    write it, allows `allowed` disruptions."""
     created = policy.create_namespaced_pod_disruption_budget(namespace, {
         "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
         "metadata": {"name": name},
-        "spec": {"minAvailable": desired, "selector": {"matchLabels": LABELS}}})
+        "spec": {"minAvailable": desired,
+                 "selector": {"matchLabels": LABELS} if selector is None else selector}})
     generation = created.metadata.generation
-    body = created.to_dict()
     policy.replace_namespaced_pod_disruption_budget_status(name, namespace, {
         "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "resourceVersion": body["metadata"]["resource_version"]},
-        "spec": {"minAvailable": desired, "selector": {"matchLabels": LABELS}},
+        "metadata": {"name": name, "resourceVersion": created.metadata.resource_version},
+        "spec": policy.api_client.sanitize_for_serialization(created.spec),
         "status": {"disruptionsAllowed": allowed, "currentHealthy": current,
                    "desiredHealthy": desired, "expectedPods": current,
                    "observedGeneration": generation if observed else generation - 1}})
@@ -200,6 +201,27 @@ def test_an_unready_pod_goes_without_taking_from_a_healthy_budget(
     status = budget_status(policy, namespace, "web")
     assert status["disruptionsAllowed"] == 0
     assert "disruptedPods" not in status
+
+
+def test_an_empty_selector_budget_covers_every_pod_of_its_namespace(
+        core: client.CoreV1Api, policy: client.PolicyV1Api, namespace: str, node: str) -> None:
+    make_pod(core, namespace, "other", node, labels={"app": "other"})
+    make_budget(policy, namespace, "everything", allowed=0, selector={})
+    assert evict(core, "other", namespace)["code"] == 429
+    assert pod_names(core, namespace) == {"other"}
+
+
+def test_an_evicted_pod_is_marked_as_a_disruption_target_before_its_grace_period(
+        core: client.CoreV1Api, namespace: str, node: str) -> None:
+    make_pod(core, namespace, "web-0", node, grace=30)
+    core.create_namespaced_pod_eviction("web-0", namespace, eviction("web-0", namespace))
+    pod = core.read_namespaced_pod("web-0", namespace)
+    assert pod.metadata.deletion_timestamp is not None
+    assert pod.metadata.deletion_grace_period_seconds == 30
+    target = next(c for c in pod.status.conditions if c.type == "DisruptionTarget")
+    assert (target.status, target.reason, target.message) == (
+        "True", "EvictionByEvictionAPI", "Eviction API: evicting")
+    core.delete_namespaced_pod("web-0", namespace, grace_period_seconds=0)
 
 
 def test_the_name_in_the_eviction_must_be_the_urls(

@@ -30,6 +30,7 @@ from minikube_py.api.selectors import (
     SelectorError,
     label_selector_from_dict,
 )
+from minikube_py.apiserver.admission import CREATE
 from minikube_py.apiserver.request_params import (
     check_name_and_namespace,
     delete_options_from,
@@ -64,6 +65,11 @@ async def evict(pods: Store, budgets: Store, request: web.Request, info: Request
         raise errors.bad_request("name in URL does not match name in Eviction object")
     options = eviction_delete_options(eviction, request)
     name = info.name
+    # createValidation: validating admission of the Eviction (NodeRestriction lets a node
+    # evict only its own pods), against the pod it names.
+    await pods.admission.validate(pods.admission.attributes(
+        pods.resource, CREATE, namespace, name, eviction, await pods.get(namespace, name),
+        subresource="eviction", dry_run=options.dry_run))
 
     pod = await delete_if_budget_can_be_ignored(pods, namespace, name, options)
     if pod is None:
@@ -154,8 +160,8 @@ def with_resource_version(options: DeleteOptions, pod: Obj) -> DeleteOptions:
 
 
 async def budgets_selecting(budgets: Store, pod: Obj) -> list[Obj]:
-    """getPodDisruptionBudgets: the PDBs of the pod's namespace whose selector matches it;
-    an empty or unparsable selector matches nothing."""
+    """getPodDisruptionBudgets: the PDBs of the pod's namespace whose selector matches it
+    (policy/v1: an empty selector matches every pod, a missing or unparsable one none)."""
     namespace = pod["metadata"].get("namespace", "")
     listed = await budgets.list(namespace, ListOptions(LabelSelector.everything(),
                                                        FieldSelector()))
@@ -166,7 +172,7 @@ async def budgets_selecting(budgets: Store, pod: Obj) -> list[Obj]:
             selector = label_selector_from_dict((budget.get("spec") or {}).get("selector"))
         except SelectorError:
             continue
-        if not selector.nothing and not selector.empty() and selector.matches(labels):
+        if selector.matches(labels):
             matching.append(budget)
     return matching
 
@@ -287,16 +293,19 @@ async def add_condition_and_delete_pod(pods: Store, namespace: str, name: str,
 
 
 def check_preconditions(pod: Obj, preconditions: Obj) -> None:
-    """The delete's uid and resourceVersion preconditions, checked before the condition
-    is written (a 409 Conflict, as the delete would answer)."""
+    """The delete's uid and resourceVersion preconditions, checked on the latest pod before
+    the condition is written: 409 Conflict, in upstream's words for this step."""
     metadata = pod["metadata"]
     name = metadata["name"]
     uid = preconditions.get("uid")
     if uid and uid != metadata.get("uid"):
-        raise errors.conflict("pods", "", name, f"Precondition failed: UID in precondition: "
-                              f"{uid}, UID in object meta: {metadata.get('uid')}")
+        raise errors.conflict(
+            "Pod", "", name, f"the UID in the precondition ({uid}) does not match the UID in "
+            f"record ({metadata.get('uid')}). The object might have been deleted and then "
+            "recreated")
     version = preconditions.get("resourceVersion")
     if version and version != metadata.get("resourceVersion"):
         raise errors.conflict(
-            "pods", "", name, f"Precondition failed: ResourceVersion in precondition: "
-            f"{version}, ResourceVersion in object meta: {metadata.get('resourceVersion')}")
+            "Pod", "", name, f"the ResourceVersion in the precondition ({version}) does not "
+            f"match the ResourceVersion in record ({metadata.get('resourceVersion')}). The "
+            "object might have been modified")
