@@ -80,22 +80,22 @@ async def evict(pods: Store, budgets: Store, request: web.Request, info: Request
         failure = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                    "message": MORE_THAN_ONE_BUDGET, "code": 500}
         return json_response(failure, 500)
-    precondition_added = False
+    unready_spared = False
     if matching:
         budget = matching[0]
         if not is_pod_ready(pod) and unready_pod_can_go(budget):
-            # The unready pod does not count as healthy: deleting it takes nothing from
-            # the budget, as long as it has not become ready in the meantime.
-            precondition_added = not options.preconditions.get("resourceVersion")
-            if precondition_added:
-                options = with_resource_version(options, pod)
+            unready_spared = True
         else:
             await check_and_decrement(budgets, budget, name, options.dry_run)
 
+    # An unready pod spared by the budget goes only as read: had it become ready since,
+    # it would count as healthy (upstream replaces any resourceVersion precondition here).
+    delete_with = with_resource_version(options, pod) if unready_spared else options
     try:
-        await add_condition_and_delete_pod(pods, namespace, name, options)
+        await add_condition_and_delete_pod(pods, namespace, name, delete_with)
     except errors.APIError as err:
-        if err.code == 409 and precondition_added:
+        if err.code == 409 and unready_spared and not options.preconditions.get(
+                "resourceVersion"):
             raise too_many_requests_error(
                 f"The disruption budget {matching[0]['metadata']['name']} is still being "
                 "processed by the server.", retry_after=10) from None
@@ -209,7 +209,16 @@ async def check_and_decrement(budgets: Store, budget: Obj, pod_name: str,
     if dry_run:
         await decrement(await budgets.get(namespace, name))
         return
-    await budgets.guaranteed_update(namespace, name, decrement)
+    try:
+        await budgets.guaranteed_update(namespace, name, decrement)
+    except errors.APIError as err:
+        if err.code != 409:
+            raise
+        # every retry lost the race to another writer (upstream's wait.ErrWaitTimeout)
+        raise errors.APIError(
+            504, "Timeout",
+            f'Timeout: couldn\'t update PodDisruptionBudget "{name}" due to conflicts',
+            {"retryAfterSeconds": 10}, retry_after=10) from None
 
 
 def refuse_disruption(budget: Obj) -> None:
