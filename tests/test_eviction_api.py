@@ -8,11 +8,12 @@ controller would). Pods have terminationGracePeriodSeconds 0, so a delete remove
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,14 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
+from minikube_py.client.rest import Client
 from minikube_py.cluster.apiserver import APIServerProcess
+from minikube_py.controllers.disruption import DisruptionController
+from minikube_py.controllers.manager import ControllerManager
+from tests.api_helpers import eventually
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
+RunControllers = Callable[..., Awaitable[ControllerManager]]
 Obj = dict[str, Any]
 LABELS = {"app": "web"}
 VIOLATES_BUDGET = "Cannot evict pod as it would violate the pod's disruption budget."
@@ -312,3 +318,33 @@ def test_kubectl_drain_stops_at_a_budget_that_allows_nothing(
     assert result.returncode != 0
     assert VIOLATES_BUDGET in result.stderr
     assert pod_names(core, namespace) == {"web-0"}
+
+
+async def test_kubectl_drain_evicts_as_far_as_the_disruption_controllers_budget_allows(
+        core: client.CoreV1Api, api_client: Client, kubectl: Kubectl, namespace: str,
+        node: str, run_controllers: RunControllers) -> None:
+    """Three ready pods, minAvailable 2: the controller allows one disruption, drain takes
+    one pod, and the controller then allows none, so the drain times out on the rest."""
+    await run_controllers(DisruptionController)
+    for name in ("web-0", "web-1", "web-2"):
+        await asyncio.to_thread(make_pod, core, namespace, name, node)
+    budgets = api_client.resource("poddisruptionbudgets", "policy")
+    await budgets.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                          "metadata": {"name": "web"},
+                          "spec": {"minAvailable": 2, "selector": {"matchLabels": LABELS}}},
+                         namespace)
+
+    async def allowed(count: int) -> Obj | None:
+        status = (await budgets.get("web", namespace)).get("status") or {}
+        return status if status.get("disruptionsAllowed") == count and status.get(
+            "observedGeneration") == 1 and not status.get("disruptedPods") else None
+
+    await eventually(lambda: allowed(1), what="one disruption allowed")
+    result = await asyncio.to_thread(
+        kubectl, "drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--force",
+        "--timeout=8s", check=False)
+    assert result.returncode != 0
+    assert VIOLATES_BUDGET in result.stderr
+    assert len(await asyncio.to_thread(pod_names, core, namespace)) == 2
+    status = await eventually(lambda: allowed(0), what="no disruption allowed after one")
+    assert (status["currentHealthy"], status["desiredHealthy"]) == (2, 2)
