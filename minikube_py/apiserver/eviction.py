@@ -3,10 +3,12 @@
 Upstream pkg/registry/core/pod/storage/eviction.go (EvictionREST.Create):
 
     Eviction body -> its name is the URL's -> deleteOptions, dryRun shared with the query
+    -> validating admission of the Eviction, with the pod as the old object
     -> the pod: Succeeded, Failed, Pending or being deleted -> delete it, no budget asked
     -> the PDBs of its namespace that select it:
          none -> delete; more than one -> 500 Status Failure
-         the pod is not Ready and the budget can spare it -> delete, budget untouched
+         the pod is not Ready and the budget can spare it (AlwaysAllow, or as many
+         healthy pods as it needs) -> delete the pod as read, budget untouched
          else checkAndDecrement: 429 when it allows no disruption (or has not seen its
          latest spec); disruptionsAllowed - 1 and the pod in disruptedPods, one
          compare-and-swap write of the PDB's status (re-read and retried on conflict)
