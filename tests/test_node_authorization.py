@@ -140,6 +140,32 @@ def test_a_kubelet_may_write_status_and_delete_only_its_own_pods(
             "only create mirror pods") in made.stderr
 
 
+def evict(server: SecuredServer, cert: pki.KeyPair, pod: str, query: str = ""
+          ) -> tuple[int, str]:
+    """POST pods/eviction as a kubelet evicting one of its pods (node-pressure eviction)."""
+    body = json.dumps({"apiVersion": "policy/v1", "kind": "Eviction",
+                       "metadata": {"name": pod, "namespace": "work"}})
+    request = urllib.request.Request(
+        f"{server.url}/api/v1/namespaces/work/pods/{pod}/eviction{query}",
+        data=body.encode(), method="POST", headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10,
+                                    context=server.client_context(cert)) as answer:
+            return answer.status, json.loads(answer.read())["status"]
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())["message"]
+
+
+def test_a_kubelet_may_evict_only_its_own_pods(
+        server: SecuredServer, ca: pki.KeyPair, nodes: dict[str, Path], admin: Path) -> None:
+    cert = node_cert(ca, "node-a")
+    assert evict(server, cert, "on-node-a", "?dryRun=All") == (201, "Success")
+    assert evict(server, cert, "on-node-b", "?dryRun=All") == (
+        403, 'pods "on-node-b" is forbidden: node "node-a" can only evict pods with '
+        "spec.nodeName set to itself")
+    assert kubectl(admin, "get", "pod", "on-node-a", "-n", "work").returncode == 0
+
+
 def test_a_kubelet_reads_only_the_secrets_and_configmaps_of_its_pods(
         nodes: dict[str, Path]) -> None:
     node_a = nodes["node-a"]

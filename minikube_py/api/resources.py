@@ -16,6 +16,7 @@ SUBRESOURCE_VERBS = {
     "scale": ("get", "patch", "update"),
     "approval": ("get", "patch", "update"),
     "binding": ("create",),
+    "eviction": ("create",),
     "token": ("create",),
     "finalize": ("update",),
     "log": ("get",),
@@ -28,6 +29,7 @@ SUBRESOURCE_VERBS = {
 SUBRESOURCE_KINDS = {
     "scale": ("autoscaling", "v1", "Scale"),
     "binding": ("", "v1", "Binding"),
+    "eviction": ("policy", "v1", "Eviction"),
     "token": ("authentication.k8s.io", "v1", "TokenRequest"),
     "exec": ("", "v1", "PodExecOptions"),
     "attach": ("", "v1", "PodAttachOptions"),
@@ -94,8 +96,8 @@ _ALL = ("all",)
 RESOURCES: tuple[Resource, ...] = (
     # core/v1
     Resource("", "v1", "Pod", "pods", True, ("po",), _ALL,
-             ("status", "binding", "ephemeralcontainers", "log", "exec", "attach",
-              "portforward", "proxy")),
+             ("status", "binding", "eviction", "ephemeralcontainers", "log", "exec",
+              "attach", "portforward", "proxy")),
     Resource("", "v1", "Binding", "bindings", True, verbs=("create",)),
     Resource("", "v1", "Node", "nodes", False, ("no",), subresources=("status", "proxy")),
     Resource("", "v1", "Namespace", "namespaces", False, ("ns",),

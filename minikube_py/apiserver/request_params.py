@@ -91,7 +91,10 @@ def object_filter(
     return matches
 
 
-async def read_object(request: web.Request, resource: Resource, kind: str, api_version: str) -> Obj:
+async def read_object(request: web.Request, resource: Resource | None, kind: str,
+                      api_version: str, also_served: tuple[str, ...] = ()) -> Obj:
+    """The body as an object of `kind` in `api_version` (or in one of `also_served`, the
+    other versions a subresource accepts as they are)."""
     body = await request.read()
     try:
         obj = negotiation.decode_body(request.headers.get("Content-Type", ""), body)
@@ -109,6 +112,8 @@ async def read_object(request: web.Request, resource: Resource, kind: str, api_v
             f"the object provided is unrecognized (must be of type {kind}): {err.message} "
             f"({summarize_body(body)})"
         ) from None
+    if obj.get("apiVersion") in also_served:
+        api_version = obj["apiVersion"]
     check_type(obj, kind, api_version)
     return obj
 
@@ -286,12 +291,21 @@ def dry_run(request: web.Request) -> bool:
 
 
 async def delete_options(request: web.Request) -> DeleteOptions:
-    options = DeleteOptions()
+    """The DeleteOptions of a DELETE: its body, if any, then the query's parameters."""
     body = await request.read()
+    parsed = None
     if body.strip():
         parsed = negotiation.decode_body(request.headers.get("Content-Type", ""), body)
         if not isinstance(parsed, dict):
             raise errors.bad_request("the body of a delete must be a DeleteOptions object")
+    return delete_options_from(parsed, request)
+
+
+def delete_options_from(parsed: Obj | None, request: web.Request) -> DeleteOptions:
+    """DeleteOptions from a decoded body (a DELETE's, or an Eviction's deleteOptions) and
+    the request's query, checked as upstream validates them."""
+    options = DeleteOptions()
+    if parsed is not None:
         kind = parsed.get("kind")
         if kind not in (None, "", "DeleteOptions"):
             raise errors.bad_request(

@@ -25,6 +25,7 @@ from minikube_py.api.resources import CONNECT_SUBRESOURCES, SUBRESOURCE_VERBS, R
 from minikube_py.api.schema import schema_for
 from minikube_py.apiserver import negotiation
 from minikube_py.apiserver.apply import serve_apply
+from minikube_py.apiserver.eviction import evict
 from minikube_py.apiserver.kubeletclient import KubeletClient
 from minikube_py.apiserver.negotiation import APPLY_PATCH, Wanted
 from minikube_py.apiserver.podconnect import serve_pod_stream
@@ -99,6 +100,9 @@ class ResourceHandler:
         # POST .../bindings is pods/binding reached through its own collection.
         if "binding" in (info.subresource, store.strategy.collection_is_subresource):
             return await bind(self.stores[("", "v1", "pods")], request, info, namespace)
+        if info.subresource == "eviction":
+            return await evict(store, self.stores[("policy", "v1", "poddisruptionbudgets")],
+                               request, info, namespace)
         if info.subresource == "finalize":
             return await self.update(request, info, store, namespace, wanted)
         handler = {
@@ -168,6 +172,9 @@ class ResourceHandler:
         check_name_and_namespace(obj, name=info.name, namespace=namespace,
                                  namespaced=resource.namespaced)
         obj["metadata"]["name"] = info.name
+        if info.subresource == "eviction":
+            return await evict(store, self.stores[("policy", "v1", "poddisruptionbudgets")],
+                               request, info, namespace)
         if info.subresource == "finalize":
             updated = await finalize_namespace(store, info.name, obj)
         else:

@@ -1,4 +1,5 @@
-"""Subresources with their own logic: pods/binding, the /scale of workloads, namespaces/finalize.
+"""Subresources with their own logic: pods/binding, the /scale of workloads, namespaces/finalize
+(pods/eviction has a module of its own: eviction.py).
 
 A /scale write is recorded in the workload's managedFields as an update of spec.replicas
 through the subresource "scale" (upstream's ScaleHandler); server-side apply of a Scale

@@ -1,6 +1,6 @@
 """Kinds of the smaller groups: discovery.k8s.io EndpointSlice, coordination.k8s.io Lease,
 events.k8s.io Event, scheduling.k8s.io PriorityClass, policy PodDisruptionBudget and
-autoscaling Scale (the body of the scale subresource).
+Eviction (the body of pods/eviction), autoscaling Scale (the body of the scale subresource).
 
 Upstream: k8s.io/api/<group>/v1/types.go.
 """
@@ -21,7 +21,14 @@ from minikube_py.api.schema.dsl import (
     obj,
     set_of,
 )
-from minikube_py.api.schema.meta import CONDITION, LABEL_SELECTOR, MICRO_TIME, TIME, api_object
+from minikube_py.api.schema.meta import (
+    CONDITION,
+    DELETE_OPTIONS,
+    LABEL_SELECTOR,
+    MICRO_TIME,
+    TIME,
+    api_object,
+)
 from minikube_py.api.schema.references import OBJECT_REFERENCE
 
 # --- discovery.k8s.io/v1 ---------------------------------------------------------------
@@ -201,6 +208,13 @@ POD_DISRUPTION_BUDGET = api_object(
         expectedPods=f(INTEGER, "Pods the budget covers.", required=True),
         observedGeneration=f(INTEGER, "Generation the status was computed for."),
     ), "Observed state of the budget. Read-only."),
+)
+
+EVICTION = api_object(
+    f"{POLICY}.Eviction",
+    "A request to delete a pod within its disruption budget (the pods/eviction "
+    "subresource).",
+    deleteOptions=f(DELETE_OPTIONS, "How the pod is deleted."),
 )
 
 # --- autoscaling/v1 --------------------------------------------------------------------

@@ -61,6 +61,7 @@ KINDS: dict[GroupVersionKind, Type] = {
     ("scheduling.k8s.io", "v1", "PriorityClass"): others.PRIORITY_CLASS,
     ("apiregistration.k8s.io", "v1", "APIService"): others.API_SERVICE,
     ("policy", "v1", "PodDisruptionBudget"): others.POD_DISRUPTION_BUDGET,
+    ("policy", "v1", "Eviction"): others.EVICTION,
     ("autoscaling", "v1", "Scale"): others.SCALE,
     ("authorization.k8s.io", "v1", "SelfSubjectAccessReview"):
         authz.SELF_SUBJECT_ACCESS_REVIEW,
