@@ -1,10 +1,13 @@
 """mkctl: minikube-py's kubectl-compatible command line.
 
 Same syntax, flags, output and error messages as kubectl 1.37 for the commands it has
-(`get`, `describe`, `api-resources`, `config`, `version`, `options`), so a tutorial's
-commands and a script's parsing of their output work unchanged. tests/test_mkctl.py
-(and test_mkctl_describe.py) run each command next to the real kubectl against one
-server and compare the output line by line.
+(`get`, `describe`, `api-resources`, `config`, `version`, `options`, `trace`, and the
+ones that change objects: `create`, `apply`, `delete`, `label`, `annotate`, `scale`,
+`cordon`, `uncordon`, `taint`), so a tutorial's commands and a script's parsing of their
+output work unchanged. tests/test_mkctl.py (and test_mkctl_describe.py) run each command
+next to the real kubectl against one server and compare the output line by line;
+tests/test_mkctl_write.py does the same for the commands that change objects, each on
+twin namespaces.
 
 The modules, in the order a command uses them:
 
@@ -16,6 +19,8 @@ The modules, in the order a command uses them:
     transport.py    one HTTP/1.1 connection per command
     discovery.py    the server's resources, cached on disk; names -> resources (RESTMapper)
     builder.py      resource arguments -> requests -> results (cli-runtime's Builder)
+    manifests.py    -f files, directories and stdin -> objects, each mapped and placed
+    changes.py      what changing commands share: --dry-run, and `web created` lines
     printers/       table (server-side Tables), yaml, json, name, jsonpath, custom-columns
     describers/     kubectl describe's text, one module per kind (pod, node, workloads,
                     service)

@@ -29,6 +29,15 @@ COMMANDS = {  # name -> module defining COMMAND
     "version": "minikube_py.mkctl.commands.version",
     "options": "minikube_py.mkctl.commands.options",
     "trace": "minikube_py.mkctl.commands.trace",
+    "create": "minikube_py.mkctl.commands.create",
+    "apply": "minikube_py.mkctl.commands.apply",
+    "delete": "minikube_py.mkctl.commands.delete",
+    "label": "minikube_py.mkctl.commands.label",
+    "annotate": "minikube_py.mkctl.commands.annotate",
+    "scale": "minikube_py.mkctl.commands.scale",
+    "cordon": "minikube_py.mkctl.commands.cordon",
+    "uncordon": "minikube_py.mkctl.commands.uncordon",
+    "taint": "minikube_py.mkctl.commands.taint",
 }
 SUGGEST_FOR = {"list": "get", "ls": "get"}  # cobra's SuggestFor
 
@@ -88,11 +97,13 @@ def run(argv: list[str], out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> 
         return 1
     command: Command = importlib.import_module(COMMANDS[name]).COMMAND
     path = f"{PROGRAM} {name}"
-    if command.subcommands:
+    while command.subcommands:  # `config view`, `create secret generic`
         group_flags = FlagSet([*GLOBAL_FLAGS, HELP_FLAG, *command.flags])
         sub_position = _first_argument(rest, group_flags)
         subcommand = command.subcommand(rest[sub_position]) if sub_position < len(rest) else None
         if subcommand is None:
+            if command.run is not None:  # `create -f`: the group runs itself
+                break
             out.write(command.help(path))
             return 0
         path = f"{path} {subcommand.name}"

@@ -290,6 +290,19 @@ class RESTMapper:
                     return _Arg(resource.name, resource.group, arg.version)
         return arg
 
+    def resource_for_kind(self, group: str, version: str, kind: str) -> APIResource:
+        """The resource of an object's apiVersion and kind (RESTMapping), refetching
+        discovery once when the cached data does not know it."""
+        for attempt in range(2):
+            for resource in self.discovery.groups().resources:
+                if (resource.group, resource.version, resource.kind) == (group, version, kind):
+                    return resource
+            if attempt == 0 and not self.discovery.fetched:
+                self.discovery.invalidate()
+            else:
+                break
+        raise NoResourceMatch(kind, group, version)
+
     def expand_category(self, name: str) -> list[str] | None:
         """The resources (`pods`, `deployments.apps`, ...) of a category, or None."""
         seen: list[str] = []

@@ -62,9 +62,28 @@ class StatusError(MkctlError):
         """StandardErrorMessage for an APIStatus."""
         if self.reason == "Unauthorized":
             return f"error: You must be logged in to the server ({self})"
+        if self.reason == "Invalid" and self.status.get("details"):
+            return self._invalid()
         if self.reason:
             return f"Error from server ({self.reason}): {self}"
         return f"Error from server: {self}"
+
+
+    def _invalid(self) -> str:
+        """checkErr's wording of an Invalid object: `The ConfigMap "x" is invalid: ` and
+        each cause as `field: message` (several on lines of their own)."""
+        details = self.status["details"]
+        head = "The request is invalid"
+        if details.get("kind") or details.get("name"):
+            head = f'The {details.get("kind", "")} "{details.get("name", "")}" is invalid'
+        causes = list(dict.fromkeys(  # an aggregate of errors prints each message once
+            f'{cause.get("field", "")}: {cause.get("message", "")}'
+            for cause in details.get("causes") or []))
+        if not causes:
+            return head
+        if len(causes) == 1:
+            return f"{head}: {causes[0]}"
+        return f"{head}: \n" + "\n".join(f"* {cause}" for cause in causes)
 
 
 class ConnectionFailed(MkctlError):

@@ -10,8 +10,9 @@ milliseconds. `ssl` is imported only for https servers, and the system's CA bund
 never loaded when the kubeconfig names a CA (loading it alone costs 50 ms), as client-go
 trusts only that CA then.
 
-Requests are GETs (the commands so far only read); a response is read whole, or, for a
-watch, one JSON event at a time as the chunks arrive. A failure is reported as Go would
+Requests are GETs, and for the commands that change objects POST, PUT, PATCH and
+DELETE with a JSON body; a response is read whole, or, for a watch, one JSON event at a
+time as the chunks arrive. A failure is reported as Go would
 word it, so kubectl's messages can be built from it (errors.ConnectionFailed).
 """
 
@@ -86,14 +87,14 @@ class RESTClient:
             self._socket.close()
             self._socket = self._reader = None
 
-    def _connect(self, url: str) -> None:
+    def _connect(self, url: str, op: str = "Get") -> None:
         timeout = self.config.timeout or None
         try:
             # (an ASCII name as bytes: a str would make Python import the idna codec)
             name = self.hostname.encode() if self.hostname.isascii() else self.hostname
             addresses = socket.getaddrinfo(name, self.port, type=socket.SOCK_STREAM)
         except socket.gaierror:
-            raise ConnectionFailed("Get", url, self.netloc, f"dial tcp: lookup {self.hostname} "
+            raise ConnectionFailed(op, url, self.netloc, f"dial tcp: lookup {self.hostname} "
                                    f"on {_nameserver()}: no such host") from None
         family, kind, proto, _, address = addresses[0]
         dialed = f"{address[0]}:{address[1]}" if family == socket.AF_INET else (
@@ -104,23 +105,23 @@ class RESTClient:
             sock.connect(address)
         except ConnectionRefusedError:
             sock.close()
-            raise ConnectionFailed("Get", url, self.netloc,
+            raise ConnectionFailed(op, url, self.netloc,
                                    f"dial tcp {dialed}: connect: connection refused") from None
         except TimeoutError:
             sock.close()
-            raise ConnectionFailed("Get", url, self.netloc,
+            raise ConnectionFailed(op, url, self.netloc,
                                    f"dial tcp {dialed}: i/o timeout") from None
         except OSError as error:
             sock.close()
-            raise ConnectionFailed("Get", url, self.netloc,
+            raise ConnectionFailed(op, url, self.netloc,
                                    f"dial tcp {dialed}: connect: "
                                    f"{(error.strerror or str(error)).lower()}") from None
         if self.scheme == "https":
-            sock = self._wrap_tls(sock, url, family, address)
+            sock = self._wrap_tls(sock, url, address, op)
         self._socket = sock
         self._reader = sock.makefile("rb")
 
-    def _wrap_tls(self, sock: socket.socket, url: str, family: int, address: Any
+    def _wrap_tls(self, sock: socket.socket, url: str, address: Any, op: str
                   ) -> socket.socket:
         import ssl
 
@@ -136,25 +137,31 @@ class RESTClient:
             return context_for(self.config).wrap_socket(sock, server_hostname=name)
         except TLSConfigError as error:
             sock.close()
-            raise ConnectionFailed("Get", url, self.netloc, str(error)) from None
+            raise ConnectionFailed(op, url, self.netloc, str(error)) from None
         except (ssl.SSLError, ssl.CertificateError) as error:
             sock.close()
 
             def names() -> list[tuple[str, str]]:
                 return peer_names(self.config, socket.create_connection(address[:2], 10))
 
-            raise ConnectionFailed("Get", url, self.netloc,
+            raise ConnectionFailed(op, url, self.netloc,
                                    describe_tls_error(error, name, names)) from None
         except OSError as error:
             sock.close()
-            raise ConnectionFailed("Get", url, self.netloc, str(error)) from None
+            raise ConnectionFailed(op, url, self.netloc, str(error)) from None
 
     # -- requests --
 
     def get(self, path: str, params: dict[str, str] | None = None, *, accept: str = "",
             stream: bool = False) -> Response:
-        """GET path?params; a reused connection the server closed is reopened once, and a
-        429 or 5xx with Retry-After is retried as client-go does."""
+        """GET path?params (see request)."""
+        return self.request("GET", path, params, accept=accept, stream=stream)
+
+    def request(self, method: str, path: str, params: dict[str, str] | None = None, *,
+                body: Any = None, content_type: str = "application/json", accept: str = "",
+                stream: bool = False) -> Response:
+        """One request, `body` sent as JSON; a reused connection the server closed is
+        reopened once, and a 429 or 5xx with Retry-After is retried as client-go does."""
         params = dict(params or {})
         if self.config.timeout and "timeout" not in params and not stream:
             from minikube_py.mkctl.gofmt import format_duration
@@ -162,10 +169,15 @@ class RESTClient:
             params["timeout"] = format_duration(self.config.timeout)
         target = self.base_path + _target(path, params)
         url = self.base_url + _target(path, params)
-        head = (f"GET {target} HTTP/1.1\r\n{self._headers}"
-                f"Accept: {accept or 'application/json, */*'}\r\n\r\n").encode("latin-1")
+        payload = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
+        head = f"{method} {target} HTTP/1.1\r\n{self._headers}" \
+               f"Accept: {accept or 'application/json, */*'}\r\n"
+        if body is not None:
+            head += f"Content-Type: {content_type}\r\nContent-Length: {len(payload)}\r\n"
+        message = (head + "\r\n").encode("latin-1") + payload
+        op = method.title()  # Go's url.Error names the method so: "Get", "Patch"
         for attempt in range(MAX_RETRIES + 1):
-            response = self._exchange(head, url, stream)
+            response = self._exchange(message, url, stream, op)
             retry_after = response.headers.get("retry-after", "")
             if (response.status == 429 or response.status >= 500) and retry_after.isdigit() \
                     and attempt < MAX_RETRIES:
@@ -174,12 +186,14 @@ class RESTClient:
             return response
         return response
 
-    def _exchange(self, head: bytes, url: str, stream: bool, previous: str = "") -> Response:
-        """One request on the kept connection (opened if need be). A GET that finds the
-        connection closed or reset is sent once more on a new one, as client-go retries."""
+    def _exchange(self, head: bytes, url: str, stream: bool, op: str, previous: str = ""
+                  ) -> Response:
+        """One request on the kept connection (opened if need be). A request that finds a
+        kept connection closed is sent again on a new one; a GET whose new connection is
+        closed or reset is sent once more, as client-go retries."""
         reused = self._socket is not None
         if not reused:
-            self._connect(url)
+            self._connect(url, op)
         try:
             assert self._socket is not None
             self._socket.sendall(head)
@@ -188,11 +202,12 @@ class RESTClient:
             self.close()
             cause = _describe_read_error(error)
             if reused and isinstance(error, _Closed):
-                return self._exchange(head, url, stream)  # the server dropped an idle connection
-            if isinstance(error, _Closed | ConnectionResetError) and not previous:
-                return self._exchange(head, url, stream, previous=cause)
+                return self._exchange(head, url, stream, op)  # the server dropped it idle
+            if isinstance(error, _Closed | ConnectionResetError) and not previous \
+                    and op == "Get":  # a change the server may have made is not sent twice
+                return self._exchange(head, url, stream, op, previous=cause)
             retried = bool(previous) and previous != cause
-            failure = ConnectionFailed("Get", url, self.netloc, cause + (
+            failure = ConnectionFailed(op, url, self.netloc, cause + (
                 f" - error from a previous attempt: {previous}" if retried else ""))
             failure.retried = retried
             raise failure from None
@@ -238,7 +253,14 @@ class RESTClient:
     def get_json(self, path: str, params: dict[str, str] | None = None, *,
                  accept: str = "") -> Any:
         """GET and decode; a failure answer raises StatusError, as client-go's Result."""
-        response = self.get(path, params, accept=accept)
+        return self.request_json("GET", path, params, accept=accept)
+
+    def request_json(self, method: str, path: str, params: dict[str, str] | None = None, *,
+                     body: Any = None, content_type: str = "application/json",
+                     accept: str = "") -> Any:
+        """A request, its answer decoded; a failure answer raises StatusError."""
+        response = self.request(method, path, params, body=body, content_type=content_type,
+                                accept=accept)
         if response.status < 200 or response.status > 206:
             raise status_error(response)
         return response.json()
