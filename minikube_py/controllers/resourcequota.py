@@ -4,8 +4,8 @@ resource_quota_monitor.go).
 
     quota added, or its spec.hard changed ------------------+
     every --resource-quota-sync-period (5 min): all quotas -+--> queue "ns/name"
-    an object a quota counts is added or deleted, or an    |
-      update changes what it charges (replenishment) ------+
+    an object a quota counts is deleted, or an update      |
+      changes what it charges (replenishment) -------------+
                                                                |
     sync(key), which is syncResourceQuota:                     v
         status.hard = spec.hard
@@ -81,18 +81,21 @@ class ResourceQuotaController(Controller):
             self.enqueue(new)
 
     def replenishment_handler(self, group: str, plural: str) -> EventHandler:
-        """The monitor of one resource: an add, a delete, or an update that changes what
-        the object charges (DefaultUpdateFilter) recounts the quotas tracking it.
+        """The monitor of one resource: a delete, or an update that changes what the
+        object charges (DefaultUpdateFilter), recounts the quotas tracking it.
 
-        Upstream replenishes on update and delete only: quota admission charged the
-        create already. Recounting on add too keeps usage right without admission.
+        Not an add, as upstream: quota admission charged the create already, and a
+        recount then could undo that charge. The quota in this controller's cache may
+        already hold admission's charge while the new object's ADDED event has not yet
+        reached the informer: the recount would write the lower figure, with a current
+        resourceVersion, and admission would then let one object too many through.
+        Without admission, the periodic resync counts new objects.
         """
         def changed(old: Obj, new: Obj) -> None:
             if quota.update_changes_usage(plural, group, old, new, self.now()):
                 self.replenish(group, plural, new)
 
-        return EventHandler(on_add=lambda obj: self.replenish(group, plural, obj),
-                            on_update=changed,
+        return EventHandler(on_update=changed,
                             on_delete=lambda obj: self.replenish(group, plural, obj))
 
     def replenish(self, group: str, plural: str, obj: Obj) -> None:
