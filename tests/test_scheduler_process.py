@@ -124,16 +124,21 @@ async def test_kill_9_mid_burst_then_restart_binds_every_pod_exactly_once(
             await pods.create(make_pod(f"p-{index:03d}", nodeSelector={"burst": label}),
                               namespace)
 
-        for start in range(0, total, 50):
-            await asyncio.gather(*(create(i) for i in range(start, start + 50)))
+        async def create_all() -> None:
+            for start in range(0, total, 50):
+                await asyncio.gather(*(create(i) for i in range(start, start + 50)))
 
         async def some_bound() -> bool:
             return sum(bool(v) for v in node_changes.values()) >= 50
 
+        # the creates go on while the scheduler is killed: the kill always comes mid-burst,
+        # however fast the scheduler binds what exists so far
+        creating = asyncio.create_task(create_all())
         await eventually(some_bound, timeout=60, what="the burst to be under way")
         await scheduler.kill()
         bound_at_kill = sum(bool(v) for v in node_changes.values())
         await scheduler.start()
+        await creating
 
         async def all_bound() -> bool:
             listed = (await pods.list(namespace))["items"]
