@@ -57,11 +57,16 @@ class ClientComponentProcess(ComponentProcess):
         return await asyncio.to_thread(self.healthy)
 
     def healthy(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as answer:
-                return answer.status == 200
-        except (urllib.error.URLError, OSError):
-            return False
+        return healthz_ok(self.url)
+
+
+def healthz_ok(url: str) -> bool:
+    """GET <url>/healthz answers 200."""
+    try:
+        with urllib.request.urlopen(f"{url}/healthz", timeout=2) as answer:
+            return answer.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
 
 
 class ControllerManagerProcess(ClientComponentProcess):
@@ -235,11 +240,5 @@ class TraceReceiverProcess(ComponentProcess):
         return [self.port]
 
     async def serving(self) -> bool:
-        return await asyncio.to_thread(self.healthy)
-
-    def healthy(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as answer:
-                return answer.status == 200
-        except (urllib.error.URLError, OSError):
-            return False
+        """/healthz answers ok."""
+        return await asyncio.to_thread(healthz_ok, self.url)

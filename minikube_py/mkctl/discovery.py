@@ -24,6 +24,7 @@ Categories (`all`) expand to every resource that lists them, in the same order.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -141,14 +142,13 @@ class Discovery:
     def _write_cache(self, groups: Groups) -> None:
         if self.cache_file is None:
             return
-        try:
+        # best effort: a cache we cannot write only costs the next command two requests
+        with contextlib.suppress(OSError):
             self.cache_file.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
             temporary = self.cache_file.with_suffix(f".{os.getpid()}.tmp")
             temporary.write_text(json.dumps(groups.to_json()))
             os.chmod(temporary, 0o660)
             temporary.replace(self.cache_file)
-        except OSError:
-            pass  # a cache we cannot write only costs the next command two requests
 
     def _fetch(self) -> Groups:
         params = {"timeout": timeout_param(self.client.config)}
