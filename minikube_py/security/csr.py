@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID, ObjectIdentifier
 
+from minikube_py.api.certificates import parse_csr
 from minikube_py.security.pki import KeyPair
 
 Obj = dict[str, Any]
@@ -76,11 +77,9 @@ _EXT_ORDER = list(dict.fromkeys(_EXT_KEY_USAGES.values()))
 
 
 def parse_request(pem: str | bytes) -> x509.CertificateSigningRequest:
-    """spec.request (PEM) as a CSR; ValueError in upstream's words when it is not one."""
-    data = pem.encode() if isinstance(pem, str) else pem
-    if b"-----BEGIN CERTIFICATE REQUEST-----" not in data:
-        raise ValueError("PEM block type must be CERTIFICATE REQUEST")
-    return x509.load_pem_x509_csr(data)
+    """spec.request (PEM) as a CSR; ValueError in upstream's words when it is not one (the
+    API server's own check, api/certificates.parse_csr)."""
+    return parse_csr(pem.encode() if isinstance(pem, str) else pem)
 
 
 def new_request(common_name: str, organizations: tuple[str, ...] = (), *,
