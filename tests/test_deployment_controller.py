@@ -160,26 +160,27 @@ async def stop_watcher(task: asyncio.Task[None]) -> None:
 
 
 @asynccontextmanager
-async def watching_pods(api_client: Client, namespace: str,
-                        check: Callable[[list[Obj]], str | None]) -> AsyncIterator[list[str]]:
-    """Watch the namespace's pods; after every event run `check` on the pods present
-    then, collecting what it reports (the test asserts nothing was reported)."""
-    pods_client = api_client.resource("pods")
-    listing = await pods_client.list(namespace)
-    pods = {pod["metadata"]["name"]: pod for pod in listing["items"]}
+async def watching(api_client: Client, namespace: str,
+                   check: Callable[[list[Obj]], str | None], resource: str = "pods",
+                   group: str | None = None) -> AsyncIterator[list[str]]:
+    """Watch the namespace's objects of `resource`; after every event run `check` on the
+    objects present then, collecting what it reports (the test asserts nothing was)."""
+    objects_client = api_client.resource(resource, group)
+    listing = await objects_client.list(namespace)
+    objects = {obj["metadata"]["name"]: obj for obj in listing["items"]}
     violations: list[str] = []
 
     async def follow() -> None:
-        async for kind, pod in pods_client.watch(
+        async for kind, obj in objects_client.watch(
                 namespace, resource_version=listing["metadata"]["resourceVersion"]):
             if kind == "DELETED":
-                pods.pop(pod["metadata"]["name"], None)
+                objects.pop(obj["metadata"]["name"], None)
             elif kind in ("ADDED", "MODIFIED"):
-                pods[pod["metadata"]["name"]] = pod
-            problem = check(list(pods.values()))
+                objects[obj["metadata"]["name"]] = obj
+            problem = check(list(objects.values()))
             if problem:
                 violations.append(problem)
-        raise AssertionError("the pod watch ended while the test was still checking")
+        raise AssertionError(f"the {resource} watch ended while the test was still checking")
 
     task = asyncio.create_task(follow())
     try:
@@ -200,14 +201,20 @@ async def test_rolling_update_stays_within_max_surge_and_max_unavailable(
         kubectl: Kubectl) -> None:
     await run_controllers(*CONTROLLERS)
 
-    def within_budget(pods: list[Obj]) -> str | None:
-        # As upstream, a pod being deleted no longer counts: maxSurge bounds the active
-        # pods (a ReplicaSet's status.replicas), so one terminating pod beside
-        # replicas + maxSurge active ones is within the budget.
-        active = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-        ready = [p for p in active if is_pod_ready(p)]
-        if len(active) > 4 + 1:
-            return f"{len(active)} active pods, more than replicas + maxSurge"
+    def within_surge(replica_sets: list[Obj]) -> str | None:
+        # maxSurge bounds what upstream's controller bounds: the replicas its ReplicaSets
+        # ask for (NewRSNewReplicas sums spec.replicas). The pods themselves may lag
+        # behind an old ReplicaSet scaled down, until its controller deletes one.
+        wanted = sum(rs["spec"]["replicas"] for rs in replica_sets)
+        if wanted > 4 + 1:
+            return f"{wanted} replicas asked for, more than replicas + maxSurge"
+        return None
+
+    def within_unavailable(pods: list[Obj]) -> str | None:
+        # Old pods are scaled down only once new ones are seen available, so the ready
+        # pods never drop below replicas - maxUnavailable, however late a status is.
+        ready = [p for p in pods
+                 if not p["metadata"].get("deletionTimestamp") and is_pod_ready(p)]
         if len(ready) < 4 - 1:
             return f"{len(ready)} ready pods, fewer than replicas - maxUnavailable"
         return None
@@ -216,10 +223,13 @@ async def test_rolling_update_stays_within_max_surge_and_max_unavailable(
         await api_client.resource("deployments", "apps").create(deployment(4), namespace)
         await rolled_out(kubectl, namespace)
         first = (await replica_sets(api_client, namespace))[0]
-        async with watching_pods(api_client, namespace, within_budget) as violations:
+        async with (watching(api_client, namespace, within_surge, "replicasets", "apps")
+                    as surge_violations,
+                    watching(api_client, namespace, within_unavailable)
+                    as unavailable_violations):
             await set_image(api_client, namespace, "busybox:1.37")
             await rolled_out(kubectl, namespace)
-        assert violations == []
+        assert surge_violations == [] and unavailable_violations == []
 
     old, new = await replica_sets(api_client, namespace)
     assert old["metadata"]["uid"] == first["metadata"]["uid"]
@@ -262,7 +272,7 @@ async def test_recreate_never_runs_old_and_new_pods_together(
         await api_client.resource("deployments", "apps").create(
             deployment(3, strategy={"type": "Recreate"}), namespace)
         await rolled_out(kubectl, namespace)
-        async with watching_pods(api_client, namespace, one_version) as violations:
+        async with watching(api_client, namespace, one_version) as violations:
             await set_image(api_client, namespace, "busybox:1.37")
             await rolled_out(kubectl, namespace)
         assert violations == []
