@@ -7,7 +7,9 @@ the admin's client certificate embedded in the kubeconfig and Node,RBAC authoriz
 `minikube-py up` starts it -- it creates N pods through the API (no containers: they stay
 Pending), warms both programs' discovery caches (in a scratch --cache-dir, so ~/.kube is
 left alone), checks that both print the same table, then times `get pods` alternately
-with kubectl and mkctl and reports the medians and their ratio. Target: mkctl <= 2x kubectl.
+with kubectl and mkctl and reports the medians and their ratio. On the TLS server it does
+the same for `describe pod` of a pod with three Events (the pod, then its Events by field
+selector). Targets: mkctl <= 2x kubectl, for both commands.
 
 mkctl runs as an installed command does, from compiled bytecode: its .pyc files go to a
 scratch PYTHONPYCACHEPREFIX (the repository is left alone), written by the first run. Also
@@ -70,6 +72,34 @@ def create_pods(url: str, count: int, context: ssl.SSLContext | None) -> None:
         with urllib.request.urlopen(request, timeout=30, context=context) as answer:
             if answer.status != 201:
                 raise BenchmarkError(f"creating a pod answered {answer.status}")
+
+
+def event(pod_name: str, index: int, reason: str, message: str) -> bytes:
+    """A core/v1 Event about the pod, as the scheduler and kubelet write them."""
+    return json.dumps({
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": f"{pod_name}.{index:016x}", "namespace": "default"},
+        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": "default",
+                           "name": pod_name},
+        "reason": reason, "message": message, "type": "Normal", "count": 1,
+        "source": {"component": "default-scheduler"},
+        "firstTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "lastTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}).encode()
+
+
+def create_events(url: str, pod_name: str, context: ssl.SSLContext | None) -> None:
+    """Events for `describe pod` to list, as a scheduled pod has."""
+    for index, (reason, message) in enumerate([
+            ("Scheduled", f"Successfully assigned default/{pod_name} to node-1"),
+            ("Pulling", 'Pulling image "nginx:1.25"'),
+            ("Pulled", 'Successfully pulled image "nginx:1.25"')]):
+        request = urllib.request.Request(
+            f"{url}/api/v1/namespaces/default/events", data=event(pod_name, index, reason,
+                                                                  message),
+            method="POST", headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30, context=context) as answer:
+            if answer.status != 201:
+                raise BenchmarkError(f"creating an event answered {answer.status}")
 
 
 def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
@@ -163,12 +193,16 @@ async def secured_server(tmp: Path, pods: int, runs: int) -> list[Row]:
         def both(*args: str) -> dict[str, list[str]]:
             return {"kubectl": [KUBECTL, *flags, *args], "mkctl": [*MKCTL, *flags, *args]}
 
+        create_events(server.url, "web-000", context)
         table, as_yaml = both("get", "pods"), both("get", "pods", "-o", "yaml")
-        compare_outputs(*table.values())
-        compare_outputs(*as_yaml.values())
-        progress(f"timing `get pods` and `get pods -o yaml` over TLS, {runs} runs each")
+        describe = both("describe", "pod", "web-000")
+        for commands in (table, as_yaml, describe):
+            compare_outputs(*commands.values())
+        progress(f"timing `get pods`, `get pods -o yaml` and `describe pod` over TLS, "
+                 f"{runs} runs each")
         medians = alternate(table, runs)
         yaml_medians = alternate(as_yaml, runs)
+        describe_medians = alternate(describe, runs)
         cold_cache = tmp / "cache-cold"
 
         def cold() -> list[str]:
@@ -186,6 +220,8 @@ async def secured_server(tmp: Path, pods: int, runs: int) -> list[Row]:
                   "(median)", medians, target=True),
         ratio_row(f"`get pods -o yaml`, {pods} pods, TLS: mkctl vs kubectl (median)",
                   yaml_medians, target=False),
+        ratio_row("`describe pod` (a pod with 3 Events), TLS: mkctl vs kubectl (median)",
+                  describe_medians, target=True),
         ("mkctl `get pods`, TLS, cold discovery cache (median)",
          ms(statistics.median(cold_times)), "-", "-"),
         ("mkctl `get pods`, TLS, no bytecode cache: every module compiled (median)",
