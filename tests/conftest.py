@@ -107,6 +107,36 @@ async def etcd_client(etcd: EtcdProcess) -> AsyncIterator[EtcdClient]:
         yield client
 
 
+# -- running the suite in parallel (pytest-xdist, `make test`) ------------------------------
+
+# Tests that start what the machine can hold only one of at a time: a `minikube-py up`
+# cluster (its bridge, `mk-` namespaces, routes and ports) or a benchmark that starts one.
+# Everything else starts servers of its own on free ports, named by its pid, and may run
+# beside anything.
+CLUSTER_MODULES = ("tests/e2e/", "tests/test_cluster_cli.py", "tests/test_lab_readmes.py")
+
+
+def xdist_group_of(item: pytest.Item) -> str:
+    """The work unit an xdist worker takes whole: "cluster" for the tests above, "containerd"
+    for the session's containerd node (started once, in one worker), else the test's module,
+    so that a module's fixtures are set up once."""
+    module = item.nodeid.split("::", 1)[0]
+    if module.startswith(CLUSTER_MODULES) or item.get_closest_marker("cluster"):
+        return "cluster"
+    if "containerd_node" in getattr(item, "fixturenames", ()):
+        return "containerd"
+    return module
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put each test in its xdist group, and the cluster tests first: they are the longest
+    unit, so a worker starts on them at once instead of finishing the run with them."""
+    groups = {id(item): xdist_group_of(item) for item in items}
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(groups[id(item)]))
+    items.sort(key=lambda item: groups[id(item)] != "cluster")
+
+
 # -- the API server -------------------------------------------------------------------------
 
 @pytest.fixture(scope="session")

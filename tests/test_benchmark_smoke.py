@@ -137,6 +137,7 @@ def test_dns_benchmark_quick_run_reports_every_phase() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.cluster
 def test_cluster_up_benchmark_quick_run_reports_cold_and_warm() -> None:
     """benchmarks/cluster_up.py still runs end to end (one cold and one warm `up`)."""
     output = run_quick("cluster_up.py", timeout=600)
@@ -146,6 +147,7 @@ def test_cluster_up_benchmark_quick_run_reports_cold_and_warm() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.cluster
 def test_streaming_benchmark_quick_run_reports_every_metric() -> None:
     """benchmarks/streaming.py still runs end to end (10 MB, one run)."""
     output = run_quick("streaming.py", timeout=600)
@@ -170,6 +172,7 @@ def test_mkctl_benchmark_quick_run_reports_every_comparison() -> None:
     output = run_quick("mkctl.py", timeout=600)
     for metric in ("`get pods`, 20 pods, plain HTTP: mkctl vs kubectl",
                    "`get pods`, 20 pods, TLS + client certificate: mkctl vs kubectl",
-                   "`get pods -o yaml`, 20 pods, TLS", "cold discovery cache",
+                   "`get pods -o yaml`, 20 pods, TLS", "`describe pod` (a pod with 3 Events)",
+                   "cold discovery cache",
                    "no bytecode cache", "`python -c pass`"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
