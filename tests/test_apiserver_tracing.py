@@ -21,6 +21,8 @@ from minikube_py.client.rest import Client
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.kubeconfig import write_kubeconfig
+from minikube_py.controllers.endpointslice import EndpointSliceController
+from minikube_py.controllers.manager import ControllerManager
 from minikube_py.process import free_port
 from minikube_py.tracing import context
 from minikube_py.tracing.context import ANNOTATION
@@ -155,3 +157,50 @@ async def test_without_tracing_objects_carry_no_trace(kubectl: Any, namespace: s
     got = json.loads(kubectl("get", "configmap", "untraced", "-n", namespace, "-o",
                              "json").stdout)
     assert ANNOTATION not in (got["metadata"].get("annotations") or {})
+
+
+async def test_a_pods_change_continues_into_the_endpoint_slice_it_changes(
+        traced_server: Path, receiver: str) -> None:
+    """A pod becoming ready queues its Service in the endpointslice controller: that sync
+    is a span of the pod's trace (not of the Service's), and the EndpointSlice it writes
+    moves to the pod's trace, where the proxy continues it."""
+    exporter = OTLPExporter(receiver, "kube-controller-manager", interval=0.05)
+    async with Client.from_kubeconfig(traced_server, user_agent="tests") as client:
+        manager = ControllerManager(client, [EndpointSliceController],
+                                    tracer=Tracer("kube-controller-manager", exporter))
+        await asyncio.wait_for(manager.start(), 30)
+        try:
+            await client.resource("nodes").create({"metadata": {"name": "traced-node"}})
+            await client.resource("services").create({
+                "metadata": {"name": "traced-web"},
+                "spec": {"selector": {"app": "traced-web"},
+                         "ports": [{"port": 80, "targetPort": 8080}]}}, "default")
+            pod = await client.resource("pods").create({
+                "metadata": {"name": "traced-web-1", "labels": {"app": "traced-web"}},
+                "spec": {"nodeName": "traced-node", "containers": [
+                    {"name": "web", "image": "echo", "ports": [{"containerPort": 8080}]}]}},
+                "default")
+            pod_trace = context.of_object(pod)
+            assert pod_trace is not None
+            await client.resource("pods").update_status({**pod, "status": {
+                "phase": "Running", "podIP": "10.244.9.9",
+                "conditions": [{"type": "Ready", "status": "True"}]}})
+
+            async def ready_slice() -> Obj | None:
+                listed = await client.resource("endpointslices", "discovery.k8s.io").list(
+                    "default", label_selector="kubernetes.io/service-name=traced-web")
+                return next((s for s in listed["items"] for e in s.get("endpoints") or []
+                             if e["conditions"].get("ready")), None)
+
+            endpoint_slice = await eventually(ready_slice, timeout=15,
+                                              what="a ready endpoint for traced-web-1")
+        finally:
+            await manager.stop()
+    assert context.of_object(endpoint_slice).trace_id == pod_trace.trace_id
+    spans = await spans_of(receiver, "pods", "default", "traced-web-1", 4)
+    syncs = [s for s in spans if s["name"] == "endpointslice sync"]
+    assert syncs and {s["traceId"] for s in syncs} == {pod_trace.trace_id}
+    assert syncs[0]["attributes"]["k8s.resource"] == "services"
+    assert syncs[0]["attributes"]["k8s.name"] == "traced-web"
+    assert any(s["service"] == "kube-apiserver" and s["attributes"].get("k8s.resource")
+               == "endpointslices" for s in spans)

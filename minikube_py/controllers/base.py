@@ -116,6 +116,8 @@ class Controller(Component):
         self.queue = RateLimitingQueue(self.name, metrics=ctx.workqueue_metrics)
         # the informer of the kind this controller syncs: its objects' traces continue
         self.traced: SharedInformer | None = None
+        # key -> the trace of the object of another kind whose change queued it last
+        self._causes: dict[str, tracing_context.SpanContext] = {}
 
     # -- wiring helpers ----------------------------------------------------------------------
 
@@ -132,6 +134,14 @@ class Controller(Component):
 
     def enqueue(self, obj: Obj) -> None:
         self.queue.add(object_key(obj))
+
+    def enqueue_caused_by(self, key: str, cause: Obj) -> None:
+        """Queue `key` because `cause`, an object of another kind, changed (a pod of a
+        Service): the sync continues the cause's trace, when it carries one, rather than
+        the synced object's own, so the pod's trace shows what its change led to."""
+        if self.ctx.tracer.enabled and (context := tracing_context.of_object(cause)):
+            self._causes[key] = context
+        self.queue.add(key)
 
     def enqueue_after(self, obj: Obj, delay: float) -> None:
         self.queue.add_after(object_key(obj), delay)
@@ -180,11 +190,14 @@ class Controller(Component):
                       (time.monotonic() - started) * 1000)
 
     async def _traced_sync(self, key: str) -> None:
-        """sync(key), as a span of the object's trace when it carries one: the writes the
-        sync makes (a ReplicaSet's pods) carry the trace on (tracing/context.py)."""
+        """sync(key), as a span of the object's trace when it carries one (or of the trace
+        of what queued it, enqueue_caused_by): the writes the sync makes (a ReplicaSet's
+        pods) carry the trace on (tracing/context.py)."""
         tracer = self.ctx.tracer
         obj = self.traced.store.get(key) if tracer.enabled and self.traced else None
-        parent = tracing_context.of_object(obj) if obj is not None else None
+        parent = self._causes.pop(key, None) if self._causes else None
+        if parent is None and obj is not None:
+            parent = tracing_context.of_object(obj)
         if parent is None or self.traced is None:
             await self.sync(key)
             return

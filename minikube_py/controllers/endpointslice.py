@@ -411,11 +411,11 @@ class EndpointSliceController(Controller):
     def add_pod(self, pod: Obj) -> None:
         for key in services_for_pod(self.services, pod["metadata"].get("namespace", ""),
                                     pod["metadata"].get("labels")):
-            self.queue.add(key)
+            self.enqueue_caused_by(key, pod)
 
     def update_pod(self, old: Obj, new: Obj) -> None:
         for key in services_to_update_on_pod_change(self.services, old, new):
-            self.queue.add(key)
+            self.enqueue_caused_by(key, new)
 
     def _queue_service_of(self, endpoint_slice: Obj) -> None:
         key = _service_key_of_slice(endpoint_slice)
