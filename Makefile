@@ -9,7 +9,7 @@ APT_PACKAGES := etcd-server etcd-client python3-venv
 PYTEST_ARGS ?=
 # Tests run in parallel workers (pytest-xdist): most of their time is spent waiting on the
 # servers they start, so 3 workers on 2 cores finish far sooner; tests/conftest.py says
-# which tests must not run at once. TEST_WORKERS=0 runs them in this one process.
+# which tests go to one worker together. TEST_WORKERS=0 runs them in this one process.
 TEST_WORKERS ?= 3
 
 .PHONY: up down status test test-fast lint deps apt proto bench clean
@@ -31,10 +31,10 @@ status: deps
 	$(PY) -m minikube_py.cluster status
 
 test: deps lint
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 test-fast: deps
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
 
 lint: deps
 	$(VENV)/bin/ruff check minikube_py tests benchmarks tools labs

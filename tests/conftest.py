@@ -15,6 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,32 +110,43 @@ async def etcd_client(etcd: EtcdProcess) -> AsyncIterator[EtcdClient]:
 
 # -- running the suite in parallel (pytest-xdist, `make test`) ------------------------------
 
-# Tests that start what the machine can hold only one of at a time: a `minikube-py up`
-# cluster (its bridge, `mk-` namespaces, routes and ports) or a benchmark that starts one.
-# Everything else starts servers of its own on free ports, named by its pid, and may run
-# beside anything.
-CLUSTER_MODULES = ("tests/e2e/", "tests/test_cluster_cli.py", "tests/test_lab_readmes.py")
+# Tests that start what the machine holds only one of at a time: a `minikube-py up` cluster
+# (its bridge, `mk-` namespaces, routes and ports), by node id prefix. They are one work
+# unit, run one after another in one worker. Everything else starts servers of its own on
+# free ports, named by its pid, and may run beside anything.
+CLUSTER_TESTS = ("tests/e2e/", "tests/test_cluster_cli.py", "tests/test_lab_readmes.py",
+                 "tests/test_benchmark_smoke.py::test_cluster_up_benchmark",
+                 "tests/test_benchmark_smoke.py::test_streaming_benchmark")
+# The modules on the session's containerd node: one unit, so one worker starts one node.
+CONTAINERD_TESTS = ("tests/test_kubelet.py", "tests/test_runtime_setup.py")
 
 
-def xdist_group_of(item: pytest.Item) -> str:
-    """The work unit an xdist worker takes whole: "cluster" for the tests above, "containerd"
-    for the session's containerd node (started once, in one worker), else the test's module,
-    so that a module's fixtures are set up once."""
-    module = item.nodeid.split("::", 1)[0]
-    if module.startswith(CLUSTER_MODULES) or item.get_closest_marker("cluster"):
+def work_unit(nodeid: str) -> str:
+    """What one xdist worker takes whole: the cluster tests, the containerd node's, or
+    else the test's module, so that a module's fixtures are set up once."""
+    if nodeid.startswith(CLUSTER_TESTS):
         return "cluster"
-    if "containerd_node" in getattr(item, "fixturenames", ()):
+    if nodeid.startswith(CONTAINERD_TESTS):
         return "containerd"
-    return module
+    return nodeid.split("::", 1)[0]
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's scope scheduling with work_unit as the scope (its own `loadgroup` marks do
+    not reach node ids in this pytest)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByWorkUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return ByWorkUnit(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Put each test in its xdist group, and the cluster tests first: they are the longest
-    unit, so a worker starts on them at once instead of finishing the run with them."""
-    groups = {id(item): xdist_group_of(item) for item in items}
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(groups[id(item)]))
-    items.sort(key=lambda item: groups[id(item)] != "cluster")
+    """The cluster tests first: they are the longest unit, so a worker starts on them at
+    once instead of finishing the run with them."""
+    items.sort(key=lambda item: work_unit(item.nodeid) != "cluster")
 
 
 # -- the API server -------------------------------------------------------------------------

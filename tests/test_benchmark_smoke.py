@@ -137,7 +137,6 @@ def test_dns_benchmark_quick_run_reports_every_phase() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.cluster
 def test_cluster_up_benchmark_quick_run_reports_cold_and_warm() -> None:
     """benchmarks/cluster_up.py still runs end to end (one cold and one warm `up`)."""
     output = run_quick("cluster_up.py", timeout=600)
@@ -147,7 +146,6 @@ def test_cluster_up_benchmark_quick_run_reports_cold_and_warm() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.cluster
 def test_streaming_benchmark_quick_run_reports_every_metric() -> None:
     """benchmarks/streaming.py still runs end to end (10 MB, one run)."""
     output = run_quick("streaming.py", timeout=600)
