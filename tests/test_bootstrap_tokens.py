@@ -14,8 +14,7 @@ import json
 import time
 import urllib.error
 import urllib.request
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -35,37 +34,29 @@ from minikube_py.cluster.bootstraptoken import (
     token_secret,
     write_bootstrap_kubeconfig,
 )
-from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.controllers.bootstrapsigner import BootstrapSigner
 from minikube_py.controllers.manager import ControllerManager
 from minikube_py.controllers.tokencleaner import TokenCleaner
 from minikube_py.security import pki
 from tests.api_helpers import eventually
-from tests.test_security import SecuredServer, admin_cert, kubectl, start_server, stop
+from tests.test_security import SecuredServer, admin_cert, kubectl, server_of_its_own
 
 Obj = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io"
 
 
 @pytest.fixture(scope="module")
-async def tokens_etcd(fast_tmp: Path) -> AsyncIterator[EtcdProcess]:
-    async with EtcdProcess(fast_tmp / f"etcd-tokens-{uuid.uuid4().hex[:8]}") as process:
-        yield process
-
-
-@pytest.fixture(scope="module")
-def server(tokens_etcd: EtcdProcess, fast_tmp: Path) -> Iterator[SecuredServer]:
+async def server(fast_tmp: Path) -> AsyncIterator[SecuredServer]:
     """Bootstrap token authentication on; a ServiceAccount key, so the controllers can
     run as their own accounts."""
     directory = fast_tmp / "bootstrap-tokens"
     directory.mkdir(parents=True, exist_ok=True)
     ca = pki.new_ca()
     pki.issue(ca, "service-accounts", client=True).write(directory, "sa")
-    started = start_server(tokens_etcd.client_url, directory, ca,
-                           "--enable-bootstrap-token-auth",
-                           f"--service-account-signing-key-file={directory / 'sa.key'}")
-    yield started
-    stop(started)
+    async with server_of_its_own(
+            directory, ca, "--enable-bootstrap-token-auth",
+            f"--service-account-signing-key-file={directory / 'sa.key'}") as started:
+        yield started
 
 
 @pytest.fixture(scope="module")

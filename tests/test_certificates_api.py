@@ -24,10 +24,9 @@ from cryptography.x509.oid import NameOID
 from kubernetes import client, config
 
 from minikube_py.cluster.apiserver import APIServerProcess
-from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.security import pki
 from tests.api_helpers import API
-from tests.test_security import SecuredServer, admin_cert, kubectl, start_server, stop
+from tests.test_security import SecuredServer, admin_cert, kubectl, server_of_its_own
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 Obj = dict[str, Any]
@@ -290,23 +289,15 @@ def test_discovery_lists_csrs_with_their_subresources(kubectl: Kubectl) -> None:
 # --- on a server that authorizes with RBAC --------------------------------------------------
 
 @pytest.fixture(scope="module")
-async def rbac_etcd(fast_tmp: Path) -> AsyncIterator[EtcdProcess]:
-    async with EtcdProcess(fast_tmp / f"etcd-csr-{uuid.uuid4().hex[:8]}") as process:
-        yield process
-
-
-@pytest.fixture(scope="module")
 def ca() -> pki.KeyPair:
     return pki.new_ca()
 
 
 @pytest.fixture(scope="module")
-def server(rbac_etcd: EtcdProcess, ca: pki.KeyPair, fast_tmp: Path
-           ) -> Iterator[SecuredServer]:
-    started = start_server(rbac_etcd.client_url, fast_tmp / "csr-rbac", ca,
-                           "--disable-admission-plugins=ServiceAccount")
-    yield started
-    stop(started)
+async def server(ca: pki.KeyPair, fast_tmp: Path) -> AsyncIterator[SecuredServer]:
+    async with server_of_its_own(fast_tmp / "csr-rbac", ca,
+                                 "--disable-admission-plugins=ServiceAccount") as started:
+        yield started
 
 
 @pytest.fixture(scope="module")

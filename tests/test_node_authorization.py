@@ -8,21 +8,13 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.security import pki
-from tests.test_security import SecuredServer, admin_cert, kubectl, start_server, stop
-
-
-@pytest.fixture(scope="module")
-async def node_etcd(fast_tmp: Path) -> AsyncIterator[EtcdProcess]:
-    async with EtcdProcess(fast_tmp / f"etcd-nodes-{uuid.uuid4().hex[:8]}") as process:
-        yield process
+from tests.test_security import SecuredServer, admin_cert, kubectl, server_of_its_own
 
 
 @pytest.fixture(scope="module")
@@ -31,13 +23,11 @@ def ca() -> pki.KeyPair:
 
 
 @pytest.fixture(scope="module")
-def server(node_etcd: EtcdProcess, ca: pki.KeyPair, fast_tmp: Path) -> Iterator[SecuredServer]:
-    started = start_server(node_etcd.client_url, fast_tmp / "nodes", ca,
-                           "--authorization-mode=Node,RBAC",
-                           "--enable-admission-plugins=NodeRestriction",
-                           "--disable-admission-plugins=ServiceAccount")
-    yield started
-    stop(started)
+async def server(ca: pki.KeyPair, fast_tmp: Path) -> AsyncIterator[SecuredServer]:
+    async with server_of_its_own(fast_tmp / "nodes", ca, "--authorization-mode=Node,RBAC",
+                                 "--enable-admission-plugins=NodeRestriction",
+                                 "--disable-admission-plugins=ServiceAccount") as started:
+        yield started
 
 
 @pytest.fixture(scope="module")

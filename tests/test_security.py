@@ -4,7 +4,9 @@ kubectl and the official Python client, as upstream answers each case."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import json
 import socket
 import ssl
@@ -122,6 +124,20 @@ def _wait_ready(server: SecuredServer, ca: pki.KeyPair) -> SecuredServer:
 def stop(server: SecuredServer) -> None:
     server.process.terminate()
     server.process.wait(10)
+
+
+@contextlib.asynccontextmanager
+async def server_of_its_own(directory: Path, ca: pki.KeyPair, *extra: str
+                            ) -> AsyncIterator[SecuredServer]:
+    """start_server on an etcd of its own, for a module's fixture: its objects and the
+    bootstrap roles stay out of the session's etcd. Both are stopped on the way out."""
+    async with EtcdProcess(directory.with_name(f"{directory.name}-etcd")) as etcd:
+        started = await asyncio.to_thread(start_server, etcd.client_url, directory, ca,
+                                          *extra)
+        try:
+            yield started
+        finally:
+            await asyncio.to_thread(stop, started)
 
 
 def admin_cert(ca: pki.KeyPair) -> pki.KeyPair:

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -17,35 +16,22 @@ from kubernetes import client, config
 from minikube_py.apiserver.serviceaccount import DEFAULT_ISSUER, Binding, TokenIssuer
 from minikube_py.client.errors import Unauthorized
 from minikube_py.client.rest import Client
-from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.controllers.clientbuilder import ServiceAccountClients
 from minikube_py.security import pki
-from tests.test_security import (
-    SecuredServer,
-    admin_cert,
-    kubectl,
-    start_server,
-    stop,
-)
+from tests.test_security import SecuredServer, admin_cert, kubectl, server_of_its_own
 
 
 @pytest.fixture(scope="module")
-async def tokens_etcd(fast_tmp: Path) -> AsyncIterator[EtcdProcess]:
-    async with EtcdProcess(fast_tmp / f"etcd-tokens-{uuid.uuid4().hex[:8]}") as process:
-        yield process
-
-
-@pytest.fixture(scope="module")
-def server(tokens_etcd: EtcdProcess, fast_tmp: Path) -> Iterator[SecuredServer]:
+async def server(fast_tmp: Path) -> AsyncIterator[SecuredServer]:
     directory = fast_tmp / "tokens"
     directory.mkdir(parents=True, exist_ok=True)
     ca = pki.new_ca()
     signing = pki.issue(ca, "service-accounts", client=True)  # only its key is used
     signing.write(directory, "sa")
-    started = start_server(tokens_etcd.client_url, directory, ca,
-                           f"--service-account-signing-key-file={directory / 'sa.key'}")
-    yield started
-    stop(started)
+    async with server_of_its_own(
+            directory, ca,
+            f"--service-account-signing-key-file={directory / 'sa.key'}") as started:
+        yield started
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import asyncio
 import base64
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,6 @@ from minikube_py.cluster.bootstraptoken import (
     token_secret,
     write_bootstrap_kubeconfig,
 )
-from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.controllers.base import ControllerOptions
 from minikube_py.controllers.certificates.approver import CSRApprovingController
 from minikube_py.controllers.certificates.signer import CSRSigningController
@@ -34,7 +33,7 @@ from minikube_py.kubelet import certificate
 from minikube_py.security import csr as csrs
 from minikube_py.security import pki
 from tests.api_helpers import eventually
-from tests.test_security import SecuredServer, admin_cert, kubectl, start_server, stop
+from tests.test_security import SecuredServer, admin_cert, kubectl, server_of_its_own
 
 Obj = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io"
@@ -42,19 +41,13 @@ CSRS = ("certificatesigningrequests", "certificates.k8s.io")
 
 
 @pytest.fixture(scope="module")
-async def bootstrap_etcd(fast_tmp: Path) -> AsyncIterator[EtcdProcess]:
-    async with EtcdProcess(fast_tmp / f"etcd-tls-bootstrap-{uuid.uuid4().hex[:8]}") as process:
-        yield process
-
-
-@pytest.fixture(scope="module")
-def server(bootstrap_etcd: EtcdProcess, fast_tmp: Path) -> Iterator[SecuredServer]:
-    started = start_server(bootstrap_etcd.client_url, fast_tmp / "tls-bootstrap", pki.new_ca(),
-                           "--authorization-mode=Node,RBAC", "--enable-bootstrap-token-auth",
-                           "--enable-admission-plugins=NodeRestriction",
-                           "--disable-admission-plugins=ServiceAccount")
-    yield started
-    stop(started)
+async def server(fast_tmp: Path) -> AsyncIterator[SecuredServer]:
+    async with server_of_its_own(fast_tmp / "tls-bootstrap", pki.new_ca(),
+                                 "--authorization-mode=Node,RBAC",
+                                 "--enable-bootstrap-token-auth",
+                                 "--enable-admission-plugins=NodeRestriction",
+                                 "--disable-admission-plugins=ServiceAccount") as started:
+        yield started
 
 
 @pytest.fixture(scope="module")
