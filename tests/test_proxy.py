@@ -29,6 +29,8 @@ import pytest
 from minikube_py.client.rest import Client
 from minikube_py.proxy.proxier import Proxier
 from minikube_py.proxy.rules import ProxyConfig
+from minikube_py.tracing.context import ANNOTATION
+from minikube_py.tracing.tracer import Span, Tracer
 
 pytestmark = pytest.mark.slow
 
@@ -317,3 +319,57 @@ async def test_cleanup_removes_every_chain_and_jump(topology: Topology, kubeconf
          f"--netns={NETNS_DIR / topology.node}"], capture_output=True, text=True, timeout=30)
     assert cleaned.returncode == 0, cleaned.stderr
     assert "KUBE-" not in rules_text(topology)
+
+
+class KeptSpans:
+    """A span exporter that keeps what it is given, for the assertions."""
+
+    def __init__(self) -> None:
+        self.spans: list[Span] = []
+
+    def export(self, span: Span) -> None:
+        self.spans.append(span)
+
+    def syncs_in(self, trace_id: str) -> list[Span]:
+        return [s for s in self.spans
+                if s.name == "iptables sync" and s.context.trace_id == trace_id]
+
+
+async def test_a_sync_is_a_span_of_the_service_and_of_the_slice_change_that_caused_it(
+        topology: Topology, kubeconfig: Path, api_client: Client, namespace: str) -> None:
+    """The sync that writes a Service's rules is in the Service's trace and in the trace
+    of the EndpointSlice change that dirtied it (a pod's trace, in a cluster), so a pod's
+    trace ends where the pod became reachable."""
+    service_trace, first, second = "a" * 32, "b" * 32, "c" * 32
+    slices = api_client.resource("endpointslices", "discovery.k8s.io")
+    await api_client.resource("services").create({
+        "metadata": {"name": "traced",
+                     "annotations": {ANNOTATION: f"00-{service_trace}-{'1' * 16}-01"}},
+        "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}, namespace)
+    body = slice_body("traced", ["10.250.0.11"])
+    body["metadata"]["annotations"] = {ANNOTATION: f"00-{first}-{'2' * 16}-01"}
+    await slices.create(body, namespace)
+    kept = KeptSpans()
+    async with Client.from_kubeconfig(kubeconfig) as client, Proxier(
+            client, ProxyConfig("node-1"), netns=str(NETNS_DIR / topology.node),
+            tracer=Tracer("kube-proxy", kept)):
+        for _ in range(50):
+            if kept.syncs_in(service_trace) and kept.syncs_in(first):
+                break
+            await asyncio.sleep(0.1)
+        span = kept.syncs_in(first)[0]
+        assert span.parent_id == "2" * 16
+        assert span.attributes["k8s.name"] == "traced"
+        assert span.attributes["endpoints"] == ["10.250.0.11:8080"]
+        assert kept.syncs_in(service_trace)[0].parent_id == "1" * 16
+        current = await slices.get("traced-1", namespace)
+        current["metadata"]["annotations"][ANNOTATION] = f"00-{second}-{'3' * 16}-01"
+        current["endpoints"][0]["addresses"] = ["10.250.0.12"]
+        await slices.update(current)
+        for _ in range(50):
+            if kept.syncs_in(second):
+                break
+            await asyncio.sleep(0.1)
+        assert [s.attributes["endpoints"] for s in kept.syncs_in(second)] == [
+            ["10.250.0.12:8080"]]
+    assert len(kept.syncs_in(first)) == 1  # a trace gets the sync its change caused, once

@@ -102,11 +102,14 @@ class Proxier(Component):
             on_update=lambda _, s: self._dirty(_service_key(s, is_slice=False)),
             on_delete=lambda s: self._dirty(_service_key(s, is_slice=False))))
         self.slices.add_event_handler(EventHandler(
-            on_add=lambda s: self._dirty(_service_key(s, is_slice=True)),
+            on_add=self._slice_changed,
             on_update=lambda old, s: (self._dirty(_service_key(old, is_slice=True)),
-                                      self._dirty(_service_key(s, is_slice=True))),
+                                      self._slice_changed(s)),
             on_delete=lambda s: self._dirty(_service_key(s, is_slice=True))))
         self._dirty_keys: set[str] = set()
+        self._causes: dict[str, dict[str, tracing_context.SpanContext]] = {}
+        """Service key -> the traces (by id) of the EndpointSlices whose change dirtied it:
+        a pod's trace reaches its slice, and so reaches the sync that made it reachable."""
         self._ports: dict[str, list[ServicePort]] = {}
         self._fragments: dict[str, Tables] = {}
         self._written: Tables = {}
@@ -122,6 +125,13 @@ class Proxier(Component):
         if key:
             self._dirty_keys.add(key)
             self._wake.set()
+
+    def _slice_changed(self, endpoint_slice: dict[str, Any]) -> None:
+        key = _service_key(endpoint_slice, is_slice=True)
+        if key and self.tracer.enabled and (
+                context := tracing_context.of_object(endpoint_slice)):
+            self._causes.setdefault(key, {})[context.trace_id] = context
+        self._dirty(key)
 
     async def run(self) -> None:
         """Start the informers, wait for their caches, write the rules in full, then keep
@@ -174,6 +184,7 @@ class Proxier(Component):
         """syncProxyRules: steps 1-5 of the module's list."""
         started, started_ns = time.monotonic(), time.time_ns()
         dirty, self._dirty_keys = self._dirty_keys, set()
+        causes, self._causes = self._causes, {}
         gone_endpoints: list[tuple[ServicePort, str]] = []
         served_again: list[ServicePort] = []
         for key in dirty:
@@ -204,6 +215,8 @@ class Proxier(Component):
             except RestoreError:
                 self._written = {}  # unknown now: the retry writes everything
                 self._dirty_keys |= dirty
+                for key, traces in causes.items():
+                    self._causes.setdefault(key, {}).update(traces)
                 raise
         if full:
             await self.iptables.ensure_jumps()
@@ -233,28 +246,36 @@ class Proxier(Component):
         log.debug("synced proxy rules (%s, %d changed lines) in %.1f ms",
                   "full" if full else "partial", text.count("\n"), (now - started) * 1000)
         if self.tracer.enabled:
-            self._trace_sync(dirty, started_ns, full, text.count("\n"))
+            self._trace_sync(dirty, causes, started_ns, full, text.count("\n"))
 
-    def _trace_sync(self, services: set[str], started_ns: int, full: bool, lines: int
-                    ) -> None:
-        """A span of this sync in the trace of each changed Service that carries one: the
-        moment its new endpoints became reachable through this node's rules."""
+    def _trace_sync(self, services: set[str],
+                    causes: dict[str, dict[str, tracing_context.SpanContext]],
+                    started_ns: int, full: bool, lines: int) -> None:
+        """A span of this sync in the trace of each changed Service that carries one, and
+        in the trace of each EndpointSlice change that dirtied it (a pod's trace, when the
+        pod's readiness changed the slice): the moment the new endpoints became reachable
+        through this node's rules."""
         for key in services:
             service = self.services.store.get(key)
-            parent = tracing_context.of_object(service) if service is not None else None
-            if parent is None:
+            parents = dict(causes.get(key, {}))
+            if service is not None and (own := tracing_context.of_object(service)):
+                parents.setdefault(own.trace_id, own)
+            if not parents:
                 continue
             namespace, _, name = key.partition("/")
             chains = sorted({chain for table in self._fragments.get(key, {}).values()
                              for chain in table})
-            span = self.tracer.start("iptables sync", parent=parent, attributes={
+            attributes = {
                 "k8s.resource": "services", "k8s.namespace": namespace, "k8s.name": name,
                 "node": self.config.node_name, "full": full, "changed_lines": lines,
                 "chains": chains, "endpoints": sorted({
                     f"{endpoint.ip}:{endpoint.port}" for port in self._ports.get(key, [])
-                    for endpoint in port.usable_endpoints()})})
-            span.start_ns = started_ns
-            span.end()
+                    for endpoint in port.usable_endpoints()})}
+            for parent in parents.values():
+                span = self.tracer.start("iptables sync", parent=parent,
+                                         attributes=attributes)
+                span.start_ns = started_ns
+                span.end()
 
 
 def _udp_ports_gaining_endpoints(old: list[ServicePort], new: list[ServicePort]
