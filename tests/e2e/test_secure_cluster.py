@@ -157,8 +157,10 @@ def trace_spans(home: Path, resource: str, namespace: str, name: str) -> list[di
 
 def test_one_trace_follows_a_deployment_through_every_component(cluster: Path) -> None:
     """kubectl create deployment -> the API server -> the deployment and replicaset
-    controllers -> the scheduler -> the kubelet's CRI calls: one trace, found by the
+    controllers -> the scheduler -> the kubelet's CRI calls -> the pod's EndpointSlice ->
+    the proxies' syncs that made it reachable behind its Service: one trace, found by the
     Deployment's name, holding the spans of each."""
+    kubectl(cluster, "create", "service", "clusterip", "traced", "--tcp=80:80")
     kubectl(cluster, "create", "deployment", "traced", "--image=nginx:1.14.2")
     kubectl(cluster, "rollout", "status", "deployment/traced", "--timeout=90s")
     wanted = {("kube-apiserver", "create deployments"), ("kube-apiserver", "create pods"),
@@ -166,7 +168,9 @@ def test_one_trace_follows_a_deployment_through_every_component(cluster: Path) -
               ("kube-controller-manager", "replicaset sync"),
               ("kube-scheduler", "schedule"), ("kube-scheduler", "bind"),
               ("kubelet", "SyncPod"), ("kubelet", "runtime.v1.RuntimeService/RunPodSandbox"),
-              ("kubelet", "runtime.v1.RuntimeService/StartContainer")}
+              ("kubelet", "runtime.v1.RuntimeService/StartContainer"),
+              ("kube-controller-manager", "endpointslice sync"),
+              ("kube-proxy", "iptables sync")}
     deadline = time.monotonic() + 30  # components export about once a second
     while True:
         spans = trace_spans(cluster, "deployments", "default", "traced")
@@ -179,6 +183,9 @@ def test_one_trace_follows_a_deployment_through_every_component(cluster: Path) -
     schedule = next(span for span in spans if span["name"] == "schedule")
     assert schedule["attributes"]["node"].startswith("node-")
     assert any(event["name"] == "Filter" for event in schedule["events"])
+    proxy_nodes = {span["attributes"]["node"] for span in spans
+                   if span["name"] == "iptables sync"}
+    assert proxy_nodes <= {"node-1", "node-2"} and proxy_nodes, proxy_nodes
     # mkctl trace shows the same trace as a timeline, from the receiver the cluster names
     shown = mkctl(cluster, "trace", "deployment/traced")
     assert shown.returncode == 0, shown.stderr
