@@ -75,6 +75,50 @@ spec:
       - {name: sidecar, image: "busybox:1.36"}
 """
 
+# What the patch's directives are for: a reordered list with an item inserted
+# ($setElementOrder), a strategy whose type changes ($retainKeys drops rollingUpdate),
+# a volume that changes its source ($retainKeys in a list item), a finalizer removed
+# ($deleteFromPrimitiveList).
+REORDERED = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+  finalizers: [example.com/a, example.com/b]
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      volumes: [{name: data, emptyDir: {}}]
+      containers:
+      - {name: nginx, image: "nginx:1.25", env: [{name: A, value: "1"}, {name: B, value: "2"}]}
+      - {name: sidecar, image: "busybox:1.36"}
+"""
+REORDERED_AGAIN = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+  finalizers: [example.com/b]
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  strategy: {type: Recreate}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      volumes: [{name: data, configMap: {name: settings}}]
+      containers:
+      - {name: sidecar, image: "busybox:1.36"}
+      - {name: logger, image: "busybox:1.36"}
+      - {name: nginx, image: "nginx:1.25", env: [{name: C, value: "3"}, {name: A, value: "1"}]}
+"""
+
 LIST = json.dumps({"apiVersion": "v1", "kind": "List", "items": [
     {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "first"}},
     {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "second"},
@@ -109,6 +153,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (directory / "web.yaml").write_text(MANIFEST)
     (directory / "list.json").write_text(LIST)
     (directory / "web-v2.yaml").write_text(APPLIED_AGAIN)
+    (directory / "web-scaled.yaml").write_text(MANIFEST.replace("replicas: 2", "replicas: 5"))
+    (directory / "ordered.yaml").write_text(REORDERED)
+    (directory / "ordered-v2.yaml").write_text(REORDERED_AGAIN)
     (directory / "held.json").write_text(json.dumps({
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "held", "finalizers": ["example.com/hold"]}}))
@@ -283,6 +330,25 @@ CASES = [
     (["create -f {files}/web.yaml --save-config"], "apply -f {files}/web-v2.yaml",
      "cm,deploy"),
     ([], "apply", "cm"),
+    (["apply -f {files}/ordered.yaml"], "apply -f {files}/ordered-v2.yaml", "deploy"),
+    (["apply -f {files}/ordered-v2.yaml"], "apply -f {files}/ordered.yaml", "deploy"),
+    # apply --server-side
+    ([], "apply --server-side -f {files}/web.yaml", "cm,deploy"),
+    (["apply --server-side -f {files}/web.yaml"], "apply --server-side -f {files}/web-v2.yaml",
+     "cm,deploy"),
+    (["apply -f {files}/web.yaml"], "apply --server-side -f {files}/web-v1.yaml", "cm,deploy"),
+    (["apply -f {files}/web-v1.yaml"], "apply --server-side -f {files}/web-v2.yaml",
+     "cm,deploy"),
+    (["apply --server-side --field-manager=other -f {files}/web.yaml"],
+     "apply --server-side -f {files}/web-scaled.yaml", "cm,deploy"),
+    (["apply --server-side --field-manager=other -f {files}/web.yaml"],
+     "apply --server-side --force-conflicts -f {files}/web-scaled.yaml", "cm,deploy"),
+    ([], "apply --server-side -f {files}/web.yaml --dry-run=server", "cm,deploy"),
+    ([], "apply --server-side -f {files}/web.yaml --dry-run=client", "cm,deploy"),
+    ([], "apply --server-side -f {files}/web.yaml -o name", "cm,deploy"),
+    ([], "apply --server-side -f {files}/web.yaml --field-manager=me", "cm,deploy"),
+    ([], "apply --force-conflicts -f {files}/web.yaml", "cm,deploy"),
+    ([], "apply --server-side -f {files}/mixed.yaml", "cm"),
     # scale
     (DEPLOYED, "scale deploy web --replicas=3", "deploy"),
     (DEPLOYED, "scale --replicas=0 deployment/web", "deploy"),

@@ -15,11 +15,16 @@ The steps of kubectl's apply.go, for each object of the files (manifests.py):
    an empty patch prints `unchanged`, any other is sent as
    `application/strategic-merge-patch+json` and prints `configured`.
 
-Lists of objects are merged by their key as the strategic merge patch's struct tags say
-for the fields below (containers and volumes by name, ports by containerPort or port,
-volumeMounts by mountPath); every other list is replaced whole when it differs. Not
-done: the `$setElementOrder` and `$retainKeys` directives, pruning (--prune), and
---server-side.
+The patch is computed in strategic.py from the kind's schema, as kubectl does from the
+Go types (lists merged by key, `$setElementOrder`, `$retainKeys`,
+`$deleteFromPrimitiveList`); a kind without a schema (a custom resource) gets a JSON
+merge patch.
+
+With --server-side the object is sent whole as an apply patch
+(`application/apply-patch+yaml`, field manager "kubectl", ?force=true with
+--force-conflicts): the server merges it and tracks each field's manager
+(apiserver/apply.py), and the object prints as `serverside-applied`. Not done: pruning
+(--prune).
 """
 
 from __future__ import annotations
@@ -43,24 +48,24 @@ from minikube_py.mkctl.changes import (
 )
 from minikube_py.mkctl.command import PROGRAM, Command, Invocation
 from minikube_py.mkctl.errors import Aggregate, MkctlError, StatusError
+from minikube_py.mkctl.flags import BOOL, Flag
 
 Obj = dict[str, Any]
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 FIELD_MANAGER = "kubectl-client-side-apply"
-MERGE_KEYS = {"containers": "name", "initContainers": "name", "ephemeralContainers": "name",
-              "env": "name", "volumes": "name", "volumeMounts": "mountPath",
-              "imagePullSecrets": "name", "volumeDevices": "devicePath"}
-
-
-def merge_key(field: str, items: list[Any]) -> str | None:
-    """The strategic merge key of a list of objects, or None for a list replaced whole."""
-    if not items or not all(isinstance(item, dict) for item in items):
-        return None
-    if field == "ports":
-        return "containerPort" if "containerPort" in items[0] else "port"
-    return MERGE_KEYS.get(field)
-
-
+SERVER_SIDE_FIELD_MANAGER = "kubectl"
+APPLY_PATCH = "application/apply-patch+yaml"
+CONFLICTS_HELP = """Please review the fields above--they currently have other managers. Here
+are the ways you can resolve this warning:
+* If you intend to manage all of these fields, please re-run the apply
+  command with the `--force-conflicts` flag.
+* If you do not intend to manage all of the fields, please edit your
+  manifest to remove references to the fields that should keep their
+  current managers.
+* You may co-own fields by updating your manifest to match the existing
+  value; in this case, you'll become the manager if the other manager(s)
+  stop managing the field (remove it from their configuration).
+See https://kubernetes.io/docs/reference/using-api/server-side-apply/#conflicts"""
 def go_json(value: Any) -> str:
     """encoding/json's compact form: keys sorted, HTML characters escaped."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -78,67 +83,12 @@ def annotated(obj: Obj) -> Obj:
                                                             LAST_APPLIED: configuration}}}
 
 
-def deletions(original: Any, modified: Any) -> Obj:
-    """What `original` set and `modified` no longer does."""
-    patch: Obj = {}
-    for key, value in original.items():
-        if key not in modified:
-            patch[key] = None
-        elif isinstance(value, dict) and isinstance(modified[key], dict):
-            inner = deletions(value, modified[key])
-            if inner:
-                patch[key] = inner
-        elif isinstance(value, list) and isinstance(modified[key], list):
-            mkey = merge_key(key, value)
-            if mkey is None:
-                continue
-            kept = {item.get(mkey) for item in modified[key] if isinstance(item, dict)}
-            gone = [{"$patch": "delete", mkey: item.get(mkey)} for item in value
-                    if item.get(mkey) not in kept]
-            if gone:
-                patch[key] = gone
-    return patch
+def schema_of(obj: Obj) -> Any:
+    """The schema of a built-in kind (None for a custom resource)."""
+    from minikube_py.api.schema.registry import schema_for
 
-
-def changes(current: Any, modified: Any) -> Obj:
-    """What `modified` says and `current` does not (its own fields left alone)."""
-    patch: Obj = {}
-    for key, value in modified.items():
-        live = current.get(key) if isinstance(current, dict) else None
-        if isinstance(value, dict) and isinstance(live, dict):
-            inner = changes(live, value)
-            if inner:
-                patch[key] = inner
-        elif isinstance(value, list) and isinstance(live, list) and merge_key(key, value):
-            mkey = merge_key(key, value)
-            by_key = {item.get(mkey): item for item in live if isinstance(item, dict)}
-            items = []
-            for item in value:
-                inner = changes(by_key.get(item.get(mkey)) or {}, item)
-                if inner:
-                    items.append({mkey: item.get(mkey), **inner})
-            if items:
-                patch[key] = items
-        elif value != live:
-            patch[key] = value
-    return patch
-
-
-def _merged(a: Obj, b: Obj) -> Obj:
-    out = dict(a)
-    for key, value in b.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merged(out[key], value)
-        elif isinstance(value, list) and isinstance(out.get(key), list):
-            out[key] = out[key] + value
-        else:
-            out[key] = value
-    return out
-
-
-def three_way_patch(original: Obj | None, modified: Obj, current: Obj) -> Obj:
-    """Step 3: deletions since the last apply, merged with the changes to the live object."""
-    return _merged(deletions(original or {}, modified), changes(current, modified))
+    group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
+    return schema_for(group, version, str(obj.get("kind", "")))
 
 
 def run(inv: Invocation) -> None:
@@ -147,6 +97,11 @@ def run(inv: Invocation) -> None:
     if inv.args:
         raise inv.usage_error(f"Unexpected args: [{' '.join(inv.args)}]")
     mode = dry_run(inv)
+    if inv.flags["server-side"]:
+        run_server_side(inv, mode)
+        return
+    if inv.flags["force-conflicts"]:
+        raise MkctlError("--force-conflicts only works with --server-side")
     params = write_params(inv, FIELD_MANAGER)
     namespace, enforce = inv.namespace()
     printer = OperationPrinter(inv, "configured")
@@ -184,7 +139,9 @@ def run(inv: Invocation) -> None:
                          f"created declaratively by either {PROGRAM} create --save-config or "
                          f"{PROGRAM} apply. The missing annotation will be patched "
                          "automatically.")
-            patch = three_way_patch(original, modified, current)
+            from minikube_py.mkctl.strategic import three_way_patch
+
+            patch = three_way_patch(original, modified, current, schema_of(modified))
             if not patch:
                 printer.print_obj(current, operation="unchanged")
                 continue
@@ -199,6 +156,38 @@ def run(inv: Invocation) -> None:
         raise Aggregate(errors + document_errors)
 
 
+def run_server_side(inv: Invocation, mode: str) -> None:
+    """Each object sent whole as an apply patch; the server does the merge."""
+    if mode == "client":
+        raise MkctlError("--dry-run=client doesn't work with --server-side (did you mean "
+                         "--dry-run=server instead?)")
+    manager = (inv.flags["field-manager"] if "field-manager" in inv.flags.changed
+               else SERVER_SIDE_FIELD_MANAGER)
+    params = write_params(inv, manager)
+    params["fieldManager"] = manager
+    if inv.flags["force-conflicts"]:
+        params["force"] = "true"
+    namespace, enforce = inv.namespace()
+    printer = OperationPrinter(inv, "serverside-applied")
+    errors: list[Exception] = []
+    for manifest in manifests.manifests(inv, inv.flags["filename"], inv.flags["recursive"],
+                                        namespace, enforce):
+        if isinstance(manifest, MkctlError):
+            errors.append(manifest)
+            continue
+        path = manifest.resource.path(manifest.namespace, manifest.name)
+        try:
+            result = inv.client.request_json("PATCH", path, params, body=manifest.object,
+                                             content_type=APPLY_PATCH)
+        except StatusError as error:
+            errors.append(MkctlError(f"{error.status.get('message', '')}\n{CONFLICTS_HELP}")
+                          if error.code == 409 else error)
+            continue
+        printer.print_obj(result)
+    if errors:
+        raise Aggregate(errors)
+
+
 COMMAND = Command(
     name="apply",
     summary="Apply a configuration to a resource by file name or stdin",
@@ -206,7 +195,11 @@ COMMAND = Command(
     run=run,
     flags=[DRY_RUN_FLAG, filename_flag("apply the configuration"), OUTPUT_FLAG,
            RECURSIVE_FLAG, TEMPLATE_FLAG, VALIDATE_FLAG,
-           field_manager_flag(FIELD_MANAGER)],
+           field_manager_flag(FIELD_MANAGER),
+           Flag("server-side", BOOL,
+                help="If true, apply runs in the server instead of the client."),
+           Flag("force-conflicts", BOOL,
+                help="If true, server-side apply will force the changes against conflicts.")],
     examples="""  # Apply the configuration in pod.json to a pod
   mkctl apply -f ./pod.json
 
