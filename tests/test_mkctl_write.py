@@ -154,6 +154,10 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (directory / "list.json").write_text(LIST)
     (directory / "web-v2.yaml").write_text(APPLIED_AGAIN)
     (directory / "web-scaled.yaml").write_text(MANIFEST.replace("replicas: 2", "replicas: 5"))
+    (directory / "prune-all.yaml").write_text(
+        MANIFEST + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
+        "  labels: {app: web}\n")
+    (directory / "prune-kept.yaml").write_text(MANIFEST.split("---\n")[0])
     (directory / "ordered.yaml").write_text(REORDERED)
     (directory / "ordered-v2.yaml").write_text(REORDERED_AGAIN)
     (directory / "held.json").write_text(json.dumps({
@@ -332,6 +336,30 @@ CASES = [
     ([], "apply", "cm"),
     (["apply -f {files}/ordered.yaml"], "apply -f {files}/ordered-v2.yaml", "deploy"),
     (["apply -f {files}/ordered-v2.yaml"], "apply -f {files}/ordered.yaml", "deploy"),
+    # apply -l and --prune
+    ([], "apply -l tier=front -f {files}/web-v2.yaml", "cm,deploy"),
+    (["apply -f {files}/prune-all.yaml", "create configmap manual"],
+     "apply --prune -l app=web -f {files}/prune-kept.yaml", "cm,deploy"),
+    (["apply -f {files}/prune-all.yaml"],
+     "apply --prune -l app=web -f {files}/prune-kept.yaml --dry-run=client", "cm,deploy"),
+    (["apply -f {files}/prune-all.yaml"],
+     "apply --prune -l app=web -f {files}/prune-kept.yaml --dry-run=server", "cm,deploy"),
+    (["apply -f {files}/prune-all.yaml"],
+     "apply --prune --all --prune-allowlist=core/v1/ConfigMap -f {files}/prune-kept.yaml",
+     "cm,deploy"),
+    (["apply -f {files}/prune-all.yaml"],
+     "apply --prune -l app=web -f {files}/prune-kept.yaml -o name", "cm,deploy"),
+    (["apply -f {files}/prune-all.yaml"],
+     "apply --server-side --prune -l app=web -f {files}/prune-kept.yaml", "cm,deploy"),
+    (["apply -f {files}/prune-all.yaml"], "apply --prune -f {files}/prune-kept.yaml",
+     "cm,deploy"),
+    (["apply -f {files}/prune-all.yaml"],
+     "apply --prune --all -l app=web -f {files}/prune-kept.yaml", "cm,deploy"),
+    (["apply -f {files}/prune-all.yaml"],
+     "apply --prune --all --prune-allowlist=v1/ConfigMap -f {files}/prune-kept.yaml",
+     "cm,deploy"),
+    (["apply -f {files}/prune-all.yaml"],
+     "apply --prune -l app=web -f {files}/mixed.yaml", "cm,deploy"),
     # apply --server-side
     ([], "apply --server-side -f {files}/web.yaml", "cm,deploy"),
     (["apply --server-side -f {files}/web.yaml"], "apply --server-side -f {files}/web-v2.yaml",

@@ -380,8 +380,12 @@ def timeout_param(config: RestConfig) -> str:
 def klog_error(location: str, message: str, error: ConnectionFailed) -> str:
     """A klog error line as kubectl's libraries print them when discovery fails:
     `E1125 09:36:00.722142    9867 memcache.go:381] "..." err="Get \\"...\\": ..."`."""
+    return klog_line("E", location, f'"{message}" err={json.dumps(str(error))}')
+
+
+def klog_line(severity: str, location: str, text: str) -> str:
+    """A line in klog's header format: `W1125 09:36:00.722142    9867 prune.go:71] text`."""
     now = time.time()
     stamp = time.strftime("%m%d %H:%M:%S", time.localtime(now))
     micros = int((now % 1) * 1_000_000)
-    err = json.dumps(str(error))
-    return f'E{stamp}.{micros:06d} {os.getpid():>7} {location}] "{message}" err={err}'
+    return f"{severity}{stamp}.{micros:06d} {os.getpid():>7} {location}] {text}"
