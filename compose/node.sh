@@ -37,6 +37,8 @@ BOOTSTRAP_KUBECONFIG="$BASE_DIR/bootstrap-kubelet.conf"
 REGISTRY=registry:5000
 CLUSTER_DNS=10.96.0.10
 CLUSTER_CIDR=10.244.0.0/16
+# the traces service: the kubelet's and proxy's spans (mkctl trace)
+TRACING_ENDPOINT=http://traces:4318
 SOCKET="$BASE_DIR/containerd.sock"
 NODE_IP="$(ip -4 -o addr show dev eth0 | awk '{split($4, a, "/"); print a[1]; exit}')"
 if [[ -z "$NODE_IP" ]]; then
@@ -91,7 +93,8 @@ fi
 
 # 6.
 python -m minikube_py.proxy --kubeconfig="$CLUSTER_DIR/kubeconfigs/proxy.conf" \
-  --hostname-override="$NODE_NAME" --cluster-cidr="$CLUSTER_CIDR" --v=2 \
+  --hostname-override="$NODE_NAME" --cluster-cidr="$CLUSTER_CIDR" \
+  --tracing-endpoint="$TRACING_ENDPOINT" --v=2 \
   >>"$BASE_DIR/proxy.log" 2>&1 &
 python -m minikube_py.kubelet --kubeconfig="$KUBELET_KUBECONFIG" \
   --bootstrap-kubeconfig="$BOOTSTRAP_KUBECONFIG" --rotate-certificates \
@@ -101,7 +104,8 @@ python -m minikube_py.kubelet --kubeconfig="$KUBELET_KUBECONFIG" \
   --tls-cert-file="$CLUSTER_DIR/pki/$NODE_NAME/kubelet.crt" \
   --tls-private-key-file="$CLUSTER_DIR/pki/$NODE_NAME/kubelet.key" \
   --client-ca-file="$CLUSTER_DIR/pki/ca.crt" --anonymous-auth=false \
-  --authentication-token-webhook --authorization-mode=Webhook --v=2 &
+  --authentication-token-webhook --authorization-mode=Webhook \
+  --tracing-endpoint="$TRACING_ENDPOINT" --v=2 &
 
 status=0
 wait -n || status=$?

@@ -65,6 +65,7 @@ from minikube_py.cluster.cli import (
     secured_apiserver_flags,
     secured_controller_manager_flags,
     secured_kubelet_flags,
+    tracing_config,
 )
 from minikube_py.cluster.components import ControllerManagerProcess
 from minikube_py.cluster.etcd import EtcdProcess
@@ -81,6 +82,7 @@ README = ROOT / "README.md"
 DOCKERFILE = ROOT / "Dockerfile"
 MAKEFILE = ROOT / "Makefile"
 SERVICES = {"pki", "etcd", "apiserver", "join-info", "controller-manager", "scheduler", "dns",
+            "traces",
             "metrics", "registry", "images", "node-1", "node-2"}
 NODES = ("node-1", "node-2")
 ENTRY_POINTS = {"minikube_py.apiserver", "minikube_py.controllers", "minikube_py.scheduler",
@@ -389,8 +391,8 @@ def test_registry_serves_the_launchers_config_from_its_volume() -> None:
 
 def test_etcd_is_reached_by_the_apiserver_alone() -> None:
     api = parsed("apiserver", "minikube_py.apiserver")
-    assert api.etcd_servers == "http://etcd:2379"
-    assert "--listen-client-urls=http://0.0.0.0:2379" in services()["etcd"]["command"]
+    assert api.etcd_servers == "https://etcd:2379"
+    assert "--listen-client-urls=https://0.0.0.0:2379" in services()["etcd"]["command"]
     networks = services()["etcd"]["networks"]
     assert compose()["networks"][networks[0]]["internal"] is True
     on_its_network = {name for name, service in services().items()
@@ -471,10 +473,56 @@ def test_runtime_config_writes_the_config_containerd_starts_from(tmp_path: Path)
 
 # -- the secured cluster ---------------------------------------------------------------------
 
+def test_etcd_serves_tls_to_clients_of_its_own_ca_as_up_runs_it(volumes: Path) -> None:
+    """etcd's serving flags are those `up` gives it, with the files of its share; its
+    certificate names the host the API server dials; its health check and the API server
+    present client certificates of etcd's CA."""
+    etcd = certs_seen_by("etcd").etcd_tls()
+    command = services()["etcd"]["command"]
+    assert command[-len(etcd.flags()):] == etcd.flags()
+    check = services()["etcd"]["healthcheck"]["test"]
+    assert {f"--cacert={etcd.ca_file}", f"--cert={etcd.client.cert_file}",
+            f"--key={etcd.client.key_file}", "--endpoints=https://127.0.0.1:2379"} <= set(check)
+    api = parsed("apiserver", "minikube_py.apiserver")
+    assert (api.etcd_cafile, api.etcd_certfile, api.etcd_keyfile) == tuple(
+        flag.partition("=")[2] for flag in certs_seen_by("apiserver").apiserver_etcd_flags())
+    cert = certificate_in(volumes, "etcd", str(etcd.cert_file))
+    etcd_ca = certificate_in(volumes, "etcd", str(etcd.ca_file))
+    cert.verify_directly_issued_by(etcd_ca)
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert urlsplit(api.etcd_servers).hostname in names.get_values_for_type(x509.DNSName)
+    client = certificate_in(volumes, "apiserver", api.etcd_certfile)
+    client.verify_directly_issued_by(etcd_ca)
+
+
+def test_every_component_up_traces_sends_its_spans_to_the_traces_service(
+        volumes: Path) -> None:
+    """As with `up`: the controller-manager, the scheduler, each node's kubelet and proxy
+    take --tracing-endpoint, the API server a TracingConfiguration in its share, all naming
+    the traces service where it listens; join-info tells mkctl where it is published."""
+    receiver = parsed("traces", "minikube_py.traces")
+    endpoint = f"http://traces:{receiver.port}"
+    for where, module in (("controller-manager", "minikube_py.controllers"),
+                          ("scheduler", "minikube_py.scheduler"),
+                          *((node, "minikube_py.kubelet") for node in NODES),
+                          *((node, "minikube_py.proxy") for node in NODES)):
+        assert parsed(where, module).tracing_endpoint == endpoint, (where, module)
+    api = parsed("apiserver", "minikube_py.apiserver")
+    config = yaml.safe_load(in_volume(volumes, "apiserver", api.tracing_config_file)
+                            .read_text())
+    assert config["kind"] == "TracingConfiguration"
+    assert config["endpoint"] == f"traces:{receiver.port}"
+    assert services()["traces"]["ports"] == [f"127.0.0.1:{receiver.port}:{receiver.port}"]
+    published = parsed("join-info", "minikube_py.cluster.compose").trace_receiver_url
+    assert published == f"http://127.0.0.1:{receiver.port}"
+
+
 def test_apiserver_serves_tls_with_the_flags_up_passes() -> None:
     command = services()["apiserver"]["command"]
     certs = certs_seen_by("apiserver")
-    expected = [*apiserver_tls(certs).flags(), *secured_apiserver_flags(certs)]
+    expected = [*apiserver_tls(certs).flags(), *secured_apiserver_flags(certs),
+                *certs.apiserver_etcd_flags(),
+                f"--tracing-config-file={tracing_config(certs.state)}"]
     assert command[-len(expected):] == expected
     api = parsed("apiserver", "minikube_py.apiserver")
     assert api.bind_address == "0.0.0.0"
@@ -700,7 +748,8 @@ async def test_a_node_joins_the_control_plane_the_compose_commands_start(
         [private_etcd.client_url], tmp_path / "apiserver.log", port=port,
         tls=ServingTLS(Path(tls.tls_cert_file), Path(tls.tls_private_key_file),
                        Path(tls.client_ca_file)),
-        extra_args=without(flags, {"--etcd-servers", "--bind-address", "--port",
+        extra_args=without(flags, {"--etcd-servers", "--etcd-cafile", "--etcd-certfile",
+                                   "--etcd-keyfile", "--bind-address", "--port",
                                    "--advertise-address", "--tls-cert-file",
                                    "--tls-private-key-file", "--client-ca-file"}))
     manager = Container("controller-manager", tmp_path / "controller-manager", volumes)

@@ -174,7 +174,8 @@ class ClusterCertificates:
         else:
             ca = pki.new_ca("etcd-ca")
             ca.write(etcd, "ca")
-        names = {"dns_names": ("localhost",), "ip_addresses": (LOOPBACK,)}
+        # "etcd": its host name in docker-compose.yml
+        names = {"dns_names": ("localhost", "etcd"), "ip_addresses": (LOOPBACK,)}
         for name, common_name, options in (
                 ("server", "minikube-py", {**names, "server": True, "client": True}),
                 ("peer", "minikube-py", {**names, "server": True, "client": True}),

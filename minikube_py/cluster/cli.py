@@ -317,9 +317,13 @@ def write_tracing_config(state: Path, cluster: dict[str, Any]) -> None:
     network = cluster_network(cluster)
     address = network.gateway if network is not None else LOOPBACK
     endpoint = cluster.get("tracingEndpoint") or f"{address}:{cluster['ports']['tracing']}"
-    tracing_config(state).write_text(
-        "apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\n"
-        f"endpoint: {endpoint}\nsamplingRatePerMillion: 1000000\n")
+    tracing_config(state).write_text(tracing_configuration(endpoint))
+
+
+def tracing_configuration(endpoint: str) -> str:
+    """The API server's TracingConfiguration: every request sampled, sent to `endpoint`."""
+    return ("apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\n"
+            f"endpoint: {endpoint}\nsamplingRatePerMillion: 1000000\n")
 
 
 def apiserver_tls(certs: ClusterCertificates) -> ServingTLS:

@@ -42,8 +42,10 @@ from minikube_py.client.rest import ConnectionFailed
 from minikube_py.client.transport import TransportError
 from minikube_py.cluster.bootstraptoken import DiscoveryError, ca_cert_hash
 from minikube_py.cluster.certs import ClusterCertificates
+from minikube_py.cluster.cli import tracing_config, tracing_configuration
 from minikube_py.cluster.image_command import push_catalog
 from minikube_py.cluster.join import JoinInfo, join_node, publish_cluster_objects, token_file
+from minikube_py.cluster.traces import publish_trace_receiver
 from minikube_py.images.debian import PackageError
 from minikube_py.images.registry import ArchiveError, RegistryError
 from minikube_py.kubelet.runtime_setup import (
@@ -56,10 +58,18 @@ from minikube_py.kubelet.runtime_setup import (
 def shares(certs: ClusterCertificates, nodes: Iterable[str]) -> dict[str, tuple[Path, ...]]:
     """Who may read which of the cluster's files: what its flags name, nothing more.
     "admin" is the join-info step's (and what a user copies out to run kubectl)."""
+    etcd = certs.etcd_tls()
+    tracing = tracing_config(certs.state)
     return {
+        "etcd": (etcd.ca_file, etcd.cert_file, etcd.key_file, etcd.peer_cert_file,
+                 etcd.peer_key_file, Path(etcd.client.cert_file),
+                 Path(etcd.client.key_file)),
         "apiserver": (certs.ca_file, certs.file("apiserver.crt"), certs.file("apiserver.key"),
                       certs.file("apiserver-kubelet-client.crt"),
-                      certs.file("apiserver-kubelet-client.key"), certs.service_account_key),
+                      certs.file("apiserver-kubelet-client.key"), certs.service_account_key,
+                      etcd.ca_file, certs.file("apiserver-etcd-client.crt"),
+                      certs.file("apiserver-etcd-client.key"),
+                      *((tracing,) if tracing.exists() else ())),
         "controller-manager": (certs.ca_file, certs.file("ca.key"),
                                certs.kubeconfig("controller-manager")),
         "scheduler": (certs.kubeconfig("scheduler"),),
@@ -92,6 +102,8 @@ def make_certificates(args: argparse.Namespace) -> None:
     nodes = dict(args.node)
     try:
         certs.ensure(args.server, tuple(args.address), nodes)
+        if args.tracing_endpoint:
+            tracing_config(certs.state).write_text(tracing_configuration(args.tracing_endpoint))
         print(f"wrote the cluster's certificates and kubeconfigs in {args.state}")
         for who, files in shares(certs, nodes).items():
             copy_share(certs, files, args.shares / who)
@@ -110,6 +122,8 @@ def publish_join_info(args: argparse.Namespace) -> None:
             raise KubeconfigError(f"{args.kubeconfig} names no certificate authority")
         join = asyncio.run(publish_cluster_objects(args.kubeconfig, args.state, args.server,
                                                    Path(ca_file).read_bytes()))
+        if args.trace_receiver_url:
+            asyncio.run(publish_trace_receiver(args.kubeconfig, args.trace_receiver_url))
     except (KubeconfigError, APIStatusError, ConnectionFailed, TransportError, OSError,
             ValueError) as error:
         sys.exit(f"publish-join-info: {error}")
@@ -199,6 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
     certs.add_argument("--shares", type=Path, required=True,
                        help="each service's share goes to <shares>/<service> (for a node: "
                             "its name; for the join-info step: admin)")
+    certs.add_argument("--tracing-endpoint", default="", metavar="HOST:PORT",
+                       help="write the API server's TracingConfiguration (tracing.yaml, in "
+                            "its share) sending its spans to this OTLP receiver")
     certs.set_defaults(run=make_certificates)
     publish = steps.add_parser("publish-join-info", help="once the API server runs: the "
                                "component roles, a bootstrap token and cluster-info")
@@ -209,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     publish.add_argument("--server", required=True, metavar="URL",
                          help="the API server as the nodes reach it, published in "
                               "cluster-info")
+    publish.add_argument("--trace-receiver-url", default="", metavar="URL",
+                         help="publish the trace receiver's query URL, as users reach it, "
+                              "for `mkctl trace` (kube-public/minikube-py-tracing)")
     publish.set_defaults(run=publish_join_info)
     joining = steps.add_parser("join", help="discover the cluster with a bootstrap token and "
                                "write the kubelet's bootstrap kubeconfig")
