@@ -399,3 +399,22 @@ async def test_nftables_incremental_sync_rewrites_only_the_changed_service(
             assert after[name] != before[name]  # refilled: new rules, new handles
         else:
             assert after[name] == before[name], name
+
+
+async def test_client_ip_affinity_and_local_external_policy_answer(
+        proxier: Proxier, topology: Topology, api_client: Client, namespace: str) -> None:
+    """sessionAffinity ClientIP keeps every new connection of a client on one endpoint;
+    a LoadBalancer with externalTrafficPolicy Local answers at its node port from this
+    node's endpoints."""
+    sticky = await create_service(
+        api_client, namespace, "sticky", list(ENDPOINTS.values()),
+        sessionAffinity="ClientIP", sessionAffinityConfig={"clientIP": {"timeoutSeconds": 60}})
+    url = f"http://{sticky['spec']['clusterIP']}/"
+    await wait_answers(topology, url)
+    counts = requests(topology, url, 30)
+    assert len(counts) == 1 and sum(counts.values()) == 30, counts
+    local = await create_service(api_client, namespace, "local", ["10.250.0.12"],
+                                 type="LoadBalancer", externalTrafficPolicy="Local")
+    node_port = local["spec"]["ports"][0]["nodePort"]
+    await wait_answers(topology, f"http://10.250.0.1:{node_port}/")
+    assert requests(topology, f"http://10.250.0.1:{node_port}/", 5) == Counter({"e2": 5})
