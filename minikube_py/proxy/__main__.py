@@ -65,6 +65,8 @@ def main(argv: list[str] | None = None) -> None:
         for name, writer in MODES.items():
             try:
                 print(asyncio.run(writer(ProxyConfig(""), args.netns).cleanup()))
+            except FileNotFoundError as error:
+                print(f"{name} mode: nothing to remove ({error.filename} is not installed)")
             except (RestoreError, OSError) as error:
                 sys.exit(f"proxy: cleanup of the {name} mode's rules failed: {error}")
         return

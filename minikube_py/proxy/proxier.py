@@ -174,6 +174,8 @@ class Proxier(Component):
         for other in self.other_modes:
             try:
                 log.debug("%s mode: %s", other.mode, await other.cleanup())
+            except FileNotFoundError:
+                log.debug("%s mode: its tool is not installed", other.mode)
             except (RestoreError, OSError) as error:
                 log.warning("could not remove the %s mode's rules: %s", other.mode, error)
 
