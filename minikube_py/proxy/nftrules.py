@@ -283,7 +283,8 @@ def incremental_input(desired: Ruleset, written: Ruleset) -> str:
     changed = [name for name, rules in desired.chains.items()
                if written.chains.get(name) != rules]
     gone = sorted(set(written.chains) - set(desired.chains))
-    new_sets = sorted(set(desired.affinity_sets) - set(written.affinity_sets))
+    new_sets = sorted(name for name, timeout in desired.affinity_sets.items()
+                      if written.affinity_sets.get(name) != timeout)  # new, or a new timeout
     gone_sets = sorted(set(written.affinity_sets) - set(desired.affinity_sets))
     lines = _declarations(desired, changed, new_sets)
     lines += [f"flush chain {TABLE} {name}" for name in changed if name in written.chains]

@@ -96,3 +96,15 @@ def test_incremental_input_touches_only_the_changed_service() -> None:
         "delete chain ip kube-proxy endpoint-") and "10.244.1.2/8080" in text.splitlines()[-1]
     gone = incremental_input(assemble([]), before)
     assert "delete element ip kube-proxy service-ips { 10.96.0.60 . tcp . 80, " in gone
+
+
+def test_a_changed_affinity_timeout_declares_the_set_again() -> None:
+    def table(seconds: int) -> Any:
+        spec = {"sessionAffinity": "ClientIP",
+                "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": seconds}}}
+        return assemble([service_ruleset(service_ports(
+            [service(**spec)], [endpoint_slice(["10.244.1.2"])]), CONFIG)])
+
+    text = incremental_input(table(120), table(60))
+    assert "add set ip kube-proxy affinity-" in text and "timeout 120s" in text
+    assert incremental_input(table(60), table(60)) == ""
