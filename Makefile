@@ -67,6 +67,7 @@ apt:
 		|| missing="$$missing busybox-static"; \
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
 	command -v iptables >/dev/null 2>&1 || missing="$$missing iptables"; \
+	command -v nft >/dev/null 2>&1 || missing="$$missing nftables"; \
 	command -v docker-registry >/dev/null 2>&1 || missing="$$missing docker-registry"; \
 	command -v conntrack >/dev/null 2>&1 || missing="$$missing conntrack"; \
 	command -v docker-compose >/dev/null 2>&1 || missing="$$missing docker-compose"; \

@@ -1,14 +1,16 @@
 """Service proxy: full and incremental syncs of 1,000 Services x 10 endpoints, and idle CPU.
 
-In a network namespace of its own (real iptables, nf_tables backend), with generated
-Services and EndpointSlices put straight into the proxy's informer caches (no API server:
-what is measured is the proxy's own work and iptables'), alternating in each trial:
-- the floor: a plain `iptables-restore` of the very input the proxy's full sync writes,
-  into a fresh namespace (the tables are replaced whole);
-- the same input with `--noflush` into the proxy's namespace (how the proxy must write:
-  other programs' rules in nat and filter stay);
-- the proxy's full sync (Proxier.sync(full=True): assemble every chain, list the existing
-  chains, one restore, the jumps);
+In a network namespace of its own (real iptables, nf_tables backend, or real nftables with
+--proxy-mode nftables), with generated Services and EndpointSlices put straight into the
+proxy's informer caches (no API server: what is measured is the proxy's own work and the
+kernel's), alternating in each trial:
+- the floor: the very rules the proxy's full sync writes, loaded into a fresh namespace:
+  a plain `iptables-restore` (the tables are replaced whole), or `nft -f` of the table;
+- iptables mode: the same input with `--noflush` into the proxy's namespace (how the proxy
+  must write: other programs' rules in nat and filter stay);
+- the proxy's full sync (Proxier.sync(full=True): assemble every chain; iptables: list the
+  existing chains, one restore, the jumps; nftables: one `nft -f` that deletes and
+  rewrites the proxy's table);
 then an incremental sync after one endpoint of one Service changed, and the proxy's CPU
 while idle (its periodic syncs, which write nothing when nothing changed).
 
@@ -34,7 +36,8 @@ from benchmarks.apiserver import BenchmarkError  # noqa: E402
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
 from minikube_py.client.kubeconfig import ClientConfig  # noqa: E402
 from minikube_py.client.rest import Client  # noqa: E402
-from minikube_py.proxy.proxier import Proxier  # noqa: E402
+from minikube_py.proxy.nftrules import table_input  # noqa: E402
+from minikube_py.proxy.proxier import MODES, Proxier  # noqa: E402
 from minikube_py.proxy.rules import ProxyConfig, restore_input  # noqa: E402
 
 Obj = dict[str, Any]
@@ -68,19 +71,21 @@ def netns(*command: str, stdin: str | None = None) -> float:
     return time.perf_counter() - started
 
 
-def plain_restore(text: str) -> float:
-    """The floor: `iptables-restore` (tables replaced whole) into a fresh namespace."""
+def plain_restore(text: str, mode: str) -> float:
+    """The floor: `iptables-restore` (tables replaced whole), or `nft -f` of the table,
+    into a fresh namespace."""
     name = f"{NETNS}-floor"
+    command = ["iptables-restore"] if mode == "iptables" else ["nft", "-f", "-"]
     subprocess.run(["ip", "netns", "add", name], check=True)
     try:
         started = time.perf_counter()
-        done = subprocess.run(["nsenter", f"--net=/var/run/netns/{name}", "iptables-restore"],
+        done = subprocess.run(["nsenter", f"--net=/var/run/netns/{name}", *command],
                               input=text, capture_output=True, text=True)
         elapsed = time.perf_counter() - started
     finally:
         subprocess.run(["ip", "netns", "del", name], check=False)
     if done.returncode != 0:
-        raise BenchmarkError(f"iptables-restore: {done.stderr.strip()[:300]}")
+        raise BenchmarkError(f"{command[0]}: {done.stderr.strip()[:300]}")
     return elapsed
 
 
@@ -89,16 +94,17 @@ async def measure(args: argparse.Namespace) -> list[Row]:
     trials = 3 if args.quick else 5
     subprocess.run(["ip", "netns", "add", NETNS], check=True)
     try:
-        return await _measure(services, args.endpoints, trials, args.quick)
+        return await _measure(services, args.endpoints, trials, args.quick, args.proxy_mode)
     finally:
         subprocess.run(["ip", "netns", "del", NETNS], check=False)
 
 
-async def _measure(services: int, endpoints: int, trials: int, quick: bool) -> list[Row]:
+async def _measure(services: int, endpoints: int, trials: int, quick: bool, mode: str
+                   ) -> list[Row]:
     client = Client(ClientConfig(server="http://127.0.0.1:1"))
     sync_period = 10.0 if quick else 30.0
     proxier = Proxier(client, ProxyConfig("node-0", "10.244.0.0/16"),
-                      netns=f"/var/run/netns/{NETNS}", sync_period=sync_period)
+                      netns=f"/var/run/netns/{NETNS}", mode=mode, sync_period=sync_period)
     for i in range(services):
         proxier.services.store.put(service(i))
         proxier.slices.store.put(endpoint_slice(i, endpoints))
@@ -106,16 +112,22 @@ async def _measure(services: int, endpoints: int, trials: int, quick: bool) -> l
     started = time.perf_counter()
     await proxier.sync(full=True)
     first = time.perf_counter() - started
-    full_text = restore_input(proxier._written, {}, stale={})
+    written = proxier.writer.written
+    if mode == "iptables":
+        full_text = restore_input(written, {}, stale={})
+        chains = sum(1 for line in full_text.splitlines() if line.startswith(":"))
+        kinds = ("floor", "noflush", "proxy")
+    else:
+        full_text = table_input(written)
+        chains = len(written.chains)
+        kinds = ("floor", "proxy")
     lines = full_text.count("\n")
-    chains = sum(1 for line in full_text.splitlines() if line.startswith(":"))
     floors, noflush, fulls = [], [], []
     for trial in range(trials):
-        order = ("floor", "noflush", "proxy") if trial % 2 == 0 else ("proxy", "noflush",
-                                                                        "floor")
+        order = kinds if trial % 2 == 0 else kinds[::-1]
         for kind in order:
             if kind == "floor":
-                floors.append(plain_restore(full_text))
+                floors.append(plain_restore(full_text, mode))
             elif kind == "noflush":
                 noflush.append(netns("iptables-restore", "-w", "5", "--noflush",
                                      stdin=full_text))
@@ -124,7 +136,6 @@ async def _measure(services: int, endpoints: int, trials: int, quick: bool) -> l
                 await proxier.sync(full=True)
                 fulls.append(time.perf_counter() - started)
     ratios = [f / r for f, r in zip(fulls, floors, strict=True)]
-    noflush_ratios = [f / r for f, r in zip(fulls, noflush, strict=True)]
     incrementals = []
     for trial in range(trials * 2):
         changed = copy.deepcopy(proxier.slices.store.get(f"bench/svc-{trial}-abc"))
@@ -150,16 +161,23 @@ async def _measure(services: int, endpoints: int, trials: int, quick: bool) -> l
         return ", ".join(f"{v * 1000:.0f}" for v in values)
 
     size = f"{services:,} Services x {endpoints} endpoints ({lines:,} lines, {chains:,} chains)"
+    floor = "iptables-restore of the proxy's input" if mode == "iptables" else (
+        "nft -f of the proxy's table")
+    rows = [(f"floor: {floor}, {size}",
+             f"{statistics.median(floors) * 1000:.0f} ms (trials {ms(floors)})", "", "")]
+    against_noflush = ""
+    if noflush:
+        rows.append(("the same input with --noflush, into the proxy's tables",
+                     f"{statistics.median(noflush) * 1000:.0f} ms (trials {ms(noflush)})",
+                     "", ""))
+        noflush_ratios = [f / r for f, r in zip(fulls, noflush, strict=True)]
+        against_noflush = f"{statistics.median(noflush_ratios):.2f} x the --noflush restore; "
     return [
-        (f"floor: iptables-restore of the proxy's input, {size}",
-         f"{statistics.median(floors) * 1000:.0f} ms (trials {ms(floors)})", "", ""),
-        ("the same input with --noflush, into the proxy's tables",
-         f"{statistics.median(noflush) * 1000:.0f} ms (trials {ms(noflush)})", "", ""),
+        *rows,
         ("proxy full sync, same rules",
          f"{statistics.median(fulls) * 1000:.0f} ms (trials {ms(fulls)}); "
          f"{share:.2f} x the floor (ratios {', '.join(f'{r:.2f}' for r in ratios)}); "
-         f"{statistics.median(noflush_ratios):.2f} x the --noflush restore; "
-         f"first sync with every Service new {first * 1000:.0f} ms",
+         f"{against_noflush}first sync with every Service new {first * 1000:.0f} ms",
          "<= 1.6 x the floor", verdict(share <= 1.6)),
         ("incremental sync after one endpoint change",
          f"median {incremental:.1f} ms, max {max(incrementals) * 1000:.1f} ms "
@@ -173,11 +191,13 @@ async def _measure(services: int, endpoints: int, trials: int, quick: bool) -> l
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--services", type=int, default=1000)
     parser.add_argument("--endpoints", type=int, default=10)
+    parser.add_argument("--proxy-mode", default="iptables", choices=sorted(MODES))
 
 
 def main() -> None:
     run_benchmark(__doc__.splitlines()[0], "service proxy", "proxy.py", measure,
-                  add_arguments=add_arguments)
+                  add_arguments=add_arguments,
+                  note=lambda args: f"--proxy-mode {args.proxy_mode}")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,15 @@
-"""The service proxy against real iptables, in network namespaces the test builds:
+"""The service proxy against real iptables and nftables, in network namespaces the test
+builds:
 
-    node namespace: bridge 10.250.0.1/24, the proxy's iptables, the clients
+    node namespace: bridge 10.250.0.1/24, the proxy's rules, the clients
       |-- veth -- endpoint namespace e1: 10.250.0.11, busybox httpd on 8080 ("e1")
       |-- veth -- e2: 10.250.0.12
       |-- veth -- e3: 10.250.0.13
 
 The Services and EndpointSlices are real objects in the shared API server; the proxy runs
 in the test process and programs the node namespace's tables (`netns`). No packet leaves
-the namespaces, and the host's own tables are never touched.
+the namespaces, and the host's own tables are never touched. Tests of what packets do run
+in both proxy modes (`mode`); each proxy removes the other mode's rules as it starts.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -33,6 +36,7 @@ from minikube_py.tracing.context import ANNOTATION
 from minikube_py.tracing.tracer import Span, Tracer
 
 pytestmark = pytest.mark.slow
+MODES = ["iptables", "nftables"]
 
 Obj = dict[str, Any]
 PREFIX = "mkpt-"
@@ -155,11 +159,18 @@ def topology(fast_tmp: Path) -> Iterator[Topology]:
             run("ip", "netns", "del", ns, check=False)
 
 
+@pytest.fixture(params=MODES)
+def mode(request: pytest.FixtureRequest) -> str:
+    if request.param == "nftables" and not shutil.which("nft"):
+        pytest.skip("nft is not installed (make apt installs nftables)")
+    return str(request.param)
+
+
 @pytest.fixture
-async def proxier(topology: Topology, kubeconfig: Path) -> AsyncIterator[Proxier]:
+async def proxier(topology: Topology, kubeconfig: Path, mode: str) -> AsyncIterator[Proxier]:
     async with Client.from_kubeconfig(kubeconfig, user_agent="kube-proxy") as client, \
             Proxier(client, ProxyConfig("node-1", "10.244.0.0/16"),
-                    netns=str(NETNS_DIR / topology.node)) as running:
+                    netns=str(NETNS_DIR / topology.node), mode=mode) as running:
         yield running
 
 
@@ -174,6 +185,24 @@ def rules_text(topology: Topology) -> str:
     saved = in_ns(topology.node, "iptables-save").stdout
     return "\n".join(re.sub(r"\[\d+:\d+\]", "", line) for line in saved.splitlines()
                      if not line.startswith("#"))
+
+
+def nft_table(topology: Topology, *, handles: bool = False) -> str:
+    """`nft list table ip kube-proxy` of the node namespace ("" when there is none)."""
+    listed = in_ns(topology.node, "nft", *(["-a"] if handles else []), "list", "table", "ip",
+                   "kube-proxy", check=False)
+    return listed.stdout if listed.returncode == 0 else ""
+
+
+def proxy_rules(topology: Topology, mode: str) -> str:
+    """What the proxy wrote in this mode: iptables-save, or the nftables table."""
+    return rules_text(topology) if mode == "iptables" else nft_table(topology)
+
+
+def chain_blocks(table: str) -> dict[str, str]:
+    """`nft list table` output cut into its chains: name -> the chain's text."""
+    return {match.group(1): match.group(0)
+            for match in re.finditer(r"\tchain (\S+) \{[^\n]*\n.*?\n\t\}", table, re.DOTALL)}
 
 
 async def create_service(api: Client, namespace: str, name: str, addresses: list[str],
@@ -235,11 +264,14 @@ async def test_node_port_and_load_balancer_ip_answer(
 
 
 async def test_service_without_endpoints_is_refused_at_once_and_deleted_leaves_no_chain(
-        proxier: Proxier, topology: Topology, api_client: Client, namespace: str) -> None:
+        proxier: Proxier, topology: Topology, api_client: Client, namespace: str,
+        mode: str) -> None:
     service = await create_service(api_client, namespace, "empty", [])
     url = f"http://{service['spec']['clusterIP']}/"
+    refusal = (f"{namespace}/empty:http has no endpoints" if mode == "iptables"
+               else f"{service['spec']['clusterIP']} . tcp . 80 : goto reject-chain")
     for _ in range(50):
-        if f"{namespace}/empty:http has no endpoints" in rules_text(topology):
+        if refusal in proxy_rules(topology, mode):
             break
         await asyncio.sleep(0.1)
     started = time.monotonic()
@@ -247,11 +279,15 @@ async def test_service_without_endpoints_is_refused_at_once_and_deleted_leaves_n
     assert time.monotonic() - started < 2.5  # REJECT: refused, not a timeout
     with_endpoints = await create_service(api_client, namespace, "gone", ["10.250.0.12"])
     await wait_answers(topology, f"http://{with_endpoints['spec']['clusterIP']}/")
-    assert f"{namespace}/gone:http" in rules_text(topology)
+    gone = (f"{namespace}/gone:http" if mode == "iptables"
+            else f"{namespace}/gone/tcp/http")
+    assert gone in proxy_rules(topology, mode)
+    gone_ip = with_endpoints["spec"]["clusterIP"]
     await api_client.resource("services").delete("gone", namespace)
     await api_client.resource("endpointslices", "discovery.k8s.io").delete("gone-1", namespace)
     await asyncio.sleep(1.0)
-    assert f"{namespace}/gone" not in rules_text(topology)
+    left = proxy_rules(topology, mode)
+    assert f"{namespace}/gone" not in left and f"{gone_ip} " not in left
 
 
 async def test_a_removed_udp_endpoint_loses_its_conntrack_flow(
@@ -295,30 +331,95 @@ async def test_a_removed_udp_endpoint_loses_its_conntrack_flow(
 
 
 async def test_restarted_proxy_writes_no_rule_change(
-        topology: Topology, kubeconfig: Path, api_client: Client, namespace: str) -> None:
+        topology: Topology, kubeconfig: Path, api_client: Client, namespace: str,
+        mode: str) -> None:
     await create_service(api_client, namespace, "steady", ["10.250.0.11", "10.250.0.12"])
     async with Client.from_kubeconfig(kubeconfig) as client:
         config = ProxyConfig("node-1", "10.244.0.0/16")
         netns = str(NETNS_DIR / topology.node)
-        async with Proxier(client, config, netns=netns):
-            before = rules_text(topology)
-        assert f"{namespace}/steady:http" in before
-        async with Proxier(client, config, netns=netns) as again:
+        async with Proxier(client, config, netns=netns, mode=mode):
+            before = proxy_rules(topology, mode)
+        assert f"{namespace}/steady" in before
+        async with Proxier(client, config, netns=netns, mode=mode) as again:
             assert again.syncs == 1
-            assert rules_text(topology) == before
+            assert proxy_rules(topology, mode) == before
 
 
 async def test_cleanup_removes_every_chain_and_jump(topology: Topology, kubeconfig: Path,
-                                                   api_client: Client, namespace: str) -> None:
+                                                   api_client: Client, namespace: str,
+                                                   mode: str) -> None:
     await create_service(api_client, namespace, "tidy", ["10.250.0.11"])
     async with Client.from_kubeconfig(kubeconfig) as client, Proxier(
-            client, ProxyConfig("node-1"), netns=str(NETNS_DIR / topology.node)):
-        assert "KUBE-SERVICES" in rules_text(topology)
+            client, ProxyConfig("node-1"), netns=str(NETNS_DIR / topology.node), mode=mode):
+        assert f"{namespace}/tidy" in proxy_rules(topology, mode)
     cleaned = subprocess.run(
         [sys.executable, "-m", "minikube_py.proxy", "--cleanup",
          f"--netns={NETNS_DIR / topology.node}"], capture_output=True, text=True, timeout=30)
     assert cleaned.returncode == 0, cleaned.stderr
     assert "KUBE-" not in rules_text(topology)
+    assert nft_table(topology) == ""
+
+
+async def test_nftables_incremental_sync_rewrites_only_the_changed_service(
+        topology: Topology, kubeconfig: Path, api_client: Client, namespace: str) -> None:
+    """After one endpoint of one Service changes, the table and every chain of the other
+    Services keep their handles (nft -a): the sync flushed and refilled only the changed
+    chains."""
+    if not shutil.which("nft"):
+        pytest.skip("nft is not installed (make apt installs nftables)")
+    await create_service(api_client, namespace, "still", ["10.250.0.11", "10.250.0.12"])
+    moving = await create_service(api_client, namespace, "moving", ["10.250.0.11"])
+    async with Client.from_kubeconfig(kubeconfig) as client, Proxier(
+            client, ProxyConfig("node-1", "10.244.0.0/16"),
+            netns=str(NETNS_DIR / topology.node), mode="nftables") as proxier:
+        await wait_answers(topology, f"http://{moving['spec']['clusterIP']}/")
+        table_before = nft_table(topology, handles=True)
+        before = chain_blocks(table_before)
+        syncs = proxier.syncs
+        slices = api_client.resource("endpointslices", "discovery.k8s.io")
+        current = await slices.get("moving-1", namespace)
+        current["endpoints"][0]["addresses"] = ["10.250.0.13"]
+        await slices.update(current)
+        for _ in range(50):
+            if requests(topology, f"http://{moving['spec']['clusterIP']}/", 1) == Counter(
+                    {"e3": 1}):
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("the Service never reached its new endpoint")
+        table_after = nft_table(topology, handles=True)
+        after = chain_blocks(table_after)
+        assert proxier.syncs > syncs
+    # the table itself was not replaced (a new table would have a new handle)
+    assert table_after.splitlines()[0] == table_before.splitlines()[0]
+    moved = f"{namespace}/moving/"
+    assert len(before) > 10 and any(f"{namespace}/still/" in name for name in before)
+    assert all(moved in name for name in set(before) ^ set(after))
+    assert any(moved in name for name in set(after) - set(before))  # the new endpoint
+    for name in set(before) & set(after):
+        if moved in name and name.startswith("service-"):
+            assert after[name] != before[name]  # refilled: new rules, new handles
+        else:
+            assert after[name] == before[name], name
+
+
+async def test_client_ip_affinity_and_local_external_policy_answer(
+        proxier: Proxier, topology: Topology, api_client: Client, namespace: str) -> None:
+    """sessionAffinity ClientIP keeps every new connection of a client on one endpoint;
+    a LoadBalancer with externalTrafficPolicy Local answers at its node port from this
+    node's endpoints."""
+    sticky = await create_service(
+        api_client, namespace, "sticky", list(ENDPOINTS.values()),
+        sessionAffinity="ClientIP", sessionAffinityConfig={"clientIP": {"timeoutSeconds": 60}})
+    url = f"http://{sticky['spec']['clusterIP']}/"
+    await wait_answers(topology, url)
+    counts = requests(topology, url, 30)
+    assert len(counts) == 1 and sum(counts.values()) == 30, counts
+    local = await create_service(api_client, namespace, "local", ["10.250.0.12"],
+                                 type="LoadBalancer", externalTrafficPolicy="Local")
+    node_port = local["spec"]["ports"][0]["nodePort"]
+    await wait_answers(topology, f"http://10.250.0.1:{node_port}/")
+    assert requests(topology, f"http://10.250.0.1:{node_port}/", 5) == Counter({"e2": 5})
 
 
 class KeptSpans:

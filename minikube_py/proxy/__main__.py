@@ -1,5 +1,5 @@
 """`python -m minikube_py.proxy --kubeconfig F --hostname-override NODE [--proxy-mode
-iptables] [--cluster-cidr CIDR] [--healthz-bind-address A:10256]
+iptables|nftables] [--cluster-cidr CIDR] [--healthz-bind-address A:10256]
 [--metrics-bind-address A:10249] [--iptables-sync-period 30s] [--cleanup]`"""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from minikube_py.client.component import run_component
 from minikube_py.client.kubeconfig import KubeconfigError
 from minikube_py.client.logs import add_verbosity_flag, setup_logging
 from minikube_py.client.rest import Client
+from minikube_py.proxy.commands import RestoreError
 from minikube_py.proxy.healthcheck import serve_healthz
-from minikube_py.proxy.iptables import IPTables, RestoreError
-from minikube_py.proxy.proxier import Proxier
+from minikube_py.proxy.proxier import MODES, Proxier
 from minikube_py.proxy.rules import ProxyConfig
 from minikube_py.tracing.setup import add_tracing_flag, close_tracer, tracer_for
 
@@ -37,8 +37,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
     parser.add_argument("--hostname-override", default=socket.gethostname(),
                         help="this node's name (its local endpoints and its Node object)")
-    parser.add_argument("--proxy-mode", default="iptables", choices=["iptables"],
-                        help="only iptables: this machine has no IPVS")
+    parser.add_argument("--proxy-mode", default="iptables", choices=sorted(MODES),
+                        help="iptables (the default) or nftables (the table ip kube-proxy); "
+                             "no IPVS")
     parser.add_argument("--cluster-cidr", default="",
                         help="the pods' range: traffic from outside it to a ClusterIP is "
                              "masqueraded")
@@ -50,7 +51,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="program the tables of this network namespace (a path such as "
                              "/var/run/netns/NAME) instead of our own")
     parser.add_argument("--cleanup", action="store_true",
-                        help="remove every rule and chain the proxy created, then exit")
+                        help="remove every rule and chain the proxy created (in either mode), "
+                             "then exit")
     add_tracing_flag(parser)
     add_verbosity_flag(parser)
     return parser.parse_args(argv)
@@ -60,11 +62,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     setup_logging(args.v)
     if args.cleanup:
-        try:
-            removed = asyncio.run(IPTables(args.netns).cleanup())
-        except (RestoreError, OSError) as error:
-            sys.exit(f"proxy: cleanup failed: {error}")
-        print(f"removed {removed} chains")
+        for name, writer in MODES.items():
+            try:
+                print(asyncio.run(writer(ProxyConfig(""), args.netns).cleanup()))
+            except FileNotFoundError as error:
+                print(f"{name} mode: nothing to remove ({error.filename} is not installed)")
+            except (RestoreError, OSError) as error:
+                sys.exit(f"proxy: cleanup of the {name} mode's rules failed: {error}")
         return
     try:
         client = Client.from_kubeconfig(args.kubeconfig, user_agent="kube-proxy")
@@ -75,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     async def run() -> None:
         registry = CollectorRegistry()
         async with client:
-            proxier = Proxier(client, config, netns=args.netns,
+            proxier = Proxier(client, config, netns=args.netns, mode=args.proxy_mode,
                               sync_period=args.iptables_sync_period,
                               min_sync_period=args.iptables_min_sync_period, registry=registry,
                               tracer=tracer_for("kube-proxy", args.tracing_endpoint))

@@ -1,44 +1,31 @@
-"""Running iptables: one `iptables-restore --noflush` per sync, plus the few jumps from the
-built-in chains, ensured one by one (upstream's utiliptables).
-
-With `netns` (a path such as /var/run/netns/mk-node-1) every command runs in that network
-namespace through `nsenter --net`, so a proxy can program a node's tables while it talks
-to the API server from the host.
+"""The iptables mode: one `iptables-restore --noflush` per sync, plus the few jumps from
+the built-in chains, ensured one by one (upstream's utiliptables). `IPTablesWriter` is
+the mode's rule writer for the proxier (rules.py says what the rules are).
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import re
 
-from minikube_py.proxy.rules import JUMPS, SERVICE_CHAIN_PREFIXES, TOP_CHAINS
+from minikube_py.proxy.commands import Commands, RestoreError
+from minikube_py.proxy.rules import (
+    JUMPS,
+    SERVICE_CHAIN_PREFIXES,
+    TOP_CHAINS,
+    ProxyConfig,
+    Tables,
+    assemble,
+    restore_input,
+    rule_count,
+    service_rules,
+)
+from minikube_py.proxy.serviceports import ServicePort
 
 FAILED_LINE = re.compile(r"line:? (\d+) failed")
-log = logging.getLogger(__name__)
 
 
-class RestoreError(Exception):
-    """iptables-restore refused the input; nothing of it was applied."""
-
-    def __init__(self, message: str, line: str = "") -> None:
-        super().__init__(message + (f"; the offending line: {line}" if line else ""))
-        self.line = line
-
-
-class IPTables:
+class IPTables(Commands):
     """The iptables commands the proxy runs, in this namespace or in `netns`."""
-
-    def __init__(self, netns: str | None = None) -> None:
-        self.prefix = ["nsenter", f"--net={netns}"] if netns else []
-
-    async def _run(self, *command: str, stdin: bytes | None = None) -> tuple[int, str, str]:
-        process = await asyncio.create_subprocess_exec(
-            *self.prefix, *command, stdin=asyncio.subprocess.PIPE if stdin is not None else None,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await process.communicate(stdin)
-        assert process.returncode is not None
-        return process.returncode, out.decode(), err.decode()
 
     async def restore(self, text: str) -> None:
         """Apply one restore input atomically (-w: wait for the xtables lock)."""
@@ -98,23 +85,51 @@ class IPTables:
             await self.restore("\n".join(lines) + "\n")
         return removed
 
-    async def flush_udp_conntrack(self, destination: str, endpoint_ip: str = "") -> None:
-        """Forget UDP flows to `destination` (only those NATed to `endpoint_ip`, when
-        given), so their next datagram is routed afresh: upstream's ClearEntriesForNAT for
-        an endpoint that went, ClearEntriesForIP for a Service that had no endpoint (its
-        flows were rejected or dropped, and would stay so). Nothing to delete is not an
-        error."""
-        nat = ("--dst-nat", endpoint_ip) if endpoint_ip else ()
-        await self._conntrack_delete("--orig-dst", destination, *nat)
 
-    async def flush_udp_conntrack_port(self, node_port: int) -> None:
-        """Forget UDP flows to a node port (upstream's ClearEntriesForPort)."""
-        await self._conntrack_delete("--dport", str(node_port))
+class IPTablesWriter:
+    """The iptables mode's rule writer: the chains of the Services, written with one
+    `iptables-restore --noflush` (only the chains that differ from the last write, but on
+    a full sync every chain, and stale chains found with iptables-save are deleted)."""
 
-    async def _conntrack_delete(self, *match: str) -> None:
-        try:
-            await self._run("conntrack", "-D", "-p", "udp", *match)
-        except FileNotFoundError:
-            log.warning("conntrack is not installed (apt-get install conntrack): UDP flows "
-                        "matching %s keep their old destination until they time out",
-                        " ".join(match))
+    mode = "iptables"
+
+    def __init__(self, config: ProxyConfig, netns: str | None = None) -> None:
+        self.config = config
+        self.iptables = IPTables(netns)
+        self.written: Tables = {}
+
+    def service_rules(self, ports: list[ServicePort]) -> Tables:
+        return service_rules(ports, self.config)
+
+    def chains(self, fragment: Tables) -> list[str]:
+        return sorted({name for table in fragment.values() for name in table})
+
+    async def write(self, fragments: list[Tables], *, full: bool) -> str:
+        """Steps 2-3 of the proxier's sync; the restore input written ("" if none)."""
+        desired = assemble(fragments)
+        if full:
+            stale = {table: {name for name in await self.iptables.chains(table)
+                             if name in TOP_CHAINS[table]
+                             or name.startswith(SERVICE_CHAIN_PREFIXES)}
+                     for table in TOP_CHAINS}
+            text = restore_input(desired, {}, stale=stale)
+        else:
+            text = restore_input(desired, self.written, stale={})
+        if text:
+            try:
+                await self.iptables.restore(text)
+            except RestoreError:
+                self.written = {}  # unknown now: the retry writes everything
+                raise
+        if full:
+            await self.iptables.ensure_jumps()
+        self.written = desired
+        return text
+
+    def rule_counts(self) -> dict[str, int]:
+        """Rules per table, for kubeproxy_sync_proxy_rules_iptables_total."""
+        return {table: rule_count(self.written, table) for table in TOP_CHAINS}
+
+    async def cleanup(self) -> str:
+        """Remove everything this mode wrote; what went, in words."""
+        return f"removed {await self.iptables.cleanup()} iptables chains"

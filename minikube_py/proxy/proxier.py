@@ -1,21 +1,27 @@
-"""The service proxy: keep this node's iptables equal to the Services and their endpoints.
+"""The service proxy: keep this node's iptables (or nftables) rules equal to the Services
+and their endpoints.
 
     informers: Services, EndpointSlices, this Node
         | a change marks its Service dirty and asks for a sync
         v
     sync (on a change, at most every --iptables-min-sync-period; else every
           --iptables-sync-period; a full sync every hour and after a failure)
-        1. the rules of the Services that changed (serviceports.py -> rules.py:
+        1. the rules of the Services that changed (serviceports.py -> the mode's
            service_rules); the others' are kept from before
-        2. assemble every chain the proxy wants (rules.assemble)
-        3. one `iptables-restore --noflush` with the chains that differ from the last
-           write, and `-X` for chains no longer wanted (rules.restore_input). A full sync
-           writes every chain and also deletes stale chains it finds with iptables-save,
-           which repairs anything changed behind the proxy's back.
+        2. assemble every chain the proxy wants
+        3. one transaction with what differs from the last write. A full sync writes
+           everything, which repairs anything changed behind the proxy's back.
+             iptables mode (iptables.py, rules.py): one `iptables-restore --noflush`;
+               a full sync also deletes stale chains it finds with iptables-save
+             nftables mode (nftables.py, nftrules.py): one `nft -f -` on the table
+               `ip kube-proxy`; a full sync deletes and rewrites the whole table
         4. UDP conntrack entries of endpoints that went are flushed
         5. the healthCheckNodePort servers learn their local endpoint counts
-    a failed restore changes nothing (it is atomic): logged with the offending line, and
+    a failed write changes nothing (it is atomic): logged with the offending line, and
     retried as a full sync after a backoff.
+
+Everything but steps 1-3 is the same in both modes: which endpoints serve (serviceports.py),
+traffic policies, conntrack, health checks, metrics. The mode is the rule writer.
 """
 
 from __future__ import annotations
@@ -23,25 +29,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram
 
 from minikube_py.client.informer import EventHandler, SharedInformerFactory
 from minikube_py.client.rest import Client
 from minikube_py.lifecycle import Component
+from minikube_py.proxy.commands import RestoreError
+from minikube_py.proxy.conntrack import Conntrack
 from minikube_py.proxy.healthcheck import ServiceHealthServers
-from minikube_py.proxy.iptables import IPTables, RestoreError
-from minikube_py.proxy.rules import (
-    SERVICE_CHAIN_PREFIXES,
-    TOP_CHAINS,
-    ProxyConfig,
-    Tables,
-    assemble,
-    restore_input,
-    rule_count,
-    service_rules,
-)
+from minikube_py.proxy.iptables import IPTablesWriter
+from minikube_py.proxy.nftables import NFTablesWriter
+from minikube_py.proxy.rules import ProxyConfig
 from minikube_py.proxy.serviceports import SERVICE_NAME_LABEL, ServicePort, service_ports
 from minikube_py.tracing import context as tracing_context
 from minikube_py.tracing.tracer import DISABLED, Tracer
@@ -54,6 +54,33 @@ FULL_SYNC_PERIOD = 3600.0
 """A full sync at least this often (upstream's proxyutil.FullSyncPeriod): rewriting every
 chain with `--noflush` costs seconds with thousands of chains on iptables' nf_tables
 backend, so the periodic syncs in between write only what changed."""
+
+
+class RuleWriter(Protocol):
+    """What a proxy mode supplies: one Service's rules, and how all of them are written."""
+
+    mode: str
+
+    def service_rules(self, ports: list[ServicePort]) -> Any:
+        """Step 1: the rules of one Service's ports (a fragment only the writer reads)."""
+
+    def chains(self, fragment: Any) -> list[str]:
+        """The chains a fragment writes (for traces)."""
+
+    async def write(self, fragments: list[Any], *, full: bool) -> str:
+        """Steps 2-3: every Service's fragment, in the given order, written in one
+        transaction; the input written ("" when nothing differed). Raises RestoreError
+        having changed nothing."""
+
+    def rule_counts(self) -> dict[str, int]:
+        """Rules written, by table (for the rules gauge)."""
+
+    async def cleanup(self) -> str:
+        """Remove everything the mode wrote; what went, in words."""
+
+
+MODES: dict[str, type[IPTablesWriter] | type[NFTablesWriter]] = {
+    "iptables": IPTablesWriter, "nftables": NFTablesWriter}
 
 
 class ProxyMetrics:
@@ -84,11 +111,14 @@ class Proxier(Component):
     in sync (`async with Proxier(client, config):` does it in the background)."""
 
     def __init__(self, client: Client, config: ProxyConfig, *, netns: str | None = None,
-                 sync_period: float = 30.0, min_sync_period: float = 0.1,
+                 mode: str = "iptables", sync_period: float = 30.0, min_sync_period: float = 0.1,
                  registry: CollectorRegistry | None = None, tracer: Tracer = DISABLED) -> None:
         self.config = config
         self.tracer = tracer
-        self.iptables = IPTables(netns)
+        self.writer: RuleWriter = MODES[mode](config, netns)
+        self.other_modes: list[RuleWriter] = [
+            writer(config, netns) for name, writer in MODES.items() if name != mode]
+        self.conntrack = Conntrack(netns)
         self.sync_period, self.min_sync_period = sync_period, min_sync_period
         self.metrics = ProxyMetrics(registry or CollectorRegistry())
         self.health = ServiceHealthServers()
@@ -111,8 +141,7 @@ class Proxier(Component):
         """Service key -> the traces (by id) of the EndpointSlices whose change dirtied it:
         a pod's trace reaches its slice, and so reaches the sync that made it reachable."""
         self._ports: dict[str, list[ServicePort]] = {}
-        self._fragments: dict[str, Tables] = {}
-        self._written: Tables = {}
+        self._fragments: dict[str, Any] = {}
         self._wake = asyncio.Event()
         self._first_sync = asyncio.Event()
         self.last_sync_time = 0.0
@@ -140,12 +169,25 @@ class Proxier(Component):
         self.informers.start()
         try:
             await self.informers.wait_for_cache_sync()
+            await self.cleanup_other_modes()
             await self.sync(full=True)
             self._first_sync.set()
             await self.sync_loop()
         finally:
             await self.informers.stop()
             await self.health.stop()
+
+    async def cleanup_other_modes(self) -> None:
+        """Remove what a proxy in another mode left on this node (as upstream does when the
+        mode changes), so two sets of rules never both rewrite the same packets. A mode
+        whose tool is not installed left nothing."""
+        for other in self.other_modes:
+            try:
+                log.debug("%s mode: %s", other.mode, await other.cleanup())
+            except FileNotFoundError:
+                log.debug("%s mode: its tool is not installed", other.mode)
+            except (RestoreError, OSError) as error:
+                log.warning("could not remove the %s mode's rules: %s", other.mode, error)
 
     async def wait_started(self) -> None:
         """The first full sync is written."""
@@ -196,39 +238,26 @@ class Proxier(Component):
             served_again += _udp_ports_gaining_endpoints(old_ports, ports)
             if ports:
                 self._ports[key] = ports
-                self._fragments[key] = service_rules(ports, self.config)
+                self._fragments[key] = self.writer.service_rules(ports)
             else:
                 self._ports.pop(key, None)
                 self._fragments.pop(key, None)
-        desired = assemble([self._fragments[key] for key in sorted(self._fragments)])
-        if full:
-            stale = {table: {name for name in await self.iptables.chains(table)
-                             if name in TOP_CHAINS[table]
-                             or name.startswith(SERVICE_CHAIN_PREFIXES)}
-                     for table in TOP_CHAINS}
-            text = restore_input(desired, {}, stale=stale)
-        else:
-            text = restore_input(desired, self._written, stale={})
-        if text:
-            try:
-                await self.iptables.restore(text)
-            except RestoreError:
-                self._written = {}  # unknown now: the retry writes everything
-                self._dirty_keys |= dirty
-                for key, traces in causes.items():
-                    self._causes.setdefault(key, {}).update(traces)
-                raise
-        if full:
-            await self.iptables.ensure_jumps()
-        self._written = desired
+        try:
+            text = await self.writer.write(
+                [self._fragments[key] for key in sorted(self._fragments)], full=full)
+        except RestoreError:
+            self._dirty_keys |= dirty
+            for key, traces in causes.items():
+                self._causes.setdefault(key, {}).update(traces)
+            raise
         for port, endpoint_ip in gone_endpoints:
             for ip in port.cluster_ips:
-                await self.iptables.flush_udp_conntrack(ip, endpoint_ip)
+                await self.conntrack.flush_udp(ip, endpoint_ip)
         for port in served_again:
             for ip in (*port.cluster_ips, *port.external_ips, *port.load_balancer_ips):
-                await self.iptables.flush_udp_conntrack(ip)
+                await self.conntrack.flush_udp(ip)
             if port.node_port:
-                await self.iptables.flush_udp_conntrack_port(port.node_port)
+                await self.conntrack.flush_udp_port(port.node_port)
         await self.health.update(
             {port.health_check_node_port: (port.namespace, port.name,
                                            len(port.local_endpoints(self.config.node_name)))
@@ -241,8 +270,8 @@ class Proxier(Component):
         self.syncs += 1
         self.metrics.sync_duration.observe(now - started)
         self.metrics.last_sync.set_to_current_time()
-        for table in TOP_CHAINS:
-            self.metrics.rules.labels(table).set(rule_count(desired, table))
+        for table, count in self.writer.rule_counts().items():
+            self.metrics.rules.labels(table).set(count)
         log.debug("synced proxy rules (%s, %d changed lines) in %.1f ms",
                   "full" if full else "partial", text.count("\n"), (now - started) * 1000)
         if self.tracer.enabled:
@@ -263,8 +292,8 @@ class Proxier(Component):
             if not parents:
                 continue
             namespace, _, name = key.partition("/")
-            chains = sorted({chain for table in self._fragments.get(key, {}).values()
-                             for chain in table})
+            fragment = self._fragments.get(key)
+            chains = self.writer.chains(fragment) if fragment is not None else []
             attributes = {
                 "k8s.resource": "services", "k8s.namespace": namespace, "k8s.name": name,
                 "node": self.config.node_name, "full": full, "changed_lines": lines,
@@ -272,7 +301,7 @@ class Proxier(Component):
                     f"{endpoint.ip}:{endpoint.port}" for port in self._ports.get(key, [])
                     for endpoint in port.usable_endpoints()})}
             for parent in parents.values():
-                span = self.tracer.start("iptables sync", parent=parent,
+                span = self.tracer.start(f"{self.writer.mode} sync", parent=parent,
                                          attributes=attributes)
                 span.start_ns = started_ns
                 span.end()
