@@ -1,4 +1,4 @@
-"""mkctl's workload commands (rollout, set image) next to the real kubectl.
+"""mkctl's workload commands (rollout, set image, expose) next to the real kubectl.
 
 As in test_mkctl_write.py, each case gets two namespaces set up alike: kubectl runs in
 one, mkctl in the other, and both must print the same, exit alike and leave the same
@@ -161,3 +161,54 @@ async def test_rollout_status_of_a_paused_rollout_times_out_as_kubectl_does(
     assert set(actual.out.splitlines()) == set(expected.out.splitlines()) == {
         'Waiting for deployment "web" rollout to finish: 0 out of 2 new replicas have been '
         "updated..."}
+
+
+TWO_PORTS = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: two, labels: {app: two, tier: front}}
+spec:
+  selector: {matchLabels: {app: two}}
+  template:
+    metadata: {labels: {app: two, extra: e1}}
+    spec:
+      containers:
+      - {name: a, image: a, ports: [{containerPort: 80, name: http},
+                                    {containerPort: 53, protocol: UDP}]}
+      - {name: b, image: b, ports: [{containerPort: 9000}]}
+"""
+EXPOSE_SETUP = ["create deployment web --image=nginx --port=80",
+                "create -f {files}/two.yaml", "run solo --image=busybox --labels=a=b,c=d "
+                                              "--port=8080",
+                "create configmap settings"]
+EXPOSE_CASES = [
+    "expose deploy web", "expose deployment/web --port=8080 --target-port=80",
+    "expose deploy two", "expose deploy two --port=5 --target-port=http --type=NodePort",
+    "expose deploy two --dry-run=client -o json", "expose deploy web --name=other -o name",
+    "expose pod solo", "expose pod solo --port=1 --selector=z=1 --labels=q=r",
+    "expose deploy web --protocol=UDP --port=53 --dry-run=client -o yaml",
+    "expose deploy web --dry-run=server", "expose deploy web --type=Weird --name=weird",
+    "expose deploy web --port=abc", "expose deploy nope --port=1", "expose cm settings",
+    "expose", "expose deploy web --bogus",
+]
+
+
+def services_of(pair: Pair, namespace: str) -> list[Obj]:
+    """The namespace's Services, without what the server allocates (IPs, node ports)."""
+    items = pair.objects(namespace, "svc")
+    for item in items:
+        for key in ("clusterIP", "clusterIPs"):
+            item["spec"].pop(key, None)
+        for port in item["spec"].get("ports") or []:
+            port.pop("nodePort", None)
+    return items
+
+
+@pytest.mark.parametrize("case", EXPOSE_CASES)
+def test_expose_makes_the_service_kubectl_makes(clis: WriteClis, files: Path, case: str
+                                                ) -> None:
+    (files / "two.yaml").write_text(TWO_PORTS)
+    pair = Pair(clis, files, EXPOSE_SETUP)
+    expected, actual = pair.run(case)
+    assert_same(expected, actual)
+    assert services_of(pair, pair.mkctl_ns) == services_of(pair, pair.kubectl_ns)

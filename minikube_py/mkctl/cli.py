@@ -40,6 +40,7 @@ COMMANDS = {  # name -> module defining COMMAND
     "taint": "minikube_py.mkctl.commands.taint",
     "rollout": "minikube_py.mkctl.commands.rollout",
     "set": "minikube_py.mkctl.commands.set_image",
+    "expose": "minikube_py.mkctl.commands.expose",
 }
 SUGGEST_FOR = {"list": "get", "ls": "get"}  # cobra's SuggestFor
 
