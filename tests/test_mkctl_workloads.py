@@ -1,4 +1,4 @@
-"""mkctl's workload commands (rollout, set image, expose) next to the real kubectl.
+"""mkctl's workload commands (rollout, set image, expose, drain) next to the real kubectl.
 
 As in test_mkctl_write.py, each case gets two namespaces set up alike: kubectl runs in
 one, mkctl in the other, and both must print the same, exit alike and leave the same
@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +26,7 @@ from minikube_py.controllers.disruption import DisruptionController
 from minikube_py.controllers.manager import ControllerManager
 from minikube_py.controllers.replicaset import ReplicaSetController
 from tests.fake_kubelet import FakeKubelet
-from tests.test_mkctl import Result, assert_same
+from tests.test_mkctl import REPO, Result, assert_same, mkctl_command, normalized
 from tests.test_mkctl_write import Pair, WriteClis
 
 RunControllers = Callable[..., Awaitable[ControllerManager]]
@@ -212,3 +215,139 @@ def test_expose_makes_the_service_kubectl_makes(clis: WriteClis, files: Path, ca
     expected, actual = pair.run(case)
     assert_same(expected, actual)
     assert services_of(pair, pair.mkctl_ns) == services_of(pair, pair.kubectl_ns)
+
+
+# -- drain ---------------------------------------------------------------------------
+
+def pod_on(node: str, name: str, *, labels: Obj | None = None, volumes: bool = False) -> str:
+    spec: Obj = {"nodeName": node, "terminationGracePeriodSeconds": 0,
+                 "containers": [{"name": "app", "image": "busybox:1.36"}]}
+    if volumes:
+        spec["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+    return json.dumps({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": name, "labels": labels or {"app": name}},
+                       "spec": spec})
+
+
+class TwinNodes:
+    """A node for kubectl and one for mkctl (no kubelet behind them), each with the same
+    pods in the Pair's namespace of its program."""
+
+    def __init__(self, pair: Pair) -> None:
+        self.pair = pair
+        ident = uuid.uuid4().hex[:6]
+        self.names = {pair.kubectl_ns: f"drain-{ident}-k", pair.mkctl_ns: f"drain-{ident}-m"}
+        for name in self.names.values():
+            node = json.dumps({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
+            assert pair.clis.kubectl("create", "-f", "-", input=node).code == 0
+
+    def add_pod(self, name: str, **options: Any) -> None:
+        for namespace, node in self.names.items():
+            made = self.pair.clis.kubectl("create", "-n", namespace, "-f", "-",
+                                          input=pod_on(node, name, **options))
+            assert made.code == 0, made.err
+
+    def delete(self) -> None:
+        self.pair.clis.kubectl("delete", "node", *self.names.values())
+
+    def run(self, case: str) -> tuple[Result, Result]:
+        results = []
+        clis = self.pair.clis
+        for (namespace, node), program in zip(self.names.items(),
+                                              (clis.kubectl, clis.mkctl_input), strict=True):
+            result = program(*case.replace("NODE", node).split())
+            results.append(normalized(Result(
+                *(text.replace(node, "NODE").replace(namespace, "NS")
+                  for text in (result.out, result.err)), result.code)))
+        return results[0], results[1]
+
+    def pods(self, namespace: str) -> set[str]:
+        listed = self.pair.clis.kubectl("get", "pods", "-n", namespace, "-o", "name")
+        return set(listed.out.split())
+
+
+async def test_drain_refuses_and_evicts_as_kubectl_does(
+        clis: WriteClis, files: Path, controllers: None, api_client: Client) -> None:
+    pair = Pair(clis, files, [])
+    nodes = TwinNodes(pair)
+    try:
+        async with KubeletsFor(api_client, pair):
+            nodes.add_pod("scratch", volumes=True)
+            for case in ("drain NODE --force", "drain NODE --delete-emptydir-data --force "
+                                               "--bogus", "drain", "drain nope-node",
+                         "drain NODE --timeout=soon", "drain NODE --ignore-daemonsets"):
+                assert_same(*await asyncio.to_thread(nodes.run, case))
+            nodes.add_pod("bare")
+            # two refusals: their order varies in kubectl, so compare them as sets
+            expected, actual = await asyncio.to_thread(nodes.run, "drain NODE")
+            assert (actual.out, actual.code) == (expected.out, expected.code)
+            assert sorted(actual.err.splitlines()[3:]) == sorted(expected.err.splitlines()[3:])
+            assert actual.err.splitlines()[1:3] == expected.err.splitlines()[1:3]
+            assert actual.err.startswith('error: unable to drain node "NODE" due to error: [')
+            expected, actual = await asyncio.to_thread(
+                nodes.run, "drain NODE --force --delete-emptydir-data --timeout=30s")
+            assert actual.err == expected.err
+            assert actual.code == expected.code == 0
+            assert sorted(actual.out.splitlines()) == sorted(expected.out.splitlines())
+            assert actual.out.splitlines()[-1] == "node/NODE drained"
+            assert nodes.pods(pair.mkctl_ns) == nodes.pods(pair.kubectl_ns) == set()
+    finally:
+        nodes.delete()
+
+
+async def test_drain_stops_at_a_budget_that_allows_nothing_as_kubectl_does(
+        clis: WriteClis, files: Path, controllers: None, api_client: Client) -> None:
+    pair = Pair(clis, files, ["create pdb guard --selector=app=guard --min-available=1"])
+    nodes = TwinNodes(pair)
+    try:
+        async with KubeletsFor(api_client, pair):
+            nodes.add_pod("guarded", labels={"app": "guard"})
+            await asyncio.sleep(3)  # the disruption controller counts the pod healthy
+            expected, actual = await asyncio.to_thread(
+                nodes.run, "drain NODE --force --timeout=3s")
+        assert_same(expected, actual)
+        assert (f'error when evicting pods/"guarded" -n "NS" (will retry after 5s): '
+                f"{VIOLATES_BUDGET}") in actual.err
+        assert 'global timeout reached: 3s' in actual.err
+        assert nodes.pods(pair.mkctl_ns) == {"pod/guarded"}
+    finally:
+        nodes.delete()
+
+
+async def test_drain_retries_an_eviction_until_the_budget_allows_it(
+        clis: WriteClis, files: Path, controllers: None, api_client: Client) -> None:
+    """The budget refuses (429) and drain retries every 5 s; once the budget is gone,
+    the eviction goes through, the pod goes and the node is drained."""
+    pair = Pair(clis, files, ["create pdb guard --selector=app=guard --min-available=2"])
+    nodes = TwinNodes(pair)
+    node = nodes.names[pair.mkctl_ns]
+    try:
+        async with KubeletsFor(api_client, pair):
+            nodes.add_pod("g1", labels={"app": "guard"})
+            nodes.add_pod("g2", labels={"app": "guard"})
+            await asyncio.sleep(3)
+            draining = subprocess.Popen(
+                mkctl_command(*clis.flags(), "drain", node, "--force"),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                env={**os.environ, "PYTHONPATH": str(REPO)})
+            try:
+                await asyncio.sleep(7)
+                assert draining.poll() is None  # still retrying
+                assert nodes.pods(pair.mkctl_ns) == {"pod/g1", "pod/g2"}
+                removed = clis.kubectl("delete", "pdb", "guard", "-n", pair.mkctl_ns)
+                assert removed.code == 0, removed.err
+                out, err = await asyncio.to_thread(draining.communicate, timeout=60)
+            finally:
+                draining.kill()
+    finally:
+        nodes.delete()
+    ns = pair.mkctl_ns
+    assert draining.returncode == 0, err
+    for name in ("g1", "g2"):
+        assert (f'error when evicting pods/"{name}" -n "{ns}" (will retry after 5s): '
+                f"{VIOLATES_BUDGET}") in err.splitlines()
+        assert out.count(f"evicting pod {ns}/{name}\n") >= 2
+        assert f"pod/{name} evicted\n" in out
+    assert out.startswith(f"node/{node} cordoned\n")
+    assert out.endswith(f"node/{node} drained\n")
+    assert nodes.pods(ns) == set()

@@ -41,6 +41,7 @@ COMMANDS = {  # name -> module defining COMMAND
     "rollout": "minikube_py.mkctl.commands.rollout",
     "set": "minikube_py.mkctl.commands.set_image",
     "expose": "minikube_py.mkctl.commands.expose",
+    "drain": "minikube_py.mkctl.commands.drain",
 }
 SUGGEST_FOR = {"list": "get", "ls": "get"}  # cobra's SuggestFor
 
