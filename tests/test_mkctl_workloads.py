@@ -116,7 +116,8 @@ async def test_rollout_and_set_image_change_deployments_as_kubectl_does(
                      "set image deploy/web nginx=nginx:1.28 --dry-run=client",
                      "rollout status", "rollout status deploy/nope",
                      "rollout status deploy/web --timeout=soon",
-                     "rollout status deploy/web --revision=-1"):
+                     "rollout status deploy/web --revision=-1", "rollout bogus",
+                     "set bogus"):
             await same(pair, case)
         await rolled_out(pair)
         await same(pair, "rollout restart deploy/web")
@@ -129,6 +130,16 @@ async def test_rollout_and_set_image_change_deployments_as_kubectl_does(
         assert set(annotations) == {"kubectl.kubernetes.io/restartedAt"}
     assert mkctl_made["spec"] == kubectl_made["spec"]
     assert mkctl_made["metadata"]["annotations"] == kubectl_made["metadata"]["annotations"]
+
+
+def test_rollout_and_set_alone_print_their_help_and_fail_as_kubectl(clis: WriteClis) -> None:
+    """kubectl prints the help of `rollout` on stdout, that of `set` on stderr; both exit 1."""
+    for group, stream in (("rollout", "out"), ("set", "err")):
+        for result in (clis.kubectl(group), clis.mkctl(group)):
+            assert result.code == 1
+            assert getattr(result, stream).startswith(
+                "Manage the rollout of one or many resources." if group == "rollout" else
+                "Configure application resources.")
 
 
 async def test_rollout_status_follows_the_rollout_until_it_is_done(

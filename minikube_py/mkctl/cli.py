@@ -42,6 +42,7 @@ COMMANDS = {  # name -> module defining COMMAND
     "set": "minikube_py.mkctl.commands.set_image",
     "expose": "minikube_py.mkctl.commands.expose",
     "drain": "minikube_py.mkctl.commands.drain",
+    "top": "minikube_py.mkctl.commands.top",
 }
 SUGGEST_FOR = {"list": "get", "ls": "get"}  # cobra's SuggestFor
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from minikube_py.mkctl import builder
 from minikube_py.mkctl.changes import DRY_RUN_FLAG, OperationPrinter, dry_run
-from minikube_py.mkctl.command import Command, Invocation
+from minikube_py.mkctl.command import Command, Invocation, run_group
 from minikube_py.mkctl.errors import Aggregate, CommandLineError, MkctlError, StatusError
 from minikube_py.mkctl.flags import BOOL, INT, Flag
 
@@ -393,6 +393,7 @@ COMMAND = Command(
     description="Manage the rollout of one or many resources.\n\n Valid resource types "
                 "include:\n\n  *  deployments",
     usage="rollout SUBCOMMAND [options]",
+    run=lambda inv: run_group(inv, COMMAND),
     subcommands=[
         Command(name="history", summary="View rollout history", run=run_history,
                 usage="rollout history (TYPE NAME | TYPE/NAME) [flags] [options]",

@@ -18,7 +18,7 @@ from typing import Any
 
 from minikube_py.mkctl import builder
 from minikube_py.mkctl.changes import DRY_RUN_FLAG, OUTPUT_FLAG, OperationPrinter, dry_run
-from minikube_py.mkctl.command import Command, Invocation
+from minikube_py.mkctl.command import Command, Invocation, run_group
 from minikube_py.mkctl.errors import Aggregate, MkctlError, StatusError
 from minikube_py.mkctl.flags import BOOL, Flag
 
@@ -145,5 +145,6 @@ COMMAND = Command(
     description="Configure application resources.\n\n These commands help you make changes "
                 "to existing application resources.",
     usage="set SUBCOMMAND [options]",
+    run=lambda inv: run_group(inv, COMMAND, help_to_stderr=True),
     subcommands=[IMAGE],
 )
