@@ -306,6 +306,55 @@ async def test_drain_refuses_and_evicts_as_kubectl_does(
         nodes.delete()
 
 
+AGENT = """\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec: {containers: [{name: agent, image: busybox:1.36}]}
+"""
+
+
+def daemon_pod(node: str, name: str, daemon_set: str, uid: str) -> str:
+    """A pod on `node` that names a DaemonSet as its controller (none runs here)."""
+    pod = json.loads(pod_on(node, name))
+    pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                                           "name": daemon_set, "uid": uid,
+                                           "controller": True}]
+    return json.dumps(pod)
+
+
+def test_drain_leaves_daemonset_pods_only_when_told_as_kubectl_does(
+        clis: WriteClis, files: Path) -> None:
+    """A DaemonSet's pod stops the drain without --ignore-daemonsets and is left with a
+    warning with it; a pod whose DaemonSet is gone stops it without --force."""
+    pair = Pair(clis, files, [])
+    nodes = TwinNodes(pair)
+    try:
+        for namespace, node in nodes.names.items():
+            assert clis.kubectl("create", "-n", namespace, "-f", "-", input=AGENT).code == 0
+            uid = clis.kubectl("get", "ds", "agent", "-n", namespace, "-o",
+                               "jsonpath={.metadata.uid}").out
+            for pod in (daemon_pod(node, "agent-x", "agent", uid),
+                        daemon_pod(node, "orphan", "gone", "0000")):
+                made = clis.kubectl("create", "-n", namespace, "-f", "-", input=pod)
+                assert made.code == 0, made.err
+        expected, actual = nodes.run("drain NODE")
+        assert (actual.out, actual.code) == (expected.out, expected.code)
+        assert sorted(actual.err.splitlines()[1:]) == sorted(expected.err.splitlines()[1:])
+        assert ("cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): "
+                "NS/agent-x") in actual.err.splitlines()
+        for case in ("drain NODE --ignore-daemonsets",
+                     "drain NODE --ignore-daemonsets --force --timeout=30s"):
+            assert_same(*nodes.run(case))
+        assert nodes.pods(pair.mkctl_ns) == nodes.pods(pair.kubectl_ns) == {"pod/agent-x"}
+    finally:
+        nodes.delete()
+
+
 async def test_drain_stops_at_a_budget_that_allows_nothing_as_kubectl_does(
         clis: WriteClis, files: Path, controllers: None, api_client: Client) -> None:
     pair = Pair(clis, files, ["create pdb guard --selector=app=guard --min-available=1"])
