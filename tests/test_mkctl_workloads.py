@@ -177,6 +177,54 @@ async def test_rollout_status_of_a_paused_rollout_times_out_as_kubectl_does(
         "updated..."}
 
 
+STATEFUL = """\
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  serviceName: db
+  replicas: 2
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: db, image: busybox:1.36}]}
+"""
+DAEMON = """\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec: {containers: [{name: agent, image: busybox:1.36}]}
+"""
+
+
+def test_rollout_of_daemonsets_and_statefulsets_as_kubectl(clis: WriteClis, files: Path
+                                                           ) -> None:
+    """No controller runs for them here: status waits for the spec to be observed, and
+    their history (ControllerRevisions) is refused as the server refuses it."""
+    (files / "stateful.yaml").write_text(STATEFUL)
+    (files / "daemon.yaml").write_text(DAEMON)
+    pair = Pair(clis, files, ["create -f {files}/stateful.yaml",
+                              "create -f {files}/daemon.yaml"])
+    for case in ("rollout status ds/agent --watch=false", "rollout status sts/db --watch=false",
+                 "rollout status ds/agent --timeout=1s", "rollout status sts/db --timeout=1s",
+                 "rollout restart ds/agent", "rollout restart statefulset/db",
+                 "rollout pause ds/agent", "rollout resume sts/db",
+                 "rollout history ds/agent", "rollout undo sts/db", "rollout undo cm/none",
+                 "rollout status cm/none"):
+        expected, actual = pair.run(case)
+        assert_same(expected, actual)
+    for kind in ("ds/agent", "sts/db"):
+        annotations = [json.loads(pair.clis.kubectl("get", kind, "-n", namespace, "-o",
+                                                    "json").out)["spec"]["template"][
+            "metadata"]["annotations"] for namespace in (pair.kubectl_ns, pair.mkctl_ns)]
+        assert [set(found) for found in annotations] == [
+            {"kubectl.kubernetes.io/restartedAt"}] * 2
+
+
 TWO_PORTS = """\
 apiVersion: apps/v1
 kind: Deployment

@@ -1,5 +1,6 @@
 """`mkctl rollout`: watch, list, undo, restart, pause and resume a Deployment's rollouts
-(kubectl rollout and its polymorphichelpers for Deployments).
+(kubectl rollout and its polymorphichelpers for Deployments; `status` and `restart` take
+DaemonSets and StatefulSets too).
 
     mkctl rollout status deployment/web        Waiting for deployment "web" rollout to
                                                finish: 1 of 3 updated replicas are available...
@@ -16,6 +17,8 @@ So `undo` is done by the client, as kubectl does it: find the ReplicaSet of the 
 revision (the one before the latest, without --to-revision), and write its template
 (without the pod-template-hash label) and its annotations back into the Deployment with
 one JSON patch; the deployment controller then rolls out that template as a new revision.
+A DaemonSet's or StatefulSet's history is its ControllerRevisions instead: each holds a
+revision number and a strategic merge patch that puts that revision's template back.
 
 `restart` changes the template in a way nothing else does, an annotation with the time
 (`kubectl.kubernetes.io/restartedAt`), so the controller rolls out new pods. `pause` and
@@ -68,6 +71,12 @@ class Workload:
     @property
     def is_deployment(self) -> bool:
         return (self.resource.group, self.resource.kind) == ("apps", "Deployment")
+
+    @property
+    def restartable(self) -> bool:
+        """Whether kubectl restarts this kind (ObjectRestarter)."""
+        return self.resource.group == "apps" and self.resource.kind in (
+            "Deployment", "DaemonSet", "StatefulSet")
 
     @property
     def group_kind(self) -> str:
@@ -164,6 +173,58 @@ def deployment_status(deployment: Obj, revision: int) -> tuple[str, bool]:
     return f'deployment "{name}" successfully rolled out', True
 
 
+def daemon_set_status(daemon: Obj, revision: int) -> tuple[str, bool]:
+    """DaemonSetStatusViewer.Status (a DaemonSet has no revision to pin)."""
+    name = daemon["metadata"]["name"]
+    spec, status = daemon.get("spec") or {}, daemon.get("status") or {}
+    if ((spec.get("updateStrategy") or {}).get("type") or "RollingUpdate") != "RollingUpdate":
+        raise MkctlError("rollout status is only available for RollingUpdate strategy type")
+    if (daemon["metadata"].get("generation") or 0) > (status.get("observedGeneration") or 0):
+        return "Waiting for daemon set spec update to be observed...", False
+    desired = status.get("desiredNumberScheduled") or 0
+    updated = status.get("updatedNumberScheduled") or 0
+    available = status.get("numberAvailable") or 0
+    if updated < desired:
+        return (f'Waiting for daemon set "{name}" rollout to finish: {updated} out of '
+                f"{desired} new pods have been updated..."), False
+    if available < desired:
+        return (f'Waiting for daemon set "{name}" rollout to finish: {available} of '
+                f"{desired} updated pods are available..."), False
+    return f'daemon set "{name}" successfully rolled out', True
+
+
+def stateful_set_status(sts: Obj, revision: int) -> tuple[str, bool]:
+    """StatefulSetStatusViewer.Status."""
+    spec, status = sts.get("spec") or {}, sts.get("status") or {}
+    strategy = spec.get("updateStrategy") or {}
+    if (strategy.get("type") or "RollingUpdate") != "RollingUpdate":
+        raise MkctlError("rollout status is only available for RollingUpdate strategy type")
+    observed = status.get("observedGeneration") or 0
+    if not observed or (sts["metadata"].get("generation") or 0) > observed:
+        return "Waiting for statefulset spec update to be observed...", False
+    replicas = spec.get("replicas")
+    ready = status.get("readyReplicas") or 0
+    updated = status.get("updatedReplicas") or 0
+    if replicas is not None and ready < replicas:
+        return f"Waiting for {replicas - ready} pods to be ready...", False
+    rolling = strategy.get("rollingUpdate")
+    if rolling is not None:
+        partition = rolling.get("partition")
+        if replicas is not None and partition is not None and updated < replicas - partition:
+            return (f"Waiting for partitioned roll out to finish: {updated} out of "
+                    f"{replicas - partition} new pods have been updated..."), False
+        return f"partitioned roll out complete: {updated} new pods have been updated...", True
+    if status.get("updateRevision") != status.get("currentRevision"):
+        return (f"waiting for statefulset rolling update to complete {updated} pods at "
+                f"revision {status.get('updateRevision', '')}..."), False
+    return (f"statefulset rolling update complete {status.get('currentReplicas') or 0} pods "
+            f"at revision {status.get('currentRevision', '')}..."), True
+
+
+STATUS_VIEWERS = {"Deployment": deployment_status, "DaemonSet": daemon_set_status,
+                  "StatefulSet": stateful_set_status}
+
+
 def run_status(inv: Invocation) -> None:
     """Print the status, then, with --watch (the default), each change of it until the
     rollout is done or --timeout runs out; the watch on the object's name is started
@@ -184,12 +245,13 @@ def run_status(inv: Invocation) -> None:
         raise MkctlError("rollout status is only supported on individual resources and "
                          f"resource collections - {len(workloads)} resources were found")
     workload = workloads[0]
-    if not workload.is_deployment:
+    viewer = STATUS_VIEWERS.get(workload.resource.kind) if workload.restartable else None
+    if viewer is None:
         raise MkctlError(f"no status viewer has been implemented for {workload.resource.kind}")
     deadline = time.monotonic() + timeout if timeout > 0 else None
     current = workload.object
     while True:
-        line, done = deployment_status(current, flags["revision"])
+        line, done = viewer(current, flags["revision"])
         inv.out.write(line + "\n")
         inv.out.flush()
         if done or not flags["watch"]:
@@ -222,9 +284,66 @@ def _next_version(inv: Invocation, workload: Workload, current: Obj, deadline: f
 
 # -- history --
 
+class Revision:
+    """One entry of a workload's history: the pod template of that revision and the
+    object that keeps it (a ReplicaSet, or a DaemonSet's or StatefulSet's
+    ControllerRevision)."""
+
+    def __init__(self, source: Obj, template: Obj | None) -> None:
+        self.source = source
+        self.template = template
+
+    @property
+    def change_cause(self) -> str:
+        return ((self.source.get("metadata") or {}).get("annotations") or {}).get(
+            CHANGE_CAUSE, "")
+
+
+def history_of(inv: Invocation, workload: Workload) -> dict[int, Revision]:
+    """The workload's revisions by number (kubectl's HistoryViewer for each kind)."""
+    if workload.is_deployment:
+        return {number: Revision(rs, (rs.get("spec") or {}).get("template"))
+                for rs in replica_sets_of(inv, workload)
+                if (number := revision_of(rs)) is not None}
+    return {revision.get("revision", 0): Revision(revision, _revision_template(revision))
+            for revision in controller_revisions_of(inv, workload)}
+
+
+def controller_revisions_of(inv: Invocation, workload: Workload) -> list[Obj]:
+    """The ControllerRevisions the DaemonSet or StatefulSet controls (controlledHistories:
+    listed by its selector, kept when their controller is it)."""
+    from minikube_py.api.selectors import label_selector_to_string
+
+    spec = workload.object.get("spec") or {}
+    params = {"labelSelector": label_selector_to_string(spec.get("selector"))}
+    try:
+        listed = inv.client.get_json(
+            f"/apis/apps/v1/namespaces/{workload.namespace}/controllerrevisions", params)
+    except StatusError as error:
+        raise MkctlError(f"unable to find history controlled by {workload.resource.kind} "
+                         f"{workload.name}: {error}") from None
+    uid = workload.object["metadata"].get("uid")
+    return [revision for revision in listed.get("items") or []
+            if any(ref.get("controller") and ref.get("uid") == uid
+                   for ref in (revision.get("metadata") or {}).get("ownerReferences") or [])]
+
+
+def _revision_template(revision: Obj) -> Obj | None:
+    """The pod template a ControllerRevision keeps, in its patch of the object."""
+    template = ((revision.get("data") or {}).get("spec") or {}).get("template")
+    if template is None:
+        return None
+    return {key: value for key, value in template.items() if key != "$patch"}
+
+
+def _has_history(workload: Workload) -> bool:
+    """Whether kubectl has a HistoryViewer and a Rollbacker for the kind."""
+    return workload.restartable
+
+
 def run_history(inv: Invocation) -> None:
-    """For each Deployment: its name, then REVISION and CHANGE-CAUSE of each of its
-    ReplicaSets (or, with --revision, that revision's pod template)."""
+    """For each workload: its name, then REVISION and CHANGE-CAUSE of each revision (or,
+    with --revision, that revision's pod template)."""
     from minikube_py.mkctl.describers.workloads import describe_pod_template
     from minikube_py.mkctl.describers.writer import PrefixWriter
     from minikube_py.mkctl.printers.tabwriter import TabWriter
@@ -232,23 +351,26 @@ def run_history(inv: Invocation) -> None:
     wanted = inv.flags["revision"]
     errors: list[Exception] = []
     for workload in _workloads(inv):
-        if not workload.is_deployment:
+        if not _has_history(workload):
             errors.append(MkctlError(
                 f'error retrieving history for "{workload.resource.kind}", no visitor method '
                 f"exists for {workload.group_kind}"))
             continue
-        history = {revision: rs for rs in replica_sets_of(inv, workload)
-                   if (revision := revision_of(rs)) is not None}
+        try:
+            history = history_of(inv, workload)
+        except MkctlError as error:
+            errors.append(error)
+            continue
+        name = f"{workload.resource.kind.lower()}.apps/{workload.name}"
         if wanted > 0:
             if wanted not in history:
                 errors.append(MkctlError("unable to find the specified revision"))
                 continue
             writer = PrefixWriter()
-            describe_pod_template(history[wanted]["spec"].get("template"), writer)
-            inv.out.write(f"deployment.apps/{workload.name} with revision #{wanted}\n"
-                          f"{writer.raw()}\n")
+            describe_pod_template(history[wanted].template, writer)
+            inv.out.write(f"{name} with revision #{wanted}\n{writer.raw()}\n")
             continue
-        inv.out.write(f"deployment.apps/{workload.name} \n")
+        inv.out.write(f"{name} \n")
         if not history:
             inv.out.write("No rollout history found.\n\n")
             continue
@@ -258,8 +380,7 @@ def run_history(inv: Invocation) -> None:
         tabs = TabWriter(table, min_width=0, padding=2)
         tabs.write_row(["REVISION", "CHANGE-CAUSE"])
         for revision in sorted(history):
-            annotations = history[revision]["metadata"].get("annotations") or {}
-            tabs.write_row([str(revision), annotations.get(CHANGE_CAUSE) or "<none>"])
+            tabs.write_row([str(revision), history[revision].change_cause or "<none>"])
         tabs.flush()
         inv.out.write(table.getvalue() + "\n")
     if errors:
@@ -268,8 +389,9 @@ def run_history(inv: Invocation) -> None:
 
 # -- undo --
 
-def _rollback_target(deployment: Workload, history: dict[int, Obj], to_revision: int) -> Obj:
-    """The ReplicaSet to go back to: the one of --to-revision, or the one before the
+def _rollback_target(deployment: Workload, history: dict[int, Revision], to_revision: int
+                     ) -> Revision:
+    """The revision to go back to: the one of --to-revision, or the one before the
     latest."""
     if to_revision > 0:
         if to_revision not in history:
@@ -277,6 +399,8 @@ def _rollback_target(deployment: Workload, history: dict[int, Obj], to_revision:
         return history[to_revision]
     revisions = sorted(history)
     if len(revisions) < 2:
+        if not deployment.is_deployment:  # findHistory finds nothing
+            raise MkctlError(f"unable to find specified revision {to_revision} in history")
         raise MkctlError(f'no rollout history found for deployment "{deployment.name}"')
     return history[revisions[-2]]
 
@@ -306,29 +430,44 @@ def run_undo(inv: Invocation) -> None:
 
 def _undo(inv: Invocation, workload: Workload, to_revision: int) -> str:
     """DeploymentRollbacker.Rollback for one Deployment; the operation to print."""
-    if not workload.is_deployment:
+    if not _has_history(workload):
         raise MkctlError(f'error retrieving rollbacker for "{workload.resource.kind}", no '
                          f"visitor method exists for {workload.group_kind}")
     deployment = workload.object
-    history = {revision: rs for rs in replica_sets_of(inv, workload)
-               if (revision := revision_of(rs)) is not None}
-    target = _rollback_target(workload, history, to_revision)
+    target = _rollback_target(workload, history_of(inv, workload), to_revision)
+    if not workload.is_deployment:
+        return _undo_from_controller_revision(inv, workload, target, to_revision)
     if (deployment.get("spec") or {}).get("paused"):
         raise MkctlError("you cannot rollback a paused deployment; resume it first with "
                          "'kubectl rollout resume' and try again")
-    template = _without_hash(target["spec"]["template"])
+    template = _without_hash(target.template or {})
     if template == _without_hash(deployment["spec"]["template"]):
         return ("skipped rollback (current template already matches revision "
                 f"{to_revision})")
     own = deployment["metadata"].get("annotations") or {}
     annotations = {key: own[key] for key in ANNOTATIONS_TO_SKIP if key in own}
     annotations.update({key: value for key, value in
-                        (target["metadata"].get("annotations") or {}).items()
+                        (target.source["metadata"].get("annotations") or {}).items()
                         if key not in ANNOTATIONS_TO_SKIP})
     _patch(inv, workload, [
         {"op": "replace", "path": "/spec/template", "value": template},
         {"op": "replace", "path": "/metadata/annotations", "value": annotations}],
         "application/json-patch+json")
+    return "rolled back"
+
+
+def _undo_from_controller_revision(inv: Invocation, workload: Workload, target: Revision,
+                                   to_revision: int) -> str:
+    """DaemonSetRollbacker and StatefulSetRollbacker: the revision's data is a strategic
+    merge patch of the object; sent as it is, unless the template already matches."""
+    if target.template == (workload.object.get("spec") or {}).get("template"):
+        return ("skipped rollback (current template already matches revision "
+                f"{to_revision})")
+    try:
+        _patch(inv, workload, target.source.get("data"),
+               "application/strategic-merge-patch+json")
+    except StatusError as error:
+        raise MkctlError(f"failed restoring revision {to_revision}: {error}") from None
     return "rolled back"
 
 
@@ -344,7 +483,7 @@ def run_restart(inv: Invocation) -> None:
     errors: list[Exception] = []
     for workload in _workloads(inv):
         try:
-            if not workload.is_deployment:
+            if not workload.restartable:
                 raise MkctlError(f"{workload.quoted} restarting is not supported")
             if (workload.object.get("spec") or {}).get("paused"):
                 raise MkctlError(f"{workload.quoted} can't restart paused deployment (run "
@@ -391,7 +530,7 @@ COMMAND = Command(
     name="rollout",
     summary="Manage the rollout of a resource",
     description="Manage the rollout of one or many resources.\n\n Valid resource types "
-                "include:\n\n  *  deployments",
+                "include:\n\n  *  deployments\n  *  daemonsets\n  *  statefulsets",
     usage="rollout SUBCOMMAND [options]",
     run=lambda inv: run_group(inv, COMMAND),
     subcommands=[
