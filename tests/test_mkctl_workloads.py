@@ -343,6 +343,13 @@ async def test_drain_refuses_and_evicts_as_kubectl_does(
             assert sorted(actual.err.splitlines()[3:]) == sorted(expected.err.splitlines()[3:])
             assert actual.err.splitlines()[1:3] == expected.err.splitlines()[1:3]
             assert actual.err.startswith('error: unable to drain node "NODE" due to error: [')
+            for case in ("drain NODE --force --delete-emptydir-data --dry-run=client",
+                         "drain NODE --force --delete-emptydir-data --dry-run=server",
+                         "drain NODE --dry-run=maybe"):
+                expected, actual = await asyncio.to_thread(nodes.run, case)
+                assert (actual.err, actual.code) == (expected.err, expected.code)
+                assert sorted(actual.out.splitlines()) == sorted(expected.out.splitlines())
+            assert nodes.pods(pair.mkctl_ns) == {"pod/bare", "pod/scratch"}
             expected, actual = await asyncio.to_thread(
                 nodes.run, "drain NODE --force --delete-emptydir-data --timeout=30s")
             assert actual.err == expected.err

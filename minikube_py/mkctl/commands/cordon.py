@@ -40,7 +40,7 @@ def set_unschedulable(inv: Invocation, desired: bool, command: str = "") -> list
         for node in nodes:
             name = (node.get("metadata") or {}).get("name", "")
             if bool((node.get("spec") or {}).get("unschedulable")) == desired:
-                inv.out.write(f"node/{name} already {verb}ed\n")
+                inv.out.write(f"node/{name} already {verb}ed{suffix}\n")
                 names.append(name)
                 continue
             if mode != "client":

@@ -19,6 +19,8 @@ The steps of kubectl's drain.go:
    PodDisruptionBudget forbids it for now: print why, wait 5 s and try again, until
    --timeout (0: no end);
 4. wait until each evicted pod is gone, print `pod/NAME evicted`, then `node/NAME drained`.
+With --dry-run=client nothing is cordoned or evicted; with --dry-run=server the server
+checks each eviction (?dryRun=All) and no pod goes.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from minikube_py.mkctl.changes import DRY_RUN_FLAG, dry_run
 from minikube_py.mkctl.command import Command, Invocation
 from minikube_py.mkctl.commands.cordon import set_unschedulable
 from minikube_py.mkctl.errors import CommandLineError, Exit, StatusError
@@ -70,6 +73,9 @@ class Drainer:
         self.flags = inv.flags
         self.deadline = deadline
         self.timeout_text = timeout_text
+        self.mode = dry_run(inv)
+        self.suffix = {"none": "", "client": " (dry run)", "server": " (server dry run)"}[
+            self.mode]
 
     # -- step 2: which pods go --
 
@@ -147,12 +153,15 @@ class Drainer:
         out, err = self.inv.out, self.inv.err
         failures: list[str] = []
         evicted: list[Obj] = []
+        if self.mode == "client":  # nothing is sent
+            out.write("".join(f"evicting pod {_name(pod)} (dry run)\n" for pod in pods))
+            return failures
         pending = pods
         while pending:
             refused = []
             for pod in pending:
                 name, namespace = pod["metadata"]["name"], pod["metadata"]["namespace"]
-                out.write(f"evicting pod {namespace}/{name}\n")  # kubectl's order: first
+                out.write(f"evicting pod {namespace}/{name}{self.suffix}\n")  # first
                 out.flush()
                 if self.deadline is not None and time.monotonic() >= self.deadline:
                     failures.append(f'error when evicting pods/"{name}" -n "{namespace}": '
@@ -172,7 +181,8 @@ class Drainer:
                         failures.append(f'error when evicting pods/"{name}" -n "{namespace}"'
                                         f": {error}")
                     continue
-                evicted.append(pod)
+                if self.mode == "none":  # a dry run's pods stay
+                    evicted.append(pod)
             pending = refused
             if pending:
                 time.sleep(RETRY_AFTER)
@@ -193,9 +203,10 @@ class Drainer:
                                       "namespace": metadata["namespace"]}}
         if self.flags["grace-period"] >= 0:
             eviction["deleteOptions"] = {"gracePeriodSeconds": self.flags["grace-period"]}
+        params = {"dryRun": "All"} if self.mode == "server" else {}
         self.inv.client.request_json(
             "POST", f"/api/v1/namespaces/{metadata['namespace']}/pods/{metadata['name']}"
-                    "/eviction", body=eviction)
+                    "/eviction", params, body=eviction)
 
     def wait_for_delete(self, pod: Obj) -> str:
         """Poll each second until the pod is gone (or replaced by one of the same name);
@@ -264,7 +275,7 @@ def run(inv: Invocation) -> None:
             pending.append(node)
             fatal = errors
             continue
-        inv.out.write(f"node/{node} drained\n")
+        inv.out.write(f"node/{node} drained{drainer.suffix}\n")
         inv.out.flush()
     if pending:
         inv.err.write("There are pending nodes to be drained:\n"
@@ -279,6 +290,7 @@ COMMAND = Command(
     usage="drain NODE [options]",
     run=run,
     flags=[
+        DRY_RUN_FLAG,
         Flag("delete-emptydir-data", BOOL,
              help="Continue even if there are pods using emptyDir (local data that will be "
                   "deleted when the node is drained)."),
