@@ -252,6 +252,9 @@ EXPOSE_CASES = [
     "expose deploy web --dry-run=server", "expose deploy web --type=Weird --name=weird",
     "expose deploy web --port=abc", "expose deploy nope --port=1", "expose cm settings",
     "expose", "expose deploy web --bogus",
+    "expose deploy web --external-ip=192.0.2.10,192.0.2.11 --type=LoadBalancer "
+    "--load-balancer-ip=192.0.2.20 --session-affinity=ClientIP --dry-run=client -o json",
+    "expose deploy web --name=fixed --cluster-ip=None",
 ]
 
 
@@ -271,6 +274,21 @@ def test_expose_makes_the_service_kubectl_makes(clis: WriteClis, files: Path, ca
                                                 ) -> None:
     (files / "two.yaml").write_text(TWO_PORTS)
     pair = Pair(clis, files, EXPOSE_SETUP)
+    expected, actual = pair.run(case)
+    assert_same(expected, actual)
+    assert services_of(pair, pair.mkctl_ns) == services_of(pair, pair.kubectl_ns)
+
+
+SERVICE_SETUP = ["create service clusterip front --tcp=80:8080,443:8443",
+                 "create service clusterip bare --clusterip=None"]
+SERVICE_CASES = ["expose svc front --name=again", "expose service/front --name=one --port=81",
+                 "expose svc bare --name=x --port=1"]
+
+
+@pytest.mark.parametrize("case", SERVICE_CASES)
+def test_expose_of_a_service_copies_its_selector_and_ports_as_kubectl(
+        clis: WriteClis, files: Path, case: str) -> None:
+    pair = Pair(clis, files, SERVICE_SETUP)
     expected, actual = pair.run(case)
     assert_same(expected, actual)
     assert services_of(pair, pair.mkctl_ns) == services_of(pair, pair.kubectl_ns)

@@ -123,8 +123,12 @@ def service_for(inv: Invocation, obj: Obj) -> Obj:
         spec["clusterIP"] = flags["cluster-ip"]
     if flags["type"]:
         spec["type"] = flags["type"]
+    if flags["external-ip"]:
+        spec["externalIPs"] = [flags["external-ip"]]  # kubectl does not split it
     if flags["session-affinity"]:
         spec["sessionAffinity"] = flags["session-affinity"]
+    if flags["load-balancer-ip"]:
+        spec["loadBalancerIP"] = flags["load-balancer-ip"]
     service_metadata: Obj = {"name": flags["name"] or metadata.get("name", ""),
                              "namespace": metadata.get("namespace", "")}
     if labels:
@@ -184,8 +188,15 @@ COMMAND = Command(
         Flag("cluster-ip", help="ClusterIP to be assigned to the service. Leave empty to "
                                 "auto-allocate, or set to 'None' to create a headless service."),
         DRY_RUN_FLAG,
+        Flag("external-ip", help="Additional external IP address (not managed by "
+                                 "Kubernetes) to accept for the service. If this IP is routed "
+                                 "to a node, the service can be accessed by this IP in "
+                                 "addition to its generated service IP."),
         Flag("labels", shorthand="l", help="Labels to apply to the service created by this "
                                            "call."),
+        Flag("load-balancer-ip", help="IP to assign to the LoadBalancer. If empty, an "
+                                      "ephemeral IP will be created and used "
+                                      "(cloud-provider specific)."),
         Flag("name", help="The name for the newly created object."),
         OUTPUT_FLAG,
         Flag("port", help="The port that the service should serve on. Copied from the "
