@@ -107,7 +107,10 @@ async def test_rollout_and_set_image_change_deployments_as_kubectl_does(
                      "rollout undo deploy/web --to-revision=9", "rollout undo deploy/web"):
             await same(pair, case)
         await rolled_out(pair)
-        for case in ("rollout history deploy/web", "rollout undo deploy/web --to-revision=3",
+        for case in ("rollout history deploy/web", "rollout undo deploy/web --dry-run=client",
+                     "rollout undo deploy/web --dry-run=server",
+                     "rollout restart deploy/web --dry-run=server",
+                     "rollout undo deploy/web --to-revision=3",
                      "rollout pause deploy/web", "rollout pause deploy/web",
                      "rollout restart deploy/web", "rollout undo deploy/web",
                      "rollout resume deploy/web", "rollout resume deploy/web",

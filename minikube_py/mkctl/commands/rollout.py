@@ -113,10 +113,12 @@ def _workloads(inv: Invocation) -> list[Workload]:
 
 
 def _patch(inv: Invocation, workload: Workload, body: Any, content_type: str) -> None:
+    """The change, unless a client dry run (only `undo` has --dry-run)."""
+    mode = dry_run(inv) if "dry-run" in inv.flags.values else "none"
     params = {"fieldManager": "kubectl-rollout"}
-    if dry_run(inv) == "server":
+    if mode == "server":
         params["dryRun"] = "All"
-    if dry_run(inv) != "client":
+    if mode != "client":
         inv.client.request_json("PATCH", workload.path(), params, body=body,
                                 content_type=content_type)
 
@@ -344,6 +346,8 @@ def _has_history(workload: Workload) -> bool:
 def run_history(inv: Invocation) -> None:
     """For each workload: its name, then REVISION and CHANGE-CAUSE of each revision (or,
     with --revision, that revision's pod template)."""
+    import io
+
     from minikube_py.mkctl.describers.workloads import describe_pod_template
     from minikube_py.mkctl.describers.writer import PrefixWriter
     from minikube_py.mkctl.printers.tabwriter import TabWriter
@@ -374,8 +378,6 @@ def run_history(inv: Invocation) -> None:
         if not history:
             inv.out.write("No rollout history found.\n\n")
             continue
-        import io
-
         table = io.StringIO()
         tabs = TabWriter(table, min_width=0, padding=2)
         tabs.write_row(["REVISION", "CHANGE-CAUSE"])
@@ -435,6 +437,13 @@ def _undo(inv: Invocation, workload: Workload, to_revision: int) -> str:
                          f"visitor method exists for {workload.group_kind}")
     deployment = workload.object
     target = _rollback_target(workload, history_of(inv, workload), to_revision)
+    if dry_run(inv) == "client":  # kubectl then prints the template it would go back to
+        from minikube_py.mkctl.describers.workloads import describe_pod_template
+        from minikube_py.mkctl.describers.writer import PrefixWriter
+
+        writer = PrefixWriter()
+        describe_pod_template(target.template, writer)
+        return writer.raw()
     if not workload.is_deployment:
         return _undo_from_controller_revision(inv, workload, target, to_revision)
     if (deployment.get("spec") or {}).get("paused"):
@@ -539,12 +548,11 @@ COMMAND = Command(
                 flags=[Flag("revision", INT, help="See the details, including podTemplate of "
                                                   "the revision specified"), SELECTOR_FLAG]),
         Command(name="pause", summary="Mark the provided resource as paused", run=run_pause,
-                usage="rollout pause RESOURCE [options]", flags=[DRY_RUN_FLAG, SELECTOR_FLAG]),
+                usage="rollout pause RESOURCE [options]", flags=[SELECTOR_FLAG]),
         Command(name="restart", summary="Restart a resource", run=run_restart,
-                usage="rollout restart RESOURCE [options]",
-                flags=[DRY_RUN_FLAG, SELECTOR_FLAG]),
+                usage="rollout restart RESOURCE [options]", flags=[SELECTOR_FLAG]),
         Command(name="resume", summary="Resume a paused resource", run=run_resume,
-                usage="rollout resume RESOURCE [options]", flags=[DRY_RUN_FLAG, SELECTOR_FLAG]),
+                usage="rollout resume RESOURCE [options]", flags=[SELECTOR_FLAG]),
         Command(name="status", summary="Show the status of the rollout", run=run_status,
                 usage="rollout status (TYPE NAME | TYPE/NAME) [flags] [options]",
                 flags=[
