@@ -117,6 +117,10 @@ async def test_rollout_and_set_image_change_deployments_as_kubectl_does(
                      "set image deploy/web nope=busybox", "set image deploy/web",
                      "set image cm/nothing a=b", "set image deploy/web '*=busybox:1.36' -o name",
                      "set image deploy/web nginx=nginx:1.28 --dry-run=client",
+                     "set image deploy/web nginx=nginx:1.28 --dry-run=client "
+                     "-o jsonpath={{.spec.template.spec.containers[0].image}}",
+                     "set image deploy/web nginx=nginx:1.29 --dry-run=server "
+                     "-o jsonpath={{.spec.template.spec.containers[0].image}}",
                      "rollout status", "rollout status deploy/nope",
                      "rollout status deploy/web --timeout=soon",
                      "rollout status deploy/web --revision=-1", "rollout bogus",

@@ -17,7 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 from minikube_py.mkctl import builder
-from minikube_py.mkctl.changes import DRY_RUN_FLAG, OUTPUT_FLAG, OperationPrinter, dry_run
+from minikube_py.mkctl.changes import (
+    DRY_RUN_FLAG,
+    OUTPUT_FLAG,
+    OperationPrinter,
+    dry_run,
+    field_manager_flag,
+)
 from minikube_py.mkctl.command import Command, Invocation, run_group
 from minikube_py.mkctl.errors import Aggregate, MkctlError, StatusError
 from minikube_py.mkctl.flags import BOOL, Flag
@@ -99,18 +105,25 @@ def run(inv: Invocation) -> None:
             patch: Obj = changed
             for key in reversed(path):
                 patch = {key: patch}
-            if mode != "client":
-                params = {"fieldManager": "kubectl-set"}
+            if mode == "client":  # what would be sent: the object with the new images
+                for field, containers in changed.items():
+                    images_of = {c["name"]: c["image"] for c in containers}
+                    for container in spec.get(field) or []:
+                        container["image"] = images_of.get(container["name"],
+                                                           container.get("image"))
+            else:
+                params = {"fieldManager": flags["field-manager"]}
                 if mode == "server":
                     params["dryRun"] = "All"
                 try:
-                    inv.client.request_json(
+                    answer = inv.client.request_json(
                         "PATCH", resource.path(obj["metadata"].get("namespace", ""),
                                                obj["metadata"]["name"]), params, body=patch,
                         content_type="application/strategic-merge-patch+json")
                 except StatusError as error:
                     errors.append(error)
                     continue
+                obj = {"apiVersion": resource.group_version, "kind": resource.kind, **answer}
             printer.print_obj(obj)
     if errors:
         raise Aggregate(errors)
@@ -126,6 +139,7 @@ IMAGE = Command(
         Flag("all", BOOL, help="Select all resources, in the namespace of the specified "
                                "resource types"),
         DRY_RUN_FLAG,
+        field_manager_flag("kubectl-set"),
         OUTPUT_FLAG,
         Flag("selector", shorthand="l",
              help="Selector (label query) to filter on, supports '=', '==', '!=', 'in', "
