@@ -38,6 +38,11 @@ COMMANDS = {  # name -> module defining COMMAND
     "cordon": "minikube_py.mkctl.commands.cordon",
     "uncordon": "minikube_py.mkctl.commands.uncordon",
     "taint": "minikube_py.mkctl.commands.taint",
+    "rollout": "minikube_py.mkctl.commands.rollout",
+    "set": "minikube_py.mkctl.commands.set_image",
+    "expose": "minikube_py.mkctl.commands.expose",
+    "drain": "minikube_py.mkctl.commands.drain",
+    "top": "minikube_py.mkctl.commands.top",
 }
 SUGGEST_FOR = {"list": "get", "ls": "get"}  # cobra's SuggestFor
 

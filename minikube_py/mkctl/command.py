@@ -23,7 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from minikube_py.mkctl.errors import UsageError
+from minikube_py.mkctl.errors import Exit, UsageError
 from minikube_py.mkctl.flags import ARRAY, BOOL, STRINGS, Flag, Parsed
 
 if TYPE_CHECKING:
@@ -78,6 +78,15 @@ class Command:
                     "(applies to all commands).")
         sections.append("\n".join(tips))
         return "\n\n".join(sections) + "\n"
+
+
+def run_group(inv: Invocation, group: Command, *, help_to_stderr: bool = False) -> None:
+    """A command group run without a subcommand (`mkctl rollout`): kubectl prints the help
+    (some groups on stderr) and exits 1; an unknown subcommand is a usage error."""
+    if inv.args:
+        raise UsageError(f'unknown command "{inv.args[0]}"', inv.path)
+    (inv.err if help_to_stderr else inv.out).write(group.help(inv.path))
+    raise Exit(1)
 
 
 def flag_usages(flags: list[Flag]) -> str:

@@ -19,25 +19,29 @@ from minikube_py.mkctl.errors import Aggregate, StatusError
 from minikube_py.mkctl.flags import Flag
 
 
-def set_unschedulable(inv: Invocation, desired: bool) -> None:
+def set_unschedulable(inv: Invocation, desired: bool, command: str = "") -> list[str]:
+    """Cordon (or uncordon) the nodes the arguments name; their names. `command`: the
+    command to name in the usage error (drain cordons too)."""
     verb = "cordon" if desired else "uncordon"
-    mode = dry_run(inv)
+    mode = dry_run(inv) if "dry-run" in inv.flags.values else "none"
     selector = inv.flags["selector"]
     if len(inv.args) != 1 and not (selector and not inv.args):
-        raise inv.usage_error(f"USAGE: {verb} NODE [flags]")
+        raise inv.usage_error(f"USAGE: {command or verb} NODE [flags]")
     args = ["nodes", *inv.args]
     selection = builder.select(inv, args, namespace="", all_namespaces=False,
                                label_selector=selector, field_selector="")
     results = builder.fetch(inv, selection, accept="", chunk_size=builder.DEFAULT_CHUNK_SIZE)
     errors: list[Exception] = list(results.errors)
     suffix = {"none": "", "client": " (dry run)", "server": " (server dry run)"}[mode]
+    names: list[str] = []
     for info in results.infos:
         nodes = info.object["items"] if isinstance(info.object.get("items"), list) else [
             info.object]
         for node in nodes:
             name = (node.get("metadata") or {}).get("name", "")
             if bool((node.get("spec") or {}).get("unschedulable")) == desired:
-                inv.out.write(f"node/{name} already {verb}ed\n")
+                inv.out.write(f"node/{name} already {verb}ed{suffix}\n")
+                names.append(name)
                 continue
             if mode != "client":
                 params = {"dryRun": "All"} if mode == "server" else {}
@@ -50,8 +54,10 @@ def set_unschedulable(inv: Invocation, desired: bool) -> None:
                     errors.append(error)
                     continue
             inv.out.write(f"node/{name} {verb}ed{suffix}\n")
+            names.append(name)
     if errors:
         raise Aggregate(errors)
+    return names
 
 
 def run(inv: Invocation) -> None:

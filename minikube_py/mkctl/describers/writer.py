@@ -43,6 +43,11 @@ class PrefixWriter:
         writer.flush()
         self._parts = [lines[-1]] if lines[-1] else []
 
+    def raw(self) -> str:
+        """The text as written, tabs kept (what a describer hands to a caller that
+        prints it without a tabwriter, as `rollout history --revision` does)."""
+        return self._done.getvalue() + "".join(self._parts)
+
     def tabbed(self) -> str:
         """tabbedString: the text with its tab-separated cells aligned."""
         self.flush()
