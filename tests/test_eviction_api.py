@@ -308,6 +308,17 @@ def test_kubectl_drain_evicts_the_nodes_pods(
     assert core.read_node(node).spec.unschedulable is True
 
 
+def test_kubectl_drain_without_eviction_deletes_the_nodes_pods(
+        core: client.CoreV1Api, kubectl: Kubectl, namespace: str, node: str) -> None:
+    """--disable-eviction deletes through client-go's typed client, which sends its
+    DeleteOptions as protobuf."""
+    make_pod(core, namespace, "web-0", node)
+    result = kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
+                     "--force", "--disable-eviction", "--grace-period=0", "--timeout=30s")
+    assert f"node/{node} drained" in result.stdout
+    assert pod_names(core, namespace) == set()
+
+
 def test_kubectl_drain_stops_at_a_budget_that_allows_nothing(
         core: client.CoreV1Api, policy: client.PolicyV1Api, kubectl: Kubectl, namespace: str,
         node: str) -> None:

@@ -41,6 +41,7 @@ from minikube_py.gen.k8s import (
     batch_v1_pb2,
     certificates_v1_pb2,
     core_v1_pb2,
+    meta_v1_pb2,
     policy_v1_pb2,
     rbac_v1_pb2,
     runtime_pb2,
@@ -58,6 +59,9 @@ class ProtobufError(ValueError):
 # The kinds a protobuf body may carry: (apiVersion, kind) -> the object's message class.
 KINDS: dict[tuple[str, str], type[Message]] = {
     ("v1", "ConfigMap"): core_v1_pb2.ConfigMap,
+    # a DELETE's body from client-go's typed clients (kubectl drain --disable-eviction)
+    ("v1", "DeleteOptions"): meta_v1_pb2.DeleteOptions,
+    ("meta.k8s.io/v1", "DeleteOptions"): meta_v1_pb2.DeleteOptions,
     ("v1", "Namespace"): core_v1_pb2.Namespace,
     ("v1", "Pod"): core_v1_pb2.Pod,
     ("v1", "ResourceQuota"): core_v1_pb2.ResourceQuota,
@@ -121,6 +125,9 @@ INLINE: frozenset[str] = frozenset({
 KEEP_ZERO: dict[str, frozenset[str]] = {
     name: frozenset(fields.split()) for name, fields in {
         f"{META}.ObjectMeta": "deletionGracePeriodSeconds",
+        f"{META}.DeleteOptions": "gracePeriodSeconds orphanDependents "
+                                 "ignoreStoreReadErrorWithClusterBreakingPotential",
+        f"{META}.Preconditions": "uid resourceVersion",
         f"{META}.OwnerReference": "controller blockOwnerDeletion",
         f"{CORE}.AzureDiskVolumeSource": "cachingMode fsType readOnly kind",
         f"{CORE}.CSIVolumeSource": "readOnly fsType",
