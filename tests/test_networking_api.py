@@ -19,6 +19,8 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client import ApiException
 
+from tests.test_mkctl import Clis, assert_same
+
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
 NETWORK_POLICY = """\
@@ -292,6 +294,60 @@ def test_apply_prune_with_the_default_allowlist_finds_every_kind(
                           "ingress.networking.k8s.io/old pruned\n")
     assert kubectl("get", "ing", "-n", namespace, check=False).stderr == (
         f"No resources found in {namespace} namespace.\n")
+
+
+# --- mkctl next to kubectl ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [
+    ("get", "ing"), ("get", "ingress", "-o", "wide"), ("get", "netpol"),
+    ("describe", "ingress", "web"), ("describe", "ingress", "secure"),
+    ("describe", "ingress", "fallback"), ("describe", "ing"),
+])
+def test_mkctl_prints_what_kubectl_prints(
+        kubectl: Kubectl, kubeconfig: Path, tmp_path: Path, namespace: str,
+        command: tuple[str, ...]) -> None:
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "api"},
+               "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}
+    slice_ = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+              "metadata": {"name": "api-1", "labels": {"kubernetes.io/service-name": "api"}},
+              "addressType": "IPv4", "ports": [{"name": "http", "port": 8080}],
+              "endpoints": [{"addresses": ["10.244.0.7"], "conditions": {"ready": True}}]}
+    for body in (service, slice_):
+        kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(body))
+    kubectl("create", "ingress", "web", "--rule=foo.com/=svc:80", "-n", namespace)
+    kubectl("create", "ingress", "secure", "--class=nginx", "--rule=a.com/api*=api:http,tls=cert",
+            "--rule=/static=api:80", "--annotation=team=web", "-n", namespace)
+    kubectl("create", "-n", namespace, "-f", "-", input=json.dumps({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "fallback", "labels": {"app": "web"}},
+        "spec": {"defaultBackend": {"resource": {"apiGroup": "k8s.example.com",
+                                                 "kind": "Bucket", "name": "static"}}}}))
+    kubectl("apply", "-n", namespace, "-f", "-", input=NETWORK_POLICY)
+    clis = Clis(kubeconfig, tmp_path)
+
+    expected, actual = clis.compare(*command, "-n", namespace)
+
+    assert expected.code == 0, expected.err
+    assert_same(expected, actual)
+
+
+def test_mkctl_describes_ingress_classes_as_kubectl(
+        kubectl: Kubectl, kubeconfig: Path, tmp_path: Path, unique: str,
+        ingress_classes: list[str]) -> None:
+    ingress_classes.append(unique)
+    kubectl("create", "-f", "-", input=json.dumps({
+        "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+        "metadata": {"name": unique, "labels": {"app": "web"}},
+        "spec": {"controller": "example.com/ingress",
+                 "parameters": {"apiGroup": "k8s.example.com", "kind": "Params",
+                                "name": "lb", "scope": "Namespace", "namespace": "default"}}}))
+    clis = Clis(kubeconfig, tmp_path)
+
+    for command in (("describe", "ingressclass", unique), ("get", "ingressclass", unique)):
+        expected, actual = clis.compare(*command)
+        assert expected.code == 0, expected.err
+        assert_same(expected, actual)
 
 
 # --- the official Python client --------------------------------------------------------
