@@ -303,6 +303,8 @@ def test_apply_prune_with_the_default_allowlist_finds_every_kind(
     ("get", "ing"), ("get", "ingress", "-o", "wide"), ("get", "netpol"),
     ("describe", "ingress", "web"), ("describe", "ingress", "secure"),
     ("describe", "ingress", "fallback"), ("describe", "ing"),
+    ("describe", "netpol", "web-egress"), ("describe", "netpol", "mixed"),
+    ("describe", "netpol"),
 ])
 def test_mkctl_prints_what_kubectl_prints(
         kubectl: Kubectl, kubeconfig: Path, tmp_path: Path, namespace: str,
@@ -324,6 +326,21 @@ def test_mkctl_prints_what_kubectl_prints(
         "spec": {"defaultBackend": {"resource": {"apiGroup": "k8s.example.com",
                                                  "kind": "Bucket", "name": "static"}}}}))
     kubectl("apply", "-n", namespace, "-f", "-", input=NETWORK_POLICY)
+    kubectl("create", "-n", namespace, "-f", "-", input=json.dumps({
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": "mixed", "labels": {"app": "web"}},
+        "spec": {"podSelector": {}, "ingress": [
+            {"from": [{"namespaceSelector": {"matchLabels": {"team": "a"}},
+                       "podSelector": {"matchLabels": {"role": "client"}}},
+                      {"podSelector": {}}],
+             "ports": [{"port": "http"}, {"port": 8000, "endPort": 8100, "protocol": "UDP"}]},
+            {}]}}))
+    kubectl("create", "-n", namespace, "-f", "-", input=json.dumps({
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": "egress-only"},
+        "spec": {"podSelector": {"matchExpressions": [{"key": "tier", "operator": "Exists"}]},
+                 "policyTypes": ["Egress"], "egress": [{"to": [
+                     {"namespaceSelector": {}}, {"ipBlock": {"cidr": "0.0.0.0/0"}}]}]}}))
     clis = Clis(kubeconfig, tmp_path)
 
     expected, actual = clis.compare(*command, "-n", namespace)
