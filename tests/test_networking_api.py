@@ -88,6 +88,13 @@ def test_api_resources_lists_the_group_with_kubectls_short_names(kubectl: Kubect
     ]
 
 
+def test_kubectl_explain_reads_the_groups_openapi(kubectl: Kubectl) -> None:
+    out = kubectl("explain", "ingress.spec.rules.http.paths.pathType").stdout
+
+    assert out.startswith("GROUP:      networking.k8s.io\nKIND:       Ingress\n"
+                          "VERSION:    v1\n\nFIELD: pathType <string>\n")
+
+
 def test_kubectl_create_ingress_stores_an_exact_path_without_defaulting_it(
         kubectl: Kubectl, namespace: str) -> None:
     out = kubectl("create", "ingress", "web", "--rule=foo.com/=svc:80", "-n", namespace)
