@@ -7,9 +7,11 @@ tests also read minikube_py/api/protobuf.py's networking messages.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +21,9 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client import ApiException
 
+from minikube_py.cluster.apiserver import APIServerProcess
+from minikube_py.cluster.etcd import EtcdProcess
+from minikube_py.cluster.kubeconfig import write_kubeconfig
 from tests.test_mkctl import Clis, assert_same
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
@@ -301,6 +306,45 @@ def test_apply_prune_with_the_default_allowlist_finds_every_kind(
                           "ingress.networking.k8s.io/old pruned\n")
     assert kubectl("get", "ing", "-n", namespace, check=False).stderr == (
         f"No resources found in {namespace} namespace.\n")
+
+
+async def test_an_ingress_without_a_class_gets_the_newest_default_class(
+        private_etcd: EtcdProcess, tmp_path: Path) -> None:
+    """DefaultIngressClass admission, on a server of its own: a default class would
+    change every other test's ingresses."""
+    def ingress_class(name: str, default: str | None) -> str:
+        annotations = {"ingressclass.kubernetes.io/is-default-class": default} if default \
+            else {}
+        return json.dumps({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+                           "metadata": {"name": name, "annotations": annotations},
+                           "spec": {"controller": "example.com/ingress"}})
+
+    async with APIServerProcess([private_etcd.client_url], tmp_path / "api.log") as api:
+        config_file = write_kubeconfig(tmp_path / "kubeconfig", api.url)
+
+        def run(*args: str, input: str | None = None) -> str:
+            done = subprocess.run([str(Path(sys.executable).with_name("kubectl")),
+                                   f"--kubeconfig={config_file}", *args], input=input,
+                                  capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stderr
+            return done.stdout
+
+        def class_of(name: str) -> str:
+            return run("get", "ingress", name, "-o", "jsonpath={.spec.ingressClassName}")
+
+        run("create", "-f", "-", input=ingress_class("plain", None))
+        run("create", "ingress", "before", "--rule=foo.com/=svc:80")
+        run("create", "-f", "-", input=ingress_class("old", "true"))
+        await asyncio.sleep(1.1)  # creationTimestamp counts seconds: "new" is newer
+        run("create", "-f", "-", input=ingress_class("new", "true"))
+        run("create", "-f", "-", input=ingress_class("no", "false"))
+        run("create", "ingress", "after", "--rule=foo.com/=svc:80")
+        run("create", "ingress", "chosen", "--class=plain", "--rule=foo.com/=svc:80")
+        run("create", "ingress", "legacy", "--rule=foo.com/=svc:80",
+            "--annotation=kubernetes.io/ingress.class=nginx")
+
+        assert [class_of(name) for name in ("before", "after", "chosen", "legacy")] == [
+            "", "new", "plain", ""]
 
 
 # --- mkctl next to kubectl ------------------------------------------------------------
