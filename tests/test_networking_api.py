@@ -133,6 +133,25 @@ def test_kubectl_get_ing_prints_class_hosts_address_and_ports(
     assert secure["tls"] == [{"hosts": ["a.com"]}]
 
 
+def test_server_side_apply_replaces_the_atomic_rule_lists(
+        kubectl: Kubectl, namespace: str) -> None:
+    def manifest(*paths: str) -> str:
+        return json.dumps({
+            "apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "web"},
+            "spec": {"rules": [{"host": "foo.com", "http": {"paths": [
+                {"path": path, "pathType": "Prefix",
+                 "backend": {"service": {"name": "svc", "port": {"number": 80}}}}
+                for path in paths]}}]}})
+
+    kubectl("apply", "--server-side", "-n", namespace, "-f", "-", input=manifest("/a", "/b"))
+    out = kubectl("apply", "--server-side", "-n", namespace, "-f", "-", input=manifest("/c"))
+
+    assert out.stdout == "ingress.networking.k8s.io/web serverside-applied\n"
+    stored = get_json(kubectl, "ingress", "web", "-n", namespace)
+    assert [path["path"] for path in stored["spec"]["rules"][0]["http"]["paths"]] == ["/c"]
+    assert stored["metadata"]["generation"] == 2
+
+
 def test_the_load_balancer_address_comes_from_the_status_subresource(
         kubectl: Kubectl, namespace: str) -> None:
     kubectl("create", "ingress", "web", "--rule=foo.com/=svc:80", "-n", namespace)
