@@ -76,6 +76,11 @@ MINIMAL: dict[str, Obj] = {
                                "action": "Test", "reason": "Test", "type": "Normal",
                                "regarding": {"kind": "Pod", "name": "p",
                                              "namespace": "NAMESPACE"}},
+    "networking.k8s.io/v1/Ingress": {"spec": {"rules": [{"host": "foo.com", "http": {
+        "paths": [{"path": "/", "pathType": "Prefix", "backend": {
+            "service": {"name": "svc", "port": {"number": 80}}}}]}}]}},
+    "networking.k8s.io/v1/IngressClass": {"spec": {"controller": "example.com/ingress"}},
+    "networking.k8s.io/v1/NetworkPolicy": {},
     "policy/v1/PodDisruptionBudget": {"spec": {"minAvailable": 1, "selector": SELECTOR}},
     "rbac.authorization.k8s.io/v1/Role": {"rules": RULES},
     "rbac.authorization.k8s.io/v1/ClusterRole": {"rules": RULES},

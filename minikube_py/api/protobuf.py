@@ -42,6 +42,7 @@ from minikube_py.gen.k8s import (
     certificates_v1_pb2,
     core_v1_pb2,
     meta_v1_pb2,
+    networking_v1_pb2,
     policy_v1_pb2,
     rbac_v1_pb2,
     runtime_pb2,
@@ -73,6 +74,9 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("batch/v1", "Job"): batch_v1_pb2.Job,
     ("certificates.k8s.io/v1", "CertificateSigningRequest"):
         certificates_v1_pb2.CertificateSigningRequest,
+    ("networking.k8s.io/v1", "Ingress"): networking_v1_pb2.Ingress,
+    ("networking.k8s.io/v1", "IngressClass"): networking_v1_pb2.IngressClass,
+    ("networking.k8s.io/v1", "NetworkPolicy"): networking_v1_pb2.NetworkPolicy,
     ("policy/v1", "PodDisruptionBudget"): policy_v1_pb2.PodDisruptionBudget,
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): rbac_v1_pb2.ClusterRole,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): rbac_v1_pb2.ClusterRoleBinding,
@@ -99,6 +103,7 @@ KINDS: dict[tuple[str, str], type[Message]] = {
 CORE = "k8s.io.api.core.v1"
 ADMISSIONREGISTRATION = "k8s.io.api.admissionregistration.v1"
 CERTIFICATES = "k8s.io.api.certificates.v1"
+NETWORKING = "k8s.io.api.networking.v1"
 META = "k8s.io.apimachinery.pkg.apis.meta.v1"
 TIME = f"{META}.Time"
 FIELDS_V1 = f"{META}.FieldsV1"
@@ -111,6 +116,7 @@ EXTRA_VALUES = ("k8s.io.api.authorization.v1.ExtraValue",
 # (a configMap volume is {"name": ..., "items": ...}, a probe {"httpGet": ..., "periodSeconds": 5}).
 INLINE: frozenset[str] = frozenset({
     f"{ADMISSIONREGISTRATION}.RuleWithOperations.rule",
+    f"{NETWORKING}.IngressRule.ingressRuleValue",
     f"{CORE}.Volume.volumeSource",
     f"{CORE}.Probe.handler",
     f"{CORE}.EphemeralContainer.ephemeralContainerCommon",
@@ -218,6 +224,9 @@ KEEP_ZERO: dict[str, frozenset[str]] = {
         "k8s.io.api.batch.v1.JobStatus": "terminating failedIndexes ready",
         "k8s.io.api.batch.v1.PodFailurePolicyOnExitCodesRequirement": "containerName",
         "k8s.io.api.batch.v1.SuccessPolicyRule": "succeededIndexes succeededCount",
+        f"{NETWORKING}.IngressClassParametersReference": "apiGroup scope namespace",
+        f"{NETWORKING}.IngressPortStatus": "port protocol error",
+        f"{NETWORKING}.NetworkPolicyPort": "protocol endPort",
         "k8s.io.api.policy.v1.PodDisruptionBudgetSpec": (
             "unhealthyPodEvictionPolicy availabilityMode"),
         "k8s.io.api.policy.v1.PodDisruptionBudgetStatus": (

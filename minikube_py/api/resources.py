@@ -146,6 +146,11 @@ RESOURCES: tuple[Resource, ...] = (
     # policy/v1
     Resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",),
              subresources=("status",)),
+    # networking.k8s.io/v1 (stored; no ingress controller or network policy enforcement yet)
+    Resource("networking.k8s.io", "v1", "Ingress", "ingresses", True, ("ing",),
+             subresources=("status",)),
+    Resource("networking.k8s.io", "v1", "IngressClass", "ingressclasses", False),
+    Resource("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", True, ("netpol",)),
     # rbac.authorization.k8s.io/v1 (stored; the API server does not enforce it yet)
     # questions answered by the authorizer and never stored (authorization.py)
     Resource("authorization.k8s.io", "v1", "SelfSubjectAccessReview",
@@ -187,6 +192,7 @@ GROUP_ORDER = (
     "certificates.k8s.io",
     "coordination.k8s.io",
     "discovery.k8s.io",
+    "networking.k8s.io",
     "policy",
     "rbac.authorization.k8s.io",
     "admissionregistration.k8s.io",

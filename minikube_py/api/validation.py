@@ -236,6 +236,39 @@ def validate_dns1123_label(value: str) -> list[str]:
     return errors
 
 
+_WILDCARD_DNS1123_SUBDOMAIN_FMT = r"\*\." + _DNS1123_SUBDOMAIN_FMT
+_WILDCARD_DNS1123_SUBDOMAIN_MSG = (
+    "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, "
+    "which must consist of lower case alphanumeric characters, '-' or '.' and end with an "
+    "alphanumeric character"
+)
+
+
+def validate_wildcard_dns1123_subdomain(value: str) -> list[str]:
+    """IsWildcardDNS1123Subdomain: `*.` and a DNS subdomain (an ingress host `*.foo.com`)."""
+    errors = [_max_len_error(253)] if _too_long(value, 253) else []
+    if not re.fullmatch(_WILDCARD_DNS1123_SUBDOMAIN_FMT, value):
+        errors.append(_regex_error(_WILDCARD_DNS1123_SUBDOMAIN_MSG,
+                                   _WILDCARD_DNS1123_SUBDOMAIN_FMT, "*.example.com"))
+    return errors
+
+
+_HTTP_PATH_FMT = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
+
+
+def validate_domain_prefixed_path(value: str, path: str) -> list[FieldError]:
+    """IsDomainPrefixedPath: `acme.io/foo`, a DNS subdomain, a slash and an HTTP path."""
+    if not value:
+        return [required(path)]
+    host, slash, rest = value.partition("/")
+    if not host or not slash or not rest:
+        return [invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")')]
+    errors = [invalid(path, host, message) for message in validate_dns1123_subdomain(host)]
+    if not re.fullmatch(_HTTP_PATH_FMT, rest):
+        errors.append(invalid(path, rest, _regex_error("Invalid path", _HTTP_PATH_FMT)))
+    return errors
+
+
 def validate_dns1035_label(value: str) -> list[str]:
     """IsDNS1035Label: Service names; like a DNS-1123 label but must start with a letter."""
     errors = [_max_len_error(63)] if _too_long(value, 63) else []

@@ -39,6 +39,7 @@ PRIORITIES = {
     "autoscaling": (17500, 15),
     "batch": (17400, 15),
     "certificates.k8s.io": (17300, 15),
+    "networking.k8s.io": (17200, 15),
     "policy": (17100, 15),
     "rbac.authorization.k8s.io": (17000, 15),
     "admissionregistration.k8s.io": (16700, 15),

@@ -18,6 +18,7 @@ from minikube_py.gen.k8s import (
     core_v1_pb2,
     intstr_pb2,
     meta_v1_pb2,
+    networking_v1_pb2,
     policy_v1_pb2,
     rbac_v1_pb2,
     resource_pb2,
@@ -170,6 +171,42 @@ def test_pdb_min_available_percent_and_selector() -> None:
                      "matchExpressions": [{"key": "tier", "operator": "In",
                                            "values": ["a", "b"]}]},
     }
+
+
+def test_ingress_rule_value_is_inlined_and_zero_port_fields_are_left_out() -> None:
+    pb = networking_v1_pb2
+    backend = pb.IngressBackend(service=pb.IngressServiceBackend(
+        name="svc", port=pb.ServiceBackendPort(name="", number=80)))
+    rule = pb.IngressRule(host="foo.com", ingressRuleValue=pb.IngressRuleValue(
+        http=pb.HTTPIngressRuleValue(paths=[pb.HTTPIngressPath(
+            path="/", pathType="Exact", backend=backend)])))
+    ingress = pb.Ingress(metadata=object_meta(name="web"),
+                         spec=pb.IngressSpec(rules=[rule]), status=pb.IngressStatus())
+
+    decoded = protobuf.decode(envelope("networking.k8s.io/v1", "Ingress", ingress))
+
+    assert decoded["spec"] == {"rules": [{"host": "foo.com", "http": {"paths": [{
+        "path": "/", "pathType": "Exact",
+        "backend": {"service": {"name": "svc", "port": {"number": 80}}}}]}}]}
+    assert decoded["status"] == {}
+
+
+def test_network_policy_peers_ports_and_pointer_zeros() -> None:
+    pb = networking_v1_pb2
+    rule = pb.NetworkPolicyIngressRule(
+        ports=[pb.NetworkPolicyPort(protocol="UDP", port=int_or_string(53), endPort=0)],
+        **{"from": [pb.NetworkPolicyPeer(ipBlock=pb.IPBlock(
+            cidr="10.0.0.0/8", **{"except": ["10.1.0.0/16"]}))]})
+    policy = pb.NetworkPolicy(metadata=object_meta(name="p"), spec=pb.NetworkPolicySpec(
+        podSelector=meta_v1_pb2.LabelSelector(), ingress=[rule], policyTypes=["Ingress"]))
+
+    decoded = protobuf.decode(envelope("networking.k8s.io/v1", "NetworkPolicy", policy))
+
+    assert decoded["spec"] == {
+        "podSelector": {}, "policyTypes": ["Ingress"],
+        "ingress": [{"ports": [{"protocol": "UDP", "port": 53, "endPort": 0}],
+                     "from": [{"ipBlock": {"cidr": "10.0.0.0/8",
+                                           "except": ["10.1.0.0/16"]}}]}]}
 
 
 def test_quantities_are_strings_and_an_empty_quantity_is_zero() -> None:

@@ -311,6 +311,8 @@ EVERY_KIND = [
     ("discovery.k8s.io", "v1", "EndpointSlice"), ("coordination.k8s.io", "v1", "Lease"),
     ("events.k8s.io", "v1", "Event"), ("scheduling.k8s.io", "v1", "PriorityClass"),
     ("policy", "v1", "PodDisruptionBudget"), ("autoscaling", "v1", "Scale"),
+    ("networking.k8s.io", "v1", "Ingress"), ("networking.k8s.io", "v1", "IngressClass"),
+    ("networking.k8s.io", "v1", "NetworkPolicy"),
 ] + [("rbac.authorization.k8s.io", "v1", kind)
      for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
      ] + [("admissionregistration.k8s.io", "v1", kind)

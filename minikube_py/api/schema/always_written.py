@@ -2035,6 +2035,118 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
             'o': {},
         },
     },
+    'networking.k8s.io/v1/Ingress': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'spec': {
+            'o': {},
+        },
+        'status': {
+            'o': {
+                'loadBalancer': {
+                    'o': {
+                        'ingress': {
+                            'l': {
+                                'ports': {
+                                    'l': {
+                                        'port': {
+                                            'z': 0,
+                                        },
+                                        'protocol': {
+                                            'z': '',
+                                        },
+                                    },
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
+    'networking.k8s.io/v1/IngressClass': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'spec': {
+            'o': {},
+        },
+    },
+    'networking.k8s.io/v1/NetworkPolicy': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'spec': {
+            'o': {
+                'podSelector': {
+                    'o': {
+                        'matchExpressions': {
+                            'l': {
+                                'key': {
+                                    'z': '',
+                                },
+                                'operator': {
+                                    'z': '',
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
     'policy/v1/PodDisruptionBudget': {
         'metadata': {
             'o': {

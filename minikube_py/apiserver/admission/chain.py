@@ -14,6 +14,7 @@ ones first, in this order, then the validating ones, in this order.
     CertificateApproval                   yes        yes
     CertificateSigning                    yes        yes
     CertificateSubjectRestriction         yes        yes
+    DefaultIngressClass          yes                 yes
     MutatingAdmissionWebhook     yes                 yes
     ValidatingAdmissionWebhook            yes        yes
     ResourceQuota                         yes        yes
@@ -33,6 +34,7 @@ from minikube_py.apiserver.admission.certificatesigning import CertificateSignin
 from minikube_py.apiserver.admission.certificatesubjectrestriction import (
     CertificateSubjectRestriction,
 )
+from minikube_py.apiserver.admission.defaultingressclass import DefaultIngressClass
 from minikube_py.apiserver.admission.defaulttolerationseconds import DefaultTolerationSeconds
 from minikube_py.apiserver.admission.limitranger import LimitRanger
 from minikube_py.apiserver.admission.namespacelifecycle import NamespaceLifecycle
@@ -98,6 +100,8 @@ PLUGINS: dict[str, Callable[[AdmissionSources], Plugin]] = {
     "CertificateApproval": lambda s: CertificateApproval(s.authorizer),
     "CertificateSigning": lambda s: CertificateSigning(s.authorizer),
     "CertificateSubjectRestriction": lambda s: CertificateSubjectRestriction(),
+    "DefaultIngressClass": lambda s: DefaultIngressClass(
+        lambda: s.cached("/registry/ingressclasses/")),
     "MutatingAdmissionWebhook": lambda s: MutatingAdmissionWebhook(
         _webhooks(s, "mutatingwebhookconfigurations")),
     "ValidatingAdmissionWebhook": lambda s: ValidatingAdmissionWebhook(

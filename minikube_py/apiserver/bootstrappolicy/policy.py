@@ -78,6 +78,7 @@ _VIEWED: list[tuple[str, list[str]]] = [
               "statefulsets/status"]),
     ("batch", ["cronjobs", "cronjobs/status", "jobs", "jobs/status"]),
     ("policy", ["poddisruptionbudgets", "poddisruptionbudgets/status"]),
+    ("networking.k8s.io", ["ingresses", "ingresses/status", "networkpolicies"]),
     ("discovery.k8s.io", ["endpointslices"]),
     ("events.k8s.io", ["events"]),
     ("coordination.k8s.io", ["leases"]),
@@ -94,6 +95,7 @@ _EDITED: list[tuple[str, list[str]]] = [
               "replicasets", "replicasets/scale", "statefulsets", "statefulsets/scale"]),
     ("batch", ["cronjobs", "jobs"]),
     ("policy", ["poddisruptionbudgets"]),
+    ("networking.k8s.io", ["ingresses", "networkpolicies"]),
     ("discovery.k8s.io", ["endpointslices"]),
     ("coordination.k8s.io", ["leases"]),
 ]

@@ -27,6 +27,7 @@ from minikube_py.apiserver.printers import (
     batch,
     config,
     events,
+    networking,
     nodes,
     others,
     pods,
@@ -81,6 +82,15 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ),
     ("policy", "poddisruptionbudgets"): Printer(
         others.POD_DISRUPTION_BUDGET_COLUMNS, others.print_pod_disruption_budget
+    ),
+    ("networking.k8s.io", "ingresses"): Printer(
+        networking.INGRESS_COLUMNS, networking.print_ingress
+    ),
+    ("networking.k8s.io", "ingressclasses"): Printer(
+        networking.INGRESS_CLASS_COLUMNS, networking.print_ingress_class
+    ),
+    ("networking.k8s.io", "networkpolicies"): Printer(
+        networking.NETWORK_POLICY_COLUMNS, networking.print_network_policy
     ),
     ("rbac.authorization.k8s.io", "rolebindings"): Printer(
         others.binding_columns("roleBinding"), others.print_role_binding

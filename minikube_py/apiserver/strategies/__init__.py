@@ -34,6 +34,11 @@ from minikube_py.apiserver.strategies.core import (
     ServiceAccountStrategy,
 )
 from minikube_py.apiserver.strategies.events import EventStrategy, EventsV1EventStrategy
+from minikube_py.apiserver.strategies.networking import (
+    IngressClassStrategy,
+    IngressStrategy,
+    NetworkPolicyStrategy,
+)
 from minikube_py.apiserver.strategies.others import (
     APIServiceStrategy,
     EndpointSliceStrategy,
@@ -84,6 +89,9 @@ STRATEGIES: dict[tuple[str, str], type[KindStrategy]] = {
     ("events.k8s.io", "Event"): EventsV1EventStrategy,
     ("scheduling.k8s.io", "PriorityClass"): PriorityClassStrategy,
     ("policy", "PodDisruptionBudget"): PodDisruptionBudgetStrategy,
+    ("networking.k8s.io", "Ingress"): IngressStrategy,
+    ("networking.k8s.io", "IngressClass"): IngressClassStrategy,
+    ("networking.k8s.io", "NetworkPolicy"): NetworkPolicyStrategy,
     ("rbac.authorization.k8s.io", "Role"): RoleStrategy,
     ("rbac.authorization.k8s.io", "ClusterRole"): ClusterRoleStrategy,
     ("rbac.authorization.k8s.io", "RoleBinding"): RoleBindingStrategy,

@@ -15,6 +15,8 @@ prints.
     configmap.py  configmaps: each key and its value
     secret.py     secrets: each key and its size
     storage.py    persistent volume claims and the pods that use them
+    ingress.py    ingresses (rules, backends and their endpoints) and ingress classes
+    networkpolicy.py  network policies: the selected pods, allowed sources and destinations
     namespace.py  namespaces, with their resource quotas and limit ranges
     generic.py    any other kind (custom resources): every field, labelled
 
@@ -80,6 +82,9 @@ _DESCRIBERS = {  # (group, kind) -> (module, function)
     ("apps", "StatefulSet"): ("workloads", "stateful_set_describer"),
     ("batch", "Job"): ("batch", "job_describer"),
     ("batch", "CronJob"): ("batch", "cron_job_describer"),
+    ("networking.k8s.io", "Ingress"): ("ingress", "ingress_describer"),
+    ("networking.k8s.io", "IngressClass"): ("ingress", "ingress_class_describer"),
+    ("networking.k8s.io", "NetworkPolicy"): ("networkpolicy", "network_policy_describer"),
 }
 
 # The kinds kubectl's describerMap gives a describer of their own.
