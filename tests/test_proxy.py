@@ -29,6 +29,8 @@ import pytest
 from minikube_py.client.rest import Client
 from minikube_py.proxy.proxier import Proxier
 from minikube_py.proxy.rules import ProxyConfig
+from minikube_py.tracing.context import ANNOTATION, SpanContext
+from minikube_py.tracing.tracer import Span, Tracer
 
 pytestmark = pytest.mark.slow
 
@@ -290,6 +292,47 @@ async def test_a_removed_udp_endpoint_loses_its_conntrack_flow(
     finally:
         client.kill()
         await client.wait()
+
+
+class KeptSpans:
+    """An exporter that keeps the ended spans, to read them back."""
+
+    def __init__(self) -> None:
+        self.spans: list[Span] = []
+
+    def export(self, span: Span) -> None:
+        self.spans.append(span)
+
+
+async def test_a_sync_continues_the_trace_of_the_slice_change_that_caused_it(
+        topology: Topology, kubeconfig: Path, api_client: Client, namespace: str) -> None:
+    """The endpointslice controller writes a slice in the trace of the pod that changed;
+    the proxy's sync of that slice is a span of that trace, and of the Service's own."""
+    service_trace = SpanContext("a" * 32, "1" * 16)
+    pod_trace = SpanContext("b" * 32, "2" * 16)
+    await api_client.resource("services").create({
+        "metadata": {"name": "traced", "annotations": {
+            ANNOTATION: service_trace.traceparent()}},
+        "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}, namespace)
+    kept = KeptSpans()
+    async with Client.from_kubeconfig(kubeconfig) as client, Proxier(
+            client, ProxyConfig("node-1", "10.244.0.0/16"),
+            netns=str(NETNS_DIR / topology.node),
+            tracer=Tracer("kube-proxy", kept)) as running:
+        synced = running.syncs
+        body = slice_body("traced", ["10.250.0.11"])
+        body["metadata"]["annotations"] = {ANNOTATION: pod_trace.traceparent()}
+        await api_client.resource("endpointslices", "discovery.k8s.io").create(
+            body, namespace)
+        for _ in range(50):
+            if running.syncs > synced and len(kept.spans) >= 3:
+                break
+            await asyncio.sleep(0.1)
+    reachable = [span for span in kept.spans if span.name == "iptables sync"
+                 and span.attributes["endpoints"] == ["10.250.0.11:8080"]]
+    assert {span.context.trace_id for span in reachable} == {"a" * 32, "b" * 32}
+    assert {span.parent_id for span in reachable} == {"1" * 16, "2" * 16}
+    assert all(span.attributes["k8s.name"] == "traced" for span in reachable)
 
 
 async def test_restarted_proxy_writes_no_rule_change(

@@ -44,6 +44,7 @@ from minikube_py.proxy.rules import (
 )
 from minikube_py.proxy.serviceports import SERVICE_NAME_LABEL, ServicePort, service_ports
 from minikube_py.tracing import context as tracing_context
+from minikube_py.tracing.context import SpanContext
 from minikube_py.tracing.tracer import DISABLED, Tracer
 
 Obj = dict[str, Any]
@@ -102,11 +103,13 @@ class Proxier(Component):
             on_update=lambda _, s: self._dirty(_service_key(s, is_slice=False)),
             on_delete=lambda s: self._dirty(_service_key(s, is_slice=False))))
         self.slices.add_event_handler(EventHandler(
-            on_add=lambda s: self._dirty(_service_key(s, is_slice=True)),
+            on_add=self._slice_changed,
             on_update=lambda old, s: (self._dirty(_service_key(old, is_slice=True)),
-                                      self._dirty(_service_key(s, is_slice=True))),
-            on_delete=lambda s: self._dirty(_service_key(s, is_slice=True))))
+                                      self._slice_changed(s)),
+            on_delete=self._slice_changed))
         self._dirty_keys: set[str] = set()
+        # service key -> the traces of its slices' changes since the last sync, by trace id
+        self._slice_traces: dict[str, dict[str, SpanContext]] = {}
         self._ports: dict[str, list[ServicePort]] = {}
         self._fragments: dict[str, Tables] = {}
         self._written: Tables = {}
@@ -122,6 +125,17 @@ class Proxier(Component):
         if key:
             self._dirty_keys.add(key)
             self._wake.set()
+
+    def _slice_changed(self, endpoint_slice: Obj) -> None:
+        """Its Service is dirty. The trace the slice carries is the change's (the
+        endpointslice controller moves a slice to the trace of the pod whose change it
+        wrote): the sync continues it, so a pod's trace ends with the rules that made it
+        reachable."""
+        key = _service_key(endpoint_slice, is_slice=True)
+        self._dirty(key)
+        if key and self.tracer.enabled and (
+                context := tracing_context.of_object(endpoint_slice)) is not None:
+            self._slice_traces.setdefault(key, {})[context.trace_id] = context
 
     async def run(self) -> None:
         """Start the informers, wait for their caches, write the rules in full, then keep
@@ -174,6 +188,7 @@ class Proxier(Component):
         """syncProxyRules: steps 1-5 of the module's list."""
         started, started_ns = time.monotonic(), time.time_ns()
         dirty, self._dirty_keys = self._dirty_keys, set()
+        slice_traces, self._slice_traces = self._slice_traces, {}
         gone_endpoints: list[tuple[ServicePort, str]] = []
         served_again: list[ServicePort] = []
         for key in dirty:
@@ -204,6 +219,8 @@ class Proxier(Component):
             except RestoreError:
                 self._written = {}  # unknown now: the retry writes everything
                 self._dirty_keys |= dirty
+                for key, traces in slice_traces.items():
+                    self._slice_traces.setdefault(key, {}).update(traces)
                 raise
         if full:
             await self.iptables.ensure_jumps()
@@ -233,28 +250,33 @@ class Proxier(Component):
         log.debug("synced proxy rules (%s, %d changed lines) in %.1f ms",
                   "full" if full else "partial", text.count("\n"), (now - started) * 1000)
         if self.tracer.enabled:
-            self._trace_sync(dirty, started_ns, full, text.count("\n"))
+            self._trace_sync(dirty, slice_traces, started_ns, full, text.count("\n"))
 
-    def _trace_sync(self, services: set[str], started_ns: int, full: bool, lines: int
-                    ) -> None:
-        """A span of this sync in the trace of each changed Service that carries one: the
-        moment its new endpoints became reachable through this node's rules."""
+    def _trace_sync(self, services: set[str], slice_traces: dict[str, dict[str, SpanContext]],
+                    started_ns: int, full: bool, lines: int) -> None:
+        """A span of this sync in the trace of each changed Service that carries one, and
+        in the trace of each change of its slices: the moment its new endpoints became
+        reachable through this node's rules."""
         for key in services:
             service = self.services.store.get(key)
-            parent = tracing_context.of_object(service) if service is not None else None
-            if parent is None:
+            if service is None:
                 continue
+            parents = dict(slice_traces.get(key, {}))
+            if (own := tracing_context.of_object(service)) is not None:
+                parents.setdefault(own.trace_id, own)
             namespace, _, name = key.partition("/")
             chains = sorted({chain for table in self._fragments.get(key, {}).values()
                              for chain in table})
-            span = self.tracer.start("iptables sync", parent=parent, attributes={
-                "k8s.resource": "services", "k8s.namespace": namespace, "k8s.name": name,
-                "node": self.config.node_name, "full": full, "changed_lines": lines,
-                "chains": chains, "endpoints": sorted({
-                    f"{endpoint.ip}:{endpoint.port}" for port in self._ports.get(key, [])
-                    for endpoint in port.usable_endpoints()})})
-            span.start_ns = started_ns
-            span.end()
+            endpoints = sorted({f"{endpoint.ip}:{endpoint.port}"
+                                for port in self._ports.get(key, [])
+                                for endpoint in port.usable_endpoints()})
+            for parent in parents.values():
+                span = self.tracer.start("iptables sync", parent=parent, attributes={
+                    "k8s.resource": "services", "k8s.namespace": namespace,
+                    "k8s.name": name, "node": self.config.node_name, "full": full,
+                    "changed_lines": lines, "chains": chains, "endpoints": endpoints})
+                span.start_ns = started_ns
+                span.end()
 
 
 def _udp_ports_gaining_endpoints(old: list[ServicePort], new: list[ServicePort]
