@@ -136,6 +136,35 @@ async def test_the_request_span_names_the_admission_plugins_each_phase_ran(
     assert span["attributes"]["http.status_code"] == 404
 
 
+def mkctl_trace(kubeconfig: Path, receiver: str, what: str) -> list[Obj]:
+    result = subprocess.run(
+        [sys.executable, "-m", "minikube_py.mkctl", f"--kubeconfig={kubeconfig}", "trace",
+         what, f"--traces-url={receiver}", "-o", "json"],
+        capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)["traces"]
+
+
+async def test_mkctl_trace_shows_the_life_of_the_object_that_has_the_name_now(
+        traced_server: Path, receiver: str) -> None:
+    """An object deleted and made again under its name: the receiver finds both lives'
+    traces by the name, mkctl trace shows the present one's; once it is gone, both."""
+    await asyncio.to_thread(kubectl, traced_server, "create", "configmap", "traced-twice")
+    first = await annotation(traced_server, "configmap", "traced-twice")
+    await asyncio.to_thread(kubectl, traced_server, "delete", "configmap", "traced-twice")
+    await asyncio.sleep(1.1)  # creationTimestamp counts whole seconds
+    await asyncio.to_thread(kubectl, traced_server, "create", "configmap", "traced-twice")
+    second = await annotation(traced_server, "configmap", "traced-twice")
+    await spans_of(receiver, "configmaps", "default", "traced-twice", 3)
+    shown = await asyncio.to_thread(mkctl_trace, traced_server, receiver,
+                                    "configmap/traced-twice")
+    assert [trace["traceId"] for trace in shown] == [second.trace_id]
+    await asyncio.to_thread(kubectl, traced_server, "delete", "configmap", "traced-twice")
+    shown = await asyncio.to_thread(mkctl_trace, traced_server, receiver,
+                                    "configmap/traced-twice")
+    assert {trace["traceId"] for trace in shown} == {first.trace_id, second.trace_id}
+
+
 async def test_later_writes_join_the_objects_trace_and_leave_its_record_alone(
         traced_server: Path, receiver: str) -> None:
     await asyncio.to_thread(kubectl, traced_server, "create", "configmap", "traced-2",
