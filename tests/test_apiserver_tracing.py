@@ -113,6 +113,58 @@ async def test_a_created_object_records_the_span_of_the_request_that_made_it(
     assert attributes["k8s.revision"] > 0
 
 
+async def test_the_request_span_names_the_admission_plugins_each_phase_ran(
+        traced_server: Path, receiver: str) -> None:
+    """Admission is a step of the request: an event per phase lists the plugins the write
+    passed, in the chain's order; a refused write names the plugin that refused it last."""
+    await asyncio.to_thread(kubectl, traced_server, "run", "traced-admitted",
+                            "--image=registry.k8s.io/pause:3.10")
+    (span,) = await spans_of(receiver, "pods", "default", "traced-admitted", 1)
+    events = {event["name"]: event["attributes"]["plugins"] for event in span["events"]}
+    assert events["mutating admission"][:3] == ["LimitRanger", "Priority",
+                                                "DefaultTolerationSeconds"], events
+    assert events["validating admission"][:2] == ["NamespaceLifecycle", "LimitRanger"], events
+
+    refused = subprocess.run(
+        [KUBECTL, f"--kubeconfig={traced_server}", "create", "configmap", "traced-refused",
+         "-n", "no-such-namespace"], capture_output=True, text=True, timeout=30)
+    assert 'namespaces "no-such-namespace" not found' in refused.stderr
+    (span,) = await spans_of(receiver, "configmaps", "no-such-namespace", "traced-refused", 1)
+    validating = next(event for event in span["events"]
+                      if event["name"] == "validating admission")
+    assert validating["attributes"]["plugins"] == ["NamespaceLifecycle"]
+    assert span["attributes"]["http.status_code"] == 404
+
+
+def mkctl_trace(kubeconfig: Path, receiver: str, what: str) -> list[Obj]:
+    result = subprocess.run(
+        [sys.executable, "-m", "minikube_py.mkctl", f"--kubeconfig={kubeconfig}", "trace",
+         what, f"--traces-url={receiver}", "-o", "json"],
+        capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)["traces"]
+
+
+async def test_mkctl_trace_shows_the_life_of_the_object_that_has_the_name_now(
+        traced_server: Path, receiver: str) -> None:
+    """An object deleted and made again under its name: the receiver finds both lives'
+    traces by the name, mkctl trace shows the present one's; once it is gone, both."""
+    await asyncio.to_thread(kubectl, traced_server, "create", "configmap", "traced-twice")
+    first = await annotation(traced_server, "configmap", "traced-twice")
+    await asyncio.to_thread(kubectl, traced_server, "delete", "configmap", "traced-twice")
+    await asyncio.sleep(1.1)  # creationTimestamp counts whole seconds
+    await asyncio.to_thread(kubectl, traced_server, "create", "configmap", "traced-twice")
+    second = await annotation(traced_server, "configmap", "traced-twice")
+    await spans_of(receiver, "configmaps", "default", "traced-twice", 3)
+    shown = await asyncio.to_thread(mkctl_trace, traced_server, receiver,
+                                    "configmap/traced-twice")
+    assert [trace["traceId"] for trace in shown] == [second.trace_id]
+    await asyncio.to_thread(kubectl, traced_server, "delete", "configmap", "traced-twice")
+    shown = await asyncio.to_thread(mkctl_trace, traced_server, receiver,
+                                    "configmap/traced-twice")
+    assert {trace["traceId"] for trace in shown} == {first.trace_id, second.trace_id}
+
+
 async def test_later_writes_join_the_objects_trace_and_leave_its_record_alone(
         traced_server: Path, receiver: str) -> None:
     await asyncio.to_thread(kubectl, traced_server, "create", "configmap", "traced-2",

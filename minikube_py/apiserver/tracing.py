@@ -10,6 +10,7 @@ each object carries from its first write.
              object's trace and the annotation stays as it is (a controller's status
              update does not rewrite it, so it never makes a write of its own)
              a traceparent of another trace: the object takes that trace from now on
+    admission  an event per phase on the span: the plugins the write passed, in order
     written  the span notes the etcd revision the write made
 
 Reads are not traced: an object's trace is the story of its changes, and informers and
@@ -77,6 +78,19 @@ def end(tokens: tuple[Token[RequestTrace | None], Token[SpanContext | None]],
         if status >= 500:
             trace.span.fail(f"HTTP {status}")
         trace.span.end()
+
+
+def record_admission(phase: str, plugins: list[str], name: str) -> None:
+    """The admission plugins a write passed in one phase ("mutating", "validating").
+    The span names the object from here on, so a create that admission refuses can be
+    found by its object's name too."""
+    trace = _recording()
+    if trace is None:
+        return
+    if name:
+        trace.span.attributes.setdefault("k8s.name", name)
+    if plugins:
+        trace.span.event(f"{phase} admission", plugins=plugins)
 
 
 def _recording() -> RequestTrace | None:

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 
 from minikube_py.api import errors
 from minikube_py.api.resources import Resource, subresource_kind
+from minikube_py.apiserver import tracing
 from minikube_py.apiserver.authentication import UserInfo
 
 Obj = dict[str, Any]
@@ -117,15 +118,26 @@ class Chain:
                           request_user.get(), dry_run)
 
     async def admit(self, attributes: Attributes) -> bool:
-        """The mutating phase: each plugin in turn; True when any changed the object."""
-        changed = False
-        for plugin in self._mutating:
-            if plugin.handles(attributes):
-                changed = await plugin.admit(attributes) or changed
+        """The mutating phase: each plugin in turn; True when any changed the object.
+        The request's span notes the plugins that ran."""
+        changed, ran = False, []
+        try:
+            for plugin in self._mutating:
+                if plugin.handles(attributes):
+                    ran.append(plugin.name)
+                    changed = await plugin.admit(attributes) or changed
+        finally:
+            tracing.record_admission("mutating", ran, attributes.name)
         return changed
 
     async def validate(self, attributes: Attributes) -> None:
-        """The validating phase: the first plugin that refuses ends the request."""
-        for plugin in self._validating:
-            if plugin.handles(attributes):
-                await plugin.validate(attributes)
+        """The validating phase: the first plugin that refuses ends the request. The
+        request's span notes the plugins that ran, the refusing one last."""
+        ran = []
+        try:
+            for plugin in self._validating:
+                if plugin.handles(attributes):
+                    ran.append(plugin.name)
+                    await plugin.validate(attributes)
+        finally:
+            tracing.record_admission("validating", ran, attributes.name)

@@ -7,12 +7,15 @@ as one timeline (docs/tracing.md).
        which `minikube-py up` publishes
     3. GET <receiver>/api/v1/traces?resource=..&namespace=..&name=..: every trace with a
        span that names the object (the Deployment's trace holds its ReplicaSet's pods)
-    4. each trace as a timeline (printers/timeline.py), or -o json as the receiver answers;
+    4. when the object exists, only the traces of its own life: an object deleted and made
+       again under the same name left traces that name it too (this_life)
+    5. each trace as a timeline (printers/timeline.py), or -o json as the receiver answers;
        --follow: then each new span as it arrives, until interrupted
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import urllib.error
 import urllib.parse
@@ -23,6 +26,7 @@ from minikube_py.mkctl.command import Command, Invocation
 from minikube_py.mkctl.errors import MkctlError, StatusError
 from minikube_py.mkctl.flags import BOOL, Flag
 from minikube_py.mkctl.printers import timeline
+from minikube_py.tracing import context as tracing_context
 
 Obj = dict[str, Any]
 PUBLISHED = ("kube-public", "minikube-py-tracing")
@@ -93,6 +97,8 @@ def run(inv: Invocation) -> None:
         return
     with _open(f"{base}/api/v1/traces?{query}", 30) as answer:
         found = json.load(answer)
+    found["traces"] = this_life(_current(inv, resource.path(namespace, name)),
+                                found.get("traces") or [], resource.name, namespace, name)
     if output == "json":
         inv.out.write(json.dumps(found, indent=4) + "\n")
         return
@@ -106,6 +112,42 @@ def run(inv: Invocation) -> None:
             inv.out.write("\n")
         inv.out.write(f"TRACE {trace['traceId']}  ({what}, {len(trace['spans'])} spans)\n")
         inv.out.write(timeline.table(timeline.rows(trace["spans"])))
+
+
+def _current(inv: Invocation, path: str) -> Obj | None:
+    """The object as the API server has it now; None when it is gone (or never was)."""
+    try:
+        return inv.client.get_json(path)
+    except StatusError as error:
+        if error.code != 404:
+            raise
+        return None
+
+
+def this_life(obj: Obj | None, traces: list[Obj], resource: str, namespace: str, name: str
+              ) -> list[Obj]:
+    """The traces of the object that has the name now: its own trace (the annotation),
+    and each trace with a span naming it from the second it was created on (the pods'
+    traces that changed a Service's endpoints). Every trace when it is gone."""
+    if obj is None:
+        return traces
+    metadata = obj.get("metadata") or {}
+    own = tracing_context.of_object(obj)
+    created = metadata.get("creationTimestamp")
+    if not created:
+        return traces
+    since = int(datetime.datetime.fromisoformat(created.replace("Z", "+00:00"))
+                .timestamp()) * 1_000_000_000
+
+    def names_it_since(span: Obj) -> bool:
+        attributes = span.get("attributes") or {}
+        return (span["start"] >= since and attributes.get("k8s.resource") == resource
+                and attributes.get("k8s.name") == name
+                and attributes.get("k8s.namespace", "") == namespace)
+
+    return [trace for trace in traces
+            if (own is not None and trace["traceId"] == own.trace_id)
+            or any(names_it_since(span) for span in trace["spans"])]
 
 
 def _follow(inv: Invocation, url: str, output: str) -> None:
