@@ -38,6 +38,9 @@ COMMANDS = {  # name -> module defining COMMAND
     "cordon": "minikube_py.mkctl.commands.cordon",
     "uncordon": "minikube_py.mkctl.commands.uncordon",
     "taint": "minikube_py.mkctl.commands.taint",
+    "logs": "minikube_py.mkctl.commands.logs",
+    "wait": "minikube_py.mkctl.commands.wait",
+    "auth": "minikube_py.mkctl.commands.auth",
 }
 SUGGEST_FOR = {"list": "get", "ls": "get"}  # cobra's SuggestFor
 
