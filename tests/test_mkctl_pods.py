@@ -1,7 +1,10 @@
 """mkctl's pod commands next to the real kubectl, where no container has to run: `wait`,
-`auth can-i`, and what `logs` says about bad input (pods of the shared API server are
-never scheduled). Each case runs both tools with the
+`auth can-i`, and what `logs`, `exec`, `attach` and `port-forward` say about bad input
+(pods of the shared API server are never scheduled). Each case runs both tools with the
 same arguments and must print the same thing and exit with the same code.
+
+Streams to running containers are tested on a cluster in
+tests/e2e/test_mkctl_into_the_pod.py.
 """
 
 from __future__ import annotations
@@ -58,6 +61,12 @@ BAD_INPUT = [
     "logs two", "logs two -c nope", "logs two nope", "logs one --limit-bytes=0",
     "logs svc/web --pod-running-timeout=1s",
     "logs one --since=5s --since-time=2026-01-01T00:00:00Z",
+    "exec one", "exec -- ls", "exec one ls", "exec nope -- ls", "exec one -- ls",
+    "exec two -- ls", "exec one -c nope -- ls", "exec one -it -- ls", "exec one --bogus -- ls",
+    "attach", "attach a b c", "attach pod one", "attach nope", "attach one", "attach one -q",
+    "attach one -it", "attach two", "attach two -c x",
+    "port-forward one", "port-forward nope 80", "port-forward two 80",
+    "port-forward svc/web 80 --pod-running-timeout=1s",
 ]
 
 WAITS = [
@@ -110,7 +119,8 @@ def clis(kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory) -> PodClis:
 
 
 @pytest.mark.parametrize("command", BAD_INPUT)
-def test_bad_input_to_logs_reads_as_kubectl(clis: PodClis, command: str) -> None:
+def test_bad_input_to_the_stream_commands_reads_as_kubectl(clis: PodClis, command: str
+                                                           ) -> None:
     clis.both(command)
 
 

@@ -39,6 +39,9 @@ COMMANDS = {  # name -> module defining COMMAND
     "uncordon": "minikube_py.mkctl.commands.uncordon",
     "taint": "minikube_py.mkctl.commands.taint",
     "logs": "minikube_py.mkctl.commands.logs",
+    "exec": "minikube_py.mkctl.commands.exec",
+    "attach": "minikube_py.mkctl.commands.attach",
+    "port-forward": "minikube_py.mkctl.commands.port_forward",
     "wait": "minikube_py.mkctl.commands.wait",
     "auth": "minikube_py.mkctl.commands.auth",
 }
