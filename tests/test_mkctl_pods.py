@@ -66,7 +66,8 @@ BAD_INPUT = [
     "attach", "attach a b c", "attach pod one", "attach nope", "attach one", "attach one -q",
     "attach one -it", "attach two", "attach two -c x",
     "port-forward one", "port-forward nope 80", "port-forward two 80",
-    "port-forward svc/web 80 --pod-running-timeout=1s",
+    "port-forward svc/web 80 --pod-running-timeout=1s", "port-forward one 80",
+    "port-forward one a:80", "logs one --bogus", "port-forward one 80 --bogus",
 ]
 
 WAITS = [
@@ -94,6 +95,7 @@ CAN_I = [
     "auth can-i get /healthz", "auth can-i frob /healthz", "auth can-i get pods -q",
     "auth can-i get pods/log", "auth can-i get pods --subresource=log",
     "auth can-i get deploy.apps", "auth can-i get pods --as bob",
+    "auth can-i get pods --bogus", "wait --bogus pod/one",
 ]
 
 

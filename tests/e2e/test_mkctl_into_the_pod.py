@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -140,7 +141,7 @@ def _free_port() -> int:
 def test_port_forward_to_a_pod_and_a_service_carries_http(clis: Clis) -> None:
     for target, remote in (("pod/web", "80"), ("svc/web", "8080")):
         port = _free_port()
-        announced = []
+        announced, codes = [], []
         for tool in ([KUBECTL], mkctl_command()):
             process, local, lines = _forward(clis, tool, target, f"{port}:{remote}")
             try:
@@ -151,9 +152,11 @@ def test_port_forward_to_a_pod_and_a_service_carries_http(clis: Clis) -> None:
                         assert b"Welcome to nginx" in answer.read()
                 announced.append(lines)
             finally:
-                process.terminate()
+                process.send_signal(signal.SIGINT)  # Ctrl-C: forwarding stops, exit 0
                 process.communicate(timeout=10)
+                codes.append(process.returncode)
         assert announced[0] == announced[1] == [f"Forwarding from 127.0.0.1:{port} -> 80"]
+        assert codes == [0, 0]
     process, local, _ = _forward(clis, mkctl_command(), "web", ":80")  # a free port
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{local}/", timeout=10) as answer:

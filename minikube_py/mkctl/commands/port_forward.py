@@ -9,11 +9,12 @@ The steps of kubectl's portforward.go:
    PORT (the same both sides);
 2. the pod (a Service's or workload's by its selector); a Service's port becomes its
    target port, and a named port the container port of that name; the pod must be Running;
-3. a listener on 127.0.0.1 and [::1] for each local port, announced on stdout;
+3. one upgrade to the pod, to fail early as kubectl does when it cannot be reached; then
+   a listener on 127.0.0.1 and [::1] for each local port, announced on stdout;
 4. each connection accepted gets a WebSocket of its own to pods/NAME/portforward?ports=P
    (v4.channel.k8s.io: channel 0 the data, 1 the errors, each opening with the port as two
    bytes), and the bytes go both ways until either end closes. One thread waits on every
-   socket with `select`.
+   socket with `select`, until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -229,10 +230,16 @@ def run(inv: Invocation) -> None:
         raise MkctlError("unable to forward port because pod is not running. Current "
                          f"status={phase}")
     pairs = parse_ports(_translate(kind, obj, pod, inv.args[1:]))
-    name = pod["metadata"]["name"]
-    forwarder = Forwarder(inv, f"/api/v1/namespaces/{namespace}/pods/{name}/portforward",
-                          pairs, inv.flags["address"])
-    forwarder.serve()
+    path = f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}/portforward"
+    try:  # kubectl upgrades before it listens: a pod it cannot reach fails here
+        connect(inv.client, path, [("ports", str(pairs[0][1]))], [PROTOCOL]).close()
+    except MkctlError as error:
+        raise MkctlError(f"error upgrading connection: {error}") from None
+    forwarder = Forwarder(inv, path, pairs, inv.flags["address"])
+    try:
+        forwarder.serve()
+    except KeyboardInterrupt:  # Ctrl-C stops forwarding, and is not a failure
+        return
 
 
 COMMAND = Command(
