@@ -43,6 +43,12 @@ COMMANDS = {  # name -> module defining COMMAND
     "expose": "minikube_py.mkctl.commands.expose",
     "drain": "minikube_py.mkctl.commands.drain",
     "top": "minikube_py.mkctl.commands.top",
+    "logs": "minikube_py.mkctl.commands.logs",
+    "exec": "minikube_py.mkctl.commands.exec",
+    "attach": "minikube_py.mkctl.commands.attach",
+    "port-forward": "minikube_py.mkctl.commands.port_forward",
+    "wait": "minikube_py.mkctl.commands.wait",
+    "auth": "minikube_py.mkctl.commands.auth",
 }
 SUGGEST_FOR = {"list": "get", "ls": "get"}  # cobra's SuggestFor
 

@@ -66,6 +66,7 @@ class Parsed:
         self.values = values
         self.changed: set[str] = set()
         self.args: list[str] = []
+        self.dash = -1  # how many arguments came before `--` (cobra's ArgsLenAtDash)
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
@@ -105,6 +106,7 @@ class FlagSet:
         while remaining:
             arg = remaining.pop(0)
             if arg == "--":
+                parsed.dash = len(parsed.args)
                 parsed.args.extend(remaining)
                 break
             if arg.startswith("--"):

@@ -61,6 +61,11 @@ class RESTClient:
         self._reader: Any = None
         self._headers = self._fixed_headers()
 
+    @property
+    def fixed_headers(self) -> str:
+        """The header lines every request carries (host, agent, credentials, impersonation)."""
+        return self._headers
+
     def _fixed_headers(self) -> str:
         config = self.config
         headers = {"Host": self.netloc, "User-Agent": USER_AGENT}
@@ -88,6 +93,14 @@ class RESTClient:
             self._socket = self._reader = None
 
     def _connect(self, url: str, op: str = "Get") -> None:
+        sock = self.dial(url, op)
+        self._socket = sock
+        self._reader = sock.makefile("rb")
+
+    def dial(self, url: str, op: str = "Get") -> socket.socket:
+        """A new connection to the server (TLS for https), failures worded as Go's; the
+        kept connection uses one, and a stream that upgrades (exec, port-forward) opens
+        one of its own."""
         timeout = self.config.timeout or None
         try:
             # (an ASCII name as bytes: a str would make Python import the idna codec)
@@ -118,8 +131,7 @@ class RESTClient:
                                    f"{(error.strerror or str(error)).lower()}") from None
         if self.scheme == "https":
             sock = self._wrap_tls(sock, url, address, op)
-        self._socket = sock
-        self._reader = sock.makefile("rb")
+        return sock
 
     def _wrap_tls(self, sock: socket.socket, url: str, address: Any, op: str
                   ) -> socket.socket:
@@ -249,6 +261,13 @@ class RESTClient:
         elif status not in (204, 304) and status >= 200:
             yield self._reader.read()
             headers["connection"] = "close"
+
+    def chunks(self, response: Response) -> Iterator[bytes]:
+        """The body of a streamed answer (`stream=True`) as it arrives."""
+        try:
+            yield from self._body_chunks(response.headers, response.status)
+        finally:
+            self.close()
 
     def get_json(self, path: str, params: dict[str, str] | None = None, *,
                  accept: str = "") -> Any:
