@@ -4,6 +4,7 @@ informers (list, watch, resume, relist after 410), the event recorder, leader el
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from pathlib import Path
 from typing import Any
@@ -256,8 +257,9 @@ def elector(client: Client, lease: str, identity: str) -> LeaderElector:
 
 @pytest.mark.slow
 async def test_only_one_candidate_leads_and_the_other_takes_over_after_a_crash(
-    api_client: Client, monkeypatch: pytest.MonkeyPatch,
+    api_client: Client, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO, logger="minikube_py.client.leaderelection")
     lease = f"test-{uuid.uuid4().hex[:8]}"
     first, second = elector(api_client, lease, "first"), elector(api_client, lease, "second")
     working: list[str] = []
@@ -273,6 +275,7 @@ async def test_only_one_candidate_leads_and_the_other_takes_over_after_a_crash(
     second_task = asyncio.create_task(second.run(work("second")))
     await asyncio.sleep(1.0)
     assert working == ["first"] and not second.is_leader()
+    assert f"second: attempting to acquire leader lease kube-system/{lease}..." in caplog.text
 
     async def crashed() -> None:  # a killed process never releases its lease
         return None

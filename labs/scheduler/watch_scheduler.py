@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from datetime import UTC, datetime
 
 from kubernetes import client, config, watch
 
@@ -30,6 +31,29 @@ def bind_pod(api: client.CoreV1Api, pod: client.V1Pod, node_name: str) -> None:
         # client then fails to read that Status as a V1Binding ("target" is missing):
         # kubernetes-client/python issues 825 and 547. Alternative: _preload_content=False.
         pass
+
+
+def record_scheduled(api: client.CoreV1Api, pod: client.V1Pod, node_name: str,
+                     scheduler_name: str) -> None:
+    """The Event kube-scheduler writes after a binding, so `kubectl describe pod` and
+    `kubectl get events` say who placed the pod: Normal, Scheduled, "Successfully
+    assigned <namespace>/<pod> to <node>"."""
+    now = datetime.now(UTC)
+    event = client.CoreV1Event(
+        metadata=client.V1ObjectMeta(generate_name=f"{pod.metadata.name}."),
+        involved_object=client.V1ObjectReference(
+            kind="Pod", api_version="v1", namespace=pod.metadata.namespace,
+            name=pod.metadata.name, uid=pod.metadata.uid),
+        type="Normal", reason="Scheduled",
+        message=f"Successfully assigned {pod.metadata.namespace}/{pod.metadata.name} "
+                f"to {node_name}",
+        source=client.V1EventSource(component=scheduler_name),
+        first_timestamp=now, last_timestamp=now, count=1)
+    try:
+        api.create_namespaced_event(pod.metadata.namespace, event)
+    except client.ApiException as e:  # the pod is bound all the same
+        print(f"Event for {pod.metadata.namespace}/{pod.metadata.name} not recorded: "
+              f"{e.reason}", flush=True)
 
 
 def choose_node(
@@ -87,6 +111,7 @@ def main() -> None:
                   flush=True)
             continue
         print(f"Bound {obj.metadata.namespace}/{obj.metadata.name} -> {node}", flush=True)
+        record_scheduled(api, obj, node, args.scheduler_name)
         bound += 1
         if args.max_pods is not None and bound >= args.max_pods:
             w.stop()

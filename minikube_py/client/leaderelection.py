@@ -96,6 +96,9 @@ class LeaderElector:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _acquire(self) -> None:
+        # client-go's line: in a log that stops here, the Lease is held by someone else
+        log.info("%s: attempting to acquire leader lease %s/%s...", self.identity,
+                 self.namespace, self.name)
         while not await self._try_acquire_or_renew():
             await asyncio.sleep(self.retry_period * (1 + random.random() * (JITTER_FACTOR - 1)))
 

@@ -668,10 +668,12 @@ def etcdctl_env(_: argparse.Namespace) -> None:
 
 
 def logs(args: argparse.Namespace) -> None:
-    """`minikube-py logs COMPONENT [-f] [--node N]`: a component's log file."""
+    """`minikube-py logs COMPONENT [-f] [--node N]`: a component's log file (or the
+    supervisor's: which component died, and when it was started again)."""
     state = home()
-    if args.component not in COMPONENTS:
-        fail(f"no component named {args.component!r}; components: {', '.join(COMPONENTS)}")
+    if args.component not in (*COMPONENTS, "supervisor"):
+        fail(f"no component named {args.component!r}; components: {', '.join(COMPONENTS)}"
+             ", and the supervisor")
     name = args.component
     if args.component in NODE_COMPONENTS:
         nodes = [node.name for node in node_networks(_saved_cluster(state))] or ["node-1"]
@@ -745,7 +747,7 @@ def main(argv: list[str] | None = None) -> None:
     commands.add_parser("status", help="show what runs, what is ready, the nodes"
                         ).set_defaults(run=status)
     show = commands.add_parser("logs", help="print a component's log")
-    show.add_argument("component", help=f"one of: {', '.join(COMPONENTS)}")
+    show.add_argument("component", help=f"one of: {', '.join(COMPONENTS)}, supervisor")
     show.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     show.add_argument("--node", help="the node, for containerd, kubelet and proxy")
     show.set_defaults(run=logs)

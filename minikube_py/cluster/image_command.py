@@ -2,9 +2,11 @@
 
 `build` writes every shipped image as an OCI archive and, when the cluster runs, pushes it
 to the cluster's registry under each of its names (nginx:latest, nginx:1.14.2, ...), where
-every node's containerd pulls it from. `load FILE.tar` takes any OCI or `docker save`
-archive, as `kind load image-archive` does: it pushes it to the registry and imports it
-into the containerd of every node (under $MINIKUBE_PY_HOME/nodes/<node>/containerd.sock).
+every node's containerd pulls it from. `build NAME ...` builds only those images, which
+is also how the images `up` leaves out (ON_DEMAND in the catalog) are built.
+`load FILE.tar` takes any OCI or `docker save` archive, as `kind load image-archive`
+does: it pushes it to the registry and imports it into the containerd of every node
+(under $MINIKUBE_PY_HOME/nodes/<node>/containerd.sock).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from functools import partial
 from pathlib import Path
 
 from minikube_py.cluster.netns import ClusterNetwork
-from minikube_py.images.catalog import CATALOG, build_image
+from minikube_py.images.catalog import CATALOG, ON_DEMAND, ImageSpec, build_image
 from minikube_py.images.debian import PackageError
 from minikube_py.images.registry import (
     ArchiveError,
@@ -45,11 +47,12 @@ async def load_into_nodes(archive: Path, sockets: list[Path]) -> dict[str, list[
     return {socket.parent.name: names for socket, names in zip(running, loaded, strict=True)}
 
 
-def push_catalog(output: Path, registry: str | None, *, rebuild: bool) -> list[str]:
-    """Build every shipped image (or reuse its archive unless `rebuild`) and push it to
+def push_catalog(output: Path, registry: str | None, *, rebuild: bool,
+                 specs: tuple[ImageSpec, ...] = CATALOG) -> list[str]:
+    """Build shipped images (or reuse their archives unless `rebuild`) and push each to
     `registry` under all its names; one line per image for the user."""
     lines = []
-    for spec in CATALOG:
+    for spec in specs:
         archive = output / spec.archive_name
         if rebuild or not archive.is_file():
             archive = build_image(spec, output).path
@@ -79,12 +82,35 @@ def running_registry(home: Path) -> str | None:
     return registry if registry_answers(registry) else None
 
 
+def chosen_images(names: list[str]) -> tuple[ImageSpec, ...]:
+    """The images named (by any of their names, "nginx:latest" or
+    "docker.io/library/nginx:latest"), or the catalog when none is."""
+    if not names:
+        return CATALOG
+    known = {}
+    for spec in CATALOG + ON_DEMAND:
+        for name in spec.names:
+            known[name] = spec
+            if name.startswith("docker.io/library/"):
+                known[name.removeprefix("docker.io/library/")] = spec
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise SystemExit(f"error: no shipped image named {', '.join(unknown)}; the images: "
+                         + ", ".join(spec.name for spec in CATALOG + ON_DEMAND))
+    chosen: list[ImageSpec] = []
+    for name in names:
+        if known[name] not in chosen:
+            chosen.append(known[name])
+    return tuple(chosen)
+
+
 def build_command(args: argparse.Namespace, home: Callable[[], Path]) -> None:
-    """`minikube-py image build [--output DIR] [--registry HOST:PORT]`."""
+    """`minikube-py image build [NAME ...] [--output DIR] [--registry HOST:PORT]`."""
+    specs = chosen_images(args.names)
     output = args.output or home() / "images"
     registry = args.registry or running_registry(home())
     try:
-        for line in push_catalog(output, registry, rebuild=True):
+        for line in push_catalog(output, registry, rebuild=True, specs=specs):
             print(line)
     except (PackageError, RegistryError, ArchiveError, FileNotFoundError, ValueError) as error:
         raise SystemExit(f"error: {error}") from None
@@ -132,6 +158,10 @@ def add_image_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     build = actions.add_parser(
         "build", help="write the shipped images as OCI archives and push them to the "
                       "cluster's registry")
+    build.add_argument("names", nargs="*", metavar="NAME",
+                       help="only these images (default: the ones `up` builds); "
+                            + ", ".join(spec.name for spec in ON_DEMAND)
+                            + " is built only when named")
     build.add_argument("--output", type=Path, default=None,
                        help="directory for the archives (default: $MINIKUBE_PY_HOME/images)")
     build.add_argument("--registry", default=None, metavar="HOST:PORT",

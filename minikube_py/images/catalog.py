@@ -14,6 +14,11 @@ names tutorials use (the local registry answers for docker.io and registry.k8s.i
                              and client tests that name them
     python:3, python:3.11, python:latest
                              Debian 12's Python 3.11 (`python3 -m http.server` works)
+    localhost/python-kubernetes:1.0
+                             that Python with Debian's python3-kubernetes, the official
+                             client: for programs that talk to the API server from a pod.
+                             Built on demand only (`minikube-py image build
+                             localhost/python-kubernetes:1.0`), not by every `up`
 
 Each is one layer: /bin/busybox (busybox-static) with a symlink per applet, /etc/passwd and
 /etc/group, then the image's own scripts or programs (programs.py). An image is built once
@@ -36,7 +41,7 @@ from minikube_py.images.oci import (
     Layer,
     write_oci_archive,
 )
-from minikube_py.images.programs import nginx_files, python_files
+from minikube_py.images.programs import nginx_files, python_files, python_kubernetes_files
 
 BUSYBOX_BINARY = Path("/bin/busybox")
 PT_INTERP = 3  # ELF program header type: "run me with this dynamic loader"
@@ -127,7 +132,14 @@ PYTHON = ImageSpec(
     ImageConfig(cmd=("python3",), env=(DEFAULT_PATH, "LANG=C.UTF-8")),
     aliases=("docker.io/library/python:3.11", "docker.io/library/python:latest"),
     add_files=lambda layer, _cache: python_files(layer))
+PYTHON_KUBERNETES = ImageSpec(
+    "localhost/python-kubernetes:1.0",
+    ImageConfig(cmd=("python3",), env=(DEFAULT_PATH, "LANG=C.UTF-8")),
+    add_files=python_kubernetes_files)
 CATALOG = (PAUSE, BUSYBOX, ECHO, NGINX, PYTHON)
+"""The images `up` builds and pushes."""
+ON_DEMAND = (PYTHON_KUBERNETES,)
+"""Images built only when asked for by name (`minikube-py image build NAME`)."""
 BASE_CATALOG = (PAUSE, BUSYBOX, ECHO)
 """The images built from busybox alone: quick to build, what every node loads."""
 

@@ -9,6 +9,11 @@ Each function adds to a layer that already holds busybox (a shell and the usual 
     python   this machine's /usr/bin/python3.11 (Debian's python3.11) with its standard
              library and the libraries it and its extension modules link; `python3 -m
              http.server` works
+    python-kubernetes
+             the python above, with Debian's python3-kubernetes (the official client,
+             22.6) and the packages it depends on in /usr/lib/python3/dist-packages,
+             where Debian's python3.11 looks: in-cluster programs such as the seeds'
+             scheduler lab run in it
 """
 
 from __future__ import annotations
@@ -21,6 +26,15 @@ from minikube_py.images.oci import Layer
 
 NGINX_PACKAGES = ["nginx", "nginx-common"]
 PYTHON = Path("/usr/bin/python3.11")
+# python3-kubernetes and what it depends on, as `apt-cache depends` lists them (the pure
+# Python ones; python3.11 itself comes from this machine).
+PYTHON_KUBERNETES_PACKAGES = [
+    "python3-kubernetes", "python3-certifi", "python3-dateutil", "python3-google-auth",
+    "python3-requests", "python3-requests-oauthlib", "python3-six", "python3-urllib3",
+    "python3-websocket", "python3-yaml", "python3-oauthlib", "python3-idna",
+    "python3-charset-normalizer", "python3-chardet", "python3-cachetools", "python3-pyasn1",
+    "python3-pyasn1-modules", "python3-rsa"]
+DIST_PACKAGES = "/usr/lib/python3/dist-packages"
 PYTHON_LIB = Path("/usr/lib/python3.11")
 # Parts of the standard library a container has no use for (tests, IDLE, Tk, the
 # static library for embedding, 2to3, pip's bootstrap).
@@ -87,3 +101,12 @@ def python_files(layer: Layer) -> None:
     add_libraries(layer, PYTHON)
     for extension in add_tree(layer, str(PYTHON_LIB), PYTHON_LIB, PYTHON_LIB_SKIPPED):
         add_libraries(layer, extension)
+
+
+def python_kubernetes_files(layer: Layer, cache: Path) -> None:
+    """Add Python 3.11 and the official Kubernetes client (see the module's table)."""
+    python_files(layer)
+    root = unpack_packages(PYTHON_KUBERNETES_PACKAGES, cache / "python-kubernetes")
+    for extension in add_tree(layer, DIST_PACKAGES, root / DIST_PACKAGES.lstrip("/"),
+                              {"__pycache__"}):
+        add_libraries(layer, extension)  # PyYAML's _yaml links libyaml

@@ -6,6 +6,9 @@ import gzip
 import hashlib
 import io
 import json
+import os
+import shutil
+import subprocess
 import sys
 import tarfile
 from pathlib import Path
@@ -236,3 +239,40 @@ def test_image_load_command_says_in_one_line_what_is_missing(
         main(["image", "load", *(arg.format(archive=archive) for arg in args)])
     assert str(exit_info.value.code).startswith(message.format(home=tmp_path))
     assert "\n" not in str(exit_info.value.code)
+
+
+def test_image_build_command_refuses_a_name_it_does_not_ship(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MINIKUBE_PY_HOME", str(tmp_path))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["image", "build", "nginx:latest", "localhost/nope:1.0", "--output", str(tmp_path)])
+    message = str(exit_info.value.code)
+    assert message.startswith("error: no shipped image named localhost/nope:1.0; the images: ")
+    assert "localhost/python-kubernetes:1.0" in message
+    assert not list(tmp_path.glob("*.tar")), "nothing is built when one name is wrong"
+
+
+@needs_busybox
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="chroot needs root")
+def test_the_python_kubernetes_image_is_built_on_demand_and_imports_the_client(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the image named is built; its python, alone in its filesystem, imports the
+    official client (Debian's python3-kubernetes and everything it depends on)."""
+    monkeypatch.setenv("MINIKUBE_PY_HOME", str(tmp_path / "no-cluster"))
+    main(["image", "build", "localhost/python-kubernetes:1.0", "--output", str(tmp_path)])
+    assert [p.name for p in tmp_path.glob("*.tar")] == ["python-kubernetes-1.0.tar"]
+    assert "built localhost/python-kubernetes:1.0: " in capsys.readouterr().out
+    files = read_archive(tmp_path / "python-kubernetes-1.0.tar")
+    manifest = json.loads(blob(files, json.loads(files["index.json"])["manifests"][0]))
+    root = tmp_path / "rootfs"
+    with tarfile.open(fileobj=io.BytesIO(blob(files, manifest["layers"][0]))) as layer:
+        layer.extractall(root, filter="fully_trusted")
+    imported = subprocess.run(
+        [shutil.which("chroot") or "/usr/sbin/chroot", str(root), "/usr/bin/python3", "-c",
+         "from kubernetes import client, config, watch; import kubernetes, yaml; "
+         "print(kubernetes.__version__, yaml.__with_libyaml__)"],
+        capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.split() == ["22.6.0", "True"]
