@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -218,3 +219,44 @@ def test_simulated_nodes_join_the_real_one_and_leave_with_down(fast_tmp: Path) -
         launcher(home, "down", "--purge", check=False)
     assert not any(alive(pid) for pid in running)
     assert leftovers(home) == []
+
+
+def test_a_second_home_leaves_a_running_clusters_network_alone(fast_tmp: Path) -> None:
+    """The node network's names are fixed by its prefix, so two homes would share one:
+    `up` in a second home refuses while the first home's cluster runs, before it writes
+    anything, and `down` in it stops short of the first cluster's network."""
+    from minikube_py.cluster.cli import DEFAULT_PORTS, NETWORK_OWNERS
+
+    if os.geteuid() != 0:
+        pytest.skip("the node network needs root")
+    first, second = fast_tmp / "owner-home", fast_tmp / "second-home"
+    (first / "run").mkdir(parents=True)
+    (first / "run" / "apiserver.pid").write_text(f"{os.getpid()}\n")  # a live process
+    NETWORK_OWNERS.mkdir(parents=True, exist_ok=True)
+    owners = {prefix: NETWORK_OWNERS / f"{prefix}owner" for prefix in ("mk-", "mkq-")}
+    saved = {prefix: path.read_text() if path.exists() else None
+             for prefix, path in owners.items()}
+    try:
+        for path in owners.values():
+            path.write_text(f"{first.resolve()}\n")
+        refused = launcher(second, "up", "--nodes", "1", check=False)
+        assert refused.returncode == 1
+        assert refused.stderr == (
+            f"error: the node network mk-* is the network of the cluster in "
+            f"{first.resolve()}, which is running: stop it first "
+            f"(MINIKUBE_PY_HOME={first.resolve()} minikube-py down)\n")
+        assert not second.exists() or not any(second.iterdir())
+        second.mkdir(exist_ok=True)
+        (second / "cluster.json").write_text(json.dumps({
+            "network": {"prefix": "mkq-", "nodeNetwork": "172.31.250.0/24"},
+            "podCIDRs": {"node-1": "10.251.1.0/24"}, "nodes": 1, "ports": DEFAULT_PORTS}))
+        stopped = launcher(second, "down", check=False)
+        assert f"left the node network mkq-* alone: it is the network of the cluster in " \
+               f"{first.resolve()}, which is running" in stopped.stdout, stopped
+        assert owners["mkq-"].read_text().strip() == str(first.resolve())
+    finally:
+        for prefix, path in owners.items():
+            if saved[prefix] is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.write_text(saved[prefix])

@@ -135,6 +135,8 @@ def home() -> Path:
 
 
 STARTED_HINT = " (`minikube-py down` removes what did start)"
+# Where `up` records which home built the node network of each prefix (owner_file).
+NETWORK_OWNERS = Path("/run/minikube-py")
 
 
 def fail(message: str) -> None:
@@ -385,6 +387,12 @@ def up(args: argparse.Namespace) -> None:
         if extra_config is not None and saved.get("extraConfig", {}) != extra_config:
             fail("the cluster runs with other --extra-config settings: `minikube-py down` "
                  "first to start it with these")
+    # before anything is written: another home's running cluster keeps its network
+    network = (cluster_network(saved) if saved.get("network")
+               else ClusterNetwork() if runtime_missing() is None else None)
+    if network is not None and (other := running_owner(network, state)) is not None:
+        fail(f"the node network {network.prefix}* is the network of the cluster in {other}, "
+             f"which is running: stop it first (MINIKUBE_PY_HOME={other} minikube-py down)")
     for sub in ("logs", "run"):
         (state / sub).mkdir(parents=True, exist_ok=True)
     if args.tracing_endpoint and not args.tracing_endpoint.startswith(("http://", "https://")):
@@ -440,6 +448,30 @@ def _make_certificates(state: Path, cluster: dict[str, Any]) -> None:
         {node.name: node.address for node in node_networks(cluster)})
 
 
+def owner_file(network: ClusterNetwork) -> Path:
+    """Which home's cluster built the node network of this prefix (a path, in a file):
+    the names are fixed, so two homes would otherwise share, and tear down, one network."""
+    return NETWORK_OWNERS / f"{network.prefix}owner"
+
+
+def running_owner(network: ClusterNetwork, state: Path) -> Path | None:
+    """The home of another cluster that owns the network and still runs a component (a
+    live pid under its run/), or None: no owner, this home, or an owner that is gone."""
+    try:
+        owner = Path(owner_file(network).read_text().strip())
+    except OSError:
+        return None
+    if owner == state.resolve():
+        return None
+    for pid_file in (owner / "run").glob("*.pid") if (owner / "run").is_dir() else ():
+        try:
+            os.kill(int(pid_file.read_text().split()[0]), 0)
+        except (OSError, ValueError, IndexError):
+            continue
+        return owner
+    return None
+
+
 def _build_network(cluster: dict[str, Any]) -> None:
     """The bridge, one namespace per node, and the routes through node-1 (each kept
     when it is there already)."""
@@ -449,6 +481,8 @@ def _build_network(cluster: dict[str, Any]) -> None:
         return
     if shutil.which("nsenter") is None:
         raise NodeNetworkError("nsenter is not installed: apt-get install util-linux")
+    NETWORK_OWNERS.mkdir(parents=True, exist_ok=True)
+    owner_file(network).write_text(f"{home().resolve()}\n")
     network.create_bridge()
     for node in nodes:
         if network.ensure_node(node):
@@ -511,16 +545,22 @@ async def _start(state: Path, name: str, process: ComponentProcess, started: flo
 
 
 def down(args: argparse.Namespace) -> None:
-    """Stop every component and remove the node network; --purge also deletes the
-    cluster's data."""
+    """Stop every component and remove the node network (unless it is another running
+    cluster's); --purge also deletes the cluster's data."""
     state = home()
     cluster = _saved_cluster(state)
     asyncio.run(_stop_all(state, components(state, cluster)))
     network = cluster_network(cluster)
     if network is not None and state.exists():
-        removed = network.remove_all()
-        if removed:
-            print(f"removed the node network: {', '.join(removed)}")
+        other = running_owner(network, state)
+        if other is not None:
+            print(f"left the node network {network.prefix}* alone: it is the network of the "
+                  f"cluster in {other}, which is running")
+        else:
+            removed = network.remove_all()
+            owner_file(network).unlink(missing_ok=True)
+            if removed:
+                print(f"removed the node network: {', '.join(removed)}")
     if args.purge and state.exists():
         shutil.rmtree(state)
         print(f"deleted {state}")
