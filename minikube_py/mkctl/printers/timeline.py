@@ -85,9 +85,15 @@ def depths(spans: list[Obj]) -> dict[str, int]:
     return found
 
 
+ADMISSION_PHASES = ("mutating", "validating")
+
+
 def event_lines(span: Obj) -> list[str]:
-    """One line per event: `Filter node-1: fits`, `Score node-2: 160`."""
-    lines = []
+    """One line per admission phase a request passed (`mutating admission: LimitRanger,
+    ...`, from its attributes), then one per event: `Filter node-1: fits`."""
+    attributes = span.get("attributes") or {}
+    lines = [f"{phase} admission: {attributes[f'admission.{phase}']}"
+             for phase in ADMISSION_PHASES if attributes.get(f"admission.{phase}")]
     for event in span.get("events") or []:
         attributes = dict(event.get("attributes") or {})
         node = attributes.pop("node", "")
