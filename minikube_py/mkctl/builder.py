@@ -15,7 +15,7 @@ every error is returned, and the command prints what it got before the errors.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from minikube_py.mkctl.command import PROGRAM, Invocation
@@ -221,3 +221,37 @@ def _list(inv: Invocation, request: Request, selection: Selection, accept: str,
 
 def is_not_found(error: Exception) -> bool:
     return isinstance(error, StatusError) and error.reason == "NotFound"
+
+
+def named_objects(inv: Invocation, selection: Selection, errors: list[Exception]
+                  ) -> list[Request]:
+    """Each object the selection names, as a Request with its name: a named request as it
+    is, a collection listed (by the selectors) into its objects; listing errors go to
+    `errors`. What delete and wait act on, one object at a time."""
+    found: list[Request] = []
+    for request in selection.requests:
+        if request.name:
+            found.append(request)
+            continue
+        listed = fetch(inv, Selection([request], False, selection.label_selector,
+                                      selection.field_selector),
+                       accept="", chunk_size=DEFAULT_CHUNK_SIZE)
+        errors.extend(listed.errors)
+        for info in listed.infos:
+            for item in info.object.get("items") or []:
+                metadata = item.get("metadata") or {}
+                found.append(Request(request.resource, metadata.get("namespace", ""),
+                                     metadata.get("name", "")))
+    return found
+
+
+def each_object(results: Results) -> Iterator[tuple[APIResource, dict[str, Any]]]:
+    """Every object fetched, a list's items one by one, each with its resource and with
+    the apiVersion and kind a list's items leave out (as the dynamic client fills them)."""
+    for info in results.infos:
+        items = info.object["items"] if isinstance(info.object.get("items"), list) else [
+            info.object]
+        resource = info.request.resource
+        for obj in items:
+            yield resource, {"apiVersion": resource.group_version, "kind": resource.kind,
+                             **obj}

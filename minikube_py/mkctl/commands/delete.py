@@ -132,22 +132,8 @@ def _targets(inv: Invocation, errors: list[Exception]) -> list[Target]:
                                all_namespaces=flags["all-namespaces"],
                                label_selector=selector,
                                field_selector=flags["field-selector"])
-    targets = []
-    for request in selection.requests:
-        if request.name:
-            targets.append(Target(request.resource, request.namespace, request.name))
-            continue
-        listed = builder.fetch(inv, builder.Selection([request], False,
-                                                      selection.label_selector,
-                                                      selection.field_selector),
-                               accept="", chunk_size=builder.DEFAULT_CHUNK_SIZE)
-        errors.extend(listed.errors)
-        for info in listed.infos:
-            for item in info.object.get("items") or []:
-                metadata = item.get("metadata") or {}
-                targets.append(Target(request.resource, metadata.get("namespace", ""),
-                                      metadata.get("name", "")))
-    return targets
+    return [Target(request.resource, request.namespace, request.name)
+            for request in builder.named_objects(inv, selection, errors)]
 
 
 def _deleted_line(target: Target, mode: str, force: bool) -> str:

@@ -149,29 +149,24 @@ def run(inv: Invocation) -> None:
     results = builder.fetch(inv, selection, accept="", chunk_size=builder.DEFAULT_CHUNK_SIZE)
     errors: list[Exception] = list(results.errors)
     printer = OperationPrinter(inv, "exposed")
-    for info in results.infos:
-        items = info.object["items"] if isinstance(info.object.get("items"), list) else [
-            info.object]
-        resource = info.request.resource
-        for obj in items:
-            obj = {"apiVersion": resource.group_version, "kind": resource.kind, **obj}
-            if resource.kind not in EXPOSABLE:
-                errors.append(MkctlError(f"cannot expose a {resource.kind}"))
-                continue
-            try:
-                service = service_for(inv, obj)
-                if mode != "client":
-                    params = {"fieldManager": "kubectl-expose"}
-                    if mode == "server":
-                        params["dryRun"] = "All"
-                    target = obj["metadata"].get("namespace") or namespace
-                    service = inv.client.request_json(
-                        "POST", f"/api/v1/namespaces/{target}/services", params,
-                        body=service)
-            except (StatusError, MkctlError) as error:
-                errors.append(error)
-                continue
-            printer.print_obj(service, struct_order=mode == "client")
+    for resource, obj in builder.each_object(results):
+        if resource.kind not in EXPOSABLE:
+            errors.append(MkctlError(f"cannot expose a {resource.kind}"))
+            continue
+        try:
+            service = service_for(inv, obj)
+            if mode != "client":
+                params = {"fieldManager": "kubectl-expose"}
+                if mode == "server":
+                    params["dryRun"] = "All"
+                target = obj["metadata"].get("namespace") or namespace
+                service = inv.client.request_json(
+                    "POST", f"/api/v1/namespaces/{target}/services", params,
+                    body=service)
+        except (StatusError, MkctlError) as error:
+            errors.append(error)
+            continue
+        printer.print_obj(service, struct_order=mode == "client")
     if errors:
         raise Aggregate(errors)
 

@@ -80,51 +80,46 @@ def run(inv: Invocation) -> None:
     results = builder.fetch(inv, selection, accept="", chunk_size=builder.DEFAULT_CHUNK_SIZE)
     errors: list[Exception] = list(results.errors)
     printer = OperationPrinter(inv, "image updated")
-    for info in results.infos:
-        items = info.object["items"] if isinstance(info.object.get("items"), list) else [
-            info.object]
-        resource = info.request.resource
-        for obj in items:
-            obj = {"apiVersion": resource.group_version, "kind": resource.kind, **obj}
-            path = pod_spec_path(resource.kind)
-            if path is None:
-                errors.append(MkctlError(f"error: {resource.name}/{obj['metadata']['name']} "
-                                         "the object is not a pod or does not have a pod "
-                                         f"template: *{resource.version}.{resource.kind}"))
+    for resource, obj in builder.each_object(results):
+        path = pod_spec_path(resource.kind)
+        if path is None:
+            errors.append(MkctlError(f"error: {resource.name}/{obj['metadata']['name']} "
+                                     "the object is not a pod or does not have a pod "
+                                     f"template: *{resource.version}.{resource.kind}"))
+            continue
+        spec: Obj = obj
+        for key in path:
+            spec = spec.get(key) or {}
+        changed, found = _changes(spec, images)
+        missing = [name for name in images if name != "*" and name not in found]
+        if missing:
+            errors.append(MkctlError(f'unable to find container named "{missing[0]}"'))
+            continue
+        if not changed:
+            continue
+        patch: Obj = changed
+        for key in reversed(path):
+            patch = {key: patch}
+        if mode == "client":  # what would be sent: the object with the new images
+            for field, containers in changed.items():
+                images_of = {c["name"]: c["image"] for c in containers}
+                for container in spec.get(field) or []:
+                    container["image"] = images_of.get(container["name"],
+                                                       container.get("image"))
+        else:
+            params = {"fieldManager": flags["field-manager"]}
+            if mode == "server":
+                params["dryRun"] = "All"
+            try:
+                answer = inv.client.request_json(
+                    "PATCH", resource.path(obj["metadata"].get("namespace", ""),
+                                           obj["metadata"]["name"]), params, body=patch,
+                    content_type="application/strategic-merge-patch+json")
+            except StatusError as error:
+                errors.append(error)
                 continue
-            spec: Obj = obj
-            for key in path:
-                spec = spec.get(key) or {}
-            changed, found = _changes(spec, images)
-            missing = [name for name in images if name != "*" and name not in found]
-            if missing:
-                errors.append(MkctlError(f'unable to find container named "{missing[0]}"'))
-                continue
-            if not changed:
-                continue
-            patch: Obj = changed
-            for key in reversed(path):
-                patch = {key: patch}
-            if mode == "client":  # what would be sent: the object with the new images
-                for field, containers in changed.items():
-                    images_of = {c["name"]: c["image"] for c in containers}
-                    for container in spec.get(field) or []:
-                        container["image"] = images_of.get(container["name"],
-                                                           container.get("image"))
-            else:
-                params = {"fieldManager": flags["field-manager"]}
-                if mode == "server":
-                    params["dryRun"] = "All"
-                try:
-                    answer = inv.client.request_json(
-                        "PATCH", resource.path(obj["metadata"].get("namespace", ""),
-                                               obj["metadata"]["name"]), params, body=patch,
-                        content_type="application/strategic-merge-patch+json")
-                except StatusError as error:
-                    errors.append(error)
-                    continue
-                obj = {"apiVersion": resource.group_version, "kind": resource.kind, **answer}
-            printer.print_obj(obj)
+            obj = {"apiVersion": resource.group_version, "kind": resource.kind, **answer}
+        printer.print_obj(obj)
     if errors:
         raise Aggregate(errors)
 

@@ -197,24 +197,10 @@ def run(inv: Invocation) -> None:
                                all_namespaces=flags["all-namespaces"],
                                label_selector=flags["selector"],
                                field_selector=flags["field-selector"])
-    targets: list[tuple[builder.Request, str]] = []
     errors: list[Exception] = []
     waiting_for_delete = any(condition.kind == "delete" for condition in conditions)
-    for request in selection.requests:
-        if request.name:
-            targets.append((request, request.name))
-            continue
-        listed = builder.fetch(inv, builder.Selection([request], False,
-                                                      selection.label_selector,
-                                                      selection.field_selector),
-                               accept="", chunk_size=builder.DEFAULT_CHUNK_SIZE)
-        errors.extend(listed.errors)
-        for info in listed.infos:
-            for item in info.object.get("items") or []:
-                metadata = item.get("metadata") or {}
-                targets.append((builder.Request(request.resource,
-                                                metadata.get("namespace", "")),
-                                metadata.get("name", "")))
+    targets = [(request, request.name)
+               for request in builder.named_objects(inv, selection, errors)]
     if not targets and not errors and not waiting_for_delete:
         raise MkctlError("no matching resources found")
     for request, name in targets:
