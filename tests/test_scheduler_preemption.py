@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -91,14 +91,16 @@ class PreemptionCluster:
         except NotFound:
             return None
 
-    async def failed_scheduling(self, name: str, message: str) -> Obj:
+    async def failed_scheduling(self, name: str, message: Callable[[], str]) -> Obj:
+        """The pod's FailedScheduling event saying `message()`, worked out again at each
+        look: nodes other tests left in the shared API server may still be going."""
         async def found() -> Obj | None:
             events = (await self.client.resource("events").list(self.namespace))["items"]
             return next((e for e in events if e["involvedObject"]["name"] == name
-                         and e["reason"] == "FailedScheduling" and e["message"] == message),
-                        None)
+                         and e["reason"] == "FailedScheduling"
+                         and e["message"] == message()), None)
         return await eventually(found, timeout=15,
-                                what=f"FailedScheduling for {name}: {message!r}")
+                                what=f"FailedScheduling for {name}: {message()!r}")
 
     async def cleanup(self) -> None:
         if self.scheduler is not None:
@@ -191,15 +193,15 @@ async def test_a_high_priority_pod_preempts_the_victim_its_budget_allows(
     await cluster.create_pod("latecomer", cluster.low)
     await cluster.failed_scheduling(
         "latecomer",
-        f"0/{len(scheduler.nodes.store.list())} nodes are available: 2 Insufficient cpu"
-        f"{others(scheduler)}. preemption: "
-        + _preemption_failure(scheduler))
+        lambda: f"0/{len(scheduler.nodes.store.list())} nodes are available: 2 Insufficient "
+                f"cpu{others(scheduler)}. preemption: " + _preemption_failure(scheduler))
 
     await cluster.create_pod("polite", cluster.never)
     await cluster.failed_scheduling(
         "polite",
-        f"0/{len(scheduler.nodes.store.list())} nodes are available: 2 Insufficient cpu"
-        f"{others(scheduler)}. preemption: not eligible due to preemptionPolicy=Never.")
+        lambda: f"0/{len(scheduler.nodes.store.list())} nodes are available: 2 Insufficient "
+                f"cpu{others(scheduler)}. preemption: not eligible due to "
+                "preemptionPolicy=Never.")
 
 
 def _preemption_failure(scheduler: Scheduler) -> str:
