@@ -237,3 +237,54 @@ async def test_the_signer_fails_a_request_that_is_not_the_shape_its_signer_promi
     csr = await admin_client.resource(*CSRS).get(name)
     assert not csrs.certificate_of(csr)
     assert "Approved,Failed" in kubectl(admin, "get", "csr", name).stdout
+
+
+async def test_a_kubelet_gets_its_serving_certificate_once_the_owner_approves_it(
+        server: SecuredServer, admin: Path, admin_client: Client,
+        controllers: ControllerManager, tmp_path: Path) -> None:
+    """--rotate-server-certificates: the node asks, as itself, for a kubelet-serving
+    certificate naming its name and address. csrapproving leaves it (a node may not vouch
+    for its own names); `up`'s approval approves what names only the node, csrsigning
+    signs, and the pair is written where the kubelet serves from."""
+    from minikube_py.cluster.join import approve_serving_certificates
+
+    token = await bootstrap_token(admin_client)
+    kubeconfig, cert_dir = tmp_path / "kubelet.conf", tmp_path / "pki"
+    await certificate.bootstrap("node-s", kubeconfig, bootstrap_kubeconfig(
+        server, token, tmp_path), cert_dir)
+    async with Client.from_kubeconfig(kubeconfig, user_agent="kubelet") as node:
+        asking = asyncio.create_task(certificate.serving_certificate(
+            node, "node-s", ("node-s", "10.9.8.7"), cert_dir))
+        # a request naming another address is not the node's to have: left pending
+        stranger = asyncio.create_task(certificate.request_certificate(
+            node, "node-s", serving=("node-s", "10.9.8.99"), timeout=30))
+        pending = await eventually(lambda: _pending_serving(admin_client, 2),
+                                   what="both serving requests")
+        assert len(pending) == 2
+        await approve_serving_certificates(
+            admin, {"node-s": ("10.9.8.7", cert_dir / "kubelet-server-current.pem")},
+            timeout=30)
+        pair = await asyncio.wait_for(asking, 30)
+        stranger.cancel()
+    served = certificate.read_pair(pair)
+    assert served is not None and served.good()
+    served.cert.verify_directly_issued_by(server.ca.cert)
+    assert subject(served.cert) == ("system:node:node-s", ["system:nodes"])
+    names = served.cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert names.get_values_for_type(x509.DNSName) == ["node-s"]
+    assert [str(ip) for ip in names.get_values_for_type(x509.IPAddress)] == ["10.9.8.7"]
+    usages = served.cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert [u.dotted_string for u in usages] == ["1.3.6.1.5.5.7.3.1"]  # server auth
+    left = [c for c in await the_csrs(admin_client)
+            if c["spec"]["signerName"] == csrs.KUBELET_SERVING
+            and not csrs.has_condition(c, "Approved")]
+    assert len(left) == 1  # the stranger's, naming an address that is not the node's
+    asked = csrs.request_of(left[0]).extensions.get_extension_for_class(
+        x509.SubjectAlternativeName).value
+    assert [str(ip) for ip in asked.get_values_for_type(x509.IPAddress)] == ["10.9.8.99"]
+
+
+async def _pending_serving(client: Client, count: int) -> list[Obj] | None:
+    found = [c for c in await the_csrs(client) if c["spec"]["signerName"]
+             == csrs.KUBELET_SERVING and not csrs.has_condition(c, "Approved")]
+    return found if len(found) >= count else None

@@ -47,7 +47,12 @@ from minikube_py.cluster.components import (
 )
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.image_command import add_image_command, push_catalog
-from minikube_py.cluster.join import join_info, join_node, publish_cluster_objects
+from minikube_py.cluster.join import (
+    approve_serving_certificates,
+    join_info,
+    join_node,
+    publish_cluster_objects,
+)
 from minikube_py.cluster.kubeconfig import write_kubeconfig
 from minikube_py.cluster.netns import (
     DEFAULT_NODE_NETWORK,
@@ -135,6 +140,8 @@ def home() -> Path:
 
 
 STARTED_HINT = " (`minikube-py down` removes what did start)"
+# where a kubelet keeps its serving pair, under its root (kubelet/certificate.py)
+SERVING_PAIR = "kubelet-server-current.pem"
 # Where `up` records which home built the node network of each prefix (owner_file).
 NETWORK_OWNERS = Path("/run/minikube-py")
 
@@ -298,7 +305,9 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
             node_ip=node.address, port=NODE_PORTS["kubelet"],
             healthz_port=NODE_PORTS["kubelet-healthz"] if certs is not None else None,
             extra_args=(f"--cluster-dns={CLUSTER_DNS}",
-                        *secured_kubelet_flags(certs, node.name), *traced, *flags("kubelet")),
+                        *secured_kubelet_flags(certs, node.name),
+                        *(("--rotate-server-certificates",) if certs is not None else ()),
+                        *traced, *flags("kubelet")),
             bootstrap_kubeconfig=(certs.bootstrap_kubeconfig(node.name)
                                   if certs is not None else None),
             **in_node, **files(f"{node.name}/kubelet"))
@@ -358,12 +367,12 @@ def secured_controller_manager_flags(certs: ClusterCertificates | None) -> tuple
 
 
 def secured_kubelet_flags(certs: ClusterCertificates | None, node: str) -> tuple[str, ...]:
-    """Its API over TLS, asking the API server who calls and whether they may."""
+    """Its API asks the API server who calls and whether they may. (Its serving
+    certificate: `up` has the kubelet ask the cluster for one, --rotate-server-
+    certificates; the compose file's nodes are given theirs by the pki step.)"""
     if certs is None:
         return ()
-    cert, key = certs.kubelet_serving(node)
-    return (f"--tls-cert-file={cert}", f"--tls-private-key-file={key}",
-            f"--client-ca-file={certs.ca_file}", "--anonymous-auth=false",
+    return (f"--client-ca-file={certs.ca_file}", "--anonymous-auth=false",
             "--authentication-token-webhook", "--authorization-mode=Webhook")
 
 
@@ -408,6 +417,13 @@ def up(args: argparse.Namespace) -> None:
     try:
         _build_network(cluster)
         asyncio.run(_start_all(state, processes, started))
+        if cluster.get("secure"):
+            asyncio.run(approve_serving_certificates(
+                ClusterCertificates(state).kubeconfig("admin"), {
+                    node.name: (node.address, kubelet.root_dir / "pki" / SERVING_PAIR)
+                    for node in node_networks(cluster)
+                    if isinstance(kubelet := processes.get(f"{node.name}/kubelet"),
+                                  KubeletProcess)}))
         asyncio.run(supervisor_process(state).start())
     except (NodeNetworkError, OSError) as error:
         fail(f"cannot build the node network: {error}{STARTED_HINT}")
@@ -415,6 +431,8 @@ def up(args: argparse.Namespace) -> None:
         hint = (f"; stop the program that holds it, or remove {state / 'cluster.json'} "
                 "to pick new ports") if "already in use" in str(error) else ""
         fail(f"{error}{hint}{STARTED_HINT}")
+    except TimeoutError as error:
+        fail(f"{error}{STARTED_HINT}")
     except (ContainerdError, ImageLoadError) as error:
         fail(f"{error}; see {state / 'logs'}{STARTED_HINT}")
     except (ArchiveError, RegistryError, PackageError) as error:
@@ -443,9 +461,9 @@ def _make_certificates(state: Path, cluster: dict[str, Any]) -> None:
     """The CA, every component's certificate and kubeconfig (cluster/certs.py)."""
     network = cluster_network(cluster)
     address = network.gateway if network is not None else LOOPBACK
-    ClusterCertificates(state).ensure(
-        f"https://{address}:{cluster['ports']['apiserver']}", (),
-        {node.name: node.address for node in node_networks(cluster)})
+    # no serving certificates for the kubelets: each asks the cluster for its own
+    ClusterCertificates(state).ensure(f"https://{address}:{cluster['ports']['apiserver']}",
+                                      (), {})
 
 
 def owner_file(network: ClusterNetwork) -> Path:

@@ -15,10 +15,15 @@ compose file's nodes join the same way: cluster/compose.py).
                           (cluster/bootstraptoken.py) and write the node's bootstrap
                           kubeconfig; its kubelet then earns its own client certificate
                           (kubelet/certificate.py) and renews it
+    once the kubelets run
+      approve_serving_certificates   each kubelet asks for its serving certificate (a
+                          kubelet-serving CSR); `up`, the cluster's owner, approves the
+                          ones that name only their node's name and address
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
 from dataclasses import dataclass
@@ -125,3 +130,71 @@ async def join_node(join: JoinInfo, bootstrap_kubeconfig: Path) -> Path:
                                           retry_interval=DISCOVERY_RETRY)
     return bootstraptoken.write_bootstrap_kubeconfig(bootstrap_kubeconfig, found.server,
                                                      found.ca_pem, join.token)
+
+
+SERVING_TIMEOUT = 60.0
+
+
+def _serving_request_of(csr: dict, node: str, address: str) -> bool:
+    """Is this CSR node `node` asking, as itself, for a serving certificate that names
+    nothing but its name and address? (what the cluster's owner checks before approving)"""
+    from cryptography import x509
+
+    from minikube_py.security import csr as csrs
+
+    spec = csr.get("spec") or {}
+    if spec.get("signerName") != csrs.KUBELET_SERVING or csrs.has_condition(
+            csr, "Approved") or csrs.has_condition(csr, "Denied"):
+        return False
+    if spec.get("username") != f"system:node:{node}":
+        return False
+    try:
+        request = csrs.request_of(csr)
+    except ValueError:
+        return False
+    if csrs.kubelet_serving_error(request, spec.get("usages") or []) is not None or (
+            csrs.common_name(request) != f"system:node:{node}"):
+        return False
+    try:
+        names = request.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return False
+    return (set(names.get_values_for_type(x509.DNSName)) <= {node}
+            and {str(ip) for ip in names.get_values_for_type(x509.IPAddress)} <= {address})
+
+
+async def approve_serving_certificates(admin_kubeconfig: Path,
+                                       nodes: dict[str, tuple[str, Path]],
+                                       timeout: float = SERVING_TIMEOUT) -> None:
+    """Each node's kubelet asks for its serving certificate (--rotate-server-
+    certificates); no controller approves those, as upstream leaves them to the cluster's
+    owner. `up` is the owner here: it approves the request of each of its nodes (name ->
+    (address, the kubelet's serving pair, once written)) that names nothing but that
+    node, as `kubectl certificate approve` would, and waits until each pair is written."""
+    waiting = {name for name, (_, pair) in nodes.items() if not pair.exists()}
+    async with Client.from_kubeconfig(admin_kubeconfig, user_agent="minikube-py-up") as client:
+        api = client.resource("certificatesigningrequests", "certificates.k8s.io")
+        deadline = asyncio.get_running_loop().time() + timeout
+        while waiting:
+            for csr in (await api.list())["items"]:
+                for name in list(waiting):
+                    if not _serving_request_of(csr, name, nodes[name][0]):
+                        continue
+                    condition = {"type": "Approved", "status": "True",
+                                 "reason": "ApprovedByMinikubePy",
+                                 "message": f"minikube-py up approved the serving "
+                                            f"certificate of node {name}: its name and "
+                                            f"address"}
+                    status = csr.get("status") or {}
+                    await api.update({**csr, "status": {**status, "conditions": [
+                        *(status.get("conditions") or []), condition]}},
+                        subresource="approval")
+                    print(f"{name}: approved its serving certificate "
+                          f"(CSR {csr['metadata']['name']})", flush=True)
+            waiting = {name for name in waiting if not nodes[name][1].exists()}
+            if not waiting:
+                break
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"no serving certificate for {', '.join(sorted(waiting))} "
+                                   f"after {timeout:.0f} s: see its kubelet's log")
+            await asyncio.sleep(0.5)

@@ -85,6 +85,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--tls-cert-file", default="",
                         help="the API's serving certificate (PEM); without it, plain HTTP")
     parser.add_argument("--tls-private-key-file", default="", help="its private key (PEM)")
+    parser.add_argument("--rotate-server-certificates", action="store_true",
+                        help="without --tls-cert-file: ask the cluster for the serving "
+                             "certificate (a kubelet-serving CSR, in --cert-dir), serve "
+                             "the API once it is issued, and renew it before it expires")
     parser.add_argument("--client-ca-file", default="",
                         help="the CA whose client certificates authenticate callers")
     parser.add_argument("--anonymous-auth", choices=("true", "false"), default="true",
@@ -114,7 +118,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def kubelet_config(args: argparse.Namespace) -> KubeletConfig:
+def kubelet_config(args: argparse.Namespace, cert_dir: Path | None = None) -> KubeletConfig:
     root = args.root_dir or DEFAULT_ROOT / args.node_name
     return KubeletConfig(
         node_name=args.node_name, root_dir=root, logs_root=args.pod_logs_dir or root / "logs",
@@ -127,6 +131,7 @@ def kubelet_config(args: argparse.Namespace) -> KubeletConfig:
         hollow=args.runtime == "simulated",
         tls_cert_file=args.tls_cert_file, tls_private_key_file=args.tls_private_key_file,
         client_ca_file=args.client_ca_file, healthz_port=args.healthz_port,
+        serving_cert_dir=cert_dir if args.rotate_server_certificates else None,
         auth=KubeletAuthConfig(anonymous=args.anonymous_auth == "true",
                                token_webhook=args.authentication_token_webhook,
                                authorization_mode=args.authorization_mode))
@@ -151,7 +156,7 @@ def main(argv: list[str] | None = None) -> None:
         from minikube_py.kubelet.hollow import run_hollow_nodes
         run_component("kubelet", lambda: run_hollow_nodes(client, args))
         return
-    config = kubelet_config(args)
+    config = kubelet_config(args, cert_dir)
 
     async def run() -> None:
         runtime: RuntimeService = (

@@ -21,6 +21,16 @@
 
 The node needs nothing but a bootstrap token and the CA to join: its identity comes from
 the cluster, and is renewed by the cluster.
+
+    its serving certificate (--rotate-server-certificates, upstream's serverTLSBootstrap)
+      <cert-dir>/kubelet-server-current.pem still good?                  -> serve with it
+      else, as the node: a CSR for signer kubernetes.io/kubelet-serving, CN
+      system:node:<node>, O system:nodes, its name and address as subjectAltNames
+        -> wait until it is issued: no controller of the cluster approves these (a
+           node may not vouch for its own names); the cluster's owner does, as
+           `kubectl certificate approve` or `minikube-py up` (cluster/join.py)
+        -> kubelet-server-<time>.pem and kubelet-server-current.pem; the API's TLS
+           starts with it, and is reloaded when the certificate is renewed
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ import asyncio
 import base64
 import datetime
 import hashlib
+import ipaddress
 import logging
 import os
 import random
@@ -51,6 +62,8 @@ Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 CURRENT = "kubelet-client-current.pem"
+SERVING = "kubelet-server"  # the prefix of the serving pair's files
+SERVING_USAGES = ("digital signature", "server auth")
 # How long a kubelet waits for its first certificate before it gives up (upstream: 1h).
 BOOTSTRAP_TIMEOUT = 3600.0
 
@@ -80,24 +93,24 @@ def read_pair(path: Path) -> ClientCertificate | None:
     return ClientCertificate(cert, path)
 
 
-def current(cert_dir: Path) -> ClientCertificate | None:
-    return read_pair(cert_dir / CURRENT)
+def current(cert_dir: Path, prefix: str = "kubelet-client") -> ClientCertificate | None:
+    return read_pair(cert_dir / f"{prefix}-current.pem")
 
 
 def write_pair(cert_dir: Path, cert_pem: bytes, key: ec.EllipticCurvePrivateKey,
-               now: datetime.datetime | None = None) -> Path:
-    """kubelet-client-<time>.pem (owner-only), then kubelet-client-current.pem pointing at
-    it, swapped atomically: a reader sees the old pair or the new one, never half."""
+               now: datetime.datetime | None = None, prefix: str = "kubelet-client") -> Path:
+    """<prefix>-<time>.pem (owner-only), then <prefix>-current.pem pointing at it, swapped
+    atomically: a reader sees the old pair or the new one, never half."""
     now = now or datetime.datetime.now(datetime.UTC)
     cert_dir.mkdir(parents=True, exist_ok=True)
-    target = cert_dir / f"kubelet-client-{now.strftime('%Y-%m-%d-%H-%M-%S')}.pem"
+    target = cert_dir / f"{prefix}-{now.strftime('%Y-%m-%d-%H-%M-%S')}.pem"
     target.touch(mode=0o600)
     target.write_bytes(cert_pem + csrs.key_pem(key))
-    link = cert_dir / f".{CURRENT}.tmp"
+    link = cert_dir / f".{prefix}-current.pem.tmp"
     link.unlink(missing_ok=True)
     link.symlink_to(target.name)
-    os.replace(link, cert_dir / CURRENT)
-    return cert_dir / CURRENT
+    os.replace(link, cert_dir / f"{prefix}-current.pem")
+    return cert_dir / f"{prefix}-current.pem"
 
 
 def write_kubeconfig(path: Path, server: str, ca_pem: bytes, pair: Path) -> None:
@@ -144,24 +157,30 @@ def digested_name(key: ec.EllipticCurvePrivateKey, common_name: str,
 
 
 async def request_certificate(client: Client, node: str, *, name: str | None = None,
-                              timeout: float = BOOTSTRAP_TIMEOUT
+                              timeout: float = BOOTSTRAP_TIMEOUT,
+                              serving: tuple[str, ...] = ()
                               ) -> tuple[bytes, ec.EllipticCurvePrivateKey]:
-    """Ask the cluster for a client certificate for `node`; wait for it to be issued.
+    """Ask the cluster for a client certificate for `node` (or, with `serving`, the node's
+    addresses: a serving certificate naming them); wait for it to be issued.
     `name`: None for generateName csr- (rotation); "digest" for node-csr-<digest>."""
     identity = (f"system:node:{node}", ("system:nodes",))
-    key, request = csrs.new_request(*identity)
+    dns_names = tuple(a for a in serving if not _is_ip(a))
+    key, request = csrs.new_request(*identity, dns_names=dns_names,
+                                    ip_addresses=tuple(a for a in serving if _is_ip(a)))
+    signer, usages = ((csrs.KUBELET_SERVING, SERVING_USAGES) if serving
+                      else (csrs.KUBELET_CLIENT, csrs.KUBELET_CLIENT_USAGES))
     metadata: Obj = {"generateName": "csr-"}
     if name == "digest":
-        metadata = {"name": digested_name(key, *identity, csrs.KUBELET_CLIENT_USAGES)}
+        metadata = {"name": digested_name(key, *identity, usages)}
     api = client.resource("certificatesigningrequests", "certificates.k8s.io")
     created = await api.create({
         "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
         "metadata": metadata,
         "spec": {"request": base64.b64encode(request).decode(),
-                 "signerName": csrs.KUBELET_CLIENT,
-                 "usages": list(csrs.KUBELET_CLIENT_USAGES)}})
+                 "signerName": signer, "usages": list(usages)}})
     csr_name = created["metadata"]["name"]
-    log.info("waiting for client certificate: CSR %s", csr_name)
+    log.info("waiting for %s certificate: CSR %s", "serving" if serving else "client",
+             csr_name)
     try:
         certificate = await asyncio.wait_for(_issued(api, created), timeout)
     except TimeoutError as error:
@@ -220,6 +239,36 @@ async def bootstrap(node: str, kubeconfig: Path, bootstrap_kubeconfig: Path,
     write_kubeconfig(kubeconfig, settings.server, ca_pem, cert_dir / CURRENT)
 
 
+def _is_ip(address: str) -> bool:
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return True
+
+
+async def serving_certificate(client: Client, node: str, addresses: tuple[str, ...],
+                              cert_dir: Path) -> Path:
+    """The node's serving pair (--rotate-server-certificates): the one in `cert_dir` while
+    it is good and names these addresses, else a new one from a kubelet-serving CSR."""
+    pair = current(cert_dir, SERVING)
+    if pair is not None and pair.good() and set(_names(pair.cert)) >= set(addresses):
+        return pair.path
+    cert_pem, key = await request_certificate(client, node, serving=addresses)
+    path = write_pair(cert_dir, cert_pem, key, prefix=SERVING)
+    log.info("serving certificate for %s written to %s", ", ".join(addresses), path)
+    return path
+
+
+def _names(cert: x509.Certificate) -> list[str]:
+    try:
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return []
+    return [*names.get_values_for_type(x509.DNSName),
+            *(str(ip) for ip in names.get_values_for_type(x509.IPAddress))]
+
+
 def rotation_deadline(cert: x509.Certificate, fraction: float | None = None
                       ) -> datetime.datetime:
     """When to renew: at 70% to 90% of the certificate's life (client-go's jitter)."""
@@ -230,27 +279,31 @@ def rotation_deadline(cert: x509.Certificate, fraction: float | None = None
 
 class CertificateRotation(Component):
     """--rotate-certificates: renew the client certificate in `cert_dir` before it
-    expires, as the node itself; `rotated` is called once the new pair is in place."""
+    expires, as the node itself; `rotated` is called once the new pair is in place.
+    With `serving` (the node's addresses), the serving certificate instead."""
 
     def __init__(self, client: Client, node: str, cert_dir: Path,
                  rotated: Callable[[], None], *,
-                 fraction: Callable[[], float] | None = None) -> None:
+                 fraction: Callable[[], float] | None = None,
+                 serving: tuple[str, ...] = ()) -> None:
         self.client = client
         self.node = node
         self.cert_dir = cert_dir
         self.rotated = rotated
         self.fraction = fraction
+        self.serving = serving
+        self.prefix = SERVING if serving else "kubelet-client"
 
     async def run(self) -> None:
         while True:
-            pair = current(self.cert_dir)
+            pair = current(self.cert_dir, self.prefix)
             if pair is None:
-                log.warning("no client certificate in %s to rotate", self.cert_dir)
+                log.warning("no %s certificate in %s to rotate", self.prefix, self.cert_dir)
                 return
             deadline = rotation_deadline(
                 pair.cert, self.fraction() if self.fraction else None)
             wait = (deadline - datetime.datetime.now(datetime.UTC)).total_seconds()
-            log.info("client certificate expires %s; rotating in %.0fs",
+            log.info("%s certificate expires %s; rotating in %.0fs", self.prefix,
                      pair.cert.not_valid_after_utc, max(wait, 0))
             if wait > 0:
                 await asyncio.sleep(wait)
@@ -262,7 +315,8 @@ class CertificateRotation(Component):
 
     async def rotate(self) -> None:
         """One rotation: a new key, a CSR as this node, the pair swapped in."""
-        cert_pem, key = await request_certificate(self.client, self.node)
-        write_pair(self.cert_dir, cert_pem, key)
+        cert_pem, key = await request_certificate(self.client, self.node,
+                                                  serving=self.serving)
+        write_pair(self.cert_dir, cert_pem, key, prefix=self.prefix)
         self.rotated()
-        log.info("client certificate rotated")
+        log.info("%s certificate rotated", "serving" if self.serving else "client")

@@ -107,6 +107,9 @@ class KubeletConfig:
     client_ca_file: str = ""
     auth: KubeletAuthConfig = field(default_factory=KubeletAuthConfig)
     healthz_port: int = 0  # /healthz alone on plain HTTP (upstream: 10248); 0: none
+    # --rotate-server-certificates: without --tls-cert-file, the serving pair comes from
+    # a kubelet-serving CSR (certificate.serving_certificate), in this directory
+    serving_cert_dir: Path | None = None
 
 
 class Kubelet(Component):
@@ -204,10 +207,17 @@ class Kubelet(Component):
                 auth=KubeletAuth(self.config.auth, self.client, self.node_name),
                 ssl_context=server_ssl_context(
                     Path(self.config.tls_cert_file), Path(self.config.tls_private_key_file),
-                    Path(self.config.client_ca_file) if self.config.client_ca_file else None)
+                    self._client_ca())
                 if self.config.tls_cert_file else None,
                 healthz_port=self.config.healthz_port or None)
-            await self.server.start()
+            await self.server.start_healthz()
+            if self.config.serving_cert_dir is not None and not self.config.tls_cert_file:
+                # the API waits for its certificate; the node registers meanwhile, so
+                # whoever approves the request can check the names against the Node
+                self._tasks.append(asyncio.create_task(self._serve_when_certified(),
+                                                       name="serving-certificate"))
+            else:
+                await self.server.start_api()
         if self._own_factory:
             self.pod_informer = SharedInformer(
                 self.client, "pods", field_selector=f"spec.nodeName={self.node_name}")
@@ -228,6 +238,34 @@ class Kubelet(Component):
         if self.eviction is not None:
             self._tasks.append(asyncio.create_task(self._eviction_loop(), name="eviction"))
         self.ready.set()
+
+    def _client_ca(self) -> Path | None:
+        return Path(self.config.client_ca_file) if self.config.client_ca_file else None
+
+    def serving_addresses(self) -> tuple[str, ...]:
+        """The names a serving certificate must hold: the node's name and its address."""
+        return (self.node_name, *((self.host.node_ip,) if self.host.node_ip else ()))
+
+    async def _serve_when_certified(self) -> None:
+        """--rotate-server-certificates: ask for the serving certificate, start the API
+        with it, then renew it before it expires (the new one serves new connections)."""
+        from minikube_py.kubelet import certificate
+
+        assert self.server is not None and self.config.serving_cert_dir is not None
+        cert_dir, addresses = self.config.serving_cert_dir, self.serving_addresses()
+        pair = await certificate.serving_certificate(self.client, self.node_name, addresses,
+                                                     cert_dir)
+        context = server_ssl_context(pair, pair, self._client_ca())
+        self.server.ssl_context = context
+        await self.server.start_api()
+        log.info("serving the kubelet API over TLS on port %d", self.server.port)
+
+        def reload() -> None:
+            current = certificate.current(cert_dir, certificate.SERVING)
+            if current is not None:
+                context.load_cert_chain(current.path, current.path)
+        await certificate.CertificateRotation(self.client, self.node_name, cert_dir, reload,
+                                              serving=addresses).run()
 
     async def _heartbeat(self) -> None:
         """The node Lease, renewed every 10 s once the Node it belongs to is registered

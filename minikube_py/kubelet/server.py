@@ -192,6 +192,11 @@ class KubeletServer:
         return app
 
     async def start(self) -> None:
+        """The API and, with healthz_port, the health check."""
+        await self.start_api()
+        await self.start_healthz()
+
+    async def start_api(self) -> None:
         self._runner = web.AppRunner(self.build_app(), access_log=None,
                                      handler_cancellation=True,
                                      shutdown_timeout=SHUTDOWN_TIMEOUT)
@@ -202,7 +207,11 @@ class KubeletServer:
         server = site._server
         if self.port == 0 and server is not None and server.sockets:
             self.port = server.sockets[0].getsockname()[1]
-        if self.healthz_port:
+
+    async def start_healthz(self) -> None:
+        """--healthz-port alone: plain HTTP, up before the API (which may wait for its
+        serving certificate)."""
+        if self.healthz_port and self._healthz_runner is None:
             health = web.Application()
             health.router.add_get("/healthz", self._healthz)
             self._healthz_runner = web.AppRunner(health, access_log=None)
