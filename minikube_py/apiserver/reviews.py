@@ -23,7 +23,7 @@ from minikube_py.api.resources import Resource
 from minikube_py.api.validation import FieldError, invalid, required
 from minikube_py.apiserver.authentication import Authenticator, UserInfo
 from minikube_py.apiserver.authorization import Attributes, Authorizer
-from minikube_py.apiserver.request_params import read_object
+from minikube_py.apiserver.request_params import field_validation, read_object
 from minikube_py.apiserver.responses import json_response
 
 Obj = dict[str, Any]
@@ -36,6 +36,9 @@ async def serve_review(request: web.Request, resource: Resource, user: UserInfo,
                        namespace: str = "") -> web.Response:
     """Create a review: read it, answer it in its status, return it (201)."""
     review = await read_object(request, resource, resource.kind, resource.api_version)
+    # decoded into the review's type, as upstream: unknown fields are dropped (or, with
+    # fieldValidation=Strict, refused), so the answer echoes only what the type holds
+    field_validation(request, resource, review)
     review.setdefault("metadata", {})["creationTimestamp"] = None
     if resource.plural == "selfsubjectreviews":
         review["status"] = {"userInfo": _user_info(user)}
