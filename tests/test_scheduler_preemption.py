@@ -11,12 +11,16 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from minikube_py.client.errors import Forbidden, NotFound
 from minikube_py.client.rest import Client
+from minikube_py.cluster.apiserver import APIServerProcess
+from minikube_py.cluster.etcd import EtcdProcess
+from minikube_py.cluster.kubeconfig import write_kubeconfig
 from minikube_py.scheduler.config import parse_configuration
 from minikube_py.scheduler.plugins.registry import IN_TREE_PLUGINS
 from minikube_py.scheduler.scheduler import Scheduler
@@ -100,8 +104,14 @@ class PreemptionCluster:
             return next((e for e in events if e["involvedObject"]["name"] == name
                          and e["reason"] == "FailedScheduling"
                          and all(part in e["message"] for part in parts)), None)
-        return await eventually(found, timeout=15,
-                                what=f"FailedScheduling for {name} saying {parts!r}")
+        try:
+            return await eventually(found, timeout=30,
+                                    what=f"FailedScheduling for {name} saying {parts!r}")
+        except AssertionError as error:
+            events = (await self.client.resource("events").list(self.namespace))["items"]
+            seen = [(e["reason"], e["message"]) for e in events
+                    if e["involvedObject"]["name"] == name]
+            raise AssertionError(f"{error}; its events: {seen}") from None
 
     async def cleanup(self) -> None:
         if self.scheduler is not None:
@@ -121,6 +131,27 @@ async def _ignore_missing(call: Any) -> None:
         await call
     except NotFound:
         pass
+
+
+# An etcd and API server of this module's own: preemption's messages count every node
+# and pod the scheduler sees, and other modules on a shared server leave theirs behind.
+@pytest.fixture(scope="module")
+async def etcd(fast_tmp: Path) -> AsyncIterator[EtcdProcess]:
+    async with EtcdProcess(fast_tmp / f"etcd-preemption-{uuid.uuid4().hex[:8]}") as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+async def apiserver(etcd: EtcdProcess, fast_tmp: Path) -> AsyncIterator[APIServerProcess]:
+    async with APIServerProcess([etcd.client_url], fast_tmp / "apiserver-preemption.log",
+                                extra_args=("--disable-admission-plugins=ServiceAccount",)
+                                ) as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def kubeconfig(apiserver: APIServerProcess, fast_tmp: Path) -> Path:
+    return write_kubeconfig(fast_tmp / "kubeconfig-preemption", apiserver.url)
 
 
 @pytest.fixture
