@@ -36,6 +36,10 @@ REPO = Path(__file__).resolve().parent.parent
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 AGE = re.compile(r"\b\d+[smhdy](?:\d+[smhd])?\b")
 KLOG_PREFIX = re.compile(r"^([EWI])\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ ", re.MULTILINE)
+# client-go's reflector notes, at info level, a watch that its own timeout closed within a
+# second; whether it does depends on how long the list before it took, not on the server.
+SHORT_WATCH_NOTE = re.compile(r'^I reflector\.go:\d+\] "Warning: watch ended with error".*\n?',
+                              re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,8 @@ def normalized(result: Result) -> Result:
     def clean(text: str) -> str:
         return KLOG_PREFIX.sub(r"\1 ", text).replace("kubectl", "mkctl")
 
-    return Result(clean(AGE.sub("AGE", result.out)), clean(result.err), result.code)
+    err = SHORT_WATCH_NOTE.sub("", clean(result.err))
+    return Result(clean(AGE.sub("AGE", result.out)), err, result.code)
 
 
 @dataclass
