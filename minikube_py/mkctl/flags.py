@@ -176,3 +176,21 @@ def _parse_int(text: str) -> int:
         return int(text, 0)
     except ValueError:
         raise ValueError(f'strconv.ParseInt: parsing "{text}": invalid syntax') from None
+
+
+# -- flags many commands share, with kubectl's help text ------------------------------------
+
+SELECTOR_FLAG = Flag(
+    "selector", shorthand="l",
+    help="Selector (label query) to filter on, supports '=', '==', '!=', 'in', "
+         "'notin'.(e.g. -l key1=value1,key2=value2,key3 in (value3)). Matching objects "
+         "must satisfy all of the specified label constraints.")
+FIELD_SELECTOR_FLAG = Flag(
+    "field-selector",
+    help="Selector (field query) to filter on, supports '=', '==', and '!='.(e.g. "
+         "--field-selector key1=value1,key2=value2). The server only supports a limited "
+         "number of field queries per type.")
+ALL_NAMESPACES_FLAG = Flag(
+    "all-namespaces", BOOL, shorthand="A",
+    help="If present, list the requested object(s) across all namespaces. Namespace in "
+         "current context is ignored even if specified with --namespace.")

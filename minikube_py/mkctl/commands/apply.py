@@ -55,7 +55,7 @@ from minikube_py.mkctl.changes import (
 from minikube_py.mkctl.command import PROGRAM, Command, Invocation
 from minikube_py.mkctl.discovery import APIResource
 from minikube_py.mkctl.errors import Aggregate, MkctlError, NoResourceMatch, StatusError
-from minikube_py.mkctl.flags import BOOL, INT, STRINGS, Flag
+from minikube_py.mkctl.flags import BOOL, INT, SELECTOR_FLAG, STRINGS, Flag
 
 Obj = dict[str, Any]
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -371,10 +371,7 @@ COMMAND = Command(
                      "Should be used with either -l or --all."),
            Flag("prune-allowlist", STRINGS,
                 help="Overwrite the default allowlist with <group/version/kind> for --prune"),
-           Flag("selector", shorthand="l",
-                help="Selector (label query) to filter on, supports '=', '==', '!=', 'in', "
-                     "'notin'.(e.g. -l key1=value1,key2=value2,key3 in (value3)). Matching "
-                     "objects must satisfy all of the specified label constraints."),
+           SELECTOR_FLAG,
            Flag("server-side", BOOL,
                 help="If true, apply runs in the server instead of the client."),
            Flag("force-conflicts", BOOL,

@@ -37,7 +37,14 @@ from minikube_py.mkctl.changes import (
 from minikube_py.mkctl.command import Command, Invocation
 from minikube_py.mkctl.discovery import APIResource
 from minikube_py.mkctl.errors import Aggregate, CommandLineError, MkctlError, StatusError
-from minikube_py.mkctl.flags import BOOL, INT, Flag
+from minikube_py.mkctl.flags import (
+    ALL_NAMESPACES_FLAG,
+    BOOL,
+    FIELD_SELECTOR_FLAG,
+    INT,
+    SELECTOR_FLAG,
+    Flag,
+)
 from minikube_py.mkctl.printers import name_of
 
 Obj = dict[str, Any]
@@ -236,18 +243,13 @@ COMMAND = Command(
     flags=[
         Flag("all", BOOL, help="Delete all resources, in the namespace of the specified "
                                "resource types."),
-        Flag("all-namespaces", BOOL, shorthand="A",
-             help="If present, list the requested object(s) across all namespaces. Namespace "
-                  "in current context is ignored even if specified with --namespace."),
+        ALL_NAMESPACES_FLAG,
         Flag("cascade", default="background",
              help='Must be "background", "orphan", or "foreground". Selects the deletion '
                   "cascading strategy for the dependents (e.g. Pods created by a "
                   'ReplicationController). Defaults to background.'),
         DRY_RUN_FLAG,
-        Flag("field-selector",
-             help="Selector (field query) to filter on, supports '=', '==', and '!='.(e.g. "
-                  "--field-selector key1=value1,key2=value2). The server only supports a "
-                  "limited number of field queries per type."),
+        FIELD_SELECTOR_FLAG,
         filename_flag("delete"),
         Flag("force", BOOL,
              help="If true, immediately remove resources from API and bypass graceful "
@@ -262,10 +264,7 @@ COMMAND = Command(
                   "--all is specified."),
         OUTPUT_FLAG,
         RECURSIVE_FLAG,
-        Flag("selector", shorthand="l",
-             help="Selector (label query) to filter on, supports '=', '==', '!=', 'in', "
-                  "'notin'.(e.g. -l key1=value1,key2=value2,key3 in (value3)). Matching "
-                  "objects must satisfy all of the specified label constraints."),
+        SELECTOR_FLAG,
         Flag("now", BOOL, help="If true, resources are signaled for immediate shutdown (same "
                                "as --grace-period=1)."),
         Flag("timeout", default="0s",

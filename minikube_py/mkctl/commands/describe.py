@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from minikube_py.mkctl import builder
 from minikube_py.mkctl.command import PROGRAM, Command, Invocation
 from minikube_py.mkctl.errors import Aggregate, MkctlError
-from minikube_py.mkctl.flags import BOOL, INT, Flag
+from minikube_py.mkctl.flags import ALL_NAMESPACES_FLAG, BOOL, INT, SELECTOR_FLAG, Flag
 
 if TYPE_CHECKING:
     from minikube_py.mkctl.describers import Settings
@@ -155,15 +155,10 @@ COMMAND = Command(
     usage="describe (-f FILENAME | TYPE [NAME_PREFIX | -l label] | TYPE/NAME)",
     run=run,
     flags=[
-        Flag("all-namespaces", BOOL, shorthand="A",
-             help="If present, list the requested object(s) across all namespaces. Namespace "
-                  "in current context is ignored even if specified with --namespace."),
+        ALL_NAMESPACES_FLAG,
         Flag("chunk-size", INT, default=builder.DEFAULT_CHUNK_SIZE,
              help="Return large lists in chunks rather than all at once. Pass 0 to disable."),
-        Flag("selector", shorthand="l",
-             help="Selector (label query) to filter on, supports '=', '==', '!=', 'in', "
-                  "'notin'.(e.g. -l key1=value1,key2=value2,key3 in (value3)). Matching "
-                  "objects must satisfy all of the specified label constraints."),
+        SELECTOR_FLAG,
         Flag("show-events", BOOL, default=True,
              help="If true, display events related to the described object. Defaults to "
                   "true for a single object, false for multiple objects and prefix "

@@ -28,7 +28,15 @@ from typing import Any
 from minikube_py.mkctl import builder
 from minikube_py.mkctl.command import PROGRAM, Command, Invocation
 from minikube_py.mkctl.errors import Aggregate, ConnectionFailed, Exit, MkctlError
-from minikube_py.mkctl.flags import BOOL, INT, STRINGS, Flag
+from minikube_py.mkctl.flags import (
+    ALL_NAMESPACES_FLAG,
+    BOOL,
+    FIELD_SELECTOR_FLAG,
+    INT,
+    SELECTOR_FLAG,
+    STRINGS,
+    Flag,
+)
 from minikube_py.mkctl.printers import HUMAN_FORMATS, ObjectPrinter, generic_printer
 from minikube_py.mkctl.printers.table import PrintOptions, TablePrinter
 from minikube_py.mkctl.printers.tabwriter import TabWriter
@@ -299,15 +307,10 @@ COMMAND = Command(
           "TYPE[.VERSION][.GROUP]/NAME ...) [flags] [options]",
     run=run,
     flags=[
-        Flag("all-namespaces", BOOL, shorthand="A",
-             help="If present, list the requested object(s) across all namespaces. Namespace "
-                  "in current context is ignored even if specified with --namespace."),
+        ALL_NAMESPACES_FLAG,
         Flag("chunk-size", INT, default=builder.DEFAULT_CHUNK_SIZE,
              help="Return large lists in chunks rather than all at once. Pass 0 to disable."),
-        Flag("field-selector",
-             help="Selector (field query) to filter on, supports '=', '==', and '!='.(e.g. "
-                  "--field-selector key1=value1,key2=value2). The server only supports a "
-                  "limited number of field queries per type."),
+        FIELD_SELECTOR_FLAG,
         Flag("ignore-not-found", BOOL,
              help="If set to true, suppresses NotFound error for specific objects that do not "
                   "exist."),
@@ -325,10 +328,7 @@ COMMAND = Command(
              help="Output watch event objects when --watch or --watch-only is used. Existing "
                   "objects are output as initial ADDED events."),
         Flag("raw", help="Raw URI to request from the server."),
-        Flag("selector", shorthand="l",
-             help="Selector (label query) to filter on, supports '=', '==', '!=', 'in', "
-                  "'notin'.(e.g. -l key1=value1,key2=value2,key3 in (value3)). Matching "
-                  "objects must satisfy all of the specified label constraints."),
+        SELECTOR_FLAG,
         Flag("server-print", BOOL, default=True,
              help="If true, have the server return the appropriate table output."),
         Flag("show-kind", BOOL,

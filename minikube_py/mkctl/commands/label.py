@@ -37,7 +37,7 @@ from minikube_py.mkctl.changes import (
 from minikube_py.mkctl.command import Command, Invocation
 from minikube_py.mkctl.discovery import APIResource
 from minikube_py.mkctl.errors import Aggregate, MkctlError, StatusError
-from minikube_py.mkctl.flags import BOOL, Flag
+from minikube_py.mkctl.flags import BOOL, SELECTOR_FLAG, Flag
 
 Obj = dict[str, Any]
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -204,10 +204,7 @@ def common_flags(kind: MapKind) -> list[Flag]:
              help=f"If true, allow {kind.field} to be overwritten, otherwise reject "
                   f"{kind.noun} updates that overwrite existing {kind.field}."),
         RECURSIVE_FLAG,
-        Flag("selector", shorthand="l",
-             help="Selector (label query) to filter on, supports '=', '==', '!=', 'in', "
-                  "'notin'.(e.g. -l key1=value1,key2=value2,key3 in (value3)). Matching "
-                  "objects must satisfy all of the specified label constraints."),
+        SELECTOR_FLAG,
         TEMPLATE_FLAG,
     ]
 

@@ -35,7 +35,7 @@ from minikube_py.mkctl import builder
 from minikube_py.mkctl.changes import DRY_RUN_FLAG, OperationPrinter, dry_run
 from minikube_py.mkctl.command import Command, Invocation, run_group
 from minikube_py.mkctl.errors import Aggregate, CommandLineError, MkctlError, StatusError
-from minikube_py.mkctl.flags import BOOL, INT, Flag
+from minikube_py.mkctl.flags import BOOL, INT, SELECTOR_FLAG, Flag
 
 Obj = dict[str, Any]
 
@@ -50,12 +50,6 @@ ANNOTATIONS_TO_SKIP = ("kubectl.kubernetes.io/last-applied-configuration", REVIS
                        "deployment.kubernetes.io/desired-replicas",
                        "deployment.kubernetes.io/max-replicas",
                        "deprecated.deployment.rollback.to")
-
-SELECTOR_FLAG = Flag(
-    "selector", shorthand="l",
-    help="Selector (label query) to filter on, supports '=', '==', '!=', 'in', 'notin'.(e.g. "
-         "-l key1=value1,key2=value2,key3 in (value3)). Matching objects must satisfy all of "
-         "the specified label constraints.")
 
 
 class Workload:

@@ -19,7 +19,7 @@ from minikube_py.mkctl import builder
 from minikube_py.mkctl.changes import DRY_RUN_FLAG, OUTPUT_FLAG, OperationPrinter, dry_run
 from minikube_py.mkctl.command import Command, Invocation
 from minikube_py.mkctl.errors import Aggregate, MkctlError, StatusError
-from minikube_py.mkctl.flags import BOOL, INT, Flag
+from minikube_py.mkctl.flags import BOOL, INT, SELECTOR_FLAG, Flag
 
 
 def run(inv: Invocation) -> None:
@@ -92,10 +92,7 @@ COMMAND = Command(
         OUTPUT_FLAG,
         Flag("replicas", INT, default=0,
              help="The new desired number of replicas. Required."),
-        Flag("selector", shorthand="l",
-             help="Selector (label query) to filter on, supports '=', '==', '!=', 'in', "
-                  "'notin'.(e.g. -l key1=value1,key2=value2,key3 in (value3)). Matching "
-                  "objects must satisfy all of the specified label constraints."),
+        SELECTOR_FLAG,
     ],
     examples="""  # Scale a deployment named 'foo' to 3
   mkctl scale --replicas=3 deployment/foo""",

@@ -26,7 +26,7 @@ from minikube_py.mkctl.changes import (
 )
 from minikube_py.mkctl.command import Command, Invocation, run_group
 from minikube_py.mkctl.errors import Aggregate, MkctlError, StatusError
-from minikube_py.mkctl.flags import BOOL, Flag
+from minikube_py.mkctl.flags import BOOL, SELECTOR_FLAG, Flag
 
 Obj = dict[str, Any]
 
@@ -136,10 +136,7 @@ IMAGE = Command(
         DRY_RUN_FLAG,
         field_manager_flag("kubectl-set"),
         OUTPUT_FLAG,
-        Flag("selector", shorthand="l",
-             help="Selector (label query) to filter on, supports '=', '==', '!=', 'in', "
-                  "'notin'.(e.g. -l key1=value1,key2=value2,key3 in (value3)). Matching "
-                  "objects must satisfy all of the specified label constraints."),
+        SELECTOR_FLAG,
     ],
     examples="""  # Set a deployment's nginx container image to 'nginx:1.9.1'
   mkctl set image deployment/nginx nginx=nginx:1.9.1

@@ -25,7 +25,7 @@ from minikube_py.mkctl import builder
 from minikube_py.mkctl.changes import DRY_RUN_FLAG, OUTPUT_FLAG, OperationPrinter, dry_run
 from minikube_py.mkctl.command import Command, Invocation
 from minikube_py.mkctl.errors import Aggregate, MkctlError, StatusError
-from minikube_py.mkctl.flags import BOOL, Flag
+from minikube_py.mkctl.flags import BOOL, SELECTOR_FLAG, Flag
 
 Taint = dict[str, str]
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -162,10 +162,7 @@ COMMAND = Command(
         Flag("overwrite", BOOL,
              help="If true, allow taints to be overwritten, otherwise reject taint updates "
                   "that overwrite existing taints."),
-        Flag("selector", shorthand="l",
-             help="Selector (label query) to filter on, supports '=', '==', '!=', 'in', "
-                  "'notin'.(e.g. -l key1=value1,key2=value2,key3 in (value3)). Matching "
-                  "objects must satisfy all of the specified label constraints."),
+        SELECTOR_FLAG,
     ],
     examples="""  # Update node 'foo' with a taint with key 'dedicated' and value 'special-user' and
   # effect 'NoSchedule'; if a taint with that key and effect already exists, its value is

@@ -25,7 +25,7 @@ from typing import Any
 
 from minikube_py.mkctl.command import Command, Invocation, run_group
 from minikube_py.mkctl.errors import MkctlError, UsageError
-from minikube_py.mkctl.flags import BOOL, Flag
+from minikube_py.mkctl.flags import ALL_NAMESPACES_FLAG, BOOL, SELECTOR_FLAG, Flag
 
 Obj = dict[str, Any]
 PREFIX = "/apis/metrics.k8s.io/v1beta1"
@@ -197,10 +197,6 @@ def run_pods(inv: Invocation) -> None:
 
 
 NO_HEADERS = Flag("no-headers", BOOL, help="If present, print output without headers")
-SELECTOR = Flag("selector", shorthand="l",
-                help="Selector (label query) to filter on, supports '=', '==', '!=', 'in', "
-                     "'notin'.(e.g. -l key1=value1,key2=value2,key3 in (value3)). Matching "
-                     "objects must satisfy all of the specified label constraints.")
 USE_PROTOCOL_BUFFERS = Flag("use-protocol-buffers", BOOL, default=True,
                             help="Enables using protocol-buffers to access Metrics API.")
 
@@ -217,7 +213,7 @@ COMMAND = Command(
         Command(name="node", aliases=("nodes", "no"),
                 summary="Display resource (CPU/memory) usage of nodes", run=run_nodes,
                 usage="top node [NAME | -l label] [options]",
-                flags=[NO_HEADERS, SELECTOR, USE_PROTOCOL_BUFFERS,
+                flags=[NO_HEADERS, SELECTOR_FLAG, USE_PROTOCOL_BUFFERS,
                        Flag("show-capacity", BOOL,
                             help="Print node resources based on Capacity instead of "
                                  "Allocatable(default) of the nodes."),
@@ -227,11 +223,8 @@ COMMAND = Command(
         Command(name="pod", aliases=("pods", "po"),
                 summary="Display resource (CPU/memory) usage of pods", run=run_pods,
                 usage="top pod [NAME | -l label] [options]",
-                flags=[NO_HEADERS, SELECTOR, USE_PROTOCOL_BUFFERS,
-                       Flag("all-namespaces", BOOL, shorthand="A",
-                            help="If present, list the requested object(s) across all "
-                                 "namespaces. Namespace in current context is ignored even "
-                                 "if specified with --namespace."),
+                flags=[NO_HEADERS, SELECTOR_FLAG, USE_PROTOCOL_BUFFERS,
+                       ALL_NAMESPACES_FLAG,
                        Flag("containers", BOOL, help="If present, print usage of containers "
                                                      "within a pod."),
                        Flag("field-selector", help="Selector (field query) to filter on."),

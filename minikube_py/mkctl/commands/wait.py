@@ -26,7 +26,7 @@ from typing import Any
 from minikube_py.mkctl import builder
 from minikube_py.mkctl.command import Command, Invocation
 from minikube_py.mkctl.errors import Aggregate, CommandLineError, MkctlError, StatusError
-from minikube_py.mkctl.flags import ARRAY, BOOL, Flag
+from minikube_py.mkctl.flags import ALL_NAMESPACES_FLAG, ARRAY, BOOL, FIELD_SELECTOR_FLAG, Flag
 from minikube_py.mkctl.printers import name_of
 
 Obj = dict[str, Any]
@@ -229,13 +229,8 @@ COMMAND = Command(
     flags=[
         Flag("all", BOOL, help="Select all resources in the namespace of the specified "
                                "resource types"),
-        Flag("all-namespaces", BOOL, shorthand="A",
-             help="If present, list the requested object(s) across all namespaces. Namespace "
-                  "in current context is ignored even if specified with --namespace."),
-        Flag("field-selector",
-             help="Selector (field query) to filter on, supports '=', '==', and '!='.(e.g. "
-                  "--field-selector key1=value1,key2=value2). The server only supports a "
-                  "limited number of field queries per type."),
+        ALL_NAMESPACES_FLAG,
+        FIELD_SELECTOR_FLAG,
         Flag("for", ARRAY,
              help="The condition to wait on: [create|delete|condition=condition-name"
                   "[=condition-value]|jsonpath='{JSONPath expression}'=[JSONPath value]]. The "
