@@ -171,6 +171,8 @@ async def approve_serving_certificates(admin_kubeconfig: Path,
     owner. `up` is the owner here: it approves the request of each of its nodes (name ->
     (address, the kubelet's serving pair, once written)) that names nothing but that
     node, as `kubectl certificate approve` would, and waits until each pair is written."""
+    from minikube_py.security import csr as csrs
+
     waiting = {name for name, (_, pair) in nodes.items() if not pair.exists()}
     async with Client.from_kubeconfig(admin_kubeconfig, user_agent="minikube-py-up") as client:
         api = client.resource("certificatesigningrequests", "certificates.k8s.io")
@@ -180,15 +182,10 @@ async def approve_serving_certificates(admin_kubeconfig: Path,
                 for name in list(waiting):
                     if not _serving_request_of(csr, name, nodes[name][0]):
                         continue
-                    condition = {"type": "Approved", "status": "True",
-                                 "reason": "ApprovedByMinikubePy",
-                                 "message": f"minikube-py up approved the serving "
-                                            f"certificate of node {name}: its name and "
-                                            f"address"}
-                    status = csr.get("status") or {}
-                    await api.update({**csr, "status": {**status, "conditions": [
-                        *(status.get("conditions") or []), condition]}},
-                        subresource="approval")
+                    message = (f"minikube-py up approved the serving certificate of "
+                               f"node {name}: its name and address")
+                    await api.update(csrs.approved(csr, "ApprovedByMinikubePy", message),
+                                     subresource="approval")
                     print(f"{name}: approved its serving certificate "
                           f"(CSR {csr['metadata']['name']})", flush=True)
             waiting = {name for name in waiting if not nodes[name][1].exists()}

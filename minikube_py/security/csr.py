@@ -212,6 +212,13 @@ def is_approved(csr: Obj) -> bool:
     return has_condition(csr, "Approved") and not has_condition(csr, "Denied")
 
 
+def approved(csr: Obj, reason: str, message: str) -> Obj:
+    """The CSR with an Approved condition added: what goes to its `approval` subresource."""
+    status = csr.get("status") or {}
+    condition = {"type": "Approved", "status": "True", "reason": reason, "message": message}
+    return {**csr, "status": {**status, "conditions": [*conditions(csr), condition]}}
+
+
 def request_of(csr: Obj) -> x509.CertificateSigningRequest:
     """spec.request (base64 of the PEM, in JSON) parsed; ValueError when it does not."""
     try:

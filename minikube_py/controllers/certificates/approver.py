@@ -97,10 +97,6 @@ class CSRApprovingController(CertificateController):
         return bool((answer.get("status") or {}).get("allowed"))
 
     async def approve(self, csr: Obj, message: str) -> None:
-        status = csr.get("status") or {}
-        condition = {"type": "Approved", "status": "True", "reason": "AutoApproved",
-                     "message": message}
-        approved = {**csr, "status": {
-            **status, "conditions": [*(status.get("conditions") or []), condition]}}
-        await self.csrs_api.update(approved, subresource="approval")
+        await self.csrs_api.update(csrs.approved(csr, "AutoApproved", message),
+                                   subresource="approval")
 
