@@ -152,16 +152,12 @@ def _service_port(port: ServicePort, config: ProxyConfig, ruleset: Ruleset) -> N
     proto = port.protocol.lower()
     base = chain_base(port)
     service, local, external = f"service-{base}", f"local-{base}", f"external-{base}"
-    cluster = port.usable_endpoints()
-    local_endpoints = port.local_endpoints(config.node_name)
-    internal = local_endpoints if port.internal_local else cluster
-    external_endpoints = local_endpoints if port.external_local else cluster
-    uses_service = bool(cluster) and (not port.internal_local or bool(external_endpoints))
-    uses_local = bool(local_endpoints) and (port.internal_local or port.external_local)
+    routing = port.routing(config.node_name)
+    cluster = routing.cluster
 
     for ip in port.cluster_ips:
         key = f"{ip} . {proto} . {port.port}"
-        if internal:
+        if routing.internal:
             elements["service-ips"][key] = (
                 f"goto {local if port.internal_local else service}")
         else:
@@ -170,7 +166,7 @@ def _service_port(port: ServicePort, config: ProxyConfig, ruleset: Ruleset) -> N
 
     if port.has_external:
         targets = [*port.load_balancer_ips, *port.external_ips]
-        if external_endpoints:
+        if routing.external:
             for ip in targets:
                 elements["service-ips"][f"{ip} . {proto} . {port.port}"] = f"goto {external}"
             if port.node_port:
@@ -184,17 +180,16 @@ def _service_port(port: ServicePort, config: ProxyConfig, ruleset: Ruleset) -> N
             if port.node_port:
                 elements["no-endpoint-nodeports"][f"{proto} . {port.node_port}"] = verdict
 
-    if uses_service:
+    if routing.uses_cluster_chain:
         rules = chains[service] = []
         if config.cluster_cidr:
             rules += [f"ip daddr {ip} {proto} dport {port.port} ip saddr != "
                       f"{config.cluster_cidr} jump mark-for-masquerade"
                       for ip in port.cluster_ips]
         rules += _endpoint_choice(port, cluster, ruleset)
-    if uses_local:
-        chains[local] = _endpoint_choice(port, local_endpoints, ruleset)
-    for endpoint in {e: None for e in (cluster if uses_service else [])
-                     + (local_endpoints if uses_local else [])}:
+    if routing.uses_local_chain:
+        chains[local] = _endpoint_choice(port, routing.local, ruleset)
+    for endpoint in routing.chained:
         name = endpoint_chain(port, endpoint)
         rules = [f"ip saddr {endpoint.ip} jump mark-for-masquerade"]
         if port.session_affinity_seconds:

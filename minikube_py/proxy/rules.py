@@ -158,16 +158,12 @@ def _service_port_rules(port: ServicePort, config: ProxyConfig, tables: Tables) 
     name, proto = port.service_port_name, port.protocol.lower()
     match = f"-m {proto} -p {proto}"
     svc, svl, ext = chain("KUBE-SVC-", port), chain("KUBE-SVL-", port), chain("KUBE-EXT-", port)
-    cluster = port.usable_endpoints()
-    local = port.local_endpoints(config.node_name)
-    internal = local if port.internal_local else cluster
-    external = local if port.external_local else cluster
-    uses_svc = bool(cluster) and (not port.internal_local or bool(external))
-    uses_svl = bool(local) and (port.internal_local or port.external_local)
+    routing = port.routing(config.node_name)
+    cluster = routing.cluster
 
     for ip in port.cluster_ips:
         destination = f"{match} -d {ip}/32 --dport {port.port}"
-        if internal:
+        if routing.internal:
             nat["KUBE-SERVICES"].append(f"{comment(name + ' cluster IP')} {destination} "
                                         f"-j {svl if port.internal_local else svc}")
         elif cluster:
@@ -178,19 +174,18 @@ def _service_port_rules(port: ServicePort, config: ProxyConfig, tables: Tables) 
                 f"{comment(name + ' has no endpoints')} {destination} -j REJECT")
 
     if port.has_external:
-        _external_rules(port, config, tables, external, svc, svl, ext, match)
+        _external_rules(port, config, tables, routing.external, svc, svl, ext, match)
 
-    if uses_svc:
+    if routing.uses_cluster_chain:
         rules = nat.setdefault(svc, [])
         if config.cluster_cidr:
             for ip in port.cluster_ips:
                 rules.append(f"{comment(name + ' cluster IP')} {match} -d {ip}/32 "
                              f"--dport {port.port} ! -s {config.cluster_cidr} -j KUBE-MARK-MASQ")
         rules += _endpoint_jumps(port, cluster)
-    if uses_svl:
-        nat.setdefault(svl, []).extend(_endpoint_jumps(port, local))
-    for endpoint in {e: None for e in (cluster if uses_svc else []) + (local if uses_svl
-                                                                       else [])}:
+    if routing.uses_local_chain:
+        nat.setdefault(svl, []).extend(_endpoint_jumps(port, routing.local))
+    for endpoint in routing.chained:
         sep = chain("KUBE-SEP-", port, endpoint)
         affinity = (f"-m recent --name {sep} --set " if port.session_affinity_seconds else "")
         nat[sep] = [f"{comment(name)} -s {endpoint.ip}/32 -j KUBE-MARK-MASQ",

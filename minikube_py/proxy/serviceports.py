@@ -80,6 +80,35 @@ class ServicePort:
         ready = [e for e in local if e.ready]
         return ready or [e for e in local if e.serving and e.terminating]
 
+    def routing(self, node_name: str) -> Routing:
+        """Which endpoints each kind of traffic goes to on this node, and which of the
+        Service's two endpoint-choosing chains (cluster-wide and node-local) exist."""
+        cluster = self.usable_endpoints()
+        local = self.local_endpoints(node_name)
+        internal = local if self.internal_local else cluster
+        external = local if self.external_local else cluster
+        uses_cluster = bool(cluster) and (not self.internal_local or bool(external))
+        uses_local = bool(local) and (self.internal_local or self.external_local)
+        chained = {e: None for e in (cluster if uses_cluster else [])
+                   + (local if uses_local else [])}
+        return Routing(cluster, local, internal, external, uses_cluster, uses_local,
+                       list(chained))
+
+
+@dataclass(frozen=True)
+class Routing:
+    """One ServicePort's endpoints as seen from one node (upstream's
+    CategorizeEndpoints): `internal` serves the ClusterIP, `external` NodePorts, load
+    balancers and external IPs; `chained` is every endpoint some chain jumps to."""
+
+    cluster: list[Endpoint]
+    local: list[Endpoint]
+    internal: list[Endpoint]
+    external: list[Endpoint]
+    uses_cluster_chain: bool
+    uses_local_chain: bool
+    chained: list[Endpoint]
+
 
 def service_ports(services: list[Obj], slices: list[Obj]) -> list[ServicePort]:
     """Every proxied ServicePort, with its endpoints from the slices of its Service."""
