@@ -13,6 +13,11 @@ The steps of kubectl's cani.go:
    "" with -A) or the non-resource ones; with --as the request is impersonated, so the
    review is of the impersonated user;
 3. `yes`, or `no` and the reason if the server gave one; exit 0 for yes, 1 for no.
+
+With --list (and no arguments) a SelfSubjectRulesReview of the namespace instead, its
+rules broken down to one verb, resource and name each, the resource rules that differ
+only by verb joined again, sorted by their Go text, and printed as a table (kubectl's
+rbac.BreakdownRule, CompactRules and SortableRuleSlice).
 """
 
 from __future__ import annotations
@@ -54,10 +59,85 @@ def _resource_attributes(inv: Invocation, argument: str) -> dict[str, Any]:
     return attributes
 
 
+def _go_list(values: list[str]) -> str:
+    return "[" + " ".join(values) + "]"
+
+
+def _rule_text(rule: dict[str, list[str]]) -> str:
+    """PolicyRule.String(), by which kubectl sorts the rules it lists."""
+    fields = ("Verbs", "APIGroups", "Resources", "ResourceNames", "NonResourceURLs")
+    return "&PolicyRule{" + "".join(f"{field}:{_go_list(rule.get(field, []))},"
+                                    for field in fields) + "}"
+
+
+def _listed_rules(status: dict[str, Any]) -> list[dict[str, list[str]]]:
+    """The review's rules as kubectl prints them (see the module's last paragraph)."""
+    broken: list[dict[str, list[str]]] = []
+    for rule in status.get("resourceRules") or []:
+        names = rule.get("resourceNames") or []
+        broken += [{"Verbs": [verb], "APIGroups": [group], "Resources": [resource],
+                    **({"ResourceNames": [name]} if name is not None else {})}
+                   for group in rule.get("apiGroups") or []
+                   for resource in rule.get("resources") or []
+                   for verb in rule.get("verbs") or []
+                   for name in (names or [None])]
+    for rule in status.get("nonResourceRules") or []:
+        broken += [{"Verbs": [verb], "NonResourceURLs": [url]}
+                   for url in rule.get("nonResourceURLs") or []
+                   for verb in rule.get("verbs") or []]
+    compacted, joined = [], {}
+    for rule in broken:
+        if rule.get("NonResourceURLs"):
+            compacted.append(rule)
+            continue
+        key = (rule["APIGroups"][0], rule["Resources"][0], tuple(rule.get("ResourceNames", [])))
+        if key not in joined:
+            joined[key] = {field: list(values) for field, values in rule.items()}
+        elif rule["Verbs"][0] not in joined[key]["Verbs"]:
+            joined[key]["Verbs"].append(rule["Verbs"][0])
+    return sorted([*compacted, *joined.values()], key=_rule_text)
+
+
+def _resource_group(rule: dict[str, list[str]]) -> str:
+    """describe.CombineResourceGroup: `deployments.apps/scale`."""
+    resources, groups = rule.get("Resources") or [], rule.get("APIGroups") or []
+    if not resources:
+        return ""
+    resource, slash, subresource = resources[0].partition("/")
+    if groups and groups[0]:
+        resource += "." + groups[0]
+    return resource + slash + subresource
+
+
+def can_i_list(inv: Invocation) -> None:
+    flags = inv.flags
+    if inv.args:
+        raise MkctlError("list option must be specified with no arguments")
+    if flags["quiet"] or flags["all-namespaces"] or flags["subresource"]:
+        raise MkctlError("list option can't be specified with neither quiet, all-namespaces "
+                         "nor subresource options")
+    review = inv.client.request_json(
+        "POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+        body={"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+              "spec": {"namespace": inv.namespace()[0]}})
+    status = review.get("status") or {}
+    if status.get("incomplete"):
+        inv.warn(f"the list may be incomplete: {status.get('evaluationError', '')}")
+    from minikube_py.mkctl.printers.tabwriter import TabWriter
+
+    writer = TabWriter(inv.out)
+    if not flags["no-headers"]:
+        writer.write_row(["Resources", "Non-Resource URLs", "Resource Names", "Verbs"])
+    for rule in _listed_rules(status):
+        writer.write_row([_resource_group(rule), _go_list(rule.get("NonResourceURLs", [])),
+                          _go_list(rule.get("ResourceNames", [])), _go_list(rule["Verbs"])])
+    writer.flush()
+
+
 def can_i(inv: Invocation) -> None:
     flags, args = inv.flags, inv.args
     if flags["list"]:
-        raise MkctlError("--list is not supported by mkctl")
+        return can_i_list(inv)
     if len(args) != 2:
         raise MkctlError("you must specify two arguments: verb resource or verb "
                          f"resource/resourceName.\nSee '{inv.path} -h' for help and examples.")
@@ -77,6 +157,8 @@ def can_i(inv: Invocation) -> None:
         if flags["subresource"]:
             attributes["subresource"] = flags["subresource"]
         spec = {"resourceAttributes": attributes}
+    if flags["no-headers"]:
+        raise MkctlError("--no-headers cannot be set without --list specified")
     review = inv.client.request_json(
         "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
         body={"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
