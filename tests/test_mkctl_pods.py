@@ -36,6 +36,19 @@ spec:
   containers: [{name: nginx, image: nginx}, {name: side, image: busybox}]
 ---
 apiVersion: v1
+kind: Pod
+metadata:
+  name: three
+  annotations: {kubectl.kubernetes.io/default-container: gone}
+spec:
+  initContainers: [{name: setup, image: busybox}]
+  containers: [{name: main, image: busybox}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+---
+apiVersion: v1
 kind: Service
 metadata: {name: web}
 spec:
@@ -68,6 +81,12 @@ BAD_INPUT = [
     "port-forward one", "port-forward nope 80", "port-forward two 80",
     "port-forward svc/web 80 --pod-running-timeout=1s", "port-forward one 80",
     "port-forward one a:80", "logs one --bogus", "port-forward one 80 --bogus",
+    "logs -l app=web one", "logs -l app=none", "logs -l app=web", "logs -l app=web -c nope",
+    "logs one --all-containers -c nginx", "logs one nginx -c nginx",
+    "logs two --all-containers", "logs two --all-containers --prefix", "logs two --all-pods",
+    "logs -f two --all-containers --max-log-requests=1",
+    "logs -f one --max-log-requests=0", "logs deploy/web --all-pods --pod-running-timeout=1s",
+    "logs cm/settings", "exec three -- ls", "logs three", "logs three --all-pods",
 ]
 
 WAITS = [
@@ -96,6 +115,9 @@ CAN_I = [
     "auth can-i get pods/log", "auth can-i get pods --subresource=log",
     "auth can-i get deploy.apps", "auth can-i get pods --as bob",
     "auth can-i get pods --bogus", "wait --bogus pod/one",
+    "auth can-i --list", "auth can-i --list --no-headers", "auth can-i --list get pods",
+    "auth can-i --list -q", "auth can-i --list -A", "auth can-i get pods --no-headers",
+    "auth can-i --list --subresource=log",
 ]
 
 
@@ -207,3 +229,37 @@ def test_can_i_says_no_with_kubectls_exit_code_and_impersonates_with_as(
     assert answers[0] == ("no\n", 1) and answers[5] == ("", 1)
     assert answers[6] == ("yes\n", 0) and answers[7] == ("no\n", 1)
     assert answers[8] == ("yes\n", 0)
+
+
+@pytest.mark.slow
+def test_can_i_list_prints_the_rules_as_kubectl(rbac: tuple[Path, Path], tmp_path: Path
+                                                ) -> None:
+    """--list on what bob may do: the discovery and self-review roles every user has (the
+    same URLs granted by several), then two roles of his own with names, subresources and
+    verbs to join."""
+    admin, bob = rbac
+    as_admin = Clis(admin, tmp_path / "cache")
+    for command in ("create role reader --verb=get,list,watch --resource=pods,pods/log",
+                    "create role named --verb=get,update --resource=configmaps "
+                    "--resource-name=a --resource-name=b",
+                    "create role deploys --verb=get --verb=patch --resource=deployments.apps",
+                    "create rolebinding bob-reader --role=reader --user=bob",
+                    "create rolebinding bob-named --role=named --user=bob",
+                    "create rolebinding bob-deploys --role=deploys --user=bob"):
+        assert as_admin.kubectl(*command.split(), "-n", "default").code == 0
+    listed = []
+    for kubeconfig, command in [(bob, "auth can-i --list"),
+                                (bob, "auth can-i --list -n kube-system"),
+                                (admin, "auth can-i --list --as bob --no-headers"),
+                                (admin, "auth can-i --list")]:
+        expected, actual = Clis(kubeconfig, tmp_path / "cache").compare(*command.split())
+        assert_same(expected, actual)
+        listed.append(actual.out.splitlines())
+    assert listed[0][0].split() == ["Resources", "Non-Resource", "URLs", "Resource", "Names",
+                                    "Verbs"]
+    assert ["configmaps", "[]", "[a]", "[get", "update]"] in [line.split() for line in listed[0]]
+    assert ["deployments.apps", "[]", "[]", "[get", "patch]"] in [line.split()
+                                                                for line in listed[0]]
+    assert not any(line.startswith("pods/log") for line in listed[1])
+    assert [line.split() for line in listed[2]] == [line.split() for line in listed[0][1:]]
+    assert ["*.*", "[]", "[]", "[*]"] in [line.split() for line in listed[3]]

@@ -44,8 +44,17 @@ def pod_for(inv: Invocation, arg: str, namespace: str) -> tuple[Obj, int]:
     return pod_selected(inv, kind, obj, namespace)
 
 
-def pod_selected(inv: Invocation, kind: str, obj: Obj, namespace: str) -> tuple[Obj, int]:
+def pod_selected(inv: Invocation, kind: str, obj: Obj, namespace: str, *,
+                 verb: str = "attach to") -> tuple[Obj, int]:
     """GetFirstPod: the best of the pods the object's selector matches, waiting up to
+    --pod-running-timeout for one to exist, and how many it matches."""
+    pods = pods_selected(inv, kind, obj, namespace, verb=verb)
+    return pods[0], len(pods)
+
+
+def pods_selected(inv: Invocation, kind: str, obj: Obj, namespace: str, *,
+                  verb: str = "attach to") -> list[Obj]:
+    """GetPodList: the pods the object's selector matches, best first, waiting up to
     --pod-running-timeout for one to exist."""
     import time
 
@@ -53,17 +62,27 @@ def pod_selected(inv: Invocation, kind: str, obj: Obj, namespace: str) -> tuple[
 
     selector = _selector(kind, obj)
     if not selector:
-        raise MkctlError(f"cannot attach to {kind}: selector for {kind} not implemented")
+        go_type = _go_type(kind, obj)
+        raise MkctlError(f"cannot {verb} {go_type}: selector for {go_type} not implemented")
     deadline = time.monotonic() + (parse_duration(inv.flags["pod-running-timeout"]) or 0)
     while True:
         listed = inv.client.get_json(f"/api/v1/namespaces/{namespace}/pods",
                                      {"labelSelector": selector})
         pods = listed.get("items") or []
         if pods:
-            return sorted(pods, key=_preference)[0], len(pods)
+            return sorted(pods, key=_preference)
         if time.monotonic() >= deadline:
             raise MkctlError("timed out waiting for the condition")
         time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+
+
+def _go_type(kind: str, obj: Obj) -> str:
+    """How kubectl's %T names the object: `*v1.ConfigMap` for a kind of its own scheme
+    (groups without a dot or under k8s.io), `*unstructured.Unstructured` for others."""
+    group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
+    if "." in group and not group.endswith(".k8s.io"):
+        return "*unstructured.Unstructured"
+    return f"*{version}.{kind}"
 
 
 def _selector(kind: str, obj: Obj) -> str:
@@ -106,23 +125,29 @@ def check_container(pod: Obj, name: str) -> str:
     return name
 
 
-def default_container(inv: Invocation, pod: Obj, quiet: bool) -> str:
-    """FindOrDefaultContainerByName with no name: the annotated container, else the first,
-    saying so on stderr when the pod has several."""
+def default_container(inv: Invocation, pod: Obj, quiet: bool, *, logs: bool = False) -> str:
+    """The container when none is named: the annotated one, else the first, saying so on
+    stderr when the pod has others. An annotation naming no container of the pod is an
+    error (podcmd's FindOrDefaultContainerByName), except for logs, which warn and take
+    the first (logsforobject.go)."""
     spec = pod.get("spec") or {}
     containers = spec.get("containers") or []
+    name = pod["metadata"]["name"]
+    if not containers:
+        raise MkctlError(f"pod {pod['metadata'].get('namespace', '')}/{name} does not have "
+                         f"any containers")
     annotated = ((pod.get("metadata") or {}).get("annotations") or {}).get(
         DEFAULT_CONTAINER_ANNOTATION, "")
+    if annotated and not logs:
+        return check_container(pod, annotated)
     every = [c["name"] for kind in ("containers", "initContainers", "ephemeralContainers")
              for c in spec.get(kind) or []]
-    if annotated and annotated in every:
+    if annotated in every:
         return annotated
-    if annotated and not quiet:
-        inv.err.write(f'Default container name "{annotated}" not found in pod '
-                      f'{pod["metadata"]["name"]}\n')
-    if not containers:
-        raise MkctlError(f"pod {pod['metadata']['name']} does not have any containers")
-    if len(containers) > 1 and not quiet:
+    if annotated:
+        inv.err.write(f'Default container name "{annotated}" not found in pod {name}\n')
+    if not quiet and (len(containers) > 1 or spec.get("initContainers")
+                      or spec.get("ephemeralContainers")):
         inv.err.write(f'Defaulted container "{containers[0]["name"]}" out of: '
                       f"{container_names(pod)}\n")
     return str(containers[0]["name"])

@@ -29,6 +29,23 @@ REPO = Path(__file__).resolve().parents[2]
 FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)")
 
 
+# A pod with an init container and two others, each printing known lines; it and
+# `printer` carry the label lab=logs.
+DUO = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: duo, labels: {lab: logs}}
+spec:
+  initContainers:
+  - {name: setup, image: "busybox:1.36", command: [sh, -c, "echo set up"]}
+  containers:
+  - {name: left, image: "busybox:1.36", command: [sh, -c, "echo left 1; echo left 2; sleep 3600"]}
+  - name: right
+    image: "busybox:1.36"
+    command: [sh, -c, "echo right 1; while true; do sleep 0.3; echo right tick; done"]
+"""
+
+
 @pytest.fixture(scope="module")
 def cluster(fast_tmp: Path) -> Iterator[Path]:
     home = fast_tmp / "mkctl-into-the-pod"
@@ -41,6 +58,9 @@ def cluster(fast_tmp: Path) -> Iterator[Path]:
         kubectl(home, "run", "ticker", "--image=busybox:1.36", "--", "sh", "-c",
                 "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done")
         kubectl(home, "run", "web", "--image=nginx", "--port=80", "--labels=app=web")
+        kubectl(home, "label", "pod", "printer", "lab=logs")
+        (home / "duo.yaml").write_text(DUO)
+        kubectl(home, "apply", "-f", str(home / "duo.yaml"))
         kubectl(home, "expose", "pod", "web", "--port=8080", "--target-port=80")
         yield home
     finally:
@@ -50,7 +70,8 @@ def cluster(fast_tmp: Path) -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def clis(cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> Clis:
     clis = Clis(cluster / "kubeconfig", tmp_path_factory.mktemp("mkctl-pod-cache"))
-    for pod in ("shell", "printer", "ticker", "web"):  # mkctl's wait, checked against kubectl
+    # mkctl's wait, checked against kubectl
+    for pod in ("shell", "printer", "ticker", "web", "duo"):
         expected, actual = clis.compare("wait", "--for=condition=Ready", f"pod/{pod}",
                                         "--timeout=90s", attempts=1)
         assert_same(expected, actual)
@@ -98,6 +119,48 @@ def test_logs_whole_and_tail_as_kubectl(clis: Clis) -> None:
         assert_same(*_both(clis, *args))
     printed = _both(clis, "logs", "printer")[1].out  # stdout and stderr, as they were written
     assert sorted(printed.splitlines()) == ["one", "three", "two"]
+
+
+def _fixed(out: str) -> list[str]:
+    """The lines of a log snapshot that do not depend on when it was taken (the right
+    container's ticks go on), sorted."""
+    return sorted(line for line in out.splitlines() if not line.endswith("right tick"))
+
+
+def test_logs_of_several_containers_and_pods_as_kubectl(clis: Clis) -> None:
+    """-l, --all-containers, --prefix and --all-pods. kubectl keeps its requests in a map
+    and so prints several logs in a random order: the lines are compared as sets, and
+    mkctl's own order (init containers, then the others, pod by pod) checked."""
+    for args in (["logs", "duo", "--all-containers", "--prefix"],
+                 ["logs", "-l", "lab=logs", "--prefix"],
+                 ["logs", "-l", "lab=logs", "--all-containers", "--tail=1"],
+                 ["logs", "duo", "--all-pods"], ["logs", "-l", "lab=logs", "-c", "left"]):
+        expected, actual = _both(clis, *args)
+        assert _fixed(actual.out) == _fixed(expected.out), args
+        assert sorted(actual.err.splitlines()) == sorted(expected.err.splitlines()), args
+        assert actual.code == expected.code, args
+    everything = _both(clis, "logs", "duo", "--all-containers", "--prefix")[1].out
+    assert everything.splitlines()[:4] == [
+        "[pod/duo/setup] set up", "[pod/duo/left] left 1", "[pod/duo/left] left 2",
+        "[pod/duo/right] right 1"]
+    selected = _both(clis, "logs", "-l", "lab=logs")[1]  # duo, then printer
+    assert selected.out.splitlines()[:2] == ["left 1", "left 2"]
+    assert sorted(selected.out.splitlines()[2:]) == ["one", "three", "two"]
+    assert selected.err == 'Defaulted container "left" out of: left, right, setup (init)\n'
+
+
+
+def test_logs_f_follows_every_container_of_every_selected_pod_at_once(clis: Clis) -> None:
+    for tool in ([KUBECTL], mkctl_command()):
+        followed = _lines_for([*tool, *clis.flags(), "logs", "-f", "-l", "lab=logs",
+                               "--all-containers", "--prefix"], 4)
+        assert {"[pod/duo/setup] set up", "[pod/duo/left] left 2",
+                "[pod/printer/printer] one"} <= set(followed), tool
+        assert followed.count("[pod/duo/right] right tick") >= 5, tool
+    too_many = _both(clis, "logs", "-f", "-l", "lab=logs", "--all-containers",
+                     "--max-log-requests=3")
+    assert_same(*too_many)
+    assert too_many[1].err.startswith("error: you are attempting to follow 4 log streams")
 
 
 def _lines_for(command: list[str], seconds: float) -> list[str]:
