@@ -28,8 +28,11 @@ Obj = dict[str, Any]
 
 GROUP = "admissionregistration.k8s.io"
 PREFIX = f"/apis/{GROUP}/v1"
-POD_RULE = {"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"],
-            "resources": ["pods"]}
+# Configurations here go to the shared API server, where other tests create pods and
+# ConfigMaps at the same time: their webhooks (which no server answers, failurePolicy
+# Fail) are for a resource nothing serves, so they never refuse another test's request.
+POD_RULE = {"operations": ["CREATE", "UPDATE"], "apiGroups": ["example.com"],
+            "apiVersions": ["v1"], "resources": ["widgets"]}
 
 
 def unique(prefix: str) -> str:

@@ -603,7 +603,7 @@ def _watch_both(suite: Suite, args: list[str], changes: list[list[str]]) -> list
                                    ["-o", "name"]])
 def test_watch_prints_the_list_then_each_change_as_kubectl(suite: Suite, flags: list[str]
                                                            ) -> None:
-    name = f"watched-{uuid.uuid4().hex[:5]}"
+    name = f"watched-{uuid.uuid4().hex[:5]}x"  # never read as an age, as 1073d would be
     flags = [flag.format(suite=suite.id) for flag in flags]
     args = ["get", "pods", "-n", suite.empty, "-w", *flags]
     changes = [["run", name, "-n", suite.empty, "--image=busybox", f"--labels=watch={suite.id}"],
@@ -617,7 +617,7 @@ def test_watch_prints_the_list_then_each_change_as_kubectl(suite: Suite, flags: 
 
 @pytest.mark.slow
 def test_watching_one_object_prints_it_then_its_changes(suite: Suite) -> None:
-    name = f"watched-{uuid.uuid4().hex[:5]}"
+    name = f"watched-{uuid.uuid4().hex[:5]}x"  # never read as an age, as 1073d would be
     assert suite.clis.kubectl("run", name, "-n", suite.empty, "--image=busybox").code == 0
     expected, actual = _watch_both(
         suite, ["get", "pod", name, "-n", suite.empty, "-w"],
