@@ -61,6 +61,7 @@ MINIMAL: dict[str, Obj] = {
     "apps/v1/Deployment": {"spec": {"selector": SELECTOR, "template": TEMPLATE}},
     "apps/v1/ReplicaSet": {"spec": {"selector": SELECTOR, "template": TEMPLATE}},
     "apps/v1/DaemonSet": {"spec": {"selector": SELECTOR, "template": TEMPLATE}},
+    "apps/v1/ControllerRevision": {"data": {"spec": {"template": TEMPLATE}}},
     "apps/v1/StatefulSet": {"spec": {"selector": SELECTOR, "template": TEMPLATE,
                                      "serviceName": "x"}},
     "batch/v1/Job": {"spec": {"template": {"spec": {**POD_SPEC, "restartPolicy": "Never"}}}},

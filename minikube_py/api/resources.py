@@ -128,6 +128,7 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("apps", "v1", "StatefulSet", "statefulsets", True, ("sts",), _ALL,
              ("status", "scale")),
     Resource("apps", "v1", "DaemonSet", "daemonsets", True, ("ds",), _ALL, ("status",)),
+    Resource("apps", "v1", "ControllerRevision", "controllerrevisions", True),
     # batch/v1
     Resource("batch", "v1", "Job", "jobs", True, (), _ALL, ("status",)),
     Resource("batch", "v1", "CronJob", "cronjobs", True, ("cj",), _ALL, ("status",)),

@@ -138,6 +138,31 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
             },
         },
     },
+    'apps/v1/ControllerRevision': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'revision': {
+            'z': 0,
+        },
+    },
     'apps/v1/DaemonSet': {
         'metadata': {
             'o': {

@@ -1,5 +1,5 @@
-"""apps/v1 kinds: Deployment, ReplicaSet, StatefulSet, DaemonSet (and core/v1's
-ReplicationController, the ReplicaSet's predecessor).
+"""apps/v1 kinds: Deployment, ReplicaSet, StatefulSet, DaemonSet, ControllerRevision (and
+core/v1's ReplicationController, the ReplicaSet's predecessor).
 
 Upstream: k8s.io/api/apps/v1/types.go. Deployment's strategy carries
 `patchStrategy:"retainKeys"`, so switching its type drops the old rollingUpdate.
@@ -8,6 +8,7 @@ Upstream: k8s.io/api/apps/v1/types.go. Deployment's strategy carries
 from __future__ import annotations
 
 from minikube_py.api.schema.dsl import (
+    ANY,
     BOOLEAN,
     INT_OR_STRING,
     INTEGER,
@@ -230,6 +231,17 @@ DAEMON_SET = api_object(
         observedGeneration=f(INTEGER, "Generation the controller last acted on."),
         updatedNumberScheduled=f(INTEGER, "Nodes running the updated pod."),
     ), "Observed state of the DaemonSet. Read-only."),
+)
+
+# --- ControllerRevision ----------------------------------------------------------------
+
+CONTROLLER_REVISION = api_object(
+    f"{APPS}.ControllerRevision",
+    "An immutable snapshot of a controller's state (for DaemonSets and StatefulSets: a "
+    "patch that restores their pod template), kept for rollouts and rollbacks. Its data "
+    "never changes; its revision number may.",
+    data=f(ANY, "The snapshot: any JSON object the controller understands."),
+    revision=f(INTEGER, "Which revision of the state the data is.", required=True),
 )
 
 # --- ReplicationController (core/v1: the ReplicaSet's predecessor) ---------------------

@@ -52,6 +52,7 @@ KINDS: dict[GroupVersionKind, Type] = {
     ("apps", "v1", "ReplicaSet"): apps.REPLICA_SET,
     ("apps", "v1", "StatefulSet"): apps.STATEFUL_SET,
     ("apps", "v1", "DaemonSet"): apps.DAEMON_SET,
+    ("apps", "v1", "ControllerRevision"): apps.CONTROLLER_REVISION,
     ("batch", "v1", "Job"): batch.JOB,
     ("batch", "v1", "CronJob"): batch.CRON_JOB,
     ("certificates.k8s.io", "v1", "CertificateSigningRequest"):

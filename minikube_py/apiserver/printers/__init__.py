@@ -67,6 +67,8 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("apps", "replicasets"): Printer(apps.REPLICA_SET_COLUMNS, apps.print_replica_set),
     ("apps", "statefulsets"): Printer(apps.STATEFUL_SET_COLUMNS, apps.print_stateful_set),
     ("apps", "daemonsets"): Printer(apps.DAEMON_SET_COLUMNS, apps.print_daemon_set),
+    ("apps", "controllerrevisions"): Printer(apps.CONTROLLER_REVISION_COLUMNS,
+                                            apps.print_controller_revision),
     ("batch", "jobs"): Printer(batch.JOB_COLUMNS, batch.print_job),
     ("batch", "cronjobs"): Printer(batch.CRON_JOB_COLUMNS, batch.print_cron_job),
     ("certificates.k8s.io", "certificatesigningrequests"): Printer(

@@ -1,4 +1,4 @@
-"""apps/v1: deployments, replica sets, stateful sets, daemon sets."""
+"""apps/v1: deployments, replica sets, stateful sets, daemon sets, controller revisions."""
 
 from __future__ import annotations
 
@@ -153,3 +153,25 @@ def print_daemon_set(daemon_set: Obj, now: datetime) -> Cells:
         *container_cells(template_spec(daemon_set)),
         format_label_selector(daemon_set.get("spec", {}).get("selector")),
     ]
+
+
+CONTROLLER_REVISION_COLUMNS = (
+    NAME,
+    column("Controller", "string", "Controller of the object"),
+    column("Revision", "string", "Revision indicates the revision of the state represented "
+                                 "by Data."),
+    AGE,
+)
+
+
+def print_controller_revision(revision: Obj, now: datetime) -> Cells:
+    """printControllerRevision: CONTROLLER as `kind.group/name` of the controller
+    owner (`daemonset.apps/web`), or <none>."""
+    controller = "<none>"
+    for owner in (revision.get("metadata") or {}).get("ownerReferences") or []:
+        if owner.get("controller"):
+            group = str(owner.get("apiVersion", "")).rpartition("/")[0]
+            kind = f"{owner.get('kind', '')}.{group}" if group else owner.get("kind", "")
+            controller = f"{kind.lower()}/{owner.get('name', '')}"
+            break
+    return [name_of(revision), controller, revision.get("revision", 0), age(revision, now)]

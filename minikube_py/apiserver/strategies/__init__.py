@@ -13,6 +13,7 @@ from minikube_py.apiserver.strategies.admissionregistration import (
     ValidatingWebhookConfigurationStrategy,
 )
 from minikube_py.apiserver.strategies.apps import (
+    ControllerRevisionStrategy,
     DaemonSetStrategy,
     DeploymentStrategy,
     ReplicaSetStrategy,
@@ -81,6 +82,7 @@ STRATEGIES: dict[tuple[str, str], type[KindStrategy]] = {
     ("apps", "ReplicaSet"): ReplicaSetStrategy,
     ("apps", "StatefulSet"): StatefulSetStrategy,
     ("apps", "DaemonSet"): DaemonSetStrategy,
+    ("apps", "ControllerRevision"): ControllerRevisionStrategy,
     ("batch", "Job"): JobStrategy,
     ("batch", "CronJob"): CronJobStrategy,
     ("certificates.k8s.io", "CertificateSigningRequest"): CertificateSigningRequestStrategy,

@@ -23,6 +23,7 @@ from minikube_py.api.validation import (
 from minikube_py.apiserver.strategies.common import (
     SELECTOR_MISMATCH,
     KindStrategy,
+    NoGenerationStrategy,
     as_dict,
     bump_generation_if_metadata_changed,
     child,
@@ -588,3 +589,18 @@ def _validate_daemonset_update_strategy(strategy: Obj) -> list[FieldError]:
             required(child(rolling_path, "maxUnavailable"), "cannot be 0 when maxSurge is 0")
         )
     return errors
+
+
+class ControllerRevisionStrategy(NoGenerationStrategy):
+    """ControllerRevisions: snapshots the DaemonSet and StatefulSet controllers keep of
+    their templates. The data is required and never changes; the revision number is
+    never negative, and may change (a rollback renumbers an old snapshot)."""
+
+    def validate(self, obj: Obj) -> list[FieldError]:
+        """ValidateControllerRevisionCreate."""
+        errors = [] if obj.get("data") is not None else [required("data", "data is mandatory")]
+        return errors + validate_nonnegative(obj.get("revision", 0), "revision")
+
+    def validate_update(self, new: Obj, old: Obj) -> list[FieldError]:
+        """ValidateControllerRevisionUpdate."""
+        return self.validate(new) + validate_immutable(new.get("data"), old.get("data"), "data")
