@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from minikube_py.controllers.daemonset_util import (
 from minikube_py.controllers.manager import ControllerManager
 from tests.api_helpers import eventually
 from tests.fake_kubelet import FakeKubelet
+from tests.test_mkctl import Clis, assert_same
 
 Obj = dict[str, Any]
 RUN_LABEL = "daemonset-test-run"
@@ -354,3 +356,90 @@ async def test_rolling_update_stays_within_max_unavailable_and_max_surge(
     # Reaching the limit shows the update did work; never passing it is the promise.
     assert (worst_unavailable, worst_extra) == (unavailable_nodes, extra_pods)
     await wait_for_status(daemonsets, namespace, updatedNumberScheduled=3, numberAvailable=3)
+
+
+async def test_each_template_is_a_revision_and_kubectl_rolls_back_to_one(
+        api_client: Client, namespace: str, run_id: str, make_node: MakeNode,
+        daemonset_controller: None, kubectl: Callable[..., Any], kubeconfig: Path,
+        tmp_path: Path) -> None:
+    """The first template is revision 1 and the pods carry its hash; a new template is
+    revision 2; `kubectl rollout undo` puts the first back, which renumbers revision 1 to
+    3 and brings its hash back to the pods. mkctl reads the history as kubectl does."""
+    node = await make_node()
+    daemonsets = api_client.resource("daemonsets", "apps")
+    revisions = api_client.resource("controllerrevisions", "apps")
+
+    async def pods_at(hash_: str) -> None:
+        async def there() -> bool:
+            pods = (await pods_by_node(api_client, namespace)).get(node, [])
+            return len(pods) == 1 and is_pod_ready(pods[0]) and pods[0]["metadata"][
+                "labels"][REVISION_HASH_LABEL] == hash_
+        await eventually(there, timeout=15, what=f"the node's pod at {hash_}")
+
+    async def numbered() -> list[tuple[int, str]]:
+        listed = (await revisions.list(namespace))["items"]
+        return sorted((r["revision"], r["metadata"]["name"]) for r in listed)
+
+    async with FakeKubelet(api_client, namespace):
+        ds = await daemonsets.create(daemon_set(run_id), namespace)
+        await wait_for_ready_pods_on(api_client, namespace, [node])
+        (first,) = (await revisions.list(namespace))["items"]
+        hash_ = first["metadata"]["labels"][REVISION_HASH_LABEL]
+        assert first["metadata"]["name"] == f"agent-{hash_}" and first["revision"] == 1
+        assert first["metadata"]["labels"]["app"] == "agent"
+        assert [(r["kind"], r["name"], r["uid"], r["controller"])
+                for r in first["metadata"]["ownerReferences"]] == [
+            ("DaemonSet", "agent", ds["metadata"]["uid"], True)]
+        assert first["data"] == {"spec": {"template": {**ds["spec"]["template"],
+                                                       "$patch": "replace"}}}
+        await pods_at(hash_)
+
+        await daemonsets.patch("agent", {"spec": {"template": {"spec": {"containers": [
+            {"name": "agent", "image": "busybox:1.37"}]}}}}, namespace)
+        await wait_for_ready_pods_on(api_client, namespace, [node], generation="2")
+        (_, second_name), = [entry for entry in await numbered() if entry[0] == 2]
+        listed = await asyncio.to_thread(kubectl, "rollout", "history", "daemonset/agent",
+                                         "-n", namespace)
+        assert listed.stdout.split() == ["daemonset.apps/agent", "REVISION", "CHANGE-CAUSE",
+                                         "1", "<none>", "2", "<none>"]
+
+        undone = await asyncio.to_thread(kubectl, "rollout", "undo", "daemonset/agent",
+                                         "-n", namespace)
+        assert undone.stdout == "daemonset.apps/agent rolled back\n"
+        await pods_at(hash_)
+
+        async def renumbered() -> bool:
+            return await numbered() == [(2, second_name), (3, first["metadata"]["name"])]
+        await eventually(renumbered, what="revision 1 renumbered to 3")
+        again = await asyncio.to_thread(kubectl, "rollout", "undo", "daemonset/agent",
+                                        "--to-revision=3", "-n", namespace)
+        assert again.stdout == ("daemonset.apps/agent skipped rollback (current template "
+                                "already matches revision 3)\n")
+        clis = Clis(kubeconfig, tmp_path)
+        for case in ("rollout history ds/agent", "rollout history ds/agent --revision=2",
+                     "rollout undo ds/agent --to-revision=3",
+                     "rollout undo ds/agent --dry-run=client"):
+            expected, actual = await asyncio.to_thread(clis.compare, *case.split(), "-n",
+                                                       namespace)
+            assert_same(expected, actual)
+
+
+async def test_revision_history_limit_keeps_the_newest_old_revisions(
+        api_client: Client, namespace: str, run_id: str, make_node: MakeNode,
+        daemonset_controller: None) -> None:
+    node = await make_node()
+    daemonsets = api_client.resource("daemonsets", "apps")
+    body = daemon_set(run_id)
+    body["spec"]["revisionHistoryLimit"] = 1
+    async with FakeKubelet(api_client, namespace):
+        await daemonsets.create(body, namespace)
+        for generation, image in (("2", "busybox:1.35"), ("3", "busybox:1.37"),
+                                  ("4", "busybox:1.38")):
+            await daemonsets.patch("agent", {"spec": {"template": {"spec": {"containers": [
+                {"name": "agent", "image": image}]}}}}, namespace)
+            await wait_for_ready_pods_on(api_client, namespace, [node], generation=generation)
+
+        async def trimmed() -> bool:
+            listed = await api_client.resource("controllerrevisions", "apps").list(namespace)
+            return sorted(r["revision"] for r in listed["items"]) == [3, 4]
+        await eventually(trimmed, what="revisions 3 and 4 only")

@@ -211,7 +211,7 @@ spec:
 def test_rollout_of_daemonsets_and_statefulsets_as_kubectl(clis: WriteClis, files: Path
                                                            ) -> None:
     """No controller runs for them here: status waits for the spec to be observed, and
-    their history (ControllerRevisions) is refused as the server refuses it."""
+    they have no history (no ControllerRevisions) yet."""
     (files / "stateful.yaml").write_text(STATEFUL)
     (files / "daemon.yaml").write_text(DAEMON)
     pair = Pair(clis, files, ["create -f {files}/stateful.yaml",

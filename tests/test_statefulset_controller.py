@@ -10,13 +10,15 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from minikube_py.api.podutil import is_pod_ready
+from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client, ResourceClient
-from minikube_py.controllers.controller_utils import compute_hash
+from minikube_py.controllers import history
 from minikube_py.controllers.manager import ControllerManager
 from minikube_py.controllers.statefulset import StatefulSetController
 from minikube_py.controllers.statefulset_util import (
@@ -28,6 +30,7 @@ from minikube_py.controllers.statefulset_util import (
 )
 from tests.api_helpers import eventually
 from tests.fake_kubelet import FakeKubelet
+from tests.test_mkctl import Clis, assert_same
 
 Obj = dict[str, Any]
 RunControllers = Callable[..., Awaitable[ControllerManager]]
@@ -154,12 +157,14 @@ def test_claim_owners_follow_the_retention_policy(when_deleted: str, when_scaled
 
 
 def test_revision_name_changes_with_the_template_and_the_collision_count() -> None:
-    template = {"spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}
-    changed = {"spec": {"containers": [{"name": "c", "image": "nginx:1.28"}]}}
-    assert compute_hash(template, 0) == compute_hash(copy.deepcopy(template), 0)
-    assert len({compute_hash(template, 0), compute_hash(changed, 0),
-                compute_hash(template, 1)}) == 3
-    assert set(compute_hash(template, None)) <= set("bcdfghjklmnpqrstvwxz2456789")
+    sts = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}}}
+    changed = copy.deepcopy(sts)
+    changed["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:1.28"
+    data, other = history.snapshot(sts), history.snapshot(changed)
+    assert history.hash_data(data, 0) == history.hash_data(copy.deepcopy(data), 0)
+    assert len({history.hash_data(data, 0), history.hash_data(other, 0),
+                history.hash_data(data, 1)}) == 3
+    assert set(history.hash_data(data, None)) <= set("bcdfghjklmnpqrstvwxz2456789")
 
 
 async def test_ordered_ready_creates_in_order_and_scales_down_in_reverse(
@@ -339,3 +344,95 @@ async def test_retention_policy_gives_claims_to_the_set_or_to_scaled_down_pods(
             return await owners("www-web-1") == [("Pod", "web-1", web_1["metadata"]["uid"])]
         await eventually(owned_by_pod, what="www-web-1 handed to its scaled-down pod")
     assert await owners("www-web-0") == [("StatefulSet", "web", created["metadata"]["uid"])]
+
+
+async def revisions_of(api_client: Client, namespace: str) -> list[tuple[int, str]]:
+    """(revision, image) of each ControllerRevision in the namespace, by number."""
+    listed = await api_client.resource("controllerrevisions", "apps").list(namespace)
+    return sorted((r["revision"], history.template_of(r)["spec"]["containers"][0]["image"])
+                  for r in listed["items"])
+
+
+async def test_a_pod_deleted_below_the_partition_comes_back_at_the_current_revision(
+        api_client: Client, namespace: str, statefulset_controller: None) -> None:
+    """The current revision's template is kept, so a pod the rollout has not reached yet
+    is recreated as it was, not at the new template."""
+    pods, sets = api_client.resource("pods"), api_client.resource("statefulsets", "apps")
+    async with FakeKubelet(api_client, namespace, delay=0.05):
+        await sets.create(stateful_set(replicas=2, partition=1), namespace)
+        old = await wait_for_status(sets, namespace, readyReplicas=2)
+        await sets.patch("web", {"spec": {"template": {"spec": {"containers": [
+            {"name": "nginx", "image": "nginx:1.28"}]}}}}, namespace)
+        status = await wait_for_status(sets, namespace, updatedReplicas=1, currentReplicas=1,
+                                       readyReplicas=2)
+        web_0 = await pods.get("web-0", namespace)
+        await pods.delete("web-0", namespace)
+
+        async def recreated() -> Obj | None:
+            try:
+                pod = await pods.get("web-0", namespace)
+            except NotFound:  # deleted, not yet created again
+                return None
+            new = pod["metadata"]["uid"] != web_0["metadata"]["uid"]
+            return pod if new and running_and_ready(pod) else None
+        pod = await eventually(recreated, timeout=15, what="web-0 recreated")
+    assert pod["spec"]["containers"][0]["image"] == "nginx:1.27"
+    assert pod["metadata"]["labels"][REVISION_LABEL] == status["currentRevision"] == old[
+        "updateRevision"]
+    assert await revisions_of(api_client, namespace) == [(1, "nginx:1.27"), (2, "nginx:1.28")]
+
+
+async def test_revisions_are_renumbered_on_rollback_trimmed_and_read_by_kubectl(
+        api_client: Client, namespace: str, statefulset_controller: None,
+        kubectl: Callable[..., Any], kubeconfig: Path, tmp_path: Path) -> None:
+    """... and by mkctl, which prints what kubectl prints."""
+    sets = api_client.resource("statefulsets", "apps")
+    body = stateful_set(replicas=1)
+    body["spec"]["revisionHistoryLimit"] = 1
+
+    async def rolled_out_to(image: str) -> None:
+        async def done() -> bool:
+            sts = await sets.get("web", namespace)
+            status = sts.get("status") or {}
+            return (sts["spec"]["template"]["spec"]["containers"][0]["image"] == image
+                    and status.get("observedGeneration") == sts["metadata"]["generation"]
+                    and status.get("updatedReplicas") == status.get("readyReplicas") == 1
+                    and status.get("currentRevision") == status.get("updateRevision"))
+        await eventually(done, timeout=15, what=f"the rollout to {image}")
+
+    async def set_image(image: str) -> None:
+        await sets.patch("web", {"spec": {"template": {"spec": {"containers": [
+            {"name": "nginx", "image": image}]}}}}, namespace)
+        await rolled_out_to(image)
+
+    async with FakeKubelet(api_client, namespace, delay=0.05):
+        await sets.create(body, namespace)
+        await rolled_out_to("nginx:1.27")
+        await set_image("nginx:1.28")
+        await set_image("nginx:1.27")  # back: revision 1 becomes 3
+        assert await revisions_of(api_client, namespace) == [(2, "nginx:1.28"),
+                                                             (3, "nginx:1.27")]
+        await set_image("nginx:1.29")  # 4; of the old ones only the newest (3) is kept
+
+        async def trimmed() -> bool:
+            return await revisions_of(api_client, namespace) == [(3, "nginx:1.27"),
+                                                                 (4, "nginx:1.29")]
+        await eventually(trimmed, what="the history trimmed to one old revision")
+        listed = await asyncio.to_thread(kubectl, "rollout", "history", "statefulset/web",
+                                         "-n", namespace)
+        assert listed.stdout.split() == ["statefulset.apps/web", "REVISION", "CHANGE-CAUSE",
+                                         "3", "<none>", "4", "<none>"]
+        clis = Clis(kubeconfig, tmp_path)
+        for case in ("rollout history statefulset/web", "rollout history sts/web --revision=3",
+                     "rollout history sts/web --revision=9",
+                     "rollout undo sts/web --to-revision=9",
+                     "rollout undo sts/web --dry-run=client",
+                     "rollout undo sts/web --to-revision=4"):
+            expected, actual = await asyncio.to_thread(clis.compare, *case.split(), "-n",
+                                                       namespace)
+            assert_same(expected, actual)
+        undone = await asyncio.to_thread(kubectl, "rollout", "undo", "statefulset/web",
+                                         "-n", namespace)
+        assert undone.stdout == "statefulset.apps/web rolled back\n"
+        await rolled_out_to("nginx:1.27")
+    assert await revisions_of(api_client, namespace) == [(4, "nginx:1.29"), (5, "nginx:1.27")]

@@ -14,13 +14,17 @@ unschedulable), so a DaemonSet keeps running on a sick node. The controller does
 set `spec.nodeName`: it gives each pod a required node affinity on `metadata.name`
 and lets the default scheduler bind it, as upstream does since 1.12.
 
-One difference from upstream: there are no ControllerRevision objects here. Upstream
-snapshots each template in a ControllerRevision and labels pods with its hash; here
-the hash (`controller-revision-hash`) is computed from the template directly, next to
-the `pod-template-generation` label taken from the DaemonSet's
-`deprecated.daemonset.template.generation` annotation. A pod is up to date when either
-label matches, which is upstream's rule too. With no revision objects there is no
-revision history to clean up and no hash collision to detect.
+Each template the DaemonSet has had is kept as a ControllerRevision `<ds>-<hash>`
+(history.py): the pods carry its hash in `controller-revision-hash`, next to the
+`pod-template-generation` label taken from the DaemonSet's
+`deprecated.daemonset.template.generation` annotation; a pod is up to date when either
+label matches, which is upstream's rule too. Going back to an earlier template (`kubectl
+rollout undo`) renumbers that template's revision instead of writing a new one, and
+revisions beyond spec.revisionHistoryLimit that no pod runs are deleted.
+
+One difference from upstream: when two revisions hold the same template (possible only
+after a hash collision), upstream moves the pods of the older one to the newer one's
+hash before deleting it; here it is deleted and its pods are replaced as outdated.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from minikube_py.client.errors import APIStatusError, Conflict, NotFound
 from minikube_py.client.informer import EventHandler
 from minikube_py.client.rest import ConnectionFailed
 from minikube_py.client.store import object_key, split_key
+from minikube_py.controllers import history
 from minikube_py.controllers.base import Controller, ControllerContext, ExpectedSyncError
 from minikube_py.controllers.controller_ref import (
     claim,
@@ -51,6 +56,7 @@ from minikube_py.controllers.controller_utils import (
     slow_start_batch,
 )
 from minikube_py.controllers.daemonset_util import (
+    REVISION_HASH_LABEL,
     allows_surge,
     create_pod_template,
     find_updated_pods_on_node,
@@ -131,8 +137,11 @@ class DaemonSetController(Controller):
         self.traced = self.daemonsets
         self.pods = self.informer("pods")
         self.nodes = self.informer("nodes")
+        self.revisions = self.informer("controllerrevisions", "apps")
         self.daemonset_client = self.client.resource("daemonsets", "apps")
         self.pod_client = self.client.resource("pods")
+        self.history = history.History(self.revisions.store,
+                                       self.client.resource("controllerrevisions", "apps"))
         # ControllerExpectations holds one kind of pending action per key, and one sync
         # may both create and delete: keep a record of each.
         self.creations = ControllerExpectations()
@@ -146,6 +155,9 @@ class DaemonSetController(Controller):
             on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted))
         self.nodes.add_event_handler(EventHandler(
             on_add=self._node_added, on_update=self._node_updated))
+        self.revisions.add_event_handler(EventHandler(
+            on_add=self._revision_changed, on_update=lambda _old, new: self._revision_changed(
+                new), on_delete=self._revision_changed))
 
     # -- informer handlers ----------------------------------------------------------------------
 
@@ -221,6 +233,19 @@ class DaemonSetController(Controller):
             self.deletions.deletion_observed(object_key(ds), pod_key(pod))
             self.enqueue(ds)
 
+    def _revision_changed(self, revision: Obj) -> None:
+        """addHistory/updateHistory/deleteHistory: sync the owner (or, for an orphan, the
+        DaemonSets that may adopt it)."""
+        namespace = revision["metadata"].get("namespace", "")
+        reference = controller_of(revision)
+        if reference is None:
+            for ds in self._daemon_sets_for_pod(revision):
+                self.enqueue(ds)
+            return
+        ds = self._resolve_controller_ref(namespace, reference)
+        if ds is not None:
+            self.enqueue(ds)
+
     def _node_added(self, node: Obj) -> None:
         for ds in self.daemonsets.store.list():
             if node_should_run_daemon_pod(node, ds)[0]:
@@ -248,20 +273,75 @@ class DaemonSetController(Controller):
         if is_deleting(ds):
             return  # its pods are the garbage collector's now; status would be meaningless
         nodes = self.nodes.store.list()
-        hash_ = compute_hash(ds["spec"].get("template") or {},
-                             (ds.get("status") or {}).get("collisionCount"))
+        current, old = await self._construct_history(ds)
+        hash_ = current["metadata"]["labels"][REVISION_HASH_LABEL]
         if not self._satisfied(key):
             # Waiting for the cache to see our last creations/deletions: status only.
             await self._update_status(ds, nodes, hash_, update_observed_generation=False)
             return
         try:
             await self._manage(ds, nodes, hash_)
-            if self._satisfied(key) and update_strategy_of(ds).get("type") == "RollingUpdate":
-                await self._rolling_update(ds, nodes, hash_)
+            if self._satisfied(key):
+                if update_strategy_of(ds).get("type") == "RollingUpdate":
+                    await self._rolling_update(ds, nodes, hash_)
+                await self._cleanup_history(ds, old)
         except Exception:
             await self._update_status_after_failure(ds, nodes, hash_)
             raise
         await self._update_status(ds, nodes, hash_, update_observed_generation=True)
+
+    # -- history ----------------------------------------------------------------------------
+
+    async def _construct_history(self, ds: Obj) -> tuple[Obj, list[Obj]]:
+        """constructHistory: the revision of the current template (written or renumbered
+        when needed) and the older ones."""
+        selector = label_selector_from_dict(ds["spec"].get("selector"))
+        data = history.snapshot(ds)
+        revisions = await self.history.owned(ds, selector)
+        current = [r for r in revisions if history.equal(r, data)]
+        old = [r for r in revisions if not history.equal(r, data)]
+        number = history.next_number(old)
+        if not current:
+            return await self._snapshot(ds, number), old
+        *duplicates, newest = current  # sorted by number: keep the newest
+        for duplicate in duplicates:
+            await self.history.delete(duplicate)
+        return await self.history.renumber(newest, max(number, newest.get("revision", 0))), old
+
+    async def _snapshot(self, ds: Obj, number: int) -> Obj:
+        """snapshot: a new revision named by the template's hash. A revision of that name
+        with another template is a hash collision: status.collisionCount goes up and the
+        sync is retried with the next hash."""
+        collision_count = (ds.get("status") or {}).get("collisionCount")
+        hash_ = compute_hash(ds["spec"].get("template") or {}, collision_count)
+        revision = history.new_revision(ds, number, hash_, REVISION_HASH_LABEL)
+        stored = await self.history.create(revision)
+        if stored is not None:
+            return stored
+        meta = ds["metadata"]
+        latest = await self.daemonset_client.get(meta["name"], meta["namespace"])
+        if (latest.get("status") or {}).get("collisionCount") == collision_count:
+            latest.setdefault("status", {})["collisionCount"] = (collision_count or 0) + 1
+            await self.daemonset_client.update_status(latest)
+        raise ExpectedSyncError(f"found a stale ControllerRevision for DaemonSet "
+                                f"{meta['name']!r}: a hash collision, retrying")
+
+    async def _cleanup_history(self, ds: Obj, old: list[Obj]) -> None:
+        """cleanupHistory: delete the oldest revisions beyond revisionHistoryLimit, except
+        those whose hash a pod still carries."""
+        limit = ds["spec"].get("revisionHistoryLimit", history.DEFAULT_HISTORY_LIMIT)
+        excess = len(old) - limit
+        if excess <= 0:
+            return
+        live = {(pod["metadata"].get("labels") or {}).get(REVISION_HASH_LABEL)
+                for pods in (await self._nodes_to_daemon_pods(ds)).values() for pod in pods}
+        for revision in history.sort_revisions(old):
+            if excess <= 0:
+                break
+            if revision["metadata"].get("labels", {}).get(REVISION_HASH_LABEL) in live:
+                continue
+            await self.history.delete(revision)
+            excess -= 1
 
     async def _nodes_to_daemon_pods(self, ds: Obj) -> dict[str, list[Obj]]:
         """getNodesToDaemonPods: the pods this DaemonSet owns (adopting and releasing by

@@ -19,14 +19,14 @@ subdomain = spec.serviceName (so `web-0.web.ns.svc` resolves), the labels
 PersistentVolumeClaim per volumeClaimTemplate, named `<template>-<set>-<ordinal>`,
 which outlives the pod so a replacement finds the same data.
 
-One difference from upstream: there are no ControllerRevision objects here. Upstream
-stores every template in a ControllerRevision named `<set>-<hash>`; here the revision
-name is computed the same way from the current template, and `status.currentRevision`
-/ `status.updateRevision` and the pods' `controller-revision-hash` label carry it as
-upstream's do. Without stored revisions an old template cannot be rebuilt, so a pod
-that upstream would recreate at the current revision (an ordinal below the partition,
-deleted during a rollout) is created from spec.template, at the update revision; and
-with no revision objects, no hash collision can be detected (collisionCount is kept).
+Each template the set has had is kept as a ControllerRevision `<set>-<hash>` (history.py).
+`status.updateRevision` names the revision of the template as it is now and
+`status.currentRevision` the one the pods ran before the rollout began; each pod's
+`controller-revision-hash` label names its own. A pod recreated below the partition of a
+rollout (or, without one, among the first currentReplicas) is built from the current
+revision's template, the others from the update revision's. Going back to an earlier
+template renumbers its revision instead of writing a new one, and revisions beyond
+spec.revisionHistoryLimit that neither the status nor a pod names are deleted.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from minikube_py.client.errors import AlreadyExists, APIStatusError, Conflict, N
 from minikube_py.client.informer import EventHandler
 from minikube_py.client.rest import ConnectionFailed
 from minikube_py.client.store import split_key
+from minikube_py.controllers import history
 from minikube_py.controllers.base import Controller, ControllerContext, ExpectedSyncError
 from minikube_py.controllers.controller_ref import (
     claim,
@@ -51,7 +52,6 @@ from minikube_py.controllers.controller_ref import (
 )
 from minikube_py.controllers.controller_utils import (
     SLOW_START_INITIAL_BATCH_SIZE,
-    compute_hash,
     slow_start_batch,
 )
 from minikube_py.controllers.statefulset_util import (
@@ -96,6 +96,9 @@ class StatefulSetController(Controller):
         self.sets = self.informer("statefulsets", "apps")
         self.pods = self.informer("pods")
         self.claims = self.informer("persistentvolumeclaims")
+        self.revisions = self.informer("controllerrevisions", "apps")
+        self.history = history.History(self.revisions.store,
+                                       self.client.resource("controllerrevisions", "apps"))
         self.set_client = self.client.resource("statefulsets", "apps")
         self.pod_client = self.client.resource("pods")
         self.claim_client = self.client.resource("persistentvolumeclaims")
@@ -168,7 +171,8 @@ class StatefulSetController(Controller):
             return
         selector = label_selector_from_dict(sts["spec"].get("selector"))
         pods = await self._pods_for_set(sts, selector)
-        status = await self._update_stateful_set(sts, pods)
+        revisions = await self.history.owned(sts, selector)
+        status = await self._update_stateful_set(sts, pods, revisions)
         min_ready = sts["spec"].get("minReadySeconds") or 0
         if min_ready > 0 and status["readyReplicas"] != status["availableReplicas"]:
             self.enqueue_after(sts, min_ready)
@@ -180,17 +184,45 @@ class StatefulSetController(Controller):
         members = [pod for pod in self.pods.store.list(namespace) if is_member_of(sts, pod)]
         return await claim(self.pod_client, sts, selector, members)
 
-    def _revisions(self, sts: Obj) -> tuple[str, str, int]:
+    async def _revisions(self, sts: Obj, revisions: list[Obj]) -> tuple[Obj, Obj, int]:
         """getStatefulSetRevisions: (current revision, update revision, collisionCount).
 
-        The update revision names the template as it is now; the current one is what the
-        status last recorded (the update revision for a new set).
+        The update revision is the template as it is now: the newest revision when that
+        is it already, an older equal one renumbered (a rollback), or a new one. The
+        current one is the revision the status names (the update revision at first).
         """
         status = sts.get("status") or {}
         collision_count = status.get("collisionCount") or 0
-        update = f"{sts['metadata']['name']}-" + compute_hash(
-            sts["spec"].get("template") or {}, collision_count)
-        return status.get("currentRevision") or update, update, collision_count
+        data = history.snapshot(sts)
+        number = history.next_number(revisions)
+        equal = [r for r in revisions if history.equal(r, data)]
+        if equal and equal[-1] is revisions[-1]:
+            update = revisions[-1]
+        elif equal:
+            update = await self.history.renumber(equal[-1], number)
+        else:
+            while True:
+                hash_ = history.hash_data(data, collision_count)
+                revision = history.new_revision(sts, number, hash_, history.HASH_LABEL)
+                created = await self.history.create(revision)
+                if created is not None:
+                    update = created
+                    break
+                collision_count += 1
+        current = next((r for r in revisions
+                        if r["metadata"]["name"] == status.get("currentRevision")), update)
+        return current, update, collision_count
+
+    async def _truncate_history(self, sts: Obj, pods: list[Obj], revisions: list[Obj],
+                                status: Obj) -> None:
+        """truncateHistory: delete the oldest revisions beyond revisionHistoryLimit among
+        those neither the status nor a pod names."""
+        live = {status["currentRevision"], status["updateRevision"],
+                *(pod_revision(pod) for pod in pods)}
+        old = [r for r in revisions if r["metadata"]["name"] not in live]
+        limit = sts["spec"].get("revisionHistoryLimit", history.DEFAULT_HISTORY_LIMIT)
+        for revision in old[:max(0, len(old) - limit)]:
+            await self.history.delete(revision)
 
     def _unavailable(self, pod: Obj, min_ready: int) -> bool:
         """isUnavailable: not created, terminating, or not Running and available."""
@@ -216,16 +248,20 @@ class StatefulSetController(Controller):
                 counts["updatedReplicas"] += int(revision == update)
         status.update(counts)
 
-    async def _update_stateful_set(self, sts: Obj, pods: list[Obj]) -> Obj:
-        """UpdateStatefulSet: reconcile the pods, then store the status (also after an
-        error, which is then raised for a retry)."""
-        current, update, collision_count = self._revisions(sts)
+    async def _update_stateful_set(self, sts: Obj, pods: list[Obj], revisions: list[Obj]
+                                   ) -> Obj:
+        """UpdateStatefulSet: reconcile the pods, store the status (also after an error,
+        which is then raised for a retry), then trim the history."""
+        current_revision, update_revision, collision_count = await self._revisions(
+            sts, revisions)
+        current = current_revision["metadata"]["name"]
+        update = update_revision["metadata"]["name"]
         status: Obj = {"observedGeneration": sts["metadata"].get("generation", 0),
                        "currentRevision": current, "updateRevision": update,
                        "collisionCount": collision_count}
         self._count_replicas(sts, pods, current, update, status)
         try:
-            await self._reconcile_pods(sts, pods, update, status)
+            await self._reconcile_pods(sts, pods, current_revision, update_revision, status)
         except Exception:
             try:
                 await self._store_status(sts, status)
@@ -234,10 +270,12 @@ class StatefulSetController(Controller):
                             sts["metadata"]["namespace"], sts["metadata"]["name"], error)
             raise
         await self._store_status(sts, status)
+        revisions = [r for r in revisions if r["metadata"]["name"] != update] + [update_revision]
+        await self._truncate_history(sts, pods, history.sort_revisions(revisions), status)
         return status
 
-    async def _reconcile_pods(self, sts: Obj, pods: list[Obj], update: str,
-                              status: Obj) -> None:
+    async def _reconcile_pods(self, sts: Obj, pods: list[Obj], current_revision: Obj,
+                              update_revision: Obj, status: Obj) -> None:
         """updateStatefulSet: the heart of the controller, in upstream's order:
 
             1. replicas (ordinals in range): create missing ones, delete failed ones, fix
@@ -256,8 +294,9 @@ class StatefulSetController(Controller):
                 slots[get_ordinal(pod) - start] = pod
             elif get_ordinal(pod) >= 0:
                 condemned.append(pod)
-        replicas = [pod if pod is not None else new_stateful_set_pod(sts, start + i, update)
-                    for i, pod in enumerate(slots)]
+        update = update_revision["metadata"]["name"]
+        replicas = [pod if pod is not None else self._versioned_pod(
+            sts, current_revision, update_revision, start + i) for i, pod in enumerate(slots)]
         condemned = descending_ordinal(condemned)
         first_unhealthy = next((pod for pod in [*replicas, *reversed(condemned)]
                                 if self._unavailable(pod, min_ready)), None)
@@ -284,6 +323,23 @@ class StatefulSetController(Controller):
         if strategy.get("type") == "OnDelete":
             return
         await self._rolling_update(sts, replicas, update, status)
+
+    @staticmethod
+    def _versioned_pod(sts: Obj, current_revision: Obj, update_revision: Obj,
+                       ordinal: int) -> Obj:
+        """newVersionedStatefulSetPod: a missing pod below the rollout's partition (or,
+        without a rollingUpdate block, among the first currentReplicas) is made from the
+        current revision's template; any other from the update revision's."""
+        strategy = sts["spec"].get("updateStrategy") or {}
+        rolling = strategy.get("rollingUpdate")
+        bound = start_ordinal(sts) + ((sts.get("status") or {}).get("currentReplicas", 0)
+                                      if rolling is None else rolling.get("partition") or 0)
+        if strategy.get("type", "RollingUpdate") == "RollingUpdate" and ordinal < bound:
+            current_set = {**sts, "spec": {**sts["spec"],
+                                           "template": history.template_of(current_revision)}}
+            return new_stateful_set_pod(current_set, ordinal,
+                                        current_revision["metadata"]["name"])
+        return new_stateful_set_pod(sts, ordinal, update_revision["metadata"]["name"])
 
     @staticmethod
     async def _run_for_all(count: int, action: Callable[[int], Awaitable[bool]],

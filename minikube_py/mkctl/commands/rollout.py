@@ -370,7 +370,7 @@ def run_history(inv: Invocation) -> None:
             continue
         inv.out.write(f"{name} \n")
         if not history:
-            inv.out.write("No rollout history found.\n\n")
+            inv.out.write("No rollout history found.\n")
             continue
         table = io.StringIO()
         tabs = TabWriter(table, min_width=0, padding=2)
@@ -389,14 +389,14 @@ def _rollback_target(deployment: Workload, history: dict[int, Revision], to_revi
                      ) -> Revision:
     """The revision to go back to: the one of --to-revision, or the one before the
     latest."""
+    revisions = sorted(history)
+    if to_revision == 0 and len(revisions) < 2 and not deployment.is_deployment:
+        raise MkctlError("no last revision to roll back to")
     if to_revision > 0:
         if to_revision not in history:
             raise MkctlError(f"unable to find specified revision {to_revision} in history")
         return history[to_revision]
-    revisions = sorted(history)
     if len(revisions) < 2:
-        if not deployment.is_deployment:  # findHistory finds nothing
-            raise MkctlError(f"unable to find specified revision {to_revision} in history")
         raise MkctlError(f'no rollout history found for deployment "{deployment.name}"')
     return history[revisions[-2]]
 
@@ -437,7 +437,8 @@ def _undo(inv: Invocation, workload: Workload, to_revision: int) -> str:
 
         writer = PrefixWriter()
         describe_pod_template(target.template, writer)
-        return writer.raw()
+        # printTemplate for a Deployment, printPodTemplate for the others
+        return writer.raw() if workload.is_deployment else f"will roll back to {writer.raw()}"
     if not workload.is_deployment:
         return _undo_from_controller_revision(inv, workload, target, to_revision)
     if (deployment.get("spec") or {}).get("paused"):
