@@ -154,6 +154,23 @@ def test_wait_on_what_is_already_there_answers_as_kubectl(clis: PodClis, command
     clis.both(command)
 
 
+def test_wait_on_the_objects_of_files_as_kubectl(clis: PodClis, tmp_path: Path) -> None:
+    """-f names the objects as the files write them: their namespace, or the one given."""
+    (tmp_path / "one.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: one}\n")
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "gone.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: gone}\n---\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n")
+    (tmp_path / "bad.yaml").write_text("apiVersion: v1\nkind: Widget\nmetadata: {name: w}\n")
+    for command in ("wait --for=condition=Ready -f {dir}/one.yaml",
+                    "wait --for=condition=Ready -f {dir}/one.yaml -o name",
+                    "wait --for=delete -f {dir}/one.yaml --timeout=1s",
+                    "wait --for=condition=Ready -f {dir}/one.yaml pod/one",
+                    "wait --for=condition=Ready -f {dir}/missing.yaml",
+                    "wait --for=condition=Ready -f {dir}/bad.yaml"):
+        clis.both(command.format(dir=tmp_path))
+
+
 @pytest.mark.parametrize("command", CAN_I)
 def test_can_i_on_a_server_that_allows_everything(clis: PodClis, command: str) -> None:
     clis.both(command)

@@ -4,13 +4,17 @@
     mkctl wait --for=delete pods -l app=web
     mkctl wait --for=jsonpath='{.status.phase}'=Running pod/web
     mkctl wait --for=create deploy/web
+    mkctl wait --for=condition=complete -f job.yaml
 
 The steps of kubectl's wait.go:
 1. the conditions (--for, several are all waited for, in order): `delete`, `create`,
    `condition=NAME[=VALUE]` (VALUE "True" by default, compared without case),
    `jsonpath=EXPR[=VALUE]` (without VALUE: the field exists);
-2. the objects (builder.py: TYPE NAME, TYPE/NAME, -l or --all with a kind); none
-   matching a selector is an error, except when waiting for deletion;
+2. the objects (builder.py: TYPE NAME, TYPE/NAME, -l or --all with a kind), or those
+   the -f files describe (manifests.py), each read from the server before it is waited
+   for, and the first that cannot be ends the command (one already gone is skipped when
+   waiting for deletion); none matching a selector is an error, except when waiting for
+   deletion;
 3. for each object, until the one deadline (--timeout; 0 looks once, a negative one
    waits a week): a GET, then a watch on its name until an event meets the condition;
 4. `kind/name condition met` for each (`kind/name` with -o name, the only other output),
@@ -23,10 +27,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from minikube_py.mkctl import builder
+from minikube_py.mkctl import builder, manifests
 from minikube_py.mkctl.command import Command, Invocation
 from minikube_py.mkctl.errors import Aggregate, CommandLineError, MkctlError, StatusError
-from minikube_py.mkctl.flags import ALL_NAMESPACES_FLAG, ARRAY, BOOL, FIELD_SELECTOR_FLAG, Flag
+from minikube_py.mkctl.flags import (
+    ALL_NAMESPACES_FLAG,
+    ARRAY,
+    BOOL,
+    FIELD_SELECTOR_FLAG,
+    STRINGS,
+    Flag,
+)
 from minikube_py.mkctl.printers import name_of
 
 Obj = dict[str, Any]
@@ -179,6 +190,34 @@ class Waiter:
         return False
 
 
+def _targets(inv: Invocation, errors: list[Exception]) -> list[tuple[builder.Request, str]]:
+    """Step 2: the objects the arguments name or select, or those of the -f files (as
+    they are written there: the server is not asked for them)."""
+    flags = inv.flags
+    namespace, enforce = inv.namespace()
+    if flags["filename"]:
+        if inv.args:
+            raise MkctlError("resource/name arguments cannot be provided when a path is "
+                             "specified")
+        targets = []
+        for manifest in manifests.manifests(inv, flags["filename"], flags["recursive"],
+                                            namespace, enforce):
+            if isinstance(manifest, MkctlError):
+                errors.append(manifest)
+            else:
+                targets.append((builder.Request(manifest.resource, manifest.namespace,
+                                                manifest.name), manifest.name))
+        return targets
+    if not inv.args:
+        raise MkctlError(NO_RESOURCES)
+    selection = builder.select(inv, list(inv.args), namespace=namespace,
+                               all_namespaces=flags["all-namespaces"],
+                               label_selector=flags["selector"],
+                               field_selector=flags["field-selector"])
+    return [(request, request.name)
+            for request in builder.named_objects(inv, selection, errors)]
+
+
 def run(inv: Invocation) -> None:
     flags = inv.flags
     if not flags["for"]:
@@ -190,21 +229,21 @@ def run(inv: Invocation) -> None:
                          f'"{flags["output"]}", allowed formats are: name')
     suffix = "\n" if flags["output"] == "name" else " condition met\n"
     deadline = _deadline(inv)
-    if not inv.args:
-        raise MkctlError(NO_RESOURCES)
-    namespace, _ = inv.namespace()
-    selection = builder.select(inv, list(inv.args), namespace=namespace,
-                               all_namespaces=flags["all-namespaces"],
-                               label_selector=flags["selector"],
-                               field_selector=flags["field-selector"])
     errors: list[Exception] = []
+    targets = _targets(inv, errors)
     waiting_for_delete = any(condition.kind == "delete" for condition in conditions)
-    targets = [(request, request.name)
-               for request in builder.named_objects(inv, selection, errors)]
     if not targets and not errors and not waiting_for_delete:
         raise MkctlError("no matching resources found")
     for request, name in targets:
         waiter = Waiter(inv, request, name, deadline)
+        if flags["filename"]:
+            try:  # the builder reads each object of the files from the server first
+                inv.client.get_json(waiter.path)
+            except StatusError as error:  # and stops at the first it cannot read,
+                if waiting_for_delete and error.reason == "NotFound":
+                    continue  # unless waiting for deletion: then that one is skipped
+                errors.append(error)
+                break
         try:
             met = all([waiter.wait(condition) for condition in conditions])
         except (StatusError, MkctlError) as error:
@@ -231,6 +270,7 @@ COMMAND = Command(
                                "resource types"),
         ALL_NAMESPACES_FLAG,
         FIELD_SELECTOR_FLAG,
+        Flag("filename", STRINGS, shorthand="f", help="identifying the resource."),
         Flag("for", ARRAY,
              help="The condition to wait on: [create|delete|condition=condition-name"
                   "[=condition-value]|jsonpath='{JSONPath expression}'=[JSONPath value]]. The "
@@ -244,6 +284,9 @@ COMMAND = Command(
         Flag("selector", shorthand="l",
              help="Selector (label query) to filter on, supports '=', '==', and '!='.(e.g. -l "
                   "key1=value1,key2=value2)"),
+        Flag("recursive", BOOL, default=True, shorthand="R",
+             help="Process the directory used in -f, --filename recursively. Useful when you "
+                  "want to manage related manifests organized within the same directory."),
         Flag("timeout", default="30s",
              help="The length of time to wait before giving up. Zero means check once and "
                   "don't wait, negative means wait for a week."),
