@@ -141,7 +141,8 @@ class Watcher:
         if not self.queue and not self.closed:
             self._wakeup.clear()
             try:
-                await asyncio.wait_for(self._wakeup.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._wakeup.wait()
             except TimeoutError:
                 return []
         batch = list(self.queue)

@@ -108,8 +108,9 @@ class LeaderElector:
         while True:
             await asyncio.sleep(self.retry_period)
             remaining = self.renew_deadline - (time.monotonic() - last_renewal)
-            try:
-                renewed = await asyncio.wait_for(self._try_acquire_or_renew(), remaining)
+            try:  # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a
+                async with asyncio.timeout(remaining):  # cancel that comes as it returns
+                    renewed = await self._try_acquire_or_renew()
             except TimeoutError:
                 renewed = False
             if renewed:

@@ -160,4 +160,5 @@ class NodeLease:
     async def _sleep(self, seconds: float) -> None:
         """Wait, unless stop() comes first."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopped.wait(), seconds)
+            async with asyncio.timeout(seconds):
+                await self._stopped.wait()

@@ -330,7 +330,8 @@ class NodeStatusManager:
             else:
                 delay, backoff = backoff, min(backoff * 2, REGISTER_BACKOFF_MAX)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopped.wait(), delay)
+                async with asyncio.timeout(delay):
+                    await self._stopped.wait()
 
     def stop(self) -> None:
         self._stopped.set()

@@ -63,7 +63,8 @@ class OTLPExporter:
     async def _run(self) -> None:
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.interval)
+                async with asyncio.timeout(self.interval):
+                    await self._wake.wait()
             self._wake.clear()
             await self.flush()
 
