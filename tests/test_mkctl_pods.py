@@ -87,6 +87,7 @@ BAD_INPUT = [
     "logs -f two --all-containers --max-log-requests=1",
     "logs -f one --max-log-requests=0", "logs deploy/web --all-pods --pod-running-timeout=1s",
     "logs cm/settings", "exec three -- ls", "logs three", "logs three --all-pods",
+    "attach three", "exec three -c main -- ls",
 ]
 
 WAITS = [
@@ -125,7 +126,8 @@ class PodClis(Clis):
     namespace: str = ""
 
     def both(self, command: str) -> None:
-        args = [*command.split(), "-n", self.namespace]
+        # -n first: after an exec's `--` it would be part of the remote command
+        args = ["-n", self.namespace, *command.split()]
         assert_same(*self.compare(*args))
 
 
