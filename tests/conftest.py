@@ -151,16 +151,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # -- the API server -------------------------------------------------------------------------
 
-@pytest.fixture(scope="session")
-async def apiserver(etcd: EtcdProcess, fast_tmp: Path) -> AsyncIterator[APIServerProcess]:
-    """One real API server process on the shared etcd; tests use namespaces of their own.
+def shared_shape_apiserver(etcd: EtcdProcess, log: Path) -> APIServerProcess:
+    """An API server as the shared one runs (use with `async with`).
 
     Without ServiceAccount admission, as upstream's integration tests run theirs: a pod
     may be created in a namespace no serviceaccount controller has yet given a `default`
     account (tests/test_admission.py runs that plugin on a server of its own)."""
-    async with APIServerProcess([etcd.client_url], fast_tmp / "apiserver.log",
-                                extra_args=("--disable-admission-plugins=ServiceAccount",)
-                                ) as process:
+    return APIServerProcess([etcd.client_url], log,
+                            extra_args=("--disable-admission-plugins=ServiceAccount",))
+
+
+@pytest.fixture(scope="session")
+async def apiserver(etcd: EtcdProcess, fast_tmp: Path) -> AsyncIterator[APIServerProcess]:
+    """One real API server process on the shared etcd; tests use namespaces of their own."""
+    async with shared_shape_apiserver(etcd, fast_tmp / "apiserver.log") as process:
         yield process
 
 

@@ -25,6 +25,7 @@ from minikube_py.scheduler.config import parse_configuration
 from minikube_py.scheduler.plugins.registry import IN_TREE_PLUGINS
 from minikube_py.scheduler.scheduler import Scheduler
 from tests.api_helpers import eventually
+from tests.conftest import shared_shape_apiserver
 
 Obj = dict[str, Any]
 
@@ -143,9 +144,7 @@ async def etcd(fast_tmp: Path) -> AsyncIterator[EtcdProcess]:
 
 @pytest.fixture(scope="module")
 async def apiserver(etcd: EtcdProcess, fast_tmp: Path) -> AsyncIterator[APIServerProcess]:
-    async with APIServerProcess([etcd.client_url], fast_tmp / "apiserver-preemption.log",
-                                extra_args=("--disable-admission-plugins=ServiceAccount",)
-                                ) as process:
+    async with shared_shape_apiserver(etcd, fast_tmp / "apiserver-preemption.log") as process:
         yield process
 
 
