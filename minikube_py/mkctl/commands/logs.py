@@ -57,10 +57,10 @@ class LogRequest:
         return f"[pod/{self.pod}/{self.container}] ".encode()
 
 
-def _query(inv: Invocation, container: str) -> dict[str, str]:
-    """PodLogOptions, as the query of step 5."""
+def _query(inv: Invocation) -> dict[str, str]:
+    """PodLogOptions, as the query of step 5 (each request adds its container)."""
     flags = inv.flags
-    query = {"container": container}
+    query: dict[str, str] = {}
     for flag, name in (("follow", "follow"), ("previous", "previous"),
                        ("timestamps", "timestamps"),
                        ("insecure-skip-tls-verify-backend", "insecureSkipTLSVerifyBackend")):
@@ -160,7 +160,7 @@ def run(inv: Invocation) -> None:
     container = _arguments(inv)
     if inv.flags["all-pods"]:
         inv.flags.values["prefix"] = True
-    query = _query(inv, "")
+    query = _query(inv)
     namespace, _ = inv.namespace()
     kind, obj = _object(inv, namespace)
     _check(inv, container)
