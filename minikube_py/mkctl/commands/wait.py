@@ -146,17 +146,19 @@ class Waiter:
         self.path = request.resource.path(request.namespace, name)
         self.label = f"{request.resource.name}/{name}"  # kubectl names the resource alone
 
-    def wait(self, condition: Condition) -> bool:
+    def wait(self, condition: Condition, known: Obj | None = None) -> bool:
         """True once the object meets the condition; False when waiting for the deletion
-        of an object already gone. Raises when time runs out."""
+        of an object already gone. Raises when time runs out. `known`: the object as just
+        read, which saves the first GET."""
         first = True
         while True:
             try:
-                current: Obj | None = self.inv.client.get_json(self.path)
+                current: Obj | None = known or self.inv.client.get_json(self.path)
             except StatusError as error:
                 if error.reason != "NotFound" or condition.kind not in ("delete", "create"):
                     raise
                 current = None
+            known = None
             if current is None and condition.kind == "delete":
                 return not first
             if current is not None and condition.kind != "delete" and condition.met(current):
@@ -236,16 +238,18 @@ def run(inv: Invocation) -> None:
         raise MkctlError("no matching resources found")
     for request, name in targets:
         waiter = Waiter(inv, request, name, deadline)
+        read: Obj | None = None
         if flags["filename"]:
             try:  # the builder reads each object of the files from the server first
-                inv.client.get_json(waiter.path)
+                read = inv.client.get_json(waiter.path)
             except StatusError as error:  # and stops at the first it cannot read,
                 if waiting_for_delete and error.reason == "NotFound":
                     continue  # unless waiting for deletion: then that one is skipped
                 errors.append(error)
                 break
         try:
-            met = all([waiter.wait(condition) for condition in conditions])
+            met = all([waiter.wait(condition, read if i == 0 else None)
+                       for i, condition in enumerate(conditions)])
         except (StatusError, MkctlError) as error:
             errors.append(error)
             continue
