@@ -70,11 +70,13 @@ client.bind(("0.0.0.0", 40053))
 client.settimeout(0.3)
 deadline = time.monotonic() + float(sys.argv[2])
 while time.monotonic() < deadline:
-    client.sendto(b"ping", (sys.argv[1], 53))
     try:
+        client.sendto(b"ping", (sys.argv[1], 53))
         print(client.recv(100).decode(), flush=True)
     except socket.timeout:
         print("timeout", flush=True)
+    except OSError as error:  # EPERM: the Service's REJECT rule, until its slice is synced
+        print(type(error).__name__, flush=True)
     time.sleep(0.05)
 """
 

@@ -9,10 +9,11 @@ and their endpoints.
         1. the rules of the Services that changed (serviceports.py -> the mode's
            service_rules); the others' are kept from before
         2. assemble every chain the proxy wants
-        3. one transaction with what differs from the last write. A full sync writes
-           everything, which repairs anything changed behind the proxy's back.
+        3. one transaction with what differs from the last write. A full sync also
+           repairs anything changed behind the proxy's back.
              iptables mode (iptables.py, rules.py): one `iptables-restore --noflush`;
-               a full sync also deletes stale chains it finds with iptables-save
+               a full sync compares with what iptables-save shows instead, so it writes
+               the chains that drifted, deletes stale ones and puts back missing jumps
              nftables mode (nftables.py, nftrules.py): one `nft -f -` on the table
                `ip kube-proxy`; a full sync deletes and rewrites the whole table
         4. UDP conntrack entries of endpoints that went are flushed
@@ -51,9 +52,9 @@ log = logging.getLogger(__name__)
 
 BACKOFF_INITIAL, BACKOFF_MAX = 1.0, 30.0
 FULL_SYNC_PERIOD = 3600.0
-"""A full sync at least this often (upstream's proxyutil.FullSyncPeriod): rewriting every
-chain with `--noflush` costs seconds with thousands of chains on iptables' nf_tables
-backend, so the periodic syncs in between write only what changed."""
+"""A full sync at least this often (upstream's proxyutil.FullSyncPeriod): it reads the
+kernel's tables (iptables mode) or rewrites the whole table (nftables mode), so the
+periodic syncs in between write only what changed since the last write."""
 
 
 class RuleWriter(Protocol):

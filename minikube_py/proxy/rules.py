@@ -21,13 +21,18 @@ Chain names are upstream's: the prefix and the first 16 characters of the base32
 sha256 of "ns/name:port" + protocol (+ the endpoint for KUBE-SEP), so
 `default/kubernetes:https` over tcp is KUBE-SVC-NPX46M4PTMTKRN6Y on every cluster.
 `desired_rules` returns every chain with its rules; `restore_input` turns the difference
-from what was written last into one iptables-restore input.
+from what was written last into one iptables-restore input. `saved_form` says how
+iptables-save prints a rule back, so that a full sync can compare the kernel's rules with
+ours and rewrite only the chains that differ.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
+import math
+import re
 from dataclasses import dataclass
 
 from minikube_py.proxy.serviceports import Endpoint, ServicePort
@@ -274,6 +279,79 @@ def restore_input(desired: Tables, written: Tables, *, stale: dict[str, set[str]
         lines += [f"-X {name}" for name in gone]
         lines.append("COMMIT")
     return "\n".join(lines) + "\n" if lines else ""
+
+
+TOKEN = re.compile(r'"[^"]*"|\S+')
+ADDRESS_OPTIONS = ("-s", "-d", "-i", "-o", "-p")
+"""The options iptables-save prints first, in this order, whatever order they were given in."""
+
+
+def rule_text(tokens: list[str]) -> str:
+    """A rule given as arguments (as in JUMPS), written as restore input: quoted where
+    an argument has spaces."""
+    return " ".join(f'"{token}"' if " " in token else token for token in tokens)
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def saved_form(rule: str) -> str:
+    """How `iptables-save` (nf_tables backend) prints back a rule the proxy wrote, the text
+    after `-A CHAIN`: the address and protocol options first; comments always quoted;
+    probabilities as the kernel keeps them (a fraction of 2^31, 11 decimals); `recent`
+    with its defaults spelt out; MARK's --or-mark/--xor-mark as --set-xmark; REJECT with
+    its default ICMP type. A rule this gets wrong is only rewritten by every full sync."""
+    tokens = [token.strip('"') for token in TOKEN.findall(rule)]
+    first: dict[str, str] = {}
+    rest: list[str] = []
+    i = 0
+    while i < len(tokens):
+        negated = tokens[i] == "!" and i + 1 < len(tokens) and tokens[i + 1] in ADDRESS_OPTIONS
+        option = tokens[i + 1] if negated else tokens[i]
+        if option in ADDRESS_OPTIONS:
+            value = tokens[i + 2 if negated else i + 1]
+            first[option] = f"{'! ' if negated else ''}{option} {value}"
+            i += 3 if negated else 2
+        else:
+            rest.append(tokens[i])
+            i += 1
+    parts = [first[option] for option in ADDRESS_OPTIONS if option in first]
+    for segment in _segments(rest):
+        parts.append(" ".join(_saved_segment(segment)))
+    return " ".join(parts)
+
+
+def _segments(tokens: list[str]) -> list[list[str]]:
+    """`-m MODULE options...` and `-j TARGET options...`, each on its own."""
+    segments: list[list[str]] = []
+    for i, token in enumerate(tokens):
+        if token in ("-m", "-j") and (i == 0 or tokens[i - 1] != "!") or not segments:
+            segments.append([])
+        segments[-1].append(token)
+    return segments
+
+
+def _saved_segment(segment: list[str]) -> list[str]:
+    kind, name, options = segment[0], segment[1] if len(segment) > 1 else "", segment[2:]
+    if kind == "-m" and name == "comment":
+        return [kind, name, "--comment", f'"{options[1]}"']
+    if kind == "-m" and name == "statistic" and "--probability" in options:
+        at = options.index("--probability") + 1
+        fraction = math.floor(float(options[at]) * 0x80000000 + 0.5) / 0x80000000
+        options = [*options[:at], f"{fraction:.11f}", *options[at + 1:]]
+    elif kind == "-m" and name == "recent":
+        flags = [o for o in options if o in ("--set", "--rcheck", "--update", "--remove")]
+        seconds = (["--seconds", options[options.index("--seconds") + 1]]
+                   if "--seconds" in options else [])
+        reap = ["--reap"] if "--reap" in options else []
+        recent = options[options.index("--name") + 1] if "--name" in options else "DEFAULT"
+        options = [*flags, *seconds, *reap, "--name", recent, "--mask", "255.255.255.255",
+                   "--rsource"]
+    elif kind == "-j" and name == "MARK" and options[:1] == ["--or-mark"]:
+        options = ["--set-xmark", f"{options[1]}/{options[1]}"]
+    elif kind == "-j" and name == "MARK" and options[:1] == ["--xor-mark"]:
+        options = ["--set-xmark", f"{options[1]}/0x0"]
+    elif kind == "-j" and name == "REJECT" and not options:
+        options = ["--reject-with", "icmp-port-unreachable"]
+    return [kind, name, *options]
 
 
 def rule_count(tables: Tables, table: str) -> int:

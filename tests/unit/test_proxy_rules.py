@@ -10,6 +10,7 @@ from minikube_py.proxy.rules import (
     desired_rules,
     port_proto_hash,
     restore_input,
+    saved_form,
 )
 from minikube_py.proxy.serviceports import ServicePort, service_ports
 
@@ -152,3 +153,33 @@ def test_headless_and_external_name_services_get_no_rules() -> None:
 def test_ports_of_a_service_port_table_are_stable() -> None:
     ports = [ServicePort("ns", "a", "", "TCP", 80, ["10.96.0.9"])]
     assert ports[0].service_port_name == "ns/a"
+
+
+def test_saved_form_is_how_iptables_save_prints_a_rule_back() -> None:
+    """The pairs are what iptables-save 1.8.9 (nf_tables) printed for the rules on the left
+    (tests/test_proxy_iptables_sync.py checks every kind against the kernel)."""
+    pairs = {
+        '-m comment --comment "default/web:http cluster IP" -m tcp -p tcp -d 10.96.0.50/32 '
+        "--dport 80 ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ":
+        '! -s 10.244.0.0/16 -d 10.96.0.50/32 -p tcp -m comment --comment '
+        '"default/web:http cluster IP" -m tcp --dport 80 -j KUBE-MARK-MASQ',
+        "-m comment --comment default/web:http -m recent --name KUBE-SEP-X --set "
+        "-m tcp -p tcp -j DNAT --to-destination 10.244.1.2:8080":
+        '-p tcp -m comment --comment "default/web:http" -m recent --set --name KUBE-SEP-X '
+        "--mask 255.255.255.255 --rsource -m tcp -j DNAT --to-destination 10.244.1.2:8080",
+        '-m comment --comment "a -> b" -m recent --name KUBE-SEP-X --rcheck --seconds 300 '
+        "--reap -j KUBE-SEP-X":
+        '-m comment --comment "a -> b" -m recent --rcheck --seconds 300 --reap '
+        "--name KUBE-SEP-X --mask 255.255.255.255 --rsource -j KUBE-SEP-X",
+        "-m statistic --mode random --probability 0.3333333333 -j KUBE-SEP-X":
+        "-m statistic --mode random --probability 0.33333333349 -j KUBE-SEP-X",
+        "-j MARK --or-mark 0x4000": "-j MARK --set-xmark 0x4000/0x4000",
+        "-j MARK --xor-mark 0x4000": "-j MARK --set-xmark 0x4000/0x0",
+        "-m mark ! --mark 0x4000/0x4000 -j RETURN": "-m mark ! --mark 0x4000/0x4000 -j RETURN",
+        '-m comment --comment "x has no endpoints" -m addrtype --dst-type LOCAL -m tcp '
+        "-p tcp --dport 30082 -j REJECT":
+        '-p tcp -m comment --comment "x has no endpoints" -m addrtype --dst-type LOCAL '
+        "-m tcp --dport 30082 -j REJECT --reject-with icmp-port-unreachable",
+    }
+    for written, saved in pairs.items():
+        assert saved_form(written) == saved, written
