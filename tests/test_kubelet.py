@@ -323,11 +323,18 @@ async def test_container_sees_sigterm_on_delete(node, api_client, namespace, fas
     await create(api_client, namespace, make_pod(
         "graceful", node,
         [shell("app", 'trap "echo got SIGTERM > /out/term; exit 0" TERM; '
-                      "while true; do sleep 0.2; done",
+                      "touch /out/trapped; while true; do sleep 0.2; done",
                volumeMounts=[{"name": "out", "mountPath": "/out"}])],
         volumes=[{"name": "out", "hostPath": {"path": str(out)}}],
         terminationGracePeriodSeconds=20))
     await pod_where(api_client, namespace, "graceful", is_running_and_ready)
+
+    async def trapped() -> bool:
+        return (out / "trapped").exists()
+    # Ready means started, not that the shell has set its trap: a SIGTERM before that is
+    # ignored (the shell is PID 1 of its namespace), and the pod would wait out its grace
+    # period.
+    await eventually(trapped, timeout=30, what="the container's shell to set its trap")
     started = time.monotonic()
     await api_client.resource("pods").delete("graceful", namespace)
 
