@@ -8,17 +8,30 @@ and each controller, the scheduler, the kubelet, an informer, the proxy, cluster
     async with    start() on entry, stop() on exit (tests, benchmarks)
 
 A part says when it serves by overriding wait_started(); by default it serves at once.
+Its loops sleep with wait_for_event(), so that stopping it does not wait out a sleep.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from abc import ABC, abstractmethod
 from types import TracebackType
 from typing import Self
 
 log = logging.getLogger(__name__)
+
+
+async def wait_for_event(event: asyncio.Event, timeout: float | None) -> bool:
+    """Wait until `event` is set or `timeout` seconds have passed (None: no limit);
+    whether it is set.
+    With asyncio.timeout rather than asyncio.wait_for, which on Python 3.11 can swallow a
+    cancel that comes just as the wait ends, so that a cancelled loop would run on."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout):
+            await event.wait()
+    return event.is_set()
 
 
 class StoppedBeforeStarted(Exception):

@@ -32,6 +32,7 @@ from minikube_py.apiserver.storage.etcd import (
     WatchEvent,
     prefix_end,
 )
+from minikube_py.lifecycle import wait_for_event
 
 log = logging.getLogger(__name__)
 
@@ -140,10 +141,7 @@ class Watcher:
         """Everything queued so far; waits up to `timeout` for at least one event."""
         if not self.queue and not self.closed:
             self._wakeup.clear()
-            try:
-                async with asyncio.timeout(timeout):
-                    await self._wakeup.wait()
-            except TimeoutError:
+            if not await wait_for_event(self._wakeup, timeout):
                 return []
         batch = list(self.queue)
         self.queue.clear()

@@ -20,7 +20,6 @@ a MicroTime ("2026-11-22T04:00:00.123456Z").
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import logging
 import random
@@ -32,6 +31,7 @@ from minikube_py.api.meta import now as utc_now
 from minikube_py.client.errors import APIStatusError, Conflict, NotFound
 from minikube_py.client.leaderelection import micro_time
 from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.lifecycle import wait_for_event
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -159,6 +159,4 @@ class NodeLease:
 
     async def _sleep(self, seconds: float) -> None:
         """Wait, unless stop() comes first."""
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(seconds):
-                await self._stopped.wait()
+        await wait_for_event(self._stopped, seconds)

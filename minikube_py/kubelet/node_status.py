@@ -53,6 +53,7 @@ from minikube_py.client.rest import Client, ConnectionFailed
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.cri import CRIError, RuntimeService
 from minikube_py.kubelet.eviction import Threshold, existing_ancestor, read_meminfo
+from minikube_py.lifecycle import wait_for_event
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -329,9 +330,7 @@ class NodeStatusManager:
                 delay, backoff = self.update_frequency, REGISTER_BACKOFF_INITIAL
             else:
                 delay, backoff = backoff, min(backoff * 2, REGISTER_BACKOFF_MAX)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(delay):
-                    await self._stopped.wait()
+            await wait_for_event(self._stopped, delay)
 
     def stop(self) -> None:
         self._stopped.set()

@@ -36,7 +36,7 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram
 
 from minikube_py.client.informer import EventHandler, SharedInformerFactory
 from minikube_py.client.rest import Client
-from minikube_py.lifecycle import Component
+from minikube_py.lifecycle import Component, wait_for_event
 from minikube_py.proxy.commands import RestoreError
 from minikube_py.proxy.conntrack import Conntrack
 from minikube_py.proxy.healthcheck import ServiceHealthServers
@@ -205,11 +205,7 @@ class Proxier(Component):
             else:
                 next_sync = self.last_sync_time + self.sync_period - time.monotonic()
                 if next_sync > 0:
-                    try:
-                        async with asyncio.timeout(next_sync):
-                            await self._wake.wait()
-                    except TimeoutError:
-                        pass
+                    await wait_for_event(self._wake, next_sync)
             since = time.monotonic() - self.last_sync_time
             if since < self.min_sync_period:
                 await asyncio.sleep(self.min_sync_period - since)

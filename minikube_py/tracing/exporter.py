@@ -19,6 +19,7 @@ from collections import deque
 import orjson
 
 from minikube_py.client import transport
+from minikube_py.lifecycle import wait_for_event
 from minikube_py.tracing import otlp
 from minikube_py.tracing.tracer import Span
 
@@ -62,9 +63,7 @@ class OTLPExporter:
 
     async def _run(self) -> None:
         while True:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.interval):
-                    await self._wake.wait()
+            await wait_for_event(self._wake, self.interval)
             self._wake.clear()
             await self.flush()
 
