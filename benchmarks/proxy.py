@@ -39,6 +39,7 @@ from benchmarks.apiserver import BenchmarkError  # noqa: E402
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
 from minikube_py.client.kubeconfig import ClientConfig  # noqa: E402
 from minikube_py.client.rest import Client  # noqa: E402
+from minikube_py.proxy.iptables import IPTables  # noqa: E402
 from minikube_py.proxy.nftrules import table_input  # noqa: E402
 from minikube_py.proxy.proxier import MODES, Proxier  # noqa: E402
 from minikube_py.proxy.rules import ProxyConfig, restore_input  # noqa: E402
@@ -143,10 +144,14 @@ async def _measure(services: int, endpoints: int, trials: int, quick: bool, mode
     if mode == "iptables":
         # Drift everywhere: a rule added behind the proxy's back to every chain of its,
         # so the full sync finds no chain as it left it and rewrites them all.
-        drift = "".join(f"*{table}\n-S\n" + "".join(f"-A {name} -j RETURN\n" for name in chains)
+        drift = "".join(f"*{table}\n" + "".join(f":{name} - [0:0]\n" for name in chains)
+                        + "".join(f"-A {name} {rule}\n"
+                                  for name, rules in chains.items() for rule in rules)
+                        + "".join(f"-A {name} -j RETURN\n" for name in chains)
                         + "COMMIT\n" for table, chains in written.items())
+        iptables = IPTables(f"/var/run/netns/{NETNS}")
         for _ in range(max(trials // 2, 1)):
-            netns("iptables-restore", "-w", "5", "--noflush", stdin=drift)
+            await iptables.restore(drift)
             started = time.perf_counter()
             await proxier.sync(full=True)
             repairs.append(time.perf_counter() - started)

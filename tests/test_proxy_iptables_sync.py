@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 
 from minikube_py.proxy.iptables import LIST_FIRST_FROM, IPTables, IPTablesWriter, ours
-from minikube_py.proxy.rules import JUMPS, ProxyConfig, Tables, assemble, saved_form
+from minikube_py.proxy.rules import (
+    JUMPS,
+    ProxyConfig,
+    Tables,
+    assemble,
+    rule_text,
+    saved_form,
+)
 from minikube_py.proxy.serviceports import service_ports
 
 pytestmark = pytest.mark.slow
@@ -115,8 +122,7 @@ async def test_every_rule_the_proxy_writes_reads_back_as_saved_form(netns: str) 
     kernel = await writer.iptables.tables()
     kernel_matches(kernel, writer.written)
     for table, builtin, rule in JUMPS:
-        assert kernel[table][builtin].count(saved_form(" ".join(
-            f'"{word}"' if " " in word else word for word in rule))) == 1
+        assert kernel[table][builtin].count(saved_form(rule_text(rule))) == 1
 
 
 async def test_a_full_sync_writes_nothing_over_its_own_rules_and_repairs_drift(

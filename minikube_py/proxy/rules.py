@@ -322,8 +322,8 @@ def saved_form(rule: str) -> str:
 def _segments(tokens: list[str]) -> list[list[str]]:
     """`-m MODULE options...` and `-j TARGET options...`, each on its own."""
     segments: list[list[str]] = []
-    for i, token in enumerate(tokens):
-        if token in ("-m", "-j") and (i == 0 or tokens[i - 1] != "!") or not segments:
+    for token in tokens:
+        if token in ("-m", "-j") or not segments:
             segments.append([])
         segments[-1].append(token)
     return segments
