@@ -837,9 +837,9 @@ async def tracing_trial(tmp: Path, endpoint: str | None, sizes: Sizes) -> tuple[
 
 @contextlib.contextmanager
 def trace_receiver(tmp: Path) -> Iterator[str]:
-    """`python -m minikube_py.traces` on a free port: the endpoint (host:port)."""
+    """`python -m minikube_py.tracestore` on a free port: the endpoint (host:port)."""
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "minikube_py.traces",
+    process = subprocess.Popen([sys.executable, "-m", "minikube_py.tracestore",
                                 f"--data-dir={tmp / 'spans'}", f"--port={port}"],
                                stderr=subprocess.DEVNULL)
     try:

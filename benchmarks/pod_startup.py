@@ -51,16 +51,16 @@ from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
 from minikube_py.cluster.components import KubeletProcess  # noqa: E402
 from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
 from minikube_py.cluster.kubeconfig import write_kubeconfig  # noqa: E402
-from minikube_py.gen.cri import api_pb2  # noqa: E402
-from minikube_py.images.catalog import build_catalog  # noqa: E402
-from minikube_py.kubelet.cri import RemoteRuntime  # noqa: E402
-from minikube_py.kubelet.podstate import MANAGED_LABEL  # noqa: E402
-from minikube_py.kubelet.runtime_setup import (  # noqa: E402
+from minikube_py.cluster.runtime_setup import (  # noqa: E402
     Containerd,
     NodeRuntimeConfig,
     free_pod_cidr,
     load_image,
 )
+from minikube_py.gen.cri import api_pb2  # noqa: E402
+from minikube_py.images.catalog import build_catalog  # noqa: E402
+from minikube_py.kubelet.cri import RemoteRuntime  # noqa: E402
+from minikube_py.kubelet.podstate import MANAGED_LABEL  # noqa: E402
 
 # Quiet, and without ServiceAccount admission: no serviceaccount controller gives the
 # benchmark's namespace a `default` account.

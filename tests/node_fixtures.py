@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from minikube_py.images.catalog import build_catalog
-from minikube_py.kubelet.runtime_setup import (
+from minikube_py.cluster.runtime_setup import (
     Containerd,
     NodeRuntimeConfig,
     cleanup_stale,
@@ -25,6 +24,7 @@ from minikube_py.kubelet.runtime_setup import (
     load_image,
     runtime_missing,
 )
+from minikube_py.images.catalog import build_catalog
 from tests.conftest import SCRATCH_PREFIX, TMPFS
 
 NODE_DIR = "containerd-node"

@@ -37,7 +37,7 @@ KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 @pytest.fixture(scope="module")
 def receiver(fast_tmp: Path) -> Iterator[str]:
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "minikube_py.traces",
+    process = subprocess.Popen([sys.executable, "-m", "minikube_py.tracestore",
                                 f"--data-dir={fast_tmp / 'traced-spans'}", f"--port={port}"])
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 15

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from minikube_py.apiserver.bootstrappolicy import cluster_roles
+from minikube_py.apiserver.auth.bootstrappolicy import cluster_roles
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client, ResourceClient
 from minikube_py.controllers.clusterroleaggregation import ClusterRoleAggregationController

@@ -500,7 +500,7 @@ def test_every_component_up_traces_sends_its_spans_to_the_traces_service(
     """As with `up`: the controller-manager, the scheduler, each node's kubelet and proxy
     take --tracing-endpoint, the API server a TracingConfiguration in its share, all naming
     the traces service where it listens; join-info tells mkctl where it is published."""
-    receiver = parsed("traces", "minikube_py.traces")
+    receiver = parsed("traces", "minikube_py.tracestore")
     endpoint = f"http://traces:{receiver.port}"
     for where, module in (("controller-manager", "minikube_py.controllers"),
                           ("scheduler", "minikube_py.scheduler"),

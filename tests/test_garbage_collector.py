@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from minikube_py.apiserver.store import deletion_finalizers
+from minikube_py.apiserver.registry.store import deletion_finalizers
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client, ResourceClient
 from minikube_py.controllers.garbagecollector import GarbageCollector

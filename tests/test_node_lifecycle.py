@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from minikube_py.api.meta import rfc3339
-from minikube_py.apiserver.admission.defaulttolerationseconds import (
+from minikube_py.apiserver.auth.admission.defaulttolerationseconds import (
     add_default_toleration_seconds,
 )
 from minikube_py.client.errors import Conflict, NotFound

@@ -24,6 +24,13 @@ import pytest
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.cluster.registry import RegistryProcess
+from minikube_py.cluster.runtime_setup import (
+    Containerd,
+    NodeRuntimeConfig,
+    free_pod_cidr,
+    load_image,
+    runtime_missing,
+)
 from minikube_py.images.catalog import BUSYBOX, NGINX, PAUSE, PYTHON, build_image
 from minikube_py.images.oci import ImageArchive
 from minikube_py.images.registry import (
@@ -34,13 +41,6 @@ from minikube_py.images.registry import (
     read_archive,
 )
 from minikube_py.kubelet.kubelet import KubeletConfig
-from minikube_py.kubelet.runtime_setup import (
-    Containerd,
-    NodeRuntimeConfig,
-    free_pod_cidr,
-    load_image,
-    runtime_missing,
-)
 from minikube_py.process import free_port
 from tests.test_kubelet import KubeletNode, http_get, make_pod, pod_where
 

@@ -25,10 +25,8 @@ from typing import Any
 
 import pytest
 
-from minikube_py.gen.cri import api_pb2
-from minikube_py.kubelet import runtime_setup
-from minikube_py.kubelet.cri import RemoteRuntime
-from minikube_py.kubelet.runtime_setup import (
+from minikube_py.cluster import runtime_setup
+from minikube_py.cluster.runtime_setup import (
     CNI_CACHE_DIR,
     Containerd,
     ImageLoadError,
@@ -39,6 +37,8 @@ from minikube_py.kubelet.runtime_setup import (
     write_cni_config,
     write_containerd_config,
 )
+from minikube_py.gen.cri import api_pb2
+from minikube_py.kubelet.cri import RemoteRuntime
 from tests.node_fixtures import ContainerdNode
 
 SHIPPED = ("localhost/pause:3.9", "localhost/busybox:1.36", "localhost/echo:1.0")

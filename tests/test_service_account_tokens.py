@@ -13,7 +13,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from kubernetes import client, config
 
-from minikube_py.apiserver.serviceaccount import DEFAULT_ISSUER, Binding, TokenIssuer
+from minikube_py.apiserver.auth.serviceaccount_tokens import DEFAULT_ISSUER, Binding, TokenIssuer
 from minikube_py.client.errors import Unauthorized
 from minikube_py.client.rest import Client
 from minikube_py.controllers.clientbuilder import ServiceAccountClients

@@ -12,10 +12,10 @@ import pytest
 
 from minikube_py.api import errors
 from minikube_py.api.resources import RESOURCES
+from minikube_py.apiserver.registry.store import Store
+from minikube_py.apiserver.registry.strategies import strategy_for
 from minikube_py.apiserver.storage.etcd import EtcdClient
-from minikube_py.apiserver.store import Store
-from minikube_py.apiserver.strategies import strategy_for
-from minikube_py.apiserver.watchcache import WatchCache
+from minikube_py.apiserver.storage.watchcache import WatchCache
 
 Obj = dict[str, Any]
 

@@ -1,4 +1,4 @@
-"""The trace receiver (`python -m minikube_py.traces`) as a process, fed by the
+"""The trace receiver (`python -m minikube_py.tracestore`) as a process, fed by the
 exporter the components use: spans found by trace and by object, followed live, kept
 across a restart; what is not OTLP/HTTP JSON is refused."""
 
@@ -23,7 +23,7 @@ from minikube_py.tracing.tracer import Tracer
 
 def start(data: Path, port: int) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "minikube_py.traces", f"--data-dir={data}",
+        [sys.executable, "-m", "minikube_py.tracestore", f"--data-dir={data}",
          f"--port={port}"], stderr=subprocess.PIPE)
     deadline = time.monotonic() + 15
     while True:
@@ -147,7 +147,7 @@ def test_what_is_not_otlp_json_is_refused_and_nothing_is_kept(
 
 
 def test_a_bad_flag_is_one_line(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "minikube_py.traces",
+    result = subprocess.run([sys.executable, "-m", "minikube_py.tracestore",
                              f"--data-dir={tmp_path}", "--max-spans=0"],
                             capture_output=True, text=True, timeout=30)
     assert result.returncode == 1

@@ -12,20 +12,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 from minikube_py.api.duration import flag_duration
-from minikube_py.apiserver.admission.chain import enabled_plugins
-from minikube_py.apiserver.allocators import (
+from minikube_py.apiserver.auth.admission.chain import enabled_plugins
+from minikube_py.apiserver.auth.audit import load_policy
+from minikube_py.apiserver.auth.serviceaccount_tokens import (
+    DEFAULT_ISSUER,
+    load_public_key,
+    load_signing_key,
+)
+from minikube_py.apiserver.registry.allocators import (
     DEFAULT_NODE_PORT_RANGE,
     DEFAULT_SERVICE_CIDR,
     parse_port_range,
     parse_service_cidr,
 )
-from minikube_py.apiserver.audit import load_policy
 from minikube_py.apiserver.server import APIServer, APIServerConfig
-from minikube_py.apiserver.serviceaccount import (
-    DEFAULT_ISSUER,
-    load_public_key,
-    load_signing_key,
-)
 from minikube_py.apiserver.storage.encryption import load_encryption_config
 from minikube_py.tracing.setup import read_tracing_config
 

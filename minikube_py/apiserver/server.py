@@ -2,13 +2,15 @@
 
     HTTP(S) request
       -> _serve: request id, in-flight limits (429), metrics, JSON log, Status errors
-      -> authentication: who asks (authentication.py; 401), or whom they impersonate
-         (impersonation.py; 403 unless allowed)
-      -> audit: RequestReceived, ..., ResponseComplete, as the policy says (audit.py)
-      -> authorization: may they (authorization.py: AlwaysAllow or RBAC; 403)
+      -> authentication: who asks (auth/authentication.py; 401), or whom they
+         impersonate (auth/impersonation.py; 403 unless allowed)
+      -> audit: RequestReceived, ..., ResponseComplete, as the policy says (auth/audit.py)
+      -> authorization: may they (auth/authorization.py: AlwaysAllow or RBAC; 403)
       -> non-resource paths: /healthz /livez /readyz /metrics /version, discovery, OpenAPI
-      -> resource paths: requestinfo -> rest.ResourceHandler -> store.Store -> etcd
-         (reviews: answered by the authorizer, reviews.py)
+         (endpoints/)
+      -> resource paths: endpoints/requestinfo.py -> endpoints/handlers.py ->
+         registry/store.py -> storage/etcd.py
+         (reviews: answered by the authorizer, registry/reviews.py)
 
 `APIServer` owns everything it starts (etcd client, one watch cache per resource, the
 compaction loop, the HTTP site) and stops all of it in `stop()`.
@@ -35,47 +37,26 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from minikube_py.api import errors
 from minikube_py.api.meta import new_uid
 from minikube_py.api.resources import CONNECT_SUBRESOURCES, RESOURCES
-from minikube_py.apiserver import (
-    discovery,
-    health,
-    negotiation,
-    openapi,
-    tracing,
+from minikube_py.apiserver.auth.admission import request_user
+from minikube_py.apiserver.auth.admission.chain import (
+    DEFAULT_PLUGINS,
+    AdmissionSources,
+    build_chain,
 )
-from minikube_py.apiserver.admission import request_user
-from minikube_py.apiserver.admission.chain import DEFAULT_PLUGINS, AdmissionSources, build_chain
-from minikube_py.apiserver.aggregation import Aggregator
-from minikube_py.apiserver.allocators import (
-    DEFAULT_NODE_PORT_RANGE,
-    DEFAULT_SERVICE_CIDR,
-    IPAllocator,
-    PortAllocator,
-)
-from minikube_py.apiserver.apiservices import APIServiceAvailability
-from minikube_py.apiserver.audit import AuditEvent, AuditLog, load_policy
-from minikube_py.apiserver.authentication import (
-    Authenticator,
-    UserInfo,
-    read_token_file,
-)
-from minikube_py.apiserver.authorization import (
+from minikube_py.apiserver.auth.audit import AuditEvent, AuditLog, load_policy
+from minikube_py.apiserver.auth.authentication import Authenticator, UserInfo, read_token_file
+from minikube_py.apiserver.auth.authorization import (
     AlwaysAllow,
     Attributes,
     Authorizer,
     RBACAuthorizer,
     forbidden,
 )
-from minikube_py.apiserver.bootstrappolicy.ensure import ensure_rbac_policy
-from minikube_py.apiserver.bootstraptoken import BootstrapTokenAuthenticator
-from minikube_py.apiserver.impersonation import impersonated
-from minikube_py.apiserver.kubeletclient import KubeletClient
-from minikube_py.apiserver.metrics import APIServerMetrics, InstrumentedEtcd
-from minikube_py.apiserver.nodeauthorizer import NodeAuthorizer, UnionAuthorizer
-from minikube_py.apiserver.requestinfo import RequestInfo, parse_request_info
-from minikube_py.apiserver.responses import AUDIT_ID, json_response, no_such_resource
-from minikube_py.apiserver.rest import ResourceHandler
-from minikube_py.apiserver.reviews import REVIEWS, serve_review
-from minikube_py.apiserver.serviceaccount import (
+from minikube_py.apiserver.auth.bootstrappolicy.ensure import ensure_rbac_policy
+from minikube_py.apiserver.auth.bootstraptoken import BootstrapTokenAuthenticator
+from minikube_py.apiserver.auth.impersonation import impersonated
+from minikube_py.apiserver.auth.nodeauthorizer import NodeAuthorizer, UnionAuthorizer
+from minikube_py.apiserver.auth.serviceaccount_tokens import (
     DEFAULT_ISSUER,
     Binding,
     TokenIssuer,
@@ -83,18 +64,33 @@ from minikube_py.apiserver.serviceaccount import (
     load_signing_key,
     serve_token_request,
 )
-from minikube_py.apiserver.services import (
+from minikube_py.apiserver.connect.aggregation import Aggregator
+from minikube_py.apiserver.connect.apiservices import APIServiceAvailability
+from minikube_py.apiserver.connect.kubeletclient import KubeletClient
+from minikube_py.apiserver.endpoints import discovery, health, negotiation, openapi, tracing
+from minikube_py.apiserver.endpoints.handlers import ResourceHandler
+from minikube_py.apiserver.endpoints.metrics import APIServerMetrics, InstrumentedEtcd
+from minikube_py.apiserver.endpoints.requestinfo import RequestInfo, parse_request_info
+from minikube_py.apiserver.endpoints.responses import AUDIT_ID, json_response, no_such_resource
+from minikube_py.apiserver.registry.allocators import (
+    DEFAULT_NODE_PORT_RANGE,
+    DEFAULT_SERVICE_CIDR,
+    IPAllocator,
+    PortAllocator,
+)
+from minikube_py.apiserver.registry.reviews import REVIEWS, serve_review
+from minikube_py.apiserver.registry.service_storage import (
     AllocationRepair,
     ServiceAllocators,
     ServiceStore,
     ensure_kubernetes_endpoints,
     ensure_kubernetes_service,
 )
+from minikube_py.apiserver.registry.store import Store
+from minikube_py.apiserver.registry.strategies import strategy_for
 from minikube_py.apiserver.storage.encryption import load_encryption_config
 from minikube_py.apiserver.storage.etcd import EtcdClient, EtcdError, EtcdTLS
-from minikube_py.apiserver.store import Store
-from minikube_py.apiserver.strategies import strategy_for
-from minikube_py.apiserver.watchcache import WatchCache, decode
+from minikube_py.apiserver.storage.watchcache import WatchCache, decode
 from minikube_py.lifecycle import Component
 from minikube_py.security.pki import server_ssl_context
 from minikube_py.tracing import context as tracing_context

@@ -32,7 +32,7 @@ does not change, and the ServiceAccount key signs tokens that must stay good):
     pki/bootstrap-token                     that token, while it is good (24 hours)
 
 The roles each identity gets are the bootstrap roles the API server creates
-(apiserver/bootstrappolicy.py); kubeconfigs embed their certificates, as kubeadm's do,
+(apiserver/auth/bootstrappolicy.py); kubeconfigs embed their certificates, as kubeadm's do,
 so that one can be copied elsewhere.
 """
 

@@ -63,20 +63,18 @@ from minikube_py.cluster.netns import (
 )
 from minikube_py.cluster.node import load_shipped_images, node_config, remove_kubelet_volumes
 from minikube_py.cluster.registry import RegistryProcess
-from minikube_py.cluster.supervisor import Supervisor, SupervisorProcess
-from minikube_py.cluster.traces import publish_trace_receiver
-from minikube_py.images.debian import PackageError
-from minikube_py.images.registry import ArchiveError, RegistryError
-from minikube_py.kubelet.runtime_setup import (
-    POD_NETWORKS as CLUSTER_CIDR,
-)
-from minikube_py.kubelet.runtime_setup import (
+from minikube_py.cluster.runtime_setup import POD_NETWORKS as CLUSTER_CIDR
+from minikube_py.cluster.runtime_setup import (
     Containerd,
     ContainerdError,
     ImageLoadError,
     free_pod_cidr,
     runtime_missing,
 )
+from minikube_py.cluster.supervisor import Supervisor, SupervisorProcess
+from minikube_py.cluster.tracestore import publish_trace_receiver
+from minikube_py.images.debian import PackageError
+from minikube_py.images.registry import ArchiveError, RegistryError
 from minikube_py.process import (
     LOOPBACK,
     ComponentProcess,

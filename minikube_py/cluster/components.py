@@ -213,7 +213,7 @@ class DNSProcess(ClientComponentProcess):
 
 
 class TraceReceiverProcess(ComponentProcess):
-    """`python -m minikube_py.traces`: the OTLP/HTTP endpoint every component sends its
+    """`python -m minikube_py.tracestore`: the OTLP/HTTP endpoint every component sends its
     spans to, kept (bounded, in data_dir) for `mkctl trace`; /healthz on its port."""
 
     component = "the trace receiver"
@@ -233,7 +233,7 @@ class TraceReceiverProcess(ComponentProcess):
         return f"http://{self.address}:{self.port}"
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "minikube_py.traces", f"--data-dir={self.data_dir}",
+        return [sys.executable, "-m", "minikube_py.tracestore", f"--data-dir={self.data_dir}",
                 f"--bind-address={self.address}", f"--port={self.port}", *self.extra_args]
 
     def ports(self) -> list[int]:

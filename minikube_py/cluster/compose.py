@@ -45,14 +45,14 @@ from minikube_py.cluster.certs import ClusterCertificates
 from minikube_py.cluster.cli import tracing_config, tracing_configuration
 from minikube_py.cluster.image_command import push_catalog
 from minikube_py.cluster.join import JoinInfo, join_node, publish_cluster_objects, token_file
-from minikube_py.cluster.traces import publish_trace_receiver
-from minikube_py.images.debian import PackageError
-from minikube_py.images.registry import ArchiveError, RegistryError
-from minikube_py.kubelet.runtime_setup import (
+from minikube_py.cluster.runtime_setup import (
     NodeRuntimeConfig,
     write_cni_config,
     write_containerd_config,
 )
+from minikube_py.cluster.tracestore import publish_trace_receiver
+from minikube_py.images.debian import PackageError
+from minikube_py.images.registry import ArchiveError, RegistryError
 
 
 def shares(certs: ClusterCertificates, nodes: Iterable[str]) -> dict[str, tuple[Path, ...]]:

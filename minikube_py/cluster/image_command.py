@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 
 from minikube_py.cluster.netns import ClusterNetwork
+from minikube_py.cluster.runtime_setup import ImageLoadError, load_image, socket_answers
 from minikube_py.images.catalog import CATALOG, ON_DEMAND, ImageSpec, build_image
 from minikube_py.images.debian import PackageError
 from minikube_py.images.registry import (
@@ -28,7 +29,6 @@ from minikube_py.images.registry import (
     read_archive,
     registry_answers,
 )
-from minikube_py.kubelet.runtime_setup import ImageLoadError, load_image, socket_answers
 
 
 def node_sockets(home: Path, node: str | None = None) -> list[Path]:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from minikube_py.cluster.runtime_setup import NodeRuntimeConfig, load_image, unmount_all_under
 from minikube_py.images.catalog import build_catalog
-from minikube_py.kubelet.runtime_setup import NodeRuntimeConfig, load_image, unmount_all_under
 
 
 def node_config(state: Path, node: str, pod_cidr: str, registry: str = "",

@@ -9,7 +9,7 @@ pkg/controller/bootstrap/tokencleaner.go).
           expires later -> look again then
           no expiration -> nothing, ever
 
-The API server refuses an expired token anyway (apiserver/bootstraptoken.py); this
+The API server refuses an expired token anyway (apiserver/auth/bootstraptoken.py); this
 controller tidies up, so `kubeadm token list` shows only live tokens. Off unless named:
 `--controllers=*,tokencleaner`.
 """

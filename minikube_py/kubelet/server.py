@@ -22,8 +22,8 @@
                                                        its headers)
 
 `kubectl logs` reaches /containerLogs through the API server's pods/log subresource
-(apiserver/podlogs.py), `kubectl exec` and `attach` reach /exec and /attach through
-pods/exec and pods/attach (apiserver/podconnect.py). For those two the kubelet asks the
+(apiserver/connect/podlogs.py), `kubectl exec` and `attach` reach /exec and /attach through
+pods/exec and pods/attach (apiserver/connect/podconnect.py). For those two the kubelet asks the
 runtime over CRI for a URL on its streaming server and relays the streams there
 (upstream's kubelet does the same when it does not redirect the client): a WebSocket
 message by message, a SPDY upgrade byte by byte. What is served comes from a

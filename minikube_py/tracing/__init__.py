@@ -5,6 +5,8 @@
     tracer.py     spans: `with tracer.span("name", **attributes)`
     exporter.py   ended spans, batched, to an OTLP/HTTP endpoint in the background
     otlp.py       spans as OTLP/HTTP JSON, and back
-    store.py      the receiver's bounded, on-disk memory of spans
-    receiver.py   `python -m minikube_py.traces`: the OTLP endpoint `mkctl trace` reads
+    setup.py      a component's tracer from its TracingConfiguration file
+
+The spans go to the trace store, `python -m minikube_py.tracestore` (its own package),
+which `mkctl trace` reads.
 """

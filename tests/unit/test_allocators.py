@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from minikube_py.apiserver.allocators import (
+from minikube_py.apiserver.registry.allocators import (
     IPAllocator,
     PortAllocator,
     parse_port_range,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from minikube_py.apiserver.metrics import PlainCounter, PlainHistogram
+from minikube_py.apiserver.endpoints.metrics import PlainCounter, PlainHistogram
 
 BOUNDS = (0.005, 0.1, 1.0)
 VALUES = (0.001, 0.005, 0.0051, 0.1, 0.5, 1.0, 7.0, 60.0)

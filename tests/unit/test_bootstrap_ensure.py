@@ -1,4 +1,4 @@
-"""The rbac/bootstrap-roles hook's writes (apiserver/bootstrappolicy/ensure.py) against an
+"""The rbac/bootstrap-roles hook's writes (apiserver/auth/bootstrappolicy/ensure.py) against an
 in-memory store: create what is missing, write what reconciling finds, and read again
 when a write races another writer."""
 
@@ -7,16 +7,16 @@ from __future__ import annotations
 import copy
 
 from minikube_py.api import errors
-from minikube_py.apiserver.bootstrappolicy.ensure import ensure_object
-from minikube_py.apiserver.bootstrappolicy.reconcile import reconcile_binding, reconcile_role
-from minikube_py.apiserver.bootstrappolicy.rules import (
+from minikube_py.apiserver.auth.bootstrappolicy.ensure import ensure_object
+from minikube_py.apiserver.auth.bootstrappolicy.reconcile import reconcile_binding, reconcile_role
+from minikube_py.apiserver.auth.bootstrappolicy.rules import (
     Obj,
     cluster_role,
     cluster_role_binding,
     rule,
     users,
 )
-from minikube_py.apiserver.store import DeleteOptions
+from minikube_py.apiserver.registry.store import DeleteOptions
 
 PODS = rule(["get", "list"], [""], ["pods"])
 

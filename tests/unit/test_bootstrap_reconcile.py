@@ -1,5 +1,5 @@
 """Reconciling the bootstrap policy into existing roles and bindings
-(apiserver/bootstrappolicy/reconcile.py), as upstream's computeReconciledRole,
+(apiserver/auth/bootstrappolicy/reconcile.py), as upstream's computeReconciledRole,
 computeReconciledRoleBinding and validation.Covers decide: pure logic over objects."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from minikube_py.apiserver.bootstrappolicy import bootstrap_cluster_roles
-from minikube_py.apiserver.bootstrappolicy.reconcile import (
+from minikube_py.apiserver.auth.bootstrappolicy import bootstrap_cluster_roles
+from minikube_py.apiserver.auth.bootstrappolicy.reconcile import (
     breakdown_rule,
     reconcile_binding,
     reconcile_role,
     uncovered_rules,
 )
-from minikube_py.apiserver.bootstrappolicy.rules import (
+from minikube_py.apiserver.auth.bootstrappolicy.rules import (
     cluster_role,
     cluster_role_binding,
     role,

@@ -1,5 +1,5 @@
 """Bootstrap tokens without a server: the token and its Secret (api/bootstraptoken.py),
-the authenticator's checks (apiserver/bootstraptoken.py) and kubeadm's side of things
+the authenticator's checks (apiserver/auth/bootstraptoken.py) and kubeadm's side of things
 (cluster/bootstraptoken.py). Signatures and hashes are checked against upstream's test
 vectors and against independent computations (hmac, openssl)."""
 
@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from minikube_py.api import bootstraptoken as bt
-from minikube_py.apiserver.authentication import Authenticator, UserInfo
-from minikube_py.apiserver.bootstrappolicy import bootstrap_role_bindings, bootstrap_roles
-from minikube_py.apiserver.bootstraptoken import BootstrapTokenAuthenticator
+from minikube_py.apiserver.auth.authentication import Authenticator, UserInfo
+from minikube_py.apiserver.auth.bootstrappolicy import bootstrap_role_bindings, bootstrap_roles
+from minikube_py.apiserver.auth.bootstraptoken import BootstrapTokenAuthenticator
 from minikube_py.client.kubeconfig import load_kubeconfig
 from minikube_py.cluster.bootstraptoken import (
     NODE_TOKEN_GROUP,

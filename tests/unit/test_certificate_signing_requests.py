@@ -25,11 +25,11 @@ from minikube_py.api.certificates import (
 )
 from minikube_py.api.resources import lookup
 from minikube_py.api.validation import go_bytes, invalid
-from minikube_py.apiserver import authorization
-from minikube_py.apiserver.admission import UPDATE, Attributes, request_user
-from minikube_py.apiserver.admission.certificateapproval import CertificateApproval
-from minikube_py.apiserver.authentication import UserInfo
-from minikube_py.apiserver.strategies import strategy_for
+from minikube_py.apiserver.auth import authorization
+from minikube_py.apiserver.auth.admission import UPDATE, Attributes, request_user
+from minikube_py.apiserver.auth.admission.certificateapproval import CertificateApproval
+from minikube_py.apiserver.auth.authentication import UserInfo
+from minikube_py.apiserver.registry.strategies import strategy_for
 from minikube_py.security import pki
 
 Obj = dict[str, Any]

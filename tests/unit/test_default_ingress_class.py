@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from minikube_py.apiserver.admission.defaultingressclass import IS_DEFAULT_CLASS, default_class
+from minikube_py.apiserver.auth.admission.defaultingressclass import (
+    IS_DEFAULT_CLASS,
+    default_class,
+)
 
 
 def ingress_class(name: str, created: str, default: str | None = "true") -> dict[str, Any]:

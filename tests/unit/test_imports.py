@@ -9,15 +9,15 @@ The packages of minikube_py are of three sorts:
   the launcher makes and every component reads) and `tracing` (spans, and the trace
   context every component passes on);
 - components: `apiserver`, `controllers`, `scheduler`, `kubelet`, `proxy`, `dns`, `images`,
-  `mkctl`, `metrics`, `traces` (the trace receiver). A component imports shared libraries
+  `mkctl`, `metrics`, `tracestore` (the trace receiver). A component imports shared libraries
   and itself, never another component: each runs as its own process and reaches the
   others only through the API server (images are built and pushed without a node);
 - the launcher, `cluster`: it starts each component as a process (`python -m
-  minikube_py.<component>`), so it needs none of their code, except what prepares and
-  probes the machine they run on: the etcd client (`apiserver.storage.etcd`, to see the
-  etcd it started answer), a node's runtime (`kubelet.runtime_setup`: containerd and
-  the CNI network, as kubeadm or minikube's provisioner sets a node up) and the images
-  it builds and pushes (`images`). No component may import the launcher.
+  minikube_py.<component>`), so it needs none of their code, except the clients it
+  probes what it started with: the etcd client (`apiserver.storage.etcd`) and the CRI
+  client (`kubelet.cri`, for the containerd it sets up as kubeadm or minikube's
+  provisioner sets a node up), and the images it builds and pushes (`images`). No
+  component may import the launcher.
 
 Inside a component, a controller's helper modules (`controllers/deployment/sync.py`,
 `controllers/job/tracking.py`, ...) take a small Protocol of what they use, never the
@@ -33,7 +33,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "minikube_py"
 SHARED = {"api", "client", "gen", "lifecycle", "process", "security", "streaming",
           "tracing"}
 LAUNCHER = "cluster"
-LAUNCHER_IMPORTS = ("minikube_py.apiserver.storage.etcd", "minikube_py.kubelet.runtime_setup",
+LAUNCHER_IMPORTS = ("minikube_py.apiserver.storage.etcd", "minikube_py.kubelet.cri",
                     "minikube_py.images")
 CONTROLLER_PACKAGES = ("controllers/deployment", "controllers/job")
 
@@ -123,7 +123,7 @@ def test_the_check_finds_imports_across_components_and_beyond_what_the_launcher_
             ("scheduler", "from minikube_py.kubelet.cri import X\n"),
             ("proxy", "from ..apiserver import store\n"),
             ("kubelet", "from minikube_py.cluster.node import start_node\n"),
-            ("cluster", "from minikube_py.kubelet.runtime_setup import Containerd\n"
+            ("cluster", "from minikube_py.cluster.runtime_setup import Containerd\n"
                         "from minikube_py.images.catalog import CATALOG\n"
                         "from minikube_py.scheduler.scheduler import Scheduler\n"),
             ("controllers", "from minikube_py.client.rest import Client\n")):

@@ -9,7 +9,7 @@ import pytest
 
 from minikube_py.api.duration import human_duration
 from minikube_py.api.resources import RESOURCES, lookup
-from minikube_py.apiserver.printers import column_definitions, table_row_cells, to_table
+from minikube_py.apiserver.endpoints.tables import column_definitions, table_row_cells, to_table
 
 NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
 

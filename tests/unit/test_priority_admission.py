@@ -10,8 +10,8 @@ import pytest
 
 from minikube_py.api.errors import APIError
 from minikube_py.api.resources import by_kind
-from minikube_py.apiserver.admission import CREATE, UPDATE, Chain
-from minikube_py.apiserver.admission.priority import Priority, admit_priority
+from minikube_py.apiserver.auth.admission import CREATE, UPDATE, Chain
+from minikube_py.apiserver.auth.admission.priority import Priority, admit_priority
 
 Obj = dict[str, Any]
 

@@ -10,7 +10,7 @@ import pytest
 from google.protobuf.message import Message
 
 from minikube_py.api import errors, protobuf
-from minikube_py.apiserver import negotiation
+from minikube_py.apiserver.endpoints import negotiation
 from minikube_py.gen.k8s import (
     admissionregistration_v1_pb2,
     apps_v1_pb2,

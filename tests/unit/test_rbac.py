@@ -1,12 +1,12 @@
-"""RBAC's rule matching and binding resolution (apiserver/authorization.py), as upstream's
+"""RBAC's rule matching and binding resolution (apiserver/auth/authorization.py), as upstream's
 rbac authorizer decides: pure logic over role and binding objects."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from minikube_py.apiserver.authentication import ANONYMOUS, UserInfo
-from minikube_py.apiserver.authorization import Attributes, RBACAuthorizer, Rule, forbidden
+from minikube_py.apiserver.auth.authentication import ANONYMOUS, UserInfo
+from minikube_py.apiserver.auth.authorization import Attributes, RBACAuthorizer, Rule, forbidden
 
 ALICE = UserInfo("alice", groups=("dev", "system:authenticated"))
 

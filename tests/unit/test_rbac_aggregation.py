@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from minikube_py.api.rbac import aggregated_rules, same_rules
-from minikube_py.apiserver.bootstrappolicy import (
+from minikube_py.apiserver.auth.bootstrappolicy import (
     bootstrap_cluster_role_bindings,
     bootstrap_cluster_roles,
 )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from minikube_py.traces.store import SpanStore
+from minikube_py.tracestore.store import SpanStore
 from minikube_py.tracing import context, otlp
 from minikube_py.tracing.setup import read_tracing_config
 from minikube_py.tracing.tracer import ERROR, SERVER, Span, Tracer

@@ -10,7 +10,7 @@ import pytest
 
 from minikube_py.api import errors
 from minikube_py.apiserver.storage.etcd import KeyValue, WatchEvent
-from minikube_py.apiserver.watchcache import WatchCache
+from minikube_py.apiserver.storage.watchcache import WatchCache
 
 PREFIX = "/registry/configmaps/"
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from minikube_py.api.resources import lookup
-from minikube_py.apiserver.strategies import strategy_for
-from minikube_py.apiserver.strategy import Strategy
+from minikube_py.apiserver.registry.strategies import strategy_for
+from minikube_py.apiserver.registry.strategies.base import Strategy
 
 Obj = dict[str, Any]
 GROUP = "admissionregistration.k8s.io"

@@ -23,7 +23,7 @@ merge patch.
 With --server-side the object is sent whole as an apply patch
 (`application/apply-patch+yaml`, field manager "kubectl", ?force=true with
 --force-conflicts): the server merges it and tracks each field's manager
-(apiserver/apply.py), and the object prints as `serverside-applied`.
+(apiserver/endpoints/apply.py), and the object prints as `serverside-applied`.
 
 -l picks the objects of the files whose labels match. --prune (with -l or --all) then
 deletes what an earlier apply made and this one no longer names: in each namespace the

@@ -1,0 +1,162 @@
+"""Content negotiation: what a request body is, and what shape the client wants back.
+
+Clients say what they accept with media type parameters, e.g. kubectl get sends
+`Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json`. The server
+answers with the first form it can produce. Bodies come as JSON, YAML or protobuf (client-go's
+typed clients); PATCH bodies name their patch type in Content-Type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import yaml
+
+from minikube_py.api import errors, protobuf
+
+JSON = "application/json"
+YAML = "application/yaml"
+APPLY_PATCH = "application/apply-patch+yaml"  # server-side apply (apiserver/endpoints/apply.py)
+NON_APPLY_PATCH_TYPES = (
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+)
+PATCH_TYPES = (*NON_APPLY_PATCH_TYPES, APPLY_PATCH)
+BODY_TYPES = (JSON, YAML, "application/vnd.kubernetes.protobuf")
+
+
+@dataclass
+class MediaType:
+    type: str
+    params: dict[str, str] = field(default_factory=dict)
+
+
+def parse_media_types(header: str) -> list[MediaType]:
+    """`a/b;x=1, c/d` -> [MediaType("a/b", {"x": "1"}), MediaType("c/d")] (q values ignored)."""
+    found = []
+    for part in header.split(","):
+        pieces = [p.strip() for p in part.split(";") if p.strip()]
+        if not pieces:
+            continue
+        params = {}
+        for piece in pieces[1:]:
+            if "=" in piece:
+                key, value = piece.split("=", 1)
+                params[key.strip().lower()] = value.strip().strip('"')
+        found.append(MediaType(pieces[0].lower(), params))
+    return found
+
+
+@dataclass
+class Wanted:
+    """The response form chosen from Accept: plain JSON/YAML, a Table, or metadata only."""
+
+    form: str = "object"  # "object" | "Table" | "PartialObjectMetadata"
+    yaml: bool = False
+
+
+def negotiate(accept: str) -> Wanted:
+    if not accept:
+        return Wanted()
+    types = parse_media_types(accept)
+    for media in types:
+        as_ = media.params.get("as")
+        group = media.params.get("g")
+        if media.type in (JSON, "*/*", "application/*") and as_:
+            if as_ == "Table" and group == "meta.k8s.io":
+                return Wanted("Table")
+            if as_ in ("PartialObjectMetadata", "PartialObjectMetadataList") and (
+                group == "meta.k8s.io"
+            ):
+                return Wanted("PartialObjectMetadata")
+            continue
+        if media.type in (JSON, "*/*", "application/*", "application/json;stream=watch"):
+            return Wanted()
+        if media.type == YAML:
+            return Wanted(yaml=True)
+    raise errors.not_acceptable([JSON, YAML])
+
+
+def decode_body(content_type: str, body: bytes) -> Any:
+    """A create/update body as a dict: JSON, YAML or Kubernetes protobuf; anything else
+    (text/plain too, as upstream) is 415."""
+    media = parse_media_types(content_type or JSON)
+    kind = media[0].type if media else JSON
+    if kind == JSON:
+        return parse_json(body)
+    if kind == YAML:
+        return load_yaml(body, "error converting YAML to JSON")
+    if kind == protobuf.MEDIA_TYPE:
+        try:
+            return protobuf.decode(body)
+        except protobuf.ProtobufError as err:
+            raise errors.bad_request(str(err)) from None
+    raise errors.unsupported_media_type(kind, [JSON, YAML, protobuf.MEDIA_TYPE])
+
+
+MAX_YAML_NODES = 100_000
+"""A YAML document may not stand for more nodes than this once its aliases are expanded
+(a "billion laughs" document is a few lines that expand to billions)."""
+
+
+def load_yaml(body: bytes, context: str) -> Any:
+    """A YAML (or JSON) body as plain JSON values, as upstream's YAMLToJSON gives them:
+    refused with a 400 when it does not parse, expands past MAX_YAML_NODES through its
+    aliases, or holds what JSON cannot (strings with lone surrogates)."""
+    try:
+        loader = yaml.SafeLoader(body)
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise errors.bad_request(f"{context}: {err}") from None
+    try:
+        node = loader.get_single_node()
+        if node is not None and _expanded_size(node, {}) > MAX_YAML_NODES:
+            raise errors.bad_request(f"{context}: yaml: document contains excessive aliasing")
+        value = loader.construct_document(node) if node is not None else None
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise errors.bad_request(f"{context}: {err}") from None
+    finally:
+        loader.dispose()
+    try:
+        return orjson.loads(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str))
+    except (TypeError, orjson.JSONEncodeError) as err:
+        raise errors.bad_request(f"{context}: {err}") from None
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
+    """How many nodes `node` stands for with every alias expanded (each shared node is
+    counted once per use, computed once)."""
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    sizes[id(node)] = 1  # a node that contains itself: count the cycle once
+    if isinstance(node, yaml.SequenceNode):
+        size = 1 + sum(_expanded_size(child, sizes) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        size = 1 + sum(_expanded_size(key, sizes) + _expanded_size(value, sizes)
+                       for key, value in node.value)
+    else:
+        size = 1
+    sizes[id(node)] = size
+    return size
+
+
+def parse_json(body: bytes) -> Any:
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as err:
+        snippet = body[:120].decode("utf-8", "replace")
+        raise errors.bad_request(
+            f"couldn't get version/kind; json parse error: {err} (in {snippet!r})"
+        ) from None
+
+
+def patch_type(content_type: str, accepted: tuple[str, ...] = PATCH_TYPES) -> str:
+    """The patch type a PATCH body's Content-Type names; 415 unless it is `accepted`."""
+    media = parse_media_types(content_type)
+    kind = media[0].type if media else ""
+    if kind not in accepted:
+        raise errors.unsupported_media_type(kind or "(none)", list(accepted))
+    return kind

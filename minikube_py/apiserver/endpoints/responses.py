@@ -1,0 +1,136 @@
+"""Shaping answers: JSON or YAML objects and lists, Tables for kubectl get, Status bodies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from minikube_py.api import errors, meta
+from minikube_py.api.resources import Resource
+from minikube_py.apiserver.endpoints import tables
+from minikube_py.apiserver.endpoints.negotiation import Wanted
+from minikube_py.apiserver.registry.store import ListResult, Store
+
+Obj = dict[str, Any]
+# The request's key for its id, returned in the `Audit-Id` header of every answer.
+AUDIT_ID = "audit_id"
+
+
+def json_response(
+    body: Any, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    """`body` as JSON, ending in the newline Go's json.Encoder writes after every value."""
+    return web.Response(body=orjson.dumps(body) + b"\n", status=status,
+                        content_type="application/json", headers=headers)
+
+
+def no_such_resource() -> errors.APIError:
+    return errors.APIError(404, "NotFound", "the server could not find the requested resource", {})
+
+
+def respond(
+    body: Any, wanted: Wanted, status: int = 200, warnings: list[str] | None = None
+) -> web.Response:
+    headers = {}
+    if warnings:
+        headers["Warning"] = ", ".join(
+            '299 - "' + w.replace("\\", "\\\\").replace('"', '\\"') + '"' for w in warnings
+        )
+    if wanted.yaml:
+        return web.Response(
+            text=yaml.safe_dump(body, sort_keys=False),
+            status=status,
+            content_type="application/yaml",
+            headers=headers,
+        )
+    return json_response(body, status, headers)
+
+
+def success_status(code: int | None, details: dict[str, Any] | None = None) -> Obj:
+    """A Status of success, its fields in upstream's order; without a code where upstream
+    leaves it out (a delete's answer)."""
+    status: Obj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+    if details:
+        status["details"] = details
+    if code is not None:
+        status["code"] = code
+    return status
+
+
+def render_one(store: Store, obj: Obj, wanted: Wanted, request: web.Request) -> Obj:
+    """One object as the client asked for it: itself, a Table row or its metadata."""
+    resource = store.resource
+    obj = store.strategy.to_external(obj)
+    if wanted.form == "Table":
+        return tables.to_table(
+            resource,
+            [obj],
+            now=meta.now(),
+            include_object=request.query.get("includeObject", "Metadata"),
+            list_metadata={"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+        )
+    if wanted.form == "PartialObjectMetadata":
+        return {
+            "kind": "PartialObjectMetadata",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": obj.get("metadata", {}),
+        }
+    return obj
+
+
+def list_metadata(result: ListResult) -> Obj:
+    list_meta: Obj = {"resourceVersion": str(result.resource_version)}
+    if result.continue_token:
+        list_meta["continue"] = result.continue_token
+    if result.remaining_item_count is not None:
+        list_meta["remainingItemCount"] = result.remaining_item_count
+    return list_meta
+
+
+def raw_list_response(resource: Resource, result: ListResult) -> web.Response:
+    """A JSON list assembled from the items' JSON bytes (see store.wire_json)."""
+    assert result.raw_items is not None
+    head = orjson.dumps({"kind": resource.list_kind, "apiVersion": resource.api_version,
+                         "metadata": list_metadata(result)})
+    body = head[:-1] + b',"items":[' + b",".join(result.raw_items) + b"]}\n"
+    return web.Response(body=body, content_type="application/json")
+
+
+def list_body(store: Store, result: ListResult, wanted: Wanted, request: web.Request) -> Obj:
+    """A list as the client asked for it: a List, a Table or metadata only."""
+    resource = store.resource
+    list_meta = list_metadata(result)
+    items = result.items
+    if not store.strategy.stored_is_external:
+        items = [store.strategy.to_external(o) for o in items]
+    if wanted.form == "Table":
+        return tables.to_table(
+            resource,
+            items,
+            now=meta.now(),
+            include_object=request.query.get("includeObject", "Metadata"),
+            list_metadata=list_meta,
+        )
+    if wanted.form == "PartialObjectMetadata":
+        return {
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": list_meta,
+            "items": [
+                {
+                    "kind": "PartialObjectMetadata",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": o.get("metadata", {}),
+                }
+                for o in items
+            ],
+        }
+    return {
+        "kind": resource.list_kind,
+        "apiVersion": resource.api_version,
+        "metadata": list_meta,
+        "items": items,
+    }

@@ -1,0 +1,116 @@
+"""The strategy of every built-in resource: `strategy_for(resource)`.
+
+One small class per kind, named after upstream's (`podStrategy` -> `PodStrategy`),
+spread over one module per API group. A kind without an entry gets `KindStrategy`:
+the base hooks with DNS-subdomain names.
+"""
+
+from __future__ import annotations
+
+from minikube_py.api.resources import Resource
+from minikube_py.apiserver.registry.strategies.admissionregistration import (
+    MutatingWebhookConfigurationStrategy,
+    ValidatingWebhookConfigurationStrategy,
+)
+from minikube_py.apiserver.registry.strategies.apps import (
+    ControllerRevisionStrategy,
+    DaemonSetStrategy,
+    DeploymentStrategy,
+    ReplicaSetStrategy,
+    ReplicationControllerStrategy,
+    StatefulSetStrategy,
+)
+from minikube_py.apiserver.registry.strategies.base import KindStrategy, Strategy
+from minikube_py.apiserver.registry.strategies.batch import CronJobStrategy, JobStrategy
+from minikube_py.apiserver.registry.strategies.certificates import (
+    CertificateSigningRequestStrategy,
+)
+from minikube_py.apiserver.registry.strategies.core import (
+    BindingStrategy,
+    ConfigMapStrategy,
+    EndpointsStrategy,
+    LimitRangeStrategy,
+    NamespaceStrategy,
+    NodeStrategy,
+    ResourceQuotaStrategy,
+    SecretStrategy,
+    ServiceAccountStrategy,
+)
+from minikube_py.apiserver.registry.strategies.events import EventStrategy, EventsV1EventStrategy
+from minikube_py.apiserver.registry.strategies.networking import (
+    IngressClassStrategy,
+    IngressStrategy,
+    NetworkPolicyStrategy,
+)
+from minikube_py.apiserver.registry.strategies.others import (
+    APIServiceStrategy,
+    EndpointSliceStrategy,
+    LeaseStrategy,
+    PodDisruptionBudgetStrategy,
+    PriorityClassStrategy,
+)
+from minikube_py.apiserver.registry.strategies.pods import PodStrategy
+from minikube_py.apiserver.registry.strategies.rbac import (
+    ClusterRoleBindingStrategy,
+    ClusterRoleStrategy,
+    RoleBindingStrategy,
+    RoleStrategy,
+)
+from minikube_py.apiserver.registry.strategies.services import ServiceStrategy
+from minikube_py.apiserver.registry.strategies.volumes import (
+    PersistentVolumeClaimStrategy,
+    PersistentVolumeStrategy,
+)
+
+# (API group, kind) -> strategy class.
+STRATEGIES: dict[tuple[str, str], type[KindStrategy]] = {
+    ("", "Pod"): PodStrategy,
+    ("", "Binding"): BindingStrategy,
+    ("", "Node"): NodeStrategy,
+    ("", "Namespace"): NamespaceStrategy,
+    ("", "Service"): ServiceStrategy,
+    ("", "Endpoints"): EndpointsStrategy,
+    ("", "ConfigMap"): ConfigMapStrategy,
+    ("", "Secret"): SecretStrategy,
+    ("", "ServiceAccount"): ServiceAccountStrategy,
+    ("", "Event"): EventStrategy,
+    ("", "PersistentVolumeClaim"): PersistentVolumeClaimStrategy,
+    ("", "PersistentVolume"): PersistentVolumeStrategy,
+    ("", "LimitRange"): LimitRangeStrategy,
+    ("", "ResourceQuota"): ResourceQuotaStrategy,
+    ("", "ReplicationController"): ReplicationControllerStrategy,
+    ("apps", "Deployment"): DeploymentStrategy,
+    ("apps", "ReplicaSet"): ReplicaSetStrategy,
+    ("apps", "StatefulSet"): StatefulSetStrategy,
+    ("apps", "DaemonSet"): DaemonSetStrategy,
+    ("apps", "ControllerRevision"): ControllerRevisionStrategy,
+    ("batch", "Job"): JobStrategy,
+    ("batch", "CronJob"): CronJobStrategy,
+    ("certificates.k8s.io", "CertificateSigningRequest"): CertificateSigningRequestStrategy,
+    ("discovery.k8s.io", "EndpointSlice"): EndpointSliceStrategy,
+    ("coordination.k8s.io", "Lease"): LeaseStrategy,
+    ("events.k8s.io", "Event"): EventsV1EventStrategy,
+    ("scheduling.k8s.io", "PriorityClass"): PriorityClassStrategy,
+    ("policy", "PodDisruptionBudget"): PodDisruptionBudgetStrategy,
+    ("networking.k8s.io", "Ingress"): IngressStrategy,
+    ("networking.k8s.io", "IngressClass"): IngressClassStrategy,
+    ("networking.k8s.io", "NetworkPolicy"): NetworkPolicyStrategy,
+    ("rbac.authorization.k8s.io", "Role"): RoleStrategy,
+    ("rbac.authorization.k8s.io", "ClusterRole"): ClusterRoleStrategy,
+    ("rbac.authorization.k8s.io", "RoleBinding"): RoleBindingStrategy,
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ClusterRoleBindingStrategy,
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"):
+        MutatingWebhookConfigurationStrategy,
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"):
+        ValidatingWebhookConfigurationStrategy,
+    ("apiregistration.k8s.io", "APIService"): APIServiceStrategy,
+}
+
+
+def strategy_for(resource: Resource) -> Strategy:
+    """The strategy the generic store uses for `resource`."""
+    strategy_class = STRATEGIES.get((resource.group, resource.kind), KindStrategy)
+    return strategy_class(resource)
+
+
+__all__ = ["STRATEGIES", "KindStrategy", "strategy_for"]
