@@ -650,3 +650,25 @@ def test_nodes_and_services_read_back_into_the_clients_models(
     created = v1.create_namespaced_service(namespace, service_model("fidelity"))
     assert created.status.load_balancer is not None
     assert v1.read_namespaced_service("fidelity", namespace).status.load_balancer.ingress is None
+
+
+def test_a_kind_not_built_yet_is_a_not_found_that_says_so(api_client: client.ApiClient,
+                                                            namespace: str) -> None:
+    """autoscaling/v2 is upstream's and not built here: the client gets upstream's 404
+    NotFound, and its message tells the student why instead of leaving them to guess."""
+    autoscaling = client.AutoscalingV2Api(api_client)
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+           "metadata": {"name": "web"},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                       "name": "web"}, "maxReplicas": 3}}
+    with pytest.raises(ApiException) as refused:
+        autoscaling.create_namespaced_horizontal_pod_autoscaler(namespace, hpa)
+    status = json.loads(refused.value.body)
+    assert (refused.value.status, status["reason"]) == (404, "NotFound")
+    assert status["message"].startswith("the server could not find the requested resource (")
+    assert "HorizontalPodAutoscalers are not built in minikube-py yet" in status["message"]
+    with pytest.raises(ApiException) as unknown:  # a group nobody serves: upstream's words
+        client.CustomObjectsApi(api_client).list_namespaced_custom_object(
+            "example.com", "v1", namespace, "widgets")
+    assert json.loads(unknown.value.body)["message"] == (
+        "the server could not find the requested resource")

@@ -1,1 +1,2 @@
-"""Container images without a registry: build OCI archives locally and load them into nodes."""
+"""Container images built on this machine from Debian's packages as OCI archives, and pushed to
+the cluster's own registry, from which every node pulls them."""

@@ -1,10 +1,17 @@
 """mkctl: minikube-py's kubectl-compatible command line.
 
 Same syntax, flags, output and error messages as kubectl 1.37 for the commands it has
-(`get`, `describe`, `api-resources`, `config`, `version`, `options`, `trace`, and the
-ones that change objects: `create`, `apply`, `delete`, `label`, `annotate`, `scale`,
-`cordon`, `uncordon`, `taint`), so a tutorial's commands and a script's parsing of their
-output work unchanged. tests/test_mkctl.py (and test_mkctl_describe.py) run each command
+(cli.COMMANDS lists them), so a tutorial's commands and a script's parsing of their
+output work unchanged:
+
+    reading      get, describe, api-resources, wait, top, logs, version,
+                 config, options, auth can-i
+    changing     create, apply, delete, label, annotate, scale, cordon, uncordon, taint,
+                 drain, rollout, set image, expose
+    into a pod   exec, attach, port-forward
+    our own      trace (a request's path through the components)
+
+tests/test_mkctl.py (and test_mkctl_describe.py) run each command
 next to the real kubectl against one server and compare the output line by line;
 tests/test_mkctl_write.py does the same for the commands that change objects, each on
 twin namespaces.

@@ -77,7 +77,7 @@ class ResourceHandler:
     async def handle(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
         store = self.stores.get((info.group, info.version, info.resource))
         if store is None:
-            raise no_such_resource()
+            raise no_such_resource(info.group)
         resource = store.resource
         namespace = info.namespace
         if not resource.namespaced and namespace:
