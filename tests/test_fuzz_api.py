@@ -78,6 +78,38 @@ def _wait(url: str, what: str, process: subprocess.Popen[bytes]) -> None:
         time.sleep(0.1)
 
 
+def _get(connection: http.client.HTTPConnection, path: str) -> Any:
+    connection.request("GET", path)
+    response = connection.getresponse()
+    body = response.read()
+    return json.loads(body) if response.status == 200 else None
+
+
+def _wait_for_bootstrap(connection: http.client.HTTPConnection) -> None:
+    """The API server writes for itself after it is ready: the `kubernetes` Service, an
+    APIService per group-version it serves, then each one's Available condition. The
+    fuzzing compares etcd's revision around each request, so it starts once these writes
+    are done: every served group-version has an Available APIService, and the Service
+    exists."""
+    deadline = time.monotonic() + 60
+
+    def done() -> bool:
+        groups = _get(connection, "/apis") or {"groups": []}
+        wanted = {"v1."} | {f"{version['version']}.{group['name']}"
+                            for group in groups["groups"] for version in group["versions"]}
+        services = (_get(connection, "/apis/apiregistration.k8s.io/v1/apiservices")
+                    or {"items": []})["items"]
+        available = {item["metadata"]["name"] for item in services if any(
+            c["type"] == "Available" and c["status"] == "True"
+            for c in (item.get("status") or {}).get("conditions") or [])}
+        kubernetes = _get(connection, "/api/v1/namespaces/default/services/kubernetes")
+        return wanted <= available and kubernetes is not None
+
+    while not done():
+        assert time.monotonic() < deadline, "the API server's bootstrap writes did not end"
+        time.sleep(0.1)
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
     """etcd and an API server of this module's own, nothing else writing."""
@@ -103,7 +135,7 @@ def cluster() -> Iterator[Cluster]:
         connection.request("POST", "/api/v1/namespaces", json.dumps(
             {"metadata": {"name": NAMESPACE}}), {"Content-Type": "application/json"})
         assert connection.getresponse().read() and True
-        time.sleep(0.5)  # let the bootstrap writes (kubernetes Service, endpoints) land
+        _wait_for_bootstrap(connection)
         yield Cluster(http.client.HTTPConnection("127.0.0.1", api_port, timeout=10),
                       http.client.HTTPConnection("127.0.0.1", etcd_port, timeout=10),
                       api_port, etcd_port)
@@ -274,18 +306,17 @@ def etcd_revision(cluster: Cluster) -> int:
     return int(json.loads(cluster.etcd.getresponse().read())["header"]["revision"])
 
 
-def send(cluster: Cluster, request: Request) -> int:
-    """Send one request on the keep-alive connection; its status (a watch's headers are
-    enough: the connection is then dropped)."""
+def send(cluster: Cluster, request: Request) -> tuple[int, bytes]:
+    """Send one request on the keep-alive connection; its status and body (a watch's
+    headers are enough: the connection is then dropped, and the body left unread)."""
     headers = {"Content-Type": request.content_type} if request.body is not None else {}
     try:
         cluster.api.request(request.method, request.path, request.body, headers)
         response = cluster.api.getresponse()
         if "watch=1" in request.path:
             cluster.api.close()
-            return response.status
-        response.read()
-        return response.status
+            return response.status, b""
+        return response.status, response.read()
     except (http.client.HTTPException, ConnectionError):
         cluster.api.close()
         raise
@@ -293,8 +324,8 @@ def send(cluster: Cluster, request: Request) -> int:
 
 def check(cluster: Cluster, request: Request) -> None:
     before = etcd_revision(cluster)
-    status = send(cluster, request)
-    assert status < 500, f"{status} for {request}"
+    status, body = send(cluster, request)
+    assert status < 500, f"{status} for {request}: {body[:2000]!r}"  # the Status says why
     after = etcd_revision(cluster)
     if not 200 <= status < 300:
         assert after == before, f"{status} for {request}, yet etcd moved {before} -> {after}"
@@ -310,7 +341,7 @@ def run_property(cluster: Cluster, fuzz_seed: int) -> None:
         check(cluster, request)
 
     property_holds()
-    status = send(cluster, Request("GET", "/readyz", None, "text/plain"))
+    status, _ = send(cluster, Request("GET", "/readyz", None, "text/plain"))
     assert status == 200, "the API server is not ready after the fuzzing"
 
 

@@ -286,8 +286,13 @@ async def test_scale_down_deletes_unassigned_and_not_ready_pods_first(
             status["fullyLabeledReplicas"]) == (1, 1, 1, 1)
     names = {pod["metadata"]["name"] for pod in await list_pods(api_client, namespace)}
     assert names == {"assigned-ready", "assigned-not-ready"}  # the latter terminating
-    messages = {e["message"] for e in await events_for(api_client, namespace, "web")}
-    assert {"Deleted pod: unassigned", "Deleted pod: assigned-not-ready"} <= messages
+
+    async def both_deletions_recorded() -> bool:
+        # the event recorder posts in the background, as upstream's broadcaster does: the
+        # pods can be gone before their events are written
+        messages = {e["message"] for e in await events_for(api_client, namespace, "web")}
+        return {"Deleted pod: unassigned", "Deleted pod: assigned-not-ready"} <= messages
+    await eventually(both_deletions_recorded, what="a SuccessfulDelete event per deleted pod")
 
 
 async def test_available_replicas_wait_for_min_ready_seconds(
