@@ -23,7 +23,7 @@ import pytest
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.gen.cri import api_pb2
-from minikube_py.kubelet.cri import CRIError
+from minikube_py.kubelet.cri import RuntimeUnavailable
 from minikube_py.kubelet.eviction import parse_thresholds
 from minikube_py.kubelet.lease import NODE_LEASE_NAMESPACE, NodeLease
 from minikube_py.kubelet.node_status import HostInfo, NodeStatusManager
@@ -58,7 +58,7 @@ class FakeRuntime:
     async def status(self, request: api_pb2.StatusRequest,
                      timeout: float | None = None) -> api_pb2.StatusResponse:
         if self.down:
-            raise CRIError(grpc.StatusCode.UNAVAILABLE, "connection refused")
+            raise RuntimeUnavailable(grpc.StatusCode.UNAVAILABLE, "connection refused")
         runtime = api_pb2.RuntimeCondition(type="RuntimeReady", status=self.runtime_ready)
         if not self.runtime_ready:
             runtime.reason, runtime.message = "ContainerdNotReady", "containerd is starting"
@@ -252,21 +252,19 @@ async def test_status_is_written_only_when_it_changed_or_the_report_is_due(
     assert await manager.update_status(force=True) is True
 
 
-@pytest.mark.parametrize(("runtime_ready", "network_ready", "down", "message"), [
-    (True, False, False, NETWORK_NOT_READY),
-    (False, False, False,
+@pytest.mark.parametrize(("runtime_ready", "network_ready", "message"), [
+    (True, False, NETWORK_NOT_READY),
+    (False, False,
      "[container runtime not ready: RuntimeReady=false reason:ContainerdNotReady "
      f"message:containerd is starting, {NETWORK_NOT_READY}]"),
-    (True, True, True, "container runtime is down"),
 ])
 async def test_a_runtime_that_is_not_ready_makes_the_node_not_ready(
         harness: Harness, kubectl: Kubectl, runtime_ready: bool, network_ready: bool,
-        down: bool, message: str) -> None:
+        message: str) -> None:
     manager = harness.manager()
     await manager.register()
     harness.runtime.runtime_ready = runtime_ready
     harness.runtime.network_ready = network_ready
-    harness.runtime.down = down
     harness.clock.advance(10)
     assert await manager.update_status() is True
     ready = await harness.condition("Ready")
@@ -276,11 +274,34 @@ async def test_a_runtime_that_is_not_ready_makes_the_node_not_ready(
     assert kubectl("get", "node", harness.name, "--no-headers").stdout.split()[1] == "NotReady"
 
     harness.runtime.runtime_ready = harness.runtime.network_ready = True
-    harness.runtime.down = False
     harness.clock.advance(10)
     assert await manager.update_status() is True
     ready = await harness.condition("Ready")
     assert (ready["status"], ready["lastTransitionTime"]) == ("True", "2026-11-22T04:00:20Z")
+
+
+async def test_a_runtime_that_restarts_keeps_the_node_ready_one_gone_30s_does_not(
+        harness: Harness, kubectl: Kubectl) -> None:
+    manager = harness.manager()
+    await manager.register()  # the runtime answered at 04:00:00
+    harness.runtime.down = True
+    harness.clock.advance(29)
+    await manager.update_status()  # containerd restarting: the last answer still stands
+    assert (await harness.condition("Ready"))["status"] == "True"
+
+    harness.clock.advance(1)
+    assert await manager.update_status() is True
+    ready = await harness.condition("Ready")
+    assert (ready["status"], ready["reason"], ready["message"]) == (
+        "False", "KubeletNotReady", "container runtime is down")
+    assert ready["lastTransitionTime"] == "2026-11-22T04:00:30Z"
+    assert kubectl("get", "node", harness.name, "--no-headers").stdout.split()[1] == "NotReady"
+
+    harness.runtime.down = False
+    harness.clock.advance(10)
+    assert await manager.update_status() is True
+    ready = await harness.condition("Ready")
+    assert (ready["status"], ready["lastTransitionTime"]) == ("True", "2026-11-22T04:00:40Z")
 
 
 async def test_a_deleted_node_is_registered_again(harness: Harness) -> None:

@@ -14,7 +14,10 @@ gets everything of its own under one base directory:
 
 Containerd.stop() leaves nothing behind: no pod, shim, mount, bridge, iptables rule, nor
 any of these files. (The node's kubelet may keep its own directory in base_dir; that
-stays.)
+stays.) containerd itself may die or be restarted at any time: each container runs under
+its own shim (containerd-shim-runc-v2, in a process group of its own), which outlives
+containerd, and the next start() with the same config re-attaches to every shim it
+finds in state/: the same containers, with the same ids and processes, keep running.
 """
 
 from __future__ import annotations
@@ -364,8 +367,9 @@ class Containerd(ComponentProcess):
         super().prepare()
 
     async def start(self) -> None:
-        """Start containerd, after clearing what a crashed run left in base_dir (or wait
-        for the running daemon the pid file names)."""
+        """Start containerd (or wait for the running daemon the pid file names). The
+        containers of an earlier containerd of this node keep running: the new one finds
+        them in root/ and state/ and re-attaches to their shims, as upstream's does."""
         if self.running:
             return
         if self.adopt():
@@ -374,7 +378,9 @@ class Containerd(ComponentProcess):
         if await socket_answers(self.config.socket):
             raise ContainerdError(f"a containerd already serves {self.config.socket}; "
                                   "stop that node first")
-        await cleanup_stale(self.config.base_dir, self.config.netns)
+        # a containerd of this node that no pid file names and that does not answer (it
+        # would hold root/'s database): stopped, its shims left alone
+        await _kill_and_wait(_processes_with_argument(self.config.config_path))
         await super().start()
 
     async def serving(self) -> bool:

@@ -4,8 +4,9 @@
 it never fights a deliberate stop. Once a second it looks at every component's pid file:
 one that is not running is started again (its log says so), at once the first time,
 then after 1, 2, 4 ... up to 30 s while it keeps dying; a component that stayed up for a
-minute starts afresh at no delay. containerd is left alone: starting it again clears the
-node's containers, which a restart of upstream's containerd keeps.
+minute starts afresh at no delay. A node's containerd is restarted like the rest: its
+containers keep running under their shims meanwhile, and the new containerd re-attaches
+to them (runtime_setup.py), so the node's pods live on untouched.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ log = logging.getLogger("minikube_py.cluster.supervisor")
 CHECK_PERIOD = 1.0  # seconds between looks
 BACKOFF_INITIAL, BACKOFF_MAX = 1.0, 30.0  # seconds before another restart of a failing one
 STABLE_AFTER = 60.0  # seconds up after which a component's backoff starts afresh
-UNSUPERVISED = frozenset({"containerd"})
 
 
 class SupervisorProcess(ComponentProcess):
@@ -44,8 +44,7 @@ class Supervisor:
 
     def __init__(self, processes: Mapping[str, ComponentProcess],
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.processes = {name: process for name, process in processes.items()
-                          if name.rpartition("/")[2] not in UNSUPERVISED}
+        self.processes = dict(processes)
         self.clock = clock
         self.backoff: dict[str, float] = {}  # name -> the delay before its next restart
         self.next_try: dict[str, float] = {}

@@ -9,6 +9,7 @@ hollow nodes (simulated.SimulatedRuntime) are interchangeable.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
@@ -32,6 +33,15 @@ MAX_MESSAGE_SIZE = 16 * 1024 * 1024
 
 READY_POLL_INTERVAL = 0.1
 
+# How the channel reconnects to a runtime that went away (containerd restarting), as
+# upstream's remote runtime client: 100 ms after the first failure, growing to 3 s at most,
+# each attempt given at least 5 s to connect.
+RECONNECT_BACKOFF_INITIAL_MS = 100
+RECONNECT_BACKOFF_MAX_MS = 3000
+MIN_CONNECT_TIMEOUT_MS = 5000
+
+log = logging.getLogger(__name__)
+
 
 class CRIError(Exception):
     """A CRI call failed: the gRPC status code and the runtime's message."""
@@ -40,6 +50,12 @@ class CRIError(Exception):
         super().__init__(f"{code.name}: {message}")
         self.code = code
         self.message = message
+
+
+class RuntimeUnavailable(CRIError):
+    """The runtime could not be reached (gRPC UNAVAILABLE): it is down or restarting. The
+    client has said so in its log, once, and reconnects by itself; the caller tries again
+    later, and must not read the failure as an answer (no containers, a failed probe)."""
 
 
 class RuntimeService(ABC):
@@ -219,7 +235,10 @@ class RemoteRuntime(RuntimeService):
 
     Upstream remoteRuntimeService and remoteImageService in one object: both gRPC services
     share one channel. Each call gets a deadline; a failed call raises CRIError with the
-    runtime's status code and message.
+    runtime's status code and message, RuntimeUnavailable when the runtime is gone. The
+    channel outlives the runtime's process: when containerd restarts, it reconnects with
+    backoff, and the client logs one line when the runtime goes away and one when it
+    answers again.
     """
 
     def __init__(self, endpoint: str) -> None:
@@ -230,7 +249,13 @@ class RemoteRuntime(RuntimeService):
                      ("grpc.max_send_message_length", MAX_MESSAGE_SIZE),
                      # The kubelet retries on its own (sync loops, PLEG); gRPC's transparent
                      # retry machinery would cost ~10% of every call's CPU.
-                     ("grpc.enable_retries", 0)])
+                     ("grpc.enable_retries", 0),
+                     ("grpc.initial_reconnect_backoff_ms", RECONNECT_BACKOFF_INITIAL_MS),
+                     ("grpc.max_reconnect_backoff_ms", RECONNECT_BACKOFF_MAX_MS),
+                     ("grpc.min_reconnect_backoff_ms", MIN_CONNECT_TIMEOUT_MS)])
+        self.unavailable_since: float | None = None
+        """When (time.monotonic()) a call first found the runtime gone; None: it answers."""
+        self._answered = False  # whether the runtime has answered a call yet
         self._runtime = api_pb2_grpc.RuntimeServiceStub(self._channel)
         self._images = api_pb2_grpc.ImageServiceStub(self._channel)
         # each RPC's full name, for the spans of traced pods ("runtime.v1.ImageService/PullImage")
@@ -262,9 +287,26 @@ class RemoteRuntime(RuntimeService):
         span of it when a traced pod's sync makes it."""
         with child_span(self._names.get(id(rpc), "runtime.v1/call")):
             try:
-                return await rpc(request, timeout=default if timeout is None else timeout)
+                answer = await rpc(request, timeout=default if timeout is None else timeout)
             except grpc.aio.AioRpcError as error:
+                if error.code() is grpc.StatusCode.UNAVAILABLE:
+                    self._unavailable(error.details() or "")
+                    raise RuntimeUnavailable(error.code(), error.details() or "") from error
                 raise CRIError(error.code(), error.details() or "") from error
+        if self.unavailable_since is not None and self._answered:
+            log.info("container runtime at %s answers again, after %.1f s", self.endpoint,
+                     time.monotonic() - self.unavailable_since)
+        self.unavailable_since, self._answered = None, True
+        return answer
+
+    def _unavailable(self, details: str) -> None:
+        """The runtime is gone: say so once, however many calls fail until it is back
+        (and not at all while a runtime that never answered yet is starting)."""
+        if self.unavailable_since is None:
+            self.unavailable_since = time.monotonic()
+            if self._answered:
+                log.warning("container runtime at %s is unavailable, reconnecting: %s",
+                            self.endpoint, details)
 
     async def version(self, request: api_pb2.VersionRequest,
                       timeout: float | None = None) -> api_pb2.VersionResponse:

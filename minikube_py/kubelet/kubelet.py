@@ -33,7 +33,7 @@ from minikube_py.client.rest import Client
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.auth import KubeletAuth, KubeletAuthConfig
 from minikube_py.kubelet.backoff import Backoff
-from minikube_py.kubelet.cri import CRIError, RuntimeService
+from minikube_py.kubelet.cri import CRIError, RuntimeService, RuntimeUnavailable
 from minikube_py.kubelet.envvars import make_environment
 from minikube_py.kubelet.eviction import EvictionManager, observe_host, parse_thresholds
 from minikube_py.kubelet.host_interface import HostInterface
@@ -71,6 +71,9 @@ log = logging.getLogger(__name__)
 RESYNC_SECONDS = 60.0
 HOUSEKEEPING_SECONDS = 2.0
 VOLUME_RETRY_SECONDS = 2.0
+RUNTIME_RETRY_SECONDS = 1.0
+"""How soon a pod whose sync found the runtime unavailable (containerd restarting) syncs
+again: nothing wakes it when the runtime is back, as the PLEG sees no change then."""
 REGISTRATION_POLL_SECONDS = 0.2
 
 
@@ -380,7 +383,9 @@ class Kubelet(Component):
 
     async def exec_sync(self, container_id: str, command: list[str],
                         timeout: float) -> tuple[int, str]:
-        """ExecSync through CRI (probes and lifecycle hooks)."""
+        """ExecSync through CRI (probes and lifecycle hooks). A command that ran answers
+        its exit code; one the runtime could not run (containerd restarting, the container
+        gone) raises CRIError, which an exec probe reads as "unknown", never as failed."""
         # CRI timeout 0 means none (lifecycle hooks); probes pass their timeoutSeconds.
         seconds = max(1, int(timeout)) if timeout else 0
         try:
@@ -391,7 +396,7 @@ class Kubelet(Component):
         except CRIError as error:
             if error.code.name == "DEADLINE_EXCEEDED":
                 raise TimeoutError(error.message) from error
-            return 1, error.message
+            raise
         return answer.exit_code, (answer.stdout + answer.stderr).decode(errors="replace")
 
     async def container_options(self, pod: Obj, container: Obj, pod_ips: list[str]
@@ -422,13 +427,16 @@ class Kubelet(Component):
         pod = self.pods.get(uid)
         parent = (tracing_context.of_object(pod)
                   if pod and self.tracer.enabled and not _settled(pod) else None)
-        if pod is None or parent is None:
-            return await self._sync_pod(uid, pod)
-        metadata = pod["metadata"]
-        with self.tracer.span("SyncPod", parent=parent, **{
-                "k8s.resource": "pods", "k8s.namespace": metadata.get("namespace", ""),
-                "k8s.name": metadata.get("name", ""), "node": self.node_name}):
-            return await self._sync_pod(uid, pod)
+        try:
+            if pod is None or parent is None:
+                return await self._sync_pod(uid, pod)
+            metadata = pod["metadata"]
+            with self.tracer.span("SyncPod", parent=parent, **{
+                    "k8s.resource": "pods", "k8s.namespace": metadata.get("namespace", ""),
+                    "k8s.name": metadata.get("name", ""), "node": self.node_name}):
+                return await self._sync_pod(uid, pod)
+        except RuntimeUnavailable:
+            return RUNTIME_RETRY_SECONDS  # the CRI client has logged it, once
 
     async def _sync_pod(self, uid: str, pod: Obj | None) -> float | None:
         """The pod's whole lifecycle step by step."""

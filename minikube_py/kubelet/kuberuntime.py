@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import grpc
+
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.backoff import Backoff
 from minikube_py.kubelet.cri import CRIError, RuntimeService
@@ -112,6 +114,8 @@ class RuntimeManager:
                 answer = await self.runtime.container_status(
                     api_pb2.ContainerStatusRequest(container_id=container.id))
             except CRIError as error:
+                if error.code is not grpc.StatusCode.NOT_FOUND:
+                    raise  # a container not seen is one to start again: never guess
                 log.debug("container %s vanished: %s", container.id, error.message)
                 continue
             record = container_record(answer.status, container.pod_sandbox_id)
@@ -122,10 +126,14 @@ class RuntimeManager:
         return status
 
     async def _sandbox_status(self, sandbox_id: str) -> api_pb2.PodSandboxStatus | None:
+        """The sandbox's status; None if it vanished since it was listed. Any other
+        failure is raised: a sandbox without an IP would be recreated."""
         try:
             answer = await self.runtime.pod_sandbox_status(
                 api_pb2.PodSandboxStatusRequest(pod_sandbox_id=sandbox_id))
-        except CRIError:
+        except CRIError as error:
+            if error.code is not grpc.StatusCode.NOT_FOUND:
+                raise
             return None
         return answer.status
 

@@ -51,7 +51,7 @@ from minikube_py.api.schema.written import always_written, fill_always_written
 from minikube_py.client.errors import AlreadyExists, APIStatusError, Conflict, NotFound
 from minikube_py.client.rest import Client, ConnectionFailed
 from minikube_py.gen.cri import api_pb2
-from minikube_py.kubelet.cri import CRIError, RuntimeService
+from minikube_py.kubelet.cri import CRIError, RuntimeService, RuntimeUnavailable
 from minikube_py.kubelet.eviction import Threshold, existing_ancestor, read_meminfo
 from minikube_py.lifecycle import wait_for_event
 
@@ -69,6 +69,9 @@ NODE_STATUS_MAX_IMAGES = 50
 MAX_NAMES_PER_IMAGE = 5
 REGISTER_BACKOFF_INITIAL = 0.1
 REGISTER_BACKOFF_MAX = 7.0
+MAX_WAIT_FOR_CONTAINER_RUNTIME = 30.0
+"""Seconds the runtime may fail its status check before the node says "container runtime
+is down" (upstream maxWaitForContainerRuntime): a containerd restart keeps the node Ready."""
 
 LABEL_HOSTNAME = "kubernetes.io/hostname"
 LABEL_OS = "kubernetes.io/os"
@@ -313,6 +316,8 @@ class NodeStatusManager:
                                             eviction_hard)
         self.registered = False
         self._runtime_name = "unknown"
+        self._runtime_errors_seen: list[str] = []  # what the last answered status said
+        self._last_runtime_sync: datetime | None = None  # when the runtime last answered
         self._last_report: datetime | None = None
         self._stopped = asyncio.Event()
 
@@ -473,18 +478,26 @@ class NodeStatusManager:
         try:
             answer = await self.runtime.list_images(api_pb2.ListImagesRequest())
         except CRIError as error:
-            log.error("node %s: error getting image list: %s", self.node_name, error)
+            if not isinstance(error, RuntimeUnavailable):  # the CRI client logged that
+                log.error("node %s: error getting image list: %s", self.node_name, error)
             return []
         return node_images(answer.images)
 
     async def _runtime_errors(self) -> list[str]:
-        """runtimeErrors + networkErrors, as updateRuntimeUp records them from Status."""
+        """runtimeErrors + networkErrors, as updateRuntimeUp records them from Status. A
+        check that fails keeps the last answer until the runtime has not answered for
+        MAX_WAIT_FOR_CONTAINER_RUNTIME; then the runtime is down."""
+        now = self.clock()
         try:
             answer = await self.runtime.status(api_pb2.StatusRequest())
         except CRIError as error:
-            log.error("node %s: container runtime status check failed: %s", self.node_name,
-                      error)
-            return ["container runtime is down"]
+            if not isinstance(error, RuntimeUnavailable):  # the CRI client logged that
+                log.error("node %s: container runtime status check failed: %s",
+                          self.node_name, error)
+            last = self._last_runtime_sync
+            if last is None or (now - last).total_seconds() >= MAX_WAIT_FOR_CONTAINER_RUNTIME:
+                return ["container runtime is down"]
+            return self._runtime_errors_seen
         conditions = {condition.type: condition for condition in answer.status.conditions}
         errors = []
         runtime_ready = conditions.get("RuntimeReady")
@@ -495,4 +508,5 @@ class NodeStatusManager:
         if network_ready is None or not network_ready.status:
             errors.append("container runtime network not ready: "
                           + describe_runtime_condition(network_ready))
+        self._runtime_errors_seen, self._last_runtime_sync = errors, now
         return errors

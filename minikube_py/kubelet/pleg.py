@@ -5,6 +5,9 @@ container through CRI (two calls, however many pods), compares their states with
 previous list, and wakes only the workers of pods in which something started, exited
 or disappeared: a container that crashes is noticed within a second, with no polling
 per pod. (containerd 1.6 has no CRI event stream, so relisting is the way here.)
+
+A relist that fails changes nothing: while containerd restarts, the pods keep what the
+last relist saw, and the next one after the restart finds the same containers again.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import logging
 from collections.abc import Callable
 
 from minikube_py.gen.cri import api_pb2
-from minikube_py.kubelet.cri import CRIError, RuntimeService
+from minikube_py.kubelet.cri import CRIError, RuntimeService, RuntimeUnavailable
 from minikube_py.kubelet.podstate import (
     MANAGED_LABEL,
     POD_UID_LABEL,
@@ -51,6 +54,8 @@ class GenericPLEG:
         while True:
             try:
                 await self.relist()
+            except RuntimeUnavailable:
+                pass  # the CRI client has said so; what the last relist saw still stands
             except CRIError as error:
                 log.warning("PLEG relist failed: %s", error.message)
             await asyncio.sleep(self.period)

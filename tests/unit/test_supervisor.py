@@ -72,17 +72,23 @@ async def test_a_component_up_for_a_minute_starts_afresh() -> None:
     assert supervisor.backoff["apiserver"] == 1.0
 
 
-async def test_a_failed_restart_is_retried_after_the_backoff_and_containerd_is_left_alone(
-        ) -> None:
-    dns, containerd, clock = Standin(), Standin(), Clock()
+async def test_a_failed_restart_is_retried_after_the_backoff() -> None:
+    dns, clock = Standin(), Clock()
     dns.fail = True
-    supervisor = Supervisor({"dns": dns, "containerd": containerd}, clock=clock)
+    supervisor = Supervisor({"dns": dns}, clock=clock)
     assert await supervisor.check() == []
-    assert dns.starts == 1 and containerd.starts == 0
+    assert dns.starts == 1
     clock.now += 0.5
     await supervisor.check()
     assert dns.starts == 1  # within the backoff
     dns.fail = False
     clock.now += 0.5
     assert await supervisor.check() == ["dns"]
-    assert containerd.starts == 0
+
+
+async def test_a_nodes_containerd_is_restarted_like_the_rest() -> None:
+    containerd, kubelet = Standin(), Standin()
+    supervisor = Supervisor({"node-1/containerd": containerd, "node-1/kubelet": kubelet},
+                            clock=Clock())
+    assert await supervisor.check() == ["node-1/containerd", "node-1/kubelet"]
+    assert containerd.starts == 1

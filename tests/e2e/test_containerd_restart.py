@@ -1,0 +1,136 @@
+"""A node's containerd killed in a running cluster: the supervisor starts it again, and the
+node's pods run on untouched (the same containers, processes and IPs, Ready throughout,
+no restart). Then `down` still leaves nothing behind: no shim, mount, namespace or link.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.test_cluster_cli import alive, kubectl, launcher, leftovers, pids
+
+pytestmark = pytest.mark.slow
+
+KUBECTL = str(Path(sys.executable).with_name("kubectl"))
+POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: steady}
+spec:
+  containers:
+  - name: echo
+    image: localhost/echo:1.0
+    ports: [{containerPort: 8080}]
+    # probes every second, each failure acted on at once: a runtime call that failed
+    # while containerd was down and counted as a failed probe would show
+    livenessProbe: {exec: {command: ["true"]}, periodSeconds: 1, failureThreshold: 1}
+    readinessProbe: {exec: {command: ["true"]}, periodSeconds: 1, failureThreshold: 1}
+"""
+SEEN = ('jsonpath={.status.podIP} {.status.containerStatuses[0].containerID} '
+        '{.status.containerStatuses[0].restartCount} {.status.containerStatuses[0].ready}'
+        '{"\\n"}')
+
+
+def wait_until(what: str, check: Callable[[], object], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def task_pids(home: Path) -> dict[str, int]:
+    """Container id -> the pid of its process, as node-1's containerd lists its tasks."""
+    listed = subprocess.run(
+        ["ctr", "--address", str(home / "nodes" / "node-1" / "containerd.sock"),
+         "--namespace", "k8s.io", "tasks", "ls"],
+        capture_output=True, text=True, timeout=30, check=True).stdout
+    return {line.split()[0]: int(line.split()[1]) for line in listed.splitlines()[1:]}
+
+
+def test_a_killed_containerd_is_restarted_and_its_pods_run_on_untouched(
+        fast_tmp: Path) -> None:
+    home = fast_tmp / "containerd-restart-home"
+    launcher(home, "up", "--nodes", "1")
+    try:
+        kubectl(home, "wait", "--for=condition=Ready", "node/node-1", "--timeout=60s")
+        subprocess.run([KUBECTL, f"--kubeconfig={home / 'kubeconfig'}", "apply", "-f", "-"],
+                       input=POD, capture_output=True, text=True, check=True, timeout=60)
+        kubectl(home, "wait", "--for=condition=Ready", "pod/steady", "--timeout=60s")
+        before = kubectl(home, "get", "pod", "steady", "-o", SEEN).stdout.strip()
+        pod_ip, container_id, restarts, ready = before.split()
+        assert (restarts, ready) == ("0", "true")
+        tasks = task_pids(home)
+        assert container_id.removeprefix("containerd://") in tasks
+
+        # every status the pod has from now on, as a watch sees it
+        watch = subprocess.Popen(
+            [KUBECTL, f"--kubeconfig={home / 'kubeconfig'}", "get", "pod", "steady",
+             "--watch", "--output-watch-events=false", "-o", SEEN],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            pid_file = home / "run" / "node-1" / "containerd.pid"
+            killed = int(pid_file.read_text())
+            os.kill(killed, signal.SIGKILL)
+            wait_until("containerd to exit", lambda: not alive(killed), 15)
+
+            def restarted() -> bool:
+                try:
+                    pid = int(pid_file.read_text())
+                except (OSError, ValueError):
+                    return False
+                return pid != killed and alive(pid)
+
+            wait_until("the supervisor to start containerd again", restarted, 60)
+
+            def exec_answers() -> bool:
+                """kubectl exec: API server -> kubelet -> CRI Exec on the new containerd."""
+                answer = subprocess.run(
+                    [KUBECTL, f"--kubeconfig={home / 'kubeconfig'}", "exec", "steady", "--",
+                     "echo", "through"], capture_output=True, text=True, timeout=60)
+                return answer.returncode == 0 and answer.stdout == "through\n"
+
+            wait_until("the kubelet to exec through the new containerd", exec_answers, 60)
+            page = urllib.request.urlopen(f"http://{pod_ip}:8080/", timeout=5).read()
+            assert page.decode() == f"pod=steady ip={pod_ip}\n"
+            after = kubectl(home, "get", "pod", "steady", "-o", SEEN).stdout.strip()
+        finally:
+            watch.terminate()
+            watched, _ = watch.communicate(timeout=30)
+
+        assert after == before
+        assert all(line == before for line in watched.split("\n") if line), watched
+        assert task_pids(home) == tasks  # the same containers, the same processes
+        supervised = (home / "logs" / "supervisor.log").read_text()
+        assert "node-1/containerd is running again" in supervised
+        # at most one line that containerd was gone (none if no call fell in the gap),
+        # one that it was back for each, and no traceback
+        logged = (home / "logs" / "node-1" / "kubelet.log").read_text()
+        lost = logged.count("is unavailable, reconnecting")
+        assert lost <= 1 and logged.count("answers again") == lost
+        assert "Traceback" not in logged
+        events = json.loads(kubectl(home, "get", "events", "--field-selector",
+                                    "involvedObject.name=steady", "-o", "json").stdout)
+        reasons = [(event["reason"], event["message"]) for event in events["items"]]
+        assert not [(reason, message) for reason, message in reasons
+                    if reason in ("Killing", "SandboxChanged", "BackOff", "Failed")
+                    or "probe failed" in message], reasons
+
+        # down still removes it all: the pod's shims and mounts went with the node
+        running = pids(home)
+        launcher(home, "down", "--purge")
+        assert not any(alive(pid) for pid in running)
+        assert not any(alive(pid) for pid in tasks.values())
+        assert leftovers(home) == []
+    finally:
+        launcher(home, "down", "--purge", check=False)
