@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from minikube_py.apiserver.server import GIT_VERSION
+from minikube_py.cluster.cli import main
 from minikube_py.images.bytecode import IMAGE_PYTHON, add_bytecode, pyc_path
 from minikube_py.images.components import COMPONENTS, IMAGE_REPOSITORY, VERSION
 from minikube_py.images.layers import LayerCache
@@ -105,6 +106,16 @@ def test_each_component_is_pushed_under_upstreams_name_in_our_repository() -> No
                      "metrics-server": "minikube_py.metrics"}
     reference = Reference.parse(f"{IMAGE_REPOSITORY}/kube-apiserver:{VERSION}-0123456789ab")
     assert (reference.host, reference.repository) == ("localhost", "minikube-py/kube-apiserver")
+
+
+def test_image_build_takes_names_or_components_not_both(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MINIKUBE_PY_HOME", str(tmp_path))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["image", "build", "--components", "nginx:latest", "--output", str(tmp_path)])
+    assert exit_info.value.code == ("error: name shipped images or give --components, "
+                                    "not both")
+    assert not list(tmp_path.iterdir())
 
 
 # -- the layer cache -------------------------------------------------------------------------
