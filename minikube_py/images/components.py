@@ -221,6 +221,11 @@ def _python_layer(bytecode: Path) -> Layer:
 
 def _dependencies_layer(bytecode: Path) -> Layer:
     """pyproject's dependencies and theirs, as the venv has them (wheels.py)."""
+    if sys.version_info[:2] != (3, 11):
+        raise ComponentImageError(
+            f"this venv's Python is {sys.version_info[0]}.{sys.version_info[1]}: its wheels "
+            "would not run on the images' python3.11 (Debian 12's); make the venv with "
+            "python3.11")
     layer = Layer()
     layer.record_source(project_metadata_file())
     for distribution in runtime_distributions():
