@@ -4,6 +4,8 @@
 to the cluster's registry under each of its names (nginx:latest, nginx:1.14.2, ...), where
 every node's containerd pulls it from. `build NAME ...` builds only those images, which
 is also how the images `up` leaves out (ON_DEMAND in the catalog) are built.
+`build --components` builds the control plane's own images (images/components.py:
+localhost/minikube-py/kube-apiserver, ..., etcd) where anything changed, and pushes them.
 `load FILE.tar` takes any OCI or `docker save` archive, as `kind load image-archive`
 does: it pushes it to the registry and imports it into the containerd of every node
 (under $MINIKUBE_PY_HOME/nodes/<node>/containerd.sock).
@@ -21,6 +23,11 @@ from pathlib import Path
 from minikube_py.cluster.netns import ClusterNetwork
 from minikube_py.cluster.runtime_setup import ImageLoadError, load_image, socket_answers
 from minikube_py.images.catalog import CATALOG, ON_DEMAND, ImageSpec, build_image
+from minikube_py.images.components import (
+    ComponentImageError,
+    build_component_images,
+    push_component_images,
+)
 from minikube_py.images.debian import PackageError
 from minikube_py.images.registry import (
     ArchiveError,
@@ -104,10 +111,42 @@ def chosen_images(names: list[str]) -> tuple[ImageSpec, ...]:
     return tuple(chosen)
 
 
+def push_components(output: Path, registry: str | None) -> list[str]:
+    """Build the component images (the layers that changed) and push them to `registry`;
+    one line per image for the user, and one saying which layers were built."""
+    images = build_component_images(output)
+    pushed = push_component_images(images, registry) if registry is not None else []
+    lines = []
+    for image in images.images:
+        line = f"built {image.reference}"
+        for result in pushed:
+            if str(result.reference) == image.reference:
+                size = sum(layer.size for layer in image.layers
+                           if layer.digest in result.uploaded)
+                line += (f" (already in {registry})" if result.up_to_date else
+                         f" (pushed to {registry}, {size / 1e6:.1f} MB sent)")
+        lines.append(line)
+    lines.append("layers built: " + (", ".join(images.built) or "none (nothing changed)"))
+    return lines
+
+
 def build_command(args: argparse.Namespace, home: Callable[[], Path]) -> None:
-    """`minikube-py image build [NAME ...] [--output DIR] [--registry HOST:PORT]`."""
-    specs = chosen_images(args.names)
+    """`minikube-py image build [NAME ... | --components] [--output DIR]
+    [--registry HOST:PORT]`."""
     output = args.output or home() / "images"
+    if args.components:
+        if args.names:
+            raise SystemExit("error: name shipped images or give --components, not both")
+        registry = args.registry or running_registry(home())
+        try:
+            lines = push_components(output / "components", registry)
+        except (ComponentImageError, RegistryError) as error:
+            raise SystemExit(f"error: {error}") from None
+        print("\n".join(lines))
+        if registry is None:
+            print("no cluster registry answers: the images were not pushed")
+        return
+    specs = chosen_images(args.names)
     registry = args.registry or running_registry(home())
     try:
         for line in push_catalog(output, registry, rebuild=True, specs=specs):
@@ -162,6 +201,11 @@ def add_image_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
                        help="only these images (default: the ones `up` builds); "
                             + ", ".join(spec.name for spec in ON_DEMAND)
                             + " is built only when named")
+    build.add_argument("--components", action="store_true",
+                       help="build the control plane's images instead (kube-apiserver, "
+                            "kube-controller-manager, kube-scheduler, kube-proxy, coredns, "
+                            "metrics-server, etcd, in localhost/minikube-py/), in "
+                            "OUTPUT/components; only what changed is built and pushed")
     build.add_argument("--output", type=Path, default=None,
                        help="directory for the archives (default: $MINIKUBE_PY_HOME/images)")
     build.add_argument("--registry", default=None, metavar="HOST:PORT",

@@ -178,6 +178,7 @@ def busybox_layer(busybox: Path = BUSYBOX_BINARY) -> Layer:
                          "(apt-get install busybox-static)")
     layer = Layer()
     layer.add_file("/bin/busybox", binary, 0o755)
+    layer.record_source(busybox)
     for applet in busybox_applets(busybox):
         layer.add_symlink(f"/bin/{applet}", "busybox")
     layer.add_symlink("/usr/bin/env", "/bin/busybox")

@@ -1,10 +1,14 @@
-"""OCI image archives: one filesystem layer, its image config and manifest in an image layout tar.
+"""OCI images: filesystem layers, the image config and the manifest that names them, and
+the image layout tar that holds one image.
 
 The format is the OCI Image Layout (image-spec `image-layout.md`): a file `oci-layout`, an
 `index.json` naming the image, and content-addressed blobs under `blobs/sha256/<hex>`, each
 named by the sha256 of its bytes. `ctr images import` reads it, as do `docker load` and
 `podman load`. Everything is written deterministically (fixed timestamps, sorted entries,
 owner root), so building the same image twice gives the same digests.
+
+    Layer  --tar-->  diff_id (sha256 of the tar)  --gzip-->  LayerBlob (digest, size)
+    image_blobs(layers, config)  ->  the config (diff_ids in order) and the manifest
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ GZIP_LAYER_MEDIA_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
 # importer reads first).
 REF_NAME_ANNOTATION = "org.opencontainers.image.ref.name"
 CONTAINERD_NAME_ANNOTATION = "io.containerd.image.name"
+# gzip's fastest level: Python's default (9) takes over ten times as long on the python
+# image's 38 MB layer (18 s against 1.4 s here) for a blob only 10% smaller.
+GZIP_LEVEL = 1
 # A fixed creation time (like SOURCE_DATE_EPOCH=0): the same input gives the same digests.
 EPOCH = "1970-01-01T00:00:00Z"
 DEFAULT_PATH = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -75,11 +82,20 @@ class Layer:
     """A filesystem layer being assembled: directories, files and symlinks, as one tar.
 
     Paths are absolute inside the image ("/bin/sh"); missing parent directories are added
-    (mode 0755). Every entry is owned by root with mtime 0.
+    (mode 0755). Every entry is owned by root with mtime 0. `sources` remembers the files
+    and folders of this machine the layer was made from, so a cache can tell when to
+    build it again (layers.py).
     """
 
     def __init__(self) -> None:
         self._entries: dict[str, tuple[tarfile.TarInfo, bytes]] = {}
+        self.sources: dict[str, tuple[int, int]] = {}
+
+    def record_source(self, host_path: Path) -> None:
+        """Remember a file or folder of this machine the layer was made from: its size and
+        modification time (symlinks followed)."""
+        stat = Path(host_path).stat()
+        self.sources[str(host_path)] = (stat.st_size, stat.st_mtime_ns)
 
     def add_directory(self, path: str, mode: int = 0o755) -> None:
         """A directory, e.g. add_directory("/tmp", 0o1777)."""
@@ -112,6 +128,11 @@ class Layer:
         info.uid = info.gid = 0
         info.uname = info.gname = "root"
         return info
+
+    def files(self) -> list[tuple[str, bytes]]:
+        """The regular files, as (absolute path in the image, content), sorted by path."""
+        return [(f"/{name}", data) for name, (info, data) in sorted(self._entries.items())
+                if info.isfile()]
 
     def tar(self) -> bytes:
         """The layer as an uncompressed tar, parents before children (sorted by path)."""
@@ -168,6 +189,64 @@ def check_image_name(name: str) -> None:
                          "e.g. localhost/echo:1.0")
 
 
+@dataclass(frozen=True)
+class LayerBlob:
+    """A layer as a manifest names it: the blob's digest and size, and the diff_id (the
+    digest of the uncompressed tar) that the image config lists."""
+
+    media_type: str
+    digest: str
+    size: int
+    diff_id: str
+
+    def descriptor(self) -> dict[str, Any]:
+        return {"mediaType": self.media_type, "digest": self.digest, "size": self.size}
+
+
+def layer_blob(layer_tar: bytes, *, compress: bool = True) -> tuple[LayerBlob, bytes]:
+    """A layer's tar as a blob (gzip-compressed unless compress is False), and the bytes."""
+    diff_id = "sha256:" + hashlib.sha256(layer_tar).hexdigest()
+    data = gzip.compress(layer_tar, compresslevel=GZIP_LEVEL, mtime=0) if compress else layer_tar
+    blob = Blob(GZIP_LAYER_MEDIA_TYPE if compress else LAYER_MEDIA_TYPE, data)
+    return LayerBlob(blob.media_type, blob.digest, len(data), diff_id), data
+
+
+def image_blobs(layers: list[LayerBlob], config: ImageConfig, architecture: str | None = None
+                ) -> tuple[Blob, Blob]:
+    """The image config (the layers' diff_ids, bottom first) and the manifest naming it and
+    the layers."""
+    arch = architecture or host_architecture()
+    config_blob = Blob.of_json(CONFIG_MEDIA_TYPE, {
+        "created": EPOCH,
+        "architecture": arch,
+        "os": "linux",
+        "config": config.to_json(),
+        "rootfs": {"type": "layers", "diff_ids": [layer.diff_id for layer in layers]},
+        "history": [{"created": EPOCH, "created_by": "minikube-py image build"}
+                    for _ in layers],
+    })
+    manifest_blob = Blob.of_json(MANIFEST_MEDIA_TYPE, {
+        "schemaVersion": 2,
+        "mediaType": MANIFEST_MEDIA_TYPE,
+        "config": config_blob.descriptor(),
+        "layers": [layer.descriptor() for layer in layers],
+    })
+    return config_blob, manifest_blob
+
+
+def image_index(images: list[tuple[str, Blob]], architecture: str | None = None) -> Blob:
+    """index.json of an image layout: each manifest with the name it goes by."""
+    arch = architecture or host_architecture()
+    return Blob.of_json(INDEX_MEDIA_TYPE, {
+        "schemaVersion": 2,
+        "mediaType": INDEX_MEDIA_TYPE,
+        "manifests": [manifest.descriptor(
+            platform={"architecture": arch, "os": "linux"},
+            annotations={REF_NAME_ANNOTATION: name, CONTAINERD_NAME_ANNOTATION: name},
+        ) for name, manifest in images],
+    })
+
+
 def write_oci_archive(path: Path, name: str, layer: Layer, config: ImageConfig, *,
                       compress: bool = True, architecture: str | None = None) -> ImageArchive:
     """Write an image of one layer to path as an OCI image layout tar named `name`.
@@ -176,38 +255,15 @@ def write_oci_archive(path: Path, name: str, layer: Layer, config: ImageConfig, 
     to path and renamed into place, so a reader never sees half an archive.
     """
     check_image_name(name)
-    arch = architecture or host_architecture()
-    layer_tar = layer.tar()
-    diff_id = "sha256:" + hashlib.sha256(layer_tar).hexdigest()
-    layer_blob = (Blob(GZIP_LAYER_MEDIA_TYPE, gzip.compress(layer_tar, mtime=0)) if compress
-                  else Blob(LAYER_MEDIA_TYPE, layer_tar))
-    config_blob = Blob.of_json(CONFIG_MEDIA_TYPE, {
-        "created": EPOCH,
-        "architecture": arch,
-        "os": "linux",
-        "config": config.to_json(),
-        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
-        "history": [{"created": EPOCH, "created_by": "minikube-py image build"}],
-    })
-    manifest_blob = Blob.of_json(MANIFEST_MEDIA_TYPE, {
-        "schemaVersion": 2,
-        "mediaType": MANIFEST_MEDIA_TYPE,
-        "config": config_blob.descriptor(),
-        "layers": [layer_blob.descriptor()],
-    })
-    index = Blob.of_json(INDEX_MEDIA_TYPE, {
-        "schemaVersion": 2,
-        "mediaType": INDEX_MEDIA_TYPE,
-        "manifests": [manifest_blob.descriptor(
-            platform={"architecture": arch, "os": "linux"},
-            annotations={REF_NAME_ANNOTATION: name, CONTAINERD_NAME_ANNOTATION: name},
-        )],
-    })
+    layer_info, layer_data = layer_blob(layer.tar(), compress=compress)
+    config_blob, manifest_blob = image_blobs([layer_info], config, architecture)
+    index = image_index([(name, manifest_blob)], architecture)
     files = {
         "oci-layout": json.dumps({"imageLayoutVersion": "1.0.0"}).encode(),
         "index.json": index.data,
+        f"blobs/sha256/{layer_info.digest.removeprefix('sha256:')}": layer_data,
         **{f"blobs/sha256/{blob.digest.removeprefix('sha256:')}": blob.data
-           for blob in (layer_blob, config_blob, manifest_blob)},
+           for blob in (config_blob, manifest_blob)},
     }
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

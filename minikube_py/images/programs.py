@@ -1,4 +1,5 @@
-"""The files of the images that carry real programs: nginx and python, from Debian.
+"""The files of the images that carry real programs: nginx, python, etcd and kube-proxy's
+tools, from Debian.
 
 Each function adds to a layer that already holds busybox (a shell and the usual tools):
 
@@ -14,6 +15,13 @@ Each function adds to a layer that already holds busybox (a shell and the usual 
              22.6) and the packages it depends on in /usr/lib/python3/dist-packages,
              where Debian's python3.11 looks: in-cluster programs such as the seeds'
              scheduler lab run in it
+    etcd     Debian's /usr/bin/etcd (etcd-server) and /usr/bin/etcdctl (etcd-client), and
+             the libraries they link (libc: Debian builds them with cgo)
+    proxy tools
+             what kube-proxy runs: iptables, iptables-save and iptables-restore (and the
+             ip6tables ones) of the nf_tables backend, as this machine's, with the
+             extensions libxtables loads for `-m comment`, `-m statistic`, ...; nft; and
+             conntrack, which clears UDP flows
 """
 
 from __future__ import annotations
@@ -38,6 +46,12 @@ DIST_PACKAGES = "/usr/lib/python3/dist-packages"
 PYTHON_LIB = Path("/usr/lib/python3.11")
 # Parts of the standard library a container has no use for (tests, IDLE, Tk, the
 # static library for embedding, 2to3, pip's bootstrap).
+ETCD_BINARIES = {Path("/usr/bin/etcd"): "etcd-server", Path("/usr/bin/etcdctl"): "etcd-client"}
+XTABLES_NFT = Path("/usr/sbin/xtables-nft-multi")
+XTABLES_COMMANDS = ("iptables", "iptables-save", "iptables-restore", "ip6tables",
+                    "ip6tables-save", "ip6tables-restore")
+# The packages of the other tools kube-proxy runs, by program.
+PROXY_TOOLS = {Path("/usr/sbin/nft"): "nftables", Path("/usr/sbin/conntrack"): "conntrack"}
 PYTHON_LIB_SKIPPED = {"test", "idlelib", "tkinter", "turtledemo", "lib2to3", "ensurepip",
                       "config-3.11-x86_64-linux-gnu", "__pycache__", "pydoc_data"}
 
@@ -46,12 +60,16 @@ def add_host_file(layer: Layer, image_path: str, host_path: Path) -> None:
     """A file of this machine (symlinks followed), with its permission bits."""
     real = host_path.resolve()
     layer.add_file(image_path, real.read_bytes(), real.stat().st_mode & 0o7777)
+    layer.record_source(host_path)
 
 
-def add_libraries(layer: Layer, binary: Path) -> None:
-    """The dynamic loader and every library `binary` links, at this machine's paths."""
+def add_libraries(layer: Layer, binary: Path, bundled: Path | None = None) -> None:
+    """The dynamic loader and every library `binary` links, at this machine's paths (but
+    those under `bundled`, which the layer has at its own path already: a wheel's
+    <package>.libs/)."""
     for library in shared_libraries(binary):
-        add_host_file(layer, str(library), library)
+        if bundled is None or not library.is_relative_to(bundled):
+            add_host_file(layer, str(library), library)
 
 
 def add_tree(layer: Layer, image_dir: str, host_dir: Path, skip: set[str] = frozenset()
@@ -61,6 +79,7 @@ def add_tree(layer: Layer, image_dir: str, host_dir: Path, skip: set[str] = froz
     elf_files = []
     for folder, dirs, files in os.walk(host_dir):
         dirs[:] = sorted(d for d in dirs if d not in skip)
+        layer.record_source(Path(folder))  # a file added or removed changes its mtime
         relative = Path(folder).relative_to(host_dir)
         for name in sorted(files):
             source = Path(folder) / name
@@ -110,3 +129,32 @@ def python_kubernetes_files(layer: Layer, cache: Path) -> None:
     for extension in add_tree(layer, DIST_PACKAGES, root / DIST_PACKAGES.lstrip("/"),
                               {"__pycache__"}):
         add_libraries(layer, extension)  # PyYAML's _yaml links libyaml
+
+
+def etcd_files(layer: Layer) -> None:
+    """Add Debian's etcd and etcdctl (see the module's table)."""
+    for binary, package in ETCD_BINARIES.items():
+        if not binary.is_file():
+            raise FileNotFoundError(f"{binary} is missing: apt-get install {package}")
+        add_host_file(layer, str(binary), binary)
+        add_libraries(layer, binary)
+    layer.add_directory("/var/lib/etcd", 0o700)
+
+
+def proxy_tools_files(layer: Layer) -> None:
+    """Add iptables, nft and conntrack (see the module's table)."""
+    for binary, package in {XTABLES_NFT: "iptables", **PROXY_TOOLS}.items():
+        if not binary.is_file():
+            raise FileNotFoundError(f"{binary} is missing: apt-get install {package}")
+        add_host_file(layer, str(binary), binary)
+        add_libraries(layer, binary)
+    for command in XTABLES_COMMANDS:
+        layer.add_symlink(f"/usr/sbin/{command}", XTABLES_NFT.name)
+    # libxtables loads its extensions (libxt_comment.so, ...) from the folder it was built with
+    for extensions in sorted(Path("/usr/lib").glob("*/xtables")):
+        for extension in add_tree(layer, str(extensions), extensions):
+            add_libraries(layer, extension)
+    for name in ("/etc/protocols", "/etc/ethertypes"):
+        if Path(name).is_file():
+            add_host_file(layer, name, Path(name))
+    layer.add_directory("/run")

@@ -1,8 +1,11 @@
 """Pushing image archives to a registry over the OCI distribution API.
 
     archive (OCI layout, or `docker save`) --> manifest, config, layers
+    first:         HEAD /v2/<repo>/manifests/<tag>       (200 with our manifest's digest:
+                                                          nothing to push)
     for each blob: HEAD /v2/<repo>/blobs/<digest>        (200: the registry has it)
-                   POST /v2/<repo>/blobs/uploads/        (202, Location: an upload URL)
+                   POST /v2/<repo>/blobs/uploads/        (202, Location: an upload URL;
+                        ?mount=<digest>&from=<other repo>  201: linked from there, no upload)
                    PUT  <Location>?digest=<digest>       (the bytes, in one piece: 201)
     then:          PUT  /v2/<repo>/manifests/<tag>       (the manifest: 201)
 
@@ -20,6 +23,7 @@ import tarfile
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,8 +73,35 @@ class Image:
 
     manifest: bytes
     manifest_media_type: str
-    blobs: dict[str, bytes]
+    blobs: Mapping[str, bytes]
     names: tuple[str, ...]
+
+
+class BlobFiles(Mapping[str, bytes]):
+    """Blobs on disk, by digest: a file is read only when a push has to send it."""
+
+    def __init__(self, paths: dict[str, Path]) -> None:
+        self.paths = paths
+
+    def __getitem__(self, digest: str) -> bytes:
+        return self.paths[digest].read_bytes()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.paths)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """What one push did: the blobs it sent, those it linked from another repository,
+    and whether the registry had the manifest under that tag already (then nothing)."""
+
+    reference: Reference
+    uploaded: tuple[str, ...] = ()
+    mounted: tuple[str, ...] = ()
+    up_to_date: bool = False
 
 
 def read_archive(path: Path) -> Image:
@@ -155,19 +186,40 @@ def _digest(data: bytes) -> str:
 
 def push(image: Image, registry: str, name: str) -> Reference:
     """Push `image` to `registry` (host:port, plain HTTP) under `name`."""
+    return push_image(image, registry, name).reference
+
+
+def push_image(image: Image, registry: str, name: str, *, mount_from: str = "") -> Pushed:
+    """Push `image` under `name` and say what it took: nothing when the tag names this
+    manifest already; blobs the repository lacks are linked from the repository
+    `mount_from` of the same registry when it has them, else uploaded."""
     reference = Reference.parse(name)
     base = f"http://{registry}/v2/{reference.repository}"
-    for digest, data in image.blobs.items():
+    manifest_digest = _digest(image.manifest)
+    status, headers = _request("HEAD", f"{base}/manifests/{reference.tag}", ok=(200, 404),
+                               accept=image.manifest_media_type)
+    if status == 200 and headers.get("Docker-Content-Digest") == manifest_digest:
+        return Pushed(reference, up_to_date=True)
+    uploaded, mounted = [], []
+    for digest in image.blobs:
         if _request("HEAD", f"{base}/blobs/{digest}", ok=(200, 404))[0] == 200:
             continue
-        _, headers = _request("POST", f"{base}/blobs/uploads/", ok=(202,))
+        uploads = f"{base}/blobs/uploads/"
+        if mount_from and mount_from != reference.repository:
+            uploads += (f"?mount={urllib.parse.quote(digest)}"
+                        f"&from={urllib.parse.quote(mount_from)}")
+        status, headers = _request("POST", uploads, ok=(201, 202))
+        if status == 201:
+            mounted.append(digest)
+            continue
         location = urllib.parse.urljoin(f"http://{registry}/", headers.get("Location", ""))
         separator = "&" if "?" in location else "?"
-        _request("PUT", f"{location}{separator}digest={urllib.parse.quote(digest)}", data,
-                 content_type="application/octet-stream", ok=(201,))
+        _request("PUT", f"{location}{separator}digest={urllib.parse.quote(digest)}",
+                 image.blobs[digest], content_type="application/octet-stream", ok=(201,))
+        uploaded.append(digest)
     _request("PUT", f"{base}/manifests/{reference.tag}", image.manifest,
              content_type=image.manifest_media_type, ok=(201,))
-    return reference
+    return Pushed(reference, tuple(uploaded), tuple(mounted))
 
 
 def registry_answers(registry: str) -> bool:
@@ -179,10 +231,12 @@ def registry_answers(registry: str) -> bool:
 
 
 def _request(method: str, url: str, body: bytes | None = None, *, content_type: str = "",
-             ok: tuple[int, ...], timeout: float = 60) -> tuple[int, Any]:
+             accept: str = "", ok: tuple[int, ...], timeout: float = 60) -> tuple[int, Any]:
     request = urllib.request.Request(url, data=body, method=method)
     if content_type:
         request.add_header("Content-Type", content_type)
+    if accept:
+        request.add_header("Accept", accept)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as answer:
             status, headers = answer.status, answer.headers

