@@ -410,8 +410,7 @@ async def test_sigterm_stops_every_component_within_2s_and_every_line_has_klogs_
         cluster: Cluster) -> None:
     processes: dict[str, ComponentProcess] = {
         **cluster.components, "apiserver": cluster.apiserver, "traces": cluster.traces}
-    stops = dict(zip(processes, await asyncio.gather(
-        *(terminate(process) for process in processes.values())), strict=True))
+    stops = {name: await terminate(process) for name, process in processes.items()}
     slow = {name: stop for name, stop in stops.items()
             if stop[1] != 0 or stop[0] >= STOP_SECONDS}
     assert not slow, f"(seconds, exit code) of those that did not stop cleanly: {slow}"
