@@ -19,6 +19,9 @@ One etcd, one API server and one of each component, started once for the module:
                 the receiver
     the end     none but the leader exited, none logged a traceback, every line of every
                 log has klog's header; SIGTERM stops each within 2 s, with exit code 0
+
+And an API server of its own shows --shutdown-delay-duration: after SIGTERM it serves on
+with /readyz failing, then stops.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -297,6 +302,35 @@ async def not_running(process: ComponentProcess) -> bool:
     return not process.running
 
 
+async def test_a_shutdown_delay_serves_on_with_readyz_failing_then_stops(
+        private_etcd: EtcdProcess, fast_tmp: Path) -> None:
+    """--shutdown-delay-duration: after SIGTERM the server goes on answering for that long
+    while /readyz says its `shutdown` check failed (load balancers take it out first),
+    then stops."""
+    api = APIServerProcess([private_etcd.client_url], fast_tmp / f"delay-{uuid.uuid4()}.log",
+                           extra_args=("--shutdown-delay-duration=4s",))
+    async with api:
+        assert api.pid is not None
+        started = time.monotonic()
+        os.kill(api.pid, signal.SIGTERM)
+
+        async def not_ready() -> bool:
+            return await asyncio.to_thread(_status, f"{api.url}/readyz/shutdown") == 500
+
+        await eventually(not_ready, timeout=10, what="/readyz to fail its shutdown check")
+        assert await asyncio.to_thread(_status, f"{api.url}/api/v1/namespaces/default") == 200
+        await eventually(lambda: not_running(api), timeout=15, what="the server to stop")
+        assert (api.returncode, time.monotonic() - started >= 4) == (0, True)
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
 def test_the_api_server_stops_on_sigterm_within_2s_with_every_watch_open(
         cluster: Cluster) -> None:
     elapsed, code = cluster.apiserver_stop
@@ -383,8 +417,6 @@ async def _superset(found: Any, want: set[str]) -> bool:
 
 
 def _get_json(url: str) -> Obj:
-    import urllib.request
-
     with urllib.request.urlopen(url, timeout=5) as answer:
         return orjson.loads(answer.read())
 

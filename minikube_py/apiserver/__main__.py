@@ -243,5 +243,6 @@ def main(argv: list[str] | None = None) -> None:
     # far less often (see benchmarks/RESULTS.md).
     run_component("apiserver", lambda: serve(config), event_loop=args.event_loop)
 
+
 if __name__ == "__main__":
     main()
