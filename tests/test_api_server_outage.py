@@ -71,6 +71,7 @@ Obj = dict[str, Any]
 
 NAMESPACE = "outage"
 NETNS_DIR = Path("/var/run/netns")
+NETNS_PREFIX = "mkgr-"
 STOP_SECONDS = 2.0
 LEADER = "outage-leader"
 # klog's header: severity, date, time with microseconds, pid, file:line]
@@ -98,6 +99,17 @@ class Cluster:
 
     def client(self) -> Client:
         return Client.from_kubeconfig(self.kubeconfig, user_agent="outage-test")
+
+
+def remove_namespaces_of_dead_runs() -> None:
+    """The proxy's namespace of a run that crashed (named after its pid): nothing runs in
+    it, its tables are the proxy's rules."""
+    if not NETNS_DIR.is_dir():
+        return
+    for path in NETNS_DIR.glob(f"{NETNS_PREFIX}*"):
+        pid = path.name.removeprefix(NETNS_PREFIX)
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            subprocess.run(["ip", "netns", "del", path.name], check=False)
 
 
 def host_address() -> str:
@@ -217,7 +229,7 @@ async def cluster(fast_tmp: Path) -> AsyncIterator[Cluster]:
     steps); stopped at the end of the module whatever happened."""
     directory = fast_tmp / f"outage-{uuid.uuid4().hex[:8]}"
     directory.mkdir()
-    netns = NETNS_DIR / f"mkgr-{os.getpid()}"
+    netns = NETNS_DIR / f"{NETNS_PREFIX}{os.getpid()}"
     trace_port = free_port()
     (directory / "tracing.yaml").write_text(
         "apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\n"
@@ -237,6 +249,7 @@ async def cluster(fast_tmp: Path) -> AsyncIterator[Cluster]:
                     "--leader-elect-retry-period=0.5s"))
     cluster = Cluster(directory, etcd, apiserver, traces, netns, f"outage-{suffix}-0",
                       StubKubelet(f"outage-stub-{suffix}"), leader)
+    remove_namespaces_of_dead_runs()
     subprocess.run(["ip", "netns", "add", netns.name], check=True)
     try:
         await etcd.start()
