@@ -413,20 +413,18 @@ async def test_the_metrics_server_scrapes_and_serves_through_the_api_server(
 
 async def test_spans_made_after_the_outage_reach_the_new_trace_receiver(
         cluster: Cluster) -> None:
+    async with cluster.client() as client:
+        await client.resource("replicasets").create(replica_set("traced", 1), NAMESPACE)
     url = (f"{cluster.traces.url}/api/v1/traces?resource=replicasets&namespace={NAMESPACE}"
-           "&name=after")
-
-    async def services() -> set[str]:
-        found = await asyncio.to_thread(_get_json, url)
-        return {span["service"] for trace in found["traces"] for span in trace["spans"]}
-
+           "&name=traced")
     want = {"kube-apiserver", "kube-controller-manager", "kube-scheduler"}
-    await eventually(lambda: _superset(services(), want), timeout=30,
-                     what=f"spans of {sorted(want)} in the ReplicaSet's trace")
 
+    async def every_exporter_sent() -> bool:
+        found = await asyncio.to_thread(_get_json, url)
+        return want <= {span["service"] for trace in found["traces"] for span in trace["spans"]}
 
-async def _superset(found: Any, want: set[str]) -> bool:
-    return want <= await found
+    await eventually(every_exporter_sent, timeout=30,
+                     what=f"spans of {sorted(want)} in a new ReplicaSet's trace")
 
 
 def _get_json(url: str) -> Obj:
@@ -453,6 +451,7 @@ def test_no_other_component_exited_and_none_logged_a_traceback(cluster: Cluster)
 
 async def test_sigterm_stops_every_component_within_2s_and_every_line_has_klogs_header(
         cluster: Cluster) -> None:
+    """The module's last test: it stops everything, so that the logs are whole."""
     processes: dict[str, ComponentProcess] = {
         **cluster.components, "apiserver": cluster.apiserver, "traces": cluster.traces}
     stops = {name: await terminate(process) for name, process in processes.items()}
