@@ -34,9 +34,10 @@ def replace(admin: Path, obj: dict[str, Any]) -> None:
 
 
 def log_lines(server: SecuredServer) -> list[dict[str, Any]]:
-    """The server's JSON log lines."""
+    """The server's JSON log messages (each after its line's klog header)."""
     lines = (server.directory / "apiserver.log").read_text().splitlines()
-    return [json.loads(line) for line in lines if line.startswith("{")]
+    messages = [line.partition("] ")[2] for line in lines]
+    return [json.loads(message) for message in messages if message.startswith("{")]
 
 
 def test_a_restart_brings_back_dropped_rules_and_subjects_and_keeps_added_ones(

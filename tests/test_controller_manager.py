@@ -1,5 +1,6 @@
 """The controller-manager as a process: flags, /healthz and /metrics, leader election
-between two copies, and a kill -9 in the middle of a rollout."""
+between two copies, and a kill -9 in the middle of a rollout; how a controller's failed
+sync is logged and retried."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from typing import Any
 
 import pytest
 
+from minikube_py.client.logs import level_of
 from minikube_py.client.rest import Client
 from minikube_py.cluster.components import ControllerManagerProcess
-from minikube_py.controllers.base import Controller
+from minikube_py.controllers.base import Controller, ControllerContext
 from minikube_py.controllers.manager import select_controllers
 from tests.api_helpers import eventually
 from tests.fake_kubelet import FakeKubelet
@@ -30,6 +32,34 @@ class Alpha(Controller):
 
 class Beta(Controller):
     name = "beta"
+
+
+class StaleWriter(Controller):
+    """Writes a ConfigMap back with the resourceVersion it first saw, so every write
+    after its first is a 409 Conflict from the API server."""
+
+    name = "stale-writer"
+    namespace = ""
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx)
+        self.config_maps = self.informer("configmaps")
+        self.watch_own_kind(self.config_maps)
+        self.first_version: dict[str, str] = {}
+        self.conflicts = 0
+
+    async def sync(self, key: str) -> None:
+        config_map = self.config_maps.store.get(key)
+        if config_map is None or config_map["metadata"]["namespace"] != self.namespace:
+            return
+        version = self.first_version.setdefault(key, config_map["metadata"]["resourceVersion"])
+        stale = {**config_map, "metadata": {**config_map["metadata"], "resourceVersion": version},
+                 "data": {"synced": "yes"}}
+        try:
+            await self.client.resource("configmaps").update(stale)
+        except Exception:
+            self.conflicts += 1
+            raise
 
 
 def test_controllers_flag_enables_and_disables_by_name() -> None:
@@ -49,6 +79,32 @@ def test_an_unknown_controller_is_one_clear_line(kubeconfig: Path) -> None:
     assert result.stderr.strip().splitlines() == [
         result.stderr.strip()], "exactly one line"
     assert "unknown controller 'nope'" in result.stderr
+
+
+async def test_a_conflict_is_retried_and_logged_at_v2_in_one_line_without_a_traceback(
+        run_controllers: Any, api_client: Client, namespace: str,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Upstream's controllers requeue a 409 as an ordinary event (another writer came
+    first), logged at -v 2: no error, no traceback."""
+    StaleWriter.namespace = namespace
+    caplog.set_level(level_of(2), logger="minikube_py.controllers.base")
+    manager = await run_controllers(StaleWriter)
+    writer = manager.controllers[0]
+    assert isinstance(writer, StaleWriter)
+    config_maps = api_client.resource("configmaps")
+    # the writer's first write succeeds; from then on the version it holds is stale
+    await config_maps.create({"apiVersion": "v1", "kind": "ConfigMap",
+                              "metadata": {"name": "contested"}}, namespace)
+
+    async def retried() -> bool:
+        return writer.conflicts >= 3
+
+    await eventually(retried, timeout=20, what="the Conflict to be retried")
+    lines = [record for record in caplog.records if "stale-writer" in record.getMessage()]
+    assert len(lines) >= 3 and all(record.levelno == level_of(2) and not record.exc_info
+                                   for record in lines), [(r.levelname, r.getMessage())
+                                                          for r in lines]
+    assert "the object has been modified" in lines[0].getMessage()
 
 
 def test_a_missing_kubeconfig_is_one_clear_line(tmp_path: Path) -> None:

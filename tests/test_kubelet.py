@@ -11,6 +11,8 @@ import asyncio
 import base64
 import json
 import os
+import re
+import signal
 import subprocess
 import time
 from collections.abc import AsyncIterator
@@ -24,6 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from minikube_py.client.errors import NotFound
 from minikube_py.client.logs import level_of
 from minikube_py.client.rest import Client
+from minikube_py.cluster.components import KubeletProcess
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.cri import RemoteRuntime
 from minikube_py.kubelet.kubelet import Kubelet, KubeletConfig
@@ -503,3 +506,41 @@ async def test_the_kubelets_own_endpoints_describe_what_it_runs(node, api_client
     assert config["port"] == node.config.port
     assert config["clusterDomain"] == "cluster.local"
     assert config["syncFrequency"].endswith("s") and config["evictionHard"]
+
+
+async def test_the_kubelet_process_stops_on_sigterm_within_2s_leaving_its_pods_running(
+        node, api_client, namespace, kubeconfig, fast_tmp):
+    """`python -m minikube_py.kubelet` in place of the module's kubelet (same node, same
+    containerd), with a pod whose probe and worker run: SIGTERM stops it within 2 s,
+    exit code 0, the containers left running as upstream's are, every line of its log a
+    klog line."""
+    await create(api_client, namespace, make_pod("steady", node, [shell(
+        "app", "sleep 3600", readinessProbe={"exec": {"command": ["true"]},
+                                             "periodSeconds": 1})]))
+    pod = await pod_where(api_client, namespace, "steady", is_running_and_ready)
+    await node.stop()
+    log = fast_tmp / f"kubelet-process-{os.getpid()}.log"
+    process = KubeletProcess(kubeconfig, log, node_name=node.name,
+                             runtime_endpoint=node.endpoint, root_dir=node.config.root_dir,
+                             pod_cidr=node.config.pod_cidr, extra_args=("-v", "2"))
+    try:
+        await process.start()
+        await eventually(lambda: _logged(log, "SyncLoop ADD"), timeout=30,
+                         what="the kubelet process to take the pod over")
+        assert process.pid is not None
+        started = time.monotonic()
+        os.kill(process.pid, signal.SIGTERM)
+        while process.running and time.monotonic() - started < 10:
+            await asyncio.sleep(0.02)
+        assert (process.returncode, time.monotonic() - started < 2) == (0, True)
+    finally:
+        await process.stop()
+        await node.start()
+    assert await sandboxes_of(node, pod["metadata"]["uid"])
+    lines = log.read_text().splitlines()
+    header = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ [^ :]+:\d+\] ")
+    assert [line for line in lines if not header.match(line)] == []
+
+
+async def _logged(log: Path, text: str) -> bool:
+    return text in log.read_text()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import re
 import subprocess
 import uuid
@@ -392,3 +393,31 @@ async def test_a_lease_written_by_someone_else_is_read_again_and_renewed(
     renewed = await harness.leases.get(harness.name, NODE_LEASE_NAMESPACE)
     assert renewed["spec"]["renewTime"] == "2026-11-22T04:00:10.000000Z"
     assert renewed["metadata"]["labels"] == {"touched": "yes"}
+
+
+async def test_a_lease_gone_with_its_node_is_not_put_again_and_returns_with_the_node(
+        harness: Harness, caplog: pytest.LogCaptureFixture) -> None:
+    """The garbage collector deletes a Node's Lease with it: the next sync does not PUT
+    the Lease five times over, creates none while there is no Node, and one owned by
+    the new Node once the node has registered again."""
+    await harness.manager().register()
+    lease = NodeLease(harness.client, harness.name, clock=harness.clock)
+    await lease.sync()
+    await harness.nodes.delete(harness.name)
+    await harness.leases.delete(harness.name, NODE_LEASE_NAMESPACE)
+
+    with caplog.at_level(logging.INFO, logger="minikube_py.kubelet.lease"):
+        await lease.sync()
+    assert [record.getMessage() for record in caplog.records
+            if record.levelno >= logging.WARNING] == []
+    assert any("the lease is gone" in record.getMessage() for record in caplog.records)
+    with pytest.raises(NotFound):
+        await harness.leases.get(harness.name, NODE_LEASE_NAMESPACE)
+
+    await harness.manager().register()
+    harness.clock.advance(10)
+    await lease.sync()
+    stored = await harness.leases.get(harness.name, NODE_LEASE_NAMESPACE)
+    node = await harness.node()
+    assert stored["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]
+    assert stored["spec"]["renewTime"] == "2026-11-22T04:00:10.000000Z"

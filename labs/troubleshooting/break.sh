@@ -20,8 +20,8 @@ K="$ROOT/.venv/bin/kubectl"
 MINIKUBE_PY="$ROOT/.venv/bin/python -m minikube_py.cluster"
 INTRUDER=intruder-on-another-machine
 
-# stop NAME: end the component whose pid file is run/NAME.pid (SIGTERM, as systemctl stop
-# does), and wait until it is gone.
+# stop NAME: end the component whose pid file is run/NAME.pid with SIGTERM, as systemctl
+# stop does, and wait until it is gone: every component stops within 2 s of SIGTERM.
 stop() {
   local name=$1 pid_file="$MK_HOME/run/$1.pid" pid
   if [ ! -s "$pid_file" ] || ! kill -0 "$(cat "$pid_file")" 2>/dev/null; then
@@ -31,11 +31,14 @@ stop() {
   pid=$(cat "$pid_file")
   kill -TERM "$pid"
   for _ in $(seq 100); do
-    kill -0 "$pid" 2>/dev/null || break
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "stopped $name"
+      return
+    fi
     sleep 0.1
   done
-  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
-  echo "stopped $name"
+  echo "$name (pid $pid) is still running 10 s after SIGTERM" >&2
+  exit 1
 }
 
 case "${1:-}" in

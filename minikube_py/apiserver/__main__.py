@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import logging
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +25,8 @@ from minikube_py.apiserver.registry.allocators import (
 )
 from minikube_py.apiserver.server import APIServer, APIServerConfig
 from minikube_py.apiserver.storage.encryption import load_encryption_config
+from minikube_py.client.component import run_component
+from minikube_py.client.logs import kv, setup_logging
 from minikube_py.tracing.setup import read_tracing_config
 
 
@@ -127,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--service-node-port-range", type=checked_by(parse_port_range),
                         default=DEFAULT_NODE_PORT_RANGE,
                         help="the ports NodePort services are allocated from, e.g. 30000-32767")
+    parser.add_argument("--shutdown-delay-duration", type=flag_duration, default=0.0,
+                        help="on SIGTERM, go on serving this long with /readyz failing "
+                             "before the listener closes (0: at once)")
     parser.add_argument("--v", type=int, default=1, help="log verbosity (0 = warnings only)")
     parser.add_argument("--event-loop", choices=("uvloop", "asyncio"), default="uvloop",
                         help="the event loop to serve on; uvloop cuts watch latency "
@@ -153,18 +156,20 @@ def _names(value: str) -> list[str]:
 
 
 async def serve(config: APIServerConfig) -> None:
-    """Serve until SIGINT or SIGTERM."""
+    """Serve until cancelled (SIGTERM, SIGINT), then shut down gracefully (APIServer's
+    [graceful-termination] steps)."""
     server = APIServer(config)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     scheme = "https" if config.tls_cert_file else "http"
-    async with server:
-        logging.getLogger("minikube_py.apiserver").info(
-            '{"msg": "serving", "address": "%s://%s:%d"}', scheme, config.bind_address,
-            server.port)
-        await stop.wait()
+    try:
+        await server.start()
+        logging.getLogger("minikube_py.apiserver").info(kv(
+            "Serving securely" if config.tls_cert_file else "Serving insecurely",
+            address=f"{scheme}://{config.bind_address}:{server.port}"))
+        await asyncio.Event().wait()
+    except OSError as error:
+        sys.exit(f"apiserver: {error}")
+    finally:
+        await server.stop()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -196,8 +201,8 @@ def main(argv: list[str] | None = None) -> None:
                                             _names(args.disable_admission_plugins))
     except (ValueError, OSError) as err:
         parser.error(str(err))
-    logging.basicConfig(stream=sys.stderr, format="%(message)s",
-                        level=logging.INFO if args.v >= 1 else logging.WARNING)
+    # klog's header on every line; --v 1 (the default) shows each request, 0 warnings only
+    setup_logging(args.v, logging.INFO if args.v >= 1 else logging.WARNING)
     config = APIServerConfig(
         etcd_servers=[s.strip() for s in args.etcd_servers.split(",") if s.strip()],
         bind_address=args.bind_address,
@@ -231,17 +236,12 @@ def main(argv: list[str] | None = None) -> None:
         service_account_key_files=tuple(args.service_account_key_file),
         service_account_issuer=args.service_account_issuer,
         api_audiences=tuple(a.strip() for a in args.api_audiences.split(",") if a.strip()),
+        shutdown_delay=args.shutdown_delay_duration,
     )
     # The watch caches keep every object as dicts, so a full collection walks them all and
-    # stalls the event loop (~140 ms each with 5,000 pods cached). Objects decoded from JSON
-    # form no reference cycles, so collect far less often (see benchmarks/RESULTS.md).
-    gc.set_threshold(50_000, 20, 100)
-    if args.event_loop == "uvloop":
-        import uvloop
-
-        uvloop.run(serve(config))
-    else:
-        asyncio.run(serve(config))
+    # stalls the event loop (~140 ms each with 5,000 pods cached); run_component collects
+    # far less often (see benchmarks/RESULTS.md).
+    run_component("apiserver", lambda: serve(config), event_loop=args.event_loop)
 
 
 if __name__ == "__main__":

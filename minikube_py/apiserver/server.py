@@ -91,6 +91,7 @@ from minikube_py.apiserver.registry.strategies import strategy_for
 from minikube_py.apiserver.storage.encryption import load_encryption_config
 from minikube_py.apiserver.storage.etcd import EtcdClient, EtcdError, EtcdTLS
 from minikube_py.apiserver.storage.watchcache import WatchCache, decode
+from minikube_py.client.logs import kv
 from minikube_py.lifecycle import Component
 from minikube_py.security.pki import server_ssl_context
 from minikube_py.tracing import context as tracing_context
@@ -98,6 +99,10 @@ from minikube_py.tracing.setup import close_tracer, read_tracing_config, tracer_
 from minikube_py.tracing.tracer import Tracer
 
 FORCE_LIVE_LOOKUP_SECONDS = 30.0
+# How long a stopping server waits for the requests in flight (a log stream, an exec)
+# before it cuts them: SIGTERM stops it within 2 s (upstream waits up to its request
+# timeout, 60 s, for requests that are not long-running).
+SHUTDOWN_TIMEOUT = 1.0
 log = logging.getLogger("minikube_py.apiserver")
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
@@ -165,6 +170,9 @@ class APIServerConfig:
     service_account_key_files: tuple[str, ...] = ()
     service_account_issuer: str = DEFAULT_ISSUER
     api_audiences: tuple[str, ...] = ()
+    # --shutdown-delay-duration: how long a stopping server goes on serving, /readyz
+    # failing, before it stops listening (seconds; 0, upstream's default: at once)
+    shutdown_delay: float = 0.0
 
 
 class APIServer(Component):
@@ -385,7 +393,7 @@ class APIServer(Component):
             self._tasks.append(asyncio.create_task(cache.run()))
         if self.config.compaction_interval > 0:
             self._tasks.append(asyncio.create_task(self._compact_periodically()))
-        self._runner = web.ServerRunner(self.build_server())
+        self._runner = web.ServerRunner(self.build_server(), shutdown_timeout=SHUTDOWN_TIMEOUT)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.config.bind_address, self.config.port,
                            reuse_address=True, ssl_context=self._ssl_context())
@@ -406,20 +414,47 @@ class APIServer(Component):
                                   Path(config.client_ca_file) if config.client_ca_file else None)
 
     async def _close(self) -> None:
+        """Graceful termination, in upstream's order (genericapiserver.go's
+        [graceful-termination] events):
+
+            ShutdownInitiated        /readyz fails its `shutdown` check; requests are still
+                                     served for --shutdown-delay-duration, so that load
+                                     balancers take this server out first
+            NotAcceptingNewRequest   the listener closes and keep-alive connections close
+                                     after their request; every watch ends, as upstream's
+                                     handler returns on the server's shutdown signal, so
+                                     that clients watch again (elsewhere, or here once
+                                     the server is back) from the last version they saw
+            InFlightRequestsDrained  the requests still running finish, or are cut after
+                                     SHUTDOWN_TIMEOUT seconds
+        then the server's own loops, the tracer's last spans and the etcd client stop."""
         self._listening.clear()
+        log.info(kv("[graceful-termination] shutdown event", name="ShutdownInitiated"))
         if self._runner is not None:
+            if self.config.shutdown_delay > 0:
+                await asyncio.sleep(self.config.shutdown_delay)
+            for site in list(self._runner.sites):
+                await site.stop()
+            if self._runner.server is not None:
+                self._runner.server.pre_shutdown()
+            for cache in self.caches.values():
+                cache.end_watches()
+            log.info(kv("[graceful-termination] shutdown event", name="NotAcceptingNewRequest"))
             await self._runner.cleanup()
             self._runner = None
+            log.info(kv("[graceful-termination] shutdown event",
+                        name="InFlightRequestsDrained"))
         if self.audit is not None:
             self.audit.sink.close()
-        await close_tracer(self.tracer)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        await close_tracer(self.tracer)
         await self.etcd_client.close()
+        log.info(kv("[graceful-termination] apiserver is exiting"))
 
     async def _bootstrap(self) -> None:
         """Create the system namespaces, as upstream's system-namespaces controller does,

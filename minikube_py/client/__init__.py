@@ -1,2 +1,3 @@
 """The client-go equivalent every component uses: REST client, kubeconfig, informers,
-workqueue, leader election and the event recorder. Each is one small module."""
+workqueue, leader election, the event recorder, retries while the API server is away
+(retry.py) and klog's log lines (logs.py). Each is one small module."""

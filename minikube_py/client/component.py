@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -15,6 +16,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from minikube_py.client.leaderelection import LeadershipLost
+
+log = logging.getLogger(__name__)
 
 
 async def serve_health(registry: CollectorRegistry, address: str, port: int
@@ -37,23 +40,38 @@ async def serve_health(registry: CollectorRegistry, address: str, port: int
     return runner
 
 
-def run_component(name: str, main: Callable[[], Awaitable[None]]) -> None:
-    """Run a component's main coroutine until it ends, SIGTERM arrives (a clean stop:
-    leases are handed over), or its leadership is lost (exit 1, as upstream's do)."""
+def run_component(name: str, main: Callable[[], Awaitable[None]], *,
+                  event_loop: str = "uvloop") -> None:
+    """Run a component's main coroutine until it ends, SIGTERM or SIGINT arrives (a clean
+    stop: main is cancelled and releases what it holds, leases are handed over), or its
+    leadership is lost (exit 1, as upstream's do).
+
+    A component that gives up (`sys.exit("why")`, leadership lost) says why in one klog
+    E line, as upstream's klog.Fatal does, and exits with 1."""
 
     async def run() -> None:
         main_task = asyncio.current_task()
         assert main_task is not None
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main_task.cancel)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            asyncio.get_running_loop().add_signal_handler(signum, main_task.cancel)
         await main()
 
     # The informer caches hold every object as dicts; objects decoded from JSON form no
     # reference cycles, so collect rarely: a full collection walks them all and stalls
-    # the loop (the API server does the same, see apiserver/__main__.py).
+    # the loop (the API server's watch caches likewise).
     gc.set_threshold(50_000, 20, 100)
     try:
-        uvloop.run(run())
+        if event_loop == "uvloop":
+            uvloop.run(run())
+        else:
+            asyncio.run(run())
     except LeadershipLost as lost:
-        sys.exit(f"{name}: leaderelection lost: {lost}")
+        log.error("%s: leaderelection lost: %s", name, lost)
+        sys.exit(1)
+    except SystemExit as exiting:
+        if isinstance(exiting.code, str):
+            log.error("%s", exiting.code)
+            sys.exit(1)
+        raise
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass

@@ -32,6 +32,7 @@ Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 JITTER_FACTOR = 1.2
+RELEASE_TIMEOUT = 1.0  # seconds a stopping component tries to hand its Lease over
 
 
 class LeadershipLost(Exception):
@@ -173,13 +174,17 @@ class LeaderElector:
         return True
 
     async def _release(self) -> None:
-        """Step down cleanly (work ended): empty the holder so others need not wait."""
+        """Step down cleanly (work ended): empty the holder so others need not wait. A
+        server that does not answer within RELEASE_TIMEOUT is not waited for: the Lease
+        then expires by itself."""
         try:
-            lease = await self.leases.get(self.name, self.namespace)
-            if (lease.get("spec") or {}).get("holderIdentity") != self.identity:
-                return
-            lease["spec"].update(holderIdentity="", leaseDurationSeconds=1,
-                                 renewTime=micro_time())
-            await self.leases.update(lease)
-        except (APIStatusError, ConnectionFailed) as failure:
-            log.info("%s: could not release the lease: %s", self.identity, failure)
+            async with asyncio.timeout(RELEASE_TIMEOUT):
+                lease = await self.leases.get(self.name, self.namespace)
+                if (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+                    return
+                lease["spec"].update(holderIdentity="", leaseDurationSeconds=1,
+                                     renewTime=micro_time())
+                await self.leases.update(lease)
+        except (APIStatusError, ConnectionFailed, TimeoutError) as failure:
+            log.info("%s: could not release the lease: %s", self.identity,
+                     str(failure) or f"no answer within {RELEASE_TIMEOUT:.0f}s")

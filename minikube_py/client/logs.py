@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import threading
 import time
+from types import TracebackType
 from typing import Any
 
 _SEVERITY = {logging.DEBUG: "I", logging.INFO: "I", logging.WARNING: "W",
@@ -44,17 +46,21 @@ def kv(message: str, **pairs: Any) -> str:
 
 
 class KlogFormatter(logging.Formatter):
-    """Lines in klog's header format (see the module docstring)."""
+    """Lines in klog's header format (see the module docstring). A message of several
+    lines (a traceback) carries the header on each, so that every line of a log reads
+    as klog's and a grep for a severity finds them all."""
 
     def format(self, record: logging.LogRecord) -> str:
         seconds = time.localtime(record.created)
         micros = int((record.created % 1) * 1_000_000)
         head = (f"{_SEVERITY.get(record.levelno, 'I')}{time.strftime('%m%d %H:%M:%S', seconds)}"
                 f".{micros:06d} {record.process:7d} {record.filename}:{record.lineno}] ")
-        text = head + record.getMessage()
+        text = record.getMessage()
         if record.exc_info:
             text += "\n" + self.formatException(record.exc_info)
-        return text
+        if "\n" not in text:
+            return head + text
+        return "\n".join(head + line for line in text.splitlines())
 
 
 def add_verbosity_flag(parser: argparse.ArgumentParser) -> None:
@@ -63,10 +69,32 @@ def add_verbosity_flag(parser: argparse.ArgumentParser) -> None:
                         help="log verbosity (klog's): 2 shows each decision, 4 each step")
 
 
-def setup_logging(verbosity: int) -> None:
-    """Log to stderr in klog's format at `verbosity`."""
+def setup_logging(verbosity: int, level: int | None = None) -> None:
+    """Log to stderr in klog's format at `verbosity` (or at the Python `level` given).
+
+    Whatever else a process would print to stderr goes through it too: warnings from
+    libraries (W lines, `warnings.warn`), and the traceback of an exception nobody caught,
+    in the main thread, another thread, or a destructor (E lines)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(KlogFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(level_of(verbosity))
+    root.setLevel(level_of(verbosity) if level is None else level)
+    logging.captureWarnings(True)
+    sys.excepthook = _log_uncaught
+    threading.excepthook = lambda failure: _log_uncaught(
+        failure.exc_type, failure.exc_value or failure.exc_type(), failure.exc_traceback)
+    sys.unraisablehook = _log_unraisable
+
+
+def _log_uncaught(kind: type[BaseException], error: BaseException,
+                  trace: TracebackType | None) -> None:
+    """An exception nobody caught: one E line and its traceback, each line a klog line."""
+    logging.getLogger("minikube_py").error("Unhandled error", exc_info=(kind, error, trace))
+
+
+def _log_unraisable(unraisable: Any) -> None:
+    """An exception Python could not raise (in a destructor, a finalizer)."""
+    logging.getLogger("minikube_py").error(
+        "%s: %r", unraisable.err_msg or "Exception ignored in", unraisable.object,
+        exc_info=(unraisable.exc_type, unraisable.exc_value, unraisable.exc_traceback))

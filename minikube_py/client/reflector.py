@@ -6,7 +6,8 @@
 When the watch ends (the server's timeout, a dropped connection) the reflector watches
 again from the last resourceVersion it saw, so no event is lost and none is repeated.
 BOOKMARK events only move that version forward. When the version is too old (410 Gone:
-etcd compacted it) the reflector lists again. Errors back off from 0.8 s to 30 s.
+etcd compacted it) the reflector lists again. Errors back off from 0.8 s to 30 s, with
+jitter (client-go's), and each is one warning line.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, Protocol
 
 from minikube_py.client.errors import APIStatusError, Gone
 from minikube_py.client.rest import ConnectionFailed, ResourceClient
+from minikube_py.client.retry import Backoff
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -55,8 +57,9 @@ class Reflector:
         self.name = resource.resource.plural
 
     async def run(self) -> None:
-        """ListAndWatch until cancelled; failures back off and start over."""
-        backoff = INITIAL_BACKOFF
+        """ListAndWatch until cancelled; failures back off and start over. It never
+        gives up: an informer whose reflector stopped would serve a stale cache forever."""
+        backoff = Backoff(INITIAL_BACKOFF, MAX_BACKOFF)
         need_list = True
         while True:
             try:
@@ -64,15 +67,20 @@ class Reflector:
                     await self.list()
                     need_list = False
                 await self.watch()
-                backoff = INITIAL_BACKOFF
+                backoff.reset()
+                continue
             except (WatchExpired, Gone) as expired:
                 log.info("%s: %s; listing again", self.name, expired)
                 need_list = True
+                continue
             except (APIStatusError, ConnectionFailed) as failure:
-                log.warning("%s: list/watch failed: %s; retrying in %.1fs",
-                            self.name, failure, backoff)
-                await asyncio.sleep(backoff * (1 + random.random() * 0.2))
-                backoff = min(backoff * 2, MAX_BACKOFF)
+                delay = backoff.step()
+                log.warning("%s: %s failed: %s; retrying in %.1fs", self.name,
+                            "list" if need_list else "watch", failure, delay)
+            except Exception:  # a bug (a handler's is caught by the informer): say where
+                delay = backoff.step()
+                log.exception("%s: list/watch failed; retrying in %.1fs", self.name, delay)
+            await asyncio.sleep(delay)
 
     async def list(self) -> None:
         """List every object (in pages of 500, at one snapshot) and replace the sink's."""

@@ -193,7 +193,8 @@ class Client:
                     if line.strip():
                         yield orjson.loads(line)
         except aiohttp.ClientError as failure:
-            raise ConnectionFailed(f"watch {path}: {failure!r}") from failure
+            reason = str(failure) or type(failure).__name__
+            raise ConnectionFailed(f"watch {path}: {reason}") from failure
 
 
 def _error_from(code: int, payload: bytes, headers: Any) -> APIStatusError:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from minikube_py.client.kubeconfig import KubeconfigError, load_kubeconfig
+from minikube_py.client.logs import setup_logging
 from minikube_py.cluster.apiserver import APIServerProcess, ServingTLS
 from minikube_py.cluster.certs import ClusterCertificates
 from minikube_py.cluster.components import (
@@ -589,8 +590,7 @@ def supervisor_process(state: Path) -> SupervisorProcess:
 
 def supervise(args: argparse.Namespace) -> None:
     """`minikube-py supervise` (started by `up`): restart components that die."""
-    logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(message)s",
-                        level=logging.WARNING)
+    setup_logging(0, logging.WARNING)
     state = home()
     supervisor = Supervisor(components(state, _saved_cluster(state)))
     try:

@@ -24,9 +24,12 @@ from typing import Any, ClassVar
 
 from prometheus_client import CollectorRegistry, Counter
 
+from minikube_py.client.errors import APIStatusError, Conflict
 from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import EventHandler, SharedInformer, SharedInformerFactory
+from minikube_py.client.logs import level_of
 from minikube_py.client.rest import Client
+from minikube_py.client.retry import unavailable
 from minikube_py.client.store import object_key
 from minikube_py.client.workqueue import RateLimitingQueue, ShutDown, WorkqueueMetrics
 from minikube_py.lifecycle import Component
@@ -208,11 +211,22 @@ class Controller(Component):
             await self.sync(key)
 
     def _handle_error(self, key: str, error: Exception) -> None:
-        """Log, and retry the key with backoff; other keys are served meanwhile."""
+        """Retry the key with backoff (other keys are served meanwhile), saying why in
+        one line: a Conflict (another writer came first) is an ordinary requeue, logged
+        at -v 2 as upstream's controllers log it; an API server that is away, a warning;
+        another answer of the API's, info (a warning once the key failed 5 times in a
+        row); anything else is a bug, logged as an error with its traceback."""
         requeues = self.queue.num_requeues(key)
-        level = logging.INFO if requeues < 5 else logging.WARNING
+        if isinstance(error, Conflict):
+            level = level_of(2)
+        elif unavailable(error):
+            level = logging.WARNING
+        elif isinstance(error, ExpectedSyncError | APIStatusError):
+            level = logging.INFO if requeues < 5 else logging.WARNING
+        else:
+            level = logging.ERROR
         log.log(level, "%s: error syncing %r (retry %d): %s", self.name, key, requeues,
-                error, exc_info=not isinstance(error, ExpectedSyncError))
+                error, exc_info=level == logging.ERROR)
         self.queue.add_rate_limited(key)
 
 

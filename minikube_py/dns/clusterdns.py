@@ -15,6 +15,7 @@ from typing import Any
 
 from minikube_py.client.informer import EventHandler, SharedInformerFactory
 from minikube_py.client.rest import Client
+from minikube_py.client.retry import on_error
 from minikube_py.dns.publish import publish
 from minikube_py.dns.records import ClusterRecords
 from minikube_py.dns.server import DNSServer, DNSStats
@@ -63,8 +64,9 @@ class ClusterDNS(Component):
             log.info("serving DNS for %s on %s:%d (udp, tcp)", self.records.zone,
                      self.bind_address, self.port)
             if self.advertise_address:
-                await publish(self.client, self.service_ip, self.advertise_address,
-                              self.port, self.metrics_port)
+                await on_error("publishing the kube-dns endpoint", lambda: publish(
+                    self.client, self.service_ip, self.advertise_address, self.port,
+                    self.metrics_port))
             self._serving.set()
             await asyncio.Event().wait()
         finally:

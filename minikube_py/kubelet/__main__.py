@@ -16,7 +16,7 @@ from minikube_py.client.component import run_component
 from minikube_py.client.errors import APIStatusError
 from minikube_py.client.kubeconfig import KubeconfigError
 from minikube_py.client.logs import add_verbosity_flag, setup_logging
-from minikube_py.client.rest import Client
+from minikube_py.client.rest import Client, ConnectionFailed
 from minikube_py.kubelet import certificate
 from minikube_py.kubelet.auth import KubeletAuthConfig
 from minikube_py.kubelet.cri import RemoteRuntime, RuntimeService
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
                                               Path(args.bootstrap_kubeconfig), cert_dir))
         client = Client.from_kubeconfig(args.kubeconfig, user_agent="kubelet")
     except (KubeconfigError, certificate.CertificateRequestFailed, APIStatusError,
-            OSError) as error:
+            ConnectionFailed, OSError) as error:
         sys.exit(f"kubelet: {error}")
     if args.simulate:
         from minikube_py.kubelet.hollow import run_hollow_nodes

@@ -9,6 +9,8 @@ Lease's renewTime: a node whose Lease stops moving becomes NotReady/Unknown.
         that failed, or none     ensure: GET it, or create it if missing (retried
                                  200 ms, 400 ms, ... up to 7 s apart), then renew it
         PUT Conflict             GET the newer Lease and try again (5 tries in all)
+        PUT NotFound             the Lease went with its Node: ensure it (above)
+        PUT failed otherwise     try again after 200 ms, 400 ms ... (5 tries in all)
         ownerReference           the Node (with its uid) once the Node exists; until
                                  then the Lease is not created, so that the garbage
                                  collector deletes it with its Node
@@ -31,6 +33,7 @@ from minikube_py.api.meta import now as utc_now
 from minikube_py.client.errors import APIStatusError, Conflict, NotFound
 from minikube_py.client.leaderelection import micro_time
 from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.client.retry import Backoff
 from minikube_py.lifecycle import wait_for_event
 
 Obj = dict[str, Any]
@@ -115,8 +118,13 @@ class NodeLease:
             return await self.leases.create(lease, NODE_LEASE_NAMESPACE), True
 
     async def _retry_update(self, base: Obj) -> None:
-        """retryUpdateLease: PUT a renewed copy; on Conflict start from a fresh GET."""
-        for _ in range(MAX_UPDATE_RETRIES):
+        """retryUpdateLease: PUT a renewed copy, MAX_UPDATE_RETRIES times at most. On
+        Conflict start from a fresh GET; a Lease that is gone (deleted with its Node) is
+        not PUT again (sync's ensure creates it anew once the Node is back); after any
+        other failure wait 200 ms, 400 ms ... (with jitter), so that a server that is
+        away is not asked five times in a few milliseconds."""
+        backoff = Backoff(2 * BACKOFF_INITIAL, MAX_BACKOFF, jitter=0.2)
+        for attempt in range(1, MAX_UPDATE_RETRIES + 1):
             try:
                 self.latest = await self.leases.update(await self._new_lease(base))
                 return
@@ -126,8 +134,13 @@ class NodeLease:
                 if fresh is None:
                     break
                 base = fresh
+            except NotFound:
+                raise LeaseUpdateFailed("the lease is gone") from None
             except (APIStatusError, ConnectionFailed) as error:
-                log.error("node %s: failed to update lease: %s", self.node_name, error)
+                log.error("node %s: failed to update lease (attempt %d): %s", self.node_name,
+                          attempt, error)
+                if attempt < MAX_UPDATE_RETRIES:
+                    await self._sleep(backoff.step())
         raise LeaseUpdateFailed(f"failed {MAX_UPDATE_RETRIES} attempts to update lease")
 
     async def _new_lease(self, base: Obj | None) -> Obj:

@@ -34,7 +34,9 @@ from minikube_py.api.meta import rfc3339
 from minikube_py.api.resources import Resource
 from minikube_py.api.schema import openapi_v2_definitions, openapi_v3_document
 from minikube_py.api.selectors import LabelSelector, parse_label_selector
-from minikube_py.client.rest import Client
+from minikube_py.client.errors import APIStatusError
+from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.client.retry import on_error
 from minikube_py.lifecycle import Component
 from minikube_py.metrics.publish import publish
 from minikube_py.metrics.scrape import (
@@ -111,14 +113,19 @@ class MetricsServer(Component):
         try:
             await web.TCPSite(runner, self.address, self.port).start()
             if self.advertise_address:
-                await publish(self.client, self.advertise_address, self.port)
+                await on_error("publishing the metrics-server Service", lambda: publish(
+                    self.client, self.advertise_address, self.port))
             self._ready.set()
             tls = self.client.config.tls_context()
             async with aiohttp.ClientSession(
                     timeout=aiohttp.ClientTimeout(total=max(self.resolution, 5)),
                     connector=aiohttp.TCPConnector(ssl=tls or False)) as session:
                 while True:
-                    await self.scrape_all(session)
+                    try:
+                        await self.scrape_all(session)
+                    except (APIStatusError, ConnectionFailed) as error:
+                        # the last scrapes are served meanwhile, as upstream's does
+                        log.warning("Failed to list the nodes and pods to scrape: %s", error)
                     await asyncio.sleep(self.resolution)
         finally:
             await runner.cleanup()

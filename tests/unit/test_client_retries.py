@@ -1,5 +1,6 @@
-"""The REST client's retry rules and the reflector's event handling, against a small
-loopback HTTP server that answers what each test scripts."""
+"""The REST client's retry rules, the reflector's event handling and the retries of
+client/retry.py, against a small loopback HTTP server that answers what each test
+scripts."""
 
 from __future__ import annotations
 
@@ -9,10 +10,17 @@ import orjson
 import pytest
 from aiohttp import web
 
-from minikube_py.client.errors import NotFound, ServiceUnavailable, TooManyRequests
+from minikube_py.client.errors import (
+    Conflict,
+    NotFound,
+    ServiceUnavailable,
+    TooManyRequests,
+    status_error,
+)
 from minikube_py.client.kubeconfig import ClientConfig
 from minikube_py.client.reflector import Reflector, WatchExpired
-from minikube_py.client.rest import Client
+from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.client.retry import Backoff, on_error, unavailable
 from minikube_py.process import free_port
 
 Script = list[tuple[int, dict]]
@@ -145,3 +153,40 @@ async def test_reflector_turns_a_410_error_event_into_a_relist(
     server.watch_lines = [{"type": "ERROR", "object": status(410, "Expired")}]
     with pytest.raises(WatchExpired):
         await reflector.watch()
+
+
+def test_backoff_doubles_up_to_its_cap_with_jitter_and_starts_over_after_reset() -> None:
+    backoff = Backoff(0.8, 5.0, jitter=0.5)
+    waits = [backoff.step() for _ in range(5)]
+    for wait, base in zip(waits, [0.8, 1.6, 3.2, 5.0, 5.0], strict=True):
+        assert base <= wait <= base * 1.5
+    backoff.reset()
+    assert 0.8 <= backoff.step() <= 1.2
+
+
+def test_only_a_server_that_is_away_is_worth_waiting_for() -> None:
+    away = [ConnectionFailed("refused"), TimeoutError(), status_error(status(503, "x"), 503),
+            status_error(status(500, "InternalError"), 500),
+            status_error(status(429, "TooManyRequests"), 429),
+            status_error(status(504, "Timeout"), 504)]
+    answers = [status_error(status(404, "NotFound"), 404),
+               status_error(status(409, "Conflict"), 409),
+               status_error(status(403, "Forbidden"), 403), ValueError("a bug")]
+    assert [unavailable(error) for error in away] == [True] * len(away)
+    assert [unavailable(error) for error in answers] == [False] * len(answers)
+
+
+async def test_on_error_waits_out_an_unavailable_server_and_raises_an_answer_at_once(
+        scripted: tuple[ScriptedServer, Client]) -> None:
+    server, client = scripted
+    body = {"metadata": {"name": "a", "namespace": "default"}}
+    configmaps = client.resource("configmaps")
+    server.script = [(429, status(429, "TooManyRequests"))] * 4 + [(201, body)]
+    created = await on_error("creating a", lambda: configmaps.create(body),
+                             backoff=Backoff(0.01, 0.02))
+    assert created == body and server.seen == ["POST"] * 5
+    server.seen.clear()
+    server.script = [(409, status(409, "Conflict"))]
+    with pytest.raises(Conflict):
+        await on_error("updating a", lambda: configmaps.update(body), backoff=Backoff(0.01))
+    assert server.seen == ["PUT"]

@@ -173,6 +173,8 @@ class WatchCache:
         self.watchers: set[Watcher] = set()
         self.watcher_capacity = watcher_capacity
         self.ready = asyncio.Event()
+        # set once the server shuts down: watches end, and a new one ends at once
+        self.ending_watches = False
         self._on_event = on_event
 
     async def run(self) -> None:
@@ -283,9 +285,21 @@ class WatchCache:
                     self.prefix + namespace_prefix
                 ):
                     watcher.offer(event)
-        self.watchers.add(watcher)
+        if self.ending_watches:
+            watcher.close()
+        else:
+            self.watchers.add(watcher)
         return watcher
 
     def stop_watching(self, watcher: Watcher) -> None:
         watcher.close()
         self.watchers.discard(watcher)
+
+    def end_watches(self) -> None:
+        """The server shuts down: close every watcher, and each one started from now on,
+        so that their streams end (after what they hold queued) and clients watch again
+        from the last version they saw."""
+        self.ending_watches = True
+        for watcher in list(self.watchers):
+            watcher.close()
+        self.watchers.clear()

@@ -19,7 +19,8 @@ from typing import Any
 
 from cryptography import x509
 
-from minikube_py.client.errors import NotFound
+from minikube_py.client.errors import APIStatusError, NotFound
+from minikube_py.client.rest import ConnectionFailed
 from minikube_py.controllers.certificates import CertificateController
 from minikube_py.security import csr as csrs
 
@@ -74,7 +75,11 @@ class CSRCleanerController(CertificateController):
         """Not queue-driven: look at every request once an hour."""
         while True:
             for csr in self.csrs.list():
-                await self.handle(csr)
+                try:
+                    await self.handle(csr)
+                except (APIStatusError, ConnectionFailed) as error:
+                    log.warning("Error while attempting to clean CSR %r: %s",
+                                csr["metadata"]["name"], error)
             await asyncio.sleep(POLLING_INTERVAL)
 
     async def handle(self, csr: Obj) -> None:
