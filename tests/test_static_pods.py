@@ -30,6 +30,7 @@ from minikube_py.cluster.kubeconfig import write_kubeconfig
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.cri import RemoteRuntime
 from minikube_py.kubelet.kubelet import Kubelet, KubeletConfig
+from minikube_py.kubelet.kuberuntime_sandbox import DNSSettings, sandbox_config
 from minikube_py.kubelet.node_status import read_host_info
 from minikube_py.process import free_port
 from tests.api_helpers import eventually
@@ -151,6 +152,13 @@ async def test_a_static_pod_runs_without_an_api_server_and_gets_its_mirror_pod_o
                                   f"http://127.0.0.1:{port}")
     node = StaticNode(f"early-{os.getpid()}", fast_tmp / f"early-{port}", kubeconfig,
                       containerd_node)
+    # what a kubelet that ran before left of a pod the API server may still hold
+    left = {"metadata": {"name": "left", "namespace": namespace, "uid": f"left-{port}"},
+            "spec": {}}
+    config = sandbox_config(left, 0, logs_root=node.config.logs_root, dns=DNSSettings())
+    Path(config.log_directory).mkdir(parents=True)
+    left_sandbox = (await node.runtime.run_pod_sandbox(
+        api_pb2.RunPodSandboxRequest(config=config))).pod_sandbox_id
     try:
         node.write("web.yaml", static_pod("web", namespace, "echo started; sleep 3600"))
         node.kubelet.run_in_background()
@@ -163,6 +171,13 @@ async def test_a_static_pod_runs_without_an_api_server_and_gets_its_mirror_pod_o
         # nothing answered the kubelet meanwhile: it never synced with an API server
         assert refuses_connections(port) and not node.kubelet.ready.is_set()
         (uid,) = node.kubelet.pods
+        # and until it has, it removes nothing it does not know (upstream's sourcesReady)
+        relists = node.kubelet.pleg.relists
+
+        async def relisted() -> bool:
+            return node.kubelet.pleg.relists >= relists + 2
+        await eventually(relisted, what="two more PLEG relists")
+        assert await node.left_in_runtime(left["metadata"]["uid"])
 
         async with APIServerProcess([etcd.client_url], fast_tmp / f"early-{port}.log",
                                     port=port, extra_args=(
@@ -184,8 +199,19 @@ async def test_a_static_pod_runs_without_an_api_server_and_gets_its_mirror_pod_o
             # the container the kubelet started alone is the one the mirror pod shows
             assert container_id(mirror) == first.id
             assert mirror["status"]["containerStatuses"][0]["restartCount"] == 0
+
+            # the API server has no such pod: now the kubelet removes what was left
+            async def left_removed() -> bool:
+                return not await node.left_in_runtime(left["metadata"]["uid"])
+            await eventually(left_removed, timeout=30, interval=0.2,
+                             what="the sandbox of the pod no source has removed")
             await node.stop(api_client)
     finally:
+        with suppress(Exception):  # gone already, when the kubelet got to it
+            await node.runtime.stop_pod_sandbox(
+                api_pb2.StopPodSandboxRequest(pod_sandbox_id=left_sandbox))
+            await node.runtime.remove_pod_sandbox(
+                api_pb2.RemovePodSandboxRequest(pod_sandbox_id=left_sandbox))
         await node.stop(api_client)
 
 
@@ -309,3 +335,23 @@ async def test_kubectl_logs_exec_and_describe_reach_the_static_pod_through_its_m
     assert "Tolerations:                  :NoExecute op=Exists" in text
     # the static pod's events: kubectl looks them up under the config.mirror hash
     assert "Started container main" in text
+
+
+async def test_the_kubelet_api_knows_a_static_pod_by_its_mirror_pods_uid(
+        node: StaticNode, api_client: Client, namespace: str) -> None:
+    node.write("byuid.yaml", static_pod("byuid", namespace, "sleep 3600"))
+    name = node.mirror_name("byuid")
+    mirror = await mirror_pod(api_client, namespace, name, running_and_ready)
+    assert node.kubelet.server is not None
+    base = f"http://127.0.0.1:{node.kubelet.server.port}"
+    found = (400, "Upgrade request required")  # found: only a WebSocket or SPDY is missing
+    expected = {mirror["metadata"]["uid"]: found,
+                mirror["metadata"]["annotations"][HASH]: found,
+                "not-this-pod": (404, "pod does not exist")}
+    async with aiohttp.ClientSession() as session:
+        for uid, answer_wanted in expected.items():
+            for path in (f"/exec/{namespace}/{name}/{uid}/main?command=true&stdout=1",
+                         f"/attach/{namespace}/{name}/{uid}/main?stdout=1",
+                         f"/portForward/{namespace}/{name}/{uid}?port=80"):
+                async with session.get(base + path) as answer:
+                    assert (answer.status, await answer.text()) == answer_wanted, path
