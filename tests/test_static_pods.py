@@ -2,10 +2,12 @@
 containerd node before and without any API server, and their mirror pods in the API once
 one answers (upstream's pkg/kubelet/config/file.go and pod/mirror_client.go).
 
-The first test has a kubelet of its own whose API server is not there when it starts.
-The others share the module's kubelet, on the session's API server; a manifest that is
-no pod lies in its folder all along, and every other static pod runs regardless. The
-kubelet runs in this process, so kubectl, which waits on it, runs in a thread.
+The first test has a kubelet of its own whose API server is not there when it starts,
+the second a kubelet process that never has one. The others share the module's kubelet,
+on the session's API server; a manifest that is no pod lies in its folder all along, and
+every other static pod runs regardless. (One kubelet per containerd: the first two run,
+and stop, before the module's kubelet starts.) The module's kubelet runs in this
+process, so kubectl, which waits on it, runs in a thread.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import pytest
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.cluster.apiserver import APIServerProcess
+from minikube_py.cluster.components import KubeletProcess
 from minikube_py.cluster.kubeconfig import write_kubeconfig
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.cri import RemoteRuntime
@@ -213,6 +216,44 @@ async def test_a_static_pod_runs_without_an_api_server_and_gets_its_mirror_pod_o
             await node.runtime.remove_pod_sandbox(
                 api_pb2.RemovePodSandboxRequest(pod_sandbox_id=left_sandbox))
         await node.stop(api_client)
+
+
+async def test_the_kubelet_process_runs_the_static_pods_of_its_pod_manifest_path(
+        containerd_node: Any, fast_tmp: Path) -> None:
+    nowhere = free_port()
+    kubeconfig = write_kubeconfig(fast_tmp / f"alone-{nowhere}.kubeconfig",
+                                  f"http://127.0.0.1:{nowhere}")
+    root = fast_tmp / f"alone-{nowhere}"
+    manifests = root / "manifests"
+    manifests.mkdir(parents=True)
+    node_name = f"alone-{os.getpid()}"
+    (manifests / "web.yaml").write_text(json.dumps(static_pod("web", "", "sleep 3600")))
+    runtime = RemoteRuntime(containerd_node.endpoint)
+
+    async def pod_uids() -> dict[str, tuple[str, str]]:
+        answer = await runtime.list_pod_sandbox(api_pb2.ListPodSandboxRequest(
+            filter=api_pb2.PodSandboxFilter(label_selector={
+                "io.kubernetes.pod.name": f"web-{node_name}"})))
+        return {s.metadata.uid: (s.metadata.namespace, s.metadata.name) for s in answer.items
+                if s.state == api_pb2.SANDBOX_READY}
+    try:
+        async with KubeletProcess(
+                kubeconfig, root / "kubelet.log", node_name=node_name,
+                runtime_endpoint=containerd_node.endpoint, root_dir=root,
+                pod_cidr=containerd_node.pod_cidr, port=free_port(),
+                extra_args=(f"--pod-manifest-path={manifests}", "--file-check-frequency=500ms",
+                            "--eviction-hard=memory.available<1Mi")):
+            started = await eventually(pod_uids, timeout=60, interval=0.2,
+                                       what="the static pod's sandbox")
+            assert list(started.values()) == [("default", f"web-{node_name}")]
+            assert refuses_connections(nowhere)
+            (manifests / "web.yaml").unlink()
+
+            async def stopped() -> bool:
+                return not await pod_uids()
+            await eventually(stopped, timeout=60, interval=0.2, what="the static pod stopped")
+    finally:
+        await runtime.close()
 
 
 @pytest.fixture(scope="module")

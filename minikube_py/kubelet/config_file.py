@@ -93,7 +93,8 @@ def static_pod_uid(pod: Obj, node_name: str, source: str) -> str:
 
 def apply_defaults(pod: Obj, source: str, node_name: str) -> None:
     """applyDefaults (isFile): uid, name, namespace, node, the hash annotation, the
-    NoExecute toleration and phase Pending."""
+    NoExecute toleration and phase Pending; and the source annotation, which upstream's
+    PodConfig adds for every source."""
     metadata = pod.setdefault("metadata", {})
     if not metadata.get("uid"):
         metadata["uid"] = static_pod_uid(pod, node_name, source)
@@ -139,7 +140,7 @@ def decode_pod(data: bytes, source: str, node_name: str) -> Obj:
     wrong_type = type_error(document, schema)
     if wrong_type is not None:
         raise ManifestError(_unparsed(source, wrong_type))
-    pod = copy.deepcopy(document)
+    pod: Obj = document
     if not (pod.get("metadata") or {}).get("name"):
         raise ManifestError("invalid pod: name is needed for the pod")
     pod.setdefault("spec", {})
@@ -257,9 +258,8 @@ class FileSource(Component):
             except OSError:
                 continue  # removed between the listing and the stat
             if stat.S_ISDIR(info.st_mode):
-                if path not in self._files:
-                    log_v(log, 4, "Provided manifest path is a directory, not recursing into "
-                          "manifest path", path=str(path))
+                log_v(log, 4, "Provided manifest path is a directory, not recursing into "
+                      "manifest path", path=str(path))
                 continue
             if stat.S_ISREG(info.st_mode):
                 found[path] = self._extract(path, info)
