@@ -454,7 +454,6 @@ class Kubelet(Component):
         self._wake_static_pods()
 
     def _referenced_changed(self, changed: Obj) -> None:
-
         """A ConfigMap or Secret appeared or changed: resync the pods that use it."""
         meta = changed["metadata"]
         for uid, pod in self.pods.items():
@@ -592,7 +591,6 @@ class Kubelet(Component):
                                or result.retry_after > MIRROR_RETRY_SECONDS):
             return MIRROR_RETRY_SECONDS
         return result.retry_after
-
 
     def _waits_for_static_pod(self, pod: Obj) -> bool:
         """allowStaticPodStart: a static pod does not start while the one of the same
@@ -791,7 +789,6 @@ def _first_seen() -> str:
 
 
 def _grace(pod: Obj) -> int:
-
     grace = pod["metadata"].get("deletionGracePeriodSeconds")
     if grace is None:
         grace = pod["spec"].get("terminationGracePeriodSeconds", 30)

@@ -89,7 +89,6 @@ def _node_getter(sources: AdmissionSources) -> Callable[[str], Awaitable[Obj | N
 
 
 def _webhooks(sources: AdmissionSources, plural: str) -> Dispatcher:
-
     async def resolve_service(namespace: str, name: str, port: int) -> str:
         """A ready endpoint of the Service's port (upstream with
         --enable-aggregator-routing)."""

@@ -162,7 +162,6 @@ class NodeRestriction(Plugin):
                                          f"{owner.get('uid', '')} got {uid}")
 
 
-
 def _labels(obj: Obj | None) -> dict[str, str]:
     return ((obj or {}).get("metadata") or {}).get("labels") or {}
 
