@@ -192,3 +192,60 @@ def test_a_kubelet_renews_only_its_own_lease(nodes: dict[str, Path]) -> None:
     other = kubectl(nodes["node-a"], "create", "-f", "-", stdin=lease("node-b"))
     assert "can only access node lease with the same name as the requesting node" in (
         other.stderr)
+
+
+def test_a_kubelet_may_create_only_mirror_pods_its_node_owns(
+        nodes: dict[str, Path], admin: Path) -> None:
+    node_a = nodes["node-a"]
+    node_uid = kubectl(admin, "get", "node", "node-a", "-o", "jsonpath={.metadata.uid}").stdout
+
+    def mirror(name: str, owner: dict | None = None, **spec: object) -> str:
+        owners = [owner] if owner is not None else []
+        return json.dumps({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "work",
+                         "annotations": {"kubernetes.io/config.mirror": "hash"},
+                         "ownerReferences": owners},
+            "spec": {"nodeName": "node-a",
+                     "containers": [{"name": "c", "image": "nginx"}], **spec}})
+
+    own = {"apiVersion": "v1", "kind": "Node", "name": "node-a", "uid": node_uid,
+           "controller": True}
+    made = kubectl(node_a, "create", "-f", "-", stdin=mirror("mirror-ok", own))
+    assert made.returncode == 0, made.stderr
+    refusals = {
+        "no-owner": (mirror("no-owner"),
+                     'node "node-a" can only create pods with an owner reference set to '
+                     "itself"),
+        "other-node": (mirror("other-node", {**own, "name": "node-b"}),
+                       'node "node-a" can only create pods with an owner reference set to '
+                       "itself"),
+        "not-controller": (mirror("not-controller", {**own, "controller": False}),
+                           'node "node-a" can only create pods with a controller owner '
+                           "reference set to itself"),
+        "blocking": (mirror("blocking", {**own, "blockOwnerDeletion": True}),
+                     'node "node-a" must not set blockOwnerDeletion on an owner reference'),
+        "old-uid": (mirror("old-uid", {**own, "uid": "bogus"}),
+                    f"node node-a UID mismatch: expected bogus got {node_uid}"),
+        "with-secret": (mirror("with-secret", own, volumes=[
+                            {"name": "s", "secret": {"secretName": "node-a-secret"}}]),
+                        'node "node-a" can not create pods that reference secrets'),
+        "with-config": (mirror("with-config", own, volumes=[
+                            {"name": "c", "configMap": {"name": "node-a-config"}}]),
+                        'node "node-a" can not create pods that reference configmaps'),
+        "with-account": (mirror("with-account", own, serviceAccountName="default"),
+                         'node "node-a" can not create pods that reference a service '
+                         "account"),
+        "with-claim": (mirror("with-claim", own, volumes=[
+                           {"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]),
+                       'node "node-a" can not create pods that reference '
+                       "persistentvolumeclaims"),
+    }
+    for name, (body, why) in refusals.items():
+        refused = kubectl(node_a, "create", "-f", "-", stdin=body)
+        assert refused.stderr.strip() == (
+            f'Error from server (Forbidden): error when creating "STDIN": pods "{name}" is '
+            f"forbidden: {why}"), name
+    # and it deletes its mirror pods as it may any pod bound to it
+    deleted = kubectl(node_a, "delete", "pod", "mirror-ok", "-n", "work", "--wait=false")
+    assert deleted.returncode == 0, deleted.stderr

@@ -3,6 +3,11 @@ node into containers over CRI and reports how they are. Read in this order:
 
     __main__.py                 `python -m minikube_py.kubelet`: flags (cmd/kubelet)
     kubelet.py                  the Kubelet: informers, sync loop, sync_pod (kubelet.go)
+    config_file.py              static pods from --pod-manifest-path (config/file.go,
+                                file_linux.go, common.go)
+    mirror_client.py            their mirror pods in the API, and the config.* annotations
+                                (pod/mirror_client.go, types/pod_update.go)
+
     node_status.py, lease.py    the Node object and its heartbeat Lease
                                 (kubelet_node_status.go, nodelease/controller.go)
     pod_workers.py              one task per pod (pod_workers.go)

@@ -12,6 +12,7 @@ import socket
 import sys
 from pathlib import Path
 
+from minikube_py.api.duration import flag_duration
 from minikube_py.client.component import run_component
 from minikube_py.client.errors import APIStatusError
 from minikube_py.client.kubeconfig import KubeconfigError
@@ -19,6 +20,7 @@ from minikube_py.client.logs import add_verbosity_flag, setup_logging
 from minikube_py.client.rest import Client, ConnectionFailed
 from minikube_py.kubelet import certificate
 from minikube_py.kubelet.auth import KubeletAuthConfig
+from minikube_py.kubelet.config_file import FILE_CHECK_FREQUENCY
 from minikube_py.kubelet.cri import RemoteRuntime, RuntimeService
 from minikube_py.kubelet.kubelet import Kubelet, KubeletConfig
 from minikube_py.kubelet.node_status import read_host_info
@@ -109,6 +111,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--register-with-taints", type=_taints, default=[])
     parser.add_argument("--max-parallel-starts", type=int, default=3,
                         help="pods whose sandbox and containers start at the same time")
+    parser.add_argument("--pod-manifest-path", type=Path, default=None,
+                        help="a folder (or one file) of static pod manifests, one pod per "
+                             "file, run with or without an API server (staticPodPath)")
+    parser.add_argument("--file-check-frequency", type=flag_duration,
+                        default=FILE_CHECK_FREQUENCY,
+                        help="how often the manifests are looked at for changes (default 1s)")
     add_tracing_flag(parser)
     parser.add_argument("--simulate", type=int, default=0, metavar="N",
                         help="run N hollow nodes (simulated runtime) in this process")
@@ -128,6 +136,8 @@ def kubelet_config(args: argparse.Namespace, cert_dir: Path | None = None) -> Ku
         system_reserved=args.system_reserved, eviction_hard=args.eviction_hard,
         node_labels=args.node_labels, register_taints=args.register_with_taints,
         max_parallel_starts=args.max_parallel_starts,
+        static_pod_path=args.pod_manifest_path, file_check_frequency=args.file_check_frequency,
+
         hollow=args.runtime == "simulated",
         tls_cert_file=args.tls_cert_file, tls_private_key_file=args.tls_private_key_file,
         client_ca_file=args.client_ca_file, healthz_port=args.healthz_port,

@@ -40,7 +40,21 @@ class HostInterface:
         self.node_name = kubelet.node_name
 
     def running_pods(self) -> list[Obj]:
+        """GetPods: the API's pods bound here and the static pods (mirror pods are not
+        pods of the node: their static pods are)."""
         return list(self.kubelet.pods.values())
+
+    def find_pod(self, namespace: str, name: str, uid: str = "") -> Obj | None:
+        """GetPodByName: a static pod answers to its mirror pod's name and namespace,
+        which it shares. With a uid, only that pod: a mirror pod's uid is translated to
+        its static pod's (TranslatePodUID)."""
+        pod = next((p for p in self.kubelet.pods.values()
+                    if p["metadata"]["namespace"] == namespace
+                    and p["metadata"]["name"] == name), None)
+        if pod is None or not uid or uid == pod["metadata"]["uid"]:
+            return pod
+        mirror = self.kubelet.mirror_pod_of(pod)
+        return pod if mirror is not None and mirror["metadata"]["uid"] == uid else None
 
     def _container_start_times(self) -> dict[str, str]:
         """Runtime container id -> when it started, from the pods' statuses."""
@@ -118,15 +132,15 @@ class HostInterface:
             "evictionHard": eviction, "registerWithTaints": config.register_taints,
             "crashLoopBackOff": {"maxContainerRestartPeriod": go_duration(
                 config.backoff_max)},
+            "staticPodPath": str(config.static_pod_path or ""),
+            "fileCheckFrequency": go_duration(config.file_check_frequency),
         }}
 
     def find_container_log(self, namespace: str, name: str, container: str,
                            previous: bool) -> tuple[Path, Callable[[], bool]]:
         """The log file of the container's current (or previous) instance, and whether
         that instance still runs (a follow ends once it stopped)."""
-        pod = next((p for p in self.kubelet.pods.values()
-                    if p["metadata"]["namespace"] == namespace
-                    and p["metadata"]["name"] == name), None)
+        pod = self.find_pod(namespace, name)
         if pod is None:
             raise ContainerNotFound(f'pod "{name}" not found')
         found = next((s for s in _container_statuses(pod) if s["name"] == container), None)
@@ -156,9 +170,7 @@ class HostInterface:
 
     def running_container_id(self, namespace: str, name: str, container: str) -> str:
         """findContainer: the running container's id, as the pod's status names it."""
-        pod = next((p for p in self.kubelet.pods.values()
-                    if p["metadata"]["namespace"] == namespace
-                    and p["metadata"]["name"] == name), None)
+        pod = self.find_pod(namespace, name)
         statuses = [] if pod is None else _container_statuses(pod)
         found = next((s for s in statuses if s["name"] == container
                       and "running" in (s.get("state") or {})), None)
@@ -168,10 +180,9 @@ class HostInterface:
 
     async def pod_sandbox_id(self, namespace: str, name: str) -> str:
         """The pod's ready sandbox, found by the pod's uid label as the kubelet set it."""
-        pod = next((p for p in self.kubelet.pods.values()
-                    if p["metadata"]["namespace"] == namespace
-                    and p["metadata"]["name"] == name), None)
+        pod = self.find_pod(namespace, name)
         if pod is None:
+
             raise StreamUnavailable(f'pod "{name}" not found')
         try:
             answer = await self.kubelet.runtime.list_pod_sandbox(api_pb2.ListPodSandboxRequest(

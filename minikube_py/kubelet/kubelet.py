@@ -3,15 +3,21 @@
 Upstream `pkg/kubelet/kubelet.go`. What runs, and where each step lives:
 
     node_status.py   register the Node, report its status; lease.py: heartbeat Lease
+    config_file.py   static pods from --pod-manifest-path, before and without any API
+                     server                               -> pod_workers.update_pod(uid)
     informers        pods with spec.nodeName=<node> (plus ConfigMaps/Secrets/Services
                      their env and volumes read)          -> pod_workers.update_pod(uid)
+                     (a mirror pod wakes its static pod's worker instead)
     pleg.py          relist CRI every second              -> pod_workers.update_pod(uid)
     probe_workers.py liveness/readiness/startup results   -> pod_workers.update_pod(uid)
     pod_workers.py   one task per pod, each running Kubelet.sync_pod(uid):
         admission -> volumes (volumes/) -> RuntimeManager.sync_pod (kuberuntime.py)
+        -> a static pod's mirror pod (mirror_client.py)
         -> generate_pod_status (pod_status.py) -> StatusManager writes it
         or, once the pod is being deleted: kill, final status, remove, DELETE (grace 0)
+        (a static pod whose manifest is gone: kill, final status, remove)
     eviction.py      hard eviction thresholds             -> evict a pod
+    housekeeping     resync every pod; delete mirror pods whose static pod is gone
     server.py        :10250 /healthz /pods /containerLogs /stats/summary
 """
 
@@ -21,6 +27,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +35,12 @@ from minikube_py.api.podutil import pod_key
 from minikube_py.client.errors import NotFound
 from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import EventHandler, SharedInformer, SharedInformerFactory
-from minikube_py.client.logs import log_v
+from minikube_py.client.logs import kv, log_v
 from minikube_py.client.rest import Client
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.auth import KubeletAuth, KubeletAuthConfig
 from minikube_py.kubelet.backoff import Backoff
+from minikube_py.kubelet.config_file import FILE_CHECK_FREQUENCY, FileSource
 from minikube_py.kubelet.cri import CRIError, RuntimeService, RuntimeUnavailable
 from minikube_py.kubelet.envvars import make_environment
 from minikube_py.kubelet.eviction import EvictionManager, observe_host, parse_thresholds
@@ -41,6 +49,15 @@ from minikube_py.kubelet.images import ImageManager
 from minikube_py.kubelet.kuberuntime import RuntimeManager
 from minikube_py.kubelet.kuberuntime_sandbox import DNSSettings
 from minikube_py.kubelet.lease import NodeLease
+from minikube_py.kubelet.mirror_client import (
+    CONFIG_FIRST_SEEN_ANNOTATION,
+    FILE_SOURCE,
+    MirrorClient,
+    is_mirror_pod,
+    is_mirror_pod_of,
+    is_static_pod,
+    pod_full_name,
+)
 from minikube_py.kubelet.node_status import (
     HostInfo,
     NodeStatusManager,
@@ -75,6 +92,9 @@ RUNTIME_RETRY_SECONDS = 1.0
 """How soon a pod whose sync found the runtime unavailable (containerd restarting) syncs
 again: nothing wakes it when the runtime is back, as the PLEG sees no change then."""
 REGISTRATION_POLL_SECONDS = 0.2
+# How soon a static pod's sync runs again when the API server answers but its mirror
+# pod could not be made (the Node not registered yet, the create refused).
+MIRROR_RETRY_SECONDS = 2.0
 
 
 @dataclass
@@ -113,6 +133,10 @@ class KubeletConfig:
     # --rotate-server-certificates: without --tls-cert-file, the serving pair comes from
     # a kubelet-serving CSR (certificate.serving_certificate), in this directory
     serving_cert_dir: Path | None = None
+    # --pod-manifest-path (staticPodPath): static pods, one per file (config_file.py),
+    # looked at every file_check_frequency seconds
+    static_pod_path: Path | None = None
+    file_check_frequency: float = FILE_CHECK_FREQUENCY
 
 
 class Kubelet(Component):
@@ -131,7 +155,19 @@ class Kubelet(Component):
         self.factory = factory or SharedInformerFactory(client)
         self._own_factory = factory is None
         self.recorder = EventRecorder(client, "kubelet", config.node_name)
-        self.pods: dict[str, Obj] = {}  # uid -> the latest pod from the API
+        self.pods: dict[str, Obj] = {}  # uid -> the latest pod from the API, or static pod
+        # static pods: the API's copies by full name (from the pod informer), the static
+        # pods whose manifest is gone until they have stopped (uid -> pod), and the file
+        # source; sources_ready once every source has told its pods (upstream's
+        # sourcesReady: until then nothing unknown is removed)
+        self.mirror_pods: dict[str, Obj] = {}
+        self._static_stopping: dict[str, Obj] = {}
+        self.mirror_client = MirrorClient(client, config.node_name)
+        self.file_source = (FileSource(config.static_pod_path, config.node_name,
+                                       self.static_pods_seen,
+                                       period=config.file_check_frequency)
+                            if config.static_pod_path is not None else None)
+        self._sources_ready = False
         self.workers = PodWorkers(self.sync_pod)
         # The back-off of a container that ran 10 minutes without crashing starts afresh.
         self.crash_backoff = Backoff(initial=config.backoff_initial,
@@ -151,7 +187,7 @@ class Kubelet(Component):
             make_log_dirs=not config.hollow)
         self.pleg = GenericPLEG(runtime, self._runtime_changed, period=config.pleg_period)
         self._synced_views: dict[str, RuntimeView] = {}  # uid -> runtime view at last sync
-        self.status_manager = StatusManager(client)
+        self.status_manager = StatusManager(client, mirror_pod_of=self.mirror_pod_of)
         self.node_status = NodeStatusManager(
             client, config.node_name, runtime, host=host, pod_cidr=config.pod_cidr,
             kubelet_port=config.port, kube_reserved=config.kube_reserved,
@@ -188,7 +224,8 @@ class Kubelet(Component):
             await self._tear_down()
 
     async def wait_started(self) -> None:
-        """The node status loop runs, the pods' caches synced, the PLEG relists."""
+        """The node status loop runs, the pods' caches synced, the PLEG relists. (Static
+        pods run before that: they wait for no API server.)"""
         await self.ready.wait()
 
     async def _set_up(self) -> None:
@@ -231,12 +268,17 @@ class Kubelet(Component):
             self.factory.start()
         self._tasks.append(asyncio.create_task(self.node_status.run(), name="node-status"))
         self._tasks.append(asyncio.create_task(self._heartbeat(), name="node-lease"))
+        if self.file_source is not None:
+            # the static pods start now, whether an API server answers or not
+            self.file_source.list_config()
+            self._tasks.append(asyncio.create_task(self.file_source.run(), name="file-source"))
+        self.pleg.start()
         if self._own_factory:
             assert self.pod_informer is not None
             await self.pod_informer.wait_for_sync()
             await self.factory.wait_for_cache_sync()
+        self._all_sources_ready()
         await self._remove_orphans()
-        self.pleg.start()
         self._tasks.append(asyncio.create_task(self._housekeeping(), name="housekeeping"))
         if self.eviction is not None:
             self._tasks.append(asyncio.create_task(self._eviction_loop(), name="eviction"))
@@ -309,6 +351,9 @@ class Kubelet(Component):
     def pod_added(self, pod: Obj) -> None:
         """SyncLoop ADD: a pod bound to this node; its worker syncs it."""
         log_v(log, 2, "SyncLoop ADD", source="api", pods=pod_key(pod))
+        if is_mirror_pod(pod):
+            self._handle_mirror_pod(pod)
+            return
         uid = pod["metadata"]["uid"]
         self.pods[uid] = pod
         self.workers.update_pod(uid)
@@ -316,7 +361,11 @@ class Kubelet(Component):
     def _runtime_changed(self, uid: str) -> None:
         """A PLEG event: sync, unless the worker's last sync already saw exactly this
         (the containers it started itself, for one). Asked again when the worker gets to
-        it: a sync running now may be the one that makes the change."""
+        it: a sync running now may be the one that makes the change. Before every source
+        has told its pods, a pod none has named is left alone (it may be an API pod)."""
+        if not self._sources_ready and uid not in self.pods and (
+                uid not in self._static_stopping):
+            return
         if not self._saw_runtime(uid):
             self.workers.update_pod(uid, unless=lambda: self._saw_runtime(uid))
 
@@ -327,6 +376,10 @@ class Kubelet(Component):
     def pod_updated(self, old: Obj, new: Obj) -> None:
         """An update wakes the worker only if it matters to the node (upstream's
         checkAndUpdatePod): the kubelet's own status writes come back as updates too."""
+        if is_mirror_pod(new):
+            self.pods.pop(new["metadata"]["uid"], None)
+            self._handle_mirror_pod(new, wake=needs_sync(old, new))
+            return
         self.pods[new["metadata"]["uid"]] = new
         if needs_sync(old, new):
             log_v(log, 2, "SyncLoop UPDATE", source="api", pods=pod_key(new))
@@ -335,9 +388,73 @@ class Kubelet(Component):
     def pod_deleted(self, pod: Obj) -> None:
         """SyncLoop REMOVE: the pod object is gone; its worker tears down what is left."""
         log_v(log, 2, "SyncLoop REMOVE", source="api", pods=pod_key(pod))
+        if is_mirror_pod(pod):
+            self._handle_mirror_pod(pod, deleted=True)
+            return
         uid = pod["metadata"]["uid"]
         self.pods.pop(uid, None)
         self.workers.update_pod(uid)
+
+    def static_pods_seen(self, pods: list[Obj]) -> None:
+        """The file source's whole set of static pods (upstream's SET): a new one starts,
+        one that is gone stops; a changed manifest is a new pod (a new uid), so the old
+        one stops and the new one starts once it has."""
+        seen = {pod["metadata"]["uid"]: pod for pod in pods}
+        for uid, pod in list(self.pods.items()):
+            if is_static_pod(pod) and uid not in seen:
+                log_v(log, 2, "SyncLoop REMOVE", source=FILE_SOURCE, pods=pod_key(pod))
+                del self.pods[uid]
+                self._static_stopping[uid] = pod
+                self.workers.update_pod(uid)
+        for uid, pod in seen.items():
+            known = self.pods.get(uid)
+            annotations = pod["metadata"]["annotations"]
+            if known is None:
+                log_v(log, 2, "SyncLoop ADD", source=FILE_SOURCE, pods=pod_key(pod))
+                annotations[CONFIG_FIRST_SEEN_ANNOTATION] = _first_seen()
+                self.pods[uid] = pod
+                self.workers.update_pod(uid)
+                continue
+            # the same uid: a manifest that names its uid was changed
+            annotations[CONFIG_FIRST_SEEN_ANNOTATION] = (
+                known["metadata"]["annotations"][CONFIG_FIRST_SEEN_ANNOTATION])
+            if needs_sync(known, pod):
+                log_v(log, 2, "SyncLoop UPDATE", source=FILE_SOURCE, pods=pod_key(pod))
+                self.pods[uid] = {**pod, "status": known.get("status") or {}}
+                self.workers.update_pod(uid)
+
+    def _handle_mirror_pod(self, mirror: Obj, *, deleted: bool = False,
+                           wake: bool = True) -> None:
+        """handleMirrorPod: keep the API's copy of a static pod and let the static pod's
+        worker look at it (it makes a deleted or outdated one again). A mirror pod never
+        runs."""
+        full_name = pod_full_name(mirror)
+        if not deleted:
+            self.mirror_pods[full_name] = mirror
+        else:
+            known = self.mirror_pods.get(full_name)
+            if known is not None and known["metadata"]["uid"] == mirror["metadata"]["uid"]:
+                del self.mirror_pods[full_name]
+            self.status_manager.forget(mirror["metadata"]["uid"])
+        if wake:
+            self._wake_static_pods(full_name)
+
+    def _wake_static_pods(self, full_name: str | None = None) -> None:
+        """Sync the static pods (of one full name, or all)."""
+        for uid, pod in self.pods.items():
+            if is_static_pod(pod) and full_name in (None, pod_full_name(pod)):
+                self.workers.update_pod(uid)
+
+    def mirror_pod_of(self, pod: Obj) -> Obj | None:
+        """GetMirrorPodByPod: the static pod's mirror pod, if it is of this version."""
+        mirror = self.mirror_pods.get(pod_full_name(pod))
+        return mirror if mirror is not None and is_mirror_pod_of(mirror, pod) else None
+
+    def _all_sources_ready(self) -> None:
+        """Every source has told its pods: what none of them has may now be removed, and
+        the static pods may get their mirror pods (the API server answers)."""
+        self._sources_ready = True
+        self._wake_static_pods()
 
     def _referenced_changed(self, changed: Obj) -> None:
         """A ConfigMap or Secret appeared or changed: resync the pods that use it."""
@@ -441,13 +558,17 @@ class Kubelet(Component):
     async def _sync_pod(self, uid: str, pod: Obj | None) -> float | None:
         """The pod's whole lifecycle step by step."""
         status = await self.runtime_manager.get_pod_status(uid)
+        pod = pod or self._static_stopping.get(uid)
         if pod is None:
             return await self._sync_removed_pod(uid, status)
-        if pod["metadata"].get("deletionTimestamp") or uid in self._evicted:
+        if (pod["metadata"].get("deletionTimestamp") or uid in self._evicted
+                or uid in self._static_stopping):
             return await self._sync_terminating_pod(pod, status)
         phase = (pod.get("status") or {}).get("phase")
         if phase in ("Succeeded", "Failed"):
             return await self._sync_terminated_pod(pod, status)
+        if self._waits_for_static_pod(pod):
+            return None  # the static pod it replaces wakes it once it has stopped
         rejection = self._admit(pod, status)
         if rejection is not None:
             self._evicted[uid] = rejection[1]
@@ -468,12 +589,52 @@ class Kubelet(Component):
         self.probes.update_pod(pod, {c.name: RunningContainer(c.id, c.started_at)
                                      for c in status.running_containers},
                                pod_ip=status.pod_ips[0] if status.pod_ips else "")
+        mirror_pending = is_static_pod(pod) and await self._sync_mirror_pod(pod)
         written = await self._write_status(pod, status, result.waiting)
         self._synced_views[uid] = runtime_view(status)
         await self.runtime_manager.remove_dead_containers(status)
         if written.get("phase") in ("Succeeded", "Failed"):
             return 0.0  # stop what is left of a finished pod
+        if mirror_pending and (result.retry_after is None
+                               or result.retry_after > MIRROR_RETRY_SECONDS):
+            return MIRROR_RETRY_SECONDS
         return result.retry_after
+
+    def _waits_for_static_pod(self, pod: Obj) -> bool:
+        """allowStaticPodStart: a static pod does not start while the one of the same
+        full name it replaces is still stopping (both may want the same host port)."""
+        if not is_static_pod(pod):
+            return False
+        full_name, uid = pod_full_name(pod), pod["metadata"]["uid"]
+        return any(pod_full_name(other) == full_name
+                   for other_uid, other in self._static_stopping.items() if other_uid != uid)
+
+    async def _sync_mirror_pod(self, pod: Obj) -> bool:
+        """SyncPod's step for a static pod: a mirror pod being deleted, or one of another
+        version of the manifest, is deleted; a missing one is created. True when it is to
+        be tried again soon: the API server answers, but the mirror pod could not be made
+        (the Node is not registered yet, or the create failed). Until the pod informer
+        has synced nothing is tried: that wakes every static pod."""
+        if not self._sources_ready:
+            return False
+        full_name = pod_full_name(pod)
+        mirror = self.mirror_pods.get(full_name)
+        deleted = False
+        if mirror is not None and (mirror["metadata"].get("deletionTimestamp")
+                                   or not is_mirror_pod_of(mirror, pod)):
+            log.info("%s", kv("Trying to delete pod", pod=pod_key(pod),
+                              podUID=mirror["metadata"]["uid"]))
+            deleted = await self.mirror_client.delete_mirror_pod(mirror)
+            if not deleted:
+                return True  # gone or replaced already: the informer will say
+            log.info("%s", kv("Deleted mirror pod because it is outdated",
+                              pod=pod_key(mirror)))
+        if mirror is None or deleted:
+            created = await self.mirror_client.create_mirror_pod(pod)
+            if created is None:
+                return True
+            self.mirror_pods[full_name] = created
+        return False
 
     def _admit(self, pod: Obj, status: PodRuntimeStatus) -> tuple[str, str] | None:
         """Admission, once, before anything of the pod runs on this node."""
@@ -491,6 +652,8 @@ class Kubelet(Component):
                               is_ready=lambda name: self.probes.is_ready(uid, name),
                               is_started=lambda name: self.probes.is_started(uid, name))
         new_status = {**generate_pod_status(pod, status, inputs), **(overrides or {})}
+        if is_static_pod(pod):
+            pod["status"] = new_status  # the kubelet's own copy: no API object to read back
         await self.status_manager.set_pod_status(pod, new_status)
         return new_status
 
@@ -506,12 +669,24 @@ class Kubelet(Component):
         overrides = ({"phase": "Failed", "reason": reason or "Evicted",
                       "message": self._evicted[uid]} if uid in self._evicted else None)
         await self._write_status(pod, status, {}, terminating=True, overrides=overrides)
+        if uid in self._static_stopping:
+            return await self._static_pod_stopped(pod, status)
         if not pod["metadata"].get("deletionTimestamp"):
             await self._cleanup(pod, status, remove_containers=False)
             return None
         await self._cleanup(pod, status, remove_containers=True)
         await self.status_manager.delete_pod(pod)
         return None
+
+    async def _static_pod_stopped(self, pod: Obj, status: PodRuntimeStatus) -> float:
+        """A static pod whose manifest is gone has stopped: remove what is left of it and
+        wake the static pod that waits to replace it. Its mirror pod, now an orphan, goes
+        with the next housekeeping; a manifest put back meanwhile starts it afresh."""
+        uid = pod["metadata"]["uid"]
+        del self._static_stopping[uid]
+        done = await self._sync_removed_pod(uid, status)
+        self._wake_static_pods(pod_full_name(pod))
+        return 0.0 if uid in self.pods else done
 
     async def _sync_terminated_pod(self, pod: Obj, status: PodRuntimeStatus) -> float | None:
         """A finished pod keeps its API object; the kubelet stops its sandbox and frees
@@ -556,11 +731,13 @@ class Kubelet(Component):
                 self.workers.update_pod(uid)
 
     async def _housekeeping(self) -> None:
-        """Periodic resync of every pod (upstream syncFrequency): re-projects volumes and
-        retries whatever waits on something the kubelet is not told about."""
+        """Every 2 s, delete the mirror pods whose static pod is gone; every syncFrequency,
+        resync every pod: re-projects volumes and retries whatever waits on something the
+        kubelet is not told about."""
         last_resync = time.monotonic()
         while True:
             await asyncio.sleep(HOUSEKEEPING_SECONDS)
+            await self._delete_orphaned_mirror_pods()
             if time.monotonic() - last_resync >= self.config.sync_frequency:
                 last_resync = time.monotonic()
                 for uid in list(self.pods):
@@ -572,6 +749,17 @@ class Kubelet(Component):
                         for name in referenced_names(pod)}
                 await self._config_maps.keep_only(used)
                 await self._secrets.keep_only(used)
+
+    async def _delete_orphaned_mirror_pods(self) -> None:
+        """deleteOrphanedMirrorPods: a mirror pod without a static pod of its full name
+        (none running, none stopping) is deleted."""
+        wanted = {pod_full_name(pod) for pod in [*self.pods.values(),
+                                                 *self._static_stopping.values()]
+                  if is_static_pod(pod)}
+        for full_name, mirror in list(self.mirror_pods.items()):
+            if full_name not in wanted and await self.mirror_client.delete_mirror_pod(mirror):
+                if self.mirror_pods.get(full_name) is mirror:
+                    del self.mirror_pods[full_name]
 
     # -- eviction -----------------------------------------------------------------------
 
@@ -601,6 +789,11 @@ class Kubelet(Component):
         memory = sum(s.memory.working_set_bytes.value for s in answer.stats)
         disk = sum(s.writable_layer.used_bytes.value for s in answer.stats)
         return {"memory": memory, "ephemeral-storage": disk}
+
+
+def _first_seen() -> str:
+    """The config.seen annotation: now, RFC 3339 with sub-seconds (Go's RFC3339Nano)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _grace(pod: Obj) -> int:

@@ -117,7 +117,12 @@ def sandbox_config(pod: Obj, attempt: int, *, logs_root: Path,
                    dns: DNSSettings) -> api_pb2.PodSandboxConfig:
     """generatePodSandboxConfig: what RunPodSandbox needs to build the pod's sandbox."""
     meta, spec = pod["metadata"], pod["spec"]
-    hostname = (spec.get("hostname") or meta["name"])[:63].rstrip("-.")
+    # a hostNetwork pod has the node's hostname: it shares the node's UTS namespace too,
+    # where runc may set no other ("unable to set hostname without a private UTS
+    # namespace")
+    hostname = ("" if spec.get("hostNetwork")
+                else (spec.get("hostname") or meta["name"])[:63].rstrip("-."))
+
     namespaces = api_pb2.NamespaceOption(
         network=api_pb2.NODE if spec.get("hostNetwork") else api_pb2.POD,
         pid=api_pb2.NODE if spec.get("hostPID") else api_pb2.CONTAINER,

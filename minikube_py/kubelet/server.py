@@ -21,6 +21,12 @@
                                                        per connection, the port named in
                                                        its headers)
 
+exec, attach and portForward also take the pod's uid after its name
+(/exec/{namespace}/{pod}/{uid}/{container}): then only that pod answers. A static pod is
+found under its mirror pod's name and namespace, and its mirror pod's uid stands for its
+own (upstream's TranslatePodUID), so `kubectl logs`, `exec` and `attach` on a mirror pod
+reach the static pod's containers.
+
 `kubectl logs` reaches /containerLogs through the API server's pods/log subresource
 (apiserver/connect/podlogs.py), `kubectl exec` and `attach` reach /exec and /attach through
 pods/exec and pods/attach (apiserver/connect/podconnect.py). For those two the kubelet asks the
@@ -82,6 +88,11 @@ class KubeletProvider(Protocol):
 
     def running_pods(self) -> list[Obj]:
         """The pods bound to this node, as the kubelet last saw them (GetPods)."""
+        ...
+
+    def find_pod(self, namespace: str, name: str, uid: str = "") -> Obj | None:
+        """GetPodByName; with a uid, only the pod of that uid (a mirror pod's uid naming
+        its static pod)."""
         ...
 
     def find_container_log(self, namespace: str, pod: str, container: str, previous: bool
@@ -184,11 +195,13 @@ class KubeletServer:
         app.router.add_get("/runningpods/", self._runtime_pods)
         app.router.add_get("/configz", self._configz)
         for kind in ("exec", "attach"):
-            path = f"/{kind}/{{namespace}}/{{pod}}/{{container}}"
-            app.router.add_route("GET", path, self._stream)
-            app.router.add_route("POST", path, self._stream)
+            for path in (f"/{kind}/{{namespace}}/{{pod}}/{{container}}",
+                         f"/{kind}/{{namespace}}/{{pod}}/{{uid}}/{{container}}"):
+                app.router.add_route("GET", path, self._stream)
+                app.router.add_route("POST", path, self._stream)
         for method in ("GET", "POST"):
-            app.router.add_route(method, "/portForward/{namespace}/{pod}", self._port_forward)
+            for path in ("/portForward/{namespace}/{pod}", "/portForward/{namespace}/{pod}/{uid}"):
+                app.router.add_route(method, path, self._port_forward)
         return app
 
     async def start(self) -> None:
@@ -347,9 +360,7 @@ class KubeletServer:
                 request.query, request.query.getall("command", []) if kind == "exec" else [])
         except ValueError as err:
             return _error(400, str(err))
-        if not any(p["metadata"].get("namespace") == namespace
-                   and p["metadata"].get("name") == name
-                   for p in self.provider.running_pods()):
+        if self.provider.find_pod(namespace, name, request.match_info.get("uid", "")) is None:
             return _error(404, "pod does not exist")
         try:
             container_id = self.provider.running_container_id(namespace, name, container)
@@ -378,10 +389,9 @@ class KubeletServer:
             if request.query.getall("port", []):
                 return _error(400, str(err))
             ports = []
-        if not any(p["metadata"].get("namespace") == namespace
-                   and p["metadata"].get("name") == name
-                   for p in self.provider.running_pods()):
+        if self.provider.find_pod(namespace, name, request.match_info.get("uid", "")) is None:
             return _error(404, "pod does not exist")
+
         try:
             sandbox_id = await self.provider.pod_sandbox_id(namespace, name)
         except StreamUnavailable as err:

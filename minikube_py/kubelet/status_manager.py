@@ -5,15 +5,23 @@ every sync; this writes it through the `pods/status` subresource as a merge patc
 names the pod's uid (a precondition: a pod recreated under the same name is never
 touched), and remembers what it wrote so an unchanged status costs nothing. It also
 makes the final call for a terminated pod: DELETE with grace period 0.
+
+A static pod (config_file.py) has no API object of its own: its status goes to its
+mirror pod (mirror_client.py), under the mirror pod's UID, and waits while there is no
+mirror pod of this version of the manifest (upstream's syncBatch translates the UID the
+same way, and skips a static pod without one).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from minikube_py.client.errors import APIStatusError, Conflict, NotFound
+from minikube_py.client.logs import log_v
 from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.kubelet.mirror_client import is_static_pod
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -28,9 +36,11 @@ def _comparable(status: Obj) -> Obj:
 
 
 class StatusManager:
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client,
+                 mirror_pod_of: Callable[[Obj], Obj | None] = lambda pod: None) -> None:
         self.pods = client.resource("pods")
-        self._written: dict[str, Obj] = {}
+        self.mirror_pod_of = mirror_pod_of  # a static pod -> its mirror pod, if there is one
+        self._written: dict[str, Obj] = {}  # API pod uid -> the status last written
 
     def needs_update(self, pod: Obj, status: Obj) -> bool:
         uid = pod["metadata"]["uid"]
@@ -41,10 +51,19 @@ class StatusManager:
         return _comparable(before) != _comparable(status)
 
     async def set_pod_status(self, pod: Obj, status: Obj) -> bool:
-        """Write `status` if it differs from what was last written; True if it wrote."""
-        if not self.needs_update(pod, status):
+        """Write `status` if it differs from what was last written; True if it wrote.
+        A static pod's goes to its mirror pod."""
+        target = pod
+        if is_static_pod(pod):
+            mirror = self.mirror_pod_of(pod)
+            if mirror is None:
+                log_v(log, 5, "Static pod does not have a corresponding mirror pod; skipping",
+                      pod=f"{pod['metadata']['namespace']}/{pod['metadata']['name']}")
+                return False
+            target = mirror
+        if not self.needs_update(target, status):
             return False
-        meta = pod["metadata"]
+        meta = target["metadata"]
         patch = {"metadata": {"uid": meta["uid"]}, "status": status}
         try:
             await self.pods.patch(meta["name"], patch, meta["namespace"],
@@ -52,6 +71,13 @@ class StatusManager:
         except (NotFound, Conflict):
             log.debug("pod %s/%s is gone; status not written", meta["namespace"],
                       meta["name"])
+            return False
+        except (APIStatusError, ConnectionFailed) as error:
+            if target is pod:
+                raise
+            # a static pod runs on without the API server; its next sync writes again
+            log.warning("could not write the status of mirror pod %s/%s: %s",
+                        meta["namespace"], meta["name"], error)
             return False
         self._written[meta["uid"]] = status
         return True

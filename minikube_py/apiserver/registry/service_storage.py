@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 
 from minikube_py.api import errors, meta
+from minikube_py.api.defaulting import as_dict, as_list, items_of
 from minikube_py.api.resources import Resource
 from minikube_py.api.validation import FieldError, invalid
 from minikube_py.apiserver.registry.allocators import (
@@ -51,7 +52,6 @@ from minikube_py.apiserver.registry.store import (
     etcd_errors,
 )
 from minikube_py.apiserver.registry.strategies.base import Strategy
-from minikube_py.apiserver.registry.strategies.fields import as_dict, as_list, items_of
 from minikube_py.apiserver.registry.strategies.services import (
     is_headless,
     needs_cluster_ip,

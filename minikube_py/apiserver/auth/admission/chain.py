@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from minikube_py.api import errors
 from minikube_py.apiserver.auth.admission import Chain, Plugin
 from minikube_py.apiserver.auth.admission.certificateapproval import CertificateApproval
 from minikube_py.apiserver.auth.admission.certificatesigning import CertificateSigning
@@ -74,6 +75,19 @@ def _in_namespace(sources: AdmissionSources, plural: str) -> Callable[[str], lis
     return lambda namespace: sources.cached(f"/registry/{plural}/{namespace}/")
 
 
+def _node_getter(sources: AdmissionSources) -> Callable[[str], Awaitable[Obj | None]]:
+    """A Node by name from its store, None when there is none."""
+    async def node(name: str) -> Obj | None:
+        try:
+            found: Obj = await sources.stores[("", "v1", "nodes")].get("", name)
+        except errors.APIError as error:
+            if error.code != 404:
+                raise
+            return None
+        return found
+    return node
+
+
 def _webhooks(sources: AdmissionSources, plural: str) -> Dispatcher:
     async def resolve_service(namespace: str, name: str, port: int) -> str:
         """A ready endpoint of the Service's port (upstream with
@@ -94,7 +108,7 @@ PLUGINS: dict[str, Callable[[AdmissionSources], Plugin]] = {
     "LimitRanger": lambda s: LimitRanger(_in_namespace(s, "limitranges")),
     "ServiceAccount": lambda s: ServiceAccount(s.stores[("", "v1", "serviceaccounts")],
                                                mount_tokens=s.signs_tokens),
-    "NodeRestriction": lambda s: NodeRestriction(),
+    "NodeRestriction": lambda s: NodeRestriction(_node_getter(s)),
     "Priority": lambda s: Priority(lambda: s.cached("/registry/priorityclasses/")),
     "DefaultTolerationSeconds": lambda s: DefaultTolerationSeconds(),
     "CertificateApproval": lambda s: CertificateApproval(s.authorizer),

@@ -5,8 +5,12 @@ The Node authorizer lets every kubelet update nodes, pod status and leases; this
 for requests from a node (`system:node:<name>` in `system:nodes`), narrows that to:
 
     nodes        its own Node only; no labels under node-restriction.kubernetes.io/
-    pods         create only mirror pods bound to itself; delete only pods bound to it
-    pods/status  only for pods bound to it
+    pods         create only mirror pods (the kubelet's copies of its static pods):
+                 bound to itself, owned by its Node alone (controller, with the Node's
+                 uid, no blockOwnerDeletion), and naming no other API object (service
+                 account, Secret, ConfigMap, ClusterTrustBundle, claim); delete only pods
+                 bound to it
+    pods/status  only for pods bound to it, and no label changes
     pods/eviction only of pods bound to it
     leases       in kube-node-lease, only the lease named after it
 
@@ -15,11 +19,12 @@ Everyone else passes untouched.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from minikube_py.api import errors
 from minikube_py.apiserver.auth.admission import CREATE, DELETE, UPDATE, Attributes, Plugin
-from minikube_py.apiserver.auth.nodeauthorizer import node_name
+from minikube_py.apiserver.auth.nodeauthorizer import node_name, pod_references
 
 Obj = dict[str, Any]
 
@@ -33,6 +38,9 @@ class NodeRestriction(Plugin):
     operations = frozenset((CREATE, UPDATE, DELETE))
     validating = True
 
+    def __init__(self, node: Callable[[str], Awaitable[Obj | None]]) -> None:
+        self.node = node  # a Node by name (None: there is none), to check owner uids
+
     def handles(self, attributes: Attributes) -> bool:
         return (attributes.operation in self.operations
                 and node_name(attributes.user) is not None
@@ -45,7 +53,7 @@ class NodeRestriction(Plugin):
                                                                           "status"):
             self._node(node, attributes)
         elif attributes.resource.group == "" and attributes.resource.plural == "pods":
-            self._pod(node, attributes)
+            await self._pod(node, attributes)
         elif attributes.is_resource("coordination.k8s.io", "leases"):
             if attributes.namespace == NODE_LEASE_NAMESPACE and attributes.name != node:
                 raise _forbidden(attributes, "can only access node lease with the same name "
@@ -67,12 +75,15 @@ class NodeRestriction(Plugin):
             raise _forbidden(attributes, "is not allowed to modify labels: "
                                          f"{', '.join(changed)}")
 
-    def _pod(self, node: str, attributes: Attributes) -> None:
+    async def _pod(self, node: str, attributes: Attributes) -> None:
         subresource = attributes.subresource
         if subresource == "status":
             if _bound_to(attributes.old) != node:
                 raise _forbidden(attributes, f'node "{node}" can only update pod status for '
                                              "pods with spec.nodeName set to itself")
+            if _labels(attributes.obj) != _labels(attributes.old):
+                raise _forbidden(attributes, f'node "{node}" cannot update labels through '
+                                             "pod status")
             return
         if subresource == "eviction":
             if _bound_to(attributes.old) != node:
@@ -82,15 +93,7 @@ class NodeRestriction(Plugin):
         if subresource:
             raise _forbidden(attributes, f'node "{node}" can not modify pods/{subresource}')
         if attributes.operation == CREATE:
-            pod = attributes.obj or {}
-            annotations = (pod.get("metadata") or {}).get("annotations") or {}
-            if MIRROR_POD_ANNOTATION not in annotations:
-                raise _forbidden(attributes, f'pod does not have "{MIRROR_POD_ANNOTATION}" '
-                                             f'annotation, node "{node}" can only create '
-                                             "mirror pods")
-            if _bound_to(pod) != node:
-                raise _forbidden(attributes, f'node "{node}" can only create pods with '
-                                             "spec.nodeName set to itself")
+            await self._pod_create(node, attributes)
             return
         if attributes.operation == DELETE:
             if _bound_to(attributes.old) != node:
@@ -99,6 +102,64 @@ class NodeRestriction(Plugin):
             return
         raise _forbidden(attributes, f'unexpected operation {attributes.operation}, node '
                                      f'"{node}" can only create and delete mirror pods')
+
+    async def _pod_create(self, node: str, attributes: Attributes) -> None:
+        """admitPodCreate: a mirror pod of this node's, owned by its Node, that reads no
+        other API object (the kubelet could read nothing of them for a static pod)."""
+        pod = attributes.obj or {}
+        metadata, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        if MIRROR_POD_ANNOTATION not in (metadata.get("annotations") or {}):
+            raise _forbidden(attributes, f'pod does not have "{MIRROR_POD_ANNOTATION}" '
+                                         f'annotation, node "{node}" can only create mirror '
+                                         "pods")
+        if _bound_to(pod) != node:
+            raise _forbidden(attributes, f'node "{node}" can only create pods with '
+                                         "spec.nodeName set to itself")
+        await self._check_owner(node, attributes, metadata.get("ownerReferences") or [])
+        if spec.get("serviceAccountName"):
+            raise _forbidden(attributes, f'node "{node}" can not create pods that reference '
+                                         "a service account")
+        kinds = {kind for kind, _ in pod_references(pod)}
+        for kind, plural in (("secret", "secrets"), ("configmap", "configmaps")):
+            if kind in kinds:
+                raise _forbidden(attributes, f'node "{node}" can not create pods that '
+                                             f"reference {plural}")
+        volumes = [volume for volume in spec.get("volumes") or [] if isinstance(volume, dict)]
+        if any("clusterTrustBundle" in source for volume in volumes
+               for source in (volume.get("projected") or {}).get("sources") or []):
+            raise _forbidden(attributes, f'node "{node}" can not create pods that reference '
+                                         "clustertrustbundles")
+        if any(volume.get("persistentVolumeClaim") is not None for volume in volumes):
+            raise _forbidden(attributes, f'node "{node}" can not create pods that reference '
+                                         "persistentvolumeclaims")
+
+    async def _check_owner(self, node: str, attributes: Attributes, owners: list[Obj]
+                           ) -> None:
+        """The mirror pod's one owner is this node's Node, as its controller."""
+        if len(owners) > 1:
+            raise _forbidden(attributes, f'node "{node}" can only create pods with a single '
+                                         "owner reference set to itself")
+        if not owners:
+            raise _forbidden(attributes, f'node "{node}" can only create pods with an owner '
+                                         "reference set to itself")
+        owner = owners[0]
+        if (owner.get("apiVersion"), owner.get("kind"), owner.get("name")) != (
+                "v1", "Node", node):
+            raise _forbidden(attributes, f'node "{node}" can only create pods with an owner '
+                                         "reference set to itself")
+        if not owner.get("controller"):
+            raise _forbidden(attributes, f'node "{node}" can only create pods with a '
+                                         "controller owner reference set to itself")
+        if owner.get("blockOwnerDeletion"):
+            raise _forbidden(attributes, f'node "{node}" must not set blockOwnerDeletion on '
+                                         "an owner reference")
+        existing = await self.node(node)
+        if existing is None:
+            raise errors.not_found("nodes", "", node)
+        uid = existing["metadata"]["uid"]
+        if owner.get("uid") != uid:
+            raise _forbidden(attributes, f"node {node} UID mismatch: expected "
+                                         f"{owner.get('uid', '')} got {uid}")
 
 
 def _labels(obj: Obj | None) -> dict[str, str]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
+from minikube_py.api.defaulting import as_dict, as_list, items_of, set_default, text
 from minikube_py.api.validation import (
     FieldError,
     duplicate,
@@ -44,17 +45,7 @@ from minikube_py.apiserver.registry.strategies.base import (
     bump_generation,
     keep_stored_generation,
 )
-from minikube_py.apiserver.registry.strategies.fields import (
-    as_dict,
-    as_invalid,
-    as_list,
-    child,
-    index,
-    items_of,
-    semantic,
-    set_default,
-    text,
-)
+from minikube_py.apiserver.registry.strategies.fields import as_invalid, child, index, semantic
 
 FAILURE_POLICIES = ["Fail", "Ignore"]
 MATCH_POLICIES = ["Equivalent", "Exact"]

@@ -7,6 +7,8 @@ Defaults and rules follow upstream pkg/apis/apps/v1/defaults.go and apps validat
 
 from __future__ import annotations
 
+from minikube_py.api.defaulting import as_dict, defaulted_dict, set_default, set_default_if_zero
+from minikube_py.api.poddefaults import set_pod_spec_defaults
 from minikube_py.api.validation import (
     FieldError,
     forbidden,
@@ -28,20 +30,15 @@ from minikube_py.apiserver.registry.strategies.base import (
 )
 from minikube_py.apiserver.registry.strategies.fields import (
     SELECTOR_MISMATCH,
-    as_dict,
     child,
-    defaulted_dict,
     forbid_template_deadline,
     int_or_percent_value,
     selector_is_empty,
     semantic,
-    set_default,
-    set_default_if_zero,
     template_labels_match,
     validate_positive_int_or_percent,
     validate_workload_selector,
 )
-from minikube_py.apiserver.registry.strategies.podspec_defaults import set_pod_spec_defaults
 from minikube_py.apiserver.registry.strategies.podspec_validation import validate_pod_template
 
 DEFAULT_REVISION_HISTORY_LIMIT = 10

@@ -15,6 +15,8 @@ import zoneinfo
 from typing import Any
 
 from minikube_py.api.cron import CronSyntaxError, parse_standard
+from minikube_py.api.defaulting import as_dict, defaulted_dict, set_default, set_default_if_zero
+from minikube_py.api.poddefaults import set_pod_spec_defaults
 from minikube_py.api.selectors import SelectorError, label_selector_from_dict
 from minikube_py.api.validation import (
     FieldError,
@@ -29,15 +31,10 @@ from minikube_py.api.validation import (
 from minikube_py.apiserver.registry.strategies.base import KindStrategy, Obj
 from minikube_py.apiserver.registry.strategies.fields import (
     SELECTOR_MISMATCH,
-    as_dict,
     child,
-    defaulted_dict,
     semantic,
-    set_default,
-    set_default_if_zero,
     template_labels_match,
 )
-from minikube_py.apiserver.registry.strategies.podspec_defaults import set_pod_spec_defaults
 from minikube_py.apiserver.registry.strategies.podspec_validation import validate_pod_template
 
 CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"

@@ -40,6 +40,7 @@ from minikube_py.api.certificates import (
     decode_base64,
     parse_csr,
 )
+from minikube_py.api.defaulting import as_dict, as_list, defaulted_dict, text
 from minikube_py.api.managedfields.fieldpath import FieldSet, field_element
 from minikube_py.api.validation import (
     FieldError,
@@ -57,15 +58,7 @@ from minikube_py.api.validation import (
 )
 from minikube_py.apiserver.auth.admission import request_user
 from minikube_py.apiserver.registry.strategies.base import NoGenerationStrategy, Obj
-from minikube_py.apiserver.registry.strategies.fields import (
-    as_dict,
-    as_list,
-    child,
-    defaulted_dict,
-    index,
-    path_segment_name,
-    text,
-)
+from minikube_py.apiserver.registry.strategies.fields import child, index, path_segment_name
 
 APPROVED, DENIED, FAILED = "Approved", "Denied", "Failed"
 LEGACY_UNKNOWN_SIGNER = "kubernetes.io/legacy-unknown"

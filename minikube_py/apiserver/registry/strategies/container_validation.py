@@ -10,6 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from minikube_py.api.defaulting import as_dict, as_list, items_of
 from minikube_py.api.validation import (
     FieldError,
     duplicate,
@@ -27,14 +28,11 @@ from minikube_py.api.validation import (
 from minikube_py.apiserver.registry.strategies.base import Obj
 from minikube_py.apiserver.registry.strategies.fields import (
     PROTOCOLS,
-    as_dict,
     as_invalid,
-    as_list,
     child,
     config_key_errors,
     format_errors,
     index,
-    items_of,
     key,
     one_of_errors,
     port_name_errors,

@@ -11,6 +11,14 @@ import binascii
 import json
 from typing import Any
 
+from minikube_py.api.defaulting import (
+    as_dict,
+    as_list,
+    defaulted_dict,
+    items_of,
+    set_default,
+    set_default_if_zero,
+)
 from minikube_py.api.validation import (
     FieldError,
     duplicate,
@@ -29,20 +37,14 @@ from minikube_py.api.validation import (
 from minikube_py.apiserver.registry.strategies.base import NoGenerationStrategy, Obj
 from minikube_py.apiserver.registry.strategies.fields import (
     PROTOCOLS,
-    as_dict,
-    as_list,
     child,
     cidr_errors,
     config_key_errors,
-    defaulted_dict,
     format_errors,
     index,
     ip_errors,
-    items_of,
     key,
     required_enum,
-    set_default,
-    set_default_if_zero,
 )
 from minikube_py.apiserver.registry.strategies.resourcenames import (
     parse_amount,

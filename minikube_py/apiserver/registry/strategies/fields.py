@@ -1,4 +1,5 @@
-"""Pieces every per-kind strategy uses: field paths, defaulting, small checks.
+"""Pieces every per-kind strategy uses: field paths and small checks (the readers and
+defaulters of JSON fields are in api/defaulting.py).
 
 Field paths are built as upstream's `field.Path` prints them: `spec.containers[0].name`
 for list items and `spec.resources.limits[cpu]` for map keys.
@@ -8,9 +9,10 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
+from minikube_py.api.defaulting import as_dict
 from minikube_py.api.selectors import SelectorError, label_selector_from_dict
 from minikube_py.api.validation import (
     FieldError,
@@ -45,51 +47,6 @@ def index(path: str, i: int) -> str:
 
 def key(path: str, name: str) -> str:
     return f"{path}[{name}]"
-
-
-# --- reading and defaulting JSON objects -------------------------------------------------
-
-
-def as_dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def items_of(obj: Obj, name: str) -> Iterator[tuple[int, Obj]]:
-    """The dict items of the list `obj[name]`, with their indexes (others are skipped)."""
-    for i, item in enumerate(as_list(obj.get(name))):
-        if isinstance(item, dict):
-            yield i, item
-
-
-def text(value: Any) -> str:
-    """A field meant to hold a string, as one ("" when unset)."""
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else str(value)
-
-
-def defaulted_dict(obj: Obj, name: str) -> Obj:
-    """`obj[name]` to default fields into: a new empty dict when it is missing or not a dict."""
-    value = obj.get(name)
-    if not isinstance(value, dict):
-        value = obj[name] = {}
-    return value
-
-
-def set_default(obj: Obj, name: str, value: Any) -> None:
-    """Default a Go pointer field: only an absent or null field is unset."""
-    if obj.get(name) is None:
-        obj[name] = value
-
-
-def set_default_if_zero(obj: Obj, name: str, value: Any) -> None:
-    """Default a Go value field: its zero value ("", 0, false) means unset as well."""
-    if not obj.get(name):
-        obj[name] = value
 
 
 # --- small validators --------------------------------------------------------------------

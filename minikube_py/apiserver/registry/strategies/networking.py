@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+from minikube_py.api.defaulting import as_dict, as_list, items_of, set_default
 from minikube_py.api.validation import (
     FieldError,
     forbidden,
@@ -26,17 +27,13 @@ from minikube_py.api.validation import (
 )
 from minikube_py.apiserver.registry.strategies.base import KindStrategy, Obj
 from minikube_py.apiserver.registry.strategies.fields import (
-    as_dict,
     as_invalid,
-    as_list,
     child,
     cidr_errors,
     index,
     ip_errors,
-    items_of,
     path_segment_name,
     port_name_errors,
-    set_default,
 )
 
 # --- Ingress -----------------------------------------------------------------------------

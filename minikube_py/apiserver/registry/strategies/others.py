@@ -9,6 +9,14 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+from minikube_py.api.defaulting import (
+    as_dict,
+    as_list,
+    items_of,
+    set_default,
+    set_default_if_zero,
+    text,
+)
 from minikube_py.api.validation import (
     FieldError,
     duplicate,
@@ -35,17 +43,11 @@ from minikube_py.apiserver.registry.strategies.base import (
 )
 from minikube_py.apiserver.registry.strategies.fields import (
     PROTOCOLS,
-    as_dict,
-    as_list,
     child,
     format_errors,
     index,
-    items_of,
     path_segment_name,
-    set_default,
-    set_default_if_zero,
     special_ip_errors,
-    text,
     validate_positive_int_or_percent,
 )
 

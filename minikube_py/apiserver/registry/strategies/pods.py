@@ -15,6 +15,8 @@ import copy
 from decimal import Decimal
 from typing import Any
 
+from minikube_py.api.defaulting import as_dict, as_list, items_of
+from minikube_py.api.poddefaults import set_pod_defaults
 from minikube_py.api.quantity import QuantityError, parse_quantity
 from minikube_py.api.validation import (
     FieldError,
@@ -28,17 +30,13 @@ from minikube_py.api.validation import (
 from minikube_py.apiserver.registry.strategies.base import KindStrategy, Obj
 from minikube_py.apiserver.registry.strategies.fields import (
     MAX_INT32,
-    as_dict,
-    as_list,
     child,
     describe_changes,
     format_errors,
     index,
     ip_errors,
-    items_of,
     semantic,
 )
-from minikube_py.apiserver.registry.strategies.podspec_defaults import set_pod_defaults
 from minikube_py.apiserver.registry.strategies.podspec_validation import validate_pod_spec
 from minikube_py.apiserver.registry.strategies.resourcenames import QOS_RESOURCES
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from minikube_py.api.defaulting import as_dict, as_list, items_of
+from minikube_py.api.poddefaults import volume_sources
 from minikube_py.api.validation import (
     FieldError,
     duplicate,
@@ -37,18 +39,14 @@ from minikube_py.apiserver.registry.strategies.container_validation import (
 )
 from minikube_py.apiserver.registry.strategies.fields import (
     MAX_INT32,
-    as_dict,
-    as_list,
     child,
     format_errors,
     index,
     ip_errors,
-    items_of,
     one_of_errors,
     required_enum,
     validate_range,
 )
-from minikube_py.apiserver.registry.strategies.podspec_defaults import volume_sources
 
 RESTART_POLICIES = ["Always", "OnFailure", "Never"]
 DNS_POLICIES = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minikube_py.api.defaulting import as_dict, as_list, items_of, set_default_if_zero
 from minikube_py.api.selectors import SelectorError, label_selector_from_dict
 from minikube_py.api.validation import (
     FieldError,
@@ -21,14 +22,10 @@ from minikube_py.api.validation import (
 )
 from minikube_py.apiserver.registry.strategies.base import NoGenerationStrategy, Obj
 from minikube_py.apiserver.registry.strategies.fields import (
-    as_dict,
-    as_list,
     child,
     format_errors,
     index,
-    items_of,
     path_segment_name,
-    set_default_if_zero,
 )
 
 RBAC_GROUP = "rbac.authorization.k8s.io"

@@ -12,6 +12,7 @@ import copy
 import ipaddress
 from typing import Any
 
+from minikube_py.api.defaulting import as_dict, as_list, items_of, set_default, set_default_if_zero
 from minikube_py.api.validation import (
     FieldError,
     duplicate,
@@ -29,18 +30,13 @@ from minikube_py.api.validation import (
 from minikube_py.apiserver.registry.strategies.base import NoGenerationStrategy, Obj
 from minikube_py.apiserver.registry.strategies.fields import (
     PROTOCOLS,
-    as_dict,
-    as_list,
     child,
     cidr_errors,
     format_errors,
     index,
     ip_errors,
-    items_of,
     port_num_or_name_errors,
     required_enum,
-    set_default,
-    set_default_if_zero,
     special_ip_errors,
 )
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 
+from minikube_py.api.defaulting import as_dict, as_list, set_default, set_default_if_zero
+from minikube_py.api.poddefaults import volume_sources
 from minikube_py.api.validation import (
     FieldError,
     forbidden,
@@ -21,17 +23,12 @@ from minikube_py.api.validation import (
 )
 from minikube_py.apiserver.registry.strategies.base import NoGenerationStrategy, Obj
 from minikube_py.apiserver.registry.strategies.fields import (
-    as_dict,
-    as_list,
     describe_changes,
     format_errors,
     key,
     one_of_errors,
     semantic,
-    set_default,
-    set_default_if_zero,
 )
-from minikube_py.apiserver.registry.strategies.podspec_defaults import volume_sources
 from minikube_py.apiserver.registry.strategies.resourcenames import parse_amount
 
 ACCESS_MODES = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"]
