@@ -115,9 +115,11 @@ def run(inv: Invocation) -> None:
 
 
 def _current(inv: Invocation, path: str) -> Obj | None:
-    """The object as the API server has it now; None when it is gone (or never was)."""
+    """The object as the API server has it now, with the trace context it shows only to
+    those who ask; None when it is gone (or never was)."""
     try:
-        return inv.client.get_json(path)
+        return inv.client.get_json(path, headers={
+            tracing_context.OBJECT_HEADER: tracing_context.INCLUDE})
     except StatusError as error:
         if error.code != 404:
             raise
