@@ -29,6 +29,7 @@ from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.kubeconfig import write_kubeconfig
 from minikube_py.controllers.endpointslice import EndpointSliceController
 from minikube_py.controllers.manager import ControllerManager
+from minikube_py.mkctl.printers import timeline
 from minikube_py.process import free_port
 from minikube_py.tracing import context
 from minikube_py.tracing.context import ANNOTATION
@@ -398,3 +399,75 @@ async def test_an_update_that_leaves_the_trace_context_out_keeps_it(
     stored = as_components_see_it(apiserver.url,
                                   f"/api/v1/namespaces/{namespace}/configmaps/kept")
     assert stored["metadata"]["annotations"] == {"note": "mine", ANNOTATION: traceparent}
+
+
+SPAN_COLUMN = sum(width + 3 for width in timeline.FOLLOW_WIDTHS)  # where SPAN starts
+
+
+async def test_mkctl_trace_follow_shows_this_life_in_time_order_and_nested(
+        traced_server: Path, receiver: str) -> None:
+    """--follow on an object made again under its name: the earlier life's spans stay out,
+    even one that comes while following; spans that come late are printed where they
+    started, and a child sent before its parent is printed under it."""
+    await asyncio.to_thread(kubectl, traced_server, "create", "configmap", "traced-followed")
+    gone = as_components_see_it(server_of(traced_server),
+                                "/api/v1/namespaces/default/configmaps/traced-followed")
+    await asyncio.to_thread(kubectl, traced_server, "delete", "configmap", "traced-followed")
+    await asyncio.to_thread(kubectl, traced_server, "create", "configmap", "traced-followed")
+    now = await annotation(traced_server, "configmap", "traced-followed")
+    await spans_of(receiver, "configmaps", "default", "traced-followed", 3)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "minikube_py.mkctl", f"--kubeconfig={traced_server}", "trace",
+         "configmap/traced-followed", f"--traces-url={receiver}", "--follow"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    printed: list[str] = []
+    try:
+        assert process.stdout is not None
+        reader = asyncio.create_task(asyncio.to_thread(
+            lambda: [printed.append(line.rstrip("\n")) for line in process.stdout]))
+        await eventually(lambda: asyncio.sleep(0, len(printed) >= 2), timeout=15,
+                         what="the life so far")
+        exporter = OTLPExporter(receiver, "test-controller", interval=0.05)
+        tracer = Tracer("test-controller", exporter)
+        names = {"k8s.resource": "configmaps", "k8s.namespace": "default",
+                 "k8s.name": "traced-followed"}
+        earlier = tracer.start("step earlier", parent=now, attributes=names)
+        later = tracer.start("step later", parent=now, attributes=names)
+        parent = tracer.start("step parent", parent=now, attributes=names)
+        child = tracer.start("step child", parent=parent.context)
+        stale = tracer.start("step of the earlier life", parent=context.of_object(gone),
+                             attributes={**names, "k8s.uid": gone["metadata"]["uid"]})
+        for span in (later, child, stale):  # sent first, though they started later
+            span.end()
+        await exporter.flush()  # a batch of their own: the receiver has them first
+        for span in (earlier, parent):
+            span.end()
+        await exporter.close()
+
+        def followed() -> list[str] | None:
+            shown = [line[SPAN_COLUMN:] for line in printed if is_step(line)]
+            return shown if len(shown) >= 4 else None
+
+        shown = await eventually(lambda: asyncio.sleep(0, followed()), timeout=20,
+                                 what="the followed spans")
+    finally:
+        process.terminate()
+        process.wait(10)
+        await reader
+    history = [line for line in printed[1:next(i for i, line in enumerate(printed)
+                                                if is_step(line))]
+               if line[:12].strip()]  # span rows, not the admission rows under them
+    assert [line[SPAN_COLUMN:].split("  ")[0] for line in history] == [
+        "create configmaps default/traced-followed"], printed  # not the earlier life's
+    order = [line.strip().split(" default/")[0] for line in shown]
+    assert order == ["step earlier", "step later", "step parent",
+                     "step child"], shown
+    depth = {line.strip().split(" default/")[0]: len(line) - len(line.lstrip())
+             for line in shown}
+    assert depth["step child"] == depth["step parent"] + 2, shown
+    assert not any("earlier life" in line for line in printed), printed
+
+
+def is_step(line: str) -> bool:
+    """A line of a span the follow test sent (its SPAN column starts "step ")."""
+    return line[SPAN_COLUMN:].strip().startswith("step ")

@@ -129,6 +129,13 @@ def record_create(obj: Obj) -> None:
         return
     _annotations(obj)[ANNOTATION] = trace.span.context.traceparent()
     trace.span.set("k8s.name", obj["metadata"].get("name", ""))
+    _record_uid(trace, obj)
+
+
+def _record_uid(trace: RequestTrace, obj: Obj) -> None:
+    """Which life of the object the span is part of (one name, many lives: mkctl trace)."""
+    if uid := (obj.get("metadata") or {}).get("uid"):
+        trace.span.set("k8s.uid", uid)
 
 
 def record_update(new: Obj, current: Obj) -> None:
@@ -140,6 +147,7 @@ def record_update(new: Obj, current: Obj) -> None:
         if stored is not None:
             _annotations(new).setdefault(ANNOTATION, stored)
         return
+    _record_uid(trace, current)
     kept = context.of_object(current)
     if kept is not None and (trace.carried is None or trace.carried.trace_id == kept.trace_id):
         if trace.carried is None:
@@ -157,8 +165,11 @@ def _join(trace: RequestTrace, kept: SpanContext) -> None:
 def record_delete(current: Obj) -> None:
     """A delete without a trace of its own joins the object's."""
     trace = _recording()
+    if trace is None:
+        return
+    _record_uid(trace, current)
     kept = context.of_object(current)
-    if trace is not None and kept is not None and trace.carried is None:
+    if kept is not None and trace.carried is None:
         _join(trace, kept)
 
 
