@@ -363,7 +363,7 @@ class KubeletServer:
             return _error(500, str(err))
         if bytestreams.is_spdy(request):
             return await self._proxy_upgrade(request, url)
-        return await self._relay(request, url, [])
+        return await self._relay(request, url, [], port_forward=False)
 
     async def _port_forward(self, request: web.Request) -> web.StreamResponse:
         """getPortForward: the pod's sandbox, CRI PortForward, then the client's WebSocket
@@ -398,7 +398,8 @@ class KubeletServer:
         if spdy:
             # SPDY names the port on each stream pair: the runtime reads it there
             return await self._proxy_upgrade(request, url)
-        return await self._relay(request, url, [("port", str(port)) for port in ports])
+        return await self._relay(request, url, [("port", str(port)) for port in ports],
+                                 port_forward=True)
 
     async def _proxy_upgrade(self, request: web.Request, url: str) -> web.StreamResponse:
         """A SPDY upgrade, proxied to the runtime's streaming server at `url` as raw bytes
@@ -423,20 +424,30 @@ class KubeletServer:
             self._streams.discard(task)
             await answer.stream.close()
 
-    async def _relay(self, request: web.Request, url: str,
-                     query: list[tuple[str, str]]) -> web.StreamResponse:
-        """The client's WebSocket, relayed to the runtime's streaming server at `url`."""
-        if not any(p in channels.PROTOCOLS for p in channels.offered_protocols(request)):
+    async def _relay(self, request: web.Request, url: str, query: list[tuple[str, str]], *,
+                     port_forward: bool) -> web.StreamResponse:
+        """The client's WebSocket, relayed to the runtime's streaming server at `url`.
+
+        Exec and attach: the runtime gets v4 (all containerd speaks), the client v5 or v4.
+        Port-forward: the runtime gets what the client offered, and the client what the
+        runtime chose; upstream's port-forward takes no subprotocol at all as binary
+        channels too (kr8s offers none), so none is no reason to refuse.
+        """
+        offered = channels.offered_protocols(request)
+        if not port_forward and not any(p in channels.PROTOCOLS for p in offered):
             return _error(400, "none of the offered subprotocols is supported: want one of "
                           + ", ".join(channels.PROTOCOLS))
         session = aiohttp.ClientSession()
         try:
             try:
-                runtime = await session.ws_connect(url, params=query, protocols=(channels.V4,),
-                                                   max_msg_size=0)
+                runtime = await session.ws_connect(
+                    url, params=query, protocols=offered if port_forward else (channels.V4,),
+                    max_msg_size=0)
             except aiohttp.ClientError as err:
                 return _error(500, f"cannot reach the runtime's streaming server: {err}")
-            client = web.WebSocketResponse(protocols=channels.PROTOCOLS, max_msg_size=0)
+            chosen = ((runtime.protocol,) if runtime.protocol else ()) if port_forward else (
+                channels.PROTOCOLS)
+            client = web.WebSocketResponse(protocols=chosen, max_msg_size=0)
             await client.prepare(request)
             task = asyncio.current_task()
             assert task is not None
