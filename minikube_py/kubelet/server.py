@@ -55,6 +55,7 @@ from minikube_py.kubelet.metrics import (
     resource_metrics,
 )
 from minikube_py.streaming import bytestreams, channels
+from minikube_py.tracing.context import without_trace_context
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -236,9 +237,10 @@ class KubeletServer:
         return web.Response(text="ok")
 
     async def _pods(self, request: web.Request) -> web.Response:
-        """/pods: the pods bound to this node, as a v1 PodList."""
+        """/pods: the pods bound to this node, as a v1 PodList (without the trace context
+        the API server gave the kubelet: no client sees it)."""
         body = {"kind": "PodList", "apiVersion": "v1", "metadata": {},
-                "items": self.provider.running_pods()}
+                "items": [without_trace_context(pod) for pod in self.provider.running_pods()]}
         return web.Response(body=orjson.dumps(body), content_type="application/json")
 
     async def _stats_summary(self, request: web.Request) -> web.Response:
