@@ -28,6 +28,7 @@ from minikube_py.client.errors import APIStatusError, NotFound
 from minikube_py.client.rest import Client
 from minikube_py.process import free_port
 from minikube_py.security import pki
+from minikube_py.tracing.context import ANNOTATION as TRACE_ANNOTATION
 from tests.api_helpers import eventually
 
 Obj = dict[str, Any]
@@ -344,3 +345,33 @@ async def test_a_broken_webhook_never_blocks_its_own_configuration(
     assert error is not None and error.code == 500
     await configurations.patch(name, {"metadata": {"annotations": {"still": "editable"}}})
     await configurations.delete(name)
+
+
+async def test_a_webhook_never_sees_the_trace_context_an_object_carries(
+        kubeconfig: Path, labelled_namespace: str, webhook_server: WebhookServer,
+        configurations: Callable[..., Awaitable[str]]) -> None:
+    """Upstream writes no trace context on objects, so the AdmissionReview of an update
+    of one that carries it (a component's) shows it in neither object nor oldObject."""
+    webhook_server.answers["/see"] = allow
+    namespace = labelled_namespace
+    await configurations("validatingwebhookconfigurations", [
+        webhook("see.example.com", webhook_server, "/see", namespace,
+                operations=("UPDATE",))])
+    async with Client.from_kubeconfig(kubeconfig, trace_context=True) as component:
+        configmaps = component.resource("configmaps")
+        made = configmap("traced")
+        made["metadata"]["annotations"] = {
+            "note": "mine", TRACE_ANNOTATION: f"00-{'a' * 32}-{'b' * 16}-01"}
+        await configmaps.create(made, namespace)
+        writes = iter(range(1000))
+
+        async def update_seen() -> bool:
+            await configmaps.patch("traced", {"data": {"k": str(next(writes))}}, namespace)
+            return "/see" in webhook_server.seen
+
+        await eventually(update_seen, what="the webhook in force")
+        stored = await configmaps.get("traced", namespace)
+    assert TRACE_ANNOTATION in stored["metadata"]["annotations"]
+    asked = webhook_server.seen["/see"][-1]
+    for side in ("object", "oldObject"):
+        assert asked[side]["metadata"]["annotations"] == {"note": "mine"}, side

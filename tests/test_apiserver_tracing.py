@@ -1,21 +1,27 @@
 """The API server's spans, and the trace each object carries, with a real API server
-(--tracing-config-file), etcd, the trace receiver and kubectl: a request becomes a span
-that continues the client's traceparent; a created object records its trace; a later
-write without a trace of its own joins it; tracing off changes nothing."""
+(--tracing-config-file), etcd, the trace receiver, kubectl and kr8s: a request becomes a
+span that continues the client's traceparent; a created object records its trace; a later
+write without a trace of its own joins it; tracing off changes nothing. Clients never see
+the trace an object carries; the components, which ask for it, do."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
 import time
 import urllib.request
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import kr8s.asyncio
 import pytest
+import yaml
+from kr8s.asyncio.objects import Pod
 
 from minikube_py.client.rest import Client
 from minikube_py.cluster.apiserver import APIServerProcess
@@ -23,6 +29,7 @@ from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.kubeconfig import write_kubeconfig
 from minikube_py.controllers.endpointslice import EndpointSliceController
 from minikube_py.controllers.manager import ControllerManager
+from minikube_py.mkctl.printers import timeline
 from minikube_py.process import free_port
 from minikube_py.tracing import context
 from minikube_py.tracing.context import ANNOTATION
@@ -90,11 +97,28 @@ async def spans_of(receiver: str, resource: str, namespace: str, name: str, coun
     return await eventually(enough, timeout=15, what=f"{count} spans of {name}")
 
 
+def as_components_see_it(server: str, path: str) -> Obj:
+    """GET path as the components do: asking for the objects' trace context."""
+    request = urllib.request.Request(
+        f"{server}{path}", headers={context.OBJECT_HEADER: context.INCLUDE})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.load(answer)
+
+
+def server_of(kubeconfig: Path) -> str:
+    return yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+
+
 async def annotation(kubeconfig: Path, kind: str, name: str) -> context.SpanContext:
-    obj = json.loads(await asyncio.to_thread(kubectl, kubeconfig, "get", kind, name,
-                                             "-o", "json"))
+    """The object's trace, as the components get it; kubectl never sees it."""
+    plural = {"configmap": "configmaps", "pod": "pods"}[kind]
+    path = f"/api/v1/namespaces/default/{plural}/{name}"
+    obj = await asyncio.to_thread(as_components_see_it, server_of(kubeconfig), path)
     found = context.of_object(obj)
     assert found is not None, obj["metadata"].get("annotations")
+    shown = json.loads(await asyncio.to_thread(kubectl, kubeconfig, "get", kind, name,
+                                               "-o", "json"))
+    assert ANNOTATION not in (shown["metadata"].get("annotations") or {})
     return found
 
 
@@ -183,7 +207,8 @@ async def test_a_client_span_is_continued_and_a_new_trace_moves_the_object(
         traced_server: Path, receiver: str) -> None:
     exporter = OTLPExporter(receiver, "test-controller", interval=0.05)
     tracer = Tracer("test-controller", exporter)
-    async with Client.from_kubeconfig(traced_server, user_agent="tests") as client:
+    async with Client.from_kubeconfig(traced_server, user_agent="tests",
+                                      trace_context=True) as client:
         config_maps = client.resource("configmaps")
         with tracer.span("sync traced-3") as sync:
             made = await config_maps.create({"metadata": {"name": "traced-3"},
@@ -204,10 +229,11 @@ async def test_a_client_span_is_continued_and_a_new_trace_moves_the_object(
                for s in spans)
 
 
-async def test_without_tracing_objects_carry_no_trace(kubectl: Any, namespace: str) -> None:
+async def test_without_tracing_objects_carry_no_trace(
+        kubectl: Any, namespace: str, apiserver: APIServerProcess) -> None:
     kubectl("create", "configmap", "untraced", "-n", namespace, "--from-literal=a=b")
-    got = json.loads(kubectl("get", "configmap", "untraced", "-n", namespace, "-o",
-                             "json").stdout)
+    got = as_components_see_it(apiserver.url,
+                               f"/api/v1/namespaces/{namespace}/configmaps/untraced")
     assert ANNOTATION not in (got["metadata"].get("annotations") or {})
 
 
@@ -217,7 +243,8 @@ async def test_a_pods_change_continues_into_the_endpoint_slice_it_changes(
     is a span of the pod's trace (not of the Service's), and the EndpointSlice it writes
     moves to the pod's trace, where the proxy continues it."""
     exporter = OTLPExporter(receiver, "kube-controller-manager", interval=0.05)
-    async with Client.from_kubeconfig(traced_server, user_agent="tests") as client:
+    async with Client.from_kubeconfig(traced_server, user_agent="tests",
+                                      trace_context=True) as client:
         manager = ControllerManager(client, [EndpointSliceController],
                                     tracer=Tracer("kube-controller-manager", exporter))
         await asyncio.wait_for(manager.start(), 30)
@@ -256,3 +283,191 @@ async def test_a_pods_change_continues_into_the_endpoint_slice_it_changes(
     assert syncs[0]["attributes"]["k8s.name"] == "traced-web"
     assert any(s["service"] == "kube-apiserver" and s["attributes"].get("k8s.resource")
                == "endpointslices" for s in spans)
+
+
+@contextlib.asynccontextmanager
+async def kr8s_on(kubeconfig: Path) -> AsyncIterator[kr8s.asyncio.Api]:
+    """kr8s, a client of the package index that is neither kubectl nor the official one
+    (it names our 1.37 unsupported in a warning, and carries on)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Kubernetes version .* is not supported")
+        api = await kr8s.asyncio.api(kubeconfig=str(kubeconfig))
+    try:
+        yield api
+    finally:
+        await api._session.aclose()
+
+
+def no_trace_in(obj: Obj) -> bool:
+    return "tracing.minikube-py.io" not in json.dumps(obj)
+
+
+async def test_a_client_never_sees_the_trace_its_objects_carry(
+        traced_server: Path, receiver: str) -> None:
+    """A pod kr8s creates with no annotations has none in any answer: the create, a get,
+    a list (plain and by selector), a watch event, a patch, a Table. The components still
+    get the trace, and it outlives the client's writes."""
+    async with kr8s_on(traced_server) as api:
+        pod = await Pod({"metadata": {"name": "traced-hidden", "labels": {"hide": "me"}},
+                         "spec": {"containers": [{"name": "c", "image": "pause"}]}},
+                        namespace="default", api=api)
+        await pod.create()
+        assert "annotations" not in pod.raw["metadata"], pod.raw["metadata"]
+        recorded = await annotation(traced_server, "pod", "traced-hidden")
+        await pod.refresh()
+        assert "annotations" not in pod.raw["metadata"]
+        listed = [p.raw async for p in api.async_get("pods", namespace="default")]
+        selected = [p.raw async for p in api.async_get("pods", namespace="default",
+                                                       label_selector={"hide": "me"})]
+        assert [p["metadata"]["name"] for p in selected] == ["traced-hidden"]
+        assert all(no_trace_in(p) for p in listed + selected)
+
+        async def first_change() -> tuple[str, Obj]:
+            async for kind, changed in api.async_watch(
+                    "pods", namespace="default", label_selector={"hide": "me"},
+                    since=pod.raw["metadata"]["resourceVersion"]):
+                return kind, changed.raw
+            raise AssertionError("the watch ended without an event")
+
+        async with asyncio.timeout(20):
+            watching = asyncio.create_task(first_change())
+            await asyncio.sleep(0)
+            await pod.patch({"metadata": {"labels": {"seen": "yes"}}})
+            assert "annotations" not in pod.raw["metadata"]
+            kind, event_object = await watching
+    assert kind == "MODIFIED" and event_object["metadata"]["labels"]["seen"] == "yes"
+    assert "annotations" not in event_object["metadata"]
+    request = urllib.request.Request(
+        f"{server_of(traced_server)}/api/v1/namespaces/default/pods/traced-hidden"
+        "?includeObject=Object", headers={"Accept": "application/json;as=Table;v=v1;"
+                                                    "g=meta.k8s.io"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        rows = json.load(answer)["rows"]
+    assert rows and no_trace_in(rows)  # a Table row's object, kubectl get's way to ask
+    kept = await annotation(traced_server, "pod", "traced-hidden")
+    assert kept == recorded  # the patch left it out, and it stayed
+
+
+async def test_apply_records_no_trace_in_last_applied_nor_managed_fields(
+        traced_server: Path, receiver: str) -> None:
+    """kubectl apply's last-applied configuration is the file's; server-side apply's
+    managedFields, even after a write that moved the object to another trace, name no
+    trace context: nobody owns it."""
+    manifest = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: traced-applied\n"
+                "data:\n  a: b\n")
+    for flags in ((), ("--server-side",)):
+        name = "traced-applied" + ("-ssa" if flags else "")
+        body = manifest.replace("traced-applied", name)
+        await asyncio.to_thread(lambda b=body, f=flags: subprocess.run(
+            [KUBECTL, f"--kubeconfig={traced_server}", "apply", *f, "-f", "-"], input=b,
+            capture_output=True, text=True, timeout=30, check=True))
+        shown = json.loads(await asyncio.to_thread(
+            kubectl, traced_server, "get", "configmap", name, "-o", "json",
+            "--show-managed-fields"))
+        assert no_trace_in(shown), shown["metadata"]
+    exporter = OTLPExporter(receiver, "test-controller", interval=0.05)
+    async with Client.from_kubeconfig(traced_server, user_agent="mover",
+                                      trace_context=True) as client:
+        config_maps = client.resource("configmaps")
+        current = await config_maps.get("traced-applied-ssa", "default")
+        before = context.of_object(current)
+        with Tracer("test-controller", exporter).span("another trace") as other:
+            moved = await config_maps.update({**current, "data": {"a": "c"}})
+    await exporter.close()
+    assert before is not None and context.of_object(moved).trace_id == other.context.trace_id
+    managers = [entry["manager"] for entry in moved["metadata"]["managedFields"]]
+    assert "mover" in managers and no_trace_in(moved["metadata"]["managedFields"])
+
+
+async def test_an_update_that_leaves_the_trace_context_out_keeps_it(
+        apiserver: APIServerProcess, kubeconfig: Path, namespace: str) -> None:
+    """Tracing off, an object that carries a trace (a component wrote it so) keeps it
+    through a kr8s JSON patch that replaces every annotation: clients cannot see it, so
+    they cannot be asked to send it back."""
+    traceparent = f"00-{'d' * 32}-{'e' * 16}-01"
+    async with Client.from_kubeconfig(kubeconfig, trace_context=True) as client:
+        await client.resource("configmaps").create(
+            {"metadata": {"name": "kept", "annotations": {ANNOTATION: traceparent}}},
+            namespace)
+    async with kr8s_on(kubeconfig) as api:
+        (config_map,) = [c async for c in api.async_get("configmaps", "kept",
+                                                        namespace=namespace)]
+        assert "annotations" not in config_map.raw["metadata"]
+        await config_map.patch([{"op": "add", "path": "/metadata/annotations",
+                                 "value": {"note": "mine"}}], type="json")
+        assert config_map.raw["metadata"]["annotations"] == {"note": "mine"}
+    stored = as_components_see_it(apiserver.url,
+                                  f"/api/v1/namespaces/{namespace}/configmaps/kept")
+    assert stored["metadata"]["annotations"] == {"note": "mine", ANNOTATION: traceparent}
+
+
+SPAN_COLUMN = sum(width + 3 for width in timeline.FOLLOW_WIDTHS)  # where SPAN starts
+
+
+async def test_mkctl_trace_follow_shows_this_life_in_time_order_and_nested(
+        traced_server: Path, receiver: str) -> None:
+    """--follow on an object made again under its name: the earlier life's spans stay out,
+    even one that comes while following; spans that come late are printed where they
+    started, and a child sent before its parent is printed under it."""
+    await asyncio.to_thread(kubectl, traced_server, "create", "configmap", "traced-followed")
+    gone = as_components_see_it(server_of(traced_server),
+                                "/api/v1/namespaces/default/configmaps/traced-followed")
+    await asyncio.to_thread(kubectl, traced_server, "delete", "configmap", "traced-followed")
+    await asyncio.to_thread(kubectl, traced_server, "create", "configmap", "traced-followed")
+    now = await annotation(traced_server, "configmap", "traced-followed")
+    await spans_of(receiver, "configmaps", "default", "traced-followed", 3)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "minikube_py.mkctl", f"--kubeconfig={traced_server}", "trace",
+         "configmap/traced-followed", f"--traces-url={receiver}", "--follow"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    printed: list[str] = []
+    try:
+        assert process.stdout is not None
+        reader = asyncio.create_task(asyncio.to_thread(
+            lambda: [printed.append(line.rstrip("\n")) for line in process.stdout]))
+        await eventually(lambda: asyncio.sleep(0, len(printed) >= 2), timeout=15,
+                         what="the life so far")
+        exporter = OTLPExporter(receiver, "test-controller", interval=0.05)
+        tracer = Tracer("test-controller", exporter)
+        names = {"k8s.resource": "configmaps", "k8s.namespace": "default",
+                 "k8s.name": "traced-followed"}
+        earlier = tracer.start("step earlier", parent=now, attributes=names)
+        later = tracer.start("step later", parent=now, attributes=names)
+        parent = tracer.start("step parent", parent=now, attributes=names)
+        child = tracer.start("step child", parent=parent.context)
+        stale = tracer.start("step of the earlier life", parent=context.of_object(gone),
+                             attributes={**names, "k8s.uid": gone["metadata"]["uid"]})
+        for span in (later, child, stale):  # sent first, though they started later
+            span.end()
+        await exporter.flush()  # a batch of their own: the receiver has them first
+        for span in (earlier, parent):
+            span.end()
+        await exporter.close()
+
+        def followed() -> list[str] | None:
+            shown = [line[SPAN_COLUMN:] for line in printed if is_step(line)]
+            return shown if len(shown) >= 4 else None
+
+        shown = await eventually(lambda: asyncio.sleep(0, followed()), timeout=20,
+                                 what="the followed spans")
+    finally:
+        process.terminate()
+        process.wait(10)
+        await reader
+    history = [line for line in printed[1:next(i for i, line in enumerate(printed)
+                                                if is_step(line))]
+               if line[:12].strip()]  # span rows, not the admission rows under them
+    assert [line[SPAN_COLUMN:].split("  ")[0] for line in history] == [
+        "create configmaps default/traced-followed"], printed  # not the earlier life's
+    order = [line.strip().split(" default/")[0] for line in shown]
+    assert order == ["step earlier", "step later", "step parent",
+                     "step child"], shown
+    depth = {line.strip().split(" default/")[0]: len(line) - len(line.lstrip())
+             for line in shown}
+    assert depth["step child"] == depth["step parent"] + 2, shown
+    assert not any("earlier life" in line for line in printed), printed
+
+
+def is_step(line: str) -> bool:
+    """A line of a span the follow test sent (its SPAN column starts "step ")."""
+    return line[SPAN_COLUMN:].strip().startswith("step ")

@@ -25,6 +25,7 @@ from kubernetes.client import ApiException
 from minikube_py.client.rest import Client
 from minikube_py.kubelet.logs import container_log_path
 from minikube_py.kubelet.server import ContainerNotFound, KubeletServer
+from minikube_py.tracing.context import ANNOTATION as TRACE_ANNOTATION
 
 Obj = dict[str, Any]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
@@ -312,12 +313,15 @@ async def kubelet_get(kubelet: KubeletServer, path: str) -> tuple[int, str, str]
 
 async def test_kubelet_answers_healthz_pods_and_stats(kubelet: KubeletServer,
                                                       host: FakeHost) -> None:
-    host.pods.append({"metadata": {"name": "web", "namespace": "ns", "uid": "u1"}})
+    # the trace context the API server shows the kubelet is no client's to see
+    host.pods.append({"metadata": {"name": "web", "namespace": "ns", "uid": "u1",
+                                   "annotations": {TRACE_ANNOTATION: "00-a-b-01"}}})
     assert (await kubelet_get(kubelet, "/healthz"))[::2] == (200, "ok")
     status, _, body = await kubelet_get(kubelet, "/pods")
     pods = json.loads(body)
     assert (status, pods["kind"], pods["apiVersion"]) == (200, "PodList", "v1")
-    assert [p["metadata"]["name"] for p in pods["items"]] == ["web"]
+    assert [p["metadata"] for p in pods["items"]] == [
+        {"name": "web", "namespace": "ns", "uid": "u1"}]
     status, _, body = await kubelet_get(kubelet, "/stats/summary")
     assert (status, json.loads(body)["node"]["nodeName"]) == (200, "fake")
 

@@ -453,7 +453,7 @@ async def test_a_sync_is_a_span_of_the_service_and_of_the_slice_change_that_caus
     body["metadata"]["annotations"] = {ANNOTATION: f"00-{first}-{'2' * 16}-01"}
     await slices.create(body, namespace)
     kept = KeptSpans()
-    async with Client.from_kubeconfig(kubeconfig) as client, Proxier(
+    async with Client.from_kubeconfig(kubeconfig, trace_context=True) as client, Proxier(
             client, ProxyConfig("node-1"), netns=str(NETNS_DIR / topology.node),
             tracer=Tracer("kube-proxy", kept)):
         for _ in range(50):
@@ -465,7 +465,8 @@ async def test_a_sync_is_a_span_of_the_service_and_of_the_slice_change_that_caus
         assert span.attributes["k8s.name"] == "traced"
         assert span.attributes["endpoints"] == ["10.250.0.11:8080"]
         assert kept.syncs_in(service_trace)[0].parent_id == "1" * 16
-        current = await slices.get("traced-1", namespace)
+        current = await client.resource("endpointslices", "discovery.k8s.io").get(
+            "traced-1", namespace)  # as the proxy sees it, with its trace
         current["metadata"]["annotations"][ANNOTATION] = f"00-{second}-{'3' * 16}-01"
         current["endpoints"][0]["addresses"] = ["10.250.0.12"]
         await slices.update(current)

@@ -229,14 +229,20 @@ class APIServer(Component):
             self.audit = AuditLog(load_policy(Path(config.audit_policy_file)),
                                   open(config.audit_log_path, "ab"))  # noqa: SIM115
         # Fixed paths (GET only); OpenAPI v3 documents and resources are routed by prefix.
+        # Upstream serves /version, /api and each group's discovery as go-restful web
+        # services, which answer their root with a trailing slash too; /apis/ is the
+        # aggregator's plain group list. /healthz/, /openapi/v2/ and /metrics/ are 404.
         self._routes = {
             "/healthz": self._healthz,
             "/livez": self._healthz,
             "/readyz": self._readyz,
             "/metrics": self._metrics,
             "/version": self._version,
+            "/version/": self._version,
             "/api": self._api,
+            "/api/": self._api,
             "/apis": self._apis,
+            "/apis/": self._group_list,
             "/openapi/v2": self._openapi_v2,
             "/openapi/v3": self._openapi_v3_index,
         }
@@ -716,6 +722,11 @@ class APIServer(Component):
             body = discovery.aggregated(core=False)
             body["items"] += self.aggregator.aggregated_groups()
             return self._aggregated(body)
+        return await self._group_list(request)
+
+    async def _group_list(self, request: web.Request) -> web.Response:
+        """/apis/: the APIGroupList, whatever Accept asks (upstream's aggregator serves
+        this path with its plain handler, without aggregated discovery)."""
         body = discovery.api_group_list()
         body["groups"] += self.aggregator.api_groups()
         return json_response(body)

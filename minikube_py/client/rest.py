@@ -55,13 +55,19 @@ def find_resource(name: str, group: str | None = None) -> Resource:
 
 
 class Client:
-    """An HTTP session to one API server, plus a `ResourceClient` per resource."""
+    """An HTTP session to one API server, plus a `ResourceClient` per resource.
+
+    `trace_context=True`: the objects come with the trace context the API server keeps on
+    them (the annotation tracing/context.py names), which it shows no other client. The
+    components that continue objects' traces ask for it; tools and tests do not.
+    """
 
     def __init__(self, config: ClientConfig, *, user_agent: str = "minikube-py",
-                 max_retries: int = 5) -> None:
+                 max_retries: int = 5, trace_context: bool = False) -> None:
         self.config = config
         self.user_agent = user_agent
         self.max_retries = max_retries
+        self.trace_context = trace_context
         self._session: aiohttp.ClientSession | None = None
         self._pool: transport.ConnectionPool | None = None
         self._session_ssl: ssl.SSLContext | bool | None = None
@@ -69,8 +75,10 @@ class Client:
 
     @classmethod
     def from_kubeconfig(cls, path: str | Path | None = None, *, context: str | None = None,
-                        user_agent: str = "minikube-py") -> Client:
-        return cls(load_kubeconfig(path, context=context), user_agent=user_agent)
+                        user_agent: str = "minikube-py", trace_context: bool = False
+                        ) -> Client:
+        return cls(load_kubeconfig(path, context=context), user_agent=user_agent,
+                   trace_context=trace_context)
 
     async def __aenter__(self) -> Client:
         return self
@@ -110,6 +118,8 @@ class Client:
 
     def _headers(self) -> dict[str, str]:
         headers = {"User-Agent": self.user_agent, "Accept": "application/json"}
+        if self.trace_context:
+            headers[tracing_context.OBJECT_HEADER] = tracing_context.INCLUDE
         if self.config.token:
             headers["Authorization"] = f"Bearer {self.config.token}"
         return headers

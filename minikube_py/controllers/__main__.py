@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         controllers = select_controllers(args.controllers.split(","), ALL_CONTROLLERS)
         parse_range(args.loadbalancer_ip_range)
-        client = Client.from_kubeconfig(args.kubeconfig, user_agent="controller-manager")
+        client = Client.from_kubeconfig(args.kubeconfig, user_agent="controller-manager",
+                                        trace_context=True)
         root_ca = Path(args.root_ca_file).read_text() if args.root_ca_file else ""
         signing_ca = signing_authority(args.cluster_signing_cert_file,
                                        args.cluster_signing_key_file)

@@ -205,9 +205,11 @@ class Controller(Component):
             await self.sync(key)
             return
         namespace, _, name = key.rpartition("/")
-        with tracer.span(f"{self.name} sync", parent=parent, **{
-                "k8s.resource": self.traced.resource.resource.plural,
-                "k8s.namespace": namespace, "k8s.name": name, "controller": self.name}):
+        attributes = {"k8s.resource": self.traced.resource.resource.plural,
+                      "k8s.namespace": namespace, "k8s.name": name, "controller": self.name}
+        if obj is not None and (uid := obj["metadata"].get("uid")):
+            attributes["k8s.uid"] = uid
+        with tracer.span(f"{self.name} sync", parent=parent, **attributes):
             await self.sync(key)
 
     def _handle_error(self, key: str, error: Exception) -> None:

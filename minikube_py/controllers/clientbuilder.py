@@ -49,7 +49,8 @@ class ServiceAccountClients:
         await self._ensure_account(account)
         config = dataclasses.replace(self.root.config, token=await self._token(account),
                                      cert_file=None, key_file=None)
-        client = Client(config, user_agent=f"{self.root.user_agent}/{account}")
+        client = Client(config, user_agent=f"{self.root.user_agent}/{account}",
+                        trace_context=self.root.trace_context)
         self._clients[account] = client
         self._renewals.append(asyncio.create_task(self._renew(account, client),
                                                   name=f"token-{account}"))

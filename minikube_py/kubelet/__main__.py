@@ -158,7 +158,8 @@ def main(argv: list[str] | None = None) -> None:
                                       "to write the earned credentials to")
             asyncio.run(certificate.bootstrap(args.node_name, Path(args.kubeconfig),
                                               Path(args.bootstrap_kubeconfig), cert_dir))
-        client = Client.from_kubeconfig(args.kubeconfig, user_agent="kubelet")
+        client = Client.from_kubeconfig(args.kubeconfig, user_agent="kubelet",
+                                        trace_context=True)
     except (KubeconfigError, certificate.CertificateRequestFailed, APIStatusError,
             ConnectionFailed, OSError) as error:
         sys.exit(f"kubelet: {error}")

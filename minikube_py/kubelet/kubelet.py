@@ -550,7 +550,8 @@ class Kubelet(Component):
             metadata = pod["metadata"]
             with self.tracer.span("SyncPod", parent=parent, **{
                     "k8s.resource": "pods", "k8s.namespace": metadata.get("namespace", ""),
-                    "k8s.name": metadata.get("name", ""), "node": self.node_name}):
+                    "k8s.name": metadata.get("name", ""), "k8s.uid": uid,
+                    "node": self.node_name}):
                 return await self._sync_pod(uid, pod)
         except RuntimeUnavailable:
             return RUNTIME_RETRY_SECONDS  # the CRI client has logged it, once

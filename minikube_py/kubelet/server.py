@@ -61,6 +61,7 @@ from minikube_py.kubelet.metrics import (
     resource_metrics,
 )
 from minikube_py.streaming import bytestreams, channels
+from minikube_py.tracing.context import without_trace_context
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -249,9 +250,10 @@ class KubeletServer:
         return web.Response(text="ok")
 
     async def _pods(self, request: web.Request) -> web.Response:
-        """/pods: the pods bound to this node, as a v1 PodList."""
+        """/pods: the pods bound to this node, as a v1 PodList (without the trace context
+        the API server gave the kubelet: no client sees it)."""
         body = {"kind": "PodList", "apiVersion": "v1", "metadata": {},
-                "items": self.provider.running_pods()}
+                "items": [without_trace_context(pod) for pod in self.provider.running_pods()]}
         return web.Response(body=orjson.dumps(body), content_type="application/json")
 
     async def _stats_summary(self, request: web.Request) -> web.Response:
@@ -374,7 +376,7 @@ class KubeletServer:
             return _error(500, str(err))
         if bytestreams.is_spdy(request):
             return await self._proxy_upgrade(request, url)
-        return await self._relay(request, url, [])
+        return await self._relay(request, url, [], port_forward=False)
 
     async def _port_forward(self, request: web.Request) -> web.StreamResponse:
         """getPortForward: the pod's sandbox, CRI PortForward, then the client's WebSocket
@@ -408,7 +410,8 @@ class KubeletServer:
         if spdy:
             # SPDY names the port on each stream pair: the runtime reads it there
             return await self._proxy_upgrade(request, url)
-        return await self._relay(request, url, [("port", str(port)) for port in ports])
+        return await self._relay(request, url, [("port", str(port)) for port in ports],
+                                 port_forward=True)
 
     async def _proxy_upgrade(self, request: web.Request, url: str) -> web.StreamResponse:
         """A SPDY upgrade, proxied to the runtime's streaming server at `url` as raw bytes
@@ -433,20 +436,30 @@ class KubeletServer:
             self._streams.discard(task)
             await answer.stream.close()
 
-    async def _relay(self, request: web.Request, url: str,
-                     query: list[tuple[str, str]]) -> web.StreamResponse:
-        """The client's WebSocket, relayed to the runtime's streaming server at `url`."""
-        if not any(p in channels.PROTOCOLS for p in channels.offered_protocols(request)):
+    async def _relay(self, request: web.Request, url: str, query: list[tuple[str, str]], *,
+                     port_forward: bool) -> web.StreamResponse:
+        """The client's WebSocket, relayed to the runtime's streaming server at `url`.
+
+        Exec and attach: the runtime gets v4 (all containerd speaks), the client v5 or v4.
+        Port-forward: the runtime gets what the client offered, and the client what the
+        runtime chose; upstream's port-forward takes no subprotocol at all as binary
+        channels too (kr8s offers none), so none is no reason to refuse.
+        """
+        offered = channels.offered_protocols(request)
+        if not port_forward and not any(p in channels.PROTOCOLS for p in offered):
             return _error(400, "none of the offered subprotocols is supported: want one of "
                           + ", ".join(channels.PROTOCOLS))
         session = aiohttp.ClientSession()
         try:
             try:
-                runtime = await session.ws_connect(url, params=query, protocols=(channels.V4,),
-                                                   max_msg_size=0)
+                runtime = await session.ws_connect(
+                    url, params=query, protocols=offered if port_forward else (channels.V4,),
+                    max_msg_size=0)
             except aiohttp.ClientError as err:
                 return _error(500, f"cannot reach the runtime's streaming server: {err}")
-            client = web.WebSocketResponse(protocols=channels.PROTOCOLS, max_msg_size=0)
+            chosen = ((runtime.protocol,) if runtime.protocol else ()) if port_forward else (
+                channels.PROTOCOLS)
+            client = web.WebSocketResponse(protocols=chosen, max_msg_size=0)
             await client.prepare(request)
             task = asyncio.current_task()
             assert task is not None

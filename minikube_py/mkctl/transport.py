@@ -171,9 +171,10 @@ class RESTClient:
 
     def request(self, method: str, path: str, params: dict[str, str] | None = None, *,
                 body: Any = None, content_type: str = "application/json", accept: str = "",
-                stream: bool = False) -> Response:
-        """One request, `body` sent as JSON; a reused connection the server closed is
-        reopened once, and a 429 or 5xx with Retry-After is retried as client-go does."""
+                stream: bool = False, headers: dict[str, str] | None = None) -> Response:
+        """One request, `body` sent as JSON (with `headers` besides the fixed ones); a
+        reused connection the server closed is reopened once, and a 429 or 5xx with
+        Retry-After is retried as client-go does."""
         params = dict(params or {})
         if self.config.timeout and "timeout" not in params and not stream:
             from minikube_py.mkctl.gofmt import format_duration
@@ -184,6 +185,7 @@ class RESTClient:
         payload = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
         head = f"{method} {target} HTTP/1.1\r\n{self._headers}" \
                f"Accept: {accept or 'application/json, */*'}\r\n"
+        head += "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
         if body is not None:
             head += f"Content-Type: {content_type}\r\nContent-Length: {len(payload)}\r\n"
         message = (head + "\r\n").encode("latin-1") + payload
@@ -270,16 +272,16 @@ class RESTClient:
             self.close()
 
     def get_json(self, path: str, params: dict[str, str] | None = None, *,
-                 accept: str = "") -> Any:
+                 accept: str = "", headers: dict[str, str] | None = None) -> Any:
         """GET and decode; a failure answer raises StatusError, as client-go's Result."""
-        return self.request_json("GET", path, params, accept=accept)
+        return self.request_json("GET", path, params, accept=accept, headers=headers)
 
     def request_json(self, method: str, path: str, params: dict[str, str] | None = None, *,
                      body: Any = None, content_type: str = "application/json",
-                     accept: str = "") -> Any:
+                     accept: str = "", headers: dict[str, str] | None = None) -> Any:
         """A request, its answer decoded; a failure answer raises StatusError."""
         response = self.request(method, path, params, body=body, content_type=content_type,
-                                accept=accept)
+                                accept=accept, headers=headers)
         if response.status < 200 or response.status > 206:
             raise status_error(response)
         return response.json()

@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> None:
                 sys.exit(f"proxy: cleanup of the {name} mode's rules failed: {error}")
         return
     try:
-        client = Client.from_kubeconfig(args.kubeconfig, user_agent="kube-proxy")
+        client = Client.from_kubeconfig(args.kubeconfig, user_agent="kube-proxy",
+                                        trace_context=True)
     except KubeconfigError as error:
         sys.exit(f"proxy: {error}")
     config = ProxyConfig(node_name=args.hostname_override, cluster_cidr=args.cluster_cidr)

@@ -297,6 +297,8 @@ class Proxier(Component):
                 "chains": chains, "endpoints": sorted({
                     f"{endpoint.ip}:{endpoint.port}" for port in self._ports.get(key, [])
                     for endpoint in port.usable_endpoints()})}
+            if service is not None and (uid := service["metadata"].get("uid")):
+                attributes["k8s.uid"] = uid
             for parent in parents.values():
                 span = self.tracer.start(f"{self.writer.mode} sync", parent=parent,
                                          attributes=attributes)

@@ -69,7 +69,8 @@ def main(argv: list[str] | None = None) -> None:
         registry = {**IN_TREE_PLUGINS, **load_plugins(args.plugin)}
         config = (load_configuration(args.config, set(registry)) if args.config
                   else default_configuration())
-        client = Client.from_kubeconfig(args.kubeconfig, user_agent="scheduler")
+        client = Client.from_kubeconfig(args.kubeconfig, user_agent="scheduler",
+                                        trace_context=True)
     except (ConfigError, KubeconfigError) as error:
         sys.exit(f"scheduler: {error}")
 

@@ -325,6 +325,7 @@ class Scheduler(Component):
         namespace, _, name = pod_info.key.partition("/")
         with self.tracer.span("schedule", parent=parent, **{
                 "k8s.resource": "pods", "k8s.namespace": namespace, "k8s.name": name,
+                "k8s.uid": pod_info.uid,
                 "queue.wait_ms": round((time.monotonic() - queued.timestamp) * 1000, 3),
                 "attempts": queued.attempts}):
             await self._schedule_one(queued, current)

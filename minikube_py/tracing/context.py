@@ -4,7 +4,10 @@
     on a request     traceparent: 00-<trace id, 32 hex>-<parent span id, 16 hex>-<flags>
     on an object     metadata.annotations["tracing.minikube-py.io/traceparent"], the same
                      form: the span of the request that first wrote it, so that whoever
-                     acts on the object later continues the object's trace
+                     acts on the object later continues the object's trace. The API server
+                     keeps it with the stored object and shows it only to a component that
+                     asks with the request header X-Minikube-Py-Trace-Context: include
+                     (upstream writes no such annotation, so clients never see one)
     in a task        a ContextVar: the span running now, inherited by the tasks it starts
 """
 
@@ -16,8 +19,14 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 ANNOTATION = "tracing.minikube-py.io/traceparent"
 HEADER = "traceparent"
+OBJECT_HEADER = "X-Minikube-Py-Trace-Context"
+"""The request header with which a component asks for the objects' trace context."""
+INCLUDE = "include"
+_MARKER = b'"' + ANNOTATION.encode() + b'":'  # only a JSON key has unescaped quotes
 _TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 _INVALID_TRACE = "0" * 32
 _INVALID_SPAN = "0" * 16
@@ -59,6 +68,32 @@ def of_object(obj: dict[str, Any]) -> SpanContext | None:
     """The trace an object carries (the annotation its first write left)."""
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
     return parse(annotations.get(ANNOTATION))
+
+
+def without_trace_context(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object as a client sees it: without the annotation (and without annotations
+    at all when that was the only one). The object itself when it carries none; else a
+    copy that shares everything but metadata."""
+    metadata = obj.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    if not isinstance(annotations, dict) or ANNOTATION not in annotations:
+        return obj
+    shown = dict(metadata)
+    rest = {key: value for key, value in annotations.items() if key != ANNOTATION}
+    if rest:
+        shown["annotations"] = rest
+    else:
+        del shown["annotations"]
+    return {**obj, "metadata": shown}
+
+
+def json_without_trace_context(data: bytes) -> bytes:
+    """without_trace_context on an object's JSON: the same bytes when it carries none."""
+    if _MARKER not in data:
+        return data
+    obj = orjson.loads(data)
+    shown = without_trace_context(obj)
+    return data if shown is obj else orjson.dumps(shown)
 
 
 _current: ContextVar[SpanContext | None] = ContextVar("minikube_py_span", default=None)

@@ -1,9 +1,11 @@
 """Into the pod, as a student reaches in: `kubectl exec` (exit codes, stdin, a TTY),
-`kubectl attach`, and the official Python client's `stream()` and `portforward()`, on a
-real one-node cluster (API server -> kubelet -> containerd's streaming server)."""
+`kubectl attach`, the official Python client's `stream()` and `portforward()` and kr8s's
+port-forward, on a real one-node cluster (API server -> kubelet -> containerd's
+streaming server)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -13,12 +15,15 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import kr8s.asyncio
 import pytest
+from kr8s.asyncio.objects import Pod, Service
 from kubernetes import client, config
 from kubernetes.stream import portforward, stream
 
@@ -290,6 +295,36 @@ def test_kubectl_port_forward_to_a_pod_and_a_service_with_20_connections_at_once
                 answers = list(pool.map(lambda _: http_get(port), range(20)))
             assert all(a.startswith(b"HTTP/1.1 200 OK") and b"Welcome to nginx!" in a
                        for a in answers), (target, [a[:40] for a in answers])
+
+
+async def kr8s_fetch(home: Path, kind: str, name: str, port: int, times: int) -> list[bytes]:
+    """GET / `times` at once through kr8s's port-forward of the pod or Service: kr8s
+    offers no WebSocket subprotocol, sends `ports` in the query and reads each channel's
+    first message as its port; it finds a Service's pod itself, as kubectl does."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Kubernetes version .* is not supported")
+        api = await kr8s.asyncio.api(kubeconfig=str(home / "kubeconfig"))
+    target = await (Pod if kind == "pod" else Service).get(name, namespace="default", api=api)
+    async with target.portforward(port, local_port="auto") as local:
+        return await asyncio.gather(*(asyncio.to_thread(http_get, local)
+                                      for _ in range(times)))
+
+
+def test_kr8s_port_forward_reaches_a_pod_and_a_service(cluster: Path) -> None:
+    """A client that is neither kubectl nor the official one: its WebSocket without a
+    subprotocol is served (upstream takes none as binary channels), for a pod and for a
+    Service, which has no portforward subresource of its own."""
+    if run(cluster, "get", "service", "web-pf").returncode != 0:
+        kubectl(cluster, "expose", "pod", "web", "--name=web-pf", "--port=8080",
+                "--target-port=80")
+    for kind, name, port in (("pod", "web", 80), ("service", "web-pf", 80)):
+        # its own event loop: asyncio.run ends whatever kr8s leaves running
+        answers = asyncio.run(kr8s_fetch(cluster, kind, name, port, 5))
+        assert all(a.startswith(b"HTTP/1.1 200 OK") and b"Welcome to nginx!" in a
+                   for a in answers), (kind, [a[:40] for a in answers])
+    missing = run(cluster, "get", "--raw",
+                  "/api/v1/namespaces/default/services/web-pf/portforward")
+    assert missing.returncode != 0 and "NotFound" in missing.stderr, missing.stderr
 
 
 def test_kubectl_port_forward_to_a_closed_port_reports_the_error(cluster: Path) -> None:

@@ -4,6 +4,7 @@ attributes and events a reader needs."""
 from __future__ import annotations
 
 from minikube_py.mkctl.printers import timeline
+from minikube_py.mkctl.tracelife import Follower, Life
 
 START = 1_764_000_000_000_000_000  # ns
 
@@ -64,3 +65,72 @@ def test_the_table_pads_every_column_but_the_last():
     assert header.split() == list(timeline.HEADER)
     assert first.index("kube-apiserver") == second.index("kube-controller-manager")
     assert first.index("create") == second.index("  deployment")
+
+
+# -- one object's life, and --follow's order (mkctl/tracelife.py) ---------------------------
+
+SECOND = 1_000_000_000
+LIFE = Life("pods", "default", "web", uid="uid-now", since=START + 100 * SECOND,
+            trace_id="own")
+
+
+def named(span_id: str, trace: str, start_s: float, parent: str = "", **attributes: object
+          ) -> dict:
+    found = span(span_id, parent, start_s * 1000, 1, "kubelet", "SyncPod", **{
+        "k8s.resource": "pods", "k8s.namespace": "default", "k8s.name": "web", **attributes})
+    return {**found, "traceId": trace}
+
+
+def other(span_id: str, trace: str, start_s: float, parent: str = "") -> dict:
+    return {**span(span_id, parent, start_s * 1000, 1, "kube-apiserver", "create pods"),
+            "traceId": trace}
+
+
+def test_a_life_is_its_own_trace_and_the_traces_that_name_its_uid_or_start_in_it():
+    traces = [
+        {"traceId": "own", "spans": [other("a", "own", 1)]},
+        # an earlier pod of the same name: its uid, even in a span that starts in this life
+        {"traceId": "old", "spans": [named("b", "old", 150, **{"k8s.uid": "uid-before"})]},
+        # a span of this pod, its uid written
+        {"traceId": "uid", "spans": [named("c", "uid", 50, **{"k8s.uid": "uid-now"})]},
+        # a span without a uid counts by its time: before the life began, or in it
+        {"traceId": "early", "spans": [named("d", "early", 99)]},
+        {"traceId": "late", "spans": [named("e", "late", 101)]},
+    ]
+    assert [t["traceId"] for t in LIFE.traces(traces)] == ["own", "uid", "late"]
+
+
+def test_follow_prints_in_start_order_once_each_span_waited_for_late_ones():
+    follower = Follower(LIFE, hold=2 * SECOND, parent_wait=10 * SECOND)
+    follower.add(other("second", "own", 102), now=0)
+    assert follower.due(now=1 * SECOND) == []  # held: an earlier span may still come
+    follower.add(other("first", "own", 101), now=1 * SECOND)
+    assert follower.due(now=2 * SECOND) == []  # the late first span holds back the second
+    assert [s["spanId"] for s, _ in follower.due(now=3 * SECOND)] == ["first", "second"]
+    follower.add(other("first", "own", 101), now=4 * SECOND)  # the same span again
+    assert follower.due(now=10 * SECOND) == []
+
+
+def test_follow_waits_for_a_parent_so_that_its_children_print_under_it():
+    """A CRI call ends, and is exported, before the SyncPod around it."""
+    follower = Follower(LIFE, hold=2 * SECOND, parent_wait=10 * SECOND)
+    follower.printed([other("request", "own", 100)])
+    follower.add(named("cri", "own", 106, parent="sync"), now=0)
+    assert follower.due(now=5 * SECOND) == []  # its parent is not here yet
+    follower.add(named("sync", "own", 105, parent="request"), now=6 * SECOND)
+    assert [(s["spanId"], depth) for s, depth in follower.due(now=8 * SECOND)] == [
+        ("sync", 1), ("cri", 2)]
+    follower.add(named("orphan", "own", 110, parent="never-exported"), now=9 * SECOND)
+    assert follower.due(now=18 * SECOND) == []
+    assert [(s["spanId"], depth) for s, depth in follower.due(now=19 * SECOND)] == [
+        ("orphan", 0)]
+
+
+def test_follow_keeps_another_life_out_until_a_span_ties_its_trace_to_this_one():
+    follower = Follower(LIFE, hold=0, parent_wait=0)
+    follower.add(named("old", "before", 150, **{"k8s.uid": "uid-before"}), now=0)
+    follower.add(other("pods-write", "caused", 151), now=0)  # a trace not known yet
+    assert [s["spanId"] for s, _ in follower.due(now=1)] == []
+    follower.add(named("names-it", "caused", 152, **{"k8s.uid": "uid-now"}), now=1)
+    assert [s["spanId"] for s, _ in follower.due(now=2)] == ["pods-write", "names-it"]
+    assert follower.rest() == []  # the earlier pod's span is never printed

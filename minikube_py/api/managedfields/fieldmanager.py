@@ -37,17 +37,25 @@ class FieldManager:
     """Field ownership for one kind at one apiVersion.
 
     `reset_fields` maps a subresource ("" for the main resource) to the fields that its
-    writes reset (the strategy's GetResetFields); nobody owns those through it.
+    writes reset (the strategy's GetResetFields); nobody owns those through it. Nobody
+    owns `unowned` through any write: fields the server keeps for itself.
     """
 
     def __init__(self, schema: Type | None, api_version: str,
-                 reset_fields: Mapping[str, FieldSet]) -> None:
+                 reset_fields: Mapping[str, FieldSet], unowned: FieldSet | None = None
+                 ) -> None:
         self.schema = schema
         self.api_version = api_version
         self.reset_fields = reset_fields
+        self.unowned = unowned or FieldSet()
+        self._ignored_by: dict[str, FieldSet] = {}
 
     def _ignored(self, subresource: str) -> FieldSet:
-        return self.reset_fields.get(subresource) or FieldSet()
+        ignored = self._ignored_by.get(subresource)
+        if ignored is None:
+            reset = self.reset_fields.get(subresource) or FieldSet()
+            ignored = self._ignored_by[subresource] = reset.union(self.unowned)
+        return ignored
 
     def apply(self, live: Obj | None, config: Obj, manager: str, force: bool,
               subresource: str = "") -> Obj:

@@ -34,6 +34,9 @@ same way):
         -> the upgrade proxied as it is: the kubelet's 101, then raw bytes both ways
     WebSocket v4.channel.k8s.io (the official Python client)
         -> relayed message by message to the kubelet's WebSocket
+    WebSocket to pods/portforward with any subprotocols, or none (kr8s offers none:
+    upstream's port-forward takes that as binary channels, as v4.channel.k8s.io)
+        -> the same, offering the kubelet what the client offered
     anything else
         -> the kubelet's answer to a plain request: its error, or 400 "Upgrade request
            required"
@@ -100,8 +103,10 @@ async def serve_pod_stream(pods: Store, nodes: Store, request: web.Request, info
     if bytestreams.is_spdy(request):
         return await _proxy_upgrade(request, kubelet, url, query)
     async with kubelet.session() as session:
-        offered = [p for p in channels.offered_protocols(request) if p in channels.PROTOCOLS]
-        if not channels.is_websocket(request) or not offered:
+        offered = channels.offered_protocols(request)
+        if kind != "portforward":
+            offered = [p for p in offered if p in channels.PROTOCOLS]
+        if not channels.is_websocket(request) or not (offered or kind == "portforward"):
             return await _plain_answer(session, url, query)
         try:
             kubelet = await session.ws_connect(url, params=query, protocols=offered,
@@ -112,8 +117,8 @@ async def serve_pod_stream(pods: Store, nodes: Store, request: web.Request, info
             return await _plain_answer(session, url, query)
         except aiohttp.ClientError as err:
             raise errors.internal_error(f"error dialing backend: {err}") from None
-        client = web.WebSocketResponse(protocols=(kubelet.protocol or offered[0],),
-                                       max_msg_size=0)
+        client = web.WebSocketResponse(
+            protocols=(kubelet.protocol,) if kubelet.protocol else (), max_msg_size=0)
         await client.prepare(request)
         await channels.relay(client, kubelet)
         return client

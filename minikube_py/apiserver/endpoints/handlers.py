@@ -27,7 +27,7 @@ from minikube_py.apiserver.connect.kubeletclient import KubeletClient
 from minikube_py.apiserver.connect.podconnect import serve_pod_stream
 from minikube_py.apiserver.connect.podlogs import serve_pod_log
 from minikube_py.apiserver.connect.proxy import serve_proxy
-from minikube_py.apiserver.endpoints import negotiation
+from minikube_py.apiserver.endpoints import negotiation, tracing
 from minikube_py.apiserver.endpoints.apply import serve_apply
 from minikube_py.apiserver.endpoints.negotiation import APPLY_PATCH, Wanted
 from minikube_py.apiserver.endpoints.request_params import (
@@ -100,6 +100,7 @@ class ResourceHandler:
             return await serve_pod_stream(store, self.stores[("", "v1", "nodes")], request,
                                           info, namespace, self.kubelet)
         wanted = negotiation.negotiate(request.headers.get("Accept", ""))
+        wanted.trace_context = tracing.wants_trace_context(request)
         if info.subresource == "scale":
             return await scale(request, info, store, namespace, wanted)
         # POST .../bindings is pods/binding reached through its own collection.
@@ -148,7 +149,7 @@ class ResourceHandler:
             namespace, options, raw=plain_json and store.strategy.stored_is_external
         )
         if result.raw_items is not None:
-            return raw_list_response(store.resource, result)
+            return raw_list_response(store.resource, result, wanted)
         return respond(list_body(store, result, wanted, request), wanted)
 
     # -- write verbs ----------------------------------------------------------------------

@@ -26,8 +26,8 @@ Check = tuple[str, Callable[[], Awaitable[bool]]]
 
 async def serve(kind: str, checks: list[Check], request: web.BaseRequest) -> web.Response:
     """Answer /<kind>, /<kind>/<check> or /<kind>?verbose&exclude=... from `checks`."""
-    single = request.path.removeprefix(f"/{kind}").strip("/")
-    if single:
+    if request.path != f"/{kind}":  # /<kind>/<check>, exactly: /<kind>/ is no check
+        single = request.path.removeprefix(f"/{kind}/")
         found = next((check for name, check in checks if name == single), None)
         if found is None:
             raise errors.APIError(404, "NotFound", "the server could not find the requested "

@@ -52,10 +52,12 @@ def parse_media_types(header: str) -> list[MediaType]:
 
 @dataclass
 class Wanted:
-    """The response form chosen from Accept: plain JSON/YAML, a Table, or metadata only."""
+    """The response form chosen from Accept: plain JSON/YAML, a Table, or metadata only;
+    and whether the objects keep their trace context (a component asked for it)."""
 
     form: str = "object"  # "object" | "Table" | "PartialObjectMetadata"
     yaml: bool = False
+    trace_context: bool = False
 
 
 def negotiate(accept: str) -> Wanted:

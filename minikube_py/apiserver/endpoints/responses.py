@@ -13,6 +13,7 @@ from minikube_py.api.resources import Resource
 from minikube_py.apiserver.endpoints import tables
 from minikube_py.apiserver.endpoints.negotiation import Wanted
 from minikube_py.apiserver.registry.store import ListResult, Store
+from minikube_py.tracing.context import json_without_trace_context, without_trace_context
 
 Obj = dict[str, Any]
 # The request's key for its id, returned in the `Audit-Id` header of every answer.
@@ -78,9 +79,12 @@ def success_status(code: int | None, details: dict[str, Any] | None = None) -> O
 
 
 def render_one(store: Store, obj: Obj, wanted: Wanted, request: web.Request) -> Obj:
-    """One object as the client asked for it: itself, a Table row or its metadata."""
+    """One object as the client asked for it: itself, a Table row or its metadata;
+    without its trace context unless the client asked for that too."""
     resource = store.resource
     obj = store.strategy.to_external(obj)
+    if not wanted.trace_context:
+        obj = without_trace_context(obj)
     if wanted.form == "Table":
         return tables.to_table(
             resource,
@@ -107,22 +111,29 @@ def list_metadata(result: ListResult) -> Obj:
     return list_meta
 
 
-def raw_list_response(resource: Resource, result: ListResult) -> web.Response:
+def raw_list_response(resource: Resource, result: ListResult, wanted: Wanted
+                      ) -> web.Response:
     """A JSON list assembled from the items' JSON bytes (see store.wire_json)."""
     assert result.raw_items is not None
+    items = result.raw_items
+    if not wanted.trace_context:
+        items = [json_without_trace_context(item) for item in items]
     head = orjson.dumps({"kind": resource.list_kind, "apiVersion": resource.api_version,
                          "metadata": list_metadata(result)})
-    body = head[:-1] + b',"items":[' + b",".join(result.raw_items) + b"]}\n"
+    body = head[:-1] + b',"items":[' + b",".join(items) + b"]}\n"
     return web.Response(body=body, content_type="application/json")
 
 
 def list_body(store: Store, result: ListResult, wanted: Wanted, request: web.Request) -> Obj:
-    """A list as the client asked for it: a List, a Table or metadata only."""
+    """A list as the client asked for it: a List, a Table or metadata only (without the
+    trace context unless asked)."""
     resource = store.resource
     list_meta = list_metadata(result)
     items = result.items
     if not store.strategy.stored_is_external:
         items = [store.strategy.to_external(o) for o in items]
+    if not wanted.trace_context:
+        items = [without_trace_context(o) for o in items]
     if wanted.form == "Table":
         return tables.to_table(
             resource,

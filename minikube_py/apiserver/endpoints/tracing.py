@@ -10,6 +10,7 @@ each object carries from its first write.
              object's trace and the annotation stays as it is (a controller's status
              update does not rewrite it, so it never makes a write of its own)
              a traceparent of another trace: the object takes that trace from now on
+             (with tracing off too, an update that leaves the annotation out keeps it)
     admission  an attribute per phase on the span (admission.mutating, admission.validating):
              the plugins the write passed, in order
     written  the span notes the etcd revision the write made
@@ -18,6 +19,14 @@ Reads are not traced: an object's trace is the story of its changes, and informe
 `kubectl get -w` would bury it. Upstream's API server traces every request
 (--tracing-config-file); it does not record traces on objects. Here they make one trace
 of an object's whole life, across the components that act on it later.
+
+    answers  the annotation stays with the stored object, but every object the server
+             sends (get, list, watch events, tables, a write's answer, an admission
+             review) goes without it, unless the request asked with the header
+             X-Minikube-Py-Trace-Context: include, as the components' client does
+             (wants_trace_context; tracing/context.py: without_trace_context). The field
+             manager never records it as anyone's (Store: UNOWNED_FIELDS), so no
+             managedFields entry names it either
 """
 
 from __future__ import annotations
@@ -25,6 +34,8 @@ from __future__ import annotations
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any
+
+from aiohttp import web
 
 from minikube_py.tracing import context
 from minikube_py.tracing.context import ANNOTATION, SpanContext
@@ -41,6 +52,11 @@ class RequestTrace:
 
 _request: ContextVar[RequestTrace | None] = ContextVar("minikube_py_request_trace",
                                                        default=None)
+
+
+def wants_trace_context(request: web.BaseRequest) -> bool:
+    """Whether the client asked to see the objects' trace context (the components do)."""
+    return request.headers.get(context.OBJECT_HEADER, "").lower() == context.INCLUDE
 
 
 def begin(tracer: Tracer, traceparent: str | None, verb: str, resource: str,
@@ -113,13 +129,25 @@ def record_create(obj: Obj) -> None:
         return
     _annotations(obj)[ANNOTATION] = trace.span.context.traceparent()
     trace.span.set("k8s.name", obj["metadata"].get("name", ""))
+    _record_uid(trace, obj)
+
+
+def _record_uid(trace: RequestTrace, obj: Obj) -> None:
+    """Which life of the object the span is part of (one name, many lives: mkctl trace)."""
+    if uid := (obj.get("metadata") or {}).get("uid"):
+        trace.span.set("k8s.uid", uid)
 
 
 def record_update(new: Obj, current: Obj) -> None:
-    """Keep the object's trace, joining it; or move the object to the request's own."""
+    """Keep the object's trace, joining it; or move the object to the request's own.
+    Clients never see the annotation, so what they send lacks it: it is kept all the same."""
     trace = _recording()
     if trace is None:
+        stored = ((current.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
+        if stored is not None:
+            _annotations(new).setdefault(ANNOTATION, stored)
         return
+    _record_uid(trace, current)
     kept = context.of_object(current)
     if kept is not None and (trace.carried is None or trace.carried.trace_id == kept.trace_id):
         if trace.carried is None:
@@ -137,8 +165,11 @@ def _join(trace: RequestTrace, kept: SpanContext) -> None:
 def record_delete(current: Obj) -> None:
     """A delete without a trace of its own joins the object's."""
     trace = _recording()
+    if trace is None:
+        return
+    _record_uid(trace, current)
     kept = context.of_object(current)
-    if trace is not None and kept is not None and trace.carried is None:
+    if kept is not None and trace.carried is None:
         _join(trace, kept)
 
 

@@ -29,6 +29,7 @@ from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
 from minikube_py.apiserver.endpoints.responses import AUDIT_ID, render_one
 from minikube_py.apiserver.registry.store import ListOptions, Store
 from minikube_py.apiserver.storage.watchcache import BOOKMARK, ERROR, CacheEvent, Watcher
+from minikube_py.tracing.context import without_trace_context
 
 Obj = dict[str, Any]
 
@@ -214,13 +215,16 @@ def bookmark(resource: Resource, revision: int, *, initial_end: bool = False) ->
 def event_encoder(
     store: Store, wanted: Wanted, request: web.Request
 ) -> Callable[[str, Obj, CacheEvent | None], bytes]:
+    """Each event as the client asked for it; with the trace context or without it."""
     plain = wanted.form == "object" and store.strategy.stored_is_external
+    trace_context = wanted.trace_context
 
     def encode(type: str, obj: Obj, event: CacheEvent | None) -> bytes:
         if plain:
             if event is not None and event.type == type and event.obj is obj:
-                return event.wire()
-            return orjson.dumps({"type": type, "object": obj}) + b"\n"
+                return event.wire(trace_context=trace_context)
+            shown = obj if trace_context else without_trace_context(obj)
+            return orjson.dumps({"type": type, "object": shown}) + b"\n"
         rendered = render_one(store, obj, wanted, request)
         return orjson.dumps({"type": type, "object": rendered}) + b"\n"
 

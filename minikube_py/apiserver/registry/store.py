@@ -22,7 +22,7 @@ Admission (admission/) is the chain of plugins the server hands every store: mut
 plugins may change the object, validating ones only refuse.
 
 Tracing (tracing.py): a create records the request's trace on the object; an update keeps
-it, and the request's span joins it.
+it, and the request's span joins it. Clients never see it (responses.py leaves it out).
 
 "managedFields" is the field manager's record of who changed what (server-side apply:
 `api/managedfields`), kept only for objects that already have one.
@@ -46,6 +46,7 @@ import orjson
 
 from minikube_py.api import errors, meta
 from minikube_py.api.managedfields import FieldManager
+from minikube_py.api.managedfields.fieldpath import FieldSet, field_element
 from minikube_py.api.resources import Resource
 from minikube_py.api.schema import schema_for
 from minikube_py.api.schema.written import always_written, fill_always_written
@@ -69,6 +70,7 @@ from minikube_py.apiserver.storage.etcd import (
     prefix_end,
 )
 from minikube_py.apiserver.storage.watchcache import WatchCache, decode
+from minikube_py.tracing.context import ANNOTATION
 
 Obj = dict[str, Any]
 # A guaranteed update's change: the new object from a copy of the stored one, at once or
@@ -114,6 +116,10 @@ class ListResult:
     # With raw=True: the items as JSON bytes, ready to send (and `items` stays empty).
     raw_items: list[bytes] | None = None
 
+
+# The trace context is the server's: no managedFields entry ever names it (tracing.py).
+UNOWNED_FIELDS = FieldSet.of(
+    (field_element("metadata"), field_element("annotations"), field_element(ANNOTATION)))
 
 # What every object this server stores starts with (strings in JSON hold no bare quote).
 _STORED_PREFIX = re.compile(rb'\{"apiVersion":"[^"\\]*","kind":"[^"\\]*","metadata":\{')
@@ -204,7 +210,7 @@ class Store:
         self.admission = admission or Chain()
         self.field_manager = FieldManager(
             schema_for(resource.group, resource.version, resource.kind), resource.api_version,
-            strategy.reset_fields())
+            strategy.reset_fields(), UNOWNED_FIELDS)
         self.always_written = always_written(
             *(strategy.storage_kind or (resource.api_version, resource.kind)))
 

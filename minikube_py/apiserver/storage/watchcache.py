@@ -33,6 +33,7 @@ from minikube_py.apiserver.storage.etcd import (
     prefix_end,
 )
 from minikube_py.lifecycle import wait_for_event
+from minikube_py.tracing.context import without_trace_context
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ def with_resource_version(obj: Obj, revision: int) -> Obj:
 class CacheEvent:
     """One change to one object, as the cache saw it from etcd."""
 
-    __slots__ = ("type", "key", "obj", "prev", "revision", "_wire")
+    __slots__ = ("type", "key", "obj", "prev", "revision", "_wire", "_shown_wire")
 
     def __init__(self, type: str, key: str, obj: Obj, prev: Obj | None, revision: int) -> None:
         self.type = type
@@ -65,12 +66,19 @@ class CacheEvent:
         self.prev = prev
         self.revision = revision
         self._wire: bytes | None = None
+        self._shown_wire: bytes | None = None
 
-    def wire(self) -> bytes:
-        """The watch event as JSON, encoded once however many watchers receive it."""
-        if self._wire is None:
-            self._wire = orjson.dumps({"type": self.type, "object": self.obj}) + b"\n"
-        return self._wire
+    def wire(self, *, trace_context: bool) -> bytes:
+        """The watch event as JSON, encoded once however many watchers receive it: with
+        the object's trace context for the components that asked, without it for clients."""
+        if trace_context:
+            if self._wire is None:
+                self._wire = orjson.dumps({"type": self.type, "object": self.obj}) + b"\n"
+            return self._wire
+        if self._shown_wire is None:
+            self._shown_wire = orjson.dumps(
+                {"type": self.type, "object": without_trace_context(self.obj)}) + b"\n"
+        return self._shown_wire
 
 
 class Watcher:

@@ -8,24 +8,30 @@ as one timeline (docs/tracing.md).
     3. GET <receiver>/api/v1/traces?resource=..&namespace=..&name=..: every trace with a
        span that names the object (the Deployment's trace holds its ReplicaSet's pods)
     4. when the object exists, only the traces of its own life: an object deleted and made
-       again under the same name left traces that name it too (this_life)
+       again under the same name left traces that name it too (mkctl/tracelife.py)
     5. each trace as a timeline (printers/timeline.py), or -o json as the receiver answers;
-       --follow: then each new span as it arrives, until interrupted
+       --follow: the life's spans so far as one timeline, then its new spans as they
+       arrive, in the order they started and under their parents (tracelife.Follower),
+       until interrupted; for an object that does not exist yet, the life to come
 """
 
 from __future__ import annotations
 
-import datetime
 import json
+import queue
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 from minikube_py.mkctl.command import Command, Invocation
 from minikube_py.mkctl.errors import MkctlError, StatusError
 from minikube_py.mkctl.flags import BOOL, Flag
 from minikube_py.mkctl.printers import timeline
+from minikube_py.mkctl.tracelife import Follower, Life
 from minikube_py.tracing import context as tracing_context
 
 Obj = dict[str, Any]
@@ -92,13 +98,17 @@ def run(inv: Invocation) -> None:
     query = urllib.parse.urlencode({"resource": resource.name, "namespace": namespace,
                                     "name": name})
     what = f"{resource.group_resource}/{name}"
+    current = _current(inv, resource.path(namespace, name))
+    life = (Life.of(current, resource.name, namespace, name, _own_trace(current))
+            if current is not None else None)
     if inv.flags["follow"]:
-        _follow(inv, f"{base}/api/v1/traces?{query}&follow=true", output)
+        _follow(inv, base, query, life or Life(resource.name, namespace, name,
+                                               since=time.time_ns()), output)
         return
     with _open(f"{base}/api/v1/traces?{query}", 30) as answer:
         found = json.load(answer)
-    found["traces"] = this_life(_current(inv, resource.path(namespace, name)),
-                                found.get("traces") or [], resource.name, namespace, name)
+    traces = found.get("traces") or []
+    found["traces"] = life.traces(traces) if life is not None else traces
     if output == "json":
         inv.out.write(json.dumps(found, indent=4) + "\n")
         return
@@ -115,60 +125,80 @@ def run(inv: Invocation) -> None:
 
 
 def _current(inv: Invocation, path: str) -> Obj | None:
-    """The object as the API server has it now; None when it is gone (or never was)."""
+    """The object as the API server has it now, with the trace context it shows only to
+    those who ask; None when it is gone (or never was)."""
     try:
-        return inv.client.get_json(path)
+        return inv.client.get_json(path, headers={
+            tracing_context.OBJECT_HEADER: tracing_context.INCLUDE})
     except StatusError as error:
         if error.code != 404:
             raise
         return None
 
 
-def this_life(obj: Obj | None, traces: list[Obj], resource: str, namespace: str, name: str
-              ) -> list[Obj]:
-    """The traces of the object that has the name now: its own trace (the annotation),
-    and each trace with a span naming it from the second it was created on (the pods'
-    traces that changed a Service's endpoints). Every trace when it is gone."""
-    if obj is None:
-        return traces
-    metadata = obj.get("metadata") or {}
+def _own_trace(obj: Obj) -> str:
+    """The trace the object carries (the API server shows it to mkctl trace, which asks)."""
     own = tracing_context.of_object(obj)
-    created = metadata.get("creationTimestamp")
-    if not created:
-        return traces
-    since = int(datetime.datetime.fromisoformat(created.replace("Z", "+00:00"))
-                .timestamp()) * 1_000_000_000
-
-    def names_it_since(span: Obj) -> bool:
-        attributes = span.get("attributes") or {}
-        return (span["start"] >= since and attributes.get("k8s.resource") == resource
-                and attributes.get("k8s.name") == name
-                and attributes.get("k8s.namespace", "") == namespace)
-
-    return [trace for trace in traces
-            if (own is not None and trace["traceId"] == own.trace_id)
-            or any(names_it_since(span) for span in trace["spans"])]
+    return own.trace_id if own is not None else ""
 
 
-def _follow(inv: Invocation, url: str, output: str) -> None:
-    """What there is, then each new span as it arrives, until interrupted."""
-    seen: list[Obj] = []
-    with _open(url, None) as stream:
+TICK = 0.2  # seconds between looks at what is due to print
+
+
+def _follow(inv: Invocation, base: str, query: str, life: Life, output: str) -> None:
+    """The life's spans so far, then each new one in the order they started, until
+    interrupted (or the receiver ends the stream)."""
+    follower = Follower(life)
+    first: int | None = None
+
+    def write(batch: list[tuple[Obj, int]]) -> None:
+        nonlocal first
+        for span, depth in batch:
+            first = span["start"] if first is None else first
+            inv.out.write(json.dumps(span) + "\n" if output == "json" else timeline.table(
+                timeline.span_rows(span, depth, first), header=False,
+                widths=timeline.FOLLOW_WIDTHS))
+        inv.out.flush()
+
+    with _open(f"{base}/api/v1/traces?{query}&follow=true", None) as stream:
+        # opened first: a span that comes meanwhile is in the stream (once: spans seen
+        # already are not new)
+        with _open(f"{base}/api/v1/traces?{query}", 30) as answer:
+            found = life.traces(json.load(answer).get("traces") or [])
         if output != "json":
             inv.out.write(timeline.table([], widths=timeline.FOLLOW_WIDTHS))
+        write(follower.printed(span for trace in found for span in trace["spans"]))
+        arrived: queue.Queue[Obj | None] = queue.Queue()
+        threading.Thread(target=_read_spans, args=(stream, arrived), daemon=True).start()
+        ended = False
+        while not ended:
+            try:
+                span = arrived.get(timeout=TICK)
+                while span is not None:
+                    follower.add(span, time.monotonic_ns())
+                    span = arrived.get_nowait()
+                ended = True
+            except queue.Empty:
+                pass
+            write(follower.rest() if ended else follower.due(time.monotonic_ns()))
+
+
+def _read_spans(stream: Any, arrived: queue.Queue[Obj | None]) -> None:
+    """The receiver's stream, a span per line, onto `arrived`; None when it ends."""
+    try:
+        for span in _lines(stream):
+            arrived.put(span)
+    finally:
+        arrived.put(None)
+
+
+def _lines(stream: Any) -> Iterator[Obj]:
+    try:
         for line in stream:
-            if not line.strip():
-                continue
-            span = json.loads(line)
-            if output == "json":
-                inv.out.write(json.dumps(span) + "\n")
-            else:
-                seen.append(span)
-                depth = timeline.depths(seen)[span["spanId"]]
-                inv.out.write(timeline.table(
-                    timeline.span_rows(span, depth, seen[0]["start"]), header=False,
-                    widths=timeline.FOLLOW_WIDTHS))
-            inv.out.flush()
+            if line.strip():
+                yield json.loads(line)
+    except (OSError, ValueError):
+        return
 
 
 COMMAND = Command(

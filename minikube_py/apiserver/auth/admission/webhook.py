@@ -47,6 +47,7 @@ from minikube_py.api.meta import new_uid
 from minikube_py.api.patch import PatchError, apply_json_patch
 from minikube_py.api.selectors import SelectorError, label_selector_from_dict
 from minikube_py.apiserver.auth.admission import CREATE, DELETE, UPDATE, Attributes, Plugin
+from minikube_py.tracing.context import without_trace_context
 
 log = logging.getLogger(__name__)
 
@@ -193,8 +194,11 @@ class Dispatcher:
             "name": attributes.name,
             "operation": attributes.operation,
             "userInfo": _user_info(attributes),
-            "object": attributes.obj,
-            "oldObject": attributes.old,
+            # upstream writes no trace context: webhooks never see it
+            "object": (without_trace_context(attributes.obj)
+                       if attributes.obj is not None else None),
+            "oldObject": (without_trace_context(attributes.old)
+                          if attributes.old is not None else None),
             "dryRun": attributes.dry_run,
             "options": {"apiVersion": "meta.k8s.io/v1",
                         "kind": OPTIONS_KIND.get(attributes.operation, "CreateOptions"),
