@@ -24,8 +24,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from minikube_py.client.errors import NotFound
 from minikube_py.client.logs import level_of
 from minikube_py.client.rest import Client
+from minikube_py.cri import RemoteRuntime
 from minikube_py.gen.cri import api_pb2
-from minikube_py.kubelet.cri import RemoteRuntime
 from minikube_py.kubelet.kubelet import Kubelet, KubeletConfig
 from minikube_py.kubelet.node_status import read_host_info
 from minikube_py.process import free_port

@@ -28,9 +28,10 @@ node into containers over CRI and reports how they are. Read in this order:
     logs.py                     container log files (kuberuntime/logs/logs.go)
     metrics.py                  /metrics, /metrics/cadvisor, /metrics/resource
     certificate.py              client and serving certificates (certificate/)
-    cri.py                      the CRI v1 RPCs over gRPC (cri-api, cri-client)
     simulated.py, hollow.py     a fake runtime and many kubelets in one process (kubemark)
 
-containerd's own setup for a node (its config, CNI, the pause image) is not the kubelet's
-job: it lives in cluster/runtime_setup.py, used by the launcher.
+The CRI client it drives containerd with is the shared minikube_py/cri.py (cri-client),
+which the launcher and crictl use too. containerd's own setup for a node (its config, CNI,
+the pause image) is not the kubelet's job: it lives in cluster/runtime_setup.py, used by
+the launcher.
 """
