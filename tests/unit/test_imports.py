@@ -7,8 +7,9 @@ The packages of minikube_py are of three sorts:
   child process), `streaming` (the wire protocols of exec, attach and port-forward,
   which the API server and the kubelet both speak), `security` (certificates, which
   the launcher makes and every component reads), `tracing` (spans, and the trace
-  context every component passes on) and the `cri` module (the CRI v1 client, which
-  the kubelet and the launcher drive containerd with, as upstream's cri-client);
+  context every component passes on), the `cri` module (the CRI v1 client, which
+  the kubelet and the launcher drive containerd with, as upstream's cri-client) and
+  the `cri_logs` module (reading the CRI log files containerd writes, cri-client's logs);
 - components: `apiserver`, `controllers`, `scheduler`, `kubelet`, `proxy`, `dns`, `images`,
   `mkctl`, `metrics`, `tracestore` (the trace receiver). A component imports shared libraries
   and itself, never another component: each runs as its own process and reaches the
@@ -29,7 +30,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "minikube_py"
-SHARED = {"api", "client", "cri", "gen", "lifecycle", "process", "security",
+SHARED = {"api", "client", "cri", "cri_logs", "gen", "lifecycle", "process", "security",
           "streaming", "tracing"}
 LAUNCHER = "cluster"
 LAUNCHER_IMPORTS = ("minikube_py.apiserver.storage.etcd", "minikube_py.images")
