@@ -21,6 +21,7 @@ import subprocess
 import sys
 import termios
 import time
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -53,20 +54,23 @@ class Pods:
     endpoint: str
     web: Pod
     done: Pod
+    web_name: str  # unique: other tests' pods may share the session's node
 
 
 @pytest.fixture(scope="module")
 async def pods(containerd_node: ContainerdNode, fast_tmp: Path) -> AsyncIterator[Pods]:
     """`web`, which printed two lines to stdout and one to stderr and runs on, and `done`,
     whose container has exited."""
+    web_name = f"web-{uuid.uuid4().hex[:8]}"
     async with AsyncExitStack() as stack:
         runtime = await stack.enter_async_context(RemoteRuntime(containerd_node.endpoint))
         web = await stack.enter_async_context(running_pod(
-            runtime, fast_tmp / "crictl-logs", "web", BUSYBOX,
+            runtime, fast_tmp / "crictl-logs", web_name, BUSYBOX,
             command=("sh", "-c", "echo out-one; echo err-one >&2; echo out-two; "
                                  "exec sleep 3600")))
         done = await stack.enter_async_context(running_pod(
-            runtime, fast_tmp / "crictl-logs", "done", BUSYBOX, command=("true",)))
+            runtime, fast_tmp / "crictl-logs", f"done-{web_name}", BUSYBOX,
+            command=("true",)))
 
         async def settled() -> bool:
             states = {}
@@ -79,7 +83,7 @@ async def pods(containerd_node: ContainerdNode, fast_tmp: Path) -> AsyncIterator
                     and log.exists() and log.read_text().count("\n") >= 3)
 
         await eventually(settled, timeout=30, what="web to log and done to exit")
-        yield Pods(containerd_node.endpoint, web, done)
+        yield Pods(containerd_node.endpoint, web, done, web_name)
 
 
 def crictl(*args: str, endpoint: str | None = None, stdin: str | None = None,
@@ -142,8 +146,8 @@ async def test_ps_all_quiet_and_filters_select_containers_by_state_pod_and_name(
     every = ok(await run("ps", "-a", "-q", endpoint=pods.endpoint)).split()
     assert web in running and done not in running
     assert {web, done} <= set(every)
-    assert ok(await run("ps", "--state", "exited", "-q", endpoint=pods.endpoint)).split() \
-        == [done]
+    exited = ok(await run("ps", "--state", "exited", "-q", endpoint=pods.endpoint)).split()
+    assert done in exited and web not in exited
     assert ok(await run("ps", "-aq", "--pod", pods.done.sandbox_id[:13],
                         endpoint=pods.endpoint)).split() == [done]
     assert ok(await run("ps", "-a", "-q", "--name", "^nomatch$",
@@ -174,17 +178,17 @@ async def test_pods_prints_cri_tools_columns_and_filters_by_name_and_namespace(
     columns, rows = table(ok(await run("pods", endpoint=pods.endpoint)))
     assert columns == PODS_COLUMNS
     row = next(row for row in rows if row[0] == pods.web.sandbox_id[:13])
-    assert row[2:] == ["Ready", "web", "default", "0", "(default)"]
+    assert row[2:] == ["Ready", pods.web_name, "default", "0", "(default)"]
     assert AGO.match(row[1]), row[1]
-    assert ok(await run("pods", "-q", "--name", "^web$", endpoint=pods.endpoint)).split() \
-        == [pods.web.sandbox_id]
-    assert ok(await run("pods", "-q", "--namespace", "^kube-system$",
-                        endpoint=pods.endpoint)) == ""
-    answer = json.loads(ok(await run("pods", "-o", "json", "--name", "^web$",
+    assert ok(await run("pods", "-q", "--name", f"^{pods.web_name}$",
+                        endpoint=pods.endpoint)).split() == [pods.web.sandbox_id]
+    assert ok(await run("pods", "-q", "--namespace", "^kube-system$", "--name",
+                        f"^{pods.web_name}$", endpoint=pods.endpoint)) == ""
+    answer = json.loads(ok(await run("pods", "-o", "json", "--name", f"^{pods.web_name}$",
                                      endpoint=pods.endpoint)))
     assert [(item["id"], item["metadata"]["name"], item["metadata"]["namespace"],
              item["state"]) for item in answer["items"]] == [
-        (pods.web.sandbox_id, "web", "default", "SANDBOX_READY")]
+        (pods.web.sandbox_id, pods.web_name, "default", "SANDBOX_READY")]
 
 
 # -- images ------------------------------------------------------------------------------
@@ -240,7 +244,8 @@ async def test_inspectp_shows_a_sandboxs_status_with_its_pod_ip(pods: Pods,
                                      endpoint=pods.endpoint)))
     status = answer["status"]
     assert (status["id"], status["state"]) == (pods.web.sandbox_id, "SANDBOX_READY")
-    assert (status["metadata"]["name"], status["metadata"]["namespace"]) == ("web", "default")
+    assert (status["metadata"]["name"], status["metadata"]["namespace"]) == (
+        pods.web_name, "default")
     assert ip_address(status["network"]["ip"]) in ip_network(containerd_node.pod_cidr,
                                                              strict=False)
     assert RFC3339_NANO.match(status["createdAt"])
@@ -299,7 +304,8 @@ async def test_exec_runs_a_command_and_passes_its_output_and_exit_code(pods: Pod
     assert oops == "oops"
     assert re.fullmatch(rf"ERRO\[\d{{4}}\] execing command in container {web}: command "
                         r"terminated with exit code 3", line), line
-    assert ok(await run("exec", web, "hostname", endpoint=pods.endpoint)) == "web\n"
+    assert ok(await run("exec", web, "hostname", endpoint=pods.endpoint)) == \
+        f"{pods.web_name}\n"
     piped = await run("exec", "-i", web, "sh", "-c", "cat; echo end",
                       endpoint=pods.endpoint, stdin="line one\nline two\n")
     assert ok(piped) == "line one\nline two\nend\n"

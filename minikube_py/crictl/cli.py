@@ -21,6 +21,7 @@ from minikube_py.crictl.crictl_config import (
     DEFAULT_MAX_RETRIES,
     CrictlConfig,
     connect,
+    image_service,
     parse_go_duration,
     resolve,
 )
@@ -76,9 +77,7 @@ async def run(args: argparse.Namespace) -> None:
     config = config_of(args)
     if config.debug:
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
-    if args.image_service:
-        config.runtime_endpoint = config.image_endpoint
-    runtime = await connect(config)
+    runtime = await connect(image_service(config) if args.image_service else config)
     try:
         await args.run(runtime, args)
     finally:
@@ -99,3 +98,6 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(err.code)
     except KeyboardInterrupt:
         sys.exit(130)
+    except BrokenPipeError:  # `crictl ps | head`: a Go program dies of SIGPIPE, silently
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import re
@@ -61,6 +62,7 @@ class CrictlConfig:
     runtime_endpoint: str
     runtime_endpoint_is_set: bool
     image_endpoint: str
+    image_endpoint_is_set: bool
     timeout: float
     debug: bool
     max_retries: int
@@ -112,10 +114,12 @@ def resolve(*, config_path: str, config_is_set: bool, runtime_endpoint: str | No
         resolved_timeout = file.timeout if file.timeout > 0 else DEFAULT_TIMEOUT
     retries = max_retries if max_retries is not None else (
         file.max_retries if file.max_retries is not None else DEFAULT_MAX_RETRIES)
+    endpoint_is_set = runtime_endpoint is not None or bool(file.runtime_endpoint)
     return CrictlConfig(
         runtime_endpoint=endpoint,
-        runtime_endpoint_is_set=runtime_endpoint is not None or bool(file.runtime_endpoint),
+        runtime_endpoint_is_set=endpoint_is_set,
         image_endpoint=images or endpoint,
+        image_endpoint_is_set=bool(images) or endpoint_is_set,
         timeout=resolved_timeout,
         debug=debug if debug is not None else file.debug,
         max_retries=retries)
@@ -132,6 +136,12 @@ def parse_go_duration(text: str) -> float:
         raise ValueError(f'time: invalid duration "{text}"')
     seconds = sum(float(number) * units[unit] for number, unit in parts)
     return -seconds if text.startswith("-") else seconds
+
+
+def image_service(config: CrictlConfig) -> CrictlConfig:
+    """GetImageService's endpoint: --image-endpoint, else the runtime's."""
+    return dataclasses.replace(config, runtime_endpoint=config.image_endpoint,
+                               runtime_endpoint_is_set=config.image_endpoint_is_set)
 
 
 async def connect(config: CrictlConfig) -> RemoteRuntime:

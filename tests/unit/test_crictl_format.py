@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from minikube_py.crictl import display
-from minikube_py.crictl.crictl_config import parse_go_duration, resolve
+from minikube_py.crictl.crictl_config import image_service, parse_go_duration, resolve
 from minikube_py.crictl.execute import escape_proxy, exec_url
 from minikube_py.streaming.remotecommand import CodeExitError, RemoteCommandError, decode_status
 
@@ -124,6 +124,13 @@ def test_flags_win_over_the_config_file(tmp_path: Path) -> None:
                       debug=None, max_retries=0)
     assert (flagged.runtime_endpoint, flagged.timeout, flagged.max_retries) == (
         "unix:///flag.sock", 2.0, 0)
+    images_only = resolve(config_path=str(tmp_path / "absent.yaml"), config_is_set=False,
+                          runtime_endpoint=None, image_endpoint="unix:///images.sock",
+                          timeout=None, debug=None, max_retries=None)
+    assert not images_only.runtime_endpoint_is_set  # the runtime: the default endpoints
+    assert (image_service(images_only).runtime_endpoint,
+            image_service(images_only).runtime_endpoint_is_set) == ("unix:///images.sock", True)
+    assert image_service(flagged).runtime_endpoint == "unix:///flag.sock"
 
 
 async def _chunks(*chunks: bytes) -> AsyncIterator[bytes]:
