@@ -57,9 +57,9 @@ from minikube_py.cluster.runtime_setup import (  # noqa: E402
     free_pod_cidr,
     load_image,
 )
+from minikube_py.cri import RemoteRuntime  # noqa: E402
 from minikube_py.gen.cri import api_pb2  # noqa: E402
 from minikube_py.images.catalog import build_catalog  # noqa: E402
-from minikube_py.kubelet.cri import RemoteRuntime  # noqa: E402
 from minikube_py.kubelet.podstate import MANAGED_LABEL  # noqa: E402
 
 # Quiet, and without ServiceAccount admission: no serviceaccount controller gives the

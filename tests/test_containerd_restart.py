@@ -2,7 +2,7 @@
 
 Each container runs under its own shim, which outlives containerd; a containerd started
 again with the same config re-attaches to the shims (runtime_setup.py). The kubelet's CRI
-client reconnects and the kubelet recreates nothing (cri.py, pleg.py, kuberuntime.py).
+client reconnects and the kubelet recreates nothing (minikube_py/cri.py, pleg.py, kuberuntime.py).
 
 The module has a node of its own (not the session's, which the other tests share): a
 containerd with the shipped images, restarted by the tests on purpose.
@@ -32,9 +32,9 @@ from minikube_py.cluster.runtime_setup import (
     load_image,
     runtime_missing,
 )
+from minikube_py.cri import RemoteRuntime
 from minikube_py.gen.cri import api_pb2
 from minikube_py.images.catalog import build_catalog
-from minikube_py.kubelet.cri import RemoteRuntime
 from minikube_py.kubelet.kubelet import Kubelet, KubeletConfig
 from minikube_py.kubelet.node_status import read_host_info
 from minikube_py.process import free_port
@@ -205,7 +205,8 @@ async def test_the_kubelet_recreates_nothing_when_containerd_restarts(
                          what="the kubelet to find containerd gone")
 
     try:
-        with caplog.at_level(logging.INFO, logger="minikube_py.kubelet"):
+        with caplog.at_level(logging.INFO, logger="minikube_py.kubelet"), \
+                caplog.at_level(logging.INFO, logger="minikube_py.cri"):
             await restart(restartable_node, SIGNALS[signal_name], noticed_for_a_while)
             relists = kubelet.pleg.relists
 
@@ -233,10 +234,11 @@ async def test_the_kubelet_recreates_nothing_when_containerd_restarts(
                 if reason in ("Killing", "SandboxChanged", "BackOff", "Failed")
                 or "probe failed" in message], events
     # one line said containerd was gone, one that it was back; no traceback
-    records = [r for r in caplog.records if r.name.startswith("minikube_py.kubelet")]
+    records = [r for r in caplog.records
+               if r.name.startswith(("minikube_py.kubelet", "minikube_py.cri"))]
     assert not [r for r in records if r.exc_info], "a traceback was logged"
     warnings = [(r.name, r.getMessage()) for r in records if r.levelno >= logging.WARNING]
-    assert len(warnings) == 1 and warnings[0][0] == "minikube_py.kubelet.cri", warnings
+    assert len(warnings) == 1 and warnings[0][0] == "minikube_py.cri", warnings
     assert "is unavailable, reconnecting" in warnings[0][1]
     assert any("answers again" in r.getMessage() for r in records)
     await pods.delete("steady", namespace, grace_period_seconds=0)

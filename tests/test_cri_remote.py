@@ -12,8 +12,8 @@ from typing import Any
 import grpc
 import pytest
 
+from minikube_py.cri import CRIError, RemoteRuntime, RuntimeService, grpc_target
 from minikube_py.gen.cri import api_pb2
-from minikube_py.kubelet.cri import CRIError, RemoteRuntime, RuntimeService, grpc_target
 from minikube_py.kubelet.simulated import SimulatedRuntime
 
 UNKNOWN_ID = "0123456789abcdef" * 4

@@ -27,8 +27,8 @@ from minikube_py.client.errors import NotFound
 from minikube_py.client.logs import level_of
 from minikube_py.client.rest import Client
 from minikube_py.cluster.components import KubeletProcess
+from minikube_py.cri import RemoteRuntime
 from minikube_py.gen.cri import api_pb2
-from minikube_py.kubelet.cri import RemoteRuntime
 from minikube_py.kubelet.kubelet import Kubelet, KubeletConfig
 from minikube_py.kubelet.node_status import read_host_info
 from minikube_py.process import free_port

@@ -23,8 +23,8 @@ import pytest
 
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
+from minikube_py.cri import RuntimeUnavailable
 from minikube_py.gen.cri import api_pb2
-from minikube_py.kubelet.cri import RuntimeUnavailable
 from minikube_py.kubelet.eviction import parse_thresholds
 from minikube_py.kubelet.lease import NODE_LEASE_NAMESPACE, NodeLease
 from minikube_py.kubelet.node_status import HostInfo, NodeStatusManager

@@ -23,7 +23,7 @@ from kubernetes import client, config
 from kubernetes.client import ApiException
 
 from minikube_py.client.rest import Client
-from minikube_py.kubelet.logs import container_log_path
+from minikube_py.cri_logs import container_log_path
 from minikube_py.kubelet.server import ContainerNotFound, KubeletServer
 from minikube_py.tracing.context import ANNOTATION as TRACE_ANNOTATION
 

@@ -37,8 +37,8 @@ from minikube_py.cluster.runtime_setup import (
     write_cni_config,
     write_containerd_config,
 )
+from minikube_py.cri import RemoteRuntime
 from minikube_py.gen.cri import api_pb2
-from minikube_py.kubelet.cri import RemoteRuntime
 from tests.node_fixtures import ContainerdNode
 
 SHIPPED = ("localhost/pause:3.9", "localhost/busybox:1.36", "localhost/echo:1.0")

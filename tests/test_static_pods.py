@@ -30,8 +30,8 @@ from minikube_py.client.rest import Client
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.cluster.components import KubeletProcess
 from minikube_py.cluster.kubeconfig import write_kubeconfig
+from minikube_py.cri import RemoteRuntime
 from minikube_py.gen.cri import api_pb2
-from minikube_py.kubelet.cri import RemoteRuntime
 from minikube_py.kubelet.kubelet import Kubelet, KubeletConfig
 from minikube_py.kubelet.kuberuntime_sandbox import DNSSettings, sandbox_config
 from minikube_py.kubelet.node_status import read_host_info

@@ -1,4 +1,4 @@
-"""`minikube-py up | down | status | logs`: a local cluster on this machine.
+"""`minikube-py up | down | status | logs | ssh`: a local cluster on this machine.
 
 The control plane (the registry, etcd, the API server, the controller-manager, the
 scheduler, cluster DNS) runs on this machine. Each node is a network namespace mk-node-N
@@ -72,6 +72,7 @@ from minikube_py.cluster.runtime_setup import (
     free_pod_cidr,
     runtime_missing,
 )
+from minikube_py.cluster.ssh import add_ssh_command
 from minikube_py.cluster.supervisor import Supervisor, SupervisorProcess
 from minikube_py.cluster.tracestore import publish_trace_receiver
 from minikube_py.images.debian import PackageError
@@ -813,6 +814,7 @@ def main(argv: list[str] | None = None) -> None:
                         "this cluster's etcd: source <(minikube-py etcdctl-env)"
                         ).set_defaults(run=etcdctl_env)
     add_image_command(commands, home)
+    add_ssh_command(commands, home, lambda: node_networks(_saved_cluster(home())))
     args = parser.parse_args(argv)
     args.run(args)
 

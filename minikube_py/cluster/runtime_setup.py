@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from minikube_py.cri import CRIError, RemoteRuntime
 from minikube_py.gen.cri import api_pb2
-from minikube_py.kubelet.cri import CRIError, RemoteRuntime
 from minikube_py.process import ComponentProcess, ComponentProcessError
 
 SANDBOX_IMAGE = "localhost/pause:3.9"

@@ -30,12 +30,13 @@ node into containers over CRI and reports how they are. Read in this order:
     eviction.py                 hard eviction thresholds (eviction/eviction_manager.go)
     server.py, auth.py          the kubelet's HTTP API and who may use it (server/)
     host_interface.py           what that server asks of the kubelet (server/server.go)
-    logs.py                     container log files (kuberuntime/logs/logs.go)
     metrics.py                  /metrics, /metrics/cadvisor, /metrics/resource
     certificate.py              client and serving certificates (certificate/)
-    cri.py                      the CRI v1 RPCs over gRPC (cri-api, cri-client)
     simulated.py, hollow.py     a fake runtime and many kubelets in one process (kubemark)
 
-containerd's own setup for a node (its config, CNI, the pause image) is not the kubelet's
-job: it lives in cluster/runtime_setup.py, used by the launcher.
+The CRI client it drives containerd with is the shared minikube_py/cri.py (cri-client),
+and the container log files it serves are read by the shared minikube_py/cri_logs.py
+(cri-client's logs). containerd's own setup for a node (its config, CNI,
+the pause image) is not the kubelet's job: it lives in cluster/runtime_setup.py, used by
+the launcher.
 """

@@ -18,10 +18,10 @@ from minikube_py.client.errors import APIStatusError
 from minikube_py.client.kubeconfig import KubeconfigError
 from minikube_py.client.logs import add_verbosity_flag, setup_logging
 from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.cri import RemoteRuntime, RuntimeService
 from minikube_py.kubelet import certificate
 from minikube_py.kubelet.auth import KubeletAuthConfig
 from minikube_py.kubelet.config_file import FILE_CHECK_FREQUENCY
-from minikube_py.kubelet.cri import RemoteRuntime, RuntimeService
 from minikube_py.kubelet.kubelet import Kubelet, KubeletConfig
 from minikube_py.kubelet.node_status import read_host_info
 from minikube_py.kubelet.simulated import SimulatedRuntime

@@ -41,7 +41,7 @@ from typing import Any
 from minikube_py.api.meta import now as utc_now
 from minikube_py.api.quantity import canonical_quantity, format_quantity, memory_bytes
 from minikube_py.api.scheduling.taints import tolerations_tolerate_taint
-from minikube_py.kubelet.cri import CRIError
+from minikube_py.cri import CRIError
 from minikube_py.kubelet.resources import BEST_EFFORT, SYSTEM_CRITICAL_PRIORITY, qos_class
 
 Obj = dict[str, Any]

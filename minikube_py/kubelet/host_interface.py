@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from minikube_py.api.duration import go_duration
 from minikube_py.api.meta import rfc3339
+from minikube_py.cri import CRIError
+from minikube_py.cri_logs import container_log_path
 from minikube_py.gen.cri import api_pb2
-from minikube_py.kubelet.cri import CRIError
-from minikube_py.kubelet.logs import container_log_path
 from minikube_py.kubelet.metrics import RuntimeCounts
 from minikube_py.kubelet.podstate import (
     CONTAINER_NAME_LABEL,

@@ -11,9 +11,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from minikube_py.cri import CRIError, RuntimeService
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.backoff import Backoff
-from minikube_py.kubelet.cri import CRIError, RuntimeService
 
 Obj = dict[str, Any]
 RecordEvent = Callable[[Obj, str, str, str], None]

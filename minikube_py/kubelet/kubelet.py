@@ -37,11 +37,11 @@ from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import EventHandler, SharedInformer, SharedInformerFactory
 from minikube_py.client.logs import kv, log_v
 from minikube_py.client.rest import Client
+from minikube_py.cri import CRIError, RuntimeService, RuntimeUnavailable
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.auth import KubeletAuth, KubeletAuthConfig
 from minikube_py.kubelet.backoff import Backoff
 from minikube_py.kubelet.config_file import FILE_CHECK_FREQUENCY, FileSource
-from minikube_py.kubelet.cri import CRIError, RuntimeService, RuntimeUnavailable
 from minikube_py.kubelet.envvars import make_environment
 from minikube_py.kubelet.eviction import EvictionManager, observe_host, parse_thresholds
 from minikube_py.kubelet.host_interface import HostInterface
@@ -540,7 +540,7 @@ class Kubelet(Component):
 
     async def sync_pod(self, uid: str) -> float | None:
         """One pass of the pod worker; a span of the pod's trace when it carries one (its
-        CRI calls are spans under it, cri.py)."""
+        CRI calls are spans under it, minikube_py/cri.py)."""
         pod = self.pods.get(uid)
         parent = (tracing_context.of_object(pod)
                   if pod and self.tracer.enabled and not _settled(pod) else None)

@@ -23,9 +23,9 @@ from typing import Any
 
 import grpc
 
+from minikube_py.cri import CRIError, RuntimeService
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.backoff import Backoff
-from minikube_py.kubelet.cri import CRIError, RuntimeService
 from minikube_py.kubelet.envvars import ContainerConfigError
 from minikube_py.kubelet.images import ImageManager, ImagePullError, go_error_text
 from minikube_py.kubelet.kuberuntime_container import container_config

@@ -50,8 +50,8 @@ from minikube_py.api.quantity import format_quantity, parse_quantity
 from minikube_py.api.schema.written import always_written, fill_always_written
 from minikube_py.client.errors import AlreadyExists, APIStatusError, Conflict, NotFound
 from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.cri import CRIError, RuntimeService, RuntimeUnavailable
 from minikube_py.gen.cri import api_pb2
-from minikube_py.kubelet.cri import CRIError, RuntimeService, RuntimeUnavailable
 from minikube_py.kubelet.eviction import Threshold, existing_ancestor, read_meminfo
 from minikube_py.lifecycle import wait_for_event
 

@@ -16,8 +16,8 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from minikube_py.cri import CRIError, RuntimeService, RuntimeUnavailable
 from minikube_py.gen.cri import api_pb2
-from minikube_py.kubelet.cri import CRIError, RuntimeService, RuntimeUnavailable
 from minikube_py.kubelet.podstate import (
     MANAGED_LABEL,
     POD_UID_LABEL,

@@ -52,8 +52,8 @@ import orjson
 from aiohttp import web
 
 from minikube_py.api.podlogoptions import PodLogOptions
+from minikube_py.cri_logs import log_options, read_container_log
 from minikube_py.kubelet.auth import KubeletAuth
-from minikube_py.kubelet.logs import log_options, read_container_log
 from minikube_py.kubelet.metrics import (
     KubeletMetrics,
     RuntimeCounts,

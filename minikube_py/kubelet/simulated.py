@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import grpc
 
+from minikube_py.cri import CRIError, RuntimeService
 from minikube_py.gen.cri import api_pb2
-from minikube_py.kubelet.cri import CRIError, RuntimeService
 
 IMAGE_SIZE = 4 * 1024 * 1024
 """The size every simulated image claims, in bytes."""

@@ -9,15 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from minikube_py import cri_logs
 from minikube_py.api.podlogoptions import PodLogOptions
-from minikube_py.kubelet import logs
-from minikube_py.kubelet.logs import (
+from minikube_py.cri_logs import (
     LogOptions,
     container_log_path,
     find_tail_start,
     fixed_nanos,
     log_options,
     read_container_log,
+    read_container_log_streams,
 )
 
 T0 = datetime(2026, 11, 22, 4, 0, 0, tzinfo=UTC)
@@ -69,6 +70,18 @@ async def test_partial_records_join_only_with_records_of_their_own_stream(tmp_pa
     assert await read(path) == ["interleaved\n", "a very long line\n"]
 
 
+async def test_each_line_comes_with_its_stream_even_when_left_unfinished(
+        tmp_path: Path) -> None:
+    path = write(tmp_path / "0.log",
+                 record(0, "out"),
+                 record(1, "err ", "stderr", tag="P"),
+                 record(2, "joined", "stderr"),
+                 record(3, "cut ", "stderr", tag="P"))
+    lines = read_container_log_streams(path, LogOptions(), is_running=lambda: False)
+    assert [(stream, line) async for stream, line in lines] == [
+        (b"stdout", b"out\n"), (b"stderr", b"err joined\n"), (b"stderr", b"cut ")]
+
+
 async def test_a_record_tag_may_carry_further_flags(tmp_path: Path) -> None:
     path = write(tmp_path / "0.log", record(0, "part-", tag="P:x"), record(1, "whole", tag="F:x"))
     assert await read(path) == ["part-whole\n"]
@@ -117,7 +130,7 @@ async def test_tail_lines_counts_only_the_selected_stream(log_file: Path) -> Non
 
 
 def test_tail_search_reads_backwards_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(logs, "BLOCK_SIZE", 16)  # far shorter than one record
+    monkeypatch.setattr(cri_logs, "BLOCK_SIZE", 16)  # far shorter than one record
     data = "".join(record(i, f"line {i}") for i in range(100)).encode()
     file = io.BytesIO(data)
     start = find_tail_start(file, 3, (b"stdout", b"stderr"))
@@ -184,7 +197,7 @@ async def test_follow_picks_up_appended_lines_and_ends_when_the_container_stops(
         write(path, record(2, "ond"))
         assert await next_line(lines) == "second\n"
         write(path, f"{stamp(3)} stdout F half a rec")  # containerd is mid-write
-        await asyncio.sleep(3 * logs.POLL_INTERVAL)
+        await asyncio.sleep(3 * cri_logs.POLL_INTERVAL)
         write(path, "ord\n", record(4, "last words"))
         running = False
         assert await next_line(lines) == "half a record\n"

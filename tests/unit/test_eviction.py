@@ -9,7 +9,7 @@ from typing import Any
 import grpc
 import pytest
 
-from minikube_py.kubelet.cri import CRIError
+from minikube_py.cri import CRIError
 from minikube_py.kubelet.eviction import (
     EvictionManager,
     Observation,

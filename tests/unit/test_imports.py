@@ -6,18 +6,18 @@ The packages of minikube_py are of three sorts:
   component runs: run, start, stop), the `process` module (how a component runs as a
   child process), `streaming` (the wire protocols of exec, attach and port-forward,
   which the API server and the kubelet both speak), `security` (certificates, which
-  the launcher makes and every component reads) and `tracing` (spans, and the trace
-  context every component passes on);
+  the launcher makes and every component reads), `tracing` (spans, and the trace
+  context every component passes on), the `cri` module (the CRI v1 client, which
+  the kubelet and the launcher drive containerd with, as upstream's cri-client) and
+  the `cri_logs` module (reading the CRI log files containerd writes, cri-client's logs);
 - components: `apiserver`, `controllers`, `scheduler`, `kubelet`, `proxy`, `dns`, `images`,
   `mkctl`, `metrics`, `tracestore` (the trace receiver). A component imports shared libraries
   and itself, never another component: each runs as its own process and reaches the
   others only through the API server (images are built and pushed without a node);
 - the launcher, `cluster`: it starts each component as a process (`python -m
-  minikube_py.<component>`), so it needs none of their code, except the clients it
-  probes what it started with: the etcd client (`apiserver.storage.etcd`) and the CRI
-  client (`kubelet.cri`, for the containerd it sets up as kubeadm or minikube's
-  provisioner sets a node up), and the images it builds and pushes (`images`). No
-  component may import the launcher.
+  minikube_py.<component>`), so it needs none of their code, except the etcd client it
+  probes the etcd it started with (`apiserver.storage.etcd`) and the images it builds
+  and pushes (`images`). No component may import the launcher.
 
 Inside a component, a controller's helper modules (`controllers/deployment/sync.py`,
 `controllers/job/tracking.py`, ...) take a small Protocol of what they use, never the
@@ -30,16 +30,15 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "minikube_py"
-SHARED = {"api", "client", "gen", "lifecycle", "process", "security", "streaming",
-          "tracing"}
+SHARED = {"api", "client", "cri", "cri_logs", "gen", "lifecycle", "process", "security",
+          "streaming", "tracing"}
 LAUNCHER = "cluster"
-LAUNCHER_IMPORTS = ("minikube_py.apiserver.storage.etcd", "minikube_py.kubelet.cri",
-                    "minikube_py.images")
+LAUNCHER_IMPORTS = ("minikube_py.apiserver.storage.etcd", "minikube_py.images")
 CONTROLLER_PACKAGES = ("controllers/deployment", "controllers/job")
 
 
 def package_of(module: str) -> str | None:
-    """`minikube_py.kubelet.cri` -> `kubelet`; None for modules outside minikube_py."""
+    """`minikube_py.kubelet.pleg` -> `kubelet`; None for modules outside minikube_py."""
     parts = module.split(".")
     return parts[1] if parts[0] == "minikube_py" and len(parts) > 1 else None
 
@@ -120,7 +119,7 @@ def test_the_check_finds_imports_across_components_and_beyond_what_the_launcher_
         tmp_path: Path) -> None:
     package = tmp_path / "minikube_py"
     for folder, source in (
-            ("scheduler", "from minikube_py.kubelet.cri import X\n"),
+            ("scheduler", "from minikube_py.kubelet.pleg import X\n"),
             ("proxy", "from ..apiserver import store\n"),
             ("kubelet", "from minikube_py.cluster.node import start_node\n"),
             ("cluster", "from minikube_py.cluster.runtime_setup import Containerd\n"
@@ -133,7 +132,7 @@ def test_the_check_finds_imports_across_components_and_beyond_what_the_launcher_
         "minikube_py/cluster/module.py imports minikube_py.scheduler.scheduler",
         "minikube_py/kubelet/module.py imports minikube_py.cluster.node",
         "minikube_py/proxy/module.py imports minikube_py.apiserver",
-        "minikube_py/scheduler/module.py imports minikube_py.kubelet.cri"]
+        "minikube_py/scheduler/module.py imports minikube_py.kubelet.pleg"]
 
 
 def test_controller_helpers_do_not_import_their_controller() -> None:

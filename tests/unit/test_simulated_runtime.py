@@ -9,8 +9,8 @@ from typing import Any
 import grpc
 import pytest
 
+from minikube_py.cri import CRIError
 from minikube_py.gen.cri import api_pb2
-from minikube_py.kubelet.cri import CRIError
 from minikube_py.kubelet.simulated import SimulatedRuntime, normalize_image
 
 UNKNOWN_ID = "0123456789abcdef" * 4

@@ -16,9 +16,9 @@ from typing import Any
 import grpc
 import pytest
 
+from minikube_py.cri import CRIError, RuntimeUnavailable
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.backoff import Backoff
-from minikube_py.kubelet.cri import CRIError, RuntimeUnavailable
 from minikube_py.kubelet.images import ImageManager
 from minikube_py.kubelet.kubelet import Kubelet
 from minikube_py.kubelet.kuberuntime import RuntimeManager

@@ -1,9 +1,10 @@
-"""The kubelet's view of a container runtime: the CRI v1 RPCs, and a gRPC client for them.
+"""A container runtime over CRI v1: the RPCs, and a gRPC client for them.
 
 Upstream `k8s.io/cri-api/pkg/apis/services.go` (RuntimeService, ImageManagerService) and
-`pkg/kubelet/cri/remote` (remoteRuntimeService, remoteImageService). The kubelet codes
-against RuntimeService only, so containerd (RemoteRuntime) and the in-process fake for
-hollow nodes (simulated.SimulatedRuntime) are interchangeable.
+`k8s.io/cri-client` (remoteRuntimeService, remoteImageService), a library shared as
+upstream's is: the kubelet and the launcher (cluster/runtime_setup.py) use it. The kubelet
+codes against RuntimeService only, so containerd (RemoteRuntime) and the in-process fake
+for hollow nodes (kubelet/simulated.py: SimulatedRuntime) are interchangeable.
 """
 
 from __future__ import annotations

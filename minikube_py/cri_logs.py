@@ -1,4 +1,6 @@
-"""Container logs: read the CRI log files containerd writes (upstream kuberuntime/logs).
+"""Container logs: read the CRI log files containerd writes (upstream k8s.io/cri-client/
+pkg/logs, once the kubelet's kuberuntime/logs): shared, as upstream's, by the kubelet's
+/containerLogs and crictl's logs.
 
 containerd writes one record per line of container output into
 `<logs root>/<namespace>_<pod>_<uid>/<container>/<restart count>.log`:
@@ -166,12 +168,13 @@ class _LineAssembler:
         del self._partial[record.stream]
         return self._emit(started[0], bytes(started[1] + record.content) + b"\n")
 
-    def flush(self) -> list[bytes]:
-        """Lines left unfinished when the log ends, as they are (without a newline)."""
-        unfinished = [self._emit(first, bytes(content)) for first, content in
-                      sorted(self._partial.values(), key=lambda item: item[0].time)]
+    def flush(self) -> list[tuple[bytes, bytes]]:
+        """Lines left unfinished when the log ends, as they are (without a newline), each
+        with its stream."""
+        unfinished = [(first.stream, self._emit(first, bytes(content))) for first, content
+                      in sorted(self._partial.values(), key=lambda item: item[0].time)]
         self._partial.clear()
-        return [line for line in unfinished if line]
+        return [(stream, line) for stream, line in unfinished if line]
 
     def _emit(self, first: LogRecord, text: bytes) -> bytes | None:
         since = self.options.since_time
@@ -188,7 +191,20 @@ class _LineAssembler:
 
 async def read_container_log(path: Path, options: LogOptions, *,
                              is_running: Callable[[], bool]) -> AsyncIterator[bytes]:
-    """ReadLogs: yield the log's lines as kubectl prints them.
+    """ReadLogs: yield the log's lines as kubectl prints them (both streams in one)."""
+    lines = read_container_log_streams(path, options, is_running=is_running)
+    try:
+        async for _, line in lines:
+            yield line
+    finally:
+        await lines.aclose()
+
+
+async def read_container_log_streams(path: Path, options: LogOptions, *,
+                                     is_running: Callable[[], bool]
+                                     ) -> AsyncIterator[tuple[bytes, bytes]]:
+    """ReadLogs: yield the log's lines, each with its stream (b"stdout" or b"stderr"),
+    so that a caller can write each where it came from, as crictl does.
 
     Without follow, reads to the end of the file. With follow, keeps polling the file
     while `is_running()` is true, and ends once the container has stopped and every
@@ -230,10 +246,10 @@ async def read_container_log(path: Path, options: LogOptions, *,
                         lines_left -= 1
                 line = assembler.add(record)
                 if line:
-                    yield line
+                    yield record.stream, line
                 if assembler.done or lines_left == 0:
                     return
-        for line in assembler.flush():
-            yield line
+        for stream, line in assembler.flush():
+            yield stream, line
     finally:
         file.close()
