@@ -16,7 +16,7 @@ from minikube_py.apiserver.registry.store import ListResult, Store
 
 Obj = dict[str, Any]
 # The request's key for its id, returned in the `Audit-Id` header of every answer.
-AUDIT_ID = "audit_id"
+AUDIT_ID = web.RequestKey("audit_id", str)
 
 
 def json_response(
