@@ -1,16 +1,29 @@
 """The API server: an aiohttp application in front of the generic store and etcd.
 
     HTTP(S) request
-      -> _serve: request id, in-flight limits (429), metrics, JSON log, Status errors
-      -> authentication: who asks (auth/authentication.py; 401), or whom they
-         impersonate (auth/impersonation.py; 403 unless allowed)
-      -> audit: RequestReceived, ..., ResponseComplete, as the policy says (auth/audit.py)
-      -> authorization: may they (auth/authorization.py: AlwaysAllow or RBAC; 403)
-      -> non-resource paths: /healthz /livez /readyz /metrics /version, discovery, OpenAPI
-         (endpoints/)
-      -> resource paths: endpoints/requestinfo.py -> endpoints/handlers.py ->
-         registry/store.py -> storage/etcd.py
-         (reviews: answered by the authorizer, registry/reviews.py)
+      -> the handler chain (handler_chain; endpoints/filters.py), outermost first:
+           with_audit_id                the request's id, Audit-Id on the answer
+           with_request_info            verb, group, resource, namespace, name
+                                        (endpoints/requestinfo.py)
+           with_tracing                 a span per write (endpoints/tracing.py)
+           with_http_logging            a JSON log line
+           with_request_metrics         apiserver_request_total, _duration_seconds
+           with_status_errors           errors raised further in, as Status responses
+           with_authentication          who asks (auth/authentication.py; 401)
+           with_impersonation           whom they act as (auth/impersonation.py; 403
+                                        unless allowed)
+           with_audit                   RequestReceived ... ResponseComplete, as the
+                                        policy says (auth/audit.py)
+           with_status_errors           (again, so that audit sees them answered)
+           with_authorization           may they (auth/authorization.py: AlwaysAllow,
+                                        Node, RBAC; 403)
+           with_max_inflight_limit      429 past the in-flight limits
+           with_audit_response_started  ResponseStarted, for long-running requests
+      -> _endpoint, which routes by path (_route):
+           non-resource paths: /healthz /livez /readyz /metrics /version, discovery,
+           OpenAPI (endpoints/)
+           resource paths: endpoints/handlers.py -> registry/store.py -> storage/etcd.py
+           (reviews: answered by the authorizer, registry/reviews.py)
 
 `APIServer` owns everything it starts (etcd client, one watch cache per resource, the
 compaction loop, the HTTP site) and stops all of it in `stop()`.
@@ -25,8 +38,8 @@ import logging
 import ssl
 import sys
 import time
-import traceback
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,26 +48,21 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from minikube_py.api import errors
-from minikube_py.api.meta import new_uid
-from minikube_py.api.resources import CONNECT_SUBRESOURCES, RESOURCES
-from minikube_py.apiserver.auth.admission import request_user
+from minikube_py.api.resources import RESOURCES
 from minikube_py.apiserver.auth.admission.chain import (
     DEFAULT_PLUGINS,
     AdmissionSources,
     build_chain,
 )
-from minikube_py.apiserver.auth.audit import AuditEvent, AuditLog, load_policy
+from minikube_py.apiserver.auth.audit import AuditLog, load_policy
 from minikube_py.apiserver.auth.authentication import Authenticator, UserInfo, read_token_file
 from minikube_py.apiserver.auth.authorization import (
     AlwaysAllow,
-    Attributes,
     Authorizer,
     RBACAuthorizer,
-    forbidden,
 )
 from minikube_py.apiserver.auth.bootstrappolicy.ensure import ensure_rbac_policy
 from minikube_py.apiserver.auth.bootstraptoken import BootstrapTokenAuthenticator
-from minikube_py.apiserver.auth.impersonation import impersonated
 from minikube_py.apiserver.auth.nodeauthorizer import NodeAuthorizer, UnionAuthorizer
 from minikube_py.apiserver.auth.serviceaccount_tokens import (
     DEFAULT_ISSUER,
@@ -67,11 +75,10 @@ from minikube_py.apiserver.auth.serviceaccount_tokens import (
 from minikube_py.apiserver.connect.aggregation import Aggregator
 from minikube_py.apiserver.connect.apiservices import APIServiceAvailability
 from minikube_py.apiserver.connect.kubeletclient import KubeletClient
-from minikube_py.apiserver.endpoints import discovery, health, negotiation, openapi, tracing
+from minikube_py.apiserver.endpoints import discovery, filters, health, openapi
 from minikube_py.apiserver.endpoints.handlers import ResourceHandler
 from minikube_py.apiserver.endpoints.metrics import APIServerMetrics, InstrumentedEtcd
-from minikube_py.apiserver.endpoints.requestinfo import RequestInfo, parse_request_info
-from minikube_py.apiserver.endpoints.responses import AUDIT_ID, json_response, no_such_resource
+from minikube_py.apiserver.endpoints.responses import json_response, no_such_resource
 from minikube_py.apiserver.registry.allocators import (
     DEFAULT_NODE_PORT_RANGE,
     DEFAULT_SERVICE_CIDR,
@@ -94,7 +101,6 @@ from minikube_py.apiserver.storage.watchcache import WatchCache, decode
 from minikube_py.client.logs import kv
 from minikube_py.lifecycle import Component
 from minikube_py.security.pki import server_ssl_context
-from minikube_py.tracing import context as tracing_context
 from minikube_py.tracing.setup import close_tracer, read_tracing_config, tracer_for
 from minikube_py.tracing.tracer import Tracer
 
@@ -105,28 +111,9 @@ FORCE_LIVE_LOOKUP_SECONDS = 30.0
 SHUTDOWN_TIMEOUT = 1.0
 log = logging.getLogger("minikube_py.apiserver")
 
-MAX_BODY_BYTES = 3 * 1024 * 1024
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-MUTATING_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
-LONG_RUNNING_SUBRESOURCES = ("log", "exec", "attach", "portforward", "proxy")
 GIT_VERSION = "v1.37.0-minikube-py"
 RBAC_PLURALS = ("clusterroles", "roles", "clusterrolebindings", "rolebindings")
-
-
-def metric_verb(request: web.Request, info: RequestInfo) -> str:
-    """The verb label of the request metrics, as upstream's CleanVerb reports it: the HTTP
-    method, except LIST and WATCH for reads of collections, APPLY for server-side apply and
-    CONNECT for streams and proxies."""
-    if not info.is_resource_request:
-        return request.method
-    if info.verb in ("list", "watch"):
-        return info.verb.upper()
-    if info.subresource in CONNECT_SUBRESOURCES:
-        return "CONNECT"
-    if request.method == "PATCH" and request.headers.get("Content-Type", "").startswith(
-            "application/apply-patch"):
-        return "APPLY"
-    return request.method
 
 
 @dataclass
@@ -196,10 +183,6 @@ class APIServer(Component):
         self._bootstrap_policy = asyncio.Event()
         self._listening = asyncio.Event()
         self._runner: web.ServerRunner | None = None
-        self._inflight = {"readOnly": 0, "mutating": 0}
-        for kind in self._inflight:  # read when /metrics is scraped, not set per request
-            self.metrics.inflight.labels(kind).set_function(
-                lambda kind=kind: self._inflight[kind])
         # NamespaceLifecycle's force-live-lookup: namespaces deleted through this server
         # in the last seconds are read from etcd, not from the watch cache, which may not
         # show them Terminating yet (name -> until when, monotonic).
@@ -345,19 +328,20 @@ class APIServer(Component):
         return decode(kv) if kv is not None else None
 
     def build_server(self) -> web.Server:
-        """aiohttp's low-level server with one handler, `_serve`, which routes by path.
+        """aiohttp's low-level server with one handler, the handler chain, whose endpoint
+        routes by path.
 
         The API server needs no more than a dict of fixed paths and one catch-all for
         resources, so it does without web.Application's router and middleware chain,
-        which cost about a tenth of a GET's CPU.
+        which cost about a tenth of a GET's CPU; its filters are nested closures.
         """
-        return web.Server(self._serve, request_factory=self._make_request,
+        return web.Server(self.handler_chain(), request_factory=self._make_request,
                           handler_cancellation=True, access_log=None)
 
     def _make_request(self, message: Any, payload: Any, protocol: Any, writer: Any,
                       task: asyncio.Task[None]) -> web.BaseRequest:
         return web.BaseRequest(message, payload, protocol, writer, task,
-                               asyncio.get_running_loop(), client_max_size=MAX_BODY_BYTES)
+                               asyncio.get_running_loop(), client_max_size=filters.MAX_BODY_BYTES)
 
     def _route(self, request: web.BaseRequest) -> Any:
         """The endpoint for request: a fixed path (GET only), OpenAPI v3, or a resource."""
@@ -529,127 +513,38 @@ class APIServer(Component):
 
     # -- every request ---------------------------------------------------------------------
 
-    async def _serve(self, request: web.BaseRequest) -> web.StreamResponse:
-        """Every request: request id, in-flight limits (429), metrics, JSON log, Status errors."""
-        handler = self._route(request)
-        request_id = new_uid()
-        request[AUDIT_ID] = request_id  # a streamed response (watch) sets it before sending
-        started = time.perf_counter()
-        info = parse_request_info(request.method, request.path, request.query.get("watch"),
-                                  request.query.get("fieldSelector"))
-        request["info"] = info
-        kind = "mutating" if info.verb in MUTATING_VERBS else "readOnly"
-        limit = (self.config.max_mutating_requests_inflight if kind == "mutating"
-                 else self.config.max_requests_inflight)
-        # Long-running requests (watches, log streams) are not held to the in-flight limit.
-        long_running = info.verb == "watch" or info.subresource in LONG_RUNNING_SUBRESOURCES
-        counted = False
-        traced = (tracing.begin(self.tracer, request.headers.get(tracing_context.HEADER),
-                                info.verb, info.resource, info.subresource, info.namespace,
-                                info.name)
-                  if info.is_resource_request and kind == "mutating" and not long_running
-                  else None)
-        audit_event: AuditEvent | None = None
-        decision = "allow"
-        response: web.StreamResponse
-        watchers = (self.metrics.watchers.labels(info.verb.upper(), info.group, info.resource)
-                    if long_running else None)
-        try:
-            user = impersonated(request, self.authenticator.authenticate(request),
-                                self.authorizer)
-            request["user"] = user
-            request_user.set(user)  # what admission sees as the request's user
-            if traced is not None:
-                tracing.record_user(user.name)
-            attributes = Attributes.of_request(user, info, request.method, request.path)
-            if self.audit is not None:
-                audit_event = self.audit.begin(
-                    request_id, user, info, request.method, request.path_qs, request.path,
-                    request.remote or "", request.headers.get("User-Agent", ""))
-            verdict = self.authorizer.authorize(attributes)
-            if not verdict.allowed:
-                decision = "forbid"
-                raise forbidden(attributes, verdict.reason)
-            if watchers is not None:
-                watchers.inc()
-            else:
-                if limit > 0 and self._inflight[kind] >= limit:
-                    self.metrics.rejected.labels(kind).inc()
-                    raise errors.too_many_requests(1)
-                self._inflight[kind] += 1
-                counted = True
-            if audit_event is not None and long_running:
-                self.audit_started(audit_event)
-            response = await handler(request)
-            if (info.verb == "delete" and info.resource == "namespaces" and not info.subresource
-                    and response.status < 300):
-                self._recently_deleted_namespaces[info.name] = (
-                    time.monotonic() + FORCE_LIVE_LOOKUP_SECONDS)
-        except errors.APIError as err:
-            response = self._status_response(err)
-        except web.HTTPRequestEntityTooLarge:
-            response = self._status_response(errors.request_entity_too_large(MAX_BODY_BYTES))
-        except web.HTTPException as err:
-            response = self._status_response(errors.APIError(err.status, err.reason, err.text or
-                                                             err.reason))
-        except (asyncio.CancelledError, ConnectionResetError):
-            raise
-        except Exception as err:  # a bug: report it as upstream does, with a 500 Status
-            log.error(orjson.dumps({"msg": "internal error", "requestID": request_id,
-                                    "error": repr(err),
-                                    "traceback": traceback.format_exc()}).decode())
-            response = self._status_response(errors.internal_error(repr(err)))
-        finally:
-            if watchers is not None:
-                watchers.dec()
-            if counted:
-                self._inflight[kind] -= 1
-        if traced is not None:
-            tracing.end(traced, response.status)
-        if not response.prepared:
-            response.headers["Audit-Id"] = request_id
-        if audit_event is not None:
-            await self._audit_complete(audit_event, request, response, decision)
-        elapsed = time.perf_counter() - started
-        verb = info.verb.upper() if info.is_resource_request else request.method
-        labels = (metric_verb(request, info), info.group, info.resource, info.subresource)
-        self.metrics.observe_request(labels, response.status, elapsed)
-        if self.config.log_requests and not request.path.startswith(("/healthz", "/livez",
-                                                                      "/readyz", "/metrics")):
-            log.info(orjson.dumps({
-                "msg": "request", "requestID": request_id, "verb": verb,
-                "path": request.path_qs, "code": response.status,
-                "latencyMs": round(elapsed * 1000, 2),
-                "userAgent": request.headers.get("User-Agent", ""),
-            }).decode())
+    def handler_chain(self) -> filters.Handler:
+        """The filters every request passes, outermost first, around the endpoint (upstream's
+        DefaultBuildHandlerChain); nested once, here, not walked per request."""
+        config = self.config
+        return filters.build_handler_chain(self._endpoint, [
+            filters.with_audit_id,
+            filters.with_request_info,
+            partial(filters.with_tracing, tracer=self.tracer),
+            partial(filters.with_http_logging, enabled=config.log_requests),
+            partial(filters.with_request_metrics, metrics=self.metrics),
+            filters.with_status_errors,  # authentication's refusals and crashes, as Status
+            partial(filters.with_authentication, authenticator=self.authenticator),
+            partial(filters.with_impersonation, authorizer=self.authorizer),
+            partial(filters.with_audit, audit=self.audit),
+            filters.with_status_errors,  # every later error, as Status before audit sees it
+            partial(filters.with_authorization, authorizer=self.authorizer),
+            partial(filters.with_max_inflight_limit,
+                    max_requests=config.max_requests_inflight,
+                    max_mutating=config.max_mutating_requests_inflight,
+                    metrics=self.metrics),
+            partial(filters.with_audit_response_started, audit=self.audit),
+        ])
+
+    async def _endpoint(self, request: web.BaseRequest) -> web.StreamResponse:
+        """The end of the chain: the endpoint the path names answers."""
+        response = await self._route(request)(request)
+        info = request[filters.REQUEST_INFO]
+        if (info.verb == "delete" and info.resource == "namespaces" and not info.subresource
+                and response.status < 300):
+            self._recently_deleted_namespaces[info.name] = (
+                time.monotonic() + FORCE_LIVE_LOOKUP_SECONDS)
         return response
-
-    def audit_started(self, event: AuditEvent) -> None:
-        assert self.audit is not None
-        self.audit.started(event)
-
-    async def _audit_complete(self, event: AuditEvent, request: web.BaseRequest,
-                              response: web.StreamResponse, decision: str) -> None:
-        """ResponseComplete, with the request's and the response's objects when the
-        level asks for them (JSON bodies only)."""
-        assert self.audit is not None
-        request_object = response_object = None
-        if event.level in ("Request", "RequestResponse") and request.body_exists:
-            request_object = _object_or_none(request.headers.get("Content-Type", ""),
-                                             await request.read())
-        if event.level == "RequestResponse" and isinstance(response, web.Response):
-            body = response.body
-            if isinstance(body, bytes | bytearray):
-                response_object = _object_or_none(response.content_type, bytes(body))
-        self.audit.complete(event, response.status, request_object, response_object,
-                            decision)
-
-    @staticmethod
-    def _status_response(err: errors.APIError) -> web.Response:
-        """The error as a Status body, ending in the newline Go's json.Encoder writes."""
-        headers = {"Retry-After": str(err.retry_after)} if err.retry_after else None
-        return web.Response(body=orjson.dumps(err.status()) + b"\n", status=err.code,
-                            content_type="application/json", headers=headers)
 
     # -- endpoints -------------------------------------------------------------------------
 
@@ -757,11 +652,11 @@ class APIServer(Component):
 
     async def _resource(self, request: web.Request) -> web.StreamResponse:
         path = request.path
-        info = request["info"]
+        info = request[filters.REQUEST_INFO]
         parts = [p for p in path.strip("/").split("/") if p]
         if info.resource in REVIEWS and info.verb == "create":
             store = self.stores[(info.group, info.version, info.resource)]
-            return await serve_review(request, store.resource, request["user"],
+            return await serve_review(request, store.resource, request[filters.USER],
                                       self.authorizer, self.authenticator, info.namespace)
         if info.resource == "serviceaccounts" and info.subresource == "token" and (
                 info.verb == "create"):
@@ -788,20 +683,6 @@ class APIServer(Component):
         if body is None:
             raise no_such_resource()
         return json_response(body)
-
-
-def _object_or_none(content_type: str, body: bytes) -> Any:
-    """A body as the object it carries (JSON, YAML or protobuf; a patch as its JSON), for
-    the audit log."""
-    if not body:
-        return None
-    try:
-        return negotiation.decode_body(content_type, body)
-    except (errors.APIError, ValueError):
-        try:
-            return orjson.loads(body)
-        except orjson.JSONDecodeError:
-            return None
 
 
 def _token_issuer(config: APIServerConfig) -> TokenIssuer | None:

@@ -421,20 +421,13 @@ class KubeletServer:
             answer = await bytestreams.dial_upgrade(url, [], bytestreams.offer_headers(request))
         except OSError as err:
             return _error(500, f"cannot reach the runtime's streaming server: {err}")
-        if answer.stream is None:
-            return web.Response(status=answer.status, body=answer.body,
-                                content_type=answer.content_type)
         task = asyncio.current_task()
         assert task is not None
         self._streams.add(task)
         try:
-            client = await bytestreams.accept_upgrade(
-                request, bytestreams.upgrade_headers(answer.headers))
-            await bytestreams.splice(client, answer.stream)
-            return client.response
+            return await bytestreams.proxy_upgrade(request, answer)
         finally:
             self._streams.discard(task)
-            await answer.stream.close()
 
     async def _relay(self, request: web.Request, url: str, query: list[tuple[str, str]], *,
                      port_forward: bool) -> web.StreamResponse:

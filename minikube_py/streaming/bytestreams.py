@@ -20,7 +20,9 @@ The HTTP upgrade by hand (upstream's apimachinery UpgradeAwareHandler does the s
       ... from here on, the socket carries SPDY frames both ways ...
 
 `dial_upgrade` is the client half, `accept_upgrade` the server half, and `splice` joins two
-byte streams until either ends: that is all a proxy of an upgraded connection does.
+byte streams until either ends: that is all a proxy of an upgraded connection does, and
+`proxy_upgrade` does it once the backend has answered (the API server's pods/exec and
+pods/portforward, the kubelet's /exec and /portForward, proxying SPDY as it is).
 """
 
 from __future__ import annotations
@@ -53,6 +55,14 @@ class ByteStream(Protocol):
     async def close(self) -> None: ...
 
 
+async def _read_some(reader: asyncio.StreamReader) -> bytes:
+    """Up to READ_SIZE bytes; b"" once the other end has closed, or the connection broke."""
+    try:
+        return await reader.read(READ_SIZE)
+    except (ConnectionError, OSError):
+        return b""
+
+
 class TcpStream:
     """An asyncio connection as a ByteStream."""
 
@@ -61,10 +71,7 @@ class TcpStream:
         self.writer = writer
 
     async def read(self) -> bytes:
-        try:
-            return await self.reader.read(READ_SIZE)
-        except (ConnectionError, OSError):
-            return b""
+        return await _read_some(self.reader)
 
     async def write(self, data: bytes) -> None:
         self.writer.write(data)
@@ -106,10 +113,7 @@ class HijackedStream:
         request.protocol.set_parser(_Feed(self.reader))  # type: ignore[arg-type]
 
     async def read(self) -> bytes:
-        try:
-            return await self.reader.read(READ_SIZE)
-        except (ConnectionError, OSError):
-            return b""
+        return await _read_some(self.reader)
 
     async def write(self, data: bytes) -> None:
         # after a 101 the response writer adds nothing: no chunks, no length
@@ -232,6 +236,27 @@ async def accept_upgrade(request: web.BaseRequest, headers: Mapping[str, str]
     response.force_close()
     await response.prepare(request)
     return HijackedStream(request, response)
+
+
+async def proxy_upgrade(request: web.BaseRequest, answer: UpgradeAnswer
+                        ) -> web.StreamResponse:
+    """The backend's answer passed on: its refusal as it gave it, or its 101 to the client
+    and then the two connections spliced until either ends (the UpgradeAwareHandler).
+    The backend's connection is closed either way."""
+    if answer.stream is None:
+        return refusal(answer)
+    try:
+        client = await accept_upgrade(request, upgrade_headers(answer.headers))
+        await splice(client, answer.stream)
+        return client.response
+    finally:
+        await answer.stream.close()
+
+
+def refusal(answer: UpgradeAnswer) -> web.Response:
+    """The backend's refusal of an upgrade, passed on as it gave it."""
+    return web.Response(status=answer.status, body=answer.body,
+                        content_type=answer.content_type)
 
 
 def is_spdy(request: web.BaseRequest) -> bool:

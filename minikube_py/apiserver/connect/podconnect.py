@@ -95,7 +95,7 @@ async def serve_pod_stream(pods: Store, nodes: Store, request: web.Request, info
     if streamtranslator.wants_stream_close(request) and kind != "portforward":
         answer = await _dial(kubelet, url, query, streamtranslator.REMOTECOMMAND_SPDY)
         if answer.stream is None:
-            return _passed_on(answer)
+            return bytestreams.refusal(answer)
         flags = {flag: (flag, "1") in query for flag in FLAGS}
         return await streamtranslator.translate(request, answer, **flags)
     if kind == "portforward" and tunnelled_spdy(request):
@@ -140,7 +140,7 @@ async def _tunnel(request: web.Request, kubelet: KubeletClient, url: str,
     answer = await _dial(kubelet, url, query, [("Upgrade", "SPDY/3.1"),
                                       *(("X-Stream-Protocol-Version", v) for v in versions)])
     if answer.stream is None:
-        return _passed_on(answer)
+        return bytestreams.refusal(answer)
     chosen = answer.headers.get("X-Stream-Protocol-Version", versions[0])
     try:
         client = web.WebSocketResponse(protocols=(SPDY_TUNNEL_PREFIX + chosen,),
@@ -156,15 +156,7 @@ async def _proxy_upgrade(request: web.Request, kubelet: KubeletClient, url: str,
                          query: list[tuple[str, str]]) -> web.StreamResponse:
     """A SPDY upgrade passed to the kubelet as it is (the UpgradeAwareHandler)."""
     answer = await _dial(kubelet, url, query, bytestreams.offer_headers(request))
-    if answer.stream is None:
-        return _passed_on(answer)
-    try:
-        client = await bytestreams.accept_upgrade(
-            request, bytestreams.upgrade_headers(answer.headers))
-        await bytestreams.splice(client, answer.stream)
-        return client.response
-    finally:
-        await answer.stream.close()
+    return await bytestreams.proxy_upgrade(request, answer)
 
 
 async def _dial(kubelet: KubeletClient, url: str, query: list[tuple[str, str]],
@@ -176,12 +168,6 @@ async def _dial(kubelet: KubeletClient, url: str, query: list[tuple[str, str]],
                                               ssl_context=kubelet.ssl_context)
     except (OSError, TimeoutError) as err:
         raise errors.internal_error(f"error dialing backend: {err}") from None
-
-
-def _passed_on(answer: bytestreams.UpgradeAnswer) -> web.Response:
-    """The kubelet's refusal, as it gave it."""
-    return web.Response(status=answer.status, body=answer.body,
-                        content_type=answer.content_type)
 
 
 async def _plain_answer(session: aiohttp.ClientSession, url: str,

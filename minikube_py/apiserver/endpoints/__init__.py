@@ -1,6 +1,10 @@
 """Endpoints: from an HTTP request to a store call and back (upstream
 k8s.io/apiserver/pkg/endpoints).
 
+    filters.py         the handler chain every request passes first: request id,
+                       metrics, log, tracing, authentication, impersonation, audit,
+                       authorization, in-flight limits, Status errors
+                       (endpoints/filters, server/filters, server/config.go)
     requestinfo.py     the path -> verb, group, version, resource, namespace, name
                        (endpoints/request/requestinfo.go)
     request_params.py  query parameters and the body of a request (handlers/rest.go)

@@ -8,10 +8,13 @@ from collections.abc import Iterator
 from itertools import accumulate
 from typing import Any
 
+from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
 
+from minikube_py.api.resources import CONNECT_SUBRESOURCES
+from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
 from minikube_py.apiserver.storage.etcd import EtcdClient
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 5.0, 10.0, 60.0)
@@ -67,6 +70,22 @@ class PlainHistogram:
             family.add_metric(list(labels), list(zip(edges, cumulative, strict=True)),
                               sum_value=counts[-1])
         yield family
+
+
+def metric_verb(request: web.BaseRequest, info: RequestInfo) -> str:
+    """The verb label of the request metrics, as upstream's CleanVerb reports it: the HTTP
+    method, except LIST and WATCH for reads of collections, APPLY for server-side apply and
+    CONNECT for streams and proxies."""
+    if not info.is_resource_request:
+        return request.method
+    if info.verb in ("list", "watch"):
+        return info.verb.upper()
+    if info.subresource in CONNECT_SUBRESOURCES:
+        return "CONNECT"
+    if request.method == "PATCH" and request.headers.get("Content-Type", "").startswith(
+            "application/apply-patch"):
+        return "APPLY"
+    return request.method
 
 
 class APIServerMetrics:

@@ -17,7 +17,7 @@ from minikube_py.tracing.context import json_without_trace_context, without_trac
 
 Obj = dict[str, Any]
 # The request's key for its id, returned in the `Audit-Id` header of every answer.
-AUDIT_ID = "audit_id"
+AUDIT_ID = web.RequestKey("audit_id", str)
 
 
 def json_response(
