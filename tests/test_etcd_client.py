@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -14,6 +15,7 @@ import pytest
 
 from minikube_py.apiserver.storage.etcd import (
     MAX_GET_TXNS_IN_FLIGHT,
+    RETRY_WINDOW,
     CompactedError,
     EtcdClient,
     EtcdError,
@@ -143,6 +145,42 @@ async def test_gets_fail_together_when_etcd_is_gone(private_etcd: EtcdProcess) -
         results = await asyncio.gather(*(client.get(b"/k%d" % i) for i in range(10)),
                                        return_exceptions=True)
     assert all(isinstance(r, EtcdUnavailable) for r in results), results
+
+
+async def test_a_request_waits_out_an_endpoint_that_answers_a_moment_late(
+        etcd: EtcdProcess) -> None:
+    """A connection that fails for a moment (a loaded machine) is not an outage: the
+    request is tried again for a short while and succeeds once etcd answers."""
+    port = free_port()
+    upstream = etcd.client_url.removeprefix("http://").split(":")
+
+    async def forward(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        to_etcd_reader, to_etcd_writer = await asyncio.open_connection(upstream[0],
+                                                                       int(upstream[1]))
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(ConnectionError):
+                while data := await source.read(65536):
+                    sink.write(data)
+                    await sink.drain()
+            sink.close()
+        await asyncio.gather(pipe(reader, to_etcd_writer), pipe(to_etcd_reader, writer))
+
+    async with EtcdClient([f"http://127.0.0.1:{port}"], request_timeout=5.0) as client:
+        request = asyncio.create_task(client.current_revision())
+        await asyncio.sleep(0.3)  # the request's first tries find nothing listening
+        assert not request.done()
+        server = await asyncio.start_server(forward, "127.0.0.1", port)
+        async with server:
+            assert await request > 0
+
+
+async def test_an_endpoint_that_stays_away_fails_the_request_within_the_retry_window() -> None:
+    async with EtcdClient([f"http://127.0.0.1:{free_port()}"], request_timeout=5.0) as client:
+        began = time.monotonic()
+        with pytest.raises(EtcdUnavailable):
+            await client.current_revision()
+        assert time.monotonic() - began < RETRY_WINDOW + 1.5
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,11 @@ MAX_TXN_OPS = 128  # etcd's default --max-txn-ops: at most this many gets share 
 MAX_GET_TXNS_IN_FLIGHT = 2
 COMPACTED_MESSAGE = "required revision has been compacted"
 NOT_CONNECTED_MESSAGE = "failed to connect to all addresses"
+# Between rounds over the endpoints while none answers: 50 ms, doubling, at most 0.5 s,
+# for 2 s at most before the request fails.
+RETRY_PAUSE = 0.05
+MAX_RETRY_PAUSE = 0.5
+RETRY_WINDOW = 2.0
 
 StubMethod = Callable[..., Awaitable[Any]]  # a gRPC stub's method: rpc(request, timeout=...)
 
@@ -330,21 +336,35 @@ class EtcdClient:
     ) -> Any:
         """Send request with rpc, trying the next endpoint while the current one is unavailable.
 
-        A write (safe=False) is repeated on another endpoint only if gRPC never reached
-        the first one: after a lost connection it may already have been applied.
+        A write (safe=False) is repeated only if gRPC never reached the endpoint: after a
+        lost connection it may already have been applied. When every endpoint has been
+        tried, the round starts again after a short, growing pause, for RETRY_WINDOW
+        seconds: a connection attempt that timed out on a loaded machine is not an
+        outage (etcd's own client retries such requests too). An etcd that stays away
+        still fails the request soon after.
         """
-        for _ in self.targets:
-            connection = self._connection()
-            try:
-                return await rpc(connection)(request, timeout=self.request_timeout)
-            except grpc.aio.AioRpcError as err:
-                error = err
-                if err.code() != grpc.StatusCode.UNAVAILABLE:
-                    break
-                self._fail_over(connection)
-                if not safe and NOT_CONNECTED_MESSAGE not in (err.details() or ""):
-                    break
-        raise _translate(error) from error
+        started = time.monotonic()
+        deadline = started + self.request_timeout
+        retry_until = min(deadline, started + RETRY_WINDOW)
+        pause = RETRY_PAUSE
+        while True:
+            for _ in self.targets:
+                connection = self._connection()
+                remaining = deadline - time.monotonic()
+                try:
+                    return await rpc(connection)(request, timeout=max(remaining, 0.001))
+                except grpc.aio.AioRpcError as err:
+                    retriable = err.code() == grpc.StatusCode.UNAVAILABLE and (
+                        safe or NOT_CONNECTED_MESSAGE in (err.details() or ""))
+                    if err.code() == grpc.StatusCode.UNAVAILABLE:
+                        self._fail_over(connection)
+                    if not retriable:
+                        raise _translate(err) from err
+                    error = err
+            if time.monotonic() + pause >= retry_until:
+                raise _translate(error) from error
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, MAX_RETRY_PAUSE)
 
     async def _txn(self, txn: rpc_pb2.TxnRequest) -> rpc_pb2.TxnResponse:
         return await self._request(lambda c: c.kv.Txn, txn, safe=False)
