@@ -207,6 +207,34 @@ def kubectl(kubeconfig: Path) -> Callable[..., subprocess.CompletedProcess[str]]
     return run
 
 
+# -- processes a test starts -----------------------------------------------------------------
+
+def end_process(process: subprocess.Popen[Any]) -> None:
+    """Kill a process if it is still running, reap it and close its pipes."""
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+    for pipe in (process.stdin, process.stdout, process.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
+@pytest.fixture
+def processes() -> Iterator[Callable[..., subprocess.Popen[Any]]]:
+    """`subprocess.Popen` for one test: whatever it started and did not end (a
+    port-forward, a watch, `logs -f`) is killed when the test ends, pass or fail."""
+    started: list[subprocess.Popen[Any]] = []
+
+    def start(command: list[str], **options: Any) -> subprocess.Popen[Any]:
+        process = subprocess.Popen(command, **options)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        end_process(process)
+
+
 # -- clients and controllers -----------------------------------------------------------------
 
 @pytest.fixture
