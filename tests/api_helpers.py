@@ -72,9 +72,10 @@ def pod(name: str, *, labels: dict[str, str] | None = None, node: str | None = N
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
-async def eventually(predicate: Callable[[], Awaitable[T | None]], timeout: float = 10.0,
+async def eventually(predicate: Callable[[], Awaitable[T | None]], timeout: float = 30.0,
                      interval: float = 0.05, what: str = "the condition") -> T:
-    """Poll an async predicate until it returns something truthy; fail after `timeout`."""
+    """Poll an async predicate until it returns something truthy; fail after `timeout`,
+    a bound for a failure only (a loaded machine stretches every step, so it is generous)."""
     deadline = time.monotonic() + timeout
     while True:
         result = await predicate()
