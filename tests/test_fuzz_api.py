@@ -6,7 +6,8 @@ first a well-typed object, then mutations of the kinds a fuzzer found answered w
 (wrong JSON types at any depth, nulls, empty keys, huge numbers, deep nesting), and raw
 byte mutations (truncation, bytes that are not UTF-8, duplicate keys, YAML aliases).
 They go to an API server of the test's own, on an etcd of its own with nothing else
-writing, so etcd's revision moves only when a request wrote something.
+writing once the server's own start-up writes are done (wait_for_start_up_writes), so
+etcd's revision moves only when a request wrote something.
 
 CI runs FIXED_CASES (2,000) with a fixed seed, then as many with a random seed that a
 failure prints; MINIKUBE_PY_FUZZ_CASES=100000 runs that many instead.
@@ -37,6 +38,7 @@ from hypothesis import strategies as st
 from minikube_py.api.resources import RESOURCES, Resource
 from minikube_py.api.schema import schema_for
 from minikube_py.api.schema.types import Type
+from minikube_py.apiserver.connect.apiservices import local_api_services
 from minikube_py.process import free_port
 
 pytestmark = pytest.mark.slow
@@ -103,7 +105,7 @@ def cluster() -> Iterator[Cluster]:
         connection.request("POST", "/api/v1/namespaces", json.dumps(
             {"metadata": {"name": NAMESPACE}}), {"Content-Type": "application/json"})
         assert connection.getresponse().read() and True
-        time.sleep(0.5)  # let the bootstrap writes (kubernetes Service, endpoints) land
+        wait_for_start_up_writes(connection)
         yield Cluster(http.client.HTTPConnection("127.0.0.1", api_port, timeout=10),
                       http.client.HTTPConnection("127.0.0.1", etcd_port, timeout=10),
                       api_port, etcd_port)
@@ -113,6 +115,32 @@ def cluster() -> Iterator[Cluster]:
             process.wait(10)
         log.close()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def wait_for_start_up_writes(connection: http.client.HTTPConnection) -> None:
+    """Until the API server's own writes after readiness are done (its _bootstrap): the
+    `kubernetes` Service created and every local APIService registered and marked
+    Available. From then on it writes nothing unless a request makes it."""
+    local = {api_service["metadata"]["name"] for api_service in local_api_services()}
+    deadline = time.monotonic() + 60
+
+    def get(path: str) -> tuple[int, Any]:
+        connection.request("GET", path)
+        answer = connection.getresponse()
+        return answer.status, json.loads(answer.read() or b"null")
+
+    while True:
+        service, _ = get("/api/v1/namespaces/default/services/kubernetes")
+        _, listed = get("/apis/apiregistration.k8s.io/v1/apiservices")
+        available = {item["metadata"]["name"] for item in (listed or {}).get("items", [])
+                     if any(c.get("type") == "Available" and c.get("status") == "True"
+                            for c in (item.get("status") or {}).get("conditions") or [])}
+        if service == 200 and local <= available:
+            return
+        assert time.monotonic() < deadline, (
+            f"the API server's start-up writes are not done: kubernetes Service {service}, "
+            f"APIServices not yet available: {sorted(local - available)}")
+        time.sleep(0.1)
 
 
 # -- generating requests ---------------------------------------------------------------------
@@ -274,6 +302,16 @@ def etcd_revision(cluster: Cluster) -> int:
     return int(json.loads(cluster.etcd.getresponse().read())["header"]["revision"])
 
 
+def keys_written_since(cluster: Cluster, revision: int) -> list[str]:
+    """The keys created or changed after `revision` (to say what moved etcd)."""
+    everything = base64.b64encode(b"\0").decode()
+    body = json.dumps({"key": everything, "range_end": everything, "keys_only": True,
+                       "min_mod_revision": revision + 1})
+    cluster.etcd.request("POST", "/v3/kv/range", body, {"Content-Type": "application/json"})
+    kvs = json.loads(cluster.etcd.getresponse().read()).get("kvs") or []
+    return [base64.b64decode(kv["key"]).decode("utf-8", "replace") for kv in kvs]
+
+
 def send(cluster: Cluster, request: Request) -> int:
     """Send one request on the keep-alive connection; its status (a watch's headers are
     enough: the connection is then dropped)."""
@@ -297,7 +335,8 @@ def check(cluster: Cluster, request: Request) -> None:
     assert status < 500, f"{status} for {request}"
     after = etcd_revision(cluster)
     if not 200 <= status < 300:
-        assert after == before, f"{status} for {request}, yet etcd moved {before} -> {after}"
+        assert after == before, (f"{status} for {request}, yet etcd moved {before} -> "
+                                 f"{after}: {keys_written_since(cluster, before)}")
 
 
 def run_property(cluster: Cluster, fuzz_seed: int) -> None:
