@@ -12,14 +12,13 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import end_process
+from tests.conftest import lines_until
 from tests.test_cluster_cli import kubectl, launcher
 from tests.test_mkctl import Clis, Result, assert_same, mkctl_command
 
@@ -27,6 +26,7 @@ pytestmark = pytest.mark.slow
 
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 REPO = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)")
 STOP_BOUND = 20  # seconds: how long a port-forward may take to end on a signal, under load
 Start = Callable[..., "subprocess.Popen[str]"]
@@ -76,7 +76,7 @@ def clis(cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> Clis:
     # mkctl's wait, checked against kubectl
     for pod in ("shell", "printer", "ticker", "web", "duo"):
         expected, actual = clis.compare("wait", "--for=condition=Ready", f"pod/{pod}",
-                                        "--timeout=90s", attempts=1)
+                                        "--timeout=90s")
         assert_same(expected, actual)
         assert actual.out == f"pod/{pod} condition met\n"
     return clis
@@ -88,7 +88,7 @@ def _both(clis: Clis, *args: str, input: str | None = None) -> tuple[Result, Res
     for command in ([KUBECTL], mkctl_command()):
         done = subprocess.run([*command, *clis.flags(), *args], input=input,
                               capture_output=True, text=True, timeout=60,
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
+                              env=ENV)
         results.append(Result(done.stdout, done.stderr.replace("kubectl", "mkctl"),
                               done.returncode))
     return results[0], results[1]
@@ -156,50 +156,30 @@ def test_logs_of_several_containers_and_pods_as_kubectl(clis: Clis) -> None:
 def test_logs_f_follows_every_container_of_every_selected_pod_at_once(
         clis: Clis, processes: Start) -> None:
     expected = {"[pod/duo/setup] set up", "[pod/duo/left] left 2", "[pod/printer/printer] one"}
+
+    def enough(lines: list[str]) -> bool:
+        return expected <= set(lines) and lines.count("[pod/duo/right] right tick") >= 5
+
     for tool in ([KUBECTL], mkctl_command()):
-        followed = _lines_until(processes, [*tool, *clis.flags(), "logs", "-f", "-l",
-                                            "lab=logs", "--all-containers", "--prefix"],
-                                lambda lines: expected <= set(lines) and lines.count(
-                                    "[pod/duo/right] right tick") >= 5)
-        assert expected <= set(followed), (tool, followed)
-        assert followed.count("[pod/duo/right] right tick") >= 5, (tool, followed)
+        followed = lines_until(processes, [*tool, *clis.flags(), "logs", "-f", "-l",
+                                           "lab=logs", "--all-containers", "--prefix"],
+                               enough, env=ENV)
+        assert enough(followed), (tool, followed)
     too_many = _both(clis, "logs", "-f", "-l", "lab=logs", "--all-containers",
                      "--max-log-requests=3")
     assert_same(*too_many)
     assert too_many[1].err.startswith("error: you are attempting to follow 4 log streams")
 
 
-def _lines_until(start: Start, command: list[str], enough: Callable[[list[str]], bool],
-                 timeout: float = 60) -> list[str]:
-    """What a command that goes on forever printed, read line by line until `enough` of
-    it came; `timeout` only bounds a failure (the command is then killed, and the lines
-    read so far returned for the assertion to show)."""
-    process = start(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                    env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert process.stdout is not None
-    watchdog = threading.Timer(timeout, process.kill)
-    watchdog.start()
-    lines: list[str] = []
-    try:
-        while not enough(lines):
-            line = process.stdout.readline()
-            if not line:
-                break
-            lines.append(line.rstrip("\n"))
-    finally:
-        watchdog.cancel()
-        end_process(process)
-    return lines
-
-
 def test_logs_f_and_attach_follow_what_the_container_writes(clis: Clis,
                                                             processes: Start) -> None:
-    followed = _lines_until(processes, [*mkctl_command(), *clis.flags(), "logs", "-f",
-                                        "ticker", "--tail=1"], lambda lines: len(lines) >= 5)
+    followed = lines_until(processes, [*mkctl_command(), *clis.flags(), "logs", "-f",
+                                       "ticker", "--tail=1"], lambda lines: len(lines) >= 5,
+                           env=ENV)
     numbers = [int(line.split()[1]) for line in followed]
     assert len(numbers) >= 5 and numbers == list(range(numbers[0], numbers[0] + len(numbers)))
-    attached = _lines_until(processes, [*mkctl_command(), *clis.flags(), "attach", "ticker",
-                                        "-q"], lambda lines: len(lines) >= 5)
+    attached = lines_until(processes, [*mkctl_command(), *clis.flags(), "attach", "ticker",
+                                       "-q"], lambda lines: len(lines) >= 5, env=ENV)
     assert len(attached) >= 5 and all(line.startswith("tick ") for line in attached)
 
 
@@ -211,7 +191,7 @@ def _forward(start: Start, clis: Clis, tool: list[str], *args: str
     process = start(["sh", "-c", 'trap "" INT; exec "$@"', "sh", *tool, *clis.flags(),
                      "port-forward", *args],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                    env={**os.environ, "PYTHONPATH": str(REPO)})
+                    env=ENV)
     assert process.stdout is not None
     first = process.stdout.readline()
     match = FORWARDING.match(first)
