@@ -392,7 +392,13 @@ async def test_restarted_kubelet_adopts_running_containers(node, api_client, nam
     await create(api_client, namespace, make_pod("keeper", node, [shell("app", "sleep 3600")]))
     before = container(await pod_where(api_client, namespace, "keeper", is_running_and_ready))
     await node.restart()
-    await asyncio.sleep(3)  # several PLEG relists and syncs of the adopted pod
+    assert node.kubelet is not None
+    pleg = node.kubelet.pleg
+
+    async def relisted() -> bool:  # several relists, each waking the adopted pod's sync
+        return pleg.relists >= 3
+
+    await eventually(relisted, what="3 relists of the restarted kubelet")
     after = container(await pod_where(api_client, namespace, "keeper", is_running_and_ready))
     assert after["containerID"] == before["containerID"]
     assert after["restartCount"] == 0
