@@ -38,8 +38,8 @@ from hypothesis import strategies as st
 from minikube_py.api.resources import RESOURCES, Resource
 from minikube_py.api.schema import schema_for
 from minikube_py.api.schema.types import Type
-from minikube_py.apiserver.connect.apiservices import local_api_services
 from minikube_py.process import free_port
+from tests.api_helpers import wait_for_start_up_writes
 
 pytestmark = pytest.mark.slow
 
@@ -115,32 +115,6 @@ def cluster() -> Iterator[Cluster]:
             process.wait(10)
         log.close()
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-def wait_for_start_up_writes(connection: http.client.HTTPConnection) -> None:
-    """Until the API server's own writes after readiness are done (its _bootstrap): the
-    `kubernetes` Service created and every local APIService registered and marked
-    Available. From then on it writes nothing unless a request makes it."""
-    local = {api_service["metadata"]["name"] for api_service in local_api_services()}
-    deadline = time.monotonic() + 60
-
-    def get(path: str) -> tuple[int, Any]:
-        connection.request("GET", path)
-        answer = connection.getresponse()
-        return answer.status, json.loads(answer.read() or b"null")
-
-    while True:
-        service, _ = get("/api/v1/namespaces/default/services/kubernetes")
-        _, listed = get("/apis/apiregistration.k8s.io/v1/apiservices")
-        available = {item["metadata"]["name"] for item in (listed or {}).get("items", [])
-                     if any(c.get("type") == "Available" and c.get("status") == "True"
-                            for c in (item.get("status") or {}).get("conditions") or [])}
-        if service == 200 and local <= available:
-            return
-        assert time.monotonic() < deadline, (
-            f"the API server's start-up writes are not done: kubernetes Service {service}, "
-            f"APIServices not yet available: {sorted(local - available)}")
-        time.sleep(0.1)
 
 
 # -- generating requests ---------------------------------------------------------------------

@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from minikube_py.process import free_port
 from minikube_py.security import pki
+from tests.api_helpers import wait_for_start_up_writes
 from tests.test_fuzz_api import (
     FIXED_SEED,
     NAMESPACE,
@@ -35,7 +36,6 @@ from tests.test_fuzz_api import (
     keys_written_since,
     requests,
     send,
-    wait_for_start_up_writes,
 )
 
 pytestmark = pytest.mark.slow

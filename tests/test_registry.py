@@ -199,12 +199,13 @@ async def registry_node(pushed: RegistryProcess, fast_tmp: Path, kubeconfig: Pat
 async def answer_when_listening(url: str) -> str:
     """The page at `url` once the server in the pod listens (Running comes first: the pods
     have no readiness probe)."""
-    for _ in range(100):
+    deadline = time.monotonic() + 60  # a bound for failures only
+    while True:
         try:
             return await http_get(url)
         except (OSError, aiohttp.ClientError, TimeoutError):
+            assert time.monotonic() < deadline, f"nothing answered at {url}"
             await asyncio.sleep(0.2)
-    raise AssertionError(f"nothing answered at {url}")
 
 
 def running_with_ip(pod: Obj) -> Obj | None:
