@@ -326,7 +326,7 @@ async def test_container_sees_sigterm_on_delete(node, api_client, namespace, fas
                       "touch /out/trapped; while true; do sleep 0.2; done",
                volumeMounts=[{"name": "out", "mountPath": "/out"}])],
         volumes=[{"name": "out", "hostPath": {"path": str(out)}}],
-        terminationGracePeriodSeconds=20))
+        terminationGracePeriodSeconds=60))
     await pod_where(api_client, namespace, "graceful", is_running_and_ready)
 
     async def trapped() -> bool:
@@ -344,9 +344,10 @@ async def test_container_sees_sigterm_on_delete(node, api_client, namespace, fas
         except NotFound:
             return True
         return False
-    await eventually(gone, timeout=30, what="the pod to be deleted")
+    await eventually(gone, timeout=90, what="the pod to be deleted")
     assert (out / "term").read_text() == "got SIGTERM\n"
-    assert time.monotonic() - started < 15  # it exited on SIGTERM, no SIGKILL needed
+    # it exited on SIGTERM: well before the grace period's end would bring SIGKILL
+    assert time.monotonic() - started < 45
 
 
 async def test_missing_image_gives_image_pull_backoff(node, api_client, namespace):
