@@ -142,6 +142,7 @@ class Forwarder:
             self._waker.send(b"\0")
 
     def listen(self, pairs: list[tuple[int, int]], addresses: list[str]) -> None:
+        """Step 3: a listener on each address for each pair of ports, announced."""
         for local, remote in pairs:
             self._listen(local, remote, addresses)
 
