@@ -1,14 +1,18 @@
-"""Small async HTTP helpers for tests that talk to the API server directly."""
+"""Small HTTP helpers for tests that talk to the API server directly."""
 
 from __future__ import annotations
 
 import asyncio
+import http.client
+import json
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import aiohttp
 import orjson
+
+from minikube_py.apiserver.connect.apiservices import local_api_services
 
 T = TypeVar("T")
 
@@ -72,9 +76,10 @@ def pod(name: str, *, labels: dict[str, str] | None = None, node: str | None = N
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
-async def eventually(predicate: Callable[[], Awaitable[T | None]], timeout: float = 10.0,
+async def eventually(predicate: Callable[[], Awaitable[T | None]], timeout: float = 30.0,
                      interval: float = 0.05, what: str = "the condition") -> T:
-    """Poll an async predicate until it returns something truthy; fail after `timeout`."""
+    """Poll an async predicate until it returns something truthy; fail after `timeout`,
+    a bound for a failure only (a loaded machine stretches every step, so it is generous)."""
     deadline = time.monotonic() + timeout
     while True:
         result = await predicate()
@@ -83,3 +88,29 @@ async def eventually(predicate: Callable[[], Awaitable[T | None]], timeout: floa
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         await asyncio.sleep(interval)
+
+
+def wait_for_start_up_writes(connection: http.client.HTTPConnection) -> None:
+    """Until the API server's own writes after readiness are done (its _bootstrap): the
+    `kubernetes` Service created and every local APIService registered and marked
+    Available. From then on it writes nothing unless a request makes it."""
+    local = {api_service["metadata"]["name"] for api_service in local_api_services()}
+    deadline = time.monotonic() + 60
+
+    def get(path: str) -> tuple[int, Any]:
+        connection.request("GET", path)
+        answer = connection.getresponse()
+        return answer.status, json.loads(answer.read() or b"null")
+
+    while True:
+        service, _ = get("/api/v1/namespaces/default/services/kubernetes")
+        _, listed = get("/apis/apiregistration.k8s.io/v1/apiservices")
+        available = {item["metadata"]["name"] for item in (listed or {}).get("items", [])
+                     if any(c.get("type") == "Available" and c.get("status") == "True"
+                            for c in (item.get("status") or {}).get("conditions") or [])}
+        if service == 200 and local <= available:
+            return
+        assert time.monotonic() < deadline, (
+            f"the API server's start-up writes are not done: kubernetes Service {service}, "
+            f"APIServices not yet available: {sorted(local - available)}")
+        time.sleep(0.1)

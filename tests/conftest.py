@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -206,6 +207,58 @@ def kubectl(kubeconfig: Path) -> Callable[..., subprocess.CompletedProcess[str]]
         return result
 
     return run
+
+
+# -- processes a test starts -----------------------------------------------------------------
+
+def end_process(process: subprocess.Popen[Any]) -> None:
+    """Kill a process if it is still running, reap it and close its pipes."""
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+    for pipe in (process.stdin, process.stdout, process.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
+def lines_until(start: Callable[..., subprocess.Popen[Any]], command: list[str],
+                enough: Callable[[list[str]], bool], timeout: float = 60,
+                env: dict[str, str] | None = None) -> list[str]:
+    """What a command that goes on forever (`logs -f`, `attach`) printed, read line by
+    line until `enough` of it came; it is then ended. `timeout` only bounds a failure:
+    the command is killed, and the lines read so far returned for the assertion to show."""
+    process = start(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                    env=env)
+    assert process.stdout is not None
+    watchdog = threading.Timer(timeout, process.kill)
+    watchdog.start()
+    lines: list[str] = []
+    try:
+        while not enough(lines):
+            line = process.stdout.readline()
+            if not line:
+                break
+            lines.append(line.rstrip("\n"))
+    finally:
+        watchdog.cancel()
+        end_process(process)
+    return lines
+
+
+@pytest.fixture
+def processes() -> Iterator[Callable[..., subprocess.Popen[Any]]]:
+    """`subprocess.Popen` for one test: whatever it started and did not end (a
+    port-forward, a watch, `logs -f`) is killed when the test ends, pass or fail."""
+    started: list[subprocess.Popen[Any]] = []
+
+    def start(command: list[str], **options: Any) -> subprocess.Popen[Any]:
+        process = subprocess.Popen(command, **options)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        end_process(process)
 
 
 # -- clients and controllers -----------------------------------------------------------------

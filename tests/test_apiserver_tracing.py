@@ -47,17 +47,19 @@ def receiver(fast_tmp: Path) -> Iterator[str]:
     process = subprocess.Popen([sys.executable, "-m", "minikube_py.tracestore",
                                 f"--data-dir={fast_tmp / 'traced-spans'}", f"--port={port}"])
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 15
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/healthz", timeout=1).close()
-            break
-        except OSError:
-            assert process.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
-    yield url
-    process.terminate()
-    process.wait(10)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/healthz", timeout=1).close()
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline
+                time.sleep(0.05)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(10)
 
 
 @pytest.fixture(scope="module")

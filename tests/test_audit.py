@@ -78,7 +78,19 @@ async def test_each_stage_is_a_line_at_the_level_of_the_first_matching_rule(
                                  f"{api.url}/api/v1/namespaces"],
                                 capture_output=True, text=True)
         assert json.loads(denied.stdout)["code"] == 403
-        time.sleep(0.5)
+
+        def all_written() -> bool:
+            """The last request's event and the watch's are in the log (a stage is
+            written as it ends, after the answer: the log can lag the client)."""
+            written = events(log)
+            return any(e["user"]["username"] == "system:anonymous"
+                       and e["stage"] == "ResponseComplete" for e in written) and any(
+                e["verb"] == "watch" and e["stage"] == "ResponseStarted" for e in written)
+
+        deadline = time.monotonic() + 60
+        while not all_written():
+            assert time.monotonic() < deadline, events(log)
+            time.sleep(0.1)
     written = events(log)
     assert all(e["kind"] == "Event" and e["apiVersion"] == "audit.k8s.io/v1"
                for e in written)

@@ -210,7 +210,7 @@ def test_the_seed_custom_scheduler_rbac_lets_its_service_account_schedule(
         server: SecuredServer, admin: Path) -> None:
     applied = kubectl(admin, "apply", "-f", "-", stdin=SEED_SCHEDULER_RBAC)
     assert applied.returncode == 0, applied.stderr
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while answers(admin, "create pods --subresource=binding -n default",
                   impersonate=MY_SCHEDULER) != {
             "create pods --subresource=binding -n default": "yes"}:
@@ -226,7 +226,7 @@ def test_the_seed_custom_scheduler_rbac_lets_its_service_account_schedule(
     kubectl(admin, "create", "clusterrolebinding", "my-scheduler-volumes",
             "--clusterrole=system:volume-scheduler",
             "--serviceaccount=kube-system:my-scheduler")
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while answers(admin, volumes, impersonate=MY_SCHEDULER) != {volumes: "yes"}:
         assert time.monotonic() < deadline, "system:volume-scheduler never took effect"
         time.sleep(0.2)

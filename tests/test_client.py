@@ -140,8 +140,22 @@ async def test_informer_resumes_each_ended_watch_from_the_last_version_without_r
     api_client: Client, namespace: str, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Watches end (here every 1-2 s): the reflector watches again from the last
-    resourceVersion it saw, so every change arrives exactly once and no relist is needed."""
+    resourceVersion it saw, so every change arrives exactly once and no relist is needed.
+    Each create waits for a new watch, so that every one is heard by another watch, and
+    the end for two more, in which nothing may be heard again."""
     monkeypatch.setattr(reflector, "MIN_WATCH_TIMEOUT", 1)
+    watches = 0
+    original_watch = reflector.Reflector.watch
+
+    async def counting_watch(self: reflector.Reflector) -> None:
+        nonlocal watches
+        watches += 1
+        await original_watch(self)
+
+    monkeypatch.setattr(reflector.Reflector, "watch", counting_watch)
+
+    async def watches_after(seen: int) -> bool:
+        return watches > seen
     informer = SharedInformer(api_client, "configmaps", namespace=namespace)
     heard = Recorder(informer)
     lists = 0
@@ -155,15 +169,16 @@ async def test_informer_resumes_each_ended_watch_from_the_last_version_without_r
     informer.replace = counting_replace  # type: ignore[method-assign]
     informer.run_in_background()
     try:
-        await asyncio.wait_for(informer.wait_for_sync(), 10)
+        async with asyncio.timeout(60):
+            await informer.wait_for_sync()
         configmaps = api_client.resource("configmaps")
         names = [f"cm-{index}" for index in range(8)]
         for name in names:
+            await eventually(lambda seen=watches: watches_after(seen), what="a new watch")
             await configmaps.create(configmap(name, namespace))
-            await asyncio.sleep(0.5)
-        await eventually(lambda: _async(len(heard.names("add")) >= len(names)), timeout=10,
+        await eventually(lambda: _async(len(heard.names("add")) >= len(names)),
                          what="every create")
-        await asyncio.sleep(1.5)
+        await eventually(lambda seen=watches: watches_after(seen + 1), what="two more watches")
         assert heard.names("add") == names
         assert lists == 1
     finally:
@@ -272,8 +287,17 @@ async def test_only_one_candidate_leads_and_the_other_takes_over_after_a_crash(
 
     first_task = asyncio.create_task(first.run(work("first")))
     await eventually(lambda: _async(working == ["first"]), what="the first to lead")
+    tries: list[bool] = []  # the second's attempts to acquire, and how each went
+    try_once = second._try_acquire_or_renew
+
+    async def counted_try() -> bool:
+        tries.append(await try_once())
+        return tries[-1]
+
+    monkeypatch.setattr(second, "_try_acquire_or_renew", counted_try)
     second_task = asyncio.create_task(second.run(work("second")))
-    await asyncio.sleep(1.0)
+    await eventually(lambda: _async(len(tries) >= 2), what="the second to try twice")
+    assert tries[:2] == [False, False]
     assert working == ["first"] and not second.is_leader()
     assert f"second: attempting to acquire leader lease kube-system/{lease}..." in caplog.text
 
@@ -283,7 +307,7 @@ async def test_only_one_candidate_leads_and_the_other_takes_over_after_a_crash(
     monkeypatch.setattr(first, "_release", crashed)
     first_task.cancel()
     await asyncio.gather(first_task, return_exceptions=True)
-    await eventually(lambda: _async(working == ["first", "second"]), timeout=6,
+    await eventually(lambda: _async(working == ["first", "second"]),
                      what="the second to take over after the lease expired")
     stored = await api_client.resource("leases").get(lease, "kube-system")
     assert stored["spec"]["holderIdentity"] == "second"

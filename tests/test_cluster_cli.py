@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 def launcher(home: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "minikube_py.cluster", *args], capture_output=True, text=True,
-        timeout=120, check=check, env={**os.environ, "MINIKUBE_PY_HOME": str(home)})
+        timeout=300, check=check, env={**os.environ, "MINIKUBE_PY_HOME": str(home)})
 
 
 def pids(home: Path) -> list[int]:
@@ -40,13 +40,25 @@ def alive(pid: int) -> bool:
 def kubectl(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     command = Path(sys.executable).with_name("kubectl")
     return subprocess.run([str(command), f"--kubeconfig={home / 'kubeconfig'}", *args],
-                          capture_output=True, text=True, timeout=90, check=True)
+                          capture_output=True, text=True, timeout=180, check=True)
 
 
 def in_node(node: str, *command: str) -> str:
     """A command's output in the node's network namespace."""
     return subprocess.run(["nsenter", f"--net=/var/run/netns/mk-{node}", *command],
                           capture_output=True, text=True, timeout=30, check=True).stdout
+
+
+def answer_from_here(url: str, timeout: float = 60) -> str:
+    """The page at `url`, fetched from this machine once it answers (a Service's rules
+    reach the proxies a moment after the Service); `timeout` bounds a failure only."""
+    deadline = time.monotonic() + timeout
+    while True:
+        fetched = subprocess.run(["busybox", "wget", "-q", "-O-", url], capture_output=True,
+                                 text=True, timeout=30)
+        if fetched.returncode == 0 or time.monotonic() > deadline:
+            return fetched.stdout + fetched.stderr
+        time.sleep(0.5)
 
 
 def leftovers(home: Path) -> list[str]:
@@ -71,6 +83,36 @@ def leftovers(home: Path) -> list[str]:
             + [line for line in routes.splitlines() if "via 172.18.0." in line])
 
 
+# The pods a new user starts, with readiness probes: Ready then means answering.
+ECHO_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {{name: web-{node}, labels: {{run: web-{node}}}}}
+spec:
+  nodeName: {node}
+  containers:
+  - name: web
+    image: localhost/echo:1.0
+    ports: [{{containerPort: 8080}}]
+    readinessProbe: {{httpGet: {{path: /, port: 8080}}, periodSeconds: 1}}
+"""
+NGINX_DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: nginx, labels: {app: nginx}}
+spec:
+  selector: {matchLabels: {app: nginx}}
+  template:
+    metadata: {labels: {app: nginx}}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.14.2
+        ports: [{containerPort: 80}]
+        readinessProbe: {httpGet: {path: /, port: 80}, periodSeconds: 1}
+"""
+
+
 def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path) -> None:
     home = fast_tmp / "launcher-home"
     try:
@@ -84,7 +126,7 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         running = pids(home)
         # the control plane, DNS, metrics, the trace receiver, 3 per node, and the supervisor
         assert len(running) == 15 and all(alive(pid) for pid in running)
-        kubectl(home, "wait", "--for=condition=Ready", "node", "--all", "--timeout=60s")
+        kubectl(home, "wait", "--for=condition=Ready", "node", "--all", "--timeout=120s")
         status = launcher(home, "status")
         for component in ("registry", "etcd", "tracing", "apiserver", "controller-manager",
                           "scheduler", "dns", "metrics", "node-1/containerd", "node-1/kubelet",
@@ -107,7 +149,7 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         assert "supervisor: running" in status.stdout
         crashed = int((home / "run" / "scheduler.pid").read_text())
         os.kill(crashed, signal.SIGKILL)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             again = launcher(home, "status", check=False).stdout
             restarted = re.search(r"^scheduler: running \(pid (\d+)\), ready$", again, re.M)
@@ -119,11 +161,13 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         assert "scheduler is running again" in (home / "logs" / "supervisor.log").read_text()
         assert "kube-system" in kubectl(home, "get", "namespaces").stdout
         # a new user's first pods: one on each node, each answering from this machine
+        # (Ready once its readiness probe answers: without one, Ready means started,
+        # not yet listening)
+        pods = fast_tmp / "launcher-pods.yaml"
+        pods.write_text("---\n".join(ECHO_POD.format(node=node) for node in ("node-1", "node-2")))
+        kubectl(home, "apply", "-f", str(pods))
         for node in ("node-1", "node-2"):
-            kubectl(home, "run", f"web-{node}", "--image=localhost/echo:1.0", "--port=8080",
-                    f"--overrides={{\"spec\": {{\"nodeName\": \"{node}\"}}}}")
-        for node in ("node-1", "node-2"):
-            kubectl(home, "wait", "--for=condition=Ready", f"pod/web-{node}", "--timeout=60s")
+            kubectl(home, "wait", "--for=condition=Ready", f"pod/web-{node}", "--timeout=120s")
             pod_ip = kubectl(home, "get", "pod", f"web-{node}", "-o",
                              "jsonpath={.status.podIP}").stdout
             index = node.removeprefix("node-")
@@ -133,9 +177,11 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
                                     capture_output=True, text=True, timeout=10)
             assert f"web-{node}" in answer.stdout
         # a tutorial's image name: pulled from the cluster's registry
-        kubectl(home, "create", "deployment", "nginx", "--image=nginx:1.14.2")
+        nginx = fast_tmp / "launcher-nginx.yaml"
+        nginx.write_text(NGINX_DEPLOYMENT)
+        kubectl(home, "apply", "-f", str(nginx))
         kubectl(home, "wait", "--for=condition=Available", "deployment/nginx",
-                "--timeout=60s")
+                "--timeout=120s")
         nginx_ip = kubectl(home, "get", "pods", "-l", "app=nginx", "-o",
                            "jsonpath={.items[0].status.podIP}").stdout
         page = subprocess.run(["busybox", "wget", "-q", "-O-", f"http://{nginx_ip}/"],
@@ -147,29 +193,27 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         for node in ("node-1", "node-2"):
             kubectl(home, "run", f"client-{node}", "--image=busybox:1.36", "--restart=Never",
                     f"--overrides={{\"spec\": {{\"nodeName\": \"{node}\"}}}}", "--",
-                    "wget", "-qO-", "http://nginx")
+                    # until the name resolves and the node's proxy has the Service's rules
+                    "sh", "-c", "until wget -qO- http://nginx; do sleep 1; done")
         for node in ("node-1", "node-2"):
             kubectl(home, "wait", "--for=jsonpath={.status.phase}=Succeeded",
-                    f"pod/client-{node}", "--timeout=60s")
+                    f"pod/client-{node}", "--timeout=120s")
             assert "Welcome to nginx!" in kubectl(home, "logs", f"client-{node}").stdout
             assert "KUBE-SVC-" in in_node(node, "iptables-save", "-t", "nat")
         # and its ClusterIP from this machine, routed through node-1
         cluster_ip = kubectl(home, "get", "service", "nginx", "-o",
                              "jsonpath={.spec.clusterIP}").stdout
-        page = subprocess.run(["busybox", "wget", "-q", "-O-", f"http://{cluster_ip}/"],
-                              capture_output=True, text=True, timeout=10)
-        assert "Welcome to nginx!" in page.stdout
+        assert "Welcome to nginx!" in answer_from_here(f"http://{cluster_ip}/")
         # a LoadBalancer Service gets an address that answers from this machine
         kubectl(home, "expose", "deployment", "nginx", "--type=LoadBalancer", "--name=lb",
                 "--port=8000", "--target-port=80")
         kubectl(home, "wait", "--for=jsonpath={.status.loadBalancer.ingress[0].ip}",
-                "service/lb", "--timeout=30s")
+                "service/lb", "--timeout=120s")
         address = kubectl(home, "get", "service", "lb", "-o",
                           "jsonpath={.status.loadBalancer.ingress[0].ip}").stdout
         assert address.startswith("172.18.255.")
-        page = subprocess.run(["busybox", "wget", "-q", "-O-", f"http://{address}:8000/"],
-                              capture_output=True, text=True, timeout=10)
-        assert "Welcome to nginx!" in page.stdout
+        # once node-1's proxy has programmed the address
+        assert "Welcome to nginx!" in answer_from_here(f"http://{address}:8000/")
         # an image archive goes to the registry on the bridge and into every node
         loaded = launcher(home, "image", "load", str(home / "images" / "echo-1.0.tar"))
         assert "pushed localhost/echo:1.0 to 172.18.0.1:" in loaded.stdout, loaded.stdout
@@ -191,7 +235,7 @@ def test_simulated_nodes_join_the_real_one_and_leave_with_down(fast_tmp: Path) -
     try:
         launcher(home, "up", "--simulated-nodes", "3")
         for node in ("node-1", "hollow-node-0", "hollow-node-1", "hollow-node-2"):
-            kubectl(home, "wait", "--for=condition=Ready", f"node/{node}", "--timeout=60s")
+            kubectl(home, "wait", "--for=condition=Ready", f"node/{node}", "--timeout=120s")
         status = launcher(home, "status")
         assert re.search(r"^hollow-nodes: running \(pid \d+\), ready$", status.stdout, re.M)
         assert "nodes: 4" in status.stdout
@@ -209,11 +253,11 @@ def test_simulated_nodes_join_the_real_one_and_leave_with_down(fast_tmp: Path) -
         recovered = launcher(home, "up")
         assert "node-1/kubelet: ready" in recovered.stdout, recovered.stdout
         assert not set(crashed) & set(pids(home))
-        kubectl(home, "wait", "--for=condition=Ready", "node/node-1", "--timeout=60s")
+        kubectl(home, "wait", "--for=condition=Ready", "node/node-1", "--timeout=120s")
         kubectl(home, "run", "after-crash", "--image=busybox:1.36", "--restart=Never",
                 '--overrides={"spec": {"nodeName": "node-1"}}', "--", "true")  # not hollow
         kubectl(home, "wait", "--for=jsonpath={.status.phase}=Succeeded",
-                "pod/after-crash", "--timeout=60s")
+                "pod/after-crash", "--timeout=120s")
     finally:
         running = pids(home)
         launcher(home, "down", "--purge", check=False)

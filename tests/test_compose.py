@@ -730,13 +730,15 @@ def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
-async def test_a_node_joins_the_control_plane_the_compose_commands_start(
+async def test_node_1s_join_earns_its_kubelet_certificate_from_the_compose_control_plane(
         private_etcd: EtcdProcess, tmp_path: Path) -> None:
     """The pki, apiserver, join-info and controller-manager services' commands and node-1's
     join, run here with the volumes as directories; the API server listens on loopback
     (no compose network: the kubeconfigs name it https://localhost:PORT, not
-    https://apiserver:6443). node-1's kubelet then earns its client certificate, and
-    kubectl reaches the API server with the admin's kubeconfig as README.md says."""
+    https://apiserver:6443). No node starts: node-1's kubelet's first step, its TLS
+    bootstrap, runs here with the kubelet's flags from the compose file and earns the
+    node's client certificate; and kubectl reaches the API server with the admin's
+    kubeconfig as README.md says."""
     port = free_port()
     server = {"--server": f"https://localhost:{port}"}
     volumes = tmp_path / "volumes"
@@ -766,9 +768,10 @@ async def test_a_node_joins_the_control_plane_the_compose_commands_start(
         await asyncio.to_thread(compose_setup.main, node.flags(command, server))
         kubelet = parse("minikube_py.kubelet",
                         node.flags(node_commands("node-1")["minikube_py.kubelet"]), "node-1")
-        await asyncio.wait_for(certificate.bootstrap(
-            "node-1", Path(kubelet.kubeconfig), Path(kubelet.bootstrap_kubeconfig),
-            kubelet.root_dir / "pki"), 60)
+        async with asyncio.timeout(120):
+            await certificate.bootstrap(
+                "node-1", Path(kubelet.kubeconfig), Path(kubelet.bootstrap_kubeconfig),
+                kubelet.root_dir / "pki")
         node_whoami = kubectl(f"--kubeconfig={kubelet.kubeconfig}", "auth", "whoami", "-o",
                               "jsonpath={.status.userInfo.username}")
         assert node_whoami.stdout == "system:node:node-1", node_whoami.stderr

@@ -272,7 +272,19 @@ async def test_kill_9_mid_rollout_then_restart_completes_it_without_extra_pods(
             await eventually(lambda: rolled_out("v2"), timeout=60, what="v2 rolled out")
             images_at_end = [p["spec"]["containers"][0]["image"]
                              for p in (await pods.list(namespace))["items"]]
-            await asyncio.sleep(0.5)  # the last events reach the recorders
+
+            async def recorded_everything() -> bool:
+                """Each recorder's replay ends where a list of the same kind stands: it
+                holds every event (a lagging one would replay a prefix)."""
+                for kind, group in (("pods", ""), ("replicasets", "apps")):
+                    listed = (await api_client.resource(kind, group).list(namespace))["items"]
+                    if _replayed_versions(history, kind) != {
+                            item["metadata"]["name"]: item["metadata"]["resourceVersion"]
+                            for item in listed}:
+                        return False
+                return True
+
+            await eventually(recorded_everything, what="every event recorded")
         finally:
             await manager.stop()
             for recorder in recorders:
@@ -282,6 +294,20 @@ async def test_kill_9_mid_rollout_then_restart_completes_it_without_extra_pods(
                     await recorder  # re-raises what the recorder died of, if it did
     assert images_at_end == ["v2"] * replicas
     assert _rollout_violations(history, replicas + max_surge) == []
+
+
+def _replayed_versions(history: list[tuple[int, str, str, Obj]], kind: str
+                       ) -> dict[str, str]:
+    """The objects of `kind` the recorded events leave, each at its last resourceVersion."""
+    state: dict[str, str] = {}
+    for _revision, recorded, event_type, obj in sorted(history, key=lambda event: event[0]):
+        if recorded != kind:
+            continue
+        if event_type == "DELETED":
+            state.pop(obj["metadata"]["name"], None)
+        else:
+            state[obj["metadata"]["name"]] = obj["metadata"]["resourceVersion"]
+    return state
 
 
 def _rollout_violations(history: list[tuple[int, str, str, Obj]], most: int) -> list[str]:

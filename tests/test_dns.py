@@ -99,13 +99,14 @@ async def query(server: RunningDNS, name: str, rtype: str = "A", *,
 async def eventually(server: RunningDNS, name: str, rtype: str, want: set[str]) -> None:
     """Wait until the answer's records are `want` (the informers deliver the change)."""
     seen: set[str] = set()
-    for _ in range(100):
+    deadline = time.monotonic() + 60  # a bound for failures only
+    while True:
         answer = await query(server, name, rtype)
         seen = {r.to_text() for rrset in answer.answer for r in rrset}
         if seen == want:
             return
+        assert time.monotonic() < deadline, f"{name} {rtype}: {seen}, wanted {want}"
         await asyncio.sleep(0.1)
-    raise AssertionError(f"{name} {rtype}: {seen}, wanted {want}")
 
 
 async def test_service_name_resolves_to_its_cluster_ip_over_udp_and_tcp(

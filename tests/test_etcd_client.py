@@ -398,9 +398,18 @@ async def test_watch_survives_an_etcd_restart_without_losing_or_repeating_events
             await client.create(prefix + b"before", b"1")
             assert await next_events(watch, 1) == [("PUT", prefix + b"before", b"1")]
 
+            reconnecting = asyncio.Event()
+            reconnect = watch._reconnect
+
+            async def noticed_reconnect() -> None:
+                reconnecting.set()
+                await reconnect()
+
+            watch._reconnect = noticed_reconnect  # type: ignore[method-assign]
             await private_etcd.stop()
             reading = asyncio.create_task(next_events(watch, 2))
-            await asyncio.sleep(0.5)  # the watch notices the loss and starts reconnecting
+            async with asyncio.timeout(60):  # the watch notices the loss and reconnects
+                await reconnecting.wait()
             await private_etcd.start()
             async with private_etcd.client() as writer:
                 await writer.create(prefix + b"after-1", b"2")
@@ -455,13 +464,14 @@ async def test_requests_to_a_stopped_etcd_fail_fast_with_unavailable(
 async def wait_until_stopped(pid: int) -> None:
     """SIGSTOP is delivered asynchronously: wait until every thread of the process is
     stopped (state T), so that no request can still be answered."""
-    for _ in range(200):
+    deadline = time.monotonic() + 30  # a bound for failures only
+    while True:
         states = [Path(f"/proc/{pid}/task/{task}/stat").read_text().rsplit(")", 1)[1].split()[0]
                   for task in os.listdir(f"/proc/{pid}/task")]
         if all(state in ("T", "t") for state in states):
             return
+        assert time.monotonic() < deadline, f"process {pid} did not stop"
         await asyncio.sleep(0.01)
-    raise AssertionError(f"process {pid} did not stop")
 
 
 async def test_requests_to_a_hung_etcd_time_out(private_etcd: EtcdProcess) -> None:
@@ -474,7 +484,7 @@ async def test_requests_to_a_hung_etcd_time_out(private_etcd: EtcdProcess) -> No
             started = time.monotonic()
             with pytest.raises(EtcdTimeout):
                 await client.get(b"/a")
-            assert 0.4 < time.monotonic() - started < 5.0  # bounded, even on a busy machine
+            assert 0.4 < time.monotonic() - started < 30  # bounded (not hung), even when loaded
         finally:
             os.kill(private_etcd.pid, signal.SIGCONT)
 

@@ -6,7 +6,8 @@ first a well-typed object, then mutations of the kinds a fuzzer found answered w
 (wrong JSON types at any depth, nulls, empty keys, huge numbers, deep nesting), and raw
 byte mutations (truncation, bytes that are not UTF-8, duplicate keys, YAML aliases).
 They go to an API server of the test's own, on an etcd of its own with nothing else
-writing, so etcd's revision moves only when a request wrote something.
+writing once the server's own start-up writes are done (wait_for_start_up_writes), so
+etcd's revision moves only when a request wrote something.
 
 CI runs FIXED_CASES (2,000) with a fixed seed, then as many with a random seed that a
 failure prints; MINIKUBE_PY_FUZZ_CASES=100000 runs that many instead.
@@ -38,6 +39,7 @@ from minikube_py.api.resources import RESOURCES, Resource
 from minikube_py.api.schema import schema_for
 from minikube_py.api.schema.types import Type
 from minikube_py.process import free_port
+from tests.api_helpers import wait_for_start_up_writes
 
 pytestmark = pytest.mark.slow
 
@@ -78,38 +80,6 @@ def _wait(url: str, what: str, process: subprocess.Popen[bytes]) -> None:
         time.sleep(0.1)
 
 
-def _get(connection: http.client.HTTPConnection, path: str) -> Any:
-    connection.request("GET", path)
-    response = connection.getresponse()
-    body = response.read()
-    return json.loads(body) if response.status == 200 else None
-
-
-def _wait_for_bootstrap(connection: http.client.HTTPConnection) -> None:
-    """The API server writes for itself after it is ready: the `kubernetes` Service, an
-    APIService per group-version it serves, then each one's Available condition. The
-    fuzzing compares etcd's revision around each request, so it starts once these writes
-    are done: every served group-version has an Available APIService, and the Service
-    exists."""
-    deadline = time.monotonic() + 60
-
-    def done() -> bool:
-        groups = _get(connection, "/apis") or {"groups": []}
-        wanted = {"v1."} | {f"{version['version']}.{group['name']}"
-                            for group in groups["groups"] for version in group["versions"]}
-        services = (_get(connection, "/apis/apiregistration.k8s.io/v1/apiservices")
-                    or {"items": []})["items"]
-        available = {item["metadata"]["name"] for item in services if any(
-            c["type"] == "Available" and c["status"] == "True"
-            for c in (item.get("status") or {}).get("conditions") or [])}
-        kubernetes = _get(connection, "/api/v1/namespaces/default/services/kubernetes")
-        return wanted <= available and kubernetes is not None
-
-    while not done():
-        assert time.monotonic() < deadline, "the API server's bootstrap writes did not end"
-        time.sleep(0.1)
-
-
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
     """etcd and an API server of this module's own, nothing else writing."""
@@ -135,7 +105,7 @@ def cluster() -> Iterator[Cluster]:
         connection.request("POST", "/api/v1/namespaces", json.dumps(
             {"metadata": {"name": NAMESPACE}}), {"Content-Type": "application/json"})
         assert connection.getresponse().read() and True
-        _wait_for_bootstrap(connection)
+        wait_for_start_up_writes(connection)
         yield Cluster(http.client.HTTPConnection("127.0.0.1", api_port, timeout=10),
                       http.client.HTTPConnection("127.0.0.1", etcd_port, timeout=10),
                       api_port, etcd_port)
@@ -306,6 +276,16 @@ def etcd_revision(cluster: Cluster) -> int:
     return int(json.loads(cluster.etcd.getresponse().read())["header"]["revision"])
 
 
+def keys_written_since(cluster: Cluster, revision: int) -> list[str]:
+    """The keys created or changed after `revision` (to say what moved etcd)."""
+    everything = base64.b64encode(b"\0").decode()
+    body = json.dumps({"key": everything, "range_end": everything, "keys_only": True,
+                       "min_mod_revision": revision + 1})
+    cluster.etcd.request("POST", "/v3/kv/range", body, {"Content-Type": "application/json"})
+    kvs = json.loads(cluster.etcd.getresponse().read()).get("kvs") or []
+    return [base64.b64decode(kv["key"]).decode("utf-8", "replace") for kv in kvs]
+
+
 def send(cluster: Cluster, request: Request) -> tuple[int, bytes]:
     """Send one request on the keep-alive connection; its status and body (a watch's
     headers are enough: the connection is then dropped, and the body left unread)."""
@@ -328,7 +308,8 @@ def check(cluster: Cluster, request: Request) -> None:
     assert status < 500, f"{status} for {request}: {body[:2000]!r}"  # the Status says why
     after = etcd_revision(cluster)
     if not 200 <= status < 300:
-        assert after == before, f"{status} for {request}, yet etcd moved {before} -> {after}"
+        assert after == before, (f"{status} for {request}, yet etcd moved {before} -> "
+                                 f"{after}: {keys_written_since(cluster, before)}")
 
 
 def run_property(cluster: Cluster, fuzz_seed: int) -> None:

@@ -114,6 +114,11 @@ async def test_simulate_flag_runs_hollow_nodes_in_one_process(kubeconfig, api_cl
                              what=f"{name} Ready")
     finally:
         process.terminate()
-        await asyncio.wait_for(process.wait(), 20)
+        try:
+            async with asyncio.timeout(30):
+                await process.wait()
+        except TimeoutError:
+            process.kill()
+            await process.wait()
         await delete_nodes(api_client, names)
     assert process.returncode == 0

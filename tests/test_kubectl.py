@@ -570,7 +570,7 @@ def test_delete_of_an_unscheduled_pod_is_immediate(kubectl: Kubectl, namespace: 
     apply(kubectl, namespace, WEB_POD)
     started = time.monotonic()
     assert 'pod "web-pod" deleted' in kubectl("delete", "-n", namespace, "pod", "web-pod").stdout
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 20  # not after the 30 s grace period: at once
     assert_not_found(kubectl, namespace, "pod", "web-pod")
 
 

@@ -1,15 +1,26 @@
 """Each lab's README, run as a student runs it: every `sh` block in order, in a terminal
-(bash reading the block), on the cluster `make up` starts; each output block the README
-shows must appear in what the terminals printed.
+(bash reading the block), on the cluster `make up` starts; every command must succeed
+unless the README says it fails, and each output block the README shows must appear in
+what the terminals printed.
 
 How a README reads here, as a person would read it:
 - a fenced block marked `sh` is typed into the current terminal;
+- every command in it must exit 0, except one whose line ends with the comment
+  `# fails` (or `# fails: why`), which must exit with another status: a lab that shows
+  an error on purpose (the API server down, a permission denied) says so where the
+  command is; for a command written over several lines, the comment ends its last one;
 - prose between blocks that says "another terminal" opens a new one (the previous block
   keeps running there, like a controller in the foreground);
 - a fenced block right after a `sh` block that is not `sh` itself is what the terminals
   print: each of its lines must appear (a line "..." stands for lines left out, a
   "  # comment" at the end of a line is the README's remark, AGE and IP columns may
   differ).
+
+How a failure is seen: each terminal's bash reports, through an ERR trap, every command
+that ends with a status other than 0 (as `set -e` would stop at it: not the conditions
+of `if`, `while` or `||`); a `# fails` command is run as `{ command; } && report`, which
+reports it only if it succeeded. A command that fails in a pipeline but not at its end is
+not seen, as bash does not see it without `pipefail`.
 
 HOME is a fresh folder, so `~/.minikube-py` is this test's cluster and `make up` in a
 README starts it; the test stops it and deletes it at the end.
@@ -19,6 +30,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 import threading
@@ -36,11 +48,14 @@ LABS = ("scheduler", "scheduler_plugin", "controller", "life_of_a_pod", "service
         "scheduling_external", "troubleshooting")
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 BLOCK_TIMEOUT = 180.0  # seconds: `make up` on a new home builds the images
-OUTPUT_TIMEOUT = 30.0  # seconds for a promised line to appear
-KEEPS_TERMINAL_START = 3.0  # seconds a program left running in its terminal gets to start
+OUTPUT_TIMEOUT = 60.0  # seconds for a promised line to appear (a bound for failures)
 # Columns whose values differ from run to run: ages (3s, 2m5s, 4h) and pod IPs.
 VOLATILE = re.compile(r"^(\d+[smhd](\d+[sm])?|\d+\.\d+\.\d+\.\d+)$")
 COMMENT = re.compile(r"\s{2,}#.*$")
+EXPECTED_TO_FAIL = re.compile(r"\s+#\s*fails\b.*$")  # the end of a command's last line
+FAILED = "@@failed"  # what a terminal prints for a command that failed: status, command
+SUCCEEDED = "@@succeeded-though-it-fails"  # ... for a `# fails` command that did not
+REPORT_FAILURES = f"trap 'echo \"{FAILED} $? $BASH_COMMAND\"' ERR"
 
 
 @dataclass
@@ -61,6 +76,24 @@ def blocks(readme: Path) -> list[Block]:
 
 def opens_terminal(block: Block) -> bool:
     return "another terminal" in block.prose_before.lower()
+
+
+def commands_to_type(text: str) -> str:
+    """A block as typed, each command marked `# fails` wrapped to report a success."""
+    typed, command = [], []
+    for line in text.splitlines():
+        command.append(line)
+        if line.endswith("\\"):  # continued on the next line
+            continue
+        marked = EXPECTED_TO_FAIL.search(command[-1])
+        if marked:
+            shown = " ".join(part.rstrip("\\").strip() for part in command)
+            command[-1] = command[-1][:marked.start()]
+            command[0] = "{ " + command[0]
+            command[-1] += f"; }} && echo {shlex.quote(f'{SUCCEEDED} {shown}')}"
+        typed += command
+        command = []
+    return "\n".join(typed + command)
 
 
 def promised_lines(block: Block) -> list[str]:
@@ -92,6 +125,9 @@ class Terminal:
             ["bash"], cwd=ROOT, env=self.env, stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         threading.Thread(target=self._read, daemon=True).start()
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"{REPORT_FAILURES}\n".encode())
+        self.process.stdin.flush()
 
     def _read(self) -> None:
         assert self.process.stdout is not None
@@ -140,36 +176,55 @@ class Student:
                 if not self.terminals or opens_terminal(block):
                     self.terminals.append(Terminal(self.env))
                 following = shell[shell.index(block) + 1:]
-                self.run(block.text, readme,
+                self.run(commands_to_type(block.text), readme,
                          keeps_terminal=bool(following) and opens_terminal(following[0]))
             elif previous == "sh":
                 self.expect(promised_lines(block), readme)
             previous = block.language
+        self.check_statuses(self.printed(), readme)  # the programs left running, too
+
+    @staticmethod
+    def check_statuses(printed: list[str], readme: Path) -> None:
+        """Fail on a command that failed unmarked, or succeeded marked `# fails`."""
+        wrong = [line for line in printed if line.startswith((FAILED, SUCCEEDED))]
+        if wrong:
+            pytest.fail(f"{readme.parent.name}: a command's exit status is not what the "
+                        "README says (mark a command that fails on purpose `# fails`):\n"
+                        + "\n".join(wrong) + "\n--- printed:\n" + "\n".join(printed[-60:]))
 
     def run(self, commands: str, readme: Path, *, keeps_terminal: bool) -> None:
         """Type the block and wait until it is done. In a block that keeps its terminal
         (the README goes on in another one), the last command is the program left
-        running: it is typed once the commands before it are done, and gets a few seconds
-        to start."""
+        running: it is typed once the commands before it are done, and the README goes
+        on once the program has printed its first line (it has started)."""
         if keeps_terminal:
             *before, last = commands.rstrip().splitlines()
             assert not before or not before[-1].endswith("\\"), "one line for the program"
             if before:
                 self.run("\n".join(before), readme, keeps_terminal=False)
-            self.terminals[-1].type(last, "@@left-running")
-            time.sleep(KEEPS_TERMINAL_START)
+            terminal = self.terminals[-1]
+            start = len(terminal.lines)
+            terminal.type(last, "@@left-running")
+            deadline = time.monotonic() + BLOCK_TIMEOUT
+            while len(terminal.lines) == start:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"{readme.parent.name}: the program left running printed "
+                                f"nothing in {BLOCK_TIMEOUT:.0f}s: {last}")
+                time.sleep(0.1)
             return
         terminal = self.terminals[-1]
         self.typed += 1
         marker = f"@@block-{self.typed}-done"
+        start = len(terminal.lines)
         terminal.type(commands, marker)
         deadline = time.monotonic() + BLOCK_TIMEOUT
-        while not any(line.startswith(marker) for line in terminal.lines):
+        while not any(line.startswith(marker) for line in terminal.lines[start:]):
             if time.monotonic() > deadline:
                 pytest.fail(f"{readme.parent.name}: this block did not finish in "
                             f"{BLOCK_TIMEOUT:.0f}s:\n{commands}\nprinted:\n"
                             + "\n".join(terminal.lines[-40:]))
             time.sleep(0.1)
+        self.check_statuses(terminal.lines[start:], readme)
 
     def expect(self, lines: list[str], readme: Path) -> None:
         deadline = time.monotonic() + self.output_timeout
@@ -220,5 +275,42 @@ def test_the_runner_fails_on_a_promise_the_terminal_did_not_print(tmp_path: Path
         with pytest.raises(pytest.fail.Exception, match="two"):
             student.follow(readme)
         assert any(line_matches("hello world", line) for line in student.printed())
+    finally:
+        student.close()
+
+
+@pytest.mark.parametrize(("block", "refused"), [
+    ("echo one\nls /nonexistent\necho two", "@@failed 2 ls /nonexistent"),
+    ("ls /nonexistent | cat\nfalse", "@@failed 1 false"),
+    ("X=$(false)", "@@failed 1 X=$(false)"),
+    ("true  # fails: it does not", "@@succeeded-though-it-fails true"),
+    ("echo a \\\n  b  # fails", "@@succeeded-though-it-fails echo a b"),
+])
+def test_the_runner_fails_on_an_exit_status_the_readme_does_not_say(
+        tmp_path: Path, block: str, refused: str) -> None:
+    """A command that fails unmarked fails the README, and so does one marked `# fails`
+    that succeeds (a pipeline's status is its last command's, as bash has it)."""
+    readme = tmp_path / "lab" / "README.md"
+    readme.parent.mkdir()
+    readme.write_text(f"Run:\n\n```sh\n{block}\n```\n")
+    student = Student(tmp_path, output_timeout=1.0)
+    try:
+        with pytest.raises(pytest.fail.Exception) as failed:
+            student.follow(readme)
+        assert refused in str(failed.value)
+    finally:
+        student.close()
+
+
+def test_the_runner_lets_a_command_marked_fails_fail(tmp_path: Path) -> None:
+    readme = tmp_path / "lab" / "README.md"
+    readme.parent.mkdir()
+    readme.write_text("Run:\n\n```sh\nls /nonexistent  # fails: there is no such file\n"
+                      "ls /nonexistent \\\n  /neither  # fails\n"
+                      "for i in 1 2; do false || echo recovered; done\necho after\n```\n\n"
+                      "```text\nNo such file or directory\nrecovered\nafter\n```\n")
+    student = Student(tmp_path, output_timeout=1.0)
+    try:
+        student.follow(readme)
     finally:
         student.close()

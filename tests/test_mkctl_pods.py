@@ -12,14 +12,23 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
-from tests.test_mkctl import KUBECTL, REPO, Clis, assert_same, mkctl_command
+from minikube_py.cluster.apiserver import APIServerProcess
+from tests.test_mkctl import (
+    AGENTS,
+    KUBECTL,
+    REPO,
+    Clis,
+    assert_same,
+    mkctl_command,
+    reads_by,
+    until,
+)
 
 MANIFEST = """\
 apiVersion: v1
@@ -178,38 +187,44 @@ def test_can_i_on_a_server_that_allows_everything(clis: PodClis, command: str) -
     clis.both(command)
 
 
-def _start(command: list[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
-
-
 def test_wait_returns_as_soon_as_the_condition_is_met_and_the_object_deleted(
-        clis: PodClis) -> None:
+        clis: PodClis, apiserver: APIServerProcess,
+        processes: Callable[..., subprocess.Popen[str]]) -> None:
     """Both tools wait on the same pod: the pod becomes Ready while they wait, then it
-    is deleted while they wait for that."""
+    is deleted while they wait for that. A tool waits once it has read the pod (its
+    last read before it watches): the pod changes only after both have."""
     ns = clis.namespace
+    log = apiserver.log_path
+
+    def start_both(*args: str) -> list[subprocess.Popen[str]]:
+        before = [reads_by(log, agent, f"/namespaces/{ns}/pods") for agent in AGENTS]
+        waits = [processes([*tool, *clis.flags(), *args], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True,
+                           env={**os.environ, "PYTHONPATH": str(REPO)})
+                 for tool in ([KUBECTL], mkctl_command())]
+        until("both tools' reads of the pod", lambda: all(
+            reads_by(log, agent, f"/namespaces/{ns}/pods") >= count + 1
+            for agent, count in zip(AGENTS, before, strict=True)))
+        return waits
+
     created = clis.kubectl("run", "later", "--image=nginx", "-n", ns)
     assert created.code == 0, created.err
-    waits = [_start([*tool, *clis.flags(), "wait", "--for=condition=Ready", "pod/later",
-                     "-n", ns, "--timeout=30s"])
-             for tool in ([KUBECTL], mkctl_command())]
-    time.sleep(2)
+    waits = start_both("wait", "--for=condition=Ready", "pod/later", "-n", ns,
+                       "--timeout=60s")
     assert all(wait.poll() is None for wait in waits)  # still waiting
     assert clis.kubectl("patch", "pod", "later", "-n", ns, "--subresource=status",
                         "--type=merge", "-p", json.dumps(READY)).code == 0
-    assert [wait.communicate(timeout=20) for wait in waits] == [
+    assert [wait.communicate(timeout=60) for wait in waits] == [
         ("pod/later condition met\n", "")] * 2
     held = {"metadata": {"finalizers": ["example.com/hold"]}}
     assert clis.kubectl("patch", "pod", "later", "-n", ns, "--type=merge",
                         "-p", json.dumps(held)).code == 0
     assert clis.kubectl("delete", "pod", "later", "-n", ns, "--wait=false").code == 0
-    waits = [_start([*tool, *clis.flags(), "wait", "--for=delete", "pod/later", "-n", ns])
-             for tool in ([KUBECTL], mkctl_command())]
-    time.sleep(2)
+    waits = start_both("wait", "--for=delete", "pod/later", "-n", ns)
     assert all(wait.poll() is None for wait in waits)  # the finalizer holds it
     assert clis.kubectl("patch", "pod", "later", "-n", ns, "--type=merge",
                         "-p", '{"metadata":{"finalizers":null}}').code == 0
-    assert [(wait.communicate(timeout=20), wait.returncode) for wait in waits] == [
+    assert [(wait.communicate(timeout=60), wait.returncode) for wait in waits] == [
         (("pod/later condition met\n", ""), 0)] * 2
 
 

@@ -25,8 +25,9 @@ from minikube_py.controllers.deployment.controller import DeploymentController
 from minikube_py.controllers.disruption import DisruptionController
 from minikube_py.controllers.manager import ControllerManager
 from minikube_py.controllers.replicaset import ReplicaSetController
+from tests.api_helpers import eventually
 from tests.fake_kubelet import FakeKubelet
-from tests.test_mkctl import REPO, Result, assert_same, mkctl_command, normalized
+from tests.test_mkctl import REPO, Output, Result, assert_same, mkctl_command, normalized
 from tests.test_mkctl_write import Pair, WriteClis
 
 RunControllers = Callable[..., Awaitable[ControllerManager]]
@@ -83,6 +84,36 @@ async def rolled_out(pair: Pair) -> None:
         done = await asyncio.to_thread(pair.clis.kubectl, "rollout", "status", "deploy/web",
                                        "--timeout=60s", "-n", namespace)
         assert done.code == 0, done.err
+
+
+async def observed(pair: Pair) -> None:
+    """Until the deployment controller has seen both namespaces' last change to `web`
+    (status.observedGeneration), which `rollout status` waits for before it says more."""
+    async def seen() -> bool:
+        deployments = [await asyncio.to_thread(deployment_of, pair, namespace)
+                       for namespace in (pair.kubectl_ns, pair.mkctl_ns)]
+        return all((d.get("status") or {}).get("observedGeneration") ==
+                   d["metadata"]["generation"] for d in deployments)
+
+    await eventually(seen, what="both deployments' last change observed")
+
+
+async def budgets_count(pair: Pair, healthy: int) -> None:
+    """Until the disruption controller has counted `healthy` pods in both namespaces'
+    budget `guard` at its current generation: an eviction is then judged by that count,
+    not refused because the budget is still being processed."""
+    async def counted() -> bool:
+        for namespace in (pair.kubectl_ns, pair.mkctl_ns):
+            found = await asyncio.to_thread(pair.clis.kubectl, "get", "pdb", "guard", "-n",
+                                            namespace, "-o", "json")
+            budget = json.loads(found.out)
+            status = budget.get("status") or {}
+            if (status.get("observedGeneration") != budget["metadata"]["generation"]
+                    or status.get("currentHealthy") != healthy):
+                return False
+        return True
+
+    await eventually(counted, what=f"{healthy} healthy pods counted by both budgets")
 
 
 def deployment_of(pair: Pair, namespace: str) -> Obj:
@@ -175,7 +206,7 @@ async def test_rollout_status_of_a_paused_rollout_times_out_as_kubectl_does(
         await rolled_out(pair)
         await same(pair, "rollout pause deploy/web")
         await same(pair, "set image deploy/web nginx=nginx:1.27")
-        await asyncio.sleep(1)
+        await observed(pair)
         expected, actual = await both(pair, "rollout status deploy/web --timeout=2s")
     assert actual.err == expected.err == "error: timed out waiting for the condition\n"
     assert actual.code == expected.code == 1
@@ -442,7 +473,7 @@ async def test_drain_stops_at_a_budget_that_allows_nothing_as_kubectl_does(
     try:
         async with KubeletsFor(api_client, pair):
             nodes.add_pod("guarded", labels={"app": "guard"})
-            await asyncio.sleep(3)  # the disruption controller counts the pod healthy
+            await budgets_count(pair, 1)
             expected, actual = await asyncio.to_thread(
                 nodes.run, "drain NODE --force --timeout=3s")
         assert_same(expected, actual)
@@ -455,7 +486,8 @@ async def test_drain_stops_at_a_budget_that_allows_nothing_as_kubectl_does(
 
 
 async def test_drain_retries_an_eviction_until_the_budget_allows_it(
-        clis: WriteClis, files: Path, controllers: None, api_client: Client) -> None:
+        clis: WriteClis, files: Path, controllers: None, api_client: Client,
+        processes: Callable[..., subprocess.Popen[str]]) -> None:
     """The budget refuses (429) and drain retries every 5 s; once the budget is gone,
     the eviction goes through, the pod goes and the node is drained."""
     pair = Pair(clis, files, ["create pdb guard --selector=app=guard --min-available=2"])
@@ -465,20 +497,27 @@ async def test_drain_retries_an_eviction_until_the_budget_allows_it(
         async with KubeletsFor(api_client, pair):
             nodes.add_pod("g1", labels={"app": "guard"})
             nodes.add_pod("g2", labels={"app": "guard"})
-            await asyncio.sleep(3)
-            draining = subprocess.Popen(
+            await budgets_count(pair, 2)
+            draining = processes(
                 mkctl_command(*clis.flags(), "drain", node, "--force"),
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                 env={**os.environ, "PYTHONPATH": str(REPO)})
-            try:
-                await asyncio.sleep(7)
-                assert draining.poll() is None  # still retrying
-                assert nodes.pods(pair.mkctl_ns) == {"pod/g1", "pod/g2"}
-                removed = clis.kubectl("delete", "pdb", "guard", "-n", pair.mkctl_ns)
-                assert removed.code == 0, removed.err
-                out, err = await asyncio.to_thread(draining.communicate, timeout=60)
-            finally:
-                draining.kill()
+            printed = Output(draining)
+
+            async def retried() -> bool:  # each pod's eviction tried, refused, tried again
+                return all(printed.text.count(f"evicting pod {pair.mkctl_ns}/{name}\n") >= 2
+                           for name in ("g1", "g2"))
+
+            await eventually(retried, timeout=60, what="each eviction retried")
+            assert draining.poll() is None  # still retrying
+            assert nodes.pods(pair.mkctl_ns) == {"pod/g1", "pod/g2"}
+            removed = clis.kubectl("delete", "pdb", "guard", "-n", pair.mkctl_ns)
+            assert removed.code == 0, removed.err
+            await asyncio.to_thread(draining.wait, 60)
+            assert draining.stderr is not None
+            err = draining.stderr.read()
+            printed.reader.join()
+            out = printed.text
     finally:
         nodes.delete()
     ns = pair.mkctl_ns

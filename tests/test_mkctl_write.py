@@ -13,13 +13,23 @@ import os
 import re
 import shlex
 import subprocess
-import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.test_mkctl import REPO, Clis, Result, assert_same, mkctl_command, normalized
+from minikube_py.cluster.apiserver import APIServerProcess
+from tests.test_mkctl import (
+    REPO,
+    Clis,
+    Result,
+    answered,
+    assert_same,
+    mkctl_command,
+    normalized,
+    until,
+)
 
 UID = re.compile(r"[0-9a-z]{8}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{12}")
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
@@ -468,26 +478,34 @@ def test_cordon_uncordon_and_taint_as_kubectl_on_nodes_of_their_own(clis: WriteC
         clis.kubectl("delete", "node", *names)
 
 
-def test_delete_waits_until_the_object_is_gone(clis: WriteClis, files: Path) -> None:
+def test_delete_waits_until_the_object_is_gone(
+        clis: WriteClis, files: Path, apiserver: APIServerProcess,
+        processes: Callable[..., subprocess.Popen[str]]) -> None:
     """A finalizer keeps the object after the DELETE: mkctl, as kubectl, returns only
     once it is removed and the object goes."""
     pair = Pair(clis, files, [])
     held = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
         "name": "held", "finalizers": ["example.com/hold"]}})
     assert clis.kubectl("create", "-n", pair.mkctl_ns, "-f", "-", input=held).code == 0
-    deleting = subprocess.Popen(
+    deleting = processes(
         mkctl_command(*clis.flags(), "delete", "cm", "held", "-n", pair.mkctl_ns),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)})
-    try:
-        time.sleep(3)
-        assert deleting.poll() is None  # still waiting for the finalizer
-        released = clis.kubectl("patch", "cm", "held", "-n", pair.mkctl_ns, "--type=merge",
-                                "-p", '{"metadata":{"finalizers":null}}')
-        assert released.code == 0, released.err
-        out, err = deleting.communicate(timeout=30)
-    finally:
-        deleting.kill()
+    path = f"/namespaces/{pair.mkctl_ns}/configmaps"
+
+    def reading_after_the_delete() -> bool:
+        """mkctl's DELETE was answered, and then a read: it is waiting for the object."""
+        verbs = [verb for verb, request, agent in answered(apiserver.log_path)
+                 if agent.startswith("mkctl/") and path in request]
+        return "DELETE" in verbs and any(
+            verb in ("GET", "LIST") for verb in verbs[verbs.index("DELETE"):])
+
+    until("mkctl waiting for the object to go", reading_after_the_delete)
+    assert deleting.poll() is None  # still waiting for the finalizer
+    released = clis.kubectl("patch", "cm", "held", "-n", pair.mkctl_ns, "--type=merge",
+                            "-p", '{"metadata":{"finalizers":null}}')
+    assert released.code == 0, released.err
+    out, err = deleting.communicate(timeout=60)
     assert (out, err, deleting.returncode) == (
         f'configmap "held" deleted from {pair.mkctl_ns} namespace\n', "", 0)
     gone = clis.kubectl("get", "cm", "held", "-n", pair.mkctl_ns)

@@ -31,8 +31,15 @@ from minikube_py.cluster.runtime_setup import (
     load_image,
     runtime_missing,
 )
-from minikube_py.images.catalog import BUSYBOX, NGINX, PAUSE, PYTHON, build_image
-from minikube_py.images.oci import ImageArchive
+from minikube_py.images.catalog import (
+    BUSYBOX,
+    NGINX,
+    NGINX_TUTORIAL_TAGS,
+    PAUSE,
+    PYTHON,
+    build_image,
+)
+from minikube_py.images.oci import MANIFEST_MEDIA_TYPE, ImageArchive
 from minikube_py.images.registry import (
     ArchiveError,
     Reference,
@@ -104,16 +111,19 @@ async def registry(fast_tmp: Path) -> AsyncIterator[RegistryProcess]:
         yield process
 
 
+PUSHED = (PAUSE, BUSYBOX, NGINX, *NGINX_TUTORIAL_TAGS, PYTHON)
+
+
 @pytest.fixture(scope="module")
 def archives(fast_tmp: Path) -> dict[str, ImageArchive]:
     """The images the tests push: built once for the module."""
     output = fast_tmp / "registry-images"
-    return {spec.name: build_image(spec, output) for spec in (PAUSE, BUSYBOX, NGINX, PYTHON)}
+    return {spec.name: build_image(spec, output) for spec in PUSHED}
 
 
 @pytest.fixture(scope="module")
 def pushed(registry: RegistryProcess, archives: dict[str, ImageArchive]) -> RegistryProcess:
-    for spec in (PAUSE, BUSYBOX, NGINX, PYTHON):
+    for spec in PUSHED:
         image = read_archive(archives[spec.name].path)
         for name in spec.names:
             push(image, registry.host, name)
@@ -132,6 +142,17 @@ def test_pushed_images_are_listed_under_every_tag(pushed: RegistryProcess) -> No
     assert tags("library/python") == ["3", "3.11", "latest"]
     assert tags("pause") == ["3.10", "3.9"]  # registry.k8s.io/pause, and localhost/pause:3.9
     assert tags("busybox") == ["1.36"]  # localhost/busybox
+
+    def digest(repository: str, tag: str) -> str:
+        request = urllib.request.Request(
+            f"http://{pushed.host}/v2/{repository}/manifests/{tag}", method="HEAD",
+            headers={"Accept": MANIFEST_MEDIA_TYPE})
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return str(answer.headers["Docker-Content-Digest"])
+
+    # nginx's tags are images of their own, python's are one image's names
+    assert len({digest("library/nginx", tag) for tag in ("1.14.2", "1.15.4", "latest")}) == 3
+    assert len({digest("library/python", tag) for tag in ("3", "3.11", "latest")}) == 1
 
 
 @pytest.mark.slow
@@ -178,12 +199,13 @@ async def registry_node(pushed: RegistryProcess, fast_tmp: Path, kubeconfig: Pat
 async def answer_when_listening(url: str) -> str:
     """The page at `url` once the server in the pod listens (Running comes first: the pods
     have no readiness probe)."""
-    for _ in range(100):
+    deadline = time.monotonic() + 60  # a bound for failures only
+    while True:
         try:
             return await http_get(url)
         except (OSError, aiohttp.ClientError, TimeoutError):
+            assert time.monotonic() < deadline, f"nothing answered at {url}"
             await asyncio.sleep(0.2)
-    raise AssertionError(f"nothing answered at {url}")
 
 
 def running_with_ip(pod: Obj) -> Obj | None:
@@ -200,6 +222,7 @@ async def test_nginx_by_its_tutorial_name_is_pulled_and_serves_its_welcome_page(
     running = await pod_where(api_client, namespace, "web", running_with_ip, timeout=60)
     page = await answer_when_listening(f"http://{running['status']['podIP']}:80/")
     assert "Welcome to nginx!" in page
+    assert "This is minikube-py's image nginx:1.14.2" in page  # each tag its own image
     image_id = running["status"]["containerStatuses"][0]["imageID"]
     assert image_id.startswith("docker.io/library/nginx@sha256:")
 

@@ -232,8 +232,18 @@ async def test_slow_cache_never_causes_double_creation(
 
         async def three() -> bool:
             return len(await list_pods(api_client, namespace)) == 3
-        await eventually(three, timeout=10, what="3 pods")
-        await asyncio.sleep(1.5)  # the cache catches up: still nothing more to create
+        await eventually(three, what="3 pods")
+
+        async def counted_three() -> bool:
+            """A sync that saw the 3 pods in its (lagging) cache wrote the status; the
+            syncs of one ReplicaSet never overlap, so every sync before it is done and
+            every one after it sees the 3 too: nothing more will be created."""
+            rs = await rs_client.get("web", namespace)
+            status = rs.get("status") or {}
+            return (status.get("replicas") == 3
+                    and status.get("observedGeneration") == rs["metadata"]["generation"])
+
+        await eventually(counted_three, what="the status counting 3 pods")
     assert violations == []
     assert len(await list_pods(api_client, namespace)) == 3
 

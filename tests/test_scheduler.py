@@ -247,10 +247,12 @@ async def test_two_profiles_and_pods_for_other_schedulers_are_left_alone(
                  "args": {"scoringStrategy": {"type": "MostAllocated"}}}]},
         ]}, set(IN_TREE_PLUGINS))
     await start_scheduler(config)
-    await cluster.create_pod(make_pod("packed", scheduler_name="bin-packing"))
+    # "theirs" first: the scheduler sees it before the pods after it, and had it taken
+    # it, would have bound it before those (its queue is first in, first out)
     await cluster.create_pod(make_pod("theirs", scheduler_name="someone-else"))
-    await cluster.wait_bound("packed")
-    await asyncio.sleep(1.0)
+    for name in ("packed", "packed-after"):
+        await cluster.create_pod(make_pod(name, scheduler_name="bin-packing"))
+        await cluster.wait_bound(name)
     assert await cluster.node_of("theirs") == ""
     assert await cluster.events("theirs", "FailedScheduling") == []
 

@@ -251,7 +251,13 @@ async def test_lab_scheduler_places_energy_aware_pods_on_the_frugal_node_only(
 async def test_scheduler_exits_1_with_one_line_when_a_plugin_cannot_be_loaded(
         kubeconfig: Path) -> None:
     scheduler = await run_scheduler(kubeconfig, "--plugin=nonexistent.module:X", "--port=0")
-    _, stderr = await asyncio.wait_for(scheduler.communicate(), 30)
+    try:
+        async with asyncio.timeout(60):
+            _, stderr = await scheduler.communicate()
+    finally:
+        if scheduler.returncode is None:  # it did not exit: it is stopped here
+            scheduler.kill()
+            await scheduler.wait()
     assert scheduler.returncode == 1
     assert stderr.decode().splitlines() == [
         "scheduler: --plugin nonexistent.module:X: cannot load it: "

@@ -152,7 +152,11 @@ async def test_kill_9_mid_burst_then_restart_binds_every_pod_exactly_once(
             return len(listed) == total and all(p["spec"].get("nodeName") for p in listed)
 
         await eventually(all_bound, timeout=120, interval=0.5, what="all 500 pods bound")
-        await asyncio.sleep(1.0)
+
+        async def watcher_saw_all_bound() -> bool:  # the events the assertions read
+            return len(node_changes) == total and all(node_changes.values())
+
+        await eventually(watcher_saw_all_bound, timeout=60, what="the watch's 500 bindings")
     finally:
         await scheduler.stop()
         watcher.cancel()

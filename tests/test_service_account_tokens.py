@@ -59,14 +59,14 @@ def test_a_service_account_token_names_the_account_and_rbac_governs_it(
         denied.stderr)
     kubectl(admin, "create", "rolebinding", "robot-views", "--clusterrole=view",
             "--serviceaccount=robots:robot", "-n", "robots")
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while kubectl(robot, "get", "pods", "-n", "robots").returncode != 0:
         assert time.monotonic() < deadline
         time.sleep(0.2)
     # a deleted (even if recreated) account's tokens name nobody any more
     kubectl(admin, "delete", "serviceaccount", "robot", "-n", "robots")
     kubectl(admin, "create", "serviceaccount", "robot", "-n", "robots")
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while "Unauthorized" not in kubectl(robot, "get", "pods", "-n", "robots").stderr:
         assert time.monotonic() < deadline
         time.sleep(0.2)

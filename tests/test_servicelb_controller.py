@@ -6,7 +6,6 @@ Services of other tests on the shared API server are not its business."""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import uuid
 from collections.abc import Awaitable, Callable
@@ -19,6 +18,7 @@ from minikube_py.client.rest import Client
 from minikube_py.controllers.base import ControllerOptions
 from minikube_py.controllers.manager import ControllerManager
 from minikube_py.controllers.servicelb import FINALIZER, ServiceLBController, parse_range
+from tests.api_helpers import eventually
 
 Obj = dict[str, Any]
 RunControllers = Callable[..., Awaitable[ControllerManager]]
@@ -42,12 +42,7 @@ async def lb_class(run_controllers: RunControllers) -> str:
 
 
 async def wait_for(check: Callable[[], Awaitable[Any]], what: str) -> Any:
-    for _ in range(100):
-        result = await check()
-        if result:
-            return result
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    return await eventually(check, interval=0.1, what=what)
 
 
 async def ingress(client: Client, namespace: str, name: str) -> list[str]:

@@ -194,7 +194,7 @@ async def test_a_dry_run_create_reserves_nothing(
 
 async def test_the_kubernetes_service_has_the_first_ip_of_the_range(
         api: API, etcd_client: EtcdClient) -> None:
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(60):
         while (answer := await api.get(services_path("default", "kubernetes")))[0] == 404:
             await asyncio.sleep(0.1)
     code, body = answer
@@ -367,7 +367,7 @@ async def test_starting_the_api_server_repairs_leaked_and_missing_allocations(
         await etcd.create(b"/registry/ipaddresses/10.96.0.40",
                           allocation("10.96.0.40", "prod", "coming", "2999-01-01T00:00:00Z"))
         async with APIServerProcess([private_etcd.client_url], fast_tmp / "apiserver-repair.log"):
-            async with asyncio.timeout(10):
+            async with asyncio.timeout(60):
                 # the repair of cluster IPs and of node ports run one after the other
                 while (await owner_of(etcd, IP_KEYS, "10.96.0.20") is None
                        or await owner_of(etcd, IP_KEYS, "10.96.0.1") is None

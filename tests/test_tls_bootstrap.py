@@ -33,6 +33,7 @@ from minikube_py.kubelet import certificate
 from minikube_py.security import csr as csrs
 from minikube_py.security import pki
 from tests.api_helpers import eventually
+from tests.test_bootstrap_tokens import authenticated
 from tests.test_security import SecuredServer, admin_cert, kubectl, server_of_its_own
 
 Obj = dict[str, Any]
@@ -89,10 +90,15 @@ NODE_TOKENS = "system:bootstrappers:kubeadm:default-node-token"
 MANUAL_TOKENS = "system:bootstrappers:manual"
 
 
-async def bootstrap_token(client: Client, group: str = NODE_TOKENS) -> str:
-    """A token in kubeadm's default node token group, or in another group."""
+async def bootstrap_token(server: SecuredServer, client: Client, group: str = NODE_TOKENS
+                          ) -> str:
+    """A token in kubeadm's default node token group, or in another group, once it
+    works. The API server checks a token against its watch cache, which learns of the
+    new Secret a moment after the create returns: a bootstrap begun before then is
+    refused (401), as a kubelet started too early is on a real cluster."""
     token = generate_token()
     await client.resource("secrets").create(token_secret(token, extra_groups=(group,)))
+    await authenticated(server, token)
     return token
 
 
@@ -114,7 +120,7 @@ async def the_csrs(client: Client) -> list[Obj]:
 async def test_a_node_with_only_a_bootstrap_token_earns_its_own_client_certificate(
         server: SecuredServer, admin: Path, admin_client: Client,
         controllers: ControllerManager, tmp_path: Path) -> None:
-    token = await bootstrap_token(admin_client)
+    token = await bootstrap_token(server, admin_client)
     kubeconfig, cert_dir = tmp_path / "kubelet.conf", tmp_path / "pki"
     await certificate.bootstrap("node-x", kubeconfig, bootstrap_kubeconfig(
         server, token, tmp_path), cert_dir)
@@ -152,7 +158,7 @@ async def test_a_node_with_only_a_bootstrap_token_earns_its_own_client_certifica
 async def test_a_node_renews_its_certificate_as_itself(
         server: SecuredServer, admin_client: Client, controllers: ControllerManager,
         tmp_path: Path) -> None:
-    token = await bootstrap_token(admin_client)
+    token = await bootstrap_token(server, admin_client)
     kubeconfig, cert_dir = tmp_path / "kubelet.conf", tmp_path / "pki"
     await certificate.bootstrap("node-y", kubeconfig, bootstrap_kubeconfig(
         server, token, tmp_path), cert_dir)
@@ -181,10 +187,13 @@ async def test_a_denied_request_ends_the_bootstrap_with_the_reason(
         server: SecuredServer, admin: Path, admin_client: Client,
         controllers: ControllerManager, tmp_path: Path) -> None:
     # a token outside the node token group: the approver may not approve its requests
-    token = await bootstrap_token(admin_client, MANUAL_TOKENS)
+    token = await bootstrap_token(server, admin_client, MANUAL_TOKENS)
     username = f"system:bootstrap:{token[:6]}"
 
     async def deny() -> bool:
+        if waiting.done():  # the bootstrap ended without a request to deny: say why
+            waiting.result()
+            raise AssertionError("the bootstrap ended with a certificate, undenied")
         for csr in await the_csrs(admin_client):
             if csr["spec"]["username"] == username:
                 denied = kubectl(admin, "certificate", "deny", csr["metadata"]["name"])
@@ -195,9 +204,13 @@ async def test_a_denied_request_ends_the_bootstrap_with_the_reason(
     waiting = asyncio.create_task(certificate.bootstrap(
         "node-z", tmp_path / "kubelet.conf", bootstrap_kubeconfig(server, token, tmp_path),
         tmp_path / "pki"))
-    await eventually(deny, what="the token's request to deny")
-    with pytest.raises(certificate.CertificateRequestFailed) as refused:
-        await asyncio.wait_for(waiting, 10)
+    try:
+        await eventually(deny, what="the token's request to deny")
+        with pytest.raises(certificate.CertificateRequestFailed) as refused:
+            async with asyncio.timeout(60):
+                await waiting
+    finally:
+        waiting.cancel()
     assert str(refused.value) == (
         "certificate signing request is denied, reason: KubectlDeny, message: This CSR "
         "was denied by kubectl certificate deny.")
@@ -248,7 +261,7 @@ async def test_a_kubelet_gets_its_serving_certificate_once_the_owner_approves_it
     signs, and the pair is written where the kubelet serves from."""
     from minikube_py.cluster.join import approve_serving_certificates
 
-    token = await bootstrap_token(admin_client)
+    token = await bootstrap_token(server, admin_client)
     kubeconfig, cert_dir = tmp_path / "kubelet.conf", tmp_path / "pki"
     await certificate.bootstrap("node-s", kubeconfig, bootstrap_kubeconfig(
         server, token, tmp_path), cert_dir)
@@ -257,15 +270,19 @@ async def test_a_kubelet_gets_its_serving_certificate_once_the_owner_approves_it
             node, "node-s", ("node-s", "10.9.8.7"), cert_dir))
         # a request naming another address is not the node's to have: left pending
         stranger = asyncio.create_task(certificate.request_certificate(
-            node, "node-s", serving=("node-s", "10.9.8.99"), timeout=30))
-        pending = await eventually(lambda: _pending_serving(admin_client, 2),
-                                   what="both serving requests")
-        assert len(pending) == 2
-        await approve_serving_certificates(
-            admin, {"node-s": ("10.9.8.7", cert_dir / "kubelet-server-current.pem")},
-            timeout=30)
-        pair = await asyncio.wait_for(asking, 30)
-        stranger.cancel()
+            node, "node-s", serving=("node-s", "10.9.8.99"), timeout=60))
+        try:
+            pending = await eventually(lambda: _pending_serving(admin_client, 2),
+                                       what="both serving requests")
+            assert len(pending) == 2
+            await approve_serving_certificates(
+                admin, {"node-s": ("10.9.8.7", cert_dir / "kubelet-server-current.pem")},
+                timeout=60)
+            async with asyncio.timeout(60):
+                pair = await asking
+        finally:
+            asking.cancel()
+            stranger.cancel()
     served = certificate.read_pair(pair)
     assert served is not None and served.good()
     served.cert.verify_directly_issued_by(server.ca.cert)

@@ -25,15 +25,20 @@ def start(data: Path, port: int) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(
         [sys.executable, "-m", "minikube_py.tracestore", f"--data-dir={data}",
          f"--port={port}"], stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 15
-    while True:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).close()
-            return process
-        except OSError:
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            assert time.monotonic() < deadline, "the receiver did not start"
-            time.sleep(0.05)
+    deadline = time.monotonic() + 60
+    try:
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).close()
+                return process
+            except OSError:
+                assert process.poll() is None, (
+                    process.stderr.read() if process.stderr else "")
+                assert time.monotonic() < deadline, "the receiver did not start"
+                time.sleep(0.05)
+    except BaseException:
+        stop(process)  # a receiver that never answered is not left behind
+        raise
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
@@ -120,8 +125,10 @@ def test_spans_are_kept_across_a_restart(tmp_path: Path) -> None:
         await exporter.close()
         return span.context.trace_id
 
-    trace_id = asyncio.run(send())
-    stop(process)
+    try:
+        trace_id = asyncio.run(send())
+    finally:
+        stop(process)
     process = start(tmp_path / "spans", port)
     try:
         assert [s["name"] for s in get(f"{url}/api/v1/traces/{trace_id}")["spans"]] == ["Bind"]

@@ -1,7 +1,7 @@
 """`minikube-py image build | load`: write the shipped images, push them, load archives.
 
 `build` writes every shipped image as an OCI archive and, when the cluster runs, pushes it
-to the cluster's registry under each of its names (nginx:latest, nginx:1.14.2, ...), where
+to the cluster's registry under each of its names (busybox:1.36, busybox:latest, ...), where
 every node's containerd pulls it from. `build NAME ...` builds only those images, which
 is also how the images `up` leaves out (ON_DEMAND in the catalog) are built.
 `build --components` builds the control plane's own images (images/components.py:

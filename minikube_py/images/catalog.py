@@ -9,9 +9,10 @@ names tutorials use (the local registry answers for docker.io and registry.k8s.i
                              a shell and the usual tools (Cmd ["sh"])
     localhost/echo:1.0       an HTTP server on $PORT (8080) answering with the pod's name and IP
     nginx:latest, nginx:1.14.2, nginx:1.15.4
-                             Debian 12's nginx 1.22 serving its welcome page on port 80: the
-                             older tags are aliases of the same build, for the tutorials
-                             and client tests that name them
+                             Debian 12's nginx 1.22 serving its welcome page on port 80,
+                             which names the tag: three images (the older tags for the
+                             tutorials and client tests that name them), so that a rolling
+                             update from one tag to another changes what the pods serve
     python:3, python:3.11, python:latest
                              Debian 12's Python 3.11 (`python3 -m http.server` works)
     localhost/python-kubernetes:1.0
@@ -32,6 +33,7 @@ import struct
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from minikube_py.images.oci import (
@@ -122,11 +124,18 @@ ECHO = ImageSpec(
     ImageConfig(entrypoint=("/bin/echo-server",), exposed_ports=("8080/tcp",)),
     {"/bin/echo-server": ECHO_SERVER_SCRIPT, "/bin/echo-handler": ECHO_HANDLER_SCRIPT},
 )
-NGINX = ImageSpec(
-    "docker.io/library/nginx:latest",
-    ImageConfig(cmd=("nginx", "-g", "daemon off;"), exposed_ports=("80/tcp",)),
-    aliases=("docker.io/library/nginx:1.14.2", "docker.io/library/nginx:1.15.4"),
-    add_files=nginx_files)
+
+
+def nginx_image(tag: str) -> ImageSpec:
+    """Debian's nginx as docker.io/library/nginx:<tag>, its welcome page naming the tag."""
+    return ImageSpec(
+        f"docker.io/library/nginx:{tag}",
+        ImageConfig(cmd=("nginx", "-g", "daemon off;"), exposed_ports=("80/tcp",)),
+        add_files=partial(nginx_files, tag=tag))
+
+
+NGINX = nginx_image("latest")
+NGINX_TUTORIAL_TAGS = (nginx_image("1.14.2"), nginx_image("1.15.4"))
 PYTHON = ImageSpec(
     "docker.io/library/python:3",
     ImageConfig(cmd=("python3",), env=(DEFAULT_PATH, "LANG=C.UTF-8")),
@@ -136,7 +145,7 @@ PYTHON_KUBERNETES = ImageSpec(
     "localhost/python-kubernetes:1.0",
     ImageConfig(cmd=("python3",), env=(DEFAULT_PATH, "LANG=C.UTF-8")),
     add_files=python_kubernetes_files)
-CATALOG = (PAUSE, BUSYBOX, ECHO, NGINX, PYTHON)
+CATALOG = (PAUSE, BUSYBOX, ECHO, NGINX, *NGINX_TUTORIAL_TAGS, PYTHON)
 """The images `up` builds and pushes."""
 ON_DEMAND = (PYTHON_KUBERNETES,)
 """Images built only when asked for by name (`minikube-py image build NAME`)."""

@@ -5,8 +5,9 @@ Each function adds to a layer that already holds busybox (a shell and the usual 
 
     nginx    /usr/sbin/nginx of Debian's `nginx` package and the libraries it links, the
              configuration of `nginx-common`, its "Welcome to nginx!" page at
-             /var/www/html, and the logs sent to the container's stdout and stderr as the
-             official image does (so `kubectl logs` shows each request)
+             /var/www/html with a line naming the image's tag (each tag is its own
+             image, as upstream's are), and the logs sent to the container's stdout and
+             stderr as the official image does (so `kubectl logs` shows each request)
     python   this machine's /usr/bin/python3.11 (Debian's python3.11) with its standard
              library and the libraries it and its extension modules link; `python3 -m
              http.server` works
@@ -93,15 +94,26 @@ def add_tree(layer: Layer, image_dir: str, host_dir: Path, skip: set[str] = froz
     return elf_files
 
 
-def nginx_files(layer: Layer, cache: Path) -> None:
-    """Add Debian's nginx (see the module's table)."""
+TAG_LINE = "<p>This is minikube-py's image nginx:{tag} (Debian's nginx).</p>\n"
+
+
+def welcome_page(page: bytes, tag: str) -> bytes:
+    """Debian's welcome page with a line naming the tag after its heading."""
+    heading = b"<h1>Welcome to nginx!</h1>\n"
+    if heading not in page:
+        raise ValueError("nginx's welcome page has no 'Welcome to nginx!' heading")
+    return page.replace(heading, heading + TAG_LINE.format(tag=tag).encode(), 1)
+
+
+def nginx_files(layer: Layer, cache: Path, tag: str) -> None:
+    """Add Debian's nginx (see the module's table), its page naming `tag`."""
     root = unpack_packages(NGINX_PACKAGES, cache / "nginx")
     binary = root / "usr/sbin/nginx"
     add_host_file(layer, "/usr/sbin/nginx", binary)
     add_libraries(layer, binary)
     add_tree(layer, "/etc/nginx", root / "etc/nginx")
     layer.add_symlink("/etc/nginx/sites-enabled/default", "/etc/nginx/sites-available/default")
-    page = (root / "usr/share/nginx/html/index.html").read_bytes()
+    page = welcome_page((root / "usr/share/nginx/html/index.html").read_bytes(), tag)
     layer.add_file("/usr/share/nginx/html/index.html", page)
     layer.add_file("/var/www/html/index.html", page)
     layer.add_symlink("/var/log/nginx/access.log", "/dev/stdout")

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -27,11 +27,13 @@ from kr8s.asyncio.objects import Pod, Service
 from kubernetes import client, config
 from kubernetes.stream import portforward, stream
 
+from tests.conftest import lines_until
 from tests.test_cluster_cli import kubectl, launcher
 
 pytestmark = pytest.mark.slow
 
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
+BUSY_OVER_IDLE = 20  # a busy loop's CPU over a sleeping shell's (at least 1m), at least
 
 
 @pytest.fixture(scope="module")
@@ -126,19 +128,19 @@ def test_a_dropped_exec_client_ends_the_session_in_the_container(cluster: Path) 
          "sh", "-c", "cat; : dropped-session"], stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while "dropped-session" not in kubectl(cluster, "exec", "shell", "--", "ps").stdout:
             assert time.monotonic() < deadline, "the exec never started"
             time.sleep(0.3)
     finally:
         session.kill()  # no goodbye: the connection just ends
         session.wait()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while "dropped-session" in kubectl(cluster, "exec", "shell", "--", "ps").stdout:
         assert time.monotonic() < deadline, "the command outlived its session"
         time.sleep(0.3)
     # and no session is left open at the runtime's streaming server (no exec meanwhile)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while connections := runtime_stream_connections():
         assert time.monotonic() < deadline, connections
         time.sleep(0.3)
@@ -164,15 +166,13 @@ def test_kubectl_exec_it_gets_a_terminal(cluster: Path) -> None:
     assert done.returncode == 5
 
 
-def test_kubectl_attach_shows_the_containers_output(cluster: Path) -> None:
-    try:
-        subprocess.run([KUBECTL, f"--kubeconfig={cluster / 'kubeconfig'}", "attach",
-                        "ticker"], capture_output=True, text=True, timeout=3)
-    except subprocess.TimeoutExpired as attached:  # attach runs until stopped
-        output = attached.stdout.decode() if isinstance(attached.stdout, bytes) else ""
-    else:
-        raise AssertionError("kubectl attach ended by itself")
-    assert "tick " in output, output
+def test_kubectl_attach_shows_the_containers_output(
+        cluster: Path, processes: Callable[..., subprocess.Popen[str]]) -> None:
+    """attach runs until stopped: its output is read until the ticker's lines come."""
+    attached = lines_until(processes, [KUBECTL, f"--kubeconfig={cluster / 'kubeconfig'}",
+                                       "attach", "ticker"],
+                           lambda lines: sum(line.startswith("tick ") for line in lines) >= 2)
+    assert sum(line.startswith("tick ") for line in attached) >= 2, attached
 
 
 def test_the_python_clients_stream_gets_output_and_exit_code(cluster: Path) -> None:
@@ -386,18 +386,21 @@ def test_kubectl_top_shows_a_busy_pod_busy_and_an_idle_one_idle(cluster: Path) -
                                 "-o", "json").stdout)["status"]
     available = next(c for c in status["conditions"] if c["type"] == "Available")
     assert (available["status"], available["reason"]) == ("True", "Passed"), available
-    deadline = time.monotonic() + 60
+    # How much CPU the busy loop gets depends on what else the machine runs: it is
+    # busy next to the sleeping shell, by a factor no load on a shared machine takes away
+    deadline = time.monotonic() + 120
     while True:
         top = run(cluster, "top", "pods", "--no-headers")
         cpu = {line.split()[0]: int(line.split()[1].removesuffix("m"))
                for line in top.stdout.splitlines() if line.strip()}
-        if cpu.get("busy", 0) >= 300 and "shell" in cpu:
+        if "shell" in cpu and cpu.get("busy", 0) >= BUSY_OVER_IDLE * max(cpu["shell"], 1):
             break
         assert time.monotonic() < deadline, (top.stdout, top.stderr)
         time.sleep(1)
     assert cpu["shell"] <= 50, cpu  # sleeping
     nodes = kubectl(cluster, "top", "nodes", "--no-headers").stdout.split()
-    assert nodes[0] == "node-1" and int(nodes[1].removesuffix("m")) >= 300, nodes
+    assert nodes[0] == "node-1" and int(nodes[1].removesuffix("m")) >= cpu["busy"] // 2, (
+        nodes, cpu)  # the node's usage holds its busy pod's
     containers = kubectl(cluster, "top", "pod", "busy", "--containers", "--no-headers").stdout
     assert containers.split()[:2] == ["busy", "busy"], containers
     # the aggregated group's schemas join the API server's OpenAPI: kubectl explain reads them
@@ -452,7 +455,7 @@ def test_kubectl_debug_it_runs_an_ephemeral_container_beside_its_target(
         [(b"try pressing enter", b"\n"), (b"/ # ", b"ps; exit\n")])
     assert code == 0, output
     assert b"nginx: master process" in output, output
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while "terminated" not in (state := ephemeral_state(cluster, "web", "debugger")):
         assert time.monotonic() < deadline, state
         time.sleep(0.5)
@@ -466,13 +469,19 @@ def test_kubectl_debug_it_runs_an_ephemeral_container_beside_its_target(
 def test_kubectl_debug_without_attaching_runs_the_command_once(cluster: Path) -> None:
     kubectl(cluster, "debug", "web", "--image=busybox:1.36", "--target=web",
             "--container=snapshot", "--", "sh", "-c", "ps; exit 3")
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120
     while "terminated" not in (state := ephemeral_state(cluster, "web", "snapshot")):
         assert time.monotonic() < deadline, state
         time.sleep(0.5)
     assert state["terminated"]["exitCode"] == 3
-    time.sleep(2)  # a restart would show by now
-    assert ephemeral_state(cluster, "web", "snapshot")["terminated"]["exitCode"] == 3
+    # never restarted: the kubelet starts a later ephemeral container in a sync of the
+    # pod that comes after this one ended, and that sync leaves this one as it was
+    kubectl(cluster, "debug", "web", "--image=busybox:1.36", "--target=web",
+            "--container=later", "--", "true")
+    while "terminated" not in (later := ephemeral_state(cluster, "web", "later")):
+        assert time.monotonic() < deadline, later
+        time.sleep(0.5)
+    assert ephemeral_state(cluster, "web", "snapshot") == state
     assert "nginx: master process" in kubectl(cluster, "logs", "web", "-c", "snapshot").stdout
     # bad input: the target must be one of the pod's containers
     done = run(cluster, "debug", "web", "--image=busybox:1.36", "--target=nope",

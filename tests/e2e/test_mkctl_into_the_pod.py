@@ -12,13 +12,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import lines_until
 from tests.test_cluster_cli import kubectl, launcher
 from tests.test_mkctl import Clis, Result, assert_same, mkctl_command
 
@@ -26,7 +26,10 @@ pytestmark = pytest.mark.slow
 
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 REPO = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)")
+STOP_BOUND = 20  # seconds: how long a port-forward may take to end on a signal, under load
+Start = Callable[..., "subprocess.Popen[str]"]
 
 
 # A pod with an init container and two others, each printing known lines; it and
@@ -73,7 +76,7 @@ def clis(cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> Clis:
     # mkctl's wait, checked against kubectl
     for pod in ("shell", "printer", "ticker", "web", "duo"):
         expected, actual = clis.compare("wait", "--for=condition=Ready", f"pod/{pod}",
-                                        "--timeout=90s", attempts=1)
+                                        "--timeout=90s")
         assert_same(expected, actual)
         assert actual.out == f"pod/{pod} condition met\n"
     return clis
@@ -85,7 +88,7 @@ def _both(clis: Clis, *args: str, input: str | None = None) -> tuple[Result, Res
     for command in ([KUBECTL], mkctl_command()):
         done = subprocess.run([*command, *clis.flags(), *args], input=input,
                               capture_output=True, text=True, timeout=60,
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
+                              env=ENV)
         results.append(Result(done.stdout, done.stderr.replace("kubectl", "mkctl"),
                               done.returncode))
     return results[0], results[1]
@@ -150,44 +153,45 @@ def test_logs_of_several_containers_and_pods_as_kubectl(clis: Clis) -> None:
 
 
 
-def test_logs_f_follows_every_container_of_every_selected_pod_at_once(clis: Clis) -> None:
+def test_logs_f_follows_every_container_of_every_selected_pod_at_once(
+        clis: Clis, processes: Start) -> None:
+    expected = {"[pod/duo/setup] set up", "[pod/duo/left] left 2", "[pod/printer/printer] one"}
+
+    def enough(lines: list[str]) -> bool:
+        return expected <= set(lines) and lines.count("[pod/duo/right] right tick") >= 5
+
     for tool in ([KUBECTL], mkctl_command()):
-        followed = _lines_for([*tool, *clis.flags(), "logs", "-f", "-l", "lab=logs",
-                               "--all-containers", "--prefix"], 4)
-        assert {"[pod/duo/setup] set up", "[pod/duo/left] left 2",
-                "[pod/printer/printer] one"} <= set(followed), tool
-        assert followed.count("[pod/duo/right] right tick") >= 5, tool
+        followed = lines_until(processes, [*tool, *clis.flags(), "logs", "-f", "-l",
+                                           "lab=logs", "--all-containers", "--prefix"],
+                               enough, env=ENV)
+        assert enough(followed), (tool, followed)
     too_many = _both(clis, "logs", "-f", "-l", "lab=logs", "--all-containers",
                      "--max-log-requests=3")
     assert_same(*too_many)
     assert too_many[1].err.startswith("error: you are attempting to follow 4 log streams")
 
 
-def _lines_for(command: list[str], seconds: float) -> list[str]:
-    """What a command that goes on forever printed in its first seconds."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
-    time.sleep(seconds)
-    process.terminate()
-    out, _ = process.communicate(timeout=10)
-    return out.splitlines()
-
-
-def test_logs_f_and_attach_follow_what_the_container_writes(clis: Clis) -> None:
-    followed = _lines_for([*mkctl_command(), *clis.flags(), "logs", "-f", "ticker",
-                           "--tail=1"], 3)
+def test_logs_f_and_attach_follow_what_the_container_writes(clis: Clis,
+                                                            processes: Start) -> None:
+    followed = lines_until(processes, [*mkctl_command(), *clis.flags(), "logs", "-f",
+                                       "ticker", "--tail=1"], lambda lines: len(lines) >= 5,
+                           env=ENV)
     numbers = [int(line.split()[1]) for line in followed]
     assert len(numbers) >= 5 and numbers == list(range(numbers[0], numbers[0] + len(numbers)))
-    attached = _lines_for([*mkctl_command(), *clis.flags(), "attach", "ticker", "-q"], 3)
+    attached = lines_until(processes, [*mkctl_command(), *clis.flags(), "attach", "ticker",
+                                       "-q"], lambda lines: len(lines) >= 5, env=ENV)
     assert len(attached) >= 5 and all(line.startswith("tick ") for line in attached)
 
 
-def _forward(clis: Clis, tool: list[str], *args: str) -> tuple[subprocess.Popen[str], int,
-                                                              list[str]]:
-    """A port-forward started; its process, the local port and the lines it announced."""
-    process = subprocess.Popen([*tool, *clis.flags(), "port-forward", *args],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "PYTHONPATH": str(REPO)})
+def _forward(start: Start, clis: Clis, tool: list[str], *args: str
+             ) -> tuple[subprocess.Popen[str], int, list[str]]:
+    """A port-forward started; its process, the local port and the lines it announced.
+    It runs as a shell's background job does, with SIGINT ignored: Ctrl-C must stop it
+    all the same, as it stops kubectl, which installs its own handler."""
+    process = start(["sh", "-c", 'trap "" INT; exec "$@"', "sh", *tool, *clis.flags(),
+                     "port-forward", *args],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                    env=ENV)
     assert process.stdout is not None
     first = process.stdout.readline()
     match = FORWARDING.match(first)
@@ -201,29 +205,71 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def test_port_forward_to_a_pod_and_a_service_carries_http(clis: Clis) -> None:
+def _stopped(process: subprocess.Popen[str], signum: signal.Signals) -> int:
+    """The exit code of a port-forward sent `signum`; it must end within STOP_BOUND."""
+    process.send_signal(signum)
+    try:
+        process.wait(timeout=STOP_BOUND)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"port-forward still ran {STOP_BOUND} s after {signum.name}"
+                             ) from None
+    return process.returncode
+
+
+def test_port_forward_to_a_pod_and_a_service_carries_http(clis: Clis,
+                                                          processes: Start) -> None:
     for target, remote in (("pod/web", "80"), ("svc/web", "8080")):
         port = _free_port()
         announced, codes = [], []
         for tool in ([KUBECTL], mkctl_command()):
-            process, local, lines = _forward(clis, tool, target, f"{port}:{remote}")
-            try:
-                assert local == port
-                for _ in range(3):  # several connections, one after the other
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10
-                                                ) as answer:
-                        assert b"Welcome to nginx" in answer.read()
-                announced.append(lines)
-            finally:
-                process.send_signal(signal.SIGINT)  # Ctrl-C: forwarding stops, exit 0
-                process.communicate(timeout=10)
-                codes.append(process.returncode)
+            process, local, lines = _forward(processes, clis, tool, target, f"{port}:{remote}")
+            assert local == port
+            for _ in range(3):  # several connections, one after the other
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10
+                                            ) as answer:
+                    assert b"Welcome to nginx" in answer.read()
+            announced.append(lines)
+            codes.append(_stopped(process, signal.SIGINT))  # Ctrl-C: forwarding stops, exit 0
         assert announced[0] == announced[1] == [f"Forwarding from 127.0.0.1:{port} -> 80"]
         assert codes == [0, 0]
-    process, local, _ = _forward(clis, mkctl_command(), "web", ":80")  # a free port
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{local}/", timeout=10) as answer:
-            assert answer.status == 200
-    finally:
-        process.terminate()
-        process.communicate(timeout=10)
+    process, local, _ = _forward(processes, clis, mkctl_command(), "web", ":80")  # a free port
+    with urllib.request.urlopen(f"http://127.0.0.1:{local}/", timeout=10) as answer:
+        assert answer.status == 200
+
+
+def _open_connection(process: subprocess.Popen[str], port: int) -> socket.socket:
+    """A connection through the port-forward, its stream to the pod open: one request
+    answered, and nginx keeps the connection alive for the next."""
+    assert process.stdout is not None
+    connection = socket.create_connection(("127.0.0.1", port), timeout=30)
+    line = process.stdout.readline()  # after the [::1] listener's announcement, if any
+    while line.startswith("Forwarding from "):
+        line = process.stdout.readline()
+    assert line == f"Handling connection for {port}\n"
+    connection.sendall(b"GET / HTTP/1.1\r\nHost: web\r\n\r\n")
+    answered = b""
+    while b"</html>" not in answered:
+        chunk = connection.recv(65536)
+        assert chunk, answered
+        answered += chunk
+    assert answered.startswith(b"HTTP/1.1 200 OK"), answered
+    return connection
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_port_forward_stops_at_once_on_a_signal_idle_or_with_a_connection_open(
+        clis: Clis, processes: Start, signum: signal.Signals) -> None:
+    """Ctrl-C ends kubectl's port-forward with exit code 0, SIGTERM ends it as the signal
+    ends a process; either way mkctl's stops as soon, closing its listener and the
+    connections it carried."""
+    for tool in ([KUBECTL], mkctl_command()):
+        for open_connection in (False, True):
+            process, port, _ = _forward(processes, clis, tool, "pod/web", ":80")
+            connection = _open_connection(process, port) if open_connection else None
+            code = _stopped(process, signum)
+            assert code == (0 if signum == signal.SIGINT else -signum), (tool, open_connection)
+            if connection is not None:
+                with connection:
+                    assert connection.recv(1) == b"", tool  # closed, not left hanging
+            with pytest.raises(ConnectionRefusedError):
+                socket.create_connection(("127.0.0.1", port), timeout=10).close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,7 +23,14 @@ from typing import Any
 
 import pytest
 
-from tests.test_cluster_cli import alive, kubectl, launcher, leftovers, pids
+from tests.test_cluster_cli import (
+    alive,
+    answer_from_here,
+    kubectl,
+    launcher,
+    leftovers,
+    pids,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -114,12 +122,16 @@ def wait_until(what: str, check: Any, timeout: float) -> None:
         time.sleep(0.5)
 
 
+TAG = re.compile(r"This is minikube-py's image nginx:(\S+) ")
+
+
 class Caller:
-    """Calls a URL over and over from this machine, in a thread, counting failures."""
+    """Calls a URL over and over from this machine, in a thread, noting the nginx tag
+    each answer's page names, and the failures."""
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.answered = 0
+        self.tags: list[str] = []  # of each answer, in order
         self.failures: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
@@ -127,13 +139,19 @@ class Caller:
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
-                with urllib.request.urlopen(self.url, timeout=3) as answer:
-                    if b"Welcome to nginx!" not in answer.read():
-                        raise OSError("not nginx's page")
-                self.answered += 1
+                with urllib.request.urlopen(self.url, timeout=10) as answer:
+                    page = answer.read().decode()
+                tag = TAG.search(page)
+                if "Welcome to nginx!" not in page or tag is None:
+                    raise OSError(f"not the page of one of nginx's tags: {page[:200]!r}")
+                self.tags.append(tag.group(1))
             except OSError as error:
                 self.failures.append(f"{time.strftime('%H:%M:%S')} {error}")
             time.sleep(0.02)
+
+    def last_answers_from(self, tag: str, count: int) -> bool:
+        """Whether the last `count` answers all came from pods of `tag`."""
+        return len(self.tags) >= count and set(self.tags[-count:]) == {tag}
 
     def __enter__(self) -> Caller:
         self._thread.start()
@@ -161,6 +179,7 @@ def test_the_scheduler_lab_places_a_pod_on_a_real_node_and_it_runs(cluster: Path
         output, _ = process.communicate(timeout=90)
     finally:
         process.kill()
+        process.wait()
     chosen = output.split("Bound default/lab-placed -> ")[1].split()[0]
     assert chosen in ("node-1", "node-2"), output
     kubectl(cluster, "wait", "--for=condition=Ready", "pod/lab-placed", "--timeout=60s")
@@ -184,15 +203,20 @@ def test_the_story_on_two_real_nodes(cluster: Path) -> None:
         page = run_to_completion(home, f"client-{node}", node, "wget", "-qO-",
                                  "http://web.default.svc.cluster.local")
         assert "Welcome to nginx!" in page
+        assert "This is minikube-py's image nginx:1.14.2 " in page
 
-    # 3. a rolling update under load: not one request fails
+    # 3. a rolling update under load: the answers move from 1.14.2's pods to 1.15.4's,
+    #    and not one request fails
     cluster_ip = get_json(home, "service", "web")["spec"]["clusterIP"]
     with Caller(f"http://{cluster_ip}/") as caller:
-        time.sleep(1)
+        wait_until("answers from 1.14.2's pods", lambda: caller.last_answers_from(
+            "1.14.2", 10), 60)
         kubectl(home, "set", "image", "deployment/web", "nginx=nginx:1.15.4")
-        kubectl(home, "rollout", "status", "deployment/web", "--timeout=120s")
-        time.sleep(1)
-    assert caller.answered > 50 and caller.failures == [], (caller.answered, caller.failures)
+        kubectl(home, "rollout", "status", "deployment/web", "--timeout=180s")
+        wait_until("answers from 1.15.4's pods only", lambda: caller.last_answers_from(
+            "1.15.4", 20), 60)
+    assert caller.failures == [], (len(caller.tags), caller.failures)
+    assert caller.tags[0] == "1.14.2" and set(caller.tags) == {"1.14.2", "1.15.4"}
     assert {p["spec"]["containers"][0]["image"] for p in web_pods(home)} == {"nginx:1.15.4"}
 
     # 4. scale to 5
@@ -204,14 +228,14 @@ def test_the_story_on_two_real_nodes(cluster: Path) -> None:
     #    first): node-2 goes Unknown, and its pods are replaced on node-1
     supervisor = int((home / "run" / "supervisor.pid").read_text())
     os.kill(supervisor, signal.SIGTERM)
-    wait_until("the supervisor to stop", lambda: not alive(supervisor), 15)
+    wait_until("the supervisor to stop", lambda: not alive(supervisor), 60)
     os.kill(int((home / "run" / "node-2" / "kubelet.pid").read_text()), signal.SIGKILL)
 
     def node_2_ready() -> str:
         node = get_json(home, "node", "node-2")
         return next(c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready")
 
-    wait_until("node-2 to be marked Unknown", lambda: node_2_ready() == "Unknown", 60)
+    wait_until("node-2 to be marked Unknown", lambda: node_2_ready() == "Unknown", 120)
 
     def all_on_node_1() -> bool:
         pods = web_pods(home)
@@ -220,9 +244,8 @@ def test_the_story_on_two_real_nodes(cluster: Path) -> None:
                 c["type"] == "Ready" and c["status"] == "True"
                 for c in p.get("status", {}).get("conditions", [])) for p in pods)
 
-    wait_until("5 ready pods on node-1", all_on_node_1, 90)
-    page = urllib.request.urlopen(f"http://{cluster_ip}/", timeout=5).read()
-    assert b"Welcome to nginx!" in page
+    wait_until("5 ready pods on node-1", all_on_node_1, 180)
+    assert "Welcome to nginx!" in answer_from_here(f"http://{cluster_ip}/")
 
     # 6. down leaves nothing behind
     running = pids(home)

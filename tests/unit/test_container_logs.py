@@ -189,18 +189,29 @@ async def next_line(lines: object, timeout: float = 5.0) -> str:
 async def test_follow_picks_up_appended_lines_and_ends_when_the_container_stops(
         tmp_path: Path) -> None:
     path = write(tmp_path / "0.log", record(0, "first"))
-    running = True
-    lines = read_container_log(path, LogOptions(follow=True), is_running=lambda: running)
+    running, looks = True, 0
+
+    def is_running() -> bool:  # asked once per read of the file
+        nonlocal looks
+        looks += 1
+        return running
+
+    lines = read_container_log(path, LogOptions(follow=True), is_running=is_running)
     try:
         assert await next_line(lines) == "first\n"
         write(path, record(1, "sec", tag="P"))
         write(path, record(2, "ond"))
         assert await next_line(lines) == "second\n"
         write(path, f"{stamp(3)} stdout F half a rec")  # containerd is mid-write
-        await asyncio.sleep(3 * cri_logs.POLL_INTERVAL)
+        reading = asyncio.create_task(next_line(lines))
+        before = looks
+        async with asyncio.timeout(5):  # it read the half record, and looked again
+            while looks < before + 2:
+                await asyncio.sleep(0.001)
+        assert not reading.done()
         write(path, "ord\n", record(4, "last words"))
         running = False
-        assert await next_line(lines) == "half a record\n"
+        assert await reading == "half a record\n"
         assert await next_line(lines) == "last words\n"
         with pytest.raises(StopAsyncIteration):
             await next_line(lines)

@@ -35,6 +35,7 @@ from minikube_py.images.oci import (
     Layer,
     write_oci_archive,
 )
+from minikube_py.images.programs import welcome_page
 
 needs_busybox = pytest.mark.skipif(not BUSYBOX_BINARY.is_file(), reason="busybox-static missing")
 
@@ -213,8 +214,8 @@ def test_image_build_command_writes_every_archive(
     monkeypatch.setenv("MINIKUBE_PY_HOME", str(tmp_path / "no-cluster"))
     main(["image", "build", "--output", str(tmp_path)])
     assert sorted(p.name for p in tmp_path.glob("*.tar")) == [
-        "busybox-1.36.tar", "echo-1.0.tar", "nginx-latest.tar", "pause-3.9.tar",
-        "python-3.tar"]
+        "busybox-1.36.tar", "echo-1.0.tar", "nginx-1.14.2.tar", "nginx-1.15.4.tar",
+        "nginx-latest.tar", "pause-3.9.tar", "python-3.tar"]
     printed = capsys.readouterr().out
     assert "no cluster registry answers: the archives were not pushed" in printed
     for spec in CATALOG:
@@ -276,3 +277,17 @@ def test_the_python_kubernetes_image_is_built_on_demand_and_imports_the_client(
         capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
     assert imported.returncode == 0, imported.stderr
     assert imported.stdout.split() == ["22.6.0", "True"]
+
+
+def test_each_nginx_tag_names_itself_on_the_welcome_page() -> None:
+    page = (b"<body>\n<h1>Welcome to nginx!</h1>\n<p>If you see this page</p>\n</body>\n")
+    tagged = welcome_page(page, "1.14.2")
+    assert tagged == (b"<body>\n<h1>Welcome to nginx!</h1>\n<p>This is minikube-py's image "
+                      b"nginx:1.14.2 (Debian's nginx).</p>\n<p>If you see this page</p>\n"
+                      b"</body>\n")
+    assert welcome_page(page, "1.15.4") != tagged
+    with pytest.raises(ValueError, match="no 'Welcome to nginx!' heading"):
+        welcome_page(b"<h1>It works!</h1>\n", "1.14.2")
+    assert [spec.name for spec in CATALOG if "nginx" in spec.name] == [
+        "docker.io/library/nginx:latest", "docker.io/library/nginx:1.14.2",
+        "docker.io/library/nginx:1.15.4"]

@@ -301,10 +301,9 @@ async def test_a_redirect_elsewhere_counts_as_success_with_a_warning(
         node: Node, redirecting_port: int) -> None:
     probe = {"httpGet": {"path": "/healthz", "port": redirecting_port}, "periodSeconds": 10}
     node.run(make_pod(readinessProbe=probe))
-    for _ in range(100):
-        if node.changes:
-            break
-        await asyncio.sleep(0.01)
+    async with asyncio.timeout(30):  # a real HTTP probe: a bound for failures only
+        while not node.changes:
+            await asyncio.sleep(0.01)
     assert node.manager.is_ready(UID, "app")
     assert node.events == [("Warning", "ProbeWarning", "Readiness probe warning: Probe "
                             "terminated redirects, Response body: elsewhere")]
@@ -316,11 +315,10 @@ async def test_probes_use_the_runtime_pod_ip_before_the_api_has_it(
     del pod["status"]["podIP"]
     node.manager.update_pod(pod, {"app": RunningContainer("c1", node.clock.now())},
                             pod_ip="127.0.0.1")
-    for _ in range(100):
-        if node.events:
-            break
-        await asyncio.sleep(0.01)
-    assert node.events and node.events[0][1] == "ProbeWarning"
+    async with asyncio.timeout(30):  # a real HTTP probe: a bound for failures only
+        while not node.events:
+            await asyncio.sleep(0.01)
+    assert node.events[0][1] == "ProbeWarning"
 
 
 # -- pod lifecycle ------------------------------------------------------------------------

@@ -14,13 +14,21 @@ The steps of kubectl's portforward.go:
 4. each connection accepted gets a WebSocket of its own to pods/NAME/portforward?ports=P
    (v4.channel.k8s.io: channel 0 the data, 1 the errors, each opening with the port as two
    bytes), and the bytes go both ways until either end closes. One thread waits on every
-   socket with `select`, until Ctrl-C.
+   socket with `select`, until Ctrl-C;
+5. Ctrl-C (SIGINT) or SIGTERM stops forwarding: every connection, its stream and the
+   listeners are closed. Like kubectl (signal.Notify), the command installs its own
+   handler, so it stops even when started with SIGINT ignored, as a shell starts a
+   background job; after Ctrl-C it exits 0, after SIGTERM it is terminated by the signal,
+   as kubectl, which leaves SIGTERM to the default, is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import selectors
+import signal
 import socket
+from types import FrameType
 
 from minikube_py.mkctl import pods
 from minikube_py.mkctl.command import Command, Invocation
@@ -30,6 +38,7 @@ from minikube_py.mkctl.websocket import WebSocket, connect
 
 PROTOCOL = "v4.channel.k8s.io"
 DATA, ERROR = 0, 1
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def parse_ports(specs: list[str]) -> list[tuple[int, int]]:
@@ -113,14 +122,27 @@ class Link:
 
 
 class Forwarder:
-    """Steps 3 and 4: the listeners and every connection, on one selector."""
+    """Steps 3 to 5: the listeners and every connection, on one selector, until a signal."""
 
-    def __init__(self, inv: Invocation, path: str, pairs: list[tuple[int, int]],
-                 addresses: list[str]) -> None:
+    def __init__(self, inv: Invocation, path: str) -> None:
         self.inv = inv
         self.path = path
         self.selector = selectors.DefaultSelector()
+        self.listeners: list[socket.socket] = []
         self.links: dict[int, Link] = {}
+        self.stopped_by: int | None = None  # the signal that stopped forwarding
+        self._wakeup, self._waker = socket.socketpair()  # wakes `select` for the signal
+        self._waker.setblocking(False)
+        self.selector.register(self._wakeup, selectors.EVENT_READ, ("stop",))
+
+    def stop(self, signum: int, frame: FrameType | None) -> None:
+        """Step 5, the signal handler: `serve` returns at its next turn."""
+        self.stopped_by = signum
+        with contextlib.suppress(BlockingIOError):  # already woken
+            self._waker.send(b"\0")
+
+    def listen(self, pairs: list[tuple[int, int]], addresses: list[str]) -> None:
+        """Step 3: a listener on each address for each pair of ports, announced."""
         for local, remote in pairs:
             self._listen(local, remote, addresses)
 
@@ -143,6 +165,7 @@ class Forwarder:
             self.inv.out.write(f"Forwarding from {shown}:{local} -> {remote}\n")
             self.selector.register(listener, selectors.EVENT_READ,
                                    ("listener", listener, local, remote))
+            self.listeners.append(listener)
             opened += 1
         self.inv.out.flush()
         if not opened:
@@ -150,11 +173,13 @@ class Forwarder:
                              f"[{{{local} {remote}}}]")
 
     def serve(self) -> None:
-        """Until the command is stopped (Ctrl-C)."""
-        while True:
+        """Step 4, until the command is stopped (Ctrl-C or SIGTERM)."""
+        while self.stopped_by is None:
             ready = [("pod", key) for key, link in self.links.items()
                      if link.stream.pending()] or [key.data for key, _ in self.selector.select()]
             for data in ready:
+                if self.stopped_by is not None:  # the wakeup ("stop") is among them
+                    return
                 if data[0] == "listener":
                     self._accept(*data[1:])
                 elif data[1] not in self.links:
@@ -218,6 +243,16 @@ class Forwarder:
         link.connection.close()
         link.stream.close()
 
+    def close(self) -> None:
+        """Step 5: every connection and its stream, then the listeners."""
+        for link in list(self.links.values()):
+            self._drop(link)
+        for listener in self.listeners:
+            listener.close()
+        self.selector.close()
+        self._wakeup.close()
+        self._waker.close()
+
 
 def run(inv: Invocation) -> None:
     if len(inv.args) < 2:
@@ -231,15 +266,23 @@ def run(inv: Invocation) -> None:
                          f"status={phase}")
     pairs = parse_ports(_translate(kind, obj, pod, inv.args[1:]))
     path = f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}/portforward"
-    try:  # kubectl upgrades before it listens: a pod it cannot reach fails here
-        connect(inv.client, path, [("ports", str(pairs[0][1]))], [PROTOCOL]).close()
-    except MkctlError as error:
-        raise MkctlError(f"error upgrading connection: {error}") from None
-    forwarder = Forwarder(inv, path, pairs, inv.flags["address"])
+    forwarder = Forwarder(inv, path)
+    previous = {signum: signal.signal(signum, forwarder.stop) for signum in STOP_SIGNALS}
     try:
-        forwarder.serve()
-    except KeyboardInterrupt:  # Ctrl-C stops forwarding, and is not a failure
-        return
+        try:  # kubectl upgrades before it listens: a pod it cannot reach fails here
+            connect(inv.client, path, [("ports", str(pairs[0][1]))], [PROTOCOL]).close()
+        except MkctlError as error:
+            raise MkctlError(f"error upgrading connection: {error}") from None
+        if forwarder.stopped_by is None:
+            forwarder.listen(pairs, inv.flags["address"])
+            forwarder.serve()
+    finally:
+        forwarder.close()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if forwarder.stopped_by == signal.SIGTERM:  # terminated by it, once all is closed
+        inv.out.flush()
+        signal.raise_signal(signal.SIGTERM)
 
 
 COMMAND = Command(

@@ -27,9 +27,20 @@ async def until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
             await asyncio.sleep(0.005)
 
 
-ABSENCE_WINDOW = 0.05
-"""How long to look for a sync that must not happen (a slow machine can only make such a
-test pass late, never fail falsely)."""
+async def until_caught_up(workers: PodWorkers, uid: str, calls: list[str]) -> None:
+    """Until the pod's worker has handled every wake-up so far: it is woken once more by
+    one that is already settled, and gets to it. A wake-up still pending would be
+    folded with it into one more sync instead (which the caller's `calls` then show),
+    so no sleep has to guess how long a sync that must not happen would take to come."""
+    looked_at = asyncio.Event()
+    syncs = len(calls)
+
+    def settled() -> bool:
+        looked_at.set()
+        return True
+
+    workers.update_pod(uid, unless=settled)
+    await until(lambda: looked_at.is_set() or len(calls) > syncs)
 
 
 async def test_wakeups_during_a_sync_fold_into_one_more_sync():
@@ -48,7 +59,7 @@ async def test_wakeups_during_a_sync_fold_into_one_more_sync():
         workers.update_pod("a")  # arrives while the first sync runs
     release.set()
     await until(lambda: len(calls) >= 2)
-    await asyncio.sleep(ABSENCE_WINDOW)
+    await until_caught_up(workers, "a", calls)
     assert calls == ["a", "a"]
     await workers.stop()
 
@@ -74,7 +85,7 @@ async def test_a_runtime_change_the_running_sync_already_saw_costs_no_second_syn
     workers.update_pod("a", unless=lambda: seen["synced"] == seen["runtime"])
     release.set()
     await until(lambda: seen["synced"] == "started")
-    await asyncio.sleep(ABSENCE_WINDOW)
+    await until_caught_up(workers, "a", calls)
     assert calls == ["a"]
     seen["runtime"] = "exited"  # a change no sync has seen yet
     workers.update_pod("a", unless=lambda: seen["synced"] == seen["runtime"])
