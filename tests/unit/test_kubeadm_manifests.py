@@ -1,0 +1,186 @@
+"""The kubeadm-shaped manifests: valid objects, our processes' flags, kubeadm's probes and
+labels, static pods written whole."""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from minikube_py.api.resources import by_kind
+from minikube_py.apiserver.registry.strategies import strategy_for
+from minikube_py.cluster.certs import ClusterCertificates
+from minikube_py.cluster.cli import DEFAULT_PORTS, LOAD_BALANCER_RANGE, components
+from minikube_py.cluster.kubeadm import staticpod
+from minikube_py.cluster.kubeadm.controlplane import (
+    ControlPlane,
+    HostPaths,
+    static_pods,
+)
+
+Obj = dict[str, Any]
+EXTRA = {"apiserver": {"max-requests-inflight": "7"}, "controller-manager": {"v": "5"},
+         "scheduler": {"kube-api-qps": "40"}}
+IMAGES = {name: f"localhost/minikube-py/{name}:v1.37.0-0123456789ab"
+          for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
+                       "kube-proxy", "coredns", "metrics-server")}
+
+
+def validation_errors(obj: Obj) -> list[str]:
+    """What our API server's create path says of `obj`: prepare, default, validate."""
+    resource = by_kind(obj["apiVersion"], obj["kind"])
+    assert resource is not None, obj["kind"]
+    strategy = strategy_for(resource)
+    obj = copy.deepcopy(obj)
+    obj["metadata"].setdefault("uid", "6b2e9f0c-1d2a-4c3b-9e8f-0a1b2c3d4e5f")
+    strategy.prepare_for_create(obj)
+    strategy.default(obj)
+    return [str(error) for error in strategy.validate(obj)]
+
+
+def plane(address: str = "127.0.0.1") -> ControlPlane:
+    return ControlPlane(advertise_address=address, ports=DEFAULT_PORTS, images=IMAGES,
+                        tracing_endpoint=f"http://{address}:{DEFAULT_PORTS['tracing']}",
+                        load_balancer_range=LOAD_BALANCER_RANGE, verbosity=3,
+                        extra_config=EXTRA)
+
+
+def host_paths(state: Path) -> HostPaths:
+    return HostPaths(pki=state / "pki", kubeconfigs=state / "kubeconfigs",
+                     etcd_data=state / "etcd", tracing_config=state / "tracing.yaml")
+
+
+def pods(state: Path) -> dict[str, Obj]:
+    return {pod["metadata"]["name"]: pod for pod in static_pods(plane(), host_paths(state))}
+
+
+def test_static_pods_pass_validation(tmp_path: Path) -> None:
+    for pod in static_pods(plane(), host_paths(tmp_path)):
+        assert validation_errors(pod) == [], pod["metadata"]["name"]
+
+
+@pytest.fixture(scope="module")
+def secured_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cluster home with the certificates `up` makes (components() reads them)."""
+    state = tmp_path_factory.mktemp("state")
+    ClusterCertificates(state).ensure("https://127.0.0.1:6443", (), {})
+    return state
+
+
+@pytest.mark.parametrize(("pod", "process"), [
+    ("etcd", "etcd"), ("kube-apiserver", "apiserver"),
+    ("kube-controller-manager", "controller-manager"), ("kube-scheduler", "scheduler")])
+def test_static_pods_run_the_processes_up_runs(secured_state: Path, pod: str,
+                                               process: str) -> None:
+    """The command of each static pod is what `up` runs today, with the node's folders
+    seen at kubeadm's paths (etcd adds kubeadm's metrics listener its probes ask)."""
+    state = secured_state
+    cluster = {"secure": True, "ports": dict(DEFAULT_PORTS), "verbosity": 3,
+               "extraConfig": EXTRA}
+    command = components(state, cluster)[process].command()
+    today = command[1:] if process == "etcd" else command[3:]
+    kubeadm_paths = {f"{state}/kubeconfigs/": "/etc/kubernetes/",
+                     f"{state}/pki": "/etc/kubernetes/pki",
+                     f"{state}/etcd": "/var/lib/etcd",
+                     f"{state}/tracing.yaml": "/etc/kubernetes/tracing.yaml"}
+    for ours, theirs in kubeadm_paths.items():
+        today = [flag.replace(ours, theirs) for flag in today]
+    if process == "etcd":
+        today.append("--listen-metrics-urls=http://127.0.0.1:2381")
+    container = pods(state)[pod]["spec"]["containers"][0]
+    assert container["command"] == [pod, *today]
+
+
+def test_static_pods_have_kubeadms_shape(tmp_path: Path) -> None:
+    by_name = pods(tmp_path)
+    assert list(by_name) == ["etcd", "kube-apiserver", "kube-controller-manager",
+                             "kube-scheduler"]
+    for name, pod in by_name.items():
+        assert pod["metadata"]["namespace"] == "kube-system"
+        assert pod["metadata"]["labels"] == {"component": name, "tier": "control-plane"}
+        spec = pod["spec"]
+        assert spec["hostNetwork"] is True
+        assert spec["priorityClassName"] == "system-node-critical"
+        assert spec["containers"][0]["image"] == IMAGES[name]
+        mounts = {mount["name"]: mount["mountPath"]
+                  for mount in spec["containers"][0]["volumeMounts"]}
+        volumes = {volume["name"]: volume["hostPath"]["path"] for volume in spec["volumes"]}
+        assert mounts.keys() == volumes.keys()
+    annotations = {name: pod["metadata"].get("annotations") for name, pod in by_name.items()}
+    assert annotations["etcd"] == {
+        "kubeadm.kubernetes.io/etcd.advertise-client-urls": "https://127.0.0.1:2379"}
+    assert annotations["kube-apiserver"] == {
+        "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint": "127.0.0.1:6443"}
+    etcd_volumes = {v["name"]: v["hostPath"]["path"] for v in by_name["etcd"]["spec"]["volumes"]}
+    assert etcd_volumes == {"etcd-certs": f"{tmp_path}/pki/etcd", "etcd-data": f"{tmp_path}/etcd"}
+
+
+def probes(pod: Obj) -> dict[str, Obj]:
+    container = pod["spec"]["containers"][0]
+    return {kind: container[kind] for kind in ("livenessProbe", "readinessProbe", "startupProbe")
+            if kind in container}
+
+
+def test_probes_are_kubeadms(tmp_path: Path) -> None:
+    by_name = {pod["metadata"]["name"]: pod
+               for pod in static_pods(plane("172.18.0.1"), host_paths(tmp_path))}
+    apiserver = probes(by_name["kube-apiserver"])
+    assert apiserver["livenessProbe"] == {
+        "httpGet": {"host": "172.18.0.1", "path": "/livez", "port": 6443, "scheme": "HTTPS"},
+        "initialDelaySeconds": 10, "timeoutSeconds": 15, "periodSeconds": 10,
+        "failureThreshold": 8}
+    assert apiserver["readinessProbe"] == {
+        "httpGet": {"host": "172.18.0.1", "path": "/readyz", "port": 6443, "scheme": "HTTPS"},
+        "timeoutSeconds": 15, "periodSeconds": 1, "failureThreshold": 3}
+    assert apiserver["startupProbe"] == {
+        "httpGet": {"host": "172.18.0.1", "path": "/livez", "port": 6443, "scheme": "HTTPS"},
+        "initialDelaySeconds": 10, "timeoutSeconds": 15, "periodSeconds": 10,
+        "failureThreshold": 24}
+    etcd = probes(by_name["etcd"])
+    assert etcd.keys() == {"livenessProbe", "startupProbe"}
+    assert etcd["livenessProbe"]["httpGet"] == {
+        "host": "127.0.0.1", "path": "/health?exclude=NOSPACE&serializable=true",
+        "port": 2381, "scheme": "HTTP"}
+    assert etcd["startupProbe"]["httpGet"]["path"] == "/health?serializable=false"
+    assert probes(by_name["kube-controller-manager"]).keys() == {"livenessProbe",
+                                                                 "startupProbe"}
+    scheduler = probes(by_name["kube-scheduler"])
+    assert scheduler.keys() == {"livenessProbe", "readinessProbe", "startupProbe"}
+    assert scheduler["livenessProbe"]["httpGet"] == {
+        "host": "127.0.0.1", "path": "/healthz", "port": 10259, "scheme": "HTTP"}
+
+
+def test_static_pod_written_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The manifest appears by a rename from a dot-file in the same folder (which the
+    kubelet skips); a failed write leaves the old manifest and no partial file."""
+    manifests = tmp_path / "manifests"
+    pod = pods(tmp_path)["kube-scheduler"]
+    renames: list[tuple[str, str]] = []
+    replace = os.replace
+
+    def recording_replace(source: Any, target: Any) -> None:
+        renames.append((str(source), str(target)))
+        replace(source, target)
+
+    monkeypatch.setattr(staticpod.os, "replace", recording_replace)
+    path = staticpod.write_static_pod(manifests, pod)
+    assert path == manifests / "kube-scheduler.yaml"
+    assert yaml.safe_load(path.read_text()) == pod
+    [(source, target)] = renames
+    assert Path(source).parent == manifests and Path(source).name.startswith(".")
+    assert target == str(path)
+
+    def failing_replace(source: Any, target: Any) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(staticpod.os, "replace", failing_replace)
+    changed = copy.deepcopy(pod)
+    changed["spec"]["containers"][0]["image"] = "other"
+    with pytest.raises(OSError):
+        staticpod.write_static_pod(manifests, changed)
+    assert yaml.safe_load(path.read_text()) == pod
+    assert [entry.name for entry in manifests.iterdir()] == ["kube-scheduler.yaml"]
