@@ -13,21 +13,36 @@ import yaml
 
 from minikube_py.api.resources import by_kind
 from minikube_py.apiserver.registry.strategies import strategy_for
+from minikube_py.cluster import cli
 from minikube_py.cluster.certs import ClusterCertificates
-from minikube_py.cluster.cli import DEFAULT_PORTS, LOAD_BALANCER_RANGE, components
+from minikube_py.cluster.cli import (
+    CLUSTER_CIDR,
+    CLUSTER_DNS,
+    DEFAULT_PORTS,
+    LOAD_BALANCER_RANGE,
+    components,
+)
 from minikube_py.cluster.kubeadm import staticpod
+from minikube_py.cluster.kubeadm.addons import (
+    Addons,
+    addon_objects,
+    coredns_objects,
+    kube_proxy_objects,
+    metrics_server_objects,
+)
 from minikube_py.cluster.kubeadm.controlplane import (
     ControlPlane,
     HostPaths,
     static_pods,
 )
+from minikube_py.cluster.netns import DEFAULT_NODE_NETWORK, DEFAULT_PREFIX
 
 Obj = dict[str, Any]
 EXTRA = {"apiserver": {"max-requests-inflight": "7"}, "controller-manager": {"v": "5"},
          "scheduler": {"kube-api-qps": "40"}}
 IMAGES = {name: f"localhost/minikube-py/{name}:v1.37.0-0123456789ab"
           for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
-                       "kube-proxy", "coredns", "metrics-server")}
+                       "kube-proxy", "coredns", "metrics-server", "trace-receiver")}
 
 
 def validation_errors(obj: Obj) -> list[str]:
@@ -184,3 +199,136 @@ def test_static_pod_written_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         staticpod.write_static_pod(manifests, changed)
     assert yaml.safe_load(path.read_text()) == pod
     assert [entry.name for entry in manifests.iterdir()] == ["kube-scheduler.yaml"]
+
+
+# --- the add-ons -------------------------------------------------------------------------
+
+POD_KUBECONFIG = "/etc/kubernetes/in-cluster/kubeconfig.conf"
+
+
+def addons() -> Addons:
+    return Addons(server="https://172.18.0.1:6443", cluster_cidr=str(CLUSTER_CIDR),
+                  cluster_dns=CLUSTER_DNS, images=IMAGES,
+                  tracing_endpoint="http://172.18.0.1:4318", verbosity=3,
+                  extra_config={"proxy": {"iptables-sync-period": "10s"},
+                                "dns": {"cluster-domain": "example.local"},
+                                "metrics": {"metric-resolution": "15s"}})
+
+
+def test_addon_objects_pass_validation() -> None:
+    objects = addon_objects(addons())
+    assert {obj["kind"] for obj in objects} >= {
+        "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+        "ConfigMap", "DaemonSet", "Deployment", "Service", "APIService"}
+    for obj in objects:
+        assert validation_errors(obj) == [], (obj["kind"], obj["metadata"]["name"])
+
+
+@pytest.fixture(scope="module")
+def node_processes(secured_state: Path) -> dict[str, Any]:
+    """What `up` runs today on a cluster with one node (its network not built)."""
+    cluster = {"secure": True, "ports": dict(DEFAULT_PORTS), "verbosity": 3,
+               "extraConfig": {name: dict(extra)
+                               for name, extra in (addons().extra_config or {}).items()},
+               "network": {"prefix": DEFAULT_PREFIX, "nodeNetwork": DEFAULT_NODE_NETWORK},
+               "podCIDRs": {"node-1": "10.244.1.0/24"}, "nodes": 1}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cli, "runtime_missing", lambda: None)
+        return cli.components(secured_state, cluster)
+
+
+def split(flags: list[str]) -> list[tuple[str, str]]:
+    return [tuple(flag.split("=", 1)) if "=" in flag else (flag, "")  # type: ignore[misc]
+            for flag in flags]
+
+
+def container(objects: list[Obj], kind: str, name: str) -> Obj:
+    [obj] = [obj for obj in objects if obj["kind"] == kind and obj["metadata"]["name"] == name]
+    return obj["spec"]["template"]["spec"]["containers"][0]
+
+
+@pytest.mark.parametrize(("kind", "name", "process", "in_pod"), [
+    ("DaemonSet", "kube-proxy", "node-1/proxy", {
+        "--kubeconfig": "/var/lib/kube-proxy/kubeconfig.conf",
+        "--hostname-override": "$(NODE_NAME)", "--healthz-bind-address": "0.0.0.0:10256",
+        "--metrics-bind-address": "127.0.0.1:10249"}),
+    ("Deployment", "coredns", "dns", {
+        "--kubeconfig": POD_KUBECONFIG, "--bind-address": "0.0.0.0", "--port": "53",
+        "--metrics-bind-address": "0.0.0.0:9153", "--advertise-address": None}),
+    ("Deployment", "metrics-server", "metrics", {
+        "--kubeconfig": POD_KUBECONFIG, "--bind-address": "0.0.0.0",
+        "--advertise-address": None})])
+def test_addons_run_the_processes_up_runs(node_processes: dict[str, Any], kind: str,
+                                          name: str, process: str,
+                                          in_pod: dict[str, str | None]) -> None:
+    """The same flags in the same order as `up` gives the process today, but for where
+    it listens, its kubeconfig and its node's name (None: a flag the pod drops, as the
+    Service selects the pods instead of the process publishing itself)."""
+    today = split(node_processes[process].command()[3:])
+    expected = [(flag, in_pod.get(flag, value)) for flag, value in today
+                if flag not in in_pod or in_pod[flag] is not None]
+    command = container(addon_objects(addons()), kind, name)["command"]
+    assert command[0] == name
+    assert split(command[1:]) == expected
+
+
+def test_kube_proxy_is_kubeadms() -> None:
+    objects = kube_proxy_objects(addons())
+    [daemon_set] = [obj for obj in objects if obj["kind"] == "DaemonSet"]
+    spec = daemon_set["spec"]["template"]["spec"]
+    assert daemon_set["metadata"]["labels"] == {"k8s-app": "kube-proxy"}
+    assert spec["hostNetwork"] is True
+    assert spec["priorityClassName"] == "system-node-critical"
+    assert spec["tolerations"] == [{"operator": "Exists"}]
+    assert spec["serviceAccountName"] == "kube-proxy"
+    proxy = spec["containers"][0]
+    assert proxy["securityContext"] == {"privileged": True}
+    assert proxy["env"] == [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {
+        "apiVersion": "v1", "fieldPath": "spec.nodeName"}}}]
+    host_paths = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
+    assert host_paths == {"xtables-lock": "/run/xtables.lock", "lib-modules": "/lib/modules"}
+    [binding] = [obj for obj in objects if obj["kind"] == "ClusterRoleBinding"]
+    assert binding["roleRef"]["name"] == "system:node-proxier"
+    [config_map] = [obj for obj in objects if obj["kind"] == "ConfigMap"]
+    config = yaml.safe_load(config_map["data"]["config.conf"])
+    assert config["kind"] == "KubeProxyConfiguration"
+    assert config["clusterCIDR"] == str(CLUSTER_CIDR)
+    kubeconfig = yaml.safe_load(config_map["data"]["kubeconfig.conf"])
+    assert kubeconfig["clusters"][0]["cluster"]["server"] == "https://172.18.0.1:6443"
+
+
+def test_coredns_is_kubeadms() -> None:
+    objects = coredns_objects(addons())
+    [deployment] = [obj for obj in objects if obj["kind"] == "Deployment"]
+    [service] = [obj for obj in objects if obj["kind"] == "Service"]
+    spec = deployment["spec"]
+    assert spec["replicas"] == 2
+    assert deployment["metadata"]["labels"] == {"k8s-app": "kube-dns"}
+    pod = spec["template"]["spec"]
+    assert pod["serviceAccountName"] == "coredns"
+    assert {"key": "node-role.kubernetes.io/control-plane",
+            "effect": "NoSchedule"} in pod["tolerations"]
+    [term] = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert service["metadata"]["name"] == "kube-dns"
+    assert service["spec"]["clusterIP"] == CLUSTER_DNS
+    assert service["spec"]["selector"] == {"k8s-app": "kube-dns"}
+    assert [(p["name"], p["port"], p["protocol"]) for p in service["spec"]["ports"]] == [
+        ("dns", 53, "UDP"), ("dns-tcp", 53, "TCP"), ("metrics", 9153, "TCP")]
+    roles = {obj["metadata"]["name"] for obj in objects
+             if obj["kind"] in ("ClusterRole", "ClusterRoleBinding")}
+    assert roles == {"system:coredns"}
+
+
+def test_metrics_server_behind_its_apiservice() -> None:
+    objects = metrics_server_objects(addons())
+    [api_service] = [obj for obj in objects if obj["kind"] == "APIService"]
+    [service] = [obj for obj in objects if obj["kind"] == "Service"]
+    assert api_service["metadata"]["name"] == "v1beta1.metrics.k8s.io"
+    assert api_service["spec"]["service"] == {"namespace": "kube-system",
+                                              "name": service["metadata"]["name"],
+                                              "port": 443}
+    assert service["spec"]["selector"] == {"k8s-app": "metrics-server"}
+    bound = {obj["roleRef"]["name"] for obj in objects if "roleRef" in obj}
+    assert bound == {"system:metrics-server", "system:auth-delegator",
+                     "extension-apiserver-authentication-reader"}

@@ -16,9 +16,13 @@ NAMESPACE = "kube-system"
 STARTUP_FAILURE_THRESHOLD = 24
 
 
-def probe(host: str, path: str, port: int, scheme: str) -> Obj:
-    """An httpGet probe handler on host:port/path."""
-    return {"httpGet": {"host": host, "path": path, "port": port, "scheme": scheme}}
+def probe(host: str | None, path: str, port: int | str, scheme: str) -> Obj:
+    """An httpGet probe handler on host:port/path (no host: the pod's own address; a
+    port may be a container port's name)."""
+    handler: Obj = {"path": path, "port": port, "scheme": scheme}
+    if host is not None:
+        handler = {"host": host, **handler}
+    return {"httpGet": handler}
 
 
 def liveness_probe(host: str, path: str, port: int, scheme: str) -> Obj:
