@@ -34,6 +34,7 @@ from minikube_py.cluster.kubeadm.controlplane import (
     ControlPlane,
     HostPaths,
     static_pods,
+    write_static_pods,
 )
 from minikube_py.cluster.netns import DEFAULT_NODE_NETWORK, DEFAULT_PREFIX
 
@@ -332,3 +333,13 @@ def test_metrics_server_behind_its_apiservice() -> None:
     bound = {obj["roleRef"]["name"] for obj in objects if "roleRef" in obj}
     assert bound == {"system:metrics-server", "system:auth-delegator",
                      "extension-apiserver-authentication-reader"}
+
+
+def test_write_static_pods_writes_the_four_manifests(tmp_path: Path) -> None:
+    manifests = tmp_path / "manifests"
+    written = write_static_pods(manifests, plane(), host_paths(tmp_path))
+    assert sorted(path.name for path in manifests.iterdir()) == [
+        "etcd.yaml", "kube-apiserver.yaml", "kube-controller-manager.yaml",
+        "kube-scheduler.yaml"]
+    assert [yaml.safe_load(path.read_text()) for path in written] == static_pods(
+        plane(), host_paths(tmp_path))

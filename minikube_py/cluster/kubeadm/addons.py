@@ -192,7 +192,6 @@ def coredns_objects(addons: Addons) -> list[Obj]:
         "rules": [{"apiGroups": [""], "resources": ["endpoints", "services", "pods",
                                                      "namespaces"],
                    "verbs": ["list", "watch"]},
-                  {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
                   {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
                    "verbs": ["list", "watch"]}]}
     health = probe(None, "/healthz", DNS_METRICS_PORT, "HTTP")

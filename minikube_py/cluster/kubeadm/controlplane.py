@@ -24,6 +24,7 @@ from minikube_py.cluster.kubeadm.staticpod import (
     liveness_probe,
     readiness_probe,
     startup_probe,
+    write_static_pod,
 )
 
 KUBERNETES_DIR = "/etc/kubernetes"
@@ -207,3 +208,8 @@ def static_pods(plane: ControlPlane, paths: HostPaths) -> list[Obj]:
     """The four static pods, in kubeadm's order of writing them."""
     return [etcd_pod(plane, paths), apiserver_pod(plane, paths),
             controller_manager_pod(plane, paths), scheduler_pod(plane, paths)]
+
+
+def write_static_pods(manifest_dir: Path, plane: ControlPlane, paths: HostPaths) -> list[Path]:
+    """Write the four manifests into the kubelet's --pod-manifest-path, each whole."""
+    return [write_static_pod(manifest_dir, pod) for pod in static_pods(plane, paths)]
