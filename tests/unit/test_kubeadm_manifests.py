@@ -37,6 +37,7 @@ from minikube_py.cluster.kubeadm.controlplane import (
     write_static_pods,
 )
 from minikube_py.cluster.netns import DEFAULT_NODE_NETWORK, DEFAULT_PREFIX
+from minikube_py.kubelet.config_file import decode_pod
 
 Obj = dict[str, Any]
 EXTRA = {"apiserver": {"max-requests-inflight": "7"}, "controller-manager": {"v": "5"},
@@ -343,3 +344,15 @@ def test_write_static_pods_writes_the_four_manifests(tmp_path: Path) -> None:
         "kube-scheduler.yaml"]
     assert [yaml.safe_load(path.read_text()) for path in written] == static_pods(
         plane(), host_paths(tmp_path))
+
+
+def test_the_kubelet_reads_each_manifest_as_a_static_pod(tmp_path: Path) -> None:
+    """Our kubelet's --pod-manifest-path decoder takes each file: the mirror pod is
+    named <name>-control-plane and keeps kubeadm's labels and probes."""
+    for path in write_static_pods(tmp_path / "manifests", plane(), host_paths(tmp_path)):
+        pod = decode_pod(path.read_bytes(), str(path), "control-plane")
+        name = path.stem
+        assert pod["metadata"]["name"] == f"{name}-control-plane"
+        assert pod["metadata"]["labels"] == {"component": name, "tier": "control-plane"}
+        assert pod["spec"]["nodeName"] == "control-plane"
+        assert "livenessProbe" in pod["spec"]["containers"][0]
