@@ -231,7 +231,7 @@ def node_processes(secured_state: Path) -> dict[str, Any]:
     """What `up` runs today on a cluster with one node (its network not built)."""
     cluster = {"secure": True, "ports": dict(DEFAULT_PORTS), "verbosity": 3,
                "extraConfig": {name: dict(extra)
-                               for name, extra in (addons().extra_config or {}).items()},
+                               for name, extra in addons().extra_config.items()},
                "network": {"prefix": DEFAULT_PREFIX, "nodeNetwork": DEFAULT_NODE_NETWORK},
                "podCIDRs": {"node-1": "10.244.1.0/24"}, "nodes": 1}
     with pytest.MonkeyPatch.context() as patch:

@@ -9,8 +9,9 @@ token file, since our components read a kubeconfig rather than the in-cluster va
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import yaml
 
@@ -43,11 +44,11 @@ class Addons:
     images: Mapping[str, str]
     tracing_endpoint: str
     verbosity: int = 2
-    extra_config: Mapping[str, Mapping[str, str]] | None = None
+    extra_config: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def flags(self, component: str) -> tuple[str, ...]:
         """The log verbosity, then what --extra-config set (a later flag wins)."""
-        extra = (self.extra_config or {}).get(component, {})
+        extra = self.extra_config.get(component, {})
         return (f"--v={self.verbosity}",
                 *(f"--{flag}={value}" for flag, value in extra.items()))
 
@@ -328,7 +329,7 @@ def metrics_server_objects(addons: Addons) -> list[Obj]:
                                  "system:auth-delegator", "metrics-server"),
             cluster_role_binding("system:metrics-server", "system:metrics-server",
                                  "metrics-server"),
-            kubeconfig, service, deployment, dict(API_SERVICE)]
+            kubeconfig, service, deployment, copy.deepcopy(API_SERVICE)]
 
 
 # --- our trace receiver ----------------------------------------------------------------
