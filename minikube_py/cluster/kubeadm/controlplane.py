@@ -1,0 +1,215 @@
+"""The control plane's static pods, as kubeadm's phases/controlplane (manifests.go,
+volumes.go) and phases/etcd (local.go) write them, starting our processes with the flags
+`minikube-py up` gives them (cluster/cli.py components()).
+
+Inside the pods the files are at kubeadm's paths, each mounted from the node's folder
+that `HostPaths` names:
+
+    /etc/kubernetes/pki/                  HostPaths.pki (etcd's: pki/etcd/)
+    /etc/kubernetes/<component>.conf      HostPaths.kubeconfigs/<component>.conf
+    /etc/kubernetes/tracing.yaml          HostPaths.tracing_config
+    /var/lib/etcd                         HostPaths.etcd_data
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from minikube_py.cluster.kubeadm.staticpod import (
+    Obj,
+    component_pod,
+    host_path_volume,
+    liveness_probe,
+    readiness_probe,
+    startup_probe,
+    write_static_pod,
+)
+
+KUBERNETES_DIR = "/etc/kubernetes"
+PKI = f"{KUBERNETES_DIR}/pki"
+ETCD_PKI = f"{PKI}/etcd"
+ETCD_DATA = "/var/lib/etcd"
+TRACING_CONFIG = f"{KUBERNETES_DIR}/tracing.yaml"
+LOOPBACK = "127.0.0.1"
+ETCD_METRICS_PORT = 2381
+ETCD_NAME = "minikube-py"
+# kubeadm's CPU (and etcd's memory) requests
+REQUESTS = {"etcd": {"cpu": "100m", "memory": "100Mi"}, "kube-apiserver": {"cpu": "250m"},
+            "kube-controller-manager": {"cpu": "200m"}, "kube-scheduler": {"cpu": "100m"}}
+
+
+@dataclass(frozen=True)
+class HostPaths:
+    """The node's folders that hold what kubeadm keeps under /etc/kubernetes and
+    /var/lib/etcd."""
+
+    pki: Path
+    kubeconfigs: Path
+    etcd_data: Path
+    tracing_config: Path
+
+
+@dataclass(frozen=True)
+class ControlPlane:
+    """What the manifests depend on: where the API server listens and is advertised,
+    the components' ports (cli.py's DEFAULT_PORTS names), the images per component,
+    log verbosity, --extra-config per component, where spans go, the LoadBalancer range."""
+
+    advertise_address: str
+    ports: Mapping[str, int]
+    images: Mapping[str, str]
+    tracing_endpoint: str
+    load_balancer_range: str
+    verbosity: int = 2
+    extra_config: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def extra(self, component: str) -> tuple[str, ...]:
+        """What --extra-config set for the component (after its own flags: it wins)."""
+        return tuple(f"--{flag}={value}"
+                     for flag, value in self.extra_config.get(component, {}).items())
+
+    @property
+    def etcd_client_url(self) -> str:
+        return f"https://{LOOPBACK}:{self.ports['etcd-client']}"
+
+    @property
+    def etcd_peer_url(self) -> str:
+        return f"https://{LOOPBACK}:{self.ports['etcd-peer']}"
+
+
+def etcd_flags(plane: ControlPlane) -> list[str]:
+    """etcd as `up` runs it (one member, TLS with its own CA), with kubeadm's plain-HTTP
+    metrics listener on 127.0.0.1:2381 that its probes ask."""
+    return [f"--name={ETCD_NAME}", f"--data-dir={ETCD_DATA}",
+            f"--listen-client-urls={plane.etcd_client_url}",
+            f"--advertise-client-urls={plane.etcd_client_url}",
+            f"--listen-peer-urls={plane.etcd_peer_url}",
+            f"--initial-advertise-peer-urls={plane.etcd_peer_url}",
+            f"--initial-cluster={ETCD_NAME}={plane.etcd_peer_url}",
+            "--initial-cluster-state=new", "--logger=zap", "--log-level=warn",
+            "--log-outputs=stderr",
+            f"--cert-file={ETCD_PKI}/server.crt", f"--key-file={ETCD_PKI}/server.key",
+            f"--trusted-ca-file={ETCD_PKI}/ca.crt", "--client-cert-auth=true",
+            f"--peer-cert-file={ETCD_PKI}/peer.crt", f"--peer-key-file={ETCD_PKI}/peer.key",
+            f"--peer-trusted-ca-file={ETCD_PKI}/ca.crt", "--peer-client-cert-auth=true",
+            f"--listen-metrics-urls=http://{LOOPBACK}:{ETCD_METRICS_PORT}"]
+
+
+def apiserver_flags(plane: ControlPlane) -> list[str]:
+    """The API server as `up` runs it: TLS, Node and RBAC authorization, etcd over TLS,
+    every request traced."""
+    return [f"--etcd-servers={plane.etcd_client_url}",
+            f"--bind-address={plane.advertise_address}",
+            f"--port={plane.ports['apiserver']}",
+            f"--tls-cert-file={PKI}/apiserver.crt",
+            f"--tls-private-key-file={PKI}/apiserver.key", f"--client-ca-file={PKI}/ca.crt",
+            "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+            "--enable-bootstrap-token-auth",
+            f"--service-account-signing-key-file={PKI}/sa.key",
+            f"--kubelet-client-certificate={PKI}/apiserver-kubelet-client.crt",
+            f"--kubelet-client-key={PKI}/apiserver-kubelet-client.key",
+            f"--kubelet-certificate-authority={PKI}/ca.crt",
+            f"--etcd-cafile={ETCD_PKI}/ca.crt",
+            f"--etcd-certfile={PKI}/apiserver-etcd-client.crt",
+            f"--etcd-keyfile={PKI}/apiserver-etcd-client.key",
+            f"--tracing-config-file={TRACING_CONFIG}",
+            *plane.extra("apiserver")]
+
+
+def controller_manager_flags(plane: ControlPlane) -> list[str]:
+    """The controller-manager as `up` runs it: leader-elected, each controller its own
+    ServiceAccount, signing with the cluster CA."""
+    return [f"--kubeconfig={KUBERNETES_DIR}/controller-manager.conf",
+            f"--bind-address={LOOPBACK}", f"--port={plane.ports['controller-manager']}",
+            "--leader-elect", f"--loadbalancer-ip-range={plane.load_balancer_range}",
+            f"--root-ca-file={PKI}/ca.crt", "--use-service-account-credentials",
+            f"--cluster-signing-cert-file={PKI}/ca.crt",
+            f"--cluster-signing-key-file={PKI}/ca.key",
+            "--controllers=*,bootstrapsigner,tokencleaner",
+            f"--tracing-endpoint={plane.tracing_endpoint}", f"--v={plane.verbosity}",
+            *plane.extra("controller-manager")]
+
+
+def scheduler_flags(plane: ControlPlane) -> list[str]:
+    """The scheduler as `up` runs it: leader-elected, traced."""
+    return [f"--kubeconfig={KUBERNETES_DIR}/scheduler.conf", f"--bind-address={LOOPBACK}",
+            f"--port={plane.ports['scheduler']}", "--leader-elect",
+            f"--tracing-endpoint={plane.tracing_endpoint}", f"--v={plane.verbosity}",
+            *plane.extra("scheduler")]
+
+
+def _container(name: str, plane: ControlPlane, image: str, flags: list[str],
+               probes: dict[str, Obj]) -> Obj:
+    return {"name": name, "image": plane.images[image], "command": [name, *flags],
+            "resources": {"requests": REQUESTS[name]}, **probes}
+
+
+def etcd_pod(plane: ControlPlane, paths: HostPaths) -> Obj:
+    """phases/etcd/local.go: etcd, its data and certificates mounted, probed on its
+    metrics listener."""
+    health = (LOOPBACK, ETCD_METRICS_PORT, "HTTP")
+    volumes = [host_path_volume("etcd-certs", paths.pki / "etcd", ETCD_PKI,
+                                "DirectoryOrCreate", False),
+               host_path_volume("etcd-data", paths.etcd_data, ETCD_DATA,
+                                "DirectoryOrCreate", False)]
+    container = _container("etcd", plane, "etcd", etcd_flags(plane), {
+        "livenessProbe": liveness_probe(health[0], "/health?exclude=NOSPACE&serializable=true",
+                                        *health[1:]),
+        "startupProbe": startup_probe(health[0], "/health?serializable=false", *health[1:])})
+    return component_pod(container, volumes, {
+        "kubeadm.kubernetes.io/etcd.advertise-client-urls": plane.etcd_client_url})
+
+
+def apiserver_pod(plane: ControlPlane, paths: HostPaths) -> Obj:
+    """manifests.go's kube-apiserver: probed over HTTPS at the advertise address."""
+    health = (plane.advertise_address, plane.ports["apiserver"], "HTTPS")
+    volumes = [host_path_volume("k8s-certs", paths.pki, PKI, "DirectoryOrCreate", True),
+               host_path_volume("tracing-config", paths.tracing_config, TRACING_CONFIG,
+                                "FileOrCreate", True)]
+    container = _container("kube-apiserver", plane, "kube-apiserver", apiserver_flags(plane), {
+        "livenessProbe": liveness_probe(health[0], "/livez", *health[1:]),
+        "readinessProbe": readiness_probe(health[0], "/readyz", *health[1:]),
+        "startupProbe": startup_probe(health[0], "/livez", *health[1:])})
+    return component_pod(container, volumes, {
+        "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint":
+            f"{plane.advertise_address}:{plane.ports['apiserver']}"})
+
+
+def _client_pod(name: str, conf: str, plane: ControlPlane, paths: HostPaths,
+                flags: list[str], port: int, readiness: bool) -> Obj:
+    """A control-plane client of the API server: its kubeconfig and the pki mounted, its
+    plain-HTTP /healthz (ours serve no TLS) on 127.0.0.1 probed."""
+    volumes = [host_path_volume("k8s-certs", paths.pki, PKI, "DirectoryOrCreate", True),
+               host_path_volume("kubeconfig", paths.kubeconfigs / conf,
+                                f"{KUBERNETES_DIR}/{conf}", "FileOrCreate", True)]
+    probes = {"livenessProbe": liveness_probe(LOOPBACK, "/healthz", port, "HTTP"),
+              "startupProbe": startup_probe(LOOPBACK, "/healthz", port, "HTTP")}
+    if readiness:
+        probes["readinessProbe"] = readiness_probe(LOOPBACK, "/healthz", port, "HTTP")
+    return component_pod(_container(name, plane, name, flags, probes), volumes)
+
+
+def controller_manager_pod(plane: ControlPlane, paths: HostPaths) -> Obj:
+    """manifests.go's kube-controller-manager (liveness and startup probes, as kubeadm)."""
+    return _client_pod("kube-controller-manager", "controller-manager.conf", plane, paths,
+                       controller_manager_flags(plane), plane.ports["controller-manager"],
+                       readiness=False)
+
+
+def scheduler_pod(plane: ControlPlane, paths: HostPaths) -> Obj:
+    """manifests.go's kube-scheduler (liveness, readiness and startup probes, as kubeadm)."""
+    return _client_pod("kube-scheduler", "scheduler.conf", plane, paths,
+                       scheduler_flags(plane), plane.ports["scheduler"], readiness=True)
+
+
+def static_pods(plane: ControlPlane, paths: HostPaths) -> list[Obj]:
+    """The four static pods, in kubeadm's order of writing them."""
+    return [etcd_pod(plane, paths), apiserver_pod(plane, paths),
+            controller_manager_pod(plane, paths), scheduler_pod(plane, paths)]
+
+
+def write_static_pods(manifest_dir: Path, plane: ControlPlane, paths: HostPaths) -> list[Path]:
+    """Write the four manifests into the kubelet's --pod-manifest-path, each whole."""
+    return [write_static_pod(manifest_dir, pod) for pod in static_pods(plane, paths)]
