@@ -102,6 +102,7 @@ SPEC = {
                       "multipleOf": 0.5},
             "size": {"type": "string", "enum": ["small", "large"]},
             "note": {"type": "string", "nullable": True},
+            "level": {"type": "number", "enum": [1.0, 2.5]},
             "id": {"type": "string", "format": "uuid"},
             "ip": {"type": "string", "format": "ipv4"},
             "port": {"x-kubernetes-int-or-string": True},
@@ -128,6 +129,10 @@ VALIDATION_CASES = [
     ("missing required", {}, ["spec.name: Required value"]),
     ("enum", {"name": "web", "size": "huge"},
      ['spec.size: Unsupported value: "huge": supported values: "small", "large"']),
+    ("enum is typed", {"name": "web", "size": True, "level": 1.0},
+     ['spec.size: Invalid value: "boolean": spec.size in body must be of type string: '
+      '"boolean"',
+      'spec.size: Unsupported value: true: supported values: "small", "large"']),
     ("null not nullable", {"name": None},
      ['spec.name: Invalid value: "null": spec.name in body must be of type string: "null"']),
     ("string limits", {"name": "ab"},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any
 
@@ -15,7 +16,7 @@ class Node:
         "minimum", "exclusive_minimum", "multiple_of", "max_length", "min_length",
         "max_items", "min_items", "unique_items", "max_properties", "min_properties",
         "required", "properties", "items", "additional", "additional_allowed", "default",
-        "has_default", "int_or_string", "preserve_unknown", "embedded", "list_type",
+        "has_default", "enum_keys", "int_or_string", "preserve_unknown", "embedded", "list_type",
         "list_map_keys", "map_type", "all_of", "any_of", "one_of", "not_", "prunes")
 
     def __init__(self, schema: dict[str, Any]) -> None:
@@ -23,6 +24,9 @@ class Node:
         self.nullable: bool = bool(schema.get("nullable"))
         self.format: str = schema.get("format", "")
         self.enum: list[Any] | None = schema.get("enum")
+        # enum members as JSON, so that true is not 1 and 1 is not "1"
+        self.enum_keys: frozenset[str] = frozenset(
+            json.dumps(v, sort_keys=True) for v in self.enum or ())
         pattern = schema.get("pattern")
         self.pattern: tuple[str, re.Pattern[str]] | None = (
             (pattern, re.compile(pattern)) if pattern is not None else None)

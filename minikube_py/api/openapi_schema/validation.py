@@ -102,7 +102,7 @@ def _validate(node: Node, value: Any, path: str, errors: list[FieldError]) -> No
                                                f'{_type_names(node)}: "{kind}"'))
     for sub in node.all_of:
         _validate(sub, value, path, errors)
-    if node.enum is not None and value not in node.enum:
+    if node.enum is not None and json.dumps(value, sort_keys=True) not in node.enum_keys:
         errors.append(not_supported(path, value, [_enum_value(v) for v in node.enum]))
     if kind == "string":
         _validate_string(node, value, path, name, errors)
