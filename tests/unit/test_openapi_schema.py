@@ -171,6 +171,14 @@ VALIDATION_CASES = [
      ["spec.labels: Too many: 2: must have at most 1 items",
       'spec.labels.a: Invalid value: "integer": spec.labels.a in body must be of type '
       'string: "integer"']),
+    ("embedded metadata", {"name": "web", "template": {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a/b",
+                                                         "labels": {"k": "-bad-"}}}},
+     ["spec.template.metadata.name: Invalid value: \"a/b\": may not contain '/'",
+      'spec.template.metadata.labels: Invalid value: "-bad-": a valid label must be an empty '
+      "string or consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+      "with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex "
+      "used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"]),
     ("embedded resource", {"name": "web", "template": {"kind": "Not_Valid"}},
      ["spec.template.apiVersion: Required value: must not be empty",
       'spec.template.kind: Invalid value: "Not_Valid": may have mixed case, but should '

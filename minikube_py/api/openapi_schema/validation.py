@@ -15,6 +15,7 @@ from minikube_py.api.validation import (
     required,
     too_many,
     type_invalid,
+    validate_object_meta,
 )
 
 from .compiled import Node
@@ -203,8 +204,22 @@ def _validate_object(node: Node, value: dict[str, Any], path: str, name: str,
         _validate_embedded(value, path, errors)
 
 
+def validate_path_segment_name(name: str) -> list[str]:
+    """path.ValidatePathSegmentName: the name rule of an embedded resource."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in name]
+
+
 def _validate_embedded(value: dict[str, Any], path: str, errors: list[FieldError]) -> None:
-    """objectmeta's validateEmbeddedResource: apiVersion and kind set and well formed."""
+    """objectmeta's validateEmbeddedResource: apiVersion and kind set and well formed,
+    metadata valid ObjectMeta (a missing name passes)."""
+    meta = value.get("metadata")
+    if isinstance(meta, dict):
+        meta = {"name": "fakename", **{k: v for k, v in meta.items() if v or k != "name"}}
+        errors += validate_object_meta(meta, namespaced=bool(meta.get("namespace")),
+                                       name_validator=validate_path_segment_name,
+                                       path=_child(path, "metadata"))
     for key in ("apiVersion", "kind"):
         if key not in value:
             errors.append(required(_child(path, key), "must not be empty"))
