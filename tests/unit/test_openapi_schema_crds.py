@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import time
 from pathlib import Path
 from typing import Any
 
@@ -106,9 +105,9 @@ def test_a_broken_gateway_api_example_is_reported() -> None:
         '"Exact", "PathPrefix", "RegularExpression"']
 
 
-def test_validating_a_50_field_object_is_fast() -> None:
-    """The compiled validator, defaulter and pruner on a 50-field object: well under a
-    millisecond each (issue 31's create-rate target leaves the schema a small share)."""
+def test_a_50_field_object_passes_through_prune_default_and_validate_unchanged() -> None:
+    """The 50-field shape benchmarks/crd.py will time (speed is measured there, not
+    asserted here): a valid object loses nothing, gains nothing and raises nothing."""
     fields = {f"f{i}": ({"type": "integer", "minimum": 0} if i % 3 == 0 else
                         {"type": "string", "maxLength": 64} if i % 3 == 1 else
                         {"type": "array", "items": {"type": "string"}})
@@ -117,12 +116,8 @@ def test_validating_a_50_field_object_is_fast() -> None:
         "spec": {"type": "object", "properties": fields}}})
     obj = {"spec": {name: (i if i % 3 == 0 else f"v{i}" if i % 3 == 1 else ["a", "b"])
                     for i, name in enumerate(fields)}}
-    rounds = 2000
-    start = time.perf_counter()
-    for _ in range(rounds):
-        copy_ = {"spec": dict(obj["spec"])}
-        prune(copy_, node)
-        apply_defaults(node, copy_)
-        assert not validate(node, copy_)
-    per_call = (time.perf_counter() - start) / rounds
-    assert per_call < 0.002, f"{per_call * 1e6:.0f} µs per prune+default+validate"
+    copy_ = {"spec": dict(obj["spec"])}
+    assert prune(copy_, node) == []
+    apply_defaults(node, copy_)
+    assert validate(node, copy_) == []
+    assert copy_ == obj
