@@ -201,12 +201,13 @@ def project_metadata_file(project: str = PROJECT) -> Path:
     so may the closure."""
     from importlib import metadata
 
-    try:
-        distribution = metadata.distribution(project)
-    except metadata.PackageNotFoundError:
-        raise DependencyError(f"{project} is not installed here (make deps installs it)"
-                              ) from None
-    for relative, path in installed_files(distribution):
-        if relative.endswith(".dist-info/METADATA"):
-            return path
+    # Every distribution of that name on sys.path: run from the checkout, the editable
+    # install's minikube_py.egg-info (no RECORD) comes before the venv's .dist-info.
+    found = list(metadata.distributions(name=project))
+    if not found:
+        raise DependencyError(f"{project} is not installed here (make deps installs it)")
+    for distribution in found:
+        for relative, path in installed_files(distribution):
+            if relative.endswith(".dist-info/METADATA"):
+                return path
     raise DependencyError(f"{project} has no METADATA in its RECORD")
