@@ -161,7 +161,8 @@ async def measure(args: argparse.Namespace) -> list[Row]:
                                  f"{rss_megabytes(pid):.0f} MB", "", ""))
             finally:
                 process.terminate()
-                await asyncio.wait_for(process.wait(), 60)
+                async with asyncio.timeout(60):
+                    await process.wait()
     return rows
 
 

@@ -282,7 +282,8 @@ async def run_controllers(kubeconfig: Path) -> AsyncIterator[
         extra = {"clock": clock} if clock is not None else {}
         manager = ControllerManager(client, controllers, options=options, **extra)
         started.append((manager, client))
-        await asyncio.wait_for(manager.start(), 30)
+        async with asyncio.timeout(30):
+            await manager.start()
         return manager
 
     yield start

@@ -249,7 +249,8 @@ async def test_a_pods_change_continues_into_the_endpoint_slice_it_changes(
                                       trace_context=True) as client:
         manager = ControllerManager(client, [EndpointSliceController],
                                     tracer=Tracer("kube-controller-manager", exporter))
-        await asyncio.wait_for(manager.start(), 30)
+        async with asyncio.timeout(30):
+            await manager.start()
         try:
             await client.resource("nodes").create({"metadata": {"name": "traced-node"}})
             await client.resource("services").create({

@@ -78,7 +78,8 @@ async def controllers(admin: Path) -> AsyncIterator[ControllerManager]:
     async with Client.from_kubeconfig(admin, user_agent="test-controller-manager") as client:
         manager = ControllerManager(client, [BootstrapSigner, TokenCleaner],
                                     use_service_account_credentials=True)
-        await asyncio.wait_for(manager.start(), 30)
+        async with asyncio.timeout(30):
+            await manager.start()
         yield manager
         await manager.stop()
 

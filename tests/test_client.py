@@ -100,7 +100,8 @@ async def test_informer_lists_then_hears_every_change_in_order(api_client: Clien
     heard = Recorder(informer)
     informer.run_in_background()
     try:
-        await asyncio.wait_for(informer.wait_for_sync(), 10)
+        async with asyncio.timeout(10):
+            await informer.wait_for_sync()
         assert informer.has_synced()
         assert heard.heard == [("add", "before")]
         created = await configmaps.create(configmap("after", namespace))
@@ -198,7 +199,8 @@ async def test_informer_catches_up_after_its_server_restarts(
             heard = Recorder(informer)
             informer.run_in_background()
             try:
-                await asyncio.wait_for(informer.wait_for_sync(), 10)
+                async with asyncio.timeout(10):
+                    await informer.wait_for_sync()
                 await private.stop()
                 configmaps = api_client.resource("configmaps")
                 for name in ("one", "two"):
@@ -225,7 +227,8 @@ async def test_informer_relists_after_410_and_reports_what_vanished(
             heard = Recorder(informer)
             informer.run_in_background()
             try:
-                await asyncio.wait_for(informer.wait_for_sync(), 10)
+                async with asyncio.timeout(10):
+                    await informer.wait_for_sync()
                 await private.stop()
                 await configmaps.delete("doomed", namespace)
                 await configmaps.create(configmap("born", namespace))
@@ -251,7 +254,8 @@ async def test_event_recorder_folds_repeats_into_a_count(api_client: Client,
         for _ in range(3):
             recorder.event(subject, "Warning", "Broken", "it broke")
         recorder.event(subject, "Normal", "Fixed", "it works")
-        await asyncio.wait_for(recorder.flush(), 10)
+        async with asyncio.timeout(10):
+            await recorder.flush()
     finally:
         await recorder.stop()
     events = (await api_client.resource("events").list(namespace))["items"]
@@ -337,7 +341,8 @@ async def test_a_leader_that_cannot_renew_stops_working(api_client: Client) -> N
     stolen["spec"].update(holderIdentity="intruder", leaseDurationSeconds=3600)
     await leases.update(stolen)
     with pytest.raises(LeadershipLost):
-        await asyncio.wait_for(task, 5)
+        async with asyncio.timeout(5):
+            await task
     assert stopped.is_set() and not candidate.is_leader()
 
 
@@ -349,7 +354,8 @@ async def test_event_recorder_spam_filter_keeps_25_events_per_object(
     try:
         for index in range(30):
             recorder.event(subject, "Normal", "Created", f"created thing {index}")
-        await asyncio.wait_for(recorder.flush(), 10)
+        async with asyncio.timeout(10):
+            await recorder.flush()
     finally:
         await recorder.stop()
     events = (await api_client.resource("events").list(namespace))["items"]

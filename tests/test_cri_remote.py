@@ -60,7 +60,8 @@ async def containerd(fast_tmp: Path) -> AsyncIterator[Path]:
     finally:
         process.terminate()
         try:
-            await asyncio.wait_for(process.wait(), timeout=10)
+            async with asyncio.timeout(10):
+                await process.wait()
         except TimeoutError:
             process.kill()
             await process.wait()

@@ -352,7 +352,8 @@ async def test_rolling_update_stays_within_max_unavailable_and_max_surge(
         watcher = asyncio.create_task(follow())
         await daemonsets.patch("agent", {"spec": {"template": {"spec": {"containers": [
             {"name": "agent", "image": "busybox:1.37"}]}}}}, namespace)
-        await asyncio.wait_for(watcher, 20)
+        async with asyncio.timeout(20):
+            await watcher
     # Reaching the limit shows the update did work; never passing it is the promise.
     assert (worst_unavailable, worst_extra) == (unavailable_nodes, extra_pods)
     await wait_for_status(daemonsets, namespace, updatedNumberScheduled=3, numberAvailable=3)

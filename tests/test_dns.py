@@ -184,11 +184,13 @@ async def test_malformed_query_gets_formerr_and_the_server_keeps_answering(
         Client, remote_addr=("127.0.0.1", cluster_dns.port))
     try:
         transport.sendto(b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07trunc")
-        reply = await asyncio.wait_for(answers.get(), 2)
+        async with asyncio.timeout(2):
+            reply = await answers.get()
         assert reply[:2] == b"\x12\x34" and reply[3] & 0xF == dns.rcode.FORMERR
         transport.sendto(b"\x12\x35\x81\x80" + b"\0" * 8)  # a response: dropped
         transport.sendto(b"\x12\x36")  # no header at all
-        reply = await asyncio.wait_for(answers.get(), 2)
+        async with asyncio.timeout(2):
+            reply = await answers.get()
         assert reply[:2] == b"\x12\x36" and reply[3] & 0xF == dns.rcode.FORMERR
         assert answers.empty()
     finally:

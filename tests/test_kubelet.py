@@ -55,7 +55,8 @@ class KubeletNode:
         self.runtime = RemoteRuntime(self.endpoint)
         host = read_host_info(self.config.root_dir, node_ip="127.0.0.1", hostname=self.name)
         self.kubelet = Kubelet(self.config, self.client, self.runtime, host)
-        await asyncio.wait_for(self.kubelet.start(), 60)
+        async with asyncio.timeout(60):
+            await self.kubelet.start()
 
     async def stop(self) -> None:
         if self.kubelet is not None:
@@ -420,7 +421,8 @@ async def test_kubectl_logs_follow_streams(node, api_client, namespace, kubeconf
         "ticker", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert process.stdout is not None
-        lines = [await asyncio.wait_for(process.stdout.readline(), 10) for _ in range(6)]
+        async with asyncio.timeout(60):
+            lines = [await process.stdout.readline() for _ in range(6)]
     finally:
         process.kill()
         await process.wait()

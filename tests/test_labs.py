@@ -53,7 +53,8 @@ class Lab:
         """SIGTERM, as a service manager stops it; returns the exit status."""
         if self.process.returncode is None:
             self.process.send_signal(signal.SIGTERM)
-        status = await asyncio.wait_for(self.process.wait(), 10)
+        async with asyncio.timeout(10):
+            status = await self.process.wait()
         await self.reader
         return status
 
@@ -163,6 +164,7 @@ async def test_lab_never_overwrites_a_configmap_it_does_not_own(
 
 async def test_lab_stops_by_itself_after_its_timeout(kubeconfig: Path, namespace: str) -> None:
     async with run_lab(kubeconfig, namespace, "--timeout=1") as lab:
-        assert await asyncio.wait_for(lab.process.wait(), 10) == 0
+        async with asyncio.timeout(10):
+            assert await lab.process.wait() == 0
         await lab.reader
     assert "Caches synced; starting 4 workers" in lab.lines

@@ -317,7 +317,8 @@ async def test_a_deleted_node_is_registered_again(harness: Harness) -> None:
         assert (await harness.condition("Ready"))["status"] == "True"
     finally:
         manager.stop()
-        await asyncio.wait_for(task, 5)
+        async with asyncio.timeout(5):
+            await task
 
 
 async def _uid(harness: Harness, unlike: str | None = None) -> str | None:
@@ -372,7 +373,8 @@ async def test_the_lease_is_renewed_every_renew_interval(harness: Harness) -> No
         await eventually(lambda: _changed(renew_time, first), what="the lease to be renewed")
     finally:
         lease.stop()
-        await asyncio.wait_for(task, 5)
+        async with asyncio.timeout(5):
+            await task
 
 
 async def _changed(read: Callable[[], Any], old: str) -> bool:

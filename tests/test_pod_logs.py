@@ -210,15 +210,20 @@ async def test_kubectl_logs_follow_streams_lines_as_they_are_written(
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     assert process.stdout is not None
     try:
-        assert await asyncio.wait_for(process.stdout.readline(), 15) == b"first\n"
+        async with asyncio.timeout(15):
+            assert await process.stdout.readline() == b"first\n"
         host.write(pod, "app", record(1, "second"))
-        assert await asyncio.wait_for(process.stdout.readline(), 15) == b"second\n"
+        async with asyncio.timeout(15):
+            assert await process.stdout.readline() == b"second\n"
         host.write(pod, "app", record(2, "third"))
-        assert await asyncio.wait_for(process.stdout.readline(), 15) == b"third\n"
+        async with asyncio.timeout(15):
+            assert await process.stdout.readline() == b"third\n"
         host.write(pod, "app", record(3, "last words"))
         host.running[("web", "app")] = False  # the container exits: the stream ends
-        assert await asyncio.wait_for(process.stdout.read(), 15) == b"last words\n"
-        assert await asyncio.wait_for(process.wait(), 15) == 0
+        async with asyncio.timeout(15):
+            assert await process.stdout.read() == b"last words\n"
+        async with asyncio.timeout(15):
+            assert await process.wait() == 0
     finally:
         if process.returncode is None:
             process.kill()
@@ -367,7 +372,10 @@ async def test_kubelet_stop_ends_a_follow_in_progress(kubelet: KubeletServer,
     async with aiohttp.ClientSession() as session:
         url = f"http://127.0.0.1:{kubelet.port}/containerLogs/ns/web/app?follow=true"
         async with session.get(url) as answer:
-            assert await asyncio.wait_for(answer.content.readline(), 5) == b"one\n"
-            await asyncio.wait_for(kubelet.stop(), 5)
+            async with asyncio.timeout(5):
+                assert await answer.content.readline() == b"one\n"
+            async with asyncio.timeout(5):
+                await kubelet.stop()
             with pytest.raises(aiohttp.ClientPayloadError):
-                await asyncio.wait_for(answer.content.read(), 5)
+                async with asyncio.timeout(5):
+                    await answer.content.read()

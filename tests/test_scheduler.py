@@ -156,7 +156,8 @@ async def start_scheduler(api_client: Client, cluster: Cluster
                 profile.scheduler_name = cluster.scheduler_name
         scheduler = Scheduler(api_client, config, registry or IN_TREE_PLUGINS)
         started.append(scheduler)
-        await asyncio.wait_for(scheduler.start(), 15)
+        async with asyncio.timeout(15):
+            await scheduler.start()
         return scheduler
 
     yield start

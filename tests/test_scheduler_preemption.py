@@ -75,7 +75,8 @@ class PreemptionCluster:
             "profiles": [{"schedulerName": self.scheduler_name}]}, set(IN_TREE_PLUGINS))
         scheduler = Scheduler(self.client, config, IN_TREE_PLUGINS)
         self.scheduler = scheduler
-        await asyncio.wait_for(scheduler.start(), 15)
+        async with asyncio.timeout(15):
+            await scheduler.start()
         return scheduler
 
     async def create_pod(self, name: str, priority_class: str, *, node: str = "",

@@ -185,7 +185,8 @@ async def test_ordered_ready_creates_in_order_and_scales_down_in_reverse(
 
         watcher = await follow_pods(pods, namespace, creation_in_order)
         await sets.create(stateful_set(replicas=3), namespace)
-        await asyncio.wait_for(watcher, 20)
+        async with asyncio.timeout(20):
+            await watcher
         assert created == ["web-0", "web-1", "web-2"]
 
         order = DeletionOrder()
@@ -198,7 +199,8 @@ async def test_ordered_ready_creates_in_order_and_scales_down_in_reverse(
 
         watcher = await follow_pods(pods, namespace, deletion_in_reverse)
         await sets.patch("web", {"spec": {"replicas": 1}}, namespace)
-        await asyncio.wait_for(watcher, 20)
+        async with asyncio.timeout(20):
+            await watcher
         assert order.names == ["web-2", "web-1"]
 
     status = await wait_for_status(sets, namespace, replicas=1, readyReplicas=1,
@@ -299,7 +301,8 @@ async def test_rolling_update_with_partition_replaces_only_high_ordinals_one_at_
         watcher = await follow_pods(pods, namespace, one_at_a_time)
         await sets.patch("web", {"spec": {"template": {"spec": {"containers": [
             {"name": "nginx", "image": "nginx:1.28"}]}}}}, namespace)
-        await asyncio.wait_for(watcher, 20)
+        async with asyncio.timeout(20):
+            await watcher
         assert order.names == ["web-2", "web-1"]
         status = await wait_for_status(sets, namespace, updatedReplicas=2, currentReplicas=1,
                                        readyReplicas=3)

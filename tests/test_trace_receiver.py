@@ -96,7 +96,8 @@ async def test_following_an_object_streams_the_spans_of_its_traces_as_they_come(
     writer.write(b"GET /api/v1/traces?resource=pods&namespace=default&name=web-2&follow=true"
                  b" HTTP/1.1\r\nHost: x\r\n\r\n")
     await writer.drain()
-    await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)  # the headers
+    async with asyncio.timeout(5):
+        await reader.readuntil(b"\r\n\r\n")  # the headers
     exporter = OTLPExporter(url, "kubelet", interval=0.05)
     tracer = Tracer("kubelet", exporter)
     with tracer.span("SyncPod", **{"k8s.resource": "pods", "k8s.namespace": "default",
@@ -105,7 +106,8 @@ async def test_following_an_object_streams_the_spans_of_its_traces_as_they_come(
     await exporter.close()
     body, names = b"", []
     while len(names) < 2:  # chunked: JSON lines between the chunk sizes
-        body += await asyncio.wait_for(reader.read(65536), 5)
+        async with asyncio.timeout(5):
+            body += await reader.read(65536)
         names = [json.loads(line)["name"] for line in body.split(b"\n")
                  if line.strip().startswith(b"{")]
     assert names == ["RunPodSandbox", "SyncPod"]  # in the order they ended

@@ -373,9 +373,8 @@ class APIServer(Component):
 
     async def wait_ready(self, timeout: float = 30.0) -> None:
         """Every watch cache has its first list."""
-        await asyncio.wait_for(
-            asyncio.gather(*(cache.ready.wait() for cache in self.caches.values())), timeout
-        )
+        async with asyncio.timeout(timeout):
+            await asyncio.gather(*(cache.ready.wait() for cache in self.caches.values()))
 
     async def _listen(self) -> None:
         await self.etcd_client.__aenter__()
@@ -566,7 +565,8 @@ class APIServer(Component):
 
         async def etcd() -> bool:
             try:
-                await asyncio.wait_for(self.etcd.current_revision(), 2.0)
+                async with asyncio.timeout(2.0):
+                    await self.etcd.current_revision()
                 return True
             except (EtcdError, TimeoutError):
                 return False

@@ -165,7 +165,8 @@ class SharedInformerFactory:
 
     async def wait_for_cache_sync(self, timeout: float | None = None) -> None:
         waits = [informer.wait_for_sync() for informer in self._informers.values()]
-        await asyncio.wait_for(asyncio.gather(*waits), timeout)
+        async with asyncio.timeout(timeout):
+            await asyncio.gather(*waits)
 
     async def stop(self) -> None:
         await asyncio.gather(*(informer.stop() for informer in self._informers.values()))

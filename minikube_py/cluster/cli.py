@@ -661,7 +661,8 @@ async def _readiness(processes: dict[str, ComponentProcess]) -> dict[str, tuple[
         if not process.adopt():
             return None, False
         try:
-            return process.pid, await asyncio.wait_for(process.serving(), 5)
+            async with asyncio.timeout(5):
+                return process.pid, await process.serving()
         except (TimeoutError, OSError, ComponentProcessError):
             return process.pid, False
     names = list(processes)

@@ -182,7 +182,8 @@ async def request_certificate(client: Client, node: str, *, name: str | None = N
     log.info("waiting for %s certificate: CSR %s", "serving" if serving else "client",
              csr_name)
     try:
-        certificate = await asyncio.wait_for(_issued(api, created), timeout)
+        async with asyncio.timeout(timeout):
+            certificate = await _issued(api, created)
     except TimeoutError as error:
         raise CertificateRequestFailed(
             f"timed out waiting for CSR {csr_name} to be signed") from error

@@ -301,10 +301,11 @@ class RuntimeManager:
         pre_stop = ((container or {}).get("lifecycle") or {}).get("preStop")
         if pre_stop and record.running:
             try:
-                failure = await asyncio.wait_for(run_lifecycle_handler(
-                    pre_stop, pod, container or {}, record.id,
-                    pod_ip=(pod.get("status") or {}).get("podIP", ""),
-                    exec_sync=self.exec_sync), timeout=grace)
+                async with asyncio.timeout(grace):
+                    failure = await run_lifecycle_handler(
+                        pre_stop, pod, container or {}, record.id,
+                        pod_ip=(pod.get("status") or {}).get("podIP", ""),
+                        exec_sync=self.exec_sync)
             except TimeoutError:
                 failure = f"PreStopHook timed out after {grace}s"
             if failure is not None:

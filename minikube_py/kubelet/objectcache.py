@@ -54,7 +54,8 @@ class ObjectCache:
             self._watches[(namespace, name)] = informer
             informer.run_in_background()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(informer.wait_for_sync(), SYNC_TIMEOUT)
+            async with asyncio.timeout(SYNC_TIMEOUT):
+                await informer.wait_for_sync()
         return informer.store.get_by_name(namespace, name)
 
     async def keep_only(self, used: Iterable[Key]) -> None:

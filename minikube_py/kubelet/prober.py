@@ -278,7 +278,8 @@ async def grpc_probe(host: str, port: int, service: str,
     options = [("grpc.primary_user_agent", f"kube-probe/{KUBE_MINOR_VERSION}")]
     async with grpc.aio.insecure_channel(target, options=options) as channel:
         try:
-            await asyncio.wait_for(channel.channel_ready(), timeout)
+            async with asyncio.timeout(timeout):
+                await channel.channel_ready()
         except TimeoutError:
             return ProbeResult.FAILURE, (f"timeout: failed to connect service {json.dumps(target)}"
                                          f" within {within}: context deadline exceeded")

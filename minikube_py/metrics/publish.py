@@ -12,31 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from minikube_py.api.metricsapi import API_SERVICE, NAMESPACE, SERVICE_NAME, metrics_service
 from minikube_py.client.errors import AlreadyExists, NotFound
 from minikube_py.client.rest import Client
 
 Obj = dict[str, Any]
 
-NAMESPACE = "kube-system"
-SERVICE_NAME = "metrics-server"
 SLICE_NAME = "metrics-server-host"
 MANAGED_BY = "metrics.minikube-py.io"
-API_SERVICE = {
-    "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-    "metadata": {"name": "v1beta1.metrics.k8s.io", "labels": {"k8s-app": "metrics-server"}},
-    "spec": {"group": "metrics.k8s.io", "version": "v1beta1",
-             "service": {"namespace": NAMESPACE, "name": SERVICE_NAME, "port": 443},
-             "groupPriorityMinimum": 100, "versionPriority": 100,
-             "insecureSkipTLSVerify": True},
-}
-
-
-def metrics_service() -> Obj:
-    return {"apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": SERVICE_NAME, "namespace": NAMESPACE,
-                         "labels": {"k8s-app": "metrics-server"}},
-            "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP",
-                                "targetPort": "https"}]}}
 
 
 def metrics_slice(service: Obj, address: str, port: int) -> Obj:

@@ -175,20 +175,21 @@ async def dial_upgrade(url: str, query: Iterable[tuple[str, str]],
     pairs = list(headers.items()) if isinstance(headers, Mapping) else list(headers)
     lines = [f"GET {target} HTTP/1.1", f"Host: {parts.netloc}", "Connection: Upgrade",
              *(f"{name}: {value}" for name, value in pairs), "", ""]
-    reader, writer = await asyncio.wait_for(
-        asyncio.open_connection(host, port, limit=MAX_HEAD,
-                                ssl=(ssl_context or ssl.create_default_context()) if secure
-                                else None),
-        connect_timeout)
+    async with asyncio.timeout(connect_timeout):
+        reader, writer = await asyncio.open_connection(
+            host, port, limit=MAX_HEAD,
+            ssl=(ssl_context or ssl.create_default_context()) if secure else None)
     stream = TcpStream(reader, writer)
     try:
         writer.write("\r\n".join(lines).encode("latin-1"))
         await writer.drain()
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT)
+        async with asyncio.timeout(HEAD_TIMEOUT):
+            head = await reader.readuntil(b"\r\n\r\n")
         status, reason, answer_headers = _parse_head(head)
         if status == 101:
             return UpgradeAnswer(status, reason, answer_headers, stream=stream)
-        body = await asyncio.wait_for(_read_body(reader, answer_headers), HEAD_TIMEOUT)
+        async with asyncio.timeout(HEAD_TIMEOUT):
+            body = await _read_body(reader, answer_headers)
     except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as err:
         await stream.close()
         raise OSError(f"bad answer to the upgrade request: {err}") from None

@@ -378,7 +378,8 @@ class Connection:
             stream.local_done = fin
             await self.transport.write(self.codec.encode(SynStream(stream.id, headers,
                                                                    fin=fin)))
-        await asyncio.wait_for(asyncio.shield(stream.replied), REPLY_TIMEOUT)
+        async with asyncio.timeout(REPLY_TIMEOUT):
+            await asyncio.shield(stream.replied)
         return stream
 
     async def accept(self) -> Stream | None:

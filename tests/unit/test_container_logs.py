@@ -182,7 +182,8 @@ async def test_a_missing_file_raises_oserror(tmp_path: Path) -> None:
 
 
 async def next_line(lines: object, timeout: float = 5.0) -> str:
-    line = await asyncio.wait_for(anext(lines), timeout)  # type: ignore[call-overload]
+    async with asyncio.timeout(timeout):
+        line = await anext(lines)  # type: ignore[call-overload]
     return line.decode()
 
 

@@ -121,7 +121,8 @@ async def test_sleep_hook_waits_then_succeeds() -> None:
 
 async def test_sleep_hook_is_cut_short_by_the_callers_deadline() -> None:
     with pytest.raises(TimeoutError):
-        await asyncio.wait_for(run({"sleep": {"seconds": 30}}), timeout=0.05)
+        async with asyncio.timeout(0.05):
+            await run({"sleep": {"seconds": 30}})
 
 
 async def test_a_handler_without_an_action_cannot_run() -> None:

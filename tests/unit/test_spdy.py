@@ -133,7 +133,8 @@ async def test_streams_are_numbered_odd_by_the_client_and_reset_wakes_the_reader
         assert (first.id, second.id) == (1, 3)
         reading = asyncio.create_task(server.streams[3].read())
         await second.reset()
-        assert await asyncio.wait_for(reading, 5) == b""
+        async with asyncio.timeout(5):
+            assert await reading == b""
         serving.cancel()
     finally:
         await client.close()
@@ -143,8 +144,10 @@ async def test_streams_are_numbered_odd_by_the_client_and_reset_wakes_the_reader
 async def test_pings_are_echoed_by_the_other_end() -> None:
     client, server = await _pair()
     try:
-        await asyncio.wait_for(client.ping(), 5)
-        await asyncio.wait_for(server.ping(), 5)
+        async with asyncio.timeout(5):
+            await client.ping()
+        async with asyncio.timeout(5):
+            await server.ping()
     finally:
         await client.close()
         await server.close()
@@ -159,8 +162,10 @@ async def test_goaway_ends_the_session_and_every_stream_reads_its_end() -> None:
         await accepted.reply()
         stream = await opening
         await server.close()
-        assert await asyncio.wait_for(stream.read(), 5) == b""
-        await asyncio.wait_for(client.closed.wait(), 5)
+        async with asyncio.timeout(5):
+            assert await stream.read() == b""
+        async with asyncio.timeout(5):
+            await client.closed.wait()
         with pytest.raises(ConnectionResetError):
             await client.open_stream({"streamType": "stderr"})
     finally:

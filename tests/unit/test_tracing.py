@@ -149,7 +149,8 @@ async def test_a_follower_gets_each_new_span_of_a_trace_that_comes_to_name_its_o
     store.add([record("t1", "a", 1, **{"k8s.resource": "pods", "k8s.namespace": "default",
                                        "k8s.name": "web-1"}),
                record("t1", "b", 2), record("t2", "other", 3)])
-    got = [await asyncio.wait_for(queue.get(), 1) for _ in range(2)]
+    async with asyncio.timeout(2):
+        got = [await queue.get() for _ in range(2)]
     assert [r["spanId"] for r in got] == ["a", "b"] and queue.empty()
 
 

@@ -126,5 +126,6 @@ async def test_next_batch_waits_for_an_event() -> None:
     waiting = asyncio.create_task(watcher.next_batch(timeout=5))
     await asyncio.sleep(0.01)
     wc._apply(put("late", 11))
-    batch = await asyncio.wait_for(waiting, 1)
+    async with asyncio.timeout(1):
+        batch = await waiting
     assert batch[0][1]["metadata"]["name"] == "late"

@@ -79,7 +79,8 @@ async def test_get_waits_for_an_add() -> None:
     await asyncio.sleep(0.01)
     assert not getter.done()
     queue.add("x")
-    assert await asyncio.wait_for(getter, 1) == "x"
+    async with asyncio.timeout(1):
+        assert await getter == "x"
 
 
 async def test_shut_down_releases_waiting_workers() -> None:
@@ -88,7 +89,8 @@ async def test_shut_down_releases_waiting_workers() -> None:
     await asyncio.sleep(0.01)
     queue.shut_down()
     with pytest.raises(ShutDown):
-        await asyncio.wait_for(getter, 1)
+        async with asyncio.timeout(1):
+            await getter
     queue.add("ignored")
     assert len(queue) == 0
 
@@ -99,7 +101,8 @@ async def test_add_after_delays_and_the_earliest_pending_add_wins() -> None:
     queue.add_after("k", 0.02)
     queue.add_after("k", 5.0)
     assert len(queue) == 0
-    assert await asyncio.wait_for(queue.get(), 1) == "k"
+    async with asyncio.timeout(1):
+        assert await queue.get() == "k"
     queue.done("k")
     await asyncio.sleep(0.05)
     assert len(queue) == 0, "the later adds were folded into the earlier one"
@@ -143,6 +146,7 @@ async def test_add_rate_limited_requeues_after_the_backoff() -> None:
     queue.add_rate_limited(key)
     queue.done(key)
     assert queue.num_requeues("k") == 1
-    assert await asyncio.wait_for(queue.get(), 1) == "k"
+    async with asyncio.timeout(1):
+        assert await queue.get() == "k"
     queue.forget("k")
     assert queue.num_requeues("k") == 0

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from minikube_py.api.metricsapi import API_SERVICE, metrics_service
 from minikube_py.cluster.kubeadm.staticpod import Obj, probe
-from minikube_py.metrics.publish import API_SERVICE, metrics_service
 
 NAMESPACE = "kube-system"
 RBAC = "rbac.authorization.k8s.io"

@@ -120,12 +120,14 @@ async def test_syncs_of_different_pods_run_concurrently():
         running.add(uid)
         if len(running) == 2:
             overlap.set()
-        await asyncio.wait_for(overlap.wait(), 1)
+        async with asyncio.timeout(1):
+            await overlap.wait()
         return None
     workers = PodWorkers(sync)
     workers.update_pod("a")
     workers.update_pod("b")
-    await asyncio.wait_for(overlap.wait(), 1)
+    async with asyncio.timeout(1):
+        await overlap.wait()
     await workers.stop()
 
 

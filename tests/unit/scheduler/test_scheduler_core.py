@@ -90,7 +90,8 @@ async def test_closing_the_queue_releases_a_waiting_pop() -> None:
     popper = asyncio.create_task(queue.pop())
     await asyncio.sleep(0.01)
     queue.close()
-    assert await asyncio.wait_for(popper, 1) is None
+    async with asyncio.timeout(1):
+        assert await popper is None
 
 
 def test_cache_counts_assumed_pods_until_forgotten_or_confirmed() -> None:
