@@ -379,3 +379,59 @@ async def test_starting_the_api_server_repairs_leaked_and_missing_allocations(
             assert await owner_of(etcd, PORT_KEYS, 30030) is None
             assert await owner_of(etcd, IP_KEYS, "10.96.0.40") == "prod/coming"
             assert await owner_of(etcd, IP_KEYS, "10.96.0.1") == "default/kubernetes"
+
+
+@pytest.mark.slow
+async def test_starting_the_api_server_puts_back_the_kubernetes_objects_it_owns(
+        private_etcd: EtcdProcess, fast_tmp: Path) -> None:
+    """The kubernetes Service's ports, and its Endpoints' and EndpointSlice's addresses and
+    ports, are this server's again; the fields it does not own are kept."""
+    stale_ports = [{"name": "https", "port": 1, "protocol": "TCP"}]
+    stale = {
+        "/registry/services/default/kubernetes": {
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "kubernetes", "namespace": "default", "uid": "u1",
+                         "labels": {"mine": "kept"}},
+            "spec": {"type": "ClusterIP", "clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"],
+                     "sessionAffinity": "None",
+                     "ports": [{**stale_ports[0], "port": 443, "targetPort": 1}]}},
+        "/registry/endpoints/default/kubernetes": {
+            "apiVersion": "v1", "kind": "Endpoints",
+            "metadata": {"name": "kubernetes", "namespace": "default", "uid": "u2",
+                         "labels": {"mine": "kept"}},
+            "subsets": [{"addresses": [{"ip": "10.9.9.9"}], "ports": stale_ports}]},
+        "/registry/endpointslices/default/kubernetes": {
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "kubernetes", "namespace": "default", "uid": "u3",
+                         "labels": {"kubernetes.io/service-name": "kubernetes",
+                                    "mine": "kept"}},
+            "addressType": "IPv4", "ports": stale_ports,
+            "endpoints": [{"addresses": ["10.9.9.9"], "conditions": {"ready": True}}]},
+    }
+    advertised = "10.250.0.7"
+    async with private_etcd.client() as etcd:
+        for key, obj in stale.items():
+            await etcd.create(key.encode(), orjson.dumps(obj))
+        process = APIServerProcess([private_etcd.client_url], fast_tmp / "apiserver-own.log",
+                                   extra_args=(f"--advertise-address={advertised}",))
+        async with process, aiohttp.ClientSession() as session:
+            api = API(session, process.url)
+            paths = ("/api/v1/namespaces/default/services/kubernetes",
+                     "/api/v1/namespaces/default/endpoints/kubernetes",
+                     "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes")
+            port = {"name": "https", "port": process.port, "protocol": "TCP"}
+
+            async def put_back() -> list[Any]:
+                service, endpoints, endpoint_slice = [(await api.get(path))[1] for path in paths]
+                return [service["spec"]["ports"], endpoints["subsets"],
+                        (endpoint_slice["endpoints"], endpoint_slice["ports"])]
+
+            wanted = [[{"name": "https", "port": 443, "protocol": "TCP",
+                        "targetPort": process.port}],
+                      [{"addresses": [{"ip": advertised}], "ports": [port]}],
+                      ([{"addresses": [advertised], "conditions": {"ready": True}}], [port])]
+            async with asyncio.timeout(10):
+                while await put_back() != wanted:
+                    await asyncio.sleep(0.1)
+            for path in paths:
+                assert (await api.get(path))[1]["metadata"]["labels"]["mine"] == "kept"

@@ -32,7 +32,7 @@ from typing import Any
 import orjson
 
 from minikube_py.api import errors, meta
-from minikube_py.api.defaulting import as_dict, as_list, items_of
+from minikube_py.api.defaulting import as_dict, as_list, defaulted_dict, items_of
 from minikube_py.api.resources import Resource
 from minikube_py.api.validation import FieldError, invalid
 from minikube_py.apiserver.registry.allocators import (
@@ -427,10 +427,51 @@ async def ensure_kubernetes_service(store: ServiceStore, port: int) -> None:
     that the repair pass frees).
     """
     wanted = kubernetes_service(store.allocators.ips.kubernetes_service_ip, port)
+    await ensure_kubernetes_object(store, wanted, (("spec", "ports"),), "service")
 
-    def fix_ports(current: Obj) -> Obj:
-        current.setdefault("spec", {})["ports"] = wanted["spec"]["ports"]
-        return current
+
+async def ensure_kubernetes_endpoints(endpoints: Store, slices: Store, address: str,
+                                      port: int) -> None:
+    """The endpoint reconciler: the `kubernetes` Service's Endpoints and EndpointSlice
+    name this server (address:port), so that pods reach it at kubernetes.default.svc
+    through the proxies' rules. Each is created, or put back when it says otherwise."""
+    ports = [{"name": "https", "port": port, "protocol": "TCP"}]
+    await ensure_kubernetes_object(
+        endpoints,
+        {"apiVersion": "v1", "kind": "Endpoints",
+         "metadata": {"name": "kubernetes", "namespace": "default",
+                      "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+         "subsets": [{"addresses": [{"ip": address}], "ports": ports}]},
+        (("subsets",),), "endpoints")
+    await ensure_kubernetes_object(
+        slices,
+        {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+         "metadata": {"name": "kubernetes", "namespace": "default",
+                      "labels": {"kubernetes.io/service-name": "kubernetes"}},
+         "addressType": "IPv6" if ":" in address else "IPv4",
+         "endpoints": [{"addresses": [address], "conditions": {"ready": True}}],
+         "ports": ports},
+        (("endpoints",), ("ports",)), "endpoints")
+
+
+async def ensure_kubernetes_object(store: Store, wanted: Obj, owned: tuple[tuple[str, ...], ...],
+                                   what: str) -> None:
+    """Create `wanted` (a `default/kubernetes` object) in `store`, or put back the fields
+    at the `owned` paths when the stored object says otherwise; an error is logged and
+    the whole step retried until it succeeds."""
+
+    def at(obj: Any, path: tuple[str, ...]) -> Any:
+        for key in path:
+            obj = as_dict(obj).get(key)
+        return obj
+
+    def put_back(stored: Obj) -> Obj:
+        for path in owned:
+            parent = stored
+            for key in path[:-1]:
+                parent = defaulted_dict(parent, key)
+            parent[path[-1]] = copy.deepcopy(at(wanted, path))
+        return stored
 
     while True:
         try:
@@ -441,60 +482,13 @@ async def ensure_kubernetes_service(store: ServiceStore, port: int) -> None:
                     raise
                 await store.create("default", copy.deepcopy(wanted))
                 return
-            if as_dict(current.get("spec")).get("ports") != wanted["spec"]["ports"]:
-                await store.guaranteed_update("default", "kubernetes", fix_ports)
+            if any(at(current, path) != at(wanted, path) for path in owned):
+                await store.guaranteed_update("default", "kubernetes", put_back)
             return
         except errors.APIError as err:
-            log.warning(orjson.dumps({"msg": "cannot ensure the kubernetes service",
+            log.warning(orjson.dumps({"msg": f"cannot ensure the kubernetes {what}",
                                       "error": str(err)}).decode())
             await asyncio.sleep(RETRY_SECONDS)
-
-
-async def ensure_kubernetes_endpoints(endpoints: Store, slices: Store, address: str,
-                                      port: int) -> None:
-    """The endpoint reconciler: the `kubernetes` Service's Endpoints and EndpointSlice
-    name this server (address:port), so that pods reach it at kubernetes.default.svc
-    through the proxies' rules. Each is created, or put back when it says otherwise."""
-    ports = [{"name": "https", "port": port, "protocol": "TCP"}]
-    wanted = {
-        "endpoints": ({"apiVersion": "v1", "kind": "Endpoints",
-                       "metadata": {"name": "kubernetes", "namespace": "default",
-                                    "labels": {"endpointslice.kubernetes.io/skip-mirror":
-                                               "true"}},
-                       "subsets": [{"addresses": [{"ip": address}], "ports": ports}]},
-                      endpoints, ("subsets",)),
-        "endpointslices": ({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-                            "metadata": {"name": "kubernetes", "namespace": "default",
-                                         "labels": {"kubernetes.io/service-name":
-                                                    "kubernetes"}},
-                            "addressType": "IPv6" if ":" in address else "IPv4",
-                            "endpoints": [{"addresses": [address],
-                                           "conditions": {"ready": True}}],
-                            "ports": ports},
-                           slices, ("endpoints", "ports")),
-    }
-    for obj, store, fields in wanted.values():
-        while True:
-            try:
-                try:
-                    current = await store.get("default", "kubernetes")
-                except errors.APIError as err:
-                    if err.code != 404:
-                        raise
-                    await store.create("default", copy.deepcopy(obj))
-                    break
-                if any(current.get(field) != obj[field] for field in fields):
-                    def put_back(stored: Obj, obj: Obj = obj, fields: tuple[str, ...] = fields
-                                 ) -> Obj:
-                        stored.update({field: copy.deepcopy(obj[field]) for field in fields})
-                        return stored
-
-                    await store.guaranteed_update("default", "kubernetes", put_back)
-                break
-            except errors.APIError as err:
-                log.warning(orjson.dumps({"msg": "cannot ensure the kubernetes endpoints",
-                                          "error": str(err)}).decode())
-                await asyncio.sleep(RETRY_SECONDS)
 
 
 # -- repair --------------------------------------------------------------------------------
