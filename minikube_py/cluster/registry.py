@@ -1,7 +1,7 @@
 """The cluster's image registry: Debian's `docker-registry` (the CNCF distribution registry).
 
 Every node's containerd pulls docker.io, registry.k8s.io and localhost images from it
-(kubelet/runtime_setup.py writes the hosts.toml files), and `minikube-py image build` and
+(cluster/runtime_setup.py writes the hosts.toml files), and `minikube-py image build` and
 `image load` push to it, so `kubectl create deployment web --image=nginx` is a real pull.
 Its storage is a folder under the cluster's state; it listens on plain HTTP.
 """
