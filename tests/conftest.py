@@ -163,6 +163,30 @@ def shared_shape_apiserver(etcd: EtcdProcess, log: Path) -> APIServerProcess:
                             extra_args=("--disable-admission-plugins=ServiceAccount",))
 
 
+def module_own_apiserver(name: str) -> tuple[Any, Any, Any]:
+    """The etcd, apiserver and kubeconfig fixtures of a module that must not share the
+    session's server (its assertions count every node or pod the server holds, and other
+    modules leave theirs behind). In the module: `etcd, apiserver, kubeconfig =
+    module_own_apiserver("scheduler")`; `namespace`, `api_client` and the rest then use
+    the module's server."""
+
+    @pytest.fixture(scope="module")
+    async def etcd(fast_tmp: Path) -> AsyncIterator[EtcdProcess]:
+        async with EtcdProcess(fast_tmp / f"etcd-{name}-{uuid.uuid4().hex[:8]}") as process:
+            yield process
+
+    @pytest.fixture(scope="module")
+    async def apiserver(etcd: EtcdProcess, fast_tmp: Path) -> AsyncIterator[APIServerProcess]:
+        async with shared_shape_apiserver(etcd, fast_tmp / f"apiserver-{name}.log") as process:
+            yield process
+
+    @pytest.fixture(scope="module")
+    def kubeconfig(apiserver: APIServerProcess, fast_tmp: Path) -> Path:
+        return write_kubeconfig(fast_tmp / f"kubeconfig-{name}", apiserver.url)
+
+    return etcd, apiserver, kubeconfig
+
+
 @pytest.fixture(scope="session")
 async def apiserver(etcd: EtcdProcess, fast_tmp: Path) -> AsyncIterator[APIServerProcess]:
     """One real API server process on the shared etcd; tests use namespaces of their own."""

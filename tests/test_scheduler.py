@@ -12,23 +12,19 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
-from minikube_py.cluster.apiserver import APIServerProcess
-from minikube_py.cluster.etcd import EtcdProcess
-from minikube_py.cluster.kubeconfig import write_kubeconfig
 from minikube_py.scheduler.config import default_configuration, parse_configuration
 from minikube_py.scheduler.framework.interface import Code, CycleState, PermitPlugin, Status
 from minikube_py.scheduler.framework.types import PodInfo
 from minikube_py.scheduler.plugins.registry import IN_TREE_PLUGINS
 from minikube_py.scheduler.scheduler import Scheduler
 from tests.api_helpers import eventually
-from tests.conftest import shared_shape_apiserver
+from tests.conftest import module_own_apiserver
 
 Obj = dict[str, Any]
 
@@ -117,21 +113,7 @@ class Cluster:
 # An etcd and API server of this module's own: a FailedScheduling message counts every
 # node the scheduler sees, and other modules leave nodes of theirs on a shared server
 # (a CI run saw 0/3 and 0/4 where the test made 2 and 3).
-@pytest.fixture(scope="module")
-async def etcd(fast_tmp: Path) -> AsyncIterator[EtcdProcess]:
-    async with EtcdProcess(fast_tmp / f"etcd-scheduler-{uuid.uuid4().hex[:8]}") as process:
-        yield process
-
-
-@pytest.fixture(scope="module")
-async def apiserver(etcd: EtcdProcess, fast_tmp: Path) -> AsyncIterator[APIServerProcess]:
-    async with shared_shape_apiserver(etcd, fast_tmp / "apiserver-scheduler.log") as process:
-        yield process
-
-
-@pytest.fixture(scope="module")
-def kubeconfig(apiserver: APIServerProcess, fast_tmp: Path) -> Path:
-    return write_kubeconfig(fast_tmp / "kubeconfig-scheduler", apiserver.url)
+etcd, apiserver, kubeconfig = module_own_apiserver("scheduler")
 
 
 @pytest.fixture

@@ -11,21 +11,17 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from minikube_py.client.errors import Forbidden, NotFound
 from minikube_py.client.rest import Client
-from minikube_py.cluster.apiserver import APIServerProcess
-from minikube_py.cluster.etcd import EtcdProcess
-from minikube_py.cluster.kubeconfig import write_kubeconfig
 from minikube_py.scheduler.config import parse_configuration
 from minikube_py.scheduler.plugins.registry import IN_TREE_PLUGINS
 from minikube_py.scheduler.scheduler import Scheduler
 from tests.api_helpers import eventually
-from tests.conftest import shared_shape_apiserver
+from tests.conftest import module_own_apiserver
 
 Obj = dict[str, Any]
 
@@ -137,21 +133,7 @@ async def _ignore_missing(call: Any) -> None:
 
 # An etcd and API server of this module's own: preemption's messages count every node
 # and pod the scheduler sees, and other modules on a shared server leave theirs behind.
-@pytest.fixture(scope="module")
-async def etcd(fast_tmp: Path) -> AsyncIterator[EtcdProcess]:
-    async with EtcdProcess(fast_tmp / f"etcd-preemption-{uuid.uuid4().hex[:8]}") as process:
-        yield process
-
-
-@pytest.fixture(scope="module")
-async def apiserver(etcd: EtcdProcess, fast_tmp: Path) -> AsyncIterator[APIServerProcess]:
-    async with shared_shape_apiserver(etcd, fast_tmp / "apiserver-preemption.log") as process:
-        yield process
-
-
-@pytest.fixture(scope="module")
-def kubeconfig(apiserver: APIServerProcess, fast_tmp: Path) -> Path:
-    return write_kubeconfig(fast_tmp / "kubeconfig-preemption", apiserver.url)
+etcd, apiserver, kubeconfig = module_own_apiserver("preemption")
 
 
 @pytest.fixture
