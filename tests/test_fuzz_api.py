@@ -2,20 +2,27 @@
 
 Bodies and query strings are generated with hypothesis from our own schemas
 (`minikube_py.api.schema`, the source of /openapi/v3) for every served kind and verb:
-first a well-typed object, then mutations of the kinds a fuzzer found answered with 500
-(wrong JSON types at any depth, nulls, empty keys, huge numbers, deep nesting), and raw
-byte mutations (truncation, bytes that are not UTF-8, duplicate keys, YAML aliases).
-They go to an API server of the test's own, on an etcd of its own with nothing else
-writing once the server's own start-up writes are done (wait_for_start_up_writes), so
-etcd's revision moves only when a request wrote something.
+first a well-typed object (half of them with every optional field they leave out sent as
+an explicit null, at every depth), then mutations of the kinds a fuzzer found answered
+with 500 (wrong JSON types at any depth, nulls, empty keys, huge numbers, deep nesting),
+and raw byte mutations (truncation, bytes that are not UTF-8, duplicate keys, YAML
+aliases). They go to an API server of the test's own, on an etcd of its own with nothing
+else writing once the server's own start-up writes are done (wait_for_start_up_writes),
+so etcd's revision moves only when a request wrote something.
+
+Second property: an explicit null is answered as if the field were absent, as upstream's
+decoder reads it; a dry-run create or update of an object gets the same answer with its
+left-out optional fields sent as nulls.
 
 CI runs FIXED_CASES (2,000) with a fixed seed, then as many with a random seed that a
-failure prints; MINIKUBE_PY_FUZZ_CASES=100000 runs that many instead.
+failure prints, and NULL_CASES (500) of the second property; MINIKUBE_PY_FUZZ_CASES=100000
+runs that many instead.
 """
 
 from __future__ import annotations
 
 import base64
+import copy
 import http.client
 import json
 import os
@@ -46,6 +53,7 @@ pytestmark = pytest.mark.slow
 FIXED_SEED = 20261124
 FIXED_CASES = 2000
 CASES = int(os.environ.get("MINIKUBE_PY_FUZZ_CASES", FIXED_CASES))
+NULL_CASES = CASES // 4
 NAMESPACE = "fuzz"
 SERVED = [r for r in RESOURCES if schema_for(r.group, r.version, r.kind) is not None]
 PATCH_TYPES = ("application/merge-patch+json", "application/strategic-merge-patch+json",
@@ -147,6 +155,21 @@ def value_of(schema: Type, depth: int = 0) -> st.SearchStrategy[Any]:
     }.get(schema.kind, SCALARS)
 
 
+def with_nulls(value: Any, schema: Type) -> Any:
+    """The value with every optional field it leaves out sent as an explicit null, at every
+    depth (upstream decodes such a null as if the field were absent)."""
+    if schema.kind == "object" and isinstance(value, dict):
+        for name, field in schema.fields.items():
+            if name in value:
+                with_nulls(value[name], field.type)
+            elif not field.required:
+                value[name] = None
+    elif schema.kind in ("map", "array") and schema.items is not None:
+        for item in value.values() if isinstance(value, dict) else value or []:
+            with_nulls(item, schema.items)
+    return value
+
+
 def nested(depth: int) -> Any:
     value: Any = {}
     for _ in range(depth):
@@ -217,6 +240,15 @@ def paths_of(resource: Resource) -> tuple[str, str]:
     return collection, f"{collection}/fuzz-object"
 
 
+def typed(obj: dict[str, Any], resource: Resource) -> dict[str, Any]:
+    """The object with its apiVersion, kind and a name, so that the decoder takes it."""
+    obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
+    if not isinstance(obj.get("metadata"), dict):
+        obj["metadata"] = {}
+    obj["metadata"]["name"] = "fuzz-object"
+    return obj
+
+
 @st.composite
 def requests(draw: st.DrawFn) -> Request:
     resource = draw(st.sampled_from(SERVED))
@@ -228,6 +260,8 @@ def requests(draw: st.DrawFn) -> Request:
         obj.setdefault("metadata", {"name": "fuzz-object"})
         if draw(st.booleans()):
             obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
+    if isinstance(obj, dict) and draw(st.booleans()):
+        obj = with_nulls(typed(obj, resource), schema)
     if draw(st.integers(0, 3)):
         obj = draw(mutated(obj))
     query = draw(st.dictionaries(st.sampled_from(QUERY_KEYS),
@@ -335,3 +369,55 @@ def test_the_same_with_a_random_seed(cluster: Cluster) -> None:
     fuzz_seed = random.randrange(2**32)
     print(f"fuzz seed: {fuzz_seed} (MINIKUBE_PY_FUZZ_SEED={fuzz_seed} to repeat it)")
     run_property(cluster, int(os.environ.get("MINIKUBE_PY_FUZZ_SEED", fuzz_seed)))
+
+
+# -- explicit nulls ---------------------------------------------------------------------------
+
+@st.composite
+def typed_objects(draw: st.DrawFn) -> tuple[Resource, dict[str, Any]]:
+    """A well-typed object of a served kind, with its apiVersion and kind, and a name
+    unless it has no metadata at all."""
+    resource = draw(st.sampled_from(SERVED))
+    schema = schema_for(resource.group, resource.version, resource.kind)
+    assert schema is not None
+    obj = typed(draw(value_of(schema)), resource)
+    if draw(st.integers(0, 9)) == 0:
+        del obj["metadata"]
+    return resource, obj
+
+
+def answered(cluster: Cluster, method: str, path: str, obj: Any) -> tuple[int, Any]:
+    """The status and the decoded answer, without what two answers to the same request
+    may differ in (the uid, creationTimestamp and managedFields times a create sets)."""
+    cluster.api.request(method, path, json.dumps(obj).encode(),
+                        {"Content-Type": "application/json"})
+    response = cluster.api.getresponse()
+    answer = json.loads(response.read())
+    metadata = answer.get("metadata") or {}
+    metadata.pop("uid", None)
+    metadata.pop("creationTimestamp", None)
+    for entry in metadata.get("managedFields") or []:
+        entry.pop("time", None)
+    return response.status, answer
+
+
+def test_an_explicit_null_is_answered_as_the_field_absent(cluster: Cluster) -> None:
+    @seed(FIXED_SEED)
+    @settings(max_examples=NULL_CASES, deadline=None, database=None, derandomize=False,
+              phases=[Phase.generate, Phase.shrink],
+              suppress_health_check=list(HealthCheck))
+    @given(typed_objects(), st.booleans())
+    def same_answer(pair: tuple[Resource, dict[str, Any]], update: bool) -> None:
+        resource, obj = pair
+        schema = schema_for(resource.group, resource.version, resource.kind)
+        assert schema is not None
+        collection, one = paths_of(resource)
+        if update:
+            answered(cluster, "POST", collection, obj)  # the object to update, if it is valid
+        method, path = ("PUT", one) if update else ("POST", collection)
+        plain = answered(cluster, method, path + "?dryRun=All", obj)
+        nulls = with_nulls(copy.deepcopy(obj), schema)
+        assert answered(cluster, method, path + "?dryRun=All", nulls) == plain, (
+            f"{method} {path}: {json.dumps(nulls)[:400]}")
+
+    same_answer()

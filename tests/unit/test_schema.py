@@ -18,6 +18,7 @@ from minikube_py.api.schema import (
     unknown_fields,
 )
 from minikube_py.api.schema.registry import KINDS, definitions
+from minikube_py.api.schema.strict import drop_null_fields
 from minikube_py.api.schema.types import Field, Type
 
 # --- manifests from the Kubernetes documentation ---------------------------------------
@@ -270,6 +271,24 @@ def test_nothing_below_an_any_type_is_reported() -> None:
                                          "fieldsV1": {"f:spec": {"f:whatever": {}}}}]
 
     assert unknown_fields(pod, schema_for("", "v1", "Pod")) == []
+
+
+def test_fields_sent_as_null_are_dropped_at_every_depth_as_go_decodes_them() -> None:
+    pod = copy.deepcopy(POD)
+    pod["metadata"]["labels"] = {"app": None}  # a map value, not a field: kept
+    pod["spec"].update(nodeName=None, restartPolicy=None)
+    pod["spec"]["containers"][0]["env"] = None
+    pod["spec"]["volumes"].append({"name": "ebs", "hostPath": None,
+                                   "awsElasticBlockStore": {"volumeID": None}})
+    pod["spek"] = None  # unknown: left for fieldValidation to report
+
+    drop_null_fields(pod, schema_for("", "v1", "Pod"))
+
+    assert "nodeName" not in pod["spec"] and "restartPolicy" not in pod["spec"]
+    assert "env" not in pod["spec"]["containers"][0]
+    assert pod["spec"]["volumes"][-1] == {"name": "ebs",
+                                          "awsElasticBlockStore": {"volumeID": None}}
+    assert pod["metadata"]["labels"] == {"app": None} and pod["spek"] is None
 
 
 def test_list_items_are_checked_against_the_item_kind() -> None:

@@ -60,6 +60,26 @@ def _collect_unknown(value: Any, schema: Type, path: tuple[str | int, ...],
             _collect_unknown(item, schema.items, (*path, index), found)
 
 
+def drop_null_fields(obj: Any, schema: Type) -> None:
+    """Remove the fields sent as an explicit JSON null, at every depth, as decoding into
+    the Go struct does: Go leaves such a field at its zero value, so upstream answers it
+    as if it were absent. Below an `any` type or one that preserves unknown fields (raw
+    JSON upstream keeps as sent) nulls stay, and so do null map values and list items."""
+    if schema.kind == "object" and isinstance(obj, dict) and not schema.preserve_unknown:
+        for key in [key for key, value in obj.items() if value is None and key in schema.fields]:
+            del obj[key]
+        for key, value in obj.items():
+            field = schema.fields.get(key)
+            if field is not None:
+                drop_null_fields(value, field.type)
+    elif schema.kind == "map" and isinstance(obj, dict) and schema.items is not None:
+        for value in obj.values():
+            drop_null_fields(value, schema.items)
+    elif schema.kind == "array" and isinstance(obj, list) and schema.items is not None:
+        for item in obj:
+            drop_null_fields(item, schema.items)
+
+
 INT64 = (-(2**63), 2**63 - 1)
 GO_TYPES = {"string": "string", "integer": "int64", "number": "float64", "boolean": "bool",
             "array": "[]", "map": "map[string]", "int-or-string": "intstr.IntOrString",

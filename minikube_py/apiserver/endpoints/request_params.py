@@ -17,7 +17,7 @@ from aiohttp import web
 from minikube_py.api import errors, meta
 from minikube_py.api.resources import Resource, by_kind
 from minikube_py.api.schema import schema_for, unknown_fields
-from minikube_py.api.schema.strict import FieldPath, type_error
+from minikube_py.api.schema.strict import FieldPath, drop_null_fields, type_error
 from minikube_py.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from minikube_py.api.validation import FieldError, forbidden, invalid, required, too_long
 from minikube_py.apiserver.endpoints import negotiation
@@ -169,6 +169,8 @@ def check_type(obj: Obj, kind: str, api_version: str) -> None:
     obj["apiVersion"] = api_version
     obj["kind"] = kind
     obj.update(rest)
+    if "metadata" in obj and obj["metadata"] is None:
+        del obj["metadata"]  # a null metadata decodes as an empty ObjectMeta
     if "metadata" in obj and not isinstance(obj["metadata"], dict):
         raise errors.bad_request(
             "json: cannot unmarshal into Go struct field .metadata of type v1.ObjectMeta"
@@ -251,7 +253,9 @@ def field_validation(
     group: str | None = None,
     version: str = "",
 ) -> list[str]:
-    """fieldValidation: Strict rejects unknown fields, Warn (default) and Ignore drop them."""
+    """Decode into the kind's schema: a wrong JSON type is a 400, a field sent as null is
+    dropped (Go's decoder reads it as absent); fieldValidation: Strict rejects unknown
+    fields, Warn (default) and Ignore drop them."""
     mode = field_validation_mode(request)
     schema = schema_for(
         group if group is not None else resource.group,
@@ -266,6 +270,7 @@ def field_validation(
         raise errors.bad_request(
             f'{kind_name} in version "{version or resource.version}" cannot be handled as a '
             f"{kind_name}: {wrong_type}")
+    drop_null_fields(obj, schema)
     unknown = unknown_fields(obj, schema)
     if not unknown:
         return []
