@@ -642,8 +642,9 @@ def answered(log: Path) -> list[tuple[str, str, str]]:
     path, user agent). A tool has made a request once it is there."""
     found = []
     for line in log.read_text().splitlines():
-        if line.startswith('{"msg":"request"'):
-            request = json.loads(line)
+        start = line.find('{"msg":"request"')  # after the klog header
+        if start >= 0:
+            request = json.loads(line[start:])
             found.append((request["verb"], request["path"], request.get("userAgent", "")))
     return found
 
