@@ -8,6 +8,7 @@ reader gives plain scalars their type, so both need this one function.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -53,7 +54,7 @@ def resolve(text: str) -> tuple[str, Any]:
     if known is not None:
         return known
     if hint == ".":
-        if _DOT_FLOAT.fullmatch(text):
+        if _DOT_FLOAT.fullmatch(text) and math.isfinite(float(text)):
             return FLOAT, float(text)
     elif hint in "DS":
         if _is_timestamp(text):
@@ -63,7 +64,9 @@ def resolve(text: str) -> tuple[str, Any]:
         if number is not None and (-_INT64 <= number < _INT64 or (
                 plain[0] not in "+-" and number < _UINT64)):
             return INT, number
-        if _YAML_FLOAT.fullmatch(plain):
+        # Go's ParseFloat fails with ErrRange where Python gives inf (`39e484`): go-yaml
+        # then keeps the text a string
+        if _YAML_FLOAT.fullmatch(plain) and math.isfinite(float(plain)):
             return FLOAT, float(plain)
     return STR, text
 
