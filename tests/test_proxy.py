@@ -409,9 +409,12 @@ async def test_nftables_incremental_sync_rewrites_only_the_changed_service(
                 {"e3": 1})
 
         await eventually(moved, interval=0.1, what="the Service to reach its new endpoint")
+
+        async def counted() -> bool:  # the rules are live before the sync ends and counts
+            return proxier.syncs > syncs
+        await eventually(counted, interval=0.05, what="the sync that moved it to be counted")
         table_after = nft_table(topology, handles=True)
         after = chain_blocks(table_after)
-        assert proxier.syncs > syncs
     # the table itself was not replaced (a new table would have a new handle)
     assert table_after.splitlines()[0] == table_before.splitlines()[0]
     moved = f"{namespace}/moving/"
