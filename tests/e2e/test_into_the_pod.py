@@ -336,7 +336,12 @@ def test_kubectl_port_forward_to_a_closed_port_reports_the_error(cluster: Path) 
         port = int(process.stdout.readline().split(":")[1].split()[0])
         with socket.create_connection(("127.0.0.1", port), timeout=20) as connection:
             connection.sendall(b"GET / HTTP/1.1\r\n\r\n")
-            assert connection.recv(100) == b""  # closed, not hanging
+            # closed, not hanging: an orderly close, or a reset when kubectl closes its
+            # end with our request still unread (which of the two is a matter of timing)
+            try:
+                assert connection.recv(100) == b""
+            except ConnectionResetError:
+                pass
         # kubectl tells what went wrong, from the error stream, then gives up
         _, stderr = process.communicate(timeout=20)
         assert "error forwarding port 81" in stderr and "connection refused" in stderr, stderr
