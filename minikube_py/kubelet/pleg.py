@@ -54,8 +54,9 @@ class GenericPLEG:
         while True:
             try:
                 await self.relist()
-            except RuntimeUnavailable:
-                pass  # the CRI client has said so; what the last relist saw still stands
+            except RuntimeUnavailable as error:
+                # the CRI client has warned once; what the last relist saw still stands
+                log.debug("PLEG relist skipped, the runtime is away: %s", error)
             except CRIError as error:
                 log.warning("PLEG relist failed: %s", error.message)
             await asyncio.sleep(self.period)
