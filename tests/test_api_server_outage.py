@@ -48,8 +48,8 @@ import orjson
 import pytest
 from aiohttp import web
 
-from minikube_py.client.errors import APIStatusError
-from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.client.errors import ClientError
+from minikube_py.client.rest import Client
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.cluster.components import (
     ClientComponentProcess,
@@ -402,7 +402,7 @@ async def test_the_metrics_server_scrapes_and_serves_through_the_api_server(
         async def scraped_since_the_restart() -> bool:
             try:
                 metrics = await client.request("GET", path)
-            except (APIStatusError, ConnectionFailed):
+            except ClientError:
                 return False
             stamp = datetime.strptime(metrics["timestamp"], "%Y-%m-%dT%H:%M:%SZ")
             return stamp.replace(tzinfo=UTC) > cluster.restarted_at

@@ -13,11 +13,11 @@ import pytest
 
 from minikube_py.apiserver.storage.etcd import EtcdClient
 from minikube_py.client import reflector
-from minikube_py.client.errors import AlreadyExists, Conflict, Invalid, NotFound
+from minikube_py.client.errors import AlreadyExists, Conflict, ConnectionFailed, Invalid, NotFound
 from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import EventHandler, SharedInformer, SharedInformerFactory
 from minikube_py.client.leaderelection import LeaderElector, LeadershipLost
-from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.client.rest import Client
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.kubeconfig import write_kubeconfig

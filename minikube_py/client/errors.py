@@ -1,9 +1,19 @@
-"""Typed exceptions for the API server's Status errors (client-go's apimachinery errors).
+"""The client's exceptions: one root, `ClientError`, for every call that failed.
 
-The API server answers every failure with a `Status` object whose `reason` says what
-went wrong (`NotFound`, `AlreadyExists`, `Conflict`, ...). The client raises one
-exception class per reason, so controllers write `except NotFound:` as Go code writes
-`errors.IsNotFound(err)`.
+    ClientError                   a call to the API server did not work; catch it to mean
+    |                             "whatever went wrong" (log, requeue, back off)
+    +-- APIStatusError            the server answered with an error Status: one class per
+    |   +-- NotFound, Conflict,   reason (client-go's apimachinery errors), so controllers
+    |       Invalid, ...          write `except NotFound:` as Go writes errors.IsNotFound(err)
+    +-- ConnectionFailed          the server could not be reached, after the retries the
+    |                             call allows
+    +-- transport.TransportError  the connection pool's own failures (NotSent, Interrupted);
+                                  the REST client turns them into ConnectionFailed, so only
+                                  code that uses the pool directly sees them
+
+client-go has no such root (a Status error is a *StatusError, a lost connection a
+*url.Error, and Go callers test `err != nil`); in Python a caller names what it catches,
+and one name keeps it from catching a pair.
 """
 
 from __future__ import annotations
@@ -11,7 +21,15 @@ from __future__ import annotations
 from typing import Any
 
 
-class APIStatusError(Exception):
+class ClientError(Exception):
+    """A call to the API server failed: the root of the client's exceptions."""
+
+
+class ConnectionFailed(ClientError):
+    """The API server could not be reached (after the retries allowed for the call)."""
+
+
+class APIStatusError(ClientError):
     """An error Status from the API server; `status` is the whole Status object."""
 
     def __init__(self, status: dict[str, Any], code: int) -> None:

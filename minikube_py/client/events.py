@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from minikube_py.api.meta import rfc3339
-from minikube_py.client.errors import APIStatusError, NotFound
-from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.client.errors import ClientError, ConnectionFailed, NotFound
+from minikube_py.client.rest import Client
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ class EventRecorder:
             event = await self._pending.get()
             try:
                 await self._write(event)
-            except (APIStatusError, ConnectionFailed) as failure:
+            except ClientError as failure:
                 log.warning("could not record event %s %s: %s", event["reason"],
                             event["involvedObject"].get("name"), failure)
             finally:

@@ -25,8 +25,8 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from minikube_py.client.errors import APIStatusError, NotFound
-from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.client.errors import ClientError, NotFound
+from minikube_py.client.rest import Client
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ class LeaderElector:
             lease = await self.leases.get(self.name, self.namespace)
         except NotFound:
             return await self._create(now)
-        except (APIStatusError, ConnectionFailed) as failure:
+        except ClientError as failure:
             log.warning("%s: cannot read lease: %s", self.identity, failure)
             return False
         spec = lease.get("spec") or {}
@@ -149,7 +149,7 @@ class LeaderElector:
         lease["spec"] = new_spec
         try:
             written = await self.leases.update(lease)
-        except (APIStatusError, ConnectionFailed) as failure:
+        except ClientError as failure:
             log.info("%s: lease update failed: %s", self.identity, failure)
             return False
         self._observed_spec = copy.deepcopy(written.get("spec") or {})
@@ -166,7 +166,7 @@ class LeaderElector:
         }
         try:
             written = await self.leases.create(lease)
-        except (APIStatusError, ConnectionFailed) as failure:
+        except ClientError as failure:
             log.info("%s: lease create failed: %s", self.identity, failure)
             return False
         self._observed_spec = copy.deepcopy(written.get("spec") or {})
@@ -185,6 +185,6 @@ class LeaderElector:
                 lease["spec"].update(holderIdentity="", leaseDurationSeconds=1,
                                      renewTime=micro_time())
                 await self.leases.update(lease)
-        except (APIStatusError, ConnectionFailed, TimeoutError) as failure:
+        except (ClientError, TimeoutError) as failure:
             log.info("%s: could not release the lease: %s", self.identity,
                      str(failure) or f"no answer within {RELEASE_TIMEOUT:.0f}s")

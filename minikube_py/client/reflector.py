@@ -17,8 +17,8 @@ import logging
 import random
 from typing import Any, Protocol
 
-from minikube_py.client.errors import APIStatusError, Gone
-from minikube_py.client.rest import ConnectionFailed, ResourceClient
+from minikube_py.client.errors import APIStatusError, ClientError, Gone
+from minikube_py.client.rest import ResourceClient
 from minikube_py.client.retry import Backoff
 
 Obj = dict[str, Any]
@@ -73,7 +73,7 @@ class Reflector:
                 log.info("%s: %s; listing again", self.name, expired)
                 need_list = True
                 continue
-            except (APIStatusError, ConnectionFailed) as failure:
+            except ClientError as failure:
                 delay = backoff.step()
                 log.warning("%s: %s failed: %s; retrying in %.1fs", self.name,
                             "list" if need_list else "watch", failure, delay)

@@ -28,7 +28,12 @@ import orjson
 
 from minikube_py.api.resources import RESOURCES, Resource
 from minikube_py.client import transport
-from minikube_py.client.errors import APIStatusError, TooManyRequests, status_error
+from minikube_py.client.errors import (
+    APIStatusError,
+    ConnectionFailed,
+    TooManyRequests,
+    status_error,
+)
 from minikube_py.client.kubeconfig import ClientConfig, load_kubeconfig
 from minikube_py.tracing import context as tracing_context
 
@@ -40,10 +45,6 @@ PATCH_CONTENT_TYPES = {
     "strategic": "application/strategic-merge-patch+json",
 }
 _RETRIABLE_CODES = {429, 500, 502, 503, 504}
-
-
-class ConnectionFailed(Exception):
-    """The API server could not be reached (after the retries allowed for the call)."""
 
 
 def find_resource(name: str, group: str | None = None) -> Resource:

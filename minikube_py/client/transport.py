@@ -28,13 +28,15 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
+from minikube_py.client.errors import ClientError
+
 # A connection idle longer than this is closed rather than reused: the server may be
 # about to drop it (aiohttp's server closes idle connections after 75 s).
 IDLE_SECONDS = 30.0
 MAX_HEADER_LINES = 100
 
 
-class TransportError(Exception):
+class TransportError(ClientError):
     """The exchange failed below HTTP: connecting, writing or reading."""
 
 

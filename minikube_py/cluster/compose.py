@@ -36,10 +36,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from minikube_py.client.errors import APIStatusError
+from minikube_py.client.errors import ClientError
 from minikube_py.client.kubeconfig import KubeconfigError, load_kubeconfig
-from minikube_py.client.rest import ConnectionFailed
-from minikube_py.client.transport import TransportError
 from minikube_py.cluster.bootstraptoken import DiscoveryError, ca_cert_hash
 from minikube_py.cluster.certs import ClusterCertificates
 from minikube_py.cluster.cli import tracing_config, tracing_configuration
@@ -124,8 +122,7 @@ def publish_join_info(args: argparse.Namespace) -> None:
                                                    Path(ca_file).read_bytes()))
         if args.trace_receiver_url:
             asyncio.run(publish_trace_receiver(args.kubeconfig, args.trace_receiver_url))
-    except (KubeconfigError, APIStatusError, ConnectionFailed, TransportError, OSError,
-            ValueError) as error:
+    except (KubeconfigError, ClientError, OSError, ValueError) as error:
         sys.exit(f"publish-join-info: {error}")
     print(f"wrote {token_file(args.state)}")
     print(f"nodes join with: {join.command()}")

@@ -38,9 +38,8 @@ from typing import Any
 
 from minikube_py.api.podutil import is_pod_available, is_pod_ready, pod_key
 from minikube_py.api.selectors import label_selector_from_dict
-from minikube_py.client.errors import APIStatusError, Conflict, NotFound
+from minikube_py.client.errors import ClientError, Conflict, NotFound
 from minikube_py.client.informer import EventHandler
-from minikube_py.client.rest import ConnectionFailed
 from minikube_py.client.store import object_key, split_key
 from minikube_py.controllers import history
 from minikube_py.controllers.base import Controller, ControllerContext, ExpectedSyncError
@@ -462,7 +461,7 @@ class DaemonSetController(Controller):
                 pod["spec"].get("affinity"), nodes_needing[index])
             try:
                 created = await self.pod_client.create(pod, namespace)
-            except (APIStatusError, ConnectionFailed) as error:
+            except ClientError as error:
                 self.creations.lower_creations(key, 1)
                 self.recorder.event(ds, "Warning", "FailedCreate", f"Error creating: {error}")
                 raise
@@ -481,7 +480,7 @@ class DaemonSetController(Controller):
             except NotFound:
                 self.deletions.lower_deletion(key, f"{namespace}/{name}")
                 return
-            except (APIStatusError, ConnectionFailed) as error:
+            except ClientError as error:
                 self.deletions.lower_deletion(key, f"{namespace}/{name}")
                 self.recorder.event(ds, "Warning", "FailedDelete", f"Error deleting: {error}")
                 raise
@@ -605,7 +604,7 @@ class DaemonSetController(Controller):
         so the original error is the one retried and reported."""
         try:
             await self._update_status(ds, nodes, hash_, update_observed_generation=True)
-        except (APIStatusError, ConnectionFailed) as error:
+        except ClientError as error:
             log.warning("daemonset %s: could not update status: %s", object_key(ds), error)
 
     async def _update_status(self, ds: Obj, nodes: list[Obj], hash_: str, *,

@@ -31,9 +31,8 @@ from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from minikube_py.api.meta import parse_rfc3339, rfc3339
-from minikube_py.client.errors import APIStatusError, NotFound
+from minikube_py.client.errors import APIStatusError, ClientError, NotFound
 from minikube_py.client.informer import EventHandler
-from minikube_py.client.rest import ConnectionFailed
 from minikube_py.client.store import NODE_NAME_INDEX, split_key
 from minikube_py.controllers.base import Controller, ControllerContext, ExpectedSyncError
 from minikube_py.controllers.nodelifecycle_queue import (
@@ -168,7 +167,7 @@ class NodeLifecycleController(Controller):
         while True:
             try:
                 await step()
-            except (APIStatusError, ConnectionFailed) as error:
+            except ClientError as error:
                 log.warning("%s: %s failed: %s", self.name, step.__name__, error)
             except Exception:  # a bug in one pass must not stop the next ones
                 log.exception("%s: %s failed", self.name, step.__name__)
@@ -425,7 +424,7 @@ class NodeLifecycleController(Controller):
         """markNodeAsReachable, where a failure is only logged: the next pass retries."""
         try:
             await self.mark_node_as_reachable(node)
-        except (APIStatusError, ConnectionFailed) as error:
+        except ClientError as error:
             log.warning("%s: removing taints from %s failed: %s", self.name,
                         node["metadata"]["name"], error)
 
@@ -438,7 +437,7 @@ class NodeLifecycleController(Controller):
             await add_or_update_taints(self.nodes_client, name,
                                        [{**taint, "timeAdded": stamp} for taint in to_add])
             await remove_taints(self.nodes_client, name, node, to_remove)
-        except (APIStatusError, ConnectionFailed) as error:
+        except ClientError as error:
             log.warning("%s: swapping taints of node %s failed: %s", self.name, name, error)
             return False
         return True

@@ -22,8 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from minikube_py.api.meta import parse_rfc3339
-from minikube_py.client.errors import APIStatusError, NotFound
-from minikube_py.client.rest import ConnectionFailed
+from minikube_py.client.errors import ClientError, NotFound
 from minikube_py.controllers.base import Controller, ControllerContext
 from minikube_py.controllers.podstatus import (
     is_node_ready,
@@ -76,7 +75,7 @@ class PodGCController(Controller):
         while True:
             try:
                 await self.sync(self.name)
-            except (APIStatusError, ConnectionFailed) as error:
+            except ClientError as error:
                 log.warning("%s: pass failed: %s", self.name, error)
             await asyncio.sleep(self.gc_check_period)
 
@@ -148,7 +147,7 @@ class PodGCController(Controller):
                 await self.nodes_client.get(name)
             except NotFound:
                 deleted.add(name)
-            except (APIStatusError, ConnectionFailed) as error:
+            except ClientError as error:
                 log.warning("%s: getting node %s: %s", self.name, name, error)
         return deleted
 

@@ -35,10 +35,9 @@ from minikube_py.api.podutil import (
     pod_key,
 )
 from minikube_py.api.selectors import LabelSelector, SelectorError, label_selector_from_dict
-from minikube_py.client.errors import APIStatusError, Conflict, NotFound
+from minikube_py.client.errors import ClientError, Conflict, NotFound
 from minikube_py.client.informer import EventHandler
 from minikube_py.client.logs import log_v
-from minikube_py.client.rest import ConnectionFailed
 from minikube_py.client.store import object_key, split_key
 from minikube_py.controllers.base import Controller, ControllerContext, ExpectedSyncError
 from minikube_py.controllers.controller_ref import (
@@ -394,7 +393,7 @@ class ReplicaSetController(Controller):
         if needs_sync and not being_deleted(rs):
             try:
                 await self.manage_replicas(key, active, rs)
-            except (APIStatusError, ConnectionFailed) as error:
+            except ClientError as error:
                 manage_error = error
         new_status = calculate_status(rs, active, terminating, manage_error, self.now())
         updated = await self.update_status(rs, new_status)
@@ -426,7 +425,7 @@ class ReplicaSetController(Controller):
             pod = pod_from_template((rs.get("spec") or {}).get("template") or {}, rs)
             try:
                 created = await self.pod_client.create(pod, rs["metadata"]["namespace"])
-            except (APIStatusError, ConnectionFailed) as error:
+            except ClientError as error:
                 self.recorder.event(rs, "Warning", "FailedCreate", f"Error creating: {error}")
                 raise
             self.recorder.event(rs, "Normal", "SuccessfulCreate",
@@ -454,7 +453,7 @@ class ReplicaSetController(Controller):
             except NotFound:
                 self.expectations.lower_deletion(key, pod_key(pod))
                 return None
-            except (APIStatusError, ConnectionFailed) as error:
+            except ClientError as error:
                 self.expectations.lower_deletion(key, pod_key(pod))
                 self.recorder.event(rs, "Warning", "FailedDelete", f"Error deleting: {error}")
                 return error

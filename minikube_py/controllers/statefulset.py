@@ -39,9 +39,8 @@ from typing import Any
 from minikube_py.api.intstr import scaled_value_from_int_or_percent
 from minikube_py.api.podutil import is_pod_available, is_pod_ready
 from minikube_py.api.selectors import LabelSelector, label_selector_from_dict
-from minikube_py.client.errors import AlreadyExists, APIStatusError, Conflict, NotFound
+from minikube_py.client.errors import AlreadyExists, ClientError, Conflict, NotFound
 from minikube_py.client.informer import EventHandler
-from minikube_py.client.rest import ConnectionFailed
 from minikube_py.client.store import split_key
 from minikube_py.controllers import history
 from minikube_py.controllers.base import Controller, ControllerContext, ExpectedSyncError
@@ -265,7 +264,7 @@ class StatefulSetController(Controller):
         except Exception:
             try:
                 await self._store_status(sts, status)
-            except (APIStatusError, ConnectionFailed) as error:
+            except ClientError as error:
                 log.warning("statefulset %s/%s: could not update status: %s",
                             sts["metadata"]["namespace"], sts["metadata"]["name"], error)
             raise
@@ -465,7 +464,7 @@ class StatefulSetController(Controller):
                 await self.claim_client.create(pvc, meta["namespace"])
             except AlreadyExists as error:
                 errors.append(f"failed to create PVC {meta['name']}: {error}")
-            except (APIStatusError, ConnectionFailed) as error:
+            except ClientError as error:
                 errors.append(f"failed to create PVC {meta['name']}: {error}")
                 self._record_claim_event("create", sts, pod, pvc, error)
             else:
@@ -484,7 +483,7 @@ class StatefulSetController(Controller):
             created = await self.pod_client.create(pod, sts["metadata"]["namespace"])
         except AlreadyExists as error:  # the cache is behind; the next sync sees the pod
             raise ExpectedSyncError(str(error)) from error
-        except (APIStatusError, ConnectionFailed) as error:
+        except ClientError as error:
             self._record_pod_event("create", sts, pod, error)
             raise
         await self._update_claims_for_retention_policy(sts, created)
@@ -504,7 +503,7 @@ class StatefulSetController(Controller):
             await self._create_claims(sts, pod)
         try:
             await self.pod_client.update(pod)
-        except (APIStatusError, ConnectionFailed) as error:
+        except ClientError as error:
             self._record_pod_event("update", sts, pod, error)
             raise
         self._record_pod_event("update", sts, pod)
@@ -513,7 +512,7 @@ class StatefulSetController(Controller):
         """DeleteStatefulPod: delete the pod; its claims stay (unless the policy says)."""
         try:
             await self.pod_client.delete(pod["metadata"]["name"], sts["metadata"]["namespace"])
-        except (APIStatusError, ConnectionFailed) as error:
+        except ClientError as error:
             self._record_pod_event("delete", sts, pod, error)
             raise
         self._record_pod_event("delete", sts, pod)
@@ -546,7 +545,7 @@ class StatefulSetController(Controller):
             updated["metadata"]["ownerReferences"] = claim_owner_references(pvc, sts, pod)
             try:
                 await self.claim_client.update(updated)
-            except (APIStatusError, ConnectionFailed) as error:
+            except ClientError as error:
                 raise ExpectedSyncError(
                     f"could not update claim {pvc['metadata']['name']} for delete policy "
                     f"ownerRefs: {error}") from error

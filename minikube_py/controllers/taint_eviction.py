@@ -25,9 +25,8 @@ from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from minikube_py.api.scheduling.taints import get_matching_tolerations, min_toleration_seconds
-from minikube_py.client.errors import APIStatusError
+from minikube_py.client.errors import ClientError
 from minikube_py.client.informer import EventHandler
-from minikube_py.client.rest import ConnectionFailed
 from minikube_py.client.store import NODE_NAME_INDEX, object_key, split_key
 from minikube_py.controllers.base import Controller, ControllerContext
 from minikube_py.controllers.podstatus import patch_pod_status, update_pod_condition
@@ -240,7 +239,7 @@ class TaintEvictionController(Controller):
             try:
                 await self.add_condition_and_delete_pod(namespace, name)
                 return
-            except (APIStatusError, ConnectionFailed) as error:
+            except ClientError as error:
                 if attempt == DELETE_RETRIES - 1:
                     log.warning("%s: evicting pod %s failed: %s", self.name, key, error)
                     return

@@ -30,9 +30,9 @@ from datetime import datetime
 from typing import Any
 
 from minikube_py.api.meta import now as utc_now
-from minikube_py.client.errors import APIStatusError, Conflict, NotFound
+from minikube_py.client.errors import ClientError, Conflict, NotFound
 from minikube_py.client.leaderelection import micro_time
-from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.client.rest import Client
 from minikube_py.client.retry import Backoff
 from minikube_py.lifecycle import wait_for_event
 
@@ -99,7 +99,7 @@ class NodeLease:
         while not self._stopped.is_set():
             try:
                 return await self._ensure()
-            except (APIStatusError, ConnectionFailed) as error:
+            except ClientError as error:
                 delay = min(delay * 2, MAX_BACKOFF)
                 log.error("node %s: failed to ensure lease exists, will retry in %.1fs: %s",
                           self.node_name, delay, error)
@@ -136,7 +136,7 @@ class NodeLease:
                 base = fresh
             except NotFound:
                 raise LeaseUpdateFailed("the lease is gone") from None
-            except (APIStatusError, ConnectionFailed) as error:
+            except ClientError as error:
                 log.error("node %s: failed to update lease (attempt %d): %s", self.node_name,
                           attempt, error)
                 if attempt < MAX_UPDATE_RETRIES:
@@ -163,7 +163,7 @@ class NodeLease:
         """setNodeOwnerFunc: the Node owns its Lease, so deleting the Node deletes it."""
         try:
             node = await self.nodes.get(self.node_name)
-        except (APIStatusError, ConnectionFailed) as error:
+        except ClientError as error:
             log.info("node %s: cannot set the lease's owner yet: %s", self.node_name, error)
             return
         lease["metadata"]["ownerReferences"] = [{

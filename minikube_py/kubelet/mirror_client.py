@@ -30,9 +30,9 @@ import logging
 from typing import Any
 
 from minikube_py.api.podutil import pod_key
-from minikube_py.client.errors import AlreadyExists, APIStatusError, Conflict, NotFound
+from minikube_py.client.errors import AlreadyExists, ClientError, Conflict, NotFound
 from minikube_py.client.logs import kv, log_v
-from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.client.rest import Client
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ class MirrorClient:
             log_v(log, 4, "No need to create a mirror pod, since failed to get node info "
                   "from the cluster", node=self.node_name)
             return None
-        except (APIStatusError, ConnectionFailed) as error:
+        except ClientError as error:
             log.error("%s", kv("Failed creating a mirror pod", pod=pod_key(pod),
                                err=str(error)))
             return None
@@ -126,7 +126,7 @@ class MirrorClient:
             # the pod informer has yet to deliver it: its ADD wakes the static pod again
             log_v(log, 4, "Mirror pod exists already", pod=pod_key(pod))
             return None
-        except (APIStatusError, ConnectionFailed) as error:
+        except ClientError as error:
             log.error("%s", kv("Failed creating a mirror pod", pod=pod_key(pod),
                                err=str(error)))
             return None
@@ -142,7 +142,7 @@ class MirrorClient:
                                    preconditions={"uid": metadata["uid"]})
         except (NotFound, Conflict):
             return False
-        except (APIStatusError, ConnectionFailed) as error:
+        except ClientError as error:
             log.error("%s", kv("Failed deleting a mirror pod", pod=pod_key(mirror),
                                err=str(error)))
             return False

@@ -48,8 +48,8 @@ from minikube_py.api.meta import now as utc_now
 from minikube_py.api.meta import rfc3339
 from minikube_py.api.quantity import format_quantity, parse_quantity
 from minikube_py.api.schema.written import always_written, fill_always_written
-from minikube_py.client.errors import AlreadyExists, APIStatusError, Conflict, NotFound
-from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.client.errors import AlreadyExists, ClientError, Conflict, NotFound
+from minikube_py.client.rest import Client
 from minikube_py.cri import CRIError, RuntimeService, RuntimeUnavailable
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.eviction import Threshold, existing_ancestor, read_meminfo
@@ -329,7 +329,7 @@ class NodeStatusManager:
         while not self._stopped.is_set():
             try:
                 await self.sync_node_status()
-            except (APIStatusError, ConnectionFailed) as error:
+            except ClientError as error:
                 log.error("node %s: %s", self.node_name, error)
             if self.registered:
                 delay, backoff = self.update_frequency, REGISTER_BACKOFF_INITIAL

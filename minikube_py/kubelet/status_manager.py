@@ -18,9 +18,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from minikube_py.client.errors import APIStatusError, Conflict, NotFound
+from minikube_py.client.errors import ClientError, Conflict, NotFound
 from minikube_py.client.logs import log_v
-from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.client.rest import Client
 from minikube_py.kubelet.mirror_client import is_static_pod
 
 Obj = dict[str, Any]
@@ -72,7 +72,7 @@ class StatusManager:
             log.debug("pod %s/%s is gone; status not written", meta["namespace"],
                       meta["name"])
             return False
-        except (APIStatusError, ConnectionFailed) as error:
+        except ClientError as error:
             if target is pod:
                 raise
             # a static pod runs on without the API server; its next sync writes again
@@ -90,7 +90,7 @@ class StatusManager:
                                    preconditions={"uid": meta["uid"]})
         except (NotFound, Conflict):
             pass
-        except (APIStatusError, ConnectionFailed) as error:
+        except ClientError as error:
             log.warning("could not delete pod %s/%s: %s", meta["namespace"], meta["name"],
                         error)
             raise

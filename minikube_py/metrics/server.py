@@ -34,8 +34,8 @@ from minikube_py.api.meta import rfc3339
 from minikube_py.api.resources import Resource
 from minikube_py.api.schema import openapi_v2_definitions, openapi_v3_document
 from minikube_py.api.selectors import LabelSelector, parse_label_selector
-from minikube_py.client.errors import APIStatusError
-from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.client.errors import ClientError
+from minikube_py.client.rest import Client
 from minikube_py.client.retry import on_error
 from minikube_py.lifecycle import Component
 from minikube_py.metrics.publish import publish
@@ -123,7 +123,7 @@ class MetricsServer(Component):
                 while True:
                     try:
                         await self.scrape_all(session)
-                    except (APIStatusError, ConnectionFailed) as error:
+                    except ClientError as error:
                         # the last scrapes are served meanwhile, as upstream's does
                         log.warning("Failed to list the nodes and pods to scrape: %s", error)
                     await asyncio.sleep(self.resolution)

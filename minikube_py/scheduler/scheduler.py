@@ -31,11 +31,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client import Histogram as PromHistogram
 
 from minikube_py.api.meta import now_rfc3339
-from minikube_py.client.errors import APIStatusError, NotFound
+from minikube_py.client.errors import ClientError, NotFound
 from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import EventHandler, SharedInformerFactory
 from minikube_py.client.logs import log_v
-from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.client.rest import Client
 from minikube_py.lifecycle import Component
 from minikube_py.scheduler.cache import Cache
 from minikube_py.scheduler.config import SchedulerConfiguration
@@ -611,7 +611,7 @@ class Scheduler(Component):
                 subresource="status")
         except NotFound:
             return
-        except (APIStatusError, ConnectionFailed) as error:
+        except ClientError as error:
             log.warning("could not update the status of pod %s/%s: %s", meta["namespace"],
                         meta["name"], error)
 

@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from minikube_py.client import transport
-from minikube_py.client.errors import NotFound
+from minikube_py.client.errors import ClientError, ConnectionFailed, NotFound
 from minikube_py.client.kubeconfig import ClientConfig
-from minikube_py.client.rest import Client, ConnectionFailed
+from minikube_py.client.rest import Client
 from minikube_py.process import free_port
 
 # What the server does with one request, given the request, the connection's number and the
@@ -161,6 +161,22 @@ async def test_nobody_listening_is_a_connection_failure() -> None:
                       max_retries=1) as client:
         with pytest.raises(ConnectionFailed, match="cannot reach the API server"):
             await client.resource("configmaps").get("a", "default")
+
+
+async def test_a_caller_catches_every_failure_of_a_call_as_one_client_error(serve) -> None:
+    """An error Status, an unreachable server and the pool's own failures share the root."""
+    not_found = sized(b'{"kind":"Status","code":404,"reason":"NotFound"}',
+                      status="404 Not Found")
+    raw, url = await serve(lambda request, number, index: (not_found, True))
+    nobody = f"http://127.0.0.1:{free_port()}"
+    for server in (url, nobody):
+        async with Client(ClientConfig(server=server), max_retries=0) as client:
+            with pytest.raises(ClientError):
+                await client.resource("configmaps").get("a", "default")
+    pool = transport.ConnectionPool(nobody)
+    with pytest.raises(ClientError):
+        await pool.request("GET", "/")
+    await pool.close()
 
 
 async def test_an_error_status_keeps_its_retry_after_and_reason(serve) -> None:

@@ -19,8 +19,7 @@ from typing import Any
 
 from cryptography import x509
 
-from minikube_py.client.errors import APIStatusError, NotFound
-from minikube_py.client.rest import ConnectionFailed
+from minikube_py.client.errors import ClientError, NotFound
 from minikube_py.controllers.certificates import CertificateController
 from minikube_py.security import csr as csrs
 
@@ -77,7 +76,7 @@ class CSRCleanerController(CertificateController):
             for csr in self.csrs.list():
                 try:
                     await self.handle(csr)
-                except (APIStatusError, ConnectionFailed) as error:
+                except ClientError as error:
                     log.warning("Error while attempting to clean CSR %r: %s",
                                 csr["metadata"]["name"], error)
             await asyncio.sleep(POLLING_INTERVAL)

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import logging
 
-from minikube_py.client.errors import APIStatusError
-from minikube_py.client.rest import ConnectionFailed
+from minikube_py.client.errors import ClientError
 from minikube_py.controllers.deployment.progress import sync_rollout_status
 from minikube_py.controllers.deployment.sync import (
     cleanup_deployment,
@@ -87,7 +86,7 @@ async def reconcile_old_replica_sets(dc: DeploymentControl, all_rss: list[Obj | 
         old_rss, cleaned = await cleanup_unhealthy_replicas(dc, old_rss, d, max_scaled_down)
         scaled_down = await scale_down_old_replica_sets_for_rolling_update(
             dc, [*old_rss, new_rs], old_rss, d)
-    except (APIStatusError, ConnectionFailed) as error:
+    except ClientError as error:
         # Upstream drops this error: the ReplicaSet update requeues the Deployment anyway.
         log.info("deployment %s: scaling down old replica sets: %s", d["metadata"]["name"], error)
         return False

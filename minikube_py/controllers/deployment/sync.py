@@ -13,8 +13,7 @@ import copy
 import logging
 from datetime import datetime
 
-from minikube_py.client.errors import AlreadyExists, APIStatusError, NotFound
-from minikube_py.client.rest import ConnectionFailed
+from minikube_py.client.errors import AlreadyExists, APIStatusError, ClientError, NotFound
 from minikube_py.controllers.controller_ref import being_deleted, is_controlled_by, owner_reference
 from minikube_py.controllers.controller_utils import compute_hash
 from minikube_py.controllers.deployment.types import DeploymentControl
@@ -170,7 +169,7 @@ async def get_new_replica_set(dc: DeploymentControl, d: Obj, rs_list: list[Obj],
             except APIStatusError as error:
                 log.info("could not bump collisionCount of %s: %s", d["metadata"]["name"], error)
             raise
-    except (APIStatusError, ConnectionFailed) as error:
+    except ClientError as error:
         message = f'Failed to create new replica set "{name}": {error}'
         if has_progress_deadline(d):
             set_condition(status, new_condition(PROGRESSING, "False", FAILED_RS_CREATE,

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from minikube_py.client.errors import APIStatusError
-from minikube_py.client.rest import ConnectionFailed
+from minikube_py.client.errors import ClientError
 from minikube_py.scheduler.framework.interface import BindPlugin, CycleState, Status
 from minikube_py.scheduler.framework.types import PodInfo
 
@@ -22,6 +21,6 @@ class DefaultBinder(BindPlugin):
         try:
             await self.handle.client.resource("pods").create(
                 binding, pod.namespace, name=pod.name, subresource="binding")
-        except (APIStatusError, ConnectionFailed) as error:
+        except ClientError as error:
             return Status.error(str(error))
         return Status.success()

@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING, Any
 from minikube_py.api.meta import now, parse_rfc3339, rfc3339
 from minikube_py.api.selectors import LabelSelector, SelectorError, label_selector_from_dict
 from minikube_py.api.validation import FieldError, invalid
-from minikube_py.client.errors import APIStatusError, NotFound
-from minikube_py.client.rest import ConnectionFailed
+from minikube_py.client.errors import ClientError, NotFound
 from minikube_py.scheduler.framework.interface import (
     SUCCESS,
     ClusterEvent,
@@ -281,7 +280,7 @@ class DefaultPreemption(PostFilterPlugin):
                 for victim in candidate.victims:
                     if not victim.get("metadata", {}).get("deletionTimestamp"):
                         group.create_task(self.preempt_pod(candidate, pod, victim))
-        except* (APIStatusError, ConnectionFailed) as failed:
+        except* ClientError as failed:
             failures = list(failed.exceptions)
         if failures:
             return Status.error(str(failures[0]))
@@ -335,7 +334,7 @@ class DefaultPreemption(PostFilterPlugin):
                 await handle.client.resource("pods").patch(
                     other.name, {"status": {"nominatedNodeName": None}}, other.namespace,
                     patch_type="strategic", subresource="status")
-            except (APIStatusError, ConnectionFailed) as error:
+            except ClientError as error:
                 log.warning("could not clear the nominatedNodeName of pod %s: %s", other.key,
                             error)
 
