@@ -31,7 +31,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+
+from minikube_py.api import Obj
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -44,7 +45,6 @@ from minikube_py.proxy.nftrules import table_input  # noqa: E402
 from minikube_py.proxy.proxier import MODES, Proxier  # noqa: E402
 from minikube_py.proxy.rules import ProxyConfig, restore_input  # noqa: E402
 
-Obj = dict[str, Any]
 NETNS = f"mkpb-{os.getpid()}"
 
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import now, rfc3339
 from minikube_py.client.errors import Conflict, NotFound
 from minikube_py.client.informer import EventHandler, SharedInformer
 from minikube_py.client.rest import Client
 
-Obj = dict[str, Any]
 _ip = itertools.count(2)
 
 

@@ -23,6 +23,7 @@ import orjson
 import pytest
 from aiohttp import web
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.storage.etcd import EtcdClient
 from minikube_py.client.errors import APIStatusError, NotFound
 from minikube_py.client.rest import Client
@@ -31,7 +32,6 @@ from minikube_py.security import pki
 from minikube_py.tracing.context import ANNOTATION as TRACE_ANNOTATION
 from tests.api_helpers import eventually
 
-Obj = dict[str, Any]
 Answer = Callable[[Obj], Awaitable[Obj]]
 
 

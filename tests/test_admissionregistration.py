@@ -17,14 +17,13 @@ import pytest
 import yaml
 from kubernetes import client, config
 
-from minikube_py.api import protobuf
+from minikube_py.api import Obj, protobuf
 from minikube_py.apiserver.storage.etcd import EtcdClient
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.gen.k8s import admissionregistration_v1_pb2, meta_v1_pb2, runtime_pb2
 from tests.api_helpers import API
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
-Obj = dict[str, Any]
 
 GROUP = "admissionregistration.k8s.io"
 PREFIX = f"/apis/{GROUP}/v1"

@@ -11,12 +11,12 @@ from typing import Any
 import aiohttp
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.api.resources import RESOURCES
 from minikube_py.api.schema.written import always_written, fill_always_written
 from minikube_py.cluster.apiserver import APIServerProcess
 from tests.api_helpers import API
 
-Obj = dict[str, Any]
 POD_SPEC = {"containers": [{"name": "c", "image": "localhost/busybox:1.36",
                             "ports": [{"containerPort": 80}]}]}
 TEMPLATE = {"metadata": {"labels": {"app": "x"}}, "spec": POD_SPEC}

@@ -40,7 +40,6 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import dns.message
 import dns.query
@@ -48,6 +47,7 @@ import orjson
 import pytest
 from aiohttp import web
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import ClientError
 from minikube_py.client.rest import Client
 from minikube_py.cluster.apiserver import APIServerProcess
@@ -67,7 +67,6 @@ from minikube_py.process import ComponentProcess, free_port
 from tests.api_helpers import eventually
 
 pytestmark = pytest.mark.slow
-Obj = dict[str, Any]
 
 NAMESPACE = "outage"
 NETNS_DIR = Path("/var/run/netns")

@@ -23,6 +23,7 @@ import pytest
 import yaml
 from kr8s.asyncio.objects import Pod
 
+from minikube_py.api import Obj
 from minikube_py.client.rest import Client
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.cluster.etcd import EtcdProcess
@@ -37,7 +38,6 @@ from minikube_py.tracing.exporter import OTLPExporter
 from minikube_py.tracing.tracer import Tracer
 from tests.api_helpers import eventually
 
-Obj = dict[str, Any]
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 
 

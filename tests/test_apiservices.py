@@ -12,12 +12,11 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes import utils
 
+from minikube_py.api import Obj
 from minikube_py.api.resources import RESOURCES
 from minikube_py.client.errors import Invalid
 from minikube_py.client.rest import Client
 from tests.api_helpers import eventually
-
-Obj = dict[str, Any]
 
 
 def api_service(name: str, group: str, version: str, service: Obj | None = None) -> Obj:

@@ -25,12 +25,12 @@ import aiohttp
 import orjson
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.storage.etcd import EtcdClient, prefix_end
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.cluster.etcd import EtcdProcess
 from tests.api_helpers import configmap, pod, wait_for_start_up_writes
 
-Obj = dict[str, Any]
 Snapshot = tuple[int, frozenset[tuple[bytes, int]]]
 
 PODS = "/api/v1/namespaces/{ns}/pods"

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.api import bootstraptoken as bt
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
@@ -43,7 +44,6 @@ from minikube_py.security import pki
 from tests.api_helpers import eventually
 from tests.test_security import SecuredServer, admin_cert, kubectl, server_of_its_own
 
-Obj = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io"
 
 

@@ -23,13 +23,13 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from kubernetes import client, config
 
+from minikube_py.api import Obj
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.security import pki
 from tests.api_helpers import API
 from tests.test_security import SecuredServer, admin_cert, kubectl, server_of_its_own
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
-Obj = dict[str, Any]
 
 GROUP = "certificates.k8s.io"
 CSRS = f"/apis/{GROUP}/v1/certificatesigningrequests"

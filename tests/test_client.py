@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.storage.etcd import EtcdClient
 from minikube_py.client import reflector
 from minikube_py.client.errors import AlreadyExists, Conflict, ConnectionFailed, Invalid, NotFound
@@ -22,8 +23,6 @@ from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.kubeconfig import write_kubeconfig
 from tests.api_helpers import eventually
-
-Obj = dict[str, Any]
 
 
 def configmap(name: str, namespace: str, **data: str) -> Obj:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.auth.bootstrappolicy import cluster_roles
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client, ResourceClient
@@ -20,7 +21,6 @@ from minikube_py.controllers.clusterroleaggregation import ClusterRoleAggregatio
 from minikube_py.controllers.manager import ControllerManager
 from tests.api_helpers import eventually
 
-Obj = dict[str, Any]
 RunControllers = Callable[..., Awaitable[ControllerManager]]
 AGGREGATED = ("admin", "edit", "view", "system:aggregate-to-admin",
               "system:aggregate-to-edit", "system:aggregate-to-view")

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.cluster.runtime_setup import (
@@ -42,7 +43,6 @@ from tests.api_helpers import eventually
 from tests.test_runtime_setup import http_get, running_pod
 
 pytestmark = pytest.mark.slow
-Obj = dict[str, Any]
 SIGNALS = {"SIGTERM": signal.SIGTERM, "SIGKILL": signal.SIGKILL}
 OUTAGE_SECONDS = 3.0
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.client.logs import level_of
 from minikube_py.client.rest import Client
 from minikube_py.cluster.components import ControllerManagerProcess
@@ -22,8 +23,6 @@ from minikube_py.controllers.base import Controller, ControllerContext
 from minikube_py.controllers.manager import select_controllers
 from tests.api_helpers import eventually
 from tests.fake_kubelet import FakeKubelet
-
-Obj = dict[str, Any]
 
 
 class Alpha(Controller):

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import rfc3339
 from minikube_py.client.errors import Invalid
 from minikube_py.client.rest import Client
@@ -28,8 +29,6 @@ from minikube_py.controllers.job import JobController
 from minikube_py.controllers.manager import ControllerManager
 from tests.api_helpers import eventually
 from tests.fake_kubelet import FakeKubelet
-
-Obj = dict[str, Any]
 
 
 class FakeClock:

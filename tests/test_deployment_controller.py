@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.api.podutil import is_pod_ready
 from minikube_py.client.errors import Invalid
 from minikube_py.client.rest import Client
@@ -36,7 +37,6 @@ from minikube_py.controllers.replicaset import ReplicaSetController
 from tests.api_helpers import eventually
 from tests.fake_kubelet import FakeKubelet
 
-Obj = dict[str, Any]
 RunControllers = Callable[..., Awaitable[ControllerManager]]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 CONTROLLERS = (ReplicaSetController, DeploymentController)

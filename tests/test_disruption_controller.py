@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.client.rest import Client
 from minikube_py.controllers.controller_ref import owner_reference
 from minikube_py.controllers.disruption import DisruptionController
@@ -19,7 +20,6 @@ from minikube_py.controllers.manager import ControllerManager
 from tests.api_helpers import eventually
 from tests.fake_kubelet import running_status
 
-Obj = dict[str, Any]
 RunControllers = Callable[..., Awaitable[ControllerManager]]
 LABELS = {"app": "web"}
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import now, rfc3339
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
@@ -36,7 +37,6 @@ from minikube_py.controllers.manager import ControllerManager
 from tests.api_helpers import eventually
 from tests.fake_kubelet import running_status
 
-Obj = dict[str, Any]
 RunControllers = Callable[..., Awaitable[ControllerManager]]
 ZONE = "zone-a"
 

@@ -21,6 +21,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
+from minikube_py.api import Obj
 from minikube_py.client.rest import Client
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.controllers.disruption import DisruptionController
@@ -29,7 +30,6 @@ from tests.api_helpers import eventually
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 RunControllers = Callable[..., Awaitable[ControllerManager]]
-Obj = dict[str, Any]
 LABELS = {"app": "web"}
 VIOLATES_BUDGET = "Cannot evict pod as it would violate the pod's disruption budget."
 

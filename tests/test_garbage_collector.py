@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.registry.store import deletion_finalizers
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client, ResourceClient
@@ -24,7 +25,6 @@ from minikube_py.controllers.garbagecollector import GarbageCollector
 from minikube_py.controllers.manager import ControllerManager
 from tests.api_helpers import eventually
 
-Obj = dict[str, Any]
 RunControllers = Callable[..., Awaitable[ControllerManager]]
 HOLD = "example.com/hold"
 

@@ -6,17 +6,15 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.kubelet.hollow import HollowNodes
 from minikube_py.process import free_port
 from tests.api_helpers import eventually
-
-Obj = dict[str, Any]
 
 
 def node_ready(node: Obj) -> bool:

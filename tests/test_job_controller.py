@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import Invalid, NotFound
 from minikube_py.client.rest import Client
 from minikube_py.controllers.job import (
@@ -25,8 +26,6 @@ from minikube_py.controllers.job import controller as job_controller
 from minikube_py.controllers.ttlafterfinished import TTLAfterFinishedController
 from tests.api_helpers import eventually
 from tests.fake_kubelet import FakeKubelet
-
-Obj = dict[str, Any]
 
 
 @pytest.fixture(autouse=True)

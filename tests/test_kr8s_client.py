@@ -17,8 +17,6 @@ import pytest
 
 from minikube_py.cluster.apiserver import APIServerProcess
 
-Obj = dict[str, Any]
-
 
 @pytest.fixture
 async def kr8s_api(kubeconfig: Path) -> AsyncIterator[kr8s.asyncio.Api]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.api.resources import by_kind
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.cluster.cli import CLUSTER_CIDR, CLUSTER_DNS, DEFAULT_PORTS, LOAD_BALANCER_RANGE
@@ -17,7 +17,6 @@ from minikube_py.cluster.kubeadm.addons import Addons, addon_objects
 from minikube_py.cluster.kubeadm.controlplane import ControlPlane, HostPaths, static_pods
 from tests.api_helpers import API
 
-Obj = dict[str, Any]
 IMAGES = {name: f"localhost/minikube-py/{name}:v1.37.0-0123456789ab"
           for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
                        "kube-proxy", "coredns", "metrics-server", "trace-receiver")}

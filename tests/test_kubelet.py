@@ -23,6 +23,7 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import NotFound
 from minikube_py.client.logs import level_of
 from minikube_py.client.rest import Client
@@ -35,7 +36,6 @@ from minikube_py.process import free_port
 from tests.api_helpers import eventually
 
 pytestmark = pytest.mark.slow
-Obj = dict[str, Any]
 BUSYBOX = "localhost/busybox:1.36"
 ECHO = "localhost/echo:1.0"
 

@@ -12,8 +12,8 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.controllers.deployment.controller import DeploymentController
@@ -23,7 +23,6 @@ from minikube_py.controllers.replicaset import ReplicaSetController
 from tests.api_helpers import configmap, eventually
 from tests.fake_kubelet import FakeKubelet
 
-Obj = dict[str, Any]
 RunControllers = Callable[..., Awaitable[ControllerManager]]
 LAB_CONTROLLER = (Path(__file__).resolve().parents[1] / "labs" / "controller"
                   / "deployment_controller.py")

@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.cluster.apiserver import APIServerProcess
 from tests.test_mkctl import REPO, Clis, assert_same
 
-Obj = dict[str, Any]
 STARTED = "2026-01-02T03:04:05Z"
 FINISHED = "2026-01-02T03:14:15Z"
 LONG_ANNOTATION = "x" * 150

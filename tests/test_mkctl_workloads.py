@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.client.rest import Client
 from minikube_py.controllers.deployment.controller import DeploymentController
 from minikube_py.controllers.disruption import DisruptionController
@@ -31,7 +32,6 @@ from tests.test_mkctl import REPO, Output, Result, assert_same, mkctl_command, n
 from tests.test_mkctl_write import Pair, WriteClis
 
 RunControllers = Callable[..., Awaitable[ControllerManager]]
-Obj = dict[str, Any]
 VIOLATES_BUDGET = "Cannot evict pod as it would violate the pod's disruption budget."
 
 

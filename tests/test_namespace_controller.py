@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import subprocess
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.storage.etcd import EtcdClient, prefix_end
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
@@ -24,7 +24,6 @@ from minikube_py.controllers.serviceaccount import ServiceAccountController
 from tests.api_helpers import configmap, eventually
 from tests.fake_kubelet import FakeKubelet
 
-Obj = dict[str, Any]
 RunControllers = Callable[..., Awaitable[ControllerManager]]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 

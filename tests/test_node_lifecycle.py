@@ -13,10 +13,10 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import rfc3339
 from minikube_py.apiserver.auth.admission.defaulttolerationseconds import (
     add_default_toleration_seconds,
@@ -32,7 +32,6 @@ from minikube_py.controllers.taint_eviction import TaintEvictionController
 from tests.api_helpers import eventually
 from tests.fake_kubelet import FakeKubelet
 
-Obj = dict[str, Any]
 RunControllers = Callable[..., Awaitable[ControllerManager]]
 MakeNode = Callable[..., Awaitable[str]]
 UNREACHABLE = "node.kubernetes.io/unreachable"

@@ -21,6 +21,7 @@ from typing import Any
 import grpc
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.cri import RuntimeUnavailable
@@ -30,7 +31,6 @@ from minikube_py.kubelet.lease import NODE_LEASE_NAMESPACE, NodeLease
 from minikube_py.kubelet.node_status import HostInfo, NodeStatusManager
 from tests.api_helpers import eventually
 
-Obj = dict[str, Any]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 GI = 1024 ** 3
 NETWORK_NOT_READY = ("container runtime network not ready: NetworkReady=false "

@@ -22,12 +22,12 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client import ApiException
 
+from minikube_py.api import Obj
 from minikube_py.client.rest import Client
 from minikube_py.cri_logs import container_log_path
 from minikube_py.kubelet.server import ContainerNotFound, KubeletServer
 from minikube_py.tracing.context import ANNOTATION as TRACE_ANNOTATION
 
-Obj = dict[str, Any]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 KUBECTL = Path(sys.executable).with_name("kubectl")
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.client.rest import Client
 from minikube_py.proxy.proxier import Proxier
 from minikube_py.proxy.rules import ProxyConfig
@@ -38,7 +39,6 @@ from tests.api_helpers import eventually
 pytestmark = pytest.mark.slow
 MODES = ["iptables", "nftables"]
 
-Obj = dict[str, Any]
 PREFIX = "mkpt-"
 NETNS_DIR = Path("/var/run/netns")
 ENDPOINTS = {"e1": "10.250.0.11", "e2": "10.250.0.12", "e3": "10.250.0.13"}

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.proxy.iptables import LIST_FIRST_FROM, IPTables, IPTablesWriter, ours
 from minikube_py.proxy.rules import (
     JUMPS,
@@ -26,7 +27,6 @@ from minikube_py.proxy.serviceports import service_ports
 
 pytestmark = pytest.mark.slow
 
-Obj = dict[str, Any]
 PREFIX = "mkps-"
 NETNS_DIR = Path("/var/run/netns")
 CONFIG = ProxyConfig(node_name="node-1", cluster_cidr="10.244.0.0/16")

@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.cluster.registry import RegistryProcess
@@ -50,8 +51,6 @@ from minikube_py.images.registry import (
 from minikube_py.kubelet.kubelet import KubeletConfig
 from minikube_py.process import free_port
 from tests.test_kubelet import KubeletNode, http_get, make_pod, pod_where
-
-Obj = dict[str, Any]
 
 
 @pytest.mark.parametrize(("name", "expected"), [

@@ -13,10 +13,10 @@ import copy
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import rfc3339
 from minikube_py.client.errors import Conflict
 from minikube_py.client.rest import Client
@@ -30,7 +30,6 @@ from minikube_py.controllers.replicaset import (
 from tests.api_helpers import eventually
 from tests.fake_kubelet import FakeKubelet, running_status
 
-Obj = dict[str, Any]
 RunControllers = Callable[..., Awaitable[ControllerManager]]
 NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import Invalid, NotFound
 from minikube_py.client.rest import Client
 from minikube_py.controllers.garbagecollector import GarbageCollector
@@ -18,7 +19,6 @@ from minikube_py.controllers.replicaset import ReplicationControllerController
 from tests.api_helpers import eventually
 from tests.fake_kubelet import FakeKubelet
 
-Obj = dict[str, Any]
 RunControllers = Callable[..., Awaitable[ControllerManager]]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -9,15 +9,14 @@ import json
 import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import APIStatusError, Forbidden
 from minikube_py.client.rest import Client
 from minikube_py.controllers.manager import ControllerManager
 from minikube_py.controllers.resourcequota import ResourceQuotaController
 from tests.api_helpers import eventually
 
-Obj = dict[str, Any]
 RunControllers = Callable[..., Awaitable[ControllerManager]]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Awaitable, Callable
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.client.rest import Client
 from minikube_py.controllers.base import ControllerOptions
 from minikube_py.controllers.manager import ControllerManager, select_controllers
@@ -14,7 +14,6 @@ from minikube_py.controllers.registry import ALL_CONTROLLERS
 from minikube_py.controllers.resourcequota import ResourceQuotaController
 from tests.api_helpers import configmap, eventually
 
-Obj = dict[str, Any]
 RunControllers = Callable[..., Awaitable[ControllerManager]]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 

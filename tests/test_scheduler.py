@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.scheduler.config import default_configuration, parse_configuration
@@ -25,8 +26,6 @@ from minikube_py.scheduler.plugins.registry import IN_TREE_PLUGINS
 from minikube_py.scheduler.scheduler import Scheduler
 from tests.api_helpers import eventually
 from tests.conftest import module_own_apiserver
-
-Obj = dict[str, Any]
 
 
 def make_node(name: str, *, cpu: str = "4", memory: str = "8Gi", labels: dict | None = None,

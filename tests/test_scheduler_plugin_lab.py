@@ -8,7 +8,6 @@ import os
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,6 +17,7 @@ from labs.scheduler_plugin.energy_aware import (
     WATTS_PER_CORE_LABEL,
     EnergyAware,
 )
+from minikube_py.api import Obj
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.scheduler.config import load_configuration
@@ -29,7 +29,6 @@ from minikube_py.scheduler.scheduler import select_host
 from tests.api_helpers import eventually
 from tests.test_scheduler import make_node, make_pod
 
-Obj = dict[str, Any]
 REPO = Path(__file__).resolve().parents[1]
 LAB_CONFIG = REPO / "labs" / "scheduler_plugin" / "scheduler-config.yaml"
 PLUGIN_SPEC = "labs.scheduler_plugin.energy_aware:EnergyAware"

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import Forbidden, NotFound
 from minikube_py.client.rest import Client
 from minikube_py.scheduler.config import parse_configuration
@@ -22,8 +23,6 @@ from minikube_py.scheduler.plugins.registry import IN_TREE_PLUGINS
 from minikube_py.scheduler.scheduler import Scheduler
 from tests.api_helpers import eventually
 from tests.conftest import module_own_apiserver
-
-Obj = dict[str, Any]
 
 LOW_VALUE, HIGH_VALUE = 100, 1000
 

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,7 +20,6 @@ from tests.api_helpers import eventually
 from tests.test_scheduler import make_node, make_pod
 
 pytestmark = pytest.mark.slow
-Obj = dict[str, Any]
 LAB_SCHEDULER = Path(__file__).resolve().parents[1] / "labs" / "scheduler" / "watch_scheduler.py"
 
 

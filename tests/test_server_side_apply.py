@@ -20,11 +20,11 @@ import pytest
 import yaml
 from kubernetes import config, dynamic
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.storage.etcd import EtcdClient, prefix_end
 from minikube_py.cluster.apiserver import APIServerProcess
 from tests.api_helpers import API, configmap
 
-Obj = dict[str, Any]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 APPLY = "application/apply-patch+yaml"
 

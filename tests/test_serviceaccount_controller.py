@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.controllers.manager import ControllerManager
 from minikube_py.controllers.serviceaccount import ServiceAccountController
 from tests.api_helpers import eventually
 
-Obj = dict[str, Any]
 RunControllers = Callable[..., Awaitable[ControllerManager]]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.controllers.base import ControllerOptions
@@ -20,7 +21,6 @@ from minikube_py.controllers.manager import ControllerManager
 from minikube_py.controllers.servicelb import FINALIZER, ServiceLBController, parse_range
 from tests.api_helpers import eventually
 
-Obj = dict[str, Any]
 RunControllers = Callable[..., Awaitable[ControllerManager]]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 RANGE = "198.51.100.10-198.51.100.11"

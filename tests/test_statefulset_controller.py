@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.api.podutil import is_pod_ready
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client, ResourceClient
@@ -32,7 +33,6 @@ from tests.api_helpers import eventually
 from tests.fake_kubelet import FakeKubelet
 from tests.test_mkctl import Clis, assert_same
 
-Obj = dict[str, Any]
 RunControllers = Callable[..., Awaitable[ControllerManager]]
 Check = Callable[[str, Obj, dict[str, Obj]], bool]
 

@@ -25,6 +25,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.cluster.apiserver import APIServerProcess
@@ -39,7 +40,6 @@ from minikube_py.process import free_port
 from tests.api_helpers import eventually
 
 pytestmark = pytest.mark.slow
-Obj = dict[str, Any]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 BUSYBOX = "localhost/busybox:1.36"
 HASH = "kubernetes.io/config.hash"

@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import copy
 import uuid
-from typing import Any
 
 import pytest
 
-from minikube_py.api import errors
+from minikube_py.api import Obj, errors
 from minikube_py.api.resources import RESOURCES
 from minikube_py.apiserver.registry.store import Store
 from minikube_py.apiserver.registry.strategies import strategy_for
 from minikube_py.apiserver.storage.etcd import EtcdClient
 from minikube_py.apiserver.storage.watchcache import WatchCache
-
-Obj = dict[str, Any]
 
 CONFIGMAPS = next(r for r in RESOURCES if r.plural == "configmaps" and not r.group)
 

@@ -11,12 +11,12 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import Unauthorized
 from minikube_py.client.rest import Client
 from minikube_py.cluster.bootstraptoken import (
@@ -36,7 +36,6 @@ from tests.api_helpers import eventually
 from tests.test_bootstrap_tokens import authenticated
 from tests.test_security import SecuredServer, admin_cert, kubectl, server_of_its_own
 
-Obj = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io"
 CSRS = ("certificatesigningrequests", "certificates.k8s.io")
 

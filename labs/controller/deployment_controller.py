@@ -19,15 +19,14 @@ import asyncio
 import copy
 import signal
 import sys
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.client.informer import EventHandler, SharedInformer
 from minikube_py.client.kubeconfig import KubeconfigError
 from minikube_py.client.rest import Client
 from minikube_py.client.store import object_key
 from minikube_py.client.workqueue import RateLimitingQueue, ShutDown
 
-Obj = dict[str, Any]
 MANAGED_BY = "app.kubernetes.io/managed-by"  # the label that marks the reports we write
 MANAGER = "deployment-report-lab"
 

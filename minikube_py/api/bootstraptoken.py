@@ -26,11 +26,10 @@ import hashlib
 import hmac
 import re
 from datetime import datetime
-from typing import Any
 
 import orjson
 
-Obj = dict[str, Any]
+from minikube_py.api import Obj
 
 SECRET_PREFIX = "bootstrap-token-"
 SECRET_TYPE = "bootstrap.kubernetes.io/token"

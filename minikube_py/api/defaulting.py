@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-Obj = dict[str, Any]
+from minikube_py.api import Obj
 
 
 def as_dict(value: Any) -> Obj:

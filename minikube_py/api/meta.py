@@ -8,7 +8,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-Obj = dict[str, Any]
+from minikube_py.api import Obj
 
 # The alphabet upstream uses for generateName suffixes (no vowels, no confusable digits).
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"

@@ -6,9 +6,7 @@ addons.py deploys them as upstream's metrics-server manifest does).
 
 from __future__ import annotations
 
-from typing import Any
-
-Obj = dict[str, Any]
+from minikube_py.api import Obj
 
 NAMESPACE = "kube-system"
 SERVICE_NAME = "metrics-server"

@@ -8,8 +8,8 @@ of every workload. `set_pod_defaults` adds what upstream does only for real pods
 
 from __future__ import annotations
 
+from minikube_py.api import Obj
 from minikube_py.api.defaulting import (
-    Obj,
     as_dict,
     defaulted_dict,
     items_of,

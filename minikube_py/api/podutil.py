@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from minikube_py.api.meta import Obj, name_of, namespace_of, parse_rfc3339
+from minikube_py.api import Obj
+from minikube_py.api.meta import name_of, namespace_of, parse_rfc3339
 
 _TERMINAL_PHASES = ("Succeeded", "Failed")
 

@@ -44,6 +44,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import ROUND_UP, Decimal
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import parse_rfc3339
 from minikube_py.api.quantity import Quantity
 from minikube_py.api.selectors import (
@@ -56,7 +57,6 @@ from minikube_py.api.selectors import (
 )
 from minikube_py.api.validation import validate_qualified_name
 
-Obj = dict[str, Any]
 ResourceList = dict[str, Quantity]
 
 # Resources quota never counts: virtual ones, never stored, and events (DefaultIgnoredResources).

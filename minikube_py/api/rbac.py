@@ -14,11 +14,9 @@ fresh cluster.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.selectors import label_selector_from_dict
-
-Obj = dict[str, Any]
 
 AGGREGATE_TO_ADMIN = "rbac.authorization.k8s.io/aggregate-to-admin"
 AGGREGATE_TO_EDIT = "rbac.authorization.k8s.io/aggregate-to-edit"

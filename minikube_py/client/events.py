@@ -19,13 +19,12 @@ import logging
 import time
 from collections import OrderedDict
 from datetime import UTC, datetime
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import rfc3339
 from minikube_py.client.errors import ClientError, ConnectionFailed, NotFound
 from minikube_py.client.rest import Client
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 CACHE_SIZE = 4096

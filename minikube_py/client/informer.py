@@ -16,14 +16,13 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.client.reflector import Reflector
 from minikube_py.client.rest import Client, find_resource
 from minikube_py.client.store import Indexer, IndexFunc, object_key
 from minikube_py.lifecycle import Component
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 

@@ -23,12 +23,11 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import ClientError, NotFound
 from minikube_py.client.rest import Client
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 JITTER_FACTOR = 1.2

@@ -15,13 +15,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from typing import Any, Protocol
+from typing import Protocol
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import APIStatusError, ClientError, Gone
 from minikube_py.client.rest import ResourceClient
 from minikube_py.client.retry import Backoff
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 LIST_PAGE_SIZE = 500

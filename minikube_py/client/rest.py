@@ -26,6 +26,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from minikube_py.api import Obj
 from minikube_py.api.resources import RESOURCES, Resource
 from minikube_py.client import transport
 from minikube_py.client.errors import (
@@ -36,8 +37,6 @@ from minikube_py.client.errors import (
 )
 from minikube_py.client.kubeconfig import ClientConfig, load_kubeconfig
 from minikube_py.tracing import context as tracing_context
-
-Obj = dict[str, Any]
 
 PATCH_CONTENT_TYPES = {
     "json": "application/json-patch+json",

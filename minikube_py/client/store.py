@@ -11,9 +11,9 @@ Objects in the store are shared: treat them as read-only and deep-copy before ch
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
-Obj = dict[str, Any]
+from minikube_py.api import Obj
+
 IndexFunc = Callable[[Obj], list[str]]
 
 NAMESPACE_INDEX = "namespace"

@@ -39,19 +39,18 @@ import ssl
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import orjson
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
+from minikube_py.api import Obj
 from minikube_py.api import bootstraptoken as bt
 from minikube_py.api.meta import rfc3339
 from minikube_py.client import transport
 from minikube_py.cluster.kubeconfig import write_kubeconfig_document
-
-Obj = dict[str, Any]
 
 DEFAULT_TTL = timedelta(hours=24)
 DEFAULT_USAGES = bt.KNOWN_USAGES

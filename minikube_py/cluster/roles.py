@@ -11,12 +11,11 @@ and the few writes publishing takes.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import AlreadyExists
 from minikube_py.client.rest import Client
 
-Obj = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io"
 LABELS = {"app.kubernetes.io/managed-by": "minikube-py"}
 

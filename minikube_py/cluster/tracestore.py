@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import AlreadyExists, NotFound
 from minikube_py.client.rest import Client
 
-Obj = dict[str, Any]
 NAMESPACE = "kube-public"
 CONFIG_MAP = "minikube-py-tracing"
 RBAC = "rbac.authorization.k8s.io"

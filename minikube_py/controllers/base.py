@@ -20,10 +20,11 @@ from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from prometheus_client import CollectorRegistry, Counter
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import APIStatusError, Conflict
 from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import EventHandler, SharedInformer, SharedInformerFactory
@@ -37,7 +38,6 @@ from minikube_py.security.pki import KeyPair
 from minikube_py.tracing import context as tracing_context
 from minikube_py.tracing.tracer import DISABLED, Tracer
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 

@@ -23,14 +23,13 @@ cluster-info (kubeadm does); without it there is nothing to sign. Off unless nam
 from __future__ import annotations
 
 import logging
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api import bootstraptoken as bt
 from minikube_py.client.errors import Conflict, NotFound
 from minikube_py.client.informer import EventHandler
 from minikube_py.controllers.base import Controller, ControllerContext
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 CONFIG_MAP_KEY = f"{bt.CLUSTER_INFO_NAMESPACE}/{bt.CLUSTER_INFO}"

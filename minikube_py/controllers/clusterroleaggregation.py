@@ -16,13 +16,12 @@ pkg/controller/clusterroleaggregation/clusterroleaggregation_controller.go.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from minikube_py.api import Obj
 from minikube_py.api.rbac import aggregated_rules, same_rules
 from minikube_py.client.informer import EventHandler
 from minikube_py.controllers.base import Controller, ControllerContext
-
-Obj = dict[str, Any]
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.selectors import LabelSelector
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import ResourceClient
 from minikube_py.client.store import Indexer
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 

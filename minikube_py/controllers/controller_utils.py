@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import orjson
 
-Obj = dict[str, Any]
+from minikube_py.api import Obj
 
 SLOW_START_INITIAL_BATCH_SIZE = 1
 

@@ -22,9 +22,9 @@ import copy
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from minikube_py.api import Obj
 from minikube_py.api.cron import CronSchedule, CronSyntaxError, most_recent_schedule_time
 from minikube_py.api.meta import parse_rfc3339, rfc3339
 from minikube_py.client.errors import AlreadyExists, NotFound
@@ -40,7 +40,6 @@ from minikube_py.controllers.controller_ref import (
 )
 from minikube_py.controllers.job import finished_condition
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 SCHEDULED_TIMESTAMP_ANNOTATION = "batch.kubernetes.io/cronjob-scheduled-timestamp"

@@ -34,8 +34,8 @@ import copy
 import logging
 from collections import defaultdict
 from datetime import datetime, timedelta
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.podutil import is_pod_available, is_pod_ready, pod_key
 from minikube_py.api.selectors import label_selector_from_dict
 from minikube_py.client.errors import ClientError, Conflict, NotFound
@@ -75,7 +75,6 @@ from minikube_py.controllers.daemonset_util import (
 )
 from minikube_py.controllers.expectations import ControllerExpectations
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 BURST_REPLICAS = 250  # at most this many creations (and deletions) per sync

@@ -5,13 +5,11 @@ functions of daemon_controller.go and update.go)."""
 from __future__ import annotations
 
 import copy
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.intstr import scaled_value_from_int_or_percent
 from minikube_py.api.scheduling.nodeaffinity import pod_matches_node_selector_and_affinity
 from minikube_py.api.scheduling.taints import find_untolerated_taint
-
-Obj = dict[str, Any]
 
 TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"
 TEMPLATE_GENERATION_LABEL = "pod-template-generation"

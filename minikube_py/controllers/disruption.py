@@ -21,8 +21,8 @@ from __future__ import annotations
 import copy
 import logging
 from datetime import datetime, timedelta
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.intstr import scaled_value_from_int_or_percent
 from minikube_py.api.meta import parse_rfc3339, rfc3339
 from minikube_py.api.podutil import is_pod_ready
@@ -32,7 +32,6 @@ from minikube_py.client.informer import EventHandler
 from minikube_py.controllers.base import Controller, ControllerContext
 from minikube_py.controllers.controller_ref import controller_of, resolve_controller_ref
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 # DeletionTimeout: how long an evicted pod may take to show its deletion.

@@ -21,14 +21,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import parse_rfc3339, rfc3339
 from minikube_py.api.podutil import is_pod_ready, pod_condition
 from minikube_py.client.errors import APIStatusError, Forbidden, NotFound
 from minikube_py.client.informer import EventHandler
 from minikube_py.client.store import Indexer, object_key, split_key
 from minikube_py.controllers.base import Controller, ControllerContext, ExpectedSyncError
-
-Obj = dict[str, Any]
 
 LAST_CHANGE_TRIGGER_TIME = "endpoints.kubernetes.io/last-change-trigger-time"
 HEADLESS_SERVICE_LABEL = "service.kubernetes.io/headless"

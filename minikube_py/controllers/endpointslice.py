@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.podutil import is_pod_ready
 from minikube_py.client.errors import APIStatusError, NotFound
 from minikube_py.client.informer import EventHandler
@@ -46,7 +47,6 @@ from minikube_py.controllers.endpoints import (
     should_set_hostname,
 )
 
-Obj = dict[str, Any]
 PortMapKey = tuple[str, ...]
 EndpointKey = tuple[Any, ...]
 

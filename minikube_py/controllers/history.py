@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from minikube_py.api import Obj
 from minikube_py.api.selectors import LabelSelector
 from minikube_py.client.errors import AlreadyExists, NotFound
 from minikube_py.client.rest import ResourceClient
@@ -35,7 +36,6 @@ from minikube_py.client.store import Indexer
 from minikube_py.controllers.controller_ref import claim, owner_reference
 from minikube_py.controllers.controller_utils import safe_encode_string
 
-Obj = dict[str, Any]
 HASH_LABEL = "controller.kubernetes.io/hash"  # history.ControllerRevisionHashLabel
 MAX_PREFIX = 223  # ControllerRevisionName: room for "-" and a hash in 253 characters
 DEFAULT_HISTORY_LIMIT = 10

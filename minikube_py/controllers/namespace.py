@@ -20,8 +20,8 @@ import copy
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import parse_rfc3339, rfc3339
 from minikube_py.api.resources import RESOURCES, Resource
 from minikube_py.client.errors import APIStatusError, Conflict, MethodNotAllowed, NotFound
@@ -36,7 +36,6 @@ from minikube_py.client.workqueue import (
 )
 from minikube_py.controllers.base import Controller, ControllerContext, ExpectedSyncError
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 FINALIZER_TOKEN = "kubernetes"

@@ -28,8 +28,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import parse_rfc3339, rfc3339
 from minikube_py.client.errors import APIStatusError, ClientError, NotFound
 from minikube_py.client.informer import EventHandler
@@ -43,7 +44,6 @@ from minikube_py.controllers.nodelifecycle_queue import (
 from minikube_py.controllers.nodetaints import add_or_update_taints, remove_taints, taint_exists
 from minikube_py.controllers.podstatus import get_condition, update_pod_condition
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 TAINT_NODE_NOT_READY = "node.kubernetes.io/not-ready"

@@ -6,12 +6,10 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Callable
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import Conflict
 from minikube_py.client.rest import ResourceClient
-
-Obj = dict[str, Any]
 
 UPDATE_TAINT_STEPS = 5  # UpdateTaintBackoff: 5 tries, 100 ms apart with jitter
 UPDATE_TAINT_DELAY = 0.1

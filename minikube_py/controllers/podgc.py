@@ -19,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import datetime, timedelta
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import parse_rfc3339
 from minikube_py.client.errors import ClientError, NotFound
 from minikube_py.controllers.base import Controller, ControllerContext
@@ -30,7 +31,6 @@ from minikube_py.controllers.podstatus import (
     update_pod_condition,
 )
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 TAINT_NODE_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"

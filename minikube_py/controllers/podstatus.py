@@ -5,12 +5,10 @@ pkg/api/v1/pod/util.go, pkg/api/v1/node/util.go, pkg/util/pod/pod.go)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import rfc3339
 from minikube_py.client.rest import ResourceClient
-
-Obj = dict[str, Any]
 
 
 def get_condition(status: Obj, condition_type: str) -> Obj | None:

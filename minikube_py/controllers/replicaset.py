@@ -23,8 +23,9 @@ import logging
 import math
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import parse_rfc3339, rfc3339
 from minikube_py.api.podutil import (
     is_pod_active,
@@ -54,7 +55,6 @@ from minikube_py.controllers.controller_utils import (
 )
 from minikube_py.controllers.expectations import ControllerExpectations
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 # A ReplicaSet creates or deletes at most this many pods per sync (upstream's burstReplicas).

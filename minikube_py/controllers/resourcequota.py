@@ -27,15 +27,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from minikube_py.api import quota
+from minikube_py.api import Obj, quota
 from minikube_py.api.resources import RESOURCES, Resource
 from minikube_py.client.informer import EventHandler
 from minikube_py.client.store import Indexer
 from minikube_py.controllers.base import Controller, ControllerContext
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 

@@ -13,14 +13,11 @@ Upstream: pkg/controller/certificates/rootcacertpublisher/publisher.go.
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.client.errors import AlreadyExists, Forbidden, NotFound
 from minikube_py.client.informer import EventHandler
 from minikube_py.controllers.base import Controller, ControllerContext
 from minikube_py.controllers.endpoints import NAMESPACE_TERMINATING_CAUSE, has_status_cause
-
-Obj = dict[str, Any]
 
 CONFIG_MAP = "kube-root-ca.crt"
 DESCRIPTION_ANNOTATION = "kubernetes.io/description"

@@ -11,14 +11,11 @@ pkg/controller/serviceaccount/serviceaccounts_controller.go (ServiceAccountsCont
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.client.errors import AlreadyExists, Forbidden
 from minikube_py.client.informer import EventHandler
 from minikube_py.controllers.base import Controller, ControllerContext
 from minikube_py.controllers.endpoints import NAMESPACE_TERMINATING_CAUSE, has_status_cause
-
-Obj = dict[str, Any]
 
 # DefaultServiceAccountsControllerOptions: the accounts every namespace gets.
 SERVICE_ACCOUNTS_TO_ENSURE = ("default",)

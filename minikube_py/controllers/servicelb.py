@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import Conflict, NotFound
 from minikube_py.controllers.base import Controller, ControllerContext, ExpectedSyncError
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 FINALIZER = "service.kubernetes.io/load-balancer-cleanup"

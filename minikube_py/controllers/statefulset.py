@@ -34,8 +34,8 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.intstr import scaled_value_from_int_or_percent
 from minikube_py.api.podutil import is_pod_available, is_pod_ready
 from minikube_py.api.selectors import LabelSelector, label_selector_from_dict
@@ -79,7 +79,6 @@ from minikube_py.controllers.statefulset_util import (
     update_storage,
 )
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 STATUS_UPDATE_ATTEMPTS = 5  # retry.DefaultRetry

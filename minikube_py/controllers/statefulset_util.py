@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.podutil import is_pod_ready
 from minikube_py.controllers.controller_ref import pod_from_template
-
-Obj = dict[str, Any]
 
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"

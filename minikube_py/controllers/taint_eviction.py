@@ -22,8 +22,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from minikube_py.api import Obj
 from minikube_py.api.scheduling.taints import get_matching_tolerations, min_toleration_seconds
 from minikube_py.client.errors import ClientError
 from minikube_py.client.informer import EventHandler
@@ -31,7 +32,6 @@ from minikube_py.client.store import NODE_NAME_INDEX, object_key, split_key
 from minikube_py.controllers.base import Controller, ControllerContext
 from minikube_py.controllers.podstatus import patch_pod_status, update_pod_condition
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 UPDATE_WORKER_SIZE = 8

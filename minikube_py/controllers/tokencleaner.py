@@ -17,15 +17,14 @@ controller tidies up, so `kubeadm token list` shows only live tokens. Off unless
 from __future__ import annotations
 
 import logging
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api import bootstraptoken as bt
 from minikube_py.client.errors import Conflict, NotFound
 from minikube_py.client.informer import EventHandler
 from minikube_py.client.store import split_key
 from minikube_py.controllers.base import Controller, ControllerContext
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 

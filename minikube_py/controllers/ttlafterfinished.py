@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import parse_rfc3339
 from minikube_py.client.errors import NotFound
 from minikube_py.client.informer import EventHandler
@@ -23,7 +23,6 @@ from minikube_py.client.store import split_key
 from minikube_py.controllers.base import Controller, ControllerContext
 from minikube_py.controllers.job import is_job_finished
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 

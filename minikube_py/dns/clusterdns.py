@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from minikube_py.client.informer import EventHandler, SharedInformerFactory
 from minikube_py.client.rest import Client
@@ -21,7 +20,6 @@ from minikube_py.dns.records import ClusterRecords
 from minikube_py.dns.server import DNSServer, DNSStats
 from minikube_py.lifecycle import Component
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 

@@ -12,12 +12,11 @@ Service. The slice is owned by the Service: deleting the Service removes it.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import AlreadyExists, NotFound
 from minikube_py.client.rest import Client
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 NAMESPACE = "kube-system"

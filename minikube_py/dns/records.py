@@ -28,7 +28,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
-Obj = dict[str, Any]
+from minikube_py.api import Obj
 
 TTL = 30
 """Seconds a cluster answer may be cached: kubeadm's Corefile sets `ttl 30`."""

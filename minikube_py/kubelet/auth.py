@@ -31,10 +31,10 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
+from minikube_py.api import Obj
 from minikube_py.security.pki import peer_subject
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 TOKEN_TTL = 120.0

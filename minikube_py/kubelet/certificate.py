@@ -53,12 +53,12 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from minikube_py.api import Obj
 from minikube_py.client.kubeconfig import load_kubeconfig
 from minikube_py.client.rest import Client
 from minikube_py.lifecycle import Component
 from minikube_py.security import csr as csrs
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 CURRENT = "kubelet-client-current.pem"

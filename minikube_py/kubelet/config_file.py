@@ -46,11 +46,11 @@ import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import orjson
 import yaml
 
+from minikube_py.api import Obj
 from minikube_py.api.poddefaults import set_pod_defaults
 from minikube_py.api.schema import schema_for
 from minikube_py.api.schema.strict import type_error
@@ -62,7 +62,6 @@ from minikube_py.kubelet.mirror_client import (
 )
 from minikube_py.lifecycle import Component
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 FILE_CHECK_FREQUENCY = 1.0

@@ -12,12 +12,11 @@ import base64
 import ipaddress
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.validation import validate_qualified_name
 from minikube_py.kubelet.resources import ResourceFieldError, resource_field_value
 
-Obj = dict[str, Any]
 GetObject = Callable[[str, str], Awaitable[Obj | None]]
 
 # The services every pod sees, whatever enableServiceLinks says (upstream masterServices).

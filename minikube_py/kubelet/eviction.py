@@ -38,13 +38,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import now as utc_now
 from minikube_py.api.quantity import canonical_quantity, format_quantity, memory_bytes
 from minikube_py.api.scheduling.taints import tolerations_tolerate_taint
 from minikube_py.cri import CRIError
 from minikube_py.kubelet.resources import BEST_EFFORT, SYSTEM_CRITICAL_PRIORITY, qos_class
 
-Obj = dict[str, Any]
 PodUsage = dict[str, Any]
 log = logging.getLogger(__name__)
 

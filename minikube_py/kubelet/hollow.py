@@ -15,10 +15,10 @@ import dataclasses
 import ipaddress
 import logging
 from pathlib import Path
-from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from minikube_py.api import Obj
 from minikube_py.client.component import serve_health
 from minikube_py.client.informer import EventHandler, SharedInformerFactory
 from minikube_py.client.rest import Client
@@ -27,7 +27,6 @@ from minikube_py.kubelet.node_status import HostInfo, read_host_info
 from minikube_py.kubelet.simulated import SimulatedRuntime
 from minikube_py.lifecycle import Component
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 HOLLOW_CIDR = ipaddress.ip_network("10.128.0.0/9")  # room for 32,768 /24 pod CIDRs
 HOLLOW_NODE_IPS = ipaddress.ip_network("172.30.0.0/16")

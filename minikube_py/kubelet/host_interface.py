@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from minikube_py.api import Obj
 from minikube_py.api.duration import go_duration
 from minikube_py.api.meta import rfc3339
 from minikube_py.cri import CRIError
@@ -29,7 +30,6 @@ from minikube_py.kubelet.server import ContainerNotFound, StreamOptions, StreamU
 if TYPE_CHECKING:
     from minikube_py.kubelet.kubelet import Kubelet
 
-Obj = dict[str, Any]
 
 
 class HostInterface:

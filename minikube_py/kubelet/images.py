@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.cri import CRIError, RuntimeService
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.backoff import Backoff
 
-Obj = dict[str, Any]
 RecordEvent = Callable[[Obj, str, str, str], None]
 
 

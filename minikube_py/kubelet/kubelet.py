@@ -29,8 +29,8 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.podutil import pod_key
 from minikube_py.client.errors import NotFound
 from minikube_py.client.events import EventRecorder
@@ -83,7 +83,6 @@ from minikube_py.security.pki import server_ssl_context
 from minikube_py.tracing import context as tracing_context
 from minikube_py.tracing.tracer import DISABLED, Tracer
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 RESYNC_SECONDS = 60.0
 HOUSEKEEPING_SECONDS = 2.0

@@ -23,6 +23,7 @@ from typing import Any
 
 import grpc
 
+from minikube_py.api import Obj
 from minikube_py.cri import CRIError, RuntimeService
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.backoff import Backoff
@@ -46,7 +47,6 @@ from minikube_py.kubelet.podstate import (
 from minikube_py.kubelet.resources import ContainerResources
 from minikube_py.kubelet.volumes.manager import ContainerMount
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 RecordEvent = Callable[[Obj, str, str, str], None]
 # (pod, container, pod IPs) -> (env, mounts, resources) for CreateContainer

@@ -6,8 +6,7 @@ the pod spec; fetching env sources, images and volumes happens before it is call
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.envvars import expand, mapping_for
 from minikube_py.kubelet.pod_actions import container_hash
@@ -27,7 +26,6 @@ from minikube_py.kubelet.podstate import (
 from minikube_py.kubelet.resources import ContainerResources
 from minikube_py.kubelet.volumes.manager import ContainerMount
 
-Obj = dict[str, Any]
 PROPAGATION = {"None": api_pb2.PROPAGATION_PRIVATE,
                "HostToContainer": api_pb2.PROPAGATION_HOST_TO_CONTAINER,
                "Bidirectional": api_pb2.PROPAGATION_BIDIRECTIONAL}

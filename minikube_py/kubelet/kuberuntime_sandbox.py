@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.podstate import (
     MANAGED_LABEL,
@@ -17,7 +17,6 @@ from minikube_py.kubelet.podstate import (
     POD_UID_LABEL,
 )
 
-Obj = dict[str, Any]
 PROTOCOLS = {"TCP": api_pb2.TCP, "UDP": api_pb2.UDP, "SCTP": api_pb2.SCTP}
 HOST_RESOLV_CONF = Path("/etc/resolv.conf")
 

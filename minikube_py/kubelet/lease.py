@@ -27,8 +27,8 @@ import logging
 import random
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import now as utc_now
 from minikube_py.client.errors import ClientError, Conflict, NotFound
 from minikube_py.client.leaderelection import micro_time
@@ -36,7 +36,6 @@ from minikube_py.client.rest import Client
 from minikube_py.client.retry import Backoff
 from minikube_py.lifecycle import wait_for_event
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"

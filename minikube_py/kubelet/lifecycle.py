@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.kubelet.prober import ExecSync, HTTPGetError, http_get, http_request, pod_name
 
-Obj = dict[str, Any]
 NO_TIMEOUT = 0.0  # CRI ExecSync's "no timeout"
 
 

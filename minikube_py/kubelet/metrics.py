@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.utils import floatToGoString
 
-Obj = dict[str, Any]
+from minikube_py.api import Obj
 
 
 @dataclass

@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.podutil import pod_key
 from minikube_py.client.errors import AlreadyExists, ClientError, Conflict, NotFound
 from minikube_py.client.logs import kv, log_v
 from minikube_py.client.rest import Client
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 # pkg/kubelet/types/pod_update.go

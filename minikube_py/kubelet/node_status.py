@@ -44,6 +44,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import now as utc_now
 from minikube_py.api.meta import rfc3339
 from minikube_py.api.quantity import format_quantity, parse_quantity
@@ -55,7 +56,6 @@ from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.eviction import Threshold, existing_ancestor, read_meminfo
 from minikube_py.lifecycle import wait_for_event
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 KUBELET_VERSION = "v1.37.0-minikube-py"  # the version the API server reports, too

@@ -21,13 +21,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.client.informer import EventHandler, SharedInformer
 from minikube_py.client.rest import Client
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 Key = tuple[str, str]  # namespace, name
 
 SYNC_TIMEOUT = 10.0

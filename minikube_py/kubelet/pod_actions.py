@@ -18,11 +18,9 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.kubelet.podstate import ContainerRecord, PodRuntimeStatus
-
-Obj = dict[str, Any]
 
 
 @dataclass

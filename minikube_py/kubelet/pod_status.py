@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import rfc3339 as meta_time
 from minikube_py.kubelet.podstate import ContainerRecord, PodRuntimeStatus
 from minikube_py.kubelet.resources import qos_class
 
-Obj = dict[str, Any]
 # Conditions this kubelet owns; others (PodScheduled, DisruptionTarget...) are kept.
 KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready")
 

@@ -26,11 +26,10 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.kubelet.prober import ExecSync, ProbeResult, run_probe
 
-Obj = dict[str, Any]
 RecordEvent = Callable[[Obj, str, str, str], None]
 
 LIVENESS, READINESS, STARTUP = "Liveness", "Readiness", "Startup"

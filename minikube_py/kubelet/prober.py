@@ -26,14 +26,14 @@ import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
 
 import aiohttp
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from yarl import URL
 
-Obj = dict[str, Any]
+from minikube_py.api import Obj
+
 ExecSync = Callable[[str, list[str], float], Awaitable[tuple[int, str]]]
 
 KUBE_MINOR_VERSION = "1.37"

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.quantity import QuantityError, cpu_millis, memory_bytes, parse_quantity
-
-Obj = dict[str, Any]
 
 GUARANTEED = "Guaranteed"
 BURSTABLE = "Burstable"

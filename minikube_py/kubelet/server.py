@@ -51,6 +51,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 
+from minikube_py.api import Obj
 from minikube_py.api.podlogoptions import PodLogOptions
 from minikube_py.cri_logs import log_options, read_container_log
 from minikube_py.kubelet.auth import KubeletAuth
@@ -63,7 +64,6 @@ from minikube_py.kubelet.metrics import (
 from minikube_py.streaming import bytestreams, channels
 from minikube_py.tracing.context import without_trace_context
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 # How long stop() lets open requests finish (follows are cancelled before).
 SHUTDOWN_TIMEOUT = 5.0

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import ClientError, Conflict, NotFound
 from minikube_py.client.logs import log_v
 from minikube_py.client.rest import Client
 from minikube_py.kubelet.mirror_client import is_static_pod
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 

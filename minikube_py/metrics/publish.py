@@ -10,13 +10,10 @@ until the cluster has TLS.
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.api.metricsapi import API_SERVICE, NAMESPACE, SERVICE_NAME, metrics_service
 from minikube_py.client.errors import AlreadyExists, NotFound
 from minikube_py.client.rest import Client
-
-Obj = dict[str, Any]
 
 SLICE_NAME = "metrics-server-host"
 MANAGED_BY = "metrics.minikube-py.io"

@@ -24,12 +24,12 @@ import logging
 import time
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any
 
 import aiohttp
 import orjson
 from aiohttp import web
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import rfc3339
 from minikube_py.api.resources import Resource
 from minikube_py.api.schema import openapi_v2_definitions, openapi_v3_document
@@ -48,7 +48,6 @@ from minikube_py.metrics.scrape import (
     usage,
 )
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 GROUP, VERSION = "metrics.k8s.io", "v1beta1"

@@ -13,14 +13,11 @@ a client dry run, the object that would have been sent).
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.mkctl.command import Invocation
 from minikube_py.mkctl.errors import MkctlError, StatusError
 from minikube_py.mkctl.flags import BOOL, STRINGS, Flag
 from minikube_py.mkctl.printers import ObjectPrinter, generic_printer, name_of
-
-Obj = dict[str, Any]
 
 DRY_RUN_FLAG = Flag(
     "dry-run", default="none",

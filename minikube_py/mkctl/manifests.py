@@ -30,10 +30,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from minikube_py.api import Obj
 from minikube_py.mkctl.discovery import APIResource
 from minikube_py.mkctl.errors import MkctlError, NoResourceMatch
 
-Obj = dict[str, Any]
 FILE_EXTENSIONS = (".json", ".yaml", ".yml")
 STDIN = "STDIN"
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.mkctl.command import Invocation
 from minikube_py.mkctl.errors import MkctlError
 
-Obj = dict[str, Any]
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"
 _PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
 

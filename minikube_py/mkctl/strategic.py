@@ -32,9 +32,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.schema.types import Field, Type
 
-Obj = dict[str, Any]
 RETAIN_KEYS = "$retainKeys"
 SET_ELEMENT_ORDER = "$setElementOrder/"
 DELETE_FROM_PRIMITIVE_LIST = "$deleteFromPrimitiveList/"

@@ -22,9 +22,8 @@ from __future__ import annotations
 import datetime
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
-Obj = dict[str, Any]
+from minikube_py.api import Obj
 
 HOLD = 2_000_000_000  # ns a span waits for the spans that started before it
 PARENT_WAIT = 10_000_000_000  # ns a span waits for its parent, at most

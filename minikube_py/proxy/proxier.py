@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram
 
+from minikube_py.api import Obj
 from minikube_py.client.informer import EventHandler, SharedInformerFactory
 from minikube_py.client.rest import Client
 from minikube_py.lifecycle import Component, wait_for_event
@@ -47,7 +48,6 @@ from minikube_py.proxy.serviceports import SERVICE_NAME_LABEL, ServicePort, serv
 from minikube_py.tracing import context as tracing_context
 from minikube_py.tracing.tracer import DISABLED, Tracer
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 BACKOFF_INITIAL, BACKOFF_MAX = 1.0, 30.0

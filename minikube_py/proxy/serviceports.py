@@ -16,9 +16,9 @@ Which endpoints count (upstream's CategorizeEndpoints):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-Obj = dict[str, Any]
+from minikube_py.api import Obj
+
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 PROXY_NAME_LABEL = "service.kubernetes.io/service-proxy-name"
 

@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.scheduler.framework.types import NodeInfo, PodInfo, Snapshot
-
-Obj = dict[str, Any]
 
 ASSUMED_POD_TTL = 30.0  # seconds an assumed, bound pod waits for the informer to confirm
 

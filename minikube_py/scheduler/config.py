@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-Obj = dict[str, Any]
+from minikube_py.api import Obj
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"

@@ -23,11 +23,10 @@ from typing import Any
 import aiohttp
 import orjson
 
+from minikube_py.api import Obj
 from minikube_py.scheduler.config import Extender
 from minikube_py.scheduler.framework.interface import MAX_NODE_SCORE
 from minikube_py.scheduler.framework.types import NodeInfo, PodInfo
-
-Obj = dict[str, Any]
 
 MAX_EXTENDER_PRIORITY = 10
 

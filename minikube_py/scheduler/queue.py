@@ -24,10 +24,10 @@ from collections.abc import Callable, KeysView
 from dataclasses import dataclass, field
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.scheduler.framework.interface import ClusterEvent, QueuedPodInfo
 from minikube_py.scheduler.framework.types import PodInfo
 
-Obj = dict[str, Any]
 Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
 
 INITIAL_BACKOFF = 1.0

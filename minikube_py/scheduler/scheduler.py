@@ -30,6 +30,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client import Histogram as PromHistogram
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import now_rfc3339
 from minikube_py.client.errors import ClientError, NotFound
 from minikube_py.client.events import EventRecorder
@@ -55,7 +56,6 @@ from minikube_py.scheduler.queue import SchedulingQueue
 from minikube_py.tracing import context as tracing_context
 from minikube_py.tracing.tracer import DISABLED, Tracer, current_span
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 MIN_FEASIBLE_NODES_TO_FIND = 100

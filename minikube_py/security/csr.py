@@ -18,17 +18,15 @@ import base64
 import datetime
 import ipaddress
 from collections.abc import Iterable
-from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID, ObjectIdentifier
 
+from minikube_py.api import Obj
 from minikube_py.api.certificates import parse_csr
 from minikube_py.security.pki import KeyPair
-
-Obj = dict[str, Any]
 
 KUBE_APISERVER_CLIENT = "kubernetes.io/kube-apiserver-client"
 KUBELET_CLIENT = "kubernetes.io/kube-apiserver-client-kubelet"

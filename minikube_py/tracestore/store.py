@@ -17,13 +17,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import orjson
 
+from minikube_py.api import Obj
 from minikube_py.tracing import otlp
-
-Obj = dict[str, Any]
 
 
 def object_key(resource: str, namespace: str, name: str) -> str:

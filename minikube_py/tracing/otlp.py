@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.tracing.tracer import Span
 
-Obj = dict[str, Any]
 SCOPE = "minikube-py"
 
 

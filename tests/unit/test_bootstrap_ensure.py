@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import copy
 
-from minikube_py.api import errors
+from minikube_py.api import Obj, errors
 from minikube_py.apiserver.auth.bootstrappolicy.ensure import ensure_object
 from minikube_py.apiserver.auth.bootstrappolicy.reconcile import reconcile_binding, reconcile_role
 from minikube_py.apiserver.auth.bootstrappolicy.rules import (
-    Obj,
     cluster_role,
     cluster_role_binding,
     rule,

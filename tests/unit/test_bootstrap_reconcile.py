@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.auth.bootstrappolicy import bootstrap_cluster_roles
 from minikube_py.apiserver.auth.bootstrappolicy.reconcile import (
     breakdown_rule,
@@ -24,7 +25,6 @@ from minikube_py.apiserver.auth.bootstrappolicy.rules import (
     users,
 )
 
-Obj = dict[str, Any]
 AUTOUPDATE = "rbac.authorization.kubernetes.io/autoupdate"
 PODS_READ = rule(["get", "list", "watch"], [""], ["pods"])
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from minikube_py.api import Obj
 from minikube_py.api import bootstraptoken as bt
 from minikube_py.apiserver.auth.authentication import Authenticator, UserInfo
 from minikube_py.apiserver.auth.bootstrappolicy import bootstrap_role_bindings, bootstrap_roles
@@ -39,7 +40,6 @@ from minikube_py.controllers.registry import ALL_CONTROLLERS
 from minikube_py.controllers.tokencleaner import TokenCleaner
 from minikube_py.security import pki
 
-Obj = dict[str, Any]
 TOKEN = "abcdef.0123456789abcdef"
 NOW = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 

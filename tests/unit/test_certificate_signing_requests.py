@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import NameOID
 
+from minikube_py.api import Obj
 from minikube_py.api.certificates import (
     certificate_error,
     check_signature,
@@ -32,7 +33,6 @@ from minikube_py.apiserver.auth.authentication import UserInfo
 from minikube_py.apiserver.registry.strategies import strategy_for
 from minikube_py.security import pki
 
-Obj = dict[str, Any]
 RESOURCE = lookup("certificates.k8s.io", "v1", "certificatesigningrequests")
 assert RESOURCE is not None
 STRATEGY = strategy_for(RESOURCE)

@@ -3,12 +3,9 @@ all match what the informer cache holds."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.client.store import Indexer
 from minikube_py.controllers.controller_ref import owner_reference, resolve_controller_ref
-
-Obj = dict[str, Any]
 
 
 def replica_set(name: str, uid: str) -> Obj:

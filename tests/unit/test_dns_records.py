@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.dns.records import ClusterRecords, Record
-
-Obj = dict[str, Any]
 
 
 def service(name: str, cluster_ip: str = "10.96.5.5", *, ports: list[Obj] | None = None,

@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.kubelet.envvars import ContainerConfigError, expand, make_environment, mapping_for
-
-Obj = dict[str, Any]
 
 
 def b64(text: str) -> str:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import grpc
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.cri import CRIError
 from minikube_py.kubelet.eviction import (
     EvictionManager,
@@ -23,7 +23,6 @@ from minikube_py.kubelet.eviction import (
     thresholds_met,
 )
 
-Obj = dict[str, Any]
 MI = 1024 * 1024
 GI = 1024 * MI
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from minikube_py.api import Obj
 from minikube_py.api.resources import by_kind
 from minikube_py.apiserver.registry.strategies import strategy_for
 from minikube_py.cluster import cli
@@ -39,7 +40,6 @@ from minikube_py.cluster.kubeadm.controlplane import (
 from minikube_py.cluster.netns import DEFAULT_NODE_NETWORK, DEFAULT_PREFIX
 from minikube_py.kubelet.config_file import decode_pod
 
-Obj = dict[str, Any]
 EXTRA = {"apiserver": {"max-requests-inflight": "7"}, "controller-manager": {"v": "5"},
          "scheduler": {"kube-api-qps": "40"}}
 IMAGES = {name: f"localhost/minikube-py/{name}:v1.37.0-0123456789ab"

@@ -5,15 +5,14 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 from aiohttp import web
 
+from minikube_py.api import Obj
 from minikube_py.kubelet.backoff import Backoff
 from minikube_py.kubelet.lifecycle import run_lifecycle_handler
 
-Obj = dict[str, Any]
 POD = {"metadata": {"name": "web", "namespace": "default", "uid": "u-1"}}
 CONTAINER = {"name": "app", "ports": [{"name": "admin", "containerPort": 1}]}
 WHERE = 'for Container "app" in Pod "web_default(u-1)"'

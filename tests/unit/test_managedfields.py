@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.api.managedfields import Conflicts, FieldManager, SchemaError
 from minikube_py.api.managedfields.fieldpath import FieldSet, key_element, path_string
 from minikube_py.api.managedfields.managed import (
@@ -27,8 +27,6 @@ from minikube_py.api.managedfields.managed import (
 from minikube_py.api.managedfields.merge import VersionedSet
 from minikube_py.api.managedfields.typed import compare, merge, to_field_set
 from minikube_py.api.schema import schema_for
-
-Obj = dict[str, Any]
 
 DEPLOYMENT = schema_for("apps", "v1", "Deployment")
 CONFIG_MAP = schema_for("", "v1", "ConfigMap")

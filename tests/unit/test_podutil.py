@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import rfc3339
 from minikube_py.api.podutil import (
     is_pod_active,
@@ -17,7 +17,6 @@ from minikube_py.api.podutil import (
     pod_key,
 )
 
-Obj = dict[str, Any]
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 
 

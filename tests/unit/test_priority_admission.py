@@ -8,12 +8,11 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.api.errors import APIError
 from minikube_py.api.resources import by_kind
 from minikube_py.apiserver.auth.admission import CREATE, UPDATE, Chain
 from minikube_py.apiserver.auth.admission.priority import Priority, admit_priority
-
-Obj = dict[str, Any]
 
 
 def priority_class(name: str, value: int, *, default: bool = False,

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from minikube_py.api import Obj
 from minikube_py.kubelet.probe_workers import Clock, ProbeManager, RunningContainer
 
-Obj = dict[str, Any]
 UID = "uid-1"
 
 

@@ -6,16 +6,15 @@ import asyncio
 import json
 import socket
 from collections.abc import AsyncIterator
-from typing import Any
 
 import grpc
 import pytest
 from aiohttp import web
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from minikube_py.api import Obj
 from minikube_py.kubelet.prober import ProbeResult, go_duration, resolve_container_port, run_probe
 
-Obj = dict[str, Any]
 POD = {"metadata": {"name": "web", "namespace": "default", "uid": "u-1"}}
 BIG_BODY = "x" * 20_000
 RELEASE = web.AppKey("release", asyncio.Event)

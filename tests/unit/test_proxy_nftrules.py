@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.proxy.nftrules import (
     assemble,
     chain_base,
@@ -15,7 +16,6 @@ from minikube_py.proxy.nftrules import (
 from minikube_py.proxy.rules import ProxyConfig
 from minikube_py.proxy.serviceports import service_ports
 
-Obj = dict[str, Any]
 CONFIG = ProxyConfig(node_name="node-1", cluster_cidr="10.244.0.0/16")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.proxy.rules import (
     ProxyConfig,
     chain,
@@ -14,7 +15,6 @@ from minikube_py.proxy.rules import (
 )
 from minikube_py.proxy.serviceports import ServicePort, service_ports
 
-Obj = dict[str, Any]
 CONFIG = ProxyConfig(node_name="node-1", cluster_cidr="10.244.0.0/16")
 
 

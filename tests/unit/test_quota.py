@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from minikube_py.api import quota
+from minikube_py.api import Obj, quota
 from minikube_py.api.quantity import Quantity
 
-Obj = dict[str, Any]
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
 

@@ -4,15 +4,13 @@ bootstrap policy define them: pure logic over role objects."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.api.rbac import aggregated_rules, same_rules
 from minikube_py.apiserver.auth.bootstrappolicy import (
     bootstrap_cluster_role_bindings,
     bootstrap_cluster_roles,
 )
 
-Obj = dict[str, Any]
 PODS = {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}
 NODES = {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}
 HEALTH = {"nonResourceURLs": ["/healthz"], "verbs": ["get"]}

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.kubelet.resources import (
     ContainerResources,
     compute_qos_class,
@@ -17,7 +18,6 @@ from minikube_py.kubelet.resources import (
     qos_class,
 )
 
-Obj = dict[str, Any]
 GI = 1024**3
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.api.scheduling.nodeaffinity import (
     node_field_requirement_matches,
     node_selector_matches,
@@ -21,8 +22,6 @@ from minikube_py.api.scheduling.taints import (
     toleration_tolerates_taint,
     tolerations_tolerate_taint,
 )
-
-Obj = dict[str, Any]
 
 
 def taint(key: str, effect: str = "NoSchedule", value: str = "") -> Obj:

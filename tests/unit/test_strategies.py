@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.api.cron import CronSyntaxError, parse_standard
 from minikube_py.api.resources import RESOURCES, Resource, by_kind
 from minikube_py.api.validation import FieldError
 from minikube_py.apiserver.registry.strategies import strategy_for
 from minikube_py.apiserver.registry.strategies.base import KindStrategy, Strategy
 
-Obj = dict[str, Any]
 UID = "6b2e9f0c-1d2a-4c3b-9e8f-0a1b2c3d4e5f"
 RBAC = "rbac.authorization.k8s.io/v1"
 

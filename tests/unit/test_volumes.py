@@ -15,10 +15,10 @@ import stat
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.kubelet.envvars import ContainerConfigError
 from minikube_py.kubelet.volumes.atomic_writer import (
     AtomicWriter,
@@ -30,7 +30,6 @@ from minikube_py.kubelet.volumes.hostpath import check_type
 from minikube_py.kubelet.volumes.manager import ContainerMount, VolumeError, VolumeManager
 from minikube_py.kubelet.volumes.plugin import SetUpError
 
-Obj = dict[str, Any]
 MI = 1024**2
 TIMESTAMPED = re.compile(r"^\.\.\d{4}_\d\d_\d\d_\d\d_\d\d_\d\d\.\d{9}$")
 

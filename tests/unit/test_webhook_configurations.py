@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.api.resources import lookup
 from minikube_py.apiserver.registry.strategies import strategy_for
 from minikube_py.apiserver.registry.strategies.base import Strategy
 
-Obj = dict[str, Any]
 GROUP = "admissionregistration.k8s.io"
 
 

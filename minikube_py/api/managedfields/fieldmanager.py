@@ -19,15 +19,13 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from minikube_py.api import meta
+from minikube_py.api import Obj, meta
 from minikube_py.api.managedfields import managed as entries
 from minikube_py.api.managedfields import merge
 from minikube_py.api.managedfields.fieldpath import FieldSet
 from minikube_py.api.managedfields.managed import APPLY, UPDATE, Managed
 from minikube_py.api.managedfields.merge import VersionedSet
 from minikube_py.api.schema.types import Type
-
-Obj = dict[str, Any]
 
 # managedFieldsUpdater's name for the write in progress, merged into its manager after.
 CURRENT_OPERATION = "current-operation"

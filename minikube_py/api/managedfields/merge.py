@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.managedfields.fieldpath import FieldSet, Path
 from minikube_py.api.managedfields.typed import Comparison, compare, merge, prune, to_field_set
 from minikube_py.api.schema.types import Type
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.managedfields.fieldpath import (
     FieldSet,
     Path,
@@ -31,8 +32,6 @@ from minikube_py.api.managedfields.fieldpath import (
     value_element,
 )
 from minikube_py.api.schema.types import Field, Type
-
-Obj = dict[str, Any]
 
 _UNTYPED = Type(kind="any")
 _UNTYPED_FIELD = Field(type=_UNTYPED)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from minikube_py.api.meta import Obj, labels_of, name_of
+from minikube_py.api import Obj
+from minikube_py.api.meta import labels_of, name_of
 from minikube_py.api.selectors import (
     DOES_NOT_EXIST,
     EXISTS,

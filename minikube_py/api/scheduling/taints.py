@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from minikube_py.api.meta import Obj
+from minikube_py.api import Obj
 
 
 def toleration_tolerates_taint(toleration: Obj, taint: Obj) -> bool:

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.schema.always_written import ALWAYS_WRITTEN
-
-Obj = dict[str, Any]
 
 
 def always_written(api_version: str, kind: str) -> dict[str, Any]:

@@ -29,10 +29,10 @@ from typing import IO, Any
 import orjson
 import yaml
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.auth.authentication import UserInfo
 from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
 
-Obj = dict[str, Any]
 LEVELS = ("None", "Metadata", "Request", "RequestResponse")
 STAGES = ("RequestReceived", "ResponseStarted", "ResponseComplete", "Panic")
 

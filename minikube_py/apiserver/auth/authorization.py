@@ -20,13 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-from minikube_py.api import errors
+from minikube_py.api import Obj, errors
 from minikube_py.apiserver.auth.authentication import UserInfo
 from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
 
-Obj = dict[str, Any]
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 
 

@@ -21,12 +21,11 @@ import hmac
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api import bootstraptoken as bt
 from minikube_py.apiserver.auth.authentication import AUTHENTICATED, UserInfo
 
-Obj = dict[str, Any]
 log = logging.getLogger("minikube_py.apiserver")
 
 

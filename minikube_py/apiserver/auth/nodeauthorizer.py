@@ -21,10 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.auth.authentication import UserInfo
 from minikube_py.apiserver.auth.authorization import Attributes, Decision, Rule
-
-Obj = dict[str, Any]
 
 NODES_GROUP = "system:nodes"
 NODE_USER_PREFIX = "system:node:"

@@ -26,7 +26,6 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 import orjson
 from aiohttp import web
@@ -38,7 +37,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import (
     encode_dss_signature,
 )
 
-from minikube_py.api import errors
+from minikube_py.api import Obj, errors
 from minikube_py.api.meta import rfc3339
 from minikube_py.api.validation import invalid
 from minikube_py.apiserver.auth.authentication import AUTHENTICATED, UserInfo
@@ -46,7 +45,6 @@ from minikube_py.apiserver.endpoints.request_params import read_object
 from minikube_py.apiserver.endpoints.responses import json_response
 from minikube_py.apiserver.registry.store import Store
 
-Obj = dict[str, Any]
 DEFAULT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 DEFAULT_EXPIRATION = 3600
 MIN_EXPIRATION = 600

@@ -24,14 +24,13 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 import aiohttp
 from aiohttp import web
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.connect.proxy import forward
 
-Obj = dict[str, Any]
 CHECK_TIMEOUT = 5.0
 log = logging.getLogger(__name__)
 

@@ -16,17 +16,15 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from typing import Any
 
 import orjson
 
-from minikube_py.api import errors
+from minikube_py.api import Obj, errors
 from minikube_py.api.meta import now_rfc3339
 from minikube_py.api.resources import RESOURCES
 from minikube_py.apiserver.connect.aggregation import Aggregator
 from minikube_py.apiserver.registry.store import Store
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 CHECK_PERIOD = 5.0  # seconds between availability checks of Service-backed APIServices

@@ -18,9 +18,7 @@ from typing import Any
 
 import aiohttp
 
-from minikube_py.api import errors
-
-Obj = dict[str, Any]
+from minikube_py.api import Obj, errors
 
 DEFAULT_KUBELET_PORT = 10250
 # --kubelet-preferred-address-types as minikube and kubeadm set it (upstream's default

@@ -19,19 +19,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any
 
 import aiohttp
 from aiohttp import web
 
-from minikube_py.api import errors
+from minikube_py.api import Obj, errors
 from minikube_py.api.podlogoptions import PodLogOptions
 from minikube_py.apiserver.connect.kubeletclient import KubeletClient
 from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
 from minikube_py.apiserver.endpoints.responses import AUDIT_ID
 from minikube_py.apiserver.registry.store import Store
-
-Obj = dict[str, Any]
 
 # How much of a failed kubelet answer goes into the Status (upstream's maxReadLength).
 MAX_ERROR_BODY = 50000

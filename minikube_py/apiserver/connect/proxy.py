@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import random
 import ssl
-from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -34,7 +33,6 @@ from minikube_py.apiserver.connect.kubeletclient import (
 from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
 from minikube_py.apiserver.registry.store import ListOptions, Store
 
-Obj = dict[str, Any]
 # Not passed on: they describe one hop, not the request (RFC 9110's connection-specific
 # fields), and the client's credentials for the API server are not the target's.
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",

@@ -17,11 +17,10 @@ A conflict is a 409 whose causes name each contested field (FieldManagerConflict
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from aiohttp import web
 
-from minikube_py.api import errors, meta
+from minikube_py.api import Obj, errors, meta
 from minikube_py.api.managedfields import Conflicts, SchemaError
 from minikube_py.api.managedfields.managed import conflict_causes, conflict_message
 from minikube_py.apiserver.endpoints.negotiation import Wanted, load_yaml
@@ -35,8 +34,6 @@ from minikube_py.apiserver.endpoints.request_params import (
 from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
 from minikube_py.apiserver.endpoints.responses import render_one, respond
 from minikube_py.apiserver.registry.store import Store
-
-Obj = dict[str, Any]
 
 
 async def serve_apply(

@@ -8,8 +8,7 @@ from the resource table in minikube_py/api/resources.py.
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.api.resources import (
     GROUP_ORDER,
     RESOURCES,
@@ -17,8 +16,6 @@ from minikube_py.api.resources import (
     Resource,
     subresource_kind,
 )
-
-Obj = dict[str, Any]
 
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 

@@ -15,11 +15,10 @@ Server-side apply (PATCH application/apply-patch+yaml) has its own handler: appl
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from aiohttp import web
 
-from minikube_py.api import errors
+from minikube_py.api import Obj, errors
 from minikube_py.api.patch import PatchError, apply_patch
 from minikube_py.api.resources import CONNECT_SUBRESOURCES, SUBRESOURCE_VERBS, Resource
 from minikube_py.api.schema import schema_for
@@ -60,8 +59,6 @@ from minikube_py.apiserver.registry.subresources import (
     patch_failed,
     scale,
 )
-
-Obj = dict[str, Any]
 
 
 class ResourceHandler:

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from minikube_py.api import errors, meta
+from minikube_py.api import Obj, errors, meta
 from minikube_py.api.resources import Resource, by_kind
 from minikube_py.api.schema import schema_for, unknown_fields
 from minikube_py.api.schema.strict import FieldPath, drop_null_fields, type_error
@@ -22,8 +22,6 @@ from minikube_py.api.selectors import SelectorError, parse_field_selector, parse
 from minikube_py.api.validation import FieldError, forbidden, invalid, required, too_long
 from minikube_py.apiserver.endpoints import negotiation
 from minikube_py.apiserver.registry.store import DeleteOptions, ListOptions, Store
-
-Obj = dict[str, Any]
 
 
 def query_int(request: web.Request, name: str) -> int | None:

@@ -8,14 +8,13 @@ import orjson
 import yaml
 from aiohttp import web
 
-from minikube_py.api import errors, meta
+from minikube_py.api import Obj, errors, meta
 from minikube_py.api.resources import Resource
 from minikube_py.apiserver.endpoints import tables
 from minikube_py.apiserver.endpoints.negotiation import Wanted
 from minikube_py.apiserver.registry.store import ListResult, Store
 from minikube_py.tracing.context import json_without_trace_context, without_trace_context
 
-Obj = dict[str, Any]
 # The request's key for its id, returned in the `Audit-Id` header of every answer.
 AUDIT_ID = web.RequestKey("audit_id", str)
 

@@ -33,15 +33,13 @@ from __future__ import annotations
 
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
-from typing import Any
 
 from aiohttp import web
 
+from minikube_py.api import Obj
 from minikube_py.tracing import context
 from minikube_py.tracing.context import ANNOTATION, SpanContext
 from minikube_py.tracing.tracer import SERVER, Span, Tracer
-
-Obj = dict[str, Any]
 
 
 @dataclass

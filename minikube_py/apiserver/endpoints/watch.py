@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Callable
-from typing import Any
 
 import orjson
 from aiohttp import web
 
-from minikube_py.api import errors
+from minikube_py.api import Obj, errors
 from minikube_py.api.resources import Resource
 from minikube_py.apiserver.endpoints.negotiation import Wanted
 from minikube_py.apiserver.endpoints.request_params import (
@@ -30,8 +29,6 @@ from minikube_py.apiserver.endpoints.responses import AUDIT_ID, render_one
 from minikube_py.apiserver.registry.store import ListOptions, Store
 from minikube_py.apiserver.storage.watchcache import BOOKMARK, ERROR, CacheEvent, Watcher
 from minikube_py.tracing.context import without_trace_context
-
-Obj = dict[str, Any]
 
 MIN_REQUEST_TIMEOUT = 1800  # upstream --min-request-timeout: watches last 1-2x this
 BOOKMARK_INTERVAL = 30.0

@@ -7,9 +7,7 @@ events.k8s.io/v1 reads and writes the newer field names.
 
 from __future__ import annotations
 
-from typing import Any
-
-Obj = dict[str, Any]
+from minikube_py.api import Obj
 
 # events.k8s.io/v1 field -> core/v1 field, for fields that only changed name.
 _RENAMED = {

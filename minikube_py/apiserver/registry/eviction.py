@@ -20,11 +20,10 @@ from __future__ import annotations
 import asyncio
 import copy
 from dataclasses import replace
-from typing import Any
 
 from aiohttp import web
 
-from minikube_py.api import errors, meta
+from minikube_py.api import Obj, errors, meta
 from minikube_py.api.podutil import is_pod_ready
 from minikube_py.api.selectors import (
     FieldSelector,
@@ -41,8 +40,6 @@ from minikube_py.apiserver.endpoints.request_params import (
 from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
 from minikube_py.apiserver.endpoints.responses import json_response, success_status
 from minikube_py.apiserver.registry.store import DeleteOptions, ListOptions, Store
-
-Obj = dict[str, Any]
 
 # EvictionsRetry: how often a conflicting write is tried again, and how long between tries.
 EVICTION_RETRY_STEPS = 20

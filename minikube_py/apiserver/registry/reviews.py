@@ -14,11 +14,9 @@ pkg/registry/authentication/selfsubjectreview).
 
 from __future__ import annotations
 
-from typing import Any
-
 from aiohttp import web
 
-from minikube_py.api import errors
+from minikube_py.api import Obj, errors
 from minikube_py.api.resources import Resource
 from minikube_py.api.validation import FieldError, invalid, required
 from minikube_py.apiserver.auth.authentication import Authenticator, UserInfo
@@ -26,7 +24,6 @@ from minikube_py.apiserver.auth.authorization import Attributes, Authorizer
 from minikube_py.apiserver.endpoints.request_params import field_validation, read_object
 from minikube_py.apiserver.endpoints.responses import json_response
 
-Obj = dict[str, Any]
 REVIEWS = ("selfsubjectaccessreviews", "subjectaccessreviews", "localsubjectaccessreviews",
            "selfsubjectreviews", "tokenreviews", "selfsubjectrulesreviews")
 

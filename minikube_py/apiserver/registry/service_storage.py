@@ -31,7 +31,7 @@ from typing import Any
 
 import orjson
 
-from minikube_py.api import errors, meta
+from minikube_py.api import Obj, errors, meta
 from minikube_py.api.defaulting import as_dict, as_list, defaulted_dict, items_of
 from minikube_py.api.resources import Resource
 from minikube_py.api.validation import FieldError, invalid
@@ -47,7 +47,6 @@ from minikube_py.apiserver.registry.store import (
     MAX_UPDATE_ATTEMPTS,
     DeleteOptions,
     Mutation,
-    Obj,
     Store,
     etcd_errors,
 )

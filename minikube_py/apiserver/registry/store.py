@@ -44,7 +44,7 @@ from typing import Any
 
 import orjson
 
-from minikube_py.api import errors, meta
+from minikube_py.api import Obj, errors, meta
 from minikube_py.api.managedfields import FieldManager
 from minikube_py.api.managedfields.fieldpath import FieldSet, field_element
 from minikube_py.api.resources import Resource
@@ -72,7 +72,6 @@ from minikube_py.apiserver.storage.etcd import (
 from minikube_py.apiserver.storage.watchcache import WatchCache, decode
 from minikube_py.tracing.context import ANNOTATION
 
-Obj = dict[str, Any]
 # A guaranteed update's change: the new object from a copy of the stored one, at once or
 # after awaiting (an update that goes through admission awaits its plugins).
 Mutation = Callable[[Obj], Obj | Awaitable[Obj]]

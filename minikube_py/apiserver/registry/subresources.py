@@ -11,11 +11,10 @@ itself is not supported (415).
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from aiohttp import web
 
-from minikube_py.api import errors, meta
+from minikube_py.api import Obj, errors, meta
 from minikube_py.api.patch import PatchError, apply_patch
 from minikube_py.api.schema import schema_for
 from minikube_py.api.selectors import label_selector_to_string
@@ -33,7 +32,6 @@ from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
 from minikube_py.apiserver.endpoints.responses import json_response, respond, success_status
 from minikube_py.apiserver.registry.store import Store
 
-Obj = dict[str, Any]
 SCALE_SCHEMA = schema_for("autoscaling", "v1", "Scale")
 JSON_PATCH_REJECTED = "the server rejected our request due to an error in our request"
 

@@ -19,11 +19,10 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 
 import orjson
 
-from minikube_py.api import errors
+from minikube_py.api import Obj, errors
 from minikube_py.apiserver.storage.etcd import (
     CompactedError,
     EtcdClient,
@@ -37,7 +36,6 @@ from minikube_py.tracing.context import without_trace_context
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
 

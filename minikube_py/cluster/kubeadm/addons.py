@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from minikube_py.api import Obj
 from minikube_py.api.metricsapi import API_SERVICE, metrics_service
-from minikube_py.cluster.kubeadm.staticpod import Obj, probe
+from minikube_py.cluster.kubeadm.staticpod import probe
 
 NAMESPACE = "kube-system"
 RBAC = "rbac.authorization.k8s.io"

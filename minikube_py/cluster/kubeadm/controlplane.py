@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from minikube_py.api import Obj
 from minikube_py.cluster.kubeadm.staticpod import (
-    Obj,
     component_pod,
     host_path_volume,
     liveness_probe,

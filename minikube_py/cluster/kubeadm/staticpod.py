@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import yaml
 
-Obj = dict[str, Any]
+from minikube_py.api import Obj
+
 NAMESPACE = "kube-system"
 # kubeadm's default timeoutForControlPlane (4m0s) over the startup probe's period
 STARTUP_FAILURE_THRESHOLD = 24

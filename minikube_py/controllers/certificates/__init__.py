@@ -19,11 +19,11 @@ alone, so a restart carries on where it stopped.
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from minikube_py.api import Obj
 from minikube_py.controllers.base import Controller, ControllerContext
 
-Obj = dict[str, Any]
 GROUP = "certificates.k8s.io"
 PLURAL = "certificatesigningrequests"
 

@@ -18,15 +18,13 @@ certificate approve`. Upstream: pkg/controller/certificates/approver/sarapprove.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from cryptography import x509
 
+from minikube_py.api import Obj
 from minikube_py.controllers.base import ExpectedSyncError
 from minikube_py.controllers.certificates import GROUP, PLURAL, CertificateController
 from minikube_py.security import csr as csrs
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -15,15 +15,14 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-from typing import Any
 
 from cryptography import x509
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import ClientError, NotFound
 from minikube_py.controllers.certificates import CertificateController
 from minikube_py.security import csr as csrs
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 POLLING_INTERVAL = 3600.0

@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import base64
 import datetime
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.controllers.base import ControllerContext, ExpectedSyncError
 from minikube_py.controllers.certificates import CertificateController
 from minikube_py.security import csr as csrs
 from minikube_py.security.pki import KeyPair
-
-Obj = dict[str, Any]
 
 SIGNERS = (csrs.KUBELET_SERVING, csrs.KUBELET_CLIENT, csrs.KUBE_APISERVER_CLIENT,
            csrs.LEGACY_UNKNOWN)

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from minikube_py.api import Obj
 from minikube_py.api.selectors import SelectorError, label_selector_from_dict
 from minikube_py.client.informer import EventHandler
 from minikube_py.client.store import split_key
@@ -42,7 +43,6 @@ from minikube_py.controllers.deployment.sync import (
 )
 from minikube_py.controllers.deployment.util import get_rollback_to, uid
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import parse_rfc3339
 from minikube_py.client.store import object_key
 from minikube_py.controllers.deployment.sync import calculate_status, wire_status
@@ -23,7 +24,6 @@ from minikube_py.controllers.deployment.util import (
     REPLICA_FAILURE,
     REPLICA_SET_UPDATED,
     TIMED_OUT,
-    Obj,
     deployment_complete,
     deployment_progressing,
     deployment_timed_out,

@@ -5,6 +5,7 @@ and scale up the new ReplicaSet, so old and new pods never run side by side.
 
 from __future__ import annotations
 
+from minikube_py.api import Obj
 from minikube_py.controllers.deployment.progress import sync_rollout_status
 from minikube_py.controllers.deployment.sync import (
     cleanup_deployment,
@@ -13,7 +14,6 @@ from minikube_py.controllers.deployment.sync import (
 )
 from minikube_py.controllers.deployment.types import DeploymentControl
 from minikube_py.controllers.deployment.util import (
-    Obj,
     active,
     deployment_complete,
     replicas,

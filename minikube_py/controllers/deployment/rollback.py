@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 
+from minikube_py.api import Obj
 from minikube_py.controllers.deployment.sync import get_all_replica_sets_and_sync_revision
 from minikube_py.controllers.deployment.types import DeploymentControl
 from minikube_py.controllers.deployment.util import (
@@ -20,7 +21,6 @@ from minikube_py.controllers.deployment.util import (
     ROLLBACK_REVISION_NOT_FOUND,
     ROLLBACK_TEMPLATE_UNCHANGED,
     ROLLBACK_TO_ANNOTATION,
-    Obj,
     equal_ignore_hash,
     get_rollback_to,
     last_revision,

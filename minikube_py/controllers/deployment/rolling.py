@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import ClientError
 from minikube_py.controllers.deployment.progress import sync_rollout_status
 from minikube_py.controllers.deployment.sync import (
@@ -23,7 +24,6 @@ from minikube_py.controllers.deployment.sync import (
 )
 from minikube_py.controllers.deployment.types import DeploymentControl
 from minikube_py.controllers.deployment.util import (
-    Obj,
     active,
     by_creation,
     deployment_complete,

@@ -13,6 +13,7 @@ import copy
 import logging
 from datetime import datetime
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import AlreadyExists, APIStatusError, ClientError, NotFound
 from minikube_py.controllers.controller_ref import being_deleted, is_controlled_by, owner_reference
 from minikube_py.controllers.controller_utils import compute_hash
@@ -31,7 +32,6 @@ from minikube_py.controllers.deployment.util import (
     RESUMED,
     REVISION_ANNOTATION,
     TIMED_OUT,
-    Obj,
     active,
     annotations,
     by_revision,

@@ -6,14 +6,13 @@ the controller, so none of them imports controller.py.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
+from minikube_py.api import Obj
 from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import SharedInformer
 from minikube_py.client.rest import ResourceClient
 from minikube_py.client.workqueue import RateLimitingQueue
-
-Obj = dict[str, Any]
 
 
 class DeploymentControl(Protocol):

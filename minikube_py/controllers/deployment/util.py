@@ -13,11 +13,11 @@ import math
 from datetime import datetime, timedelta
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.intstr import resolve_fenceposts, scaled_value_from_int_or_percent
 from minikube_py.api.meta import parse_rfc3339, rfc3339
 from minikube_py.tracing.context import ANNOTATION as TRACE_ANNOTATION
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 # The label (and ReplicaSet name suffix) that tells the ReplicaSets of a Deployment apart.

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from minikube_py.api import Obj
 from minikube_py.api.resources import RESOURCES, Resource, by_kind
 from minikube_py.client.errors import Conflict, NotFound
 from minikube_py.client.rest import ResourceClient
@@ -40,7 +41,6 @@ from minikube_py.controllers.garbagecollector.graph import (
     owner_identity,
 )
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 # Resources the collector never watches (upstream DefaultIgnoredResources).

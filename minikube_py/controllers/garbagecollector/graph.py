@@ -22,13 +22,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.resources import Resource
 from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import EventHandler
-
-Obj = dict[str, Any]
 
 ORPHAN_FINALIZER = "orphan"
 FOREGROUND_FINALIZER = "foregroundDeletion"

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import parse_rfc3339
 from minikube_py.api.podutil import pod_condition
-
-Obj = dict[str, Any]
 
 # Module constants, as upstream's package variables (tests shorten them).
 DEFAULT_POD_FAILURE_BACKOFF = 10.0  # delay before replacing a failed pod, doubling per failure

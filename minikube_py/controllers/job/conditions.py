@@ -4,11 +4,9 @@ them (job_controller.go's newCondition, ensureJobConditionStatus)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import rfc3339
-
-Obj = dict[str, Any]
 
 
 def finished_condition(job: Obj) -> str | None:

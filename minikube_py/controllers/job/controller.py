@@ -24,8 +24,8 @@ import copy
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import parse_rfc3339, rfc3339
 from minikube_py.api.podutil import is_pod_active, is_pod_ready, is_pod_terminating, pod_condition
 from minikube_py.api.selectors import SelectorError, label_selector_from_dict
@@ -73,7 +73,6 @@ from minikube_py.controllers.job.tracking import (
 )
 from minikube_py.controllers.job.types import SyncState
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 JOB_CONTROLLER_NAME = "kubernetes.io/job-controller"  # spec.managedBy of Jobs we sync

@@ -4,8 +4,8 @@ pkg/controller/job/indexed_job_utils.go)."""
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.podutil import is_pod_terminating
 from minikube_py.controllers.job.pods import (
     has_tracking_finalizer,
@@ -13,8 +13,6 @@ from minikube_py.controllers.job.pods import (
     pod_phase,
 )
 from minikube_py.controllers.job.types import SyncState
-
-Obj = dict[str, Any]
 
 JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"

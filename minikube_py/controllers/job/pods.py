@@ -3,9 +3,7 @@ job_controller.go's pod predicates and tracking_utils.go's hasJobTrackingFinaliz
 
 from __future__ import annotations
 
-from typing import Any
-
-Obj = dict[str, Any]
+from minikube_py.api import Obj
 
 JOB_TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
 

@@ -15,8 +15,8 @@ Functions take the controller `jm` first, as upstream's methods take their recei
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.client.errors import NotFound
 from minikube_py.controllers.job.conditions import ensure_condition, find_condition, new_condition
 from minikube_py.controllers.job.indexed import (
@@ -33,8 +33,6 @@ from minikube_py.controllers.job.pods import (
     uid_of,
 )
 from minikube_py.controllers.job.types import JobControl, SyncState
-
-Obj = dict[str, Any]
 
 MAX_UNCOUNTED_PODS = 500  # uids in status.uncountedTerminatedPods per sync
 

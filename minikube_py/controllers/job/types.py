@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
+from minikube_py.api import Obj
 from minikube_py.client.events import EventRecorder
 from minikube_py.client.rest import ResourceClient
 from minikube_py.controllers.job.backoff import BackoffRecord
-
-Obj = dict[str, Any]
 
 
 @dataclass

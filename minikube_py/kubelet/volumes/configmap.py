@@ -10,9 +10,10 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+from minikube_py.api import Obj
 from minikube_py.kubelet.volumes.atomic_writer import FileProjection
 from minikube_py.kubelet.volumes.emptydir import setup_dir
-from minikube_py.kubelet.volumes.plugin import GetObject, Obj, SetUpError, project
+from minikube_py.kubelet.volumes.plugin import GetObject, SetUpError, project
 
 DEFAULT_MODE = 0o644
 

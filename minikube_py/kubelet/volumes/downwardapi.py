@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from minikube_py.api import Obj
 from minikube_py.kubelet.envvars import FieldPathError, extract_field_path
 from minikube_py.kubelet.resources import ResourceFieldError, resource_field_value
 from minikube_py.kubelet.volumes.atomic_writer import FileProjection
 from minikube_py.kubelet.volumes.configmap import DEFAULT_MODE
 from minikube_py.kubelet.volumes.emptydir import setup_dir
-from minikube_py.kubelet.volumes.plugin import Obj, SetUpError, aggregate, project
+from minikube_py.kubelet.volumes.plugin import SetUpError, aggregate, project
 
 
 def collect_data(items: list[Obj], pod: Obj, default_mode: int,

@@ -14,9 +14,10 @@ import os
 import re
 from pathlib import Path
 
+from minikube_py.api import Obj
 from minikube_py.api.quantity import memory_bytes
 from minikube_py.kubelet.resources import pod_memory_limit
-from minikube_py.kubelet.volumes.plugin import Obj, SetUpError
+from minikube_py.kubelet.volumes.plugin import SetUpError
 
 EMPTY_DIR_MODE = 0o777
 MOUNTINFO = Path("/proc/self/mountinfo")

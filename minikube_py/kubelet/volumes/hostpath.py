@@ -15,7 +15,8 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from minikube_py.kubelet.volumes.plugin import Obj, SetUpError
+from minikube_py.api import Obj
+from minikube_py.kubelet.volumes.plugin import SetUpError
 
 # Expected type -> (the file type hostutil.GetFileType reports, its description).
 _EXPECTED = {

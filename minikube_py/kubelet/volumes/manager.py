@@ -22,6 +22,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from minikube_py.api import Obj
 from minikube_py.api.quantity import memory_bytes
 from minikube_py.kubelet.envvars import ContainerConfigError, expand
 from minikube_py.kubelet.volumes import (
@@ -37,7 +38,6 @@ from minikube_py.kubelet.volumes.plugin import (
     PLUGIN_DIRS,
     PROJECTED_SOURCES,
     GetObject,
-    Obj,
     ProcessVolumeError,
     SetUpError,
 )

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from minikube_py.kubelet.volumes.plugin import GetObject, Obj, ProcessVolumeError
+from minikube_py.api import Obj
+from minikube_py.kubelet.volumes.plugin import GetObject, ProcessVolumeError
 
 CLAIM_DIR_MODE = 0o777
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.kubelet.volumes.atomic_writer import AtomicWriter, FileProjection, PayloadError
 
-Obj = dict[str, Any]
 # get_config_map / get_secret / get_claim: (namespace, name) -> the object, None if absent.
 GetObject = Callable[[str, str], Awaitable[Obj | None]]
 

@@ -12,11 +12,12 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from minikube_py.api import Obj
 from minikube_py.kubelet.volumes import configmap, downwardapi, secret
 from minikube_py.kubelet.volumes.atomic_writer import FileProjection
 from minikube_py.kubelet.volumes.configmap import DEFAULT_MODE
 from minikube_py.kubelet.volumes.emptydir import setup_tmpfs
-from minikube_py.kubelet.volumes.plugin import GetObject, Obj, SetUpError, aggregate, project
+from minikube_py.kubelet.volumes.plugin import GetObject, SetUpError, aggregate, project
 
 # (the pod, audience, expiration seconds) -> a token for the pod's service account,
 # bound to the pod (it stops working when the pod is gone)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+from minikube_py.api import Obj
 from minikube_py.kubelet.volumes.configmap import DEFAULT_MODE, make_payload
 from minikube_py.kubelet.volumes.emptydir import setup_tmpfs
-from minikube_py.kubelet.volumes.plugin import GetObject, Obj, SetUpError, project
+from minikube_py.kubelet.volumes.plugin import GetObject, SetUpError, project
 
 
 def secret_files(secret: Obj) -> dict[str, bytes]:

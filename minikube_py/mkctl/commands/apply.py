@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.mkctl import manifests
 from minikube_py.mkctl.changes import (
     DRY_RUN_FLAG,
@@ -57,7 +58,6 @@ from minikube_py.mkctl.discovery import APIResource
 from minikube_py.mkctl.errors import Aggregate, MkctlError, NoResourceMatch, StatusError
 from minikube_py.mkctl.flags import BOOL, INT, SELECTOR_FLAG, STRINGS, Flag
 
-Obj = dict[str, Any]
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 FIELD_MANAGER = "kubectl-client-side-apply"
 SERVER_SIDE_FIELD_MANAGER = "kubectl"

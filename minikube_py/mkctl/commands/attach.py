@@ -10,6 +10,7 @@ exec is (remotecommand.py), until the container ends or the command is stopped.
 
 from __future__ import annotations
 
+from minikube_py.api import Obj
 from minikube_py.mkctl import pods, remotecommand
 from minikube_py.mkctl.command import Command, Invocation
 from minikube_py.mkctl.commands.exec import STREAM_FLAGS, query_flags
@@ -21,7 +22,7 @@ RECORDED = ("All commands and output from this session will be recorded in conta
             "prompt.")
 
 
-def _container_spec(pod: pods.Obj, name: str) -> pods.Obj:
+def _container_spec(pod: Obj, name: str) -> Obj:
     spec = pod.get("spec") or {}
     return next((c for kind in ("containers", "initContainers", "ephemeralContainers")
                  for c in spec.get(kind) or [] if c["name"] == name), {})

@@ -17,8 +17,8 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Callable
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.mkctl.changes import (
     DRY_RUN_FLAG,
     OUTPUT_FLAG,
@@ -33,7 +33,6 @@ from minikube_py.mkctl.command import Command, Invocation
 from minikube_py.mkctl.errors import MkctlError, StatusError
 from minikube_py.mkctl.flags import ARRAY, INT, STRINGS, Flag
 
-Obj = dict[str, Any]
 FIELD_MANAGER = "kubectl-create"
 
 

@@ -23,8 +23,7 @@ The steps of kubectl's delete.go:
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.mkctl import builder, manifests
 from minikube_py.mkctl.changes import (
     DRY_RUN_FLAG,
@@ -47,7 +46,6 @@ from minikube_py.mkctl.flags import (
 )
 from minikube_py.mkctl.printers import name_of
 
-Obj = dict[str, Any]
 NO_RESOURCES = """You must provide one or more resources by argument or filename.
 Example resource specifications include:
    '-f rsrc.yaml'

@@ -22,8 +22,9 @@ The steps of kubectl's describe.go (DescribeOptions.Run):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from minikube_py.api import Obj
 from minikube_py.mkctl import builder
 from minikube_py.mkctl.command import PROGRAM, Command, Invocation
 from minikube_py.mkctl.errors import Aggregate, MkctlError
@@ -32,7 +33,6 @@ from minikube_py.mkctl.flags import ALL_NAMESPACES_FLAG, BOOL, INT, SELECTOR_FLA
 if TYPE_CHECKING:
     from minikube_py.mkctl.describers import Settings
 
-Obj = dict[str, Any]
 
 
 class ClientLookups:

@@ -26,15 +26,14 @@ checks each eviction (?dryRun=All) and no pod goes.
 from __future__ import annotations
 
 import time
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.mkctl.changes import DRY_RUN_FLAG, dry_run
 from minikube_py.mkctl.command import Command, Invocation
 from minikube_py.mkctl.commands.cordon import set_unschedulable
 from minikube_py.mkctl.errors import CommandLineError, Exit, StatusError
 from minikube_py.mkctl.flags import BOOL, INT, Flag
 
-Obj = dict[str, Any]
 RETRY_AFTER = 5.0  # seconds between evictions a disruption budget refused
 DAEMONSET_FATAL = "DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"
 DAEMONSET_WARNING = "ignoring DaemonSet-managed Pods"

@@ -17,15 +17,13 @@ The targetPort is --target-port (a number, or a port's name), else the port itse
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.mkctl import builder
 from minikube_py.mkctl.changes import DRY_RUN_FLAG, OUTPUT_FLAG, OperationPrinter, dry_run
 from minikube_py.mkctl.command import Command, Invocation
 from minikube_py.mkctl.errors import Aggregate, MkctlError, StatusError
 from minikube_py.mkctl.flags import Flag
 
-Obj = dict[str, Any]
 EXPOSABLE = ("Deployment", "ReplicaSet", "ReplicationController", "Pod", "Service")
 
 

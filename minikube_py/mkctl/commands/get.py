@@ -23,8 +23,8 @@ With -w the list is printed, then the server's watch from the list's resourceVer
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.mkctl import builder
 from minikube_py.mkctl.command import PROGRAM, Command, Invocation
 from minikube_py.mkctl.errors import Aggregate, ConnectionFailed, Exit, MkctlError
@@ -40,8 +40,6 @@ from minikube_py.mkctl.flags import (
 from minikube_py.mkctl.printers import HUMAN_FORMATS, ObjectPrinter, generic_printer
 from minikube_py.mkctl.printers.table import PrintOptions, TablePrinter
 from minikube_py.mkctl.printers.tabwriter import TabWriter
-
-Obj = dict[str, Any]
 
 
 def run(inv: Invocation) -> None:

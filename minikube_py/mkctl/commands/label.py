@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from minikube_py.mkctl import builder, manifests
 from minikube_py.mkctl.changes import (
@@ -39,7 +38,6 @@ from minikube_py.mkctl.discovery import APIResource
 from minikube_py.mkctl.errors import Aggregate, MkctlError, StatusError
 from minikube_py.mkctl.flags import BOOL, SELECTOR_FLAG, Flag
 
-Obj = dict[str, Any]
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 

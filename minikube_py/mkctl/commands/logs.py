@@ -33,12 +33,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.mkctl import pods
 from minikube_py.mkctl.command import Command, Invocation
 from minikube_py.mkctl.errors import MkctlError, StatusError
 from minikube_py.mkctl.flags import BOOL, INT, SELECTOR_FLAG, Flag
 
-Obj = dict[str, Any]
 USAGE_ERROR = ("expected 'logs [-f] [-p] (POD | TYPE/NAME) [-c CONTAINER]'.\n"
                "POD or TYPE/NAME is a required argument for the logs command")
 SELECTOR_TAIL = 10

@@ -30,6 +30,7 @@ import signal
 import socket
 from types import FrameType
 
+from minikube_py.api import Obj
 from minikube_py.mkctl import pods
 from minikube_py.mkctl.command import Command, Invocation
 from minikube_py.mkctl.errors import MkctlError
@@ -71,7 +72,7 @@ def _port(text: str, side: str) -> int:
     return int(text)
 
 
-def _translate(kind: str, obj: pods.Obj, pod: pods.Obj, specs: list[str]) -> list[str]:
+def _translate(kind: str, obj: Obj, pod: Obj, specs: list[str]) -> list[str]:
     """Step 2: a Service's ports to the pod's (translateServicePortToTargetPort), a named
     remote port to the container port of that name."""
     translated = []
@@ -89,7 +90,7 @@ def _translate(kind: str, obj: pods.Obj, pod: pods.Obj, specs: list[str]) -> lis
     return translated
 
 
-def _target_port(service: pods.Obj, pod: pods.Obj, remote: str) -> str:
+def _target_port(service: Obj, pod: Obj, remote: str) -> str:
     ports = (service.get("spec") or {}).get("ports") or []
     for port in ports:
         if str(port.get("port")) == remote or port.get("name") == remote:
@@ -103,7 +104,7 @@ def _target_port(service: pods.Obj, pod: pods.Obj, remote: str) -> str:
                      f"{remote}")
 
 
-def _named_port(pod: pods.Obj, name: str) -> int:
+def _named_port(pod: Obj, name: str) -> int:
     for container in (pod.get("spec") or {}).get("containers") or []:
         for port in container.get("ports") or []:
             if port.get("name") == name:

@@ -31,13 +31,12 @@ import copy
 import time
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.mkctl import builder
 from minikube_py.mkctl.changes import DRY_RUN_FLAG, OperationPrinter, dry_run
 from minikube_py.mkctl.command import Command, Invocation, run_group
 from minikube_py.mkctl.errors import Aggregate, CommandLineError, MkctlError, StatusError
 from minikube_py.mkctl.flags import BOOL, INT, SELECTOR_FLAG, Flag
-
-Obj = dict[str, Any]
 
 REVISION = "deployment.kubernetes.io/revision"
 CHANGE_CAUSE = "kubernetes.io/change-cause"

@@ -14,8 +14,7 @@ already as asked is left alone and prints nothing, as kubectl's empty patch does
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.mkctl import builder
 from minikube_py.mkctl.changes import (
     DRY_RUN_FLAG,
@@ -27,8 +26,6 @@ from minikube_py.mkctl.changes import (
 from minikube_py.mkctl.command import Command, Invocation, run_group
 from minikube_py.mkctl.errors import Aggregate, MkctlError, StatusError
 from minikube_py.mkctl.flags import BOOL, SELECTOR_FLAG, Flag
-
-Obj = dict[str, Any]
 
 
 def pod_spec_path(kind: str) -> list[str] | None:

@@ -23,11 +23,11 @@ import io
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.mkctl.command import Command, Invocation, run_group
 from minikube_py.mkctl.errors import MkctlError, UsageError
 from minikube_py.mkctl.flags import ALL_NAMESPACES_FLAG, BOOL, SELECTOR_FLAG, Flag
 
-Obj = dict[str, Any]
 PREFIX = "/apis/metrics.k8s.io/v1beta1"
 MIB = 1024 * 1024
 

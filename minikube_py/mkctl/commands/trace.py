@@ -27,6 +27,7 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.mkctl.command import Command, Invocation
 from minikube_py.mkctl.errors import MkctlError, StatusError
 from minikube_py.mkctl.flags import BOOL, Flag
@@ -34,7 +35,6 @@ from minikube_py.mkctl.printers import timeline
 from minikube_py.mkctl.tracelife import Follower, Life
 from minikube_py.tracing import context as tracing_context
 
-Obj = dict[str, Any]
 PUBLISHED = ("kube-public", "minikube-py-tracing")
 
 

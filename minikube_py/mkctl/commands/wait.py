@@ -25,8 +25,8 @@ The steps of kubectl's wait.go:
 from __future__ import annotations
 
 import time
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.mkctl import builder, manifests
 from minikube_py.mkctl.command import Command, Invocation
 from minikube_py.mkctl.errors import Aggregate, CommandLineError, MkctlError, StatusError
@@ -40,7 +40,6 @@ from minikube_py.mkctl.flags import (
 )
 from minikube_py.mkctl.printers import name_of
 
-Obj = dict[str, Any]
 WEEK = 7 * 24 * 3600.0
 NO_RESOURCES = """You must provide one or more resources by argument or filename.
 Example resource specifications include:

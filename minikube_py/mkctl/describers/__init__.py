@@ -27,9 +27,9 @@ the pods of a node, the replicasets of a deployment) and returns the whole text.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
-Obj = dict[str, Any]
+from minikube_py.api import Obj
 
 
 class Lookups(Protocol):

@@ -5,8 +5,8 @@ jobs; then the pod template and the events."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.mkctl.describers import Lookups, Settings
 from minikube_py.mkctl.describers.common import (
     describe_events,
@@ -20,7 +20,6 @@ from minikube_py.mkctl.describers.common import (
 from minikube_py.mkctl.describers.workloads import describe_pod_template
 from minikube_py.mkctl.describers.writer import LEVEL_0, PrefixWriter, rfc1123z
 
-Obj = dict[str, Any]
 INDEXES_SOFT_LIMIT = 50
 
 

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.mkctl.describers import Lookups, Settings
 from minikube_py.mkctl.describers.writer import LEVEL_0, LEVEL_1, PrefixWriter
-
-Obj = dict[str, Any]
 
 MAX_ANNOTATION_LEN = 140
 SKIP_ANNOTATIONS = {"kubectl.kubernetes.io/last-applied-configuration"}

@@ -4,8 +4,8 @@ of Data with its value under a rule, and the size of each key of BinaryData."""
 from __future__ import annotations
 
 import base64
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.mkctl.describers import Lookups, Settings
 from minikube_py.mkctl.describers.common import (
     describe_events,
@@ -14,8 +14,6 @@ from minikube_py.mkctl.describers.common import (
     search_events,
 )
 from minikube_py.mkctl.describers.writer import LEVEL_0, PrefixWriter
-
-Obj = dict[str, Any]
 
 
 def config_map_describer(config_map: Obj, lookups: Lookups, settings: Settings) -> str:

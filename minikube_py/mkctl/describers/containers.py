@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.mkctl.describers.common import go_bool, print_bool, string_or_none
 from minikube_py.mkctl.describers.writer import (
     LEVEL_0,
@@ -17,8 +17,6 @@ from minikube_py.mkctl.describers.writer import (
     PrefixWriter,
     rfc1123z,
 )
-
-Obj = dict[str, Any]
 
 
 def describe_containers(label: str, containers: list[Obj], statuses: list[Obj] | None,

@@ -5,8 +5,7 @@ indented under their name."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.mkctl.describers import Lookups, Settings
 from minikube_py.mkctl.describers.common import (
     describe_events,
@@ -17,7 +16,6 @@ from minikube_py.mkctl.describers.common import (
 from minikube_py.mkctl.describers.writer import LEVEL_0, PrefixWriter
 from minikube_py.mkctl.gofmt import sprint
 
-Obj = dict[str, Any]
 COMMON_ACRONYMS = ("API", "URL", "UID", "GUID")
 SKIPPED = (".metadata.managedFields", ".metadata.name", ".metadata.namespace",
            ".metadata.labels", ".metadata.annotations")

@@ -9,8 +9,7 @@ IngressClassDescriber).
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.mkctl.describers import Lookups, Settings
 from minikube_py.mkctl.describers.common import (
     describe_events,
@@ -21,8 +20,6 @@ from minikube_py.mkctl.describers.common import (
 from minikube_py.mkctl.describers.service import format_endpoint_slices
 from minikube_py.mkctl.describers.writer import LEVEL_0, LEVEL_1, LEVEL_2, PrefixWriter
 from minikube_py.mkctl.errors import MkctlError
-
-Obj = dict[str, Any]
 
 
 def ingress_describer(ingress: Obj, lookups: Lookups, settings: Settings) -> str:

@@ -4,14 +4,11 @@ ranges that apply inside it."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.mkctl.describers import Lookups, Settings
 from minikube_py.mkctl.describers.common import print_annotations_multiline, print_labels_multiline
 from minikube_py.mkctl.describers.writer import LEVEL_0, LEVEL_1, PrefixWriter, rfc1123z
 from minikube_py.mkctl.errors import StatusError
-
-Obj = dict[str, Any]
 
 SCOPE_HELP = {
     "Terminating": "Matches all pods that have an active deadline. These pods have a limited "

@@ -8,8 +8,8 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.mkctl.describers import Lookups, Settings
 from minikube_py.mkctl.describers.common import (
     print_annotations_multiline,
@@ -17,7 +17,6 @@ from minikube_py.mkctl.describers.common import (
 )
 from minikube_py.mkctl.describers.writer import LEVEL_0, LEVEL_1, LEVEL_2, PrefixWriter
 
-Obj = dict[str, Any]
 INDENT = "    "
 
 

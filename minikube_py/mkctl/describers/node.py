@@ -12,6 +12,7 @@ import math
 from decimal import Decimal
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.mkctl.describers import Lookups, Settings
 from minikube_py.mkctl.describers.common import (
     describe_events,
@@ -25,7 +26,6 @@ from minikube_py.mkctl.describers.common import (
 from minikube_py.mkctl.describers.writer import LEVEL_0, LEVEL_1, PrefixWriter, rfc1123z
 from minikube_py.mkctl.errors import MkctlError, StatusError
 
-Obj = dict[str, Any]
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 ROLE_LABEL_PREFIX = "node-role.kubernetes.io/"
 ROLE_LABEL = "kubernetes.io/role"

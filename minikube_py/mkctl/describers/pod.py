@@ -10,8 +10,7 @@ containers.py and its volumes by volumes.py, which pod templates use too.
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.mkctl.describers import Lookups, Settings
 from minikube_py.mkctl.describers.common import (
     describe_events,
@@ -25,9 +24,6 @@ from minikube_py.mkctl.describers.common import (
 from minikube_py.mkctl.describers.containers import describe_containers, describe_resources
 from minikube_py.mkctl.describers.volumes import describe_volumes
 from minikube_py.mkctl.describers.writer import LEVEL_0, LEVEL_1, PrefixWriter, rfc1123z
-
-Obj = dict[str, Any]
-
 
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 

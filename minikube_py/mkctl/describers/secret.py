@@ -4,13 +4,12 @@ of each key; the values stay hidden, except a service account token's."""
 from __future__ import annotations
 
 import base64
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.mkctl.describers import Lookups, Settings
 from minikube_py.mkctl.describers.common import print_annotations_multiline, print_labels_multiline
 from minikube_py.mkctl.describers.writer import LEVEL_0, PrefixWriter
 
-Obj = dict[str, Any]
 SERVICE_ACCOUNT_TOKEN = "kubernetes.io/service-account-token"
 
 

@@ -8,8 +8,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.mkctl.describers import Lookups, Settings
 from minikube_py.mkctl.describers.common import (
     describe_events,
@@ -20,7 +19,6 @@ from minikube_py.mkctl.describers.common import (
 from minikube_py.mkctl.describers.writer import LEVEL_0, LEVEL_1, LEVEL_2, PrefixWriter
 from minikube_py.mkctl.errors import MkctlError
 
-Obj = dict[str, Any]
 MAX_ENDPOINTS = 3
 
 

@@ -3,8 +3,7 @@ image pull secrets, and the events."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.mkctl.describers import Lookups, Settings
 from minikube_py.mkctl.describers.common import (
     describe_events,
@@ -14,7 +13,6 @@ from minikube_py.mkctl.describers.common import (
 )
 from minikube_py.mkctl.describers.writer import LEVEL_0, PrefixWriter
 
-Obj = dict[str, Any]
 PULL_HEADER = "Image pull secrets:"
 
 

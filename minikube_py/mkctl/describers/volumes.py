@@ -4,12 +4,9 @@ source's type and fields."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.mkctl.describers.common import MAX_ANNOTATION_LEN, go_bool
 from minikube_py.mkctl.describers.writer import LEVEL_0, LEVEL_1, LEVEL_2, LEVEL_3, PrefixWriter
-
-Obj = dict[str, Any]
 
 
 def describe_volumes(volumes: list[Obj] | None, w: PrefixWriter, space: str = "") -> None:

@@ -11,8 +11,7 @@ DescribePodTemplate, getPodStatusForController).
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.mkctl.describers import Lookups, Settings
 from minikube_py.mkctl.describers.common import (
     describe_events,
@@ -29,7 +28,6 @@ from minikube_py.mkctl.describers.volumes import describe_volumes
 from minikube_py.mkctl.describers.writer import LEVEL_0, LEVEL_1, PrefixWriter, rfc1123z
 from minikube_py.mkctl.errors import MkctlError
 
-Obj = dict[str, Any]
 POD_TEMPLATE_HASH = "pod-template-hash"
 
 

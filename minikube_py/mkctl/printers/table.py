@@ -21,11 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.mkctl.gofmt import sprint
 from minikube_py.mkctl.printers.tabwriter import TabWriter
 from minikube_py.mkctl.record import Record
-
-Obj = dict[str, Any]
 
 _CELL_BREAKS = "\f\n\r"
 EVENT_TYPES = {"ADDED": "ADDED   ", "MODIFIED": "MODIFIED", "DELETED": "DELETED ",

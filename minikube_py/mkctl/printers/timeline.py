@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-Obj = dict[str, Any]
+from minikube_py.api import Obj
 
 # the attributes shown after a span's name, in this order, under these words
 SHOWN = (("user.name", "user"), ("http.status_code", "code"), ("k8s.revision", "revision"),

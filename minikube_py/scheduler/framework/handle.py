@@ -8,7 +8,7 @@ all of that through the handle, never through globals.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from minikube_py.scheduler.framework.types import NodeInfo, PodInfo, Snapshot
 
@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from minikube_py.scheduler.framework.interface import CycleState, Status
     from minikube_py.scheduler.framework.runtime import WaitingPod
 
-Obj = dict[str, Any]
 
 
 class PodNominator(Protocol):

@@ -36,12 +36,12 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from minikube_py.api import Obj
 from minikube_py.scheduler.framework.types import NodeInfo, PodInfo
 
 if TYPE_CHECKING:
     from minikube_py.scheduler.framework.handle import Handle
 
-Obj = dict[str, Any]
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from minikube_py.api import Obj
 from minikube_py.scheduler.framework.equivalence import EquivalenceCache
 from minikube_py.scheduler.framework.interface import (
     MAX_NODE_SCORE,
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
     from minikube_py.client.rest import Client
     from minikube_py.scheduler.framework.handle import PodNominator
 
-Obj = dict[str, Any]
 ObserveDuration = Callable[[str, str, float], None]  # (extension point, status, seconds)
 
 

@@ -20,10 +20,10 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
+from minikube_py.api import Obj
 from minikube_py.api.quantity import cpu_millis, memory_bytes, parse_quantity
 from minikube_py.api.selectors import LabelSelector, label_selector_from_dict
 
-Obj = dict[str, Any]
 V = TypeVar("V")
 
 # Pods without requests still count for spreading scores (upstream's non-zero defaults).

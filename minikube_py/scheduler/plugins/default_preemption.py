@@ -26,6 +26,7 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from minikube_py.api import Obj
 from minikube_py.api.meta import now, parse_rfc3339, rfc3339
 from minikube_py.api.selectors import LabelSelector, SelectorError, label_selector_from_dict
 from minikube_py.api.validation import FieldError, invalid
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
     from minikube_py.client.informer import SharedInformer
     from minikube_py.scheduler.framework.handle import Handle
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE = 10

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from minikube_py.api import Obj
 from minikube_py.api.validation import invalid
 from minikube_py.scheduler.framework.interface import (
     MAX_NODE_SCORE,
@@ -35,7 +36,6 @@ from minikube_py.scheduler.framework.interface import (
     ClusterEvent,
     CycleState,
     FilterPlugin,
-    Obj,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,

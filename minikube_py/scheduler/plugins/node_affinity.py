@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from minikube_py.api.meta import Obj
+from minikube_py.api import Obj
 from minikube_py.api.scheduling.nodeaffinity import (
     node_selector_matches,
     pod_matches_node_selector_and_affinity,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from minikube_py.api.meta import Obj
+from minikube_py.api import Obj
 from minikube_py.api.validation import FieldError, duplicate, invalid
 from minikube_py.scheduler.framework.interface import (
     MAX_NODE_SCORE,

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from minikube_py.api.meta import Obj
+from minikube_py.api import Obj
 from minikube_py.api.validation import (
     FieldError,
     forbidden,

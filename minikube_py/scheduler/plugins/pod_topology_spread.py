@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from minikube_py.api import Obj
 from minikube_py.api.scheduling.nodeaffinity import pod_matches_node_selector_and_affinity
 from minikube_py.api.scheduling.taints import find_untolerated_taint
 from minikube_py.api.selectors import (
@@ -46,7 +47,6 @@ from minikube_py.scheduler.framework.interface import (
     ClusterEvent,
     CycleState,
     FilterPlugin,
-    Obj,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,

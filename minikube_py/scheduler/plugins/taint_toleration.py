@@ -3,7 +3,7 @@ tolerate them; PreferNoSchedule taints only make a node less attractive."""
 
 from __future__ import annotations
 
-from minikube_py.api.meta import Obj
+from minikube_py.api import Obj
 from minikube_py.api.scheduling.taints import find_untolerated_taint, tolerations_tolerate_taint
 from minikube_py.scheduler.framework.interface import (
     SUCCESS,

@@ -11,11 +11,11 @@ import asyncio
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import grpc
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.cri import CRIError, RuntimeUnavailable
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.backoff import Backoff
@@ -29,8 +29,6 @@ from minikube_py.kubelet.prober import ProbeResult, exec_probe
 from minikube_py.kubelet.resources import ContainerResources
 from minikube_py.kubelet.simulated import SimulatedRuntime
 from minikube_py.kubelet.volumes.manager import ContainerMount
-
-Obj = dict[str, Any]
 
 
 class RestartingRuntime(SimulatedRuntime):

@@ -8,10 +8,10 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.kubelet.config_file import FileSource, ManifestError, decode_pod
 from minikube_py.kubelet.mirror_client import (
     CONFIG_HASH_ANNOTATION,
@@ -24,7 +24,6 @@ from minikube_py.kubelet.mirror_client import (
     pod_full_name,
 )
 
-Obj = dict[str, Any]
 NODE = "Node-1"
 MANIFEST = """\
 apiVersion: v1

@@ -6,10 +6,10 @@ without memory, extended resources, images, full nodes) and pods that touch them
 from __future__ import annotations
 
 import random
-from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.client.kubeconfig import ClientConfig
 from minikube_py.client.rest import Client
 from minikube_py.scheduler.config import default_configuration
@@ -18,8 +18,6 @@ from minikube_py.scheduler.framework.runtime import Framework
 from minikube_py.scheduler.framework.types import PodInfo, Snapshot
 from minikube_py.scheduler.plugins.registry import IN_TREE_PLUGINS
 from minikube_py.scheduler.scheduler import Scheduler, num_feasible_nodes_to_find
-
-Obj = dict[str, Any]
 
 TAINTS = [
     [],

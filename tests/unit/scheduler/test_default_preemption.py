@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.client.store import Indexer
 from minikube_py.scheduler.framework.interface import (
     Code,
@@ -29,8 +30,6 @@ from minikube_py.scheduler.plugins.default_preemption import (
 )
 from minikube_py.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from minikube_py.scheduler.scheduler import FitError
-
-Obj = dict[str, Any]
 
 EARLY, LATE = "2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z"
 LOW, MID, HIGH = 1, 100, 1000

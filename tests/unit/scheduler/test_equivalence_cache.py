@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.client.kubeconfig import ClientConfig
 from minikube_py.client.rest import Client
 from minikube_py.scheduler.config import parse_configuration
@@ -30,8 +31,6 @@ from minikube_py.scheduler.framework.types import NodeInfo, PodInfo
 from minikube_py.scheduler.plugins.registry import IN_TREE_PLUGINS
 from minikube_py.scheduler.scheduler import FitError, Scheduler
 from tests.unit.scheduler.test_batch_extension_points import TAINTS, make_node, make_pod
-
-Obj = dict[str, Any]
 
 
 def scheduler_with(config: Obj | None = None, plugins: dict[str, Any] | None = None

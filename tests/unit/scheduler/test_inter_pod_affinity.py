@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.scheduler.framework.interface import Code, CycleState, Status
 from minikube_py.scheduler.framework.types import PodInfo, Snapshot
 from minikube_py.scheduler.plugins.inter_pod_affinity import (
@@ -17,8 +18,6 @@ from minikube_py.scheduler.plugins.inter_pod_affinity import (
     ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
     InterPodAffinity,
 )
-
-Obj = dict[str, Any]
 
 AFFINITY = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [ERR_REASON_AFFINITY_RULES_NOT_MATCH])
 ANTI = (Code.UNSCHEDULABLE, [ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH])

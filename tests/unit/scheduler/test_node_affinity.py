@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from minikube_py.api.meta import Obj
+from minikube_py.api import Obj
 from minikube_py.scheduler.framework.interface import (
     ClusterEvent,
     Code,

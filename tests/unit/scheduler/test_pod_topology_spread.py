@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.client.store import Indexer
 from minikube_py.scheduler.framework.interface import Code, CycleState
 from minikube_py.scheduler.framework.types import NodeInfo, NodeMemo, PodInfo, Snapshot
@@ -24,8 +25,6 @@ from minikube_py.scheduler.plugins.pod_topology_spread import (
     PodTopologySpread,
     topology_normalizing_weight,
 )
-
-Obj = dict[str, Any]
 
 FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
 BAR = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}

@@ -29,14 +29,12 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from minikube_py.api import errors
+from minikube_py.api import Obj, errors
 from minikube_py.api.resources import Resource, subresource_kind
 from minikube_py.apiserver.auth.authentication import UserInfo
 from minikube_py.apiserver.endpoints import tracing
-
-Obj = dict[str, Any]
 
 CREATE, UPDATE, DELETE, CONNECT = "CREATE", "UPDATE", "DELETE", "CONNECT"
 

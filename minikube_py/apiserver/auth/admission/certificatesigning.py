@@ -9,16 +9,13 @@ leaves the certificate alone (a Failed condition, say) needs nothing more.
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.apiserver.auth.admission import UPDATE, Attributes, Plugin
 from minikube_py.apiserver.auth.admission.certauthorization import (
     CERTIFICATES_GROUP,
     authorized_for_signer_name,
 )
 from minikube_py.apiserver.auth.authorization import Authorizer
-
-Obj = dict[str, Any]
 
 
 class CertificateSigning(Plugin):

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from minikube_py.api import errors
+from minikube_py.api import Obj, errors
 from minikube_py.apiserver.auth.admission import Chain, Plugin
 from minikube_py.apiserver.auth.admission.certificateapproval import CertificateApproval
 from minikube_py.apiserver.auth.admission.certificatesigning import CertificateSigning
@@ -50,8 +50,6 @@ from minikube_py.apiserver.auth.admission.webhook import (
 )
 from minikube_py.apiserver.auth.authorization import Authorizer
 from minikube_py.apiserver.connect.proxy import service_location
-
-Obj = dict[str, Any]
 
 
 @dataclass

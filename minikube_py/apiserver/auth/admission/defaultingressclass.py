@@ -11,11 +11,9 @@ cache (upstream reads an informer).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.auth.admission import CREATE, Attributes, Plugin
-
-Obj = dict[str, Any]
 
 IS_DEFAULT_CLASS = "ingressclass.kubernetes.io/is-default-class"
 INGRESS_CLASS_ANNOTATION = "kubernetes.io/ingress.class"

@@ -8,11 +8,8 @@ after five minutes instead of at once.
 
 from __future__ import annotations
 
-from typing import Any
-
+from minikube_py.api import Obj
 from minikube_py.apiserver.auth.admission import CREATE, Attributes, Plugin
-
-Obj = dict[str, Any]
 
 DEFAULT_TOLERATION_SECONDS = {
     "node.kubernetes.io/not-ready": 300,

@@ -22,11 +22,10 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
-from minikube_py.api import errors
+from minikube_py.api import Obj, errors
 from minikube_py.api.quantity import QuantityError, canonical_quantity, parse_quantity
 from minikube_py.apiserver.auth.admission import CREATE, UPDATE, Attributes, Plugin
 
-Obj = dict[str, Any]
 LimitRangeLister = Callable[[str], list[Obj]]  # a namespace's LimitRanges
 
 ANNOTATION = "kubernetes.io/limit-ranger"

@@ -9,12 +9,10 @@ kube-system, kube-public) may not be deleted.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
-from minikube_py.api import errors
+from minikube_py.api import Obj, errors
 from minikube_py.apiserver.auth.admission import CREATE, DELETE, Attributes, Plugin
 
-Obj = dict[str, Any]
 NamespaceLookup = Callable[[str], Awaitable[Obj | None]]
 
 IMMORTAL_NAMESPACES = frozenset(("default", "kube-system", "kube-public"))

@@ -20,13 +20,10 @@ Everyone else passes untouched.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
-from minikube_py.api import errors
+from minikube_py.api import Obj, errors
 from minikube_py.apiserver.auth.admission import CREATE, DELETE, UPDATE, Attributes, Plugin
 from minikube_py.apiserver.auth.nodeauthorizer import node_name, pod_references
-
-Obj = dict[str, Any]
 
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 RESTRICTED_LABEL_DOMAIN = "node-restriction.kubernetes.io"

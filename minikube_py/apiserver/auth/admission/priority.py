@@ -11,13 +11,10 @@ informer, just as eventually consistent).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
-from minikube_py.api import errors
+from minikube_py.api import Obj, errors
 from minikube_py.apiserver.auth.admission import CREATE, UPDATE, Attributes, Plugin
 from minikube_py.apiserver.registry.strategies.others import SYSTEM_PRIORITY_CLASSES
-
-Obj = dict[str, Any]
 
 # What a pod gets without a class when no class is the globalDefault
 # (scheduling.DefaultPriorityWhenNoDefaultClassExists).

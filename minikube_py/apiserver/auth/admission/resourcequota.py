@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
-from minikube_py.api import errors, quota
+from minikube_py.api import Obj, errors, quota
 from minikube_py.apiserver.auth.admission import (
     APISERVER_USER,
     CREATE,
@@ -33,8 +33,6 @@ from minikube_py.apiserver.auth.admission import (
     Plugin,
     request_user,
 )
-
-Obj = dict[str, Any]
 
 
 class QuotaStore(Protocol):

@@ -27,10 +27,8 @@ import asyncio
 import random
 from typing import Any, Protocol
 
-from minikube_py.api import errors
+from minikube_py.api import Obj, errors
 from minikube_py.apiserver.auth.admission import CREATE, Attributes, Plugin
-
-Obj = dict[str, Any]
 
 DEFAULT_SERVICE_ACCOUNT = "default"
 MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"

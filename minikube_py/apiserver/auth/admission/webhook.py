@@ -42,7 +42,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from minikube_py.api import errors
+from minikube_py.api import Obj, errors
 from minikube_py.api.meta import new_uid
 from minikube_py.api.patch import PatchError, apply_json_patch
 from minikube_py.api.selectors import SelectorError, label_selector_from_dict
@@ -51,7 +51,6 @@ from minikube_py.tracing.context import without_trace_context
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 NamespaceLookup = Callable[[str], Awaitable[Obj | None]]
 # A Service's port reached from the API server: (namespace, name, port) -> "host:port".
 ServiceResolver = Callable[[str, str, int], Awaitable[str]]

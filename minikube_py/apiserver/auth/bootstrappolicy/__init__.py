@@ -19,6 +19,7 @@ One annotated rbac.authorization.kubernetes.io/autoupdate: "false" is left as it
 
 from __future__ import annotations
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.auth.bootstrappolicy.controller_policy import (
     controller_role_bindings,
     controller_roles,
@@ -28,7 +29,6 @@ from minikube_py.apiserver.auth.bootstrappolicy.namespace_policy import (
     namespace_roles,
 )
 from minikube_py.apiserver.auth.bootstrappolicy.policy import cluster_role_bindings, cluster_roles
-from minikube_py.apiserver.auth.bootstrappolicy.rules import Obj
 
 
 def bootstrap_cluster_roles() -> list[Obj]:

@@ -12,9 +12,9 @@ need, for whoever runs one against this server.
 
 from __future__ import annotations
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.auth.bootstrappolicy.rules import (
     READ,
-    Obj,
     cluster_role,
     cluster_role_binding,
     events_rule,

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from minikube_py.api import errors
+from minikube_py.api import Obj, errors
 from minikube_py.apiserver.auth.bootstrappolicy import (
     bootstrap_cluster_role_bindings,
     bootstrap_cluster_roles,
@@ -33,7 +33,7 @@ from minikube_py.apiserver.auth.bootstrappolicy.reconcile import (
     reconcile_binding,
     reconcile_role,
 )
-from minikube_py.apiserver.auth.bootstrappolicy.rules import RBAC_GROUP, Obj
+from minikube_py.apiserver.auth.bootstrappolicy.rules import RBAC_GROUP
 from minikube_py.apiserver.registry.store import DeleteOptions
 
 log = logging.getLogger("minikube_py.apiserver")

@@ -14,10 +14,10 @@ what this project runs are here.
 
 from __future__ import annotations
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.auth.bootstrappolicy.controller_policy import ROLE_PREFIX
 from minikube_py.apiserver.auth.bootstrappolicy.rules import (
     READ,
-    Obj,
     events_rule,
     role,
     role_binding,

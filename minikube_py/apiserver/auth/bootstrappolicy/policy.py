@@ -41,6 +41,7 @@ change; it keeps them current as other ClusterRoles with those labels come and g
 
 from __future__ import annotations
 
+from minikube_py.api import Obj
 from minikube_py.api.rbac import (
     AGGREGATE_TO_ADMIN,
     AGGREGATE_TO_EDIT,
@@ -52,7 +53,6 @@ from minikube_py.apiserver.auth.bootstrappolicy.rules import (
     READ_UPDATE,
     READ_WRITE,
     WRITE,
-    Obj,
     cluster_role,
     cluster_role_binding,
     events_rule,

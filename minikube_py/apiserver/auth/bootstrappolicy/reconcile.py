@@ -33,9 +33,10 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.auth.authentication import UserInfo
 from minikube_py.apiserver.auth.authorization import Attributes, Rule
-from minikube_py.apiserver.auth.bootstrappolicy.rules import Obj, rule
+from minikube_py.apiserver.auth.bootstrappolicy.rules import rule
 
 AUTOUPDATE = "rbac.authorization.kubernetes.io/autoupdate"
 

@@ -10,9 +10,7 @@ verbs in the same order as a real cluster.
 
 from __future__ import annotations
 
-from typing import Any
-
-Obj = dict[str, Any]
+from minikube_py.api import Obj
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 API_VERSION = f"{RBAC_GROUP}/v1"

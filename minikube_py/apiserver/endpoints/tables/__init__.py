@@ -21,6 +21,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.resources import Resource
 from minikube_py.apiserver.endpoints.tables import (
     apps_columns,
@@ -34,7 +35,6 @@ from minikube_py.apiserver.endpoints.tables import (
     service_columns,
     storage_columns,
 )
-from minikube_py.apiserver.endpoints.tables.cells import Obj
 from minikube_py.apiserver.endpoints.tables.table import (
     DEFAULT_PRINTER,
     Column,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.endpoints.tables.cells import (
-    Obj,
     age,
     container_cells,
     format_label_selector,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from minikube_py.api import Obj
 from minikube_py.api.duration import human_duration
 from minikube_py.apiserver.endpoints.tables.cells import (
     NONE,
     UNSET,
-    Obj,
     age,
     condition_true,
     container_cells,

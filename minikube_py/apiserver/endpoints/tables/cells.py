@@ -7,11 +7,9 @@ and `metav1`/`labels` formatting that more than one kind's row uses.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.duration import human_duration
-
-Obj = dict[str, Any]
 
 NONE = "<none>"
 UNKNOWN = "<unknown>"

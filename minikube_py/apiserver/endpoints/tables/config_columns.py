@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.quantity import QuantityError, canonical_quantity
-from minikube_py.apiserver.endpoints.tables.cells import Obj, age, name_of
+from minikube_py.apiserver.endpoints.tables.cells import age, name_of
 from minikube_py.apiserver.endpoints.tables.table import AGE, NAME, Cells, column
 
 CONFIG_MAP_COLUMNS = (

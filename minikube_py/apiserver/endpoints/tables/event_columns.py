@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from minikube_py.apiserver.endpoints.tables.cells import Obj, name_of, translate_timestamp_since
+from minikube_py.api import Obj
+from minikube_py.apiserver.endpoints.tables.cells import name_of, translate_timestamp_since
 from minikube_py.apiserver.endpoints.tables.table import NAME, Cells, column
 
 EVENT_COLUMNS = (

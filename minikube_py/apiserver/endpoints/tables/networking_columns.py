@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.endpoints.tables.cells import (
     NONE,
-    Obj,
     age,
     format_label_selector,
     name_of,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from minikube_py.apiserver.endpoints.tables.cells import NONE, UNKNOWN, Obj, age, name_of
+from minikube_py.api import Obj
+from minikube_py.apiserver.endpoints.tables.cells import NONE, UNKNOWN, age, name_of
 from minikube_py.apiserver.endpoints.tables.table import AGE, NAME, Cells, column
 
 NODE_COLUMNS = (

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from minikube_py.api import Obj
 from minikube_py.api.duration import human_duration
-from minikube_py.apiserver.endpoints.tables.cells import NONE, Obj, age, name_of
+from minikube_py.apiserver.endpoints.tables.cells import NONE, age, name_of
 from minikube_py.apiserver.endpoints.tables.table import AGE, NAME, Cells, Column, column
 
 LEASE_COLUMNS = (

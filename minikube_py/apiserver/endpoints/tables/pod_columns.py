@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from minikube_py.api import Obj
 from minikube_py.api.duration import human_duration
 from minikube_py.apiserver.endpoints.tables.cells import (
     NONE,
-    Obj,
     age,
     condition_true,
     name_of,

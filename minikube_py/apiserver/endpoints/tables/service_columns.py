@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.endpoints.tables.cells import (
     NONE,
     UNKNOWN,
     UNSET,
-    Obj,
     age,
     format_labels,
     name_of,

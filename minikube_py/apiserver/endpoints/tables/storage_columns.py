@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from minikube_py.apiserver.endpoints.tables.cells import UNSET, Obj, age, name_of
+from minikube_py.api import Obj
+from minikube_py.apiserver.endpoints.tables.cells import UNSET, age, name_of
 from minikube_py.apiserver.endpoints.tables.table import AGE, NAME, Cells, column
 
 ACCESS_MODE_ABBREVIATIONS = (

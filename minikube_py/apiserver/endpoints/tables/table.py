@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from minikube_py.apiserver.endpoints.tables.cells import Obj, name_of, parse_time
+from minikube_py.api import Obj
+from minikube_py.apiserver.endpoints.tables.cells import name_of, parse_time
 
 Column = dict[str, Any]
 Cells = list[Any]

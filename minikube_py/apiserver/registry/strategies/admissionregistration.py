@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
+from minikube_py.api import Obj
 from minikube_py.api.defaulting import as_dict, as_list, items_of, set_default, text
 from minikube_py.api.validation import (
     FieldError,
@@ -41,7 +42,6 @@ from minikube_py.api.validation import (
 )
 from minikube_py.apiserver.registry.strategies.base import (
     KindStrategy,
-    Obj,
     bump_generation,
     keep_stored_generation,
 )

@@ -7,6 +7,7 @@ Defaults and rules follow upstream pkg/apis/apps/v1/defaults.go and apps validat
 
 from __future__ import annotations
 
+from minikube_py.api import Obj
 from minikube_py.api.defaulting import as_dict, defaulted_dict, set_default, set_default_if_zero
 from minikube_py.api.poddefaults import set_pod_spec_defaults
 from minikube_py.api.validation import (
@@ -25,7 +26,6 @@ from minikube_py.api.validation import (
 from minikube_py.apiserver.registry.strategies.base import (
     KindStrategy,
     NoGenerationStrategy,
-    Obj,
     bump_generation_if_metadata_changed,
 )
 from minikube_py.apiserver.registry.strategies.fields import (

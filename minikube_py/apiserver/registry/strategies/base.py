@@ -24,14 +24,13 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from minikube_py.api import Obj
 from minikube_py.api.managedfields.fieldpath import FieldSet, field_element
 from minikube_py.api.resources import Resource
 from minikube_py.api.schema import schema_for
 from minikube_py.api.validation import FieldError, validate_dns1123_subdomain
-
-Obj = dict[str, Any]
 
 
 def spec_changed(new: Obj, old: Obj) -> bool:

@@ -14,6 +14,7 @@ import re
 import zoneinfo
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.cron import CronSyntaxError, parse_standard
 from minikube_py.api.defaulting import as_dict, defaulted_dict, set_default, set_default_if_zero
 from minikube_py.api.poddefaults import set_pod_spec_defaults
@@ -28,7 +29,7 @@ from minikube_py.api.validation import (
     validate_label_selector,
     validate_nonnegative,
 )
-from minikube_py.apiserver.registry.strategies.base import KindStrategy, Obj
+from minikube_py.apiserver.registry.strategies.base import KindStrategy
 from minikube_py.apiserver.registry.strategies.fields import (
     SELECTOR_MISMATCH,
     child,

@@ -33,7 +33,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from minikube_py.api import meta
+from minikube_py.api import Obj, meta
 from minikube_py.api.certificates import (
     certificate_error,
     check_signature,
@@ -57,7 +57,7 @@ from minikube_py.api.validation import (
     validate_object_meta_update,
 )
 from minikube_py.apiserver.auth.admission import request_user
-from minikube_py.apiserver.registry.strategies.base import NoGenerationStrategy, Obj
+from minikube_py.apiserver.registry.strategies.base import NoGenerationStrategy
 from minikube_py.apiserver.registry.strategies.fields import child, index, path_segment_name
 
 APPROVED, DENIED, FAILED = "Approved", "Denied", "Failed"

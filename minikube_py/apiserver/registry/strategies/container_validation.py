@@ -10,6 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.defaulting import as_dict, as_list, items_of
 from minikube_py.api.validation import (
     FieldError,
@@ -25,7 +26,6 @@ from minikube_py.api.validation import (
     validate_port_number,
     validate_qualified_name,
 )
-from minikube_py.apiserver.registry.strategies.base import Obj
 from minikube_py.apiserver.registry.strategies.fields import (
     PROTOCOLS,
     as_invalid,

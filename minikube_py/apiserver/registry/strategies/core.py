@@ -11,6 +11,7 @@ import binascii
 import json
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.defaulting import (
     as_dict,
     as_list,
@@ -34,7 +35,7 @@ from minikube_py.api.validation import (
     validate_port_number,
     validate_qualified_name,
 )
-from minikube_py.apiserver.registry.strategies.base import NoGenerationStrategy, Obj
+from minikube_py.apiserver.registry.strategies.base import NoGenerationStrategy
 from minikube_py.apiserver.registry.strategies.fields import (
     PROTOCOLS,
     child,

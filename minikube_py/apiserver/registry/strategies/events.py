@@ -8,6 +8,7 @@ Error paths use upstream's internal field names (`involvedObject`, `message`) as
 
 from __future__ import annotations
 
+from minikube_py.api import Obj
 from minikube_py.api.defaulting import as_dict, text
 from minikube_py.api.validation import (
     FieldError,
@@ -21,7 +22,7 @@ from minikube_py.apiserver.registry.event_conversion import (
     core_event_to_events_v1,
     events_v1_to_core_event,
 )
-from minikube_py.apiserver.registry.strategies.base import NoGenerationStrategy, Obj
+from minikube_py.apiserver.registry.strategies.base import NoGenerationStrategy
 from minikube_py.apiserver.registry.strategies.fields import format_errors, path_segment_name
 
 REPORTING_INSTANCE_LIMIT = 128

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.defaulting import as_dict
 from minikube_py.api.selectors import SelectorError, label_selector_from_dict
 from minikube_py.api.validation import (
@@ -24,7 +25,6 @@ from minikube_py.api.validation import (
     validate_int_or_percent,
     validate_label_selector,
 )
-from minikube_py.apiserver.registry.strategies.base import Obj
 
 NameValidator = Callable[[str], list[str]]
 

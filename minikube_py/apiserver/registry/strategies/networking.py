@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.defaulting import as_dict, as_list, items_of, set_default
 from minikube_py.api.validation import (
     FieldError,
@@ -25,7 +26,7 @@ from minikube_py.api.validation import (
     validate_port_number,
     validate_wildcard_dns1123_subdomain,
 )
-from minikube_py.apiserver.registry.strategies.base import KindStrategy, Obj
+from minikube_py.apiserver.registry.strategies.base import KindStrategy
 from minikube_py.apiserver.registry.strategies.fields import (
     as_invalid,
     child,

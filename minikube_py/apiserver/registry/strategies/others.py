@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.defaulting import (
     as_dict,
     as_list,
@@ -37,7 +38,6 @@ from minikube_py.api.validation import (
 from minikube_py.apiserver.registry.strategies.base import (
     KindStrategy,
     NoGenerationStrategy,
-    Obj,
     bump_generation_if_metadata_changed,
     keep_stored_generation,
 )

@@ -15,6 +15,7 @@ import copy
 from decimal import Decimal
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.defaulting import as_dict, as_list, items_of
 from minikube_py.api.poddefaults import set_pod_defaults
 from minikube_py.api.quantity import QuantityError, parse_quantity
@@ -27,7 +28,7 @@ from minikube_py.api.validation import (
     validate_immutable,
     validate_qualified_name,
 )
-from minikube_py.apiserver.registry.strategies.base import KindStrategy, Obj
+from minikube_py.apiserver.registry.strategies.base import KindStrategy
 from minikube_py.apiserver.registry.strategies.fields import (
     MAX_INT32,
     child,

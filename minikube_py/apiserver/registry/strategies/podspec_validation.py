@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.defaulting import as_dict, as_list, items_of
 from minikube_py.api.poddefaults import volume_sources
 from minikube_py.api.validation import (
@@ -27,7 +28,6 @@ from minikube_py.api.validation import (
     validate_qualified_name,
     validate_quantity,
 )
-from minikube_py.apiserver.registry.strategies.base import Obj
 from minikube_py.apiserver.registry.strategies.container_validation import (
     id_errors,
     local_descending_path_errors,

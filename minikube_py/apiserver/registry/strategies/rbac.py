@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.defaulting import as_dict, as_list, items_of, set_default_if_zero
 from minikube_py.api.selectors import SelectorError, label_selector_from_dict
 from minikube_py.api.validation import (
@@ -20,7 +21,7 @@ from minikube_py.api.validation import (
     validate_dns1123_subdomain,
     validate_label_selector,
 )
-from minikube_py.apiserver.registry.strategies.base import NoGenerationStrategy, Obj
+from minikube_py.apiserver.registry.strategies.base import NoGenerationStrategy
 from minikube_py.apiserver.registry.strategies.fields import (
     child,
     format_errors,

@@ -12,6 +12,7 @@ import copy
 import ipaddress
 from typing import Any
 
+from minikube_py.api import Obj
 from minikube_py.api.defaulting import as_dict, as_list, items_of, set_default, set_default_if_zero
 from minikube_py.api.validation import (
     FieldError,
@@ -27,7 +28,7 @@ from minikube_py.api.validation import (
     validate_port_number,
     validate_qualified_name,
 )
-from minikube_py.apiserver.registry.strategies.base import NoGenerationStrategy, Obj
+from minikube_py.apiserver.registry.strategies.base import NoGenerationStrategy
 from minikube_py.apiserver.registry.strategies.fields import (
     PROTOCOLS,
     child,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 
+from minikube_py.api import Obj
 from minikube_py.api.defaulting import as_dict, as_list, set_default, set_default_if_zero
 from minikube_py.api.poddefaults import volume_sources
 from minikube_py.api.validation import (
@@ -21,7 +22,7 @@ from minikube_py.api.validation import (
     validate_immutable,
     validate_label_selector,
 )
-from minikube_py.apiserver.registry.strategies.base import NoGenerationStrategy, Obj
+from minikube_py.apiserver.registry.strategies.base import NoGenerationStrategy
 from minikube_py.apiserver.registry.strategies.fields import (
     describe_changes,
     format_errors,
