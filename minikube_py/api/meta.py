@@ -73,13 +73,13 @@ def metadata(obj: Obj) -> Obj:
 
 
 def name_of(obj: Obj) -> str:
-    return obj.get("metadata", {}).get("name", "")
+    return (obj.get("metadata") or {}).get("name", "")
 
 
 def namespace_of(obj: Obj) -> str:
-    return obj.get("metadata", {}).get("namespace", "")
+    return (obj.get("metadata") or {}).get("namespace", "")
 
 
 def labels_of(obj: Obj) -> dict[str, str]:
-    labels = obj.get("metadata", {}).get("labels")
+    labels = (obj.get("metadata") or {}).get("labels")
     return labels if isinstance(labels, dict) else {}

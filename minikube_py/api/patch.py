@@ -164,7 +164,7 @@ def _merge_map(original: dict, patch: dict, schema: Type) -> dict:
         changes = patch.pop(name) if patch.get(name) is not None else None
         if name in result or changes is not None:
             result[name] = _merge_in_order(
-                result.get(name, []), changes, order, _field_of(schema, name)
+                result.get(name) or [], changes, order, _field_of(schema, name)
             )
 
     deletions: dict[str, Any] = {}

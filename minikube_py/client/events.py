@@ -56,7 +56,7 @@ class SpamFilter:
 
 def object_reference(obj: Obj) -> Obj:
     """The involvedObject of an Event: who the event is about."""
-    meta = obj.get("metadata", {})
+    meta = obj.get("metadata") or {}
     reference = {
         "kind": obj.get("kind", ""),
         "apiVersion": obj.get("apiVersion", ""),

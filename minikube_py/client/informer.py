@@ -136,7 +136,7 @@ class SharedInformer(Component):
 
 
 def _version(obj: Obj) -> str:
-    return obj.get("metadata", {}).get("resourceVersion", "")
+    return (obj.get("metadata") or {}).get("resourceVersion", "")
 
 
 class SharedInformerFactory:

@@ -97,7 +97,7 @@ class Reflector:
                 item.setdefault("kind", kind)
                 item.setdefault("apiVersion", api_version)
                 objects.append(item)
-            token = page.get("metadata", {}).get("continue", "")
+            token = (page.get("metadata") or {}).get("continue", "")
             if not token:
                 break
         self.last_sync_resource_version = page["metadata"]["resourceVersion"]
@@ -115,7 +115,7 @@ class Reflector:
                 if obj.get("code") == 410:
                     raise WatchExpired(obj.get("message", "resource version too old"))
                 raise APIStatusError(obj, int(obj.get("code") or 500))
-            version = obj.get("metadata", {}).get("resourceVersion", "")
+            version = (obj.get("metadata") or {}).get("resourceVersion", "")
             if event_type == "ADDED":
                 self.sink.add(obj)
             elif event_type == "MODIFIED":

@@ -254,7 +254,7 @@ class ResourceClient:
         return "/".join(parts)
 
     def _object_path(self, obj: Obj, subresource: str | None = None) -> str:
-        meta = obj.get("metadata", {})
+        meta = obj.get("metadata") or {}
         return self.path(meta.get("namespace"), meta.get("name"), subresource)
 
     async def get(self, name: str, namespace: str | None = None, *,
@@ -292,7 +292,7 @@ class ResourceClient:
 
     async def create(self, obj: Obj, namespace: str | None = None, *,
                      subresource: str | None = None, name: str | None = None) -> Obj:
-        namespace = namespace or obj.get("metadata", {}).get("namespace")
+        namespace = namespace or (obj.get("metadata") or {}).get("namespace")
         return await self.client.request(
             "POST", self.path(namespace, name, subresource), body=obj)
 

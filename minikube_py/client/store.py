@@ -23,7 +23,7 @@ OWNER_UID_INDEX = "ownerUID"
 
 def object_key(obj: Obj) -> str:
     """MetaNamespaceKeyFunc: `namespace/name`, or `name` for cluster-scoped objects."""
-    meta = obj.get("metadata", {})
+    meta = obj.get("metadata") or {}
     namespace = meta.get("namespace")
     return f"{namespace}/{meta.get('name', '')}" if namespace else meta.get("name", "")
 
@@ -35,17 +35,17 @@ def split_key(key: str) -> tuple[str, str]:
 
 
 def index_by_namespace(obj: Obj) -> list[str]:
-    namespace = obj.get("metadata", {}).get("namespace")
+    namespace = (obj.get("metadata") or {}).get("namespace")
     return [namespace] if namespace else []
 
 
 def index_by_node_name(obj: Obj) -> list[str]:
-    node = obj.get("spec", {}).get("nodeName")
+    node = (obj.get("spec") or {}).get("nodeName")
     return [node] if node else []
 
 
 def index_by_owner_uid(obj: Obj) -> list[str]:
-    owners = obj.get("metadata", {}).get("ownerReferences") or []
+    owners = (obj.get("metadata") or {}).get("ownerReferences") or []
     return [owner["uid"] for owner in owners if owner.get("uid")]
 
 

@@ -225,7 +225,7 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
     plane then listens on loopback only."""
     ports = cluster["ports"]
     network = cluster_network(cluster)
-    extra = cluster.get("extraConfig", {})
+    extra = cluster.get("extraConfig") or {}
     certs = ClusterCertificates(state) if cluster.get("secure") else None
 
     def kubeconfig_of(who: str) -> Path:
@@ -235,7 +235,7 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
     def flags(component: str) -> tuple[str, ...]:
         """The log verbosity, then what --extra-config set (a later flag wins)."""
         return (f"--v={cluster.get('verbosity', 2)}",
-                *(f"--{flag}={value}" for flag, value in extra.get(component, {}).items()))
+                *(f"--{flag}={value}" for flag, value in (extra.get(component) or {}).items()))
 
     address = network.gateway if network is not None else LOOPBACK
 
@@ -393,7 +393,7 @@ def up(args: argparse.Namespace) -> None:
         if args.nodes is not None and saved.get("nodes", args.nodes) != args.nodes:
             fail(f"the cluster runs with {saved['nodes']} nodes: `minikube-py down` first "
                  f"to start it with {args.nodes}")
-        if extra_config is not None and saved.get("extraConfig", {}) != extra_config:
+        if extra_config is not None and (saved.get("extraConfig") or {}) != extra_config:
             fail("the cluster runs with other --extra-config settings: `minikube-py down` "
                  "first to start it with these")
     # before anything is written: another home's running cluster keeps its network

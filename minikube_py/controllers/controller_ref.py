@@ -38,7 +38,7 @@ def owner_reference(owner: Obj, *, controller: bool = True,
 
 def controller_of(obj: Obj) -> Obj | None:
     """metav1.GetControllerOf: the ownerReference with controller: true, if any."""
-    for reference in obj.get("metadata", {}).get("ownerReferences") or []:
+    for reference in (obj.get("metadata") or {}).get("ownerReferences") or []:
         if reference.get("controller"):
             return reference
     return None
@@ -62,7 +62,7 @@ def resolve_controller_ref(store: Indexer, namespace: str, reference: Obj,
 
 
 def being_deleted(obj: Obj) -> bool:
-    return bool(obj.get("metadata", {}).get("deletionTimestamp"))
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
 async def claim(children: ResourceClient, owner: Obj, selector: LabelSelector,
@@ -72,7 +72,7 @@ async def claim(children: ResourceClient, owner: Obj, selector: LabelSelector,
     owner_uid = owner["metadata"]["uid"]
     for child in candidates:
         reference = controller_of(child)
-        matches = selector.matches(child.get("metadata", {}).get("labels"))
+        matches = selector.matches((child.get("metadata") or {}).get("labels"))
         if reference is not None:
             if reference.get("uid") != owner_uid:
                 continue

@@ -113,7 +113,7 @@ def next_schedule_delay(cronjob: Obj, schedule: CronSchedule, now: datetime,
 
 def _job_start_order(job: Obj) -> tuple[bool, float, str]:
     """byJobStartTime: oldest status.startTime first, Jobs never started last, then name."""
-    start = job.get("status", {}).get("startTime")
+    start = (job.get("status") or {}).get("startTime")
     return (start is None, parse_rfc3339(start).timestamp() if start else 0.0,
             job["metadata"]["name"])
 
@@ -253,7 +253,7 @@ class CronJobController(Controller):
                                     f"status: {finished}")
                 outcome.status_changed = True
             elif finished == "Complete":
-                completed = job.get("status", {}).get("completionTime")
+                completed = (job.get("status") or {}).get("completionTime")
                 last = status.get("lastSuccessfulTime")
                 if completed and (not last or parse_rfc3339(completed) > parse_rfc3339(last)):
                     status["lastSuccessfulTime"] = completed

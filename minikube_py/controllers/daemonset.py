@@ -336,7 +336,7 @@ class DaemonSetController(Controller):
         for revision in history.sort_revisions(old):
             if excess <= 0:
                 break
-            if revision["metadata"].get("labels", {}).get(REVISION_HASH_LABEL) in live:
+            if (revision["metadata"].get("labels") or {}).get(REVISION_HASH_LABEL) in live:
                 continue
             await self.history.delete(revision)
             excess -= 1
@@ -361,7 +361,7 @@ class DaemonSetController(Controller):
         """podsShouldBeOnNode: (nodes needing a pod, pods to delete) for one node."""
         node_name = node["metadata"]["name"]
         should_run, should_continue = node_should_run_daemon_pod(node, ds)
-        pods = node_to_pods.get(node_name, [])
+        pods = node_to_pods.get(node_name) or []
         if should_run and not pods:
             return [node_name], []
         if not should_continue:
@@ -617,7 +617,7 @@ class DaemonSetController(Controller):
         desired = current = misscheduled = ready = updated = available = 0
         for node in nodes:
             should_run = node_should_run_daemon_pod(node, ds)[0]
-            pods = sorted(node_to_pods.get(node["metadata"]["name"], []), key=pod_order)
+            pods = sorted(node_to_pods.get(node["metadata"]["name"]) or [], key=pod_order)
             if not should_run:
                 misscheduled += 1 if pods else 0
                 continue

@@ -243,7 +243,7 @@ def repack_subsets(subsets: list[Obj]) -> list[Obj]:
         if group_ports:
             subset["ports"] = group_ports
         repacked.append(subset)
-    return sorted(repacked, key=lambda s: json.dumps(s.get("ports", []), sort_keys=True))
+    return sorted(repacked, key=lambda s: json.dumps(s.get("ports") or [], sort_keys=True))
 
 
 def _without_target_versions(subsets: list[Obj]) -> list[Obj]:

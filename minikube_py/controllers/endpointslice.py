@@ -211,7 +211,7 @@ def pod_to_endpoint(pod: Obj, node: Obj | None, service: Obj, address_type: str)
     endpoint["targetRef"] = pod_reference(pod)
     if (pod.get("spec") or {}).get("nodeName"):
         endpoint["nodeName"] = pod["spec"]["nodeName"]
-    zone = ((node or {}).get("metadata", {}).get("labels") or {}).get(ZONE_LABEL)
+    zone = (((node or {}).get("metadata") or {}).get("labels") or {}).get(ZONE_LABEL)
     if zone:
         endpoint["zone"] = zone
     return endpoint
@@ -527,7 +527,7 @@ class EndpointSliceController(Controller):
                 endpoints[endpoint_key(endpoint)] = endpoint
         for key, endpoints in desired.items():
             changes.extend(reconcile_port_mapping(
-                service, existing_by_ports.get(key, []), endpoints, desired_ports[key],
+                service, existing_by_ports.get(key) or [], endpoints, desired_ports[key],
                 address_type))
         for key, leftover in existing_by_ports.items():
             if key not in desired:

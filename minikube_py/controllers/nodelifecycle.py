@@ -80,7 +80,7 @@ STATE_PARTIAL_DISRUPTION = "PartialDisruption"
 
 def zone_key(node: Obj) -> str:
     """GetZoneKey: the node's region and zone labels, "" when it has neither."""
-    labels = node.get("metadata", {}).get("labels") or {}
+    labels = (node.get("metadata") or {}).get("labels") or {}
     region = labels.get("topology.kubernetes.io/region") or labels.get(
         "failure-domain.beta.kubernetes.io/region", "")
     zone = labels.get("topology.kubernetes.io/zone") or labels.get(
@@ -525,7 +525,7 @@ class NodeLifecycleController(Controller):
             new_state = new_states.get(zone, "")
             if state != new_state:
                 log.info("%s: zone %r is now %s", self.name, zone, new_state)
-                self.set_limiter_in_zone(zone, len(zone_conditions.get(zone, [])), new_state)
+                self.set_limiter_in_zone(zone, len(zone_conditions.get(zone) or []), new_state)
                 self.zone_states[zone] = new_state
 
     def set_limiter_in_zone(self, zone: str, size: int, state: str) -> None:

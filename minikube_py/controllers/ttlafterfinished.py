@@ -33,7 +33,7 @@ def needs_cleanup(job: Obj) -> bool:
 
 def finish_time(job: Obj) -> str:
     """jobFinishTime: when the Complete or Failed condition turned True."""
-    for condition in job.get("status", {}).get("conditions") or ():
+    for condition in (job.get("status") or {}).get("conditions") or ():
         if condition.get("type") in ("Complete", "Failed") and condition.get("status") == "True":
             if not condition.get("lastTransitionTime"):
                 break

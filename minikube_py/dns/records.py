@@ -133,7 +133,7 @@ class ClusterRecords:
                        for p in spec.get("ports") or []]
         entry.publish_not_ready = bool(spec.get("publishNotReadyAddresses"))
         self.services[key] = entry
-        for endpoint_slice in self._slices.get(key, []):
+        for endpoint_slice in self._slices.get(key) or []:
             self._add_slice(entry, endpoint_slice)
         self.generation += 1
 
@@ -148,7 +148,7 @@ class ClusterRecords:
         if key is None:
             return
         name = endpoint_slice["metadata"]["name"]
-        slices = [s for s in self._slices.get(key, []) if s["metadata"]["name"] != name]
+        slices = [s for s in self._slices.get(key) or [] if s["metadata"]["name"] != name]
         slices.append(endpoint_slice)
         self._slices[key] = slices
         entry = self.services.get(key)
@@ -161,7 +161,7 @@ class ClusterRecords:
         if key is None:
             return
         name = endpoint_slice["metadata"]["name"]
-        remaining = [s for s in self._slices.get(key, []) if s["metadata"]["name"] != name]
+        remaining = [s for s in self._slices.get(key) or [] if s["metadata"]["name"] != name]
         if remaining:
             self._slices[key] = remaining
         else:

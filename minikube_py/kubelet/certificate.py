@@ -205,7 +205,7 @@ async def _issued(api: Any, csr: Obj) -> bytes:
                     return certificate
             if kind == "DELETED":
                 raise CertificateRequestFailed(f"CSR {name} was deleted")
-            version = event.get("metadata", {}).get("resourceVersion") or version
+            version = (event.get("metadata") or {}).get("resourceVersion") or version
 
 
 def _answer(csr: Obj) -> bytes:

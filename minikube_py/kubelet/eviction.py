@@ -235,12 +235,12 @@ def thresholds_met(thresholds: Iterable[Threshold], observations: Observations
 
 
 def pod_priority(pod: Obj) -> int:
-    return int(pod.get("spec", {}).get("priority") or 0)
+    return int((pod.get("spec") or {}).get("priority") or 0)
 
 
 def is_critical_pod(pod: Obj) -> bool:
     """IsCriticalPod: static and mirror pods, and pods of system-critical priority."""
-    annotations = pod.get("metadata", {}).get("annotations") or {}
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
     source = annotations.get(CONFIG_SOURCE_ANNOTATION)
     if (source is not None and source != "api") or CONFIG_MIRROR_ANNOTATION in annotations:
         return True
@@ -256,7 +256,7 @@ def pod_request(pod: Obj, resource: str) -> int:
         requests = (container.get("resources") or {}).get("requests") or {}
         return memory_bytes(requests[resource]) if resource in requests else 0
 
-    spec = pod.get("spec", {})
+    spec = pod.get("spec") or {}
     containers = sum(request(c) for c in spec.get("containers") or [])
     init = max((request(c) for c in spec.get("initContainers") or []), default=0)
     return max(containers, init)
@@ -311,8 +311,8 @@ def eviction_message(resource: str, pod: Obj, usage: PodUsage | None,
     if resource not in ("memory", "ephemeral-storage"):
         return message
     stats = (usage or {}).get("containers") or {}
-    for container in pod.get("spec", {}).get("containers") or []:
-        used = stats.get(container["name"], {}).get(resource)
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        used = (stats.get(container["name"]) or {}).get(resource)
         if used is None:
             continue
         requests = (container.get("resources") or {}).get("requests") or {}
@@ -362,7 +362,7 @@ class EvictionManager:
         if not self.node_conditions or is_critical_pod(pod):
             return None
         if self.node_conditions == ["MemoryPressure"]:
-            tolerations = pod.get("spec", {}).get("tolerations")
+            tolerations = (pod.get("spec") or {}).get("tolerations")
             if qos_class(pod) != BEST_EFFORT or tolerations_tolerate_taint(
                     tolerations, MEMORY_PRESSURE_TAINT):
                 return None

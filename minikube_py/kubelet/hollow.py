@@ -64,7 +64,7 @@ class HollowNodes(Component):
                                             on_delete=self._route_delete))
 
     def _kubelet_for(self, pod: Obj) -> Kubelet | None:
-        return self.kubelets.get(pod.get("spec", {}).get("nodeName", ""))
+        return self.kubelets.get((pod.get("spec") or {}).get("nodeName", ""))
 
     def _route_add(self, pod: Obj) -> None:
         kubelet = self._kubelet_for(pod)

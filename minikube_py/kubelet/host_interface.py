@@ -149,13 +149,13 @@ class HostInterface:
                                     "start: ContainerCreating")
         restarts = found.get("restartCount", 0)
         if previous:
-            if not found.get("lastState", {}).get("terminated"):
+            if not (found.get("lastState") or {}).get("terminated"):
                 raise ContainerNotFound(f'previous terminated container "{container}" in '
                                         f'pod "{name}" not found')
             restarts -= 1
         path = container_log_path(self.kubelet.config.logs_root, namespace, name,
                                   pod["metadata"]["uid"], container, restarts)
-        running = not previous and "running" in found.get("state", {})
+        running = not previous and "running" in (found.get("state") or {})
 
         def is_running() -> bool:
             current = self.kubelet.pods.get(pod["metadata"]["uid"])
@@ -163,7 +163,7 @@ class HostInterface:
                 return False
             for status in _container_statuses(current):
                 if status["name"] == container:
-                    return "running" in status.get("state", {}) and \
+                    return "running" in (status.get("state") or {}) and \
                         status.get("restartCount", 0) == restarts
             return running
         return path, is_running

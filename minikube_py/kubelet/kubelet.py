@@ -530,7 +530,7 @@ class Kubelet(Component):
             host_ip=self.host.node_ip, node_name=self.node_name)
         mounts: list[ContainerMount] = []
         if self.volumes is not None:
-            paths = self._volume_paths.get(pod["metadata"]["uid"], {})
+            paths = self._volume_paths.get(pod["metadata"]["uid"]) or {}
             mounts = self.volumes.container_mounts(pod, container, paths, dict(env))
         resources = container_resources(pod, container, self.host.memory_bytes)
         return env, mounts, resources
@@ -809,7 +809,7 @@ def needs_sync(old: Obj, new: Obj) -> bool:
     if old.get("spec") != new.get("spec"):
         return True
     watched = ("labels", "annotations", "deletionTimestamp", "deletionGracePeriodSeconds")
-    old_meta, new_meta = old.get("metadata", {}), new.get("metadata", {})
+    old_meta, new_meta = (old.get("metadata") or {}), (new.get("metadata") or {})
     if any(old_meta.get(key) != new_meta.get(key) for key in watched):
         return True
     return _foreign_conditions(old) != _foreign_conditions(new)
@@ -831,7 +831,7 @@ def referenced_names(pod: Obj) -> set[str]:
         for source in (volume.get("projected") or {}).get("sources") or []:
             names.add((source.get("configMap") or {}).get("name", ""))
             names.add((source.get("secret") or {}).get("name", ""))
-    for container in [*(spec.get("initContainers") or []), *spec.get("containers", [])]:
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         for source in container.get("envFrom") or []:
             names.add((source.get("configMapRef") or {}).get("name", ""))
             names.add((source.get("secretRef") or {}).get("name", ""))

@@ -325,7 +325,7 @@ class RuntimeManager:
     async def kill_pod(self, pod: Obj, status: PodRuntimeStatus, grace: int) -> None:
         """KillPod: stop every running container (in parallel), then the sandboxes."""
         specs = {c["name"]: c for c in [*(pod["spec"].get("initContainers") or []),
-                                        *pod["spec"].get("containers", [])]}
+                                        *(pod["spec"].get("containers") or [])]}
         running = status.running_containers
         for record in running:
             self.record_event(pod, "Normal", "Killing", f"Stopping container {record.name}")

@@ -101,7 +101,7 @@ def dns_config(pod: Obj, settings: DNSSettings) -> api_pb2.DNSConfig:
 def port_mappings(pod: Obj) -> list[api_pb2.PortMapping]:
     """hostPort mappings of every container port that asks for one."""
     mappings = []
-    for container in pod["spec"].get("containers", []):
+    for container in pod["spec"].get("containers") or []:
         for port in container.get("ports") or []:
             if not port.get("hostPort"):
                 continue

@@ -53,7 +53,7 @@ def should_restart(pod: Obj, record: ContainerRecord | None) -> bool:
     """Does the restartPolicy want this container (started again)?"""
     if record is None or not record.exited:
         return True
-    policy = pod.get("spec", {}).get("restartPolicy", "Always")
+    policy = (pod.get("spec") or {}).get("restartPolicy", "Always")
     if policy == "Never":
         return False
     if policy == "OnFailure":
@@ -67,7 +67,7 @@ def sandbox_changed(pod: Obj, status: PodRuntimeStatus) -> tuple[bool, int, str]
         return True, 0, ""
     newest = status.sandboxes[0]
     ready = [s for s in status.sandboxes if s.ready]
-    host_network = bool(pod.get("spec", {}).get("hostNetwork"))
+    host_network = bool((pod.get("spec") or {}).get("hostNetwork"))
     if len(ready) > 1 or not newest.ready or (not host_network and not newest.ip):
         return True, newest.attempt + 1, newest.id
     return False, newest.attempt, newest.id
@@ -118,7 +118,7 @@ def compute_pod_actions(pod: Obj, status: PodRuntimeStatus, *,
             actions.next_init_container = init_containers[0]
         else:
             actions.containers_to_start = [
-                c for c in spec.get("containers", [])
+                c for c in spec.get("containers") or []
                 if not (spec.get("restartPolicy") == "OnFailure"
                         and _succeeded(status.latest(c["name"])))]
         return actions
@@ -131,7 +131,7 @@ def compute_pod_actions(pod: Obj, status: PodRuntimeStatus, *,
         return actions
 
     keep = 0
-    for container in spec.get("containers", []):
+    for container in spec.get("containers") or []:
         record = status.latest(container["name"])
         if record is None or not record.running:
             if should_restart(pod, record):

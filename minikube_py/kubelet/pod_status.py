@@ -149,7 +149,7 @@ def pod_conditions(pod: Obj, phase: str, status: PodRuntimeStatus, init_statuses
     has_network = status.ready_sandbox is not None and (
         bool(status.pod_ips) or bool(pod["spec"].get("hostNetwork")))
     incomplete = [s["name"] for s in init_statuses
-                  if s["state"].get("terminated", {}).get("exitCode", 1) != 0]
+                  if (s["state"].get("terminated") or {}).get("exitCode", 1) != 0]
     if phase == "Succeeded":
         incomplete = []
     initialized = _condition("Initialized", not incomplete, "ContainersNotInitialized",
@@ -169,7 +169,7 @@ def pod_conditions(pod: Obj, phase: str, status: PodRuntimeStatus, init_statuses
                                   reason, message)
     gates = [g.get("conditionType") for g in pod["spec"].get("readinessGates") or []]
     existing = {c.get("type"): c.get("status") for c in
-                pod.get("status", {}).get("conditions") or []}
+                (pod.get("status") or {}).get("conditions") or []}
     missing = [g for g in gates if existing.get(g) != "True"]
     if containers_ready["status"] == "True" and missing:
         ready = _condition("Ready", False, "ReadinessGatesNotReady",
@@ -206,7 +206,7 @@ def generate_pod_status(pod: Obj, status: PodRuntimeStatus, inputs: StatusInputs
     statuses = [container_status(c, status, inputs,
                                  default_waiting="ContainerCreating" if init_done
                                  else "PodInitializing")
-                for c in spec.get("containers", [])]
+                for c in spec.get("containers") or []]
     phase = get_phase(pod, init_statuses, statuses, inputs.terminating)
     if old.get("phase") in ("Succeeded", "Failed"):
         phase = old["phase"]  # a terminal phase never changes back

@@ -205,7 +205,7 @@ class MetricsServer(Component):
                 continue
             node = self.nodes.get(name, {"metadata": {}})
             items.append({"metadata": {"name": name, "creationTimestamp": _now(),
-                                       "labels": node["metadata"].get("labels", {})},
+                                       "labels": node["metadata"].get("labels") or {}},
                           "timestamp": rfc3339(datetime.fromtimestamp(new.node.at, UTC)),
                           "window": _window(old.node.at if old else 0, new.node.at),
                           "usage": {"cpu": cpu_quantity(used[0]),
@@ -222,7 +222,7 @@ class MetricsServer(Component):
             for (ns, pod, container), point in sorted(new.containers.items()):
                 by_pod.setdefault((ns, pod), []).append((container, point))
             for (ns, pod), points in sorted(by_pod.items()):
-                labels = self.pod_labels.get((ns, pod), {})
+                labels = self.pod_labels.get((ns, pod)) or {}
                 if (namespace and ns != namespace) or (
                         selector is not None and not selector.matches(labels)):
                     continue

@@ -51,6 +51,6 @@ class Record:
 def _fields(cls: type) -> list[str]:
     names: list[str] = []
     for klass in reversed(cls.__mro__):
-        names += [name for name in klass.__dict__.get("__annotations__", {})
+        names += [name for name in klass.__dict__.get("__annotations__") or {}
                   if name not in names]
     return names

@@ -108,7 +108,7 @@ class IPTables(Commands):
         lines, removed = [], 0
         tables = await self.tables()
         for table in ("filter", "nat"):
-            owned = sorted(name for name in tables.get(table, {}) if ours(table, name))
+            owned = sorted(name for name in tables.get(table) or {} if ours(table, name))
             if owned:
                 lines += [f"*{table}", *(f":{name} - [0:0]" for name in owned),
                           *(f"-X {name}" for name in owned), "COMMIT"]
@@ -146,15 +146,16 @@ class IPTablesWriter:
             same: Tables = {}
             stale: dict[str, set[str]] = {}
             for table in TOP_CHAINS:
-                present = kernel.get(table, {})
+                present = kernel.get(table) or {}
                 stale[table] = {name for name in present if ours(table, name)}
-                same[table] = {name: rules for name, rules in desired.get(table, {}).items()
+                same[table] = {name: rules for name, rules in (desired.get(table) or {}).items()
                                if name in present
                                and present[name] == [saved_form(rule) for rule in rules]}
             text = restore_input(desired, same, stale=stale)
             missing_jumps = tuple(
                 jump for jump in JUMPS
-                if saved_form(rule_text(jump[2])) not in kernel.get(jump[0], {}).get(jump[1], []))
+                if saved_form(rule_text(jump[2]))
+                not in ((kernel.get(jump[0]) or {}).get(jump[1]) or []))
         else:
             text = restore_input(desired, self.written, stale={})
         if text:

@@ -285,7 +285,7 @@ def incremental_input(desired: Ruleset, written: Ruleset) -> str:
     lines += [f"flush chain {TABLE} {name}" for name in changed if name in written.chains]
     lines += _rules(desired, changed)
     for name in MAPS:
-        before, after = written.elements.get(name, {}), desired.elements[name]
+        before, after = (written.elements.get(name) or {}), desired.elements[name]
         stale = [key for key, verdict in before.items() if after.get(key) != verdict]
         if stale:
             lines.append(f"delete element {TABLE} {name} {{ {', '.join(stale)} }}")

@@ -227,7 +227,7 @@ class Proxier(Component):
         gone_endpoints: list[tuple[ServicePort, str]] = []
         served_again: list[ServicePort] = []
         for key in dirty:
-            old_ports = self._ports.get(key, [])
+            old_ports = self._ports.get(key) or []
             service = self.services.store.get(key)
             ports = (service_ports([service], self.slices.store.by_index("service", key))
                      if service is not None else [])
@@ -283,7 +283,7 @@ class Proxier(Component):
         through this node's rules."""
         for key in services:
             service = self.services.store.get(key)
-            parents = dict(causes.get(key, {}))
+            parents = dict(causes.get(key) or {})
             if service is not None and (own := tracing_context.of_object(service)):
                 parents.setdefault(own.trace_id, own)
             if not parents:
@@ -295,7 +295,7 @@ class Proxier(Component):
                 "k8s.resource": "services", "k8s.namespace": namespace, "k8s.name": name,
                 "node": self.config.node_name, "full": full, "changed_lines": lines,
                 "chains": chains, "endpoints": sorted({
-                    f"{endpoint.ip}:{endpoint.port}" for port in self._ports.get(key, [])
+                    f"{endpoint.ip}:{endpoint.port}" for port in self._ports.get(key) or []
                     for endpoint in port.usable_endpoints()})}
             if service is not None and (uid := service["metadata"].get("uid")):
                 attributes["k8s.uid"] = uid

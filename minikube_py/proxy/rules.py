@@ -266,8 +266,8 @@ def restore_input(desired: Tables, written: Tables, *, stale: dict[str, set[str]
     `written` for a full sync."""
     lines = []
     for table in ("filter", "nat"):
-        wanted = desired.get(table, {})
-        before = written.get(table, {})
+        wanted = desired.get(table) or {}
+        before = written.get(table) or {}
         changed = [name for name, rules in wanted.items() if before.get(name) != rules]
         gone = sorted((set(before) | stale.get(table, set())) - set(wanted))
         if not changed and not gone:
@@ -355,4 +355,4 @@ def _saved_segment(segment: list[str]) -> list[str]:
 
 
 def rule_count(tables: Tables, table: str) -> int:
-    return sum(len(rules) for rules in tables.get(table, {}).values())
+    return sum(len(rules) for rules in (tables.get(table) or {}).values())

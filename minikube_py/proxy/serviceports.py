@@ -127,7 +127,7 @@ def service_ports(services: list[Obj], slices: list[Obj]) -> list[ServicePort]:
         key = (meta.get("namespace", ""), meta["name"])
         for port in spec.get("ports") or []:
             service_port = _service_port(service, port)
-            service_port.endpoints = _endpoints(by_service.get(key, []), port)
+            service_port.endpoints = _endpoints(by_service.get(key) or [], port)
             ports.append(service_port)
     return ports
 

@@ -32,11 +32,11 @@ class _PodState:
 
 
 def _uid(pod: Obj) -> str:
-    return pod.get("metadata", {}).get("uid", "")
+    return (pod.get("metadata") or {}).get("uid", "")
 
 
 def _node_of(pod: Obj) -> str:
-    return pod.get("spec", {}).get("nodeName", "")
+    return (pod.get("spec") or {}).get("nodeName", "")
 
 
 class Cache:

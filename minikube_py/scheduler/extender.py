@@ -57,8 +57,8 @@ class HTTPExtender:
         """An extender with managedResources only sees pods that request one of them."""
         if not self.config.managed_resources:
             return True
-        for container in (pod.pod.get("spec", {}).get("containers") or []) + (
-                pod.pod.get("spec", {}).get("initContainers") or []):
+        for container in ((pod.pod.get("spec") or {}).get("containers") or []) + (
+                (pod.pod.get("spec") or {}).get("initContainers") or []):
             resources = container.get("resources") or {}
             names = set(resources.get("requests") or {}) | set(resources.get("limits") or {})
             if names & set(self.config.managed_resources):

@@ -57,7 +57,7 @@ class _HeapItem:
 
 
 def pod_uid(pod: Obj) -> str:
-    return pod.get("metadata", {}).get("uid", "")
+    return (pod.get("metadata") or {}).get("uid", "")
 
 
 class SchedulingQueue:
@@ -256,7 +256,7 @@ class SchedulingQueue:
         return self.nominated.keys()
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
-        return list(self.nominated.get(node_name, {}).values())
+        return list((self.nominated.get(node_name) or {}).values())
 
 
 def _actions_match(registered: str, happened: str) -> bool:
@@ -269,5 +269,5 @@ def _actions_match(registered: str, happened: str) -> bool:
 def _scheduling_relevant(pod: Obj) -> tuple[Any, ...]:
     """What in a pending pod can change whether it fits (upstream isPodUpdated ignores
     resourceVersion, generation and status)."""
-    meta = pod.get("metadata", {})
+    meta = pod.get("metadata") or {}
     return (meta.get("labels"), meta.get("annotations"), pod.get("spec"))

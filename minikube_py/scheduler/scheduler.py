@@ -160,7 +160,7 @@ class Scheduler(Component):
                          for fwk in self.profiles.values()
                          for plugin in fwk.plugins.all_plugins()}
         self.queue = SchedulingQueue(
-            first.queue_sort_less(), events_for_plugin=lambda name: plugin_events.get(name, []),
+            first.queue_sort_less(), events_for_plugin=lambda name: (plugin_events.get(name) or []),
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds)
         for fwk in self.profiles.values():
@@ -188,7 +188,7 @@ class Scheduler(Component):
     # -- informer handlers: the queue and the cache follow the cluster ------------------------
 
     def responsible_for(self, pod: Obj) -> bool:
-        name = pod.get("spec", {}).get("schedulerName") or "default-scheduler"
+        name = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
         return name in self.profiles
 
     def _wire_informers(self) -> None:
@@ -205,17 +205,17 @@ class Scheduler(Component):
 
     @staticmethod
     def _assigned(pod: Obj) -> bool:
-        return bool(pod.get("spec", {}).get("nodeName"))
+        return bool((pod.get("spec") or {}).get("nodeName"))
 
     @staticmethod
     def _terminal(pod: Obj) -> bool:
-        return pod.get("status", {}).get("phase") in ("Succeeded", "Failed")
+        return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
     def _pending(self, pod: Obj) -> bool:
         """A pod for our queue: unassigned, ours, not being deleted, not gated."""
-        spec = pod.get("spec", {})
+        spec = pod.get("spec") or {}
         return (not spec.get("nodeName") and self.responsible_for(pod)
-                and not pod.get("metadata", {}).get("deletionTimestamp")
+                and not (pod.get("metadata") or {}).get("deletionTimestamp")
                 and not spec.get("schedulingGates"))
 
     def _pod_added(self, pod: Obj) -> None:
@@ -333,7 +333,7 @@ class Scheduler(Component):
     async def _schedule_one(self, queued: QueuedPodInfo, current: Obj) -> None:
         pod_info = queued.pod_info
         span = current_span()
-        fwk = self.profiles[current.get("spec", {}).get("schedulerName")
+        fwk = self.profiles[(current.get("spec") or {}).get("schedulerName")
                             or "default-scheduler"]
         log_v(log, 3, "Attempting to schedule pod", pod=pod_info.key)
         started = time.perf_counter()
@@ -463,7 +463,7 @@ class Scheduler(Component):
         if result is not None and result.node_names is not None:
             nodes = [info for info in all_nodes if info.name in result.node_names]
         statuses: dict[str, Status] = {}
-        nominated_node = pod.pod.get("status", {}).get("nominatedNodeName", "")
+        nominated_node = (pod.pod.get("status") or {}).get("nominatedNodeName", "")
         if nominated_node:
             info = fwk.snapshot().get(nominated_node)
             if info is not None and self._filter(fwk, state, pod, [info])[0]:
@@ -591,12 +591,12 @@ class Scheduler(Component):
 
     async def _update_pod_status(self, pod: Obj, reason: str, message: str,
                                  nominated: str | None) -> None:
-        conditions = pod.get("status", {}).get("conditions") or []
+        conditions = (pod.get("status") or {}).get("conditions") or []
         old = next((c for c in conditions if c.get("type") == "PodScheduled"), {})
         unchanged = (old.get("status") == "False" and old.get("reason") == reason
                      and old.get("message") == message)
         nomination_changes = (nominated is not None and
-                              pod.get("status", {}).get("nominatedNodeName", "") != nominated)
+                              (pod.get("status") or {}).get("nominatedNodeName", "") != nominated)
         if unchanged and not nomination_changes:
             return
         patch: Obj = {"status": {"conditions": [{
@@ -620,9 +620,9 @@ def node_update_actions(old: Obj, new: Obj) -> list[str]:
     """What changed in a Node, as upstream's ActionTypes, so the queue wakes only the
     pods a change may help (a new label helps NodeAffinity, not NodeResourcesFit)."""
     actions = []
-    old_meta, new_meta = old.get("metadata", {}), new.get("metadata", {})
-    old_spec, new_spec = old.get("spec", {}), new.get("spec", {})
-    old_status, new_status = old.get("status", {}), new.get("status", {})
+    old_meta, new_meta = (old.get("metadata") or {}), (new.get("metadata") or {})
+    old_spec, new_spec = (old.get("spec") or {}), (new.get("spec") or {})
+    old_status, new_status = (old.get("status") or {}), (new.get("status") or {})
     if old_meta.get("labels") != new_meta.get("labels"):
         actions.append("UpdateNodeLabel")
     if old_spec.get("taints") != new_spec.get("taints"):
@@ -641,9 +641,9 @@ def node_update_actions(old: Obj, new: Obj) -> list[str]:
 def pod_update_actions(old: Obj, new: Obj) -> list[str]:
     """What changed in an assigned Pod that may free room or change matches for others."""
     actions = []
-    if old.get("metadata", {}).get("labels") != new.get("metadata", {}).get("labels"):
+    if (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get("labels"):
         actions.append("UpdatePodLabel")
-    if old.get("spec", {}).get("containers") != new.get("spec", {}).get("containers"):
+    if (old.get("spec") or {}).get("containers") != (new.get("spec") or {}).get("containers"):
         actions.append("UpdatePodScaleDown")
     return actions
 

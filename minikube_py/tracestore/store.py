@@ -76,12 +76,12 @@ class SpanStore:
 
     def trace(self, trace_id: str) -> list[Obj]:
         """Every span of one trace in full (otlp.flatten), oldest first."""
-        return [otlp.flatten(r) for r in sorted(self._traces.get(trace_id, []),
+        return [otlp.flatten(r) for r in sorted(self._traces.get(trace_id) or [],
                                                 key=lambda r: r["start"])]
 
     def traces_of(self, resource: str, namespace: str, name: str) -> list[str]:
         """The traces whose spans name this object, in the order they first did."""
-        return list(self._objects.get(object_key(resource, namespace, name), {}))
+        return list(self._objects.get(object_key(resource, namespace, name)) or {})
 
     def follow(self, traces: set[str], key: str | None) -> asyncio.Queue[Obj]:
         """A queue of each new span of these traces, or of any trace that comes to name

@@ -100,7 +100,7 @@ def decode(request: Obj) -> list[Obj]:
     """The spans of an ExportTraceServiceRequest as the receiver keeps them:
     {traceId, spanId, service, start, object, span}, the span as it came (`flatten`
     reads the rest when someone asks). ValueError when it is not such a request."""
-    if not isinstance(request, dict) or not isinstance(request.get("resourceSpans", []), list):
+    if not isinstance(request, dict) or not isinstance(request.get("resourceSpans") or [], list):
         raise ValueError("not an ExportTraceServiceRequest: resourceSpans must be a list")
     records = []
     for resource_spans in request.get("resourceSpans") or []:

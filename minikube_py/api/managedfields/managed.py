@@ -86,7 +86,7 @@ def decode(entries: Any) -> Managed:
         if identifier in managed.fields:
             raise ValueError(f"duplicate entries for manager {identifier}")
         managed.fields[identifier] = VersionedSet(
-            FieldSet.from_fields_v1(entry.get("fieldsV1", {})), entry["apiVersion"],
+            FieldSet.from_fields_v1(entry.get("fieldsV1") or {}), entry["apiVersion"],
             operation == APPLY)
         managed.times[identifier] = entry.get("time")
     return managed

@@ -137,7 +137,7 @@ def openapi_v3_document(group: str, version: str,
     if resources:
         roots.extend((STATUS, DELETE_OPTIONS, PATCH))
     gvks = group_version_kinds()
-    schemas = {name: _definition(schema, REF_V3, True, gvks.get(name, []))
+    schemas = {name: _definition(schema, REF_V3, True, gvks.get(name) or [])
                for name, schema in definitions(roots).items()}
     return {
         "openapi": "3.0.0",
@@ -154,5 +154,5 @@ def openapi_v2_definitions(group_versions: Iterable[tuple[str, str]]) -> dict:
     wanted = set(group_versions)
     roots = [*(schema for (g, v, _), schema in KINDS.items() if (g, v) in wanted),
              DELETE_OPTIONS, PATCH]
-    return {name: _definition(schema, REF_V2, False, gvks.get(name, []))
+    return {name: _definition(schema, REF_V2, False, gvks.get(name) or [])
             for name, schema in definitions(roots).items()}

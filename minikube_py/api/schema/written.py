@@ -17,7 +17,7 @@ from minikube_py.api.schema.always_written import ALWAYS_WRITTEN
 
 def always_written(api_version: str, kind: str) -> dict[str, Any]:
     """The tree of always-written fields of a kind ({} when it has none)."""
-    return ALWAYS_WRITTEN.get(f"{api_version}/{kind}", {})
+    return ALWAYS_WRITTEN.get(f"{api_version}/{kind}") or {}
 
 
 def fill_always_written(obj: Obj, fields: dict[str, Any]) -> None:

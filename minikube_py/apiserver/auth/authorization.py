@@ -198,7 +198,7 @@ class RBACAuthorizer:
         cluster: dict[str, list[Rule]] = {}
         for binding in self.objects("clusterrolebindings"):
             ref = binding.get("roleRef") or {}
-            rules = cluster_roles.get(ref.get("name", ""), []) if (
+            rules = (cluster_roles.get(ref.get("name", "")) or []) if (
                 ref.get("kind") == "ClusterRole") else []
             for subject in _binding_subjects(binding, ""):
                 cluster.setdefault(subject, []).extend(rules)
@@ -207,9 +207,9 @@ class RBACAuthorizer:
             namespace = binding["metadata"].get("namespace", "")
             ref = binding.get("roleRef") or {}
             if ref.get("kind") == "ClusterRole":
-                rules = cluster_roles.get(ref.get("name", ""), [])
+                rules = cluster_roles.get(ref.get("name", "")) or []
             else:
-                rules = roles.get((namespace, ref.get("name", "")), [])
+                rules = roles.get((namespace, ref.get("name", ""))) or []
             for subject in _binding_subjects(binding, namespace):
                 namespaced.setdefault((namespace, subject), []).extend(rules)
         self._cluster, self._namespaced, self._built = cluster, namespaced, version

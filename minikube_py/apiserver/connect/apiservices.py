@@ -76,11 +76,11 @@ def availability(api_service: Obj, services: Store, slices: Store) -> Obj | str:
         return {"type": "Available", "status": "False", "reason": "ServiceNotFound",
                 "message": f'service/{name} in "{namespace}" is not present'}
     port = reference.get("port", 443)
-    port_name = next((p.get("name", "") for p in service.get("spec", {}).get("ports") or ()
+    port_name = next((p.get("name", "") for p in (service.get("spec") or {}).get("ports") or ()
                       if p.get("port") == port), "")
     ready = [(address, target)
              for endpoint_slice in slices.cache.list(f"{namespace}/")
-             if (endpoint_slice.get("metadata", {}).get("labels") or {}).get(
+             if ((endpoint_slice.get("metadata") or {}).get("labels") or {}).get(
                  "kubernetes.io/service-name") == name
              for target in [next((p.get("port") for p in endpoint_slice.get("ports") or ()
                                   if p.get("name", "") == port_name), None)]

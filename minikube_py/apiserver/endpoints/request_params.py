@@ -80,7 +80,7 @@ def object_filter(
         return None
 
     def matches(obj: Obj) -> bool:
-        if namespace and obj.get("metadata", {}).get("namespace") != namespace:
+        if namespace and (obj.get("metadata") or {}).get("namespace") != namespace:
             return False
         if not labels.empty() and not labels.matches(meta.labels_of(obj)):
             return False

@@ -96,7 +96,7 @@ def render_one(store: Store, obj: Obj, wanted: Wanted, request: web.Request) -> 
         return {
             "kind": "PartialObjectMetadata",
             "apiVersion": "meta.k8s.io/v1",
-            "metadata": obj.get("metadata", {}),
+            "metadata": obj.get("metadata") or {},
         }
     return obj
 
@@ -150,7 +150,7 @@ def list_body(store: Store, result: ListResult, wanted: Wanted, request: web.Req
                 {
                     "kind": "PartialObjectMetadata",
                     "apiVersion": "meta.k8s.io/v1",
-                    "metadata": o.get("metadata", {}),
+                    "metadata": o.get("metadata") or {},
                 }
                 for o in items
             ],

@@ -143,7 +143,7 @@ def wire_json(kv: KeyValue) -> bytes:
 
 def encode(obj: Obj) -> bytes:
     """The etcd value: the object's JSON without resourceVersion (etcd's revision is it)."""
-    metadata = obj.get("metadata", {})
+    metadata = obj.get("metadata") or {}
     if "resourceVersion" in metadata:
         obj = {**obj, "metadata": {k: v for k, v in metadata.items() if k != "resourceVersion"}}
     return orjson.dumps(obj)
@@ -486,7 +486,7 @@ class Store:
         return not self.strategy.blocks_deletion(obj)
 
     def _check_resource_version(self, obj: Obj, current: Obj) -> None:
-        wanted = obj.get("metadata", {}).get("resourceVersion")
+        wanted = (obj.get("metadata") or {}).get("resourceVersion")
         if wanted and wanted != current["metadata"]["resourceVersion"]:
             raise self._conflict(current["metadata"]["name"])
 

@@ -110,7 +110,7 @@ def assign_pod(pod: Obj, name: str, node: str, binding_meta: Obj) -> Obj:
             name,
             f"pod {name} is being deleted, cannot be assigned to a host",
         )
-    current_node = pod.get("spec", {}).get("nodeName")
+    current_node = (pod.get("spec") or {}).get("nodeName")
     if current_node:
         raise errors.conflict(
             "pods/binding", "", name, f'pod {name} is already assigned to node "{current_node}"'
@@ -119,7 +119,7 @@ def assign_pod(pod: Obj, name: str, node: str, binding_meta: Obj) -> Obj:
     for key, value in (binding_meta.get("annotations") or {}).items():
         pod_meta.setdefault("annotations", {})[key] = value
     status = pod.setdefault("status", {})
-    conditions = [c for c in status.get("conditions", []) if c.get("type") != "PodScheduled"]
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
     conditions.append(
         {
             "type": "PodScheduled",

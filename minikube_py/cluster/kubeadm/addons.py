@@ -49,7 +49,7 @@ class Addons:
 
     def flags(self, component: str) -> tuple[str, ...]:
         """The log verbosity, then what --extra-config set (a later flag wins)."""
-        extra = self.extra_config.get(component, {})
+        extra = self.extra_config.get(component) or {}
         return (f"--v={self.verbosity}",
                 *(f"--{flag}={value}" for flag, value in extra.items()))
 

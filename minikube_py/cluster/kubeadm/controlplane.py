@@ -68,7 +68,7 @@ class ControlPlane:
     def extra(self, component: str) -> tuple[str, ...]:
         """What --extra-config set for the component (after its own flags: it wins)."""
         return tuple(f"--{flag}={value}"
-                     for flag, value in self.extra_config.get(component, {}).items())
+                     for flag, value in (self.extra_config.get(component) or {}).items())
 
     @property
     def etcd_client_url(self) -> str:

@@ -106,7 +106,7 @@ def set_condition(status: Obj, condition: Obj) -> None:
     if current is not None and current.get("status") == condition["status"]:
         condition = {**condition, "lastTransitionTime": current.get("lastTransitionTime")}
     remove_condition(status, condition["type"])
-    status["conditions"] = [*status.get("conditions", []), condition]
+    status["conditions"] = [*(status.get("conditions") or []), condition]
 
 
 def remove_condition(status: Obj, kind: str) -> None:
@@ -398,7 +398,7 @@ def new_rs_new_replicas(d: Obj, all_rss: list[Obj | None], new_rs: Obj) -> int:
         return replicas(d)
     if strategy != "RollingUpdate":
         raise ValueError(f"deployment type {strategy} isn't supported")
-    rolling = (d.get("spec") or {}).get("strategy", {}).get("rollingUpdate") or {}
+    rolling = ((d.get("spec") or {}).get("strategy") or {}).get("rollingUpdate") or {}
     surge = scaled_value_from_int_or_percent(rolling.get("maxSurge"), replicas(d), True)
     current = spec_replicas(all_rss)
     max_total = replicas(d) + surge

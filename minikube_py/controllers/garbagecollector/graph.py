@@ -70,11 +70,11 @@ def blocks_owner_deletion(reference: Obj) -> bool:
 
 
 def being_deleted(obj: Obj) -> bool:
-    return bool(obj.get("metadata", {}).get("deletionTimestamp"))
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
 def has_finalizer(obj: Obj, finalizer: str) -> bool:
-    return finalizer in (obj.get("metadata", {}).get("finalizers") or [])
+    return finalizer in ((obj.get("metadata") or {}).get("finalizers") or [])
 
 
 def deletion_starts_with_finalizer(old: Obj | None, new: Obj, finalizer: str) -> bool:
@@ -140,7 +140,7 @@ class GraphChange:
     @property
     def identity(self) -> ObjectReference:
         """identityFromEvent: the resource's kind and version, the object's coordinates."""
-        metadata = self.obj.get("metadata", {})
+        metadata = self.obj.get("metadata") or {}
         return ObjectReference(kind=self.kind, api_version=self.api_version,
                                namespace=metadata.get("namespace", ""),
                                name=metadata.get("name", ""), uid=metadata.get("uid", ""))
@@ -240,7 +240,7 @@ class GraphBuilder:
 
     def process_graph_change(self, change: GraphChange) -> None:
         """processGraphChanges: apply one event to the graph, queue what it affects."""
-        uid = change.obj.get("metadata", {}).get("uid", "")
+        uid = (change.obj.get("metadata") or {}).get("uid", "")
         if not uid:
             return
         existing = self.uid_to_node.get(uid)

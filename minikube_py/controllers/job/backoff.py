@@ -17,8 +17,9 @@ MAX_POD_FAILURE_BACKOFF = 600.0
 def pod_finished_time(pod: Obj) -> datetime:
     """getFinishedTime: when the last container terminated; else when the pod turned not
     Ready; else its deletion time minus the grace period; else its creation time."""
-    statuses = pod.get("status", {}).get("containerStatuses") or []
-    finished = [(s.get("state") or {}).get("terminated", {}).get("finishedAt") for s in statuses]
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    finished = [((s.get("state") or {}).get("terminated") or {}).get("finishedAt")
+                for s in statuses]
     if finished and all(finished):
         return max(parse_rfc3339(stamp) for stamp in finished)
     ready = pod_condition(pod, "Ready")

@@ -11,7 +11,7 @@ from minikube_py.api.meta import rfc3339
 
 def finished_condition(job: Obj) -> str | None:
     """util.FinishedCondition: "Complete" or "Failed" if that condition is True, else None."""
-    for condition in job.get("status", {}).get("conditions") or ():
+    for condition in (job.get("status") or {}).get("conditions") or ():
         if condition.get("type") in ("Complete", "Failed") and condition.get("status") == "True":
             return condition["type"]
     return None
@@ -23,7 +23,7 @@ def is_job_finished(job: Obj) -> bool:
 
 
 def find_condition(job: Obj, condition_type: str) -> Obj | None:
-    for condition in job.get("status", {}).get("conditions") or ():
+    for condition in (job.get("status") or {}).get("conditions") or ():
         if condition.get("type") == condition_type:
             return condition
     return None

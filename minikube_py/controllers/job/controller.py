@@ -137,7 +137,7 @@ class JobController(Controller):
         if is_job_finished(new):
             self._cleanup_pod_finalizers(new)
         deadline = new["spec"].get("activeDeadlineSeconds")
-        start = new.get("status", {}).get("startTime")
+        start = (new.get("status") or {}).get("startTime")
         if start and deadline is not None and deadline != old["spec"].get(
                 "activeDeadlineSeconds"):
             elapsed = (self.now() - parse_rfc3339(start)).total_seconds()
@@ -421,7 +421,7 @@ class JobController(Controller):
     def _past_active_deadline(job: Obj, now: datetime) -> bool:
         """pastActiveDeadline: active (not suspended) for activeDeadlineSeconds or more."""
         deadline = job["spec"].get("activeDeadlineSeconds")
-        start = job.get("status", {}).get("startTime")
+        start = (job.get("status") or {}).get("startTime")
         if deadline is None or not start or job["spec"].get("suspend"):
             return False
         return (now - parse_rfc3339(start)).total_seconds() >= deadline
@@ -605,9 +605,9 @@ def _deletion_order(pod: Obj) -> tuple[bool, int, bool, float, int, float]:
     restarts, newer)."""
     ready = is_pod_ready(pod)
     ready_since = (pod_condition(pod, "Ready") or {}).get("lastTransitionTime")
-    statuses = pod.get("status", {}).get("containerStatuses") or []
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
     restarts = max((s.get("restartCount", 0) for s in statuses), default=0)
-    return (bool(pod.get("spec", {}).get("nodeName")), _PHASE_ORDINAL.get(pod_phase(pod), 0),
+    return (bool((pod.get("spec") or {}).get("nodeName")), _PHASE_ORDINAL.get(pod_phase(pod), 0),
             ready, -_timestamp(ready_since) if ready else 0.0, -restarts,
             -_timestamp(pod["metadata"].get("creationTimestamp")))
 
@@ -645,12 +645,12 @@ def _past_backoff_limit_on_failure(job: Obj, pods: list[Obj]) -> bool:
     """pastBackoffLimitOnFailure: with restartPolicy OnFailure the kubelet restarts failed
     containers in place, so their restarts count against backoffLimit."""
     spec = job["spec"]
-    if spec["template"].get("spec", {}).get("restartPolicy") != "OnFailure":
+    if (spec["template"].get("spec") or {}).get("restartPolicy") != "OnFailure":
         return False
     restarts = 0
     for pod in pods:
         if pod_phase(pod) in ("Running", "Pending"):
-            status = pod.get("status", {})
+            status = pod.get("status") or {}
             for container in [*(status.get("initContainerStatuses") or []),
                               *(status.get("containerStatuses") or [])]:
                 restarts += container.get("restartCount", 0)

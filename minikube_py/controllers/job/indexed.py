@@ -79,7 +79,7 @@ def pod_generate_name_with_index(job_name: str, index: int) -> str:
 def add_completion_index_env(template: Obj) -> None:
     """addCompletionIndexEnvVariables: JOB_COMPLETION_INDEX from the pod's index label."""
     pod_spec = template.setdefault("spec", {})
-    for container in [*(pod_spec.get("initContainers") or []), *pod_spec.get("containers", [])]:
+    for container in [*(pod_spec.get("initContainers") or []), *(pod_spec.get("containers") or [])]:
         env = container.setdefault("env", [])
         if not any(variable.get("name") == COMPLETION_INDEX_ENV for variable in env):
             env.append({"name": COMPLETION_INDEX_ENV, "valueFrom": {"fieldRef": {

@@ -13,7 +13,7 @@ def uid_of(obj: Obj) -> str:
 
 
 def pod_phase(pod: Obj) -> str:
-    return pod.get("status", {}).get("phase", "")
+    return (pod.get("status") or {}).get("phase", "")
 
 
 def has_tracking_finalizer(pod: Obj) -> bool:

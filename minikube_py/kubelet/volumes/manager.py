@@ -179,7 +179,7 @@ class VolumeManager:
         uid = pod["metadata"]["uid"]
         changed = False
         async with self._lock(uid):
-            mounted = self._mounted.get(uid, {})
+            mounted = self._mounted.get(uid) or {}
             for volume in (pod.get("spec") or {}).get("volumes") or []:
                 if volume["name"] in mounted and _source_of(volume) in PROJECTED_SOURCES:
                     _, volume_changed = await self._set_up_or_raise(pod, volume)
@@ -239,7 +239,7 @@ class VolumeManager:
             volume = volumes[name]
             kind = _source_of(volume)
             readonly = (bool(volume_mount.get("readOnly")) or kind in PROJECTED_SOURCES
-                        or bool(volume.get(kind, {}).get("readOnly")))
+                        or bool((volume.get(kind) or {}).get("readOnly")))
             mounts.append(ContainerMount(volume_mount["mountPath"], host_path, readonly,
                                          propagation))
         message_path = container.get("terminationMessagePath", DEFAULT_TERMINATION_MESSAGE_PATH)

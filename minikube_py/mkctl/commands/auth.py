@@ -66,7 +66,7 @@ def _go_list(values: list[str]) -> str:
 def _rule_text(rule: dict[str, list[str]]) -> str:
     """PolicyRule.String(), by which kubectl sorts the rules it lists."""
     fields = ("Verbs", "APIGroups", "Resources", "ResourceNames", "NonResourceURLs")
-    return "&PolicyRule{" + "".join(f"{field}:{_go_list(rule.get(field, []))},"
+    return "&PolicyRule{" + "".join(f"{field}:{_go_list(rule.get(field) or [])},"
                                     for field in fields) + "}"
 
 
@@ -90,7 +90,7 @@ def _listed_rules(status: dict[str, Any]) -> list[dict[str, list[str]]]:
         if rule.get("NonResourceURLs"):
             compacted.append(rule)
             continue
-        key = (rule["APIGroups"][0], rule["Resources"][0], tuple(rule.get("ResourceNames", [])))
+        key = (rule["APIGroups"][0], rule["Resources"][0], tuple(rule.get("ResourceNames") or []))
         if key not in joined:
             joined[key] = {field: list(values) for field, values in rule.items()}
         elif rule["Verbs"][0] not in joined[key]["Verbs"]:
@@ -129,8 +129,8 @@ def can_i_list(inv: Invocation) -> None:
     if not flags["no-headers"]:
         writer.write_row(["Resources", "Non-Resource URLs", "Resource Names", "Verbs"])
     for rule in _listed_rules(status):
-        writer.write_row([_resource_group(rule), _go_list(rule.get("NonResourceURLs", [])),
-                          _go_list(rule.get("ResourceNames", [])), _go_list(rule["Verbs"])])
+        writer.write_row([_resource_group(rule), _go_list(rule.get("NonResourceURLs") or []),
+                          _go_list(rule.get("ResourceNames") or []), _go_list(rule["Verbs"])])
     writer.flush()
 
 

@@ -172,7 +172,7 @@ def edit(inv: Invocation, kind: MapKind) -> None:
                 errors.append(error)
                 continue
         elif mode == "client":
-            result = {**current, "metadata": {**current.get("metadata", {}), kind.field: new}}
+            result = {**current, "metadata": {**(current.get("metadata") or {}), kind.field: new}}
         printer.print_obj(result, operation=_message(kind, old, new))
     if errors:
         raise Aggregate(errors)

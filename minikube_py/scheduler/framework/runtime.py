@@ -483,4 +483,4 @@ def _normalizes(plugin: ScorePlugin) -> bool:
 
 def pod_priority(pod: Obj) -> int:
     """corev1helpers.PodPriority: spec.priority, 0 when unset."""
-    return int(pod.get("spec", {}).get("priority") or 0)
+    return int((pod.get("spec") or {}).get("priority") or 0)

@@ -126,7 +126,7 @@ def pod_requests(pod: Obj, *, non_zero: bool = False) -> Resource:
     plus the pod's overhead. With `non_zero`, a container without a cpu or memory request
     counts as 100m / 200Mi (used by scoring, so empty pods still spread).
     """
-    spec = pod.get("spec", {})
+    spec = pod.get("spec") or {}
     total = Resource()
     for container in spec.get("containers") or []:
         total.add(_container_requests(container, non_zero))
@@ -174,7 +174,7 @@ class AffinityTerm:
 
     def matches(self, pod: Obj, namespace_labels: dict[str, str] | None = None) -> bool:
         """Does `pod` belong to the set of pods this term is about?"""
-        meta = pod.get("metadata", {})
+        meta = pod.get("metadata") or {}
         in_namespace = meta.get("namespace", "") in self.namespaces
         if not in_namespace and self.namespace_selector is not None:
             in_namespace = self.namespace_selector.matches(namespace_labels or {})
@@ -216,8 +216,8 @@ class PodInfo:
 
     @classmethod
     def of(cls, pod: Obj) -> PodInfo:
-        namespace = pod.get("metadata", {}).get("namespace", "")
-        affinity = pod.get("spec", {}).get("affinity") or {}
+        namespace = (pod.get("metadata") or {}).get("namespace", "")
+        affinity = (pod.get("spec") or {}).get("affinity") or {}
         pod_affinity = affinity.get("podAffinity") or {}
         anti_affinity = affinity.get("podAntiAffinity") or {}
 
@@ -274,7 +274,7 @@ def host_ports(pod: Obj) -> list[HostPort]:
     """GetHostPorts: the host ports of the app containers and of the sidecars (init
     containers with restartPolicy Always, which run as long as the pod); an unset hostIP
     binds every address (0.0.0.0), an unset protocol is TCP."""
-    spec = pod.get("spec", {})
+    spec = pod.get("spec") or {}
     sidecars = [c for c in spec.get("initContainers") or [] if _is_restartable_init(c)]
     ports = []
     for container in sidecars + list(spec.get("containers") or []):
@@ -330,7 +330,7 @@ class NodeInfo:
     def set_node(self, node: Obj) -> None:
         self.node = node
         self._read_node()
-        self.allocatable = Resource.from_list(node.get("status", {}).get("allocatable"))
+        self.allocatable = Resource.from_list((node.get("status") or {}).get("allocatable"))
         self.generation += 1
         self.node_generation += 1
 
@@ -347,7 +347,7 @@ class NodeInfo:
 
     def remove_pod(self, pod: Obj) -> bool:
         """Take a pod off the node (by uid); False if it was not there."""
-        uid = pod.get("metadata", {}).get("uid", "")
+        uid = (pod.get("metadata") or {}).get("uid", "")
         for index, pod_info in enumerate(self.pods):
             if pod_info.uid == uid:
                 del self.pods[index]
@@ -415,8 +415,8 @@ class Snapshot:
         """A snapshot from plain objects: pods are placed by their spec.nodeName (tests)."""
         by_node: dict[str, list[Obj]] = {}
         for pod in pods:
-            by_node.setdefault(pod.get("spec", {}).get("nodeName", ""), []).append(pod)
-        infos = [NodeInfo.of(node, by_node.get(node["metadata"]["name"], [])) for node in nodes]
+            by_node.setdefault((pod.get("spec") or {}).get("nodeName", ""), []).append(pod)
+        infos = [NodeInfo.of(node, by_node.get(node["metadata"]["name"]) or []) for node in nodes]
         snapshot = cls(infos)
         snapshot.fill_image_states()
         return snapshot
@@ -434,7 +434,7 @@ class Snapshot:
         sizes: dict[str, dict[str, int]] = {}
         for info in self.node_info_list:
             node_sizes: dict[str, int] = {}
-            for image in info.node.get("status", {}).get("images") or []:
+            for image in (info.node.get("status") or {}).get("images") or []:
                 for name in image.get("names") or []:
                     node_sizes[normalized_image_name(name)] = int(image.get("sizeBytes", 0))
             sizes[info.name] = node_sizes

@@ -123,7 +123,7 @@ class DefaultPreemption(PostFilterPlugin):
         if latest is None:
             return None, Status.error(f'pod "{pod.name}" not found')
         pod = PodInfo.of(latest)
-        nominated = latest.get("status", {}).get("nominatedNodeName", "")
+        nominated = (latest.get("status") or {}).get("nominatedNodeName", "")
         eligible, why = self.pod_eligible_to_preempt_others(
             pod, statuses.get(nominated, _absent_node_status()))
         if not eligible:
@@ -150,9 +150,9 @@ class DefaultPreemption(PostFilterPlugin):
     def pod_eligible_to_preempt_others(self, pod: PodInfo, nominated_node_status: Status
                                        ) -> tuple[bool, str]:
         """PodEligibleToPreemptOthers: (may the pod preempt, and if not, why)."""
-        if pod.pod.get("spec", {}).get("preemptionPolicy") == "Never":
+        if (pod.pod.get("spec") or {}).get("preemptionPolicy") == "Never":
             return False, NOT_ELIGIBLE_NEVER
-        nominated = pod.pod.get("status", {}).get("nominatedNodeName", "")
+        nominated = (pod.pod.get("status") or {}).get("nominatedNodeName", "")
         if not nominated or nominated_node_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
             return True, ""
         info = self._handle().snapshot().get(nominated)
@@ -278,7 +278,7 @@ class DefaultPreemption(PostFilterPlugin):
         try:
             async with asyncio.TaskGroup() as group:
                 for victim in candidate.victims:
-                    if not victim.get("metadata", {}).get("deletionTimestamp"):
+                    if not (victim.get("metadata") or {}).get("deletionTimestamp"):
                         group.create_task(self.preempt_pod(candidate, pod, victim))
         except* ClientError as failed:
             failures = list(failed.exceptions)
@@ -298,7 +298,7 @@ class DefaultPreemption(PostFilterPlugin):
             waiting.reject(self.name, "preempted")
         else:
             pods = handle.client.resource("pods")
-            scheduler_name = preemptor.pod.get("spec", {}).get("schedulerName", "")
+            scheduler_name = (preemptor.pod.get("spec") or {}).get("schedulerName", "")
             condition: Obj = {
                 "type": DISRUPTION_TARGET, "status": "True", "reason": PREEMPTION_BY_SCHEDULER,
                 "message": f"{scheduler_name}: preempting to accommodate a higher priority pod",
@@ -328,7 +328,7 @@ class DefaultPreemption(PostFilterPlugin):
                 continue
             current = (self._pods.store.get(other.key) if self._pods is not None
                        else None) or other.pod
-            if not current.get("status", {}).get("nominatedNodeName"):
+            if not (current.get("status") or {}).get("nominatedNodeName"):
                 continue
             try:
                 await handle.client.resource("pods").patch(
@@ -371,19 +371,19 @@ def filter_pods_with_pdb_violation(pods: list[PodInfo], pdbs: list[Obj]
     would break a PodDisruptionBudget and the others. Each budget's disruptionsAllowed is
     counted down as the pods it selects are taken in order; a pod breaks it once the count
     falls below zero. A pod already in the budget's disruptedPods is not counted again."""
-    allowed = [int(pdb.get("status", {}).get("disruptionsAllowed") or 0) for pdb in pdbs]
+    allowed = [int((pdb.get("status") or {}).get("disruptionsAllowed") or 0) for pdb in pdbs]
     selectors = [_pdb_selector(pdb) for pdb in pdbs]
     violating: list[PodInfo] = []
     non_violating: list[PodInfo] = []
     for pod in pods:
-        labels = pod.pod.get("metadata", {}).get("labels") or {}
+        labels = (pod.pod.get("metadata") or {}).get("labels") or {}
         violated = False
         for index, pdb in enumerate(pdbs if labels else []):
             selector = selectors[index]
-            if pdb.get("metadata", {}).get("namespace") != pod.namespace or (
+            if (pdb.get("metadata") or {}).get("namespace") != pod.namespace or (
                     selector is None or selector.empty() or not selector.matches(labels)):
                 continue
-            if pod.name in (pdb.get("status", {}).get("disruptedPods") or {}):
+            if pod.name in ((pdb.get("status") or {}).get("disruptedPods") or {}):
                 continue
             allowed[index] -= 1
             violated = violated or allowed[index] < 0
@@ -394,7 +394,7 @@ def filter_pods_with_pdb_violation(pods: list[PodInfo], pdbs: list[Obj]
 def _pdb_selector(pdb: Obj) -> LabelSelector | None:
     """The budget's selector; an invalid one selects nothing."""
     try:
-        return label_selector_from_dict(pdb.get("spec", {}).get("selector"))
+        return label_selector_from_dict((pdb.get("spec") or {}).get("selector"))
     except SelectorError:
         return None
 
@@ -402,7 +402,7 @@ def _pdb_selector(pdb: Obj) -> LabelSelector | None:
 def pod_start_time(pod: Obj) -> float:
     """GetPodStartTime as a timestamp: status.startTime; a pod not started yet counts as
     starting now, later than every pod that has."""
-    started = pod.get("status", {}).get("startTime")
+    started = (pod.get("status") or {}).get("startTime")
     return parse_rfc3339(started).timestamp() if started else math.inf
 
 
@@ -413,9 +413,9 @@ def importance(pod: PodInfo) -> tuple[int, float]:
 
 def terminating_by_preemption(pod: Obj) -> bool:
     """podTerminatingByPreemption: being deleted because a scheduler preempted it."""
-    if not pod.get("metadata", {}).get("deletionTimestamp"):
+    if not (pod.get("metadata") or {}).get("deletionTimestamp"):
         return False
-    for condition in pod.get("status", {}).get("conditions") or []:
+    for condition in (pod.get("status") or {}).get("conditions") or []:
         if condition.get("type") == DISRUPTION_TARGET:
             return (condition.get("status") == "True"
                     and condition.get("reason") == PREEMPTION_BY_SCHEDULER)
@@ -462,7 +462,7 @@ def earliest_start_of_most_important(victims: list[Obj]) -> float:
 def _updated_condition(pod: Obj, condition: Obj) -> Obj | None:
     """UpdatePodCondition: the condition to write, with a lastTransitionTime that moves
     only when the status does; None when the pod has exactly that condition already."""
-    conditions = pod.get("status", {}).get("conditions") or []
+    conditions = (pod.get("status") or {}).get("conditions") or []
     old = next((c for c in conditions if c.get("type") == condition["type"]), None)
     moment = rfc3339(now())
     if old is not None and old.get("status") == condition["status"]:

@@ -36,7 +36,7 @@ class _ImageState:
 
 def pod_images(pod: PodInfo) -> list[str]:
     """Every image the pod needs: its init containers', containers' and image volumes'."""
-    spec = pod.pod.get("spec", {})
+    spec = pod.pod.get("spec") or {}
     names = [c.get("image", "") for c in spec.get("initContainers") or []]
     names += [c.get("image", "") for c in spec.get("containers") or []]
     names += [v["image"].get("reference", "") for v in spec.get("volumes") or [] if v.get("image")]

@@ -177,7 +177,7 @@ class PreFilterState:
 
     def update_with_pod(self, pod_info: PodInfo, node: Obj, multiplier: int) -> None:
         """Count `pod_info` as added (+1) to, or removed (-1) from, `node`."""
-        node_labels = node.get("metadata", {}).get("labels") or {}
+        node_labels = (node.get("metadata") or {}).get("labels") or {}
         _update_with_anti_affinity_terms(
             self.existing_anti_affinity_counts, pod_info.required_anti_affinity_terms,
             self.pod, self.namespace_labels, node_labels, multiplier)

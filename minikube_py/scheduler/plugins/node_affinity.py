@@ -53,7 +53,7 @@ _LABEL_OPERATORS = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist":
 
 
 def _node_affinity(pod: Obj) -> Obj:
-    return (pod.get("spec", {}).get("affinity") or {}).get("nodeAffinity") or {}
+    return ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
 
 
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
@@ -81,7 +81,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         """Skip pods with nothing to check; when every required term pins metadata.name,
         only those nodes are worth filtering (none at all: the terms conflict)."""
         required = _node_affinity(pod.pod).get(REQUIRED)
-        no_selector = pod.pod.get("spec", {}).get("nodeSelector") is None
+        no_selector = (pod.pod.get("spec") or {}).get("nodeSelector") is None
         if required is None and self.added_node_selector is None and no_selector:
             return None, Status.skip()
         terms = (required or {}).get("nodeSelectorTerms") or []

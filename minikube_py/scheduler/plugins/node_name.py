@@ -23,7 +23,7 @@ class NodeName(FilterPlugin):
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         """Fits: no nodeName, or this node's name. Preemption cannot change a name, so a
         mismatch is UnschedulableAndUnresolvable."""
-        wanted = pod.pod.get("spec", {}).get("nodeName") or ""
+        wanted = (pod.pod.get("spec") or {}).get("nodeName") or ""
         if not wanted or wanted == node_info.name:
             return SUCCESS
         return Status.unschedulable(ERR_REASON, unresolvable=True)
@@ -31,7 +31,7 @@ class NodeName(FilterPlugin):
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
                      ) -> dict[str, Status]:
         """Filter for many nodes: a pod without a nodeName fits them all."""
-        if not pod.pod.get("spec", {}).get("nodeName"):
+        if not (pod.pod.get("spec") or {}).get("nodeName"):
             return {}
         return super().filter_nodes(state, pod, nodes)
 

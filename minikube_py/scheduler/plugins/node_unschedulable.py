@@ -27,9 +27,9 @@ class NodeUnschedulable(FilterPlugin):
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         """Evicting pods never uncordons a node: the rejection is unresolvable."""
-        if not node_info.node.get("spec", {}).get("unschedulable"):
+        if not (node_info.node.get("spec") or {}).get("unschedulable"):
             return SUCCESS
-        tolerations = pod.pod.get("spec", {}).get("tolerations")
+        tolerations = (pod.pod.get("spec") or {}).get("tolerations")
         if tolerations_tolerate_taint(tolerations, UNSCHEDULABLE_TAINT):
             return SUCCESS
         return Status.unschedulable(ERR_REASON_UNSCHEDULABLE, unresolvable=True)

@@ -98,15 +98,15 @@ class SpreadConstraint:
         if self.node_affinity_policy == HONOR and not affinity_match:
             return False
         if self.node_taints_policy == HONOR:
-            taints = node.get("spec", {}).get("taints")
-            tolerations = pod.get("spec", {}).get("tolerations")
+            taints = (node.get("spec") or {}).get("taints")
+            tolerations = (pod.get("spec") or {}).get("tolerations")
             if find_untolerated_taint(taints, tolerations, _DO_NOT_SCHEDULE_TAINT_EFFECTS):
                 return False
         return True
 
 
 def _labels(obj: Obj) -> dict[str, str]:
-    return obj.get("metadata", {}).get("labels") or {}
+    return (obj.get("metadata") or {}).get("labels") or {}
 
 
 def node_labels_match_spread_constraints(node_labels: Mapping[str, str],
@@ -121,7 +121,7 @@ def node_labels_match_spread_constraints(node_labels: Mapping[str, str],
 def _asks_for_nodes(pod: Obj) -> bool:
     """Has the pod a nodeSelector or a required node affinity? Without, every node matches
     it, and nodeAffinityPolicy Honor need not look at the node at all."""
-    spec = pod.get("spec", {})
+    spec = pod.get("spec") or {}
     node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
     return bool(spec.get("nodeSelector")) or (
         node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") is not None)
@@ -145,7 +145,7 @@ def count_pods_match_selector(pod_infos: list[PodInfo], selector: LabelSelector,
         return 0
     count = 0
     for pod_info in pod_infos:
-        meta = pod_info.pod.get("metadata", {})
+        meta = pod_info.pod.get("metadata") or {}
         if meta.get("namespace", "") != namespace or meta.get("deletionTimestamp"):
             continue
         if selector.matches(meta.get("labels")):
@@ -313,7 +313,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
 
     def get_constraints(self, pod: Obj, action: str) -> list[SpreadConstraint]:
         """The pod's own constraints with `action`, or else the default ones."""
-        spec_constraints = pod.get("spec", {}).get("topologySpreadConstraints") or []
+        spec_constraints = (pod.get("spec") or {}).get("topologySpreadConstraints") or []
         if spec_constraints:
             return filter_topology_spread_constraints(spec_constraints, _labels(pod), action)
         return self.build_default_constraints(pod, action)
@@ -337,11 +337,11 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         """
         if self._stores is None:
             return LabelSelector.everything()
-        namespace = pod.get("metadata", {}).get("namespace", "")
+        namespace = (pod.get("metadata") or {}).get("namespace", "")
         pod_labels = _labels(pod)
         label_set: dict[str, str] = {}
         for service in self._stores["services"].list(namespace):
-            service_selector = service.get("spec", {}).get("selector")
+            service_selector = (service.get("spec") or {}).get("selector")
             if service_selector is None:
                 continue  # a Service without a selector selects nothing
             if all(pod_labels.get(key) == value for key, value in service_selector.items()):
@@ -355,7 +355,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
                           if store else None)
             if controller is not None:
                 try:
-                    other = label_selector_from_dict(controller.get("spec", {}).get("selector"))
+                    other = label_selector_from_dict((controller.get("spec") or {}).get("selector"))
                 except SelectorError:
                     other = LabelSelector.match_nothing()
                 if not other.nothing:
@@ -514,7 +514,8 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             return Status.skip()
         # Only the system defaults let nodes without a zone label still spread by hostname.
         require_all_topologies = bool(
-            pod.pod.get("spec", {}).get("topologySpreadConstraints")) or not self.system_defaulted
+            (pod.pod.get("spec") or {}).get("topologySpreadConstraints")
+        ) or not self.system_defaulted
 
         ignored_nodes: set[str] = set()
         counts: list[dict[str, int]] = [{} for _ in constraints]
@@ -613,7 +614,7 @@ def score_for_count(count: int, max_skew: int, weight: float) -> float:
 
 def _controller_of(pod: Obj) -> Obj | None:
     """metav1.GetControllerOf: the owner reference with `controller: true`."""
-    for ref in pod.get("metadata", {}).get("ownerReferences") or []:
+    for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
         if ref.get("controller"):
             return ref
     return None

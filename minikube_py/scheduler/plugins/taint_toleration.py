@@ -33,10 +33,10 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         """Preemption removes pods, not taints: the rejection is unresolvable."""
-        taints = node_info.node.get("spec", {}).get("taints")
+        taints = (node_info.node.get("spec") or {}).get("taints")
         if not taints:
             return SUCCESS
-        tolerations = pod.pod.get("spec", {}).get("tolerations")
+        tolerations = (pod.pod.get("spec") or {}).get("tolerations")
         if find_untolerated_taint(taints, tolerations, _DO_NOT_SCHEDULE_EFFECTS) is None:
             return SUCCESS
         return Status.unschedulable(ERR_REASON_UNTOLERATED, unresolvable=True)
@@ -44,7 +44,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
                      ) -> dict[str, Status]:
         """Filter for many nodes: only the tainted ones need a look at the tolerations."""
-        tolerations = pod.pod.get("spec", {}).get("tolerations")
+        tolerations = (pod.pod.get("spec") or {}).get("tolerations")
         rejected = {}
         for info in [info for info in nodes if info.taints]:
             if find_untolerated_taint(info.taints, tolerations,
@@ -56,7 +56,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
         """Keep only the tolerations that can tolerate PreferNoSchedule (that effect, or
         any effect when the toleration names none)."""
-        tolerations = pod.pod.get("spec", {}).get("tolerations") or []
+        tolerations = (pod.pod.get("spec") or {}).get("tolerations") or []
         state.write(_PRE_SCORE_STATE_KEY, [t for t in tolerations
                                            if t.get("effect") in (None, "", "PreferNoSchedule")])
         return SUCCESS
@@ -64,7 +64,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
         """The raw score: how many PreferNoSchedule taints the pod does not tolerate."""
         tolerations: list[Obj] = state.read(_PRE_SCORE_STATE_KEY)
-        count = sum(1 for taint in node_info.node.get("spec", {}).get("taints") or []
+        count = sum(1 for taint in (node_info.node.get("spec") or {}).get("taints") or []
                     if taint.get("effect") == "PreferNoSchedule"
                     and not tolerations_tolerate_taint(tolerations, taint))
         return count, SUCCESS

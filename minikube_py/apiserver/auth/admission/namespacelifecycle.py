@@ -44,7 +44,7 @@ class NamespaceLifecycle(Plugin):
         found = await self.lookup(namespace)
         if found is None:
             raise errors.not_found("namespaces", "", namespace)
-        if not found.get("metadata", {}).get("deletionTimestamp"):
+        if not (found.get("metadata") or {}).get("deletionTimestamp"):
             return
         resource = attributes.resource
         error = errors.forbidden(

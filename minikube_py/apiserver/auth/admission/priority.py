@@ -100,4 +100,4 @@ def _global_default_class(classes: Iterable[Obj]) -> Obj | None:
 
 
 def _forbidden(pod: Obj, why: str) -> errors.APIError:
-    return errors.forbidden("pods", "", pod.get("metadata", {}).get("name", ""), why)
+    return errors.forbidden("pods", "", (pod.get("metadata") or {}).get("name", ""), why)

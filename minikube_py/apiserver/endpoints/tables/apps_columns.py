@@ -40,7 +40,7 @@ DEPLOYMENT_COLUMNS = (
 
 def print_deployment(deployment: Obj, now: datetime) -> Cells:
     """printDeployment: READY ready/desired, UP-TO-DATE, AVAILABLE."""
-    spec, status = deployment.get("spec", {}), deployment.get("status", {})
+    spec, status = (deployment.get("spec") or {}), (deployment.get("status") or {})
     selector = label_selector_string(spec.get("selector"))
     return [
         name_of(deployment),
@@ -67,13 +67,13 @@ REPLICA_SET_COLUMNS = (
 
 def print_replica_set(replica_set: Obj, now: datetime) -> Cells:
     """printReplicaSet: desired, current and ready replicas."""
-    selector = format_label_selector(replica_set.get("spec", {}).get("selector"))
+    selector = format_label_selector((replica_set.get("spec") or {}).get("selector"))
     return _replica_cells(replica_set, now, selector)
 
 
 def _replica_cells(obj: Obj, now: datetime, selector: str) -> Cells:
     """The columns ReplicaSets and ReplicationControllers share."""
-    spec, status = obj.get("spec", {}), obj.get("status", {})
+    spec, status = (obj.get("spec") or {}), (obj.get("status") or {})
     return [
         name_of(obj),
         spec.get("replicas", 1),
@@ -93,7 +93,7 @@ REPLICATION_CONTROLLER_COLUMNS = tuple(
 def print_replication_controller(controller: Obj, now: datetime) -> Cells:
     """printReplicationController: a ReplicaSet's columns; the selector is a label map."""
     return _replica_cells(controller, now,
-                          format_labels(controller.get("spec", {}).get("selector")))
+                          format_labels((controller.get("spec") or {}).get("selector")))
 
 
 STATEFUL_SET_COLUMNS = (
@@ -107,7 +107,7 @@ STATEFUL_SET_COLUMNS = (
 
 def print_stateful_set(stateful_set: Obj, now: datetime) -> Cells:
     """printStatefulSet: READY ready/desired."""
-    spec, status = stateful_set.get("spec", {}), stateful_set.get("status", {})
+    spec, status = (stateful_set.get("spec") or {}), (stateful_set.get("status") or {})
     return [
         name_of(stateful_set),
         f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}",
@@ -140,7 +140,7 @@ DAEMON_SET_COLUMNS = (
 
 def print_daemon_set(daemon_set: Obj, now: datetime) -> Cells:
     """printDaemonSet: the scheduling counters and the pods' node selector."""
-    status = daemon_set.get("status", {})
+    status = daemon_set.get("status") or {}
     return [
         name_of(daemon_set),
         status.get("desiredNumberScheduled", 0),
@@ -151,7 +151,7 @@ def print_daemon_set(daemon_set: Obj, now: datetime) -> Cells:
         format_labels(template_spec(daemon_set).get("nodeSelector")),
         age(daemon_set, now),
         *container_cells(template_spec(daemon_set)),
-        format_label_selector(daemon_set.get("spec", {}).get("selector")),
+        format_label_selector((daemon_set.get("spec") or {}).get("selector")),
     ]
 
 

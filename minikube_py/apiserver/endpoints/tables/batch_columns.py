@@ -42,12 +42,12 @@ JOB_COLUMNS = (
 
 def job_status(job: Obj) -> str:
     """The Job's STATUS: Complete, Failed, Terminating, Suspended, FailureTarget, Running."""
-    status = job.get("status", {})
+    status = job.get("status") or {}
     if condition_true(status, "Complete"):
         return "Complete"
     if condition_true(status, "Failed"):
         return "Failed"
-    if job.get("metadata", {}).get("deletionTimestamp"):
+    if (job.get("metadata") or {}).get("deletionTimestamp"):
         return "Terminating"
     if condition_true(status, "Suspended"):
         return "Suspended"
@@ -58,7 +58,7 @@ def job_status(job: Obj) -> str:
 
 def print_job(job: Obj, now: datetime) -> Cells:
     """printJob: status, "succeeded/completions", and how long the job ran."""
-    spec, status = job.get("spec", {}), job.get("status", {})
+    spec, status = (job.get("spec") or {}), (job.get("status") or {})
     succeeded = status.get("succeeded", 0)
     if spec.get("completions") is not None:
         completions = f"{succeeded}/{spec['completions']}"
@@ -107,8 +107,8 @@ def print_bool_ptr(value: bool | None) -> str:
 
 def print_cron_job(cron_job: Obj, now: datetime) -> Cells:
     """printCronJob: schedule, time zone, suspend, active jobs, last schedule."""
-    spec, status = cron_job.get("spec", {}), cron_job.get("status", {})
-    job_spec = spec.get("jobTemplate", {}).get("spec", {})
+    spec, status = (cron_job.get("spec") or {}), (cron_job.get("status") or {})
+    job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
     last_schedule = NONE
     if status.get("lastScheduleTime"):
         last_schedule = translate_timestamp_since(status["lastScheduleTime"], now)
@@ -120,6 +120,6 @@ def print_cron_job(cron_job: Obj, now: datetime) -> Cells:
         len(status.get("active") or []),
         last_schedule,
         age(cron_job, now),
-        *container_cells(job_spec.get("template", {}).get("spec", {})),
+        *container_cells((job_spec.get("template") or {}).get("spec") or {}),
         format_label_selector(job_spec.get("selector")),
     ]

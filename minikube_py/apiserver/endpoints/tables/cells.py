@@ -36,12 +36,12 @@ def translate_timestamp_since(value: str | None, now: datetime) -> str:
 
 def name_of(obj: Obj) -> str:
     """metadata.name, "" when unset."""
-    return obj.get("metadata", {}).get("name", "")
+    return (obj.get("metadata") or {}).get("name", "")
 
 
 def age(obj: Obj, now: datetime) -> str:
     """The Age cell: how long ago metadata.creationTimestamp was."""
-    return translate_timestamp_since(obj.get("metadata", {}).get("creationTimestamp"), now)
+    return translate_timestamp_since((obj.get("metadata") or {}).get("creationTimestamp"), now)
 
 
 def format_labels(labels: dict[str, str] | None) -> str:
@@ -97,7 +97,7 @@ def container_cells(pod_spec: Obj) -> list[str]:
 
 def template_spec(obj: Obj) -> Obj:
     """spec.template.spec of a workload (Deployment, ReplicaSet, Job...)."""
-    return obj.get("spec", {}).get("template", {}).get("spec", {})
+    return ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
 
 
 def condition_true(status: Obj, condition_type: str) -> bool:

@@ -75,7 +75,7 @@ def _quantity(value: Any) -> str:
 def print_resource_quota(quota: Obj, now: datetime) -> Cells:
     """printResourceQuota: "name: used/hard" per name of status.hard, sorted; limits.*
     go to the Limit column, everything else to Request."""
-    status = quota.get("status", {})
+    status = quota.get("status") or {}
     hard, used = status.get("hard") or {}, status.get("used") or {}
     requests: list[str] = []
     limits: list[str] = []

@@ -32,7 +32,7 @@ EVENT_COLUMNS = (
 def event_as_core(event: Obj) -> Obj:
     """An events.k8s.io/v1 Event in core/v1 field names (upstream prints the internal type)."""
     return {
-        "metadata": event.get("metadata", {}),
+        "metadata": event.get("metadata") or {},
         "involvedObject": event.get("regarding") or {},
         "reason": event.get("reason", ""),
         "message": event.get("note", ""),

@@ -43,7 +43,7 @@ def node_roles(labels: dict[str, str]) -> list[str]:
 
 def node_address(node: Obj, address_type: str) -> str:
     """The first address of this type, "<none>" when there is none."""
-    for address in node.get("status", {}).get("addresses") or []:
+    for address in (node.get("status") or {}).get("addresses") or []:
         if address.get("type") == address_type:
             return address.get("address", "")
     return NONE
@@ -51,7 +51,7 @@ def node_address(node: Obj, address_type: str) -> str:
 
 def print_node(node: Obj, now: datetime) -> Cells:
     """printNode: Ready/NotReady/Unknown, plus SchedulingDisabled when cordoned."""
-    status = node.get("status", {})
+    status = node.get("status") or {}
     ready = None
     for condition in status.get("conditions") or []:
         if condition.get("type") == "Ready":
@@ -59,13 +59,13 @@ def print_node(node: Obj, now: datetime) -> Cells:
     states = ["Unknown"] if ready is None else [
         "Ready" if ready.get("status") == "True" else "NotReady"
     ]
-    if node.get("spec", {}).get("unschedulable"):
+    if (node.get("spec") or {}).get("unschedulable"):
         states.append("SchedulingDisabled")
-    info = status.get("nodeInfo", {})
+    info = status.get("nodeInfo") or {}
     return [
-        node.get("metadata", {}).get("name", ""),
+        (node.get("metadata") or {}).get("name", ""),
         ",".join(states),
-        ",".join(node_roles(node.get("metadata", {}).get("labels") or {})) or NONE,
+        ",".join(node_roles((node.get("metadata") or {}).get("labels") or {})) or NONE,
         age(node, now),
         info.get("kubeletVersion", ""),
         node_address(node, "InternalIP"),
@@ -81,4 +81,5 @@ NAMESPACE_COLUMNS = (NAME, column("Status", "string", "The status of the namespa
 
 def print_namespace(namespace: Obj, now: datetime) -> Cells:
     """printNamespace: the namespace phase (Active, Terminating)."""
-    return [name_of(namespace), namespace.get("status", {}).get("phase", ""), age(namespace, now)]
+    phase = (namespace.get("status") or {}).get("phase", "")
+    return [name_of(namespace), phase, age(namespace, now)]

@@ -20,7 +20,7 @@ LEASE_COLUMNS = (
 
 def print_lease(lease: Obj, now: datetime) -> Cells:
     """printLease: who holds the lease."""
-    return [name_of(lease), lease.get("spec", {}).get("holderIdentity") or "", age(lease, now)]
+    return [name_of(lease), (lease.get("spec") or {}).get("holderIdentity") or "", age(lease, now)]
 
 
 PRIORITY_CLASS_COLUMNS = (
@@ -81,13 +81,13 @@ POD_DISRUPTION_BUDGET_COLUMNS = (
 
 def print_pod_disruption_budget(budget: Obj, now: datetime) -> Cells:
     """printPodDisruptionBudget: minAvailable / maxUnavailable ("N/A" when unset)."""
-    spec = budget.get("spec", {})
+    spec = budget.get("spec") or {}
     min_available, max_unavailable = spec.get("minAvailable"), spec.get("maxUnavailable")
     return [
         name_of(budget),
         "N/A" if min_available is None else str(min_available),
         "N/A" if max_unavailable is None else str(max_unavailable),
-        budget.get("status", {}).get("disruptionsAllowed", 0),
+        (budget.get("status") or {}).get("disruptionsAllowed", 0),
         age(budget, now),
     ]
 
@@ -107,7 +107,7 @@ def binding_columns(kind: str) -> tuple[Column, ...]:
 
 def print_role_binding(binding: Obj, now: datetime) -> Cells:
     """printRoleBinding: "Kind/name" of the role; wide: the subjects by kind."""
-    role_ref = binding.get("roleRef", {})
+    role_ref = binding.get("roleRef") or {}
     users, groups, service_accounts = [], [], []
     for subject in binding.get("subjects") or []:
         kind, name = subject.get("kind"), subject.get("name", "")

@@ -53,7 +53,7 @@ def is_restartable_init_container(container: Obj | None) -> bool:
 
 def later(current: datetime | None, container_status: Obj) -> datetime | None:
     """The later of `current` and the container's last termination (lastRestartDate)."""
-    terminated = container_status.get("lastState", {}).get("terminated")
+    terminated = (container_status.get("lastState") or {}).get("terminated")
     if terminated is None:
         return current
     finished = parse_time(terminated.get("finishedAt"))
@@ -102,7 +102,7 @@ def print_pod(pod: Obj, now: datetime) -> Cells:
     initialized, the last container with something to say -> Terminating or Unknown
     while being deleted.
     """
-    spec, status = pod.get("spec", {}), pod.get("status", {})
+    spec, status = (pod.get("spec") or {}), (pod.get("status") or {})
     phase = status.get("phase", "")
     reason = status.get("reason") or phase
     for condition in status.get("conditions") or []:
@@ -118,7 +118,7 @@ def print_pod(pod: Obj, now: datetime) -> Cells:
         reason, containers_ready = containers_progress(status, reason, restarts)
         ready += containers_ready
 
-    if pod.get("metadata", {}).get("deletionTimestamp"):
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
         if status.get("reason") == NODE_UNREACHABLE_POD_REASON:
             reason = "Unknown"
         elif phase not in ("Succeeded", "Failed"):
@@ -157,7 +157,7 @@ def init_progress(spec: Obj, status: Obj) -> InitProgress:
         sidecar = is_restartable_init_container(by_name.get(container_status.get("name")))
         if sidecar:
             progress.sidecar_restarts.add(container_status)
-        state = container_status.get("state", {})
+        state = container_status.get("state") or {}
         terminated, waiting = state.get("terminated"), state.get("waiting")
         if terminated is not None and terminated.get("exitCode", 0) == 0:
             continue
@@ -183,7 +183,7 @@ def containers_progress(status: Obj, reason: str, restarts: Restarts) -> tuple[s
     has_running = False
     for container_status in reversed(status.get("containerStatuses") or []):
         restarts.add(container_status)
-        state = container_status.get("state", {})
+        state = container_status.get("state") or {}
         terminated, waiting = state.get("terminated"), state.get("waiting")
         if waiting is not None and waiting.get("reason"):
             reason = waiting["reason"]
@@ -211,7 +211,7 @@ def readiness_gates(spec: Obj, status: Obj) -> str:
 
 def pod_row_conditions(pod: Obj) -> list[Obj]:
     """Row conditions: a finished pod's row is marked Completed, as upstream."""
-    phase = pod.get("status", {}).get("phase")
+    phase = (pod.get("status") or {}).get("phase")
     messages = {
         "Succeeded": "The pod has completed successfully.",
         "Failed": "The pod failed.",

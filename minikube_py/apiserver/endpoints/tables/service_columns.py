@@ -35,13 +35,13 @@ SERVICE_COLUMNS = (
 
 def service_external_ip(service: Obj) -> str:
     """getServiceExternalIP: external IPs, load-balancer ingress, or "<pending>"."""
-    spec = service.get("spec", {})
+    spec = service.get("spec") or {}
     external_ips = spec.get("externalIPs") or []
     service_type = spec.get("type", "ClusterIP")
     if service_type in ("ClusterIP", "NodePort"):
         return ",".join(external_ips) or NONE
     if service_type == "LoadBalancer":
-        ingress = service.get("status", {}).get("loadBalancer", {}).get("ingress") or []
+        ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
         addresses = {entry.get("ip") or entry.get("hostname") or "" for entry in ingress}
         lb_ips = sorted(addresses - {""})
         if external_ips:
@@ -66,7 +66,7 @@ def service_ports(ports: list[Obj]) -> str:
 
 def print_service(service: Obj, now: datetime) -> Cells:
     """printService: type, first cluster IP, external IP, ports, age; wide: selector."""
-    spec = service.get("spec", {})
+    spec = service.get("spec") or {}
     cluster_ips = spec.get("clusterIPs") or ([spec["clusterIP"]] if spec.get("clusterIP") else [])
     return [
         name_of(service),

@@ -24,17 +24,17 @@ def access_modes(modes: list[str]) -> str:
 
 def storage_class(obj: Obj) -> str:
     """The beta storage-class annotation wins over spec.storageClassName."""
-    annotations = obj.get("metadata", {}).get("annotations") or {}
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
     if STORAGE_CLASS_ANNOTATION in annotations:
         return annotations[STORAGE_CLASS_ANNOTATION]
-    return obj.get("spec", {}).get("storageClassName", "")
+    return (obj.get("spec") or {}).get("storageClassName", "")
 
 
 def phase_or_terminating(obj: Obj) -> str:
     """The status phase, or "Terminating" once deletion has started."""
-    if obj.get("metadata", {}).get("deletionTimestamp"):
+    if (obj.get("metadata") or {}).get("deletionTimestamp"):
         return "Terminating"
-    return obj.get("status", {}).get("phase", "")
+    return (obj.get("status") or {}).get("phase", "")
 
 
 PERSISTENT_VOLUME_COLUMNS = (
@@ -62,7 +62,7 @@ PERSISTENT_VOLUME_COLUMNS = (
 
 def print_persistent_volume(volume: Obj, now: datetime) -> Cells:
     """printPersistentVolume: capacity, modes, policy, phase, claim, class."""
-    spec = volume.get("spec", {})
+    spec = volume.get("spec") or {}
     claim = spec.get("claimRef")
     return [
         name_of(volume),
@@ -73,7 +73,7 @@ def print_persistent_volume(volume: Obj, now: datetime) -> Cells:
         f"{claim.get('namespace', '')}/{claim.get('name', '')}" if claim is not None else "",
         storage_class(volume),
         spec.get("volumeAttributesClassName") or UNSET,
-        volume.get("status", {}).get("reason", ""),
+        (volume.get("status") or {}).get("reason", ""),
         age(volume, now),
         spec.get("volumeMode") or UNSET,
     ]
@@ -98,7 +98,7 @@ PERSISTENT_VOLUME_CLAIM_COLUMNS = (
 
 def print_persistent_volume_claim(claim: Obj, now: datetime) -> Cells:
     """printPersistentVolumeClaim: capacity and modes appear once the claim is bound."""
-    spec, status = claim.get("spec", {}), claim.get("status", {})
+    spec, status = (claim.get("spec") or {}), (claim.get("status") or {})
     capacity, modes = "", ""
     if spec.get("volumeName"):
         capacity = (status.get("capacity") or {}).get("storage", "0")

@@ -66,7 +66,7 @@ DEFAULT_COLUMNS = (NAME, CREATED_AT)
 
 def print_default(obj: Obj, now: datetime) -> Cells:
     """The apiserver's default table: the name and creationTimestamp in RFC3339 UTC."""
-    created = parse_time(obj.get("metadata", {}).get("creationTimestamp"))
+    created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
     if created is None:
         created_at = "0001-01-01T00:00:00Z"  # Go's zero time
     else:
@@ -86,7 +86,7 @@ def row_object(obj: Obj, include_object: str) -> Obj | None:
     return {
         "kind": "PartialObjectMetadata",
         "apiVersion": "meta.k8s.io/v1",
-        "metadata": obj.get("metadata", {}),
+        "metadata": obj.get("metadata") or {},
     }
 
 

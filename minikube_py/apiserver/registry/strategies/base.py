@@ -188,7 +188,7 @@ class Strategy:
         """The fields a fieldSelector may name for this kind, with their values (upstream's
         GetAttrs). Runs for every object a selective list or watch looks at: must not
         change the object, and must stay cheap."""
-        metadata = obj.get("metadata", {})
+        metadata = obj.get("metadata") or {}
         fields = {"metadata.name": metadata.get("name", "")}
         if self.resource.namespaced:
             fields["metadata.namespace"] = metadata.get("namespace", "")
