@@ -127,7 +127,13 @@ def sandbox_config(pod: Obj, attempt: int, *, logs_root: Path,
         pid=api_pb2.NODE if spec.get("hostPID") else api_pb2.CONTAINER,
         ipc=api_pb2.NODE if spec.get("hostIPC") else api_pb2.POD)
     security = spec.get("securityContext") or {}
-    context = api_pb2.LinuxSandboxSecurityContext(namespace_options=namespaces)
+    # HasPrivilegedContainer: containerd runs a privileged container only in a
+    # privileged sandbox ("no privileged container allowed in sandbox")
+    privileged = any((container.get("securityContext") or {}).get("privileged")
+                     for key in ("initContainers", "containers", "ephemeralContainers")
+                     for container in spec.get(key) or ())
+    context = api_pb2.LinuxSandboxSecurityContext(namespace_options=namespaces,
+                                                  privileged=privileged)
     if security.get("runAsUser") is not None:
         context.run_as_user.value = security["runAsUser"]
     if security.get("runAsGroup") is not None:
