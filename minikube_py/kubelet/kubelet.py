@@ -32,6 +32,7 @@ from pathlib import Path
 
 from minikube_py.api import Obj
 from minikube_py.api.podutil import pod_key
+from minikube_py.client import retry
 from minikube_py.client.errors import NotFound
 from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import EventHandler, SharedInformer, SharedInformerFactory
@@ -297,8 +298,10 @@ class Kubelet(Component):
 
         assert self.server is not None and self.config.serving_cert_dir is not None
         cert_dir, addresses = self.config.serving_cert_dir, self.serving_addresses()
-        pair = await certificate.serving_certificate(self.client, self.node_name, addresses,
-                                                     cert_dir)
+        # a kubelet that starts the API server itself (static pods) asks before anyone
+        # answers: retry until the API server does
+        pair = await retry.on_error("requesting the serving certificate", lambda: (
+            certificate.serving_certificate(self.client, self.node_name, addresses, cert_dir)))
         context = server_ssl_context(pair, pair, self._client_ca())
         self.server.ssl_context = context
         await self.server.start_api()
