@@ -25,6 +25,9 @@ does not change, and the ServiceAccount key signs tokens that must stay good):
         proxy            CN system:kube-proxy
         dns              CN system:kube-dns
         metrics          CN system:metrics-server
+    kubeconfigs/control-plane.conf          the control-plane node's kubelet (`up --layout
+                                            kubeadm`): CN system:node:control-plane, issued
+                                            at once, as kubeadm init's kubelet.conf
     kubeconfigs/<node>-bootstrap.conf       a node's bootstrap token (cluster/join.py);
                                             its kubelet earns CN system:node:<node>,
                                             O system:nodes with it and writes
@@ -163,6 +166,14 @@ class ClusterCertificates:
                 (self.pki / node).mkdir(exist_ok=True)
                 pki.issue(ca, node, dns_names=(node,), ip_addresses=(address,),
                           server=True).write(self.pki / node, "kubelet")
+
+    def ensure_node_kubeconfig(self, node: str, server_url: str) -> Path:
+        """kubeadm init's kubelet.conf for the node it runs on: CN system:node:<node>,
+        O system:nodes, issued directly (that kubelet has no cluster to bootstrap from
+        yet: it starts the API server)."""
+        self._write_kubeconfig(node, server_url, pki.issue(
+            self._ca(), f"system:node:{node}", organizations=("system:nodes",), client=True))
+        return self.kubeconfig(node)
 
     def _ensure_etcd(self) -> None:
         """etcd's CA; its serving, peer and health-check certificates; the API server's

@@ -54,6 +54,19 @@ from minikube_py.cluster.join import (
     join_node,
     publish_cluster_objects,
 )
+from minikube_py.cluster.kubeadm.addons import CONTROL_PLANE_TAINT, Addons
+from minikube_py.cluster.kubeadm.controlplane import ControlPlane
+from minikube_py.cluster.kubeadm.init import (
+    CONTROL_PLANE,
+    LAYOUTS,
+    addon_objects,
+    apply_addons,
+    manifest_dir,
+    mark_control_plane,
+    wait_for_apiserver,
+    wait_for_cluster,
+    write_control_plane,
+)
 from minikube_py.cluster.kubeconfig import write_kubeconfig
 from minikube_py.cluster.netns import (
     DEFAULT_NODE_NETWORK,
@@ -75,6 +88,11 @@ from minikube_py.cluster.runtime_setup import (
 from minikube_py.cluster.ssh import add_ssh_command
 from minikube_py.cluster.supervisor import Supervisor, SupervisorProcess
 from minikube_py.cluster.tracestore import publish_trace_receiver
+from minikube_py.images.components import (
+    IMAGE_REPOSITORY,
+    ComponentImageError,
+    build_and_push_component_images,
+)
 from minikube_py.images.debian import PackageError
 from minikube_py.images.registry import ArchiveError, RegistryError
 from minikube_py.process import (
@@ -107,6 +125,10 @@ LOAD_BALANCER_ROUTE = "172.18.255.192/26"
 through node-1, whose proxy's rules answer them: `curl` a ClusterIP or a LoadBalancer's
 address from here works, and no packet to one ever leaves the machine."""
 
+
+KUBEADM_TIMEOUT = 600.0
+"""How long `up --layout kubeadm` waits for the cluster to settle: a first `up` builds
+the component images (minutes), a later one only checks them."""
 
 CONFIGURABLE = ("apiserver", "controller-manager", "scheduler", "kubelet", "proxy", "dns",
                 "metrics")
@@ -153,8 +175,8 @@ def fail(message: str) -> None:
 
 def _cluster(state: Path, verbosity: int, nodes: int | None, simulated_nodes: int | None,
              extra_config: dict[str, dict[str, str]] | None = None,
-             secure: bool | None = None, tracing_endpoint: str | None = None
-             ) -> dict[str, Any]:
+             secure: bool | None = None, tracing_endpoint: str | None = None,
+             layout: str | None = None) -> dict[str, Any]:
     """This cluster's ports, nodes and their pod CIDRs: chosen once (defaults, else free
     ones) and remembered in cluster.json, with the components' log verbosity (which the
     supervisor's restarts use too), the numbers of nodes and hollow nodes and the extra
@@ -169,6 +191,9 @@ def _cluster(state: Path, verbosity: int, nodes: int | None, simulated_nodes: in
     if secure is not None:
         cluster["secure"] = secure
     cluster.setdefault("secure", True)
+    if layout is not None:
+        cluster["layout"] = layout
+    cluster.setdefault("layout", "processes")
     if tracing_endpoint is not None:  # "": back to the cluster's own receiver
         cluster["tracingEndpoint"] = tracing_endpoint
     if nodes is not None:
@@ -184,12 +209,15 @@ def _cluster(state: Path, verbosity: int, nodes: int | None, simulated_nodes: in
                                        "nodeNetwork": DEFAULT_NODE_NETWORK})
         cidrs: dict[str, str] = cluster.setdefault("podCIDRs", {})
         seed = 1
-        for index in range(1, cluster["nodes"] + 1):
-            while f"node-{index}" not in cidrs:
+        names = [f"node-{index}" for index in range(1, cluster["nodes"] + 1)]
+        if cluster["layout"] == "kubeadm":
+            names.insert(0, CONTROL_PLANE)
+        for name in names:
+            while name not in cidrs:
                 candidate = free_pod_cidr(seed=seed)
                 seed += 1
                 if candidate not in cidrs.values():
-                    cidrs[f"node-{index}"] = candidate
+                    cidrs[name] = candidate
     saved.write_text(json.dumps(cluster, indent=2))
     return cluster
 
@@ -214,8 +242,28 @@ def node_networks(cluster: dict[str, Any]) -> list[NodeNetwork]:
     if network is None:
         return []
     cidrs = cluster["podCIDRs"]
-    return [network.node(index, cidrs[f"node-{index}"])
-            for index in range(1, cluster.get("nodes", 1) + 1) if f"node-{index}" in cidrs]
+    control_plane = ([network.control_plane(cidrs[CONTROL_PLANE])]
+                     if is_kubeadm(cluster) and CONTROL_PLANE in cidrs else [])
+    return [*control_plane, *(network.node(index, cidrs[f"node-{index}"])
+                              for index in range(1, cluster.get("nodes", 1) + 1)
+                              if f"node-{index}" in cidrs)]
+
+
+def is_kubeadm(cluster: dict[str, Any]) -> bool:
+    """Whether the control plane runs as static pods on a control-plane node."""
+    return cluster.get("layout") == "kubeadm"
+
+
+def apiserver_url(cluster: dict[str, Any]) -> str:
+    """Where clients reach the API server: the control-plane node's address in the
+    kubeadm layout, else the host's on the bridge (loopback without nodes)."""
+    network = cluster_network(cluster)
+    scheme = "https" if cluster.get("secure", True) else "http"
+    if is_kubeadm(cluster) and network is not None:
+        address = network.control_plane("").address
+    else:
+        address = network.gateway if network is not None else LOOPBACK
+    return f"{scheme}://{address}:{cluster['ports']['apiserver']}"
 
 
 def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProcess]:
@@ -247,12 +295,16 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
     tracing_endpoint = (cluster.get("tracingEndpoint")
                         or f"http://{address}:{ports['tracing']}")
     traced = (f"--tracing-endpoint={tracing_endpoint}",)
+    processes: dict[str, ComponentProcess] = {
+        "registry": RegistryProcess(state / "registry", port=ports["registry"],
+                                    address=address, **files("registry"))}
+    kubeadm = is_kubeadm(cluster)
     etcd = EtcdProcess(state / "etcd", client_port=ports["etcd-client"],
                        peer_port=ports["etcd-peer"], name="minikube-py",
                        tls=certs.etcd_tls() if certs is not None else None, **files("etcd"))
-    processes: dict[str, ComponentProcess] = {
-        "registry": RegistryProcess(state / "registry", port=ports["registry"],
-                                    address=address, **files("registry")),
+    # the kubeadm layout: these four are static pods of the control-plane node's kubelet
+    # (kubeadm/controlplane.py), DNS, metrics and the proxies add-ons (kubeadm/addons.py)
+    control_plane: dict[str, ComponentProcess] = {
         "etcd": etcd,
         "apiserver": APIServerProcess(
             [etcd.client_url], port=ports["apiserver"], address=address,
@@ -273,6 +325,8 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
                                                   *flags("scheduler")),
                                       **files("scheduler")),
     }
+    if not kubeadm:
+        processes |= control_plane
     if not cluster.get("tracingEndpoint"):
         processes["tracing"] = TraceReceiverProcess(
             state / "traces", port=ports["tracing"], address=address, **files("tracing"))
@@ -282,23 +336,25 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
             extra_args=flags("kubelet")[:1], **files("hollow-nodes"))
     if network is None or runtime_missing() is not None:
         return processes
-    # cluster DNS publishes itself as the kube-dns Service's endpoint at the bridge's
-    # address: pods reach it there, the proxies' rules send 10.96.0.10 to it
-    processes["dns"] = DNSProcess(
-        kubeconfig_of("dns"), dns_address=address, dns_port=ports["dns"], port=ports["dns-metrics"],
-        advertise_address=address, service_ip=CLUSTER_DNS, extra_args=flags("dns"),
-        **files("dns"))
-    # metrics-server's role, reached by the API server through the metrics.k8s.io
-    # APIService (kubectl top)
-    processes["metrics"] = MetricsProcess(
-        kubeconfig_of("metrics"), address=address, port=ports["metrics"], advertise_address=address,
-        extra_args=flags("metrics"), **files("metrics"))
+    if not kubeadm:
+        # cluster DNS publishes itself as the kube-dns Service's endpoint at the bridge's
+        # address: pods reach it there, the proxies' rules send 10.96.0.10 to it
+        processes["dns"] = DNSProcess(
+            kubeconfig_of("dns"), dns_address=address, dns_port=ports["dns"],
+            port=ports["dns-metrics"], advertise_address=address, service_ip=CLUSTER_DNS,
+            extra_args=flags("dns"), **files("dns"))
+        # metrics-server's role, reached by the API server through the metrics.k8s.io
+        # APIService (kubectl top)
+        processes["metrics"] = MetricsProcess(
+            kubeconfig_of("metrics"), address=address, port=ports["metrics"],
+            advertise_address=address, extra_args=flags("metrics"), **files("metrics"))
     registry = f"{address}:{ports['registry']}"
     for node in node_networks(cluster):
         config = node_config(state, node.name, node.pod_cidr, registry, netns=node.path)
         in_node = {"address": node.address, "netns": node.path}
         processes[f"{node.name}/containerd"] = Containerd(
             config, **files(f"{node.name}/containerd"))
+        initial = node.name == CONTROL_PLANE  # kubeadm init's node: no bootstrap
         processes[f"{node.name}/kubelet"] = KubeletProcess(
             kubeconfig_of(node.name), node_name=node.name, runtime_endpoint=config.endpoint,
             root_dir=config.base_dir / "kubelet", pod_cidr=node.pod_cidr,
@@ -307,14 +363,19 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
             extra_args=(f"--cluster-dns={CLUSTER_DNS}",
                         *secured_kubelet_flags(certs, node.name),
                         *(("--rotate-server-certificates",) if certs is not None else ()),
+                        *((f"--pod-manifest-path={manifest_dir(state)}",
+                           f"--register-with-taints={CONTROL_PLANE_TAINT}:NoSchedule")
+                          if initial else ()),
                         *traced, *flags("kubelet")),
             bootstrap_kubeconfig=(certs.bootstrap_kubeconfig(node.name)
-                                  if certs is not None else None),
+                                  if certs is not None and not initial else None),
             **in_node, **files(f"{node.name}/kubelet"))
-        processes[f"{node.name}/proxy"] = ProxyProcess(
-            kubeconfig_of("proxy"), node_name=node.name, cluster_cidr=str(CLUSTER_CIDR),
-            port=NODE_PORTS["proxy-healthz"], metrics_port=NODE_PORTS["proxy-metrics"],
-            extra_args=(*traced, *flags("proxy")), **in_node, **files(f"{node.name}/proxy"))
+        if not kubeadm:
+            processes[f"{node.name}/proxy"] = ProxyProcess(
+                kubeconfig_of("proxy"), node_name=node.name, cluster_cidr=str(CLUSTER_CIDR),
+                port=NODE_PORTS["proxy-healthz"], metrics_port=NODE_PORTS["proxy-metrics"],
+                extra_args=(*traced, *flags("proxy")), **in_node,
+                **files(f"{node.name}/proxy"))
     return processes
 
 
@@ -389,7 +450,17 @@ def up(args: argparse.Namespace) -> None:
     if args.nodes is not None and (reason := runtime_missing()) is not None:
         fail(f"--nodes {args.nodes}: this machine cannot run a node: {reason}")
     saved = _saved_cluster(state)
-    if components(state, saved)["apiserver"].adopt():
+    if args.layout is not None and saved.get("layout", "processes") != args.layout and (
+            state / "pki").exists():
+        fail(f"the cluster in {state} was built with --layout {saved.get('layout', 'processes')}"
+             f": `minikube-py down --purge` first to build it with --layout {args.layout}")
+    if args.layout == "kubeadm" and (args.secure is False or saved.get("secure") is False):
+        fail("--layout kubeadm needs --secure: its kubelets join with bootstrap tokens")
+    if args.layout == "kubeadm" and (reason := runtime_missing()) is not None:
+        fail(f"--layout kubeadm: this machine cannot run a node: {reason}")
+    known = components(state, saved)
+    running = known.get("apiserver") or known.get(f"{CONTROL_PLANE}/kubelet")
+    if running is not None and running.adopt():
         if args.nodes is not None and saved.get("nodes", args.nodes) != args.nodes:
             fail(f"the cluster runs with {saved['nodes']} nodes: `minikube-py down` first "
                  f"to start it with {args.nodes}")
@@ -408,7 +479,7 @@ def up(args: argparse.Namespace) -> None:
         fail(f"--tracing-endpoint must be an http:// or https:// URL (an OTLP/HTTP "
              f"receiver, e.g. http://127.0.0.1:4318), not {args.tracing_endpoint!r}")
     cluster = _cluster(state, args.v, args.nodes, args.simulated_nodes, extra_config,
-                       args.secure, args.tracing_endpoint)
+                       args.secure, args.tracing_endpoint, args.layout)
     if cluster.get("secure"):
         _make_certificates(state, cluster)
     write_tracing_config(state, cluster)
@@ -416,14 +487,12 @@ def up(args: argparse.Namespace) -> None:
     started = time.monotonic()
     try:
         _build_network(cluster)
-        asyncio.run(_start_all(state, processes, started))
-        if cluster.get("secure"):
-            asyncio.run(approve_serving_certificates(
-                ClusterCertificates(state).kubeconfig("admin"), {
-                    node.name: (node.address, kubelet.root_dir / "pki" / SERVING_PAIR)
-                    for node in node_networks(cluster)
-                    if isinstance(kubelet := processes.get(f"{node.name}/kubelet"),
-                                  KubeletProcess)}))
+        if is_kubeadm(cluster):
+            asyncio.run(_init_kubeadm(state, cluster, processes, started))
+        else:
+            asyncio.run(_start_all(state, processes, started))
+            if cluster.get("secure"):
+                asyncio.run(_approve_serving(state, cluster, processes))
         asyncio.run(supervisor_process(state).start())
     except (NodeNetworkError, OSError) as error:
         fail(f"cannot build the node network: {error}{STARTED_HINT}")
@@ -435,7 +504,7 @@ def up(args: argparse.Namespace) -> None:
         fail(f"{error}{STARTED_HINT}")
     except (ContainerdError, ImageLoadError) as error:
         fail(f"{error}; see {state / 'logs'}{STARTED_HINT}")
-    except (ArchiveError, RegistryError, PackageError) as error:
+    except (ArchiveError, RegistryError, PackageError, ComponentImageError) as error:
         fail(f"could not build or push the shipped images: {error}{STARTED_HINT}")
     nodes = node_networks(cluster)
     if not nodes:
@@ -447,23 +516,30 @@ def up(args: argparse.Namespace) -> None:
         print(f"services: each node's proxy on its own iptables; {SERVICE_CIDR} and "
               f"{LOAD_BALANCER_ROUTE} routed from here through {nodes[0].name}; "
               f"DNS at {CLUSTER_DNS}")
-    api = processes["apiserver"]
-    etcd = processes["etcd"]
-    assert isinstance(api, APIServerProcess) and isinstance(etcd, EtcdProcess)
-    print(f"minikube-py is up in {time.monotonic() - started:.1f} s: API server {api.url}, "
-          f"etcd {etcd.client_url}")
+    if is_kubeadm(cluster):
+        print(f"minikube-py is up in {time.monotonic() - started:.1f} s: API server "
+              f"{apiserver_url(cluster)}; etcd, the API server, the controller-manager and "
+              f"the scheduler are static pods on {CONTROL_PLANE} (kubectl get pods -n "
+              "kube-system)")
+    else:
+        api = processes["apiserver"]
+        etcd = processes["etcd"]
+        assert isinstance(api, APIServerProcess) and isinstance(etcd, EtcdProcess)
+        print(f"minikube-py is up in {time.monotonic() - started:.1f} s: API server "
+              f"{api.url}, etcd {etcd.client_url}")
     print(f"logs: {state / 'logs'}")
     print("To use it with kubectl:")
     print(f"export KUBECONFIG={state / 'kubeconfig'}")
 
 
 def _make_certificates(state: Path, cluster: dict[str, Any]) -> None:
-    """The CA, every component's certificate and kubeconfig (cluster/certs.py)."""
-    network = cluster_network(cluster)
-    address = network.gateway if network is not None else LOOPBACK
+    """The CA, every component's certificate and kubeconfig (cluster/certs.py); in the
+    kubeadm layout also the control-plane node's kubelet.conf."""
+    certs = ClusterCertificates(state)
     # no serving certificates for the kubelets: each asks the cluster for its own
-    ClusterCertificates(state).ensure(f"https://{address}:{cluster['ports']['apiserver']}",
-                                      (), {})
+    certs.ensure(apiserver_url(cluster), (), {})
+    if is_kubeadm(cluster):
+        certs.ensure_node_kubeconfig(CONTROL_PLANE, apiserver_url(cluster))
 
 
 def owner_file(network: ClusterNetwork) -> Path:
@@ -508,6 +584,74 @@ def _build_network(cluster: dict[str, Any]) -> None:
                   flush=True)
     for destination in (SERVICE_CIDR, LOAD_BALANCER_ROUTE):
         network.route_via(nodes[0], destination)
+
+
+async def _approve_serving(state: Path, cluster: dict[str, Any],
+                           processes: dict[str, ComponentProcess]) -> None:
+    """Approve each kubelet's serving-certificate request (as the admin, once checked)."""
+    await approve_serving_certificates(
+        ClusterCertificates(state).kubeconfig("admin"), {
+            node.name: (node.address, kubelet.root_dir / "pki" / SERVING_PAIR)
+            for node in node_networks(cluster)
+            if isinstance(kubelet := processes.get(f"{node.name}/kubelet"), KubeletProcess)})
+
+
+async def _init_kubeadm(state: Path, cluster: dict[str, Any],
+                        processes: dict[str, ComponentProcess], started: float) -> None:
+    """kubeadm init's phases (kubeadm/init.py), then the workers join: the registry and
+    the trace receiver, the component images pushed, the static pods' manifests, each
+    node's containerd, the control-plane node's kubelet (which starts the static pods),
+    the cluster objects and add-ons once the API server is ready, the workers' kubelets;
+    then every node Ready and every kube-system pod running."""
+    deadline = time.monotonic() + KUBEADM_TIMEOUT
+    network = cluster_network(cluster)
+    assert network is not None
+    ports = cluster["ports"]
+    await asyncio.gather(*(_start(state, name, processes[name], started)
+                           for name in ("registry", "tracing") if name in processes))
+    registry = processes["registry"]
+    assert isinstance(registry, RegistryProcess)
+    images = await asyncio.to_thread(build_and_push_component_images,
+                                     state / "images" / "components", registry.host)
+    print(f"component images: {images['kube-apiserver'].rpartition(':')[2]} in "
+          f"{registry.host}/{IMAGE_REPOSITORY} ({time.monotonic() - started:.1f} s)",
+          flush=True)
+    tracing_endpoint = (cluster.get("tracingEndpoint")
+                        or f"http://{network.gateway}:{ports['tracing']}")
+    control_plane = network.control_plane(cluster["podCIDRs"][CONTROL_PLANE])
+    write_control_plane(state, ControlPlane(
+        advertise_address=control_plane.address, ports=ports, images=images,
+        tracing_endpoint=tracing_endpoint, load_balancer_range=LOAD_BALANCER_RANGE,
+        verbosity=cluster.get("verbosity", 2), extra_config=cluster.get("extraConfig") or {}),
+        tracing_config(state))
+    await asyncio.gather(*(_start(state, name, process, started)
+                           for name, process in processes.items()
+                           if kind_of(name) == "containerd"))
+    first = f"{CONTROL_PLANE}/kubelet"
+    await _start(state, first, processes[first], started)
+    certs = ClusterCertificates(state)
+    admin = certs.kubeconfig("admin")
+    await wait_for_apiserver(admin, CONTROL_PLANE, images["kube-apiserver"], deadline)
+    print(f"apiserver: ready, a static pod on {CONTROL_PLANE} "
+          f"({time.monotonic() - started:.1f} s)", flush=True)
+    shutil.copyfile(admin, state / "kubeconfig")
+    (state / "kubeconfig").chmod(0o600)
+    await publish_cluster_objects(admin, state, apiserver_url(cluster),
+                                  certs.ca_file.read_bytes())
+    if isinstance(receiver := processes.get("tracing"), TraceReceiverProcess):
+        await publish_trace_receiver(state / "kubeconfig", receiver.url)
+    await mark_control_plane(admin, CONTROL_PLANE)
+    await apply_addons(admin, addon_objects(Addons(
+        server=apiserver_url(cluster), cluster_cidr=str(CLUSTER_CIDR), cluster_dns=CLUSTER_DNS,
+        images=images, tracing_endpoint=tracing_endpoint,
+        verbosity=cluster.get("verbosity", 2), extra_config=cluster.get("extraConfig") or {})))
+    await asyncio.gather(*(_start(state, name, process, started)
+                           for name, process in processes.items()
+                           if kind_of(name) in ("kubelet", "hollow-nodes") and name != first))
+    await _approve_serving(state, cluster, processes)
+    await wait_for_cluster(admin, len(node_networks(cluster)), deadline)
+    print(f"every node Ready, every kube-system pod running "
+          f"({time.monotonic() - started:.1f} s)", flush=True)
 
 
 def _stage(name: str) -> int:
@@ -647,8 +791,10 @@ def status(args: argparse.Namespace) -> None:
     supervisor = supervisor_process(state)
     print("supervisor: " + (f"running (pid {supervisor.pid})" if supervisor.adopt()
                             else "stopped"))
-    api = processes["apiserver"]
-    if checks.get("apiserver", (None, False))[1] and isinstance(api, APIServerProcess):
+    api = processes.get("apiserver")
+    if is_kubeadm(cluster):
+        _print_nodes(apiserver_url(cluster), _admin_tls(state))
+    elif checks.get("apiserver", (None, False))[1] and isinstance(api, APIServerProcess):
         _print_nodes(api.url, _admin_tls(state))
     if not running:
         raise SystemExit(1)
@@ -713,7 +859,12 @@ def etcdctl_env(_: argparse.Namespace) -> None:
     state = home()
     if not (state / "cluster.json").exists():
         fail(f"no cluster in {state}: `minikube-py up` first")
-    etcd = components(state, _saved_cluster(state))["etcd"]
+    cluster = _saved_cluster(state)
+    if is_kubeadm(cluster):
+        fail(f"etcd is a static pod on {CONTROL_PLANE}, listening on its loopback: run "
+             f"etcdctl there, e.g. `minikube-py ssh {CONTROL_PLANE} -- etcdctl endpoint "
+             "health` (kubeadm's certificate paths)")
+    etcd = components(state, cluster)["etcd"]
     assert isinstance(etcd, EtcdProcess)
     variables = {"ETCDCTL_API": "3", "ETCDCTL_ENDPOINTS": etcd.client_url}
     if etcd.tls is not None:
@@ -733,6 +884,11 @@ def logs(args: argparse.Namespace) -> None:
         fail(f"no component named {args.component!r}; components: {', '.join(COMPONENTS)}"
              ", and the supervisor")
     name = args.component
+    pods = {"etcd": "etcd", "apiserver": "kube-apiserver",
+            "controller-manager": "kube-controller-manager", "scheduler": "kube-scheduler"}
+    if is_kubeadm(_saved_cluster(state)) and args.component in pods:
+        fail(f"{args.component} is a static pod on {CONTROL_PLANE}: kubectl logs -n "
+             f"kube-system {pods[args.component]}-{CONTROL_PLANE}")
     if args.component in NODE_COMPONENTS:
         nodes = [node.name for node in node_networks(_saved_cluster(state))] or ["node-1"]
         if args.node is None and len(nodes) > 1:
@@ -798,6 +954,13 @@ def main(argv: list[str] | None = None) -> None:
                        help="send every component's spans to this OTLP/HTTP receiver (a "
                             "collector, Jaeger, Tempo) instead of the cluster's own, which "
                             "`mkctl trace` reads; \"\" goes back to the cluster's own")
+    start.add_argument("--layout", choices=LAYOUTS, default=None,
+                       help="kubeadm: etcd, the API server, the controller-manager and the "
+                            "scheduler as static pods of a control-plane node, kube-proxy "
+                            "as a DaemonSet and DNS as a Deployment, as kubeadm builds a "
+                            "cluster; processes: all of them as processes on this machine "
+                            "(the default for now); remembered for later `up`s (to change "
+                            "it, `down --purge` first)")
     start.set_defaults(run=up)
     stop = commands.add_parser("down", help="stop the cluster")
     stop.add_argument("--purge", action="store_true", help="also delete the cluster's data")

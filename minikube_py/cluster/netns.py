@@ -47,7 +47,7 @@ class NodeNetwork:
     """One node's place in the network."""
 
     name: str  # the node's name, e.g. node-1
-    index: int  # 1 for node-1
+    index: int  # 1 for node-1 (0 for the control-plane node)
     namespace: str  # e.g. mk-node-1
     address: str  # e.g. 172.18.0.11
     pod_cidr: str  # e.g. 10.244.1.0/24
@@ -86,6 +86,12 @@ class ClusterNetwork:
                            namespace=f"{self.prefix}node-{index}",
                            address=str(self.network[FIRST_NODE_HOST - 1 + index]),
                            pod_cidr=pod_cidr, host_veth=f"{self.prefix}v{index}")
+
+    def control_plane(self, pod_cidr: str, name: str = "control-plane") -> NodeNetwork:
+        """The control-plane node (`up --layout kubeadm`): the address before node-1's."""
+        return NodeNetwork(name=name, index=0, namespace=f"{self.prefix}{name}",
+                           address=str(self.network[FIRST_NODE_HOST - 1]),
+                           pod_cidr=pod_cidr, host_veth=f"{self.prefix}v0")
 
     # -- building -------------------------------------------------------------------------
 

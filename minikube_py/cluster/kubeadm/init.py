@@ -1,0 +1,170 @@
+"""`minikube-py up --layout kubeadm`: the cluster built in kubeadm init's phases.
+
+    kubeadm init phase          here
+    certs, kubeconfig           cli.py: ClusterCertificates.ensure, plus the control-plane
+                                node's kubelet.conf (node_kubeconfig)
+    etcd local, control-plane   write_control_plane: the four static pods into the
+                                control-plane node's --pod-manifest-path
+    kubelet-start               cli.py: containerd and the kubelet of each node, host
+                                processes the supervisor watches (systemd's role)
+    wait-control-plane          wait_for_apiserver: /readyz through the admin's TLS
+    upload-config, bootstrap-   join.py: publish_cluster_objects (cluster-info, the
+    token                       bootstrap token and its RBAC)
+    mark-control-plane          mark_control_plane: the role label and the NoSchedule taint
+    addon kube-proxy, coredns   apply_addons: addons.py's objects, server-side applied
+                                (and our metrics server)
+
+`up` then waits until every node is Ready and every kube-system pod is Running and ready
+(wait_for_cluster), which kubeadm leaves to the user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from minikube_py.api import Obj
+from minikube_py.api.resources import RESOURCES, Resource
+from minikube_py.client.errors import ClientError
+from minikube_py.client.rest import Client
+from minikube_py.cluster.kubeadm.addons import (
+    CONTROL_PLANE_TAINT,
+    Addons,
+    coredns_objects,
+    kube_proxy_objects,
+    metrics_server_objects,
+)
+from minikube_py.cluster.kubeadm.controlplane import ControlPlane, HostPaths, write_static_pods
+
+log = logging.getLogger(__name__)
+
+CONTROL_PLANE = "control-plane"
+"""The control-plane node's name (kind's is <cluster>-control-plane)."""
+ROLE_LABEL = "node-role.kubernetes.io/control-plane"
+FIELD_MANAGER = "kubeadm"
+LAYOUTS = ("processes", "kubeadm")
+"""`processes`: the control plane as host processes, DNS and proxy too; `kubeadm`: static
+pods on a control-plane node, kube-proxy and DNS as add-ons."""
+
+
+def manifest_dir(state: Path) -> Path:
+    """The control-plane kubelet's --pod-manifest-path (kubeadm's /etc/kubernetes/manifests)."""
+    return state / "nodes" / CONTROL_PLANE / "manifests"
+
+
+def host_paths(state: Path, tracing_config: Path) -> HostPaths:
+    """Where the static pods' hostPath volumes point: the cluster's own folders."""
+    return HostPaths(pki=state / "pki", kubeconfigs=state / "kubeconfigs",
+                     etcd_data=state / "etcd", tracing_config=tracing_config)
+
+
+def write_control_plane(state: Path, plane: ControlPlane, tracing_config: Path) -> list[Path]:
+    """kubeadm's etcd and control-plane phases: the four manifests, each written whole."""
+    return write_static_pods(manifest_dir(state), plane, host_paths(state, tracing_config))
+
+
+async def wait_for_apiserver(admin: Path, node: str, image: str, deadline: float) -> None:
+    """kubeadm's wait-control-plane: until /readyz answers ok and the API server's mirror
+    pod shows `image` ready. The second part matters on a later `up` whose code changed:
+    the old API server answers until its kubelet replaces it with the new image's."""
+    async with Client.from_kubeconfig(admin) as client:
+        last = "no answer yet"
+        while time.monotonic() < deadline:
+            try:
+                answer = await client.pool.request("GET", "/readyz", params=None, body=None,
+                                                   headers={}, timeout=5)
+                if answer.status != 200:
+                    last = f"/readyz answered {answer.status}: {answer.body[:200]!r}"
+                else:
+                    mirror = await client.resource("pods").get(f"kube-apiserver-{node}",
+                                                               "kube-system")
+                    if mirror["spec"]["containers"][0]["image"] == image and _ready(mirror):
+                        return
+                    last = "the API server's pod does not run the new image yet"
+            except (ClientError, TimeoutError, OSError) as error:
+                last = str(error) or type(error).__name__
+            await asyncio.sleep(0.5)
+    raise TimeoutError(f"the API server's static pod did not become ready: {last}")
+
+
+async def mark_control_plane(admin: Path, node: str) -> None:
+    """kubeadm's mark-control-plane: the role label and the NoSchedule taint, as the admin
+    (NodeRestriction keeps a kubelet from giving itself a node-role label). The Node may
+    not be registered yet: wait for it."""
+    async with Client.from_kubeconfig(admin) as client:
+        nodes = client.resource("nodes")
+        while True:
+            try:
+                current = await nodes.get(node)
+                break
+            except ClientError:
+                await asyncio.sleep(0.3)
+        taints = [taint for taint in (current.get("spec") or {}).get("taints") or []
+                  if taint.get("key") != CONTROL_PLANE_TAINT]
+        taints.append({"key": CONTROL_PLANE_TAINT, "effect": "NoSchedule"})
+        await nodes.patch(node, {"metadata": {"labels": {ROLE_LABEL: ""}},
+                                 "spec": {"taints": taints}})
+
+
+def _resource_of(obj: Obj) -> Resource:
+    group, _, version = obj["apiVersion"].rpartition("/")
+    return next(resource for resource in RESOURCES
+                if resource.kind == obj["kind"] and resource.group == group
+                and resource.version == version)
+
+
+def addon_objects(addons: Addons) -> list[Obj]:
+    """The add-ons `up` applies: kube-proxy, DNS and the metrics server (the trace
+    receiver stays a host process)."""
+    return [*kube_proxy_objects(addons), *coredns_objects(addons),
+            *metrics_server_objects(addons)]
+
+
+async def apply_addons(admin: Path, objects: list[Obj]) -> None:
+    """kubeadm's addon phase, as server-side apply (its field manager `kubeadm`), so a
+    later `up` with other flags updates what it owns and leaves the rest."""
+    async with Client.from_kubeconfig(admin) as client:
+        for obj in objects:
+            resource = _resource_of(obj)
+            metadata = obj["metadata"]
+            path = client.resource(resource.plural, resource.group).path(
+                metadata.get("namespace") if resource.namespaced else None, metadata["name"])
+            await client.request("PATCH", path, body=obj,
+                                 params={"fieldManager": FIELD_MANAGER, "force": "true"},
+                                 content_type="application/apply-patch+yaml")
+
+
+def _ready(pod: Obj) -> bool:
+    status = pod.get("status") or {}
+    return status.get("phase") == "Running" and any(
+        condition.get("type") == "Ready" and condition.get("status") == "True"
+        for condition in status.get("conditions") or ())
+
+
+async def wait_for_cluster(admin: Path, nodes: int, deadline: float) -> None:
+    """Until `nodes` nodes are Ready and every kube-system pod runs and is ready (the
+    DaemonSet's pods, the static pods' mirrors, DNS and the metrics server)."""
+    async with Client.from_kubeconfig(admin) as client:
+        waiting: Any = "nothing listed yet"
+        while time.monotonic() < deadline:
+            try:
+                listed = (await client.resource("nodes").list())["items"]
+                pods = (await client.resource("pods").list("kube-system"))["items"]
+            except ClientError as error:
+                waiting = error
+            else:
+                not_ready = [node["metadata"]["name"] for node in listed if not any(
+                    c.get("type") == "Ready" and c.get("status") == "True"
+                    for c in (node.get("status") or {}).get("conditions") or ())]
+                pending = [pod["metadata"]["name"] for pod in pods if not _ready(pod)]
+                if len(listed) >= nodes and not not_ready and pods and not pending:
+                    return
+                waiting = (f"{len(listed)}/{nodes} nodes registered, not Ready: "
+                           f"{', '.join(not_ready) or 'none'}; kube-system pods not ready: "
+                           f"{', '.join(pending) or 'none'}")
+            await asyncio.sleep(0.5)
+    raise TimeoutError(f"the cluster did not settle: {waiting}")
+

@@ -1,0 +1,143 @@
+"""`minikube-py up --layout kubeadm`: the cluster as kubeadm lays it out.
+
+A control-plane node whose kubelet runs etcd, the API server, the controller-manager and
+the scheduler as static pods (their mirror pods in kube-system), kube-proxy as a
+DaemonSet on every node and DNS as the coredns Deployment behind kube-dns, all from the
+component images in the cluster's registry. What a student reads in any tutorial works:
+`kubectl get pods -n kube-system`, `kubectl logs` of the scheduler, a deleted kube-proxy
+pod comes back, a pod on a worker resolves a Service's name and reaches it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.test_cluster_cli import kubectl
+
+pytestmark = pytest.mark.slow
+
+KUBECTL = str(Path(sys.executable).with_name("kubectl"))
+STATIC_PODS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+CLIENT = """
+apiVersion: v1
+kind: Pod
+metadata: {name: client}
+spec:
+  nodeName: node-1
+  containers:
+  - name: shell
+    image: localhost/busybox:1.36
+    command: ["sleep", "3600"]
+"""
+
+
+def launcher(home: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """`minikube-py ...` for this home; a first `up` builds the component images, so the
+    bound is wide (it only ends a run that hangs)."""
+    return subprocess.run(
+        [sys.executable, "-m", "minikube_py.cluster", *args], capture_output=True, text=True,
+        timeout=900, check=check, env={**os.environ, "MINIKUBE_PY_HOME": str(home)})
+
+
+def kube_system(home: Path) -> list[dict]:
+    return json.loads(kubectl(home, "get", "pods", "-n", "kube-system", "-o", "json").stdout
+                      )["items"]
+
+
+def eventually(check: Callable[[], bool], what: str, timeout: float = 120,
+               last: list[str] | None = None) -> None:
+    """Until `check()`; `last`: what the check saw, for the failure's message."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}: {last}"
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def kubeadm_home(fast_tmp: Path) -> Iterator[Path]:
+    home = fast_tmp / "kubeadm-home"
+    try:
+        up = launcher(home, "up", "--layout", "kubeadm", "--nodes", "1", check=False)
+        assert up.returncode == 0, up.stdout + up.stderr
+        yield home
+    finally:
+        down = launcher(home, "down", "--purge", check=False)
+        assert down.returncode == 0, down.stdout + down.stderr
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert "mk-" not in left, left
+
+
+def test_kube_system_lists_the_static_pods_kube_proxy_and_dns_all_running(
+        kubeadm_home: Path) -> None:
+    pods = kube_system(kubeadm_home)
+    by_name = {pod["metadata"]["name"]: pod for pod in pods}
+    for component in STATIC_PODS:
+        mirror = by_name[f"{component}-control-plane"]
+        assert mirror["spec"]["nodeName"] == "control-plane"
+        assert "kubernetes.io/config.mirror" in mirror["metadata"]["annotations"]
+        image = mirror["spec"]["containers"][0]["image"]
+        assert image.startswith(f"localhost/minikube-py/{component}:"), image
+    proxies = [pod for pod in pods if pod["metadata"]["labels"].get("k8s-app") == "kube-proxy"]
+    assert sorted(pod["spec"]["nodeName"] for pod in proxies) == ["control-plane", "node-1"]
+    dns = [pod for pod in pods if pod["metadata"]["labels"].get("k8s-app") == "kube-dns"]
+    assert len(dns) == 2
+    assert all(pod["status"]["phase"] == "Running" for pod in pods), [
+        (pod["metadata"]["name"], pod["status"].get("phase")) for pod in pods]
+
+
+def test_the_control_plane_node_has_its_role_and_taint(kubeadm_home: Path) -> None:
+    node = json.loads(kubectl(kubeadm_home, "get", "node", "control-plane", "-o",
+                              "json").stdout)
+    assert "node-role.kubernetes.io/control-plane" in node["metadata"]["labels"]
+    assert {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"} in [
+        {k: taint[k] for k in ("key", "effect")} for taint in node["spec"]["taints"]]
+    roles = kubectl(kubeadm_home, "get", "nodes").stdout
+    assert any(line.split()[:3] == ["control-plane", "Ready", "control-plane"]
+               for line in roles.splitlines()), roles
+
+
+def test_kubectl_logs_of_the_scheduler_shows_its_decisions(kubeadm_home: Path) -> None:
+    logs = kubectl(kubeadm_home, "logs", "-n", "kube-system",
+                   "kube-scheduler-control-plane").stdout
+    assert "Successfully bound pod to node" in logs and "coredns-" in logs, logs[-2000:]
+
+
+def test_a_deleted_kube_proxy_pod_comes_back(kubeadm_home: Path) -> None:
+    def proxy_on_node_1() -> list[dict]:
+        return [pod for pod in kube_system(kubeadm_home)
+                if pod["metadata"]["labels"].get("k8s-app") == "kube-proxy"
+                and pod["spec"]["nodeName"] == "node-1"]
+    old = proxy_on_node_1()[0]["metadata"]["name"]
+    kubectl(kubeadm_home, "delete", "pod", "-n", "kube-system", old, "--wait=false")
+    eventually(lambda: any(pod["metadata"]["name"] != old
+                           and pod["status"].get("phase") == "Running"
+                           for pod in proxy_on_node_1()), "a new kube-proxy pod on node-1")
+
+
+def test_a_pod_on_a_worker_resolves_and_reaches_a_service(kubeadm_home: Path) -> None:
+    kubectl(kubeadm_home, "create", "deployment", "web", "--image=nginx", "--port=80")
+    kubectl(kubeadm_home, "expose", "deployment", "web", "--port=80")
+    subprocess.run([KUBECTL, f"--kubeconfig={kubeadm_home / 'kubeconfig'}", "apply", "-f",
+                    "-"], input=CLIENT, capture_output=True, text=True, check=True, timeout=60)
+    kubectl(kubeadm_home, "rollout", "status", "deployment/web", "--timeout=180s")
+    kubectl(kubeadm_home, "wait", "--for=condition=Ready", "pod/client", "--timeout=180s")
+    answer: list[str] = []
+
+    def fetched() -> bool:
+        run = subprocess.run(
+            [KUBECTL, f"--kubeconfig={kubeadm_home / 'kubeconfig'}", "exec", "client", "--",
+             "sh", "-c", "wget -q -O /tmp/page http://web.default.svc.cluster.local/ "
+             "&& cat /tmp/page"],
+            capture_output=True, text=True, timeout=60)
+        answer[:] = [run.stdout + run.stderr]
+        return run.returncode == 0
+    eventually(fetched, "the Service by its name from a pod", last=answer)
+    assert "nginx" in answer[0], answer[0]
