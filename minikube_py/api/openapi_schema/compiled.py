@@ -7,6 +7,8 @@ import json
 import re
 from typing import Any
 
+from .cel import CompiledRule, compile_rule, escape
+
 
 class Node:
     """One schema node: the Structural fields the validator, defaulter and pruner read."""
@@ -17,7 +19,8 @@ class Node:
         "max_items", "min_items", "unique_items", "max_properties", "min_properties",
         "required", "properties", "items", "additional", "additional_allowed", "default",
         "has_default", "enum_keys", "int_or_string", "preserve_unknown", "embedded", "list_type",
-        "list_map_keys", "map_type", "all_of", "any_of", "one_of", "not_", "prunes")
+        "list_map_keys", "map_type", "all_of", "any_of", "one_of", "not_", "prunes",
+        "validations", "cel_below", "_cel_rules", "cel_names", "escape_below")
 
     def __init__(self, schema: dict[str, Any]) -> None:
         self.type: str = schema.get("type", "")
@@ -68,6 +71,26 @@ class Node:
         # every key to a schema
         self.prunes: bool = not self.preserve_unknown and self.additional is None \
             and additional is not True
+        self.validations: list[dict[str, Any]] = list(
+            schema.get("x-kubernetes-validations") or ())
+        # whether this node or one below it has CEL rules: validation skips the rest
+        self.cel_below: bool = bool(self.validations) or any(
+            sub.cel_below for sub in (*self.properties.values(), self.items, self.additional,
+                                      *self.all_of) if sub is not None)
+        self._cel_rules: list[CompiledRule] | None = None
+        # property names rules spell differently (cel.Escape), and whether any node at or
+        # below this one has such a name
+        self.cel_names: dict[str, str] = {
+            name: escape(name) for name in self.properties if escape(name) != name}
+        self.escape_below: bool = bool(self.cel_names) or any(
+            sub.escape_below for sub in (*self.properties.values(), self.items,
+                                         self.additional) if sub is not None)
+
+    def cel_rules(self) -> list[CompiledRule]:
+        """This node's x-kubernetes-validations, compiled on first use and kept."""
+        if self._cel_rules is None:
+            self._cel_rules = [compile_rule(v, self) for v in self.validations]
+        return self._cel_rules
 
     def default_copy(self) -> Any:
         """The default value, a fresh copy for each object it goes into."""

@@ -8,6 +8,9 @@ from typing import Any
 
 from minikube_py.api.validation import FieldError, forbidden, invalid, not_supported, required
 
+from .cel import rule_errors
+from .compiled import Node
+
 OPENAPI_V3_TYPES = ["array", "boolean", "integer", "number", "object", "string"]
 _META_FIELDS = ("apiVersion", "kind", "metadata")
 _UNSUPPORTED = (("id", "id is not supported"),
@@ -39,6 +42,8 @@ def _supported(schema: dict[str, Any], path: str, is_root: bool,
                errors: list[FieldError]) -> None:
     """ValidateCustomResourceDefinitionOpenAPISchema, the parts a schema's shape decides."""
     kind = schema.get("type", "")
+    if schema.get("x-kubernetes-validations"):
+        errors += rule_errors(schema["x-kubernetes-validations"], Node(schema), path)
     if kind and kind not in OPENAPI_V3_TYPES and kind != "null":
         errors.append(not_supported(f"{path}.type", kind, OPENAPI_V3_TYPES))
     for name, detail in _UNSUPPORTED:

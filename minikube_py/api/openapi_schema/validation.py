@@ -18,6 +18,7 @@ from minikube_py.api.validation import (
     validate_object_meta,
 )
 
+from .cel import BLOCKING_DETAIL, RUNTIME_CEL_COST_BUDGET, Budget, validate_cel
 from .compiled import Node
 from .formats import check_format
 
@@ -82,10 +83,22 @@ def _unique_key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def validate(node: Node, value: Any, path: str = "") -> list[FieldError]:
-    """Every problem of a value against a node, with upstream's messages and paths."""
+def validate(node: Node, value: Any, path: str = "", old: Any = None,
+             warnings: list[str] | None = None,
+             cost_budget: int = RUNTIME_CEL_COST_BUDGET) -> list[FieldError]:
+    """Every problem of a value against a node, with upstream's messages and paths: the
+    OpenAPI checks, then, unless one of them is a type or enum error, the CEL rules
+    (x-kubernetes-validations). `old` is the stored object on update: transition rules
+    see it as oldSelf, and a rule's error on a value equal to its old one is ratcheted
+    into `warnings` instead."""
     errors: list[FieldError] = []
     _validate(node, value, path, errors)
+    if node.cel_below:
+        if any(e.type in ("NotSupported", "TypeInvalid") for e in errors):
+            errors.append(invalid("<nil>", None, BLOCKING_DETAIL))
+        else:
+            validate_cel(node, value, path, old, old is not None, None, True,
+                         Budget(cost_budget), errors, [] if warnings is None else warnings)
     return errors
 
 
