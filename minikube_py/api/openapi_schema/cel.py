@@ -405,6 +405,8 @@ def evaluate_rules(rules: list[CompiledRule], node: Node, value: Any, path: str,
     data: dict[str, Any] = {"self": self_value}
     if has_old:
         data["oldSelf"] = to_cel(node, _resource_self(old) if is_root else old)
+    # one activation for all the node's rules: the value converts to CEL once
+    activation = environment().Activation(data=data)
     for rule in rules:
         if rule.error:
             errors.append(invalid(path, value_type, f"rule compile error: {rule.error}"))
@@ -423,7 +425,7 @@ def evaluate_rules(rules: list[CompiledRule], node: Node, value: Any, path: str,
             return False
         budget.remaining -= cost
         try:
-            result = rule.program.eval(data=data)
+            result = rule.program.eval(activation)
             kind = result.type()
             text = str(result.value()) if kind == cel.Type.ERROR else ""
         except RuntimeError as error:
@@ -489,16 +491,24 @@ def validate_cel(node: Node, value: Any, path: str, old: Any, has_old: bool,
             return False
     if isinstance(value, dict):
         correlatable = has_old and isinstance(old, dict) and node.map_type != "atomic"
-        for key, item in value.items():
-            sub = node.properties.get(key) or node.additional
-            if sub is None or not sub.cel_below:
+        for key, sub in node.cel_properties:
+            if key not in value:
                 continue
             child_has_old = correlatable and key in old
-            child_path = (f"{path}.{key}" if path else key) if key in node.properties \
-                else f"{path}[{key}]"
-            if not validate_cel(sub, item, child_path, old[key] if child_has_old else None,
-                                child_has_old, pair, sub.embedded, budget, errors, warnings):
+            if not validate_cel(sub, value[key], f"{path}.{key}" if path else key,
+                                old[key] if child_has_old else None, child_has_old, pair,
+                                sub.embedded, budget, errors, warnings):
                 return False
+        additional = node.additional
+        if additional is not None and additional.cel_below:
+            for key, item in value.items():
+                if key in node.properties:
+                    continue
+                child_has_old = correlatable and key in old
+                if not validate_cel(additional, item, f"{path}[{key}]",
+                                    old[key] if child_has_old else None, child_has_old, pair,
+                                    additional.embedded, budget, errors, warnings):
+                    return False
     elif isinstance(value, list) and node.items is not None and node.items.cel_below:
         items = node.items
         olds: dict[tuple[str, ...], Any] = {}

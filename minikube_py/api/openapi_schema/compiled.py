@@ -20,7 +20,8 @@ class Node:
         "required", "properties", "items", "additional", "additional_allowed", "default",
         "has_default", "enum_keys", "int_or_string", "preserve_unknown", "embedded", "list_type",
         "list_map_keys", "map_type", "all_of", "any_of", "one_of", "not_", "prunes",
-        "validations", "cel_below", "_cel_rules", "cel_names", "escape_below")
+        "validations", "cel_below", "_cel_rules", "cel_names", "escape_below",
+        "cel_properties")
 
     def __init__(self, schema: dict[str, Any]) -> None:
         self.type: str = schema.get("type", "")
@@ -78,6 +79,9 @@ class Node:
             sub.cel_below for sub in (*self.properties.values(), self.items, self.additional,
                                       *self.all_of) if sub is not None)
         self._cel_rules: list[CompiledRule] | None = None
+        # the properties with rules at or below them, all that CEL validation visits
+        self.cel_properties: tuple[tuple[str, Node], ...] = tuple(
+            (name, sub) for name, sub in self.properties.items() if sub.cel_below)
         # property names rules spell differently (cel.Escape), and whether any node at or
         # below this one has such a name
         self.cel_names: dict[str, str] = {
