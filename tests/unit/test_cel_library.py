@@ -57,6 +57,7 @@ CASES = [
     ("[1, 2, 3].sum()", 6),
     ("[1.5, 2.5].sum()", 4.0),
     ("[].sum()", 0),
+    ("[duration('1s'), duration('1m')].sum() == duration('61s')", True),
     ("[3, 1, 2].min()", 1),
     ("['b', 'c', 'a'].max()", "c"),
     # the strings extension upstream enables too

@@ -287,3 +287,31 @@ def test_normalize_field_path() -> None:
     assert cel_rules.normalize_field_path(".a[b]", node) == (
         "", "expected single quoted string but got b")
     assert cel_rules.normalize_field_path(".a.", node) == ("", "unexpected end of JSON path")
+
+
+def test_rules_see_numbers_as_doubles_and_formatted_strings_as_cel_types() -> None:
+    """UnstructuredToVal: a number field is a double even when its JSON is integral;
+    duration, date-time, date and byte strings are durations, timestamps and bytes."""
+    schema = _spec([
+        {"rule": "self.ratio + 0.5 > 1.0", "message": "ratio"},
+        {"rule": "self.timeout < duration('1h')", "message": "timeout"},
+        {"rule": "self.at > timestamp('2020-01-01T00:00:00Z')", "message": "at"},
+        {"rule": "self.day.getFullYear() == 2024", "message": "day"},
+        {"rule": "size(self.data) == 3", "message": "data"}],
+        ratio={"type": "number"}, timeout={"type": "string", "format": "duration"},
+        at={"type": "string", "format": "date-time"}, day={"type": "string", "format": "date"},
+        data={"type": "string", "format": "byte"})
+    valid = {"ratio": 1, "timeout": "1m30s", "at": "2024-05-01T10:00:00Z", "day": "2024-02-29",
+             "data": "YWJj"}
+    assert _errors(schema, valid) == []
+    assert _errors(schema, {"ratio": 0, "timeout": "2h", "at": "2019-05-01T10:00:00+02:00",
+                            "day": "2023-01-01", "data": "YWJjZA=="}) == [
+        f'spec: Invalid value: "object": {m}' for m in ("ratio", "timeout", "at", "day", "data")]
+
+
+def test_duration_parsing() -> None:
+    def seconds(text: str) -> float | None:
+        parsed = cel_rules._duration(text)
+        return None if parsed is None else parsed.ToTimedelta().total_seconds()
+    assert [seconds(t) for t in ("1h2m3.5s", "0", "-1s", "1d", "2w", "1ms", "1x", "s", "1s2")] \
+        == [3723.5, 0, -1, 86400, 1209600, 0.001, None, None, None]

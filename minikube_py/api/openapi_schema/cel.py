@@ -12,13 +12,17 @@ per-object budget."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_strings
+from google.protobuf import duration_pb2, timestamp_pb2
 
 from minikube_py.api.validation import (
     FieldError,
@@ -52,6 +56,8 @@ _STATUS_SUFFIX = re.compile(r" \[[A-Z_]+\]$")
 _NO_SUCH_KEY = re.compile(r'^Key not found in map : "?(.*?)"?$')
 
 
+# string formats whose values rules see as bytes, durations or timestamps
+CEL_TYPED_FORMATS = frozenset(("byte", "duration", "date", "date-time"))
 # cel.Escape: property names that are CEL reserved words become __name__
 _RESERVED = frozenset((
     "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
@@ -71,9 +77,69 @@ def escape(name: str) -> str:
     return name
 
 
+# strfmt.ParseDuration's units, in nanoseconds
+_DURATION_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 10**9,
+                   "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9,
+                   "w": 7 * 86400 * 10**9}
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?)(ns|us|µs|ms|s|m|h|d|w)")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def _duration(text: str) -> duration_pb2.Duration | None:
+    """strfmt.ParseDuration: Go durations, plus d and w units; as the protobuf message
+    cel-expr-python takes for a CEL duration."""
+    body = text.strip()
+    sign = -1 if body.startswith("-") else 1
+    body = body.lstrip("+-")
+    if body == "0":
+        return duration_pb2.Duration()
+    nanos, pos = 0, 0
+    for match in _DURATION_PART.finditer(body):
+        if match.start() != pos:
+            return None
+        nanos += round(float(match.group(1)) * _DURATION_UNITS[match.group(2)])
+        pos = match.end()
+    if pos != len(body) or pos == 0:
+        return None
+    seconds, rest = divmod(nanos, 10**9)
+    return duration_pb2.Duration(seconds=sign * seconds, nanos=sign * rest)
+
+
+def _timestamp(text: str, date_only: bool) -> timestamp_pb2.Timestamp | None:
+    try:
+        if date_only:
+            if not _DATE.match(text):
+                return None
+            parsed = datetime.fromisoformat(text).replace(tzinfo=UTC)
+        else:
+            parsed = datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    stamp = timestamp_pb2.Timestamp()
+    stamp.FromDatetime(parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC))
+    return stamp
+
+
+def _typed_string(fmt: str, text: str) -> Any:
+    """UnstructuredToVal's formatted strings: byte as bytes, duration, date and date-time
+    as CEL durations and timestamps; a string that does not parse stays a string."""
+    converted: Any = None
+    if fmt == "byte":
+        try:
+            converted = base64.b64decode(text, validate=True)
+        except (ValueError, binascii.Error):
+            converted = None
+    elif fmt == "duration":
+        converted = _duration(text)
+    else:
+        converted = _timestamp(text, fmt == "date")
+    return text if converted is None else converted
+
+
 def to_cel(node: Node | None, value: Any) -> Any:
-    """A value as rules see it: object properties under their escaped names."""
-    if node is None or not node.escape_below:
+    """A value as rules see it (UnstructuredToVal): object properties under their escaped
+    names, numbers as doubles, formatted strings as their CEL types."""
+    if node is None or not node.cel_convert:
         return value
     if isinstance(value, dict):
         if node.properties:
@@ -84,6 +150,10 @@ def to_cel(node: Node | None, value: Any) -> Any:
             return {key: to_cel(node.additional, item) for key, item in value.items()}
     elif isinstance(value, list) and node.items is not None:
         return [to_cel(node.items, item) for item in value]
+    elif node.type == "number" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    elif isinstance(value, str) and node.format in CEL_TYPED_FORMATS:
+        return _typed_string(node.format, value)
     return value
 
 

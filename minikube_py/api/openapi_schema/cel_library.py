@@ -14,10 +14,12 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import Any
 
 import re2
 from cel_expr_python import cel
+from google.protobuf import duration_pb2
 
 T = cel.Type
 # resource.ParseQuantity: a signed decimal number, then a binary-SI, decimal-SI or
@@ -114,6 +116,10 @@ def total(items: Sequence[Any]) -> Any:
     result = items[0]
     for item in items[1:]:
         result = result + item
+    if isinstance(result, timedelta):
+        duration = duration_pb2.Duration()
+        duration.FromTimedelta(result)
+        return duration
     return result
 
 

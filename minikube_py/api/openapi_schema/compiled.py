@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from .cel import CompiledRule, compile_rule, escape
+from .cel import CEL_TYPED_FORMATS, CompiledRule, compile_rule, escape
 
 
 class Node:
@@ -20,7 +20,7 @@ class Node:
         "required", "properties", "items", "additional", "additional_allowed", "default",
         "has_default", "enum_keys", "int_or_string", "preserve_unknown", "embedded", "list_type",
         "list_map_keys", "map_type", "all_of", "any_of", "one_of", "not_", "prunes",
-        "validations", "cel_below", "_cel_rules", "cel_names", "escape_below",
+        "validations", "cel_below", "_cel_rules", "cel_names", "cel_convert",
         "cel_properties")
 
     def __init__(self, schema: dict[str, Any]) -> None:
@@ -82,13 +82,15 @@ class Node:
         # the properties with rules at or below them, all that CEL validation visits
         self.cel_properties: tuple[tuple[str, Node], ...] = tuple(
             (name, sub) for name, sub in self.properties.items() if sub.cel_below)
-        # property names rules spell differently (cel.Escape), and whether any node at or
-        # below this one has such a name
+        # property names rules spell differently (cel.Escape), and whether this node or one
+        # below it holds a value rules see converted (a renamed property, a number, a
+        # string of a format CEL has a type for)
         self.cel_names: dict[str, str] = {
             name: escape(name) for name in self.properties if escape(name) != name}
-        self.escape_below: bool = bool(self.cel_names) or any(
-            sub.escape_below for sub in (*self.properties.values(), self.items,
-                                         self.additional) if sub is not None)
+        self.cel_convert: bool = bool(self.cel_names) or self.type == "number" or (
+            self.type == "string" and self.format in CEL_TYPED_FORMATS) or any(
+            sub.cel_convert for sub in (*self.properties.values(), self.items,
+                                        self.additional) if sub is not None)
 
     def cel_rules(self) -> list[CompiledRule]:
         """This node's x-kubernetes-validations, compiled on first use and kept."""
