@@ -315,3 +315,36 @@ def test_duration_parsing() -> None:
         return None if parsed is None else parsed.ToTimedelta().total_seconds()
     assert [seconds(t) for t in ("1h2m3.5s", "0", "-1s", "1d", "2w", "1ms", "1x", "s", "1s2")] \
         == [3723.5, 0, -1, 86400, 1209600, 0.001, None, None, None]
+
+
+# --- ratcheting of the OpenAPI checks ------------------------------------------------------
+
+SCHEMA_RATCHET = _spec([], size={"type": "integer", "maximum": 10}, other=INT,
+                       items={"type": "array", "x-kubernetes-list-type": "map",
+                              "x-kubernetes-list-map-keys": ["k"], "items": {
+                                  "type": "object", "required": ["k"], "properties": {
+                                      "k": STR, "v": {"type": "string", "maxLength": 2}}}},
+                       tags={"type": "array", "items": {"type": "string", "maxLength": 2}},
+                       meta={"type": "object", "required": ["name"],
+                             "properties": {"name": STR, "note": STR}})
+
+
+def test_an_unchanged_value_that_breaks_the_schema_is_ratcheted() -> None:
+    old = {"size": 20, "other": 1, "items": [{"k": "a", "v": "long"}], "tags": ["long"],
+           "meta": {"note": "x"}}
+    new = copy.deepcopy(old) | {"other": 2, "items": [{"k": "b", "v": "ok"},
+                                                      {"k": "a", "v": "long"}]}
+    assert _errors(SCHEMA_RATCHET, new, old=old) == []
+
+
+def test_a_changed_value_that_breaks_the_schema_is_refused() -> None:
+    old = {"size": 20, "items": [{"k": "a", "v": "long"}], "tags": ["long"],
+           "meta": {"note": "x"}}
+    new = {"size": 21, "items": [{"k": "a", "v": "longer"}], "tags": ["long", "x"],
+           "meta": {"note": "y"}}
+    assert _errors(SCHEMA_RATCHET, new, old=old) == [
+        "spec.size: Invalid value: 21: spec.size in body should be less than or equal to 10",
+        "spec.items[0].v: Too long: may not be more than 2 bytes",
+        "spec.tags[0]: Too long: may not be more than 2 bytes",
+        "spec.meta.name: Required value"]
+    assert len(_errors(SCHEMA_RATCHET, old)) == 4
