@@ -250,25 +250,47 @@ def test_five_rules_validate_fast() -> None:
 # --- CRD-time checks -----------------------------------------------------------------------
 
 
+def test_the_fields_of_a_rule_are_checked_with_the_crd() -> None:
+    schema = _spec([{"rule": " "}, {"rule": "true", "message": " "},
+                    {"rule": "true", "message": "two\nlines"},
+                    {"rule": "true &&\n true"}, {"rule": "true", "messageExpression": " "},
+                    {"rule": "true", "reason": "Bad"}, {"rule": "true", "fieldPath": ".nope"},
+                    {"rule": "true", "fieldPath": ".min\n"}], min=INT)
+    at = f"{ROOT}.properties[spec].x-kubernetes-validations"
+    assert [str(e) for e in schema_errors(schema, ROOT)] == [
+        f"{at}[0].rule: Required value: rule is not specified",
+        f'{at}[1].message: Invalid value: " ": message must be non-empty if specified',
+        f'{at}[2].message: Invalid value: "two\\nlines": message must not contain line breaks',
+        f"{at}[3].message: Required value: message must be specified if rule contains line "
+        "breaks",
+        f"{at}[4].messageExpression: Required value: messageExpression must be non-empty if "
+        "specified",
+        f'{at}[5].reason: Unsupported value: "Bad": supported values: "FieldValueDuplicate", '
+        '"FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"',
+        f'{at}[6].fieldPath: Invalid value: ".nope": fieldPath must be a valid path',
+        f'{at}[7].fieldPath: Invalid value: ".min\\n": fieldPath must not contain line breaks',
+        f'{at}[7].fieldPath: Invalid value: ".min\\n": fieldPath must be a valid path']
+
+
 def test_a_rule_that_does_not_compile_is_refused_with_the_crd() -> None:
     schema = _spec([{"rule": "self.min <="}, {"rule": "1 + 1"},
                     {"rule": "true", "messageExpression": "1"},
-                    {"rule": "true", "fieldPath": ".nope"},
-                    {"rule": "true", "reason": "Bad"}, {"rule": " "}], min=INT)
+                    {"rule": "true", "optionalOldSelf": True}], min=INT)
     errors = [str(e) for e in schema_errors(schema, ROOT)]
     at = f"{ROOT}.properties[spec].x-kubernetes-validations"
+    unset = ('Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", '
+             "OptionalOldSelf:(*bool)(nil)}")
     assert errors[0].startswith(
-        f'{at}[0].rule: Invalid value: {{"rule":"self.min <="}}: compilation failed: '
-        "ERROR: <input>:1:")
+        f'{at}[0].rule: Invalid value: apiextensions.ValidationRule{{Rule:"self.min <=", '
+        f'Message:"", MessageExpression:"", {unset}: compilation failed: ERROR: <input>:1:')
     assert errors[1:] == [
-        f'{at}[1].rule: Invalid value: {{"rule":"1 + 1"}}: cel expression must evaluate '
-        "to a bool",
-        f'{at}[2].messageExpression: Invalid value: {{"messageExpression":"1","rule":"true"}}: '
-        "messageExpression must evaluate to a string",
-        f'{at}[3].fieldPath: Invalid value: ".nope": does not refer to a valid field',
-        f'{at}[4].reason: Unsupported value: "Bad": supported values: "FieldValueInvalid", '
-        '"FieldValueForbidden", "FieldValueRequired", "FieldValueDuplicate"',
-        f"{at}[5].rule: Required value: rule is not specified"]
+        f'{at}[1].rule: Invalid value: apiextensions.ValidationRule{{Rule:"1 + 1", '
+        f'Message:"", MessageExpression:"", {unset}: cel expression must evaluate to a bool',
+        f'{at}[2].messageExpression: Invalid value: apiextensions.ValidationRule{{Rule:"true", '
+        f'Message:"", MessageExpression:"1", {unset}: messageExpression must evaluate to a '
+        "string",
+        f"{at}[3].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used "
+        "in rule"]
 
 
 def test_escape() -> None:

@@ -26,6 +26,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 
 from minikube_py.api.validation import (
     FieldError,
+    GoValue,
     duplicate,
     forbidden,
     invalid,
@@ -371,30 +372,80 @@ def normalize_field_path(path: str, node: Node) -> tuple[str, str]:
     return out, ""
 
 
+_REASONS = ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid",
+            "FieldValueRequired"]
+_NEWLINES = re.compile(r"[\n\r]+")
+
+
+def _go_rule(validation: dict[str, Any]) -> GoValue:
+    """A ValidationRule as Go's %#v prints it in a field error (a set pointer field
+    prints an address upstream; a fixed one here)."""
+    def pointer(kind: str, key: str) -> str:
+        return f"(*{kind})(nil)" if validation.get(key) is None else f"(*{kind})(0xc000000000)"
+    return GoValue(
+        f"apiextensions.ValidationRule{{Rule:{_go_quote(validation.get('rule') or '')}, "
+        f"Message:{_go_quote(validation.get('message') or '')}, "
+        f"MessageExpression:{_go_quote(validation.get('messageExpression') or '')}, "
+        f"Reason:{pointer('apiextensions.FieldValueErrorReason', 'reason')}, "
+        f"FieldPath:{_go_quote(validation.get('fieldPath') or '')}, "
+        f"OptionalOldSelf:{pointer('bool', 'optionalOldSelf')}}}")
+
+
+def _shape_errors(validation: dict[str, Any], node: Node | None, at: str) -> list[FieldError]:
+    """The checks of one rule's fields that come before compiling it."""
+    errors: list[FieldError] = []
+    rule = (validation.get("rule") or "").strip()
+    message = validation.get("message") or ""
+    if not rule:
+        errors.append(required(f"{at}.rule", "rule is not specified"))
+    elif message and not message.strip():
+        errors.append(invalid(f"{at}.message", message, "message must be non-empty if specified"))
+    elif _NEWLINES.search(message.strip()):
+        errors.append(invalid(f"{at}.message", message, "message must not contain line breaks"))
+    elif _NEWLINES.search(rule) and not message.strip():
+        errors.append(required(f"{at}.message",
+                               "message must be specified if rule contains line breaks"))
+    expression = validation.get("messageExpression") or ""
+    if expression and not expression.strip():
+        errors.append(required(f"{at}.messageExpression",
+                               "messageExpression must be non-empty if specified"))
+    reason = validation.get("reason")
+    if reason is not None and reason not in _REASONS:
+        errors.append(not_supported(f"{at}.reason", reason, _REASONS))
+    field_path = validation.get("fieldPath") or ""
+    if field_path and not field_path.strip():
+        errors.append(invalid(f"{at}.fieldPath", field_path,
+                              "fieldPath must be non-empty if specified"))
+    if _NEWLINES.search(field_path):
+        errors.append(invalid(f"{at}.fieldPath", field_path,
+                              "fieldPath must not contain line breaks"))
+    if field_path and node is not None and normalize_field_path(field_path, node)[1]:
+        errors.append(invalid(f"{at}.fieldPath", field_path, "fieldPath must be a valid path"))
+    return errors
+
+
 def rule_errors(validations: list[dict[str, Any]], node: Node | None,
                 path: str) -> list[FieldError]:
-    """The CRD-time problems of one schema node's x-kubernetes-validations: each rule and
-    messageExpression compiles to the right type, and each fieldPath is valid."""
+    """The CRD-time problems of one schema node's x-kubernetes-validations, as
+    ValidateCustomResourceDefinitionOpenAPISchema reports them: the rules' fields, then,
+    when those are sound, each rule and messageExpression compiled."""
     errors: list[FieldError] = []
     for index, validation in enumerate(validations):
+        errors += _shape_errors(validation, node,
+                                f"{path}.x-kubernetes-validations[{index}]")
+    if errors:
+        return errors
+    for index, validation in enumerate(validations):
         at = f"{path}.x-kubernetes-validations[{index}]"
-        if not (validation.get("rule") or "").strip():
-            errors.append(required(f"{at}.rule", "rule is not specified"))
-            continue
-        compiled = compile_rule(validation, node)
-        if compiled.error.startswith("fieldPath "):
-            errors.append(invalid(f"{at}.fieldPath", validation.get("fieldPath"),
-                                  compiled.error.split(": ", 1)[1]))
-        elif compiled.error:
-            errors.append(invalid(f"{at}.rule", validation, compiled.error))
+        compiled = compile_rule(validation)
+        if compiled.error:
+            errors.append(invalid(f"{at}.rule", _go_rule(validation), compiled.error))
         if compiled.message_error:
-            errors.append(invalid(f"{at}.messageExpression", validation,
+            errors.append(invalid(f"{at}.messageExpression", _go_rule(validation),
                                   compiled.message_error))
-        reason = validation.get("reason")
-        allowed = ["FieldValueInvalid", "FieldValueForbidden", "FieldValueRequired",
-                   "FieldValueDuplicate"]
-        if reason is not None and reason not in allowed:
-            errors.append(not_supported(f"{at}.reason", reason, allowed))
+        if not compiled.uses_old_self and validation.get("optionalOldSelf") is not None:
+            errors.append(invalid(f"{at}.optionalOldSelf", validation["optionalOldSelf"],
+                                  "may not be set if oldSelf is not used in rule"))
     return errors
 
 
