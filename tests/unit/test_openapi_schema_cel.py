@@ -157,6 +157,19 @@ def test_a_map_list_correlates_items_by_key() -> None:
         'spec.items[0].v: Invalid value: "string": v is immutable']
 
 
+def test_an_optional_old_self_rule_runs_on_create_too() -> None:
+    schema = _spec([], n={"type": "integer", "x-kubernetes-validations": [
+        {"rule": "!oldSelf.hasValue() || self >= oldSelf.value()", "optionalOldSelf": True,
+         "message": "n may only grow"},
+        {"rule": "oldSelf.orValue(0) != 0 || self < 100", "optionalOldSelf": True,
+         "message": "starts below 100"}]})
+    assert _errors(schema, {"n": 5}) == []
+    assert _errors(schema, {"n": 500}) == ['spec.n: Invalid value: "integer": starts below 100']
+    assert _errors(schema, {"n": 500}, old={"n": 4}) == []
+    assert _errors(schema, {"n": 3}, old={"n": 4}) == [
+        'spec.n: Invalid value: "integer": n may only grow']
+
+
 RATCHET = _spec([], size={"type": "integer", "x-kubernetes-validations": [
     {"rule": "self <= 10", "message": "at most 10"}]}, other=INT)
 

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from cel_expr_python import cel
-from cel_expr_python.ext import ext_strings
+from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from minikube_py.api.validation import (
@@ -49,6 +49,9 @@ BLOCKING_DETAIL = ("some validation rules were not checked because the object wa
                    "correct the existing errors to complete validation")
 
 _ENV: Any = None
+# an optionalOldSelf rule compiles bound to oldSelf = optional of these two variables
+_OLD = "__minikube_old_self"
+_HAS_OLD = "__minikube_has_old_self"
 _OLD_SELF = re.compile(r"\boldSelf\b")
 _STRING_LITERAL = re.compile(r"""[rR]?("{3}.*?"{3}|'{3}.*?'{3}|"(\\.|[^"\\])*"|'(\\.|[^'\\])*')""",
                              re.DOTALL)
@@ -163,8 +166,10 @@ def environment() -> Any:
     extension and the Kubernetes libraries."""
     global _ENV
     if _ENV is None:
-        _ENV = cel.NewEnv(variables={"self": cel.Type.DYN, "oldSelf": cel.Type.DYN},
-                          extensions=[ext_strings.ExtStrings()],
+        _ENV = cel.NewEnv(variables={"self": cel.Type.DYN, "oldSelf": cel.Type.DYN,
+                                     _OLD: cel.Type.DYN, _HAS_OLD: cel.Type.BOOL},
+                          extensions=[ext_strings.ExtStrings(), ext_optional.ExtOptional(),
+                                      ext_bindings.ExtBindings()],
                           functions=cel_library.functions())
     return _ENV
 
@@ -235,6 +240,7 @@ class CompiledRule:
     reason: str
     field_path: str  # normalized, "" when the rule has none
     uses_old_self: bool
+    optional_old_self: bool  # oldSelf is an optional, and the rule runs on create too
     program: Any
     message_program: Any
     error: str  # compilation error detail, "" when compiled
@@ -270,7 +276,10 @@ def compile_rule(validation: dict[str, Any], node: Node | None = None) -> Compil
     """Compile one rule and its messageExpression, and normalize its fieldPath."""
     rule = validation.get("rule") or ""
     message_expression = validation.get("messageExpression") or ""
-    program, error = _compile(rule, cel.Type.BOOL, "bool") if rule else (None, "")
+    optional_old_self = bool(validation.get("optionalOldSelf")) and uses_old_self(rule)
+    source = (f"cel.bind(oldSelf, {_HAS_OLD} ? optional.of({_OLD}) : optional.none(), "
+              f"({rule}))" if optional_old_self else rule)
+    program, error = _compile(source, cel.Type.BOOL, "bool") if rule else (None, "")
     message_program, message_error = (
         _compile(message_expression, cel.Type.STRING, "string") if message_expression
         else (None, ""))
@@ -285,8 +294,8 @@ def compile_rule(validation: dict[str, Any], node: Node | None = None) -> Compil
     cost = node_count(program) if program is not None else 0
     return CompiledRule(rule, validation.get("message") or "", message_expression,
                         validation.get("reason") or "", normalized,
-                        uses_old_self(rule), program, message_program, error, message_error,
-                        cost)
+                        uses_old_self(rule), optional_old_self, program, message_program, error,
+                        message_error, cost)
 
 
 def _unescape_single_quote(text: str) -> str:
@@ -528,11 +537,13 @@ def evaluate_rules(rules: list[CompiledRule], node: Node, value: Any, path: str,
         data["oldSelf"] = to_cel(node, _resource_self(old) if is_root else old)
     # one activation for all the node's rules: the value converts to CEL once
     activation = environment().Activation(data=data)
+    optional_activation = None
     for rule in rules:
         if rule.error:
             errors.append(invalid(path, value_type, f"rule compile error: {rule.error}"))
             continue
-        if rule.program is None or (rule.uses_old_self and not has_old):
+        if rule.program is None or (rule.uses_old_self and not has_old and
+                                    not rule.optional_old_self):
             continue
         cost = _call_cost(rule, self_value)
         if cost > PER_CALL_LIMIT:
@@ -546,7 +557,13 @@ def evaluate_rules(rules: list[CompiledRule], node: Node, value: Any, path: str,
             return False
         budget.remaining -= cost
         try:
-            result = rule.program.eval(activation)
+            if rule.optional_old_self:
+                if optional_activation is None:
+                    optional_activation = environment().Activation(data={
+                        "self": self_value, _OLD: data.get("oldSelf"), _HAS_OLD: has_old})
+                result = rule.program.eval(optional_activation)
+            else:
+                result = rule.program.eval(activation)
             kind = result.type()
             text = str(result.value()) if kind == cel.Type.ERROR else ""
         except RuntimeError as error:
