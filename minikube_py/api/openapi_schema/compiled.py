@@ -7,7 +7,19 @@ import json
 import re
 from typing import Any
 
+import re2
+
 from .cel import CEL_TYPED_FORMATS, CompiledRule, compile_rule, escape
+
+
+def compile_pattern(pattern: str) -> Any:
+    """A schema's `pattern`, which is Go (RE2) syntax: Python's re where it reads the
+    pattern (several times faster per match), else RE2 itself, for what re refuses (a
+    flag group such as `(?i)` after the start)."""
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return re2.compile(pattern)
 
 
 class Node:
@@ -32,8 +44,8 @@ class Node:
         self.enum_keys: frozenset[str] = frozenset(
             json.dumps(v, sort_keys=True) for v in self.enum or ())
         pattern = schema.get("pattern")
-        self.pattern: tuple[str, re.Pattern[str]] | None = (
-            (pattern, re.compile(pattern)) if pattern is not None else None)
+        self.pattern: tuple[str, Any] | None = (
+            (pattern, compile_pattern(pattern)) if pattern is not None else None)
         self.maximum: float | None = schema.get("maximum")
         self.exclusive_maximum: bool = bool(schema.get("exclusiveMaximum"))
         self.minimum: float | None = schema.get("minimum")
