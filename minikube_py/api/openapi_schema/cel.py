@@ -245,7 +245,8 @@ class CompiledRule:
     message_program: Any
     error: str  # compilation error detail, "" when compiled
     message_error: str
-    cost: int
+    cost: int  # expression nodes of the rule, and of its messageExpression
+    message_cost: int
 
     def error_string(self) -> str:
         """ruleErrorString: the message if any, else the rule."""
@@ -292,10 +293,11 @@ def compile_rule(validation: dict[str, Any], node: Node | None = None) -> Compil
         if path_error:
             error = error or f"fieldPath {field_path!r}: {path_error}"
     cost = node_count(program) if program is not None else 0
+    message_cost = node_count(message_program) if message_program is not None else 0
     return CompiledRule(rule, validation.get("message") or "", message_expression,
                         validation.get("reason") or "", normalized,
                         uses_old_self(rule), optional_old_self, program, message_program, error,
-                        message_error, cost)
+                        message_error, cost, message_cost)
 
 
 def _unescape_single_quote(text: str) -> str:
@@ -489,15 +491,15 @@ def _resource_self(value: Any) -> Any:
     return out
 
 
-def _call_cost(rule: CompiledRule, self_value: Any) -> int:
+def _call_cost(cost: int, self_value: Any) -> int:
+    """The stand-in runtime cost of one call: node count times one plus self's size."""
     size = len(self_value) if isinstance(self_value, (list, dict)) else 0
-    return rule.cost * (1 + size)
+    return cost * (1 + size)
 
 
 def _message(rule: CompiledRule, data: dict[str, Any], budget: Budget) -> tuple[str, str]:
     """evalMessageExpression: the evaluated message, or why the rule's stops all."""
-    cost = node_count(rule.message_program) * (1 + (
-        len(data["self"]) if isinstance(data["self"], (list, dict)) else 0))
+    cost = _call_cost(rule.message_cost, data["self"])
     if cost > PER_CALL_LIMIT:
         return "", ("no further validation rules will be run due to call cost exceeds "
                     f"limit for messageExpression: {_go_quote(rule.message_expression)}")
@@ -545,7 +547,7 @@ def evaluate_rules(rules: list[CompiledRule], node: Node, value: Any, path: str,
         if rule.program is None or (rule.uses_old_self and not has_old and
                                     not rule.optional_old_self):
             continue
-        cost = _call_cost(rule, self_value)
+        cost = _call_cost(rule.cost, self_value)
         if cost > PER_CALL_LIMIT:
             errors.append(invalid(path, value_type, (
                 "'operation cancelled: actual cost limit exceeded': no further validation "
