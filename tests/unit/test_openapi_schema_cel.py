@@ -160,8 +160,8 @@ def test_an_optional_old_self_rule_runs_on_create_too() -> None:
     schema = _spec([], n={"type": "integer", "x-kubernetes-validations": [
         {"rule": "!oldSelf.hasValue() || self >= oldSelf.value()", "optionalOldSelf": True,
          "message": "n may only grow"},
-        {"rule": "oldSelf.orValue(0) != 0 || self < 100", "optionalOldSelf": True,
-         "message": "starts below 100"}]})
+        {"rule": "oldSelf.orValue(0) != 0 || self < 100 // a comment ends the rule",
+         "optionalOldSelf": True, "message": "starts below 100"}]})
     assert _errors(schema, {"n": 5}) == []
     assert _errors(schema, {"n": 500}) == ['spec.n: Invalid value: "integer": starts below 100']
     assert _errors(schema, {"n": 500}, old={"n": 4}) == []

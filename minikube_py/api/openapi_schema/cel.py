@@ -279,7 +279,7 @@ def compile_rule(validation: dict[str, Any], node: Node | None = None) -> Compil
     message_expression = validation.get("messageExpression") or ""
     optional_old_self = bool(validation.get("optionalOldSelf")) and uses_old_self(rule)
     source = (f"cel.bind(oldSelf, {_HAS_OLD} ? optional.of({_OLD}) : optional.none(), "
-              f"({rule}))" if optional_old_self else rule)
+              f"({rule}\n))" if optional_old_self else rule)
     program, error = _compile(source, cel.Type.BOOL, "bool") if rule else (None, "")
     message_program, message_error = (
         _compile(message_expression, cel.Type.STRING, "string") if message_expression
