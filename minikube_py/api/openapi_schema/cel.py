@@ -34,7 +34,7 @@ from minikube_py.api.validation import (
     required,
 )
 
-from . import cel_library
+from . import cel_library, cel_objects
 
 if TYPE_CHECKING:
     from .compiled import Node
@@ -170,7 +170,7 @@ def environment() -> Any:
                                      _OLD: cel.Type.DYN, _HAS_OLD: cel.Type.BOOL},
                           extensions=[ext_strings.ExtStrings(), ext_optional.ExtOptional(),
                                       ext_bindings.ExtBindings()],
-                          functions=cel_library.functions())
+                          functions=cel_library.functions() + cel_objects.functions())
     return _ENV
 
 

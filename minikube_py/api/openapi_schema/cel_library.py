@@ -1,12 +1,12 @@
 """The Kubernetes CEL libraries apiserver adds to the standard environment
 (k8s.io/apiserver/pkg/cel/library: lists.go, regex.go, urls.go, ip.go, cidr.go,
-quantity.go), as cel-expr-python function declarations with Python implementations.
+quantity.go), as cel-expr-python function declarations with Python implementations: the
+functions on plain values here, the typed values (ip(), cidr(), url(), quantity()) in
+cel_objects.py.
 
-Only the functions whose values are plain CEL values are here: cel-expr-python cannot
-return a Python object as an opaque CEL value, so the typed objects (ip(), cidr(), url(),
-quantity(), format.named()) and their methods are not offered; nor are lists' indexOf and
-lastIndexOf, whose names the strings extension already declares for strings, and
-cel-expr-python refuses a second declaration of a name. cel-expr-python registers one
+Not offered: format.named() (its optional Format values have no stand-in), and lists'
+indexOf and lastIndexOf, whose names the strings extension already declares for strings
+(cel-expr-python refuses a second declaration of a name). cel-expr-python registers one
 implementation per runtime kind, so the list functions take and return dyn."""
 
 from __future__ import annotations
