@@ -310,6 +310,35 @@ def test_a_rule_that_does_not_compile_is_refused_with_the_crd() -> None:
         "in rule"]
 
 
+def test_old_self_is_refused_where_old_values_cannot_be_correlated() -> None:
+    immutable = [{"rule": "self == oldSelf"}]
+    schema = _spec([], atomic={"type": "array", "items": {
+        "type": "string", "x-kubernetes-validations": immutable}},
+        keyed={"type": "array", "x-kubernetes-list-type": "map",
+               "x-kubernetes-list-map-keys": ["k"], "items": {
+                   "type": "object", "required": ["k"], "x-kubernetes-validations": immutable,
+                   "properties": {"k": STR}}},
+        whole={"type": "object", "x-kubernetes-map-type": "atomic", "properties": {
+            "name": {"type": "string", "x-kubernetes-validations": immutable}}},
+        labels={"type": "object", "additionalProperties": {
+            "type": "string", "x-kubernetes-validations": immutable}})
+    spec = f"{ROOT}.properties[spec]"
+    assert [str(e) for e in schema_errors(schema, ROOT)] == [
+        f'{spec}.properties[atomic].items.x-kubernetes-validations[0].rule: Invalid value: '
+        f'"self == oldSelf": oldSelf cannot be used on the uncorrelatable portion of the '
+        f"schema within {spec}.properties[atomic]",
+        f'{spec}.properties[whole].properties[name].x-kubernetes-validations[0].rule: Invalid '
+        f'value: "self == oldSelf": oldSelf cannot be used on the uncorrelatable portion of '
+        f"the schema within {spec}.properties[whole]"]
+
+
+def test_rules_compile_only_when_nothing_at_or_below_their_node_is_refused() -> None:
+    schema = _spec([{"rule": "self.min <="}], min={"type": "string", "uniqueItems": True})
+    assert [str(e) for e in schema_errors(schema, ROOT)] == [
+        f"{ROOT}.properties[spec].properties[min].uniqueItems: Forbidden: uniqueItems cannot "
+        "be set to true since the runtime complexity becomes quadratic"]
+
+
 def test_escape() -> None:
     assert [cel_rules.escape(n) for n in ("namespace", "if", "a-b", "a.b", "a/b", "a__b", "x")] \
         == ["__namespace__", "__if__", "a__dash__b", "a__dot__b", "a__slash__b",

@@ -435,17 +435,23 @@ def _shape_errors(validation: dict[str, Any], node: Node | None, at: str) -> lis
     return errors
 
 
-def rule_errors(validations: list[dict[str, Any]], node: Node | None,
-                path: str) -> list[FieldError]:
-    """The CRD-time problems of one schema node's x-kubernetes-validations, as
-    ValidateCustomResourceDefinitionOpenAPISchema reports them: the rules' fields, then,
-    when those are sound, each rule and messageExpression compiled."""
+def rule_shape_errors(validations: list[dict[str, Any]], node: Node | None,
+                      path: str) -> list[FieldError]:
+    """The checks of a node's x-kubernetes-validations fields (rule, message, reason,
+    fieldPath) that come before compiling, as upstream's schema errors."""
     errors: list[FieldError] = []
     for index, validation in enumerate(validations):
         errors += _shape_errors(validation, node,
                                 f"{path}.x-kubernetes-validations[{index}]")
-    if errors:
-        return errors
+    return errors
+
+
+def rule_compile_errors(validations: list[dict[str, Any]], path: str,
+                        uncorrelatable: str = "") -> list[FieldError]:
+    """Each rule and messageExpression compiled, as upstream's CEL errors;
+    `uncorrelatable` is the path of the list or atomic map above the node, if any, where
+    a rule may not use oldSelf."""
+    errors: list[FieldError] = []
     for index, validation in enumerate(validations):
         at = f"{path}.x-kubernetes-validations[{index}]"
         compiled = compile_rule(validation)
@@ -454,7 +460,12 @@ def rule_errors(validations: list[dict[str, Any]], node: Node | None,
         if compiled.message_error:
             errors.append(invalid(f"{at}.messageExpression", _go_rule(validation),
                                   compiled.message_error))
-        if not compiled.uses_old_self and validation.get("optionalOldSelf") is not None:
+        if compiled.uses_old_self:
+            if uncorrelatable:
+                errors.append(invalid(
+                    f"{at}.rule", compiled.rule, "oldSelf cannot be used on the "
+                    f"uncorrelatable portion of the schema within {uncorrelatable}"))
+        elif validation.get("optionalOldSelf") is not None:
             errors.append(invalid(f"{at}.optionalOldSelf", validation["optionalOldSelf"],
                                   "may not be set if oldSelf is not used in rule"))
     return errors
