@@ -14,5 +14,8 @@ Files, and the upstream files they mirror (staging/src/k8s.io/apiextensions-apis
   reports them (pkg/apiserver/validation/validation.go, kube-openapi pkg/validation/validate,
   pkg/apiserver/schema/listtype/validation.go, pkg/apiserver/schema/objectmeta/validation.go);
 - defaulting.py: `default` values applied (pkg/apiserver/schema/defaulting/algorithm.go);
-- pruning.py: unknown fields dropped and reported (pkg/apiserver/schema/pruning/algorithm.go).
+- pruning.py: unknown fields dropped and reported (pkg/apiserver/schema/pruning/algorithm.go);
+- cel.py: x-kubernetes-validations compiled once per node and run with oldSelf, ratcheting
+  and the cost budget (pkg/apiserver/schema/cel/validation.go and compilation.go);
+- cel_library.py: the Kubernetes CEL functions (k8s.io/apiserver/pkg/cel/library).
 """

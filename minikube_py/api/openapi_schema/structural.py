@@ -8,6 +8,9 @@ from typing import Any
 
 from minikube_py.api.validation import FieldError, forbidden, invalid, not_supported, required
 
+from .cel import rule_compile_errors, rule_shape_errors
+from .compiled import Node
+
 OPENAPI_V3_TYPES = ["array", "boolean", "integer", "number", "object", "string"]
 _META_FIELDS = ("apiVersion", "kind", "metadata")
 _UNSUPPORTED = (("id", "id is not supported"),
@@ -26,9 +29,10 @@ def schema_errors(schema: dict[str, Any], path: str) -> list[FieldError]:
     """Every reason a CRD version's openAPIV3Schema (at `path`, e.g.
     spec.versions[0].schema.openAPIV3Schema) is refused."""
     errors: list[FieldError] = []
-    _supported(schema, path, True, errors)
+    cel_errors: list[FieldError] = []
+    _supported(schema, path, True, errors, cel_errors, "")
     _structural(schema, path, "root", errors)
-    return errors
+    return errors + cel_errors
 
 
 def _key(path: str, name: str) -> str:
@@ -36,8 +40,12 @@ def _key(path: str, name: str) -> str:
 
 
 def _supported(schema: dict[str, Any], path: str, is_root: bool,
-               errors: list[FieldError]) -> None:
-    """ValidateCustomResourceDefinitionOpenAPISchema, the parts a schema's shape decides."""
+               errors: list[FieldError], cel_errors: list[FieldError],
+               uncorrelatable: str) -> None:
+    """ValidateCustomResourceDefinitionOpenAPISchema, the parts a schema's shape decides;
+    its CEL rules compile only when nothing at or below the node is refused
+    (`uncorrelatable`: the list or atomic map above, where rules may not use oldSelf)."""
+    start = len(errors)
     kind = schema.get("type", "")
     if kind and kind not in OPENAPI_V3_TYPES and kind != "null":
         errors.append(not_supported(f"{path}.type", kind, OPENAPI_V3_TYPES))
@@ -60,17 +68,29 @@ def _supported(schema: dict[str, Any], path: str, is_root: bool,
             errors.append(forbidden(f"{path}.additionalProperties",
                                     "additionalProperties and properties are mutual exclusive"))
         if isinstance(additional, dict):
-            _supported(additional, f"{path}.additionalProperties", False, errors)
+            _supported(additional, f"{path}.additionalProperties", False, errors, cel_errors,
+                       uncorrelatable)
+    in_properties = uncorrelatable or (
+        path if schema.get("x-kubernetes-map-type") == "atomic" else "")
     for name, sub in properties.items():
-        _supported(sub, _key(f"{path}.properties", name), False, errors)
+        _supported(sub, _key(f"{path}.properties", name), False, errors, cel_errors,
+                   in_properties)
     if isinstance(schema.get("not"), dict):
-        _supported(schema["not"], f"{path}.not", False, errors)
+        _supported(schema["not"], f"{path}.not", False, errors, [], uncorrelatable)
     for combinator in ("allOf", "oneOf", "anyOf"):
         for index, sub in enumerate(schema.get(combinator) or ()):
-            _supported(sub, f"{path}.{combinator}[{index}]", False, errors)
+            _supported(sub, f"{path}.{combinator}[{index}]", False, errors, [],
+                       uncorrelatable)
     if isinstance(schema.get("items"), dict):
-        _supported(schema["items"], f"{path}.items", False, errors)
+        in_items = uncorrelatable or (
+            path if schema.get("x-kubernetes-list-type") != "map" else "")
+        _supported(schema["items"], f"{path}.items", False, errors, cel_errors, in_items)
     _extensions(schema, path, kind, errors)
+    validations = schema.get("x-kubernetes-validations")
+    if validations:
+        errors += rule_shape_errors(validations, Node(schema), path)
+        if len(errors) == start:
+            cel_errors += rule_compile_errors(validations, path, uncorrelatable)
 
 
 def _extensions(schema: dict[str, Any], path: str, kind: str,

@@ -18,6 +18,7 @@ from minikube_py.api.validation import (
     validate_object_meta,
 )
 
+from .cel import BLOCKING_DETAIL, RUNTIME_CEL_COST_BUDGET, Budget, validate_cel
 from .compiled import Node
 from .formats import check_format
 
@@ -82,11 +83,84 @@ def _unique_key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def validate(node: Node, value: Any, path: str = "") -> list[FieldError]:
-    """Every problem of a value against a node, with upstream's messages and paths."""
+def validate(node: Node, value: Any, path: str = "", old: Any = None,
+             warnings: list[str] | None = None,
+             cost_budget: int = RUNTIME_CEL_COST_BUDGET) -> list[FieldError]:
+    """Every problem of a value against a node, with upstream's messages and paths: the
+    OpenAPI checks, then, unless one of them is a type or enum error, the CEL rules
+    (x-kubernetes-validations). `old` is the stored object on update: transition rules
+    see it as oldSelf, and an error on a value equal to its old one is ratcheted: dropped
+    for an OpenAPI check, moved into `warnings` for a rule."""
     errors: list[FieldError] = []
     _validate(node, value, path, errors)
+    if old is not None and errors:
+        errors = [e for e in errors if not _ratcheted(node, value, old, e, path)]
+    if node.cel_below:
+        if any(e.type in ("NotSupported", "TypeInvalid") for e in errors):
+            errors.append(invalid("<nil>", None, BLOCKING_DETAIL))
+        else:
+            validate_cel(node, value, path, old, old is not None, None, True,
+                         Budget(cost_budget), errors, [] if warnings is None else warnings)
     return errors
+
+
+_MISSING = object()
+
+
+def _path_segments(field: str) -> list[str]:
+    """A field path's steps: `spec.labels[a.b].x` is spec, labels, a.b, x."""
+    segments: list[str] = []
+    pos = 0
+    while pos < len(field):
+        if field[pos] == "[":
+            end = field.index("]", pos)
+            segments.append(field[pos + 1:end])
+            pos = end + 1
+        elif field[pos] == ".":
+            pos += 1
+        else:
+            end = pos
+            while end < len(field) and field[end] not in ".[":
+                end += 1
+            segments.append(field[pos:end])
+            pos = end
+    return segments
+
+
+def _ratcheted(node: Node, value: Any, old: Any, error: FieldError, base: str) -> bool:
+    """Ratcheting (CRDValidationRatcheting): whether the value an error is about, followed
+    to its nearest correlatable node (a map key, a map-list item by its keys), equals
+    the old object's. A Required error is about its parent object."""
+    field = error.field[len(base):].lstrip(".") if base else error.field
+    segments = _path_segments(field)
+    if error.type == "Required" and segments:
+        segments.pop()
+    current: Node | None = node
+    for segment in segments:
+        if current is None:
+            break
+        if isinstance(value, list):
+            if not (current.list_type == "map" and current.list_map_keys and
+                    segment.isdigit() and int(segment) < len(value) and
+                    isinstance(old, list)):
+                break
+            item = value[int(segment)]
+            if not isinstance(item, dict):
+                break
+            keys = [item.get(k) for k in current.list_map_keys]
+            match = [o for o in old if isinstance(o, dict) and
+                     [o.get(k) for k in current.list_map_keys] == keys]
+            if not match:
+                return False
+            value, old, current = item, match[0], current.items
+        elif isinstance(value, dict) and isinstance(old, dict) and current.map_type != "atomic":
+            value, old = value.get(segment, _MISSING), old.get(segment, _MISSING)
+            if value is _MISSING or old is _MISSING:
+                return value is old
+            current = current.properties.get(segment) or current.additional
+        else:
+            break
+    return bool(value == old)
 
 
 def _validate(node: Node, value: Any, path: str, errors: list[FieldError]) -> None:
