@@ -64,6 +64,11 @@ class Strategy:
     # stands for, when the kind has no storage of its own (upstream's LegacyBinding:
     # POST .../bindings binds the pod the body names, as pods/<name>/binding does).
     collection_is_subresource: ClassVar[str] = ""
+    # The patch types PATCH accepts (415 for others): a kind without Go struct tags (a
+    # custom resource) has no strategic merge patch.
+    patch_types: ClassVar[tuple[str, ...]] = (
+        "application/json-patch+json", "application/merge-patch+json",
+        "application/strategic-merge-patch+json", "application/apply-patch+yaml")
 
     def __init__(self, resource: Resource) -> None:
         self.resource = resource
@@ -158,6 +163,12 @@ class Strategy:
             "status": FieldSet.of(*((field_element(name),) for name in top_level
                                     if name != "status")),
         }
+
+    def prune_unknown_fields(self, obj: Obj) -> list[str] | None:
+        """Decoding, for a kind whose schema is data (a custom resource): drop the fields
+        the schema does not know and return their paths. None for a built-in kind: its
+        Go-shaped schema (api/schema) is checked by the handler's strict decoding."""
+        return None
 
     def default(self, obj: Obj) -> None:
         """Fill in fields a client may omit (runs on create and on every update). Must not

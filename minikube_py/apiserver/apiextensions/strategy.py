@@ -1,0 +1,89 @@
+"""The strategy of a custom resource: its CRD version's schema defaults, prunes and
+validates it (upstream's customresource strategy, pkg/registry/customresource/strategy.go
+and validator.go)."""
+
+from __future__ import annotations
+
+import copy
+
+from minikube_py.api import Obj
+from minikube_py.api.managedfields.fieldpath import FieldSet, field_element
+from minikube_py.api.openapi_schema.compiled import Node
+from minikube_py.api.openapi_schema.defaulting import apply_defaults
+from minikube_py.api.openapi_schema.pruning import prune
+from minikube_py.api.openapi_schema.validation import validate
+from minikube_py.api.resources import Resource
+from minikube_py.api.schema.types import Type
+from minikube_py.api.validation import FieldError
+from minikube_py.apiserver.registry.strategies.base import Strategy, bump_generation
+
+# What a write of the main resource never changes on its own: generation counts the rest.
+_NOT_SPEC = ("metadata", "status")
+
+
+class CustomResourceStrategy(Strategy):
+    """A custom resource of one served version: `node` is its compiled schema, `schema`
+    the same as a Type (for server-side apply)."""
+
+    patch_types = ("application/json-patch+json", "application/merge-patch+json",
+                   "application/apply-patch+yaml")
+
+    def __init__(self, resource: Resource, node: Node, schema: Type, api_version: str,
+                 storage_api_version: str) -> None:
+        super().__init__(resource)
+        self.node = node
+        self.schema = schema
+        self.api_version = api_version
+        self.storage_api_version = storage_api_version
+        self.stored_is_external = api_version == storage_api_version
+
+    def to_internal(self, obj: Obj) -> Obj:
+        """Conversion None: the stored version is the object with the storage apiVersion."""
+        if self.api_version != self.storage_api_version:
+            obj["apiVersion"] = self.storage_api_version
+        return obj
+
+    def to_external(self, obj: Obj) -> Obj:
+        if self.api_version == self.storage_api_version:
+            return obj
+        return {**obj, "apiVersion": self.api_version}
+
+    def prune_unknown_fields(self, obj: Obj) -> list[str] | None:
+        """Decoding: the fields the schema does not know, dropped (pruning)."""
+        return prune(obj, self.node)
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        if self.has_status:
+            obj.pop("status", None)
+        obj["metadata"]["generation"] = 1
+
+    def prepare_for_update(self, new: Obj, old: Obj) -> None:
+        """With a status subresource status is kept; generation counts every change
+        outside metadata (and status, when it has its own subresource)."""
+        ignored = _NOT_SPEC if self.has_status else ("metadata",)
+        if self.has_status:
+            if "status" in old:
+                new["status"] = copy.deepcopy(old["status"])
+            else:
+                new.pop("status", None)
+        new["metadata"]["generation"] = old["metadata"].get("generation", 1)
+        if any(new.get(k) != old.get(k) for k in (set(new) | set(old)) - set(ignored)):
+            bump_generation(new, old)
+
+    def default(self, obj: Obj) -> None:
+        apply_defaults(self.node, obj)
+
+    def validate(self, obj: Obj) -> list[FieldError]:
+        return validate(self.node, obj)
+
+    def validate_status_update(self, new: Obj, old: Obj) -> list[FieldError]:
+        return validate(self.node, new)
+
+    def reset_fields(self) -> dict[str, FieldSet]:
+        if not self.has_status:
+            return {}
+        return {
+            "": FieldSet.of((field_element("status"),)),
+            "status": FieldSet.of(*((field_element(name),) for name in self.schema.fields
+                                    if name != "status")),
+        }

@@ -1,0 +1,381 @@
+"""CustomResourceDefinitions, served as upstream's apiextensions-apiserver serves them:
+the definition's validation and conditions, then its custom resources through every verb,
+with the real kubectl and plain HTTP (upstream's test/e2e/apimachinery/
+custom_resource_definition.go and crd_watch.go, mirrored)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+
+from minikube_py.cluster.apiserver import APIServerProcess
+from tests.api_helpers import API, eventually
+from tests.conftest import module_own_apiserver
+
+# Definitions are cluster-wide and show in discovery: this module has a server of its own.
+etcd, apiserver, kubeconfig = module_own_apiserver("crd")
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+@pytest.fixture
+async def api(apiserver: APIServerProcess) -> AsyncIterator[API]:
+    async with aiohttp.ClientSession() as session:
+        yield API(session, apiserver.url)
+
+
+def definition(group: str, plural: str = "widgets", kind: str = "Widget", *,
+               scope: str = "Namespaced", short_names: tuple[str, ...] = (),
+               categories: tuple[str, ...] = (), schema: dict[str, Any] | None = None,
+               subresources: dict[str, Any] | None = None,
+               columns: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    names: dict[str, Any] = {"plural": plural, "singular": kind.lower(), "kind": kind}
+    if short_names:
+        names["shortNames"] = list(short_names)
+    if categories:
+        names["categories"] = list(categories)
+    version: dict[str, Any] = {"name": "v1", "served": True, "storage": True, "schema": {
+        "openAPIV3Schema": schema or {
+            "type": "object",
+            "properties": {
+                "spec": {"type": "object", "properties": {
+                    "size": {"type": "integer", "minimum": 1, "default": 3},
+                    "color": {"type": "string", "enum": ["red", "blue"]},
+                    "replicas": {"type": "integer"},
+                }},
+                "status": {"type": "object", "properties": {
+                    "replicas": {"type": "integer"}, "selector": {"type": "string"}}},
+            }}}}
+    if subresources is not None:
+        version["subresources"] = subresources
+    if columns is not None:
+        version["additionalPrinterColumns"] = columns
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": scope, "names": names, "versions": [version]}}
+
+
+def unique_group() -> str:
+    return f"g{uuid.uuid4().hex[:8]}.example.com"
+
+
+def condition(crd: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in (crd.get("status") or {}).get("conditions") or []
+                 if c["type"] == kind), {})
+
+
+async def established(api: API, name: str) -> dict[str, Any]:
+    async def check() -> dict[str, Any] | None:
+        status, crd = await api.get(f"{CRDS}/{name}")
+        return crd if status == 200 and condition(crd, "Established").get(
+            "status") == "True" else None
+
+    return await eventually(check, what=f"{name} Established")
+
+
+async def served(api: API, path: str) -> None:
+    async def check() -> bool:
+        status, _ = await api.get(path)
+        return status == 200
+
+    await eventually(check, what=f"{path} served")
+
+
+async def create_established(api: API, crd: dict[str, Any]) -> dict[str, Any]:
+    status, body = await api.post(CRDS, crd)
+    assert status == 201, body
+    found = await established(api, crd["metadata"]["name"])
+    spec = crd["spec"]
+    base = f"/apis/{spec['group']}/v1"
+    await served(api, f"{base}/{spec['names']['plural']}")
+    return found
+
+
+# -- the definition ------------------------------------------------------------------------
+
+async def test_a_definition_is_established_with_its_names_accepted(api: API) -> None:
+    group = unique_group()
+    crd = await create_established(api, definition(group, short_names=("wd",)))
+    assert condition(crd, "NamesAccepted") | {"lastTransitionTime": None} == {
+        "type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
+        "message": "no conflicts found", "lastTransitionTime": None}
+    assert condition(crd, "Established")["reason"] == "InitialNamesAccepted"
+    assert crd["status"]["acceptedNames"] == {
+        "kind": "Widget", "listKind": "WidgetList", "plural": "widgets",
+        "shortNames": ["wd"], "singular": "widget"}
+    assert crd["status"]["storedVersions"] == ["v1"]
+    assert crd["spec"]["conversion"] == {"strategy": "None"}
+
+
+async def test_a_second_definition_claiming_a_taken_name_is_not_accepted(api: API) -> None:
+    group = unique_group()
+    await create_established(api, definition(group, short_names=("wd",)))
+    status, body = await api.post(CRDS, definition(group, "gadgets", "Gadget",
+                                                   short_names=("wd",)))
+    assert status == 201, body
+
+    async def refused() -> dict[str, Any] | None:
+        _, crd = await api.get(f"{CRDS}/gadgets.{group}")
+        return crd if condition(crd, "NamesAccepted").get("status") == "False" else None
+
+    crd = await eventually(refused, what="NamesAccepted False")
+    assert condition(crd, "NamesAccepted")["reason"] == "ShortNamesConflict"
+    assert condition(crd, "NamesAccepted")["message"] == '"wd" is already in use'
+    assert condition(crd, "Established") | {"lastTransitionTime": None} == {
+        "type": "Established", "status": "False", "reason": "NotAccepted",
+        "message": "not all names are accepted", "lastTransitionTime": None}
+    status, _ = await api.get(f"/apis/{group}/v1/gadgets")
+    assert status == 404
+    status, body = await api.post(CRDS, definition(group, "things", "Widget"))
+    assert status == 201
+
+    async def kind_refused() -> dict[str, Any] | None:
+        _, crd = await api.get(f"{CRDS}/things.{group}")
+        return crd if condition(crd, "NamesAccepted").get("status") == "False" else None
+
+    # kind and listKind both conflict: as upstream, the last check (listKind) names it
+    refused = condition(await eventually(kind_refused), "NamesAccepted")
+    assert (refused["reason"], refused["message"]) == (
+        "ListKindConflict", '"WidgetList" is already in use')
+
+
+@pytest.mark.parametrize(("change", "cause"), [
+    (lambda crd: crd["metadata"].update(name="wrong.example.com"),
+     ("FieldValueInvalid", "metadata.name", 'must be spec.names.plural+"."+spec.group')),
+    (lambda crd: crd["spec"].update(scope="Everywhere"),
+     ("FieldValueNotSupported", "spec.scope",
+      'Unsupported value: "Everywhere": supported values: "Cluster", "Namespaced"')),
+    (lambda crd: crd["spec"]["versions"][0].update(storage=False),
+     ("FieldValueInvalid", "spec.versions",
+      "must have exactly one version marked as storage version")),
+    (lambda crd: crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+     ["spec"].pop("type"),
+     ("FieldValueRequired", "spec.versions[0].schema.openAPIV3Schema.properties[spec].type",
+      "must not be empty for specified object fields")),
+])
+async def test_an_invalid_definition_is_refused_with_upstreams_causes(
+        api: API, change: Any, cause: tuple[str, str, str]) -> None:
+    crd = definition(unique_group())
+    change(crd)
+    status, body = await api.post(CRDS, crd)
+    assert status == 422, body
+    assert body["reason"] == "Invalid"
+    assert body["details"]["kind"] == "CustomResourceDefinition"
+    reason, field, message = cause
+    assert any(c["reason"] == reason and c["field"] == field and message in c["message"]
+               for c in body["details"]["causes"]), body["details"]["causes"]
+
+
+# -- custom resources ----------------------------------------------------------------------
+
+@pytest.fixture
+async def widgets(api: API) -> str:
+    """A namespaced Widget definition, Established: the widgets' collection path in
+    namespace default."""
+    group = unique_group()
+    await create_established(api, definition(group, short_names=("wd",),
+                                             categories=("all",),
+                                             subresources={"status": {}}))
+    return f"/apis/{group}/v1/namespaces/default/widgets"
+
+
+def widget(path: str, name: str, spec: dict[str, Any] | None = None,
+           labels: dict[str, str] | None = None) -> dict[str, Any]:
+    group = path.split("/")[2]
+    metadata: dict[str, Any] = {"name": name}
+    if labels:
+        metadata["labels"] = labels
+    return {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": metadata,
+            "spec": spec if spec is not None else {"color": "red"}}
+
+
+async def test_custom_resources_are_stored_defaulted_and_read_back(api: API,
+                                                                   widgets: str) -> None:
+    status, created = await api.post(widgets, widget(widgets, "one"))
+    assert status == 201, created
+    assert created["spec"] == {"color": "red", "size": 3}
+    assert created["metadata"]["generation"] == 1
+    assert created["metadata"]["uid"]
+    status, got = await api.get(f"{widgets}/one")
+    assert status == 200 and got == created
+    status, listed = await api.get(widgets)
+    assert listed["kind"] == "WidgetList" and [i["metadata"]["name"]
+                                               for i in listed["items"]] == ["one"]
+
+
+async def test_a_custom_resource_against_its_schema_is_a_422_with_field_paths(
+        api: API, widgets: str) -> None:
+    status, body = await api.post(widgets, widget(widgets, "bad", {"size": 0,
+                                                                   "color": "green"}))
+    assert status == 422, body
+    causes = {(c["field"], c["reason"]) for c in body["details"]["causes"]}
+    assert causes == {("spec.size", "FieldValueInvalid"),
+                      ("spec.color", "FieldValueNotSupported")}
+    assert body["message"].startswith('Widget.')
+    messages = [c["message"] for c in body["details"]["causes"]]
+    assert "Invalid value: 0: spec.size in body should be greater than or equal to 1" in (
+        messages)
+
+
+async def test_unknown_fields_are_pruned_warned_or_refused_as_field_validation_asks(
+        api: API, widgets: str) -> None:
+    body = widget(widgets, "pruned", {"color": "blue", "shape": "round"})
+    status, created = await api.post(widgets, body)
+    assert status == 201 and "shape" not in created["spec"]
+    status, refused = await api.post(widgets + "?fieldValidation=Strict",
+                                     widget(widgets, "strict", {"shape": "round"}))
+    assert status == 400
+    assert 'strict decoding error: unknown field "spec.shape"' in refused["message"]
+    async with api.session.post(api.base + widgets + "?fieldValidation=Warn",
+                                json=widget(widgets, "warned", {"shape": "round"})) as answer:
+        assert answer.status == 201
+        assert answer.headers.getall("Warning") == ['299 - "unknown field \\"spec.shape\\""']
+
+
+async def test_status_is_written_only_through_the_status_subresource(
+        api: API, widgets: str) -> None:
+    status, created = await api.post(widgets, {**widget(widgets, "st"),
+                                               "status": {"replicas": 9}})
+    assert status == 201 and "status" not in created
+    created["status"] = {"replicas": 2}
+    status, updated = await api.put(f"{widgets}/st/status", created)
+    assert status == 200, updated
+    assert updated["status"] == {"replicas": 2}
+    assert updated["metadata"]["generation"] == 1
+    updated["spec"]["size"] = 5
+    status, again = await api.put(f"{widgets}/st", updated)
+    assert status == 200 and again["metadata"]["generation"] == 2
+    assert again["status"] == {"replicas": 2}
+
+
+async def test_patches_of_a_custom_resource(api: API, widgets: str) -> None:
+    await api.post(widgets, widget(widgets, "p"))
+    status, merged = await api.patch(f"{widgets}/p", {"spec": {"size": 7}})
+    assert status == 200 and merged["spec"] == {"color": "red", "size": 7}
+    status, patched = await api.patch(
+        f"{widgets}/p", [{"op": "replace", "path": "/spec/color", "value": "blue"}], "json")
+    assert status == 200 and patched["spec"]["color"] == "blue"
+    status, refused = await api.patch(f"{widgets}/p", {"spec": {"size": 1}}, "strategic")
+    assert status == 415, refused
+    assert refused["reason"] == "UnsupportedMediaType"
+
+
+async def test_label_and_field_selectors_and_pages(api: API, widgets: str) -> None:
+    for index in range(5):
+        await api.post(widgets, widget(widgets, f"w{index}",
+                                       labels={"tier": "a" if index % 2 else "b"}))
+    _, listed = await api.get(widgets + "?labelSelector=tier%3Da")
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["w1", "w3"]
+    _, listed = await api.get(widgets + "?fieldSelector=metadata.name%3Dw2")
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["w2"]
+    _, first = await api.get(widgets + "?limit=2")
+    assert len(first["items"]) == 2 and first["metadata"]["continue"]
+    _, rest = await api.get(widgets + f"?limit=10&continue={first['metadata']['continue']}")
+    assert [i["metadata"]["name"] for i in first["items"] + rest["items"]] == [
+        f"w{i}" for i in range(5)]
+
+
+async def test_a_watch_sees_added_modified_and_deleted(api: API, widgets: str) -> None:
+    """crd_watch.go: ADDED, MODIFIED and DELETED for a custom resource."""
+    _, listed = await api.get(widgets)
+    version = listed["metadata"]["resourceVersion"]
+    events: list[tuple[str, str]] = []
+
+    async def watch() -> None:
+        async with api.session.get(
+                api.base + widgets + f"?watch=1&resourceVersion={version}") as answer:
+            async for line in answer.content:
+                event = json.loads(line)
+                events.append((event["type"], event["object"]["metadata"]["name"]))
+                if event["type"] == "DELETED":
+                    return
+
+    task = asyncio.create_task(watch())
+    try:
+        await api.post(widgets, widget(widgets, "watched"))
+        await api.patch(f"{widgets}/watched", {"spec": {"size": 4}})
+        await api.delete(f"{widgets}/watched")
+        async with asyncio.timeout(30):
+            await task
+    finally:
+        task.cancel()
+    assert events == [("ADDED", "watched"), ("MODIFIED", "watched"), ("DELETED", "watched")]
+
+
+async def test_dry_run_and_finalizers(api: API, widgets: str) -> None:
+    status, _ = await api.post(widgets + "?dryRun=All", widget(widgets, "dry"))
+    assert status == 201
+    status, _ = await api.get(f"{widgets}/dry")
+    assert status == 404
+    body = widget(widgets, "held")
+    body["metadata"]["finalizers"] = ["example.com/hold"]
+    await api.post(widgets, body)
+    status, deleting = await api.delete(f"{widgets}/held")
+    assert status == 202 and deleting["metadata"]["deletionTimestamp"]
+    status, _ = await api.patch(f"{widgets}/held", {"metadata": {"finalizers": None}})
+    assert status == 200
+    status, _ = await api.get(f"{widgets}/held")
+    assert status == 404
+
+
+async def test_a_cluster_scoped_custom_resource(api: API) -> None:
+    group = unique_group()
+    await create_established(api, definition(group, "clusterwidgets", "ClusterWidget",
+                                             scope="Cluster"))
+    path = f"/apis/{group}/v1/clusterwidgets"
+    status, created = await api.post(path, {"apiVersion": f"{group}/v1",
+                                            "kind": "ClusterWidget",
+                                            "metadata": {"name": "c"}, "spec": {}})
+    assert status == 201, created
+    assert "namespace" not in created["metadata"]
+    status, _ = await api.get(f"/apis/{group}/v1/namespaces/default/clusterwidgets")
+    assert status == 404
+
+
+async def test_discovery_lists_the_resource_with_its_names(api: API, widgets: str) -> None:
+    group = widgets.split("/")[2]
+    _, resources = await api.get(f"/apis/{group}/v1")
+    entry = next(r for r in resources["resources"] if r["name"] == "widgets")
+    assert entry | {"verbs": None} == {
+        "name": "widgets", "singularName": "widget", "namespaced": True, "kind": "Widget",
+        "verbs": None, "shortNames": ["wd"], "categories": ["all"]}
+    assert "widgets/status" in {r["name"] for r in resources["resources"]}
+    _, groups = await api.get("/apis")
+    assert {"groupVersion": f"{group}/v1", "version": "v1"} in next(
+        g for g in groups["groups"] if g["name"] == group)["versions"]
+    _, aggregated = await api.get("/apis", headers={
+        "Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"})
+    item = next(i for i in aggregated["items"] if i["metadata"]["name"] == group)
+    resource = item["versions"][0]["resources"][0]
+    assert (resource["resource"], resource["singularResource"], resource["shortNames"],
+            resource["categories"]) == ("widgets", "widget", ["wd"], ["all"])
+
+
+async def test_deleting_a_definition_deletes_its_instances_first(api: API) -> None:
+    group = unique_group()
+    await create_established(api, definition(group))
+    path = f"/apis/{group}/v1/namespaces/default/widgets"
+    for name in ("a", "b"):
+        status, _ = await api.post(path, widget(path, name))
+        assert status == 201
+    status, deleting = await api.delete(f"{CRDS}/widgets.{group}")
+    assert status == 202, deleting  # kept by its finalizer: Accepted, as upstream
+    assert "customresourcecleanup.apiextensions.k8s.io" in deleting["metadata"]["finalizers"]
+
+    async def gone() -> bool:
+        status, _ = await api.get(f"{CRDS}/widgets.{group}")
+        return status == 404
+
+    await eventually(gone, what="the definition gone")
+    status, _ = await api.get(path)
+    assert status == 404
+    # a definition of the same name starts empty: its instances went with the old one
+    await create_established(api, definition(group))
+    _, listed = await api.get(path)
+    assert listed["items"] == []
