@@ -379,3 +379,155 @@ async def test_deleting_a_definition_deletes_its_instances_first(api: API) -> No
     await create_established(api, definition(group))
     _, listed = await api.get(path)
     assert listed["items"] == []
+
+
+# -- with kubectl --------------------------------------------------------------------------
+
+def crd_yaml(group: str, plural: str = "crontabs", kind: str = "CronTab") -> str:
+    """The CronTab of upstream's CRD walkthrough, with a scale subresource and printer
+    columns."""
+    return f"""
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: {plural}.{group}
+spec:
+  group: {group}
+  scope: Namespaced
+  names:
+    plural: {plural}
+    singular: {kind.lower()}
+    kind: {kind}
+    shortNames: [ct{group[1:5]}]
+    categories: [all]
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {{}}
+      scale:
+        specReplicasPath: .spec.replicas
+        statusReplicasPath: .status.replicas
+        labelSelectorPath: .status.selector
+    additionalPrinterColumns:
+    - name: Spec
+      type: string
+      jsonPath: .spec.cronSpec
+    - name: Replicas
+      type: integer
+      jsonPath: .spec.replicas
+    - name: Age
+      type: date
+      jsonPath: .metadata.creationTimestamp
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              cronSpec: {{type: string, description: "The schedule, in cron format."}}
+              image: {{type: string}}
+              replicas: {{type: integer, minimum: 0}}
+          status:
+            type: object
+            properties:
+              replicas: {{type: integer}}
+              selector: {{type: string}}
+"""
+
+
+def crontab(group: str, name: str, namespace: str, replicas: int = 1) -> str:
+    return f"""
+apiVersion: {group}/v1
+kind: CronTab
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  cronSpec: "* * * * */5"
+  image: my-awesome-cron-image
+  replicas: {replicas}
+"""
+
+
+@pytest.fixture
+async def crontabs(api: API, kubectl: Any) -> str:
+    """A CronTab definition applied with kubectl and Established: its group."""
+    group = unique_group()
+    kubectl("apply", "-f", "-", input=crd_yaml(group))
+    kubectl("wait", "--for=condition=Established", f"crd/crontabs.{group}", "--timeout=60s")
+    await served(api, f"/apis/{group}/v1/crontabs")
+    return group
+
+
+async def test_kubectl_applies_gets_and_deletes_a_custom_resource(
+        kubectl: Any, crontabs: str, namespace: str) -> None:
+    kubectl("apply", "-f", "-", input=crontab(crontabs, "my-cron", namespace))
+    got = json.loads(kubectl("get", f"crontabs.{crontabs}", "my-cron", "-n", namespace,
+                             "-o", "json").stdout)
+    assert got["spec"]["image"] == "my-awesome-cron-image"
+    assert "kubectl.kubernetes.io/last-applied-configuration" in got["metadata"]["annotations"]
+    # apply again with a change: a merge patch (custom resources have no strategic merge)
+    kubectl("apply", "-f", "-", input=crontab(crontabs, "my-cron", namespace, replicas=2))
+    short = f"ct{crontabs[1:5]}"
+    assert kubectl("get", short, "my-cron", "-n", namespace, "-o",
+                   "jsonpath={.spec.replicas}").stdout == "2"
+    assert "crontab." in kubectl("delete", f"crontab.{crontabs}", "my-cron", "-n",
+                                 namespace).stdout
+    assert kubectl("get", f"crontabs.{crontabs}", "-n", namespace,
+                   check=False).stderr.startswith("No resources found")
+
+
+async def test_kubectl_get_shows_the_printer_columns(
+        kubectl: Any, crontabs: str, namespace: str) -> None:
+    """table_conversion.go: a custom resource's Table has its additionalPrinterColumns."""
+    kubectl("apply", "-f", "-", input=crontab(crontabs, "printed", namespace, replicas=3))
+    lines = kubectl("get", f"crontabs.{crontabs}", "-n", namespace).stdout.splitlines()
+    assert lines[0].split() == ["NAME", "SPEC", "REPLICAS", "AGE"]
+    assert lines[1].split()[:7] == ["printed", "*", "*", "*", "*", "*/5", "3"]
+
+
+async def test_kubectl_get_all_includes_custom_resources_in_the_all_category(
+        kubectl: Any, crontabs: str, namespace: str) -> None:
+    kubectl("apply", "-f", "-", input=crontab(crontabs, "in-all", namespace))
+    output = kubectl("get", "all", "-n", namespace).stdout
+    assert f"crontab.{crontabs}/in-all" in output
+
+
+async def test_kubectl_scale_scales_a_custom_resource(
+        kubectl: Any, crontabs: str, namespace: str, api: API) -> None:
+    kubectl("apply", "-f", "-", input=crontab(crontabs, "scaled", namespace))
+    kubectl("scale", f"crontabs.{crontabs}/scaled", "-n", namespace, "--replicas=5")
+    path = f"/apis/{crontabs}/v1/namespaces/{namespace}/crontabs/scaled"
+    _, got = await api.get(path)
+    assert got["spec"]["replicas"] == 5
+    got["status"] = {"replicas": 4, "selector": "app=cron"}
+    status, _ = await api.put(f"{path}/status", got)
+    assert status == 200
+    status, scale = await api.get(f"{path}/scale")
+    assert status == 200, scale
+    assert (scale["apiVersion"], scale["kind"]) == ("autoscaling/v1", "Scale")
+    assert scale["spec"] == {"replicas": 5}
+    assert scale["status"] == {"replicas": 4, "selector": "app=cron"}
+
+
+async def test_kubectl_explain_describes_a_custom_resource(
+        kubectl: Any, crontabs: str) -> None:
+    output = kubectl("explain", "crontabs.spec.cronSpec", f"--api-version={crontabs}/v1").stdout
+    assert "The schedule, in cron format." in output
+
+
+async def test_server_side_apply_of_a_custom_resource(
+        kubectl: Any, crontabs: str, namespace: str) -> None:
+    kubectl("apply", "--server-side", "-f", "-", input=crontab(crontabs, "ssa", namespace))
+    got = json.loads(kubectl("get", f"crontabs.{crontabs}", "ssa", "-n", namespace,
+                             "-o", "json", "--show-managed-fields").stdout)
+    managers = {entry["manager"] for entry in got["metadata"]["managedFields"]}
+    assert managers == {"kubectl"}
+    refused = kubectl("apply", "--server-side", "-f", "-", check=False,
+                      input=crontab(crontabs, "ssa", namespace).replace(
+                          "replicas: 1", "replicas: 1\n  color: red"))
+    assert refused.returncode != 0
+    assert ".spec.color: field not declared in schema" in refused.stderr

@@ -646,16 +646,19 @@ class APIServer(Component):
         if "protobuf" in request.headers.get("Accept", ""):
             return web.Response(body=openapi.v2_protobuf(),
                                 headers={"Content-Type": "application/octet-stream"})
-        return web.Response(body=openapi.v2_json(self.aggregator.openapi_v2_definitions()),
-                            content_type="application/json")
+        return web.Response(body=openapi.v2_json(
+            self.aggregator.openapi_v2_definitions()
+            | self.custom_resources.openapi.v2_definitions), content_type="application/json")
 
     async def _openapi_v3_index(self, request: web.Request) -> web.Response:
-        return web.Response(body=openapi.v3_index(self.aggregator.openapi_v3_paths()),
+        return web.Response(body=openapi.v3_index(
+            self.aggregator.openapi_v3_paths() | self.custom_resources.openapi.v3_paths),
                             content_type="application/json")
 
     async def _openapi_v3(self, request: web.Request) -> web.Response:
         path = request.path.removeprefix("/openapi/v3/")
-        body = openapi.v3_document(path) or self.aggregator.openapi_v3(path)
+        body = (openapi.v3_document(path) or self.aggregator.openapi_v3(path)
+                or self.custom_resources.openapi.v3_documents.get(path))
         if body is None:
             raise no_such_resource()
         return web.Response(body=body, content_type="application/json")

@@ -33,6 +33,8 @@ from minikube_py.apiserver.apiextensions.naming import (
     is_established,
     set_condition,
 )
+from minikube_py.apiserver.apiextensions.openapi import Published
+from minikube_py.apiserver.apiextensions.printing import printer
 from minikube_py.apiserver.apiextensions.schema_type import schema_type
 from minikube_py.apiserver.apiextensions.stores import CLEANUP_FINALIZER, CustomResourceStore
 from minikube_py.apiserver.apiextensions.strategy import CustomResourceStrategy
@@ -53,6 +55,7 @@ class Served:
     cache: WatchCache
     task: asyncio.Task[None]
     signature: Any = None
+    crd: Obj = field(default_factory=dict)
     stores: dict[StoreKey, CustomResourceStore] = field(default_factory=dict)
 
 
@@ -70,6 +73,8 @@ class CustomResourceDefinitions:
         self.served: dict[str, Served] = {}
         # every served resource, rebuilt when one changes (discovery reads it)
         self.resources: tuple[Resource, ...] = ()
+        # their schemas in OpenAPI v2 and v3, rebuilt with them
+        self.openapi = Published()
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._cleanups: dict[str, asyncio.Task[None]] = {}
 
@@ -177,7 +182,9 @@ class CustomResourceDefinitions:
             schema = version["schema"]["openAPIV3Schema"]
             strategy = CustomResourceStrategy(
                 resource, compile_schema(schema), schema_type(schema),
-                resource.api_version, f"{group}/{storage}")
+                resource.api_version, f"{group}/{storage}",
+                (version.get("subresources") or {}).get("scale"))
+            strategy.printer = printer(version.get("additionalPrinterColumns") or [])
             store = CustomResourceStore(resource, strategy, self.crds.etcd, served.cache,
                                         self.admission())
             store.field_manager = FieldManager(strategy.schema, resource.api_version,
@@ -186,6 +193,7 @@ class CustomResourceDefinitions:
             served.stores[key] = store
             self.stores[key] = store
         served.signature = signature
+        served.crd = crd
         self._rebuild_resources()
         log.info(kv("serving custom resource", crd=name,
                     versions=",".join(v["name"] for v in versions)))
@@ -205,6 +213,7 @@ class CustomResourceDefinitions:
     def _rebuild_resources(self) -> None:
         self.resources = tuple(store.resource for served in self.served.values()
                                for store in served.stores.values())
+        self.openapi.rebuild([served.crd for served in self.served.values()])
 
     # -- deletion ---------------------------------------------------------------------------
 

@@ -29,8 +29,9 @@ class CustomResourceStrategy(Strategy):
                    "application/apply-patch+yaml")
 
     def __init__(self, resource: Resource, node: Node, schema: Type, api_version: str,
-                 storage_api_version: str) -> None:
+                 storage_api_version: str, scale: Obj | None = None) -> None:
         super().__init__(resource)
+        self.scale = scale or {}
         self.node = node
         self.schema = schema
         self.api_version = api_version
@@ -79,6 +80,25 @@ class CustomResourceStrategy(Strategy):
     def validate_status_update(self, new: Obj, old: Obj) -> list[FieldError]:
         return validate(self.node, new)
 
+    def scale_of(self, obj: Obj) -> tuple[int, int, str | None]:
+        """The scale subresource's paths (specReplicasPath, statusReplicasPath,
+        labelSelectorPath) read from the object."""
+        spec = _read(obj, self.scale.get("specReplicasPath", ""))
+        status = _read(obj, self.scale.get("statusReplicasPath", ""))
+        selector = _read(obj, self.scale.get("labelSelectorPath", ""))
+        return (spec if isinstance(spec, int) else 0, status if isinstance(status, int) else 0,
+                selector if isinstance(selector, str) and selector else None)
+
+    def set_scale_replicas(self, obj: Obj, replicas: int) -> None:
+        steps = self.scale.get("specReplicasPath", ".spec.replicas").strip(".").split(".")
+        target = obj
+        for step in steps[:-1]:
+            child = target.get(step)
+            if not isinstance(child, dict):
+                child = target[step] = {}
+            target = child
+        target[steps[-1]] = replicas
+
     def reset_fields(self) -> dict[str, FieldSet]:
         if not self.has_status:
             return {}
@@ -87,3 +107,13 @@ class CustomResourceStrategy(Strategy):
             "status": FieldSet.of(*((field_element(name),) for name in self.schema.fields
                                     if name != "status")),
         }
+
+
+def _read(obj: Obj, path: str) -> object:
+    """The value at a simple JSON path such as .status.replicas (None when absent)."""
+    value: object = obj
+    for step in path.strip(".").split(".") if path else ():
+        if not isinstance(value, dict):
+            return None
+        value = value.get(step)
+    return value if path else None

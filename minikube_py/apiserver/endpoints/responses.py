@@ -91,6 +91,7 @@ def render_one(store: Store, obj: Obj, wanted: Wanted, request: web.Request) -> 
             now=meta.now(),
             include_object=request.query.get("includeObject", "Metadata"),
             list_metadata={"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+            printer=store.strategy.printer,
         )
     if wanted.form == "PartialObjectMetadata":
         return {
@@ -140,6 +141,7 @@ def list_body(store: Store, result: ListResult, wanted: Wanted, request: web.Req
             now=meta.now(),
             include_object=request.query.get("includeObject", "Metadata"),
             list_metadata=list_meta,
+            printer=store.strategy.printer,
         )
     if wanted.form == "PartialObjectMetadata":
         return {

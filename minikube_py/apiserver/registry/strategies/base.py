@@ -24,13 +24,17 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from minikube_py.api import Obj
 from minikube_py.api.managedfields.fieldpath import FieldSet, field_element
 from minikube_py.api.resources import Resource
 from minikube_py.api.schema import schema_for
+from minikube_py.api.selectors import label_selector_to_string
 from minikube_py.api.validation import FieldError, validate_dns1123_subdomain
+
+if TYPE_CHECKING:
+    from minikube_py.apiserver.endpoints.tables.table import Printer
 
 
 def spec_changed(new: Obj, old: Obj) -> bool:
@@ -73,6 +77,9 @@ class Strategy:
     def __init__(self, resource: Resource) -> None:
         self.resource = resource
         self.has_status = "status" in resource.subresources
+        # The Table columns of a kind whose columns are data (a custom resource's
+        # additionalPrinterColumns); None: the built-in printer of endpoints/tables/.
+        self.printer: Printer | None = None
 
     def to_internal(self, obj: Obj) -> Obj:
         """Convert a decoded request body to the stored form, before any other hook runs.
@@ -89,6 +96,18 @@ class Strategy:
         status.selector); workloads keep it in spec.selector. Must not change `obj`."""
         selector = (obj.get("spec") or {}).get("selector")
         return selector if isinstance(selector, dict) else None
+
+    def scale_of(self, obj: Obj) -> tuple[int, int, str | None]:
+        """The /scale subresource's view of the object: desired replicas, observed
+        replicas, and the selector as a string (None: no selector). Must not change `obj`."""
+        selector = self.label_selector(obj)
+        return ((obj.get("spec") or {}).get("replicas", 0),
+                (obj.get("status") or {}).get("replicas", 0),
+                label_selector_to_string(selector) if isinstance(selector, dict) else None)
+
+    def set_scale_replicas(self, obj: Obj, replicas: int) -> None:
+        """A /scale write: the desired replicas, where the kind keeps them."""
+        obj.setdefault("spec", {})["replicas"] = replicas
 
     def prepare_for_create(self, obj: Obj) -> None:
         """Before create: a client may not set status; generation starts at 1.
