@@ -531,3 +531,27 @@ async def test_server_side_apply_of_a_custom_resource(
                           "replicas: 1", "replicas: 1\n  color: red"))
     assert refused.returncode != 0
     assert ".spec.color: field not declared in schema" in refused.stderr
+
+
+async def test_defaults_apply_to_requests_and_to_objects_read_from_storage(api: API) -> None:
+    """custom_resource_definition.go: "custom resource defaulting for requests and from
+    storage works"."""
+    group = unique_group()
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "a": {"type": "string", "default": "A"}, "b": {"type": "string"}}}}}
+    crd = await create_established(api, definition(group, schema=schema))
+    path = f"/apis/{group}/v1/namespaces/default/widgets"
+    status, created = await api.post(path, widget(path, "d", {}))
+    assert status == 201 and created["spec"] == {"a": "A"}
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+        "properties"]["b"]["default"] = "B"
+    status, body = await api.put(f"{CRDS}/widgets.{group}", crd)
+    assert status == 200, body
+
+    async def defaulted_on_read() -> bool:
+        _, got = await api.get(f"{path}/d")
+        _, listed = await api.get(path)
+        return got["spec"] == {"a": "A", "b": "B"} and listed["items"][0]["spec"] == (
+            got["spec"])
+
+    await eventually(defaulted_on_read, what="the new default on read")

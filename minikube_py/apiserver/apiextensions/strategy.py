@@ -36,7 +36,12 @@ class CustomResourceStrategy(Strategy):
         self.schema = schema
         self.api_version = api_version
         self.storage_api_version = storage_api_version
-        self.stored_is_external = api_version == storage_api_version
+        # Objects read from storage are defaulted too (a default added to the schema
+        # later shows in every read), so only a schema without defaults serves the
+        # stored bytes as they are.
+        self.defaults_on_read = _has_default(node)
+        self.stored_is_external = (api_version == storage_api_version
+                                   and not self.defaults_on_read)
 
     def to_internal(self, obj: Obj) -> Obj:
         """Conversion None: the stored version is the object with the storage apiVersion."""
@@ -45,7 +50,12 @@ class CustomResourceStrategy(Strategy):
         return obj
 
     def to_external(self, obj: Obj) -> Obj:
-        if self.api_version == self.storage_api_version:
+        """Conversion None to the served version, and the schema's defaults applied
+        (upstream defaults what it decodes from etcd as well as requests)."""
+        if self.defaults_on_read:
+            obj = copy.deepcopy(obj)
+            apply_defaults(self.node, obj)
+        elif self.api_version == self.storage_api_version:
             return obj
         return {**obj, "apiVersion": self.api_version}
 
@@ -117,3 +127,14 @@ def _read(obj: Obj, path: str) -> object:
             return None
         value = value.get(step)
     return value if path else None
+
+
+def _has_default(node: Node | None) -> bool:
+    """Whether any node of the schema has a default."""
+    if node is None:
+        return False
+    if node.has_default:
+        return True
+    children = [*node.properties.values(), node.items, node.additional, *node.all_of,
+                *node.any_of, *node.one_of]
+    return any(_has_default(child) for child in children)
