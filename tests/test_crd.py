@@ -15,6 +15,7 @@ import aiohttp
 import pytest
 
 from minikube_py.cluster.apiserver import APIServerProcess
+from minikube_py.controllers.garbagecollector import GarbageCollector
 from tests.api_helpers import API, eventually
 from tests.conftest import module_own_apiserver
 
@@ -555,3 +556,36 @@ async def test_defaults_apply_to_requests_and_to_objects_read_from_storage(api: 
             got["spec"])
 
     await eventually(defaulted_on_read, what="the new default on read")
+
+
+async def test_the_garbage_collector_deletes_a_custom_resource_whose_owner_is_gone(
+        api: API, run_controllers: Any) -> None:
+    """ownerReferences on a custom resource: the garbage collector monitors the
+    definition's resource and deletes the dependent once its owner is deleted; a custom
+    resource owning another is collected too."""
+    group = unique_group()
+    await create_established(api, definition(group))
+    path = f"/apis/{group}/v1/namespaces/default/widgets"
+    await run_controllers(GarbageCollector)
+    _, owner = await api.post("/api/v1/namespaces/default/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"owner-{group[:9]}"}})
+    reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": owner["metadata"]["name"],
+                 "uid": owner["metadata"]["uid"]}
+    body = widget(path, "dependent")
+    body["metadata"]["ownerReferences"] = [reference]
+    status, parent = await api.post(path, body)
+    assert status == 201, parent
+    child = widget(path, "grandchild")
+    child["metadata"]["ownerReferences"] = [{
+        "apiVersion": f"{group}/v1", "kind": "Widget", "name": "dependent",
+        "uid": parent["metadata"]["uid"]}]
+    status, _ = await api.post(path, child)
+    assert status == 201
+    await api.delete(f"/api/v1/namespaces/default/configmaps/{owner['metadata']['name']}")
+
+    async def collected() -> bool:
+        first, _ = await api.get(f"{path}/dependent")
+        second, _ = await api.get(f"{path}/grandchild")
+        return first == second == 404
+
+    await eventually(collected, what="the dependents collected")

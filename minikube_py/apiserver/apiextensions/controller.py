@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from minikube_py.api import Obj, errors
+from minikube_py.api.customresources import served_resource
 from minikube_py.api.managedfields import FieldManager
 from minikube_py.api.openapi_schema.compiled import compile_schema
 from minikube_py.api.resources import Resource
@@ -178,7 +179,7 @@ class CustomResourceDefinitions:
         versions = [v for v in spec["versions"] if v.get("served")]
         storage = next(v["name"] for v in spec["versions"] if v.get("storage"))
         for version in versions:
-            resource = _resource(crd, version, accepted)
+            resource = served_resource(crd, version)
             schema = version["schema"]["openAPIV3Schema"]
             strategy = CustomResourceStrategy(
                 resource, compile_schema(schema), schema_type(schema),
@@ -268,15 +269,3 @@ class CustomResourceDefinitions:
 
         await self.crds.guaranteed_update("", name, mutate)
 
-
-def _resource(crd: Obj, version: Obj, accepted: Obj) -> Resource:
-    """The table row of one served version, from the accepted names."""
-    spec = crd["spec"]
-    subresources = version.get("subresources") or {}
-    return Resource(
-        spec["group"], version["name"], accepted["kind"], accepted["plural"],
-        spec["scope"] == "Namespaced", tuple(accepted.get("shortNames") or ()),
-        tuple(accepted.get("categories") or ()),
-        tuple(sub for sub in ("status", "scale") if sub in subresources),
-        storage_plural=f"{spec['group']}/{accepted['plural']}",
-        singular=accepted.get("singular") or accepted["kind"].lower())
