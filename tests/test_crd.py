@@ -16,6 +16,7 @@ import pytest
 
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.controllers.garbagecollector import GarbageCollector
+from minikube_py.controllers.namespace import NamespaceController
 from tests.api_helpers import API, eventually
 from tests.conftest import module_own_apiserver
 
@@ -589,3 +590,22 @@ async def test_the_garbage_collector_deletes_a_custom_resource_whose_owner_is_go
         return first == second == 404
 
     await eventually(collected, what="the dependents collected")
+
+
+async def test_deleting_a_namespace_deletes_its_custom_resources(
+        api: API, run_controllers: Any, namespace: str) -> None:
+    group = unique_group()
+    await create_established(api, definition(group))
+    path = f"/apis/{group}/v1/namespaces/{namespace}/widgets"
+    status, _ = await api.post(path, widget(path, "in-namespace"))
+    assert status == 201
+    await run_controllers(NamespaceController)
+    await api.delete(f"/api/v1/namespaces/{namespace}")
+
+    async def gone() -> bool:
+        status, _ = await api.get(f"/api/v1/namespaces/{namespace}")
+        return status == 404
+
+    await eventually(gone, what="the namespace gone")
+    _, listed = await api.get(f"/apis/{group}/v1/widgets")
+    assert [item["metadata"]["name"] for item in listed["items"]] == []
