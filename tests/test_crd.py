@@ -609,3 +609,42 @@ async def test_deleting_a_namespace_deletes_its_custom_resources(
     await eventually(gone, what="the namespace gone")
     _, listed = await api.get(f"/apis/{group}/v1/widgets")
     assert [item["metadata"]["name"] for item in listed["items"]] == []
+
+
+async def test_deletecollection_of_custom_resources_by_label(api: API, widgets: str) -> None:
+    for name, tier in (("x1", "gone"), ("x2", "gone"), ("x3", "kept")):
+        await api.post(widgets, widget(widgets, name, labels={"tier": tier}))
+    status, body = await api.delete(widgets + "?labelSelector=tier%3Dgone")
+    assert status == 200, body
+    assert sorted(item["metadata"]["name"] for item in body["items"]) == ["x1", "x2"]
+    _, listed = await api.get(widgets)
+    assert [item["metadata"]["name"] for item in listed["items"]] == ["x3"]
+
+
+async def test_discovery_documents_include_the_apiextensions_group(api: API) -> None:
+    """custom_resource_definition.go: "should include custom resource definition
+    resources in discovery documents"."""
+    _, groups = await api.get("/apis")
+    group = next(g for g in groups["groups"] if g["name"] == "apiextensions.k8s.io")
+    assert group["preferredVersion"] == {"groupVersion": "apiextensions.k8s.io/v1",
+                                         "version": "v1"}
+    _, resources = await api.get("/apis/apiextensions.k8s.io/v1")
+    entry = next(r for r in resources["resources"]
+                 if r["name"] == "customresourcedefinitions")
+    assert (entry["kind"], entry["namespaced"], entry["shortNames"]) == (
+        "CustomResourceDefinition", False, ["crd", "crds"])
+
+
+async def test_the_schema_is_published_in_openapi_v2_and_v3(api: API, widgets: str) -> None:
+    group = widgets.split("/")[2]
+    name = ".".join([*reversed(group.split(".")), "v1", "Widget"])
+    _, v2 = await api.get("/openapi/v2")
+    definition_v2 = v2["definitions"][name]
+    assert definition_v2["properties"]["spec"]["properties"]["size"]["default"] == 3
+    assert definition_v2["x-kubernetes-group-version-kind"] == [
+        {"group": group, "kind": "Widget", "version": "v1"}]
+    _, index = await api.get("/openapi/v3")
+    url = index["paths"][f"apis/{group}/v1"]["serverRelativeURL"]
+    _, v3 = await api.get(url)
+    assert name in v3["components"]["schemas"]
+    assert f"/apis/{group}/v1/namespaces/{{namespace}}/widgets/{{name}}" in v3["paths"]
