@@ -648,3 +648,47 @@ async def test_the_schema_is_published_in_openapi_v2_and_v3(api: API, widgets: s
     _, v3 = await api.get(url)
     assert name in v3["components"]["schemas"]
     assert f"/apis/{group}/v1/namespaces/{{namespace}}/widgets/{{name}}" in v3["paths"]
+
+
+# -- table_conversion.go, on custom resources ------------------------------------------------
+
+TABLE_V1BETA1 = "application/json;as=Table;v=v1beta1;g=meta.k8s.io"
+
+
+async def test_a_table_of_one_custom_resource(api: API, kubectl: Any, crontabs: str,
+                                              namespace: str) -> None:
+    """table_conversion.go: "should return pod details", for a custom resource."""
+    kubectl("apply", "-f", "-", input=crontab(crontabs, "row-1", namespace))
+    status, table = await api.get(
+        f"/apis/{crontabs}/v1/namespaces/{namespace}/crontabs/row-1",
+        headers={"Accept": TABLE_V1BETA1})
+    assert status == 200, table
+    assert table["kind"] == "Table"
+    names = [c["name"] for c in table["columnDefinitions"]]
+    assert names == ["Name", "Spec", "Replicas", "Age"]
+    assert len(table["rows"]) == 1 and len(table["rows"][0]["cells"]) == len(names)
+    assert table["rows"][0]["cells"][:3] == ["row-1", "* * * * */5", 1]
+
+
+async def test_chunks_of_table_results_for_list_calls(api: API, widgets: str) -> None:
+    """table_conversion.go: "should return chunks of table results for list calls"."""
+    for index in range(20):
+        await api.post(widgets, widget(widgets, f"template-{index:04d}"))
+    status, paged = await api.get(widgets + "?limit=2", headers={"Accept": TABLE_V1BETA1})
+    assert status == 200
+    assert [row["cells"][0] for row in paged["rows"]] == ["template-0000", "template-0001"]
+    assert paged["metadata"]["resourceVersion"] and paged["metadata"]["continue"]
+    _, rest = await api.get(widgets + f"?continue={paged['metadata']['continue']}",
+                            headers={"Accept": TABLE_V1BETA1})
+    assert rest["rows"][0]["cells"][0] == "template-0002"
+
+
+async def test_a_backend_without_tables_answers_406(api: API) -> None:
+    """table_conversion.go: "should return a 406 for a backend which does not implement
+    metadata"."""
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+              "spec": {"nonResourceAttributes": {"path": "/", "verb": "get"}}}
+    status, body = await api.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                                  review, headers={
+                                      "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+    assert status == 406, body
