@@ -539,24 +539,43 @@ async def test_defaults_apply_to_requests_and_to_objects_read_from_storage(api: 
     """custom_resource_definition.go: "custom resource defaulting for requests and from
     storage works"."""
     group = unique_group()
-    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
-        "a": {"type": "string", "default": "A"}, "b": {"type": "string"}}}}}
-    crd = await create_established(api, definition(group, schema=schema))
-    path = f"/apis/{group}/v1/namespaces/default/widgets"
-    status, created = await api.post(path, widget(path, "d", {}))
-    assert status == 201 and created["spec"] == {"a": "A"}
-    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
-        "properties"]["b"]["default"] = "B"
-    status, body = await api.put(f"{CRDS}/widgets.{group}", crd)
-    assert status == 200, body
+    schema = {"type": "object", "properties": {"a": {"type": "string"},
+                                               "b": {"type": "string"}}}
+    crd = definition(group, "defaultings", "Defaulting", scope="Cluster", schema=schema)
+    await create_established(api, crd)
+    path = f"/apis/{group}/v1/defaultings"
+    crd_path = f"{CRDS}/defaultings.{group}"
+    body = {"apiVersion": f"{group}/v1", "kind": "Defaulting"}
+    status, _ = await api.post(path, {**body, "metadata": {"name": "cr-1"}})
+    assert status == 201
+    status, _ = await api.patch(crd_path, [{
+        "op": "add", "path": "/spec/versions/0/schema/openAPIV3Schema/properties/a/default",
+        "value": "A"}], "json")
+    assert status == 200
 
-    async def defaulted_on_read() -> bool:
-        _, got = await api.get(f"{path}/d")
-        _, listed = await api.get(path)
-        return got["spec"] == {"a": "A", "b": "B"} and listed["items"][0]["spec"] == (
-            got["spec"])
+    async def read(name: str) -> dict[str, Any]:
+        _, got = await api.get(f"{path}/{name}")
+        return got
 
-    await eventually(defaulted_on_read, what="the new default on read")
+    async def first_defaulted() -> bool:
+        return (await read("cr-1")).get("a") == "A"
+
+    await eventually(first_defaulted, what="cr-1 defaulted on read")
+    status, second = await api.post(path, {**body, "metadata": {"name": "cr-2"}})
+    assert status == 201 and second["a"] == "A"
+    status, _ = await api.patch(crd_path, [
+        {"op": "remove", "path": "/spec/versions/0/schema/openAPIV3Schema/properties/a/default"},
+        {"op": "add", "path": "/spec/versions/0/schema/openAPIV3Schema/properties/b/default",
+         "value": "B"}], "json")
+    assert status == 200
+
+    async def second_defaulted() -> bool:
+        got = await read("cr-2")
+        return got.get("b") == "B" and got.get("a") == "A"
+
+    await eventually(second_defaulted, what="cr-2 defaulted for b, its a kept")
+    first = await read("cr-1")
+    assert (first.get("a"), first.get("b")) == (None, "B")  # cr-1 never stored a
 
 
 async def test_the_garbage_collector_deletes_a_custom_resource_whose_owner_is_gone(
@@ -628,7 +647,12 @@ async def test_discovery_documents_include_the_apiextensions_group(api: API) -> 
     group = next(g for g in groups["groups"] if g["name"] == "apiextensions.k8s.io")
     assert group["preferredVersion"] == {"groupVersion": "apiextensions.k8s.io/v1",
                                          "version": "v1"}
+    _, group_document = await api.get("/apis/apiextensions.k8s.io")
+    assert group_document["name"] == "apiextensions.k8s.io"
+    assert {"groupVersion": "apiextensions.k8s.io/v1", "version": "v1"} in (
+        group_document["versions"])
     _, resources = await api.get("/apis/apiextensions.k8s.io/v1")
+    assert resources["groupVersion"] == "apiextensions.k8s.io/v1"
     entry = next(r for r in resources["resources"]
                  if r["name"] == "customresourcedefinitions")
     assert (entry["kind"], entry["namespaced"], entry["shortNames"]) == (
