@@ -160,6 +160,10 @@ async def test_a_second_definition_claiming_a_taken_name_is_not_accepted(api: AP
      ["spec"].pop("type"),
      ("FieldValueRequired", "spec.versions[0].schema.openAPIV3Schema.properties[spec].type",
       "must not be empty for specified object fields")),
+    (lambda crd: crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+     ["spec"]["properties"]["color"].update(pattern="("),
+     ("FieldValueInvalid", "spec.versions[0].schema.openAPIV3Schema.properties[spec]"
+      ".properties[color].pattern", "must be a valid regular expression")),
 ])
 async def test_an_invalid_definition_is_refused_with_upstreams_causes(
         api: API, change: Any, cause: tuple[str, str, str]) -> None:

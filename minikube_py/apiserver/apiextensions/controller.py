@@ -41,6 +41,7 @@ from minikube_py.apiserver.apiextensions.stores import CLEANUP_FINALIZER, Custom
 from minikube_py.apiserver.apiextensions.strategy import CustomResourceStrategy
 from minikube_py.apiserver.auth.admission import Chain
 from minikube_py.apiserver.registry.store import UNOWNED_FIELDS, DeleteOptions, Store
+from minikube_py.apiserver.storage.etcd import EtcdError
 from minikube_py.apiserver.storage.watchcache import CacheEvent, WatchCache
 from minikube_py.client.logs import kv
 
@@ -121,6 +122,14 @@ class CustomResourceDefinitions:
                                    err=err.message))
                 self._queue.put_nowait(name)
                 await asyncio.sleep(0.2)
+            except EtcdError as err:
+                log.warning(kv("syncing CustomResourceDefinition failed", crd=name,
+                               err=str(err)))
+                self._queue.put_nowait(name)
+                await asyncio.sleep(1.0)
+            except Exception:
+                # a definition this server cannot serve must not stop the others' syncs
+                log.exception(kv("syncing CustomResourceDefinition failed", crd=name))
 
     # -- one definition ---------------------------------------------------------------------
 

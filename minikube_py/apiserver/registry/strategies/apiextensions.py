@@ -11,6 +11,7 @@ controllers (apiserver/apiextensions/controller.py), as upstream's.
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from minikube_py.api import Obj
@@ -257,6 +258,7 @@ def _validate_versions(versions: list[Any]) -> list[FieldError]:
             problems.append(required(f"{path}.schema.openAPIV3Schema", "schemas are required"))
         else:
             problems += schema_errors(schema, f"{path}.schema.openAPIV3Schema")
+            problems += _pattern_errors(schema, f"{path}.schema.openAPIV3Schema")
         problems += _validate_subresources(_dict(version.get("subresources")),
                                            f"{path}.subresources")
         problems += _validate_columns(_list(version.get("additionalPrinterColumns")),
@@ -313,4 +315,26 @@ def _validate_columns(columns: list[Any], path: str) -> list[FieldError]:
         if isinstance(column.get("priority"), int) and column["priority"] < 0:
             problems.append(invalid(f"{item}.priority", column["priority"],
                                     "must be greater than or equal to 0"))
+    return problems
+
+
+def _pattern_errors(schema: Any, path: str) -> list[FieldError]:
+    """Every `pattern` of the schema must compile (the validator compiles them once)."""
+    if not isinstance(schema, dict):
+        return []
+    problems: list[FieldError] = []
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        try:
+            re.compile(pattern)
+        except re.error as err:
+            problems.append(invalid(f"{path}.pattern", pattern,
+                                    f"must be a valid regular expression, but isn't: {err}"))
+    for key, value in (schema.get("properties") or {}).items():
+        problems += _pattern_errors(value, f"{path}.properties[{key}]")
+    for key in ("items", "additionalProperties", "not"):
+        problems += _pattern_errors(schema.get(key), f"{path}.{key}")
+    for key in ("allOf", "anyOf", "oneOf"):
+        for index, value in enumerate(schema.get(key) or []):
+            problems += _pattern_errors(value, f"{path}.{key}[{index}]")
     return problems
