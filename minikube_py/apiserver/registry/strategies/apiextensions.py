@@ -11,10 +11,10 @@ controllers (apiserver/apiextensions/controller.py), as upstream's.
 from __future__ import annotations
 
 import copy
-import re
 from typing import Any
 
 from minikube_py.api import Obj
+from minikube_py.api.openapi_schema.compiled import compile_schema
 from minikube_py.api.openapi_schema.structural import schema_errors
 from minikube_py.api.validation import (
     FieldError,
@@ -319,15 +319,17 @@ def _validate_columns(columns: list[Any], path: str) -> list[FieldError]:
 
 
 def _pattern_errors(schema: Any, path: str) -> list[FieldError]:
-    """Every `pattern` of the schema must compile (the validator compiles them once)."""
+    """Every `pattern` of the schema must compile with the validator's compiler
+    (api/openapi_schema), so that a definition accepted is one the server can serve."""
     if not isinstance(schema, dict):
         return []
     problems: list[FieldError] = []
     pattern = schema.get("pattern")
     if isinstance(pattern, str):
         try:
-            re.compile(pattern)
-        except re.error as err:
+            # compiled as the validator will compile it (Go's RE2 syntax)
+            compile_schema({"type": "string", "pattern": pattern})
+        except Exception as err:  # the compiler's own error type: re's or RE2's
             problems.append(invalid(f"{path}.pattern", pattern,
                                     f"must be a valid regular expression, but isn't: {err}"))
     for key, value in (schema.get("properties") or {}).items():
