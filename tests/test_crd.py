@@ -178,6 +178,22 @@ async def test_an_invalid_definition_is_refused_with_upstreams_causes(
                for c in body["details"]["causes"]), body["details"]["causes"]
 
 
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": []},
+    {"type": "object", "properties": {"a": 5}},
+    {"type": 5},
+    {"type": "object", "properties": {"a": {"type": "array", "items": "x"}}},
+    {"type": "object", "properties": {"a": {"type": "object", "additionalProperties": 7}}},
+    {"type": "object", "required": "a"},
+    {"type": "object", "properties": {"a": {"type": "string", "pattern": 7}}},
+])
+async def test_a_malformed_schema_is_a_client_error_never_a_server_error(
+        api: API, schema: dict[str, Any]) -> None:
+    crd = definition(unique_group(), schema=schema)
+    status, body = await api.post(CRDS + "?dryRun=All", crd)
+    assert status in (400, 422), body
+
+
 # -- custom resources ----------------------------------------------------------------------
 
 @pytest.fixture

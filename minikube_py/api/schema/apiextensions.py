@@ -1,8 +1,11 @@
 """apiextensions.k8s.io/v1 CustomResourceDefinition.
 
 Upstream: k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1/types.go and
-types_jsonschema.go. A version's openAPIV3Schema is itself a JSON schema of any shape:
-it is kept as arbitrary JSON here and judged by api/openapi_schema/structural.py.
+types_jsonschema.go. A version's openAPIV3Schema is a JSONSchemaProps, a recursive type:
+decoding checks its JSON types (a `properties` that is a list is a 400, as Go's decoder
+says), api/openapi_schema/structural.py judges the rest. Its few "either" fields
+(items: a schema or a list, additionalProperties: a schema or a bool, default: any JSON)
+are free JSON here; the definition's strategy checks their shape.
 """
 
 from __future__ import annotations
@@ -11,9 +14,12 @@ from minikube_py.api.schema.dsl import (
     ANY,
     BOOLEAN,
     INTEGER,
+    NUMBER,
     STRING,
+    array,
     atomic,
     f,
+    map_of,
     merged,
     obj,
 )
@@ -21,6 +27,73 @@ from minikube_py.api.schema.meta import TIME, api_object
 from minikube_py.api.schema.types import Type
 
 APIEXTENSIONS = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1"
+
+JSON_SCHEMA_PROPS = obj(
+    f"{APIEXTENSIONS}.JSONSchemaProps",
+    "A JSON-Schema following Specification Draft 4 (http://json-schema.org/).",
+)
+JSON_SCHEMA_PROPS.fields.update({
+    "$ref": f(STRING, "Not supported (refused by validation)."),
+    "$schema": f(STRING, "Not supported (refused by validation)."),
+    "additionalItems": f(ANY, "Not supported: a schema or a bool."),
+    "additionalProperties": f(ANY, "A schema for the values of a map, or a bool."),
+    "allOf": atomic(JSON_SCHEMA_PROPS, "Every one of these schemas must match."),
+    "anyOf": atomic(JSON_SCHEMA_PROPS, "At least one of these schemas must match."),
+    "default": f(ANY, "The value an omitted field defaults to."),
+    "definitions": f(map_of(JSON_SCHEMA_PROPS), "Not supported."),
+    "dependencies": f(map_of(ANY), "Not supported: schemas or lists of names."),
+    "description": f(STRING, "What the field means."),
+    "enum": atomic(ANY, "The values allowed."),
+    "example": f(ANY, "An example value."),
+    "exclusiveMaximum": f(BOOLEAN, "Whether maximum itself is excluded."),
+    "exclusiveMinimum": f(BOOLEAN, "Whether minimum itself is excluded."),
+    "externalDocs": f(obj(
+        f"{APIEXTENSIONS}.ExternalDocumentation",
+        "Documentation elsewhere.",
+        description=f(STRING, "What it documents."),
+        url=f(STRING, "Where it is."),
+    ), "Documentation elsewhere."),
+    "format": f(STRING, "The string format (date-time, int32...)."),
+    "id": f(STRING, "Not supported."),
+    "items": f(ANY, "The schema of a list's items (or a list of schemas)."),
+    "maxItems": f(INTEGER, "At most this many items."),
+    "maxLength": f(INTEGER, "At most this many characters."),
+    "maxProperties": f(INTEGER, "At most this many properties."),
+    "maximum": f(NUMBER, "The largest value allowed."),
+    "minItems": f(INTEGER, "At least this many items."),
+    "minLength": f(INTEGER, "At least this many characters."),
+    "minProperties": f(INTEGER, "At least this many properties."),
+    "minimum": f(NUMBER, "The smallest value allowed."),
+    "multipleOf": f(NUMBER, "Values must be a multiple of this."),
+    "not": f(JSON_SCHEMA_PROPS, "This schema must not match."),
+    "nullable": f(BOOLEAN, "Whether null is allowed."),
+    "oneOf": atomic(JSON_SCHEMA_PROPS, "Exactly one of these schemas must match."),
+    "pattern": f(STRING, "A regular expression (RE2) strings must match."),
+    "patternProperties": f(map_of(JSON_SCHEMA_PROPS), "Not supported."),
+    "properties": f(map_of(JSON_SCHEMA_PROPS), "The schema of each field of an object."),
+    "required": atomic(STRING, "The fields an object must have."),
+    "title": f(STRING, "A title."),
+    "type": f(STRING, "object, array, string, integer, number or boolean."),
+    "uniqueItems": f(BOOLEAN, "Whether a list's items must differ."),
+    "x-kubernetes-embedded-resource": f(BOOLEAN, "The value is a whole object "
+                                                 "(apiVersion, kind, metadata)."),
+    "x-kubernetes-int-or-string": f(BOOLEAN, "The value is an integer or a string."),
+    "x-kubernetes-list-map-keys": atomic(STRING, "The keys of a map-type list."),
+    "x-kubernetes-list-type": f(STRING, "atomic, set or map."),
+    "x-kubernetes-map-type": f(STRING, "granular or atomic."),
+    "x-kubernetes-preserve-unknown-fields": f(BOOLEAN, "Keep fields the schema does not "
+                                                       "name."),
+    "x-kubernetes-validations": f(array(obj(
+        f"{APIEXTENSIONS}.ValidationRule",
+        "A CEL validation rule.",
+        fieldPath=f(STRING, "Where a failure is reported."),
+        message=f(STRING, "The message of a failure."),
+        messageExpression=f(STRING, "A CEL expression giving the message."),
+        optionalOldSelf=f(BOOLEAN, "Whether a transition rule also runs on create."),
+        reason=f(STRING, "The reason of a failure."),
+        rule=f(STRING, "The CEL expression.", required=True),
+    )), "CEL rules the value must pass.", list_type="map", map_keys=("rule",)),
+})
 
 CONDITION = obj(
     f"{APIEXTENSIONS}.CustomResourceDefinitionCondition",
@@ -96,7 +169,7 @@ VERSION = obj(
     schema=f(obj(
         f"{APIEXTENSIONS}.CustomResourceValidation",
         "The schema the version's objects are validated, pruned and defaulted with.",
-        openAPIV3Schema=f(ANY, "The OpenAPI v3 schema (structural)."),
+        openAPIV3Schema=f(JSON_SCHEMA_PROPS, "The OpenAPI v3 schema (structural)."),
     ), "The version's schema."),
     selectableFields=atomic(obj(
         f"{APIEXTENSIONS}.SelectableField",

@@ -257,7 +257,8 @@ def _validate_versions(versions: list[Any]) -> list[FieldError]:
         if not isinstance(schema, dict):
             problems.append(required(f"{path}.schema.openAPIV3Schema", "schemas are required"))
         else:
-            problems += schema_errors(schema, f"{path}.schema.openAPIV3Schema")
+            shape = _shape_errors(schema, f"{path}.schema.openAPIV3Schema")
+            problems += shape or schema_errors(schema, f"{path}.schema.openAPIV3Schema")
             problems += _pattern_errors(schema, f"{path}.schema.openAPIV3Schema")
         problems += _validate_subresources(_dict(version.get("subresources")),
                                            f"{path}.subresources")
@@ -339,4 +340,37 @@ def _pattern_errors(schema: Any, path: str) -> list[FieldError]:
     for key in ("allOf", "anyOf", "oneOf"):
         for index, value in enumerate(schema.get(key) or []):
             problems += _pattern_errors(value, f"{path}.{key}[{index}]")
+    return problems
+
+
+def _shape_errors(schema: Any, path: str) -> list[FieldError]:
+    """The JSON shape of the schema's "either" fields, which decoding leaves free (Go
+    decodes them into JSONSchemaPropsOrArray, ...OrBool, ...OrStringArray): items is a
+    schema or a list of schemas, additionalProperties and additionalItems a schema or a
+    bool, each dependency a schema or a list of names."""
+    if not isinstance(schema, dict):
+        return [invalid(path, schema, "must be an object")]
+    problems: list[FieldError] = []
+    items = schema.get("items")
+    if items is not None:
+        if isinstance(items, list):
+            for index, item in enumerate(items):
+                problems += _shape_errors(item, f"{path}.items[{index}]")
+        else:
+            problems += _shape_errors(items, f"{path}.items")
+    for key in ("additionalProperties", "additionalItems"):
+        value = schema.get(key)
+        if value is not None and not isinstance(value, bool):
+            problems += _shape_errors(value, f"{path}.{key}")
+    for name, value in (schema.get("dependencies") or {}).items():
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            problems += _shape_errors(value, f"{path}.dependencies[{name}]")
+    for key in ("properties", "patternProperties", "definitions"):
+        for name, value in (schema.get(key) or {}).items():
+            problems += _shape_errors(value, f"{path}.{key}[{name}]")
+    for key in ("allOf", "anyOf", "oneOf"):
+        for index, value in enumerate(schema.get(key) or []):
+            problems += _shape_errors(value, f"{path}.{key}[{index}]")
+    if schema.get("not") is not None:
+        problems += _shape_errors(schema["not"], f"{path}.not")
     return problems
