@@ -25,15 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from minikube_py.api import Obj, errors
-from minikube_py.api.customresources import served_resource
+from minikube_py.api.customresources import is_established, served_resource
 from minikube_py.api.managedfields import FieldManager
 from minikube_py.api.openapi_schema.compiled import compile_schema
 from minikube_py.api.resources import Resource
-from minikube_py.apiserver.apiextensions.naming import (
-    calculate_status,
-    is_established,
-    set_condition,
-)
+from minikube_py.apiserver.apiextensions.naming import calculate_status, set_condition
 from minikube_py.apiserver.apiextensions.openapi import Published
 from minikube_py.apiserver.apiextensions.printing import printer
 from minikube_py.apiserver.apiextensions.schema_type import schema_type

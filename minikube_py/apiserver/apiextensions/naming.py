@@ -111,10 +111,6 @@ def _condition(kind: str, status: bool, reason: str, message: str) -> Obj:
             "lastTransitionTime": meta.now_rfc3339(), "reason": reason, "message": message}
 
 
-def is_established(crd: Obj) -> bool:
-    return _conditions(crd).get("Established", {}).get("status") == "True"
-
-
 def set_condition(crd: Obj, kind: str, status: bool, reason: str, message: str) -> None:
     """SetCRDCondition: set one condition, keeping its transition time if unchanged."""
     conditions = _conditions(crd)

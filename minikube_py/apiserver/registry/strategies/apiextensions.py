@@ -14,6 +14,7 @@ import copy
 from typing import Any
 
 from minikube_py.api import Obj
+from minikube_py.api.customresources import is_established
 from minikube_py.api.openapi_schema.compiled import compile_schema
 from minikube_py.api.openapi_schema.structural import schema_errors
 from minikube_py.api.validation import (
@@ -102,7 +103,7 @@ class CustomResourceDefinitionStrategy(KindStrategy):
         problems = validate_crd(new)
         old_scope = (old.get("spec") or {}).get("scope")
         new_scope = (new.get("spec") or {}).get("scope")
-        if old_scope != new_scope and _established(old):
+        if old_scope != new_scope and is_established(old):
             problems.append(invalid("spec.scope", new_scope, "field is immutable"))
         if (old.get("spec") or {}).get("group") != (new.get("spec") or {}).get("group"):
             problems.append(invalid("spec.group", (new.get("spec") or {}).get("group"),
@@ -111,11 +112,6 @@ class CustomResourceDefinitionStrategy(KindStrategy):
 
     def validate_status_update(self, new: Obj, old: Obj) -> list[FieldError]:
         return _validate_stored_versions(new)
-
-
-def _established(crd: Obj) -> bool:
-    return any(c.get("type") == "Established" and c.get("status") == "True"
-               for c in _list(_dict(crd.get("status")).get("conditions")) if isinstance(c, dict))
 
 
 def _add_stored_version(crd: Obj) -> None:
