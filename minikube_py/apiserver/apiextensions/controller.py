@@ -29,6 +29,7 @@ from minikube_py.api.customresources import is_established, served_resource
 from minikube_py.api.managedfields import FieldManager
 from minikube_py.api.openapi_schema.compiled import compile_schema
 from minikube_py.api.resources import Resource
+from minikube_py.api.selectors import parse_field_selector, parse_label_selector
 from minikube_py.apiserver.apiextensions.naming import calculate_status, set_condition
 from minikube_py.apiserver.apiextensions.openapi import Published
 from minikube_py.apiserver.apiextensions.printing import printer
@@ -36,7 +37,12 @@ from minikube_py.apiserver.apiextensions.schema_type import schema_type
 from minikube_py.apiserver.apiextensions.stores import CLEANUP_FINALIZER, CustomResourceStore
 from minikube_py.apiserver.apiextensions.strategy import CustomResourceStrategy
 from minikube_py.apiserver.auth.admission import Chain
-from minikube_py.apiserver.registry.store import UNOWNED_FIELDS, DeleteOptions, Store
+from minikube_py.apiserver.registry.store import (
+    UNOWNED_FIELDS,
+    DeleteOptions,
+    ListOptions,
+    Store,
+)
 from minikube_py.apiserver.storage.etcd import EtcdError
 from minikube_py.apiserver.storage.watchcache import CacheEvent, WatchCache
 from minikube_py.client.logs import kv
@@ -138,6 +144,9 @@ class CustomResourceDefinitions:
         group = (crd.get("spec") or {}).get("group")
         if crd["metadata"].get("deletionTimestamp"):
             if CLEANUP_FINALIZER in (crd["metadata"].get("finalizers") or ()):
+                if is_established(crd):
+                    # its storage, to delete the instances (after a restart, too)
+                    self._serve(crd)
                 self._start_cleanup(crd)
             return
         status = calculate_status(crd, self.crds.cache.list())
@@ -167,7 +176,9 @@ class CustomResourceDefinitions:
         name = crd["metadata"]["name"]
         spec = crd["spec"]
         accepted = crd["status"]["acceptedNames"]
-        signature = (crd["metadata"].get("generation"), repr(accepted))
+        # a definition deleted and created again under its name is served afresh
+        signature = (crd["metadata"].get("uid"), crd["metadata"].get("generation"),
+                     repr(accepted))
         served = self.served.get(name)
         if served is not None and served.signature == signature:
             return
@@ -240,11 +251,11 @@ class CustomResourceDefinitions:
                                     "CustomResource deletion is in progress")
         if served is not None and served.stores:
             store = next(iter(served.stores.values()))
+            everything = ListOptions(parse_label_selector(""), parse_field_selector(""))
             while True:
-                remaining = served.cache.list() if served.cache.ready.is_set() else None
-                if remaining is None:
-                    await served.cache.ready.wait()
-                    continue
+                # a consistent read of etcd: the watch cache may not show an instance
+                # created a moment ago, which would then outlive its definition
+                remaining = (await store.list("", everything)).items
                 if not remaining:
                     break
                 for obj in remaining:
