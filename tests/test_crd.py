@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -508,7 +509,9 @@ async def test_kubectl_get_shows_the_printer_columns(
     kubectl("apply", "-f", "-", input=crontab(crontabs, "printed", namespace, replicas=3))
     lines = kubectl("get", f"crontabs.{crontabs}", "-n", namespace).stdout.splitlines()
     assert lines[0].split() == ["NAME", "SPEC", "REPLICAS", "AGE"]
-    assert lines[1].split()[:7] == ["printed", "*", "*", "*", "*", "*/5", "3"]
+    cells = lines[1].split()
+    assert cells[:7] == ["printed", "*", "*", "*", "*", "*/5", "3"]
+    assert re.fullmatch(r"\d+[smhd]", cells[7]), cells  # a date column shows the age
 
 
 async def test_kubectl_get_all_includes_custom_resources_in_the_all_category(
@@ -736,3 +739,28 @@ async def test_a_backend_without_tables_answers_406(api: API) -> None:
                                   review, headers={
                                       "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
     assert status == 406, body
+
+
+async def test_a_definition_created_again_at_once_serves_creates(api: API) -> None:
+    """Deleted and created again before its controller saw it go, a definition of the
+    same name still serves creates (its old stores refused them while it went)."""
+    group = unique_group()
+    await create_established(api, definition(group))
+    path = f"/apis/{group}/v1/namespaces/default/widgets"
+    await api.post(path, widget(path, "old"))
+    await api.delete(f"{CRDS}/widgets.{group}")
+
+    async def recreated() -> bool:
+        status, _ = await api.post(CRDS, definition(group))
+        return status == 201
+
+    await eventually(recreated, what="the definition created again")
+    await established(api, f"widgets.{group}")
+
+    async def creates() -> bool:
+        status, _ = await api.post(path, widget(path, "new"))
+        return status == 201
+
+    await eventually(creates, what="a create of the new definition's resource")
+    _, listed = await api.get(path)
+    assert [item["metadata"]["name"] for item in listed["items"]] == ["new"]

@@ -5,7 +5,8 @@ Each column's jsonPath is evaluated against the object and its first result is t
 cell: strings as text, other types as their JSON value, a missing value as null. A
 definition without columns gets upstream's one: Age, from metadata.creationTimestamp.
 
-The paths are the JSONPath subset printer columns use: fields (`.spec.replicas`,
+A date cell is the value's age ("5m"), as kubectl prints AGE. The paths are the
+JSONPath subset printer columns use: fields (`.spec.replicas`,
 `.metadata['name']`), indexes (`[0]`, `[*]`) and equality filters
 (`.status.conditions[?(@.type=="Ready")].status`).
 """
@@ -18,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from minikube_py.api import Obj
+from minikube_py.apiserver.endpoints.tables.cells import parse_time, translate_timestamp_since
 from minikube_py.apiserver.endpoints.tables.table import NAME, Cells, Printer, column
 
 AGE_COLUMN = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp",
@@ -54,10 +56,27 @@ def printer(columns: list[Obj]) -> Printer:
                 value = found[0]
                 row.append(value if isinstance(value, str) else json.dumps(value))
             else:
-                row.append(found[0])
+                row.append(_cell(kind, found[0], now))
         return row
 
     return Printer(definitions, cells)
+
+
+def _cell(kind: str, value: Any, now: datetime) -> Any:
+    """cellForJSONValue: a value as its column's type shows it; a date as its age."""
+    if kind == "date":
+        if not isinstance(value, str):
+            return None
+        return translate_timestamp_since(value, now) if parse_time(value) else "<invalid>"
+    if kind == "integer":
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        return int(value) if number else None
+    if kind == "number":
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        return value if number else None
+    if kind == "boolean":
+        return value if isinstance(value, bool) else None
+    return value
 
 
 def parse(path: str) -> list[tuple[str, Any]]:
