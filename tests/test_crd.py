@@ -764,3 +764,27 @@ async def test_a_definition_created_again_at_once_serves_creates(api: API) -> No
     await eventually(creates, what="a create of the new definition's resource")
     _, listed = await api.get(path)
     assert [item["metadata"]["name"] for item in listed["items"]] == ["new"]
+
+
+async def test_every_served_version_is_served_with_the_none_conversion(api: API) -> None:
+    """Two served versions, v1 stored: an object written through v1beta1 is stored as v1
+    and read through either with that version's apiVersion; discovery prefers v1."""
+    group = unique_group()
+    crd = definition(group)
+    beta = json.loads(json.dumps(crd["spec"]["versions"][0]))
+    beta.update(name="v1beta1", storage=False)
+    crd["spec"]["versions"].insert(0, beta)
+    await create_established(api, crd)
+    await served(api, f"/apis/{group}/v1beta1/widgets")
+    beta_path = f"/apis/{group}/v1beta1/namespaces/default/widgets"
+    status, created = await api.post(beta_path, {**widget(beta_path, "w"),
+                                                 "apiVersion": f"{group}/v1beta1"})
+    assert status == 201, created
+    assert created["apiVersion"] == f"{group}/v1beta1"
+    _, through_v1 = await api.get(f"/apis/{group}/v1/namespaces/default/widgets/w")
+    assert through_v1["apiVersion"] == f"{group}/v1"
+    _, listed = await api.get(beta_path)
+    assert listed["items"][0]["apiVersion"] == f"{group}/v1beta1"
+    _, group_document = await api.get(f"/apis/{group}")
+    assert group_document["preferredVersion"]["version"] == "v1"
+    assert [v["version"] for v in group_document["versions"]] == ["v1", "v1beta1"]
