@@ -788,3 +788,19 @@ async def test_every_served_version_is_served_with_the_none_conversion(api: API)
     _, group_document = await api.get(f"/apis/{group}")
     assert group_document["preferredVersion"]["version"] == "v1"
     assert [v["version"] for v in group_document["versions"]] == ["v1", "v1beta1"]
+
+
+async def test_field_selectors_on_the_definitions_selectable_fields(api: API) -> None:
+    """crd_selectable_fields.go: a field selector may name a selectableFields path."""
+    group = unique_group()
+    crd = definition(group)
+    crd["spec"]["versions"][0]["selectableFields"] = [{"jsonPath": ".spec.color"}]
+    await create_established(api, crd)
+    path = f"/apis/{group}/v1/namespaces/default/widgets"
+    for name, color in (("r", "red"), ("b", "blue")):
+        await api.post(path, widget(path, name, {"color": color}))
+    _, listed = await api.get(path + "?fieldSelector=spec.color%3Dblue")
+    assert [item["metadata"]["name"] for item in listed["items"]] == ["b"]
+    status, refused = await api.get(path + "?fieldSelector=spec.size%3D3")
+    assert status == 400, refused
+    assert 'field label not supported: spec.size' in refused["message"]

@@ -200,7 +200,8 @@ class CustomResourceDefinitions:
             strategy = CustomResourceStrategy(
                 resource, compile_schema(schema), schema_type(schema),
                 resource.api_version, f"{group}/{storage}",
-                (version.get("subresources") or {}).get("scale"))
+                (version.get("subresources") or {}).get("scale"),
+                version.get("selectableFields"))
             strategy.printer = printer(version.get("additionalPrinterColumns") or [])
             store = CustomResourceStore(resource, strategy, self.crds.etcd, served.cache,
                                         self.admission())

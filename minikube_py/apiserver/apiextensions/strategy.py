@@ -29,9 +29,13 @@ class CustomResourceStrategy(Strategy):
                    "application/apply-patch+yaml")
 
     def __init__(self, resource: Resource, node: Node, schema: Type, api_version: str,
-                 storage_api_version: str, scale: Obj | None = None) -> None:
+                 storage_api_version: str, scale: Obj | None = None,
+                 selectable_fields: list[Obj] | None = None) -> None:
         super().__init__(resource)
         self.scale = scale or {}
+        # selectableFields: the field selector names them without the leading dot
+        self.selectable = [str(field.get("jsonPath", "")).lstrip(".")
+                           for field in selectable_fields or [] if field.get("jsonPath")]
         self.node = node
         self.schema = schema
         self.api_version = api_version
@@ -89,6 +93,18 @@ class CustomResourceStrategy(Strategy):
 
     def validate_status_update(self, new: Obj, old: Obj) -> list[FieldError]:
         return validate(self.node, new)
+
+    def field_set(self, obj: Obj) -> dict[str, str]:
+        """metadata.name, metadata.namespace and the definition's selectableFields, as a
+        field selector compares them (a missing field is the empty string; booleans as
+        true/false)."""
+        fields = super().field_set(obj)
+        for path in self.selectable:
+            value = _read(obj, "." + path)
+            fields[path] = ("" if value is None else
+                            ("true" if value else "false") if isinstance(value, bool)
+                            else str(value))
+        return fields
 
     def scale_of(self, obj: Obj) -> tuple[int, int, str | None]:
         """The scale subresource's paths (specReplicasPath, statusReplicasPath,
