@@ -165,6 +165,13 @@ async def test_a_second_definition_claiming_a_taken_name_is_not_accepted(api: AP
      ["spec"]["properties"]["color"].update(pattern="("),
      ("FieldValueInvalid", "spec.versions[0].schema.openAPIV3Schema.properties[spec]"
       ".properties[color].pattern", "must be a valid regular expression")),
+    (lambda crd: crd["spec"]["versions"][0].update(selectableFields=[{"jsonPath": ".spec"}]),
+     ("FieldValueInvalid", "spec.versions[0].selectableFields[0].jsonPath",
+      "must point to a field of type string, boolean or integer")),
+    (lambda crd: crd["spec"]["versions"][0].update(
+        selectableFields=[{"jsonPath": ".spec.nothing"}]),
+     ("FieldValueInvalid", "spec.versions[0].selectableFields[0].jsonPath",
+      "is an invalid path: does not refer to a valid field")),
 ])
 async def test_an_invalid_definition_is_refused_with_upstreams_causes(
         api: API, change: Any, cause: tuple[str, str, str]) -> None:

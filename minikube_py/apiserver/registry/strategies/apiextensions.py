@@ -24,6 +24,7 @@ from minikube_py.api.validation import (
     invalid,
     not_supported,
     required,
+    too_many,
     validate_dns1035_label,
     validate_dns1123_subdomain,
 )
@@ -256,6 +257,9 @@ def _validate_versions(versions: list[Any]) -> list[FieldError]:
             shape = _shape_errors(schema, f"{path}.schema.openAPIV3Schema")
             problems += shape or schema_errors(schema, f"{path}.schema.openAPIV3Schema")
             problems += _pattern_errors(schema, f"{path}.schema.openAPIV3Schema")
+            if not shape:
+                problems += _validate_selectable_fields(
+                    _list(version.get("selectableFields")), schema, f"{path}.selectableFields")
         problems += _validate_subresources(_dict(version.get("subresources")),
                                            f"{path}.subresources")
         problems += _validate_columns(_list(version.get("additionalPrinterColumns")),
@@ -369,4 +373,44 @@ def _shape_errors(schema: Any, path: str) -> list[FieldError]:
             problems += _shape_errors(value, f"{path}.{key}[{index}]")
     if schema.get("not") is not None:
         problems += _shape_errors(schema["not"], f"{path}.not")
+    return problems
+
+
+MAX_SELECTABLE_FIELDS = 8
+SELECTABLE_TYPES = ("string", "boolean", "integer")
+
+
+def _validate_selectable_fields(fields: list[Any], schema: Obj, path: str
+                                ) -> list[FieldError]:
+    """ValidateSelectableFields: each jsonPath names a scalar field of the schema (a
+    string, boolean or integer), not in metadata, once; at most 8 of them."""
+    problems: list[FieldError] = []
+    unique: set[str] = set()
+    for index, selectable in enumerate(fields):
+        at = f"{path}[{index}].jsonPath"
+        json_path = _dict(selectable).get("jsonPath")
+        if not json_path:
+            problems.append(required(at, ""))
+            continue
+        steps = str(json_path).lstrip(".").split(".")
+        node: Any = schema
+        for step in steps:
+            node = _dict(_dict(node).get("properties")).get(step)
+        if not str(json_path).startswith(".") or node is None or not all(steps):
+            problems.append(invalid(at, json_path,
+                                    "is an invalid path: does not refer to a valid field"))
+            continue
+        if steps[0] == "metadata":
+            problems.append(invalid(at, json_path, "must not point to fields in metadata"))
+        if _dict(node).get("type") not in SELECTABLE_TYPES:
+            problems.append(invalid(at, json_path,
+                                    "must point to a field of type string, boolean or "
+                                    "integer. Enum string fields and strings with formats "
+                                    "are allowed."))
+        joined = ".".join(steps)
+        if joined in unique:
+            problems.append(duplicate(at, json_path))
+        unique.add(joined)
+    if len(unique) > MAX_SELECTABLE_FIELDS:
+        problems.append(too_many(path, len(unique), MAX_SELECTABLE_FIELDS))
     return problems
