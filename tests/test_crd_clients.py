@@ -212,3 +212,28 @@ def test_gateway_api_standard_install_is_established_and_its_examples_apply(
     listed = subprocess.run([*kubectl, "get", "gateways.gateway.networking.k8s.io", "-A",
                              "-o", "name"], capture_output=True, text=True, timeout=60)
     assert listed.returncode == 0 and "gateway.gateway.networking.k8s.io/" in listed.stdout
+
+
+@pytest.mark.skipif(CRDS is None, reason="no ../shared/data/crds")
+def test_cert_manager_crds_are_established(kubeconfig: Path) -> None:
+    """cert-manager's CRDs (printer columns, categories, shortNames, selectableFields),
+    applied with kubectl --server-side, become Established and are listed."""
+    assert CRDS is not None
+    kubectl = [str(Path(sys.executable).with_name("kubectl")), f"--kubeconfig={kubeconfig}"]
+    result = subprocess.run([*kubectl, "apply", "--server-side", "-f",
+                             str(CRDS / "cert-manager")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    names = [f"crd/{p.name.removesuffix('.yaml').split('_', 1)[1]}.{p.name.split('_')[0]}"
+             for p in sorted((CRDS / "cert-manager").glob("*.yaml"))]
+    result = subprocess.run([*kubectl, "wait", "--for=condition=Established",
+                             "--timeout=60s", *names], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    for _ in range(100):  # until kubectl's discovery has the new kinds
+        listed = subprocess.run([*kubectl, "get", "certificates.cert-manager.io", "-A"],
+                                capture_output=True, text=True, timeout=60)
+        if listed.returncode == 0:
+            break
+        time.sleep(0.1)
+    assert listed.returncode == 0, listed.stderr
