@@ -180,6 +180,11 @@ RESOURCES: tuple[Resource, ...] = (
     # which group-version; every built-in one is Local)
     Resource("apiregistration.k8s.io", "v1", "APIService", "apiservices", False,
              subresources=("status",)),
+    # apiextensions.k8s.io/v1 (each definition adds a resource at run time:
+    # apiserver/apiextensions/)
+    Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition",
+             "customresourcedefinitions", False, ("crd", "crds"), ("api-extensions",),
+             ("status",)),
 )
 
 # Groups in the order discovery lists them (core first, as upstream).
@@ -197,6 +202,7 @@ GROUP_ORDER = (
     "policy",
     "rbac.authorization.k8s.io",
     "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
     "scheduling.k8s.io",
 )
 

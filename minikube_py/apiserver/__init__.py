@@ -11,6 +11,9 @@ that talks to etcd. Its folders follow the path of one request.
                   change (admission), and the audit log of it all
     registry/     the generic store and one strategy per kind, plus the REST storage
                   with logic of its own (Services, bindings, scale, eviction, reviews)
+    apiextensions/ CustomResourceDefinitions: their controllers (names, Established,
+                  instance cleanup) and the stores of the resources they define
+                  (k8s.io/apiextensions-apiserver)
     connect/      requests passed on to someone else: logs, exec, attach and
                   port-forward to kubelets, HTTP proxies, aggregated API servers
     storage/      etcd over gRPC, encryption at rest, the watch cache

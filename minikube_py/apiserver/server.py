@@ -49,6 +49,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from minikube_py.api import errors
 from minikube_py.api.resources import RESOURCES
+from minikube_py.apiserver.apiextensions.controller import CustomResourceDefinitions
+from minikube_py.apiserver.apiextensions.stores import CustomResourceDefinitionStore
 from minikube_py.apiserver.auth.admission.chain import (
     DEFAULT_PLUGINS,
     AdmissionSources,
@@ -245,8 +247,15 @@ class APIServer(Component):
             if (resource.group, resource.plural) == ("", "services"):
                 self.services = ServiceStore(*args, self.service_allocators)
                 self.stores[(resource.group, resource.version, resource.plural)] = self.services
+            elif resource.group == "apiextensions.k8s.io":
+                self.stores[(resource.group, resource.version, resource.plural)] = (
+                    CustomResourceDefinitionStore(*args))
             else:
                 self.stores[(resource.group, resource.version, resource.plural)] = Store(*args)
+        # each Established definition adds its resources' stores to self.stores
+        self.custom_resources = CustomResourceDefinitions(
+            self.stores[("apiextensions.k8s.io", "v1", "customresourcedefinitions")],
+            self.stores, self.caches, lambda: self.admission, self._count_event)
         self.handler = ResourceHandler(self.stores, KubeletClient.from_files(
             self.config.kubelet_client_certificate, self.config.kubelet_client_key,
             self.config.kubelet_certificate_authority))
@@ -380,6 +389,7 @@ class APIServer(Component):
         await self.etcd_client.__aenter__()
         for cache in self.caches.values():
             self._tasks.append(asyncio.create_task(cache.run()))
+        self._tasks.append(asyncio.create_task(self.custom_resources.run()))
         if self.config.compaction_interval > 0:
             self._tasks.append(asyncio.create_task(self._compact_periodically()))
         self._runner = web.ServerRunner(self.build_server(), shutdown_timeout=SHUTDOWN_TIMEOUT)
@@ -614,7 +624,7 @@ class APIServer(Component):
 
     async def _apis(self, request: web.Request) -> web.Response:
         if discovery.wants_aggregated(request.headers.get("Accept", "")):
-            body = discovery.aggregated(core=False)
+            body = discovery.aggregated(core=False, custom=self.custom_resources.resources)
             body["items"] += self.aggregator.aggregated_groups()
             return self._aggregated(body)
         return await self._group_list(request)
@@ -622,7 +632,7 @@ class APIServer(Component):
     async def _group_list(self, request: web.Request) -> web.Response:
         """/apis/: the APIGroupList, whatever Accept asks (upstream's aggregator serves
         this path with its plain handler, without aggregated discovery)."""
-        body = discovery.api_group_list()
+        body = discovery.api_group_list(self.custom_resources.resources)
         body["groups"] += self.aggregator.api_groups()
         return json_response(body)
 
@@ -636,16 +646,19 @@ class APIServer(Component):
         if "protobuf" in request.headers.get("Accept", ""):
             return web.Response(body=openapi.v2_protobuf(),
                                 headers={"Content-Type": "application/octet-stream"})
-        return web.Response(body=openapi.v2_json(self.aggregator.openapi_v2_definitions()),
-                            content_type="application/json")
+        return web.Response(body=openapi.v2_json(
+            self.aggregator.openapi_v2_definitions()
+            | self.custom_resources.openapi.v2_definitions), content_type="application/json")
 
     async def _openapi_v3_index(self, request: web.Request) -> web.Response:
-        return web.Response(body=openapi.v3_index(self.aggregator.openapi_v3_paths()),
+        return web.Response(body=openapi.v3_index(
+            self.aggregator.openapi_v3_paths() | self.custom_resources.openapi.v3_paths),
                             content_type="application/json")
 
     async def _openapi_v3(self, request: web.Request) -> web.Response:
         path = request.path.removeprefix("/openapi/v3/")
-        body = openapi.v3_document(path) or self.aggregator.openapi_v3(path)
+        body = (openapi.v3_document(path) or self.aggregator.openapi_v3(path)
+                or self.custom_resources.openapi.v3_documents.get(path))
         if body is None:
             raise no_such_resource()
         return web.Response(body=body, content_type="application/json")
@@ -677,9 +690,10 @@ class APIServer(Component):
         if len(parts) == 2 and parts[0] == "api":
             body = discovery.api_resource_list("", parts[1])
         elif len(parts) == 2 and parts[0] == "apis":
-            body = discovery.api_group(parts[1])
+            body = discovery.api_group(parts[1], self.custom_resources.resources)
         elif len(parts) == 3 and parts[0] == "apis":
-            body = discovery.api_resource_list(parts[1], parts[2])
+            body = discovery.api_resource_list(parts[1], parts[2],
+                                               self.custom_resources.resources)
         if body is None:
             raise no_such_resource()
         return json_response(body)

@@ -18,8 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from minikube_py.api import Obj
+from minikube_py.api.resources import Resource
 from minikube_py.client.reflector import Reflector
-from minikube_py.client.rest import Client, find_resource
+from minikube_py.client.rest import Client
 from minikube_py.client.store import Indexer, IndexFunc, object_key
 from minikube_py.lifecycle import Component
 
@@ -148,7 +149,7 @@ class SharedInformerFactory:
         self._started = False
 
     def informer(self, plural: str, group: str | None = None) -> SharedInformer:
-        resource = find_resource(plural, group)
+        resource = self.client.resource(plural, group).resource
         key = (resource.group, resource.plural)
         if key not in self._informers:
             informer = SharedInformer(self.client, resource.plural, resource.group)
@@ -156,6 +157,11 @@ class SharedInformerFactory:
             if self._started:
                 informer.run_in_background()
         return self._informers[key]
+
+    def informer_for(self, resource: Resource) -> SharedInformer:
+        """The informer of a resource the table does not list (a custom resource)."""
+        self.client.resource_for(resource)
+        return self.informer(resource.plural, resource.group)
 
     def start(self) -> None:
         self._started = True

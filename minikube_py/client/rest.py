@@ -147,10 +147,21 @@ class Client:
         return self._session
 
     def resource(self, plural: str, group: str | None = None) -> ResourceClient:
-        """The client for one resource, e.g. `resource("deployments")`."""
+        """The client for one resource, e.g. `resource("deployments")`; a custom resource
+        once `resource_for` has named it."""
+        if group is not None and (group, plural) in self._resources:
+            return self._resources[(group, plural)]
         resource = find_resource(plural, group)
         key = (resource.group, resource.plural)
         if key not in self._resources:
+            self._resources[key] = ResourceClient(self, resource)
+        return self._resources[key]
+
+    def resource_for(self, resource: Resource) -> ResourceClient:
+        """The client for a resource the table does not list (a custom resource, from its
+        definition); later `resource(plural, group)` calls find it too."""
+        key = (resource.group, resource.plural)
+        if key not in self._resources or self._resources[key].resource != resource:
             self._resources[key] = ResourceClient(self, resource)
         return self._resources[key]
 

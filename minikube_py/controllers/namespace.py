@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from minikube_py.api import Obj
+from minikube_py.api.customresources import preferred_resource
 from minikube_py.api.meta import parse_rfc3339, rfc3339
 from minikube_py.api.resources import RESOURCES, Resource
 from minikube_py.client.errors import APIStatusError, Conflict, MethodNotAllowed, NotFound
@@ -148,6 +149,18 @@ class NamespaceController(Controller):
         namespaces.add_event_handler(EventHandler(
             on_add=self.enqueue_namespace,
             on_update=lambda _old, new: self.enqueue_namespace(new)))
+        # the definitions of custom resources, whose namespaced ones go with the namespace
+        self.definitions = self.informer("customresourcedefinitions",
+                                         "apiextensions.k8s.io").store
+
+    def custom_resources(self) -> list[Resource]:
+        """The namespaced custom resources the Established definitions serve (upstream
+        finds them by discovery, as every other resource)."""
+        found = [preferred_resource(crd) for crd in self.definitions.list()]
+        resources = [r for r in found if r is not None and r.namespaced]
+        for resource in resources:
+            self.client.resource_for(resource)
+        return sorted(resources, key=lambda r: (r.group, r.plural))
 
     def enqueue_namespace(self, namespace: Obj) -> None:
         """Only namespaces being deleted are work; act after the deletion grace period."""
@@ -219,7 +232,7 @@ class NamespaceController(Controller):
         name = namespace["metadata"]["name"]
         deleted_at = parse_rfc3339(namespace["metadata"]["deletionTimestamp"])
         report = DeletionReport()
-        for resource in deletable_resources():
+        for resource in deletable_resources() + self.custom_resources():
             try:
                 left = await self._delete_resource(resource, name, deleted_at)
             except APIStatusError as error:

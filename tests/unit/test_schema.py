@@ -528,8 +528,8 @@ def test_object_fields_are_exactly_those_of_the_upstream_api() -> None:
 def _refs(node: Any) -> Iterator[str]:
     if isinstance(node, dict):
         for key, value in node.items():
-            if key == "$ref":
-                yield value
+            if key == "$ref" and isinstance(value, str):  # (JSONSchemaProps has a
+                yield value                                # property named $ref)
             else:
                 yield from _refs(value)
     elif isinstance(node, list):

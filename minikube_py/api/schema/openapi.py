@@ -20,7 +20,15 @@ from minikube_py.api.resources import (
     SUBRESOURCE_KINDS,
     Resource,
 )
-from minikube_py.api.schema.meta import DELETE_OPTIONS, MICRO_TIME, PATCH, STATUS, TIME
+from minikube_py.api.schema.meta import (
+    DELETE_OPTIONS,
+    LIST_META,
+    MICRO_TIME,
+    OBJECT_META,
+    PATCH,
+    STATUS,
+    TIME,
+)
 from minikube_py.api.schema.paths import REF_V3, resource_paths
 from minikube_py.api.schema.registry import (
     KINDS,
@@ -156,3 +164,12 @@ def openapi_v2_definitions(group_versions: Iterable[tuple[str, str]]) -> dict:
              DELETE_OPTIONS, PATCH]
     return {name: _definition(schema, REF_V2, False, gvks.get(name) or [])
             for name, schema in definitions(roots).items()}
+
+
+def standard_definitions(v3: bool, roots: Iterable[Type] = ()) -> dict:
+    """The definitions every group-version's document carries (ObjectMeta, ListMeta,
+    Status, DeleteOptions, Patch and what they reach), plus those of `roots`: what a
+    document of custom resources refers to."""
+    ref = REF_V3 if v3 else REF_V2
+    found = definitions([*roots, OBJECT_META, LIST_META, STATUS, DELETE_OPTIONS, PATCH])
+    return {name: _definition(schema, ref, v3, []) for name, schema in found.items()}

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from minikube_py.api.resources import RESOURCES
 from minikube_py.api.schema import (
     admissionregistration,
+    apiextensions,
     apps,
     authz,
     batch,
@@ -86,6 +87,8 @@ KINDS: dict[GroupVersionKind, Type] = {
         admissionregistration.VALIDATING_WEBHOOK_CONFIGURATION,
     ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration"):
         admissionregistration.MUTATING_WEBHOOK_CONFIGURATION,
+    ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"):
+        apiextensions.CUSTOM_RESOURCE_DEFINITION,
 }
 
 # The aggregated metrics API (served by the metrics server, not by the API server).

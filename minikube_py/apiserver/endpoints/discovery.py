@@ -3,10 +3,15 @@
 kubectl starts every command here. It asks for the aggregated form (apidiscovery.k8s.io/v2,
 one answer for /api and one for /apis); older clients walk the legacy documents
 (/api -> APIVersions, /apis -> APIGroupList, /api/v1 -> APIResourceList ...). Both are built
-from the resource table in minikube_py/api/resources.py.
+from the resource table in minikube_py/api/resources.py, followed by the resources that
+CustomResourceDefinitions add (`custom`, from apiextensions/controller.py), their groups
+after the built-in ones and in name order, versions newest first as upstream sorts them.
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Sequence
 
 from minikube_py.api import Obj
 from minikube_py.api.resources import (
@@ -20,7 +25,7 @@ from minikube_py.api.resources import (
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
 
-def _groups() -> list[tuple[str, str]]:
+def _groups(custom: Sequence[Resource] = ()) -> list[tuple[str, str]]:
     """(group, version) pairs that have resources, core first."""
     seen: list[tuple[str, str]] = []
     for group in GROUP_ORDER:
@@ -28,11 +33,23 @@ def _groups() -> list[tuple[str, str]]:
             pair = (resource.group, resource.version)
             if resource.group == group and pair not in seen:
                 seen.append(pair)
-    return seen
+    extra = sorted({(r.group, r.version) for r in custom},
+                   key=lambda pair: (pair[0], _version_priority(pair[1])))
+    return seen + [pair for pair in extra if pair not in seen]
 
 
-def _resources(group: str, version: str) -> list[Resource]:
-    return [r for r in RESOURCES if (r.group, r.version) == (group, version)]
+def _version_priority(version: str) -> tuple[int, int, int]:
+    """Kube-aware version order: GA before beta before alpha, higher numbers first
+    (upstream's version.CompareKubeAwareVersionStrings); other names last."""
+    found = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+    if found is None:
+        return (3, 0, 0)
+    stage = {None: 0, "beta": 1, "alpha": 2}[found.group(2)]
+    return (stage, -int(found.group(1)), -int(found.group(3) or 0))
+
+
+def _resources(group: str, version: str, custom: Sequence[Resource] = ()) -> list[Resource]:
+    return [r for r in (*RESOURCES, *custom) if (r.group, r.version) == (group, version)]
 
 
 def wants_aggregated(accept: str) -> bool:
@@ -49,25 +66,31 @@ def api_versions(server_address: str) -> Obj:
     }
 
 
-def api_group_list() -> Obj:
-    groups = []
-    for group, version in _groups():
+def api_group_list(custom: Sequence[Resource] = ()) -> Obj:
+    groups: list[Obj] = []
+    by_name: dict[str, Obj] = {}
+    for group, version in _groups(custom):
         if not group:
             continue
         gv = {"groupVersion": f"{group}/{version}", "version": version}
-        groups.append({"name": group, "versions": [gv], "preferredVersion": gv})
+        if group in by_name:
+            by_name[group]["versions"].append(gv)
+            continue
+        by_name[group] = {"name": group, "versions": [gv], "preferredVersion": gv}
+        groups.append(by_name[group])
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
-def api_group(group: str) -> Obj | None:
-    for entry in api_group_list()["groups"]:
+def api_group(group: str, custom: Sequence[Resource] = ()) -> Obj | None:
+    for entry in api_group_list(custom)["groups"]:
         if entry["name"] == group:
             return {"kind": "APIGroup", "apiVersion": "v1", **entry}
     return None
 
 
-def api_resource_list(group: str, version: str) -> Obj | None:
-    resources = _resources(group, version)
+def api_resource_list(group: str, version: str, custom: Sequence[Resource] = ()
+                      ) -> Obj | None:
+    resources = _resources(group, version, custom)
     if not resources:
         return None
     entries: list[Obj] = []
@@ -129,21 +152,22 @@ def _aggregated_resource(r: Resource) -> Obj:
     return entry
 
 
-def aggregated(core: bool) -> Obj:
+def aggregated(core: bool, custom: Sequence[Resource] = ()) -> Obj:
     """The apidiscovery.k8s.io/v2 APIGroupDiscoveryList for /api (core) or /apis."""
-    items = []
-    for group, version in _groups():
+    items: list[Obj] = []
+    by_name: dict[str, Obj] = {}
+    for group, version in _groups(custom):
         if bool(group) == core:
             continue
-        items.append({
-            "metadata": {"name": group},
-            "versions": [{
-                "version": version,
-                "resources": [_aggregated_resource(r) for r in _resources(group, version)],
-                "freshness": "Current",
-            }],
-        })
+        entry = {
+            "version": version,
+            "resources": [_aggregated_resource(r) for r in _resources(group, version, custom)],
+            "freshness": "Current",
+        }
+        if group in by_name:
+            by_name[group]["versions"].append(entry)
+            continue
+        by_name[group] = {"metadata": {"name": group}, "versions": [entry]}
+        items.append(by_name[group])
     return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
             "metadata": {}, "items": items}
-
-

@@ -36,10 +36,10 @@ from minikube_py.apiserver.endpoints.request_params import (
     delete_options,
     dry_run,
     field_manager,
-    field_validation,
     list_options,
     patch_options,
     read_object,
+    store_field_validation,
 )
 from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
 from minikube_py.apiserver.endpoints.responses import (
@@ -157,7 +157,7 @@ class ResourceHandler:
         resource = store.resource
         manager = field_manager(request, "CreateOptions")
         obj = await read_object(request, resource, resource.kind, resource.api_version)
-        warnings = field_validation(request, resource, obj)
+        warnings = store_field_validation(request, store, obj)
         obj = store.strategy.to_internal(obj)
         check_name_and_namespace(obj, name=None, namespace=namespace,
                                  namespaced=resource.namespaced)
@@ -170,7 +170,7 @@ class ResourceHandler:
         resource = store.resource
         manager = field_manager(request, "UpdateOptions")
         obj = await read_object(request, resource, resource.kind, resource.api_version)
-        warnings = field_validation(request, resource, obj)
+        warnings = store_field_validation(request, store, obj)
         obj = store.strategy.to_internal(obj)
         check_name_and_namespace(obj, name=info.name, namespace=namespace,
                                  namespaced=resource.namespaced)
@@ -191,7 +191,8 @@ class ResourceHandler:
         self, request: web.Request, info: RequestInfo, store: Store, namespace: str, wanted: Wanted
     ) -> web.StreamResponse:
         resource = store.resource
-        kind = negotiation.patch_type(request.headers.get("Content-Type", ""))
+        kind = negotiation.patch_type(request.headers.get("Content-Type", ""),
+                                      store.strategy.patch_types)
         if kind == APPLY_PATCH:
             return await serve_apply(request, info, store, namespace, wanted)
         options = patch_options(request, apply=False)
@@ -217,7 +218,7 @@ class ResourceHandler:
             if not isinstance(patched, dict):
                 raise errors.bad_request("the patch did not produce an object")
             check_type(patched, resource.kind, resource.api_version)
-            warnings[:] = field_validation(request, resource, patched)
+            warnings[:] = store_field_validation(request, store, patched)
             patched = store.strategy.to_internal(patched)
             check_name_and_namespace(patched, name=info.name, namespace=namespace,
                                      namespaced=resource.namespaced, name_required=True)

@@ -273,16 +273,36 @@ def field_validation(
     if not unknown:
         return []
     if mode == "Strict":
-        listed = ", ".join(f'unknown field "{path}"' for path in unknown)
-        raise errors.bad_request(
-            f'{kind_name} in version "{version or resource.version}" cannot be handled as a '
-            f"{kind_name}: strict decoding error: {listed}"
-        )
+        _refuse_unknown(kind_name, version or resource.version,
+                        [str(path) for path in unknown])
     for path in unknown:
         drop_path(obj, path)
     if mode == "Ignore":
         return []
     return [f'unknown field "{path}"' for path in unknown]
+
+
+def _refuse_unknown(kind: str, version: str, paths: list[str]) -> None:
+    """fieldValidation=Strict: the strict decoding error naming every unknown field."""
+    listed = ", ".join(f'unknown field "{path}"' for path in paths)
+    raise errors.bad_request(
+        f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding '
+        f"error: {listed}")
+
+
+def store_field_validation(request: web.Request, store: Store, obj: Obj) -> list[str]:
+    """field_validation of a body of the store's own kind. A kind whose schema is data
+    (a custom resource) prunes what its schema does not know, and fieldValidation says
+    whether that is an error (Strict), a warning (Warn) or nothing (Ignore)."""
+    pruned = store.strategy.prune_unknown_fields(obj)
+    if pruned is None:
+        return field_validation(request, store.resource, obj)
+    mode = field_validation_mode(request)
+    if not pruned or mode == "Ignore":
+        return []
+    if mode == "Strict":
+        _refuse_unknown(store.resource.kind, store.resource.version, pruned)
+    return [f'unknown field "{path}"' for path in pruned]
 
 
 def dry_run(request: web.Request) -> bool:

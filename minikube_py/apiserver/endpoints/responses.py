@@ -31,7 +31,6 @@ def json_response(
 # yet"): a request for one gets the NotFound upstream answers for an unknown resource,
 # with a message that says so, instead of leaving a student to guess.
 NOT_BUILT_YET = {
-    "apiextensions.k8s.io": "CustomResourceDefinitions",
     "autoscaling": "HorizontalPodAutoscalers",
     "storage.k8s.io": "StorageClasses, CSI drivers and volume attachments",
     "flowcontrol.apiserver.k8s.io": "API Priority and Fairness",
@@ -91,6 +90,7 @@ def render_one(store: Store, obj: Obj, wanted: Wanted, request: web.Request) -> 
             now=meta.now(),
             include_object=request.query.get("includeObject", "Metadata"),
             list_metadata={"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+            printer=store.strategy.printer,
         )
     if wanted.form == "PartialObjectMetadata":
         return {
@@ -140,6 +140,7 @@ def list_body(store: Store, result: ListResult, wanted: Wanted, request: web.Req
             now=meta.now(),
             include_object=request.query.get("includeObject", "Metadata"),
             list_metadata=list_meta,
+            printer=store.strategy.printer,
         )
     if wanted.form == "PartialObjectMetadata":
         return {

@@ -21,6 +21,7 @@ from minikube_py.api.resources import Resource
 from minikube_py.api.validation import FieldError, invalid, required
 from minikube_py.apiserver.auth.authentication import Authenticator, UserInfo
 from minikube_py.apiserver.auth.authorization import Attributes, Authorizer
+from minikube_py.apiserver.endpoints import negotiation
 from minikube_py.apiserver.endpoints.request_params import field_validation, read_object
 from minikube_py.apiserver.endpoints.responses import json_response
 
@@ -32,6 +33,9 @@ async def serve_review(request: web.Request, resource: Resource, user: UserInfo,
                        authorizer: Authorizer, authenticator: Authenticator,
                        namespace: str = "") -> web.Response:
     """Create a review: read it, answer it in its status, return it (201)."""
+    if negotiation.negotiate(request.headers.get("Accept", "")).form != "object":
+        # a review has no object metadata and no table: only the kind itself is served
+        raise errors.not_acceptable([negotiation.JSON, negotiation.YAML])
     review = await read_object(request, resource, resource.kind, resource.api_version)
     # decoded into the review's type, as upstream: unknown fields are dropped (or, with
     # fieldValidation=Strict, refused), so the answer echoes only what the type holds

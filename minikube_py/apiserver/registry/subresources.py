@@ -17,7 +17,6 @@ from aiohttp import web
 from minikube_py.api import Obj, errors, meta
 from minikube_py.api.patch import PatchError, apply_patch
 from minikube_py.api.schema import schema_for
-from minikube_py.api.selectors import label_selector_to_string
 from minikube_py.apiserver.endpoints import negotiation
 from minikube_py.apiserver.endpoints.negotiation import Wanted
 from minikube_py.apiserver.endpoints.request_params import (
@@ -31,6 +30,7 @@ from minikube_py.apiserver.endpoints.request_params import (
 from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
 from minikube_py.apiserver.endpoints.responses import json_response, respond, success_status
 from minikube_py.apiserver.registry.store import Store
+from minikube_py.apiserver.registry.strategies.base import Strategy
 
 SCALE_SCHEMA = schema_for("autoscaling", "v1", "Scale")
 JSON_PATCH_REJECTED = "the server rejected our request due to an error in our request"
@@ -139,7 +139,7 @@ async def scale(
     resource = store.resource
     if info.verb == "get":
         obj = await store.get(namespace, info.name)
-        return respond(to_scale(obj, store.strategy.label_selector(obj)), wanted)
+        return respond(to_scale(obj, store.strategy), wanted)
     if info.verb == "update":
         manager = field_manager(request, "UpdateOptions")
         body = await read_object(request, resource, "Scale", "autoscaling/v1")
@@ -161,7 +161,7 @@ async def scale(
                 raise patch_failed(err, kind) from None
 
     async def mutate(current: Obj) -> Obj:
-        scale = from_body(to_scale(current, store.strategy.label_selector(current)))
+        scale = from_body(to_scale(current, store.strategy))
         scale_meta = scale.get("metadata") or {}
         wanted_rv = scale_meta.get("resourceVersion")
         if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
@@ -190,7 +190,7 @@ async def scale(
                 },
             )
         new = copy.deepcopy(current)
-        new.setdefault("spec", {})["replicas"] = replicas
+        store.strategy.set_scale_replicas(new, replicas)
         updated = await store.prepare_update(new, current, "", dry_run=dry_run(request))
         store.field_manager.update(current, updated, manager, "scale")
         return updated
@@ -199,7 +199,7 @@ async def scale(
         updated = await mutate(copy.deepcopy(await store.get(namespace, info.name)))
     else:
         updated = await store.guaranteed_update(namespace, info.name, mutate)
-    return respond(to_scale(updated, store.strategy.label_selector(updated)), wanted, 200,
+    return respond(to_scale(updated, store.strategy), wanted, 200,
                    warnings)
 
 
@@ -234,12 +234,14 @@ def patch_failed(err: PatchError, kind: str) -> errors.APIError:
     return errors.APIError(422, "Invalid", str(err))
 
 
-def to_scale(obj: Obj, selector: Obj | None) -> Obj:
-    """autoscaling/v1 Scale of a workload: spec.replicas and the selector as a string."""
+def to_scale(obj: Obj, strategy: Strategy) -> Obj:
+    """autoscaling/v1 Scale of a workload: its replicas and its selector as a string,
+    where the kind's strategy reads them."""
     metadata = obj["metadata"]
-    status = {"replicas": (obj.get("status") or {}).get("replicas", 0)}
-    if isinstance(selector, dict):
-        status["selector"] = label_selector_to_string(selector)
+    spec_replicas, status_replicas, selector = strategy.scale_of(obj)
+    status: Obj = {"replicas": status_replicas}
+    if selector is not None:
+        status["selector"] = selector
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
@@ -248,6 +250,6 @@ def to_scale(obj: Obj, selector: Obj | None) -> Obj:
             for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
             if k in metadata
         },
-        "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 0)},
+        "spec": {"replicas": spec_replicas},
         "status": status,
     }

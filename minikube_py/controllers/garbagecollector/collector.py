@@ -25,8 +25,10 @@ import logging
 from typing import ClassVar
 
 from minikube_py.api import Obj
+from minikube_py.api.customresources import preferred_resource
 from minikube_py.api.resources import RESOURCES, Resource, by_kind
 from minikube_py.client.errors import Conflict, NotFound
+from minikube_py.client.informer import EventHandler
 from minikube_py.client.rest import ResourceClient
 from minikube_py.client.workqueue import RateLimitingQueue, ShutDown
 from minikube_py.controllers.base import Controller, ControllerContext, ExpectedSyncError
@@ -89,6 +91,22 @@ class GarbageCollector(Controller):
         for resource in deletable_resources():
             informer = self.informer(resource.plural, resource.group or None)
             informer.add_event_handler(self.graph.event_handler(resource))
+        # custom resources: monitored once their definition is Established
+        self.custom_kinds: dict[tuple[str, str], Resource] = {}
+        self.informer("customresourcedefinitions", "apiextensions.k8s.io").add_event_handler(
+            EventHandler(on_add=self._monitor_custom_resource,
+                         on_update=lambda _old, new: self._monitor_custom_resource(new)))
+
+    def _monitor_custom_resource(self, crd: Obj) -> None:
+        """Monitor the resource an Established definition serves (upstream's collector
+        finds it by its periodic discovery resync; here the definition's event says so)."""
+        resource = preferred_resource(crd)
+        if resource is None or self.custom_kinds.get(
+                (resource.api_version, resource.kind)) == resource:
+            return
+        self.custom_kinds[(resource.api_version, resource.kind)] = resource
+        informer = self.ctx.informers.informer_for(resource)
+        informer.add_event_handler(self.graph.event_handler(resource))
 
     async def run(self, workers: int | None = None) -> None:
         """Workers for attempt_to_delete (the base loop) and for attempt_to_orphan."""
@@ -107,7 +125,8 @@ class GarbageCollector(Controller):
 
     def resource_client(self, identity: ObjectReference) -> tuple[ResourceClient, str | None]:
         """apiResource: the client for the identity's kind, and the namespace to use."""
-        resource = by_kind(identity.api_version, identity.kind)
+        resource = by_kind(identity.api_version, identity.kind) or self.custom_kinds.get(
+            (identity.api_version, identity.kind))
         if resource is None:
             raise UnknownKind(f"unable to get REST mapping for kind: {identity.kind}, "
                               f"version: {identity.api_version}")
@@ -137,13 +156,38 @@ class GarbageCollector(Controller):
 
     async def delete_owner_references(self, item: Node, owner_uids: list[str]) -> None:
         """Strategic merge patch removing references by uid, with the item's uid."""
+        if self._is_custom(item.identity):
+            # no strategic merge for custom resources: upstream's JSON merge patch of the
+            # references that stay, guarded by the resourceVersion it read them at
+            latest = await self.get_object(item.identity)
+            if latest is None:
+                return
+            kept = [ref for ref in latest["metadata"].get("ownerReferences") or []
+                    if ref.get("uid") not in owner_uids]
+            await self.patch_object(item.identity, {"metadata": {
+                "ownerReferences": kept or None, "uid": item.identity.uid,
+                "resourceVersion": latest["metadata"]["resourceVersion"]}}, "merge")
+            return
         patch = {"metadata": {
             "ownerReferences": [{"$patch": "delete", "uid": uid} for uid in owner_uids],
             "uid": item.identity.uid}}
         await self.patch_object(item.identity, patch, "strategic")
 
+    def _is_custom(self, identity: ObjectReference) -> bool:
+        return (identity.api_version, identity.kind) in self.custom_kinds
+
     async def unblock_owner_references(self, item: Node) -> None:
         """Set blockOwnerDeletion to false on the item's blocking references."""
+        if self._is_custom(item.identity):
+            latest = await self.get_object(item.identity)
+            if latest is None:
+                return
+            every = [{**ref, "blockOwnerDeletion": False} if blocks_owner_deletion(ref) else ref
+                     for ref in latest["metadata"].get("ownerReferences") or []]
+            await self.patch_object(item.identity, {"metadata": {
+                "ownerReferences": every, "uid": item.identity.uid,
+                "resourceVersion": latest["metadata"]["resourceVersion"]}}, "merge")
+            return
         references = [{**reference, "blockOwnerDeletion": False}
                       for reference in item.owners if blocks_owner_deletion(reference)]
         patch = {"metadata": {"ownerReferences": references, "uid": item.identity.uid}}

@@ -153,10 +153,12 @@ def to_table(
     now: datetime,
     include_object: str = "Metadata",
     list_metadata: dict[str, Any] | None = None,
+    printer: Printer | None = None,
 ) -> dict[str, Any]:
-    """ConvertToTable: a meta.k8s.io/v1 Table of `objs` (a list, or one object in a list)."""
+    """ConvertToTable: a meta.k8s.io/v1 Table of `objs` (a list, or one object in a list),
+    with the resource's own printer unless its strategy brings one (`printer`)."""
     return generate_table(
-        printer_for(resource),
+        printer or printer_for(resource),
         objs,
         now=now,
         include_object=include_object,

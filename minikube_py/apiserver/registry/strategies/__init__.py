@@ -12,6 +12,9 @@ from minikube_py.apiserver.registry.strategies.admissionregistration import (
     MutatingWebhookConfigurationStrategy,
     ValidatingWebhookConfigurationStrategy,
 )
+from minikube_py.apiserver.registry.strategies.apiextensions import (
+    CustomResourceDefinitionStrategy,
+)
 from minikube_py.apiserver.registry.strategies.apps import (
     ControllerRevisionStrategy,
     DaemonSetStrategy,
@@ -104,6 +107,7 @@ STRATEGIES: dict[tuple[str, str], type[KindStrategy]] = {
     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"):
         ValidatingWebhookConfigurationStrategy,
     ("apiregistration.k8s.io", "APIService"): APIServiceStrategy,
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): CustomResourceDefinitionStrategy,
 }
 
 

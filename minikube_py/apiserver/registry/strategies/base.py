@@ -24,13 +24,17 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from minikube_py.api import Obj
 from minikube_py.api.managedfields.fieldpath import FieldSet, field_element
 from minikube_py.api.resources import Resource
 from minikube_py.api.schema import schema_for
+from minikube_py.api.selectors import label_selector_to_string
 from minikube_py.api.validation import FieldError, validate_dns1123_subdomain
+
+if TYPE_CHECKING:
+    from minikube_py.apiserver.endpoints.tables.table import Printer
 
 
 def spec_changed(new: Obj, old: Obj) -> bool:
@@ -64,10 +68,18 @@ class Strategy:
     # stands for, when the kind has no storage of its own (upstream's LegacyBinding:
     # POST .../bindings binds the pod the body names, as pods/<name>/binding does).
     collection_is_subresource: ClassVar[str] = ""
+    # The patch types PATCH accepts (415 for others): a kind without Go struct tags (a
+    # custom resource) has no strategic merge patch.
+    patch_types: ClassVar[tuple[str, ...]] = (
+        "application/json-patch+json", "application/merge-patch+json",
+        "application/strategic-merge-patch+json", "application/apply-patch+yaml")
 
     def __init__(self, resource: Resource) -> None:
         self.resource = resource
         self.has_status = "status" in resource.subresources
+        # The Table columns of a kind whose columns are data (a custom resource's
+        # additionalPrinterColumns); None: the built-in printer of endpoints/tables/.
+        self.printer: Printer | None = None
 
     def to_internal(self, obj: Obj) -> Obj:
         """Convert a decoded request body to the stored form, before any other hook runs.
@@ -84,6 +96,18 @@ class Strategy:
         status.selector); workloads keep it in spec.selector. Must not change `obj`."""
         selector = (obj.get("spec") or {}).get("selector")
         return selector if isinstance(selector, dict) else None
+
+    def scale_of(self, obj: Obj) -> tuple[int, int, str | None]:
+        """The /scale subresource's view of the object: desired replicas, observed
+        replicas, and the selector as a string (None: no selector). Must not change `obj`."""
+        selector = self.label_selector(obj)
+        return ((obj.get("spec") or {}).get("replicas", 0),
+                (obj.get("status") or {}).get("replicas", 0),
+                label_selector_to_string(selector) if isinstance(selector, dict) else None)
+
+    def set_scale_replicas(self, obj: Obj, replicas: int) -> None:
+        """A /scale write: the desired replicas, where the kind keeps them."""
+        obj.setdefault("spec", {})["replicas"] = replicas
 
     def prepare_for_create(self, obj: Obj) -> None:
         """Before create: a client may not set status; generation starts at 1.
@@ -158,6 +182,12 @@ class Strategy:
             "status": FieldSet.of(*((field_element(name),) for name in top_level
                                     if name != "status")),
         }
+
+    def prune_unknown_fields(self, obj: Obj) -> list[str] | None:
+        """Decoding, for a kind whose schema is data (a custom resource): drop the fields
+        the schema does not know and return their paths. None for a built-in kind: its
+        Go-shaped schema (api/schema) is checked by the handler's strict decoding."""
+        return None
 
     def default(self, obj: Obj) -> None:
         """Fill in fields a client may omit (runs on create and on every update). Must not

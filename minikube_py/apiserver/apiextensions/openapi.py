@@ -1,0 +1,135 @@
+"""A definition's schema published in OpenAPI, so that `kubectl explain` describes custom
+resources as it does built-in kinds (upstream's pkg/controller/openapi/builder).
+
+Each served version becomes the definition `<reversed group>.<version>.<Kind>` (e.g.
+com.example.stable.v1.CronTab) with x-kubernetes-group-version-kind, its metadata a
+reference to ObjectMeta, and a `<Kind>List`. The v3 documents are one per
+group-version (/openapi/v3/apis/<group>/<version>); v2 adds the same definitions to
+/openapi/v2's JSON form.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from typing import Any
+
+import orjson
+
+from minikube_py.api import Obj
+from minikube_py.api.schema.openapi import REF_V2, standard_definitions
+from minikube_py.api.schema.paths import REF_V3
+
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+LIST_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"
+
+
+def definition_name(group: str, version: str, kind: str) -> str:
+    """The OpenAPI definition name of a custom kind: the group's labels reversed."""
+    return ".".join([*reversed(group.split(".")), version, kind])
+
+
+def _ref(ref: str, name: str, description: str, v3: bool) -> Obj:
+    if v3:
+        return {"allOf": [{"$ref": ref + name}], "description": description}
+    return {"$ref": ref + name, "description": description}
+
+
+def kind_definitions(crd: Obj, version: Obj, v3: bool) -> dict[str, Obj]:
+    """The definitions of one served version: the kind and its list."""
+    spec, names = crd["spec"], crd["status"]["acceptedNames"]
+    group, kind = spec["group"], names["kind"]
+    ref = REF_V3 if v3 else REF_V2
+    name = definition_name(group, version["name"], kind)
+    schema = copy.deepcopy(version["schema"]["openAPIV3Schema"])
+    properties = schema.setdefault("properties", {})
+    properties["apiVersion"] = {"type": "string", "description": (
+        "APIVersion defines the versioned schema of this representation of an object.")}
+    properties["kind"] = {"type": "string", "description": (
+        "Kind is a string value representing the REST resource this object represents.")}
+    properties["metadata"] = _ref(ref, OBJECT_META, "Standard object's metadata.", v3)
+    schema["type"] = "object"
+    gvk = {"group": group, "kind": kind, "version": version["name"]}
+    schema["x-kubernetes-group-version-kind"] = [gvk]
+    list_kind = names.get("listKind") or f"{kind}List"
+    items: Obj = {"type": "array", "items": {"$ref": ref + name},
+                  "description": f"List of {names['plural']}."}
+    return {
+        name: schema,
+        definition_name(group, version["name"], list_kind): {
+            "type": "object",
+            "description": f"{list_kind} is a list of {kind}",
+            "required": ["items"],
+            "properties": {
+                "apiVersion": properties["apiVersion"],
+                "items": items,
+                "kind": properties["kind"],
+                "metadata": _ref(ref, LIST_META, "Standard list metadata.", v3),
+            },
+            "x-kubernetes-group-version-kind": [gvk | {"kind": list_kind}],
+        },
+    }
+
+
+def kind_paths(crd: Obj, version: Obj) -> dict[str, Obj]:
+    """The collection and object paths of one served version, each with its read
+    operation (kubectl explain finds a resource's kind by these)."""
+    spec, names = crd["spec"], crd["status"]["acceptedNames"]
+    group, kind, plural = spec["group"], names["kind"], names["plural"]
+    base = f"/apis/{group}/{version['name']}"
+    if spec["scope"] == "Namespaced":
+        base += "/namespaces/{namespace}"
+    gvk = {"group": group, "kind": kind, "version": version["name"]}
+    name = definition_name(group, version["name"], kind)
+    list_name = definition_name(group, version["name"], names.get("listKind") or kind + "List")
+
+    def read(action: str, definition: str) -> Obj:
+        return {"get": {
+            "description": f"{action} objects of kind {kind}" if action == "list" else (
+                f"read the specified {kind}"),
+            "operationId": f"{action}{kind}",
+            "responses": {"200": {"description": "OK", "content": {"application/json": {
+                "schema": {"$ref": REF_V3 + definition}}}}},
+            "x-kubernetes-action": action,
+            "x-kubernetes-group-version-kind": gvk,
+        }}
+
+    return {f"{base}/{plural}": read("list", list_name),
+            f"{base}/{plural}/{{name}}": read("get", name)}
+
+
+class Published:
+    """The OpenAPI of every Established definition, rebuilt when one changes."""
+
+    def __init__(self) -> None:
+        self.v2_definitions: dict[str, Any] = {}
+        self.v3_documents: dict[str, bytes] = {}
+        self.v3_paths: dict[str, Any] = {}
+
+    def rebuild(self, crds: list[Obj]) -> None:
+        v2: dict[str, Any] = {}
+        v3: dict[tuple[str, str], dict[str, Any]] = {}
+        v3_paths: dict[tuple[str, str], dict[str, Any]] = {}
+        for crd in crds:
+            for version in crd["spec"]["versions"]:
+                if not version.get("served"):
+                    continue
+                v2.update(kind_definitions(crd, version, v3=False))
+                group_version = (crd["spec"]["group"], version["name"])
+                v3.setdefault(group_version, {}).update(kind_definitions(crd, version, v3=True))
+                v3_paths.setdefault(group_version, {}).update(kind_paths(crd, version))
+        self.v2_definitions = (standard_definitions(v3=False) | v2) if v2 else {}
+        documents: dict[str, bytes] = {}
+        paths: dict[str, Any] = {}
+        for (group, version), schemas in sorted(v3.items()):
+            path = f"apis/{group}/{version}"
+            body = orjson.dumps({
+                "openapi": "3.0.0",
+                "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
+                "paths": dict(sorted(v3_paths[(group, version)].items())),
+                "components": {"schemas": standard_definitions(v3=True) | schemas},
+            })
+            documents[path] = body
+            digest = hashlib.sha512(body).hexdigest()[:32].upper()
+            paths[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest}"}
+        self.v3_documents, self.v3_paths = documents, paths

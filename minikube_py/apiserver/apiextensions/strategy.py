@@ -1,0 +1,156 @@
+"""The strategy of a custom resource: its CRD version's schema defaults, prunes and
+validates it (upstream's customresource strategy, pkg/registry/customresource/strategy.go
+and validator.go)."""
+
+from __future__ import annotations
+
+import copy
+
+from minikube_py.api import Obj
+from minikube_py.api.managedfields.fieldpath import FieldSet, field_element
+from minikube_py.api.openapi_schema.compiled import Node
+from minikube_py.api.openapi_schema.defaulting import apply_defaults
+from minikube_py.api.openapi_schema.pruning import prune
+from minikube_py.api.openapi_schema.validation import validate
+from minikube_py.api.resources import Resource
+from minikube_py.api.schema.types import Type
+from minikube_py.api.validation import FieldError
+from minikube_py.apiserver.registry.strategies.base import Strategy, bump_generation
+
+# What a write of the main resource never changes on its own: generation counts the rest.
+_NOT_SPEC = ("metadata", "status")
+
+
+class CustomResourceStrategy(Strategy):
+    """A custom resource of one served version: `node` is its compiled schema, `schema`
+    the same as a Type (for server-side apply)."""
+
+    patch_types = ("application/json-patch+json", "application/merge-patch+json",
+                   "application/apply-patch+yaml")
+
+    def __init__(self, resource: Resource, node: Node, schema: Type, api_version: str,
+                 storage_api_version: str, scale: Obj | None = None,
+                 selectable_fields: list[Obj] | None = None) -> None:
+        super().__init__(resource)
+        self.scale = scale or {}
+        # selectableFields: the field selector names them without the leading dot
+        self.selectable = [str(field.get("jsonPath", "")).lstrip(".")
+                           for field in selectable_fields or [] if field.get("jsonPath")]
+        self.node = node
+        self.schema = schema
+        self.api_version = api_version
+        self.storage_api_version = storage_api_version
+        # Objects read from storage are defaulted too (a default added to the schema
+        # later shows in every read), so only a schema without defaults serves the
+        # stored bytes as they are.
+        self.defaults_on_read = _has_default(node)
+        self.stored_is_external = (api_version == storage_api_version
+                                   and not self.defaults_on_read)
+
+    def to_internal(self, obj: Obj) -> Obj:
+        """Conversion None: the stored version is the object with the storage apiVersion."""
+        if self.api_version != self.storage_api_version:
+            obj["apiVersion"] = self.storage_api_version
+        return obj
+
+    def to_external(self, obj: Obj) -> Obj:
+        """Conversion None to the served version, and the schema's defaults applied
+        (upstream defaults what it decodes from etcd as well as requests)."""
+        if self.defaults_on_read:
+            obj = copy.deepcopy(obj)
+            apply_defaults(self.node, obj)
+        elif self.api_version == self.storage_api_version:
+            return obj
+        return {**obj, "apiVersion": self.api_version}
+
+    def prune_unknown_fields(self, obj: Obj) -> list[str] | None:
+        """Decoding: the fields the schema does not know, dropped (pruning)."""
+        return prune(obj, self.node)
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        if self.has_status:
+            obj.pop("status", None)
+        obj["metadata"]["generation"] = 1
+
+    def prepare_for_update(self, new: Obj, old: Obj) -> None:
+        """With a status subresource status is kept; generation counts every change
+        outside metadata (and status, when it has its own subresource)."""
+        ignored = _NOT_SPEC if self.has_status else ("metadata",)
+        if self.has_status:
+            if "status" in old:
+                new["status"] = copy.deepcopy(old["status"])
+            else:
+                new.pop("status", None)
+        new["metadata"]["generation"] = old["metadata"].get("generation", 1)
+        if any(new.get(k) != old.get(k) for k in (set(new) | set(old)) - set(ignored)):
+            bump_generation(new, old)
+
+    def default(self, obj: Obj) -> None:
+        apply_defaults(self.node, obj)
+
+    def validate(self, obj: Obj) -> list[FieldError]:
+        return validate(self.node, obj)
+
+    def validate_status_update(self, new: Obj, old: Obj) -> list[FieldError]:
+        return validate(self.node, new)
+
+    def field_set(self, obj: Obj) -> dict[str, str]:
+        """metadata.name, metadata.namespace and the definition's selectableFields, as a
+        field selector compares them (a missing field is the empty string; booleans as
+        true/false)."""
+        fields = super().field_set(obj)
+        for path in self.selectable:
+            value = _read(obj, "." + path)
+            fields[path] = ("" if value is None else
+                            ("true" if value else "false") if isinstance(value, bool)
+                            else str(value))
+        return fields
+
+    def scale_of(self, obj: Obj) -> tuple[int, int, str | None]:
+        """The scale subresource's paths (specReplicasPath, statusReplicasPath,
+        labelSelectorPath) read from the object."""
+        spec = _read(obj, self.scale.get("specReplicasPath", ""))
+        status = _read(obj, self.scale.get("statusReplicasPath", ""))
+        selector = _read(obj, self.scale.get("labelSelectorPath", ""))
+        return (spec if isinstance(spec, int) else 0, status if isinstance(status, int) else 0,
+                selector if isinstance(selector, str) and selector else None)
+
+    def set_scale_replicas(self, obj: Obj, replicas: int) -> None:
+        steps = self.scale.get("specReplicasPath", ".spec.replicas").strip(".").split(".")
+        target = obj
+        for step in steps[:-1]:
+            child = target.get(step)
+            if not isinstance(child, dict):
+                child = target[step] = {}
+            target = child
+        target[steps[-1]] = replicas
+
+    def reset_fields(self) -> dict[str, FieldSet]:
+        if not self.has_status:
+            return {}
+        return {
+            "": FieldSet.of((field_element("status"),)),
+            "status": FieldSet.of(*((field_element(name),) for name in self.schema.fields
+                                    if name != "status")),
+        }
+
+
+def _read(obj: Obj, path: str) -> object:
+    """The value at a simple JSON path such as .status.replicas (None when absent)."""
+    value: object = obj
+    for step in path.strip(".").split(".") if path else ():
+        if not isinstance(value, dict):
+            return None
+        value = value.get(step)
+    return value if path else None
+
+
+def _has_default(node: Node | None) -> bool:
+    """Whether any node of the schema has a default."""
+    if node is None:
+        return False
+    if node.has_default:
+        return True
+    children = [*node.properties.values(), node.items, node.additional, *node.all_of,
+                *node.any_of, *node.one_of]
+    return any(_has_default(child) for child in children)
