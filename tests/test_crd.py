@@ -811,3 +811,41 @@ async def test_field_selectors_on_the_definitions_selectable_fields(api: API) ->
     status, refused = await api.get(path + "?fieldSelector=spec.size%3D3")
     assert status == 400, refused
     assert 'field label not supported: spec.size' in refused["message"]
+
+
+async def test_cel_rules_and_transition_rules_run_on_create_and_update(api: API) -> None:
+    """x-kubernetes-validations through the API: a rule refuses a create with its message
+    at its field, and a transition rule (oldSelf) refuses an update."""
+    group = unique_group()
+    await create_established(api, definition(group, plural="gadgets", kind="Gadget", schema={
+        "type": "object",
+        "properties": {"spec": {
+            "type": "object",
+            "x-kubernetes-validations": [
+                {"rule": "self.min <= self.max", "message": "min must not exceed max"}],
+            "properties": {
+                "min": {"type": "integer"}, "max": {"type": "integer"},
+                "name": {"type": "string", "x-kubernetes-validations": [
+                    {"rule": "self == oldSelf", "message": "name is immutable"}]},
+            }}}}))
+    path = f"/apis/{group}/v1/namespaces/default/gadgets"
+
+    def gadget(spec: dict[str, Any], version: str | None = None) -> dict[str, Any]:
+        metadata: dict[str, Any] = {"name": "g"}
+        if version is not None:
+            metadata["resourceVersion"] = version
+        return {"apiVersion": f"{group}/v1", "kind": "Gadget", "metadata": metadata,
+                "spec": spec}
+
+    status, body = await api.post(path, gadget({"min": 5, "max": 1, "name": "a"}))
+    assert status == 422, body
+    assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == [
+        ("spec", "Invalid value: \"object\": min must not exceed max")], body
+    status, created = await api.post(path, gadget({"min": 1, "max": 5, "name": "a"}))
+    assert status == 201, created
+    version = created["metadata"]["resourceVersion"]
+    status, body = await api.put(f"{path}/g", gadget({"min": 1, "max": 5, "name": "b"},
+                                                     version))
+    assert status == 422, body
+    assert [c["field"] for c in body["details"]["causes"]] == ["spec.name"], body
+    assert "name is immutable" in body["details"]["causes"][0]["message"]

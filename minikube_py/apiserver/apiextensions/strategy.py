@@ -91,8 +91,13 @@ class CustomResourceStrategy(Strategy):
     def validate(self, obj: Obj) -> list[FieldError]:
         return validate(self.node, obj)
 
+    def validate_update(self, new: Obj, old: Obj) -> list[FieldError]:
+        """The schema, with transition rules seeing `old` as oldSelf and an unchanged
+        invalid value ratcheted (not refused again)."""
+        return validate(self.node, new, old=old)
+
     def validate_status_update(self, new: Obj, old: Obj) -> list[FieldError]:
-        return validate(self.node, new)
+        return validate(self.node, new, old=old)
 
     def field_set(self, obj: Obj) -> dict[str, str]:
         """metadata.name, metadata.namespace and the definition's selectableFields, as a
