@@ -40,7 +40,9 @@ from minikube_py.client.rest import Client
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.etcd_snapshot import (
+    SnapshotError,
     bump_and_compact,
+    bump_revision,
     etcdctl_environment,
     snapshot_restore,
     snapshot_save,
@@ -338,3 +340,18 @@ def test_etcd_bump_revision_command_reads_etcdctls_environment(etcd: EtcdProcess
                            timeout=60, check=False)
     assert (unset.returncode, unset.stderr) == (
         1, "error: ETCDCTL_ENDPOINTS is not set: source <(minikube-py etcdctl-env) first\n")
+
+
+async def test_bad_input_is_one_line_saying_what_failed(etcd: EtcdProcess, fast_tmp: Path
+                                                        ) -> None:
+    """A bump of nothing, and a restore over data etcdctl will not overwrite, each fail
+    with one line naming the step (etcdctl's own reason, for the latter)."""
+    async with etcd.client() as etcd_client:
+        with pytest.raises(SnapshotError, match=r"^--bump-revision must be at least 1, not 0$"):
+            await bump_revision(etcd_client, 0)
+    snapshot = fast_tmp / f"snapshot-{uuid.uuid4().hex[:8]}.db"
+    snapshot_save(snapshot, etcd.client_url)
+    with pytest.raises(SnapshotError, match=r"^etcdctl snapshot restore failed: .*exists"):
+        snapshot_restore(snapshot, etcd.data_dir, name=etcd.name, peer_url=etcd.peer_url)
+    with pytest.raises(SnapshotError, match=r"^etcdctl snapshot status failed: "):
+        snapshot_status(fast_tmp / "no-such-snapshot.db")
