@@ -8,10 +8,12 @@ compressing the standard library and the dependencies); every test after it shar
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 import urllib.request
 from collections.abc import AsyncIterator
@@ -19,11 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import minikube_py
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
+from minikube_py.cluster.certs import ClusterCertificates
 from minikube_py.cluster.cli import main
+from minikube_py.cluster.etcd import EtcdProcess
+from minikube_py.cluster.etcd_snapshot import snapshot_status
 from minikube_py.cluster.registry import RegistryProcess
 from minikube_py.cluster.runtime_setup import (
     Containerd,
@@ -32,6 +38,7 @@ from minikube_py.cluster.runtime_setup import (
     load_image,
     runtime_missing,
 )
+from minikube_py.controllers.job.controller import JobController
 from minikube_py.images.catalog import PAUSE, build_image
 from minikube_py.images.components import (
     COMPONENTS,
@@ -43,12 +50,14 @@ from minikube_py.images.components import (
 )
 from minikube_py.kubelet.kubelet import KubeletConfig
 from minikube_py.process import free_port
+from tests.api_helpers import eventually
 from tests.test_kubelet import KubeletNode, make_pod, pod_log, pod_where
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="chroot needs root")]
 CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"
 PACKAGE = Path(minikube_py.__file__).parent  # what `up` and `image build` ship
+ETCD_BACKUP_CRONJOB = PACKAGE.parent / "examples" / "etcd-backup" / "cronjob.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -306,3 +315,61 @@ async def test_a_pod_pulls_the_image_from_the_registry_and_runs_it(
     assert status["image"] == reference
     assert status["imageID"].startswith(f"{reference.rpartition(':')[0]}@sha256:")
     assert expected in await pod_log(api_client, namespace, name)
+
+
+# -- seed 001's etcd backup CronJob, on the etcd image ----------------------------------------
+
+async def test_seed_001s_etcd_backup_cronjob_writes_a_snapshot_etcdctl_vouches_for(
+        images: ComponentImages, node: KubeletNode, api_client: Client, namespace: str,
+        kubeconfig: Path, fast_tmp: Path, run_controllers: Any) -> None:
+    """examples/etcd-backup/cronjob.yaml as a student applies it, then a Job made from it
+    (`kubectl create job --from=cronjob/etcd-backup`): its pod, on the host's network,
+    snapshots a TLS etcd with the seed's command, checks and gzips the file. Only what
+    is this test's own changes: the namespace, the hostPaths (this test's pki and backup
+    folders), etcd's port, the image's tag, and the pod is put on the test's node (no
+    scheduler runs here; the node carries the control-plane label the nodeSelector asks)."""
+    home = fast_tmp / f"backup-{namespace}"
+    certs = ClusterCertificates(home)
+    certs.ensure("https://127.0.0.1:6443", ("127.0.0.1",), {})
+    backups = home / "backups"
+    backups.mkdir()
+    cronjob = yaml.safe_load(ETCD_BACKUP_CRONJOB.read_text())
+    cronjob["metadata"]["namespace"] = namespace
+    pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["image"].startswith(f"{image_of(images, ETCD).reference.split(':')[0]}:")
+    container["image"] = image_of(images, ETCD).reference
+    volumes = {volume["name"]: volume["hostPath"] for volume in pod["volumes"]}
+    volumes["etcd-certs"]["path"] = str(certs.etcd_pki)
+    volumes["backup-storage"]["path"] = str(backups)
+    pod["nodeName"] = node.name
+    await api_client.resource("nodes").patch(
+        node.name, {"metadata": {"labels": {"node-role.kubernetes.io/control-plane": ""}}})
+    async with EtcdProcess(home / "etcd", tls=certs.etcd_tls()) as etcd:
+        script = container["command"][2]
+        assert "--endpoints=https://127.0.0.1:2379" in script
+        container["command"][2] = script.replace("127.0.0.1:2379", f"127.0.0.1:{etcd.client_port}")
+        async with etcd.client() as etcd_client:
+            written = await etcd_client.put(b"/registry/configmaps/backup/before", b"{}")
+        await api_client.resource("cronjobs", "batch").create(cronjob, namespace)
+        await run_controllers(JobController)
+        kubectl = Path(sys.executable).with_name("kubectl")
+        subprocess.run([str(kubectl), f"--kubeconfig={kubeconfig}", "create", "job",
+                        "etcd-backup-manual", "--from=cronjob/etcd-backup", "-n", namespace],
+                       check=True, capture_output=True, timeout=60)
+
+        async def finished_pod() -> dict[str, Any] | None:
+            listed = await api_client.resource("pods").list(
+                namespace, label_selector="batch.kubernetes.io/job-name=etcd-backup-manual")
+            return next((pod for pod in listed["items"] if finished(pod)), None)
+
+        backup = await eventually(finished_pod, timeout=120, what="the backup pod to finish")
+    log = await pod_log(api_client, namespace, backup["metadata"]["name"])
+    assert backup["status"]["phase"] == "Succeeded", log
+    archives = list(backups.glob("etcd-snapshot-*.db.gz"))
+    assert len(archives) == 1, log
+    assert f"Backup completed: {archives[0].name}" in log
+    snapshot = home / "snapshot.db"
+    snapshot.write_bytes(gzip.decompress(archives[0].read_bytes()))
+    status = snapshot_status(snapshot)
+    assert status.revision >= written and status.total_keys >= 1

@@ -47,6 +47,7 @@ from minikube_py.cluster.components import (
     TraceReceiverProcess,
 )
 from minikube_py.cluster.etcd import EtcdProcess
+from minikube_py.cluster.etcd_snapshot import add_etcd_bump_revision_command
 from minikube_py.cluster.image_command import add_image_command, push_catalog
 from minikube_py.cluster.join import (
     approve_serving_certificates,
@@ -977,6 +978,7 @@ def main(argv: list[str] | None = None) -> None:
     commands.add_parser("etcdctl-env", help="print the environment etcdctl needs for "
                         "this cluster's etcd: source <(minikube-py etcdctl-env)"
                         ).set_defaults(run=etcdctl_env)
+    add_etcd_bump_revision_command(commands)
     add_image_command(commands, home)
     add_ssh_command(commands, home, lambda: node_networks(_saved_cluster(home())))
     args = parser.parse_args(argv)

@@ -472,6 +472,11 @@ class EtcdClient:
             raise KeyExistsError(key)
         return response.header.revision
 
+    async def put(self, key: bytes, value: bytes) -> int:
+        """Write key whatever it holds (etcdctl put); return the new revision."""
+        request = rpc_pb2.PutRequest(key=key, value=self._stored(key, value))
+        return (await self._request(lambda c: c.kv.Put, request, safe=False)).header.revision
+
     async def update(
         self, key: bytes, value: bytes, expected_mod_revision: int, *, lease: int = 0
     ) -> int:
