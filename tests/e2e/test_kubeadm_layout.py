@@ -10,6 +10,7 @@ pod comes back, a pod on a worker resolves a Service's name and reaches it.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -19,12 +20,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
+from minikube_py.cluster.etcd_snapshot import snapshot_status
 from tests.test_cluster_cli import kubectl
 
 pytestmark = pytest.mark.slow
 
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
+ETCD_BACKUP = Path(__file__).resolve().parents[2] / "examples" / "etcd-backup" / "cronjob.yaml"
 STATIC_PODS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 CLIENT = """
 apiVersion: v1
@@ -141,3 +145,35 @@ def test_a_pod_on_a_worker_resolves_and_reaches_a_service(kubeadm_home: Path) ->
         return run.returncode == 0
     eventually(fetched, "the Service by its name from a pod", last=answer)
     assert "nginx" in answer[0], answer[0]
+
+
+def test_seed_001s_etcd_backup_cronjob_snapshots_the_static_pods_etcd(
+        kubeadm_home: Path, fast_tmp: Path) -> None:
+    """examples/etcd-backup/cronjob.yaml on this cluster, as a student runs it (`kubectl
+    create job --from=cronjob/etcd-backup`): its pod lands on the control-plane node, on
+    its network, and snapshots the static pod's etcd at 127.0.0.1:2379 with kubeadm's
+    certificate paths. Only two lines are set for this cluster: the image's tag (the
+    etcd pod's own) and the home the pki folder is in."""
+    backups = fast_tmp / "etcd-backups"
+    backups.mkdir(exist_ok=True)
+    cronjob = yaml.safe_load(ETCD_BACKUP.read_text())
+    etcd_pod = next(pod for pod in kube_system(kubeadm_home)
+                    if pod["metadata"]["name"] == "etcd-control-plane")
+    pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    pod["containers"][0]["image"] = etcd_pod["spec"]["containers"][0]["image"]
+    volumes = {volume["name"]: volume["hostPath"] for volume in pod["volumes"]}
+    volumes["etcd-certs"]["path"] = str(kubeadm_home / "pki" / "etcd")
+    volumes["backup-storage"]["path"] = str(backups)
+    subprocess.run([KUBECTL, f"--kubeconfig={kubeadm_home / 'kubeconfig'}", "apply", "-f",
+                    "-"], input=yaml.safe_dump(cronjob), capture_output=True, text=True,
+                   check=True, timeout=60)
+    kubectl(kubeadm_home, "create", "job", "etcd-backup-now", "--from=cronjob/etcd-backup",
+            "-n", "kube-system")
+    kubectl(kubeadm_home, "wait", "--for=condition=Complete", "job/etcd-backup-now", "-n",
+            "kube-system", "--timeout=180s")
+    log = kubectl(kubeadm_home, "logs", "-n", "kube-system", "job/etcd-backup-now").stdout
+    (archive,) = backups.glob("etcd-snapshot-*.db.gz")
+    assert f"Backup completed: {archive.name}" in log, log
+    snapshot = fast_tmp / "etcd-backup.db"
+    snapshot.write_bytes(gzip.decompress(archive.read_bytes()))
+    assert snapshot_status(snapshot).total_keys > 100  # a cluster's worth of objects
