@@ -68,8 +68,10 @@ def write_control_plane(state: Path, plane: ControlPlane, tracing_config: Path) 
 
 async def wait_for_apiserver(admin: Path, node: str, image: str, deadline: float) -> None:
     """kubeadm's wait-control-plane: until /readyz answers ok and the API server's mirror
-    pod shows `image` ready. The second part matters on a later `up` whose code changed:
-    the old API server answers until its kubelet replaces it with the new image's."""
+    pod shows `image` running. The second part matters on a later `up` whose code
+    changed: the old API server answers until its kubelet replaces it with the new
+    image's (which could not bind the port while the old one held it). Not its Ready
+    condition: kubeadm's startup probe waits 10 s before its first look."""
     async with Client.from_kubeconfig(admin) as client:
         last = "no answer yet"
         while time.monotonic() < deadline:
@@ -81,7 +83,7 @@ async def wait_for_apiserver(admin: Path, node: str, image: str, deadline: float
                 else:
                     mirror = await client.resource("pods").get(f"kube-apiserver-{node}",
                                                                "kube-system")
-                    if mirror["spec"]["containers"][0]["image"] == image and _ready(mirror):
+                    if mirror["spec"]["containers"][0]["image"] == image and _running(mirror):
                         return
                     last = "the API server's pod does not run the new image yet"
             except (ClientError, TimeoutError, OSError) as error:
@@ -137,16 +139,30 @@ async def apply_addons(admin: Path, objects: list[Obj]) -> None:
                                  content_type="application/apply-patch+yaml")
 
 
-def _ready(pod: Obj) -> bool:
+def _running(pod: Obj) -> bool:
+    """Every container of the pod runs (whatever its probes say yet)."""
     status = pod.get("status") or {}
-    return status.get("phase") == "Running" and any(
+    statuses = status.get("containerStatuses") or []
+    return status.get("phase") == "Running" and bool(statuses) and all(
+        "running" in (container.get("state") or {}) for container in statuses)
+
+
+def _settled(pod: Obj) -> bool:
+    """Running, and Ready too unless a startup probe holds its readiness back: kubeadm's
+    static pods are not probed for the first 10 s, and nothing waits on them being Ready
+    (up has asked the API server itself); the add-ons' pods must be Ready, so that the
+    kube-dns Service has endpoints when up returns."""
+    status = pod.get("status") or {}
+    if any("startupProbe" in container for container in pod["spec"]["containers"]):
+        return _running(pod)
+    return _running(pod) and any(
         condition.get("type") == "Ready" and condition.get("status") == "True"
         for condition in status.get("conditions") or ())
 
 
 async def wait_for_cluster(admin: Path, nodes: int, deadline: float) -> None:
-    """Until `nodes` nodes are Ready and every kube-system pod runs and is ready (the
-    DaemonSet's pods, the static pods' mirrors, DNS and the metrics server)."""
+    """Until `nodes` nodes are Ready and every kube-system pod has settled (_settled): the
+    static pods' mirrors, the DaemonSet's pods, DNS and the metrics server."""
     async with Client.from_kubeconfig(admin) as client:
         waiting: Any = "nothing listed yet"
         while time.monotonic() < deadline:
@@ -159,7 +175,7 @@ async def wait_for_cluster(admin: Path, nodes: int, deadline: float) -> None:
                 not_ready = [node["metadata"]["name"] for node in listed if not any(
                     c.get("type") == "Ready" and c.get("status") == "True"
                     for c in (node.get("status") or {}).get("conditions") or ())]
-                pending = [pod["metadata"]["name"] for pod in pods if not _ready(pod)]
+                pending = [pod["metadata"]["name"] for pod in pods if not _settled(pod)]
                 if len(listed) >= nodes and not not_ready and pods and not pending:
                     return
                 waiting = (f"{len(listed)}/{nodes} nodes registered, not Ready: "
