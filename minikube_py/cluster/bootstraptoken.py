@@ -16,6 +16,9 @@ cmd/kubeadm/app/phases/bootstraptoken and cmd/kubeadm/app/discovery/token).
       discover                read cluster-info over TLS trusting nobody yet
                               -> its jws-kubeconfig-<id> must be the token's signature
                                  of its kubeconfig: only a token holder could make it
+                                 (none there yet: pin the CA by the hash, then ask that
+                                 server whether it knows the token; a 401 fails at once,
+                                 where kubeadm would wait out its timeout)
                               -> the kubeconfig's CA must hash to H: the server is the
                                  one the admin meant
                               -> read it again, now trusting that CA: the same
@@ -251,7 +254,7 @@ async def _discover(server: str, token: str, ca_cert_hashes: list[str], timeout:
                              " refusing to trust the cluster CA unverified")
     deadline = time.monotonic() + timeout
     insecure = await _cluster_info(server, token_id, _trust_nobody(), deadline,
-                                   retry_interval)
+                                   retry_interval, (token, pins))
     content = _signed_kubeconfig(insecure, token_id, token_secret_half)
     cluster_server, ca_pem = _cluster_of(content)
     if not pins:
@@ -290,9 +293,12 @@ def _trust(ca_pem: bytes) -> ssl.SSLContext:
 
 
 async def _cluster_info(server: str, token_id: str, context: ssl.SSLContext,
-                        deadline: float, retry_interval: float) -> Obj:
+                        deadline: float, retry_interval: float,
+                        check_token: tuple[str, set[str]] | None = None) -> Obj:
     """getClusterInfo: GET kube-public/cluster-info anonymously until it carries a
-    signature for the token's id, or the deadline passes (then the last reason)."""
+    signature for the token's id, or the deadline passes (then the last reason).
+    `check_token` (the token and the pins): while the signature is missing, ask the
+    server whether it knows the token (_check_token_known)."""
     path = f"/api/v1/namespaces/{bt.CLUSTER_INFO_NAMESPACE}/configmaps/{bt.CLUSTER_INFO}"
     pool = transport.ConnectionPool(server, ssl_context=context,
                                     headers={"Accept": "application/json",
@@ -310,6 +316,8 @@ async def _cluster_info(server: str, token_id: str, context: ssl.SSLContext,
                     config_map = orjson.loads(answer.body)
                     if bt.JWS_PREFIX + token_id in (config_map.get("data") or {}):
                         return config_map
+                    if check_token is not None and check_token[1]:
+                        await _check_token_known(server, config_map, *check_token)
                     reason = (f"could not find a JWS signature in the {bt.CLUSTER_INFO} "
                               f"ConfigMap for token ID {token_id!r}")
             except (transport.TransportError, TimeoutError, orjson.JSONDecodeError) as error:
@@ -320,6 +328,40 @@ async def _cluster_info(server: str, token_id: str, context: ssl.SSLContext,
             await asyncio.sleep(min(retry_interval, remaining))
     finally:
         await pool.close()
+
+
+async def _check_token_known(server: str, config_map: Obj, token: str,
+                             pins: set[str]) -> None:
+    """cluster-info has no signature for the token's id: either the signer has not
+    made it yet, or the token is unknown or expired. Pin the CA by the hash first (a
+    wrong hash refuses here, before the token is sent anywhere), then ask the server so
+    trusted (check_token)."""
+    _, ca_pem = _cluster_of(str((config_map.get("data") or {}).get(bt.KUBECONFIG_KEY) or ""))
+    _check_pinned(ca_pem, pins)
+    await check_token(server, token, ca_pem)
+
+
+async def check_token(server: str, token: str, ca_pem: bytes) -> None:
+    """Does the API server at `server` (trusted through `ca_pem` alone) take the token?
+    A 401 says no: DiscoveryError in kubeadm's words. Anything else (or no answer) is
+    not a refusal. (`kubeadm join` first sends the token when it reads the cluster's
+    configuration, right after discovery.)"""
+    token_id, _ = bt.parse_token(token)
+    pool = transport.ConnectionPool(server, ssl_context=_trust(ca_pem), headers={
+        "Accept": "application/json", "User-Agent": "minikube-py-join",
+        "Authorization": f"Bearer {token}"})
+    try:
+        answer = await pool.request("GET", "/api", timeout=10.0)
+    except (transport.TransportError, TimeoutError):
+        return
+    finally:
+        await pool.close()
+    if answer.status == 401:
+        raise DiscoveryError(
+            f"token id \"{token_id}\" is invalid for this cluster or it has expired (the API "
+            f"server answers 401 {_status_message(answer.body) or 'Unauthorized'} to it). "
+            'Use "minikube-py token create" on the control-plane node to create a new '
+            "valid token")
 
 
 def _status_message(body: bytes) -> str:

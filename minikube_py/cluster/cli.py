@@ -54,6 +54,7 @@ from minikube_py.cluster.join import (
     join_node,
     publish_cluster_objects,
 )
+from minikube_py.cluster.join_command import add_join_command
 from minikube_py.cluster.kubeconfig import write_kubeconfig
 from minikube_py.cluster.netns import (
     DEFAULT_NODE_NETWORK,
@@ -74,6 +75,7 @@ from minikube_py.cluster.runtime_setup import (
 )
 from minikube_py.cluster.ssh import add_ssh_command
 from minikube_py.cluster.supervisor import Supervisor, SupervisorProcess
+from minikube_py.cluster.token_command import add_token_command
 from minikube_py.cluster.tracestore import publish_trace_receiver
 from minikube_py.images.debian import PackageError
 from minikube_py.images.registry import ArchiveError, RegistryError
@@ -816,6 +818,8 @@ def main(argv: list[str] | None = None) -> None:
                         ).set_defaults(run=etcdctl_env)
     add_image_command(commands, home)
     add_ssh_command(commands, home, lambda: node_networks(_saved_cluster(home())))
+    add_token_command(commands, home)
+    add_join_command(commands, home, down=stop)
     args = parser.parse_args(argv)
     args.run(args)
 
