@@ -321,11 +321,21 @@ async def test_discovery_refuses_a_token_that_did_not_sign_cluster_info(
                                              "cluster info object, can't trust this API "
                                              "Server"):
         await discover(server.url, token[:7] + "0" * 16, pins, timeout=60)
+    # a token the server does not know: its 401 answers at once, in kubeadm's words
+    # (the CA pinned first), rather than a wait for a signature that never comes
     unknown = generate_token()
+    started = time.monotonic()
+    with pytest.raises(DiscoveryError, match=f'token id "{unknown[:6]}" is invalid for this '
+                                             "cluster or it has expired \\(the API server "
+                                             "answers 401 Unauthorized to it\\)"):
+        await discover(server.url, unknown, pins, timeout=120)
+    assert time.monotonic() - started < 60
+    # a good token that signs nothing (authentication only): it waits out its timeout
+    unsigned = await create_token(admin_client, usages=("authentication",))
     started = time.monotonic()
     with pytest.raises(DiscoveryError, match="could not find a JWS signature in the "
                                              f"cluster-info ConfigMap for token ID "
-                                             f"'{unknown[:6]}'"):
-        await discover(server.url, unknown, pins, timeout=1)
+                                             f"'{unsigned[:6]}'"):
+        await discover(server.url, unsigned, pins, timeout=1)
     assert time.monotonic() - started < 30  # it gave up at its timeout, not never
 

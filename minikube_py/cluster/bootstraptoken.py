@@ -65,6 +65,7 @@ BOOTSTRAP_CLUSTER = "kubernetes"
 BOOTSTRAP_USER = "tls-bootstrap-token-user"
 DISCOVERY_TIMEOUT = 300.0  # kubeadm's default discovery timeout: 5 minutes
 RETRY_INTERVAL = 5.0  # kubeadm's DiscoveryRetryInterval
+TOKEN_GRACE = 5.0  # how long a token's 401 must last to be believed (check_token)
 RBAC = "rbac.authorization.k8s.io"
 _TOKEN_CHARACTERS = "0123456789abcdefghijklmnopqrstuvwxyz"
 _PIN = re.compile(r"([0-9a-fA-F]{64})")
@@ -345,15 +346,22 @@ async def check_token(server: str, token: str, ca_pem: bytes) -> None:
     """Does the API server at `server` (trusted through `ca_pem` alone) take the token?
     A 401 says no: DiscoveryError in kubeadm's words. Anything else (or no answer) is
     not a refusal. (`kubeadm join` first sends the token when it reads the cluster's
-    configuration, right after discovery.)"""
+    configuration, right after discovery.) A 401 is final once it lasts TOKEN_GRACE
+    seconds: a token created a moment ago may not be in the server's cache yet."""
     token_id, _ = bt.parse_token(token)
     pool = transport.ConnectionPool(server, ssl_context=_trust(ca_pem), headers={
         "Accept": "application/json", "User-Agent": "minikube-py-join",
         "Authorization": f"Bearer {token}"})
+    refused_until = time.monotonic() + TOKEN_GRACE
     try:
-        answer = await pool.request("GET", "/api", timeout=10.0)
-    except (transport.TransportError, TimeoutError):
-        return
+        while True:
+            try:
+                answer = await pool.request("GET", "/api", timeout=10.0)
+            except (transport.TransportError, TimeoutError):
+                return
+            if answer.status != 401 or time.monotonic() >= refused_until:
+                break
+            await asyncio.sleep(0.5)
     finally:
         await pool.close()
     if answer.status == 401:
