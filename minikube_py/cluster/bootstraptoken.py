@@ -16,9 +16,10 @@ cmd/kubeadm/app/phases/bootstraptoken and cmd/kubeadm/app/discovery/token).
       discover                read cluster-info over TLS trusting nobody yet
                               -> its jws-kubeconfig-<id> must be the token's signature
                                  of its kubeconfig: only a token holder could make it
-                                 (none there yet: pin the CA by the hash, then ask that
-                                 server whether it knows the token; a 401 fails at once,
-                                 where kubeadm would wait out its timeout)
+                                 (none there yet, or one that does not verify: pin the CA
+                                 by the hash, then ask that server whether it takes the
+                                 token; a 401 fails at once, in kubeadm's words, where
+                                 kubeadm would wait out its timeout)
                               -> the kubeconfig's CA must hash to H: the server is the
                                  one the admin meant
                               -> read it again, now trusting that CA: the same
@@ -256,7 +257,12 @@ async def _discover(server: str, token: str, ca_cert_hashes: list[str], timeout:
     deadline = time.monotonic() + timeout
     insecure = await _cluster_info(server, token_id, _trust_nobody(), deadline,
                                    retry_interval, (token, pins))
-    content = _signed_kubeconfig(insecure, token_id, token_secret_half)
+    try:
+        content = _signed_kubeconfig(insecure, token_id, token_secret_half)
+    except DiscoveryError:
+        if pins:  # a server the hash vouches for: is it the token that is wrong?
+            await _check_token_known(server, insecure, token, pins)
+        raise
     cluster_server, ca_pem = _cluster_of(content)
     if not pins:
         return DiscoveredCluster(cluster_server, ca_pem)

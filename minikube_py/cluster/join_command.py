@@ -44,6 +44,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pyroute2 import IPRoute, NetNS, netns
+from pyroute2.netlink.exceptions import NetlinkError
 
 from minikube_py.cluster import bootstraptoken
 from minikube_py.cluster.components import KubeletProcess, ProxyProcess
@@ -233,7 +234,7 @@ def used_addresses() -> set[str]:
             with NetNS(name) as inside:
                 used |= {entry.get_attr("IFA_ADDRESS")
                          for entry in inside.get_addr(family=socket.AF_INET)}
-        except OSError:
+        except (OSError, NetlinkError):  # a namespace going away meanwhile
             continue
     return used
 
