@@ -317,15 +317,32 @@ async def test_discovery_refuses_a_token_that_did_not_sign_cluster_info(
         cluster_info: Obj) -> None:
     token = await signed_token(admin_client)
     pins = [ca_cert_hash(server.ca.cert_pem)]
+    wrong_secret = token[:7] + "0" * 16
     with pytest.raises(DiscoveryError, match="failed to verify JWS signature of received "
                                              "cluster info object, can't trust this API "
                                              "Server"):
-        await discover(server.url, token[:7] + "0" * 16, pins, timeout=60)
+        await discover(server.url, wrong_secret, [], timeout=60,
+                       unsafe_skip_ca_verification=True)
+    # with the CA pinned, the server is asked: its 401 says it is the token that is wrong
+    with pytest.raises(DiscoveryError, match=f'token id "{token[:6]}" is invalid for this '
+                                             "cluster or it has expired \\(the API server "
+                                             "answers 401 Unauthorized to it\\)"):
+        await discover(server.url, wrong_secret, pins, timeout=60)
+    # a token the server does not know: its 401 answers at once, in kubeadm's words
+    # (the CA pinned first), rather than a wait for a signature that never comes
     unknown = generate_token()
+    started = time.monotonic()
+    with pytest.raises(DiscoveryError, match=f'token id "{unknown[:6]}" is invalid for this '
+                                             "cluster or it has expired \\(the API server "
+                                             "answers 401 Unauthorized to it\\)"):
+        await discover(server.url, unknown, pins, timeout=120)
+    assert time.monotonic() - started < 60
+    # a good token that signs nothing (authentication only): it waits out its timeout
+    unsigned = await create_token(admin_client, usages=("authentication",))
     started = time.monotonic()
     with pytest.raises(DiscoveryError, match="could not find a JWS signature in the "
                                              f"cluster-info ConfigMap for token ID "
-                                             f"'{unknown[:6]}'"):
-        await discover(server.url, unknown, pins, timeout=1)
+                                             f"'{unsigned[:6]}'"):
+        await discover(server.url, unsigned, pins, timeout=1)
     assert time.monotonic() - started < 30  # it gave up at its timeout, not never
 

@@ -104,3 +104,21 @@ def human_duration(d: timedelta) -> str:
         return _two_units(years, "y", days % 365, "d")
     return f"{years}y"
 
+
+
+def short_human_duration(d: timedelta) -> str:
+    """ShortHumanDuration: one unit ("59s", "5m", "23h", "3d", "2y"), as `kubeadm token
+    list` shows a token's TTL."""
+    us = _microseconds(d)
+    seconds = _whole_seconds(us)
+    if seconds < 0:
+        return _negative(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if (minutes := us // _MINUTE) < 60:
+        return f"{minutes}m"
+    if (hours := us // _HOUR) < 24:
+        return f"{hours}h"
+    if hours < 365 * 24:
+        return f"{hours // 24}d"
+    return f"{hours // (365 * 24)}y"

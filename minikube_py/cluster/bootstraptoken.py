@@ -16,6 +16,10 @@ cmd/kubeadm/app/phases/bootstraptoken and cmd/kubeadm/app/discovery/token).
       discover                read cluster-info over TLS trusting nobody yet
                               -> its jws-kubeconfig-<id> must be the token's signature
                                  of its kubeconfig: only a token holder could make it
+                                 (none there yet, or one that does not verify: pin the CA
+                                 by the hash, then ask that server whether it takes the
+                                 token; a 401 fails at once, in kubeadm's words, where
+                                 kubeadm would wait out its timeout)
                               -> the kubeconfig's CA must hash to H: the server is the
                                  one the admin meant
                               -> read it again, now trusting that CA: the same
@@ -62,6 +66,7 @@ BOOTSTRAP_CLUSTER = "kubernetes"
 BOOTSTRAP_USER = "tls-bootstrap-token-user"
 DISCOVERY_TIMEOUT = 300.0  # kubeadm's default discovery timeout: 5 minutes
 RETRY_INTERVAL = 5.0  # kubeadm's DiscoveryRetryInterval
+TOKEN_GRACE = 5.0  # how long a token's 401 must last to be believed (check_token)
 RBAC = "rbac.authorization.k8s.io"
 _TOKEN_CHARACTERS = "0123456789abcdefghijklmnopqrstuvwxyz"
 _PIN = re.compile(r"([0-9a-fA-F]{64})")
@@ -251,8 +256,13 @@ async def _discover(server: str, token: str, ca_cert_hashes: list[str], timeout:
                              " refusing to trust the cluster CA unverified")
     deadline = time.monotonic() + timeout
     insecure = await _cluster_info(server, token_id, _trust_nobody(), deadline,
-                                   retry_interval)
-    content = _signed_kubeconfig(insecure, token_id, token_secret_half)
+                                   retry_interval, (token, pins))
+    try:
+        content = _signed_kubeconfig(insecure, token_id, token_secret_half)
+    except DiscoveryError:
+        if pins:  # a server the hash vouches for: is it the token that is wrong?
+            await _check_token_known(server, insecure, token, pins)
+        raise
     cluster_server, ca_pem = _cluster_of(content)
     if not pins:
         return DiscoveredCluster(cluster_server, ca_pem)
@@ -290,9 +300,12 @@ def _trust(ca_pem: bytes) -> ssl.SSLContext:
 
 
 async def _cluster_info(server: str, token_id: str, context: ssl.SSLContext,
-                        deadline: float, retry_interval: float) -> Obj:
+                        deadline: float, retry_interval: float,
+                        check_token: tuple[str, set[str]] | None = None) -> Obj:
     """getClusterInfo: GET kube-public/cluster-info anonymously until it carries a
-    signature for the token's id, or the deadline passes (then the last reason)."""
+    signature for the token's id, or the deadline passes (then the last reason).
+    `check_token` (the token and the pins): while the signature is missing, ask the
+    server whether it knows the token (_check_token_known)."""
     path = f"/api/v1/namespaces/{bt.CLUSTER_INFO_NAMESPACE}/configmaps/{bt.CLUSTER_INFO}"
     pool = transport.ConnectionPool(server, ssl_context=context,
                                     headers={"Accept": "application/json",
@@ -310,6 +323,8 @@ async def _cluster_info(server: str, token_id: str, context: ssl.SSLContext,
                     config_map = orjson.loads(answer.body)
                     if bt.JWS_PREFIX + token_id in (config_map.get("data") or {}):
                         return config_map
+                    if check_token is not None and check_token[1]:
+                        await _check_token_known(server, config_map, *check_token)
                     reason = (f"could not find a JWS signature in the {bt.CLUSTER_INFO} "
                               f"ConfigMap for token ID {token_id!r}")
             except (transport.TransportError, TimeoutError, orjson.JSONDecodeError) as error:
@@ -320,6 +335,47 @@ async def _cluster_info(server: str, token_id: str, context: ssl.SSLContext,
             await asyncio.sleep(min(retry_interval, remaining))
     finally:
         await pool.close()
+
+
+async def _check_token_known(server: str, config_map: Obj, token: str,
+                             pins: set[str]) -> None:
+    """cluster-info has no signature for the token's id: either the signer has not
+    made it yet, or the token is unknown or expired. Pin the CA by the hash first (a
+    wrong hash refuses here, before the token is sent anywhere), then ask the server so
+    trusted (check_token)."""
+    _, ca_pem = _cluster_of(str((config_map.get("data") or {}).get(bt.KUBECONFIG_KEY) or ""))
+    _check_pinned(ca_pem, pins)
+    await check_token(server, token, ca_pem)
+
+
+async def check_token(server: str, token: str, ca_pem: bytes) -> None:
+    """Does the API server at `server` (trusted through `ca_pem` alone) take the token?
+    A 401 says no: DiscoveryError in kubeadm's words. Anything else (or no answer) is
+    not a refusal. (`kubeadm join` first sends the token when it reads the cluster's
+    configuration, right after discovery.) A 401 is final once it lasts TOKEN_GRACE
+    seconds: a token created a moment ago may not be in the server's cache yet."""
+    token_id, _ = bt.parse_token(token)
+    pool = transport.ConnectionPool(server, ssl_context=_trust(ca_pem), headers={
+        "Accept": "application/json", "User-Agent": "minikube-py-join",
+        "Authorization": f"Bearer {token}"})
+    refused_until = time.monotonic() + TOKEN_GRACE
+    try:
+        while True:
+            try:
+                answer = await pool.request("GET", "/api", timeout=10.0)
+            except (transport.TransportError, TimeoutError):
+                return
+            if answer.status != 401 or time.monotonic() >= refused_until:
+                break
+            await asyncio.sleep(0.5)
+    finally:
+        await pool.close()
+    if answer.status == 401:
+        raise DiscoveryError(
+            f"token id \"{token_id}\" is invalid for this cluster or it has expired (the API "
+            f"server answers 401 {_status_message(answer.body) or 'Unauthorized'} to it). "
+            'Use "minikube-py token create" on the control-plane node to create a new '
+            "valid token")
 
 
 def _status_message(body: bytes) -> str:

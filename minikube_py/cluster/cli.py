@@ -55,6 +55,7 @@ from minikube_py.cluster.join import (
     join_node,
     publish_cluster_objects,
 )
+from minikube_py.cluster.join_command import add_join_command
 from minikube_py.cluster.kubeadm.addons import CONTROL_PLANE_TAINT, Addons
 from minikube_py.cluster.kubeadm.controlplane import ControlPlane
 from minikube_py.cluster.kubeadm.init import (
@@ -88,6 +89,7 @@ from minikube_py.cluster.runtime_setup import (
 )
 from minikube_py.cluster.ssh import add_ssh_command
 from minikube_py.cluster.supervisor import Supervisor, SupervisorProcess
+from minikube_py.cluster.token_command import add_token_command
 from minikube_py.cluster.tracestore import publish_trace_receiver
 from minikube_py.images.components import (
     IMAGE_REPOSITORY,
@@ -981,6 +983,8 @@ def main(argv: list[str] | None = None) -> None:
     add_etcd_bump_revision_command(commands)
     add_image_command(commands, home)
     add_ssh_command(commands, home, lambda: node_networks(_saved_cluster(home())))
+    add_token_command(commands, home)
+    add_join_command(commands, home, down=stop)
     args = parser.parse_args(argv)
     args.run(args)
 

@@ -8,7 +8,8 @@ compose file's nodes join the same way: cluster/compose.py).
                           good; a new one once the token cleaner has removed it),
                           kube-public/cluster-info (the server and its CA), and the RBAC
                           that lets anonymous read it and the token's group ask for node
-                          certificates and have them approved
+                          certificates and have them approved (and a joined machine's
+                          proxy watch as its node: node_proxier_rbac)
       (the controller-manager's bootstrapsigner signs cluster-info with the token)
     for each node, before its kubelet starts (as `kubeadm join` does)
       join_node           discover the cluster from the address, token and CA hash
@@ -29,6 +30,7 @@ import datetime
 from dataclasses import dataclass
 from pathlib import Path
 
+from minikube_py.api import Obj
 from minikube_py.api import bootstraptoken as bt
 from minikube_py.client.errors import AlreadyExists, NotFound
 from minikube_py.client.kubeconfig import load_kubeconfig
@@ -72,6 +74,22 @@ async def _current_token(secrets: ResourceClient, path: Path) -> str | None:
     return None if expired else token
 
 
+NODE_PROXIER_BINDING = "minikube-py:node-proxier"
+
+
+def node_proxier_rbac() -> Obj:
+    """A machine that joined with `minikube-py join` runs its proxy with its node's
+    credentials (until the proxy runs as the kube-proxy DaemonSet, whose ServiceAccount
+    kubeadm binds system:node-proxier to): the nodes' group may watch what kube-proxy
+    watches."""
+    return {"apiVersion": f"{bootstraptoken.RBAC}/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": NODE_PROXIER_BINDING},
+            "roleRef": {"apiGroup": bootstraptoken.RBAC, "kind": "ClusterRole",
+                        "name": "system:node-proxier"},
+            "subjects": [{"apiGroup": bootstraptoken.RBAC, "kind": "Group",
+                          "name": bootstraptoken.NODES_GROUP}]}
+
+
 async def publish_join_info(admin_kubeconfig: Path, state: Path, server: str,
                             ca_pem: bytes) -> JoinInfo:
     """kubeadm init's bootstrap-token phase, as the admin: a good token, cluster-info and
@@ -99,7 +117,8 @@ async def publish_join_info(admin_kubeconfig: Path, state: Path, server: str,
                 # the server moved: keep the signatures' keys, the signer redoes them
                 current["data"] = {**(current.get("data") or {}), **wanted["data"]}
                 await config_maps.update(current)
-        for obj in (*bootstraptoken.cluster_info_rbac(), *bootstraptoken.node_bootstrap_rbac()):
+        for obj in (*bootstraptoken.cluster_info_rbac(), *bootstraptoken.node_bootstrap_rbac(),
+                    node_proxier_rbac()):
             plural = {"Role": "roles", "RoleBinding": "rolebindings",
                       "ClusterRoleBinding": "clusterrolebindings"}[obj["kind"]]
             with contextlib.suppress(AlreadyExists):
