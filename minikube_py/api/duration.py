@@ -14,6 +14,27 @@ from datetime import timedelta
 
 _GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3,
+                   "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+
+
+def parse_duration(text: str) -> float | None:
+    """time.ParseDuration, in seconds; None when Go would refuse it."""
+    sign, rest = 1.0, text
+    if rest[:1] in ("+", "-"):
+        sign, rest = (-1.0 if rest[0] == "-" else 1.0), rest[1:]
+    if rest == "0":
+        return 0.0
+    total, position = 0.0, 0
+    while position < len(rest):
+        match = _DURATION_PART.match(rest, position)
+        if match is None or match.group(1) in ("", "."):
+            return None
+        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        position = match.end()
+    return sign * total if rest else None
+
 
 def flag_duration(text: str) -> float:
     """A duration flag, in seconds: Go's form as upstream's components take it (`40s`,

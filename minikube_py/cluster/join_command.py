@@ -46,6 +46,7 @@ from urllib.parse import urlsplit
 from pyroute2 import IPRoute, NetNS, netns
 from pyroute2.netlink.exceptions import NetlinkError
 
+from minikube_py.api.duration import parse_duration
 from minikube_py.cluster import bootstraptoken
 from minikube_py.cluster.components import KubeletProcess, ProxyProcess
 from minikube_py.cluster.netns import ClusterNetwork, NodeNetwork, NodeNetworkError
@@ -58,7 +59,6 @@ from minikube_py.cluster.runtime_setup import (
     runtime_missing,
 )
 from minikube_py.cluster.supervisor import Supervisor, SupervisorProcess
-from minikube_py.mkctl.gofmt import parse_duration
 from minikube_py.process import ComponentProcess, ComponentProcessError
 
 JOINED = "joined.json"

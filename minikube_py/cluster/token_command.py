@@ -24,12 +24,11 @@ from pathlib import Path
 
 from minikube_py.api import Obj
 from minikube_py.api import bootstraptoken as bt
-from minikube_py.api.duration import short_human_duration
+from minikube_py.api.duration import parse_duration, short_human_duration
 from minikube_py.client.errors import ClientError
 from minikube_py.client.kubeconfig import KubeconfigError, load_kubeconfig
 from minikube_py.client.rest import Client
 from minikube_py.cluster import bootstraptoken
-from minikube_py.mkctl.gofmt import parse_duration
 
 
 def add_token_command(commands: argparse._SubParsersAction[argparse.ArgumentParser],

@@ -5,7 +5,6 @@
     sprint({"a": [1, 2.5]}) == "map[a:[1 2.5]]"   fmt.Sprint of a JSON-decoded value
     go_syntax({"a": 1}) == 'map[string]interface {}{"a":1}'   %#v, as kubectl's
                                            jsonpath errors show the object
-    parse_duration("1m30s") == 90.0        time.ParseDuration
     format_duration(32.0) == "32s"         time.Duration.String
 
 Go and Python both print the shortest digits that read back as the same float; they differ
@@ -14,7 +13,6 @@ in where the exponent starts and how it is spelled, which is all this module dec
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 
@@ -115,28 +113,6 @@ def go_syntax(value: Any) -> str:
     if value is None:
         return "interface {}(nil)"
     return sprint(value)
-
-
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3,
-                   "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
-
-
-def parse_duration(text: str) -> float | None:
-    """time.ParseDuration, in seconds; None when Go would refuse it."""
-    sign, rest = 1.0, text
-    if rest[:1] in ("+", "-"):
-        sign, rest = (-1.0 if rest[0] == "-" else 1.0), rest[1:]
-    if rest == "0":
-        return 0.0
-    total, position = 0.0, 0
-    while position < len(rest):
-        match = _DURATION_PART.match(rest, position)
-        if match is None or match.group(1) in ("", "."):
-            return None
-        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-        position = match.end()
-    return sign * total if rest else None
 
 
 def format_duration(seconds: float) -> str:

@@ -58,7 +58,7 @@ def pods_selected(inv: Invocation, kind: str, obj: Obj, namespace: str, *,
     --pod-running-timeout for one to exist."""
     import time
 
-    from minikube_py.mkctl.gofmt import parse_duration
+    from minikube_py.api.duration import parse_duration
 
     selector = _selector(kind, obj)
     if not selector:

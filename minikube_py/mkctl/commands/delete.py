@@ -99,7 +99,7 @@ def _deadline(inv: Invocation) -> float | None:
     out, counted from the start of the command."""
     import time
 
-    from minikube_py.mkctl.gofmt import parse_duration
+    from minikube_py.api.duration import parse_duration
 
     seconds = parse_duration(inv.flags["timeout"])
     if seconds is None:

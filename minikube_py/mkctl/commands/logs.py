@@ -75,7 +75,7 @@ def _query(inv: Invocation) -> dict[str, str]:
     if flags["since-time"]:
         query["sinceTime"] = flags["since-time"]
     if "since" in flags.changed:
-        from minikube_py.mkctl.gofmt import parse_duration
+        from minikube_py.api.duration import parse_duration
 
         seconds = parse_duration(flags["since"])
         if seconds is None:
@@ -197,7 +197,7 @@ class _Streams:
                     raise
                 self._write(f"error: {error}\n".encode())
             return
-        from minikube_py.mkctl.gofmt import parse_duration
+        from minikube_py.api.duration import parse_duration
 
         deadline = time.monotonic() + (parse_duration(
             self.inv.flags["pod-running-timeout"]) or 0)

@@ -224,7 +224,7 @@ def run_status(inv: Invocation) -> None:
     """Print the status, then, with --watch (the default), each change of it until the
     rollout is done or --timeout runs out; the watch on the object's name is started
     again from the last version seen whenever the server ends it."""
-    from minikube_py.mkctl.gofmt import parse_duration
+    from minikube_py.api.duration import parse_duration
 
     flags = inv.flags
     timeout = parse_duration(flags["timeout"])

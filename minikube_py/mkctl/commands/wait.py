@@ -126,7 +126,7 @@ def _jsonpath_met(obj: Obj, path: str, value: str) -> bool:
 
 def _deadline(inv: Invocation) -> float:
     """--timeout as a monotonic deadline: 0 looks once, a negative one waits a week."""
-    from minikube_py.mkctl.gofmt import parse_duration
+    from minikube_py.api.duration import parse_duration
 
     seconds = parse_duration(inv.flags["timeout"])
     if seconds is None:

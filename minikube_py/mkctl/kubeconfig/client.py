@@ -79,7 +79,7 @@ def parse_timeout(text: str) -> float:
     """clientcmd.ParseTimeout: whole seconds, or a Go duration ("5s", "1m30s")."""
     if text.isdigit():
         return float(text)
-    from minikube_py.mkctl.gofmt import parse_duration
+    from minikube_py.api.duration import parse_duration
 
     seconds = parse_duration(text)
     if seconds is None:
