@@ -29,6 +29,7 @@ import ssl
 import sys
 import time
 import urllib.request
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -631,6 +632,9 @@ async def _init_kubeadm(state: Path, cluster: dict[str, Any],
                            for name, process in processes.items()
                            if kind_of(name) == "containerd"))
     first = f"{CONTROL_PLANE}/kubelet"
+    # a whole second back: the API's times have whole seconds
+    since = None if processes[first].adopt() else datetime.now(UTC).replace(
+        microsecond=0) - timedelta(seconds=1)
     await _start(state, first, processes[first], started)
     certs = ClusterCertificates(state)
     admin = certs.kubeconfig("admin")
@@ -652,7 +656,7 @@ async def _init_kubeadm(state: Path, cluster: dict[str, Any],
                            for name, process in processes.items()
                            if kind_of(name) in ("kubelet", "hollow-nodes") and name != first))
     await _approve_serving(state, cluster, processes)
-    await wait_for_cluster(admin, len(node_networks(cluster)), deadline)
+    await wait_for_cluster(admin, len(node_networks(cluster)), deadline, since)
     print(f"every node Ready, every kube-system pod running "
           f"({time.monotonic() - started:.1f} s)", flush=True)
 

@@ -23,10 +23,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from minikube_py.api import Obj
+from minikube_py.api.meta import parse_rfc3339
 from minikube_py.api.resources import RESOURCES, Resource
 from minikube_py.client.errors import ClientError
 from minikube_py.client.rest import Client
@@ -139,30 +141,33 @@ async def apply_addons(admin: Path, objects: list[Obj]) -> None:
                                  content_type="application/apply-patch+yaml")
 
 
-def _running(pod: Obj) -> bool:
-    """Every container of the pod runs (whatever its probes say yet)."""
+def _running(pod: Obj, since: datetime | None = None) -> bool:
+    """Every container of the pod runs (whatever its probes say yet), started `since`
+    when given: after a `down`, what etcd still says of the pods is their old life."""
     status = pod.get("status") or {}
     statuses = status.get("containerStatuses") or []
+    started = [((container.get("state") or {}).get("running") or {}).get("startedAt")
+               for container in statuses]
     return status.get("phase") == "Running" and bool(statuses) and all(
-        "running" in (container.get("state") or {}) for container in statuses)
+        at and (since is None or parse_rfc3339(at) >= since) for at in started)
 
 
-def _settled(pod: Obj) -> bool:
-    """Running, and Ready too unless a startup probe holds its readiness back: kubeadm's
-    static pods are not probed for the first 10 s, and nothing waits on them being Ready
-    (up has asked the API server itself); the add-ons' pods must be Ready, so that the
-    kube-dns Service has endpoints when up returns."""
-    status = pod.get("status") or {}
-    if any("startupProbe" in container for container in pod["spec"]["containers"]):
-        return _running(pod)
-    return _running(pod) and any(
-        condition.get("type") == "Ready" and condition.get("status") == "True"
-        for condition in status.get("conditions") or ())
+def _node_ready(node: Obj, since: datetime | None) -> bool:
+    """Ready, said by a kubelet that has posted since `since` (when given)."""
+    return any(condition.get("type") == "Ready" and condition.get("status") == "True"
+               and (since is None or parse_rfc3339(
+                   condition.get("lastHeartbeatTime") or "1970-01-01T00:00:00Z") >= since)
+               for condition in (node.get("status") or {}).get("conditions") or ())
 
 
-async def wait_for_cluster(admin: Path, nodes: int, deadline: float) -> None:
-    """Until `nodes` nodes are Ready and every kube-system pod has settled (_settled): the
-    static pods' mirrors, the DaemonSet's pods, DNS and the metrics server."""
+async def wait_for_cluster(admin: Path, nodes: int, deadline: float,
+                           since: datetime | None = None) -> None:
+    """Until `nodes` nodes are Ready and every kube-system pod runs: the static pods'
+    mirrors, the DaemonSet's pods, DNS and the metrics server. Running, not Ready: a
+    readiness probe looks every 10 s (kubeadm's static pods' first look is at 10 s), so
+    DNS, say, joins its Service a few seconds after `up` returns, as on a kubeadm
+    cluster whose `kubeadm init` has just returned. `since`: when the kubelets were
+    started, if this `up` started them (their earlier statuses do not count)."""
     async with Client.from_kubeconfig(admin) as client:
         waiting: Any = "nothing listed yet"
         while time.monotonic() < deadline:
@@ -172,14 +177,14 @@ async def wait_for_cluster(admin: Path, nodes: int, deadline: float) -> None:
             except ClientError as error:
                 waiting = error
             else:
-                not_ready = [node["metadata"]["name"] for node in listed if not any(
-                    c.get("type") == "Ready" and c.get("status") == "True"
-                    for c in (node.get("status") or {}).get("conditions") or ())]
-                pending = [pod["metadata"]["name"] for pod in pods if not _settled(pod)]
+                not_ready = [node["metadata"]["name"] for node in listed
+                             if not _node_ready(node, since)]
+                pending = [pod["metadata"]["name"] for pod in pods
+                           if not _running(pod, since)]
                 if len(listed) >= nodes and not not_ready and pods and not pending:
                     return
                 waiting = (f"{len(listed)}/{nodes} nodes registered, not Ready: "
-                           f"{', '.join(not_ready) or 'none'}; kube-system pods not ready: "
+                           f"{', '.join(not_ready) or 'none'}; kube-system pods not running: "
                            f"{', '.join(pending) or 'none'}")
             await asyncio.sleep(0.5)
     raise TimeoutError(f"the cluster did not settle: {waiting}")
