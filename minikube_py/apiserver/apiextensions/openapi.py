@@ -10,7 +10,6 @@ group-version (/openapi/v3/apis/<group>/<version>); v2 adds the same definitions
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from typing import Any
 
@@ -41,8 +40,10 @@ def kind_definitions(crd: Obj, version: Obj, v3: bool) -> dict[str, Obj]:
     group, kind = spec["group"], names["kind"]
     ref = REF_V3 if v3 else REF_V2
     name = definition_name(group, version["name"], kind)
-    schema = copy.deepcopy(version["schema"]["openAPIV3Schema"])
-    properties = schema.setdefault("properties", {})
+    # only the top level and its properties change: copies of those two leave the
+    # definition's own schema as it is without deep-copying megabytes of it
+    schema = dict(version["schema"]["openAPIV3Schema"])
+    properties = schema["properties"] = dict(schema.get("properties") or {})
     properties["apiVersion"] = {"type": "string", "description": (
         "APIVersion defines the versioned schema of this representation of an object.")}
     properties["kind"] = {"type": "string", "description": (
