@@ -284,9 +284,9 @@ class ConnectionPool:
         await self._http.close()
 
     async def request(self, method: str, path: str, body: bytes = b"", *,
-                      expect: int = 200) -> bytes:
+                      expect: int = 200, content_type: str = "application/json") -> bytes:
         """The answer's body; a status other than `expect` fails the benchmark."""
-        headers = {"Content-Type": "application/json"} if body else None
+        headers = {"Content-Type": content_type} if body else None
         async with self._slots:
             answer = await self._http.request(method, path, body=body, headers=headers)
         if answer.status != expect:

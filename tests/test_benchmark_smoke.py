@@ -174,3 +174,18 @@ def test_mkctl_benchmark_quick_run_reports_every_comparison() -> None:
                    "cold discovery cache",
                    "no bytecode cache", "`python -c pass`"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not any((parent / "shared/data/crds/prometheus-operator").is_dir()
+                            for parent in REPO.parents),
+                    reason="no shared/data/crds/prometheus-operator above the repository")
+def test_crd_benchmark_quick_run_reports_both_targets() -> None:
+    """benchmarks/crd.py still runs end to end: it checks that the CEL rules refuse an
+    invalid custom resource before it measures (figures are not judged here)."""
+    output = run_quick("crd.py", timeout=600)
+    for metric in ("custom resource creates/s (50-field schema, 5 CEL rules) vs ConfigMaps",
+                   "server-side apply of the 10 prometheus-operator CRDs"):
+        lines = [line for line in output.splitlines() if metric in line]
+        assert len(lines) == 1, f"no line for {metric!r} in:\n{output}"
+        assert " PASS |" in lines[0] or " FAIL |" in lines[0], lines[0]

@@ -704,6 +704,30 @@ async def test_the_schema_is_published_in_openapi_v2_and_v3(api: API, widgets: s
     assert f"/apis/{group}/v1/namespaces/{{namespace}}/widgets/{{name}}" in v3["paths"]
 
 
+async def test_a_changed_schema_is_published_in_place_of_the_old(api: API, widgets: str
+                                                                  ) -> None:
+    """The published definitions follow each change of the definition (they are kept
+    between rebuilds only while the definition is unchanged)."""
+    group = widgets.split("/")[2]
+    name = ".".join([*reversed(group.split(".")), "v1", "Widget"])
+    status, crd = await api.patch(f"{CRDS}/widgets.{group}", [{
+        "op": "add", "path": "/spec/versions/0/schema/openAPIV3Schema/properties/spec/"
+        "properties/shape", "value": {"type": "string", "default": "round"}}], kind="json")
+    assert status == 200, crd
+
+    async def published() -> dict[str, Any] | None:
+        _, v2 = await api.get("/openapi/v2")
+        spec = v2["definitions"][name]["properties"]["spec"]["properties"]
+        return spec if "shape" in spec else None
+
+    spec = await eventually(published, what="the new field in /openapi/v2")
+    assert spec["shape"] == {"type": "string", "default": "round"}
+    assert spec["size"]["default"] == 3
+    _, index = await api.get("/openapi/v3")
+    _, v3 = await api.get(index["paths"][f"apis/{group}/v1"]["serverRelativeURL"])
+    assert "shape" in v3["components"]["schemas"][name]["properties"]["spec"]["properties"]
+
+
 # -- table_conversion.go, on custom resources ------------------------------------------------
 
 TABLE_V1BETA1 = "application/json;as=Table;v=v1beta1;g=meta.k8s.io"

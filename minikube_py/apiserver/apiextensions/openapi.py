@@ -10,7 +10,6 @@ group-version (/openapi/v3/apis/<group>/<version>); v2 adds the same definitions
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from typing import Any
 
@@ -41,8 +40,10 @@ def kind_definitions(crd: Obj, version: Obj, v3: bool) -> dict[str, Obj]:
     group, kind = spec["group"], names["kind"]
     ref = REF_V3 if v3 else REF_V2
     name = definition_name(group, version["name"], kind)
-    schema = copy.deepcopy(version["schema"]["openAPIV3Schema"])
-    properties = schema.setdefault("properties", {})
+    # only the top level and its properties change: copies of those two leave the
+    # definition's own schema as it is without deep-copying megabytes of it
+    schema = dict(version["schema"]["openAPIV3Schema"])
+    properties = schema["properties"] = dict(schema.get("properties") or {})
     properties["apiVersion"] = {"type": "string", "description": (
         "APIVersion defines the versioned schema of this representation of an object.")}
     properties["kind"] = {"type": "string", "description": (
@@ -105,19 +106,32 @@ class Published:
         self.v2_definitions: dict[str, Any] = {}
         self.v3_documents: dict[str, bytes] = {}
         self.v3_paths: dict[str, Any] = {}
+        # kind_definitions of each served version by (uid, resourceVersion, version, v3):
+        # a rebuild copies only the schemas of definitions that changed, not every one
+        self._definitions: dict[tuple[str, str, str, bool], dict[str, Obj]] = {}
 
     def rebuild(self, crds: list[Obj]) -> None:
         v2: dict[str, Any] = {}
         v3: dict[tuple[str, str], dict[str, Any]] = {}
         v3_paths: dict[tuple[str, str], dict[str, Any]] = {}
+        built: dict[tuple[str, str, str, bool], dict[str, Obj]] = {}
+
+        def definitions(crd: Obj, version: Obj, v3: bool) -> dict[str, Obj]:
+            metadata = crd["metadata"]
+            key = (metadata["uid"], metadata["resourceVersion"], version["name"], v3)
+            found = self._definitions.get(key)
+            built[key] = kind_definitions(crd, version, v3) if found is None else found
+            return built[key]
+
         for crd in crds:
             for version in crd["spec"]["versions"]:
                 if not version.get("served"):
                     continue
-                v2.update(kind_definitions(crd, version, v3=False))
+                v2.update(definitions(crd, version, v3=False))
                 group_version = (crd["spec"]["group"], version["name"])
-                v3.setdefault(group_version, {}).update(kind_definitions(crd, version, v3=True))
+                v3.setdefault(group_version, {}).update(definitions(crd, version, v3=True))
                 v3_paths.setdefault(group_version, {}).update(kind_paths(crd, version))
+        self._definitions = built
         self.v2_definitions = (standard_definitions(v3=False) | v2) if v2 else {}
         documents: dict[str, bytes] = {}
         paths: dict[str, Any] = {}
