@@ -1,0 +1,207 @@
+"""mkctl on custom resources next to the real kubectl: a CustomResourceDefinition with
+printer columns, short names, a category and the status and scale subresources, found
+through discovery by each of its names, and read (get, describe) and changed
+(apply, apply --server-side, scale, delete) as kubectl reads and changes it.
+
+The definition is cluster-wide and shows in discovery, so this module has a server of
+its own. The changing cases run on twin namespaces, one for each CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import module_own_apiserver
+from tests.test_mkctl import Clis, Result, assert_same, normalized
+
+etcd, apiserver, kubeconfig = module_own_apiserver("mkctl-crd")
+
+GROUP = "fleet.example.com"
+UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+RESOURCE_VERSION = re.compile(r'(resourceVersion"?: "?)\d+')
+
+DEFINITION: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": f"widgets.{GROUP}"},
+    "spec": {
+        "group": GROUP, "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
+                  "listKind": "WidgetList", "shortNames": ["wd"],
+                  "categories": ["all", "fleet"]},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True,
+            "subresources": {"status": {}, "scale": {
+                "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
+                "labelSelectorPath": ".status.selector"}},
+            "additionalPrinterColumns": [
+                {"name": "Color", "type": "string", "jsonPath": ".spec.color",
+                 "description": "The widget's color"},
+                {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
+                {"name": "Ready", "type": "integer", "jsonPath": ".status.replicas",
+                 "priority": 1},
+                {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
+            "schema": {"openAPIV3Schema": {
+                "type": "object", "description": "A Widget is a thing the fleet makes.",
+                "properties": {
+                    "spec": {"type": "object", "description": "What the widget should be.",
+                             "required": ["color"],
+                             "properties": {
+                                 "color": {"type": "string", "enum": ["red", "blue"],
+                                           "description": "The widget's color."},
+                                 "replicas": {"type": "integer", "minimum": 0,
+                                              "description": "How many to make."},
+                                 "parts": {"type": "array", "items": {
+                                     "type": "object", "properties": {
+                                         "name": {"type": "string"},
+                                         "count": {"type": "integer"}}}}}},
+                    "status": {"type": "object", "properties": {
+                        "replicas": {"type": "integer"},
+                        "selector": {"type": "string"}}}}}},
+        }]}}
+
+
+def widget(name: str, color: str, replicas: int, **labels: str) -> dict[str, Any]:
+    return {"apiVersion": f"{GROUP}/v1", "kind": "Widget",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"color": color, "replicas": replicas,
+                     "parts": [{"name": "bolt", "count": 4}]}}
+
+
+class World:
+    """The definition, established, and two namespaces of widgets for the reading cases."""
+
+    def __init__(self, clis: Clis, files: Path) -> None:
+        self.clis, self.files = clis, files
+        self.ident = uuid.uuid4().hex[:6]
+        self.namespace, self.other = f"crd-{self.ident}", f"crd-{self.ident}-b"
+
+    def setup(self) -> None:
+        crd = self.files / "crd.json"
+        crd.write_text(json.dumps(DEFINITION))
+        self.must("apply", "-f", str(crd))
+        self.must("wait", "--for=condition=Established", f"crd/widgets.{GROUP}",
+                  "--timeout=60s")
+        for namespace, widgets in ((self.namespace, [widget("alpha", "red", 2, tier="a"),
+                                                    widget("beta", "blue", 1, tier="b")]),
+                                   (self.other, [widget("gamma", "red", 3, tier="a")])):
+            self.must("create", "namespace", namespace)
+            listed = self.files / f"{namespace}.json"
+            listed.write_text(json.dumps({"apiVersion": "v1", "kind": "List",
+                                          "items": widgets}))
+            self.must("create", "-n", namespace, "-f", str(listed))
+
+    def must(self, *args: str) -> Result:
+        done = self.clis.kubectl(*args)
+        assert done.code == 0, done.err
+        return done
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("crd-manifests")
+
+
+@pytest.fixture(scope="module")
+def world(kubeconfig: Path, files: Path, tmp_path_factory: pytest.TempPathFactory
+          ) -> Iterator[World]:
+    clis = Clis(kubeconfig, tmp_path_factory.mktemp("mkctl-crd-cache"))
+    world = World(clis, files)
+    try:
+        world.setup()
+        yield world
+    finally:
+        for namespace in (world.namespace, world.other):
+            clis.kubectl("delete", "namespace", namespace, "--wait=false",
+                         "--ignore-not-found")
+        clis.kubectl("delete", "crd", f"widgets.{GROUP}", "--wait=false", "--ignore-not-found")
+
+
+READING = [
+    "get widgets",
+    "get wd",
+    "get widget alpha",
+    "get Widget",
+    f"get widgets.{GROUP}",
+    f"get widgets.v1.{GROUP}",
+    "get wd -o wide",
+    "get wd alpha -o yaml",
+    "get wd -o json",
+    "get wd -o name",
+    "get wd -l tier=a",
+    "get wd -A -l tier=a",
+    "get wd --show-labels",
+    "get all",
+    "get fleet",
+    "get wd nothing",
+    "describe wd alpha",
+    "describe widgets",
+]
+
+
+@pytest.mark.parametrize("case", READING)
+def test_reading_custom_resources_prints_what_kubectl_prints(world: World, case: str) -> None:
+    args = case.split()
+    if "-A" not in args:
+        args += ["-n", world.namespace]
+    expected, actual = world.clis.compare(*args)
+    assert (expected.code != 0) == ("nothing" in args), expected.err
+    assert_same(expected, actual)
+
+
+CHANGED = widget("alpha", "blue", 5, tier="a")
+
+CHANGING = [
+    # (what both run first, the command, the command that shows the result)
+    ([], "apply -f {files}/alpha.json", "get wd -o yaml"),
+    (["apply -f {files}/alpha.json"], "apply -f {files}/alpha-v2.json", "get wd -o yaml"),
+    ([], "apply --server-side -f {files}/alpha.json", "get wd -o yaml"),
+    (["apply --server-side -f {files}/alpha.json"],
+     "apply --server-side -f {files}/alpha-v2.json", "get wd -o yaml"),
+    (["apply -f {files}/alpha.json"], "scale wd alpha --replicas=4", "get wd -o yaml"),
+    (["apply -f {files}/alpha.json"], "scale wd alpha --replicas=4 --current-replicas=9",
+     "get wd -o yaml"),
+    (["apply -f {files}/alpha.json"], "delete wd alpha", "get wd"),
+    (["apply -f {files}/alpha.json"], "delete widgets --all", "get wd"),
+    ([], "delete wd nothing", "get wd"),
+]
+
+
+def masked(result: Result, namespace: str) -> Result:
+    def clean(text: str) -> str:
+        text = text.replace(namespace, "NS")
+        return RESOURCE_VERSION.sub(r"\1RV", TIMESTAMP.sub("TIME", UID.sub("UID", text)))
+
+    return normalized(Result(clean(result.out), clean(result.err), result.code))
+
+
+@pytest.mark.parametrize(("setup", "case", "check"), CHANGING)
+def test_changing_custom_resources_as_kubectl(world: World, setup: list[str], case: str,
+                                              check: str) -> None:
+    (world.files / "alpha.json").write_text(json.dumps(widget("alpha", "red", 2, tier="a")))
+    (world.files / "alpha-v2.json").write_text(json.dumps(CHANGED))
+    ident = uuid.uuid4().hex[:6]
+    twins = {"kubectl": f"w-{ident}-k", "mkctl": f"w-{ident}-m"}
+    results: dict[str, tuple[Result, Result]] = {}
+    try:
+        for cli, namespace in twins.items():
+            world.must("create", "namespace", namespace)
+            for command in setup:
+                world.must(*command.format(files=world.files).split(), "-n", namespace)
+            args = [*case.format(files=world.files).split(), "-n", namespace]
+            done = (world.clis.kubectl(*args) if cli == "kubectl"
+                    else world.clis.mkctl(*args))
+            shown = world.must(*check.split(), "-n", namespace, "--ignore-not-found")
+            results[cli] = (masked(done, namespace), masked(shown, namespace))
+    finally:
+        for namespace in twins.values():
+            world.clis.kubectl("delete", "namespace", namespace, "--wait=false")
+    assert_same(results["kubectl"][0], results["mkctl"][0])
+    assert_same(results["kubectl"][1], results["mkctl"][1])
