@@ -1,6 +1,6 @@
 """mkctl on custom resources next to the real kubectl: a CustomResourceDefinition with
 printer columns, short names, a category and the status and scale subresources, found
-through discovery by each of its names, and read (get, describe) and changed
+through discovery by each of its names, and read (get, describe, explain) and changed
 (apply, apply --server-side, scale, delete) as kubectl reads and changes it.
 
 The definition is cluster-wide and shows in discovery, so this module has a server of
@@ -143,16 +143,25 @@ READING = [
     "get wd nothing",
     "describe wd alpha",
     "describe widgets",
+    "explain widgets",
+    "explain wd.spec",
+    "explain wd.spec.color",
+    "explain wd.spec.parts",
+    "explain wd.metadata",
+    "explain widgets --recursive",
+    "explain widgets --api-version=fleet.example.com/v1",
+    "explain wd.spec.nothing",
+    "explain nothing",
 ]
 
 
 @pytest.mark.parametrize("case", READING)
 def test_reading_custom_resources_prints_what_kubectl_prints(world: World, case: str) -> None:
     args = case.split()
-    if "-A" not in args:
+    if "-A" not in args and args[0] != "explain":
         args += ["-n", world.namespace]
     expected, actual = world.clis.compare(*args)
-    assert (expected.code != 0) == ("nothing" in args), expected.err
+    assert (expected.code != 0) == ("nothing" in case), expected.err
     assert_same(expected, actual)
 
 
