@@ -18,23 +18,14 @@ from minikube_py.mkctl.command import PROGRAM, Command, Invocation
 from minikube_py.mkctl.errors import MkctlError, NoResourceMatch, UnwrappedNoResourceMatch
 from minikube_py.mkctl.flags import BOOL, Flag
 
-OUTPUTS = ("plaintext", "plaintext-openapiv2")
-
 
 def run(inv: Invocation) -> None:
     if not inv.args:
-        raise inv.usage_error("You must specify the type of resource to explain. Use "
-                              f'"{PROGRAM} api-resources" for a complete list of supported '
-                              "resources.\n")
+        raise MkctlError("You must specify the type of resource to explain. Use "
+                         f'"{PROGRAM} api-resources" for a complete list of supported '
+                         "resources.")
     if len(inv.args) > 1:
-        raise inv.usage_error("We accept only this format: explain RESOURCE\n")
-    output = inv.flags["output"]
-    if output not in OUTPUTS:
-        raise MkctlError(f"unsupported output format: {output}; supported formats: "
-                         f"{', '.join(OUTPUTS)}")
-    if output == "plaintext-openapiv2":
-        raise MkctlError("--output=plaintext-openapiv2 is not built in mkctl: it explains "
-                         "from OpenAPI v3 only (the default, --output=plaintext)")
+        raise MkctlError("We accept only this format: explain RESOURCE")
     name, *field_path = inv.args[0].split(".")
     try:
         resource = inv.mapper.resource_for(name)
@@ -43,6 +34,12 @@ def run(inv: Invocation) -> None:
     group, version = resource.group, resource.version
     if inv.flags["api-version"]:
         group, _, version = inv.flags["api-version"].rpartition("/")
+    output = inv.flags["output"]
+    if output == "plaintext-openapiv2":
+        raise MkctlError("--output=plaintext-openapiv2 is not built in mkctl: it explains "
+                         "from OpenAPI v3 only (the default, --output=plaintext)")
+    if output != "plaintext":
+        raise MkctlError(f"unrecognized format: {output}")
     document = group_version_document(inv, group, version, resource.name)
     from minikube_py.mkctl.printers.explain import explain, header_and_schema
 
