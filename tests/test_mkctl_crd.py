@@ -225,3 +225,24 @@ def test_changing_custom_resources_as_kubectl(world: World, setup: list[str], ca
             world.clis.kubectl("delete", "namespace", namespace, "--wait=false")
     assert_same(results["kubectl"][0], results["mkctl"][0])
     assert_same(results["kubectl"][1], results["mkctl"][1])
+
+
+def test_a_definition_made_after_discovery_was_cached_is_found_by_its_names(
+        world: World) -> None:
+    """Both CLIs cache discovery; a name the cache lacks makes each fetch it again once."""
+    for args in (["get", "pods", "-n", world.namespace], ["get", "wd", "-n", world.namespace]):
+        assert_same(*world.clis.compare(*args))
+    group = f"g{world.ident}.example.com"
+    gadgets = json.loads(json.dumps(DEFINITION).replace(GROUP, group).replace(
+        "widget", "gadget").replace("Widget", "Gadget").replace('"wd"', '"gd"'))
+    (world.files / "gadgets.json").write_text(json.dumps(gadgets))
+    world.must("apply", "-f", str(world.files / "gadgets.json"))
+    try:
+        world.must("wait", "--for=condition=Established", f"crd/gadgets.{group}",
+                   "--timeout=60s")
+        for args in (["get", "gd", "-n", world.namespace], ["explain", "gadgets.spec"]):
+            expected, actual = world.clis.compare(*args)
+            assert expected.code == 0, expected.err
+            assert_same(expected, actual)
+    finally:
+        world.clis.kubectl("delete", "crd", f"gadgets.{group}", "--wait=false")
