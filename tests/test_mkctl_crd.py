@@ -1,10 +1,11 @@
 """mkctl on custom resources next to the real kubectl: a CustomResourceDefinition with
 printer columns, short names, a category and the status and scale subresources, found
 through discovery by each of its names, and read (get, describe, explain) and changed
-(apply, apply --server-side, scale, delete) as kubectl reads and changes it.
+(apply, apply --server-side, scale, delete) as kubectl reads and changes it; and a
+cluster-scoped definition beside it, in the same category.
 
-The definition is cluster-wide and shows in discovery, so this module has a server of
-its own. The changing cases run on twin namespaces, one for each CLI.
+Definitions are cluster-wide and show in discovery, so this module has a server of its
+own. The changing cases run on twin namespaces, one for each CLI.
 """
 
 from __future__ import annotations
@@ -68,6 +69,30 @@ DEFINITION: dict[str, Any] = {
         }]}}
 
 
+# A cluster-scoped kind of the same group and category.
+DEPOTS: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": f"depots.{GROUP}"},
+    "spec": {
+        "group": GROUP, "scope": "Cluster",
+        "names": {"plural": "depots", "singular": "depot", "kind": "Depot",
+                  "shortNames": ["dp"], "categories": ["fleet"]},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True,
+            "additionalPrinterColumns": [
+                {"name": "City", "type": "string", "jsonPath": ".spec.city"},
+                {"name": "Open", "type": "boolean", "jsonPath": ".spec.open"},
+                {"name": "Capacity", "type": "number", "jsonPath": ".spec.capacity",
+                 "priority": 1}],
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {
+                    "city": {"type": "string"}, "open": {"type": "boolean"},
+                    "capacity": {"type": "number"}}}}}},
+        }]}}
+DEPOT = {"apiVersion": f"{GROUP}/v1", "kind": "Depot", "metadata": {"name": "north"},
+         "spec": {"city": "Oslo", "open": True, "capacity": 2.5}}
+
+
 def widget(name: str, color: str, replicas: int, **labels: str) -> dict[str, Any]:
     return {"apiVersion": f"{GROUP}/v1", "kind": "Widget",
             "metadata": {"name": name, "labels": labels},
@@ -84,11 +109,14 @@ class World:
         self.namespace, self.other = f"crd-{self.ident}", f"crd-{self.ident}-b"
 
     def setup(self) -> None:
-        crd = self.files / "crd.json"
-        crd.write_text(json.dumps(DEFINITION))
-        self.must("apply", "-f", str(crd))
-        self.must("wait", "--for=condition=Established", f"crd/widgets.{GROUP}",
-                  "--timeout=60s")
+        for name, definition in (("widgets", DEFINITION), ("depots", DEPOTS)):
+            crd = self.files / f"{name}.json"
+            crd.write_text(json.dumps(definition))
+            self.must("apply", "-f", str(crd))
+            self.must("wait", "--for=condition=Established", f"crd/{name}.{GROUP}",
+                      "--timeout=60s")
+        (self.files / "depot.json").write_text(json.dumps(DEPOT))
+        self.must("create", "-f", str(self.files / "depot.json"))
         for namespace, widgets in ((self.namespace, [widget("alpha", "red", 2, tier="a"),
                                                     widget("beta", "blue", 1, tier="b")]),
                                    (self.other, [widget("gamma", "red", 3, tier="a")])):
@@ -123,7 +151,9 @@ def world(kubeconfig: Path, files: Path, tmp_path_factory: pytest.TempPathFactor
         for namespace in (world.namespace, world.other):
             clis.kubectl("delete", "namespace", namespace, "--wait=false",
                          "--ignore-not-found")
-        clis.kubectl("delete", "crd", f"widgets.{GROUP}", "--wait=false", "--ignore-not-found")
+        for name in ("widgets", "depots"):
+            clis.kubectl("delete", "crd", f"{name}.{GROUP}", "--wait=false",
+                         "--ignore-not-found")
 
 
 READING = [
@@ -147,6 +177,11 @@ READING = [
     "get wd nothing",
     "describe wd alpha",
     "describe widgets",
+    "get depots",
+    "get dp -o wide",
+    "get dp north -o yaml",
+    "describe dp north",
+    "explain dp.spec",
     "explain widgets",
     "explain wd.spec",
     "explain wd.spec.color",
@@ -176,7 +211,10 @@ def test_reading_custom_resources_prints_what_kubectl_prints(world: World, case:
     assert_same(expected, actual)
 
 
-CHANGED = widget("alpha", "blue", 5, tier="a")
+# What the second apply changes: a value, a label dropped, a list replaced whole.
+APPLIED = widget("alpha", "red", 2, tier="a", keep="yes")
+CHANGED = {**widget("alpha", "blue", 5, tier="a"),
+           "spec": {"color": "blue", "replicas": 5, "parts": [{"name": "nut", "count": 2}]}}
 
 CHANGING = [
     # (what both run first, the command, the command that shows the result)
@@ -205,7 +243,7 @@ def masked(result: Result, namespace: str) -> Result:
 @pytest.mark.parametrize(("setup", "case", "check"), CHANGING)
 def test_changing_custom_resources_as_kubectl(world: World, setup: list[str], case: str,
                                               check: str) -> None:
-    (world.files / "alpha.json").write_text(json.dumps(widget("alpha", "red", 2, tier="a")))
+    (world.files / "alpha.json").write_text(json.dumps(APPLIED))
     (world.files / "alpha-v2.json").write_text(json.dumps(CHANGED))
     ident = uuid.uuid4().hex[:6]
     twins = {"kubectl": f"w-{ident}-k", "mkctl": f"w-{ident}-m"}
