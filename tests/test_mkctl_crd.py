@@ -229,6 +229,12 @@ CHANGING = [
     (["apply -f {files}/alpha.json"], "delete wd alpha", "get wd"),
     (["apply -f {files}/alpha.json"], "delete widgets --all", "get wd"),
     ([], "delete wd nothing", "get wd"),
+    (["apply -f {files}/alpha.json"], "delete -f {files}/alpha.json", "get wd"),
+    (["apply -f {files}/alpha.json"], "apply -f {files}/alpha.json", "get wd -o yaml"),
+    (["apply -f {files}/alpha.json"], "apply -f {files}/alpha-v2.json --dry-run=server",
+     "get wd -o yaml"),
+    (["apply -f {files}/alpha.json"], "label wd alpha keep- size=big", "get wd -o yaml"),
+    (["apply -f {files}/alpha.json"], "annotate wd alpha note=hi", "get wd -o yaml"),
 ]
 
 
