@@ -25,6 +25,9 @@ from tests.test_mkctl import Clis, Result, assert_same, normalized
 etcd, apiserver, kubeconfig = module_own_apiserver("mkctl-crd")
 
 GROUP = "fleet.example.com"
+# ../shared/data/crds from the checkout: /work/main's parent, or a worktree's ancestor
+CRDS = next((parent / "shared/data/crds" for parent in Path(__file__).resolve().parents
+             if (parent / "shared/data/crds").is_dir()), None)
 UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 RESOURCE_VERSION = re.compile(r'(resourceVersion"?: "?)\d+')
@@ -290,3 +293,31 @@ def test_a_definition_made_after_discovery_was_cached_is_found_by_its_names(
             assert_same(expected, actual)
     finally:
         world.clis.kubectl("delete", "crd", f"gadgets.{group}", "--wait=false")
+
+
+# Real-world definitions: deep schemas, maps, lists of objects, enums, long descriptions.
+REAL_WORLD = {"cert-manager/cert-manager.io_certificates.yaml": "certificates.cert-manager.io",
+              "gateway-api/gateway.networking.k8s.io_httproutes.yaml":
+                  "httproutes.gateway.networking.k8s.io",
+              "prometheus-operator/monitoring.coreos.com_servicemonitors.yaml":
+                  "servicemonitors.monitoring.coreos.com"}
+EXPLAINED = ["certificates", "certificates.spec.privateKey", "certificates --recursive",
+             "certificates.status.conditions", "httproutes.spec.rules",
+             "httproutes.spec.rules.matches.path.type", "httproutes --recursive",
+             "servicemonitors.spec.endpoints", "servicemonitors --recursive"]
+
+
+@pytest.mark.skipif(CRDS is None, reason="no ../shared/data/crds")
+def test_explain_prints_what_kubectl_prints_for_real_world_definitions(world: World) -> None:
+    assert CRDS is not None
+    try:
+        for path, name in REAL_WORLD.items():
+            world.must("create", "-f", str(CRDS / path))
+            world.must("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
+        for case in EXPLAINED:
+            expected, actual = world.clis.compare("explain", *case.split())
+            assert expected.code == 0, expected.err
+            assert_same(expected, actual)
+    finally:
+        for name in REAL_WORLD.values():
+            world.clis.kubectl("delete", "crd", name, "--wait=false", "--ignore-not-found")
