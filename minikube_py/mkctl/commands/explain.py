@@ -4,7 +4,7 @@ server publishes (kubectl's explain with its default output, plaintext).
     mkctl explain widgets.spec      GROUP/KIND/VERSION, FIELD, DESCRIPTION, FIELDS
 
 1. The argument splits at its first dot: the resource (any of its names, through
-   discovery) and the field path.
+   discovery) and the field path; or after `plural.group` when it starts so.
 2. `GET /openapi/v3` lists a document per group-version; the resource's (or the one
    --api-version names) is fetched by its serverRelativeURL.
 3. printers/explain.py renders it as kubectl's plaintext template does.
@@ -15,6 +15,7 @@ from __future__ import annotations
 from urllib.parse import parse_qsl, urlsplit
 
 from minikube_py.mkctl.command import PROGRAM, Command, Invocation
+from minikube_py.mkctl.discovery import APIResource
 from minikube_py.mkctl.errors import MkctlError, NoResourceMatch, UnwrappedNoResourceMatch
 from minikube_py.mkctl.flags import BOOL, Flag
 
@@ -26,11 +27,7 @@ def run(inv: Invocation) -> None:
                          "resources.")
     if len(inv.args) > 1:
         raise MkctlError("We accept only this format: explain RESOURCE")
-    name, *field_path = inv.args[0].split(".")
-    try:
-        resource = inv.mapper.resource_for(name)
-    except NoResourceMatch as error:
-        raise UnwrappedNoResourceMatch(error.resource, error.group, error.version) from None
+    resource, field_path = resource_and_fields(inv, inv.args[0])
     group, version = resource.group, resource.version
     if inv.flags["api-version"]:
         group, _, version = inv.flags["api-version"].rpartition("/")
@@ -50,6 +47,25 @@ def run(inv: Invocation) -> None:
         gvk = f"map[group:{group} kind:{resource.kind} version:{version}]"
         raise MkctlError(f"GVK {gvk} not found in OpenAPI schema")
     inv.out.write(explain(document, schema, field_path, inv.flags["recursive"]))
+
+
+def resource_and_fields(inv: Invocation, argument: str) -> tuple[APIResource, list[str]]:
+    """Step 1 (SplitAndParseResourceRequestWithMatchingPrefix): the resource the first
+    part names, and the field path after it; when the argument starts with a matching
+    resource's `plural.group` (widgets.fleet.example.com.spec), the path follows that."""
+    argument = argument.removesuffix(".")
+    first, *rest = argument.split(".")
+    try:
+        resource = inv.mapper.resource_for(first)
+    except NoResourceMatch as error:
+        raise UnwrappedNoResourceMatch(error.resource, error.group, error.version) from None
+    same_name = [candidate for candidate in inv.mapper.discovery.groups().resources
+                 if candidate.name == resource.name and candidate != resource]
+    for candidate in (resource, *same_name):
+        if argument.startswith(candidate.group_resource):
+            suffix = argument[len(candidate.group_resource):]
+            return candidate, suffix[1:].split(".") if suffix else []
+    return resource, rest
 
 
 def group_version_document(inv: Invocation, group: str, version: str, resource: str) -> dict:
