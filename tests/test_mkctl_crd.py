@@ -301,25 +301,55 @@ def test_a_definition_made_after_discovery_was_cached_is_found_by_its_names(
 
 # Real-world definitions: deep schemas, maps, lists of objects, enums, long descriptions.
 REAL_WORLD = {"cert-manager/cert-manager.io_certificates.yaml": "certificates.cert-manager.io",
+              "gateway-api/gateway.networking.k8s.io_gatewayclasses.yaml":
+                  "gatewayclasses.gateway.networking.k8s.io",
+              "gateway-api/gateway.networking.k8s.io_gateways.yaml":
+                  "gateways.gateway.networking.k8s.io",
               "gateway-api/gateway.networking.k8s.io_httproutes.yaml":
                   "httproutes.gateway.networking.k8s.io",
               "prometheus-operator/monitoring.coreos.com_servicemonitors.yaml":
                   "servicemonitors.monitoring.coreos.com"}
-EXPLAINED = ["certificates", "certificates.spec.privateKey", "certificates --recursive",
-             "certificates.status.conditions", "httproutes.spec.rules",
-             "httproutes.spec.rules.matches.path.type", "httproutes --recursive",
-             "servicemonitors.spec.endpoints", "servicemonitors --recursive"]
+CERTIFICATE = {"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+               "metadata": {"name": "web"},
+               "spec": {"secretName": "web-tls", "dnsNames": ["a.example.com", "b.example.com"],
+                        "issuerRef": {"name": "ca", "kind": "ClusterIssuer"},
+                        "privateKey": {"algorithm": "ECDSA", "size": 256},
+                        "duration": "2160h"}}
+CERTIFICATE_STATUS = {"status": {
+    "conditions": [{"type": "Ready", "status": "True", "reason": "Ready",
+                    "message": "Certificate is up to date and has not expired",
+                    "lastTransitionTime": "2026-11-29T00:00:00Z"}],
+    "notAfter": "2027-02-27T00:00:00Z", "revision": 1}}
+REAL_WORLD_CASES = [
+    "explain certificates", "explain certificates.spec.privateKey",
+    "explain certificates --recursive", "explain certificates.status.conditions",
+    "explain httproutes.spec.rules", "explain httproutes.spec.rules.matches.path.type",
+    "explain httproutes --recursive", "explain servicemonitors.spec.endpoints",
+    "explain servicemonitors --recursive",
+    "get certificates -o wide", "get cert web -o yaml", "describe certificate web",
+    "get httproutes,gateways -o wide", "get gatewayclasses", "get gateway-api",
+    "describe httproute http-app-1", "describe gateway my-gateway",
+    "describe gatewayclass example"]
 
 
 @pytest.mark.skipif(CRDS is None, reason="no ../shared/data/crds")
-def test_explain_prints_what_kubectl_prints_for_real_world_definitions(world: World) -> None:
+def test_real_world_custom_resources_read_as_kubectl_reads_them(world: World) -> None:
+    """cert-manager's, Gateway API's and prometheus-operator's definitions, with Gateway
+    API's basic-http example and a Certificate whose status says it is ready."""
     assert CRDS is not None
+    namespace = world.namespace
     try:
         for path, name in REAL_WORLD.items():
             world.must("create", "-f", str(CRDS / path))
             world.must("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
-        for case in EXPLAINED:
-            expected, actual = world.clis.compare("explain", *case.split())
+        world.must("apply", "-n", namespace, "-f",
+                   str(CRDS / "gateway-api/examples/basic-http.yaml"))
+        (world.files / "certificate.json").write_text(json.dumps(CERTIFICATE))
+        world.must("apply", "-n", namespace, "-f", str(world.files / "certificate.json"))
+        world.must("patch", "-n", namespace, "certificate", "web", "--subresource=status",
+                   "--type=merge", "-p", json.dumps(CERTIFICATE_STATUS))
+        for case in REAL_WORLD_CASES:
+            expected, actual = world.clis.compare(*case.split(), "-n", namespace)
             assert expected.code == 0, expected.err
             assert_same(expected, actual)
     finally:
