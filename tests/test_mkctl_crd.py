@@ -202,10 +202,11 @@ READING = [
     "explain",
     "explain wd svc",
     "explain wd -o nothing",
+    "scale dp north --replicas=2",
 ]
 # The cases where kubectl fails (and mkctl must fail alike).
 FAILING = {"get wd nothing", "explain wd.spec.nothing", "explain nothing", "explain",
-           "explain wd svc", "explain wd -o nothing"}
+           "explain wd svc", "explain wd -o nothing", "scale dp north --replicas=2"}
 
 
 @pytest.mark.parametrize("case", READING)
