@@ -203,6 +203,9 @@ READING = [
     "explain wd svc",
     "explain wd -o nothing",
     "scale dp north --replicas=2",
+    f"api-resources --api-group={GROUP} -o wide",
+    "api-resources --categories=fleet",
+    "api-resources --namespaced=false --api-group=" + GROUP,
 ]
 # The cases where kubectl fails (and mkctl must fail alike).
 FAILING = {"get wd nothing", "explain wd.spec.nothing", "explain nothing", "explain",
