@@ -4,14 +4,15 @@ Same syntax, flags, output and error messages as kubectl 1.37 for the commands i
 (cli.COMMANDS lists them), so a tutorial's commands and a script's parsing of their
 output work unchanged:
 
-    reading      get, describe, api-resources, wait, top, logs, version,
+    reading      get, describe, explain, api-resources, wait, top, logs, version,
                  config, options, auth can-i
     changing     create, apply, delete, label, annotate, scale, cordon, uncordon, taint,
                  drain, rollout, set image, expose
     into a pod   exec, attach, port-forward
     our own      trace (a request's path through the components)
 
-tests/test_mkctl.py (and test_mkctl_describe.py) run each command
+tests/test_mkctl.py (and test_mkctl_describe.py, and test_mkctl_crd.py on custom
+resources) run each command
 next to the real kubectl against one server and compare the output line by line;
 tests/test_mkctl_write.py does the same for the commands that change objects, each on
 twin namespaces.
@@ -28,7 +29,8 @@ The modules, in the order a command uses them:
     builder.py      resource arguments -> requests -> results (cli-runtime's Builder)
     manifests.py    -f files, directories and stdin -> objects, each mapped and placed
     changes.py      what changing commands share: --dry-run, and `web created` lines
-    printers/       table (server-side Tables), yaml, json, name, jsonpath, custom-columns
+    printers/       table (server-side Tables), yaml, json, name, jsonpath, custom-columns,
+                    explain (kubectl explain's plaintext, from OpenAPI v3)
     describers/     kubectl describe's text, one module per kind (pod, node, workloads,
                     service)
     goyaml/         YAML as go-yaml v2 writes (and reads) it      gofmt.py   Go's number formats

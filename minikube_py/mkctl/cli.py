@@ -24,6 +24,7 @@ from minikube_py.mkctl.flags import ARRAY, BOOL, Flag, FlagError, FlagSet
 COMMANDS = {  # name -> module defining COMMAND
     "get": "minikube_py.mkctl.commands.get",
     "describe": "minikube_py.mkctl.commands.describe",
+    "explain": "minikube_py.mkctl.commands.explain",
     "api-resources": "minikube_py.mkctl.commands.api_resources",
     "config": "minikube_py.mkctl.commands.config",
     "version": "minikube_py.mkctl.commands.version",

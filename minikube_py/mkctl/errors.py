@@ -129,6 +129,14 @@ class NoResourceMatch(MkctlError):
         return text
 
 
+class UnwrappedNoResourceMatch(NoResourceMatch):
+    """A NoResourceMatch a command returns as the mapper made it (explain's), which
+    kubectl's StandardErrorMessage prints without the "error: " prefix."""
+
+    def message(self) -> str:
+        return super().message().removeprefix("error: ")
+
+
 class ContextNotFound(MkctlError):
     """A configuration error (clientcmd's errContextNotFound): "Error in configuration: ..."."""
 

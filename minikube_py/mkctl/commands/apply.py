@@ -13,7 +13,8 @@ The steps of kubectl's apply.go, for each object of the files (manifests.py):
    - changes: what `modified` says that the live object does not (fields the server
      defaulted and `modified` never mentioned are left alone);
    an empty patch prints `unchanged`, any other is sent as
-   `application/strategic-merge-patch+json` and prints `configured`.
+   `application/strategic-merge-patch+json` (a custom resource's as
+   `application/merge-patch+json`) and prints `configured`.
 
 The patch is computed in strategic.py from the kind's schema, as kubectl does from the
 Go types (lists merged by key, `$setElementOrder`, `$retainKeys`,
@@ -73,6 +74,9 @@ PRUNED_KINDS = [("", "v1", "ConfigMap", True), ("", "v1", "Endpoints", True),
 CASCADE = {"background": "Background", "true": "Background", "foreground": "Foreground",
            "orphan": "Orphan", "false": "Orphan"}
 APPLY_PATCH = "application/apply-patch+yaml"
+# A built-in kind's patch is strategic; a custom resource's (no schema) a JSON merge patch.
+PATCH_TYPES = {False: "application/strategic-merge-patch+json",
+               True: "application/merge-patch+json"}
 CONFLICTS_HELP = """Please review the fields above--they currently have other managers. Here
 are the ways you can resolve this warning:
 * If you intend to manage all of these fields, please re-run the apply
@@ -177,13 +181,14 @@ def run(inv: Invocation) -> None:
                          "automatically.")
             from minikube_py.mkctl.strategic import three_way_patch
 
-            patch = three_way_patch(original, modified, current, schema_of(modified))
+            schema = schema_of(modified)
+            patch = three_way_patch(original, modified, current, schema)
             if not patch:
                 printer.print_obj(current, operation="unchanged")
                 continue
             result = current if mode == "client" else inv.client.request_json(
                 "PATCH", path, params, body=patch,
-                content_type="application/strategic-merge-patch+json")
+                content_type=PATCH_TYPES[schema is None])
             printer.print_obj(result, operation="configured")
         except StatusError as error:
             errors.append(in_file(error, "applying patch" if current else "creating",

@@ -6,6 +6,8 @@
     jsonpath=TEMPLATE, jsonpath-as-json=..., jsonpath-file=FILE          (jsonpath.py)
     custom-columns=SPEC, custom-columns-file=FILE                        (customcolumns.py)
 
+explain.py renders `explain`'s plaintext from an OpenAPI v3 document; it is no `-o`.
+
 Go templates (go-template, template) and kubectl's newer kyaml are not supported.
 """
 
