@@ -97,9 +97,15 @@ MINIMAL: dict[str, Obj] = {
     "apiregistration.k8s.io/v1/APIService": {"spec": {
         "group": "NAME.example.com", "version": "v1", "groupPriorityMinimum": 1000,
         "versionPriority": 15}},
+    "apiextensions.k8s.io/v1/CustomResourceDefinition": {"spec": {
+        "group": "NAME.example.com", "scope": "Namespaced",
+        "names": {"plural": "widgets", "kind": "Widget"},
+        "versions": [{"name": "v1", "served": True, "storage": True,
+                      "schema": {"openAPIV3Schema": {"type": "object"}}}]}},
 }
 # Kinds whose name follows from their body (NAME in MINIMAL is the test's base name).
-NAMES = {"apiregistration.k8s.io/v1/APIService": "v1.{name}.example.com"}
+NAMES = {"apiregistration.k8s.io/v1/APIService": "v1.{name}.example.com",
+         "apiextensions.k8s.io/v1/CustomResourceDefinition": "widgets.{name}.example.com"}
 # Never stored: a subresource's kind, and the reviews (questions the server answers)
 NOT_CREATED = {"v1/Binding", "authorization.k8s.io/v1/SelfSubjectAccessReview",
                "authorization.k8s.io/v1/SubjectAccessReview",
