@@ -32,7 +32,7 @@ from minikube_py.apiserver.endpoints.request_params import (
     patch_options,
 )
 from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
-from minikube_py.apiserver.endpoints.responses import render_one, respond
+from minikube_py.apiserver.endpoints.responses import from_storage, render_one, respond
 from minikube_py.apiserver.registry.store import Store
 
 
@@ -47,7 +47,7 @@ async def serve_apply(
     check_configuration(config, resource.api_version, resource.kind)
     dry = dry_run(request)
 
-    def applied(live: Obj | None) -> Obj:
+    async def applied(live: Obj | None) -> Obj:
         try:
             obj = store.field_manager.apply(live, config, options.field_manager, options.force,
                                             info.subresource)
@@ -58,10 +58,10 @@ async def serve_apply(
             raise errors.bad_request(
                 f"failed to create typed patch object ({gvknn(config)}): {err}") from None
         check_name(obj, info.name, namespace if resource.namespaced else "")
-        return store.strategy.to_internal(obj)
+        return await store.strategy.convert_to_storage(store.strategy.to_internal(obj))
 
     async def mutate(current: Obj) -> Obj:
-        updated = applied(store.strategy.to_external(current))
+        updated = await applied(store.strategy.to_external(await from_storage(store, current)))
         wanted_rv = meta.metadata(updated).get("resourceVersion")
         if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
             raise errors.conflict(resource.plural, resource.group, info.name,
@@ -74,11 +74,12 @@ async def serve_apply(
                 updated = await mutate(copy.deepcopy(await store.get(namespace, info.name)))
             else:
                 updated = await store.guaranteed_update(namespace, info.name, mutate)
+            updated = await from_storage(store, updated)
             return respond(render_one(store, updated, wanted, request), wanted, 200)
         except errors.APIError as err:
             if err.reason != "NotFound" or info.subresource:
                 raise
-        obj = applied(None)
+        obj = await applied(None)
         uid = meta.metadata(obj).get("uid")
         if uid:
             raise errors.conflict(
@@ -91,6 +92,7 @@ async def serve_apply(
             if err.reason != "AlreadyExists":
                 raise
             continue
+        created = await from_storage(store, created)
         return respond(render_one(store, created, wanted, request), wanted, 201)
     raise errors.conflict(resource.plural, resource.group, info.name, errors.OBJECT_MODIFIED)
 
