@@ -7,6 +7,7 @@ both versions), with the real kubectl and the official `kubernetes` client."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import json
 import queue
@@ -18,6 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -344,6 +346,148 @@ def test_a_failing_webhook_gives_upstreams_internal_error(
     same = custom.get_namespaced_custom_object(crontabs, "v1", namespace, "crontabs",
                                                "stranded")
     assert same["spec"] == {"hostPort": "x:1"}
+
+
+# -- upstream's checks of the webhook's answer ----------------------------------------------
+
+Answer = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class ScriptedWebhook:
+    """An HTTPS webhook whose ConversionReview answer is `answer(review)`."""
+
+    def __init__(self, directory: Path) -> None:
+        self.ca = pki.new_ca("scripted-webhook-ca")
+        cert, key = pki.issue(self.ca, "scripted", ip_addresses=("127.0.0.1",),
+                              server=True).write(directory, "scripted")
+        self.answer: Answer = lambda review: {}
+        scripted = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
+                review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = json.dumps(scripted.answer(review)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                """Quiet: the test reads the answers, not the log."""
+
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(cert, key)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def client_config(self) -> dict[str, str]:
+        return {"url": f"https://127.0.0.1:{self.server.server_address[1]}/convert",
+                "caBundle": base64.b64encode(self.ca.cert_pem).decode()}
+
+
+@pytest.fixture
+def scripted(tmp_path: Path, extensions: client.ApiextensionsV1Api,
+             custom: client.CustomObjectsApi) -> Iterator[tuple[ScriptedWebhook, str]]:
+    """A definition whose webhook answers as the test scripts it: the webhook, the group."""
+    webhook = ScriptedWebhook(tmp_path)
+    crd = example_crd(unique_group(), webhook.client_config)
+    try:
+        group = install(extensions, custom, crd)
+        yield webhook, group
+    finally:
+        with contextlib.suppress(ApiException):
+            extensions.delete_custom_resource_definition(crd["metadata"]["name"])
+        webhook.server.shutdown()
+        webhook.server.server_close()
+
+
+def converted(change: Callable[[dict[str, Any]], None], *, uid: str | None = None,
+              kind: str = "ConversionReview") -> Answer:
+    """An answer that converts (v1 to v2, relabelling only) and then applies `change`."""
+    def answer(review: dict[str, Any]) -> dict[str, Any]:
+        request = review["request"]
+        objects = []
+        for obj in request["objects"]:
+            obj = {**copy.deepcopy(obj), "apiVersion": request["desiredAPIVersion"]}
+            change(obj)
+            objects.append(obj)
+        return {"apiVersion": "apiextensions.k8s.io/v1", "kind": kind,
+                "response": {"uid": request["uid"] if uid is None else uid,
+                             "convertedObjects": objects, "result": {"status": "Success"}}}
+    return answer
+
+
+def read_v2(custom: client.CustomObjectsApi, group: str, namespace: str
+            ) -> dict[str, Any] | ApiException:
+    try:
+        got: dict[str, Any] = custom.get_namespaced_custom_object(group, "v2", namespace,
+                                                                  "crontabs", "one")
+    except ApiException as err:
+        return err
+    return got
+
+
+def test_a_webhook_may_change_labels_and_annotations_and_nothing_else_of_metadata(
+        custom: client.CustomObjectsApi, scripted: tuple[ScriptedWebhook, str],
+        namespace: str) -> None:
+    webhook, group = scripted
+    custom.create_namespaced_custom_object(
+        group, "v1", namespace, "crontabs",
+        crontab(group, "v1", "one", namespace, {"hostPort": "a:1"}))
+
+    def relabel(obj: dict[str, Any]) -> None:
+        obj["metadata"]["labels"] = {"converted": "yes"}
+        obj["metadata"]["generation"] = 99
+        obj["metadata"]["finalizers"] = ["example.com/added"]
+
+    webhook.answer = converted(relabel)
+    got = read_v2(custom, group, namespace)
+    assert isinstance(got, dict), got
+    assert got["metadata"]["labels"] == {"converted": "yes"}
+    assert got["metadata"]["generation"] == 1
+    assert "finalizers" not in got["metadata"]
+
+
+@pytest.mark.parametrize(("answer", "message"), [
+    (converted(lambda obj: obj["metadata"].update(name="other")),
+     "returned invalid object: must have the same name: one != other"),
+    (converted(lambda obj: obj["metadata"].update(labels={"bad key!": "x"})),
+     "returned invalid metadata: metadata.labels: Invalid value: \"bad key!\""),
+    (converted(lambda obj: obj.update(kind="Other")),
+     "returned invalid object at index 0: invalid kind (expected CronTab, received Other)"),
+    (converted(lambda obj: None, uid="not-the-request"),
+     'failed: expected response.uid="'),
+    (converted(lambda obj: None, kind="AdmissionReview"),
+     "failed: expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, "
+     "got apiextensions.k8s.io/v1, Kind=AdmissionReview"),
+    (lambda review: {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+                     "response": {"uid": review["request"]["uid"], "convertedObjects": [],
+                                  "result": {"status": "Failure", "message": "no thanks"}}},
+     "failed: no thanks"),
+    (lambda review: {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+                     "response": {"uid": review["request"]["uid"], "convertedObjects": [],
+                                  "result": {"status": "Success"}}},
+     "returned 0 objects, expected 1"),
+])
+def test_a_bad_answer_is_refused_with_upstreams_message(
+        custom: client.CustomObjectsApi, scripted: tuple[ScriptedWebhook, str],
+        namespace: str, answer: Answer, message: str) -> None:
+    webhook, group = scripted
+    custom.create_namespaced_custom_object(
+        group, "v1", namespace, "crontabs",
+        crontab(group, "v1", "one", namespace, {"hostPort": "a:1"}))
+    webhook.answer = answer
+    err = read_v2(custom, group, namespace)
+    assert isinstance(err, ApiException), err
+    assert err.status == 500
+    text = json.loads(err.body)["message"]
+    assert text.startswith(f"Internal error occurred: conversion webhook for {group}/v1, "
+                           "Kind=CronTab "), text
+    assert message in text, text
 
 
 @pytest.mark.parametrize(("conversion", "message"), [
