@@ -10,7 +10,6 @@ import base64
 import contextlib
 import copy
 import json
-import queue
 import socket
 import ssl
 import subprocess
@@ -249,35 +248,28 @@ def test_kubectl_creates_in_v1_and_reads_in_v2(kubectl: Any, crontabs: str,
     assert [item["spec"] for item in listed["items"]] == [{"hostPort": "db:5432"}]
 
 
-def test_a_watch_in_v2_sees_objects_written_in_v1(api_client: client.ApiClient,
-                                                  custom: client.CustomObjectsApi,
+def test_a_watch_in_v2_sees_objects_written_in_v1(custom: client.CustomObjectsApi,
                                                   crontabs: str, namespace: str) -> None:
-    events: queue.Queue[dict[str, Any]] = queue.Queue()
-    watcher = watch.Watch()
-    watch_api = client.CustomObjectsApi(api_client)
-
-    def stream() -> None:
-        for event in watcher.stream(watch_api.list_namespaced_custom_object, crontabs, "v2",
-                                    namespace, "crontabs", timeout_seconds=30):
-            events.put(event)
-
-    thread = threading.Thread(target=stream, daemon=True)
-    thread.start()
-    try:
-        custom.create_namespaced_custom_object(
-            crontabs, "v1", namespace, "crontabs",
-            crontab(crontabs, "v1", "watched", namespace, {"hostPort": "w:1"}))
-        custom.patch_namespaced_custom_object(crontabs, "v1", namespace, "crontabs", "watched",
-                                              {"spec": {"hostPort": "w:2"}})
-        seen = []
-        while len(seen) < 2:
-            event = events.get(timeout=30)
-            seen.append((event["type"], event["object"]["apiVersion"],
-                         event["object"]["spec"]))
-        assert seen == [("ADDED", f"{crontabs}/v2", {"host": "w", "port": "1"}),
-                        ("MODIFIED", f"{crontabs}/v2", {"host": "w", "port": "2"})]
-    finally:
-        watcher.stop()
+    """crd_watch.go's sequence, written in v1 and watched in v2 from the list's
+    resourceVersion."""
+    version = custom.list_namespaced_custom_object(
+        crontabs, "v2", namespace, "crontabs")["metadata"]["resourceVersion"]
+    custom.create_namespaced_custom_object(
+        crontabs, "v1", namespace, "crontabs",
+        crontab(crontabs, "v1", "watched", namespace, {"hostPort": "w:1"}))
+    custom.patch_namespaced_custom_object(crontabs, "v1", namespace, "crontabs", "watched",
+                                          {"spec": {"hostPort": "w:2"}})
+    custom.delete_namespaced_custom_object(crontabs, "v1", namespace, "crontabs", "watched")
+    seen = []
+    for event in watch.Watch().stream(custom.list_namespaced_custom_object, crontabs, "v2",
+                                      namespace, "crontabs", resource_version=version,
+                                      timeout_seconds=30):
+        seen.append((event["type"], event["object"]["apiVersion"], event["object"]["spec"]))
+        if event["type"] == "DELETED":
+            break
+    assert seen == [("ADDED", f"{crontabs}/v2", {"host": "w", "port": "1"}),
+                    ("MODIFIED", f"{crontabs}/v2", {"host": "w", "port": "2"}),
+                    ("DELETED", f"{crontabs}/v2", {"host": "w", "port": "2"})]
 
 
 # -- the service form, and a failing webhook ------------------------------------------------
