@@ -482,6 +482,27 @@ def test_a_bad_answer_is_refused_with_upstreams_message(
     assert message in text, text
 
 
+def test_a_watch_whose_event_cannot_be_converted_ends_with_an_error_event(
+        custom: client.CustomObjectsApi, scripted: tuple[ScriptedWebhook, str],
+        namespace: str) -> None:
+    webhook, group = scripted
+    webhook.answer = converted(lambda obj: obj["metadata"].update(name="other"))
+    version = custom.list_namespaced_custom_object(
+        group, "v2", namespace, "crontabs")["metadata"]["resourceVersion"]
+    custom.create_namespaced_custom_object(
+        group, "v1", namespace, "crontabs",
+        crontab(group, "v1", "one", namespace, {"hostPort": "a:1"}))
+    with pytest.raises(ApiException) as raised:
+        for event in watch.Watch().stream(custom.list_namespaced_custom_object, group, "v2",
+                                          namespace, "crontabs", resource_version=version,
+                                          timeout_seconds=30):
+            pytest.fail(f"an event the webhook could not convert was sent: {event}")
+    assert raised.value.status == 500
+    assert raised.value.reason == (
+        f"InternalError: Internal error occurred: conversion webhook for {group}/v1, "
+        "Kind=CronTab returned invalid object: must have the same name: one != other")
+
+
 @pytest.mark.parametrize(("conversion", "message"), [
     ({"strategy": "Webhook"},
      "spec.conversion.webhookClientConfig: Required value: required when strategy is set "

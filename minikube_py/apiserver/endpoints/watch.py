@@ -155,7 +155,8 @@ async def stream_events(
                 try:
                     batch = [(t, await from_storage(store, o), None) for t, o, _ in batch]
                 except errors.APIError as err:
-                    # upstream's watch ends with the decoding error as its last event
+                    # the watch ends (as upstream's, which cannot encode the event);
+                    # its last event says why
                     await response.write(
                         orjson.dumps({"type": ERROR, "object": err.status()}) + b"\n")
                     break
