@@ -233,6 +233,34 @@ def test_a_list_of_objects_stored_in_both_versions(
         "cr-stored-v2": {"host": "localhost", "port": "8080"}}
 
 
+def test_a_write_is_validated_in_the_version_it_was_written_in(
+        extensions: client.ApiextensionsV1Api, custom: client.CustomObjectsApi,
+        webhook: WebhookProcess, namespace: str) -> None:
+    """The schema of the request's version judges it, before it is converted for
+    storage (v2's port must be digits; v1, the storage version, knows no port)."""
+    crd = example_crd(unique_group(), {"url": webhook.url(), "caBundle": webhook.ca_bundle})
+    v2 = crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"]
+    v2["properties"]["spec"]["properties"]["port"]["pattern"] = "^[0-9]+$"
+    group = install(extensions, custom, crd)
+    try:
+        with pytest.raises(ApiException) as raised:
+            custom.create_namespaced_custom_object(
+                group, "v2", namespace, "crontabs",
+                crontab(group, "v2", "bad-port", namespace, {"host": "h", "port": "http"}))
+        assert raised.value.status == 422
+        causes = json.loads(raised.value.body)["details"]["causes"]
+        assert [cause["field"] for cause in causes] == ["spec.port"]
+        custom.create_namespaced_custom_object(
+            group, "v1", namespace, "crontabs",
+            crontab(group, "v1", "v1-port", namespace, {"hostPort": "h:80"}))
+        with pytest.raises(ApiException) as raised:
+            custom.patch_namespaced_custom_object(group, "v2", namespace, "crontabs",
+                                                  "v1-port", {"spec": {"port": "eighty"}})
+        assert raised.value.status == 422
+    finally:
+        extensions.delete_custom_resource_definition(crd["metadata"]["name"])
+
+
 # -- reads, writes and watches in the other version -----------------------------------------
 
 def test_kubectl_creates_in_v1_and_reads_in_v2(kubectl: Any, crontabs: str,

@@ -197,18 +197,16 @@ class CustomResourceDefinitions:
         versions = [v for v in spec["versions"] if v.get("served")]
         storage = next(v["name"] for v in spec["versions"] if v.get("storage"))
         converter = None
-        nodes = {f"{group}/{v['name']}": compile_schema(v["schema"]["openAPIV3Schema"])
-                 for v in spec["versions"]}
         if (spec.get("conversion") or {}).get("strategy") == "Webhook":
             converter = WebhookConverter(crd, service_resolver(self.stores))
         for version in versions:
             resource = served_resource(crd, version)
             schema = version["schema"]["openAPIV3Schema"]
             strategy = CustomResourceStrategy(
-                resource, nodes[resource.api_version], schema_type(schema),
+                resource, compile_schema(schema), schema_type(schema),
                 resource.api_version, f"{group}/{storage}",
                 (version.get("subresources") or {}).get("scale"),
-                version.get("selectableFields"), converter, nodes)
+                version.get("selectableFields"), converter)
             strategy.printer = printer(version.get("additionalPrinterColumns") or [])
             store = CustomResourceStore(resource, strategy, self.crds.etcd, served.cache,
                                         self.admission())

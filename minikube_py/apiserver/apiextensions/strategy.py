@@ -32,8 +32,7 @@ class CustomResourceStrategy(Strategy):
     def __init__(self, resource: Resource, node: Node, schema: Type, api_version: str,
                  storage_api_version: str, scale: Obj | None = None,
                  selectable_fields: list[Obj] | None = None,
-                 converter: WebhookConverter | None = None,
-                 nodes: dict[str, Node] | None = None) -> None:
+                 converter: WebhookConverter | None = None) -> None:
         super().__init__(resource)
         self.scale = scale or {}
         # selectableFields: the field selector names them without the leading dot
@@ -49,12 +48,10 @@ class CustomResourceStrategy(Strategy):
         self.defaults_on_read = _has_default(node)
         self.stored_is_external = (api_version == storage_api_version
                                    and not self.defaults_on_read and converter is None)
-        # Conversion Webhook: objects reach the store in the storage version (and may be
-        # stored in an older one), so each is defaulted and validated with the schema of
-        # its own version (`nodes`, by apiVersion).
+        # Conversion Webhook: the store converts what it writes and reads (stored objects
+        # may be of any version), so every other hook sees the served version.
         self.converter = converter
         self.converts_remotely = converter is not None
-        self.nodes = nodes or {}
 
     def to_internal(self, obj: Obj) -> Obj:
         """Conversion None: the stored version is the object with the storage apiVersion
@@ -86,10 +83,6 @@ class CustomResourceStrategy(Strategy):
             return objs
         return await self.converter.convert(objs, self.api_version, is_list=is_list)
 
-    def _node_of(self, obj: Obj) -> Node:
-        """The compiled schema of the object's own version."""
-        return self.nodes.get(str(obj.get("apiVersion")), self.node)
-
     def prune_unknown_fields(self, obj: Obj) -> list[str] | None:
         """Decoding: the fields the schema does not know, dropped (pruning)."""
         return prune(obj, self.node)
@@ -113,18 +106,18 @@ class CustomResourceStrategy(Strategy):
             bump_generation(new, old)
 
     def default(self, obj: Obj) -> None:
-        apply_defaults(self._node_of(obj), obj)
+        apply_defaults(self.node, obj)
 
     def validate(self, obj: Obj) -> list[FieldError]:
-        return validate(self._node_of(obj), obj)
+        return validate(self.node, obj)
 
     def validate_update(self, new: Obj, old: Obj) -> list[FieldError]:
         """The schema, with transition rules seeing `old` as oldSelf and an unchanged
         invalid value ratcheted (not refused again)."""
-        return validate(self._node_of(new), new, old=_same_version(new, old))
+        return validate(self.node, new, old=old)
 
     def validate_status_update(self, new: Obj, old: Obj) -> list[FieldError]:
-        return validate(self._node_of(new), new, old=_same_version(new, old))
+        return validate(self.node, new, old=old)
 
     def field_set(self, obj: Obj) -> dict[str, str]:
         """metadata.name, metadata.namespace and the definition's selectableFields, as a
@@ -165,11 +158,6 @@ class CustomResourceStrategy(Strategy):
             "status": FieldSet.of(*((field_element(name),) for name in self.schema.fields
                                     if name != "status")),
         }
-
-
-def _same_version(new: Obj, old: Obj) -> Obj | None:
-    """The old object for transition rules, when it is of the new one's version."""
-    return old if old.get("apiVersion") == new.get("apiVersion") else None
 
 
 def _read(obj: Obj, path: str) -> object:

@@ -47,7 +47,7 @@ async def serve_apply(
     check_configuration(config, resource.api_version, resource.kind)
     dry = dry_run(request)
 
-    async def applied(live: Obj | None) -> Obj:
+    def applied(live: Obj | None) -> Obj:
         try:
             obj = store.field_manager.apply(live, config, options.field_manager, options.force,
                                             info.subresource)
@@ -58,15 +58,17 @@ async def serve_apply(
             raise errors.bad_request(
                 f"failed to create typed patch object ({gvknn(config)}): {err}") from None
         check_name(obj, info.name, namespace if resource.namespaced else "")
-        return await store.strategy.convert_to_storage(store.strategy.to_internal(obj))
+        return store.strategy.to_internal(obj)
 
-    async def mutate(current: Obj) -> Obj:
-        updated = await applied(store.strategy.to_external(await from_storage(store, current)))
+    async def mutate(stored: Obj) -> Obj:
+        current = await from_storage(store, stored)
+        updated = applied(store.strategy.to_external(current))
         wanted_rv = meta.metadata(updated).get("resourceVersion")
         if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
             raise errors.conflict(resource.plural, resource.group, info.name,
                                   errors.OBJECT_MODIFIED)
-        return await store.prepare_update(updated, current, info.subresource, dry_run=dry)
+        prepared = await store.prepare_update(updated, current, info.subresource, dry_run=dry)
+        return await store.strategy.convert_to_storage(prepared)
 
     for _ in range(2):  # a create that loses a race applies onto the winner's object
         try:
@@ -79,7 +81,7 @@ async def serve_apply(
         except errors.APIError as err:
             if err.reason != "NotFound" or info.subresource:
                 raise
-        obj = await applied(None)
+        obj = applied(None)
         uid = meta.metadata(obj).get("uid")
         if uid:
             raise errors.conflict(

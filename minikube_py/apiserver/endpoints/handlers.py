@@ -161,7 +161,7 @@ class ResourceHandler:
         manager = field_manager(request, "CreateOptions")
         obj = await read_object(request, resource, resource.kind, resource.api_version)
         warnings = store_field_validation(request, store, obj)
-        obj = await store.strategy.convert_to_storage(store.strategy.to_internal(obj))
+        obj = store.strategy.to_internal(obj)
         check_name_and_namespace(obj, name=None, namespace=namespace,
                                  namespaced=resource.namespaced)
         created = await store.create(namespace, obj, dry_run=dry_run(request), manager=manager)
@@ -175,7 +175,7 @@ class ResourceHandler:
         manager = field_manager(request, "UpdateOptions")
         obj = await read_object(request, resource, resource.kind, resource.api_version)
         warnings = store_field_validation(request, store, obj)
-        obj = await store.strategy.convert_to_storage(store.strategy.to_internal(obj))
+        obj = store.strategy.to_internal(obj)
         check_name_and_namespace(obj, name=info.name, namespace=namespace,
                                  namespaced=resource.namespaced)
         obj["metadata"]["name"] = info.name
@@ -214,8 +214,9 @@ class ResourceHandler:
             )
         schema = schema_for(resource.group, resource.version, resource.kind)
         warnings: list[str] = []
-        async def mutate(current: Obj) -> Obj:
-            original = store.strategy.to_external(await from_storage(store, current))
+        async def mutate(stored: Obj) -> Obj:
+            current = await from_storage(store, stored)
+            original = store.strategy.to_external(current)
             try:
                 patched = apply_patch(kind, original, patch, schema)
             except PatchError as err:
@@ -224,8 +225,7 @@ class ResourceHandler:
                 raise errors.bad_request("the patch did not produce an object")
             check_type(patched, resource.kind, resource.api_version)
             warnings[:] = store_field_validation(request, store, patched)
-            patched = await store.strategy.convert_to_storage(
-                store.strategy.to_internal(patched))
+            patched = store.strategy.to_internal(patched)
             check_name_and_namespace(patched, name=info.name, namespace=namespace,
                                      namespaced=resource.namespaced, name_required=True)
             wanted_rv = patched["metadata"].get("resourceVersion")
@@ -236,7 +236,7 @@ class ResourceHandler:
             updated = await store.prepare_update(patched, current, info.subresource,
                                                  dry_run=dry_run(request))
             store.field_manager.update(current, updated, options.field_manager, info.subresource)
-            return updated
+            return await store.strategy.convert_to_storage(updated)
 
         if dry_run(request):
             updated = await mutate(copy.deepcopy(await store.get(namespace, info.name)))

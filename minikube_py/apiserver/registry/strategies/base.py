@@ -95,14 +95,15 @@ class Strategy:
         return obj
 
     async def convert_to_storage(self, obj: Obj) -> Obj:
-        """A request's object in the storage version, when that takes a call out (a
-        custom resource's conversion webhook); after to_internal, before the store."""
+        """An object in the storage version, when that takes a call out (a custom
+        resource's conversion webhook): the store's last step before etcd."""
         return obj
 
     async def convert_from_storage(self, objs: list[Obj], *, is_list: bool = False
                                    ) -> list[Obj]:
-        """Stored objects in the served version, when that takes a call out; before
-        to_external. Must not change the stored objects."""
+        """Stored objects in the served version, when that takes a call out: what an
+        update starts from, and every answer before to_external. Must not change the
+        stored objects."""
         return objs
 
     def label_selector(self, obj: Obj) -> Obj | None:
