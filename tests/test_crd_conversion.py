@@ -27,8 +27,10 @@ import yaml
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
+from minikube_py.client.rest import Client
 from minikube_py.process import free_port
 from minikube_py.security import pki
+from minikube_py.tracing.context import ANNOTATION as TRACE_ANNOTATION
 from tests.conftest import module_own_apiserver
 from tests.test_api_server_outage import host_address
 
@@ -470,6 +472,31 @@ def test_a_webhook_may_change_labels_and_annotations_and_nothing_else_of_metadat
     assert got["metadata"]["labels"] == {"converted": "yes"}
     assert got["metadata"]["generation"] == 1
     assert "finalizers" not in got["metadata"]
+
+
+async def test_a_webhook_never_sees_the_trace_context_and_the_object_keeps_it(
+        kubeconfig: Path, scripted: tuple[ScriptedWebhook, str], namespace: str) -> None:
+    """As admission webhooks: the ConversionReview carries no trace context, and the
+    converted object keeps the original's."""
+    webhook, group = scripted
+    asked: list[dict[str, Any]] = []
+
+    def record(review: dict[str, Any]) -> dict[str, Any]:
+        asked.extend(review["request"]["objects"])
+        return converted(lambda obj: None)(review)
+
+    webhook.answer = record
+    trace = f"00-{'a' * 32}-{'b' * 16}-01"
+    made = crontab(group, "v1", "traced", namespace, {"hostPort": "t:1"})
+    made["metadata"]["annotations"] = {"note": "mine", TRACE_ANNOTATION: trace}
+    base = f"/apis/{group}/v2/namespaces/{namespace}/crontabs"
+    async with Client.from_kubeconfig(kubeconfig, trace_context=True) as component:
+        await component.request("POST", f"/apis/{group}/v1/namespaces/{namespace}/crontabs",
+                                body=made)
+        got = await component.request("GET", f"{base}/traced")
+    assert got["apiVersion"] == f"{group}/v2"
+    assert got["metadata"]["annotations"] == {"note": "mine", TRACE_ANNOTATION: trace}
+    assert asked and all(obj["metadata"]["annotations"] == {"note": "mine"} for obj in asked)
 
 
 @pytest.mark.parametrize(("answer", "message"), [

@@ -29,6 +29,8 @@ from minikube_py.apiserver.auth.admission.webhook import (
     post_review,
 )
 from minikube_py.apiserver.registry.strategies.apiextensions import ACCEPTED_REVIEW_VERSIONS
+from minikube_py.tracing.context import ANNOTATION as TRACE_ANNOTATION
+from minikube_py.tracing.context import without_trace_context
 
 # Upstream's conversion client has no per-webhook timeout: its REST client's 30 seconds.
 TIMEOUT_SECONDS = 30
@@ -75,7 +77,9 @@ class WebhookConverter:
         review = {"apiVersion": f"apiextensions.k8s.io/{self.review_version}",
                   "kind": "ConversionReview",
                   "request": {"uid": uid, "desiredAPIVersion": api_version,
-                              "objects": [objs[i] for i in pending]}}
+                              # as admission webhooks, never the trace context
+                              "objects": [without_trace_context(objs[i])
+                                          for i in pending]}}
         try:
             answered = await post_review(self.client, review, TIMEOUT_SECONDS,
                                          self.resolve_service)
@@ -157,9 +161,14 @@ def _restored_metadata(original: Obj, answered: Any, invalid: str) -> Obj:
                               f"{type(answered).__name__} in converted object")
     metadata = copy.deepcopy(original)
     for key in ("labels", "annotations"):
+        # the trace context was never sent: the original's stays
+        kept = {name: item for name, item in (original.get(key) or {}).items()
+                if name == TRACE_ANNOTATION}
         value = answered.get(key)
         if value is None:
             metadata.pop(key, None)
+            if kept:
+                metadata[key] = kept
             continue
         if not isinstance(value, dict):
             raise ConversionError(f"{invalid}: invalid metadata.{key} of type "
@@ -168,6 +177,7 @@ def _restored_metadata(original: Obj, answered: Any, invalid: str) -> Obj:
             if not isinstance(item, str):
                 raise ConversionError(f"{invalid}: metadata.{key}[{name}] must be a string, "
                                       f"but is {type(item).__name__} in converted object")
+        value = {**value, **kept}
         if value != (original.get(key) or {}):
             problems = (validate_labels(value, "metadata.labels") if key == "labels"
                         else validate_annotations(value, "metadata.annotation"))
