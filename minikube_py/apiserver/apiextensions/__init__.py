@@ -9,7 +9,9 @@ Files, in reading order:
   pkg/controller/establish/establishing_controller.go);
 - strategy.py: a custom resource's create/update hooks from its schema
   (pkg/registry/customresource/strategy.go);
-- schema_type.py: the schema as the Type server-side apply merges with.
+- schema_type.py: the schema as the Type server-side apply merges with;
+- conversion.py: conversion strategy Webhook, a ConversionReview to the definition's
+  webhook (pkg/apiserver/conversion/webhook_converter.go).
 
 The definition itself is an ordinary kind: its row is in api/resources.py, its schema in
 api/schema/apiextensions.py and its strategy in registry/strategies/apiextensions.py.

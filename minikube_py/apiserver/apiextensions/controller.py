@@ -30,6 +30,7 @@ from minikube_py.api.managedfields import FieldManager
 from minikube_py.api.openapi_schema.compiled import compile_schema
 from minikube_py.api.resources import Resource
 from minikube_py.api.selectors import parse_field_selector, parse_label_selector
+from minikube_py.apiserver.apiextensions.conversion import WebhookConverter
 from minikube_py.apiserver.apiextensions.naming import calculate_status, set_condition
 from minikube_py.apiserver.apiextensions.openapi import Published
 from minikube_py.apiserver.apiextensions.printing import printer
@@ -37,6 +38,7 @@ from minikube_py.apiserver.apiextensions.schema_type import schema_type
 from minikube_py.apiserver.apiextensions.stores import CLEANUP_FINALIZER, CustomResourceStore
 from minikube_py.apiserver.apiextensions.strategy import CustomResourceStrategy
 from minikube_py.apiserver.auth.admission import Chain
+from minikube_py.apiserver.auth.admission.chain import service_resolver
 from minikube_py.apiserver.registry.store import (
     UNOWNED_FIELDS,
     DeleteOptions,
@@ -194,6 +196,9 @@ class CustomResourceDefinitions:
         served.stores = {}
         versions = [v for v in spec["versions"] if v.get("served")]
         storage = next(v["name"] for v in spec["versions"] if v.get("storage"))
+        converter = None
+        if (spec.get("conversion") or {}).get("strategy") == "Webhook":
+            converter = WebhookConverter(crd, service_resolver(self.stores))
         for version in versions:
             resource = served_resource(crd, version)
             schema = version["schema"]["openAPIV3Schema"]
@@ -201,7 +206,7 @@ class CustomResourceDefinitions:
                 resource, compile_schema(schema), schema_type(schema),
                 resource.api_version, f"{group}/{storage}",
                 (version.get("subresources") or {}).get("scale"),
-                version.get("selectableFields"))
+                version.get("selectableFields"), converter)
             strategy.printer = printer(version.get("additionalPrinterColumns") or [])
             store = CustomResourceStore(resource, strategy, self.crds.etcd, served.cache,
                                         self.admission())

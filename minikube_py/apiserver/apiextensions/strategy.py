@@ -15,6 +15,7 @@ from minikube_py.api.openapi_schema.validation import validate
 from minikube_py.api.resources import Resource
 from minikube_py.api.schema.types import Type
 from minikube_py.api.validation import FieldError
+from minikube_py.apiserver.apiextensions.conversion import WebhookConverter
 from minikube_py.apiserver.registry.strategies.base import Strategy, bump_generation
 
 # What a write of the main resource never changes on its own: generation counts the rest.
@@ -30,7 +31,8 @@ class CustomResourceStrategy(Strategy):
 
     def __init__(self, resource: Resource, node: Node, schema: Type, api_version: str,
                  storage_api_version: str, scale: Obj | None = None,
-                 selectable_fields: list[Obj] | None = None) -> None:
+                 selectable_fields: list[Obj] | None = None,
+                 converter: WebhookConverter | None = None) -> None:
         super().__init__(resource)
         self.scale = scale or {}
         # selectableFields: the field selector names them without the leading dot
@@ -45,11 +47,16 @@ class CustomResourceStrategy(Strategy):
         # stored bytes as they are.
         self.defaults_on_read = _has_default(node)
         self.stored_is_external = (api_version == storage_api_version
-                                   and not self.defaults_on_read)
+                                   and not self.defaults_on_read and converter is None)
+        # Conversion Webhook: the store converts what it writes and reads (stored objects
+        # may be of any version), so every other hook sees the served version.
+        self.converter = converter
+        self.converts_remotely = converter is not None
 
     def to_internal(self, obj: Obj) -> Obj:
-        """Conversion None: the stored version is the object with the storage apiVersion."""
-        if self.api_version != self.storage_api_version:
+        """Conversion None: the stored version is the object with the storage apiVersion
+        (conversion Webhook: convert_to_storage's call does it)."""
+        if self.converter is None and self.api_version != self.storage_api_version:
             obj["apiVersion"] = self.storage_api_version
         return obj
 
@@ -59,9 +66,22 @@ class CustomResourceStrategy(Strategy):
         if self.defaults_on_read:
             obj = copy.deepcopy(obj)
             apply_defaults(self.node, obj)
-        elif self.api_version == self.storage_api_version:
+        if self.converter is not None or self.api_version == self.storage_api_version:
             return obj
         return {**obj, "apiVersion": self.api_version}
+
+    async def convert_to_storage(self, obj: Obj) -> Obj:
+        """Conversion Webhook: the request's object, converted to the storage version."""
+        if self.converter is None:
+            return obj
+        return (await self.converter.convert([obj], self.storage_api_version))[0]
+
+    async def convert_from_storage(self, objs: list[Obj], *, is_list: bool = False
+                                   ) -> list[Obj]:
+        """Conversion Webhook: stored objects (of any version), in the served one."""
+        if self.converter is None:
+            return objs
+        return await self.converter.convert(objs, self.api_version, is_list=is_list)
 
     def prune_unknown_fields(self, obj: Obj) -> list[str] | None:
         """Decoding: the fields the schema does not know, dropped (pruning)."""

@@ -32,7 +32,7 @@ from minikube_py.apiserver.endpoints.request_params import (
     patch_options,
 )
 from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
-from minikube_py.apiserver.endpoints.responses import render_one, respond
+from minikube_py.apiserver.endpoints.responses import from_storage, render_one, respond
 from minikube_py.apiserver.registry.store import Store
 
 
@@ -60,13 +60,15 @@ async def serve_apply(
         check_name(obj, info.name, namespace if resource.namespaced else "")
         return store.strategy.to_internal(obj)
 
-    async def mutate(current: Obj) -> Obj:
+    async def mutate(stored: Obj) -> Obj:
+        current = await from_storage(store, stored)
         updated = applied(store.strategy.to_external(current))
         wanted_rv = meta.metadata(updated).get("resourceVersion")
         if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
             raise errors.conflict(resource.plural, resource.group, info.name,
                                   errors.OBJECT_MODIFIED)
-        return await store.prepare_update(updated, current, info.subresource, dry_run=dry)
+        prepared = await store.prepare_update(updated, current, info.subresource, dry_run=dry)
+        return await store.strategy.convert_to_storage(prepared)
 
     for _ in range(2):  # a create that loses a race applies onto the winner's object
         try:
@@ -74,6 +76,7 @@ async def serve_apply(
                 updated = await mutate(copy.deepcopy(await store.get(namespace, info.name)))
             else:
                 updated = await store.guaranteed_update(namespace, info.name, mutate)
+            updated = await from_storage(store, updated)
             return respond(render_one(store, updated, wanted, request), wanted, 200)
         except errors.APIError as err:
             if err.reason != "NotFound" or info.subresource:
@@ -91,6 +94,7 @@ async def serve_apply(
             if err.reason != "AlreadyExists":
                 raise
             continue
+        created = await from_storage(store, created)
         return respond(render_one(store, created, wanted, request), wanted, 201)
     raise errors.conflict(resource.plural, resource.group, info.name, errors.OBJECT_MODIFIED)
 

@@ -43,6 +43,7 @@ from minikube_py.apiserver.endpoints.request_params import (
 )
 from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
 from minikube_py.apiserver.endpoints.responses import (
+    from_storage,
     list_body,
     no_such_resource,
     raw_list_response,
@@ -134,6 +135,7 @@ class ResourceHandler:
         obj = await store.get(
             namespace, info.name, resource_version=request.query.get("resourceVersion", "")
         )
+        obj = await from_storage(store, obj)
         return respond(render_one(store, obj, wanted, request), wanted)
 
     async def list(
@@ -147,6 +149,7 @@ class ResourceHandler:
         )
         if result.raw_items is not None:
             return raw_list_response(store.resource, result, wanted)
+        result.items = await store.strategy.convert_from_storage(result.items, is_list=True)
         return respond(list_body(store, result, wanted, request), wanted)
 
     # -- write verbs ----------------------------------------------------------------------
@@ -162,6 +165,7 @@ class ResourceHandler:
         check_name_and_namespace(obj, name=None, namespace=namespace,
                                  namespaced=resource.namespaced)
         created = await store.create(namespace, obj, dry_run=dry_run(request), manager=manager)
+        created = await from_storage(store, created)
         return respond(render_one(store, created, wanted, request), wanted, 201, warnings)
 
     async def update(
@@ -185,6 +189,7 @@ class ResourceHandler:
                 namespace, info.name, obj, subresource=info.subresource, dry_run=dry_run(request),
                 manager=manager,
             )
+            updated = await from_storage(store, updated)
         return respond(render_one(store, updated, wanted, request), wanted, 200, warnings)
 
     async def patch(
@@ -209,7 +214,8 @@ class ResourceHandler:
             )
         schema = schema_for(resource.group, resource.version, resource.kind)
         warnings: list[str] = []
-        async def mutate(current: Obj) -> Obj:
+        async def mutate(stored: Obj) -> Obj:
+            current = await from_storage(store, stored)
             original = store.strategy.to_external(current)
             try:
                 patched = apply_patch(kind, original, patch, schema)
@@ -230,12 +236,13 @@ class ResourceHandler:
             updated = await store.prepare_update(patched, current, info.subresource,
                                                  dry_run=dry_run(request))
             store.field_manager.update(current, updated, options.field_manager, info.subresource)
-            return updated
+            return await store.strategy.convert_to_storage(updated)
 
         if dry_run(request):
             updated = await mutate(copy.deepcopy(await store.get(namespace, info.name)))
         else:
             updated = await store.guaranteed_update(namespace, info.name, mutate)
+        updated = await from_storage(store, updated)
         return respond(render_one(store, updated, wanted, request), wanted, 200, warnings)
 
     async def delete(
@@ -246,6 +253,7 @@ class ResourceHandler:
         obj, gone = await store.delete(namespace, info.name, options)
         status = 200 if gone else 202
         if store.strategy.return_deleted_object or not gone:
+            obj = await from_storage(store, obj)
             return respond(render_one(store, obj, wanted, request), wanted, status)
         # upstream's store writes the resource's plural as the kind, and leaves out the code
         details = {"name": info.name}
@@ -275,5 +283,6 @@ class ResourceHandler:
                     continue
                 raise
             deleted.append(removed)
+        deleted = await store.strategy.convert_from_storage(deleted, is_list=True)
         result = ListResult(deleted, listed.resource_version)
         return respond(list_body(store, result, wanted, request), wanted)

@@ -76,6 +76,12 @@ def success_status(code: int | None, details: dict[str, Any] | None = None) -> O
     return status
 
 
+async def from_storage(store: Store, obj: Obj) -> Obj:
+    """A stored object in the version the request named (a conversion webhook's call
+    for a custom resource whose definition has one)."""
+    return (await store.strategy.convert_from_storage([obj]))[0]
+
+
 def render_one(store: Store, obj: Obj, wanted: Wanted, request: web.Request) -> Obj:
     """One object as the client asked for it: itself, a Table row or its metadata;
     without its trace context unless the client asked for that too."""

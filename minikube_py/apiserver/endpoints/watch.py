@@ -25,7 +25,7 @@ from minikube_py.apiserver.endpoints.request_params import (
     query_int,
 )
 from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
-from minikube_py.apiserver.endpoints.responses import AUDIT_ID, render_one
+from minikube_py.apiserver.endpoints.responses import AUDIT_ID, from_storage, render_one
 from minikube_py.apiserver.registry.store import ListOptions, Store
 from minikube_py.apiserver.storage.watchcache import BOOKMARK, ERROR, CacheEvent, Watcher
 from minikube_py.tracing.context import without_trace_context
@@ -136,7 +136,10 @@ async def stream_events(
     deadline = loop.time() + timeout
     next_bookmark = loop.time() + BOOKMARK_INTERVAL
     initial_pending = send_initial
-    deliver = live_writer(request, encode, watcher)
+    # events that a conversion webhook converts wait for the task: the cache's fan-out
+    # cannot call out
+    converting = store.strategy.converts_remotely
+    deliver = None if converting else live_writer(request, encode, watcher)
     if not initial_pending:
         watcher.deliver = deliver
     while True:
@@ -148,6 +151,15 @@ async def stream_events(
             wait = 0
         batch = await watcher.next_batch(timeout=wait)
         if batch:
+            if converting:
+                try:
+                    batch = [(t, await from_storage(store, o), None) for t, o, _ in batch]
+                except errors.APIError as err:
+                    # the watch ends (as upstream's, which cannot encode the event);
+                    # its last event says why
+                    await response.write(
+                        orjson.dumps({"type": ERROR, "object": err.status()}) + b"\n")
+                    break
             chunk = b"".join(encode(t, o, e) for t, o, e in batch)
             watcher.last_revision = max(
                 watcher.last_revision, int(batch[-1][1]["metadata"]["resourceVersion"])

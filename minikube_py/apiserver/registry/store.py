@@ -284,6 +284,8 @@ class Store:
         fill_always_written(obj, self.always_written)
         if dry_run:
             return obj
+        obj = await self.strategy.convert_to_storage(obj)
+        metadata = obj["metadata"]
 
         name = metadata["name"]
         tracing.record_create(obj)
@@ -503,12 +505,13 @@ class Store:
     ) -> Obj:
         """Update (PUT): optimistic concurrency on the resourceVersion the client read."""
 
-        async def mutate(current: Obj) -> Obj:
-            self._check_resource_version(obj, current)
+        async def mutate(stored: Obj) -> Obj:
+            self._check_resource_version(obj, stored)
+            current = (await self.strategy.convert_from_storage([stored]))[0]
             updated = await self.prepare_update(copy.deepcopy(obj), current, subresource,
                                                 dry_run=dry_run)
             self.field_manager.update(current, updated, manager, subresource)
-            return updated
+            return await self.strategy.convert_to_storage(updated)
 
         if dry_run:
             return await mutate(await self.get(namespace, name))

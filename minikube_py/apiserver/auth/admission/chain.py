@@ -24,7 +24,7 @@ ones first, in this order, then the validating ones, in this order.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,7 @@ from minikube_py.apiserver.auth.admission.serviceaccount import ServiceAccount
 from minikube_py.apiserver.auth.admission.webhook import (
     Dispatcher,
     MutatingAdmissionWebhook,
+    ServiceResolver,
     ValidatingAdmissionWebhook,
 )
 from minikube_py.apiserver.auth.authorization import Authorizer
@@ -86,18 +87,21 @@ def _node_getter(sources: AdmissionSources) -> Callable[[str], Awaitable[Obj | N
     return node
 
 
-def _webhooks(sources: AdmissionSources, plural: str) -> Dispatcher:
+def service_resolver(stores: Mapping[tuple[str, str, str], Any]) -> ServiceResolver:
+    """How webhooks reach a Service: a ready endpoint of its port (upstream with
+    --enable-aggregator-routing)."""
     async def resolve_service(namespace: str, name: str, port: int) -> str:
-        """A ready endpoint of the Service's port (upstream with
-        --enable-aggregator-routing)."""
         location = await service_location(
-            sources.stores[("", "v1", "services")],
-            sources.stores[("discovery.k8s.io", "v1", "endpointslices")],
+            stores[("", "v1", "services")], stores[("discovery.k8s.io", "v1", "endpointslices")],
             namespace, f"https:{name}:{port}")
         return location.removeprefix("https://")
 
+    return resolve_service
+
+
+def _webhooks(sources: AdmissionSources, plural: str) -> Dispatcher:
     return Dispatcher(lambda: sources.cached(f"/registry/{plural}/"), sources.namespace,
-                      resolve_service)
+                      service_resolver(sources.stores))
 
 
 # Every plugin, in upstream's order, and how to build it.

@@ -213,31 +213,8 @@ class Dispatcher:
 
     async def call(self, hook: Webhook, review: Obj) -> Obj:
         """POST the review; the webhook's response, or WebhookCallError."""
-        url, server_name = await self._location(hook)
-        url = f"{url}?timeout={hook.timeout}s"
-        context = _ssl_context(hook.spec.get("clientConfig") or {})
-        try:
-            async with asyncio.timeout(hook.timeout), aiohttp.ClientSession() as session:
-                async with session.post(
-                        url, data=orjson.dumps(review), ssl=context,
-                        server_hostname=server_name,
-                        headers={"Content-Type": "application/json",
-                                 "Accept": "application/json"}) as answer:
-                    body = await answer.read()
-                    status = answer.status
-        except TimeoutError:
-            raise WebhookCallError(
-                f'failed to call webhook: Post "{url}": context deadline exceeded') from None
-        except (aiohttp.ClientError, OSError, ssl.SSLError) as err:
-            raise WebhookCallError(f'failed to call webhook: Post "{url}": {err}') from None
-        if status != 200:
-            raise WebhookCallError(
-                f"failed to call webhook: the server responded with the status code "
-                f"{status} but did not return more information")
-        try:
-            answered = orjson.loads(body)
-        except orjson.JSONDecodeError as err:
-            raise WebhookCallError(f"received invalid webhook response: {err}") from None
+        answered = await post_review(hook.spec.get("clientConfig") or {}, review,
+                                     hook.timeout, self.resolve_service)
         response = answered.get("response") if isinstance(answered, dict) else None
         if (not isinstance(answered, dict)
                 or answered.get("apiVersion") != "admission.k8s.io/v1"
@@ -252,21 +229,54 @@ class Dispatcher:
                 f'got "{response.get("uid")}"')
         return response
 
-    async def _location(self, hook: Webhook) -> tuple[str, str | None]:
-        """The URL to POST to, and the TLS server name when it is not the URL's host."""
-        client = hook.spec.get("clientConfig") or {}
-        if client.get("url"):
-            return str(client["url"]), None
-        service = client.get("service") or {}
-        namespace, name = service.get("namespace", ""), service.get("name", "")
-        port = int(service.get("port") or 443)
-        path = service.get("path") or ""
-        shown = f"https://{name}.{namespace}.svc:{port}{path}"
-        try:
-            address = await self.resolve_service(namespace, name, port)
-        except errors.APIError as err:
-            raise WebhookCallError(f'failed to call webhook: Post "{shown}": {err}') from None
-        return f"https://{address}{path}", f"{name}.{namespace}.svc"
+
+async def post_review(client: Obj, review: Obj, timeout: int,
+                      resolve_service: ServiceResolver) -> Any:
+    """POST a review to a webhook's clientConfig over TLS checked against its caBundle;
+    the decoded answer, or WebhookCallError (upstream's webhook.ClientManager's client,
+    which admission and conversion webhooks share)."""
+    url, server_name = await webhook_location(client, resolve_service)
+    url = f"{url}?timeout={timeout}s"
+    context = _ssl_context(client)
+    try:
+        async with asyncio.timeout(timeout), aiohttp.ClientSession() as session:
+            async with session.post(
+                    url, data=orjson.dumps(review), ssl=context,
+                    server_hostname=server_name,
+                    headers={"Content-Type": "application/json",
+                             "Accept": "application/json"}) as answer:
+                body = await answer.read()
+                status = answer.status
+    except TimeoutError:
+        raise WebhookCallError(
+            f'failed to call webhook: Post "{url}": context deadline exceeded') from None
+    except (aiohttp.ClientError, OSError, ssl.SSLError) as err:
+        raise WebhookCallError(f'failed to call webhook: Post "{url}": {err}') from None
+    if status != 200:
+        raise WebhookCallError(
+            f"failed to call webhook: the server responded with the status code "
+            f"{status} but did not return more information")
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as err:
+        raise WebhookCallError(f"received invalid webhook response: {err}") from None
+
+
+async def webhook_location(client: Obj, resolve_service: ServiceResolver
+                           ) -> tuple[str, str | None]:
+    """The URL to POST to, and the TLS server name when it is not the URL's host."""
+    if client.get("url"):
+        return str(client["url"]), None
+    service = client.get("service") or {}
+    namespace, name = service.get("namespace", ""), service.get("name", "")
+    port = int(service.get("port") or 443)
+    path = service.get("path") or ""
+    shown = f"https://{name}.{namespace}.svc:{port}{path}"
+    try:
+        address = await resolve_service(namespace, name, port)
+    except errors.APIError as err:
+        raise WebhookCallError(f'failed to call webhook: Post "{shown}": {err}') from None
+    return f"https://{address}{path}", f"{name}.{namespace}.svc"
 
 
 def _user_info(attributes: Attributes) -> Obj:

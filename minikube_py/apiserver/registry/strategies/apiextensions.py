@@ -28,6 +28,10 @@ from minikube_py.api.validation import (
     validate_dns1035_label,
     validate_dns1123_subdomain,
 )
+from minikube_py.apiserver.registry.strategies.admissionregistration import (
+    validate_webhook_service,
+    validate_webhook_url,
+)
 from minikube_py.apiserver.registry.strategies.base import (
     KindStrategy,
     bump_generation,
@@ -36,6 +40,8 @@ from minikube_py.apiserver.registry.strategies.base import (
 
 SCOPES = ["Cluster", "Namespaced"]
 CONVERSION_STRATEGIES = ["None", "Webhook"]
+# The ConversionReview versions this server sends (acceptedConversionReviewVersions).
+ACCEPTED_REVIEW_VERSIONS = ("v1", "v1beta1")
 PRINTER_COLUMN_TYPES = ["array", "boolean", "date", "integer", "number", "object", "string"]
 
 
@@ -186,9 +192,59 @@ def _validate_spec(spec: Obj) -> list[FieldError]:
     if strategy not in CONVERSION_STRATEGIES:
         problems.append(not_supported("spec.conversion.strategy", strategy,
                                       CONVERSION_STRATEGIES))
-    elif strategy == "None" and conversion.get("webhook") is not None:
-        problems.append(forbidden("spec.conversion.webhook",
-                                  "should not be set when strategy is not set to Webhook"))
+    else:
+        problems += _validate_conversion(strategy, _dict(conversion.get("webhook")),
+                                         conversion.get("webhook") is not None)
+    return problems
+
+
+def _validate_conversion(strategy: str, webhook: Obj, has_webhook: bool
+                         ) -> list[FieldError]:
+    """ValidateCustomResourceConversion: Webhook needs exactly one of url and service and
+    ConversionReview versions this server speaks; None has neither. The paths are the
+    internal type's (webhookClientConfig, conversionReviewVersions under conversion)."""
+    path = "spec.conversion"
+    client = webhook.get("clientConfig")
+    versions = webhook.get("conversionReviewVersions")
+    if strategy != "Webhook":
+        problems = []
+        if client is not None:
+            problems.append(forbidden(f"{path}.webhookClientConfig",
+                                      "should not be set when strategy is not set to Webhook"))
+        if versions:
+            problems.append(forbidden(f"{path}.conversionReviewVersions",
+                                      "should not be set when strategy is not set to Webhook"))
+        return problems
+    problems = []
+    if not has_webhook or client is None:
+        problems.append(required(f"{path}.webhookClientConfig",
+                                 "required when strategy is set to Webhook"))
+    else:
+        client = _dict(client)
+        url, service = client.get("url"), client.get("service")
+        if (url is None) == (service is None):
+            problems.append(required(f"{path}.webhookClientConfig",
+                                     "exactly one of url or service is required"))
+        elif url is not None:
+            problems += validate_webhook_url(str(url), f"{path}.webhookClientConfig.url")
+        else:
+            problems += validate_webhook_service(_dict(service),
+                                                 f"{path}.webhookClientConfig.service")
+    versions = _list(versions)
+    if not versions:
+        return [*problems, required(f"{path}.conversionReviewVersions", "")]
+    seen: set[str] = set()
+    for index, version in enumerate(versions):
+        item = f"{path}.conversionReviewVersions[{index}]"
+        if version in seen:
+            problems.append(invalid(item, version, "duplicate version"))
+            continue
+        seen.add(str(version))
+        problems += [invalid(item, version, message)
+                     for message in validate_dns1035_label(str(version))]
+    if not seen & set(ACCEPTED_REVIEW_VERSIONS):
+        problems.append(invalid(f"{path}.conversionReviewVersions", versions,
+                                "must include at least one of v1, v1beta1"))
     return problems
 
 

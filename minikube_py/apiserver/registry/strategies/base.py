@@ -61,6 +61,9 @@ class Strategy:
     # Whether clients see the stored bytes as they are: then lists and watches send them
     # without decoding (store.wire_json). False when to_external converts.
     stored_is_external: ClassVar[bool] = True
+    # Whether convert_from_storage calls out: then a watch converts each batch of events
+    # before it writes them, never straight from the watch cache.
+    converts_remotely: ClassVar[bool] = False
     # ReturnDeletedObject: a DELETE that removes the object at once answers with the
     # object instead of a Status (upstream's pods, services and namespaces do).
     return_deleted_object: ClassVar[bool] = False
@@ -90,6 +93,18 @@ class Strategy:
         """Convert a stored object to the form clients of this resource read. Must not
         change the stored object."""
         return obj
+
+    async def convert_to_storage(self, obj: Obj) -> Obj:
+        """An object in the storage version, when that takes a call out (a custom
+        resource's conversion webhook): the store's last step before etcd."""
+        return obj
+
+    async def convert_from_storage(self, objs: list[Obj], *, is_list: bool = False
+                                   ) -> list[Obj]:
+        """Stored objects in the served version, when that takes a call out: what an
+        update starts from, and every answer before to_external. Must not change the
+        stored objects."""
+        return objs
 
     def label_selector(self, obj: Obj) -> Obj | None:
         """The object's pod selector as a LabelSelector (the /scale subresource's
