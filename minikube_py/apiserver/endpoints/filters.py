@@ -50,7 +50,7 @@ from aiohttp import web
 
 from minikube_py.api import errors
 from minikube_py.api.meta import new_uid
-from minikube_py.apiserver.auth.admission import request_user
+from minikube_py.apiserver.auth.admission import admission_warnings, request_user
 from minikube_py.apiserver.auth.audit import AuditEvent, AuditLog
 from minikube_py.apiserver.auth.authentication import Authenticator, UserInfo
 from minikube_py.apiserver.auth.authorization import Attributes, Authorizer, forbidden
@@ -220,6 +220,7 @@ def with_authentication(handler: Handler, authenticator: Authenticator) -> Handl
     async def authenticated(request: web.BaseRequest) -> web.StreamResponse:
         user = request[USER] = authenticator.authenticate(request)
         request_user.set(user)  # what admission sees as the request's user
+        admission_warnings.set([])  # a fresh list: one connection serves many requests
         return await handler(request)
 
     return authenticated

@@ -1,0 +1,214 @@
+"""ValidatingAdmissionPolicy: CEL validations of requests, declared as objects.
+
+Upstream's k8s.io/apiserver/pkg/admission/plugin/policy/validating. Every write is
+checked against each ValidatingAdmissionPolicyBinding (read from the watch cache):
+
+    the binding's policy matches the request?  matchConstraints: resourceRules,
+        excludeResourceRules, namespaceSelector, objectSelector; then the binding's
+        matchResources, if any
+    matchConditions all true?                 (an error: failurePolicy)
+    variables, in order, then each validation with object, oldObject, request,
+    namespaceObject and variables
+    a validation false:  Deny  -> 422 Invalid (or the validation's reason):
+                                  'ValidatingAdmissionPolicy 'p' with binding 'b' denied
+                                  request: <message>'
+                         Warn  -> a Warning header on the response
+    an expression error: failurePolicy Fail denies, Ignore goes on
+
+Not built here: params (paramKind/paramRef; a policy with a paramKind is not applied),
+the Audit action and auditAnnotations (no audit annotation is written), `authorizer`
+in expressions, matchPolicy Equivalent (rules match the request's own resource), and
+status.typeChecking. Variables are evaluated eagerly, not on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minikube_py.api import Obj
+from minikube_py.apiserver.auth.admission import (
+    CONNECT,
+    CREATE,
+    DELETE,
+    UPDATE,
+    Attributes,
+    Plugin,
+    admission_warnings,
+)
+from minikube_py.apiserver.auth.admission.policycel import compile_expression, evaluate
+from minikube_py.apiserver.auth.admission.webhook import (
+    ADMISSION_REGISTRATION,
+    NamespaceLookup,
+    _labels,
+    _selector_matches,
+    rule_matches,
+)
+
+# IsExemptAdmissionConfigurationResource: never checked, so a bad policy can be removed.
+EXEMPT = frozenset(("validatingwebhookconfigurations", "mutatingwebhookconfigurations",
+                    "validatingadmissionpolicies", "validatingadmissionpolicybindings"))
+REASON_CODES = {"Forbidden": 403, "Unauthorized": 401, "RequestEntityTooLarge": 413,
+                "Invalid": 422}
+
+
+class _PolicyError(Exception):
+    """An expression failed to evaluate."""
+
+
+def _named_rule_matches(rule: Obj, attributes: Attributes) -> bool:
+    names = rule.get("resourceNames") or []
+    return rule_matches(rule, attributes) and (not names or attributes.name in names)
+
+
+class ValidatingAdmissionPolicy(Plugin):
+    name = "ValidatingAdmissionPolicy"
+    validating = True
+    operations = frozenset((CREATE, UPDATE, DELETE, CONNECT))
+
+    def __init__(self, policies: Any, bindings: Any, namespace: NamespaceLookup) -> None:
+        self.policies = policies
+        self.bindings = bindings
+        self.namespace = namespace
+
+    async def validate(self, attributes: Attributes) -> None:
+        """Check the request against every binding whose policy matches it."""
+        if (attributes.resource.group == ADMISSION_REGISTRATION
+                and attributes.resource.plural in EXEMPT):
+            return
+        bindings = sorted(self.bindings(), key=lambda b: b["metadata"]["name"])
+        if not bindings:
+            return
+        policies = {p["metadata"]["name"]: p for p in self.policies()}
+        namespace_object: Obj | None = None
+        if attributes.namespace:
+            namespace_object = await self.namespace(attributes.namespace)
+        for binding in bindings:
+            spec = binding.get("spec") or {}
+            policy = policies.get(spec.get("policyName") or "")
+            if policy is None or (policy.get("spec") or {}).get("paramKind"):
+                continue
+            await self._check(policy, binding, attributes, namespace_object)
+
+    def _matches(self, match: Obj, attributes: Attributes, namespace_object: Obj | None,
+                 policy: bool) -> bool:
+        """matching.Matcher.Matches: selectors, exclusions, then rules."""
+        if attributes.resource.namespaced:
+            if not _selector_matches(match.get("namespaceSelector"), _labels(namespace_object)):
+                return False
+        elif attributes.is_resource("", "namespaces"):
+            if not _selector_matches(match.get("namespaceSelector"),
+                                     _labels(attributes.obj or attributes.old)):
+                return False
+        selector = match.get("objectSelector")
+        if not (_selector_matches(selector, _labels(attributes.obj))
+                or (attributes.old is not None
+                    and _selector_matches(selector, _labels(attributes.old)))):
+            return False
+        if any(_named_rule_matches(rule, attributes)
+               for rule in match.get("excludeResourceRules") or []):
+            return False
+        rules = match.get("resourceRules") or []
+        if not rules:
+            return not policy
+        return any(_named_rule_matches(rule, attributes) for rule in rules)
+
+    async def _check(self, policy: Obj, binding: Obj, attributes: Attributes,
+                     namespace_object: Obj | None) -> None:
+        spec, binding_spec = policy.get("spec") or {}, binding.get("spec") or {}
+        if not self._matches(spec.get("matchConstraints") or {}, attributes, namespace_object,
+                             policy=True):
+            return
+        match_resources = binding_spec.get("matchResources")
+        if isinstance(match_resources, dict) and not self._matches(
+                match_resources, attributes, namespace_object, policy=False):
+            return
+        actions = binding_spec.get("validationActions") or []
+        fail = (spec.get("failurePolicy") or "Fail") == "Fail"
+        data = _activation(attributes, namespace_object)
+        try:
+            for condition in spec.get("matchConditions") or []:
+                if _run(condition.get("expression") or "", data, "bool") is not True:
+                    return
+            variables: dict[str, Any] = {}
+            data["variables"] = variables
+            for variable in spec.get("variables") or []:
+                variables[variable.get("name") or ""] = _run(variable.get("expression") or "",
+                                                              data, "")
+        except _PolicyError as error:
+            if fail:
+                self._act(policy, binding, actions, str(error), "", attributes)
+            return
+        for validation in spec.get("validations") or []:
+            expression = validation.get("expression") or ""
+            try:
+                passed = _run(expression, data, "bool")
+            except _PolicyError as error:
+                if fail:
+                    self._act(policy, binding, actions, str(error), "", attributes)
+                continue
+            if passed is True:
+                continue
+            self._act(policy, binding, actions, _message(validation, data),
+                      validation.get("reason") or "Invalid", attributes)
+
+    def _act(self, policy: Obj, binding: Obj, actions: list[str], message: str, reason: str,
+             attributes: Attributes) -> None:
+        """Deny raises; Warn adds a warning to the response."""
+        policy_name, binding_name = policy["metadata"]["name"], binding["metadata"]["name"]
+        if "Warn" in actions:
+            warnings = admission_warnings.get()
+            if warnings is not None:
+                warnings.append(f"Validation failed for ValidatingAdmissionPolicy "
+                                f"'{policy_name}' with binding '{binding_name}': {message}")
+        if "Deny" in actions:
+            text = (f"ValidatingAdmissionPolicy '{policy_name}' with binding '{binding_name}' "
+                    f"denied request: {message}")
+            error = attributes.forbidden(text)
+            reason = reason or "Invalid"
+            error.reason = reason
+            error.code = REASON_CODES.get(reason, 400)
+            error.details = {**(error.details or {}), "causes": [{"message": text}]}
+            raise error
+
+
+def _activation(attributes: Attributes, namespace_object: Obj | None) -> dict[str, Any]:
+    """object, oldObject, request and namespaceObject as expressions see them."""
+    group, version, kind = attributes.kind
+    resource = attributes.resource
+    user = attributes.user
+    request = {
+        "kind": {"group": group, "version": version, "kind": kind},
+        "resource": {"group": resource.group, "version": resource.version,
+                     "resource": resource.plural},
+        "subResource": attributes.subresource,
+        "name": attributes.name,
+        "namespace": attributes.namespace,
+        "operation": attributes.operation,
+        "userInfo": {"username": user.name, "uid": user.uid, "groups": list(user.groups)},
+        "dryRun": attributes.dry_run,
+    }
+    return {"object": attributes.obj, "oldObject": attributes.old, "request": request,
+            "params": None, "namespaceObject": namespace_object}
+
+
+def _run(expression: str, data: dict[str, Any], want: str) -> Any:
+    """One expression's value; _PolicyError says why it has none."""
+    program, error = compile_expression(expression, want)
+    if program is not None:
+        value, error = evaluate(program, data)
+        if not error:
+            return value
+    raise _PolicyError(f"expression '{expression}' resulted in error: {error}")
+
+
+def _message(validation: Obj, data: dict[str, Any]) -> str:
+    """messageExpression's value, else message, else `failed expression: <expression>`."""
+    if validation.get("messageExpression"):
+        try:
+            text = _run(validation["messageExpression"], data, "string")
+        except _PolicyError:
+            text = ""
+        if isinstance(text, str) and text.strip() and "\n" not in text:
+            return text.strip()
+    message = (validation.get("message") or "").strip()
+    return message or f"failed expression: {(validation.get('expression') or '').strip()}"

@@ -1,0 +1,259 @@
+"""ValidatingAdmissionPolicy and its bindings: served with upstream's validation (every
+CEL expression compiled when the policy is written), and the admission plugin that
+applies them, through the real kubectl and the official client, after cases of
+upstream's test/e2e/apimachinery/validatingadmissionpolicy.go. The module runs its own
+API server: its policies would refuse other modules' requests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+from minikube_py.api import Obj
+from tests.conftest import module_own_apiserver
+
+etcd, apiserver, kubeconfig = module_own_apiserver("vap")
+
+Kubectl = Callable[..., subprocess.CompletedProcess[str]]
+GROUP = "admissionregistration.k8s.io"
+GATEWAY_VAP = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "crds"
+               / "gateway-api" / "gateway.networking.k8s.io_vap_safeupgrades.yaml")
+if not GATEWAY_VAP.exists():
+    GATEWAY_VAP = Path("/work/shared/data/crds/gateway-api/"
+                       "gateway.networking.k8s.io_vap_safeupgrades.yaml")
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def policy(name: str, validations: list[Obj], **spec: Any) -> Obj:
+    """A policy on Deployments (CREATE, UPDATE)."""
+    return {"apiVersion": f"{GROUP}/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name},
+            "spec": {"matchConstraints": {"resourceRules": [{
+                "apiGroups": ["apps"], "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
+                "validations": validations, **spec}}
+
+
+def binding(name: str, policy_name: str, namespace: str, actions: list[str]) -> Obj:
+    """A binding of the policy to one namespace (selected by its name label)."""
+    return {"apiVersion": f"{GROUP}/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name},
+            "spec": {"policyName": policy_name, "validationActions": actions,
+                     "matchResources": {"namespaceSelector": {"matchLabels": {
+                         "kubernetes.io/metadata.name": namespace}}}}}
+
+
+def deployment(name: str, replicas: int, **labels: str) -> Obj:
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "pause"}]}}}}
+
+
+@pytest.fixture
+def applied(kubectl: Kubectl) -> Iterator[Callable[..., None]]:
+    """kubectl apply objects; every one is deleted after the test."""
+    made: list[tuple[str, str]] = []
+
+    def apply(*objects: Obj) -> None:
+        kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects))
+        made.extend((obj["kind"], obj["metadata"]["name"]) for obj in objects)
+
+    yield apply
+    for kind, name in reversed(made):
+        kubectl("delete", kind.lower(), name, "--ignore-not-found")
+
+
+def eventually(kubectl: Kubectl, args: tuple[str, ...], manifest: Obj,
+               done: Callable[[subprocess.CompletedProcess[str]], bool]
+               ) -> subprocess.CompletedProcess[str]:
+    """Run a server-side dry-run kubectl command until `done` holds (the plugin reads
+    policies from the watch cache, so a new one applies within moments)."""
+    deadline = time.monotonic() + 30
+    while True:
+        result = kubectl(*args, "--dry-run=server", "-f", "-", input=yaml.safe_dump(manifest),
+                         check=False)
+        if done(result) or time.monotonic() > deadline:
+            return result
+        time.sleep(0.2)
+
+
+def refused(result: subprocess.CompletedProcess[str]) -> bool:
+    return result.returncode != 0
+
+
+# --- the kinds -------------------------------------------------------------------------------
+
+def test_a_policy_with_an_expression_that_does_not_compile_is_refused(kubectl: Kubectl) -> None:
+    bad = policy(unique("bad"), [{"expression": "object.spec.replicas >"}])
+    result = kubectl("apply", "-f", "-", input=yaml.safe_dump(bad), check=False)
+    assert result.returncode != 0
+    assert ('spec.validations[0].expression: Invalid value: "object.spec.replicas >": '
+            "compilation failed: ERROR: <input>:1:23: Syntax error:") in result.stderr
+    wrong_type = policy(unique("int"), [{"expression": "1 + 1"}])
+    result = kubectl("apply", "-f", "-", input=yaml.safe_dump(wrong_type), check=False)
+    assert ('spec.validations[0].expression: Invalid value: "1 + 1": must evaluate to bool '
+            "but got int") in result.stderr
+    empty = policy(unique("empty"), [])
+    result = kubectl("apply", "-f", "-", input=yaml.safe_dump(empty), check=False)
+    assert ("spec.validations: Required value: validations or auditAnnotations must contain "
+            "at least one item") in result.stderr
+
+
+def test_a_binding_needs_its_actions_and_not_both_deny_and_warn(kubectl: Kubectl) -> None:
+    both = binding(unique("both"), "p", "default", ["Deny", "Warn"])
+    result = kubectl("apply", "-f", "-", input=yaml.safe_dump(both), check=False)
+    assert "spec.validationActions: Invalid value:" in result.stderr
+    assert "must not contain both Deny and Warn" in result.stderr
+    none = binding(unique("none"), "p", "default", [])
+    result = kubectl("apply", "-f", "-", input=yaml.safe_dump(none), check=False)
+    assert "spec.validationActions: Required value" in result.stderr
+    odd = binding(unique("odd"), "p", "default", ["Block"])
+    result = kubectl("apply", "-f", "-", input=yaml.safe_dump(odd), check=False)
+    assert ('spec.validationActions[0]: Unsupported value: "Block": supported values: '
+            '"Audit", "Deny", "Warn"') in result.stderr
+
+
+def test_kubectl_serves_both_kinds_with_defaults(kubectl: Kubectl,
+                                                 applied: Callable[..., None]) -> None:
+    name = unique("replicas")
+    applied(policy(name, [{"expression": "object.spec.replicas < 10"}]),
+            binding(name, name, "default", ["Deny"]))
+    stored = json.loads(kubectl("get", "validatingadmissionpolicy", name, "-o", "json").stdout)
+    assert stored["spec"]["failurePolicy"] == "Fail"
+    assert stored["spec"]["matchConstraints"]["matchPolicy"] == "Equivalent"
+    assert stored["spec"]["matchConstraints"]["resourceRules"][0]["scope"] == "*"
+    rows = [line.split() for line in kubectl("api-resources").stdout.splitlines()[1:]]
+    assert ["validatingadmissionpolicies", f"{GROUP}/v1", "false",
+            "ValidatingAdmissionPolicy"] in rows
+    assert ["validatingadmissionpolicybindings", f"{GROUP}/v1", "false",
+            "ValidatingAdmissionPolicyBinding"] in rows
+    assert name in kubectl("get", "validatingadmissionpolicybindings").stdout
+
+
+# --- admission -------------------------------------------------------------------------------
+
+def test_deny_refuses_a_deployment_with_upstreams_message_and_422(
+        kubectl: Kubectl, applied: Callable[..., None], namespace: str,
+        kubeconfig: Path) -> None:
+    """e2e "should validate against a Deployment": replicas checked, the binding selects
+    the namespace, a matchCondition exempts labelled objects."""
+    name = unique("replicas")
+    applied(policy(name, [{"expression": "object.spec.replicas > 1"},
+                          {"expression": "variables.replicas < 100",
+                           "messageExpression": "'wants ' + string(variables.replicas)",
+                           "reason": "Forbidden"}],
+                   variables=[{"name": "replicas", "expression": "object.spec.replicas"}],
+                   matchConditions=[{"name": "not-exempt", "expression":
+                                     "!has(object.metadata.labels) || "
+                                     "!('exempt' in object.metadata.labels)"}]),
+            binding(name, name, namespace, ["Deny"]))
+    one = deployment("one", 1)
+    result = eventually(kubectl, ("create", "-n", namespace), one, refused)
+    assert result.returncode != 0
+    # kubectl words a 422 by its causes, as it does upstream
+    assert (f'The deployments "one" is invalid: : ValidatingAdmissionPolicy \'{name}\' with '
+            f"binding '{name}' denied request: failed expression: object.spec.replicas > 1"
+            in result.stderr)
+    kubectl("create", "-n", namespace, "--dry-run=server", "-f", "-",
+            input=yaml.safe_dump(deployment("exempt", 1, exempt="yes")))
+    kubectl("create", "-n", namespace, "--dry-run=server", "-f", "-",
+            input=yaml.safe_dump(deployment("two", 2)))
+
+    api = config.new_client_from_config(config_file=str(kubeconfig))
+    try:
+        with pytest.raises(ApiException) as caught:
+            client.AppsV1Api(api).create_namespaced_deployment(namespace, deployment("one", 1))
+        assert caught.value.status == 422
+        status = json.loads(caught.value.body)
+        assert status["reason"] == "Invalid"
+        message = (f"ValidatingAdmissionPolicy '{name}' with binding '{name}' denied request: "
+                   "failed expression: object.spec.replicas > 1")
+        assert status["message"] == f'deployments.apps "one" is forbidden: {message}'
+        assert status["details"]["causes"] == [{"message": message}]
+        with pytest.raises(ApiException) as caught:
+            client.AppsV1Api(api).create_namespaced_deployment(namespace,
+                                                                deployment("many", 200))
+        assert caught.value.status == 403
+        assert json.loads(caught.value.body)["message"].endswith("denied request: wants 200")
+    finally:
+        api.close()
+
+
+def test_warn_admits_with_a_warning(kubectl: Kubectl, applied: Callable[..., None],
+                                    namespace: str) -> None:
+    name = unique("warn")
+    applied(policy(name, [{"expression": "object.spec.replicas > 1",
+                           "message": "one replica is not highly available"}]),
+            binding(name, name, namespace, ["Warn"]))
+    result = eventually(kubectl, ("create", "-n", namespace), deployment("one", 1),
+                        lambda r: "Warning:" in r.stderr)
+    assert result.returncode == 0
+    assert (f"Warning: Validation failed for ValidatingAdmissionPolicy '{name}' with binding "
+            f"'{name}': one replica is not highly available") in result.stderr
+
+
+def test_failure_policy_decides_what_an_evaluation_error_does(
+        kubectl: Kubectl, applied: Callable[..., None], namespace: str) -> None:
+    failing, ignoring = unique("fail"), unique("ignore")
+    missing = [{"expression": "object.spec.missing == 'x'"}]
+    applied(policy(ignoring, missing, failurePolicy="Ignore"),
+            binding(ignoring, ignoring, namespace, ["Deny"]))
+    applied(policy(failing, missing),
+            binding(failing, failing, namespace, ["Deny"]))
+    result = eventually(kubectl, ("create", "-n", namespace), deployment("one", 1), refused)
+    assert (f"ValidatingAdmissionPolicy '{failing}' with binding '{failing}' denied request: "
+            "expression 'object.spec.missing == 'x'' resulted in error: no such key: missing"
+            in result.stderr)
+    kubectl("delete", "validatingadmissionpolicybinding", failing)
+    result = eventually(kubectl, ("create", "-n", namespace), deployment("one", 1),
+                        lambda r: r.returncode == 0)
+    assert result.returncode == 0, result.stderr
+
+
+# --- the Gateway API's policy ---------------------------------------------------------------
+
+def gateway_crd(bundle_version: str, channel: str) -> Obj:
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.gateway.networking.k8s.io", "annotations": {
+                "gateway.networking.k8s.io/bundle-version": bundle_version,
+                "gateway.networking.k8s.io/channel": channel}},
+            "spec": {"group": "gateway.networking.k8s.io", "scope": "Namespaced",
+                     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
+                               "listKind": "WidgetList"},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": {"type": "object"}}}]}}
+
+
+def test_gateway_apis_safe_upgrades_policy_refuses_old_bundles(kubectl: Kubectl) -> None:
+    kubectl("apply", "-f", str(GATEWAY_VAP))
+    try:
+        old = gateway_crd("v1.4.0", "standard")
+        result = eventually(kubectl, ("create",), old, refused)
+        assert ("Installing CRDs with version before v1.5.0 is prohibited by default."
+                in result.stderr)
+        assert ("ValidatingAdmissionPolicy 'safe-upgrades.gateway.networking.k8s.io' with "
+                "binding 'safe-upgrades.gateway.networking.k8s.io' denied request"
+                in result.stderr)
+        kubectl("create", "--dry-run=server", "-f", "-",
+                input=yaml.safe_dump(gateway_crd("v1.6.1", "standard")))
+        other = gateway_crd("v1.4.0", "standard")
+        other["metadata"]["name"] = "widgets.example.com"
+        other["spec"]["group"] = "example.com"
+        kubectl("create", "--dry-run=server", "-f", "-", input=yaml.safe_dump(other))
+    finally:
+        kubectl("delete", "-f", str(GATEWAY_VAP), "--ignore-not-found")
