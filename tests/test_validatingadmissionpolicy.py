@@ -257,3 +257,29 @@ def test_gateway_apis_safe_upgrades_policy_refuses_old_bundles(kubectl: Kubectl)
         kubectl("create", "--dry-run=server", "-f", "-", input=yaml.safe_dump(other))
     finally:
         kubectl("delete", "-f", str(GATEWAY_VAP), "--ignore-not-found")
+
+
+def test_params_come_from_the_object_the_binding_names(
+        kubectl: Kubectl, applied: Callable[..., None], namespace: str) -> None:
+    """A ConfigMap parameterizes the policy; none found with parameterNotFoundAction Deny
+    refuses every request."""
+    name = unique("limits")
+    limited = policy(name, [{"expression":
+                             "object.spec.replicas <= int(params.data.maxReplicas)",
+                             "messageExpression": "'at most ' + params.data.maxReplicas"}],
+                     paramKind={"apiVersion": "v1", "kind": "ConfigMap"})
+    bound = binding(name, name, namespace, ["Deny"])
+    bound["spec"]["paramRef"] = {"name": "limits", "namespace": namespace,
+                                 "parameterNotFoundAction": "Deny"}
+    applied(limited, bound)
+    result = eventually(kubectl, ("create", "-n", namespace), deployment("two", 2), refused)
+    assert (f"ValidatingAdmissionPolicy '{name}' with binding '{name}' denied request: no "
+            "params found for policy binding with `Deny` parameterNotFoundAction"
+            in result.stderr)
+    kubectl("create", "configmap", "limits", "-n", namespace, "--from-literal=maxReplicas=3")
+    result = eventually(kubectl, ("create", "-n", namespace), deployment("two", 2),
+                        lambda r: r.returncode == 0)
+    assert result.returncode == 0, result.stderr
+    result = kubectl("create", "-n", namespace, "--dry-run=server", "-f", "-",
+                     input=yaml.safe_dump(deployment("five", 5)), check=False)
+    assert f"binding '{name}' denied request: at most 3" in result.stderr

@@ -122,7 +122,8 @@ PLUGINS: dict[str, Callable[[AdmissionSources], Plugin]] = {
         _webhooks(s, "mutatingwebhookconfigurations")),
     "ValidatingAdmissionPolicy": lambda s: ValidatingAdmissionPolicy(
         lambda: s.cached("/registry/validatingadmissionpolicies/"),
-        lambda: s.cached("/registry/validatingadmissionpolicybindings/"), s.namespace),
+        lambda: s.cached("/registry/validatingadmissionpolicybindings/"), s.namespace,
+        s.stores.values),
     "ValidatingAdmissionWebhook": lambda s: ValidatingAdmissionWebhook(
         _webhooks(s, "validatingwebhookconfigurations")),
     "ResourceQuota": lambda s: ResourceQuota(_in_namespace(s, "resourcequotas"),

@@ -7,25 +7,30 @@ checked against each ValidatingAdmissionPolicyBinding (read from the watch cache
         excludeResourceRules, namespaceSelector, objectSelector; then the binding's
         matchResources, if any
     matchConditions all true?                 (an error: failurePolicy)
+    params: with a paramKind, the binding's paramRef names one object (name) or some
+        (selector), in paramRef.namespace or else the request's namespace; the policy
+        runs once for each (none found: parameterNotFoundAction Deny refuses, Allow
+        admits)
     variables, in order, then each validation with object, oldObject, request,
-    namespaceObject and variables
+    params, namespaceObject and variables
     a validation false:  Deny  -> 422 Invalid (or the validation's reason):
                                   'ValidatingAdmissionPolicy 'p' with binding 'b' denied
                                   request: <message>'
                          Warn  -> a Warning header on the response
     an expression error: failurePolicy Fail denies, Ignore goes on
 
-Not built here: params (paramKind/paramRef; a policy with a paramKind is not applied),
-the Audit action and auditAnnotations (no audit annotation is written), `authorizer`
+Not built here: the Audit action and auditAnnotations (no audit annotation is written), `authorizer`
 in expressions, matchPolicy Equivalent (rules match the request's own resource), and
 status.typeChecking. Variables are evaluated eagerly, not on first use.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from minikube_py.api import Obj
+from minikube_py.api.selectors import SelectorError, label_selector_from_dict
 from minikube_py.apiserver.auth.admission import (
     CONNECT,
     CREATE,
@@ -52,7 +57,7 @@ REASON_CODES = {"Forbidden": 403, "Unauthorized": 401, "RequestEntityTooLarge": 
 
 
 class _PolicyError(Exception):
-    """An expression failed to evaluate."""
+    """An expression failed to evaluate, or the policy cannot run (its params)."""
 
 
 def _named_rule_matches(rule: Obj, attributes: Attributes) -> bool:
@@ -65,10 +70,12 @@ class ValidatingAdmissionPolicy(Plugin):
     validating = True
     operations = frozenset((CREATE, UPDATE, DELETE, CONNECT))
 
-    def __init__(self, policies: Any, bindings: Any, namespace: NamespaceLookup) -> None:
+    def __init__(self, policies: Callable[[], list[Obj]], bindings: Callable[[], list[Obj]],
+                 namespace: NamespaceLookup, stores: Callable[[], Iterable[Any]]) -> None:
         self.policies = policies
         self.bindings = bindings
         self.namespace = namespace
+        self.stores = stores
 
     async def validate(self, attributes: Attributes) -> None:
         """Check the request against every binding whose policy matches it."""
@@ -85,7 +92,7 @@ class ValidatingAdmissionPolicy(Plugin):
         for binding in bindings:
             spec = binding.get("spec") or {}
             policy = policies.get(spec.get("policyName") or "")
-            if policy is None or (policy.get("spec") or {}).get("paramKind"):
+            if policy is None:
                 continue
             await self._check(policy, binding, attributes, namespace_object)
 
@@ -124,7 +131,59 @@ class ValidatingAdmissionPolicy(Plugin):
             return
         actions = binding_spec.get("validationActions") or []
         fail = (spec.get("failurePolicy") or "Fail") == "Fail"
-        data = _activation(attributes, namespace_object)
+        try:
+            params = self._params(spec.get("paramKind"), binding_spec.get("paramRef"),
+                                  attributes)
+        except _PolicyError as error:
+            if fail:
+                self._act(policy, binding, ["Deny"], str(error), "", attributes)
+            return
+        for param in params:
+            data = _activation(attributes, namespace_object)
+            data["params"] = param
+            self._run_validations(policy, binding, actions, fail, data, attributes)
+
+    def _params(self, param_kind: Any, param_ref: Any, attributes: Attributes
+                      ) -> list[Obj | None]:
+        """CollectParams: the objects the policy runs with ([None] without a paramKind)."""
+        if not isinstance(param_kind, dict):
+            return [None]
+        kind = f"{param_kind.get('kind')}.{param_kind.get('apiVersion')}"
+        if not isinstance(param_ref, dict):
+            raise _PolicyError(f"paramKind kind `{kind}` is configured but paramRef is unset")
+        store = next((store for store in self.stores()
+                      if store.resource.api_version == param_kind.get("apiVersion")
+                      and store.resource.kind == param_kind.get("kind")), None)
+        if store is None:
+            raise _PolicyError(f"paramKind kind `{kind}` not known")
+        namespace = ""
+        if store.resource.namespaced:
+            namespace = param_ref.get("namespace") or attributes.namespace
+            if not namespace:
+                raise _PolicyError("cannot use namespaced paramRef in policy binding that "
+                                   "matches cluster-scoped resources")
+        name = param_ref.get("name")
+        if name:
+            found = store.cache.get(store.key(namespace, name))
+            params = [found] if found is not None else []
+        else:
+            try:
+                selector = label_selector_from_dict(param_ref.get("selector") or {})
+            except SelectorError as error:
+                raise _PolicyError(str(error)) from None
+            params = [obj for obj in store.cache.list(f"{namespace}/" if namespace else "")
+                      if selector.matches(_labels(obj))]
+        if not params:
+            if param_ref.get("parameterNotFoundAction") == "Deny":
+                raise _PolicyError("no params found for policy binding with `Deny` "
+                                   "parameterNotFoundAction")
+            return []
+        return params
+
+    def _run_validations(self, policy: Obj, binding: Obj, actions: list[str], fail: bool,
+                         data: dict[str, Any], attributes: Attributes) -> None:
+        """matchConditions, variables, then the validations, for one params object."""
+        spec = policy.get("spec") or {}
         try:
             for condition in spec.get("matchConditions") or []:
                 if _run(condition.get("expression") or "", data, "bool") is not True:
