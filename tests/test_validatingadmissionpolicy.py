@@ -20,7 +20,12 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from minikube_py.api import Obj
+from minikube_py.cluster.apiserver import APIServerProcess, ServingTLS
+from minikube_py.cluster.etcd import EtcdProcess
+from minikube_py.security import pki
 from tests.conftest import module_own_apiserver
+from tests.test_audit import KUBECTL, events
+from tests.test_audit import kubeconfig as tls_kubeconfig
 
 etcd, apiserver, kubeconfig = module_own_apiserver("vap")
 
@@ -283,3 +288,59 @@ def test_params_come_from_the_object_the_binding_names(
     result = kubectl("create", "-n", namespace, "--dry-run=server", "-f", "-",
                      input=yaml.safe_dump(deployment("five", 5)), check=False)
     assert f"binding '{name}' denied request: at most 3" in result.stderr
+
+
+async def test_audit_records_failures_and_audit_annotations_in_the_audit_log(
+        private_etcd: EtcdProcess, tmp_path: Path) -> None:
+    """An Audit binding admits the request; its audit event carries the failure and the
+    policy's auditAnnotations (e2e "should support auditAnnotations" in spirit)."""
+    audit_policy, log = tmp_path / "policy.yaml", tmp_path / "audit.log"
+    audit_policy.write_text(yaml.safe_dump({"apiVersion": "audit.k8s.io/v1", "kind": "Policy",
+                                            "rules": [{"level": "Metadata"}]}))
+    ca = pki.new_ca()
+    cert, key = pki.issue(ca, "kube-apiserver", ip_addresses=("127.0.0.1",),
+                          server=True).write(tmp_path, "apiserver")
+    (tmp_path / "ca.crt").write_bytes(ca.cert_pem)
+    async with APIServerProcess(
+            [private_etcd.client_url], tmp_path / "api.log",
+            tls=ServingTLS(cert, key, tmp_path / "ca.crt"), extra_args=(
+                f"--audit-policy-file={audit_policy}", f"--audit-log-path={log}",
+                "--disable-admission-plugins=ServiceAccount")) as api:
+        admin = tls_kubeconfig(tmp_path / "admin", api.url, ca, pki.issue(
+            ca, "admin", organizations=("system:masters",), client=True))
+
+        def run(*args: str, input: str | None = None, check: bool = True
+                ) -> subprocess.CompletedProcess[str]:
+            result = subprocess.run([KUBECTL, f"--kubeconfig={admin}", *args], input=input,
+                                    capture_output=True, text=True, timeout=60)
+            assert not check or result.returncode == 0, result.stderr
+            return result
+
+        audited = policy("audited", [{"expression": "object.spec.replicas > 1",
+                                      "message": "one is too few"}],
+                         auditAnnotations=[{"key": "replicas", "valueExpression":
+                                            "string(object.spec.replicas)"}])
+        run("apply", "-f", "-", input=yaml.safe_dump_all(
+            [audited, binding("audited", "audited", "default", ["Audit"])]))
+        deadline = time.monotonic() + 30
+
+        def annotations() -> dict[str, str]:
+            """The annotations of the Deployment's create, once the log has it."""
+            for event in events(log):
+                if (event["verb"] == "create" and event["stage"] == "ResponseComplete"
+                        and event.get("objectRef", {}).get("resource") == "deployments"
+                        and "audited/replicas" in event.get("annotations", {})):
+                    return dict(event["annotations"])
+            return {}
+
+        found: dict[str, str] = {}
+        while not found:
+            assert time.monotonic() < deadline, events(log)
+            run("create", "-n", "default", "--dry-run=server", "-f", "-",
+                input=yaml.safe_dump(deployment("one", 1)))
+            time.sleep(0.2)
+            found = annotations()
+    assert found["audited/replicas"] == "1"
+    assert json.loads(found["validation.policy.admission.k8s.io/validation_failure"]) == [
+        {"message": "one is too few", "policy": "audited", "binding": "audited",
+         "expressionIndex": 0, "validationActions": ["Audit"]}]

@@ -45,6 +45,10 @@ request_user: ContextVar[UserInfo] = ContextVar("request_user", default=APISERVE
 # server sets a fresh list for each request; None where nobody will read them.
 admission_warnings: ContextVar[list[str] | None] = ContextVar("admission_warnings",
                                                               default=None)
+# Annotations admission adds to the request's audit event (a ValidatingAdmissionPolicy's
+# Audit action and auditAnnotations); a fresh dict for each request, as the warnings.
+admission_audit_annotations: ContextVar[dict[str, str] | None] = ContextVar(
+    "admission_audit_annotations", default=None)
 
 
 @dataclass

@@ -17,17 +17,21 @@ checked against each ValidatingAdmissionPolicyBinding (read from the watch cache
                                   'ValidatingAdmissionPolicy 'p' with binding 'b' denied
                                   request: <message>'
                          Warn  -> a Warning header on the response
+                         Audit -> the audit event's annotation
+                                  validation.policy.admission.k8s.io/validation_failure
+    auditAnnotations: each value under `<policy>/<key>` in the audit event
     an expression error: failurePolicy Fail denies, Ignore goes on
 
-Not built here: the Audit action and auditAnnotations (no audit annotation is written), `authorizer`
-in expressions, matchPolicy Equivalent (rules match the request's own resource), and
-status.typeChecking. Variables are evaluated eagerly, not on first use.
+Not built here: `authorizer` in expressions, matchPolicy Equivalent (rules match the
+request's own resource), and status.typeChecking. Variables are evaluated eagerly, not on first use.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
+
+import orjson
 
 from minikube_py.api import Obj
 from minikube_py.api.selectors import SelectorError, label_selector_from_dict
@@ -38,6 +42,7 @@ from minikube_py.apiserver.auth.admission import (
     UPDATE,
     Attributes,
     Plugin,
+    admission_audit_annotations,
     admission_warnings,
 )
 from minikube_py.apiserver.auth.admission.policycel import compile_expression, evaluate
@@ -52,6 +57,8 @@ from minikube_py.apiserver.auth.admission.webhook import (
 # IsExemptAdmissionConfigurationResource: never checked, so a bad policy can be removed.
 EXEMPT = frozenset(("validatingwebhookconfigurations", "mutatingwebhookconfigurations",
                     "validatingadmissionpolicies", "validatingadmissionpolicybindings"))
+# The audit annotation of the Audit action: a JSON list of the failed validations.
+VALIDATION_FAILURE = "validation.policy.admission.k8s.io/validation_failure"
 REASON_CODES = {"Forbidden": 403, "Unauthorized": 401, "RequestEntityTooLarge": 413,
                 "Invalid": 422}
 
@@ -197,23 +204,47 @@ class ValidatingAdmissionPolicy(Plugin):
             if fail:
                 self._act(policy, binding, actions, str(error), "", attributes)
             return
-        for validation in spec.get("validations") or []:
+        for i, validation in enumerate(spec.get("validations") or []):
             expression = validation.get("expression") or ""
             try:
                 passed = _run(expression, data, "bool")
             except _PolicyError as error:
                 if fail:
-                    self._act(policy, binding, actions, str(error), "", attributes)
+                    self._act(policy, binding, actions, str(error), "", attributes, i)
                 continue
             if passed is True:
                 continue
             self._act(policy, binding, actions, _message(validation, data),
-                      validation.get("reason") or "Invalid", attributes)
+                      validation.get("reason") or "Invalid", attributes, i)
+        self._annotate(policy, binding, spec.get("auditAnnotations") or [], fail, data,
+                       attributes)
+
+    def _annotate(self, policy: Obj, binding: Obj, annotations: list[Obj], fail: bool,
+                  data: dict[str, Any], attributes: Attributes) -> None:
+        """auditAnnotations: each string value under `<policy>/<key>`; null adds none."""
+        recorded = admission_audit_annotations.get()
+        for annotation in annotations:
+            try:
+                value = _run(annotation.get("valueExpression") or "", data, "string")
+            except _PolicyError as error:
+                if fail:
+                    self._act(policy, binding, ["Deny"], str(error), "", attributes)
+                continue
+            if isinstance(value, str) and recorded is not None:
+                recorded[f"{policy['metadata']['name']}/{annotation.get('key')}"] = value
 
     def _act(self, policy: Obj, binding: Obj, actions: list[str], message: str, reason: str,
-             attributes: Attributes) -> None:
-        """Deny raises; Warn adds a warning to the response."""
+             attributes: Attributes, expression_index: int = 0) -> None:
+        """Audit records the failure for the audit log; Warn adds a warning to the
+        response; Deny raises."""
         policy_name, binding_name = policy["metadata"]["name"], binding["metadata"]["name"]
+        recorded = admission_audit_annotations.get()
+        if "Audit" in actions and recorded is not None:
+            failures = orjson.loads(recorded.get(VALIDATION_FAILURE, "[]"))
+            failures.append({"message": message, "policy": policy_name,
+                             "binding": binding_name, "expressionIndex": expression_index,
+                             "validationActions": actions})
+            recorded[VALIDATION_FAILURE] = orjson.dumps(failures).decode()
         if "Warn" in actions:
             warnings = admission_warnings.get()
             if warnings is not None:
