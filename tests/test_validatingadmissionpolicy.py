@@ -147,7 +147,41 @@ def test_kubectl_serves_both_kinds_with_defaults(kubectl: Kubectl,
             "ValidatingAdmissionPolicy"] in rows
     assert ["validatingadmissionpolicybindings", f"{GROUP}/v1", "false",
             "ValidatingAdmissionPolicyBinding"] in rows
-    assert name in kubectl("get", "validatingadmissionpolicybindings").stdout
+    table = kubectl("get", "validatingadmissionpolicies", name).stdout.splitlines()
+    assert table[0].split() == ["NAME", "VALIDATIONS", "PARAMKIND", "AGE"]
+    assert table[1].split()[:3] == [name, "1", "<unset>"]
+    table = kubectl("get", "validatingadmissionpolicybindings", name).stdout.splitlines()
+    assert table[0].split() == ["NAME", "POLICYNAME", "PARAMREF", "AGE"]
+    assert table[1].split()[:3] == [name, name, "<unset>"]
+
+
+def test_the_official_client_reads_and_writes_both_kinds(kubeconfig: Path) -> None:
+    api = config.new_client_from_config(config_file=str(kubeconfig))
+    try:
+        admission = client.AdmissionregistrationV1Api(api)
+        name = unique("official")
+        admission.create_validating_admission_policy(policy(name, [{"expression": "true"}]))
+        bound = binding(name, name, "default", ["Warn", "Audit"])
+        bound["spec"]["paramRef"] = {"selector": {"matchLabels": {"tier": "gold"}},
+                                     "parameterNotFoundAction": "Allow"}
+        admission.create_validating_admission_policy_binding(bound)
+        read = admission.read_validating_admission_policy(name)
+        assert read.spec.validations[0].expression == "true"
+        assert read.spec.failure_policy == "Fail"
+        listed = admission.list_validating_admission_policy_binding()
+        mine = [b for b in listed.items if b.metadata.name == name]
+        assert mine[0].spec.validation_actions == ["Warn", "Audit"]
+        assert mine[0].spec.param_ref.selector.match_labels == {"tier": "gold"}
+        with pytest.raises(ApiException) as caught:
+            admission.create_validating_admission_policy(
+                policy(unique("bad"), [{"expression": "object.spec.replicas >"}]))
+        assert caught.value.status == 422
+        assert json.loads(caught.value.body)["details"]["causes"][0]["field"] == (
+            "spec.validations[0].expression")
+        admission.delete_validating_admission_policy_binding(name)
+        admission.delete_validating_admission_policy(name)
+    finally:
+        api.close()
 
 
 # --- admission -------------------------------------------------------------------------------
