@@ -6,11 +6,12 @@ API server: its policies would refuse other modules' requests."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -324,11 +325,15 @@ def test_params_come_from_the_object_the_binding_names(
     assert f"binding '{name}' denied request: at most 3" in result.stderr
 
 
-async def test_audit_records_failures_and_audit_annotations_in_the_audit_log(
-        private_etcd: EtcdProcess, tmp_path: Path) -> None:
-    """An Audit binding admits the request; its audit event carries the failure and the
-    policy's auditAnnotations (e2e "should support auditAnnotations" in spirit)."""
-    audit_policy, log = tmp_path / "policy.yaml", tmp_path / "audit.log"
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@contextlib.asynccontextmanager
+async def tls_apiserver(etcd: EtcdProcess, tmp_path: Path, *extra: str
+                        ) -> AsyncIterator[Run]:
+    """An API server over TLS with an audit log (tmp_path/audit.log, every request at
+    Metadata) and RBAC; yields kubectl as a system:masters admin."""
+    audit_policy = tmp_path / "policy.yaml"
     audit_policy.write_text(yaml.safe_dump({"apiVersion": "audit.k8s.io/v1", "kind": "Policy",
                                             "rules": [{"level": "Metadata"}]}))
     ca = pki.new_ca()
@@ -336,10 +341,11 @@ async def test_audit_records_failures_and_audit_annotations_in_the_audit_log(
                           server=True).write(tmp_path, "apiserver")
     (tmp_path / "ca.crt").write_bytes(ca.cert_pem)
     async with APIServerProcess(
-            [private_etcd.client_url], tmp_path / "api.log",
+            [etcd.client_url], tmp_path / "api.log",
             tls=ServingTLS(cert, key, tmp_path / "ca.crt"), extra_args=(
-                f"--audit-policy-file={audit_policy}", f"--audit-log-path={log}",
-                "--disable-admission-plugins=ServiceAccount")) as api:
+                f"--audit-policy-file={audit_policy}",
+                f"--audit-log-path={tmp_path / 'audit.log'}", "--authorization-mode=RBAC",
+                "--disable-admission-plugins=ServiceAccount", *extra)) as api:
         admin = tls_kubeconfig(tmp_path / "admin", api.url, ca, pki.issue(
             ca, "admin", organizations=("system:masters",), client=True))
 
@@ -350,6 +356,15 @@ async def test_audit_records_failures_and_audit_annotations_in_the_audit_log(
             assert not check or result.returncode == 0, result.stderr
             return result
 
+        yield run
+
+
+async def test_audit_records_failures_and_audit_annotations_in_the_audit_log(
+        private_etcd: EtcdProcess, tmp_path: Path) -> None:
+    """An Audit binding admits the request; its audit event carries the failure and the
+    policy's auditAnnotations (e2e "should support auditAnnotations" in spirit)."""
+    log = tmp_path / "audit.log"
+    async with tls_apiserver(private_etcd, tmp_path) as run:
         audited = policy("audited", [{"expression": "object.spec.replicas > 1",
                                       "message": "one is too few"}],
                          auditAnnotations=[{"key": "replicas", "valueExpression":
@@ -378,3 +393,32 @@ async def test_audit_records_failures_and_audit_annotations_in_the_audit_log(
     assert json.loads(found["validation.policy.admission.k8s.io/validation_failure"]) == [
         {"message": "one is too few", "policy": "audited", "binding": "audited",
          "expressionIndex": 0, "validationActions": ["Audit"]}]
+
+
+async def test_authorizer_asks_the_servers_authorizer(private_etcd: EtcdProcess,
+                                                      tmp_path: Path) -> None:
+    """`authorizer` in a validation: RBAC answers for the request's user (an admin) and for
+    a service account that no role names."""
+    async with tls_apiserver(private_etcd, tmp_path) as run:
+        checks = policy("authz", [
+            {"expression": "authorizer.requestResource.check('create').allowed()",
+             "message": "the requester may not create it"},
+            {"expression": "!has(object.metadata.labels) || !('as-robot' in "
+                           "object.metadata.labels) || authorizer.serviceAccount('default', "
+                           "'robot').group('apps').resource('deployments')"
+                           ".namespace('default').check('create').allowed()",
+             "message": "robot may not create deployments"}])
+        run("apply", "-f", "-", input=yaml.safe_dump_all(
+            [checks, binding("authz", "authz", "default", ["Deny"])]))
+        deadline = time.monotonic() + 30
+        while True:
+            result = run("create", "-n", "default", "--dry-run=server", "-f", "-",
+                         input=yaml.safe_dump(deployment("robot", 1, **{"as-robot": "robot"})),
+                         check=False)
+            if result.returncode != 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert ("ValidatingAdmissionPolicy 'authz' with binding 'authz' denied request: "
+                "robot may not create deployments") in result.stderr
+        run("create", "-n", "default", "--dry-run=server", "-f", "-",
+            input=yaml.safe_dump(deployment("admin", 1)))

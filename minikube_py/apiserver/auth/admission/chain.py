@@ -123,7 +123,7 @@ PLUGINS: dict[str, Callable[[AdmissionSources], Plugin]] = {
     "ValidatingAdmissionPolicy": lambda s: ValidatingAdmissionPolicy(
         lambda: s.cached("/registry/validatingadmissionpolicies/"),
         lambda: s.cached("/registry/validatingadmissionpolicybindings/"), s.namespace,
-        s.stores.values),
+        s.stores.values, s.authorizer),
     "ValidatingAdmissionWebhook": lambda s: ValidatingAdmissionWebhook(
         _webhooks(s, "validatingwebhookconfigurations")),
     "ResourceQuota": lambda s: ResourceQuota(_in_namespace(s, "resourcequotas"),

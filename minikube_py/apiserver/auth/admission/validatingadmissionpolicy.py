@@ -12,7 +12,7 @@ checked against each ValidatingAdmissionPolicyBinding (read from the watch cache
         runs once for each (none found: parameterNotFoundAction Deny refuses, Allow
         admits)
     variables, in order, then each validation with object, oldObject, request,
-    params, namespaceObject and variables
+    params, namespaceObject, variables and authorizer (policycel.py)
     a validation false:  Deny  -> 422 Invalid (or the validation's reason):
                                   'ValidatingAdmissionPolicy 'p' with binding 'b' denied
                                   request: <message>'
@@ -22,8 +22,8 @@ checked against each ValidatingAdmissionPolicyBinding (read from the watch cache
     auditAnnotations: each value under `<policy>/<key>` in the audit event
     an expression error: failurePolicy Fail denies, Ignore goes on
 
-Not built here: `authorizer` in expressions, matchPolicy Equivalent (rules match the
-request's own resource), and status.typeChecking. Variables are evaluated eagerly, not on first use.
+Not built here: matchPolicy Equivalent (rules match the request's own resource), and
+status.typeChecking. Variables are evaluated eagerly, not on first use.
 """
 
 from __future__ import annotations
@@ -45,7 +45,13 @@ from minikube_py.apiserver.auth.admission import (
     admission_audit_annotations,
     admission_warnings,
 )
-from minikube_py.apiserver.auth.admission.policycel import compile_expression, evaluate
+from minikube_py.apiserver.auth.admission.policycel import (
+    authorizer_value,
+    compile_expression,
+    current_authorizer,
+    evaluate,
+    request_resource,
+)
 from minikube_py.apiserver.auth.admission.webhook import (
     ADMISSION_REGISTRATION,
     NamespaceLookup,
@@ -53,6 +59,7 @@ from minikube_py.apiserver.auth.admission.webhook import (
     _selector_matches,
     rule_matches,
 )
+from minikube_py.apiserver.auth.authorization import Authorizer
 
 # IsExemptAdmissionConfigurationResource: never checked, so a bad policy can be removed.
 EXEMPT = frozenset(("validatingwebhookconfigurations", "mutatingwebhookconfigurations",
@@ -78,11 +85,13 @@ class ValidatingAdmissionPolicy(Plugin):
     operations = frozenset((CREATE, UPDATE, DELETE, CONNECT))
 
     def __init__(self, policies: Callable[[], list[Obj]], bindings: Callable[[], list[Obj]],
-                 namespace: NamespaceLookup, stores: Callable[[], Iterable[Any]]) -> None:
+                 namespace: NamespaceLookup, stores: Callable[[], Iterable[Any]],
+                 authorizer: Authorizer) -> None:
         self.policies = policies
         self.bindings = bindings
         self.namespace = namespace
         self.stores = stores
+        self.authorizer = authorizer
 
     async def validate(self, attributes: Attributes) -> None:
         """Check the request against every binding whose policy matches it."""
@@ -96,12 +105,16 @@ class ValidatingAdmissionPolicy(Plugin):
         namespace_object: Obj | None = None
         if attributes.namespace:
             namespace_object = await self.namespace(attributes.namespace)
-        for binding in bindings:
-            spec = binding.get("spec") or {}
-            policy = policies.get(spec.get("policyName") or "")
-            if policy is None:
-                continue
-            await self._check(policy, binding, attributes, namespace_object)
+        token = current_authorizer.set(self.authorizer)
+        try:
+            for binding in bindings:
+                spec = binding.get("spec") or {}
+                policy = policies.get(spec.get("policyName") or "")
+                if policy is None:
+                    continue
+                await self._check(policy, binding, attributes, namespace_object)
+        finally:
+            current_authorizer.reset(token)
 
     def _matches(self, match: Obj, attributes: Attributes, namespace_object: Obj | None,
                  policy: bool) -> bool:
@@ -278,7 +291,11 @@ def _activation(attributes: Attributes, namespace_object: Obj | None) -> dict[st
         "dryRun": attributes.dry_run,
     }
     return {"object": attributes.obj, "oldObject": attributes.old, "request": request,
-            "params": None, "namespaceObject": namespace_object}
+            "params": None, "namespaceObject": namespace_object,
+            "authorizer": authorizer_value(user),
+            "authorizer.requestResource": request_resource(
+                user, resource.group, resource.plural, attributes.subresource,
+                attributes.namespace, attributes.name)}
 
 
 def _run(expression: str, data: dict[str, Any], want: str) -> Any:
