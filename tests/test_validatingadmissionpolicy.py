@@ -422,3 +422,18 @@ async def test_authorizer_asks_the_servers_authorizer(private_etcd: EtcdProcess,
                 "robot may not create deployments") in result.stderr
         run("create", "-n", "default", "--dry-run=server", "-f", "-",
             input=yaml.safe_dump(deployment("admin", 1)))
+
+
+def test_a_webhooks_match_condition_must_compile_too(kubectl: Kubectl) -> None:
+    configuration = {
+        "apiVersion": f"{GROUP}/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": unique("conditions")},
+        "webhooks": [{"name": "check.example.com", "sideEffects": "None",
+                      "admissionReviewVersions": ["v1"],
+                      "clientConfig": {"url": "https://hooks.example.com/check"},
+                      "rules": [{"operations": ["CREATE"], "apiGroups": ["example.com"],
+                                 "apiVersions": ["v1"], "resources": ["widgets"]}],
+                      "matchConditions": [{"name": "odd", "expression": "'x'"}]}]}
+    result = kubectl("apply", "-f", "-", input=yaml.safe_dump(configuration), check=False)
+    assert ("webhooks[0].matchConditions[0].expression: Invalid value: \"'x'\": must "
+            "evaluate to bool but got string") in result.stderr

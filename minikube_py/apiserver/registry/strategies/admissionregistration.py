@@ -352,15 +352,17 @@ def validate_webhook_service(service: Obj, path: str) -> list[FieldError]:
 
 def _validate_match_conditions(conditions: list[Any], path: str) -> list[FieldError]:
     """validateMatchConditions: at most 64, each named (a qualified name, unique) and with
-    an expression (the callers compile it)."""
+    an expression that compiles to a bool (in the policies' environment, which also
+    declares params, namespaceObject and variables: a webhook's condition that names them
+    compiles here and fails when it runs)."""
     errors = ([too_many(path, len(conditions), MAX_MATCH_CONDITIONS)]
               if len(conditions) > MAX_MATCH_CONDITIONS else [])
     names: set[str] = set()
     for i, condition in enumerate(conditions):
         condition_path = index(path, i)
         condition = as_dict(condition)
-        if not text(condition.get("expression")).strip():
-            errors.append(required(child(condition_path, "expression")))
+        errors += _expression_errors(condition.get("expression"),
+                                     child(condition_path, "expression"), "bool")
         name = text(condition.get("name"))
         if not name:
             errors.append(required(child(condition_path, "name")))
@@ -466,12 +468,8 @@ class ValidatingAdmissionPolicyStrategy(KindStrategy):
             errors.append(required("spec.matchConstraints"))
         else:
             errors += _validate_match_resources(match, "spec.matchConstraints", policy=True)
-        conditions = as_list(spec.get("matchConditions"))
-        errors += _validate_match_conditions(conditions, "spec.matchConditions")
-        for i, condition in items_of(spec, "matchConditions"):
-            if text(condition.get("expression")).strip():
-                errors += _expression_errors(condition.get("expression"),
-                                             f"spec.matchConditions[{i}].expression", "bool")
+        errors += _validate_match_conditions(as_list(spec.get("matchConditions")),
+                                             "spec.matchConditions")
         for i, variable in items_of(spec, "variables"):
             at = f"spec.variables[{i}]"
             name = text(variable.get("name"))
@@ -544,7 +542,7 @@ class ValidatingAdmissionPolicyBindingStrategy(KindStrategy):
         seen: set[str] = set()
         for i, action in enumerate(actions):
             at = f"spec.validationActions[{i}]"
-            if action in seen:
+            if isinstance(action, str) and action in seen:
                 errors.append(duplicate(at, action))
             elif action not in VALIDATION_ACTIONS:
                 errors.append(not_supported(at, action, VALIDATION_ACTIONS))
