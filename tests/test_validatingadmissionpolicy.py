@@ -148,6 +148,8 @@ def test_kubectl_serves_both_kinds_with_defaults(kubectl: Kubectl,
             "ValidatingAdmissionPolicy"] in rows
     assert ["validatingadmissionpolicybindings", f"{GROUP}/v1", "false",
             "ValidatingAdmissionPolicyBinding"] in rows
+    explained = kubectl("explain", "validatingadmissionpolicy.spec.validations").stdout
+    assert "expression\t<string> -required-" in explained
     table = kubectl("get", "validatingadmissionpolicies", name).stdout.splitlines()
     assert table[0].split() == ["NAME", "VALIDATIONS", "PARAMKIND", "AGE"]
     assert table[1].split()[:3] == [name, "1", "<unset>"]
