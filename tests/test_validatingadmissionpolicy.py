@@ -439,3 +439,38 @@ def test_a_webhooks_match_condition_must_compile_too(kubectl: Kubectl) -> None:
     result = kubectl("apply", "-f", "-", input=yaml.safe_dump(configuration), check=False)
     assert ("webhooks[0].matchConditions[0].expression: Invalid value: \"'x'\": must "
             "evaluate to bool but got string") in result.stderr
+
+
+def test_match_policy_equivalent_matches_another_version_of_the_resource(
+        kubectl: Kubectl, applied: Callable[..., None], namespace: str) -> None:
+    """A rule for v1 of a custom resource also catches a v1beta1 request, unless the
+    policy's matchPolicy is Exact."""
+    group = f"{unique('eq')}.example.com"
+    definition = {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"gadgets.{group}"},
+        "spec": {"group": group, "scope": "Namespaced",
+                 "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget",
+                           "listKind": "GadgetList"},
+                 "versions": [{"name": version, "served": True, "storage": version == "v1",
+                               "schema": {"openAPIV3Schema": {
+                                   "type": "object",
+                                   "x-kubernetes-preserve-unknown-fields": True}}}
+                              for version in ("v1", "v1beta1")]}}
+    applied(definition)
+    kubectl("wait", "--for=condition=Established", f"crd/gadgets.{group}")
+    name = unique("gadgets")
+    rule = {"apiGroups": [group], "apiVersions": ["v1"], "operations": ["CREATE"],
+            "resources": ["gadgets"]}
+    gadgets = policy(name, [{"expression": "false", "message": "no gadgets"}])
+    gadgets["spec"]["matchConstraints"]["resourceRules"] = [rule]
+    applied(gadgets, binding(name, name, namespace, ["Deny"]))
+    beta = {"apiVersion": f"{group}/v1beta1", "kind": "Gadget", "metadata": {"name": "g"}}
+    result = eventually(kubectl, ("create", "-n", namespace), beta, refused)
+    assert f"ValidatingAdmissionPolicy '{name}' with binding '{name}' denied request: " \
+           "no gadgets" in result.stderr
+    gadgets["spec"]["matchConstraints"]["matchPolicy"] = "Exact"
+    applied(gadgets)
+    result = eventually(kubectl, ("create", "-n", namespace), beta,
+                        lambda r: r.returncode == 0)
+    assert result.returncode == 0, result.stderr

@@ -22,12 +22,15 @@ checked against each ValidatingAdmissionPolicyBinding (read from the watch cache
     auditAnnotations: each value under `<policy>/<key>` in the audit event
     an expression error: failurePolicy Fail denies, Ignore goes on
 
-Not built here: matchPolicy Equivalent (rules match the request's own resource), and
-status.typeChecking. Variables are evaluated eagerly, not on first use.
+matchPolicy Equivalent (the default) also matches a rule naming another version of the
+request's resource; the object is not converted to that version for the expressions,
+which see it as sent. Not built here: status.typeChecking. Variables are evaluated
+eagerly, not on first use.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -77,6 +80,15 @@ class _PolicyError(Exception):
 def _named_rule_matches(rule: Obj, attributes: Attributes) -> bool:
     names = rule.get("resourceNames") or []
     return rule_matches(rule, attributes) and (not names or attributes.name in names)
+
+
+def _rules_match(rules: list[Obj], attributes: Attributes, equivalents: list[Any]) -> bool:
+    """Any rule matches the request, or, with matchPolicy Equivalent, the same request
+    to an equivalent resource (another version of it, or one stored alongside it)."""
+    if any(_named_rule_matches(rule, attributes) for rule in rules):
+        return True
+    return any(_named_rule_matches(rule, dataclasses.replace(attributes, resource=other))
+               for other in equivalents for rule in rules)
 
 
 class ValidatingAdmissionPolicy(Plugin):
@@ -131,13 +143,21 @@ class ValidatingAdmissionPolicy(Plugin):
                 or (attributes.old is not None
                     and _selector_matches(selector, _labels(attributes.old)))):
             return False
-        if any(_named_rule_matches(rule, attributes)
-               for rule in match.get("excludeResourceRules") or []):
+        equivalents = (self._equivalents(attributes)
+                       if match.get("matchPolicy", "Equivalent") == "Equivalent" else [])
+        if _rules_match(match.get("excludeResourceRules") or [], attributes, equivalents):
             return False
         rules = match.get("resourceRules") or []
         if not rules:
             return not policy
-        return any(_named_rule_matches(rule, attributes) for rule in rules)
+        return _rules_match(rules, attributes, equivalents)
+
+    def _equivalents(self, attributes: Attributes) -> list[Any]:
+        """The other resources the request's resource is (upstream's
+        EquivalentResourceMapper): the same objects in etcd, under another version."""
+        own = attributes.resource
+        return [store.resource for store in self.stores()
+                if store.resource != own and store.resource.etcd_prefix == own.etcd_prefix]
 
     async def _check(self, policy: Obj, binding: Obj, attributes: Attributes,
                      namespace_object: Obj | None) -> None:
