@@ -10,7 +10,7 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -56,10 +56,11 @@ async def website_status(api_client: Client, namespace: str, **wanted: object) -
     return await eventually(has, 60, what=f"the Website's status to have {wanted}")
 
 
-async def gone(get: Callable[[], object], what: str) -> None:
+async def gone(get: Callable[[], Awaitable[object]], what: str) -> None:
+    """Wait until reading the object answers NotFound."""
     async def is_gone() -> bool:
         try:
-            await get()  # type: ignore[misc]
+            await get()
         except NotFound:
             return True
         return False
