@@ -257,6 +257,17 @@ async def test_a_pods_change_continues_into_the_endpoint_slice_it_changes(
                 "metadata": {"name": "traced-web"},
                 "spec": {"selector": {"app": "traced-web"},
                          "ports": [{"port": 80, "targetPort": 8080}]}}, "default")
+            slices = client.resource("endpointslices", "discovery.k8s.io")
+
+            async def service_synced() -> bool:
+                # the controller knows the Service (its first slice is written, in the
+                # Service's trace) before the pod comes: otherwise a Service its
+                # informer sees late is synced after the pod, in the Service's trace
+                listed = await slices.list(
+                    "default", label_selector="kubernetes.io/service-name=traced-web")
+                return bool(listed["items"])
+
+            await eventually(service_synced, timeout=15, what="traced-web's first slice")
             pod = await client.resource("pods").create({
                 "metadata": {"name": "traced-web-1", "labels": {"app": "traced-web"}},
                 "spec": {"nodeName": "traced-node", "containers": [
