@@ -8,6 +8,7 @@ typed clients); PATCH bodies name their patch type in Content-Type.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,10 +120,9 @@ def load_yaml(body: bytes, context: str) -> Any:
     What JSON and YAML read differently goes the YAML way: `\\uD800`-style escapes (YAML
     reads no surrogate pairs) and integers too long for 64 bits (JSON makes them floats)."""
     if body.lstrip()[:1] == b"{" and not _READ_AS_YAML.search(body):
-        try:
+        # YAML that starts like JSON, or JSON that YAML must refuse, goes on as YAML
+        with contextlib.suppress(orjson.JSONDecodeError):
             return orjson.loads(body)
-        except orjson.JSONDecodeError:
-            pass  # YAML that starts like JSON, or JSON that YAML must refuse: as YAML
     try:
         loader = yaml.SafeLoader(body)
     except (yaml.YAMLError, UnicodeDecodeError) as err:
