@@ -345,6 +345,37 @@ async def test_a_leader_that_cannot_renew_stops_working(api_client: Client) -> N
     assert stopped.is_set() and not candidate.is_leader()
 
 
+@pytest.mark.slow
+async def test_a_deposed_leader_does_not_wait_for_work_that_will_not_stop(
+        api_client: Client) -> None:
+    """The work's cleanup is stuck (on an API server that is gone, say): the loss is
+    still reported within a retry period, so that the component exits and another
+    copy can lead, as upstream's exit at once."""
+    lease = f"test-{uuid.uuid4().hex[:8]}"
+    candidate = elector(api_client, lease, "me")
+    release = asyncio.Event()
+
+    async def work() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await release.wait()  # a cleanup that never ends on its own
+
+    task = asyncio.create_task(candidate.run(work))
+    await eventually(lambda: _async(candidate.is_leader()), what="leadership")
+    leases = api_client.resource("leases")
+    stolen = await leases.get(lease, "kube-system")
+    stolen["spec"].update(holderIdentity="intruder", leaseDurationSeconds=3600)
+    await leases.update(stolen)
+    try:
+        with pytest.raises(LeadershipLost):
+            async with asyncio.timeout(5):
+                await task
+        assert not candidate.is_leader()
+    finally:
+        release.set()
+
+
 async def test_event_recorder_spam_filter_keeps_25_events_per_object(
         api_client: Client, namespace: str) -> None:
     subject = await api_client.resource("configmaps").create(configmap("noisy", namespace))

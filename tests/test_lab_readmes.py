@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import threading
@@ -249,6 +250,11 @@ class Student:
 def student_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     home = tmp_path_factory.mktemp("student")
     yield home
+    # The components' logs outlive the purge, under pytest's kept temporary folders, for
+    # whoever reads why a lab failed.
+    logs = home / ".minikube-py" / "logs"
+    if logs.is_dir():
+        shutil.copytree(logs, home / "cluster-logs", dirs_exist_ok=True)
     subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "minikube_py.cluster",
                     "down", "--purge"], cwd=ROOT, capture_output=True, timeout=120,
                    env={**os.environ, "MINIKUBE_PY_HOME": str(home / ".minikube-py")})
@@ -259,8 +265,31 @@ def test_lab_readme_runs_as_written(lab: str, student_home: Path) -> None:
     student = Student(student_home)
     try:
         student.follow(ROOT / "labs" / lab / "README.md")
+    except pytest.fail.Exception as failure:
+        pytest.fail(f"{failure.msg}\n{cluster_diagnosis(student_home / '.minikube-py')}",
+                    pytrace=False)
     finally:
         student.close()
+
+
+def cluster_diagnosis(state: Path, lines: int = 12) -> str:
+    """What a reader of a failed lab needs about the cluster behind it: each component's
+    process, and the last lines of the supervisor's and the controller-manager's logs."""
+    status = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m",
+                             "minikube_py.cluster", "status"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60,
+                            env={**os.environ, "MINIKUBE_PY_HOME": str(state)})
+    parts = ["--- minikube-py status:", status.stdout.strip() + status.stderr.strip()]
+    kubelets = subprocess.run(["pgrep", "-af", f"minikube_py.kubelet.*{state}"],
+                              capture_output=True, text=True)
+    parts += ["--- kubelet processes:", kubelets.stdout.strip()]
+    for log in ("supervisor.log", "controller-manager.log"):
+        try:
+            tail = (state / "logs" / log).read_text(errors="replace").splitlines()[-lines:]
+        except OSError as error:
+            tail = [str(error)]
+        parts += [f"--- the end of {log}:", *tail]
+    return "\n".join(parts)
 
 
 def test_the_runner_fails_on_a_promise_the_terminal_did_not_print(tmp_path: Path) -> None:

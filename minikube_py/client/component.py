@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -54,7 +55,14 @@ def run_component(name: str, main: Callable[[], Awaitable[None]], *,
         assert main_task is not None
         for signum in (signal.SIGTERM, signal.SIGINT):
             asyncio.get_running_loop().add_signal_handler(signum, main_task.cancel)
-        await main()
+        try:
+            await main()
+        except LeadershipLost as lost:
+            # klog.FlushAndExit, as upstream's OnStoppedLeading: at once, without waiting
+            # for the tasks still stopping (asyncio.run would wait for every one of them).
+            log.error("%s: leaderelection lost: %s", name, lost)
+            logging.shutdown()
+            os._exit(1)
 
     # The informer caches hold every object as dicts; objects decoded from JSON form no
     # reference cycles, so collect rarely: a full collection walks them all and stalls
@@ -65,9 +73,6 @@ def run_component(name: str, main: Callable[[], Awaitable[None]], *,
             uvloop.run(run())
         else:
             asyncio.run(run())
-    except LeadershipLost as lost:
-        log.error("%s: leaderelection lost: %s", name, lost)
-        sys.exit(1)
     except SystemExit as exiting:
         if isinstance(exiting.code, str):
             log.error("%s", exiting.code)

@@ -83,17 +83,21 @@ class LeaderElector:
             await self._stop(work_task, renew_task)
             await self._release()
             raise
-        await self._stop(work_task, renew_task)
         if renew_task in done:
+            # Another candidate may lead by now: the work gets a moment to stop, and is
+            # not waited for beyond it (a step stuck on an API server that is gone must
+            # not keep a deposed leader's process alive; its caller exits).
+            await self._stop(work_task, renew_task, within=self.retry_period)
             raise LeadershipLost(f"{self.identity} lost the lease {self.namespace}/{self.name}")
+        await self._stop(work_task, renew_task)
         await self._release()
         work_task.result()
 
-    async def _stop(self, *tasks: asyncio.Task[None]) -> None:
+    async def _stop(self, *tasks: asyncio.Task[None], within: float | None = None) -> None:
         self._leading = False
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.wait(tasks, timeout=within)
 
     async def _acquire(self) -> None:
         # client-go's line: in a log that stops here, the Lease is held by someone else
