@@ -94,6 +94,15 @@ MINIMAL: dict[str, Obj] = {
     "scheduling.k8s.io/v1/PriorityClass": {"value": 1000},
     "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration": {"webhooks": [WEBHOOK]},
     "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration": {"webhooks": [WEBHOOK]},
+    # a policy for a resource nothing serves, a binding of a policy that does not exist:
+    # neither refuses another test's request on the shared server
+    "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy": {"spec": {
+        "matchConstraints": {"resourceRules": [{
+            "apiGroups": ["example.com"], "apiVersions": ["v1"], "operations": ["CREATE"],
+            "resources": ["widgets"]}]},
+        "validations": [{"expression": "false"}]}},
+    "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding": {"spec": {
+        "policyName": "no-such-policy", "validationActions": ["Deny"]}},
     "apiregistration.k8s.io/v1/APIService": {"spec": {
         "group": "NAME.example.com", "version": "v1", "groupPriorityMinimum": 1000,
         "versionPriority": 15}},

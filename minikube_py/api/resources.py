@@ -171,11 +171,18 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),
     Resource("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings",
              False),
-    # admissionregistration.k8s.io/v1 (stored; no admission webhook is called yet)
+    # admissionregistration.k8s.io/v1 (the webhooks and policies admission runs:
+    # apiserver/auth/admission/)
     Resource("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration",
              "mutatingwebhookconfigurations", False),
     Resource("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration",
              "validatingwebhookconfigurations", False),
+    Resource("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy",
+             "validatingadmissionpolicies", False, categories=("api-extensions",),
+             subresources=("status",)),
+    Resource("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding",
+             "validatingadmissionpolicybindings", False,
+             categories=("api-extensions",)),
     # apiregistration.k8s.io/v1 (the aggregation layer's registry: which server serves
     # which group-version; every built-in one is Local)
     Resource("apiregistration.k8s.io", "v1", "APIService", "apiservices", False,

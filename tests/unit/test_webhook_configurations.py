@@ -149,7 +149,11 @@ def test_an_update_does_not_recheck_unchanged_match_conditions() -> None:
     assert problems(relabelled, stored) == []
     changed = copy.deepcopy(stored)
     changed["webhooks"][0]["matchConditions"].append({"name": "ok", "expression": "true"})
+    # Changed conditions are checked whole, the expression before the name as upstream's
+    # validateMatchCondition does.
     assert problems(changed, stored) == [
+        'webhooks[0].matchConditions[0].expression: Invalid value: "x": compilation failed: '
+        "ERROR: <input>:1:1: undeclared reference to 'x' (in container '')\n | x\n | ^",
         'webhooks[0].matchConditions[0].name: Invalid value: "bad name": name part must '
         "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
         "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "

@@ -1,5 +1,5 @@
-"""admissionregistration.k8s.io/v1 kinds: ValidatingWebhookConfiguration and
-MutatingWebhookConfiguration.
+"""admissionregistration.k8s.io/v1 kinds: ValidatingWebhookConfiguration,
+MutatingWebhookConfiguration, ValidatingAdmissionPolicy and its bindings.
 
 Upstream: k8s.io/api/admissionregistration/v1/types.go. Webhooks and their match
 conditions are list maps keyed (and strategically merged) by name; everything else is
@@ -9,8 +9,8 @@ side in JSON: {"operations": [...], "apiGroups": [...], ...}.
 
 from __future__ import annotations
 
-from minikube_py.api.schema.dsl import INTEGER, STRING, atomic, f, merged, obj
-from minikube_py.api.schema.meta import LABEL_SELECTOR, api_object
+from minikube_py.api.schema.dsl import INTEGER, STRING, array, atomic, atomic_struct, f, merged, obj
+from minikube_py.api.schema.meta import CONDITION, LABEL_SELECTOR, api_object
 from minikube_py.api.schema.types import Field, Type
 
 ADMISSIONREGISTRATION = "io.k8s.api.admissionregistration.v1"
@@ -116,4 +116,132 @@ VALIDATING_WEBHOOK_CONFIGURATION = _configuration(
 MUTATING_WEBHOOK_CONFIGURATION = _configuration(
     "MutatingWebhookConfiguration", MUTATING_WEBHOOK,
     "Admission webhooks that accept or reject objects and may change them.",
+)
+
+
+NAMED_RULE_WITH_OPERATIONS = obj(
+    f"{ADMISSIONREGISTRATION}.NamedRuleWithOperations",
+    "Which operations on which resources (optionally which names) a policy applies to.",
+    apiGroups=atomic(STRING, "API groups of the resources; \"\" is the core group, '*' all "
+                     "(alone)."),
+    apiVersions=atomic(STRING, "API versions of the resources; '*' all (alone)."),
+    operations=atomic(STRING, "CREATE, UPDATE, DELETE, CONNECT, or '*' alone for all."),
+    resourceNames=atomic(STRING, "Names of the objects; empty means all."),
+    resources=atomic(STRING, "Resources, e.g. pods, pods/status, */scale; '*' all resources, "
+                     "'*/*' all resources and subresources."),
+    scope=f(STRING, "Cluster, Namespaced or '*' (the default): the scope of the resources "
+            "matched."),
+)
+
+MATCH_RESOURCES = obj(
+    f"{ADMISSIONREGISTRATION}.MatchResources",
+    "Which requests a policy (or binding) applies to; exclusions win over inclusions.",
+    excludeResourceRules=atomic(NAMED_RULE_WITH_OPERATIONS, "Operations and resources the "
+                                "policy does not apply to."),
+    matchPolicy=f(STRING, "Exact, or Equivalent (the default): also match a resource "
+                  "reached through another group or version."),
+    namespaceSelector=f(LABEL_SELECTOR, "Apply only to objects in namespaces with these "
+                        "labels; empty (the default) matches all."),
+    objectSelector=f(LABEL_SELECTOR, "Apply only to objects with these labels; empty (the "
+                     "default) matches all."),
+    resourceRules=atomic(NAMED_RULE_WITH_OPERATIONS, "Operations and resources the policy "
+                         "applies to (any rule matching is enough)."),
+)
+
+PARAM_KIND = atomic_struct(obj(
+    f"{ADMISSIONREGISTRATION}.ParamKind",
+    "The kind of the resources that parameterize a policy.",
+    apiVersion=f(STRING, "group/version of the parameter resource."),
+    kind=f(STRING, "Kind of the parameter resource."),
+))
+
+VALIDATION = obj(
+    f"{ADMISSIONREGISTRATION}.Validation",
+    "One CEL expression a request must pass.",
+    expression=f(STRING, "CEL expression evaluating to a bool, over object, oldObject, "
+                 "request, params, namespaceObject, variables and authorizer.", required=True),
+    message=f(STRING, "Message returned when the expression is false."),
+    messageExpression=f(STRING, "CEL expression evaluating to the message returned when "
+                        "the expression is false."),
+    reason=f(STRING, "Unauthorized, Forbidden, Invalid (the default) or "
+             "RequestEntityTooLarge: the reason (and HTTP code) of a refusal."),
+)
+
+VARIABLE = obj(
+    f"{ADMISSIONREGISTRATION}.Variable",
+    "A named CEL expression, available to later expressions as variables.<name>.",
+    expression=f(STRING, "CEL expression giving the variable's value.", required=True),
+    name=f(STRING, "Name of the variable, a CEL identifier.", required=True),
+)
+
+AUDIT_ANNOTATION = obj(
+    f"{ADMISSIONREGISTRATION}.AuditAnnotation",
+    "An annotation added to the request's audit event.",
+    key=f(STRING, "Key of the annotation, prefixed with the policy's name and a slash.",
+          required=True),
+    valueExpression=f(STRING, "CEL expression giving the annotation's value (a string, "
+                      "or null for none).", required=True),
+)
+
+TYPE_CHECKING_STATUS = obj(
+    f"{ADMISSIONREGISTRATION}.TypeChecking",
+    "The results of type checking a policy's expressions.",
+    expressionWarnings=atomic(obj(
+        f"{ADMISSIONREGISTRATION}.ExpressionWarning",
+        "A type checking warning on one expression.",
+        fieldRef=f(STRING, "Path of the expression's field.", required=True),
+        warning=f(STRING, "What type checking found.", required=True),
+    ), "The warnings, one per expression."),
+)
+
+VALIDATING_ADMISSION_POLICY = api_object(
+    f"{ADMISSIONREGISTRATION}.ValidatingAdmissionPolicy",
+    "CEL validations that accept or reject requests without changing them.",
+    spec=f(obj(
+        f"{ADMISSIONREGISTRATION}.ValidatingAdmissionPolicySpec",
+        "What a policy applies to and what it checks.",
+        auditAnnotations=atomic(AUDIT_ANNOTATION, "Annotations added to the audit event of "
+                                "each request the policy applies to."),
+        failurePolicy=f(STRING, "Ignore or Fail (the default): what an error evaluating "
+                        "the policy does to the request."),
+        matchConditions=merged(MATCH_CONDITION, "Conditions (at most 64) every request "
+                               "must meet for the policy to apply.", key="name"),
+        matchConstraints=f(MATCH_RESOURCES, "The resources the policy applies to."),
+        paramKind=f(PARAM_KIND, "The kind of the resources that parameterize the policy."),
+        validations=atomic(VALIDATION, "The expressions a request must pass."),
+        variables=atomic(VARIABLE, "Named expressions, evaluated in order."),
+    ), "What the policy applies to and what it checks."),
+    status=f(obj(
+        f"{ADMISSIONREGISTRATION}.ValidatingAdmissionPolicyStatus",
+        "What the server found checking the policy.",
+        conditions=merged(CONDITION, "The policy's conditions.", key="type"),
+        observedGeneration=f(INTEGER, "The generation the status describes."),
+        typeChecking=f(TYPE_CHECKING_STATUS, "The results of type checking."),
+    ), "What the server found checking the policy."),
+)
+
+PARAM_REF = atomic_struct(obj(
+    f"{ADMISSIONREGISTRATION}.ParamRef",
+    "Which parameter resources a binding passes to its policy.",
+    name=f(STRING, "Name of one parameter resource."),
+    namespace=f(STRING, "Namespace of the parameter resources."),
+    parameterNotFoundAction=f(STRING, "Allow or Deny: what a request gets when no "
+                              "parameter resource is found."),
+    selector=f(LABEL_SELECTOR, "Labels of the parameter resources."),
+))
+
+VALIDATING_ADMISSION_POLICY_BINDING = api_object(
+    f"{ADMISSIONREGISTRATION}.ValidatingAdmissionPolicyBinding",
+    "Binds a ValidatingAdmissionPolicy to resources and parameters.",
+    spec=f(obj(
+        f"{ADMISSIONREGISTRATION}.ValidatingAdmissionPolicyBindingSpec",
+        "Which policy, for which resources, with which parameters, and what a failed "
+        "validation does.",
+        matchResources=f(MATCH_RESOURCES, "Further limits the resources the policy applies "
+                         "to."),
+        paramRef=f(PARAM_REF, "The parameter resources."),
+        policyName=f(STRING, "Name of the ValidatingAdmissionPolicy.", required=True),
+        validationActions=f(array(STRING), "Deny, Warn and/or Audit: what a failed "
+                            "validation does.", list_type="set"),
+    ), "Which policy, for which resources, with which parameters."),
 )

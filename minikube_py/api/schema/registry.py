@@ -87,6 +87,10 @@ KINDS: dict[GroupVersionKind, Type] = {
         admissionregistration.VALIDATING_WEBHOOK_CONFIGURATION,
     ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration"):
         admissionregistration.MUTATING_WEBHOOK_CONFIGURATION,
+    ("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy"):
+        admissionregistration.VALIDATING_ADMISSION_POLICY,
+    ("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding"):
+        admissionregistration.VALIDATING_ADMISSION_POLICY_BINDING,
     ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"):
         apiextensions.CUSTOM_RESOURCE_DEFINITION,
 }

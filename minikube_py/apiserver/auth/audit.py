@@ -166,9 +166,13 @@ class AuditLog:
         self._write(event, "ResponseStarted")
 
     def complete(self, event: AuditEvent, code: int, request_object: Any = None,
-                 response_object: Any = None, decision: str = "allow") -> None:
+                 response_object: Any = None, decision: str = "allow",
+                 annotations: dict[str, str] | None = None) -> None:
+        """ResponseComplete: the answer's code, the authorization decision and the
+        annotations admission added."""
         extra: Obj = {"responseStatus": {"metadata": {}, "code": code},
-                      "annotations": {"authorization.k8s.io/decision": decision}}
+                      "annotations": {"authorization.k8s.io/decision": decision,
+                                      **(annotations or {})}}
         if event.level in ("Request", "RequestResponse") and request_object is not None:
             extra["requestObject"] = request_object
         if event.level == "RequestResponse" and response_object is not None:

@@ -50,7 +50,11 @@ from aiohttp import web
 
 from minikube_py.api import errors
 from minikube_py.api.meta import new_uid
-from minikube_py.apiserver.auth.admission import request_user
+from minikube_py.apiserver.auth.admission import (
+    admission_audit_annotations,
+    admission_warnings,
+    request_user,
+)
 from minikube_py.apiserver.auth.audit import AuditEvent, AuditLog
 from minikube_py.apiserver.auth.authentication import Authenticator, UserInfo
 from minikube_py.apiserver.auth.authorization import Attributes, Authorizer, forbidden
@@ -220,6 +224,8 @@ def with_authentication(handler: Handler, authenticator: Authenticator) -> Handl
     async def authenticated(request: web.BaseRequest) -> web.StreamResponse:
         user = request[USER] = authenticator.authenticate(request)
         request_user.set(user)  # what admission sees as the request's user
+        admission_warnings.set([])  # a fresh list: one connection serves many requests
+        admission_audit_annotations.set({})
         return await handler(request)
 
     return authenticated
@@ -273,7 +279,7 @@ async def _audit_complete(audit: AuditLog, event: AuditEvent, request: web.BaseR
         if isinstance(body, bytes | bytearray):
             response_object = _object_or_none(response.content_type, bytes(body))
     audit.complete(event, response.status, request_object, response_object,
-                   request.get(DECISION, "allow"))
+                   request.get(DECISION, "allow"), admission_audit_annotations.get() or {})
 
 
 def _object_or_none(content_type: str, body: bytes) -> Any:

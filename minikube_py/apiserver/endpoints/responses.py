@@ -10,6 +10,7 @@ from aiohttp import web
 
 from minikube_py.api import Obj, errors, meta
 from minikube_py.api.resources import Resource
+from minikube_py.apiserver.auth.admission import admission_warnings
 from minikube_py.apiserver.endpoints import tables
 from minikube_py.apiserver.endpoints.negotiation import Wanted
 from minikube_py.apiserver.registry.store import ListResult, Store
@@ -51,6 +52,7 @@ def respond(
     body: Any, wanted: Wanted, status: int = 200, warnings: list[str] | None = None
 ) -> web.Response:
     headers = {}
+    warnings = (warnings or []) + (admission_warnings.get() or [])
     if warnings:
         headers["Warning"] = ", ".join(
             '299 - "' + w.replace("\\", "\\\\").replace('"', '\\"') + '"' for w in warnings

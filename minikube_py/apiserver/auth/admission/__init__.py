@@ -11,7 +11,8 @@ authenticated and authorized reaches the store, which runs the chain in two phas
         -> strategy validation  (422 Invalid)
         -> validating admission plugins that may only refuse, in order
            (NamespaceLifecycle, LimitRanger, CertificateApproval, CertificateSigning,
-            CertificateSubjectRestriction, ResourceQuota, ValidatingAdmissionWebhook)
+            CertificateSubjectRestriction, ValidatingAdmissionPolicy,
+            ValidatingAdmissionWebhook, ResourceQuota)
         -> etcd
 
 A refusal is an APIError (mostly 403 Forbidden); it is raised before etcd is written,
@@ -40,6 +41,14 @@ CREATE, UPDATE, DELETE, CONNECT = "CREATE", "UPDATE", "DELETE", "CONNECT"
 
 APISERVER_USER = UserInfo("system:apiserver", groups=("system:masters",))
 request_user: ContextVar[UserInfo] = ContextVar("request_user", default=APISERVER_USER)
+# Warnings admission adds to the response (a ValidatingAdmissionPolicy's Warn action): the
+# server sets a fresh list for each request; None where nobody will read them.
+admission_warnings: ContextVar[list[str] | None] = ContextVar("admission_warnings",
+                                                              default=None)
+# Annotations admission adds to the request's audit event (a ValidatingAdmissionPolicy's
+# Audit action and auditAnnotations); a fresh dict for each request, as the warnings.
+admission_audit_annotations: ContextVar[dict[str, str] | None] = ContextVar(
+    "admission_audit_annotations", default=None)
 
 
 @dataclass

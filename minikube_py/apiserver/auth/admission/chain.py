@@ -16,6 +16,7 @@ ones first, in this order, then the validating ones, in this order.
     CertificateSubjectRestriction         yes        yes
     DefaultIngressClass          yes                 yes
     MutatingAdmissionWebhook     yes                 yes
+    ValidatingAdmissionPolicy             yes        yes
     ValidatingAdmissionWebhook            yes        yes
     ResourceQuota                         yes        yes
 
@@ -43,6 +44,9 @@ from minikube_py.apiserver.auth.admission.noderestriction import NodeRestriction
 from minikube_py.apiserver.auth.admission.priority import Priority
 from minikube_py.apiserver.auth.admission.resourcequota import ResourceQuota
 from minikube_py.apiserver.auth.admission.serviceaccount import ServiceAccount
+from minikube_py.apiserver.auth.admission.validatingadmissionpolicy import (
+    ValidatingAdmissionPolicy,
+)
 from minikube_py.apiserver.auth.admission.webhook import (
     Dispatcher,
     MutatingAdmissionWebhook,
@@ -120,6 +124,10 @@ PLUGINS: dict[str, Callable[[AdmissionSources], Plugin]] = {
         lambda: s.cached("/registry/ingressclasses/")),
     "MutatingAdmissionWebhook": lambda s: MutatingAdmissionWebhook(
         _webhooks(s, "mutatingwebhookconfigurations")),
+    "ValidatingAdmissionPolicy": lambda s: ValidatingAdmissionPolicy(
+        lambda: s.cached("/registry/validatingadmissionpolicies/"),
+        lambda: s.cached("/registry/validatingadmissionpolicybindings/"), s.namespace,
+        s.stores.values, s.authorizer),
     "ValidatingAdmissionWebhook": lambda s: ValidatingAdmissionWebhook(
         _webhooks(s, "validatingwebhookconfigurations")),
     "ResourceQuota": lambda s: ResourceQuota(_in_namespace(s, "resourcequotas"),

@@ -124,6 +124,14 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): Printer(
         other_columns.WEBHOOK_CONFIGURATION_COLUMNS, other_columns.print_webhook_configuration
     ),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): Printer(
+        other_columns.VALIDATING_ADMISSION_POLICY_COLUMNS,
+        other_columns.print_validating_admission_policy
+    ),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): Printer(
+        other_columns.VALIDATING_ADMISSION_POLICY_BINDING_COLUMNS,
+        other_columns.print_validating_admission_policy_binding
+    ),
     ("apiregistration.k8s.io", "apiservices"): Printer(
         other_columns.API_SERVICE_COLUMNS, other_columns.print_api_service
     ),

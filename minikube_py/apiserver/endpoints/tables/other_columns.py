@@ -1,5 +1,5 @@
 """The smaller groups: coordination leases, scheduling priority classes, policy, rbac,
-admission webhook configurations, certificate signing requests."""
+admission webhook configurations and policies, certificate signing requests."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 from minikube_py.api import Obj
 from minikube_py.api.duration import human_duration
+from minikube_py.api.selectors import SelectorError, label_selector_to_string
 from minikube_py.apiserver.endpoints.tables.cells import NONE, age, name_of
 from minikube_py.apiserver.endpoints.tables.table import AGE, NAME, Cells, Column, column
 
@@ -139,6 +140,51 @@ def print_webhook_configuration(configuration: Obj, now: datetime) -> Cells:
     """printMutatingWebhook / printValidatingWebhook: how many webhooks it registers."""
     return [name_of(configuration), len(configuration.get("webhooks") or ()),
             age(configuration, now)]
+
+
+VALIDATING_ADMISSION_POLICY_COLUMNS = (
+    NAME,
+    column("Validations", "integer", "Validations indicates the number of validation rules "
+                                     "defined in this configuration"),
+    column("ParamKind", "string", "ParamKind specifies the kind of resources used to "
+                                  "parameterize this policy"),
+    AGE,
+)
+
+
+def print_validating_admission_policy(policy: Obj, now: datetime) -> Cells:
+    """printValidatingAdmissionPolicy: how many validations, and the params' kind."""
+    spec = policy.get("spec") or {}
+    param_kind = spec.get("paramKind")
+    kind = (f"{param_kind.get('apiVersion', '')}/{param_kind.get('kind', '')}"
+            if isinstance(param_kind, dict) else "<unset>")
+    return [name_of(policy), len(spec.get("validations") or ()), kind, age(policy, now)]
+
+
+VALIDATING_ADMISSION_POLICY_BINDING_COLUMNS = (
+    NAME,
+    column("PolicyName", "string", "PolicyName indicates the policy definition which the "
+                                   "policy binding binded to"),
+    column("ParamRef", "string", "ParamRef indicates the param resource which sets the "
+                                 "configration param"),
+    AGE,
+)
+
+
+def print_validating_admission_policy_binding(binding: Obj, now: datetime) -> Cells:
+    """printValidatingAdmissionPolicyBinding: the policy, and which params (namespace/name,
+    */name when no namespace is given, or the selector)."""
+    spec = binding.get("spec") or {}
+    ref, param = spec.get("paramRef"), "<unset>"
+    if isinstance(ref, dict):
+        if ref.get("name"):
+            param = f"{ref.get('namespace') or '*'}/{ref['name']}"
+        elif isinstance(ref.get("selector"), dict):
+            try:
+                param = label_selector_to_string(ref["selector"])
+            except SelectorError:
+                param = "<unset>"
+    return [name_of(binding), spec.get("policyName", ""), param, age(binding, now)]
 
 
 CERTIFICATE_SIGNING_REQUEST_COLUMNS = (

@@ -10,6 +10,8 @@ from __future__ import annotations
 from minikube_py.api.resources import Resource
 from minikube_py.apiserver.registry.strategies.admissionregistration import (
     MutatingWebhookConfigurationStrategy,
+    ValidatingAdmissionPolicyBindingStrategy,
+    ValidatingAdmissionPolicyStrategy,
     ValidatingWebhookConfigurationStrategy,
 )
 from minikube_py.apiserver.registry.strategies.apiextensions import (
@@ -106,6 +108,10 @@ STRATEGIES: dict[tuple[str, str], type[KindStrategy]] = {
         MutatingWebhookConfigurationStrategy,
     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"):
         ValidatingWebhookConfigurationStrategy,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"):
+        ValidatingAdmissionPolicyStrategy,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"):
+        ValidatingAdmissionPolicyBindingStrategy,
     ("apiregistration.k8s.io", "APIService"): APIServiceStrategy,
     ("apiextensions.k8s.io", "CustomResourceDefinition"): CustomResourceDefinitionStrategy,
 }

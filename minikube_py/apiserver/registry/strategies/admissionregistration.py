@@ -31,6 +31,7 @@ from minikube_py.api.defaulting import as_dict, as_list, items_of, set_default, 
 from minikube_py.api.validation import (
     FieldError,
     duplicate,
+    forbidden,
     invalid,
     not_supported,
     required,
@@ -40,6 +41,7 @@ from minikube_py.api.validation import (
     validate_label_selector,
     validate_qualified_name,
 )
+from minikube_py.apiserver.auth.admission.policycel import compile_expression
 from minikube_py.apiserver.registry.strategies.base import (
     KindStrategy,
     bump_generation,
@@ -350,15 +352,17 @@ def validate_webhook_service(service: Obj, path: str) -> list[FieldError]:
 
 def _validate_match_conditions(conditions: list[Any], path: str) -> list[FieldError]:
     """validateMatchConditions: at most 64, each named (a qualified name, unique) and with
-    an expression. Upstream also compiles the CEL expression; this server has no CEL."""
+    an expression that compiles to a bool (in the policies' environment, which also
+    declares params, namespaceObject and variables: a webhook's condition that names them
+    compiles here and fails when it runs)."""
     errors = ([too_many(path, len(conditions), MAX_MATCH_CONDITIONS)]
               if len(conditions) > MAX_MATCH_CONDITIONS else [])
     names: set[str] = set()
     for i, condition in enumerate(conditions):
         condition_path = index(path, i)
         condition = as_dict(condition)
-        if not text(condition.get("expression")).strip():
-            errors.append(required(child(condition_path, "expression")))
+        errors += _expression_errors(condition.get("expression"),
+                                     child(condition_path, "expression"), "bool")
         name = text(condition.get("name"))
         if not name:
             errors.append(required(child(condition_path, "name")))
@@ -394,3 +398,180 @@ def _validate_review_versions(versions: Any, require_recognized: bool, path: str
 def _recognized(versions: Iterable[Any]) -> bool:
     """At least one AdmissionReview version the server can send."""
     return any(version in ADMISSION_REVIEW_VERSIONS for version in versions)
+
+
+# -- ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding ------------------------
+
+VALIDATION_ACTIONS = ["Audit", "Deny", "Warn"]
+VALIDATION_REASONS = ["Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized"]
+PARAMETER_NOT_FOUND_ACTIONS = ["Allow", "Deny"]
+_CEL_IDENTIFIER = re.compile(r"^[_a-zA-Z][_a-zA-Z0-9]*$")
+
+
+def _expression_errors(expression: Any, path: str, want: str) -> list[FieldError]:
+    """A required CEL expression that must compile (upstream compiles it at write time)."""
+    if not text(expression).strip():
+        return [required(path)]
+    _, error = compile_expression(text(expression), want)
+    return [invalid(path, expression, error)] if error else []
+
+
+def _default_match_resources(match: Any) -> None:
+    """SetDefaults_MatchResources and the rules' scope."""
+    if not isinstance(match, dict):
+        return
+    set_default(match, "matchPolicy", "Equivalent")
+    set_default(match, "namespaceSelector", {})
+    set_default(match, "objectSelector", {})
+    for key in ("resourceRules", "excludeResourceRules"):
+        for _, rule in items_of(match, key):
+            set_default(rule, "scope", "*")
+
+
+def _validate_match_resources(match: Obj, path: str, policy: bool) -> list[FieldError]:
+    """validateMatchResources: the rules, the selectors, matchPolicy; a policy's
+    matchConstraints needs resourceRules."""
+    errors = _enum_errors(match, "matchPolicy", MATCH_POLICIES, path)
+    for selector in ("namespaceSelector", "objectSelector"):
+        errors += validate_label_selector(match.get(selector), child(path, selector))
+    rules = as_list(match.get("resourceRules"))
+    if policy and not rules:
+        errors.append(required(child(path, "resourceRules")))
+    for key in ("resourceRules", "excludeResourceRules"):
+        for i, rule in items_of(match, key):
+            errors += _validate_rule(rule, index(child(path, key), i))
+    return errors
+
+
+class ValidatingAdmissionPolicyStrategy(KindStrategy):
+    """ValidatingAdmissionPolicies: CEL validations of the requests their bindings
+    select. status.typeChecking is never written (no type checking here)."""
+
+    def default(self, obj: Obj) -> None:
+        """SetDefaults_ValidatingAdmissionPolicySpec."""
+        spec = as_dict(obj.get("spec"))
+        set_default(spec, "failurePolicy", "Fail")
+        _default_match_resources(spec.get("matchConstraints"))
+
+    def validate(self, obj: Obj) -> list[FieldError]:
+        """validateValidatingAdmissionPolicySpec, with every expression compiled."""
+        spec = as_dict(obj.get("spec"))
+        errors = _enum_errors(spec, "failurePolicy", FAILURE_POLICIES, "spec")
+        param_kind = spec.get("paramKind")
+        if isinstance(param_kind, dict):
+            if not text(param_kind.get("apiVersion")):
+                errors.append(required("spec.paramKind.apiVersion"))
+            if not text(param_kind.get("kind")):
+                errors.append(required("spec.paramKind.kind"))
+        match = spec.get("matchConstraints")
+        if not isinstance(match, dict):
+            errors.append(required("spec.matchConstraints"))
+        else:
+            errors += _validate_match_resources(match, "spec.matchConstraints", policy=True)
+        errors += _validate_match_conditions(as_list(spec.get("matchConditions")),
+                                             "spec.matchConditions")
+        for i, variable in items_of(spec, "variables"):
+            at = f"spec.variables[{i}]"
+            name = text(variable.get("name"))
+            if not name:
+                errors.append(required(f"{at}.name"))
+            elif not _CEL_IDENTIFIER.match(name):
+                errors.append(invalid(f"{at}.name", name, "name is not a valid CEL identifier"))
+            errors += _expression_errors(variable.get("expression"), f"{at}.expression", "")
+        validations = as_list(spec.get("validations"))
+        if not validations and not as_list(spec.get("auditAnnotations")):
+            errors.append(required("spec.validations",
+                                   "validations or auditAnnotations must contain at least "
+                                   "one item"))
+        for i, validation in items_of(spec, "validations"):
+            at = f"spec.validations[{i}]"
+            errors += _expression_errors(validation.get("expression"), f"{at}.expression",
+                                         "bool")
+            message = text(validation.get("message"))
+            if "\n" in message:
+                errors.append(invalid(f"{at}.message", message,
+                                      "message must not contain line breaks"))
+            elif message and not message.strip():
+                errors.append(invalid(f"{at}.message", message,
+                                      "message must be non-empty if specified"))
+            if validation.get("messageExpression"):
+                errors += _expression_errors(validation.get("messageExpression"),
+                                             f"{at}.messageExpression", "string")
+            errors += _enum_errors(validation, "reason", VALIDATION_REASONS, at)
+        policy_name = text(as_dict(obj.get("metadata")).get("name"))
+        for i, annotation in items_of(spec, "auditAnnotations"):
+            at = f"spec.auditAnnotations[{i}]"
+            key = text(annotation.get("key"))
+            if not key:
+                errors.append(required(f"{at}.key"))
+            else:
+                errors += as_invalid(f"{at}.key", key,
+                                     validate_qualified_name(f"{policy_name}/{key}"))
+            errors += _expression_errors(annotation.get("valueExpression"),
+                                         f"{at}.valueExpression", "string")
+        return errors
+
+
+class ValidatingAdmissionPolicyBindingStrategy(KindStrategy):
+    """ValidatingAdmissionPolicyBindings: which policy applies to which resources, with
+    which parameters, and what a failed validation does."""
+
+    def default(self, obj: Obj) -> None:
+        """SetDefaults_ValidatingAdmissionPolicyBindingSpec."""
+        _default_match_resources(as_dict(obj.get("spec")).get("matchResources"))
+
+    def validate(self, obj: Obj) -> list[FieldError]:
+        """validateValidatingAdmissionPolicyBindingSpec."""
+        spec = as_dict(obj.get("spec"))
+        errors: list[FieldError] = []
+        policy_name = text(spec.get("policyName"))
+        if not policy_name:
+            errors.append(required("spec.policyName"))
+        else:
+            errors += as_invalid("spec.policyName", policy_name,
+                                 validate_dns1123_subdomain(policy_name))
+        param_ref = spec.get("paramRef")
+        if isinstance(param_ref, dict):
+            errors += _validate_param_ref(param_ref, "spec.paramRef")
+        match = spec.get("matchResources")
+        if isinstance(match, dict):
+            errors += _validate_match_resources(match, "spec.matchResources", policy=False)
+        actions = as_list(spec.get("validationActions"))
+        if not actions:
+            errors.append(required("spec.validationActions"))
+        seen: set[str] = set()
+        for i, action in enumerate(actions):
+            at = f"spec.validationActions[{i}]"
+            if isinstance(action, str) and action in seen:
+                errors.append(duplicate(at, action))
+            elif action not in VALIDATION_ACTIONS:
+                errors.append(not_supported(at, action, VALIDATION_ACTIONS))
+            seen.add(str(action))
+        if {"Deny", "Warn"} <= seen:
+            errors.append(invalid("spec.validationActions", actions,
+                                  "must not contain both Deny and Warn (repeating the same "
+                                  "validation failure information in the API response and "
+                                  "headers serves no purpose)"))
+        return errors
+
+
+def _validate_param_ref(ref: Obj, path: str) -> list[FieldError]:
+    """validateParamRef: a name or a selector (not both), and parameterNotFoundAction."""
+    errors: list[FieldError] = []
+    name, selector = text(ref.get("name")), ref.get("selector")
+    if name and selector is not None:
+        errors.append(forbidden(child(path, "name"),
+                                "name and selector are mutually exclusive"))
+    if not name and selector is None:
+        errors.append(required(path, "one of name or selector must be specified"))
+    if name:
+        errors += as_invalid(child(path, "name"), name, validate_dns1123_subdomain(name))
+    if selector is not None:
+        errors += validate_label_selector(selector, child(path, "selector"))
+    action = ref.get("parameterNotFoundAction")
+    if action is None:
+        errors.append(required(child(path, "parameterNotFoundAction")))
+    elif action not in PARAMETER_NOT_FOUND_ACTIONS:
+        errors.append(not_supported(child(path, "parameterNotFoundAction"), action,
+                                    PARAMETER_NOT_FOUND_ACTIONS))
+    return errors
