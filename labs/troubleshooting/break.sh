@@ -83,6 +83,7 @@ EOF
     echo "kube-system/kube-controller-manager is held by $INTRUDER"
     ;;
   fix)
+    since=$(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)
     "$K" delete pod hungry --ignore-not-found --grace-period=0 --force 2>/dev/null || true
     if [ -s "$MK_HOME/run/apiserver.pid" ] && kill -0 "$(cat "$MK_HOME/run/apiserver.pid")" \
         2>/dev/null; then
@@ -95,6 +96,21 @@ EOF
     # starts whatever does not run (the API server, a kubelet) and the supervisor
     (cd "$ROOT" && $MINIKUBE_PY up >/dev/null)
     "$K" wait --for=condition=Ready node --all --timeout=90s
+    # A leader that could not renew its Lease while the API server was away may still run
+    # when `up` looks, and exit a moment later (the supervisor then starts it again): the
+    # cluster is whole once each leader has renewed its Lease since the fix began.
+    for lease in kube-controller-manager kube-scheduler; do
+      for _ in $(seq 120); do
+        renewed=$("$K" -n kube-system get lease "$lease" -o jsonpath='{.spec.renewTime}' \
+                  2>/dev/null || true)
+        [[ "$renewed" > "$since" ]] && break
+        sleep 0.5
+      done
+      if [[ ! "$renewed" > "$since" ]]; then
+        echo "no $lease leader has renewed its Lease in 60 s: see \`minikube-py logs ${lease#kube-}\`" >&2
+        exit 1
+      fi
+    done
     echo "the cluster is whole again"
     ;;
   *)
