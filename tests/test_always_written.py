@@ -92,6 +92,7 @@ MINIMAL: dict[str, Obj] = {
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                     "name": "r"}, "subjects": SUBJECTS},
     "scheduling.k8s.io/v1/PriorityClass": {"value": 1000},
+    "storage.k8s.io/v1/StorageClass": {"provisioner": "example.com/provisioner"},
     "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration": {"webhooks": [WEBHOOK]},
     "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration": {"webhooks": [WEBHOOK]},
     # a policy for a resource nothing serves, a binding of a policy that does not exist:

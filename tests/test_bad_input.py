@@ -37,6 +37,8 @@ PODS = "/api/v1/namespaces/{ns}/pods"
 DEPLOYMENTS = "/apis/apps/v1/namespaces/{ns}/deployments"
 SERVICES = "/api/v1/namespaces/{ns}/services"
 CONFIGMAPS = "/api/v1/namespaces/{ns}/configmaps"
+CLAIMS = "/api/v1/namespaces/{ns}/persistentvolumeclaims"
+STORAGE_CLASSES = "/apis/storage.k8s.io/v1/storageclasses"
 MAX_BODY_BYTES = 3 * 1024 * 1024  # upstream's MaxRequestBodyBytes
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -251,7 +253,22 @@ CASES = (
     BadInput("scale-to-negative-replicas", "PUT", DEPLOYMENTS + "/web/scale", scale(-1), 422,
              "Invalid", 'Scale.autoscaling "web" is invalid: spec.replicas: Invalid value: -1',
              "spec.replicas", setup=WEB_DEPLOYMENT),
+    BadInput("storage-class-without-provisioner", "POST", STORAGE_CLASSES,
+             {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+              "metadata": {"name": "bad-input-no-provisioner"}}, 422, "Invalid",
+             "provisioner: Required value", "provisioner"),
+    BadInput("claim-without-a-size", "POST", CLAIMS,
+             {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+              "spec": {"accessModes": ["ReadWriteOnce"]}}, 422, "Invalid",
+             "spec.resources[storage]: Required value", "spec.resources[storage]"),
     # -- updates of immutable fields (422) -------------------------------------------------
+    BadInput("storage-class-provisioner-changed", "PATCH",
+             STORAGE_CLASSES + "/bad-input-fixed-class", {"provisioner": "example.com/other"},
+             422, "Invalid", "provisioner: Forbidden: updates to provisioner are forbidden.",
+             "provisioner", content_type=MERGE, setup=((STORAGE_CLASSES, {
+                 "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                 "metadata": {"name": "bad-input-fixed-class"},
+                 "provisioner": "example.com/disk"}),)),
     BadInput("patch-changes-pod-container-name", "PATCH", PODS + "/web",
              [{"op": "replace", "path": "/spec/containers/0/name", "value": "other"}], 422,
              "Invalid", "spec: Forbidden: pod updates may not change fields other than", "spec",

@@ -175,6 +175,12 @@ def test_each_controller_service_account_may_do_its_own_work(
             ("clusterrole-aggregation-controller", "escalate clusterroles", "yes"),
             ("clusterrole-aggregation-controller", "create clusterroles", "no"),
             ("root-ca-cert-publisher", "create configmaps -n default", "yes"),
+            ("persistent-volume-binder", "update persistentvolumes --subresource=status",
+             "yes"),
+            ("persistent-volume-binder", "list storageclasses.storage.k8s.io", "yes"),
+            ("pvc-protection-controller", "update persistentvolumeclaims -n default", "yes"),
+            ("pvc-protection-controller", "update persistentvolumes", "no"),
+            ("pv-protection-controller", "update persistentvolumes", "yes"),
             # namespaced roles: only the namespaces these controllers work in
             ("token-cleaner", "delete secrets -n kube-system", "yes"),
             ("token-cleaner", "delete secrets -n default", "no"),

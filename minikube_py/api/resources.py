@@ -152,6 +152,8 @@ RESOURCES: tuple[Resource, ...] = (
              subresources=("status",)),
     Resource("networking.k8s.io", "v1", "IngressClass", "ingressclasses", False),
     Resource("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", True, ("netpol",)),
+    # storage.k8s.io/v1
+    Resource("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, ("sc",)),
     # rbac.authorization.k8s.io/v1 (stored; the API server does not enforce it yet)
     # questions answered by the authorizer and never stored (authorization.py)
     Resource("authorization.k8s.io", "v1", "SelfSubjectAccessReview",
@@ -208,6 +210,7 @@ GROUP_ORDER = (
     "networking.k8s.io",
     "policy",
     "rbac.authorization.k8s.io",
+    "storage.k8s.io",
     "admissionregistration.k8s.io",
     "apiextensions.k8s.io",
     "scheduling.k8s.io",

@@ -117,6 +117,7 @@ CONTROLLER_ACCOUNTS = {
     "nodelifecycle": "node-controller",
     "taint-eviction-controller": "node-controller",
     "podgc": "pod-garbage-collector",
+    "persistentvolume-binder": "persistent-volume-binder",
     "resourcequota": "resourcequota-controller",
     "clusterrole-aggregation": "clusterrole-aggregation-controller",
     "root-ca-cert-publisher": "root-ca-cert-publisher",

@@ -36,6 +36,11 @@ from minikube_py.controllers.statefulset import StatefulSetController
 from minikube_py.controllers.taint_eviction import TaintEvictionController
 from minikube_py.controllers.tokencleaner import TokenCleaner
 from minikube_py.controllers.ttlafterfinished import TTLAfterFinishedController
+from minikube_py.controllers.volume.persistentvolume import PersistentVolumeController
+from minikube_py.controllers.volume.protection import (
+    PVCProtectionController,
+    PVProtectionController,
+)
 
 ALL_CONTROLLERS: tuple[type[Controller], ...] = (
     EndpointsController,
@@ -57,6 +62,9 @@ ALL_CONTROLLERS: tuple[type[Controller], ...] = (
     NodeLifecycleController,
     TaintEvictionController,
     PodGCController,
+    PersistentVolumeController,
+    PVCProtectionController,
+    PVProtectionController,
     ClusterRoleAggregationController,
     RootCACertPublisher,
     CSRApprovingController,

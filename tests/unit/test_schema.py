@@ -332,6 +332,7 @@ EVERY_KIND = [
     ("policy", "v1", "PodDisruptionBudget"), ("autoscaling", "v1", "Scale"),
     ("networking.k8s.io", "v1", "Ingress"), ("networking.k8s.io", "v1", "IngressClass"),
     ("networking.k8s.io", "v1", "NetworkPolicy"),
+    ("storage.k8s.io", "v1", "StorageClass"),
     ("apps", "v1", "ControllerRevision"),
 ] + [("rbac.authorization.k8s.io", "v1", kind)
      for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")

@@ -2388,6 +2388,42 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
             'z': 0,
         },
     },
+    'storage.k8s.io/v1/StorageClass': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'provisioner': {
+            'z': '',
+        },
+        'allowedTopologies': {
+            'l': {
+                'matchLabelExpressions': {
+                    'l': {
+                        'key': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+    },
     'v1/Binding': {
         'metadata': {
             'o': {

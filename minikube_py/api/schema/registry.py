@@ -45,6 +45,7 @@ KINDS: dict[GroupVersionKind, Type] = {
     ("", "v1", "Event"): core.EVENT,
     ("", "v1", "PersistentVolumeClaim"): storage.PERSISTENT_VOLUME_CLAIM,
     ("", "v1", "PersistentVolume"): storage.PERSISTENT_VOLUME,
+    ("storage.k8s.io", "v1", "StorageClass"): storage.STORAGE_CLASS,
     ("", "v1", "LimitRange"): core.LIMIT_RANGE,
     ("", "v1", "ResourceQuota"): core.RESOURCE_QUOTA,
     ("", "v1", "ReplicationController"): apps.REPLICATION_CONTROLLER,

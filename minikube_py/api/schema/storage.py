@@ -1,13 +1,14 @@
-"""core/v1 PersistentVolumeClaim and PersistentVolume.
+"""core/v1 PersistentVolumeClaim and PersistentVolume, storage.k8s.io/v1 StorageClass.
 
-Upstream: k8s.io/api/core/v1/types.go. The claim spec lives in volume.py, since ephemeral
-volumes embed it.
+Upstream: k8s.io/api/core/v1/types.go and k8s.io/api/storage/v1/types.go. The claim
+spec lives in volume.py, since ephemeral volumes embed it.
 """
 
 from __future__ import annotations
 
 from minikube_py.api.schema.dsl import (
     ANY,
+    BOOLEAN,
     QUANTITY_MAP,
     STRING,
     STRING_MAP,
@@ -140,4 +141,29 @@ PERSISTENT_VOLUME = api_object(
     "A piece of storage in the cluster, provisioned by an admin or a StorageClass.",
     spec=f(PERSISTENT_VOLUME_SPEC, "The storage offered."),
     status=f(PERSISTENT_VOLUME_STATUS, "Observed state of the volume. Read-only."),
+)
+
+STORAGE = "io.k8s.api.storage.v1"
+
+TOPOLOGY_SELECTOR_TERM = obj(
+    f"{CORE}.TopologySelectorTerm",
+    "A topology term: all its label requirements must hold (ANDed).",
+    matchLabelExpressions=atomic(obj(
+        f"{CORE}.TopologySelectorLabelRequirement",
+        "A topology label and the values it may have.",
+        key=f(STRING, "The label key.", required=True),
+        values=atomic(STRING, "The values the label may have.", required=True),
+    ), "Requirements on topology labels."),
+)
+
+STORAGE_CLASS = api_object(
+    f"{STORAGE}.StorageClass",
+    "A class of storage, for which PersistentVolumes can be dynamically provisioned.",
+    allowVolumeExpansion=f(BOOLEAN, "Whether claims of this class may grow."),
+    allowedTopologies=atomic(TOPOLOGY_SELECTOR_TERM, "Where volumes may be provisioned."),
+    mountOptions=atomic(STRING, "Mount options of provisioned volumes, e.g. ro."),
+    parameters=f(STRING_MAP, "Parameters for the provisioner."),
+    provisioner=f(STRING, "The provisioner's name.", required=True),
+    reclaimPolicy=f(STRING, "Delete (default) or Retain, for provisioned volumes."),
+    volumeBindingMode=f(STRING, "Immediate (default) or WaitForFirstConsumer."),
 )

@@ -40,6 +40,7 @@ PRIORITIES = {
     "networking.k8s.io": (17200, 15),
     "policy": (17100, 15),
     "rbac.authorization.k8s.io": (17000, 15),
+    "storage.k8s.io": (16800, 15),
     "admissionregistration.k8s.io": (16700, 15),
     "scheduling.k8s.io": (16600, 15),
     "coordination.k8s.io": (16500, 15),

@@ -33,7 +33,7 @@ def json_response(
 # with a message that says so, instead of leaving a student to guess.
 NOT_BUILT_YET = {
     "autoscaling": "HorizontalPodAutoscalers",
-    "storage.k8s.io": "StorageClasses, CSI drivers and volume attachments",
+    "storage.k8s.io": "CSI drivers, CSI nodes, volume attachments and attributes classes",
     "flowcontrol.apiserver.k8s.io": "API Priority and Fairness",
 }
 

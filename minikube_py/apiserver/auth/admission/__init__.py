@@ -7,7 +7,8 @@ authenticated and authorized reaches the store, which runs the chain in two phas
         strategy prepare + default
         -> mutating admission   plugins that may change the object, in order
            (Priority, DefaultTolerationSeconds, LimitRanger, ServiceAccount,
-            DefaultIngressClass, MutatingAdmissionWebhook)
+            DefaultStorageClass, StorageObjectInUseProtection, DefaultIngressClass,
+            MutatingAdmissionWebhook)
         -> strategy validation  (422 Invalid)
         -> validating admission plugins that may only refuse, in order
            (NamespaceLifecycle, LimitRanger, CertificateApproval, CertificateSigning,

@@ -11,6 +11,8 @@ ones first, in this order, then the validating ones, in this order.
     NodeRestriction                       yes        no (kubeadm turns it on)
     Priority                     yes                 yes
     DefaultTolerationSeconds     yes                 yes
+    DefaultStorageClass          yes                 yes
+    StorageObjectInUseProtection yes                 yes
     CertificateApproval                   yes        yes
     CertificateSigning                    yes        yes
     CertificateSubjectRestriction         yes        yes
@@ -37,6 +39,7 @@ from minikube_py.apiserver.auth.admission.certificatesubjectrestriction import (
     CertificateSubjectRestriction,
 )
 from minikube_py.apiserver.auth.admission.defaultingressclass import DefaultIngressClass
+from minikube_py.apiserver.auth.admission.defaultstorageclass import DefaultStorageClass
 from minikube_py.apiserver.auth.admission.defaulttolerationseconds import DefaultTolerationSeconds
 from minikube_py.apiserver.auth.admission.limitranger import LimitRanger
 from minikube_py.apiserver.auth.admission.namespacelifecycle import NamespaceLifecycle
@@ -44,6 +47,9 @@ from minikube_py.apiserver.auth.admission.noderestriction import NodeRestriction
 from minikube_py.apiserver.auth.admission.priority import Priority
 from minikube_py.apiserver.auth.admission.resourcequota import ResourceQuota
 from minikube_py.apiserver.auth.admission.serviceaccount import ServiceAccount
+from minikube_py.apiserver.auth.admission.storageobjectinuseprotection import (
+    StorageObjectInUseProtection,
+)
 from minikube_py.apiserver.auth.admission.validatingadmissionpolicy import (
     ValidatingAdmissionPolicy,
 )
@@ -117,6 +123,9 @@ PLUGINS: dict[str, Callable[[AdmissionSources], Plugin]] = {
     "NodeRestriction": lambda s: NodeRestriction(_node_getter(s)),
     "Priority": lambda s: Priority(lambda: s.cached("/registry/priorityclasses/")),
     "DefaultTolerationSeconds": lambda s: DefaultTolerationSeconds(),
+    "DefaultStorageClass": lambda s: DefaultStorageClass(
+        lambda: s.cached("/registry/storageclasses/")),
+    "StorageObjectInUseProtection": lambda s: StorageObjectInUseProtection(),
     "CertificateApproval": lambda s: CertificateApproval(s.authorizer),
     "CertificateSigning": lambda s: CertificateSigning(s.authorizer),
     "CertificateSubjectRestriction": lambda s: CertificateSubjectRestriction(),

@@ -101,6 +101,19 @@ def _controller_rules() -> dict[str, list[Obj]]:
             rule(["patch", "update"], [""], ["pods/status"]),
             rule(["delete", "get", "list"], [""], ["pods"]),
             events_rule()],
+        "persistent-volume-binder": [
+            rule([*READ, "create", "delete", "update"], [""], ["persistentvolumes"]),
+            rule(["update"], [""], ["persistentvolumes/status"]),
+            rule([*READ, "update"], [""], ["persistentvolumeclaims"]),
+            rule(["update"], [""], ["persistentvolumeclaims/status"]),
+            rule([*READ, "create", "delete"], [""], ["pods"]),
+            rule(READ, ["storage.k8s.io"], ["storageclasses"]),
+            rule(["create", "delete", "get", "update"], [""], ["endpoints"]),
+            rule(["create", "delete", "get"], [""], ["services"]),
+            rule(["get"], [""], ["secrets"]),
+            rule(["get", "list"], [""], ["nodes"]),
+            rule(["watch"], [""], ["events"]),
+            events_rule()],
         "pod-garbage-collector": [
             rule(["delete", "list", "watch"], [""], ["pods"]),
             rule(["get", "list"], [""], ["nodes"]),
@@ -156,6 +169,13 @@ def _controller_rules() -> dict[str, list[Obj]]:
                         "kubernetes.io/kube-apiserver-client-kubelet",
                         "kubernetes.io/kubelet-serving", "kubernetes.io/legacy-unknown"]),
             rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
+            events_rule()],
+        "pvc-protection-controller": [
+            rule([*READ, "update"], [""], ["persistentvolumeclaims"]),
+            rule(READ, [""], ["pods"]),
+            events_rule()],
+        "pv-protection-controller": [
+            rule([*READ, "update"], [""], ["persistentvolumes"]),
             events_rule()],
         "ttl-after-finished-controller": [
             rule([*READ, "delete"], ["batch"], ["jobs"]),

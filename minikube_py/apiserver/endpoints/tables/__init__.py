@@ -109,6 +109,9 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("networking.k8s.io", "ingressclasses"): Printer(
         networking_columns.INGRESS_CLASS_COLUMNS, networking_columns.print_ingress_class
     ),
+    ("storage.k8s.io", "storageclasses"): Printer(
+        storage_columns.STORAGE_CLASS_COLUMNS, storage_columns.print_storage_class
+    ),
     ("networking.k8s.io", "networkpolicies"): Printer(
         networking_columns.NETWORK_POLICY_COLUMNS, networking_columns.print_network_policy
     ),

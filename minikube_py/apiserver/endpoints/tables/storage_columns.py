@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from minikube_py.api import Obj
+from minikube_py.api.storagehelpers import is_default_class
 from minikube_py.apiserver.endpoints.tables.cells import UNSET, age, name_of
 from minikube_py.apiserver.endpoints.tables.table import AGE, NAME, Cells, column
 
@@ -113,4 +114,41 @@ def print_persistent_volume_claim(claim: Obj, now: datetime) -> Cells:
         spec.get("volumeAttributesClassName") or UNSET,
         age(claim, now),
         spec.get("volumeMode") or UNSET,
+    ]
+
+
+STORAGE_CLASS_COLUMNS = (
+    NAME,
+    column("Provisioner", "string", "provisioner indicates the type of the provisioner."),
+    column("ReclaimPolicy", "string", "reclaimPolicy controls the reclaimPolicy for "
+                                      "dynamically provisioned PersistentVolumes of this "
+                                      "storage class. Defaults to Delete."),
+    column("VolumeBindingMode", "string", "volumeBindingMode indicates how "
+                                          "PersistentVolumeClaims should be provisioned and "
+                                          "bound.  When unset, VolumeBindingImmediate is used. "
+                                          "This field is only honored by servers that enable "
+                                          "the VolumeScheduling feature."),
+    column("AllowVolumeExpansion", "string", "allowVolumeExpansion shows whether the storage "
+                                             "class allow volume expand."),
+    AGE,
+)
+
+
+def _or(value: object, default: str) -> object:
+    """A Go pointer field's value, or what the printer shows when it is nil."""
+    return default if value is None else value
+
+
+def print_storage_class(storage_class: Obj, now: datetime) -> Cells:
+    """printStorageClass: "(default)" after the default class's name."""
+    name = name_of(storage_class)
+    if is_default_class(storage_class):
+        name += " (default)"
+    return [
+        name,
+        storage_class.get("provisioner", ""),
+        _or(storage_class.get("reclaimPolicy"), "Delete"),
+        _or(storage_class.get("volumeBindingMode"), "Immediate"),
+        storage_class.get("allowVolumeExpansion") is True,
+        age(storage_class, now),
     ]

@@ -62,6 +62,7 @@ from minikube_py.apiserver.registry.strategies.rbac import (
     RoleStrategy,
 )
 from minikube_py.apiserver.registry.strategies.services import ServiceStrategy
+from minikube_py.apiserver.registry.strategies.storage import StorageClassStrategy
 from minikube_py.apiserver.registry.strategies.volumes import (
     PersistentVolumeClaimStrategy,
     PersistentVolumeStrategy,
@@ -100,6 +101,7 @@ STRATEGIES: dict[tuple[str, str], type[KindStrategy]] = {
     ("networking.k8s.io", "Ingress"): IngressStrategy,
     ("networking.k8s.io", "IngressClass"): IngressClassStrategy,
     ("networking.k8s.io", "NetworkPolicy"): NetworkPolicyStrategy,
+    ("storage.k8s.io", "StorageClass"): StorageClassStrategy,
     ("rbac.authorization.k8s.io", "Role"): RoleStrategy,
     ("rbac.authorization.k8s.io", "ClusterRole"): ClusterRoleStrategy,
     ("rbac.authorization.k8s.io", "RoleBinding"): RoleBindingStrategy,

@@ -11,6 +11,7 @@ import copy
 
 from minikube_py.api import Obj
 from minikube_py.api.defaulting import as_dict, as_list, set_default, set_default_if_zero
+from minikube_py.api.meta import now_rfc3339
 from minikube_py.api.poddefaults import volume_sources
 from minikube_py.api.validation import (
     FieldError,
@@ -169,6 +170,26 @@ def _validate_shrink(new: Obj, old: Obj) -> list[FieldError]:
 
 class PersistentVolumeStrategy(NoGenerationStrategy):
     """PVs: a piece of storage with one source, a size and a reclaim policy."""
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        """A new volume is Pending, since now (lastPhaseTransitionTime)."""
+        super().prepare_for_create(obj)
+        obj["status"] = {"phase": "Pending", "lastPhaseTransitionTime": now_rfc3339()}
+
+    def prepare_for_status_update(self, new: Obj, old: Obj) -> None:
+        """A phase change is stamped with the time, unless the writer set one of its own;
+        an unchanged phase keeps the stored time."""
+        super().prepare_for_status_update(new, old)
+        status, old_status = new.setdefault("status", {}), as_dict(old.get("status"))
+        if not isinstance(status, dict):
+            return
+        stamp, old_stamp = status.get("lastPhaseTransitionTime"), old_status.get(
+            "lastPhaseTransitionTime")
+        if status.get("phase") == old_status.get("phase"):
+            if stamp is None and old_stamp is not None:
+                status["lastPhaseTransitionTime"] = old_stamp
+        elif stamp is None or stamp == old_stamp:
+            status["lastPhaseTransitionTime"] = now_rfc3339()
 
     def default(self, obj: Obj) -> None:
         """SetDefaults_PersistentVolume: Retain, Filesystem, Pending."""
