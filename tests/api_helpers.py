@@ -1,4 +1,5 @@
-"""Small HTTP helpers for tests that talk to the API server directly."""
+"""Small HTTP helpers for tests that talk to the API server directly, and the fixtures and
+waits of tests that drive custom resources through the official `kubernetes` client."""
 
 from __future__ import annotations
 
@@ -6,11 +7,15 @@ import asyncio
 import http.client
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import aiohttp
 import orjson
+import pytest
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
 
 from minikube_py.apiserver.connect.apiservices import local_api_services
 
@@ -114,3 +119,51 @@ def wait_for_start_up_writes(connection: http.client.HTTPConnection) -> None:
             f"the API server's start-up writes are not done: kubernetes Service {service}, "
             f"APIServices not yet available: {sorted(local - available)}")
         time.sleep(0.1)
+
+
+def until(predicate: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
+    """Poll until `predicate` returns something truthy (the timeout bounds a failure)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def served(custom: client.CustomObjectsApi, group: str, plural: str, *versions: str) -> bool:
+    """Whether each version of a custom resource is served yet (404 until it is)."""
+    try:
+        for version in versions:
+            custom.list_cluster_custom_object(group, version, plural)
+    except ApiException as err:
+        if err.status == 404:
+            return False
+        raise
+    return True
+
+
+def official_crd_clients() -> tuple[Any, Any, Any]:
+    """The `api_client`, `extensions` and `custom` fixtures of a module that drives
+    definitions and custom resources through the official `kubernetes` client, on the
+    module's kubeconfig. In the module: `api_client, extensions, custom =
+    official_crd_clients()`."""
+
+    @pytest.fixture
+    def api_client(kubeconfig: Path) -> Iterator[client.ApiClient]:
+        api = config.new_client_from_config(config_file=str(kubeconfig))
+        try:
+            yield api
+        finally:
+            api.close()
+
+    @pytest.fixture
+    def extensions(api_client: client.ApiClient) -> client.ApiextensionsV1Api:
+        return client.ApiextensionsV1Api(api_client)
+
+    @pytest.fixture
+    def custom(api_client: client.ApiClient) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(api_client)
+
+    return api_client, extensions, custom

@@ -3,6 +3,8 @@
 `containerd_node` starts one containerd (CRI on runc, a CNI bridge on its own pod CIDR)
 under the session's scratch dir and tears it down completely at the end. A crashed run
 cannot do that, so the next test run first removes what such a run left of its node.
+`KubeletNode` is a kubelet on such a node; `node_pulling_from` starts a node of its own that
+pulls from a registry, with a kubelet on it.
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ import asyncio
 import os
 import tempfile
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from minikube_py.client.errors import NotFound
+from minikube_py.client.rest import Client
 from minikube_py.cluster.runtime_setup import (
     Containerd,
     NodeRuntimeConfig,
@@ -24,7 +29,11 @@ from minikube_py.cluster.runtime_setup import (
     load_image,
     runtime_missing,
 )
-from minikube_py.images.catalog import build_catalog
+from minikube_py.cri import RemoteRuntime
+from minikube_py.images.catalog import PAUSE, build_catalog, build_image
+from minikube_py.kubelet.kubelet import Kubelet, KubeletConfig
+from minikube_py.kubelet.node_status import read_host_info
+from minikube_py.process import free_port
 from tests.conftest import SCRATCH_PREFIX, TMPFS
 
 NODE_DIR = "containerd-node"
@@ -84,3 +93,66 @@ async def containerd_node(fast_tmp: Path) -> AsyncIterator[ContainerdNode]:
         for archive in archives:
             await load_image(config, archive.path)
         yield ContainerdNode(config=config, images_dir=images_dir)
+
+
+class KubeletNode:
+    """A kubelet on a test node, restartable (a restart keeps containers running)."""
+
+    def __init__(self, config: KubeletConfig, kubeconfig: Path, endpoint: str) -> None:
+        self.config = config
+        self.name = config.node_name
+        self.kubeconfig = kubeconfig
+        self.endpoint = endpoint
+        self.kubelet: Kubelet | None = None
+
+    async def start(self) -> None:
+        self.client = Client.from_kubeconfig(self.kubeconfig, user_agent="kubelet")
+        self.runtime = RemoteRuntime(self.endpoint)
+        host = read_host_info(self.config.root_dir, node_ip="127.0.0.1", hostname=self.name)
+        self.kubelet = Kubelet(self.config, self.client, self.runtime, host)
+        async with asyncio.timeout(60):
+            await self.kubelet.start()
+
+    async def stop(self) -> None:
+        if self.kubelet is not None:
+            await self.kubelet.stop()
+        await self.runtime.close()
+        await self.client.close()
+
+    async def restart(self) -> None:
+        await self.stop()
+        await self.start()
+
+
+async def delete_node(kubeconfig: Path, name: str) -> None:
+    """Delete the Node a test's kubelet registered, as the admin (gone already is fine)."""
+    async with Client.from_kubeconfig(kubeconfig) as client:
+        try:
+            await client.resource("nodes").delete(name)
+        except NotFound:
+            pass
+
+
+@asynccontextmanager
+async def node_pulling_from(registry: str, name: str, base_dir: Path, kubelet_dir: Path,
+                            kubeconfig: Path) -> AsyncIterator[KubeletNode]:
+    """A containerd whose only registry is `registry`, and a kubelet on it; its Node object
+    is deleted after."""
+    runtime = NodeRuntimeConfig(node_name=name, base_dir=base_dir, pod_cidr=free_pod_cidr(),
+                                registry=registry)
+    async with Containerd(runtime):
+        root = kubelet_dir / name
+        root.mkdir(parents=True)
+        config = KubeletConfig(node_name=name, root_dir=root, logs_root=root / "logs",
+                               pod_cidr=runtime.pod_cidr, address="127.0.0.1", port=free_port(),
+                               eviction_hard="memory.available<1Mi", backoff_initial=1.0,
+                               backoff_max=8.0, sync_frequency=10.0)
+        await load_image(runtime, build_image(PAUSE, base_dir.with_name(
+            f"{base_dir.name}-images")).path)
+        node = KubeletNode(config, kubeconfig, runtime.endpoint)
+        await node.start()
+        try:
+            yield node
+        finally:
+            await node.stop()
+            await delete_node(kubeconfig, name)

@@ -16,10 +16,11 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
-def launcher(home: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def launcher(home: Path, *args: str, check: bool = True, timeout: float = 300
+             ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "minikube_py.cluster", *args], capture_output=True, text=True,
-        timeout=300, check=check, env={**os.environ, "MINIKUBE_PY_HOME": str(home)})
+        timeout=timeout, check=check, env={**os.environ, "MINIKUBE_PY_HOME": str(home)})
 
 
 def pids(home: Path) -> list[int]:
@@ -37,10 +38,10 @@ def alive(pid: int) -> bool:
         f"/proc/{pid}/status").read_text().lower()
 
 
-def kubectl(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def kubectl(home: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     command = Path(sys.executable).with_name("kubectl")
     return subprocess.run([str(command), f"--kubeconfig={home / 'kubeconfig'}", *args],
-                          capture_output=True, text=True, timeout=180, check=True)
+                          capture_output=True, text=True, timeout=180, check=check)
 
 
 def in_node(node: str, *command: str) -> str:
@@ -61,9 +62,8 @@ def answer_from_here(url: str, timeout: float = 60) -> str:
         time.sleep(0.5)
 
 
-def leftovers(home: Path) -> list[str]:
-    """Processes and mounts of the cluster in `home`, and the node network (namespaces,
-    links, routes through a node), if any survived."""
+def mounts_and_processes(home: Path) -> list[str]:
+    """The mounts and the processes whose command lines name `home`."""
     marker = str(home)
     found = [line for line in Path("/proc/self/mountinfo").read_text().splitlines()
              if marker in line]
@@ -74,13 +74,25 @@ def leftovers(home: Path) -> list[str]:
                     found.append(f"process {entry.name}")
             except OSError:
                 continue
+    return found
+
+
+def host_network() -> tuple[list[str], list[str], list[str]]:
+    """This machine's network namespaces, links and routes, a line each."""
     namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True,
                                 text=True).stdout
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     routes = subprocess.run(["ip", "route", "show"], capture_output=True, text=True).stdout
-    return (found + [line for line in namespaces.splitlines() if line.startswith("mk-")]
-            + [line for line in links.splitlines() if ": mk-" in line]
-            + [line for line in routes.splitlines() if "via 172.18.0." in line])
+    return namespaces.splitlines(), links.splitlines(), routes.splitlines()
+
+
+def leftovers(home: Path) -> list[str]:
+    """Processes and mounts of the cluster in `home`, and the node network (namespaces,
+    links, routes through a node), if any survived."""
+    namespaces, links, routes = host_network()
+    return (mounts_and_processes(home) + [line for line in namespaces if line.startswith("mk-")]
+            + [line for line in links if ": mk-" in line]
+            + [line for line in routes if "via 172.18.0." in line])
 
 
 # The pods a new user starts, with readiness probes: Ready then means answering.

@@ -24,7 +24,6 @@ import pytest
 import yaml
 
 import minikube_py
-from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.cluster.certs import ClusterCertificates
 from minikube_py.cluster.cli import main
@@ -32,14 +31,9 @@ from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.etcd_snapshot import snapshot_status
 from minikube_py.cluster.registry import RegistryProcess
 from minikube_py.cluster.runtime_setup import (
-    Containerd,
-    NodeRuntimeConfig,
-    free_pod_cidr,
-    load_image,
     runtime_missing,
 )
 from minikube_py.controllers.job.controller import JobController
-from minikube_py.images.catalog import PAUSE, build_image
 from minikube_py.images.components import (
     COMPONENTS,
     ETCD,
@@ -48,10 +42,10 @@ from minikube_py.images.components import (
     build_component_images,
     push_component_images,
 )
-from minikube_py.kubelet.kubelet import KubeletConfig
 from minikube_py.process import free_port
 from tests.api_helpers import eventually
-from tests.test_kubelet import KubeletNode, make_pod, pod_log, pod_where
+from tests.node_fixtures import KubeletNode, node_pulling_from
+from tests.test_kubelet import make_pod, pod_log, pod_where
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="chroot needs root")]
@@ -268,28 +262,10 @@ async def node(pushed: RegistryProcess, fast_tmp: Path, kubeconfig: Path,
     reason = runtime_missing()
     if reason is not None:
         pytest.skip(reason)
-    name = f"component-images-{os.getpid()}"
-    runtime = NodeRuntimeConfig(node_name=name, base_dir=fast_tmp / "component-node",
-                                pod_cidr=free_pod_cidr(), registry=pushed.host)
-    async with Containerd(runtime):
-        root = fast_tmp / "kubelet" / name
-        root.mkdir(parents=True)
-        config = KubeletConfig(node_name=name, root_dir=root, logs_root=root / "logs",
-                               pod_cidr=runtime.pod_cidr, address="127.0.0.1", port=free_port(),
-                               eviction_hard="memory.available<1Mi", backoff_initial=1.0,
-                               backoff_max=8.0, sync_frequency=10.0)
-        await load_image(runtime, build_image(PAUSE, fast_tmp / "component-node-images").path)
-        kubelet = KubeletNode(config, kubeconfig, runtime.endpoint)
-        await kubelet.start()
-        try:
-            yield kubelet
-        finally:
-            await kubelet.stop()
-            async with Client.from_kubeconfig(kubeconfig) as client:
-                try:
-                    await client.resource("nodes").delete(name)
-                except NotFound:
-                    pass
+    async with node_pulling_from(pushed.host, f"component-images-{os.getpid()}",
+                                 fast_tmp / "component-node", fast_tmp / "kubelet",
+                                 kubeconfig) as node:
+        yield node
 
 
 def finished(pod: dict[str, Any]) -> bool:

@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 
 from minikube_py.api import Obj
-from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.cluster.runtime_setup import (
     Containerd,
@@ -40,6 +39,7 @@ from minikube_py.kubelet.kubelet import Kubelet, KubeletConfig
 from minikube_py.kubelet.node_status import read_host_info
 from minikube_py.process import free_port
 from tests.api_helpers import eventually
+from tests.node_fixtures import delete_node
 from tests.test_runtime_setup import http_get, running_pod
 
 pytestmark = pytest.mark.slow
@@ -143,11 +143,7 @@ async def kubelet(restartable_node: Containerd, kubeconfig: Path, fast_tmp: Path
         await kubelet.stop()
         await runtime.close()
         await client.close()
-        async with Client.from_kubeconfig(kubeconfig) as admin:
-            try:
-                await admin.resource("nodes").delete(name)
-            except NotFound:
-                pass
+        await delete_node(kubeconfig, name)
 
 
 def ready(pod: Obj) -> bool:

@@ -10,52 +10,22 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from kubernetes import client, config, watch
+from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
+from tests.api_helpers import official_crd_clients, served, until
 from tests.conftest import module_own_apiserver
 from tests.test_crd import definition
 
 etcd, apiserver, kubeconfig = module_own_apiserver("crd-clients")
+api_client, extensions, custom = official_crd_clients()
 
 # ../shared/data/crds from the checkout: /work/main's parent, or a worktree's ancestor
 CRDS = next((parent / "shared/data/crds" for parent in Path(__file__).resolve().parents
              if (parent / "shared/data/crds").is_dir()), None)
-
-
-@pytest.fixture
-def api_client(kubeconfig: Path) -> Iterator[client.ApiClient]:
-    api = config.new_client_from_config(config_file=str(kubeconfig))
-    try:
-        yield api
-    finally:
-        api.close()
-
-
-@pytest.fixture
-def extensions(api_client: client.ApiClient) -> client.ApiextensionsV1Api:
-    return client.ApiextensionsV1Api(api_client)
-
-
-@pytest.fixture
-def custom(api_client: client.ApiClient) -> client.CustomObjectsApi:
-    return client.CustomObjectsApi(api_client)
-
-
-def until(predicate: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    """Poll until `predicate` returns something truthy (the timeout bounds a failure)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def established(extensions: client.ApiextensionsV1Api, name: str
@@ -69,16 +39,7 @@ def established(extensions: client.ApiextensionsV1Api, name: str
 
 
 def serving(custom: client.CustomObjectsApi, group: str, plural: str) -> None:
-    def check() -> bool:
-        try:
-            custom.list_cluster_custom_object(group, "v1", plural)
-        except ApiException as err:
-            if err.status == 404:
-                return False
-            raise
-        return True
-
-    until(check, f"{plural}.{group} served")
+    until(lambda: served(custom, group, plural, "v1"), f"{plural}.{group} served")
 
 
 def test_definitions_are_created_listed_by_label_and_deleted_as_a_collection(

@@ -15,7 +15,6 @@ import ssl
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,31 +23,22 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client, config, watch
+from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from minikube_py.client.rest import Client
 from minikube_py.process import free_port
 from minikube_py.security import pki
 from minikube_py.tracing.context import ANNOTATION as TRACE_ANNOTATION
+from tests.api_helpers import official_crd_clients, served, until
 from tests.conftest import module_own_apiserver
 from tests.test_api_server_outage import host_address
 
 etcd, apiserver, kubeconfig = module_own_apiserver("crd-conversion")
+api_client, extensions, custom = official_crd_clients()
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "crd-conversion-webhook"
 GROUP = "stable.example.com"
-
-
-def until(predicate: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    """Poll until `predicate` returns something truthy (the timeout bounds a failure)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 class WebhookProcess:
@@ -96,25 +86,6 @@ def webhook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookProcess
         process.process.wait(timeout=10)
 
 
-@pytest.fixture
-def api_client(kubeconfig: Path) -> Iterator[client.ApiClient]:
-    api = config.new_client_from_config(config_file=str(kubeconfig))
-    try:
-        yield api
-    finally:
-        api.close()
-
-
-@pytest.fixture
-def extensions(api_client: client.ApiClient) -> client.ApiextensionsV1Api:
-    return client.ApiextensionsV1Api(api_client)
-
-
-@pytest.fixture
-def custom(api_client: client.ApiClient) -> client.CustomObjectsApi:
-    return client.CustomObjectsApi(api_client)
-
-
 def example_crd(group: str, client_config: dict[str, Any]) -> dict[str, Any]:
     """The example's definition, in a group of the test's own, calling `client_config`."""
     crd = yaml.safe_load((EXAMPLE / "crd.yaml").read_text())
@@ -134,17 +105,7 @@ def install(extensions: client.ApiextensionsV1Api, custom: client.CustomObjectsA
     extensions.create_custom_resource_definition(crd)
     group = crd["spec"]["group"]
 
-    def serving() -> bool:
-        try:
-            for version in ("v1", "v2"):
-                custom.list_cluster_custom_object(group, version, "crontabs")
-        except ApiException as err:
-            if err.status == 404:
-                return False
-            raise
-        return True
-
-    until(serving, f"crontabs.{group} served")
+    until(lambda: served(custom, group, "crontabs", "v1", "v2"), f"crontabs.{group} served")
     return group
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_cluster_cli import host_network, kubectl, launcher, mounts_and_processes
+
 pytestmark = pytest.mark.slow
 
 JOIN_LINE = re.compile(r"minikube-py join (172\.18\.0\.1:\d+) --token ([a-z0-9]{6}\.[a-z0-9]{16})"
@@ -22,19 +24,6 @@ JOIN_LINE = re.compile(r"minikube-py join (172\.18\.0\.1:\d+) --token ([a-z0-9]{
 EXPIRED_WORDING = ('token id "{}" is invalid for this cluster or it has expired. Use '
                    '"minikube-py token create" on the control-plane node to create a new '
                    "valid token")
-
-
-def launcher(home: Path, *args: str, check: bool = True, timeout: float = 300
-             ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "minikube_py.cluster", *args], capture_output=True, text=True,
-        timeout=timeout, check=check, env={**os.environ, "MINIKUBE_PY_HOME": str(home)})
-
-
-def kubectl(home: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    command = Path(sys.executable).with_name("kubectl")
-    return subprocess.run([str(command), f"--kubeconfig={home / 'kubeconfig'}", *args],
-                          capture_output=True, text=True, timeout=180, check=check)
 
 
 def alive(pid: int) -> bool:
@@ -55,24 +44,10 @@ def join_args(line: str) -> list[str]:
 def machine_leftovers(home: Path) -> list[str]:
     """What a joining machine may leave: processes or mounts naming its home, its network
     namespace, its veth on the bridge, a route to its pods."""
-    marker = str(home)
-    found = [line for line in Path("/proc/self/mountinfo").read_text().splitlines()
-             if marker in line]
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    found.append(f"process {entry.name}")
-            except OSError:
-                continue
-    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True,
-                                text=True).stdout
-    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
-    routes = subprocess.run(["ip", "route", "show"], capture_output=True, text=True).stdout
-    return (found + [line for line in namespaces.splitlines() if line.startswith("mkj-")]
-            + [line for line in links.splitlines() if ": mkj" in line]
-            + [line for line in routes.splitlines() if re.search(r"via 172\.18\.0\.2\d\d ",
-                                                                  line)])
+    namespaces, links, routes = host_network()
+    return (mounts_and_processes(home) + [line for line in namespaces if line.startswith("mkj-")]
+            + [line for line in links if ": mkj" in line]
+            + [line for line in routes if re.search(r"via 172\.18\.0\.2\d\d ", line)])
 
 
 @pytest.fixture(scope="module")

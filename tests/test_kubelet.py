@@ -30,43 +30,14 @@ from minikube_py.client.rest import Client
 from minikube_py.cluster.components import KubeletProcess
 from minikube_py.cri import RemoteRuntime
 from minikube_py.gen.cri import api_pb2
-from minikube_py.kubelet.kubelet import Kubelet, KubeletConfig
-from minikube_py.kubelet.node_status import read_host_info
+from minikube_py.kubelet.kubelet import KubeletConfig
 from minikube_py.process import free_port
 from tests.api_helpers import eventually
+from tests.node_fixtures import KubeletNode, delete_node
 
 pytestmark = pytest.mark.slow
 BUSYBOX = "localhost/busybox:1.36"
 ECHO = "localhost/echo:1.0"
-
-
-class KubeletNode:
-    """The module's kubelet, restartable (a restart keeps containers running)."""
-
-    def __init__(self, config: KubeletConfig, kubeconfig: Path, endpoint: str) -> None:
-        self.config = config
-        self.name = config.node_name
-        self.kubeconfig = kubeconfig
-        self.endpoint = endpoint
-        self.kubelet: Kubelet | None = None
-
-    async def start(self) -> None:
-        self.client = Client.from_kubeconfig(self.kubeconfig, user_agent="kubelet")
-        self.runtime = RemoteRuntime(self.endpoint)
-        host = read_host_info(self.config.root_dir, node_ip="127.0.0.1", hostname=self.name)
-        self.kubelet = Kubelet(self.config, self.client, self.runtime, host)
-        async with asyncio.timeout(60):
-            await self.kubelet.start()
-
-    async def stop(self) -> None:
-        if self.kubelet is not None:
-            await self.kubelet.stop()
-        await self.runtime.close()
-        await self.client.close()
-
-    async def restart(self) -> None:
-        await self.stop()
-        await self.start()
 
 
 @pytest.fixture(scope="module")
@@ -83,11 +54,7 @@ async def node(containerd_node: Any, kubeconfig: Path, fast_tmp: Path,
     await running.start()
     yield running
     await running.stop()
-    async with Client.from_kubeconfig(kubeconfig) as client:
-        try:
-            await client.resource("nodes").delete(name)
-        except NotFound:
-            pass
+    await delete_node(kubeconfig, name)
 
 
 def make_pod(name: str, node: KubeletNode, containers: list[Obj], **spec: Any) -> Obj:

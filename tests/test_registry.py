@@ -22,14 +22,9 @@ import aiohttp
 import pytest
 
 from minikube_py.api import Obj
-from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.cluster.registry import RegistryProcess
 from minikube_py.cluster.runtime_setup import (
-    Containerd,
-    NodeRuntimeConfig,
-    free_pod_cidr,
-    load_image,
     runtime_missing,
 )
 from minikube_py.images.catalog import (
@@ -48,9 +43,9 @@ from minikube_py.images.registry import (
     push,
     read_archive,
 )
-from minikube_py.kubelet.kubelet import KubeletConfig
 from minikube_py.process import free_port
-from tests.test_kubelet import KubeletNode, http_get, make_pod, pod_where
+from tests.node_fixtures import KubeletNode, node_pulling_from
+from tests.test_kubelet import http_get, make_pod, pod_where
 
 
 @pytest.mark.parametrize(("name", "expected"), [
@@ -171,28 +166,10 @@ async def registry_node(pushed: RegistryProcess, fast_tmp: Path, kubeconfig: Pat
     reason = runtime_missing()
     if reason is not None:
         pytest.skip(reason)
-    name = f"registry-test-{os.getpid()}"
-    runtime = NodeRuntimeConfig(node_name=name, base_dir=fast_tmp / "registry-node",
-                                pod_cidr=free_pod_cidr(), registry=pushed.host)
-    async with Containerd(runtime):
-        root = fast_tmp / "kubelet" / name
-        root.mkdir(parents=True)
-        config = KubeletConfig(node_name=name, root_dir=root, logs_root=root / "logs",
-                               pod_cidr=runtime.pod_cidr, address="127.0.0.1", port=free_port(),
-                               eviction_hard="memory.available<1Mi", backoff_initial=1.0,
-                               backoff_max=8.0, sync_frequency=10.0)
-        await load_image(runtime, build_image(PAUSE, fast_tmp / "registry-images").path)
-        node = KubeletNode(config, kubeconfig, runtime.endpoint)
-        await node.start()
-        try:
-            yield node
-        finally:
-            await node.stop()
-            async with Client.from_kubeconfig(kubeconfig) as client:
-                try:
-                    await client.resource("nodes").delete(name)
-                except NotFound:
-                    pass
+    async with node_pulling_from(pushed.host, f"registry-test-{os.getpid()}",
+                                 fast_tmp / "registry-node", fast_tmp / "kubelet",
+                                 kubeconfig) as node:
+        yield node
 
 
 async def answer_when_listening(url: str) -> str:

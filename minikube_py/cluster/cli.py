@@ -29,7 +29,6 @@ import ssl
 import sys
 import time
 import urllib.request
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,7 @@ from minikube_py.cluster.components import (
     ProxyProcess,
     SchedulerProcess,
     TraceReceiverProcess,
+    kind_of,
 )
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.etcd_snapshot import add_etcd_bump_revision_command
@@ -57,18 +57,13 @@ from minikube_py.cluster.join import (
     publish_cluster_objects,
 )
 from minikube_py.cluster.join_command import add_join_command
-from minikube_py.cluster.kubeadm.addons import CONTROL_PLANE_TAINT, Addons
-from minikube_py.cluster.kubeadm.controlplane import ControlPlane
+from minikube_py.cluster.kubeadm.addons import CONTROL_PLANE_TAINT
 from minikube_py.cluster.kubeadm.init import (
     CONTROL_PLANE,
     LAYOUTS,
-    addon_objects,
-    apply_addons,
+    InitConfiguration,
     manifest_dir,
-    mark_control_plane,
-    wait_for_apiserver,
-    wait_for_cluster,
-    write_control_plane,
+    run_init,
 )
 from minikube_py.cluster.kubeconfig import write_kubeconfig
 from minikube_py.cluster.netns import (
@@ -92,11 +87,7 @@ from minikube_py.cluster.ssh import add_ssh_command
 from minikube_py.cluster.supervisor import Supervisor, SupervisorProcess
 from minikube_py.cluster.token_command import add_token_command
 from minikube_py.cluster.tracestore import publish_trace_receiver
-from minikube_py.images.components import (
-    IMAGE_REPOSITORY,
-    ComponentImageError,
-    build_and_push_component_images,
-)
+from minikube_py.images.components import ComponentImageError
 from minikube_py.images.debian import PackageError
 from minikube_py.images.registry import ArchiveError, RegistryError
 from minikube_py.process import (
@@ -130,10 +121,6 @@ through node-1, whose proxy's rules answer them: `curl` a ClusterIP or a LoadBal
 address from here works, and no packet to one ever leaves the machine."""
 
 
-KUBEADM_TIMEOUT = 600.0
-"""How long `up --layout kubeadm` waits for the cluster to settle: a first `up` builds
-the component images (minutes), a later one only checks them."""
-
 CONFIGURABLE = ("apiserver", "controller-manager", "scheduler", "kubelet", "proxy", "dns",
                 "metrics")
 """The components whose flags `up --extra-config COMPONENT.FLAG=VALUE` sets."""
@@ -154,11 +141,6 @@ def parse_extra_config(settings: list[str]) -> dict[str, dict[str, str]]:
                  f"{', '.join(CONFIGURABLE)}")
         parsed.setdefault(component, {})[flag] = value
     return parsed
-
-
-def kind_of(name: str) -> str:
-    """The component a name stands for: node-2/kubelet -> kubelet."""
-    return name.rpartition("/")[2]
 
 
 def home() -> Path:
@@ -492,7 +474,10 @@ def up(args: argparse.Namespace) -> None:
     try:
         _build_network(cluster)
         if is_kubeadm(cluster):
-            asyncio.run(_init_kubeadm(state, cluster, processes, started))
+            asyncio.run(run_init(
+                init_configuration(state, cluster), processes,
+                lambda name: _start(state, name, processes[name], started),
+                lambda: _approve_serving(state, cluster, processes), started))
         else:
             asyncio.run(_start_all(state, processes, started))
             if cluster.get("secure"):
@@ -600,65 +585,17 @@ async def _approve_serving(state: Path, cluster: dict[str, Any],
             if isinstance(kubelet := processes.get(f"{node.name}/kubelet"), KubeletProcess)})
 
 
-async def _init_kubeadm(state: Path, cluster: dict[str, Any],
-                        processes: dict[str, ComponentProcess], started: float) -> None:
-    """kubeadm init's phases (kubeadm/init.py), then the workers join: the registry and
-    the trace receiver, the component images pushed, the static pods' manifests, each
-    node's containerd, the control-plane node's kubelet (which starts the static pods),
-    the cluster objects and add-ons once the API server is ready, the workers' kubelets;
-    then every node Ready and every kube-system pod running."""
-    deadline = time.monotonic() + KUBEADM_TIMEOUT
+def init_configuration(state: Path, cluster: dict[str, Any]) -> InitConfiguration:
+    """The saved cluster as kubeadm init's configuration."""
     network = cluster_network(cluster)
     assert network is not None
-    ports = cluster["ports"]
-    await asyncio.gather(*(_start(state, name, processes[name], started)
-                           for name in ("registry", "tracing") if name in processes))
-    registry = processes["registry"]
-    assert isinstance(registry, RegistryProcess)
-    images = await asyncio.to_thread(build_and_push_component_images,
-                                     state / "images" / "components", registry.host)
-    print(f"component images: {images['kube-apiserver'].rpartition(':')[2]} in "
-          f"{registry.host}/{IMAGE_REPOSITORY} ({time.monotonic() - started:.1f} s)",
-          flush=True)
-    tracing_endpoint = (cluster.get("tracingEndpoint")
-                        or f"http://{network.gateway}:{ports['tracing']}")
-    control_plane = network.control_plane(cluster["podCIDRs"][CONTROL_PLANE])
-    write_control_plane(state, ControlPlane(
-        advertise_address=control_plane.address, ports=ports, images=images,
-        tracing_endpoint=tracing_endpoint, load_balancer_range=LOAD_BALANCER_RANGE,
-        verbosity=cluster.get("verbosity", 2), extra_config=cluster.get("extraConfig") or {}),
-        tracing_config(state))
-    await asyncio.gather(*(_start(state, name, process, started)
-                           for name, process in processes.items()
-                           if kind_of(name) == "containerd"))
-    first = f"{CONTROL_PLANE}/kubelet"
-    # a whole second back: the API's times have whole seconds
-    since = None if processes[first].adopt() else datetime.now(UTC).replace(
-        microsecond=0) - timedelta(seconds=1)
-    await _start(state, first, processes[first], started)
-    certs = ClusterCertificates(state)
-    admin = certs.kubeconfig("admin")
-    await wait_for_apiserver(admin, CONTROL_PLANE, images["kube-apiserver"], deadline)
-    print(f"apiserver: ready, a static pod on {CONTROL_PLANE} "
-          f"({time.monotonic() - started:.1f} s)", flush=True)
-    shutil.copyfile(admin, state / "kubeconfig")
-    (state / "kubeconfig").chmod(0o600)
-    await publish_cluster_objects(admin, state, apiserver_url(cluster),
-                                  certs.ca_file.read_bytes())
-    if isinstance(receiver := processes.get("tracing"), TraceReceiverProcess):
-        await publish_trace_receiver(state / "kubeconfig", receiver.url)
-    await mark_control_plane(admin, CONTROL_PLANE)
-    await apply_addons(admin, addon_objects(Addons(
-        server=apiserver_url(cluster), cluster_cidr=str(CLUSTER_CIDR), cluster_dns=CLUSTER_DNS,
-        images=images, tracing_endpoint=tracing_endpoint,
-        verbosity=cluster.get("verbosity", 2), extra_config=cluster.get("extraConfig") or {})))
-    await asyncio.gather(*(_start(state, name, process, started)
-                           for name, process in processes.items()
-                           if kind_of(name) in ("kubelet", "hollow-nodes") and name != first))
-    await _approve_serving(state, cluster, processes)
-    await wait_for_cluster(admin, len(node_networks(cluster)), deadline, since)
-    print(f"every node Ready, every kube-system pod running "
-          f"({time.monotonic() - started:.1f} s)", flush=True)
+    return InitConfiguration(
+        state=state, network=network, pod_cidr=cluster["podCIDRs"][CONTROL_PLANE],
+        ports=cluster["ports"], server=apiserver_url(cluster),
+        nodes=len(node_networks(cluster)), tracing_endpoint=cluster.get("tracingEndpoint"),
+        tracing_config=tracing_config(state), cluster_cidr=str(CLUSTER_CIDR),
+        cluster_dns=CLUSTER_DNS, load_balancer_range=LOAD_BALANCER_RANGE,
+        verbosity=cluster.get("verbosity", 2), extra_config=cluster.get("extraConfig") or {})
 
 
 def _stage(name: str) -> int:

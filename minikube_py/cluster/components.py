@@ -17,6 +17,11 @@ from typing import Any, ClassVar
 from minikube_py.process import LOOPBACK, ComponentProcess, ComponentProcessError, free_port
 
 
+def kind_of(name: str) -> str:
+    """The component a launcher's process name stands for: node-2/kubelet -> kubelet."""
+    return name.rpartition("/")[2]
+
+
 class ClientComponentProcessError(ComponentProcessError):
     """The component could not be started, or did not answer /healthz in time."""
 

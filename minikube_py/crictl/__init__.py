@@ -9,7 +9,8 @@ sees. Read in this order:
     errors.py           the one error root, logrus-shaped lines on stderr
     display.py          tables, truncated ids, "x seconds ago", sizes, json|yaml
                         (display.go, util.go)
-    container.py        ps, inspect (container.go)
+    container.py        ps, inspect (container.go), and the flags and filters the
+                        pods commands share
     sandbox.py          pods, inspectp (sandbox.go)
     image.py            images, inspecti (image.go)
     info.py             info, version (info.go, version.go)

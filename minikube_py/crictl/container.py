@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
 
 from minikube_py.cri import CRIError, RuntimeService
 from minikube_py.crictl import display
 from minikube_py.crictl.crictl_config import rpc_error
 from minikube_py.crictl.errors import CrictlError
 from minikube_py.gen.cri import api_pb2
+
+FilterFlags = Callable[[argparse.ArgumentParser], None]
+Command = Callable[[RuntimeService, argparse.Namespace], Awaitable[None]]
+Listed = TypeVar("Listed", api_pb2.Container, api_pb2.PodSandbox)
 
 POD_NAME_LABEL = "io.kubernetes.pod.name"
 POD_NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
@@ -48,24 +53,38 @@ def add_filter_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parsers(commands: Any) -> None:
-    ps = commands.add_parser("ps", help="List containers")
-    add_filter_flags(ps)
-    ps.add_argument("--id", default="", help="Filter by container id")
-    ps.add_argument("-q", "--quiet", action="store_true", help="Only display container IDs")
-    ps.add_argument("-o", "--output", default=display.OUTPUT_TABLE,
-                    help="Output format, One of: json|yaml|table")
-    ps.add_argument("--no-trunc", action="store_true",
-                    help="Show output without truncating the ID")
-    ps.set_defaults(run=run_ps)
-    inspect = commands.add_parser("inspect",
-                                  help="Display the status of one or more containers")
-    inspect.add_argument("ids", nargs="*", metavar="CONTAINER-ID")
-    add_filter_flags(inspect)
-    inspect.add_argument("-o", "--output", default="",
-                         help="Output format, One of: json|yaml|table")
-    inspect.add_argument("-q", "--quiet", action="store_true",
-                         help="Do not show verbose information")
-    inspect.set_defaults(run=run_inspect)
+    add_list_parser(commands, "ps", "List containers", add_filter_flags,
+                    id_help="Filter by container id", quiet_help="Only display container IDs",
+                    run=run_ps)
+    add_inspect_parser(commands, "inspect", "Display the status of one or more containers",
+                       add_filter_flags, metavar="CONTAINER-ID", run=run_inspect)
+
+
+def add_list_parser(commands: Any, name: str, help_text: str, filter_flags: FilterFlags, *,
+                    id_help: str, quiet_help: str, run: Command) -> None:
+    """A lister (ps, pods): its filters, then --id, -q, -o (a table by default), --no-trunc."""
+    parser = commands.add_parser(name, help=help_text)
+    filter_flags(parser)
+    parser.add_argument("--id", default="", help=id_help)
+    parser.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
+    parser.add_argument("-o", "--output", default=display.OUTPUT_TABLE,
+                        help="Output format, One of: json|yaml|table")
+    parser.add_argument("--no-trunc", action="store_true",
+                        help="Show output without truncating the ID")
+    parser.set_defaults(run=run)
+
+
+def add_inspect_parser(commands: Any, name: str, help_text: str, filter_flags: FilterFlags,
+                       *, metavar: str, run: Command) -> None:
+    """An inspector (inspect, inspectp): ids, the lister's filters, -o, -q."""
+    parser = commands.add_parser(name, help=help_text)
+    parser.add_argument("ids", nargs="*", metavar=metavar)
+    filter_flags(parser)
+    parser.add_argument("-o", "--output", default="",
+                        help="Output format, One of: json|yaml|table")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="Do not show verbose information")
+    parser.set_defaults(run=run)
 
 
 def parse_labels(pairs: list[str]) -> dict[str, str]:
@@ -94,6 +113,19 @@ def truncate_count(total: int, latest: bool, last: int) -> int:
     return min(count, total)
 
 
+def newest_matching(items: Iterable[Listed], args: argparse.Namespace,
+                    name_of: Callable[[Listed], str],
+                    namespace_of: Callable[[Listed], str]) -> list[Listed]:
+    """The listers' client-side half: --name and --namespace as regular expressions,
+    newest first, then --latest or --last."""
+    name_re, namespace_re = compile_regex(args.name), compile_regex(args.namespace)
+    found = [item for item in items
+             if (name_re is None or name_re.search(name_of(item)))
+             and (namespace_re is None or namespace_re.search(namespace_of(item)))]
+    found.sort(key=lambda item: item.created_at, reverse=True)
+    return found[:truncate_count(len(found), args.latest, args.last)]
+
+
 async def list_containers(runtime: RuntimeService, args: argparse.Namespace,
                           container_id: str = "") -> list[api_pb2.Container]:
     """ListContainers: the CRI filter, then the regular expressions, newest first."""
@@ -115,13 +147,9 @@ async def list_containers(runtime: RuntimeService, args: argparse.Namespace,
     except CRIError as err:
         raise CrictlError(f"listing containers: call list containers RPC: "
                           f"{rpc_error(err)}") from None
-    name_re, namespace_re = compile_regex(args.name), compile_regex(args.namespace)
-    found = [container for container in answer.containers
-             if (name_re is None or name_re.search(container.metadata.name))
-             and (namespace_re is None or namespace_re.search(
-                 container.labels.get(POD_NAMESPACE_LABEL, "unknown")))]
-    found.sort(key=lambda container: container.created_at, reverse=True)
-    return found[:truncate_count(len(found), args.latest, args.last)]
+    return newest_matching(
+        answer.containers, args, lambda container: container.metadata.name,
+        lambda container: container.labels.get(POD_NAMESPACE_LABEL, "unknown"))
 
 
 async def run_ps(runtime: RuntimeService, args: argparse.Namespace) -> None:

@@ -16,10 +16,11 @@ from typing import Any
 from minikube_py.cri import CRIError, RuntimeService
 from minikube_py.crictl import display
 from minikube_py.crictl.container import (
-    compile_regex,
+    add_inspect_parser,
+    add_list_parser,
+    newest_matching,
     parse_labels,
     print_labels,
-    truncate_count,
 )
 from minikube_py.crictl.crictl_config import rpc_error
 from minikube_py.crictl.errors import CrictlError
@@ -44,24 +45,10 @@ def add_filter_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parsers(commands: Any) -> None:
-    pods = commands.add_parser("pods", help="List pods")
-    add_filter_flags(pods)
-    pods.add_argument("--id", default="", help="filter by pod id")
-    pods.add_argument("-q", "--quiet", action="store_true", help="List only pod IDs")
-    pods.add_argument("-o", "--output", default=display.OUTPUT_TABLE,
-                      help="Output format, One of: json|yaml|table")
-    pods.add_argument("--no-trunc", action="store_true",
-                      help="Show output without truncating the ID")
-    pods.set_defaults(run=run_pods)
-    inspectp = commands.add_parser("inspectp",
-                                   help="Display the status of one or more pods")
-    inspectp.add_argument("ids", nargs="*", metavar="POD-ID")
-    add_filter_flags(inspectp)
-    inspectp.add_argument("-o", "--output", default="",
-                          help="Output format, One of: json|yaml|table")
-    inspectp.add_argument("-q", "--quiet", action="store_true",
-                          help="Do not show verbose information")
-    inspectp.set_defaults(run=run_inspectp)
+    add_list_parser(commands, "pods", "List pods", add_filter_flags, id_help="filter by pod id",
+                    quiet_help="List only pod IDs", run=run_pods)
+    add_inspect_parser(commands, "inspectp", "Display the status of one or more pods",
+                       add_filter_flags, metavar="POD-ID", run=run_inspectp)
 
 
 async def list_sandboxes(runtime: RuntimeService, args: argparse.Namespace,
@@ -80,12 +67,8 @@ async def list_sandboxes(runtime: RuntimeService, args: argparse.Namespace,
     except CRIError as err:
         raise CrictlError(f"listing pod sandboxes: call list sandboxes RPC: "
                           f"{rpc_error(err)}") from None
-    name_re, namespace_re = compile_regex(args.name), compile_regex(args.namespace)
-    found = [pod for pod in answer.items
-             if (name_re is None or name_re.search(pod.metadata.name))
-             and (namespace_re is None or namespace_re.search(pod.metadata.namespace))]
-    found.sort(key=lambda pod: pod.created_at, reverse=True)
-    return found[:truncate_count(len(found), args.latest, args.last)]
+    return newest_matching(answer.items, args, lambda pod: pod.metadata.name,
+                           lambda pod: pod.metadata.namespace)
 
 
 def runtime_handler(pod: api_pb2.PodSandbox) -> str:

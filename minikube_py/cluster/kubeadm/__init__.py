@@ -1,5 +1,8 @@
-"""The cluster's own objects, written as kubeadm writes them (not yet applied by `up`):
+"""`up --layout kubeadm`: kubeadm init's phases, and the cluster's own objects written as
+kubeadm writes them:
 
+    init.py          cmd/kubeadm/app/cmd/init.go and phases/init/: run_init, the phases in
+                     order, from the images to every node Ready
     staticpod.py     util/staticpod/utils.go: a control-plane static pod, its probes,
                      the manifest written atomically into the kubelet's
                      --pod-manifest-path

@@ -1,18 +1,23 @@
-"""`minikube-py up --layout kubeadm`: the cluster built in kubeadm init's phases.
+"""`minikube-py up --layout kubeadm`: the cluster built in kubeadm init's phases, run in
+order by run_init (cli.py only hands it the saved cluster as an InitConfiguration).
 
     kubeadm init phase          here
-    certs, kubeconfig           cli.py: ClusterCertificates.ensure, plus the control-plane
-                                node's kubelet.conf (node_kubeconfig)
+    certs, kubeconfig           cli.py, before run_init: ClusterCertificates.ensure, plus
+                                the control-plane node's kubelet.conf (node_kubeconfig)
+    (the images)                run_init: the registry and the trace receiver, the
+                                component images built and pushed
     etcd local, control-plane   write_control_plane: the four static pods into the
                                 control-plane node's --pod-manifest-path
-    kubelet-start               cli.py: containerd and the kubelet of each node, host
-                                processes the supervisor watches (systemd's role)
+    kubelet-start               run_init: containerd of each node and the control-plane
+                                kubelet, host processes the supervisor watches (systemd's
+                                role)
     wait-control-plane          wait_for_apiserver: /readyz through the admin's TLS
     upload-config, bootstrap-   join.py: publish_cluster_objects (cluster-info, the
     token                       bootstrap token and its RBAC)
     mark-control-plane          mark_control_plane: the role label and the NoSchedule taint
     addon kube-proxy, coredns   apply_addons: addons.py's objects, server-side applied
                                 (and our metrics server)
+    (kubeadm join)              run_init: the workers' kubelets join with the token
 
 `up` then waits until every node is Ready and every kube-system pod is Running and ready
 (wait_for_cluster), which kubeadm leaves to the user.
@@ -22,8 +27,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import time
-from datetime import datetime
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +40,9 @@ from minikube_py.api.meta import parse_rfc3339
 from minikube_py.api.resources import RESOURCES, Resource
 from minikube_py.client.errors import ClientError
 from minikube_py.client.rest import Client
+from minikube_py.cluster.certs import ClusterCertificates
+from minikube_py.cluster.components import TraceReceiverProcess, kind_of
+from minikube_py.cluster.join import publish_cluster_objects
 from minikube_py.cluster.kubeadm.addons import (
     CONTROL_PLANE_TAINT,
     Addons,
@@ -40,6 +51,11 @@ from minikube_py.cluster.kubeadm.addons import (
     metrics_server_objects,
 )
 from minikube_py.cluster.kubeadm.controlplane import ControlPlane, HostPaths, write_static_pods
+from minikube_py.cluster.netns import ClusterNetwork
+from minikube_py.cluster.registry import RegistryProcess
+from minikube_py.cluster.tracestore import publish_trace_receiver
+from minikube_py.images.components import IMAGE_REPOSITORY, build_and_push_component_images
+from minikube_py.process import ComponentProcess
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +66,35 @@ FIELD_MANAGER = "kubeadm"
 LAYOUTS = ("processes", "kubeadm")
 """`processes`: the control plane as host processes, DNS and proxy too; `kubeadm`: static
 pods on a control-plane node, kube-proxy and DNS as add-ons."""
+KUBEADM_TIMEOUT = 600.0
+"""How long `up --layout kubeadm` waits for the cluster to settle: a first `up` builds
+the component images (minutes), a later one only checks them."""
+
+Start = Callable[[str], Awaitable[None]]
+"""Start one of `up`'s components by name (or adopt it when it runs), and say so."""
+
+
+@dataclass(frozen=True)
+class InitConfiguration:
+    """What kubeadm init is told (upstream's InitConfiguration and ClusterConfiguration,
+    as far as this cluster has them): where, on which network, with which settings."""
+
+    state: Path
+    network: ClusterNetwork
+    pod_cidr: str
+    """The control-plane node's pod CIDR."""
+    ports: dict[str, int]
+    server: str
+    """The API server's URL, as the nodes reach it."""
+    nodes: int
+    tracing_endpoint: str | None
+    """--tracing-endpoint, or None: the cluster's own trace receiver."""
+    tracing_config: Path
+    cluster_cidr: str
+    cluster_dns: str
+    load_balancer_range: str
+    verbosity: int
+    extra_config: dict[str, dict[str, str]]
 
 
 def manifest_dir(state: Path) -> Path:
@@ -189,3 +234,58 @@ async def wait_for_cluster(admin: Path, nodes: int, deadline: float,
             await asyncio.sleep(0.5)
     raise TimeoutError(f"the cluster did not settle: {waiting}")
 
+
+async def run_init(config: InitConfiguration, processes: dict[str, ComponentProcess],
+                   start: Start, approve_serving: Callable[[], Awaitable[None]],
+                   started: float) -> None:
+    """kubeadm init's phases, then the workers join: the registry and the trace receiver,
+    the component images pushed, the static pods' manifests, each node's containerd, the
+    control-plane node's kubelet (which starts the static pods), the cluster objects and
+    add-ons once the API server is ready, the workers' kubelets; then every node Ready
+    and every kube-system pod running."""
+    deadline = time.monotonic() + KUBEADM_TIMEOUT
+    state, network, ports = config.state, config.network, config.ports
+    await asyncio.gather(*(start(name) for name in ("registry", "tracing")
+                           if name in processes))
+    registry = processes["registry"]
+    assert isinstance(registry, RegistryProcess)
+    images = await asyncio.to_thread(build_and_push_component_images,
+                                     state / "images" / "components", registry.host)
+    print(f"component images: {images['kube-apiserver'].rpartition(':')[2]} in "
+          f"{registry.host}/{IMAGE_REPOSITORY} ({time.monotonic() - started:.1f} s)",
+          flush=True)
+    tracing_endpoint = (config.tracing_endpoint
+                        or f"http://{network.gateway}:{ports['tracing']}")
+    control_plane = network.control_plane(config.pod_cidr)
+    write_control_plane(state, ControlPlane(
+        advertise_address=control_plane.address, ports=ports, images=images,
+        tracing_endpoint=tracing_endpoint, load_balancer_range=config.load_balancer_range,
+        verbosity=config.verbosity, extra_config=config.extra_config), config.tracing_config)
+    await asyncio.gather(*(start(name) for name in processes
+                           if kind_of(name) == "containerd"))
+    first = f"{CONTROL_PLANE}/kubelet"
+    # a whole second back: the API's times have whole seconds
+    since = None if processes[first].adopt() else datetime.now(UTC).replace(
+        microsecond=0) - timedelta(seconds=1)
+    await start(first)
+    certs = ClusterCertificates(state)
+    admin = certs.kubeconfig("admin")
+    await wait_for_apiserver(admin, CONTROL_PLANE, images["kube-apiserver"], deadline)
+    print(f"apiserver: ready, a static pod on {CONTROL_PLANE} "
+          f"({time.monotonic() - started:.1f} s)", flush=True)
+    shutil.copyfile(admin, state / "kubeconfig")
+    (state / "kubeconfig").chmod(0o600)
+    await publish_cluster_objects(admin, state, config.server, certs.ca_file.read_bytes())
+    if isinstance(receiver := processes.get("tracing"), TraceReceiverProcess):
+        await publish_trace_receiver(state / "kubeconfig", receiver.url)
+    await mark_control_plane(admin, CONTROL_PLANE)
+    await apply_addons(admin, addon_objects(Addons(
+        server=config.server, cluster_cidr=config.cluster_cidr,
+        cluster_dns=config.cluster_dns, images=images, tracing_endpoint=tracing_endpoint,
+        verbosity=config.verbosity, extra_config=config.extra_config)))
+    await asyncio.gather(*(start(name) for name in processes
+                           if kind_of(name) in ("kubelet", "hollow-nodes") and name != first))
+    await approve_serving()
+    await wait_for_cluster(admin, config.nodes, deadline, since)
+    print(f"every node Ready, every kube-system pod running "
+          f"({time.monotonic() - started:.1f} s)", flush=True)
