@@ -37,6 +37,8 @@ PODS = "/api/v1/namespaces/{ns}/pods"
 DEPLOYMENTS = "/apis/apps/v1/namespaces/{ns}/deployments"
 SERVICES = "/api/v1/namespaces/{ns}/services"
 CONFIGMAPS = "/api/v1/namespaces/{ns}/configmaps"
+HPAS_V1 = "/apis/autoscaling/v1/namespaces/{ns}/horizontalpodautoscalers"
+HPAS_V2 = "/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers"
 MAX_BODY_BYTES = 3 * 1024 * 1024  # upstream's MaxRequestBodyBytes
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -111,6 +113,14 @@ def binding(target: Obj) -> Obj:
 def scale(replicas: int) -> Obj:
     return {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"},
             "spec": {"replicas": replicas}}
+
+
+def hpa(version: str, **spec: Any) -> Obj:
+    """A HorizontalPodAutoscaler of Deployment web, with `spec` over a valid one."""
+    return {"apiVersion": f"autoscaling/{version}", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "web"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                        "name": "web"}, "maxReplicas": 3, **spec}}
 
 
 def stale_pod() -> Obj:
@@ -251,6 +261,16 @@ CASES = (
     BadInput("scale-to-negative-replicas", "PUT", DEPLOYMENTS + "/web/scale", scale(-1), 422,
              "Invalid", 'Scale.autoscaling "web" is invalid: spec.replicas: Invalid value: -1',
              "spec.replicas", setup=WEB_DEPLOYMENT),
+    BadInput("hpa-max-below-min", "POST", HPAS_V2, hpa("v2", minReplicas=4), 422, "Invalid",
+             'HorizontalPodAutoscaler.autoscaling "web" is invalid: spec.maxReplicas: Invalid '
+             "value: 3: must be greater than or equal to `minReplicas`", "spec.maxReplicas"),
+    BadInput("hpa-v1-zero-cpu-target", "POST", HPAS_V1, hpa("v1", targetCPUUtilizationPercentage=0),
+             422, "Invalid", "spec.metrics[0].resource.target.averageUtilization: Invalid "
+             "value: 0: must be greater than 0",
+             "spec.metrics[0].resource.target.averageUtilization"),
+    BadInput("hpa-without-scale-target", "POST", HPAS_V2,
+             {**hpa("v2"), "spec": {"maxReplicas": 3}}, 422, "Invalid",
+             "spec.scaleTargetRef.kind: Required value", "spec.scaleTargetRef.kind"),
     # -- updates of immutable fields (422) -------------------------------------------------
     BadInput("patch-changes-pod-container-name", "PATCH", PODS + "/web",
              [{"op": "replace", "path": "/spec/containers/0/name", "value": "other"}], 422,

@@ -31,7 +31,6 @@ def json_response(
 # yet"): a request for one gets the NotFound upstream answers for an unknown resource,
 # with a message that says so, instead of leaving a student to guess.
 NOT_BUILT_YET = {
-    "autoscaling": "HorizontalPodAutoscalers",
     "storage.k8s.io": "StorageClasses, CSI drivers and volume attachments",
     "flowcontrol.apiserver.k8s.io": "API Priority and Fairness",
 }
