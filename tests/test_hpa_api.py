@@ -239,3 +239,25 @@ def test_python_client_reads_both_versions(autoscaling_v2: client.AutoscalingV2A
             "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"},
                      "maxReplicas": 3}})
     assert refused.value.status == 409
+
+
+def test_kubectl_autoscale_creates_a_v2_hpa_that_get_and_describe_print(
+        kubectl: Kubectl, namespace: str) -> None:
+    """`kubectl autoscale` sends its HPA as protobuf (client-go's typed client)."""
+    kubectl("create", "deployment", "web", "--image=busybox", "-n", namespace)
+    out = kubectl("autoscale", "deployment", "web", "--cpu-percent=50", "--min=1", "--max=5",
+                  "-n", namespace).stdout
+    assert out == "horizontalpodautoscaler.autoscaling/web autoscaled\n"
+    hpa = get_json(kubectl, "hpa", "web", "-n", namespace)
+    assert hpa["spec"] == {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "minReplicas": 1, "maxReplicas": 5,
+        "metrics": [{"type": "Resource", "resource": {
+            "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}]}
+    assert table(kubectl("get", "hpa", "-n", namespace).stdout)[1] == [
+        "web", "Deployment/web", "cpu: <unknown>/50%", "1", "5", "0"]
+    described = kubectl("describe", "hpa", "web", "-n", namespace).stdout
+    assert re.search(r"Reference:\s+Deployment/web\n", described)
+    assert re.search(r"resource cpu on pods  \(as a percentage of request\):\s+"
+                     r"<unknown> / 50%\n", described)
+    assert re.search(r"Min replicas:\s+1\nMax replicas:\s+5\n", described)
