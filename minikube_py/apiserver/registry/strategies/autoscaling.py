@@ -12,6 +12,7 @@ import copy
 from typing import Any
 
 from minikube_py.api import Obj
+from minikube_py.api.autoscaling import generate_scale_down_rules, generate_scale_up_rules
 from minikube_py.api.defaulting import as_dict, set_default
 from minikube_py.api.quantity import QuantityError, parse_quantity
 from minikube_py.api.validation import (
@@ -47,29 +48,6 @@ _SOURCE_FIELDS = {"Object": "object", "Pods": "pods", "Resource": "resource",
                   "External": "external", "ContainerResource": "containerResource"}
 
 
-def default_scale_up_rules() -> Obj:
-    """The scale-up rules of an HPA without its own: the older HPA's speed (4 pods or
-    double, whichever is more, every 15 s; no stabilization)."""
-    return {"stabilizationWindowSeconds": 0, "selectPolicy": "Max", "policies": [
-        {"type": "Pods", "value": 4, "periodSeconds": 15},
-        {"type": "Percent", "value": 100, "periodSeconds": 15}]}
-
-
-def default_scale_down_rules() -> Obj:
-    """The scale-down rules of an HPA without its own; the window stays unset, for the
-    controller-manager's --horizontal-pod-autoscaler-downscale-stabilization."""
-    return {"selectPolicy": "Max", "policies": [
-        {"type": "Percent", "value": 100, "periodSeconds": 15}]}
-
-
-def _fill_rules(rules: Any, defaults: Obj) -> Obj:
-    """copyHPAScalingRules: the set fields of `rules` over the defaults."""
-    for name in ("selectPolicy", "stabilizationWindowSeconds", "policies", "tolerance"):
-        if isinstance(rules, dict) and rules.get(name) is not None:
-            defaults[name] = rules[name]
-    return defaults
-
-
 def set_defaults_horizontal_pod_autoscaler(hpa: Obj) -> None:
     """SetDefaults_HorizontalPodAutoscaler (v2): minReplicas 1, an 80% CPU target when
     no metric is given, and full behavior rules once any behavior is set."""
@@ -82,9 +60,8 @@ def set_defaults_horizontal_pod_autoscaler(hpa: Obj) -> None:
             "type": "Utilization", "averageUtilization": DEFAULT_CPU_UTILIZATION}}}]
     behavior = spec.get("behavior")
     if isinstance(behavior, dict):
-        behavior["scaleUp"] = _fill_rules(behavior.get("scaleUp"), default_scale_up_rules())
-        behavior["scaleDown"] = _fill_rules(behavior.get("scaleDown"),
-                                            default_scale_down_rules())
+        behavior["scaleUp"] = generate_scale_up_rules(behavior.get("scaleUp"))
+        behavior["scaleDown"] = generate_scale_down_rules(behavior.get("scaleDown"))
 
 
 def _int(value: Any) -> int | None:
