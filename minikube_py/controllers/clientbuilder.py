@@ -118,6 +118,7 @@ CONTROLLER_ACCOUNTS = {
     "taint-eviction-controller": "node-controller",
     "podgc": "pod-garbage-collector",
     "resourcequota": "resourcequota-controller",
+    "horizontalpodautoscaling": "horizontal-pod-autoscaler",
     "clusterrole-aggregation": "clusterrole-aggregation-controller",
     "root-ca-cert-publisher": "root-ca-cert-publisher",
     "csrapproving": "certificate-controller",
