@@ -261,3 +261,10 @@ def test_kubectl_autoscale_creates_a_v2_hpa_that_get_and_describe_print(
     assert re.search(r"resource cpu on pods  \(as a percentage of request\):\s+"
                      r"<unknown> / 50%\n", described)
     assert re.search(r"Min replicas:\s+1\nMax replicas:\s+5\n", described)
+
+
+def test_kubectl_explain_reads_the_v2_schema(kubectl: Kubectl) -> None:
+    out = kubectl("explain", "hpa.spec.behavior.scaleUp").stdout
+    assert out.startswith("GROUP:      autoscaling\nKIND:       HorizontalPodAutoscaler\n"
+                          "VERSION:    v2\n\nFIELD: scaleUp <HPAScalingRules>\n")
+    assert "stabilizationWindowSeconds\t<integer>" in out

@@ -232,6 +232,13 @@ async def test_hpa_scales_the_deployment_up_to_what_the_cpu_metrics_ask(
     out = await asyncio.to_thread(kubectl(cluster), "get", "hpa", "-n", namespace)
     assert re.search(rf"web\s+Deployment/web\s+cpu: {utilization}%/50%\s+1\s+5\s+2\s",
                      out), out
+    described = await asyncio.to_thread(kubectl(cluster), "describe", "hpa", "web", "-n",
+                                        namespace)
+    assert re.search(r"AbleToScale\s+True\s+SucceededRescale\s+the HPA controller was able "
+                     r"to update the target scale to 4\n", described), described
+    assert re.search(r"Normal\s+SuccessfulRescale\s+\S+\s+horizontal-pod-autoscaler\s+"
+                     r"New size: 4; reason: cpu resource utilization \(percentage of request\) "
+                     r"above target", described), described
 
 
 async def test_hpa_without_metrics_reports_failed_get_resource_metric(

@@ -93,6 +93,15 @@ def set_condition(hpa: Obj, condition_type: str, status: str, reason: str, messa
     existing.update(status=status, reason=reason, message=message)
 
 
+def tolerances_for(hpa: Obj, default: float) -> Tolerances:
+    """tolerancesForHpa: each direction's behavior tolerance, else the flag's."""
+    behavior = (hpa.get("spec") or {}).get("behavior") or {}
+    down = (behavior.get("scaleDown") or {}).get("tolerance")
+    up = (behavior.get("scaleUp") or {}).get("tolerance")
+    return Tolerances(_milli(down) / 1000 if down is not None else default,
+                      _milli(up) / 1000 if up is not None else default)
+
+
 def scale_resource_for(api_version: str, kind: str) -> Resource | None:
     """The REST mapping of a scale target: the served resource of that group and kind with
     a scale subresource."""
@@ -276,7 +285,7 @@ class HorizontalController(Controller):
         replicas, metric_name = 0, ""
         invalid = 0
         first_error: MetricError | None = None
-        tolerances = self.tolerances_for(hpa)
+        tolerances = tolerances_for(hpa, self.tolerance)
         for i, spec in enumerate(metrics):
             try:
                 proposal, name, status = await self.compute_replicas_for_metric(
@@ -305,14 +314,6 @@ class HorizontalController(Controller):
                       f"the HPA was able to successfully calculate a replica count from "
                       f"{metric_name}", now)
         return replicas, metric_name, statuses, failure
-
-    def tolerances_for(self, hpa: Obj) -> Tolerances:
-        """tolerancesForHpa: the flag's tolerance, or each direction's own."""
-        behavior = (hpa.get("spec") or {}).get("behavior") or {}
-        down = (behavior.get("scaleDown") or {}).get("tolerance")
-        up = (behavior.get("scaleUp") or {}).get("tolerance")
-        return Tolerances(_milli(down) / 1000 if down is not None else self.tolerance,
-                          _milli(up) / 1000 if up is not None else self.tolerance)
 
     async def compute_replicas_for_metric(
             self, hpa: Obj, spec: Obj, spec_replicas: int, status_replicas: int,
