@@ -268,3 +268,58 @@ def test_kubectl_explain_reads_the_v2_schema(kubectl: Kubectl) -> None:
     assert out.startswith("GROUP:      autoscaling\nKIND:       HorizontalPodAutoscaler\n"
                           "VERSION:    v2\n\nFIELD: scaleUp <HPAScalingRules>\n")
     assert "stabilizationWindowSeconds\t<integer>" in out
+
+
+MANY_METRICS = {
+    "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+    "metadata": {"name": "many", "labels": {"tier": "db"}},
+    "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"},
+             "maxReplicas": 4, "metrics": [
+                 {"type": "Object", "object": {
+                     "describedObject": {"apiVersion": "v1", "kind": "Service", "name": "s"},
+                     "metric": {"name": "hits"}, "target": {"type": "Value", "value": "2k"}}},
+                 {"type": "Object", "object": {
+                     "describedObject": {"apiVersion": "v1", "kind": "Service", "name": "s"},
+                     "metric": {"name": "hits"},
+                     "target": {"type": "AverageValue", "averageValue": "2"}}},
+                 {"type": "External", "external": {"metric": {"name": "q"}, "target": {
+                     "type": "Value", "value": "30"}}},
+                 {"type": "External", "external": {"metric": {"name": "q"}, "target": {
+                     "type": "AverageValue", "averageValue": "30"}}},
+                 {"type": "ContainerResource", "containerResource": {
+                     "name": "memory", "container": "app",
+                     "target": {"type": "AverageValue", "averageValue": "100Mi"}}},
+                 {"type": "ContainerResource", "containerResource": {
+                     "name": "cpu", "container": "app",
+                     "target": {"type": "Utilization", "averageUtilization": 40}}},
+                 {"type": "Resource", "resource": {"name": "memory", "target": {
+                     "type": "AverageValue", "averageValue": "1Gi"}}}],
+             "behavior": {"scaleUp": {"selectPolicy": "Min"}, "scaleDown": {"policies": [
+                 {"type": "Pods", "value": 1, "periodSeconds": 60}]}}}}
+
+
+def test_mkctl_describe_hpa_prints_what_kubectl_prints(
+        kubectl: Kubectl, kubeconfig: Path, namespace: str, tmp_path: Path) -> None:
+    """Every metric source type, behavior, conditions (describeHorizontalPodAutoscalerV2)."""
+    from tests.test_mkctl import Clis
+
+    kubectl("apply", "-n", namespace, "-f", "-", input=HPA_V2)
+    kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(MANY_METRICS))
+    kubectl("patch", "hpa", "web", "-n", namespace, "--subresource=status", "--type=merge",
+            "-p", json.dumps({"status": {
+                "currentReplicas": 2, "desiredReplicas": 3, "currentMetrics": [
+                    {"type": "Resource", "resource": {"name": "cpu", "current": {
+                        "averageUtilization": 12, "averageValue": "120"}}},
+                    {"type": "Pods", "pods": {"metric": {"name": "requests-per-second"},
+                                              "current": {"averageValue": "900"}}}],
+                "conditions": [{"type": "AbleToScale", "status": "True",
+                                "reason": "ReadyForNewScale",
+                                "message": "recommended size matches current size",
+                                "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}))
+    clis = Clis(kubeconfig, tmp_path)
+    for args in (("describe", "hpa", "web", "-n", namespace),
+                 ("describe", "hpa", "many", "-n", namespace),
+                 ("describe", "hpa", "-n", namespace)):
+        expected, actual = clis.compare(*args)
+        assert expected.code == 0 and "Metrics:" in expected.out
+        assert actual == expected
