@@ -73,6 +73,9 @@ def test_api_resources_lists_both_versions_with_v2_preferred(kubectl: Kubectl) -
                            "HorizontalPodAutoscaler"]
     versions = kubectl("api-versions").stdout.split()
     assert "autoscaling/v1" in versions and "autoscaling/v2" in versions
+    priorities = {name: get_json(kubectl, "apiservice", name)["spec"]["versionPriority"]
+                  for name in ("v1.autoscaling", "v2.autoscaling")}
+    assert priorities == {"v1.autoscaling": 15, "v2.autoscaling": 30}
 
 
 def test_create_defaults_min_replicas_and_behavior_rules(kubectl: Kubectl,
