@@ -1,7 +1,8 @@
 """The HorizontalPodAutoscaler controller (upstream's pkg/controller/podautoscaler/horizontal.go).
 
-Every HPA is synced when it changes and again every --horizontal-pod-autoscaler-sync-period
-(15 s), whatever happens:
+Every HPA is synced every --horizontal-pod-autoscaler-sync-period (15 s), whatever happens;
+a new or changed one waits for the next period too, as upstream's queue makes it (so a new
+HPA shows `<unknown>` targets for up to a period):
 
     get the target's scale subresource          (AbleToScale: SucceededGetScale | FailedGetScale)
     current replicas 0 -> scaling disabled       (ScalingActive: ScalingDisabled)
@@ -133,12 +134,14 @@ class HorizontalController(Controller):
         self.pods = self.informer("pods")
         self.traced = self.hpas
         self.hpas.add_event_handler(EventHandler(
-            on_add=self.enqueue, on_update=self._update_hpa, on_delete=self.enqueue))
+            on_add=self._enqueue_hpa, on_update=lambda _old, new: self._enqueue_hpa(new),
+            on_delete=self.enqueue))
 
-    def _update_hpa(self, old: Obj, new: Obj) -> None:
-        """A spec change is synced at once; status writes (our own) wait for the resync."""
-        if old.get("spec") != new.get("spec"):
-            self.enqueue(new)
+    def _enqueue_hpa(self, hpa: Obj) -> None:
+        """enqueueHPA: a new or changed HPA is synced one sync period later, as upstream's
+        fixed-interval rate limiter does (a pending sync of it wins); only a deletion is
+        handled at once (its memory is dropped)."""
+        self.enqueue_after(hpa, self.sync_period)
 
     # -- sync ------------------------------------------------------------------------------
 
