@@ -326,3 +326,40 @@ def test_mkctl_describe_hpa_prints_what_kubectl_prints(
         expected, actual = clis.compare(*args)
         assert expected.code == 0 and "Metrics:" in expected.out
         assert actual == expected
+
+
+AUTOSCALE_CASES = [
+    "deployment web --max=0", "deployment web --min=3 --max=2",
+    "deployment/web --max=4 --cpu=70% --dry-run=client -o yaml",
+    "deployment/web --max=4 --cpu=70% --min=2 --dry-run=client -o json",
+    "deployment/web --max=4 --cpu=500m --memory=1Gi --name=x --dry-run=server -o name",
+    "deployment/web --max=4 --cpu=500m --dry-run=server",
+    "deployment nope --max=3", "deployment --max=3", "deployment web --max=3 --cpu=abc",
+    "deployment web --max=3 --cpu-percent=40 --dry-run=client",
+]
+
+
+def test_mkctl_autoscale_prints_what_kubectl_prints(
+        kubectl: Kubectl, kubeconfig: Path, namespace: str, tmp_path: Path) -> None:
+    """Bad flags, dry runs of both kinds and every metric flag; then a real create by each
+    (the same HPA), and one over an existing HPA (kubectl's fallback to v1)."""
+    from tests.test_mkctl import Clis
+
+    kubectl("create", "deployment", "web", "--image=busybox", "-n", namespace)
+    clis = Clis(kubeconfig, tmp_path)
+    for case in AUTOSCALE_CASES:
+        expected, actual = clis.compare("autoscale", *case.split(), "-n", namespace)
+        assert actual == expected, case
+    made = []
+    for cli in (clis.kubectl, clis.mkctl):
+        result = cli("autoscale", "deployment", "web", "--max=5", "--cpu=50%", "--min=2",
+                     "-n", namespace)
+        made.append((result.out, result.err, result.code,
+                     get_json(kubectl, "hpa", "web", "-n", namespace)["spec"]))
+        again = [cli("autoscale", "deployment", "web", "--max=5", *extra, "-n", namespace)
+                 for extra in ((), ("--cpu=60%",))]
+        made.append(tuple((r.err, r.code) for r in again))
+        kubectl("delete", "hpa", "web", "-n", namespace)
+    assert made[0] == made[2]
+    assert made[1] == made[3]
+    assert made[0][0] == "horizontalpodautoscaler.autoscaling/web autoscaled\n"
