@@ -298,3 +298,38 @@ async def test_scale_down_waits_out_the_stabilization_window(
 
     assert (await eventually(scaled_down, timeout=30, what="the scale-down"))[
         "spec"]["replicas"] == 1
+
+
+async def test_replicas_outside_min_and_max_go_back_to_the_bound_and_zero_disables(
+        metrics_cluster: MetricsCluster, hpa_controller: ControllerManager) -> None:
+    """Upstream's guards before any metric is read: a target above maxReplicas is set to
+    it (SuccessfulRescale, "Current number of replicas above Spec.MaxReplicas"); a target
+    at 0 replicas is left alone (ScalingActive False, ScalingDisabled)."""
+    cluster = metrics_cluster
+    hpas = cluster.client.resource("horizontalpodautoscalers", "autoscaling")
+    deployments = cluster.client.resource("deployments", "apps")
+    namespace = f"hpa-{uuid.uuid4().hex[:6]}"
+    await make_workload(cluster, namespace, [0.05] * 4)
+    await hpas.create(hpa(50, maximum=2), namespace)
+
+    async def capped() -> Obj | None:
+        deployment = await deployments.get("web", namespace)
+        return deployment if deployment["spec"]["replicas"] == 2 else None
+
+    await eventually(capped, timeout=30, what="the Deployment capped at maxReplicas")
+    events = (await cluster.client.resource("events").list(namespace))["items"]
+    assert [e["message"] for e in events if e.get("reason") == "SuccessfulRescale"] == [
+        "New size: 2; reason: Current number of replicas above Spec.MaxReplicas"]
+
+    await deployments.patch("web", {"spec": {"replicas": 0}}, namespace)
+
+    async def disabled() -> Obj | None:
+        current = await hpas.get("web", namespace)
+        conditions = (current.get("status") or {}).get("conditions") or []
+        active = next((c for c in conditions if c["type"] == "ScalingActive"), None)
+        return active if active is not None and active["reason"] == "ScalingDisabled" else None
+
+    active = await eventually(disabled, timeout=30, what="ScalingDisabled")
+    assert (active["status"], active["message"]) == (
+        "False", "scaling is disabled since the replica count of the target is zero")
+    assert (await deployments.get("web", namespace))["spec"]["replicas"] == 0
