@@ -333,3 +333,33 @@ async def test_replicas_outside_min_and_max_go_back_to_the_bound_and_zero_disabl
     assert (active["status"], active["message"]) == (
         "False", "scaling is disabled since the replica count of the target is zero")
     assert (await deployments.get("web", namespace))["spec"]["replicas"] == 0
+
+
+async def test_two_hpas_over_the_same_pods_are_an_ambiguous_selector(
+        metrics_cluster: MetricsCluster, hpa_controller: ControllerManager) -> None:
+    """validateAndParseSelector: once both HPAs' targets select the same pods, each says
+    so (ScalingActive False, AmbiguousSelector) and computes nothing."""
+    cluster = metrics_cluster
+    hpas = cluster.client.resource("horizontalpodautoscalers", "autoscaling")
+    namespace = f"hpa-{uuid.uuid4().hex[:6]}"
+    await make_workload(cluster, namespace, [0.05, 0.05])
+    for name in ("web", "web2"):
+        body = hpa(50)
+        body["metadata"]["name"] = name
+        await hpas.create(body, namespace)
+
+    async def ambiguous() -> list[Obj] | None:
+        found = []
+        for name in ("web", "web2"):
+            current = await hpas.get(name, namespace)
+            conditions = (current.get("status") or {}).get("conditions") or []
+            active = next((c for c in conditions if c["type"] == "ScalingActive"), None)
+            if active is None or active["reason"] != "AmbiguousSelector":
+                return None
+            found.append(active)
+        return found
+
+    for active in await eventually(ambiguous, timeout=30, what="AmbiguousSelector on both"):
+        assert active["message"] == (
+            "pods by selector app=web are controlled by multiple HPAs: "
+            f"[{{web {namespace}}} {{web2 {namespace}}}]")

@@ -6,6 +6,9 @@ HPA shows `<unknown>` targets for up to a period):
 
     get the target's scale subresource          (AbleToScale: SucceededGetScale | FailedGetScale)
     current replicas 0 -> scaling disabled       (ScalingActive: ScalingDisabled)
+    the scale's selector: required, and its pods selected by no other HPA
+                                                 (ScalingActive: InvalidSelector,
+                                                  AmbiguousSelector)
     outside [min, max] -> back to the bound
     otherwise, for each metric: fetch it (metrics.k8s.io for Resource and ContainerResource,
         custom.metrics.k8s.io for Pods and Object, external.metrics.k8s.io for External),
@@ -32,6 +35,7 @@ from minikube_py.api.meta import rfc3339
 from minikube_py.api.quantity import QuantityError, canonical_quantity, cpu_millis
 from minikube_py.api.resources import RESOURCES, Resource
 from minikube_py.api.selectors import (
+    LabelSelector,
     SelectorError,
     label_selector_to_string,
     parse_label_selector,
@@ -127,6 +131,8 @@ class HorizontalController(Controller):
         self.tolerance = options.horizontal_pod_autoscaler_tolerance
         self.history = ScalingHistory(timedelta(
             seconds=options.horizontal_pod_autoscaler_downscale_stabilization))
+        # hpaSelectors: the pod selector of each HPA's target, as last read from its scale
+        self.hpa_selectors: dict[str, LabelSelector] = {}
         self.calculator = ReplicaCalculator(
             timedelta(seconds=options.horizontal_pod_autoscaler_cpu_initialization_period),
             timedelta(seconds=options.horizontal_pod_autoscaler_initial_readiness_delay))
@@ -150,6 +156,7 @@ class HorizontalController(Controller):
         hpa = self.hpas.store.get(key)
         if hpa is None:
             self.history.forget(key)
+            self.hpa_selectors.pop(key, None)
             return
         try:
             await self.reconcile_autoscaler(copy.deepcopy(hpa), key)
@@ -279,8 +286,21 @@ class HorizontalController(Controller):
             self.recorder.event(hpa, "Warning", "InvalidSelector", message)
             set_condition(hpa, "ScalingActive", "False", "InvalidSelector", message, now)
             return -1, "", [], RuntimeError(message)
+        key = f"{namespace}/{hpa['metadata']['name']}"
+        self.hpa_selectors[key] = selector
         pods = [pod for pod in self.pods.store.list(namespace)
                 if selector.matches(pod["metadata"].get("labels") or {})]
+        selecting = sorted({other for other, chosen in self.hpa_selectors.items()
+                            if other.startswith(f"{namespace}/") for pod in pods
+                            if chosen.matches(pod["metadata"].get("labels") or {})})
+        if len(selecting) > 1:
+            names = " ".join("{" + other.split("/", 1)[1] + " " + namespace + "}"
+                             for other in selecting)
+            message = (f"pods by selector {selector_text} are controlled by multiple HPAs: "
+                       f"[{names}]")
+            self.recorder.event(hpa, "Warning", "AmbiguousSelector", message)
+            set_condition(hpa, "ScalingActive", "False", "AmbiguousSelector", message, now)
+            return -1, "", [], RuntimeError(message)
         spec_replicas = int((scale.get("spec") or {}).get("replicas") or 0)
         status_replicas = int((scale.get("status") or {}).get("replicas") or 0)
         metrics = [m for m in (hpa.get("spec") or {}).get("metrics") or [] if isinstance(m, dict)]
