@@ -82,6 +82,12 @@ MINIMAL: dict[str, Obj] = {
             "service": {"name": "svc", "port": {"number": 80}}}}]}}]}},
     "networking.k8s.io/v1/IngressClass": {"spec": {"controller": "example.com/ingress"}},
     "networking.k8s.io/v1/NetworkPolicy": {},
+    "autoscaling/v2/HorizontalPodAutoscaler": {"spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "maxReplicas": 3}},
+    "autoscaling/v1/HorizontalPodAutoscaler": {"spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "maxReplicas": 3}},
     "policy/v1/PodDisruptionBudget": {"spec": {"minAvailable": 1, "selector": SELECTOR}},
     "rbac.authorization.k8s.io/v1/Role": {"rules": RULES},
     "rbac.authorization.k8s.io/v1/ClusterRole": {"rules": RULES},

@@ -39,6 +39,8 @@ SERVICES = "/api/v1/namespaces/{ns}/services"
 CONFIGMAPS = "/api/v1/namespaces/{ns}/configmaps"
 CLAIMS = "/api/v1/namespaces/{ns}/persistentvolumeclaims"
 STORAGE_CLASSES = "/apis/storage.k8s.io/v1/storageclasses"
+HPAS_V1 = "/apis/autoscaling/v1/namespaces/{ns}/horizontalpodautoscalers"
+HPAS_V2 = "/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers"
 MAX_BODY_BYTES = 3 * 1024 * 1024  # upstream's MaxRequestBodyBytes
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -113,6 +115,14 @@ def binding(target: Obj) -> Obj:
 def scale(replicas: int) -> Obj:
     return {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"},
             "spec": {"replicas": replicas}}
+
+
+def hpa(version: str, **spec: Any) -> Obj:
+    """A HorizontalPodAutoscaler of Deployment web, with `spec` over a valid one."""
+    return {"apiVersion": f"autoscaling/{version}", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "web"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                        "name": "web"}, "maxReplicas": 3, **spec}}
 
 
 def stale_pod() -> Obj:
@@ -261,6 +271,16 @@ CASES = (
              {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
               "spec": {"accessModes": ["ReadWriteOnce"]}}, 422, "Invalid",
              "spec.resources[storage]: Required value", "spec.resources[storage]"),
+    BadInput("hpa-max-below-min", "POST", HPAS_V2, hpa("v2", minReplicas=4), 422, "Invalid",
+             'HorizontalPodAutoscaler.autoscaling "web" is invalid: spec.maxReplicas: Invalid '
+             "value: 3: must be greater than or equal to `minReplicas`", "spec.maxReplicas"),
+    BadInput("hpa-v1-zero-cpu-target", "POST", HPAS_V1, hpa("v1", targetCPUUtilizationPercentage=0),
+             422, "Invalid", "spec.metrics[0].resource.target.averageUtilization: Invalid "
+             "value: 0: must be greater than 0",
+             "spec.metrics[0].resource.target.averageUtilization"),
+    BadInput("hpa-without-scale-target", "POST", HPAS_V2,
+             {**hpa("v2"), "spec": {"maxReplicas": 3}}, 422, "Invalid",
+             "spec.scaleTargetRef.kind: Required value", "spec.scaleTargetRef.kind"),
     # -- updates of immutable fields (422) -------------------------------------------------
     BadInput("storage-class-provisioner-changed", "PATCH",
              STORAGE_CLASSES + "/bad-input-fixed-class", {"provisioner": "example.com/other"},

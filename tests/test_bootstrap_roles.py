@@ -9,6 +9,7 @@ lease (kube-scheduler may update only its own, by resourceNames)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -181,6 +182,13 @@ def test_each_controller_service_account_may_do_its_own_work(
             ("pvc-protection-controller", "update persistentvolumeclaims -n default", "yes"),
             ("pvc-protection-controller", "update persistentvolumes", "no"),
             ("pv-protection-controller", "update persistentvolumes", "yes"),
+            ("horizontal-pod-autoscaler",
+             "update horizontalpodautoscalers.autoscaling --subresource=status -n default",
+             "yes"),
+            ("horizontal-pod-autoscaler",
+             "update deployments.apps --subresource=scale -n default", "yes"),
+            ("horizontal-pod-autoscaler", "watch pods -n default", "yes"),
+            ("horizontal-pod-autoscaler", "update deployments.apps -n default", "no"),
             # namespaced roles: only the namespaces these controllers work in
             ("token-cleaner", "delete secrets -n kube-system", "yes"),
             ("token-cleaner", "delete secrets -n default", "no"),
@@ -190,6 +198,14 @@ def test_each_controller_service_account_may_do_its_own_work(
             ("default", "list pods -n kube-system", "no")):
         assert answers(admin, question, impersonate=sa(account)) == {question: answer}, (
             account, question)
+    review = kubectl(admin, "create", "--raw", "/apis/authorization.k8s.io/v1/"
+                     "subjectaccessreviews", "-f", "-", stdin=json.dumps({
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": sa("horizontal-pod-autoscaler"), "resourceAttributes": {
+            "group": "metrics.k8s.io", "resource": "pods", "verb": "list",
+            "namespace": "default"}}}))
+    assert review.returncode == 0, review.stderr
+    assert json.loads(review.stdout)["status"]["allowed"] is True
     kube_dns = answers(admin, "list services --all-namespaces",
                        impersonate=sa("kube-dns"))
     assert kube_dns == {"list services --all-namespaces": "yes"}

@@ -38,6 +38,8 @@ from minikube_py.gen.k8s import (
     apps_v1_pb2,
     authentication_v1_pb2,
     authorization_v1_pb2,
+    autoscaling_v1_pb2,
+    autoscaling_v2_pb2,
     batch_v1_pb2,
     certificates_v1_pb2,
     core_v1_pb2,
@@ -70,6 +72,8 @@ KINDS: dict[tuple[str, str], type[Message]] = {
     ("v1", "Service"): core_v1_pb2.Service,
     ("v1", "ServiceAccount"): core_v1_pb2.ServiceAccount,
     ("apps/v1", "Deployment"): apps_v1_pb2.Deployment,
+    ("autoscaling/v1", "HorizontalPodAutoscaler"): autoscaling_v1_pb2.HorizontalPodAutoscaler,
+    ("autoscaling/v2", "HorizontalPodAutoscaler"): autoscaling_v2_pb2.HorizontalPodAutoscaler,
     ("batch/v1", "CronJob"): batch_v1_pb2.CronJob,
     ("batch/v1", "Job"): batch_v1_pb2.Job,
     ("certificates.k8s.io/v1", "CertificateSigningRequest"):
@@ -214,6 +218,18 @@ KEEP_ZERO: dict[str, frozenset[str]] = {
         "k8s.io.api.apps.v1.DeploymentSpec": (
             "replicas revisionHistoryLimit progressDeadlineSeconds podReplacementPolicy"),
         "k8s.io.api.apps.v1.DeploymentStatus": "terminatingReplicas collisionCount",
+        "k8s.io.api.autoscaling.v1.HorizontalPodAutoscalerSpec": (
+            "minReplicas maxReplicas targetCPUUtilizationPercentage"),
+        "k8s.io.api.autoscaling.v1.HorizontalPodAutoscalerStatus": (
+            "observedGeneration currentReplicas desiredReplicas currentCPUUtilizationPercentage"),
+        "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerSpec": "minReplicas maxReplicas",
+        "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerStatus": (
+            "observedGeneration desiredReplicas"),
+        "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerCondition": "observedGeneration",
+        "k8s.io.api.autoscaling.v2.HPAScalingRules": "selectPolicy stabilizationWindowSeconds",
+        "k8s.io.api.autoscaling.v2.HPAScalingPolicy": "type value periodSeconds",
+        "k8s.io.api.autoscaling.v2.MetricTarget": "averageUtilization",
+        "k8s.io.api.autoscaling.v2.MetricValueStatus": "averageUtilization",
         "k8s.io.api.batch.v1.CronJobSpec": (
             "timeZone startingDeadlineSeconds suspend successfulJobsHistoryLimit "
             "failedJobsHistoryLimit"),

@@ -129,6 +129,11 @@ RESOURCES: tuple[Resource, ...] = (
              ("status", "scale")),
     Resource("apps", "v1", "DaemonSet", "daemonsets", True, ("ds",), _ALL, ("status",)),
     Resource("apps", "v1", "ControllerRevision", "controllerrevisions", True),
+    # autoscaling/v2 (stored) and autoscaling/v1 (the same objects, converted)
+    Resource("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", True,
+             ("hpa",), _ALL, ("status",)),
+    Resource("autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers", True,
+             ("hpa",), _ALL, ("status",)),
     # batch/v1
     Resource("batch", "v1", "Job", "jobs", True, (), _ALL, ("status",)),
     Resource("batch", "v1", "CronJob", "cronjobs", True, ("cj",), _ALL, ("status",)),

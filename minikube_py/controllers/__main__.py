@@ -18,6 +18,12 @@ from minikube_py.controllers.servicelb import parse_range
 from minikube_py.security.pki import KeyPair
 from minikube_py.tracing.setup import add_tracing_flag, tracer_for
 
+HPA_FLAGS = (
+    "horizontal_pod_autoscaler_sync_period", "horizontal_pod_autoscaler_downscale_stabilization",
+    "horizontal_pod_autoscaler_tolerance", "horizontal_pod_autoscaler_cpu_initialization_period",
+    "horizontal_pod_autoscaler_initial_readiness_delay",
+)
+
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m minikube_py.controllers",
@@ -63,6 +69,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         default=ControllerOptions.cluster_signing_duration,
                         help="how long signed certificates last (default 8760h0m0s)")
     add_tracing_flag(parser)
+    parser.add_argument("--horizontal-pod-autoscaler-sync-period", type=flag_duration,
+                        default=ControllerOptions.horizontal_pod_autoscaler_sync_period,
+                        help="how often every HorizontalPodAutoscaler is synced (15s)")
+    parser.add_argument("--horizontal-pod-autoscaler-downscale-stabilization",
+                        type=flag_duration,
+                        default=ControllerOptions.horizontal_pod_autoscaler_downscale_stabilization,
+                        help="how far back recommendations hold a scale-down (5m0s)")
+    parser.add_argument("--horizontal-pod-autoscaler-tolerance", type=float,
+                        default=ControllerOptions.horizontal_pod_autoscaler_tolerance,
+                        help="the usage ratio distance from 1.0 that scales nothing (0.1)")
+    parser.add_argument("--horizontal-pod-autoscaler-cpu-initialization-period",
+                        type=flag_duration,
+                        default=ControllerOptions.horizontal_pod_autoscaler_cpu_initialization_period,
+                        help="after a pod starts, how long its CPU samples are skipped (5m0s)")
+    parser.add_argument("--horizontal-pod-autoscaler-initial-readiness-delay",
+                        type=flag_duration,
+                        default=ControllerOptions.horizontal_pod_autoscaler_initial_readiness_delay,
+                        help="after a pod starts, how long readiness changes count as initial "
+                             "(30s)")
     parser.add_argument("--bind-address", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=10257, help="/healthz and /metrics "
                         "(plain HTTP); 0 disables")
@@ -105,7 +130,8 @@ def main(argv: list[str] | None = None) -> None:
                                   loadbalancer_class=args.loadbalancer_class,
                                   resource_quota_sync_period=args.resource_quota_sync_period,
                                   root_ca=root_ca, cluster_signing_ca=signing_ca,
-                                  cluster_signing_duration=args.cluster_signing_duration),
+                                  cluster_signing_duration=args.cluster_signing_duration,
+                                  **{name: getattr(args, name) for name in HPA_FLAGS}),
         bind_address=args.bind_address, port=args.port or None,
         use_service_account_credentials=args.use_service_account_credentials,
         tracer=tracer_for("kube-controller-manager", args.tracing_endpoint),

@@ -59,6 +59,14 @@ class ControllerOptions:
     # --cluster-signing-cert-file/-key-file: the CA csrsigning signs with (None: it does not)
     cluster_signing_ca: KeyPair | None = None
     cluster_signing_duration: float = 365 * 24 * 3600.0  # --cluster-signing-duration (8760h)
+    # --horizontal-pod-autoscaler-*: how often HPAs are synced, the downscale
+    # stabilization window, the usage ratio tolerance, and how CPU samples of starting pods
+    # are trusted (upstream's defaults: 15s, 5m, 0.1, 5m, 30s)
+    horizontal_pod_autoscaler_sync_period: float = 15.0
+    horizontal_pod_autoscaler_downscale_stabilization: float = 300.0
+    horizontal_pod_autoscaler_tolerance: float = 0.1
+    horizontal_pod_autoscaler_cpu_initialization_period: float = 300.0
+    horizontal_pod_autoscaler_initial_readiness_delay: float = 30.0
 
 
 @dataclass

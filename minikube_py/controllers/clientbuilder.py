@@ -119,6 +119,7 @@ CONTROLLER_ACCOUNTS = {
     "podgc": "pod-garbage-collector",
     "persistentvolume-binder": "persistent-volume-binder",
     "resourcequota": "resourcequota-controller",
+    "horizontalpodautoscaling": "horizontal-pod-autoscaler",
     "clusterrole-aggregation": "clusterrole-aggregation-controller",
     "root-ca-cert-publisher": "root-ca-cert-publisher",
     "csrapproving": "certificate-controller",

@@ -23,6 +23,7 @@ from minikube_py.controllers.garbagecollector import GarbageCollector
 from minikube_py.controllers.job import JobController
 from minikube_py.controllers.namespace import NamespaceController
 from minikube_py.controllers.nodelifecycle import NodeLifecycleController
+from minikube_py.controllers.podautoscaler.controller import HorizontalController
 from minikube_py.controllers.podgc import PodGCController
 from minikube_py.controllers.replicaset import (
     ReplicaSetController,
@@ -59,6 +60,7 @@ ALL_CONTROLLERS: tuple[type[Controller], ...] = (
     ResourceQuotaController,
     ServiceLBController,
     DisruptionController,
+    HorizontalController,
     NodeLifecycleController,
     TaintEvictionController,
     PodGCController,

@@ -36,6 +36,7 @@ COMMANDS = {  # name -> module defining COMMAND
     "label": "minikube_py.mkctl.commands.label",
     "annotate": "minikube_py.mkctl.commands.annotate",
     "scale": "minikube_py.mkctl.commands.scale",
+    "autoscale": "minikube_py.mkctl.commands.autoscale",
     "cordon": "minikube_py.mkctl.commands.cordon",
     "uncordon": "minikube_py.mkctl.commands.uncordon",
     "taint": "minikube_py.mkctl.commands.taint",

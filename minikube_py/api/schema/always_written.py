@@ -1418,6 +1418,125 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
             },
         },
     },
+    'autoscaling/v1/HorizontalPodAutoscaler': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'spec': {
+            'o': {
+                'scaleTargetRef': {
+                    'o': {
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                    },
+                },
+                'maxReplicas': {
+                    'z': 0,
+                },
+            },
+        },
+        'status': {
+            'o': {
+                'currentReplicas': {
+                    'z': 0,
+                },
+                'desiredReplicas': {
+                    'z': 0,
+                },
+            },
+        },
+    },
+    'autoscaling/v2/HorizontalPodAutoscaler': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'spec': {
+            'o': {
+                'scaleTargetRef': {
+                    'o': {
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                    },
+                },
+                'maxReplicas': {
+                    'z': 0,
+                },
+                'metrics': {
+                    'l': {
+                        'type': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'status': {
+            'o': {
+                'desiredReplicas': {
+                    'z': 0,
+                },
+                'currentMetrics': {
+                    'l': {
+                        'type': {
+                            'z': '',
+                        },
+                    },
+                },
+                'conditions': {
+                    'l': {
+                        'type': {
+                            'z': '',
+                        },
+                        'status': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+    },
     'batch/v1/CronJob': {
         'metadata': {
             'o': {

@@ -14,6 +14,7 @@ from minikube_py.api.schema import (
     apiextensions,
     apps,
     authz,
+    autoscaling,
     batch,
     certificates,
     core,
@@ -70,6 +71,8 @@ KINDS: dict[GroupVersionKind, Type] = {
     ("policy", "v1", "PodDisruptionBudget"): others.POD_DISRUPTION_BUDGET,
     ("policy", "v1", "Eviction"): others.EVICTION,
     ("autoscaling", "v1", "Scale"): others.SCALE,
+    ("autoscaling", "v1", "HorizontalPodAutoscaler"): autoscaling.HORIZONTAL_POD_AUTOSCALER_V1,
+    ("autoscaling", "v2", "HorizontalPodAutoscaler"): autoscaling.HORIZONTAL_POD_AUTOSCALER_V2,
     ("authorization.k8s.io", "v1", "SelfSubjectAccessReview"):
         authz.SELF_SUBJECT_ACCESS_REVIEW,
     ("authorization.k8s.io", "v1", "SubjectAccessReview"): authz.SUBJECT_ACCESS_REVIEW,

@@ -46,6 +46,8 @@ PRIORITIES = {
     "coordination.k8s.io": (16500, 15),
     "discovery.k8s.io": (16200, 15),
 }
+# Versions ranked above their group's other versions (upstream: autoscaling/v2 over v1).
+VERSION_PRIORITIES = {("autoscaling", "v2"): 30}
 LOCAL = {"type": "Available", "status": "True", "reason": "Local",
          "message": "Local APIServices are always available"}
 
@@ -56,6 +58,7 @@ def local_api_services() -> list[Obj]:
     found = []
     for group, version in served:
         group_priority, version_priority = PRIORITIES.get(group, (1000, 15))
+        version_priority = VERSION_PRIORITIES.get((group, version), version_priority)
         spec = {"group": group} if group else {}  # the core group: "v1.", no group
         found.append({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
                       "metadata": {"name": f"{version}.{group}"},

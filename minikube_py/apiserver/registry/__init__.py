@@ -16,4 +16,6 @@ k8s.io/apiserver/pkg/registry and pkg/registry).
                          (pkg/registry/authorization/*review)
     event_conversion.py  core/v1 Events <-> events.k8s.io/v1 Events
                          (pkg/apis/events/v1/conversion.go)
+    hpa_conversion.py    autoscaling/v1 <-> autoscaling/v2 HorizontalPodAutoscalers
+                         (pkg/apis/autoscaling/v1/conversion.go)
 """

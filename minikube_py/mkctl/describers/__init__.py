@@ -17,6 +17,7 @@ prints.
     storage.py    persistent volume claims and the pods that use them
     ingress.py    ingresses (rules, backends and their endpoints) and ingress classes
     networkpolicy.py  network policies: the selected pods, allowed sources and destinations
+    hpa.py        horizontal pod autoscalers: metrics (current / target), behavior, conditions
     namespace.py  namespaces, with their resource quotas and limit ranges
     generic.py    any other kind (custom resources): every field, labelled
 
@@ -85,6 +86,7 @@ _DESCRIBERS = {  # (group, kind) -> (module, function)
     ("networking.k8s.io", "Ingress"): ("ingress", "ingress_describer"),
     ("networking.k8s.io", "IngressClass"): ("ingress", "ingress_class_describer"),
     ("networking.k8s.io", "NetworkPolicy"): ("networkpolicy", "network_policy_describer"),
+    ("autoscaling", "HorizontalPodAutoscaler"): ("hpa", "horizontal_pod_autoscaler_describer"),
 }
 
 # The kinds kubectl's describerMap gives a describer of their own.

@@ -84,6 +84,16 @@ def _controller_rules() -> dict[str, list[Obj]]:
             # list, watch and delete anything, and patch owner references away
             rule([*READ, "delete", "patch", "update"], ["*"], ["*"]),
             events_rule()],
+        "horizontal-pod-autoscaler": [
+            rule(READ, ["autoscaling"], ["horizontalpodautoscalers"]),
+            rule(["update"], ["autoscaling"], ["horizontalpodautoscalers/status"]),
+            rule(["get", "update"], ["*"], ["*/scale"]),
+            rule(READ, [""], ["pods"]),
+            # resource, custom and external metrics
+            rule(["list"], ["metrics.k8s.io"], ["pods"]),
+            rule(["get", "list"], ["custom.metrics.k8s.io"], ["*"]),
+            rule(["get", "list"], ["external.metrics.k8s.io"], ["*"]),
+            events_rule()],
         "job-controller": [
             rule([*READ, "patch", "update"], ["batch"], ["jobs"]),
             rule(["update"], ["batch"], ["jobs/status"]),

@@ -25,6 +25,7 @@ from minikube_py.api import Obj
 from minikube_py.api.resources import Resource
 from minikube_py.apiserver.endpoints.tables import (
     apps_columns,
+    autoscaling_columns,
     batch_columns,
     config_columns,
     event_columns,
@@ -99,6 +100,10 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ),
     ("scheduling.k8s.io", "priorityclasses"): Printer(
         other_columns.PRIORITY_CLASS_COLUMNS, other_columns.print_priority_class
+    ),
+    ("autoscaling", "horizontalpodautoscalers"): Printer(
+        autoscaling_columns.HORIZONTAL_POD_AUTOSCALER_COLUMNS,
+        autoscaling_columns.print_horizontal_pod_autoscaler,
     ),
     ("policy", "poddisruptionbudgets"): Printer(
         other_columns.POD_DISRUPTION_BUDGET_COLUMNS, other_columns.print_pod_disruption_budget

@@ -25,6 +25,10 @@ from minikube_py.apiserver.registry.strategies.apps import (
     ReplicationControllerStrategy,
     StatefulSetStrategy,
 )
+from minikube_py.apiserver.registry.strategies.autoscaling import (
+    HorizontalPodAutoscalerStrategy,
+    HorizontalPodAutoscalerV1Strategy,
+)
 from minikube_py.apiserver.registry.strategies.base import KindStrategy, Strategy
 from minikube_py.apiserver.registry.strategies.batch import CronJobStrategy, JobStrategy
 from minikube_py.apiserver.registry.strategies.certificates import (
@@ -90,6 +94,7 @@ STRATEGIES: dict[tuple[str, str], type[KindStrategy]] = {
     ("apps", "StatefulSet"): StatefulSetStrategy,
     ("apps", "DaemonSet"): DaemonSetStrategy,
     ("apps", "ControllerRevision"): ControllerRevisionStrategy,
+    ("autoscaling", "HorizontalPodAutoscaler"): HorizontalPodAutoscalerStrategy,
     ("batch", "Job"): JobStrategy,
     ("batch", "CronJob"): CronJobStrategy,
     ("certificates.k8s.io", "CertificateSigningRequest"): CertificateSigningRequestStrategy,
@@ -119,8 +124,17 @@ STRATEGIES: dict[tuple[str, str], type[KindStrategy]] = {
 }
 
 
+# Kinds served in another version than the stored one: (group, version, kind) -> strategy.
+VERSIONED_STRATEGIES: dict[tuple[str, str, str], type[KindStrategy]] = {
+    ("autoscaling", "v1", "HorizontalPodAutoscaler"): HorizontalPodAutoscalerV1Strategy,
+}
+
+
 def strategy_for(resource: Resource) -> Strategy:
     """The strategy the generic store uses for `resource`."""
+    versioned = VERSIONED_STRATEGIES.get((resource.group, resource.version, resource.kind))
+    if versioned is not None:
+        return versioned(resource)
     strategy_class = STRATEGIES.get((resource.group, resource.kind), KindStrategy)
     return strategy_class(resource)
 
