@@ -321,6 +321,14 @@ async def test_only_one_candidate_leads_and_the_other_takes_over_after_a_crash(
     assert released["spec"]["holderIdentity"] == "", "a clean stop hands the lease over"
 
 
+async def hand_to_an_intruder(api_client: Client, lease: str) -> None:
+    """Another holder takes the Lease for an hour: its leader cannot renew any more."""
+    leases = api_client.resource("leases")
+    stolen = await leases.get(lease, "kube-system")
+    stolen["spec"].update(holderIdentity="intruder", leaseDurationSeconds=3600)
+    await leases.update(stolen)
+
+
 @pytest.mark.slow
 async def test_a_leader_that_cannot_renew_stops_working(api_client: Client) -> None:
     lease = f"test-{uuid.uuid4().hex[:8]}"
@@ -335,10 +343,7 @@ async def test_a_leader_that_cannot_renew_stops_working(api_client: Client) -> N
 
     task = asyncio.create_task(candidate.run(work))
     await eventually(lambda: _async(candidate.is_leader()), what="leadership")
-    leases = api_client.resource("leases")
-    stolen = await leases.get(lease, "kube-system")
-    stolen["spec"].update(holderIdentity="intruder", leaseDurationSeconds=3600)
-    await leases.update(stolen)
+    await hand_to_an_intruder(api_client, lease)
     with pytest.raises(LeadershipLost):
         async with asyncio.timeout(5):
             await task
@@ -363,10 +368,7 @@ async def test_a_deposed_leader_does_not_wait_for_work_that_will_not_stop(
 
     task = asyncio.create_task(candidate.run(work))
     await eventually(lambda: _async(candidate.is_leader()), what="leadership")
-    leases = api_client.resource("leases")
-    stolen = await leases.get(lease, "kube-system")
-    stolen["spec"].update(holderIdentity="intruder", leaseDurationSeconds=3600)
-    await leases.update(stolen)
+    await hand_to_an_intruder(api_client, lease)
     try:
         with pytest.raises(LeadershipLost):
             async with asyncio.timeout(5):
