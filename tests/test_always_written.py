@@ -92,6 +92,12 @@ MINIMAL: dict[str, Obj] = {
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                     "name": "r"}, "subjects": SUBJECTS},
     "scheduling.k8s.io/v1/PriorityClass": {"value": 1000},
+    "flowcontrol.apiserver.k8s.io/v1/FlowSchema": {"spec": {
+        "priorityLevelConfiguration": {"name": "global-default"},
+        "rules": [{"subjects": [{"kind": "Group", "group": {"name": "x"}}],
+                   "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/x"]}]}]}},
+    "flowcontrol.apiserver.k8s.io/v1/PriorityLevelConfiguration": {"spec": {
+        "type": "Limited", "limited": {"limitResponse": {"type": "Reject"}}}},
     "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration": {"webhooks": [WEBHOOK]},
     "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration": {"webhooks": [WEBHOOK]},
     "apiregistration.k8s.io/v1/APIService": {"spec": {

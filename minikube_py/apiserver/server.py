@@ -81,6 +81,7 @@ from minikube_py.apiserver.endpoints import discovery, filters, health, openapi
 from minikube_py.apiserver.endpoints.handlers import ResourceHandler
 from minikube_py.apiserver.endpoints.metrics import APIServerMetrics, InstrumentedEtcd
 from minikube_py.apiserver.endpoints.responses import json_response, no_such_resource
+from minikube_py.apiserver.flowcontrol.ensurer import ConfigProducer
 from minikube_py.apiserver.registry.allocators import (
     DEFAULT_NODE_PORT_RANGE,
     DEFAULT_SERVICE_CIDR,
@@ -256,6 +257,12 @@ class APIServer(Component):
         self.custom_resources = CustomResourceDefinitions(
             self.stores[("apiextensions.k8s.io", "v1", "customresourcedefinitions")],
             self.stores, self.caches, lambda: self.admission, self._count_event)
+        flowcontrol = "flowcontrol.apiserver.k8s.io"
+        self.config_producer = ConfigProducer(
+            self.stores[(flowcontrol, "v1", "flowschemas")],
+            self.stores[(flowcontrol, "v1", "prioritylevelconfigurations")],
+            self.caches["/registry/flowschemas/"],
+            self.caches["/registry/prioritylevelconfigurations/"])
         self.handler = ResourceHandler(self.stores, KubeletClient.from_files(
             self.config.kubelet_client_certificate, self.config.kubelet_client_key,
             self.config.kubelet_certificate_authority))
@@ -481,7 +488,7 @@ class APIServer(Component):
             self.stores[("discovery.k8s.io", "v1", "endpointslices")], self.aggregator)
         await asyncio.gather(ensure_kubernetes_service(self.services, self.port),
                              self._ensure_kubernetes_endpoints(), repair.run(),
-                             api_services.run())
+                             api_services.run(), self.config_producer.run())
 
     async def _ensure_kubernetes_endpoints(self) -> None:
         """Publish this server as the kubernetes Service's endpoint: at its
@@ -595,12 +602,17 @@ class APIServer(Component):
         async def serving() -> bool:
             return self._listening.is_set()
 
+        async def flowcontrol_config() -> bool:
+            return self.config_producer.ensured.is_set()
+
         checks: list[health.Check] = [("ping", passing), ("log", passing), ("etcd", etcd)]
         if ready:
             checks += [("etcd-readiness", etcd), ("informer-sync", informers)]
         checks.append(("poststarthook/start-system-namespaces-controller", namespaces))
         if "RBAC" in self.config.authorization_mode.split(","):
             checks.append(("poststarthook/rbac/bootstrap-roles", bootstrap_roles))
+        checks.append(("poststarthook/priority-and-fairness-config-producer",
+                       flowcontrol_config))
         if ready:
             checks.append(("shutdown", serving))
         return checks

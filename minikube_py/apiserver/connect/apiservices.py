@@ -42,6 +42,7 @@ PRIORITIES = {
     "rbac.authorization.k8s.io": (17000, 15),
     "admissionregistration.k8s.io": (16700, 15),
     "scheduling.k8s.io": (16600, 15),
+    "flowcontrol.apiserver.k8s.io": (16100, 21),
     "coordination.k8s.io": (16500, 15),
     "discovery.k8s.io": (16200, 15),
 }
