@@ -536,7 +536,8 @@ async def test_too_many_requests_in_flight_get_429_and_nothing_half_written(
     settled: str,
 ) -> None:
     log = fast_tmp / f"apiserver-429-{uuid.uuid4().hex[:8]}.log"
-    limits = ("--max-requests-inflight=1", "--max-mutating-requests-inflight=1")
+    limits = ("--max-requests-inflight=1", "--max-mutating-requests-inflight=1",
+              "--enable-priority-and-fairness=false")
     async with APIServerProcess([etcd.client_url], log, extra_args=limits) as api:
         path = f"{api.url}/api/v1/namespaces/{namespace}/configmaps"
         answers: dict[str, Answer] = {}

@@ -4,7 +4,9 @@ and the dispatcher's 429s for a flooding client while others are still served.""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
+import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -155,3 +157,105 @@ async def test_a_new_level_is_defaulted_as_upstream(api: API) -> None:
         "nominalConcurrencyShares": 30, "lendablePercent": 0, "limitResponse": {
             "type": "Queue", "queuing": {"queues": 64, "handSize": 8, "queueLengthLimit": 50}}}
     await api.delete(f"{FLOWCONTROL}/prioritylevelconfigurations/defaults")
+
+
+FLOODER = "flooder"
+
+
+def flood_config(namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A level of one seat that rejects past it, and a schema sending one ServiceAccount
+    there."""
+    level = {"apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+             "kind": "PriorityLevelConfiguration", "metadata": {"name": FLOODER},
+             "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1,
+                                                     "limitResponse": {"type": "Reject"}}}}
+    schema = {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
+              "metadata": {"name": FLOODER},
+              "spec": {"priorityLevelConfiguration": {"name": FLOODER},
+                       "matchingPrecedence": 100, "distinguisherMethod": {"type": "ByUser"},
+                       "rules": [{"subjects": [{"kind": "ServiceAccount", "serviceAccount": {
+                           "namespace": namespace, "name": FLOODER}}],
+                           "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"],
+                                              "resources": ["*"], "namespaces": ["*"]}]}]}}
+    return level, schema
+
+
+@pytest.mark.slow
+async def test_a_flooding_service_account_gets_429s_while_another_user_is_served(
+        etcd: Any, fast_tmp: Any) -> None:
+    log = fast_tmp / "apiserver-flood.log"
+    limits = ("--max-requests-inflight=2", "--max-mutating-requests-inflight=1")
+    async with (APIServerProcess([etcd.client_url], log, extra_args=limits) as server,
+                aiohttp.ClientSession() as session):
+        api = API(session, server.url)
+        namespace = f"flood-{uuid.uuid4().hex[:8]}"
+        assert (await api.post("/api/v1/namespaces", {
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}))[0] == 201
+        level, schema = flood_config(namespace)
+        status, created_level = await api.post(f"{FLOWCONTROL}/prioritylevelconfigurations",
+                                               level)
+        assert status == 201, created_level
+        status, created_schema = await api.post(f"{FLOWCONTROL}/flowschemas", schema)
+        assert status == 201, created_schema
+        for i in range(30):
+            await api.post(f"/api/v1/namespaces/{namespace}/configmaps", {
+                "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{i}"},
+                "data": {"blob": "x" * 10_000}})
+        flooder = {"Impersonate-User": f"system:serviceaccount:{namespace}:{FLOODER}"}
+        path = f"{server.url}/api/v1/namespaces/{namespace}/configmaps"
+
+        async def list_as_flooder() -> tuple[int, dict[str, str]]:
+            async with session.get(path, headers=flooder) as answer:
+                await answer.read()
+                return answer.status, dict(answer.headers)
+
+        async def classified() -> bool:
+            _, headers = await list_as_flooder()
+            return headers.get("X-Kubernetes-PF-FlowSchema-UID") == (
+                created_schema["metadata"]["uid"])
+
+        await eventually(classified, what="the flooder's FlowSchema to be in effect")
+        rejected: list[dict[str, str]] = []
+        others: list[int] = []
+        flooding = True
+
+        async def flood() -> None:
+            nonlocal flooding
+            try:
+                for _ in range(20):
+                    answers = await asyncio.gather(*(list_as_flooder() for _ in range(40)))
+                    rejected.extend(headers for status, headers in answers if status == 429)
+                    assert {status for status, _ in answers} <= {200, 429}, answers
+                    if rejected and len(others) >= 20:
+                        return
+            finally:
+                flooding = False
+
+        async def another_user() -> None:
+            while flooding:
+                async with session.get(path) as answer:
+                    await answer.read()
+                    others.append(answer.status)
+
+        async with asyncio.timeout(120):
+            await asyncio.gather(flood(), another_user())
+        assert rejected, "40 concurrent lists never passed the flooder's one seat"
+        assert set(others) == {200}, others
+        for headers in rejected:
+            assert headers["Retry-After"] == "1"
+            assert headers["X-Kubernetes-PF-FlowSchema-UID"] == created_schema["metadata"]["uid"]
+            assert headers["X-Kubernetes-PF-PriorityLevel-UID"] == (
+                created_level["metadata"]["uid"])
+        async with session.get(f"{server.url}/metrics") as answer:
+            metrics = await answer.text()
+        assert (f'apiserver_flowcontrol_rejected_requests_total{{flow_schema="{FLOODER}",'
+                f'priority_level="{FLOODER}",reason="concurrency-limit"}}') in metrics
+        assert ('apiserver_flowcontrol_dispatched_requests_total{flow_schema="global-default",'
+                'priority_level="global-default"}') in metrics
+        async with session.get(
+                f"{server.url}/debug/api_priority_and_fairness/dump_priority_levels") as answer:
+            dump = await answer.text()
+        header, *rows = dump.splitlines()
+        assert header.split(",")[0] == "PriorityLevelName"
+        flood_row = next(row for row in rows if row.startswith(f"{FLOODER},"))
+        assert int(flood_row.split(",")[7]) == len(rejected)

@@ -17,7 +17,9 @@
            with_status_errors           (again, so that audit sees them answered)
            with_authorization           may they (auth/authorization.py: AlwaysAllow,
                                         Node, RBAC; 403)
-           with_max_inflight_limit      429 past the in-flight limits
+           with_priority_and_fairness   API Priority and Fairness: seats per priority
+                                        level, fair queues, 429 (flowcontrol/); or
+           with_max_inflight_limit      429 past the in-flight limits (APF disabled)
            with_audit_response_started  ResponseStarted, for long-running requests
       -> _endpoint, which routes by path (_route):
            non-resource paths: /healthz /livez /readyz /metrics /version, discovery,
@@ -80,7 +82,9 @@ from minikube_py.apiserver.connect.kubeletclient import KubeletClient
 from minikube_py.apiserver.endpoints import discovery, filters, health, openapi
 from minikube_py.apiserver.endpoints.handlers import ResourceHandler
 from minikube_py.apiserver.endpoints.metrics import APIServerMetrics, InstrumentedEtcd
+from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
 from minikube_py.apiserver.endpoints.responses import json_response, no_such_resource
+from minikube_py.apiserver.flowcontrol.apf_controller import APFController
 from minikube_py.apiserver.flowcontrol.ensurer import ConfigProducer
 from minikube_py.apiserver.registry.allocators import (
     DEFAULT_NODE_PORT_RANGE,
@@ -126,6 +130,9 @@ class APIServerConfig:
     port: int = 6443
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200
+    # --enable-priority-and-fairness: APF (flowcontrol/) instead of the two in-flight
+    # limits; its seats are their sum
+    enable_priority_and_fairness: bool = True
     compaction_interval: float = 300.0  # seconds; 0 disables, as upstream
     log_requests: bool = True
     service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
@@ -231,6 +238,8 @@ class APIServer(Component):
             "/apis/": self._group_list,
             "/openapi/v2": self._openapi_v2,
             "/openapi/v3": self._openapi_v3_index,
+            "/debug/api_priority_and_fairness/dump_priority_levels":
+                self._dump_priority_levels,
         }
 
     # -- wiring ----------------------------------------------------------------------------
@@ -261,6 +270,10 @@ class APIServer(Component):
         self.config_producer = ConfigProducer(
             self.stores[(flowcontrol, "v1", "flowschemas")],
             self.stores[(flowcontrol, "v1", "prioritylevelconfigurations")],
+            self.caches["/registry/flowschemas/"],
+            self.caches["/registry/prioritylevelconfigurations/"])
+        self.apf = APFController(
+            self.config.max_requests_inflight + self.config.max_mutating_requests_inflight,
             self.caches["/registry/flowschemas/"],
             self.caches["/registry/prioritylevelconfigurations/"])
         self.handler = ResourceHandler(self.stores, KubeletClient.from_files(
@@ -545,12 +558,20 @@ class APIServer(Component):
             partial(filters.with_audit, audit=self.audit),
             filters.with_status_errors,  # every later error, as Status before audit sees it
             partial(filters.with_authorization, authorizer=self.authorizer),
-            partial(filters.with_max_inflight_limit,
-                    max_requests=config.max_requests_inflight,
-                    max_mutating=config.max_mutating_requests_inflight,
-                    metrics=self.metrics),
+            (partial(filters.with_priority_and_fairness, controller=self.apf,
+                     object_count=self._object_count, metrics=self.metrics)
+             if config.enable_priority_and_fairness else
+             partial(filters.with_max_inflight_limit,
+                     max_requests=config.max_requests_inflight,
+                     max_mutating=config.max_mutating_requests_inflight,
+                     metrics=self.metrics)),
             partial(filters.with_audit_response_started, audit=self.audit),
         ])
+
+    def _object_count(self, info: RequestInfo) -> int:
+        """How many objects of the request's resource are stored (APF's LIST estimate)."""
+        store = self.stores.get((info.group, info.version, info.resource))
+        return len(store.cache.objects) if store is not None else 0
 
     async def _endpoint(self, request: web.BaseRequest) -> web.StreamResponse:
         """The end of the chain: the endpoint the path names answers."""
@@ -620,6 +641,10 @@ class APIServer(Component):
     async def _metrics(self, request: web.Request) -> web.Response:
         body = generate_latest(self.metrics.registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _dump_priority_levels(self, request: web.Request) -> web.Response:
+        """APF's debug table: each level's queues, waiting, executing and rejected."""
+        return web.Response(text=self.apf.dump_priority_levels(), content_type="text/plain")
 
     async def _version(self, request: web.Request) -> web.Response:
         return json_response({

@@ -127,6 +127,32 @@ class APIServerMetrics:
             ["verb", "group", "resource"],
             registry=self.registry,
         )
+        levels_and_schemas = ["priority_level", "flow_schema"]
+        self.flowcontrol_dispatched = Counter(
+            "apiserver_flowcontrol_dispatched_requests_total",
+            "Number of requests executed by API Priority and Fairness subsystem",
+            levels_and_schemas, registry=self.registry)
+        self.flowcontrol_rejected = Counter(
+            "apiserver_flowcontrol_rejected_requests_total",
+            "Number of requests rejected by API Priority and Fairness subsystem",
+            [*levels_and_schemas, "reason"], registry=self.registry)
+        self.flowcontrol_inqueue = Gauge(
+            "apiserver_flowcontrol_current_inqueue_requests",
+            "Number of requests currently pending in queues of the API Priority and Fairness "
+            "subsystem", levels_and_schemas, registry=self.registry)
+        self.flowcontrol_executing = Gauge(
+            "apiserver_flowcontrol_current_executing_requests",
+            "Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution "
+            "stage in the API Priority and Fairness subsystem",
+            levels_and_schemas, registry=self.registry)
+        self.flowcontrol_nominal_limit = Gauge(
+            "apiserver_flowcontrol_nominal_limit_seats",
+            "Nominal number of execution seats configured for each priority level",
+            ["priority_level"], registry=self.registry)
+        self.flowcontrol_current_limit = Gauge(
+            "apiserver_flowcontrol_current_limit_seats",
+            "current derived number of execution seats available to each priority level",
+            ["priority_level"], registry=self.registry)
         self.watch_events = PlainCounter(
             "apiserver_watch_cache_events_received_total",
             "Counter of events received in watch cache broken by resource type.",

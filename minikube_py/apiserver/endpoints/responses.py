@@ -17,6 +17,10 @@ from minikube_py.tracing.context import json_without_trace_context, without_trac
 
 # The request's key for its id, returned in the `Audit-Id` header of every answer.
 AUDIT_ID = web.RequestKey("audit_id", str)
+# Headers a filter adds to the answer (APF's X-Kubernetes-PF-*): the filter sets them on
+# a plain response, a streamed one (a watch) sends them itself, and an error's Status
+# carries them too.
+RESPONSE_HEADERS = web.RequestKey("response_headers", dict[str, str])
 
 
 def json_response(

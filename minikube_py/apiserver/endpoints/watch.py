@@ -25,7 +25,12 @@ from minikube_py.apiserver.endpoints.request_params import (
     query_int,
 )
 from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
-from minikube_py.apiserver.endpoints.responses import AUDIT_ID, from_storage, render_one
+from minikube_py.apiserver.endpoints.responses import (
+    AUDIT_ID,
+    RESPONSE_HEADERS,
+    from_storage,
+    render_one,
+)
 from minikube_py.apiserver.registry.store import ListOptions, Store
 from minikube_py.apiserver.storage.watchcache import BOOKMARK, ERROR, CacheEvent, Watcher
 from minikube_py.tracing.context import without_trace_context
@@ -54,7 +59,8 @@ async def serve_watch(
     send_initial = request.query.get("sendInitialEvents", "").lower() in ("1", "true")
 
     response = web.StreamResponse(headers={"Content-Type": "application/json",
-                                           "Audit-Id": request.get(AUDIT_ID, "")})
+                                           "Audit-Id": request.get(AUDIT_ID, ""),
+                                           **request.get(RESPONSE_HEADERS, {})})
     response.enable_chunked_encoding()
     try:
         watcher = await start_watcher(store, namespace, options, matches, send_initial)
