@@ -252,6 +252,11 @@ async def test_a_flooding_service_account_gets_429s_while_another_user_is_served
                 f'priority_level="{FLOODER}",reason="concurrency-limit"}}') in metrics
         assert ('apiserver_flowcontrol_dispatched_requests_total{flow_schema="global-default",'
                 'priority_level="global-default"}') in metrics
+        # 3 seats: 1 share of 246 is one seat (rounded up), 100 of 246 two
+        assert f'apiserver_flowcontrol_nominal_limit_seats{{priority_level="{FLOODER}"}} 1.0' in (
+            metrics)
+        assert ('apiserver_flowcontrol_nominal_limit_seats{priority_level="workload-low"} 2.0'
+                in metrics)
         async with session.get(
                 f"{server.url}/debug/api_priority_and_fairness/dump_priority_levels") as answer:
             dump = await answer.text()

@@ -84,7 +84,7 @@ from minikube_py.apiserver.endpoints.handlers import ResourceHandler
 from minikube_py.apiserver.endpoints.metrics import APIServerMetrics, InstrumentedEtcd
 from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
 from minikube_py.apiserver.endpoints.responses import json_response, no_such_resource
-from minikube_py.apiserver.flowcontrol.apf_controller import APFController
+from minikube_py.apiserver.flowcontrol.apf_controller import APFController, ConcurrencyLimits
 from minikube_py.apiserver.flowcontrol.ensurer import ConfigProducer
 from minikube_py.apiserver.registry.allocators import (
     DEFAULT_NODE_PORT_RANGE,
@@ -275,7 +275,7 @@ class APIServer(Component):
         self.apf = APFController(
             self.config.max_requests_inflight + self.config.max_mutating_requests_inflight,
             self.caches["/registry/flowschemas/"],
-            self.caches["/registry/prioritylevelconfigurations/"])
+            self.caches["/registry/prioritylevelconfigurations/"], self._note_apf_limits)
         self.handler = ResourceHandler(self.stores, KubeletClient.from_files(
             self.config.kubelet_client_certificate, self.config.kubelet_client_key,
             self.config.kubelet_certificate_authority))
@@ -567,6 +567,12 @@ class APIServer(Component):
                      metrics=self.metrics)),
             partial(filters.with_audit_response_started, audit=self.audit),
         ])
+
+    def _note_apf_limits(self, limits: dict[str, ConcurrencyLimits]) -> None:
+        """apiserver_flowcontrol_nominal_limit_seats and _current_limit_seats per level."""
+        for name, level in limits.items():
+            self.metrics.flowcontrol_nominal_limit.labels(name).set(level.nominal)
+            self.metrics.flowcontrol_current_limit.labels(name).set(level.current)
 
     def _object_count(self, info: RequestInfo) -> int:
         """How many objects of the request's resource are stored (APF's LIST estimate)."""

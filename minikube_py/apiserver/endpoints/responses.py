@@ -37,7 +37,6 @@ def json_response(
 NOT_BUILT_YET = {
     "autoscaling": "HorizontalPodAutoscalers",
     "storage.k8s.io": "StorageClasses, CSI drivers and volume attachments",
-    "flowcontrol.apiserver.k8s.io": "API Priority and Fairness",
 }
 
 

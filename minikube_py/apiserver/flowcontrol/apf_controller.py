@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -129,8 +130,13 @@ class APFController:
     """Classifies requests and owns every level's QueueSet."""
 
     def __init__(self, server_concurrency_limit: int, flow_schemas: ConfigCache,
-                 priority_levels: ConfigCache) -> None:
+                 priority_levels: ConfigCache,
+                 on_configured: Callable[[dict[str, ConcurrencyLimits]], None] | None = None
+                 ) -> None:
+        """`on_configured` hears each level's limits whenever the configuration is read
+        (the server's apiserver_flowcontrol_*_limit_seats gauges)."""
         self.server_concurrency_limit = server_concurrency_limit
+        self.on_configured = on_configured
         self.caches = (flow_schemas, priority_levels)
         self.queue_sets: dict[str, QueueSet] = {}
         self.limits: dict[str, ConcurrencyLimits] = {}
@@ -191,6 +197,8 @@ class APFController:
         for name in list(self.queue_sets):
             if name not in levels and name not in (EXEMPT, CATCH_ALL):
                 del self.queue_sets[name]
+        if self.on_configured is not None:
+            self.on_configured(self.limits)
 
     def dump_priority_levels(self) -> str:
         """/debug/api_priority_and_fairness/dump_priority_levels: one row per level."""
