@@ -37,6 +37,7 @@ PODS = "/api/v1/namespaces/{ns}/pods"
 DEPLOYMENTS = "/apis/apps/v1/namespaces/{ns}/deployments"
 SERVICES = "/api/v1/namespaces/{ns}/services"
 CONFIGMAPS = "/api/v1/namespaces/{ns}/configmaps"
+FLOW_SCHEMAS = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas"
 MAX_BODY_BYTES = 3 * 1024 * 1024  # upstream's MaxRequestBodyBytes
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -84,6 +85,12 @@ def deployment(name: str, *, replicas: int = 1, labels: dict[str, str] | None = 
                          "spec": {"containers": [{"name": "app", "image": "busybox:1.36"}]}},
         },
     }
+
+
+def flow_schema(spec: Obj) -> Obj:
+    return {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
+            "metadata": {"name": "bad"},
+            "spec": {"priorityLevelConfiguration": {"name": "global-default"}, **spec}}
 
 
 def pod_with(name: str = "web", **spec: Any) -> Obj:
@@ -353,6 +360,21 @@ CASES = (
     BadInput("limit-that-is-not-a-number", "GET", PODS + "?limit=ten", None, 400, "BadRequest"),
     BadInput("garbage-continue-token", "GET", PODS + "?limit=1&continue=garbage", None, 400,
              "BadRequest", "invalid continue token"),
+    # -- API Priority and Fairness (flowcontrol/validation) -------------------------------
+    BadInput("flow-schema-precedence-over-10000", "POST", FLOW_SCHEMAS, flow_schema(
+        {"matchingPrecedence": 10001, "rules": [{"subjects": [
+            {"kind": "Group", "group": {"name": "g"}}], "nonResourceRules": [
+            {"verbs": ["get"], "nonResourceURLs": ["/a/*"]}]}]}), 422, "Invalid",
+             "must not be greater than 10000", "spec.matchingPrecedence"),
+    BadInput("flow-schema-rule-with-neither-kind-of-rule", "POST", FLOW_SCHEMAS, flow_schema(
+        {"rules": [{"subjects": [{"kind": "Group", "group": {"name": "g"}}]}]}), 422, "Invalid",
+             "at least one of resourceRules and nonResourceRules has to be non-empty",
+             "spec.rules[0]"),
+    BadInput("catch-all-level-changed", "PATCH",
+             "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/catch-all",
+             {"spec": {"limited": {"nominalConcurrencyShares": 50}}}, 422, "Invalid",
+             "spec of 'catch-all' must equal the fixed value", "spec",
+             content_type="application/merge-patch+json"),
 )
 
 
