@@ -242,7 +242,7 @@ async def test_a_flooding_service_account_gets_429s_while_another_user_is_served
         assert rejected, "40 concurrent lists never passed the flooder's one seat"
         assert set(others) == {200}, others
         for headers in rejected:
-            assert headers["Retry-After"] == "1"
+            assert 1 <= int(headers["Retry-After"]) <= 32
             assert headers["X-Kubernetes-PF-FlowSchema-UID"] == created_schema["metadata"]["uid"]
             assert headers["X-Kubernetes-PF-PriorityLevel-UID"] == (
                 created_level["metadata"]["uid"])

@@ -66,6 +66,7 @@ from minikube_py.apiserver.endpoints.metrics import APIServerMetrics, metric_ver
 from minikube_py.apiserver.endpoints.requestinfo import RequestInfo, parse_request_info
 from minikube_py.apiserver.endpoints.responses import AUDIT_ID, RESPONSE_HEADERS
 from minikube_py.apiserver.flowcontrol.apf_controller import OBJECTS_PER_SEAT, APFController
+from minikube_py.apiserver.flowcontrol.dropped_requests import DroppedRequestsTracker
 from minikube_py.apiserver.flowcontrol.queueset import Rejected
 from minikube_py.apiserver.flowcontrol.rule import RequestDigest
 from minikube_py.tracing import context as tracing_context
@@ -92,7 +93,6 @@ FLOW_SCHEMA_UID_HEADER = "X-Kubernetes-PF-FlowSchema-UID"
 # How long a request may wait in its queue: upstream's default request wait limit, a
 # quarter of the 60 s request timeout.
 QUEUE_WAIT_LIMIT = 15.0
-RETRY_AFTER_SECONDS = 1
 
 
 def build_handler_chain(endpoint: Handler, chain: Sequence[Filter]) -> Handler:
@@ -367,11 +367,13 @@ def with_priority_and_fairness(handler: Handler, controller: APFController,
                                object_count: Callable[[RequestInfo], int],
                                metrics: APIServerMetrics) -> Handler:
     """WithPriorityAndFairness: classify the request (flowcontrol/), wait for seats in
-    its priority level's queues, or answer 429 with Retry-After; exempt levels never
+    its priority level's queues, or answer 429 with Retry-After (1 s, more while the
+    level drops many: flowcontrol/dropped_requests.py); exempt levels never
     wait. Long-running requests other than watches are not held; a watch takes its seat
     only to start (upstream holds it until the watch is initialized). Every answer names
     the matched FlowSchema's and level's UIDs. apiserver_current_inflight_requests counts
     the requests executing, read-only and mutating, as with the in-flight limits."""
+    dropped = DroppedRequestsTracker()
     executing_by_kind = {"readOnly": 0, "mutating": 0}
     for kind in executing_by_kind:
         metrics.inflight.labels(kind).set_function(lambda kind=kind: executing_by_kind[kind])
@@ -398,7 +400,8 @@ def with_priority_and_fairness(handler: Handler, controller: APFController,
                                             QUEUE_WAIT_LIMIT)
         except Rejected as rejected:
             metrics.flowcontrol_rejected.labels(*labels, rejected.reason).inc()
-            return too_many_requests(headers)
+            dropped.record_dropped_request(labels[0])
+            return too_many_requests(headers, dropped.retry_after(labels[0]))
         finally:
             waiting.dec()
         metrics.flowcontrol_dispatched.labels(*labels).inc()
@@ -442,10 +445,10 @@ def list_seats(info: RequestInfo, query: Mapping[str, str], stored: int,
     return max(1, min(max_seats, math.ceil(objects / OBJECTS_PER_SEAT)))
 
 
-def too_many_requests(headers: dict[str, str]) -> web.Response:
+def too_many_requests(headers: dict[str, str], retry_after: int) -> web.Response:
     """tooManyRequests: upstream's APF answers 429 in plain text, with Retry-After."""
     return web.Response(status=429, text="Too many requests, please try again later.\n",
-                        headers={**headers, "Retry-After": str(RETRY_AFTER_SECONDS),
+                        headers={**headers, "Retry-After": str(retry_after),
                                  "X-Content-Type-Options": "nosniff"},
                         content_type="text/plain", charset="utf-8")
 
