@@ -410,6 +410,8 @@ class APIServer(Component):
         for cache in self.caches.values():
             self._tasks.append(asyncio.create_task(cache.run()))
         self._tasks.append(asyncio.create_task(self.custom_resources.run()))
+        if self.config.enable_priority_and_fairness:
+            self._tasks.append(asyncio.create_task(self.apf.run()))
         if self.config.compaction_interval > 0:
             self._tasks.append(asyncio.create_task(self._compact_periodically()))
         self._runner = web.ServerRunner(self.build_server(), shutdown_timeout=SHUTDOWN_TIMEOUT)
@@ -568,11 +570,12 @@ class APIServer(Component):
             partial(filters.with_audit_response_started, audit=self.audit),
         ])
 
-    def _note_apf_limits(self, limits: dict[str, ConcurrencyLimits]) -> None:
+    def _note_apf_limits(self, limits: dict[str, ConcurrencyLimits],
+                         current: dict[str, int]) -> None:
         """apiserver_flowcontrol_nominal_limit_seats and _current_limit_seats per level."""
         for name, level in limits.items():
             self.metrics.flowcontrol_nominal_limit.labels(name).set(level.nominal)
-            self.metrics.flowcontrol_current_limit.labels(name).set(level.current)
+            self.metrics.flowcontrol_current_limit.labels(name).set(current[name])
 
     def _object_count(self, info: RequestInfo) -> int:
         """How many objects of the request's resource are stored (APF's LIST estimate)."""

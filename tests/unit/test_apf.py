@@ -230,7 +230,7 @@ def test_the_bootstrap_levels_split_600_seats_by_their_shares() -> None:
     assert limits["node-high"].lendable == 25  # 98 * 25% = 24.5
     assert limits["workload-low"].minimum == 24
     assert limits["workload-low"].maximum == 245 + 600  # no borrowingLimitPercent
-    assert limits["workload-low"].current == 245 - 221 // 2
+    assert limits["workload-low"].initial == 245 - 221 // 2
 
 
 def test_a_borrowing_limit_bounds_the_maximum() -> None:

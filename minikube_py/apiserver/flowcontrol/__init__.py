@@ -12,5 +12,6 @@ with_priority_and_fairness (server/filters/priority-and-fairness.go). In reading
     queueset.py          one level's seats and fair queues (fairqueuing/queueset)
     apf_controller.py    the seat split among levels, one QueueSet each, classification
                          (apf_controller.go)
+    borrowing.py         levels lending and borrowing seats by demand (conc_alloc.go)
     dropped_requests.py  the Retry-After of a refused request (dropped_requests_tracker.go)
 """

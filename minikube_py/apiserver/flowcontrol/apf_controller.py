@@ -8,17 +8,17 @@ among the levels, keeps one QueueSet per level, and classifies each request.
                    borrowingCL = round(nominalCL * borrowingLimitPercent / 100),
                                  ServerCL when unset
                    minCL = nominalCL - lendableCL, maxCL = nominalCL + borrowingCL
-                   currentCL = nominalCL - lendableCL / 2 (upstream's initial value)
+                   currentCL = nominalCL - lendableCL / 2 at first, then every 10 s
+                   between minCL and maxCL by the levels' seat demand (borrowing.py)
     the configuration is read again when either cache changed since the last request;
     the mandatory objects are used as built in while the cluster lacks them (upstream)
-
-Upstream moves currentCL between minCL and maxCL every 10 s by each level's seat demand
-(borrowing and lending); here every level keeps its initial currentCL.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +31,12 @@ from minikube_py.apiserver.flowcontrol.bootstrap import (
     MANDATORY_FLOW_SCHEMAS,
     MANDATORY_PRIORITY_LEVELS,
 )
+from minikube_py.apiserver.flowcontrol.borrowing import (
+    ADJUSTMENT_PERIOD,
+    AllocItem,
+    SeatDemandStats,
+    compute_concurrency_allocation,
+)
 from minikube_py.apiserver.flowcontrol.queueset import QueueSet
 from minikube_py.apiserver.flowcontrol.rule import (
     RequestDigest,
@@ -39,6 +45,8 @@ from minikube_py.apiserver.flowcontrol.rule import (
     matches_flow_schema,
     sort_flow_schemas,
 )
+
+log = logging.getLogger("minikube_py.apiserver")
 
 MAX_SEATS_PERCENT = 0.15  # priorityLevelMaxSeatsPercent
 MAX_SEATS_CAP = 10  # the work estimator's own cap
@@ -70,7 +78,8 @@ class ConcurrencyLimits:
         return self.nominal + self.borrowing
 
     @property
-    def current(self) -> int:
+    def initial(self) -> int:
+        """The currentCL a new level starts with."""
         return self.nominal - self.lendable // 2
 
 
@@ -131,15 +140,17 @@ class APFController:
 
     def __init__(self, server_concurrency_limit: int, flow_schemas: ConfigCache,
                  priority_levels: ConfigCache,
-                 on_configured: Callable[[dict[str, ConcurrencyLimits]], None] | None = None
-                 ) -> None:
-        """`on_configured` hears each level's limits whenever the configuration is read
+                 on_configured: Callable[[dict[str, ConcurrencyLimits], dict[str, int]], None]
+                 | None = None) -> None:
+        """`on_configured` hears each level's limits and currentCL whenever they change
         (the server's apiserver_flowcontrol_*_limit_seats gauges)."""
         self.server_concurrency_limit = server_concurrency_limit
         self.on_configured = on_configured
         self.caches = (flow_schemas, priority_levels)
         self.queue_sets: dict[str, QueueSet] = {}
         self.limits: dict[str, ConcurrencyLimits] = {}
+        self.current: dict[str, int] = {}
+        self.demand: dict[str, SeatDemandStats] = {}
         self._levels: dict[str, Obj] = {}
         self._max_seats: dict[str, int] = {}
         self._schemas: list[Obj] = []
@@ -186,19 +197,69 @@ class APFController:
                 queue_set = self.queue_sets[name] = QueueSet(name, exempt=exempt)
             queuing = ((spec.get("limited") or {}).get("limitResponse") or {}).get("queuing")
             limits = self.limits[name]
+            current = self.current.setdefault(name, limits.initial)
+            self.demand.setdefault(name, SeatDemandStats())
             if isinstance(queuing, dict):
-                queue_set.configure(limits.current, queuing.get("queues", 0),
+                queue_set.configure(current, queuing.get("queues", 0),
                                     queuing.get("handSize", 0),
                                     queuing.get("queueLengthLimit", 0))
                 self._max_seats[name] = max_seats(limits.nominal, queuing.get("handSize", 1))
             else:
-                queue_set.configure(limits.current)
+                queue_set.configure(current)
                 self._max_seats[name] = 1
         for name in list(self.queue_sets):
             if name not in levels and name not in (EXEMPT, CATCH_ALL):
                 del self.queue_sets[name]
+                self.current.pop(name, None)
+                self.demand.pop(name, None)
         if self.on_configured is not None:
-            self.on_configured(self.limits)
+            self.on_configured(self.limits, self.current)
+
+    async def run(self) -> None:
+        """updateBorrowing every ADJUSTMENT_PERIOD, until cancelled."""
+        while True:
+            await asyncio.sleep(ADJUSTMENT_PERIOD)
+            self.update_borrowing()
+
+    def update_borrowing(self) -> None:
+        """updateBorrowingLocked: each level's currentCL from its seat demand of the last
+        period (borrowing.py's pipeline)."""
+        self._refresh()
+        remaining = sum(limits.nominal for limits in self.limits.values())
+        lower_bounds: dict[str, int] = {}
+        items: dict[str, AllocItem] = {}
+        for name, queue_set in self.queue_sets.items():
+            limits, stats = self.limits[name], self.demand[name]
+            stats.update(queue_set.seat_demand.reset())
+            if queue_set.exempt:
+                self.current[name] = max(limits.minimum, stats.high_watermark)
+                remaining -= self.current[name]
+                continue
+            lower = lower_bounds[name] = max(limits.minimum,
+                                             min(limits.nominal, stats.high_watermark))
+            items[name] = AllocItem(max(lower, stats.smoothed), lower, limits.maximum)
+        minimum_sum = sum(self.limits[name].minimum for name in items)
+        lower_sum = sum(lower_bounds.values())
+        if remaining <= minimum_sum:
+            for name in items:
+                self.current[name] = self.limits[name].minimum
+        elif remaining <= lower_sum:
+            share = (remaining - minimum_sum) / (lower_sum - minimum_sum)
+            for name in items:
+                minimum = self.limits[name].minimum
+                self.current[name] = minimum + go_round((lower_bounds[name] - minimum) * share)
+        else:
+            try:
+                allocations, _ = compute_concurrency_allocation(remaining, list(items.values()))
+            except ValueError as err:  # upstream's backstop: keep the current limits
+                log.error("unable to derive new concurrency limits: %s", err)
+                allocations = [float(self.current[name]) for name in items]
+            for name, allocation in zip(items, allocations, strict=True):
+                self.current[name] = go_round(allocation)
+        for name, queue_set in self.queue_sets.items():
+            queue_set.set_concurrency_limit(self.current[name])
+        if self.on_configured is not None:
+            self.on_configured(self.limits, self.current)
 
     def dump_priority_levels(self) -> str:
         """/debug/api_priority_and_fairness/dump_priority_levels: one row per level."""

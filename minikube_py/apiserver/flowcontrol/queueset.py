@@ -24,6 +24,7 @@ import asyncio
 import collections
 from dataclasses import dataclass, field
 
+from minikube_py.apiserver.flowcontrol.borrowing import SeatDemandIntegrator
 from minikube_py.apiserver.flowcontrol.shufflesharding import Dealer
 
 
@@ -72,6 +73,8 @@ class QueueSet:
         self.dealer: Dealer | None = None
         self.queues: list[Queue] = []
         self.seats_in_use = 0
+        self.seats_waiting = 0
+        self.seat_demand = SeatDemandIntegrator()
         self.requests_executing = 0
         self.virtual_time = 0.0
         self.dispatched_total = 0
@@ -90,6 +93,7 @@ class QueueSet:
             self.queues = [Queue(virtual_start=self.virtual_time) for _ in range(queues)]
             for request in waiting:
                 if self.dealer is None:  # the level rejects now: so do its queues
+                    self._note_waiting(-request.seats)
                     self.rejected_total["concurrency-limit"] += 1
                     request.dispatched.set_exception(Rejected("concurrency-limit"))
                     continue
@@ -125,6 +129,7 @@ class QueueSet:
         if not queue.waiting and not queue.seats_in_use:
             queue.virtual_start = max(queue.virtual_start, self.virtual_time)
         queue.waiting.append(request)
+        self._note_waiting(seats)
         self._dispatch()
         try:
             async with asyncio.timeout(wait_limit):
@@ -140,9 +145,15 @@ class QueueSet:
             raise
         return request.queue
 
+    def set_concurrency_limit(self, concurrency_limit: int) -> None:
+        """A new currentCL (borrowing.py): dispatch whatever now fits."""
+        self.concurrency_limit = concurrency_limit
+        self._dispatch()
+
     def release(self, queue: Queue | None, seats: int) -> None:
         """FinishRequest: give the seats back and dispatch whatever now fits."""
         self.seats_in_use -= seats
+        self.seat_demand.set(self.seats_in_use + self.seats_waiting)
         self.requests_executing -= 1
         if queue is not None:
             queue.seats_in_use -= seats
@@ -151,8 +162,14 @@ class QueueSet:
     def _fits(self, seats: int) -> bool:
         return self.seats_in_use + seats <= self.concurrency_limit or self.seats_in_use == 0
 
+    def _note_waiting(self, seats: int) -> None:
+        """Seats that started (positive) or stopped (negative) waiting."""
+        self.seats_waiting += seats
+        self.seat_demand.set(self.seats_in_use + self.seats_waiting)
+
     def _start(self, queue: Queue | None, seats: int) -> None:
         self.seats_in_use += seats
+        self.seat_demand.set(self.seats_in_use + self.seats_waiting)
         self.requests_executing += 1
         self.dispatched_total += 1
         if queue is not None:
@@ -180,12 +197,10 @@ class QueueSet:
                 return
             queue = min(candidates, key=lambda q: q.virtual_start)
             head = queue.waiting[0]
-            if head.dispatched.done():  # its waiter left; drop it
-                queue.waiting.popleft()
-                continue
             if not self._fits(head.seats):
                 return
             queue.waiting.popleft()
+            self.seats_waiting -= head.seats
             self.virtual_time = max(self.virtual_time, queue.virtual_start)
             queue.virtual_start += head.seats
             self._start(queue, head.seats)
@@ -200,6 +215,7 @@ class QueueSet:
         for queue in self.queues:
             if request in queue.waiting:
                 queue.waiting.remove(request)
+                self._note_waiting(-request.seats)
                 break
         request.dispatched.cancel()
         return True
