@@ -240,6 +240,7 @@ class APIServer(Component):
             "/openapi/v3": self._openapi_v3_index,
             "/debug/api_priority_and_fairness/dump_priority_levels":
                 self._dump_priority_levels,
+            "/debug/api_priority_and_fairness/dump_queues": self._dump_queues,
         }
 
     # -- wiring ----------------------------------------------------------------------------
@@ -654,6 +655,10 @@ class APIServer(Component):
     async def _dump_priority_levels(self, request: web.Request) -> web.Response:
         """APF's debug table: each level's queues, waiting, executing and rejected."""
         return web.Response(text=self.apf.dump_priority_levels(), content_type="text/plain")
+
+    async def _dump_queues(self, request: web.Request) -> web.Response:
+        """APF's debug table: each queue's waiting and executing requests and seats."""
+        return web.Response(text=self.apf.dump_queues(), content_type="text/plain")
 
     async def _version(self, request: web.Request) -> web.Response:
         return json_response({

@@ -335,3 +335,22 @@ async def test_a_cancelled_waiter_leaves_its_queue() -> None:
     assert level.waiting_requests == 0
     level.release(running, 1)
     assert level.seats_in_use == 0
+
+
+def test_the_debug_dumps_are_upstreams_tab_written_rows() -> None:
+    controller = bootstrap_controller()
+    levels = controller.dump_priority_levels().splitlines()
+    assert levels[0] == (
+        "PriorityLevelName, ActiveQueues, IsIdle, IsQuiescing, WaitingRequests, "
+        "ExecutingRequests, DispatchedRequests, RejectedRequests, TimedoutRequests, "
+        "CancelledRequests")
+    assert levels[1].split(",")[0] == "catch-all"
+    assert [cell.strip() for cell in levels[1].split(",")[1:]] == [
+        "0", "true", "false", "0", "0", "0", "0", "0", "0"]
+    queues = controller.dump_queues().splitlines()
+    assert queues[0].startswith("PriorityLevelName, Index,  PendingRequests, ")  # min 8
+    per_level: dict[str, int] = {}
+    for row in queues[1:]:
+        per_level[row.split(",")[0]] = per_level.get(row.split(",")[0], 0) + 1
+    assert per_level == {"global-default": 128, "leader-election": 16, "node-high": 64,
+                         "system": 64, "workload-high": 128, "workload-low": 128}

@@ -276,6 +276,29 @@ class APFController:
                          str(queue_set.dispatched_total),
                          str(rejected["queue-full"] + rejected["concurrency-limit"]),
                          str(rejected["time-out"]), str(rejected["cancelled"])])
-        widths = [max(len(row[i]) for row in rows) + 1 for i in range(len(rows[0]))]
-        return "".join(" ".join(f"{cell},".ljust(widths[i]) for i, cell in
-                                enumerate(row[:-1])) + " " + row[-1] + "\n" for row in rows)
+        return tab_rows(rows)
+
+    def dump_queues(self) -> str:
+        """/debug/api_priority_and_fairness/dump_queues: one row per queue. Virtual time
+        and work are in seats (every request counts as the same duration), printed as
+        upstream prints its seat-seconds."""
+        self._refresh()
+        rows = [["PriorityLevelName", "Index", "PendingRequests", "ExecutingRequests",
+                 "SeatsInUse", "NextDispatchR", "InitialSeatsSum", "MaxSeatsSum",
+                 "TotalWorkSum"]]
+        for name in sorted(self.queue_sets):
+            for index, queue in enumerate(self.queue_sets[name].queues):
+                waiting = queue.seats_waiting
+                rows.append([name, str(index), str(len(queue.waiting)),
+                             str(queue.requests_executing), str(queue.seats_in_use),
+                             f"{queue.virtual_start:.9f}ss", str(waiting), str(waiting),
+                             f"{float(waiting):.9f}ss"])
+        return tab_rows(rows)
+
+
+def tab_rows(rows: list[list[str]]) -> str:
+    """Rows as upstream's debug dumps write them: cells joined by ",\t" through a
+    tabwriter (columns at least 8 wide, one space of padding)."""
+    widths = [max(8, *(len(row[i]) + 2 for row in rows)) for i in range(len(rows[0]) - 1)]
+    return "".join("".join(f"{cell},".ljust(width) for cell, width in zip(
+        row[:-1], widths, strict=True)) + row[-1] + "\n" for row in rows)

@@ -48,6 +48,7 @@ class Queue:
     waiting: collections.deque[Waiting] = field(default_factory=collections.deque)
     virtual_start: float = 0.0
     seats_in_use: int = 0
+    requests_executing: int = 0
 
     @property
     def seats_waiting(self) -> int:
@@ -105,7 +106,8 @@ class QueueSet:
         return sum(len(queue.waiting) for queue in self.queues)
 
     def active_queues(self) -> int:
-        return sum(1 for queue in self.queues if queue.waiting or queue.seats_in_use)
+        """Queues with requests waiting."""
+        return sum(1 for queue in self.queues if queue.waiting)
 
     async def acquire(self, flow_hash: int, seats: int, flow_schema: str,
                       wait_limit: float) -> Queue | None:
@@ -157,6 +159,7 @@ class QueueSet:
         self.requests_executing -= 1
         if queue is not None:
             queue.seats_in_use -= seats
+            queue.requests_executing -= 1
         self._dispatch()
 
     def _fits(self, seats: int) -> bool:
@@ -174,6 +177,7 @@ class QueueSet:
         self.dispatched_total += 1
         if queue is not None:
             queue.seats_in_use += seats
+            queue.requests_executing += 1
 
     def _choose_queue(self, flow_hash: int) -> Queue:
         """shuffleShardAndRejectOrEnqueue's choice: of the flow's hand, the queue with the
