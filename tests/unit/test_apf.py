@@ -257,30 +257,29 @@ def test_max_seats_is_15_percent_of_nominal_or_nominal_over_hand_size() -> None:
 ])
 def test_a_list_takes_a_seat_per_hundred_objects(query: dict[str, str], stored: int,
                                                  seats: int) -> None:
-    info = parse_request_info("GET", "/api/v1/configmaps", None)
-    assert list_seats(info, query, stored, 10) == seats
+    assert list_seats(query, stored, 10) == seats
 
 
 async def test_a_level_without_queues_rejects_past_its_seats() -> None:
     level = QueueSet("l")
     level.configure(2)
-    first = await level.acquire(1, 1, "s", 1.0)
-    await level.acquire(2, 1, "s", 1.0)
+    first = await level.acquire(1, 1, 1.0)
+    await level.acquire(2, 1, 1.0)
     with pytest.raises(Rejected) as rejected:
-        await level.acquire(3, 1, "s", 1.0)
+        await level.acquire(3, 1, 1.0)
     assert rejected.value.reason == "concurrency-limit"
     level.release(first, 1)
-    await level.acquire(3, 1, "s", 1.0)
+    await level.acquire(3, 1, 1.0)
 
 
 async def test_a_full_queue_rejects_and_a_waiting_request_times_out() -> None:
     level = QueueSet("l")
     level.configure(1, queues=1, hand_size=1, queue_length_limit=1)
-    await level.acquire(1, 1, "s", 1.0)
-    waiting = asyncio.create_task(level.acquire(1, 1, "s", 0.2))
+    await level.acquire(1, 1, 1.0)
+    waiting = asyncio.create_task(level.acquire(1, 1, 0.2))
     await asyncio.sleep(0)
     with pytest.raises(Rejected) as full:
-        await level.acquire(1, 1, "s", 1.0)
+        await level.acquire(1, 1, 1.0)
     assert full.value.reason == "queue-full"
     with pytest.raises(Rejected) as timed_out:
         await waiting
@@ -292,7 +291,7 @@ async def test_an_exempt_level_never_waits() -> None:
     level = QueueSet("exempt", exempt=True)
     level.configure(0)
     for flow in range(50):
-        await level.acquire(flow, 1, "s", 0.1)
+        await level.acquire(flow, 1, 0.1)
     assert level.requests_executing == 50
 
 
@@ -304,11 +303,11 @@ async def test_a_heavy_flow_does_not_starve_a_light_one() -> None:
     heavy, light = next((a, b) for a in range(100) for b in range(100)
                         if level.dealer is not None
                         and level.dealer.deal_into_hand(a) != level.dealer.deal_into_hand(b))
-    running = await level.acquire(heavy, 1, "s", 5.0)
+    running = await level.acquire(heavy, 1, 5.0)
     order: list[str] = []
 
     async def request(flow: int, name: str) -> None:
-        queue = await level.acquire(flow, 1, "s", 5.0)
+        queue = await level.acquire(flow, 1, 5.0)
         order.append(name)
         await asyncio.sleep(0)
         level.release(queue, 1)
@@ -325,8 +324,8 @@ async def test_a_heavy_flow_does_not_starve_a_light_one() -> None:
 async def test_a_cancelled_waiter_leaves_its_queue() -> None:
     level = QueueSet("l")
     level.configure(1, queues=4, hand_size=2, queue_length_limit=10)
-    running = await level.acquire(7, 1, "s", 1.0)
-    waiter = asyncio.create_task(level.acquire(7, 1, "s", 5.0))
+    running = await level.acquire(7, 1, 1.0)
+    waiter = asyncio.create_task(level.acquire(7, 1, 5.0))
     await asyncio.sleep(0)
     assert level.waiting_requests == 1
     waiter.cancel()

@@ -390,14 +390,13 @@ def with_priority_and_fairness(handler: Handler, controller: APFController,
             PRIORITY_LEVEL_UID_HEADER: classification.priority_level_uid,
             FLOW_SCHEMA_UID_HEADER: classification.flow_schema_uid}
         labels = (classification.priority_level_name, classification.flow_schema_name)
-        seats = list_seats(info, request.query, object_count(info),
+        seats = list_seats(request.query, object_count(info),
                            classification.max_seats) if info.verb == "list" else 1
         queue_set = classification.queue_set
         waiting = metrics.flowcontrol_inqueue.labels(*labels)
         waiting.inc()
         try:
-            queue = await queue_set.acquire(classification.flow_hash, seats, labels[1],
-                                            QUEUE_WAIT_LIMIT)
+            queue = await queue_set.acquire(classification.flow_hash, seats, QUEUE_WAIT_LIMIT)
         except Rejected as rejected:
             metrics.flowcontrol_rejected.labels(*labels, rejected.reason).inc()
             dropped.record_dropped_request(labels[0])
@@ -425,8 +424,7 @@ def with_priority_and_fairness(handler: Handler, controller: APFController,
     return fair
 
 
-def list_seats(info: RequestInfo, query: Mapping[str, str], stored: int,
-               max_seats: int) -> int:
+def list_seats(query: Mapping[str, str], stored: int, max_seats: int) -> int:
     """The LIST work estimator: one seat per 100 objects it will go through, at least
     one, at most the level's max seats. A list served from the watch cache
     (resourceVersion=0) goes through every stored object; one from etcd twice its

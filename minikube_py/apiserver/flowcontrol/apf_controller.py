@@ -117,7 +117,8 @@ def compute_concurrency_limits(levels: list[Obj], server_concurrency_limit: int
 
 def max_seats(nominal: int, hand_size: int) -> int:
     """The most seats one request of a queuing level may take: max(1, min(15% of
-    nominalCL, nominalCL / handSize)), and at most the work estimator's 10."""
+    nominalCL, nominalCL / handSize)), and at most the work estimator's 10 (which is
+    all a level that does not queue is held to)."""
     return min(MAX_SEATS_CAP, max(1, min(math.ceil(nominal * MAX_SEATS_PERCENT),
                                          nominal // hand_size)))
 
@@ -206,7 +207,7 @@ class APFController:
                 self._max_seats[name] = max_seats(limits.nominal, queuing.get("handSize", 1))
             else:
                 queue_set.configure(current)
-                self._max_seats[name] = 1
+                self._max_seats[name] = MAX_SEATS_CAP
         for name in list(self.queue_sets):
             if name not in levels and name not in (EXEMPT, CATCH_ALL):
                 del self.queue_sets[name]

@@ -35,7 +35,6 @@ class Waiting:
 
     flow_hash: int
     seats: int
-    flow_schema: str
     dispatched: asyncio.Future[None] = field(default_factory=lambda: (
         asyncio.get_running_loop().create_future()))
     queue: Queue | None = None
@@ -55,7 +54,7 @@ class Queue:
         return sum(request.seats for request in self.waiting)
 
 
-class Rejected(Exception):  # noqa: N818 - upstream's word for a request not served
+class Rejected(Exception):
     """The request is not served; `reason` as upstream's rejected_requests_total labels it."""
 
     def __init__(self, reason: str) -> None:
@@ -109,8 +108,7 @@ class QueueSet:
         """Queues with requests waiting."""
         return sum(1 for queue in self.queues if queue.waiting)
 
-    async def acquire(self, flow_hash: int, seats: int, flow_schema: str,
-                      wait_limit: float) -> Queue | None:
+    async def acquire(self, flow_hash: int, seats: int, wait_limit: float) -> Queue | None:
         """StartRequest: return once the request may run (the queue it was dispatched
         from, None if it never queued); raise Rejected if it may not (a reconfiguration
         that stops the level queuing rejects its waiting requests too)."""
@@ -127,7 +125,7 @@ class QueueSet:
         if len(queue.waiting) >= self.queue_length_limit:
             self.rejected_total["queue-full"] += 1
             raise Rejected("queue-full")
-        request = Waiting(flow_hash, seats, flow_schema)
+        request = Waiting(flow_hash, seats)
         if not queue.waiting and not queue.seats_in_use:
             queue.virtual_start = max(queue.virtual_start, self.virtual_time)
         queue.waiting.append(request)
