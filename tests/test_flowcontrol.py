@@ -252,6 +252,9 @@ async def test_a_flooding_service_account_gets_429s_while_another_user_is_served
                 f'priority_level="{FLOODER}",reason="concurrency-limit"}}') in metrics
         assert ('apiserver_flowcontrol_dispatched_requests_total{flow_schema="global-default",'
                 'priority_level="global-default"}') in metrics
+        assert (f'apiserver_flowcontrol_request_wait_duration_seconds_count{{execute="false",'
+                f'flow_schema="{FLOODER}",priority_level="{FLOODER}"}} {len(rejected)}.0'
+                in metrics)
         # 3 seats: 1 share of 246 is one seat (rounded up), 100 of 246 two
         assert f'apiserver_flowcontrol_nominal_limit_seats{{priority_level="{FLOODER}"}} 1.0' in (
             metrics)

@@ -395,20 +395,27 @@ def with_priority_and_fairness(handler: Handler, controller: APFController,
         queue_set = classification.queue_set
         waiting = metrics.flowcontrol_inqueue.labels(*labels)
         waiting.inc()
+        arrived = time.monotonic()
         try:
             queue = await queue_set.acquire(classification.flow_hash, seats, QUEUE_WAIT_LIMIT)
         except Rejected as rejected:
+            metrics.flowcontrol_wait_duration.labels(*labels, "false").observe(
+                time.monotonic() - arrived)
             metrics.flowcontrol_rejected.labels(*labels, rejected.reason).inc()
             dropped.record_dropped_request(labels[0])
             return too_many_requests(headers, dropped.retry_after(labels[0]))
         finally:
             waiting.dec()
+        metrics.flowcontrol_wait_duration.labels(*labels, "true").observe(
+            time.monotonic() - arrived)
         metrics.flowcontrol_dispatched.labels(*labels).inc()
         if is_watch:
             queue_set.release(queue, seats)
             return await serve_long_running(handler, request, metrics)
         executing = metrics.flowcontrol_executing.labels(*labels)
+        executing_seats = metrics.flowcontrol_executing_seats.labels(*labels)
         executing.inc()
+        executing_seats.inc(seats)
         kind = "mutating" if info.verb in MUTATING_VERBS else "readOnly"
         executing_by_kind[kind] += 1
         try:
@@ -416,6 +423,7 @@ def with_priority_and_fairness(handler: Handler, controller: APFController,
         finally:
             executing_by_kind[kind] -= 1
             executing.dec()
+            executing_seats.dec(seats)
             queue_set.release(queue, seats)
         if not response.prepared:
             response.headers.update(headers)
