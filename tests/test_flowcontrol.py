@@ -267,3 +267,10 @@ async def test_a_flooding_service_account_gets_429s_while_another_user_is_served
         assert header.split(",")[0] == "PriorityLevelName"
         flood_row = next(row for row in rows if row.startswith(f"{FLOODER},"))
         assert int(flood_row.split(",")[7]) == len(rejected)
+        # A watch holds the level's one seat only to start: a list beside it is served.
+        async with session.get(path, params={"watch": "1"}, headers=flooder) as watch:
+            assert watch.status == 200
+            assert watch.headers["X-Kubernetes-PF-FlowSchema-UID"] == (
+                created_schema["metadata"]["uid"])
+            status, _ = await list_as_flooder()
+            assert status == 200

@@ -64,7 +64,11 @@ from minikube_py.apiserver.auth.impersonation import impersonated
 from minikube_py.apiserver.endpoints import negotiation, tracing
 from minikube_py.apiserver.endpoints.metrics import APIServerMetrics, metric_verb
 from minikube_py.apiserver.endpoints.requestinfo import RequestInfo, parse_request_info
-from minikube_py.apiserver.endpoints.responses import AUDIT_ID, RESPONSE_HEADERS
+from minikube_py.apiserver.endpoints.responses import (
+    AUDIT_ID,
+    RESPONSE_HEADERS,
+    WATCH_INITIALIZED,
+)
 from minikube_py.apiserver.flowcontrol.apf_controller import OBJECTS_PER_SEAT, APFController
 from minikube_py.apiserver.flowcontrol.dropped_requests import DroppedRequestsTracker
 from minikube_py.apiserver.flowcontrol.queueset import Rejected
@@ -369,8 +373,9 @@ def with_priority_and_fairness(handler: Handler, controller: APFController,
     """WithPriorityAndFairness: classify the request (flowcontrol/), wait for seats in
     its priority level's queues, or answer 429 with Retry-After (1 s, more while the
     level drops many: flowcontrol/dropped_requests.py); exempt levels never
-    wait. Long-running requests other than watches are not held; a watch takes its seat
-    only to start (upstream holds it until the watch is initialized). Every answer names
+    wait. Long-running requests other than watches are not held; a watch holds its seat
+    until it has started (its initial list read: watch.py signals WATCH_INITIALIZED), as
+    upstream's initialization signal. Every answer names
     the matched FlowSchema's and level's UIDs. apiserver_current_inflight_requests counts
     the requests executing, read-only and mutating, as with the in-flight limits."""
     dropped = DroppedRequestsTracker()
@@ -409,22 +414,31 @@ def with_priority_and_fairness(handler: Handler, controller: APFController,
         metrics.flowcontrol_wait_duration.labels(*labels, "true").observe(
             time.monotonic() - arrived)
         metrics.flowcontrol_dispatched.labels(*labels).inc()
-        if is_watch:
-            queue_set.release(queue, seats)
-            return await serve_long_running(handler, request, metrics)
         executing = metrics.flowcontrol_executing.labels(*labels)
         executing_seats = metrics.flowcontrol_executing_seats.labels(*labels)
         executing.inc()
         executing_seats.inc(seats)
         kind = "mutating" if info.verb in MUTATING_VERBS else "readOnly"
         executing_by_kind[kind] += 1
+        finished = False
+
+        def finish() -> None:
+            """Give the seats back, once: after the request, or a watch's start."""
+            nonlocal finished
+            if not finished:
+                finished = True
+                executing_by_kind[kind] -= 1
+                executing.dec()
+                executing_seats.dec(seats)
+                queue_set.release(queue, seats)
+
         try:
+            if is_watch:
+                request[WATCH_INITIALIZED] = finish
+                return await serve_long_running(handler, request, metrics)
             response = await handler(request)
         finally:
-            executing_by_kind[kind] -= 1
-            executing.dec()
-            executing_seats.dec(seats)
-            queue_set.release(queue, seats)
+            finish()
         if not response.prepared:
             response.headers.update(headers)
         return response

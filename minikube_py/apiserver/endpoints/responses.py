@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -21,6 +22,9 @@ AUDIT_ID = web.RequestKey("audit_id", str)
 # a plain response, a streamed one (a watch) sends them itself, and an error's Status
 # carries them too.
 RESPONSE_HEADERS = web.RequestKey("response_headers", dict[str, str])
+# What the watch endpoint calls once its watcher has started (the initial list read):
+# API Priority and Fairness then gives back the seat the watch held to start.
+WATCH_INITIALIZED = web.RequestKey("watch_initialized", Callable[[], None])
 
 
 def json_response(

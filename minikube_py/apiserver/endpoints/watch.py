@@ -28,6 +28,7 @@ from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
 from minikube_py.apiserver.endpoints.responses import (
     AUDIT_ID,
     RESPONSE_HEADERS,
+    WATCH_INITIALIZED,
     from_storage,
     render_one,
 )
@@ -65,11 +66,13 @@ async def serve_watch(
     try:
         watcher = await start_watcher(store, namespace, options, matches, send_initial)
     except errors.APIError as err:
+        _initialized(request)
         await response.prepare(request)
         await response.write(orjson.dumps({"type": ERROR, "object": err.status()}) + b"\n")
         await response.write_eof()
         return response
 
+    _initialized(request)
     await response.prepare(request)  # sends the headers: the stream is open
     encode = event_encoder(store, wanted, request)
     try:
@@ -100,6 +103,13 @@ def watch_filter(
         return obj["metadata"].get("name") == name and (inner is None or inner(obj))
 
     return named
+
+
+def _initialized(request: web.Request) -> None:
+    """The watch has started: tell API Priority and Fairness (it gives back the seat)."""
+    signal = request.get(WATCH_INITIALIZED)
+    if signal is not None:
+        signal()
 
 
 async def start_watcher(
