@@ -353,3 +353,32 @@ def test_the_debug_dumps_are_upstreams_tab_written_rows() -> None:
         per_level[row.split(",")[0]] = per_level.get(row.split(",")[0], 0) + 1
     assert per_level == {"global-default": 128, "leader-election": 16, "node-high": 64,
                          "system": 64, "workload-high": 128, "workload-low": 128}
+
+
+async def test_a_level_that_stops_queuing_rejects_its_waiting_requests() -> None:
+    level = QueueSet("l")
+    level.configure(1, queues=4, hand_size=2, queue_length_limit=10)
+    running = await level.acquire(1, 1, 1.0)
+    waiter = asyncio.create_task(level.acquire(2, 1, 5.0))
+    await asyncio.sleep(0)
+    level.configure(1)
+    with pytest.raises(Rejected) as rejected:
+        await waiter
+    assert rejected.value.reason == "concurrency-limit"
+    assert (level.seats_waiting, level.waiting_requests) == (0, 0)
+    level.release(running, 1)
+    assert level.seats_in_use == 0
+
+
+async def test_a_request_cancelled_once_dispatched_gives_its_seat_back() -> None:
+    level = QueueSet("l")
+    level.configure(1, queues=1, hand_size=1, queue_length_limit=10)
+    running = await level.acquire(1, 1, 1.0)
+    waiter = asyncio.create_task(level.acquire(1, 1, 5.0))
+    await asyncio.sleep(0)
+    level.release(running, 1)  # dispatches the waiter: it holds the seat now
+    assert level.seats_in_use == 1
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert level.seats_in_use == 0

@@ -212,12 +212,13 @@ class QueueSet:
     def _withdraw(self, request: Waiting) -> bool:
         """Take a request that stops waiting out of its queue; False if it was dispatched
         meanwhile (then it holds seats)."""
-        if request.dispatched.done():
+        if request.queue is not None:
             return False
         for queue in self.queues:
             if request in queue.waiting:
                 queue.waiting.remove(request)
                 self._note_waiting(-request.seats)
                 break
-        request.dispatched.cancel()
+        if not request.dispatched.done():
+            request.dispatched.cancel()
         return True
