@@ -372,12 +372,13 @@ def with_priority_and_fairness(handler: Handler, controller: APFController,
                                metrics: APIServerMetrics) -> Handler:
     """WithPriorityAndFairness: classify the request (flowcontrol/), wait for seats in
     its priority level's queues, or answer 429 with Retry-After (1 s, more while the
-    level drops many: flowcontrol/dropped_requests.py); exempt levels never
-    wait. Long-running requests other than watches are not held; a watch holds its seat
-    until it has started (its initial list read: watch.py signals WATCH_INITIALIZED), as
-    upstream's initialization signal. Every answer names
-    the matched FlowSchema's and level's UIDs. apiserver_current_inflight_requests counts
-    the requests executing, read-only and mutating, as with the in-flight limits."""
+    level drops many: flowcontrol/dropped_requests.py); exempt levels never wait.
+
+    Long-running requests other than watches are not held; a watch holds its seat until
+    it has started (its initial list read: watch.py signals WATCH_INITIALIZED), as with
+    upstream's initialization signal. Every answer names the matched FlowSchema's and
+    level's UIDs. apiserver_current_inflight_requests counts the requests executing,
+    read-only and mutating, as with the in-flight limits."""
     dropped = DroppedRequestsTracker()
     executing_by_kind = {"readOnly": 0, "mutating": 0}
     for kind in executing_by_kind:
