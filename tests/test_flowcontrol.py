@@ -274,3 +274,26 @@ async def test_a_flooding_service_account_gets_429s_while_another_user_is_served
                 created_schema["metadata"]["uid"])
             status, _ = await list_as_flooder()
             assert status == 200
+
+
+@pytest.mark.parametrize(("headers", "path", "schema", "level"), [
+    ({}, "/api/v1/namespaces/default/configmaps", "global-default", "global-default"),
+    ({}, "/healthz", "probes", "exempt"),
+    ({"Impersonate-User": "admin", "Impersonate-Group": "system:masters"},
+     "/api/v1/namespaces/default/configmaps", "exempt", "exempt"),
+    ({"Impersonate-User": "system:serviceaccount:kube-system:job-controller"},
+     "/apis/batch/v1/jobs", "kube-system-service-accounts", "workload-high"),
+    ({"Impersonate-User": "system:node:n1", "Impersonate-Group": "system:nodes"},
+     "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+     "system-node-high", "node-high"),
+])
+async def test_every_answer_names_the_flow_schema_and_level_it_matched(
+        api: API, headers: dict[str, str], path: str, schema: str, level: str) -> None:
+    await bootstrapped(api)
+    _, schema_obj = await api.get(f"{FLOWCONTROL}/flowschemas/{schema}")
+    _, level_obj = await api.get(f"{FLOWCONTROL}/prioritylevelconfigurations/{level}")
+    async with api.session.get(api.base + path, headers=headers) as answer:
+        assert answer.status == 200, await answer.text()
+        assert answer.headers["X-Kubernetes-PF-FlowSchema-UID"] == schema_obj["metadata"]["uid"]
+        assert answer.headers["X-Kubernetes-PF-PriorityLevel-UID"] == (
+            level_obj["metadata"]["uid"])
