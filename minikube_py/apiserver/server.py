@@ -562,7 +562,8 @@ class APIServer(Component):
             filters.with_status_errors,  # every later error, as Status before audit sees it
             partial(filters.with_authorization, authorizer=self.authorizer),
             (partial(filters.with_priority_and_fairness, controller=self.apf,
-                     object_count=self._object_count, metrics=self.metrics)
+                     object_count=self._object_count, watch_count=self._watch_count,
+                     metrics=self.metrics)
              if config.enable_priority_and_fairness else
              partial(filters.with_max_inflight_limit,
                      max_requests=config.max_requests_inflight,
@@ -582,6 +583,13 @@ class APIServer(Component):
         """How many objects of the request's resource are stored (APF's LIST estimate)."""
         store = self.stores.get((info.group, info.version, info.resource))
         return len(store.cache.objects) if store is not None else 0
+
+    def _watch_count(self, info: RequestInfo) -> int:
+        """How many watches the request's resource has (APF's estimate of a write's
+        events; upstream counts only those of its namespace and name, and every
+        namespace's)."""
+        store = self.stores.get((info.group, info.version, info.resource))
+        return len(store.cache.watchers) if store is not None else 0
 
     async def _endpoint(self, request: web.BaseRequest) -> web.StreamResponse:
         """The end of the chain: the endpoint the path names answers."""

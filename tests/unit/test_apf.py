@@ -12,7 +12,7 @@ import pytest
 
 from minikube_py.api import Obj
 from minikube_py.apiserver.auth.authentication import UserInfo
-from minikube_py.apiserver.endpoints.filters import list_seats
+from minikube_py.apiserver.endpoints.filters import list_seats, mutating_seats
 from minikube_py.apiserver.endpoints.requestinfo import parse_request_info
 from minikube_py.apiserver.flowcontrol.apf_controller import (
     APFController,
@@ -258,6 +258,32 @@ def test_max_seats_is_15_percent_of_nominal_or_nominal_over_hand_size() -> None:
 def test_a_list_takes_a_seat_per_hundred_objects(query: dict[str, str], stored: int,
                                                  seats: int) -> None:
     assert list_seats(query, stored, 10) == seats
+
+
+@pytest.mark.parametrize(("watches", "final_seats", "latency"), [
+    (0, 0, 0.0), (9, 0, 0.0),          # fewer than 10 watches: nothing after the write
+    (10, 1, 0.005), (25, 3, 0.005),    # a seat per 10 watches, 5 ms each
+    (250, 10, 0.0125),                 # at most max seats, held longer for the same work
+])
+def test_a_write_keeps_a_seat_per_ten_watches_after_it_is_done(
+        watches: int, final_seats: int, latency: float) -> None:
+    seats, held = mutating_seats(watches, 10)
+    assert seats == final_seats
+    assert held == pytest.approx(latency)
+
+
+async def test_final_seats_are_held_for_the_additional_latency() -> None:
+    level = QueueSet("l")
+    level.configure(3)
+    queue = await level.acquire(1, 3, 1.0)
+    level.release(queue, 3, final_seats=2, additional_latency=0.05)
+    assert (level.requests_executing, level.seats_in_use) == (0, 2)
+    with pytest.raises(Rejected):  # 2 of 3 seats still held: a 2-seat request must wait
+        await level.acquire(2, 2, 1.0)
+    async with asyncio.timeout(10):
+        while level.seats_in_use:
+            await asyncio.sleep(0.01)
+    await level.acquire(2, 2, 1.0)
 
 
 async def test_a_level_without_queues_rejects_past_its_seats() -> None:

@@ -150,14 +150,25 @@ class QueueSet:
         self.concurrency_limit = concurrency_limit
         self._dispatch()
 
-    def release(self, queue: Queue | None, seats: int) -> None:
-        """FinishRequest: give the seats back and dispatch whatever now fits."""
-        self.seats_in_use -= seats
-        self.seat_demand.set(self.seats_in_use + self.seats_waiting)
+    def release(self, queue: Queue | None, seats: int, *, final_seats: int = 0,
+                additional_latency: float = 0.0) -> None:
+        """FinishRequest: the request is done; its seats come back now, but for
+        `final_seats`, held `additional_latency` seconds more (the watch events a write
+        sends out); then dispatch whatever fits."""
         self.requests_executing -= 1
         if queue is not None:
-            queue.seats_in_use -= seats
             queue.requests_executing -= 1
+        if final_seats and additional_latency > 0:
+            asyncio.get_running_loop().call_later(additional_latency, self._free, queue,
+                                                  final_seats)
+            seats -= final_seats
+        self._free(queue, seats)
+
+    def _free(self, queue: Queue | None, seats: int) -> None:
+        self.seats_in_use -= seats
+        self.seat_demand.set(self.seats_in_use + self.seats_waiting)
+        if queue is not None:
+            queue.seats_in_use -= seats
         self._dispatch()
 
     def _fits(self, seats: int) -> bool:
