@@ -2,7 +2,8 @@
 configuration in the cluster (upstream pkg/registry/flowcontrol/ensurer and
 rest/storage_flowcontrol.go), and the config consumer's Dangling conditions.
 
-    every ENSURE_PERIOD (and at once when a FlowSchema or level changes):
+    every ENSURE_PERIOD (and at once when a FlowSchema or level changes; a second after a
+    pass that failed):
         mandatory objects (exempt, catch-all)   missing -> create; spec differs -> restore
                                                 (exempt's own shares and lendable % stay)
         suggested objects                       missing -> create; spec differs and
@@ -39,6 +40,7 @@ from minikube_py.apiserver.registry.store import DeleteOptions
 log = logging.getLogger("minikube_py.apiserver")
 
 ENSURE_PERIOD = 60.0  # upstream's wait.PollImmediateUntil(time.Minute, ...)
+RETRY_PERIOD = 1.0  # after a failed pass, as upstream polls each second until one succeeds
 CHANGE_POLL = 0.5  # how often the hook looks whether the two caches changed
 TRUE_VALUES = {"1", "t", "T", "TRUE", "true", "True"}
 FALSE_VALUES = {"0", "f", "F", "FALSE", "false", "False"}
@@ -98,14 +100,16 @@ class ConfigProducer:
     async def run(self) -> None:
         """Ensure at once, then every ENSURE_PERIOD or when the configuration changes."""
         while True:
+            period = ENSURE_PERIOD
             try:
                 await self.ensure()
                 self.ensured.set()
-            except errors.APIError as err:
+            except Exception as err:  # etcd away, a write refused: log, and try again soon
+                period = RETRY_PERIOD
                 log.warning(orjson.dumps({"msg": "APF bootstrap ensurer ran into error, will "
-                                                 "retry later", "error": err.message}).decode())
+                                                 "retry later", "error": repr(err)}).decode())
             seen = tuple(cache.changes for cache in self.caches)
-            until = time.monotonic() + ENSURE_PERIOD
+            until = time.monotonic() + period
             while (time.monotonic() < until
                    and tuple(cache.changes for cache in self.caches) == seen):
                 await asyncio.sleep(CHANGE_POLL)
