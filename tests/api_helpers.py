@@ -18,6 +18,10 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from minikube_py.apiserver.connect.apiservices import local_api_services
+from minikube_py.apiserver.flowcontrol.bootstrap import (
+    MANDATORY_FLOW_SCHEMAS,
+    SUGGESTED_FLOW_SCHEMAS,
+)
 
 T = TypeVar("T")
 
@@ -98,8 +102,12 @@ async def eventually(predicate: Callable[[], Awaitable[T | None]], timeout: floa
 def wait_for_start_up_writes(connection: http.client.HTTPConnection) -> None:
     """Until the API server's own writes after readiness are done (its _bootstrap): the
     `kubernetes` Service created and every local APIService registered and marked
-    Available. From then on it writes nothing unless a request makes it."""
+    Available, and the APF bootstrap configuration (flowcontrol/ensurer.py) written, each
+    FlowSchema with its Dangling condition. From then on it writes nothing unless a
+    request makes it."""
     local = {api_service["metadata"]["name"] for api_service in local_api_services()}
+    flow_schemas = {obj["metadata"]["name"]
+                    for obj in MANDATORY_FLOW_SCHEMAS + SUGGESTED_FLOW_SCHEMAS}
     deadline = time.monotonic() + 60
 
     def get(path: str) -> tuple[int, Any]:
@@ -113,11 +121,16 @@ def wait_for_start_up_writes(connection: http.client.HTTPConnection) -> None:
         available = {item["metadata"]["name"] for item in (listed or {}).get("items", [])
                      if any(c.get("type") == "Available" and c.get("status") == "True"
                             for c in (item.get("status") or {}).get("conditions") or [])}
-        if service == 200 and local <= available:
+        _, schemas = get("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas")
+        conditioned = {item["metadata"]["name"] for item in (schemas or {}).get("items", [])
+                       if any(c.get("type") == "Dangling"
+                              for c in (item.get("status") or {}).get("conditions") or [])}
+        if service == 200 and local <= available and flow_schemas <= conditioned:
             return
         assert time.monotonic() < deadline, (
             f"the API server's start-up writes are not done: kubernetes Service {service}, "
-            f"APIServices not yet available: {sorted(local - available)}")
+            f"APIServices not yet available: {sorted(local - available)}, FlowSchemas "
+            f"without their Dangling condition: {sorted(flow_schemas - conditioned)}")
         time.sleep(0.1)
 
 

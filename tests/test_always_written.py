@@ -99,6 +99,12 @@ MINIMAL: dict[str, Obj] = {
                     "name": "r"}, "subjects": SUBJECTS},
     "scheduling.k8s.io/v1/PriorityClass": {"value": 1000},
     "storage.k8s.io/v1/StorageClass": {"provisioner": "example.com/provisioner"},
+    "flowcontrol.apiserver.k8s.io/v1/FlowSchema": {"spec": {
+        "priorityLevelConfiguration": {"name": "global-default"},
+        "rules": [{"subjects": [{"kind": "Group", "group": {"name": "x"}}],
+                   "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/x"]}]}]}},
+    "flowcontrol.apiserver.k8s.io/v1/PriorityLevelConfiguration": {"spec": {
+        "type": "Limited", "limited": {"limitResponse": {"type": "Reject"}}}},
     "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration": {"webhooks": [WEBHOOK]},
     "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration": {"webhooks": [WEBHOOK]},
     # a policy for a resource nothing serves, a binding of a policy that does not exist:

@@ -41,6 +41,7 @@ CLAIMS = "/api/v1/namespaces/{ns}/persistentvolumeclaims"
 STORAGE_CLASSES = "/apis/storage.k8s.io/v1/storageclasses"
 HPAS_V1 = "/apis/autoscaling/v1/namespaces/{ns}/horizontalpodautoscalers"
 HPAS_V2 = "/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers"
+FLOW_SCHEMAS = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas"
 MAX_BODY_BYTES = 3 * 1024 * 1024  # upstream's MaxRequestBodyBytes
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -88,6 +89,12 @@ def deployment(name: str, *, replicas: int = 1, labels: dict[str, str] | None = 
                          "spec": {"containers": [{"name": "app", "image": "busybox:1.36"}]}},
         },
     }
+
+
+def flow_schema(spec: Obj) -> Obj:
+    return {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
+            "metadata": {"name": "bad"},
+            "spec": {"priorityLevelConfiguration": {"name": "global-default"}, **spec}}
 
 
 def pod_with(name: str = "web", **spec: Any) -> Obj:
@@ -390,6 +397,21 @@ CASES = (
     BadInput("limit-that-is-not-a-number", "GET", PODS + "?limit=ten", None, 400, "BadRequest"),
     BadInput("garbage-continue-token", "GET", PODS + "?limit=1&continue=garbage", None, 400,
              "BadRequest", "invalid continue token"),
+    # -- API Priority and Fairness (flowcontrol/validation) -------------------------------
+    BadInput("flow-schema-precedence-over-10000", "POST", FLOW_SCHEMAS, flow_schema(
+        {"matchingPrecedence": 10001, "rules": [{"subjects": [
+            {"kind": "Group", "group": {"name": "g"}}], "nonResourceRules": [
+            {"verbs": ["get"], "nonResourceURLs": ["/a/*"]}]}]}), 422, "Invalid",
+             "must not be greater than 10000", "spec.matchingPrecedence"),
+    BadInput("flow-schema-rule-with-neither-kind-of-rule", "POST", FLOW_SCHEMAS, flow_schema(
+        {"rules": [{"subjects": [{"kind": "Group", "group": {"name": "g"}}]}]}), 422, "Invalid",
+             "at least one of resourceRules and nonResourceRules has to be non-empty",
+             "spec.rules[0]"),
+    BadInput("catch-all-level-changed", "PATCH",
+             "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/catch-all",
+             {"spec": {"limited": {"nominalConcurrencyShares": 50}}}, 422, "Invalid",
+             "spec of 'catch-all' must equal the fixed value", "spec",
+             content_type="application/merge-patch+json"),
 )
 
 
@@ -573,7 +595,8 @@ async def test_too_many_requests_in_flight_get_429_and_nothing_half_written(
     settled: str,
 ) -> None:
     log = fast_tmp / f"apiserver-429-{uuid.uuid4().hex[:8]}.log"
-    limits = ("--max-requests-inflight=1", "--max-mutating-requests-inflight=1")
+    limits = ("--max-requests-inflight=1", "--max-mutating-requests-inflight=1",
+              "--enable-priority-and-fairness=false")
     async with APIServerProcess([etcd.client_url], log, extra_args=limits) as api:
         path = f"{api.url}/api/v1/namespaces/{namespace}/configmaps"
         answers: dict[str, Answer] = {}

@@ -368,7 +368,9 @@ def test_livez_and_readyz_list_their_checks_as_upstream(server: SecuredServer,
     assert readyz == [
         "[+]ping ok", "[+]log ok", "[+]etcd ok", "[+]etcd-readiness ok",
         "[+]informer-sync ok", "[+]poststarthook/start-system-namespaces-controller ok",
-        "[+]poststarthook/rbac/bootstrap-roles ok", "[+]shutdown ok", "readyz check passed"]
+        "[+]poststarthook/rbac/bootstrap-roles ok",
+        "[+]poststarthook/priority-and-fairness-config-producer ok", "[+]shutdown ok",
+        "readyz check passed"]
     livez = kubectl(admin, "get", "--raw", "/livez?verbose&exclude=etcd").stdout.splitlines()
     assert livez[:3] == ["[+]ping ok", "[+]log ok", "[+]etcd excluded: ok"]
     assert livez[-1] == "livez check passed"

@@ -149,6 +149,11 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("events.k8s.io", "v1", "Event", "events", True, ("ev",), storage_plural="events"),
     # scheduling.k8s.io/v1
     Resource("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, ("pc",)),
+    # flowcontrol.apiserver.k8s.io/v1 (API Priority and Fairness: apiserver/flowcontrol/)
+    Resource("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "flowschemas", False,
+             subresources=("status",)),
+    Resource("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration",
+             "prioritylevelconfigurations", False, subresources=("status",)),
     # policy/v1
     Resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",),
              subresources=("status",)),
@@ -219,6 +224,7 @@ GROUP_ORDER = (
     "admissionregistration.k8s.io",
     "apiextensions.k8s.io",
     "scheduling.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
 )
 
 

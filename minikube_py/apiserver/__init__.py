@@ -9,6 +9,9 @@ that talks to etcd. Its folders follow the path of one request.
                   store, write JSON/YAML/Table/Status, watch streams, discovery, OpenAPI
     auth/         who asks (authentication), may they (authorization), what may they
                   change (admission), and the audit log of it all
+    flowcontrol/  API Priority and Fairness: which FlowSchema and priority level a request
+                  belongs to, its seats and fair queues, the bootstrap configuration
+                  (apiserver/pkg/util/flowcontrol)
     registry/     the generic store and one strategy per kind, plus the REST storage
                   with logic of its own (Services, bindings, scale, eviction, reviews)
     apiextensions/ CustomResourceDefinitions: their controllers (names, Established,
@@ -19,6 +22,7 @@ that talks to etcd. Its folders follow the path of one request.
     storage/      etcd over gRPC, encryption at rest, the watch cache
 
 A request, in order: server.py's handler chain -> auth/authentication.py ->
-auth/audit.py -> auth/authorization.py -> endpoints/requestinfo.py and handlers.py ->
+auth/audit.py -> auth/authorization.py -> flowcontrol/ (a seat, or 429) ->
+endpoints/requestinfo.py and handlers.py ->
 registry/store.py (strategy hooks and auth/admission/ inside) -> storage/etcd.py.
 """

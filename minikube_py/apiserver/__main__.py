@@ -112,6 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "encrypted, with which keys")
     parser.add_argument("--max-requests-inflight", type=int, default=400)
     parser.add_argument("--max-mutating-requests-inflight", type=int, default=200)
+    parser.add_argument("--enable-priority-and-fairness", choices=("true", "false"),
+                        default="true",
+                        help="API Priority and Fairness: share the two in-flight limits' "
+                             "seats among priority levels, queue fairly per flow")
     parser.add_argument("--etcd-cafile", default="",
                         help="the CA that signed etcd's serving certificate (https etcd)")
     parser.add_argument("--etcd-certfile", default="",
@@ -210,6 +214,7 @@ def main(argv: list[str] | None = None) -> None:
         port=args.port,
         max_requests_inflight=args.max_requests_inflight,
         max_mutating_requests_inflight=args.max_mutating_requests_inflight,
+        enable_priority_and_fairness=args.enable_priority_and_fairness == "true",
         compaction_interval=args.etcd_compaction_interval,
         log_requests=args.log_requests == "true",
         service_cluster_ip_range=args.service_cluster_ip_range,

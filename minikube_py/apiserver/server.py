@@ -17,7 +17,9 @@
            with_status_errors           (again, so that audit sees them answered)
            with_authorization           may they (auth/authorization.py: AlwaysAllow,
                                         Node, RBAC; 403)
-           with_max_inflight_limit      429 past the in-flight limits
+           with_priority_and_fairness   API Priority and Fairness: seats per priority
+                                        level, fair queues, 429 (flowcontrol/); or
+           with_max_inflight_limit      429 past the in-flight limits (APF disabled)
            with_audit_response_started  ResponseStarted, for long-running requests
       -> _endpoint, which routes by path (_route):
            non-resource paths: /healthz /livez /readyz /metrics /version, discovery,
@@ -80,7 +82,10 @@ from minikube_py.apiserver.connect.kubeletclient import KubeletClient
 from minikube_py.apiserver.endpoints import discovery, filters, health, openapi
 from minikube_py.apiserver.endpoints.handlers import ResourceHandler
 from minikube_py.apiserver.endpoints.metrics import APIServerMetrics, InstrumentedEtcd
+from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
 from minikube_py.apiserver.endpoints.responses import json_response, no_such_resource
+from minikube_py.apiserver.flowcontrol.apf_controller import APFController, ConcurrencyLimits
+from minikube_py.apiserver.flowcontrol.ensurer import ConfigProducer
 from minikube_py.apiserver.registry.allocators import (
     DEFAULT_NODE_PORT_RANGE,
     DEFAULT_SERVICE_CIDR,
@@ -125,6 +130,9 @@ class APIServerConfig:
     port: int = 6443
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200
+    # --enable-priority-and-fairness: APF (flowcontrol/) instead of the two in-flight
+    # limits; its seats are their sum
+    enable_priority_and_fairness: bool = True
     compaction_interval: float = 300.0  # seconds; 0 disables, as upstream
     log_requests: bool = True
     service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
@@ -230,6 +238,9 @@ class APIServer(Component):
             "/apis/": self._group_list,
             "/openapi/v2": self._openapi_v2,
             "/openapi/v3": self._openapi_v3_index,
+            "/debug/api_priority_and_fairness/dump_priority_levels":
+                self._dump_priority_levels,
+            "/debug/api_priority_and_fairness/dump_queues": self._dump_queues,
         }
 
     # -- wiring ----------------------------------------------------------------------------
@@ -256,6 +267,16 @@ class APIServer(Component):
         self.custom_resources = CustomResourceDefinitions(
             self.stores[("apiextensions.k8s.io", "v1", "customresourcedefinitions")],
             self.stores, self.caches, lambda: self.admission, self._count_event)
+        flowcontrol = "flowcontrol.apiserver.k8s.io"
+        self.config_producer = ConfigProducer(
+            self.stores[(flowcontrol, "v1", "flowschemas")],
+            self.stores[(flowcontrol, "v1", "prioritylevelconfigurations")],
+            self.caches["/registry/flowschemas/"],
+            self.caches["/registry/prioritylevelconfigurations/"])
+        self.apf = APFController(
+            self.config.max_requests_inflight + self.config.max_mutating_requests_inflight,
+            self.caches["/registry/flowschemas/"],
+            self.caches["/registry/prioritylevelconfigurations/"], self._note_apf_limits)
         self.handler = ResourceHandler(self.stores, KubeletClient.from_files(
             self.config.kubelet_client_certificate, self.config.kubelet_client_key,
             self.config.kubelet_certificate_authority))
@@ -390,6 +411,8 @@ class APIServer(Component):
         for cache in self.caches.values():
             self._tasks.append(asyncio.create_task(cache.run()))
         self._tasks.append(asyncio.create_task(self.custom_resources.run()))
+        if self.config.enable_priority_and_fairness:
+            self._tasks.append(asyncio.create_task(self.apf.run()))
         if self.config.compaction_interval > 0:
             self._tasks.append(asyncio.create_task(self._compact_periodically()))
         self._runner = web.ServerRunner(self.build_server(), shutdown_timeout=SHUTDOWN_TIMEOUT)
@@ -481,7 +504,7 @@ class APIServer(Component):
             self.stores[("discovery.k8s.io", "v1", "endpointslices")], self.aggregator)
         await asyncio.gather(ensure_kubernetes_service(self.services, self.port),
                              self._ensure_kubernetes_endpoints(), repair.run(),
-                             api_services.run())
+                             api_services.run(), self.config_producer.run())
 
     async def _ensure_kubernetes_endpoints(self) -> None:
         """Publish this server as the kubernetes Service's endpoint: at its
@@ -538,12 +561,35 @@ class APIServer(Component):
             partial(filters.with_audit, audit=self.audit),
             filters.with_status_errors,  # every later error, as Status before audit sees it
             partial(filters.with_authorization, authorizer=self.authorizer),
-            partial(filters.with_max_inflight_limit,
-                    max_requests=config.max_requests_inflight,
-                    max_mutating=config.max_mutating_requests_inflight,
-                    metrics=self.metrics),
+            (partial(filters.with_priority_and_fairness, controller=self.apf,
+                     object_count=self._object_count, watch_count=self._watch_count,
+                     metrics=self.metrics)
+             if config.enable_priority_and_fairness else
+             partial(filters.with_max_inflight_limit,
+                     max_requests=config.max_requests_inflight,
+                     max_mutating=config.max_mutating_requests_inflight,
+                     metrics=self.metrics)),
             partial(filters.with_audit_response_started, audit=self.audit),
         ])
+
+    def _note_apf_limits(self, limits: dict[str, ConcurrencyLimits],
+                         current: dict[str, int]) -> None:
+        """apiserver_flowcontrol_nominal_limit_seats and _current_limit_seats per level."""
+        for name, level in limits.items():
+            self.metrics.flowcontrol_nominal_limit.labels(name).set(level.nominal)
+            self.metrics.flowcontrol_current_limit.labels(name).set(current[name])
+
+    def _object_count(self, info: RequestInfo) -> int:
+        """How many objects of the request's resource are stored (APF's LIST estimate)."""
+        store = self.stores.get((info.group, info.version, info.resource))
+        return len(store.cache.objects) if store is not None else 0
+
+    def _watch_count(self, info: RequestInfo) -> int:
+        """How many watches the request's resource has (APF's estimate of a write's
+        events; upstream counts only those of its namespace and name, and every
+        namespace's)."""
+        store = self.stores.get((info.group, info.version, info.resource))
+        return len(store.cache.watchers) if store is not None else 0
 
     async def _endpoint(self, request: web.BaseRequest) -> web.StreamResponse:
         """The end of the chain: the endpoint the path names answers."""
@@ -595,12 +641,17 @@ class APIServer(Component):
         async def serving() -> bool:
             return self._listening.is_set()
 
+        async def flowcontrol_config() -> bool:
+            return self.config_producer.ensured.is_set()
+
         checks: list[health.Check] = [("ping", passing), ("log", passing), ("etcd", etcd)]
         if ready:
             checks += [("etcd-readiness", etcd), ("informer-sync", informers)]
         checks.append(("poststarthook/start-system-namespaces-controller", namespaces))
         if "RBAC" in self.config.authorization_mode.split(","):
             checks.append(("poststarthook/rbac/bootstrap-roles", bootstrap_roles))
+        checks.append(("poststarthook/priority-and-fairness-config-producer",
+                       flowcontrol_config))
         if ready:
             checks.append(("shutdown", serving))
         return checks
@@ -608,6 +659,14 @@ class APIServer(Component):
     async def _metrics(self, request: web.Request) -> web.Response:
         body = generate_latest(self.metrics.registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _dump_priority_levels(self, request: web.Request) -> web.Response:
+        """APF's debug table: each level's queues, waiting, executing and rejected."""
+        return web.Response(text=self.apf.dump_priority_levels(), content_type="text/plain")
+
+    async def _dump_queues(self, request: web.Request) -> web.Response:
+        """APF's debug table: each queue's waiting and executing requests and seats."""
+        return web.Response(text=self.apf.dump_queues(), content_type="text/plain")
 
     async def _version(self, request: web.Request) -> web.Response:
         return json_response({

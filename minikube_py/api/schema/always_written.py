@@ -2179,6 +2179,88 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
             'o': {},
         },
     },
+    'flowcontrol.apiserver.k8s.io/v1/FlowSchema': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'spec': {
+            'o': {
+                'priorityLevelConfiguration': {
+                    'o': {
+                        'name': {
+                            'z': '',
+                        },
+                    },
+                },
+                'matchingPrecedence': {
+                    'z': 0,
+                },
+                'rules': {
+                    'l': {
+                        'subjects': {
+                            'l': {
+                                'kind': {
+                                    'z': '',
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+        'status': {
+            'o': {},
+        },
+    },
+    'flowcontrol.apiserver.k8s.io/v1/PriorityLevelConfiguration': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'spec': {
+            'o': {
+                'type': {
+                    'z': '',
+                },
+            },
+        },
+        'status': {
+            'o': {},
+        },
+    },
     'networking.k8s.io/v1/Ingress': {
         'metadata': {
             'o': {

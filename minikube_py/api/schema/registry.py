@@ -18,6 +18,7 @@ from minikube_py.api.schema import (
     batch,
     certificates,
     core,
+    flowcontrol,
     metrics,
     networking,
     node,
@@ -64,6 +65,9 @@ KINDS: dict[GroupVersionKind, Type] = {
     ("coordination.k8s.io", "v1", "Lease"): others.LEASE,
     ("events.k8s.io", "v1", "Event"): others.EVENTS_EVENT,
     ("scheduling.k8s.io", "v1", "PriorityClass"): others.PRIORITY_CLASS,
+    ("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema"): flowcontrol.FLOW_SCHEMA,
+    ("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration"):
+        flowcontrol.PRIORITY_LEVEL_CONFIGURATION,
     ("apiregistration.k8s.io", "v1", "APIService"): others.API_SERVICE,
     ("networking.k8s.io", "v1", "Ingress"): networking.INGRESS,
     ("networking.k8s.io", "v1", "IngressClass"): networking.INGRESS_CLASS,

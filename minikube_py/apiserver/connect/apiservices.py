@@ -43,6 +43,7 @@ PRIORITIES = {
     "storage.k8s.io": (16800, 15),
     "admissionregistration.k8s.io": (16700, 15),
     "scheduling.k8s.io": (16600, 15),
+    "flowcontrol.apiserver.k8s.io": (16100, 21),
     "coordination.k8s.io": (16500, 15),
     "discovery.k8s.io": (16200, 15),
 }

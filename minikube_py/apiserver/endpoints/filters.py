@@ -19,6 +19,10 @@ the next handler and returns a handler that does one step, then calls it.
     with_audit                   RequestReceived ... ResponseComplete (filters/audit.go;
                                  auth/audit.py)
     with_authorization           may they: 403 (filters/authorization.go)
+    with_priority_and_fairness   seats per priority level, fair queuing, 429 past the
+                                 queues (server/filters/priority-and-fairness.go;
+                                 flowcontrol/); or, with --enable-priority-and-fairness
+                                 =false:
     with_max_inflight_limit      429 past --max-requests-inflight, long-running requests
                                  counted apart (server/filters/maxinflight.go)
     with_audit_response_started  ResponseStarted, for a long-running request
@@ -39,10 +43,12 @@ request log configured) returns the next handler itself and costs nothing.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -62,7 +68,15 @@ from minikube_py.apiserver.auth.impersonation import impersonated
 from minikube_py.apiserver.endpoints import negotiation, tracing
 from minikube_py.apiserver.endpoints.metrics import APIServerMetrics, metric_verb
 from minikube_py.apiserver.endpoints.requestinfo import RequestInfo, parse_request_info
-from minikube_py.apiserver.endpoints.responses import AUDIT_ID
+from minikube_py.apiserver.endpoints.responses import (
+    AUDIT_ID,
+    RESPONSE_HEADERS,
+    WATCH_INITIALIZED,
+)
+from minikube_py.apiserver.flowcontrol.apf_controller import OBJECTS_PER_SEAT, APFController
+from minikube_py.apiserver.flowcontrol.dropped_requests import DroppedRequestsTracker
+from minikube_py.apiserver.flowcontrol.queueset import Rejected
+from minikube_py.apiserver.flowcontrol.rule import RequestDigest
 from minikube_py.tracing import context as tracing_context
 from minikube_py.tracing.tracer import Tracer
 
@@ -82,6 +96,13 @@ MAX_BODY_BYTES = 3 * 1024 * 1024
 MUTATING_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
 LONG_RUNNING_SUBRESOURCES = ("log", "exec", "attach", "portforward", "proxy")
 UNLOGGED_PATHS = ("/healthz", "/livez", "/readyz", "/metrics")
+PRIORITY_LEVEL_UID_HEADER = "X-Kubernetes-PF-PriorityLevel-UID"
+FLOW_SCHEMA_UID_HEADER = "X-Kubernetes-PF-FlowSchema-UID"
+# How long a request may wait in its queue: upstream's default request wait limit, a
+# quarter of the 60 s request timeout.
+QUEUE_WAIT_LIMIT = 15.0
+WATCHES_PER_SEAT = 10  # the mutating work estimator's watchesPerSeat
+EVENT_ADDITIONAL_DURATION = 0.005  # eventAdditionalDuration: 5 ms of work per event seat
 
 
 def build_handler_chain(endpoint: Handler, chain: Sequence[Filter]) -> Handler:
@@ -98,11 +119,14 @@ def is_long_running(info: RequestInfo) -> bool:
     return info.verb == "watch" or info.subresource in LONG_RUNNING_SUBRESOURCES
 
 
-def status_response(err: errors.APIError) -> web.Response:
+def status_response(err: errors.APIError, extra_headers: dict[str, str] | None = None
+                    ) -> web.Response:
     """The error as a Status body, ending in the newline Go's json.Encoder writes."""
-    headers = {"Retry-After": str(err.retry_after)} if err.retry_after else None
+    headers = dict(extra_headers or {})
+    if err.retry_after:
+        headers["Retry-After"] = str(err.retry_after)
     return web.Response(body=orjson.dumps(err.status()) + b"\n", status=err.code,
-                        content_type="application/json", headers=headers)
+                        content_type="application/json", headers=headers or None)
 
 
 def with_audit_id(handler: Handler) -> Handler:
@@ -201,7 +225,7 @@ def with_status_errors(handler: Handler) -> Handler:
         try:
             return await handler(request)
         except errors.APIError as err:
-            return status_response(err)
+            return status_response(err, request.get(RESPONSE_HEADERS))
         except web.HTTPRequestEntityTooLarge:
             return status_response(errors.request_entity_too_large(MAX_BODY_BYTES))
         except web.HTTPException as err:
@@ -324,12 +348,7 @@ def with_max_inflight_limit(handler: Handler, max_requests: int, max_mutating: i
     async def limited(request: web.BaseRequest) -> web.StreamResponse:
         info = request[REQUEST_INFO]
         if is_long_running(info):
-            watchers = metrics.watchers.labels(info.verb.upper(), info.group, info.resource)
-            watchers.inc()
-            try:
-                return await handler(request)
-            finally:
-                watchers.dec()
+            return await serve_long_running(handler, request, metrics)
         kind = "mutating" if info.verb in MUTATING_VERBS else "readOnly"
         limit = limits[kind]
         if limit > 0 and inflight[kind] >= limit:
@@ -342,6 +361,144 @@ def with_max_inflight_limit(handler: Handler, max_requests: int, max_mutating: i
             inflight[kind] -= 1
 
     return limited
+
+
+async def serve_long_running(handler: Handler, request: web.BaseRequest,
+                             metrics: APIServerMetrics) -> web.StreamResponse:
+    """A long-running request, counted in apiserver_longrunning_requests while it runs."""
+    info = request[REQUEST_INFO]
+    watchers = metrics.watchers.labels(info.verb.upper(), info.group, info.resource)
+    watchers.inc()
+    try:
+        return await handler(request)
+    finally:
+        watchers.dec()
+
+
+def with_priority_and_fairness(handler: Handler, controller: APFController,
+                               object_count: Callable[[RequestInfo], int],
+                               watch_count: Callable[[RequestInfo], int],
+                               metrics: APIServerMetrics) -> Handler:
+    """WithPriorityAndFairness: classify the request (flowcontrol/), wait for seats in
+    its priority level's queues, or answer 429 with Retry-After (1 s, more while the
+    level drops many: flowcontrol/dropped_requests.py); exempt levels never wait.
+
+    Long-running requests other than watches are not held; a watch holds its seat until
+    it has started (its initial list read: watch.py signals WATCH_INITIALIZED), as with
+    upstream's initialization signal. Every answer names the matched FlowSchema's and
+    level's UIDs. apiserver_current_inflight_requests counts the requests executing,
+    read-only and mutating, as with the in-flight limits."""
+    dropped = DroppedRequestsTracker()
+    executing_by_kind = {"readOnly": 0, "mutating": 0}
+    for kind in executing_by_kind:
+        metrics.inflight.labels(kind).set_function(lambda kind=kind: executing_by_kind[kind])
+
+    async def fair(request: web.BaseRequest) -> web.StreamResponse:
+        info = request[REQUEST_INFO]
+        is_watch = info.verb == "watch"
+        if is_long_running(info) and not is_watch:
+            return await serve_long_running(handler, request, metrics)
+        classification = controller.classify(RequestDigest(
+            request[USER], info.verb or request.method.lower(), info.is_resource_request,
+            info.group, info.resource, info.subresource, info.namespace, info.path))
+        headers = request[RESPONSE_HEADERS] = {
+            PRIORITY_LEVEL_UID_HEADER: classification.priority_level_uid,
+            FLOW_SCHEMA_UID_HEADER: classification.flow_schema_uid}
+        labels = (classification.priority_level_name, classification.flow_schema_name)
+        seats, final_seats, additional_latency = 1, 0, 0.0
+        if info.verb == "list":
+            seats = list_seats(request.query, object_count(info), classification.max_seats)
+        elif info.verb in MUTATING_VERBS and (info.resource, info.subresource) != (
+                "serviceaccounts", "token"):
+            final_seats, additional_latency = mutating_seats(watch_count(info),
+                                                             classification.max_seats)
+            seats = max(seats, final_seats)
+        queue_set = classification.queue_set
+        waiting = metrics.flowcontrol_inqueue.labels(*labels)
+        waiting.inc()
+        arrived = time.monotonic()
+        try:
+            queue = await queue_set.acquire(classification.flow_hash, seats, QUEUE_WAIT_LIMIT)
+        except Rejected as rejected:
+            metrics.flowcontrol_wait_duration.labels(*labels, "false").observe(
+                time.monotonic() - arrived)
+            metrics.flowcontrol_rejected.labels(*labels, rejected.reason).inc()
+            dropped.record_dropped_request(labels[0])
+            return too_many_requests(headers, dropped.retry_after(labels[0]))
+        finally:
+            waiting.dec()
+        metrics.flowcontrol_wait_duration.labels(*labels, "true").observe(
+            time.monotonic() - arrived)
+        metrics.flowcontrol_dispatched.labels(*labels).inc()
+        executing = metrics.flowcontrol_executing.labels(*labels)
+        executing_seats = metrics.flowcontrol_executing_seats.labels(*labels)
+        executing.inc()
+        executing_seats.inc(seats)
+        kind = "mutating" if info.verb in MUTATING_VERBS else "readOnly"
+        executing_by_kind[kind] += 1
+        finished = False
+
+        def finish() -> None:
+            """Give the seats back, once: after the request, or a watch's start."""
+            nonlocal finished
+            if not finished:
+                finished = True
+                executing_by_kind[kind] -= 1
+                executing.dec()
+                executing_seats.dec(seats)
+                queue_set.release(queue, seats, final_seats=final_seats,
+                                  additional_latency=additional_latency)
+
+        try:
+            if is_watch:
+                request[WATCH_INITIALIZED] = finish
+                return await serve_long_running(handler, request, metrics)
+            response = await handler(request)
+        finally:
+            finish()
+        if not response.prepared:
+            response.headers.update(headers)
+        return response
+
+    return fair
+
+
+def mutating_seats(watches: int, max_seats: int) -> tuple[int, float]:
+    """The mutating work estimator: a write that every watch of its resource will hear
+    of keeps a seat per 10 watches (at most the level's max seats) after it is done,
+    for 5 ms of each seat's work; (final seats, seconds held). Below 10 watches, none."""
+    if watches < WATCHES_PER_SEAT:
+        return 0, 0.0
+    wanted = math.ceil(watches / WATCHES_PER_SEAT)
+    final_seats = min(wanted, max_seats)
+    return final_seats, wanted * EVENT_ADDITIONAL_DURATION / final_seats
+
+
+def list_seats(query: Mapping[str, str], stored: int, max_seats: int) -> int:
+    """The LIST work estimator: one seat per 100 objects it will go through, at least
+    one, at most the level's max seats. A list served from the watch cache
+    (resourceVersion=0) goes through every stored object; one from etcd twice its
+    limit, or every object plus the limit when it filters by selector."""
+    limit = stored
+    with contextlib.suppress(ValueError):
+        asked = int(query.get("limit", "0"))
+        if 0 < asked < stored:
+            limit = asked
+    if query.get("resourceVersion") == "0":
+        objects = stored
+    elif query.get("labelSelector") or query.get("fieldSelector"):
+        objects = stored + limit
+    else:
+        objects = 2 * limit
+    return max(1, min(max_seats, math.ceil(objects / OBJECTS_PER_SEAT)))
+
+
+def too_many_requests(headers: dict[str, str], retry_after: int) -> web.Response:
+    """tooManyRequests: upstream's APF answers 429 in plain text, with Retry-After."""
+    return web.Response(status=429, text="Too many requests, please try again later.\n",
+                        headers={**headers, "Retry-After": str(retry_after),
+                                 "X-Content-Type-Options": "nosniff"},
+                        content_type="text/plain", charset="utf-8")
 
 
 def with_audit_response_started(handler: Handler, audit: AuditLog | None) -> Handler:

@@ -9,7 +9,7 @@ from itertools import accumulate
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
 
@@ -127,6 +127,43 @@ class APIServerMetrics:
             ["verb", "group", "resource"],
             registry=self.registry,
         )
+        levels_and_schemas = ["priority_level", "flow_schema"]
+        self.flowcontrol_dispatched = Counter(
+            "apiserver_flowcontrol_dispatched_requests_total",
+            "Number of requests executed by API Priority and Fairness subsystem",
+            levels_and_schemas, registry=self.registry)
+        self.flowcontrol_rejected = Counter(
+            "apiserver_flowcontrol_rejected_requests_total",
+            "Number of requests rejected by API Priority and Fairness subsystem",
+            [*levels_and_schemas, "reason"], registry=self.registry)
+        self.flowcontrol_inqueue = Gauge(
+            "apiserver_flowcontrol_current_inqueue_requests",
+            "Number of requests currently pending in queues of the API Priority and Fairness "
+            "subsystem", levels_and_schemas, registry=self.registry)
+        self.flowcontrol_executing = Gauge(
+            "apiserver_flowcontrol_current_executing_requests",
+            "Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution "
+            "stage in the API Priority and Fairness subsystem",
+            levels_and_schemas, registry=self.registry)
+        self.flowcontrol_executing_seats = Gauge(
+            "apiserver_flowcontrol_current_executing_seats",
+            "Concurrency (number of seats) occupied by the currently executing (initial stage "
+            "for a WATCH, any stage otherwise) requests in the API Priority and Fairness "
+            "subsystem", levels_and_schemas, registry=self.registry)
+        self.flowcontrol_wait_duration = Histogram(
+            "apiserver_flowcontrol_request_wait_duration_seconds",
+            "Length of time a request spent waiting in its queue",
+            [*levels_and_schemas, "execute"],
+            buckets=(0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30),
+            registry=self.registry)
+        self.flowcontrol_nominal_limit = Gauge(
+            "apiserver_flowcontrol_nominal_limit_seats",
+            "Nominal number of execution seats configured for each priority level",
+            ["priority_level"], registry=self.registry)
+        self.flowcontrol_current_limit = Gauge(
+            "apiserver_flowcontrol_current_limit_seats",
+            "current derived number of execution seats available to each priority level",
+            ["priority_level"], registry=self.registry)
         self.watch_events = PlainCounter(
             "apiserver_watch_cache_events_received_total",
             "Counter of events received in watch cache broken by resource type.",

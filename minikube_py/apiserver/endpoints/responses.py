@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -18,6 +19,13 @@ from minikube_py.tracing.context import json_without_trace_context, without_trac
 
 # The request's key for its id, returned in the `Audit-Id` header of every answer.
 AUDIT_ID = web.RequestKey("audit_id", str)
+# Headers a filter adds to the answer (APF's X-Kubernetes-PF-*): the filter sets them on
+# a plain response, a streamed one (a watch) sends them itself, and an error's Status
+# carries them too.
+RESPONSE_HEADERS = web.RequestKey("response_headers", dict[str, str])
+# What the watch endpoint calls once its watcher has started (the initial list read):
+# API Priority and Fairness then gives back the seat the watch held to start.
+WATCH_INITIALIZED = web.RequestKey("watch_initialized", Callable[[], None])
 
 
 def json_response(
@@ -33,7 +41,6 @@ def json_response(
 # with a message that says so, instead of leaving a student to guess.
 NOT_BUILT_YET = {
     "storage.k8s.io": "CSI drivers, CSI nodes, volume attachments and attributes classes",
-    "flowcontrol.apiserver.k8s.io": "API Priority and Fairness",
 }
 
 

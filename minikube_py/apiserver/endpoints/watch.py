@@ -25,7 +25,13 @@ from minikube_py.apiserver.endpoints.request_params import (
     query_int,
 )
 from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
-from minikube_py.apiserver.endpoints.responses import AUDIT_ID, from_storage, render_one
+from minikube_py.apiserver.endpoints.responses import (
+    AUDIT_ID,
+    RESPONSE_HEADERS,
+    WATCH_INITIALIZED,
+    from_storage,
+    render_one,
+)
 from minikube_py.apiserver.registry.store import ListOptions, Store
 from minikube_py.apiserver.storage.watchcache import BOOKMARK, ERROR, CacheEvent, Watcher
 from minikube_py.tracing.context import without_trace_context
@@ -54,16 +60,19 @@ async def serve_watch(
     send_initial = request.query.get("sendInitialEvents", "").lower() in ("1", "true")
 
     response = web.StreamResponse(headers={"Content-Type": "application/json",
-                                           "Audit-Id": request.get(AUDIT_ID, "")})
+                                           "Audit-Id": request.get(AUDIT_ID, ""),
+                                           **request.get(RESPONSE_HEADERS, {})})
     response.enable_chunked_encoding()
     try:
         watcher = await start_watcher(store, namespace, options, matches, send_initial)
     except errors.APIError as err:
+        _initialized(request)
         await response.prepare(request)
         await response.write(orjson.dumps({"type": ERROR, "object": err.status()}) + b"\n")
         await response.write_eof()
         return response
 
+    _initialized(request)
     await response.prepare(request)  # sends the headers: the stream is open
     encode = event_encoder(store, wanted, request)
     try:
@@ -94,6 +103,13 @@ def watch_filter(
         return obj["metadata"].get("name") == name and (inner is None or inner(obj))
 
     return named
+
+
+def _initialized(request: web.Request) -> None:
+    """The watch has started: tell API Priority and Fairness (it gives back the seat)."""
+    signal = request.get(WATCH_INITIALIZED)
+    if signal is not None:
+        signal()
 
 
 async def start_watcher(

@@ -29,6 +29,7 @@ from minikube_py.apiserver.endpoints.tables import (
     batch_columns,
     config_columns,
     event_columns,
+    flowcontrol_columns,
     networking_columns,
     node_columns,
     other_columns,
@@ -104,6 +105,13 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("autoscaling", "horizontalpodautoscalers"): Printer(
         autoscaling_columns.HORIZONTAL_POD_AUTOSCALER_COLUMNS,
         autoscaling_columns.print_horizontal_pod_autoscaler,
+    ),
+    ("flowcontrol.apiserver.k8s.io", "flowschemas"): Printer(
+        flowcontrol_columns.FLOW_SCHEMA_COLUMNS, flowcontrol_columns.print_flow_schema
+    ),
+    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): Printer(
+        flowcontrol_columns.PRIORITY_LEVEL_CONFIGURATION_COLUMNS,
+        flowcontrol_columns.print_priority_level_configuration,
     ),
     ("policy", "poddisruptionbudgets"): Printer(
         other_columns.POD_DISRUPTION_BUDGET_COLUMNS, other_columns.print_pod_disruption_budget

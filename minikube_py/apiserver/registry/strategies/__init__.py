@@ -46,6 +46,10 @@ from minikube_py.apiserver.registry.strategies.core import (
     ServiceAccountStrategy,
 )
 from minikube_py.apiserver.registry.strategies.events import EventStrategy, EventsV1EventStrategy
+from minikube_py.apiserver.registry.strategies.flowcontrol import (
+    FlowSchemaStrategy,
+    PriorityLevelConfigurationStrategy,
+)
 from minikube_py.apiserver.registry.strategies.networking import (
     IngressClassStrategy,
     IngressStrategy,
@@ -103,6 +107,9 @@ STRATEGIES: dict[tuple[str, str], type[KindStrategy]] = {
     ("events.k8s.io", "Event"): EventsV1EventStrategy,
     ("scheduling.k8s.io", "PriorityClass"): PriorityClassStrategy,
     ("policy", "PodDisruptionBudget"): PodDisruptionBudgetStrategy,
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"): FlowSchemaStrategy,
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"):
+        PriorityLevelConfigurationStrategy,
     ("networking.k8s.io", "Ingress"): IngressStrategy,
     ("networking.k8s.io", "IngressClass"): IngressClassStrategy,
     ("networking.k8s.io", "NetworkPolicy"): NetworkPolicyStrategy,
