@@ -224,8 +224,8 @@ async def test_hpa_scales_the_deployment_up_to_what_the_cpu_metrics_ask(
     assert conditions == {"AbleToScale": ("True", "SucceededRescale"),
                           "ScalingActive": ("True", "ValidMetricFound"),
                           "ScalingLimited": ("False", "DesiredWithinRange")}
-    events = (await cluster.client.resource("events").list(namespace))["items"]
-    rescales = [e for e in events if e.get("reason") == "SuccessfulRescale"]
+    rescales = await eventually(lambda: rescale_events(cluster, namespace), timeout=30,
+                                what="the SuccessfulRescale event")
     assert rescales[0]["message"] == ("New size: 4; reason: cpu resource utilization "
                                       "(percentage of request) above target")
     assert rescales[0]["source"]["component"] == "horizontal-pod-autoscaler"
@@ -300,6 +300,13 @@ async def test_scale_down_waits_out_the_stabilization_window(
         "spec"]["replicas"] == 1
 
 
+async def rescale_events(cluster: MetricsCluster, namespace: str) -> list[Obj] | None:
+    """The SuccessfulRescale events, once there is one (the recorder writes events after
+    the step that records them)."""
+    events = (await cluster.client.resource("events").list(namespace))["items"]
+    return [e for e in events if e.get("reason") == "SuccessfulRescale"] or None
+
+
 async def test_replicas_outside_min_and_max_go_back_to_the_bound_and_zero_disables(
         metrics_cluster: MetricsCluster, hpa_controller: ControllerManager) -> None:
     """Upstream's guards before any metric is read: a target above maxReplicas is set to
@@ -317,8 +324,9 @@ async def test_replicas_outside_min_and_max_go_back_to_the_bound_and_zero_disabl
         return deployment if deployment["spec"]["replicas"] == 2 else None
 
     await eventually(capped, timeout=30, what="the Deployment capped at maxReplicas")
-    events = (await cluster.client.resource("events").list(namespace))["items"]
-    assert [e["message"] for e in events if e.get("reason") == "SuccessfulRescale"] == [
+    rescales = await eventually(lambda: rescale_events(cluster, namespace), timeout=30,
+                                what="the SuccessfulRescale event")
+    assert [e["message"] for e in rescales] == [
         "New size: 2; reason: Current number of replicas above Spec.MaxReplicas"]
 
     await deployments.patch("web", {"spec": {"replicas": 0}}, namespace)
