@@ -113,6 +113,8 @@ async def test_pod_serves_http_on_its_pod_ip(node, api_client, namespace):
         "name": "echo", "image": ECHO, "ports": [{"containerPort": 8080}],
         "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
                 {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+        # Ready without a probe means started, not listening yet
+        "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1},
     }]))
     pod = await pod_where(api_client, namespace, "web", is_running_and_ready)
     status = pod["status"]
