@@ -15,9 +15,9 @@ import pytest
 
 from minikube_py.api import Obj
 from minikube_py.client.errors import NotFound
+from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import SharedInformerFactory
 from minikube_py.client.rest import Client
-from minikube_py.controllers.base import ControllerContext
 from minikube_py.controllers.manager import ControllerManager
 from minikube_py.controllers.volume.persistentvolume import PersistentVolumeController
 from minikube_py.controllers.volume.protection import (
@@ -40,21 +40,22 @@ def unique() -> str:
 async def provisioner(kubeconfig: Path, tmp_path: Path) -> AsyncIterator[LocalPathProvisioner]:
     """The provisioner in this process, its nodes' folders under tmp_path/nodes."""
     client = Client.from_kubeconfig(kubeconfig, user_agent="test-local-path-provisioner")
-    context = ControllerContext(client, SharedInformerFactory(client))
-    provisioner = LocalPathProvisioner(context, tmp_path / "nodes")
-    context.informers.start()
+    informers = SharedInformerFactory(client)
+    recorder = EventRecorder(client, PROVISIONER_NAME)
+    provisioner = LocalPathProvisioner(client, informers, recorder, tmp_path / "nodes")
+    informers.start()
     task = None
     try:
         async with asyncio.timeout(30):
-            await context.informers.wait_for_cache_sync()
+            await informers.wait_for_cache_sync()
         task = asyncio.create_task(provisioner.run())
         yield provisioner
     finally:
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        await context.informers.stop()
-        await context.stop_recorders()
+        await informers.stop()
+        await recorder.stop()
         await client.close()
 
 

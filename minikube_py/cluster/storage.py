@@ -6,16 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from minikube_py.api import Obj
+from minikube_py.api.storagehelpers import LOCAL_PATH_PROVISIONER
 from minikube_py.client.errors import AlreadyExists
 from minikube_py.client.rest import Client
-from minikube_py.provisioner.localpath import PROVISIONER_NAME
 
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 DEFAULT_STORAGE_CLASS: Obj = {
     "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
     "metadata": {"name": "standard", "annotations": {DEFAULT_CLASS_ANNOTATION: "true"},
                  "labels": {"app.kubernetes.io/managed-by": "minikube-py"}},
-    "provisioner": PROVISIONER_NAME,
+    "provisioner": LOCAL_PATH_PROVISIONER,
     "reclaimPolicy": "Delete",
     "volumeBindingMode": "WaitForFirstConsumer",
     "allowVolumeExpansion": True,

@@ -7,13 +7,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from prometheus_client import CollectorRegistry
+
 from minikube_py.client.component import run_component, serve_health
+from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import SharedInformerFactory
 from minikube_py.client.kubeconfig import KubeconfigError
 from minikube_py.client.logs import add_verbosity_flag, setup_logging
 from minikube_py.client.rest import Client
-from minikube_py.controllers.base import ControllerContext
-from minikube_py.provisioner.localpath import LocalPathProvisioner
+from minikube_py.provisioner.localpath import PROVISIONER_NAME, LocalPathProvisioner
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -41,20 +43,22 @@ def main(argv: list[str] | None = None) -> None:
 
     async def run() -> None:
         async with client:
-            context = ControllerContext(client, SharedInformerFactory(client))
-            provisioner = LocalPathProvisioner(context, args.nodes_dir.resolve())
+            informers = SharedInformerFactory(client)
+            recorder = EventRecorder(client, PROVISIONER_NAME)
+            provisioner = LocalPathProvisioner(client, informers, recorder,
+                                               args.nodes_dir.resolve())
             try:
-                health = await serve_health(context.registry, args.bind_address, args.port)
+                health = await serve_health(CollectorRegistry(), args.bind_address, args.port)
             except OSError as error:
                 sys.exit(f"provisioner: cannot listen on {args.bind_address}:{args.port}: "
                          f"{error}")
             try:
-                context.informers.start()
-                await context.informers.wait_for_cache_sync()
+                informers.start()
+                await informers.wait_for_cache_sync()
                 await provisioner.run()
             finally:
-                await context.informers.stop()
-                await context.stop_recorders()
+                await informers.stop()
+                await recorder.stop()
                 await health.cleanup()
 
     run_component("provisioner", run)

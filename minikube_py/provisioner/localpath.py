@@ -30,15 +30,19 @@ from minikube_py.api.storagehelpers import (
     ANN_DYNAMICALLY_PROVISIONED,
     ANN_SELECTED_NODE,
     ANN_STORAGE_PROVISIONER,
+    LOCAL_PATH_PROVISIONER,
     claim_class,
 )
-from minikube_py.client.errors import AlreadyExists, NotFound
-from minikube_py.client.informer import EventHandler
-from minikube_py.controllers.base import Controller, ControllerContext
+from minikube_py.client.errors import AlreadyExists, ClientError, Conflict, NotFound
+from minikube_py.client.events import EventRecorder
+from minikube_py.client.informer import EventHandler, SharedInformerFactory
+from minikube_py.client.rest import Client
+from minikube_py.client.store import object_key
+from minikube_py.client.workqueue import RateLimitingQueue, ShutDown
 
 log = logging.getLogger(__name__)
 
-PROVISIONER_NAME = "minikube-py.io/local-path"
+PROVISIONER_NAME = LOCAL_PATH_PROVISIONER
 FINALIZER = "external-provisioner.volume.kubernetes.io/finalizer"
 NODE_FOLDER = "local-path-provisioner"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -55,24 +59,66 @@ def volume_name(claim: Obj) -> str:
     return f"pvc-{claim['metadata']['uid']}"
 
 
-class LocalPathProvisioner(Controller):
-    """Provisions and deletes the volumes of claims that name this provisioner."""
+class LocalPathProvisioner:
+    """Provisions and deletes the volumes of claims that name this provisioner: informers
+    queue keys, workers sync them, a failed key is retried with backoff (the
+    external-provisioner's ProvisionController loop)."""
 
     name: ClassVar[str] = "local-path-provisioner"
-    event_source: ClassVar[str] = PROVISIONER_NAME
     workers: ClassVar[int] = 4
 
-    def __init__(self, ctx: ControllerContext, nodes_dir: Path) -> None:
-        super().__init__(ctx)
+    def __init__(self, client: Client, informers: SharedInformerFactory,
+                 recorder: EventRecorder, nodes_dir: Path) -> None:
+        self.client = client
+        self.recorder = recorder
         self.nodes_dir = nodes_dir
-        self.claims = self.informer("persistentvolumeclaims")
-        self.volumes = self.informer("persistentvolumes")
-        self.classes = self.informer("storageclasses", STORAGE_GROUP)
-        self.nodes = self.informer("nodes")
-        self.volumes_client = self.client.resource("persistentvolumes")
+        self.queue = RateLimitingQueue(self.name)
+        self.claims = informers.informer("persistentvolumeclaims")
+        self.volumes = informers.informer("persistentvolumes")
+        self.classes = informers.informer("storageclasses", STORAGE_GROUP)
+        self.nodes = informers.informer("nodes")
+        self.volumes_client = client.resource("persistentvolumes")
         for informer in (self.claims, self.volumes):
             informer.add_event_handler(EventHandler(
                 on_add=self.enqueue, on_update=lambda _old, new: self.enqueue(new)))
+
+    def enqueue(self, obj: Obj) -> None:
+        self.queue.add(object_key(obj))
+
+    async def run(self) -> None:
+        """The workers, until cancelled (the informers must have synced first)."""
+        tasks = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{index}")
+                 for index in range(self.workers)]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            self.queue.shut_down()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except ShutDown:
+                return
+            try:
+                await self.sync(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                # a Conflict is an ordinary requeue; the API or the disk saying no, a
+                # warning; anything else is a bug, with its traceback
+                level = (logging.DEBUG if isinstance(error, Conflict) else logging.WARNING
+                         if isinstance(error, ClientError | OSError) else logging.ERROR)
+                log.log(level, "%s: error syncing %r: %s", self.name, key, error,
+                        exc_info=level == logging.ERROR)
+                self.queue.add_rate_limited(key)
+            else:
+                self.queue.forget(key)
+            finally:
+                self.queue.done(key)
 
     def node_root(self, node: str) -> Path:
         """Where node `node` keeps its local-path volumes."""
