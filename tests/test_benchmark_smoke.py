@@ -165,6 +165,17 @@ def test_density_benchmark_quick_run_reports_every_slo() -> None:
 
 
 @pytest.mark.slow
+def test_storage_benchmark_quick_run_reports_the_pod_startup_slo() -> None:
+    """benchmarks/storage.py still runs end to end (a StatefulSet of 20 with a claim
+    each on 3 hollow nodes; it fails unless every claim is Bound and has its folder)."""
+    output = run_quick("storage.py", timeout=600)
+    lines = [line for line in output.splitlines()
+             if "pod startup with storage (watch: ADDED -> Running" in line]
+    assert len(lines) == 1, output
+    assert " PASS |" in lines[0] or " FAIL |" in lines[0], lines[0]
+
+
+@pytest.mark.slow
 def test_mkctl_benchmark_quick_run_reports_every_comparison() -> None:
     """benchmarks/mkctl.py still runs end to end (20 pods, 3 runs of each command)."""
     output = run_quick("mkctl.py", timeout=600)

@@ -27,6 +27,8 @@ ANN_DYNAMICALLY_PROVISIONED = "pv.kubernetes.io/provisioned-by"
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
 ANN_STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
 ANN_BETA_STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
+# The provisioner of the cluster's default StorageClass (minikube_py/provisioner).
+LOCAL_PATH_PROVISIONER = "minikube-py.io/local-path"
 BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 IS_DEFAULT_STORAGE_CLASS = "storageclass.kubernetes.io/is-default-class"
 BETA_IS_DEFAULT_STORAGE_CLASS = "storageclass.beta.kubernetes.io/is-default-class"

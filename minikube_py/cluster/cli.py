@@ -42,6 +42,7 @@ from minikube_py.cluster.components import (
     HollowNodesProcess,
     KubeletProcess,
     MetricsProcess,
+    ProvisionerProcess,
     ProxyProcess,
     SchedulerProcess,
     TraceReceiverProcess,
@@ -84,6 +85,7 @@ from minikube_py.cluster.runtime_setup import (
     runtime_missing,
 )
 from minikube_py.cluster.ssh import add_ssh_command
+from minikube_py.cluster.storage import ensure_default_storage_class
 from minikube_py.cluster.supervisor import Supervisor, SupervisorProcess
 from minikube_py.cluster.token_command import add_token_command
 from minikube_py.cluster.tracestore import publish_trace_receiver
@@ -101,14 +103,15 @@ from minikube_py.process import (
 DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443,
                  "controller-manager": 10257, "scheduler": 10259, "registry": 5000,
                  "dns": 10053, "dns-metrics": 9153, "hollow-nodes": 10251, "metrics": 4443,
-                 "tracing": 4318}
+                 "tracing": 4318, "provisioner": 10262}
 NODE_PORTS = {"kubelet": 10250, "kubelet-healthz": 10248, "proxy-healthz": 10256,
               "proxy-metrics": 10249}
 """Upstream's ports, on each node's own address: every node has a network of its own."""
 # Started stage by stage (the components of a stage together, on every node); stopped in
 # reverse order. A node's component is named node-N/<component>.
 STAGES = (("registry", "etcd", "tracing"), ("apiserver",),
-          ("controller-manager", "scheduler", "containerd", "proxy", "dns", "metrics"),
+          ("controller-manager", "scheduler", "containerd", "proxy", "dns", "metrics",
+           "provisioner"),
           ("kubelet", "hollow-nodes"))
 COMPONENTS = tuple(name for stage in STAGES for name in stage)
 NODE_COMPONENTS = ("containerd", "kubelet", "proxy")
@@ -334,6 +337,11 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
         processes["metrics"] = MetricsProcess(
             kubeconfig_of("metrics"), address=address, port=ports["metrics"],
             advertise_address=address, extra_args=flags("metrics"), **files("metrics"))
+    # the default StorageClass's provisioner, a host process in both layouts
+    # (docs/decisions.md): it makes each volume's folder in its node's folder
+    processes["provisioner"] = ProvisionerProcess(
+        kubeconfig_of("provisioner"), port=ports["provisioner"], nodes_dir=state / "nodes",
+        extra_args=flags("provisioner"), **files("provisioner"))
     registry = f"{address}:{ports['registry']}"
     for node in node_networks(cluster):
         config = node_config(state, node.name, node.pod_cidr, registry, netns=node.path)
@@ -640,6 +648,7 @@ async def _start(state: Path, name: str, process: ComponentProcess, started: flo
                                           certs.ca_file.read_bytes())
         else:
             write_kubeconfig(state / "kubeconfig", process.url)
+        await ensure_default_storage_class(state / "kubeconfig")
         if receiver is not None:
             await publish_trace_receiver(state / "kubeconfig", receiver.url)
     elif kind_of(name) == "containerd" and not was_running:

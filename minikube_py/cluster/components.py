@@ -188,6 +188,23 @@ class MetricsProcess(ClientComponentProcess):
         return [*super().command(), f"--advertise-address={self.advertise_address}"]
 
 
+class ProvisionerProcess(ClientComponentProcess):
+    """`python -m minikube_py.provisioner`: the local-path provisioner; the nodes' volume
+    folders are under nodes_dir (one folder per node)."""
+
+    component = "the local-path provisioner"
+    module = "minikube_py.provisioner"
+
+    def __init__(self, kubeconfig: Path, log_path: Path, *, nodes_dir: Path,
+                 **options: Any) -> None:
+        """`options`: those of every ClientComponentProcess (port, pid_file, ...)."""
+        super().__init__(kubeconfig, log_path, **options)
+        self.nodes_dir = nodes_dir
+
+    def command(self) -> list[str]:
+        return [*super().command(), f"--nodes-dir={self.nodes_dir}"]
+
+
 class DNSProcess(ClientComponentProcess):
     """`python -m minikube_py.dns`: answers on dns_address:dns_port (UDP and TCP; every
     address unless told), /healthz and /metrics on the metrics port, and publishes itself

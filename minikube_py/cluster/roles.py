@@ -5,7 +5,8 @@ Upstream runs cluster DNS and metrics-server as pods with ServiceAccounts; here 
 are processes on the host that publish themselves (their Service, EndpointSlice and, for
 metrics, the APIService). `up --secure` gives their certificates' users
 (system:kube-dns, system:metrics-server) the reads upstream's roles give those accounts
-and the few writes publishing takes.
+and the few writes publishing takes. The local-path provisioner, also a host process,
+gets what kubernetes-csi's external-provisioner role gives its account.
 """
 
 from __future__ import annotations
@@ -39,6 +40,14 @@ ROLES: dict[str, tuple[str, list[Obj]]] = {
         _rule(PUBLISH, [""], ["services"]),
         _rule(PUBLISH, ["discovery.k8s.io"], ["endpointslices"]),
         _rule(PUBLISH, ["apiregistration.k8s.io"], ["apiservices"]),
+    ]),
+    "minikube-py:local-path-provisioner": ("system:local-path-provisioner", [
+        _rule([*READ, "create", "patch", "delete"], [""], ["persistentvolumes"]),
+        _rule([*READ, "update"], [""], ["persistentvolumeclaims"]),
+        _rule(READ, ["storage.k8s.io"], ["storageclasses"]),
+        _rule(READ, [""], ["nodes"]),
+        _rule(["list", "watch", "create", "update", "patch"], [""], ["events"]),
+        _rule(["list", "watch", "create", "update", "patch"], ["events.k8s.io"], ["events"]),
     ]),
 }
 

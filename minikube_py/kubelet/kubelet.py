@@ -234,9 +234,10 @@ class Kubelet(Component):
         self._services = self.factory.informer("services")
         if not self.config.hollow:
             self.volumes = VolumeManager(
-                self.config.root_dir / "pods", self.config.root_dir / "claims",
+                self.config.root_dir / "pods",
                 get_config_map=self._get_config_map, get_secret=self._get_secret,
-                get_claim=self._get_claim, allocatable=self.allocatable,
+                get_claim=self._get_claim, get_volume=self._get_volume,
+                get_node_labels=self._node_labels, allocatable=self.allocatable,
                 get_service_account_token=self._service_account_token)
             self.eviction = EvictionManager(
                 parse_thresholds(self.config.eviction_hard),
@@ -497,6 +498,19 @@ class Kubelet(Component):
             return await self.client.resource("persistentvolumeclaims").get(name, namespace)
         except NotFound:
             return None
+
+    async def _get_volume(self, name: str) -> Obj | None:
+        """The PersistentVolume a pod's claim is bound to (the Node authorizer allows the
+        get for claims of pods bound to this node)."""
+        try:
+            return await self.client.resource("persistentvolumes").get(name)
+        except NotFound:
+            return None
+
+    async def _node_labels(self) -> dict[str, str]:
+        """GetNodeLabels: the labels of this kubelet's Node, as registered."""
+        node = await self.client.resource("nodes").get(self.node_name)
+        return dict(node["metadata"].get("labels") or {})
 
     # -- runtime helpers ----------------------------------------------------------------
 

@@ -35,8 +35,8 @@ DEFAULT_SCHEDULER_NAME = "default-scheduler"
 EXTENSION_POINT_NAMES = ("queueSort", "preFilter", "filter", "postFilter", "preScore",
                          "score", "reserve", "permit", "preBind", "bind", "postBind")
 
-# getDefaultPlugins() for v1 (multiPoint), with the default Score weights. Volume plugins
-# are left out until volumes exist.
+# getDefaultPlugins() for v1 (multiPoint), with the default Score weights. Of the volume
+# plugins only VolumeBinding is built (no VolumeRestrictions, NodeVolumeLimits, VolumeZone).
 DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
     ("PrioritySort", 0),
     ("NodeUnschedulable", 0),
@@ -45,6 +45,7 @@ DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
     ("NodeAffinity", 2),
     ("NodePorts", 0),
     ("NodeResourcesFit", 1),
+    ("VolumeBinding", 0),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
     ("DefaultPreemption", 0),

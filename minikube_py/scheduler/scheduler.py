@@ -62,6 +62,10 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 50
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+# (ClusterEvent resource, plural, group) of the objects volume scheduling watches
+STORAGE_RESOURCES = (("PersistentVolumeClaim", "persistentvolumeclaims", None),
+                     ("PersistentVolume", "persistentvolumes", None),
+                     ("StorageClass", "storageclasses", "storage.k8s.io"))
 
 
 class FitError(Exception):
@@ -169,6 +173,7 @@ class Scheduler(Component):
         self.nodes = self.informers.informer("nodes")
         self.namespaces = self.informers.informer("namespaces")
         self._wire_informers()
+        self._wire_plugin_informers(plugin_events)
         self._next_start_node_index = 0
         self._binding_tasks: set[asyncio.Task[None]] = set()
         self.synced = asyncio.Event()
@@ -202,6 +207,19 @@ class Scheduler(Component):
             on_add=self._namespace_changed,
             on_update=lambda _old, ns: self._namespace_changed(ns),
             on_delete=lambda ns: self.cache.namespace_labels.pop(ns["metadata"]["name"], None)))
+
+    def _wire_plugin_informers(self, plugin_events: dict[str, list[ClusterEvent]]) -> None:
+        """The storage objects some plugin (VolumeBinding) waits on: their adds and updates
+        retry the pods it turned down."""
+        wanted = {event.resource for events in plugin_events.values() for event in events}
+        for resource, plural, group in STORAGE_RESOURCES:
+            if resource not in wanted:
+                continue
+            self.informers.informer(plural, group).add_event_handler(EventHandler(
+                on_add=lambda _obj, kind=resource: self.queue.move_all_to_active_or_backoff(
+                    ClusterEvent(kind, "Add")),
+                on_update=lambda _old, _new, kind=resource:
+                    self.queue.move_all_to_active_or_backoff(ClusterEvent(kind, "Update"))))
 
     @staticmethod
     def _assigned(pod: Obj) -> bool:

@@ -41,6 +41,25 @@ spec:
     image: localhost/busybox:1.36
     command: ["sleep", "3600"]
 """
+CLAIMED = """
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 16Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: claimed}
+spec:
+  containers:
+  - name: shell
+    image: localhost/busybox:1.36
+    command: ["sh", "-c", "echo kept > /data/row && sleep 3600"]
+    volumeMounts: [{name: data, mountPath: /data}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+"""
 
 
 def launcher(home: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -106,6 +125,21 @@ def test_the_control_plane_node_has_its_role_and_taint(kubeadm_home: Path) -> No
     roles = kubectl(kubeadm_home, "get", "nodes").stdout
     assert any(line.split()[:3] == ["control-plane", "Ready", "control-plane"]
                for line in roles.splitlines()), roles
+
+
+def test_a_claim_of_the_default_class_is_provisioned_on_its_pods_node(
+        kubeadm_home: Path) -> None:
+    """The class `standard` and its provisioner (a host process here too), with the
+    static pods' scheduler binding the claim on the worker."""
+    classes = kubectl(kubeadm_home, "get", "sc", "--no-headers").stdout.split()
+    assert classes[:3] == ["standard", "(default)", "minikube-py.io/local-path"]
+    subprocess.run([KUBECTL, f"--kubeconfig={kubeadm_home / 'kubeconfig'}", "apply", "-f",
+                    "-"], input=CLAIMED, capture_output=True, text=True, timeout=60,
+                   check=True)
+    kubectl(kubeadm_home, "wait", "--for=condition=Ready", "pod/claimed", "--timeout=180s")
+    claim = json.loads(kubectl(kubeadm_home, "get", "pvc", "data", "-o", "json").stdout)
+    assert claim["status"]["phase"] == "Bound"
+    assert claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == "node-1"
 
 
 def test_kubectl_logs_of_the_scheduler_shows_its_decisions(kubeadm_home: Path) -> None:

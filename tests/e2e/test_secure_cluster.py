@@ -85,6 +85,12 @@ COMPONENTS = {
     ], [
         "get secrets -A", "create pods", "update nodes",
     ]),
+    "provisioner": ("system:local-path-provisioner", [
+        "create persistentvolumes", "delete persistentvolumes", "update persistentvolumeclaims -A",
+        "watch storageclasses.storage.k8s.io", "create events -n default",
+    ], [
+        "get secrets -A", "create pods", "delete persistentvolumeclaims -A",
+    ]),
 }
 
 

@@ -11,9 +11,10 @@ The packages of minikube_py are of three sorts:
   the kubelet and the launcher drive containerd with, as upstream's cri-client) and
   the `cri_logs` module (reading the CRI log files containerd writes, cri-client's logs);
 - components: `apiserver`, `controllers`, `scheduler`, `kubelet`, `proxy`, `dns`, `images`,
-  `mkctl`, `metrics`, `tracestore` (the trace receiver). A component imports shared libraries
-  and itself, never another component: each runs as its own process and reaches the
-  others only through the API server (images are built and pushed without a node);
+  `mkctl`, `metrics`, `tracestore` (the trace receiver), `provisioner` (local-path). A
+  component imports shared libraries and itself, never another component: each runs as
+  its own process and reaches the others only through the API server (images are built
+  and pushed without a node);
 - the launcher, `cluster`: it starts each component as a process (`python -m
   minikube_py.<component>`), so it needs none of their code, except the etcd client it
   probes the etcd it started with (`apiserver.storage.etcd`) and the images it builds

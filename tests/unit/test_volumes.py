@@ -52,6 +52,8 @@ class Cluster:
         self.config_maps: dict[tuple[str, str], Obj] = {}
         self.secrets: dict[tuple[str, str], Obj] = {}
         self.claims: dict[tuple[str, str], Obj] = {}
+        self.volumes: dict[str, Obj] = {}
+        self.node_labels = {"kubernetes.io/hostname": "node-1"}
         self.token_requests: list[tuple[str, str, str, int]] = []
 
     async def get_config_map(self, namespace: str, name: str) -> Obj | None:
@@ -62,6 +64,25 @@ class Cluster:
 
     async def get_claim(self, namespace: str, name: str) -> Obj | None:
         return self.claims.get((namespace, name))
+
+    async def get_volume(self, name: str) -> Obj | None:
+        return self.volumes.get(name)
+
+    async def get_node_labels(self) -> dict[str, str]:
+        return self.node_labels
+
+    def bind(self, claim_name: str, volume_name: str, source: Obj,
+             node: str | None = None) -> None:
+        """A claim in ns Bound to a PV with `source` (pinned to `node` if given)."""
+        uid = f"uid-{claim_name}"
+        self.claims["ns", claim_name] = {
+            "metadata": {"name": claim_name, "namespace": "ns", "uid": uid},
+            "spec": {"volumeName": volume_name}, "status": {"phase": "Bound"}}
+        spec: Obj = {**source, "claimRef": {"namespace": "ns", "name": claim_name, "uid": uid}}
+        if node is not None:
+            spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}
+        self.volumes[volume_name] = {"metadata": {"name": volume_name}, "spec": spec}
 
     async def token(self, pod: Obj, audience: str, expiration: int) -> str:
         account = pod["spec"].get("serviceAccountName") or "default"
@@ -82,8 +103,9 @@ def cluster() -> Cluster:
 
 
 def manager(root: Path, cluster: Cluster, *, tokens: bool = True) -> VolumeManager:
-    return VolumeManager(root / "pods", root / "claims", get_config_map=cluster.get_config_map,
+    return VolumeManager(root / "pods", get_config_map=cluster.get_config_map,
                          get_secret=cluster.get_secret, get_claim=cluster.get_claim,
+                         get_volume=cluster.get_volume, get_node_labels=cluster.get_node_labels,
                          get_service_account_token=cluster.token if tokens else None,
                          allocatable={"cpu": "2", "memory": "1Gi"})
 
@@ -237,6 +259,10 @@ async def test_items_pick_keys_with_their_own_path_and_mode(root: Path, cluster:
     assert mode_of(path / "app.conf") == 0o644
 
 
+UNABLE = ("Unable to attach or mount volumes: unmounted volumes=[v], unattached volumes=[], "
+          "failed to process volumes=[v]: ")
+
+
 @pytest.mark.parametrize(("volume", "message"), [
     ({"configMap": {"name": "absent"}},
      'MountVolume.SetUp failed for volume "v" : configmap "absent" not found'),
@@ -247,9 +273,9 @@ async def test_items_pick_keys_with_their_own_path_and_mode(root: Path, cluster:
      "configmap references non-existent config key: nope"),
     ({"secret": {"secretName": "creds", "items": [{"key": "nope", "path": "p"}]}},
      'MountVolume.SetUp failed for volume "v" : references non-existent secret key: nope'),
-    ({"persistentVolumeClaim": {"claimName": "data"}},
-     'error processing PVC ns/data: failed to fetch PVC from API server: '
-     'persistentvolumeclaims "data" not found'),
+    ({"persistentVolumeClaim": {"claimName": "absent"}},
+     UNABLE + 'error processing PVC ns/absent: failed to fetch PVC from API server: '
+     'persistentvolumeclaims "absent" not found'),
     ({"hostPath": {"path": "/does/not/exist", "type": "Directory"}},
      'MountVolume.SetUp failed for volume "v" : hostPath /does/not/exist doesn\'t exist'),
     ({"emptyDir": {"medium": "Disk"}},
@@ -257,7 +283,7 @@ async def test_items_pick_keys_with_their_own_path_and_mode(root: Path, cluster:
     ({"downwardAPI": {"items": [{"path": "n", "fieldRef": {"fieldPath": "spec.nodeName"}}]}},
      'MountVolume.SetUp failed for volume "v" : unsupported fieldPath: spec.nodeName'),
     ({"nfs": {"server": "s", "path": "/"}},
-     'failed to get Plugin from volumeSpec for volume "v" err=no volume plugin matched'),
+     UNABLE + 'failed to get Plugin from volumeSpec for volume "v" err=no volume plugin matched'),
 ])
 async def test_volumes_that_cannot_be_set_up_fail_with_upstream_messages(
         root: Path, cluster: Cluster, volume: Obj, message: str) -> None:
@@ -479,13 +505,15 @@ async def test_host_path_with_backsteps_is_refused(root: Path, cluster: Cluster)
 
 # -- persistentVolumeClaim -----------------------------------------------------------------------
 
-async def test_claim_is_a_directory_per_claim_that_outlives_the_pod(root: Path,
-                                                                    cluster: Cluster) -> None:
-    cluster.claims["ns", "data"] = {"metadata": {"name": "data", "uid": "claim-uid"}}
+async def test_claim_mounts_the_host_path_of_its_bound_volume(root: Path,
+                                                               cluster: Cluster) -> None:
+    data = root / "node/pvc-1"
+    cluster.bind("data", "pvc-1", {"hostPath": {"path": str(data), "type": "DirectoryOrCreate"}},
+                 node="node-1")
     volumes = manager(root, cluster)
     pod = make_pod({"name": "d", "persistentVolumeClaim": {"claimName": "data"}})
     path = (await volumes.mount_pod_volumes(pod))["d"]
-    assert path == root / "claims/ns/claim-uid" and path.is_dir()
+    assert path == data and path.is_dir()
     (path / "row").write_text("1")
     await volumes.teardown_pod_volumes("uid-1")
     await volumes.cleanup_orphans(set())
@@ -493,20 +521,62 @@ async def test_claim_is_a_directory_per_claim_that_outlives_the_pod(root: Path,
     assert (again["d"] / "row").read_text() == "1"
 
 
-async def test_terminating_claim_is_refused(root: Path, cluster: Cluster) -> None:
-    cluster.claims["ns", "data"] = {"metadata": {"name": "data", "uid": "c",
-                                                 "deletionTimestamp": "2026-11-22T04:00:00Z"}}
+async def test_claim_mounts_an_existing_local_volume_of_this_node(root: Path,
+                                                                 cluster: Cluster) -> None:
+    (root / "disk").mkdir()
+    cluster.bind("data", "local-1", {"local": {"path": str(root / "disk")}}, node="node-1")
+    pod = make_pod({"name": "d", "persistentVolumeClaim": {"claimName": "data"}})
+    assert (await manager(root, cluster).mount_pod_volumes(pod))["d"] == root / "disk"
+
+
+@pytest.mark.parametrize(("claim", "volume", "message"), [
+    ({"status": {"phase": "Pending"}}, None,
+     UNABLE.replace("[v]", "[d]") + "error processing PVC ns/data: PVC is not bound"),
+    ({"spec": {}}, None, UNABLE.replace("[v]", "[d]")
+     + "error processing PVC ns/data: PVC has empty pvc.Spec.VolumeName"),
+    ({"metadata": {"name": "data", "uid": "c", "deletionTimestamp": "2026-11-22T04:00:00Z"}},
+     None, UNABLE.replace("[v]", "[d]") + "error processing PVC ns/data: PVC is being deleted"),
+    ({"spec": {"volumeName": "gone"}}, None, UNABLE.replace("[v]", "[d]")
+     + "error processing PVC ns/data: failed to fetch PV gone from API server: "
+       'persistentvolumes "gone" not found'),
+    ({}, {"claimRef": None}, UNABLE.replace("[v]", "[d]")
+     + "error processing PVC ns/data: found PV object pv-1 but it has a nil pv.Spec.ClaimRef "
+       "indicating it is not yet bound to the claim"),
+    ({}, {"claimRef": {"namespace": "ns", "name": "data", "uid": "other"}},
+     UNABLE.replace("[v]", "[d]") + "error processing PVC ns/data: found PV object pv-1 but "
+     "its pv.Spec.ClaimRef.UID (other) does not point to claim.UID (uid-data)"),
+    ({}, {"nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-2"]}]}]}}},
+     'MountVolume.NodeAffinity check failed for volume "pv-1" : no matching NodeSelectorTerms'),
+    ({}, {"hostPath": None, "local": {"path": "/does/not/exist"}},
+     'MountVolume.NewMounter initialization failed for volume "pv-1" : '
+     'path "/does/not/exist" does not exist'),
+    ({}, {"hostPath": {"path": "/does/not/exist", "type": "Directory"}},
+     'MountVolume.SetUp failed for volume "pv-1" : hostPath /does/not/exist doesn\'t exist'),
+])
+async def test_claims_that_cannot_be_mounted_wait_with_upstream_messages(
+        root: Path, cluster: Cluster, claim: Obj, volume: Obj | None, message: str) -> None:
+    cluster.bind("data", "pv-1", {"hostPath": {"path": str(root / "pv")}})
+    for field, value in claim.items():
+        cluster.claims["ns", "data"][field] = value
+    for field, value in (volume or {}).items():
+        spec = cluster.volumes["pv-1"]["spec"]
+        if value is None:
+            del spec[field]
+        else:
+            spec[field] = value
     with pytest.raises(VolumeError) as raised:
         await manager(root, cluster).mount_pod_volumes(
             make_pod({"name": "d", "persistentVolumeClaim": {"claimName": "data"}}))
-    assert str(raised.value) == "error processing PVC ns/data: PVC is being deleted"
+    assert (raised.value.volume_name, str(raised.value)) == ("d", message)
 
 
 # -- container mounts ---------------------------------------------------------------------------
 
 async def test_container_mounts_handle_read_only_propagation_and_termination_message(
         root: Path, cluster: Cluster) -> None:
-    cluster.claims["ns", "data"] = {"metadata": {"name": "data", "uid": "c"}}
+    cluster.bind("data", "pv-1", {"hostPath": {"path": str(root / "pv"),
+                                               "type": "DirectoryOrCreate"}})
     volumes = manager(root, cluster)
     container = {"name": "app", "volumeMounts": [
         {"name": "cfg", "mountPath": "/etc/app"},

@@ -53,6 +53,7 @@ from minikube_py.cluster.kubeadm.addons import (
 from minikube_py.cluster.kubeadm.controlplane import ControlPlane, HostPaths, write_static_pods
 from minikube_py.cluster.netns import ClusterNetwork
 from minikube_py.cluster.registry import RegistryProcess
+from minikube_py.cluster.storage import ensure_default_storage_class
 from minikube_py.cluster.tracestore import publish_trace_receiver
 from minikube_py.images.components import IMAGE_REPOSITORY, build_and_push_component_images
 from minikube_py.process import ComponentProcess
@@ -283,6 +284,9 @@ async def run_init(config: InitConfiguration, processes: dict[str, ComponentProc
         server=config.server, cluster_cidr=config.cluster_cidr,
         cluster_dns=config.cluster_dns, images=images, tracing_endpoint=tracing_endpoint,
         verbosity=config.verbosity, extra_config=config.extra_config)))
+    await ensure_default_storage_class(admin)
+    if "provisioner" in processes:
+        await start("provisioner")
     await asyncio.gather(*(start(name) for name in processes
                            if kind_of(name) in ("kubelet", "hollow-nodes") and name != first))
     await approve_serving()

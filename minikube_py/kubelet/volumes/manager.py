@@ -8,8 +8,8 @@ container side. On disk, like upstream:
     <pods root>/<uid>/volumes/kubernetes.io~<plugin>/<volume>/   one dir per volume
     <pods root>/<uid>/containers/<container>/<random>            termination messages
 
-hostPath volumes are the node path itself; persistentVolumeClaim volumes are a directory
-per claim under the claims root.
+hostPath volumes are the node path itself; a persistentVolumeClaim volume is what its
+bound PersistentVolume says (a hostPath or local path of this node).
 """
 
 from __future__ import annotations
@@ -34,6 +34,12 @@ from minikube_py.kubelet.volumes import (
     projected,
     secret,
 )
+from minikube_py.kubelet.volumes.persistent_claim import (
+    GetNodeLabels,
+    GetVolume,
+    NewMounterError,
+    NodeAffinityError,
+)
 from minikube_py.kubelet.volumes.plugin import (
     PLUGIN_DIRS,
     PROJECTED_SOURCES,
@@ -46,6 +52,10 @@ from minikube_py.kubelet.volumes.projected import GetServiceAccountToken, Servic
 log = logging.getLogger(__name__)
 DEFAULT_TERMINATION_MESSAGE_PATH = "/dev/termination-log"
 PROPAGATION_MODES = ("None", "HostToContainer", "Bidirectional")
+
+
+class _MountError(Exception):
+    """A mount step of a PV failed; the message is complete (it names the PV)."""
 
 
 class VolumeError(Exception):
@@ -78,15 +88,17 @@ def _source_of(volume: Obj) -> str:
 class VolumeManager:
     """The kubelet's volumes: one directory tree per pod under `pods_root`."""
 
-    def __init__(self, pods_root: Path, claims_root: Path, *, get_config_map: GetObject,
-                 get_secret: GetObject, get_claim: GetObject,
+    def __init__(self, pods_root: Path, *, get_config_map: GetObject,
+                 get_secret: GetObject, get_claim: GetObject, get_volume: GetVolume,
+                 get_node_labels: GetNodeLabels,
                  get_service_account_token: GetServiceAccountToken | None = None,
                  allocatable: Obj | None = None) -> None:
         self.pods_root = pods_root
-        self.claims_root = claims_root
         self.get_config_map = get_config_map
         self.get_secret = get_secret
         self.get_claim = get_claim
+        self.get_volume = get_volume
+        self.get_node_labels = get_node_labels
         self.tokens = (ServiceAccountTokens(get_service_account_token)
                        if get_service_account_token is not None else None)
         self.allocatable = allocatable or {}
@@ -114,9 +126,7 @@ class VolumeManager:
         if kind == "hostPath":
             return hostpath.set_up(source), False
         if kind == "persistentVolumeClaim":
-            path = await persistent_claim.set_up(self.claims_root, meta["namespace"], source,
-                                                 self.get_claim)
-            return path, False
+            return await self._set_up_claim(meta["namespace"], source), False
         if kind not in PLUGIN_DIRS:
             raise ProcessVolumeError(f'failed to get Plugin from volumeSpec for volume '
                                      f'"{volume["name"]}" err=no volume plugin matched')
@@ -141,14 +151,41 @@ class VolumeManager:
                 tmpfs_size=self._tmpfs_size(pod))
         return path, changed
 
+    async def _set_up_claim(self, namespace: str, source: Obj) -> Path:
+        """The claim's bound PV, checked against this node's labels, then set up; errors
+        name the PV, as upstream's volume spec name is the PV's."""
+        volume = await persistent_claim.bound_volume(namespace, source, self.get_claim,
+                                                     self.get_volume)
+        name = volume["metadata"]["name"]
+        try:
+            persistent_claim.check_affinity(volume, await self.get_node_labels())
+            return persistent_claim.set_up(volume)
+        except NodeAffinityError as error:
+            raise _MountError(f'MountVolume.NodeAffinity check failed for volume "{name}" : '
+                              f"{error}") from error
+        except NewMounterError as error:
+            raise _MountError(f'MountVolume.NewMounter initialization failed for volume '
+                              f'"{name}" : {error}') from error
+        except SetUpError as error:
+            raise _MountError(f'MountVolume.SetUp failed for volume "{name}" : {error}') \
+                from error
+
     async def _set_up_or_raise(self, pod: Obj, volume: Obj) -> tuple[Path, bool]:
         try:
             return await self._set_up(pod, volume)
+        except _MountError as error:
+            raise VolumeError(volume["name"], str(error)) from error
         except SetUpError as error:
             raise VolumeError(volume["name"], f'MountVolume.SetUp failed for volume '
                                               f'"{volume["name"]}" : {error}') from error
         except ProcessVolumeError as error:
-            raise VolumeError(volume["name"], str(error)) from error
+            mounted = self._mounted.get(pod["metadata"]["uid"]) or {}
+            unmounted = sorted(v["name"] for v in (pod.get("spec") or {}).get("volumes") or []
+                               if v["name"] not in mounted)
+            raise VolumeError(volume["name"], (
+                f"Unable to attach or mount volumes: unmounted volumes=[{' '.join(unmounted)}], "
+                f"unattached volumes=[], failed to process volumes=[{volume['name']}]: "
+                f"{error}")) from error
 
     async def mount_pod_volumes(self, pod: Obj) -> dict[str, Path]:
         """WaitForAttachAndMount: set up every volume of the pod; volume name -> host path.
@@ -190,7 +227,7 @@ class VolumeManager:
 
     async def teardown_pod_volumes(self, pod_uid: str) -> None:
         """UnmountVolume.TearDown of every volume: unmount the tmpfs mounts, remove
-        pods/<uid>/volumes. Claim directories and hostPaths stay; so do the pod's
+        pods/<uid>/volumes. PersistentVolumes and hostPaths stay; so do the pod's
         termination message files (cleanup_orphans removes them with the pod dir)."""
         async with self._lock(pod_uid):
             volumes_dir = self.pod_dir(pod_uid) / "volumes"

@@ -1,33 +1,89 @@
-"""persistentVolumeClaim volume: the storage a claim in the pod's namespace stands for.
+"""persistentVolumeClaim volume: the PersistentVolume the pod's claim is bound to.
 
-Upstream resolves the claim to its bound PersistentVolume and sets that up with the PV's
-own plugin (desired_state_of_world_populator.go). This cluster has no provisioner: every
-claim is backed by a node directory `<claims root>/<namespace>/<claim uid>`, created on
-first use and kept when pods come and go (it is the claim's data).
+Upstream: the desired state of world populator resolves claim -> spec.volumeName -> PV
+(getPVCExtractPV, getPVSpec), and the PV's own plugin sets it up; the operation
+generator checks the PV's node affinity first (checkNodeAffinity). Two PV sources are
+served here, as a node's kubelet mounts them with no device to attach:
+
+    hostPath   the hostPath plugin: the path, checked against its type
+    local      the local plugin: the path must exist (a directory or a file)
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from minikube_py.api import Obj
+from minikube_py.api.storagehelpers import check_node_affinity
+from minikube_py.kubelet.volumes import hostpath
 from minikube_py.kubelet.volumes.plugin import GetObject, ProcessVolumeError
 
-CLAIM_DIR_MODE = 0o777
+# get_volume: PV name -> the PersistentVolume, None if absent.
+GetVolume = Callable[[str], Awaitable[Obj | None]]
+# get_node_labels: the labels of this kubelet's Node.
+GetNodeLabels = Callable[[], Awaitable[dict[str, str]]]
 
 
-async def set_up(claims_root: Path, namespace: str, source: Obj, get_claim: GetObject) -> Path:
-    """Find the claim (it must exist and not be terminating) and its directory."""
+class NodeAffinityError(Exception):
+    """MountVolume.NodeAffinity check failed: the PV may not be used on this node."""
+
+
+class NewMounterError(Exception):
+    """MountVolume.NewMounter initialization failed: the local path is not there."""
+
+
+async def bound_volume(namespace: str, source: Obj, get_claim: GetObject,
+                       get_volume: GetVolume) -> Obj:
+    """getPVCExtractPV then getPVSpec: the claim must be Bound, its PV bound back to it."""
     name = source["claimName"]
     claim = await get_claim(namespace, name)
+    prefix = f"error processing PVC {namespace}/{name}"
     if claim is None:
-        raise ProcessVolumeError(
-            f"error processing PVC {namespace}/{name}: failed to fetch PVC from API server: "
-            f'persistentvolumeclaims "{name}" not found')
+        raise ProcessVolumeError(f"{prefix}: failed to fetch PVC from API server: "
+                                 f'persistentvolumeclaims "{name}" not found')
     if claim["metadata"].get("deletionTimestamp"):
-        raise ProcessVolumeError(f"error processing PVC {namespace}/{name}: PVC is being deleted")
-    path = claims_root / namespace / claim["metadata"]["uid"]
-    if not path.is_dir():
-        path.mkdir(parents=True)
-        path.chmod(CLAIM_DIR_MODE)
-    return path
+        raise ProcessVolumeError(f"{prefix}: PVC is being deleted")
+    if (claim.get("status") or {}).get("phase") != "Bound":
+        raise ProcessVolumeError(f"{prefix}: PVC is not bound")
+    volume_name = (claim.get("spec") or {}).get("volumeName") or ""
+    if not volume_name:
+        raise ProcessVolumeError(f"{prefix}: PVC has empty pvc.Spec.VolumeName")
+    volume = await get_volume(volume_name)
+    if volume is None:
+        raise ProcessVolumeError(f"{prefix}: failed to fetch PV {volume_name} from API server: "
+                                 f'persistentvolumes "{volume_name}" not found')
+    claim_ref = (volume.get("spec") or {}).get("claimRef")
+    if claim_ref is None:
+        raise ProcessVolumeError(
+            f"{prefix}: found PV object {volume_name} but it has a nil pv.Spec.ClaimRef "
+            "indicating it is not yet bound to the claim")
+    if claim_ref.get("uid") != claim["metadata"]["uid"]:
+        raise ProcessVolumeError(
+            f"{prefix}: found PV object {volume_name} but its pv.Spec.ClaimRef.UID "
+            f"({claim_ref.get('uid', '')}) does not point to claim.UID "
+            f"({claim['metadata']['uid']})")
+    return volume
+
+
+def check_affinity(volume: Obj, node_labels: dict[str, str]) -> None:
+    """checkNodeAffinity: the PV's required node affinity must select this node."""
+    if not check_node_affinity(volume, {"metadata": {"labels": node_labels}}):
+        raise NodeAffinityError("no matching NodeSelectorTerms")
+
+
+def set_up(volume: Obj) -> Path:
+    """SetUp with the PV's plugin: hostPath as a hostPath volume, local as its path."""
+    spec = volume.get("spec") or {}
+    if "hostPath" in spec:
+        return hostpath.set_up(spec["hostPath"])
+    if "local" in spec:
+        path = spec["local"].get("path") or ""
+        if not path:
+            raise NewMounterError("local volume source is nil or local path is not set")
+        if not os.path.exists(path):
+            raise NewMounterError(f'path "{path}" does not exist')
+        return Path(path)
+    raise ProcessVolumeError(f'failed to get Plugin from volumeSpec for volume '
+                             f'"{volume["metadata"]["name"]}" err=no volume plugin matched')

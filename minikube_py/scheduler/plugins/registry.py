@@ -20,9 +20,10 @@ from minikube_py.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from minikube_py.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from minikube_py.scheduler.plugins.priority_sort import PrioritySort
 from minikube_py.scheduler.plugins.taint_toleration import TaintToleration
+from minikube_py.scheduler.plugins.volume_binding import VolumeBinding
 
 IN_TREE_PLUGINS: dict[str, type[Plugin]] = {plugin.name: plugin for plugin in (
     PrioritySort, NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
-    NodeResourcesFit, PodTopologySpread, InterPodAffinity, DefaultPreemption,
+    NodeResourcesFit, VolumeBinding, PodTopologySpread, InterPodAffinity, DefaultPreemption,
     NodeResourcesBalancedAllocation, ImageLocality, DefaultBinder,
 )}

@@ -1,0 +1,1 @@
+"""The local-path provisioner: PersistentVolumes on the node a claim's pod was scheduled to."""

@@ -1,0 +1,175 @@
+"""Storage as a StatefulSet tutorial uses it, with the real kubectl on a real 2-node
+cluster: the default StorageClass `standard`, the local-path provisioner, the scheduler's
+VolumeBinding, the PersistentVolume controller and the kubelet mounting the bound volume.
+
+The tests run in order on one cluster (a module fixture): the StatefulSet of the first
+is the one the next ones delete a pod of, scale down and free a claim of."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_cluster_cli import kubectl, launcher
+
+pytestmark = pytest.mark.slow
+
+KUBECTL = str(Path(sys.executable).with_name("kubectl"))
+STATEFUL_SET = """
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web}
+spec:
+  serviceName: web
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: app
+        image: busybox:1.36
+        command: [sleep, "3600"]
+        volumeMounts: [{name: www, mountPath: /data}]
+  volumeClaimTemplates:
+  - metadata: {name: www}
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 64Mi}}
+"""
+LOST_CLAIM = """
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: lost}
+spec:
+  storageClassName: nope
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Mi}}
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(fast_tmp: Path) -> Iterator[Path]:
+    home = fast_tmp / "storage"
+    launcher(home, "up", "--nodes", "2")
+    try:
+        kubectl(home, "wait", "--for=condition=Ready", "node", "--all", "--timeout=120s")
+        apply(home, STATEFUL_SET)
+        kubectl(home, "rollout", "status", "statefulset/web", "--timeout=180s")
+        yield home
+    finally:
+        launcher(home, "down", "--purge", check=False)
+
+
+def apply(home: Path, manifest: str) -> None:
+    subprocess.run([KUBECTL, f"--kubeconfig={home / 'kubeconfig'}", "apply", "-f", "-"],
+                   input=manifest, capture_output=True, text=True, timeout=60, check=True)
+
+
+def get(home: Path, *what: str) -> Any:
+    return json.loads(kubectl(home, "get", *what, "-o", "json").stdout)
+
+
+def until(condition: Callable[[], Any], what: str, timeout: float = 120) -> Any:
+    """Poll until `condition()` is truthy; `timeout` bounds a failure only."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.5)
+
+
+def absent(home: Path, *what: str) -> bool:
+    done = subprocess.run([KUBECTL, f"--kubeconfig={home / 'kubeconfig'}", "get", *what],
+                          capture_output=True, text=True, timeout=60)
+    return done.returncode != 0 and "NotFound" in done.stderr
+
+
+def test_a_stateful_set_gets_bound_claims_on_its_pods_nodes(cluster: Path) -> None:
+    for ordinal in (0, 1):
+        claim = get(cluster, "pvc", f"www-web-{ordinal}")
+        assert claim["status"]["phase"] == "Bound"
+        assert claim["spec"]["storageClassName"] == "standard"
+        node = get(cluster, "pod", f"web-{ordinal}")["spec"]["nodeName"]
+        assert claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == node
+        volume = get(cluster, "pv", claim["spec"]["volumeName"])
+        assert volume["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"] == (
+            "minikube-py.io/local-path")
+        folder = Path(volume["spec"]["hostPath"]["path"])
+        assert folder == (cluster / "nodes" / node / "local-path-provisioner" /
+                          f"{volume['metadata']['name']}_default_www-web-{ordinal}")
+        assert folder.is_dir()
+
+
+def test_data_written_by_pod_0_survives_its_deletion_on_the_same_node(cluster: Path) -> None:
+    kubectl(cluster, "exec", "web-0", "--", "sh", "-c", "echo kept > /data/row")
+    before = get(cluster, "pod", "web-0")
+    kubectl(cluster, "delete", "pod", "web-0", "--wait=true")
+
+    def recreated() -> bool:
+        pod = get(cluster, "pod", "web-0") if not absent(cluster, "pod", "web-0") else None
+        return pod is not None and pod["metadata"]["uid"] != before["metadata"]["uid"]
+    until(recreated, "web-0 to be made again")
+    kubectl(cluster, "wait", "--for=condition=Ready", "pod/web-0", "--timeout=120s")
+    after = get(cluster, "pod", "web-0")
+    assert after["spec"]["nodeName"] == before["spec"]["nodeName"]
+    assert kubectl(cluster, "exec", "web-0", "--", "cat", "/data/row").stdout == "kept\n"
+
+
+def test_scaling_down_keeps_the_claims_and_deleting_one_frees_its_volume(
+        cluster: Path) -> None:
+    volume_name = get(cluster, "pvc", "www-web-1")["spec"]["volumeName"]
+    folder = Path(get(cluster, "pv", volume_name)["spec"]["hostPath"]["path"])
+    kubectl(cluster, "scale", "statefulset/web", "--replicas=1")
+    until(lambda: absent(cluster, "pod", "web-1"), "web-1 to go")
+    assert get(cluster, "pvc", "www-web-1")["status"]["phase"] == "Bound"
+    assert folder.is_dir()
+
+    kubectl(cluster, "delete", "pvc", "www-web-1")
+    until(lambda: absent(cluster, "pv", volume_name), f"{volume_name} to be deleted")
+    assert not folder.exists()
+
+
+def test_a_claim_of_an_unknown_class_stays_pending_with_upstreams_event(
+        cluster: Path) -> None:
+    apply(cluster, LOST_CLAIM)
+
+    def event() -> str:
+        events = get(cluster, "events", "--field-selector",
+                     "involvedObject.name=lost,reason=ProvisioningFailed")["items"]
+        return str(events[0]["message"]) if events else ""
+    assert until(event, "a ProvisioningFailed event") == (
+        'storageclass.storage.k8s.io "nope" not found')
+    assert get(cluster, "pvc", "lost")["status"]["phase"] == "Pending"
+
+
+def test_kubectl_get_pv_pvc_sc_prints_upstreams_columns(cluster: Path) -> None:
+    classes = kubectl(cluster, "get", "sc").stdout.splitlines()
+    assert classes[0].split() == ["NAME", "PROVISIONER", "RECLAIMPOLICY",
+                                  "VOLUMEBINDINGMODE", "ALLOWVOLUMEEXPANSION", "AGE"]
+    assert classes[1].split()[:6] == ["standard", "(default)", "minikube-py.io/local-path",
+                                      "Delete", "WaitForFirstConsumer", "true"]
+    claim = get(cluster, "pvc", "www-web-0")
+    volume_name = claim["spec"]["volumeName"]
+    claims = kubectl(cluster, "get", "pvc", "www-web-0").stdout.splitlines()
+    assert claims[0].split() == ["NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS", "MODES",
+                                 "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "AGE"]
+    assert claims[1].split()[:7] == ["www-web-0", "Bound", volume_name, "64Mi", "RWO",
+                                     "standard", "<unset>"]
+    volumes = kubectl(cluster, "get", "pv", volume_name).stdout.splitlines()
+    assert volumes[0].split() == ["NAME", "CAPACITY", "ACCESS", "MODES", "RECLAIM", "POLICY",
+                                  "STATUS", "CLAIM", "STORAGECLASS", "VOLUMEATTRIBUTESCLASS",
+                                  "REASON", "AGE"]
+    assert volumes[1].split()[:8] == [volume_name, "64Mi", "RWO", "Delete", "Bound",
+                                      "default/www-web-0", "standard", "<unset>"]
