@@ -17,10 +17,14 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
+from minikube_py.api import Obj
 from minikube_py.apiserver.connect.apiservices import local_api_services
 from minikube_py.apiserver.flowcontrol.bootstrap import (
+    AUTO_UPDATE_ANNOTATION,
     MANDATORY_FLOW_SCHEMAS,
+    MANDATORY_PRIORITY_LEVELS,
     SUGGESTED_FLOW_SCHEMAS,
+    SUGGESTED_PRIORITY_LEVELS,
 )
 
 T = TypeVar("T")
@@ -101,37 +105,74 @@ async def eventually(predicate: Callable[[], Awaitable[T | None]], timeout: floa
 
 def wait_for_start_up_writes(connection: http.client.HTTPConnection) -> None:
     """Until the API server's own writes after readiness are done (its _bootstrap): the
-    `kubernetes` Service created and every local APIService registered and marked
-    Available, and the APF bootstrap configuration (flowcontrol/ensurer.py) written, each
-    FlowSchema with its Dangling condition. From then on it writes nothing unless a
-    request makes it."""
+    `kubernetes` Service created, every local APIService registered and marked Available,
+    and the APF configuration written (wait_for_apf_settled). From then on it writes
+    nothing unless a request makes it."""
     local = {api_service["metadata"]["name"] for api_service in local_api_services()}
-    flow_schemas = {obj["metadata"]["name"]
-                    for obj in MANDATORY_FLOW_SCHEMAS + SUGGESTED_FLOW_SCHEMAS}
     deadline = time.monotonic() + 60
-
-    def get(path: str) -> tuple[int, Any]:
-        connection.request("GET", path)
-        answer = connection.getresponse()
-        return answer.status, json.loads(answer.read() or b"null")
-
     while True:
-        service, _ = get("/api/v1/namespaces/default/services/kubernetes")
-        _, listed = get("/apis/apiregistration.k8s.io/v1/apiservices")
+        service, _ = _get(connection, "/api/v1/namespaces/default/services/kubernetes")
+        _, listed = _get(connection, "/apis/apiregistration.k8s.io/v1/apiservices")
         available = {item["metadata"]["name"] for item in (listed or {}).get("items", [])
                      if any(c.get("type") == "Available" and c.get("status") == "True"
                             for c in (item.get("status") or {}).get("conditions") or [])}
-        _, schemas = get("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas")
-        conditioned = {item["metadata"]["name"] for item in (schemas or {}).get("items", [])
-                       if any(c.get("type") == "Dangling"
-                              for c in (item.get("status") or {}).get("conditions") or [])}
-        if service == 200 and local <= available and flow_schemas <= conditioned:
-            return
+        if service == 200 and local <= available:
+            break
         assert time.monotonic() < deadline, (
             f"the API server's start-up writes are not done: kubernetes Service {service}, "
-            f"APIServices not yet available: {sorted(local - available)}, FlowSchemas "
-            f"without their Dangling condition: {sorted(flow_schemas - conditioned)}")
+            f"APIServices not yet available: {sorted(local - available)}")
         time.sleep(0.1)
+    wait_for_apf_settled(connection)
+
+
+def wait_for_apf_settled(connection: http.client.HTTPConnection) -> None:
+    """Until the APF configuration is as flowcontrol/ensurer.py keeps it, after start-up
+    or after a request that changed it (a deleted FlowSchema is put back a moment later,
+    by the API server's own write)."""
+    deadline = time.monotonic() + 60
+    while True:
+        _, schemas = _get(connection, "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas")
+        _, levels = _get(connection,
+                         "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations")
+        unsettled = apf_unsettled((schemas or {}).get("items") or [],
+                                  (levels or {}).get("items") or [])
+        if not unsettled:
+            return
+        assert time.monotonic() < deadline, (
+            f"APF objects the ensurer has yet to write: {unsettled}")
+        time.sleep(0.1)
+
+
+def _get(connection: http.client.HTTPConnection, path: str) -> tuple[int, Any]:
+    connection.request("GET", path)
+    answer = connection.getresponse()
+    return answer.status, json.loads(answer.read() or b"null")
+
+
+def apf_unsettled(schemas: list[Obj], levels: list[Obj]) -> list[str]:
+    """The APF objects flowcontrol/ensurer.py would still write: bootstrap objects that
+    are missing, objects it deletes (auto-updated, no longer suggested), and FlowSchemas
+    whose Dangling condition is missing or wrong."""
+    wanted = {"flowschemas": MANDATORY_FLOW_SCHEMAS + SUGGESTED_FLOW_SCHEMAS,
+              "prioritylevelconfigurations": MANDATORY_PRIORITY_LEVELS
+              + SUGGESTED_PRIORITY_LEVELS}
+    unsettled = []
+    for plural, items in (("flowschemas", schemas), ("prioritylevelconfigurations", levels)):
+        names = {obj["metadata"]["name"] for obj in wanted[plural]}
+        present = {item["metadata"]["name"] for item in items}
+        unsettled += [f"{plural}/{name}: missing" for name in sorted(names - present)]
+        unsettled += [f"{plural}/{item['metadata']['name']}: to delete" for item in items
+                      if item["metadata"]["name"] not in names
+                      and ((item["metadata"].get("annotations") or {})
+                           .get(AUTO_UPDATE_ANNOTATION) == "true")]
+    level_names = {item["metadata"]["name"] for item in levels}
+    for schema in schemas:
+        level = ((schema.get("spec") or {}).get("priorityLevelConfiguration") or {}).get("name")
+        dangling = next((c.get("status") for c in (schema.get("status") or {})
+                         .get("conditions") or [] if c.get("type") == "Dangling"), None)
+        if dangling != ("False" if level in level_names else "True"):
+            unsettled.append(f"flowschemas/{schema['metadata']['name']}: Dangling {dangling}")
+    return unsettled
 
 
 def until(predicate: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
