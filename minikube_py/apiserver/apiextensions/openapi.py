@@ -34,8 +34,49 @@ def _ref(ref: str, name: str, description: str, v3: bool) -> Obj:
     return {"$ref": ref + name, "description": description}
 
 
+_V2_UNSUPPORTED = ("allOf", "oneOf", "anyOf", "not")
+
+
+def structural_v2(schema: Obj) -> Obj:
+    """A schema as OpenAPI v2 can carry it for kubectl (upstream's
+    ToStructuralOpenAPIV2): no allOf/oneOf/anyOf/not; a nullable node untyped and without
+    properties or items, and left out of its parent's required; a node preserving unknown
+    fields without properties or items; an array without items untyped. Nodes that
+    need none of this are the input's own, not copies."""
+    out = schema
+    if any(key in schema for key in _V2_UNSUPPORTED):
+        out = {k: v for k, v in schema.items() if k not in _V2_UNSUPPORTED}
+    if out.get("nullable"):
+        out = {k: v for k, v in out.items()
+               if k not in ("type", "nullable", "items", "properties")}
+    if out.get("x-kubernetes-preserve-unknown-fields"):
+        out = {k: v for k, v in out.items() if k not in ("items", "properties")}
+    if out.get("type") == "array" and "items" not in out:
+        out = {k: v for k, v in out.items() if k != "type"}
+    properties = out.get("properties")
+    if properties:
+        converted = {name: structural_v2(p) for name, p in properties.items()}
+        nullable = {name for name, p in properties.items() if p.get("nullable")}
+        required = [name for name in out.get("required") or () if name not in nullable]
+        if nullable or any(converted[n] is not properties[n] for n in properties):
+            out = dict(out, properties=converted)
+            if "required" in out:
+                out["required"] = required
+            if not required:
+                out.pop("required", None)
+    for key in ("items", "additionalProperties"):
+        child = out.get(key)
+        if isinstance(child, dict):
+            converted_child = structural_v2(child)
+            if converted_child is not child:
+                out = dict(out, **{key: converted_child})
+    return out
+
+
 def kind_definitions(crd: Obj, version: Obj, v3: bool) -> dict[str, Obj]:
-    """The definitions of one served version: the kind and its list."""
+    """The definitions of one served version: the kind and its list. In v2 a schema
+    preserving unknown fields at its root is `type: object` alone: kubectl's v2
+    validation would refuse any field beside the properties it were given."""
     spec, names = crd["spec"], crd["status"]["acceptedNames"]
     group, kind = spec["group"], names["kind"]
     ref = REF_V3 if v3 else REF_V2
@@ -43,6 +84,9 @@ def kind_definitions(crd: Obj, version: Obj, v3: bool) -> dict[str, Obj]:
     # only the top level and its properties change: copies of those two leave the
     # definition's own schema as it is without deep-copying megabytes of it
     schema = dict(version["schema"]["openAPIV3Schema"])
+    preserve_root = not v3 and schema.get("x-kubernetes-preserve-unknown-fields")
+    if not v3:
+        schema = dict(structural_v2(schema))
     properties = schema["properties"] = dict(schema.get("properties") or {})
     properties["apiVersion"] = {"type": "string", "description": (
         "APIVersion defines the versioned schema of this representation of an object.")}
@@ -51,6 +95,8 @@ def kind_definitions(crd: Obj, version: Obj, v3: bool) -> dict[str, Obj]:
     properties["metadata"] = _ref(ref, OBJECT_META, "Standard object's metadata.", v3)
     schema["type"] = "object"
     gvk = {"group": group, "kind": kind, "version": version["name"]}
+    if preserve_root:
+        schema = {"type": "object"}
     schema["x-kubernetes-group-version-kind"] = [gvk]
     list_kind = names.get("listKind") or f"{kind}List"
     items: Obj = {"type": "array", "items": {"$ref": ref + name},
