@@ -90,7 +90,8 @@ def _supported(schema: dict[str, Any], path: str, is_root: bool,
     if validations:
         errors += rule_shape_errors(validations, Node(schema), path)
         if len(errors) == start:
-            cel_errors += rule_compile_errors(validations, path, uncorrelatable)
+            cel_errors += rule_compile_errors(validations, path, uncorrelatable, schema,
+                                              is_root)
 
 
 def _extensions(schema: dict[str, Any], path: str, kind: str,
