@@ -149,15 +149,31 @@ class Published:
     """The OpenAPI of every Established definition, rebuilt when one changes."""
 
     def __init__(self) -> None:
-        self.v2_definitions: dict[str, Any] = {}
         self.v3_documents: dict[str, bytes] = {}
         self.v3_paths: dict[str, Any] = {}
         # kind_definitions of each served version by (uid, resourceVersion, version, v3):
         # a rebuild copies only the schemas of definitions that changed, not every one
         self._definitions: dict[tuple[str, str, str, bool], dict[str, Obj]] = {}
+        # what /openapi/v2 publishes, built when it is first read after a rebuild: its
+        # conversion walks every schema, and definitions change on each status write
+        self._v2_sources: list[tuple[tuple[str, str, str, bool], Obj, Obj]] = []
+        self._v2: dict[str, Any] | None = {}
+
+    @property
+    def v2_definitions(self) -> dict[str, Any]:
+        """The served versions' v2 definitions, with the standard ones they refer to."""
+        if self._v2 is None:
+            v2: dict[str, Any] = {}
+            for key, crd, version in self._v2_sources:
+                found = self._definitions.get(key)
+                if found is None:
+                    found = self._definitions[key] = kind_definitions(crd, version, False)
+                v2.update(found)
+            self._v2 = (standard_definitions(v3=False) | v2) if v2 else {}
+        return self._v2
 
     def rebuild(self, crds: list[Obj]) -> None:
-        v2: dict[str, Any] = {}
+        v2_sources: list[tuple[tuple[str, str, str, bool], Obj, Obj]] = []
         v3: dict[tuple[str, str], dict[str, Any]] = {}
         v3_paths: dict[tuple[str, str], dict[str, Any]] = {}
         built: dict[tuple[str, str, str, bool], dict[str, Obj]] = {}
@@ -173,12 +189,16 @@ class Published:
             for version in crd["spec"]["versions"]:
                 if not version.get("served"):
                     continue
-                v2.update(definitions(crd, version, v3=False))
+                metadata = crd["metadata"]
+                v2_key = (metadata["uid"], metadata["resourceVersion"], version["name"], False)
+                v2_sources.append((v2_key, crd, version))
+                if v2_key in self._definitions:
+                    built[v2_key] = self._definitions[v2_key]
                 group_version = (crd["spec"]["group"], version["name"])
                 v3.setdefault(group_version, {}).update(definitions(crd, version, v3=True))
                 v3_paths.setdefault(group_version, {}).update(kind_paths(crd, version))
         self._definitions = built
-        self.v2_definitions = (standard_definitions(v3=False) | v2) if v2 else {}
+        self._v2_sources, self._v2 = v2_sources, None
         documents: dict[str, bytes] = {}
         paths: dict[str, Any] = {}
         for (group, version), schemas in sorted(v3.items()):
