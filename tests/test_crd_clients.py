@@ -47,14 +47,17 @@ def test_definitions_are_created_listed_by_label_and_deleted_as_a_collection(
     """custom_resource_definition.go: "creating/deleting custom resource definition
     objects works" and "listing custom resource definition objects works"."""
     label = f"e2e-list-test-{uuid.uuid4().hex[:6]}"
-    names = []
-    for _ in range(3):
+    created_specs = {}
+    for _ in range(10):
         crd = definition(f"g{uuid.uuid4().hex[:8]}.example.com")
         crd["metadata"]["labels"] = {label: "true"}
         created = extensions.create_custom_resource_definition(crd)
-        names.append(created.metadata.name)
+        created_specs[created.metadata.name] = created.spec.to_dict()
+    # one without the label: the selector must leave it out, and the collection delete too
+    unlabeled = extensions.create_custom_resource_definition(
+        definition(f"g{uuid.uuid4().hex[:8]}.example.com")).metadata.name
     listed = extensions.list_custom_resource_definition(label_selector=f"{label}=true")
-    assert sorted(item.metadata.name for item in listed.items) == sorted(names)
+    assert {item.metadata.name: item.spec.to_dict() for item in listed.items} == created_specs
     extensions.delete_collection_custom_resource_definition(label_selector=f"{label}=true")
 
     def all_gone() -> bool:
@@ -62,6 +65,8 @@ def test_definitions_are_created_listed_by_label_and_deleted_as_a_collection(
             label_selector=f"{label}=true").items
 
     until(all_gone, "the definitions deleted")
+    assert extensions.read_custom_resource_definition(unlabeled).metadata.name == unlabeled
+    extensions.delete_custom_resource_definition(unlabeled)
 
 
 def test_the_status_subresource_of_a_definition(extensions: client.ApiextensionsV1Api
@@ -84,6 +89,12 @@ def test_the_status_subresource_of_a_definition(extensions: client.Apiextensions
                        {"type": "StatusPatched", "status": "True", "reason": "E2E",
                         "message": "Set from e2e test"}]}})
     assert {c.type for c in patched.status.conditions} >= {"StatusPatched", "Established"}
+    # upstream's own patch: a JSON patch of /status replacing the conditions
+    replaced = extensions.patch_custom_resource_definition_status(name, [
+        {"op": "add", "path": "/status/conditions",
+         "value": [{"type": "Patched", "status": "True", "message": "patched"}]}])
+    assert [(c.type, c.message) for c in replaced.status.conditions] == [
+        ("Patched", "patched")]
     # a /status write cannot change the spec
     current = extensions.read_custom_resource_definition(name)
     current.spec.names.short_names = ["changed"]

@@ -158,16 +158,19 @@ def _check_namespace(resource: APIResource, namespace: str, all_namespaces: bool
 
 
 def fetch(inv: Invocation, selection: Selection, *, accept: str, chunk_size: int,
-          ignore: Callable[[Exception], bool] = lambda error: False) -> Results:
-    """Visit every request: lists page by page (`limit`/`continue`), objects by name."""
+          ignore: Callable[[Exception], bool] = lambda error: False,
+          params: dict[str, str] | None = None) -> Results:
+    """Visit every request: lists page by page (`limit`/`continue`), objects by name;
+    `params` go with each request."""
     results = Results()
     for request in selection.requests:
         try:
             if request.name:
                 obj = inv.client.get_json(
-                    request.resource.path(request.namespace, request.name), accept=accept)
+                    request.resource.path(request.namespace, request.name), params or None,
+                    accept=accept)
             else:
-                obj = _list(inv, request, selection, accept, chunk_size)
+                obj = _list(inv, request, selection, accept, chunk_size, params or {})
         except StatusError as error:
             if not request.name and error.reason in ("BadRequest", "NotFound"):
                 error = _explained(error, request.resource, selection)
@@ -201,10 +204,10 @@ def list_params(selection: Selection) -> dict[str, str]:
 
 
 def _list(inv: Invocation, request: Request, selection: Selection, accept: str,
-          chunk_size: int) -> dict[str, Any]:
+          chunk_size: int, extra: dict[str, str]) -> dict[str, Any]:
     """A whole list: the pages the server cuts it into, joined (rows of Tables, items of
     lists)."""
-    params = list_params(selection)
+    params = {**list_params(selection), **extra}
     if chunk_size > 0:
         params["limit"] = str(chunk_size)
     path = request.resource.path(request.namespace)

@@ -416,3 +416,41 @@ def test_a_changed_value_that_breaks_the_schema_is_refused() -> None:
         "spec.tags[0]: Too long: may not be more than 2 bytes",
         "spec.meta.name: Required value"]
     assert len(_errors(SCHEMA_RATCHET, old)) == 4
+
+
+@pytest.mark.parametrize(("rule", "undefined"), [
+    ("self.z == 100", "<input>:1:5: undefined field 'z'"),
+    ("self.x == 1", None),
+    ("has(self.q)", "<input>:1:4: undefined field 'q'"),
+    ("self.q.r == 1", "<input>:1:5: undefined field 'q'"),
+    ("self.m.any.a == ''", None),
+    ("self.m.any.b == ''", "<input>:1:11: undefined field 'b'"),
+    ("self.l.all(s, s == self.v)", "<input>:1:24: undefined field 'v'"),
+    ("{'k': self.w}.size() == 1", "<input>:1:11: undefined field 'w'"),
+    ("self.open.anything == 1", None),
+    ("self.x > 0 &&\nself.y == 1", "<input>:2:5: undefined field 'y'"),
+])
+def test_a_rule_selecting_a_field_the_schema_does_not_declare_is_refused(
+        rule: str, undefined: str | None) -> None:
+    """The type checker's `undefined field` when the CRD is written: on declared
+    properties, through maps' values, lists' comprehensions and map literals, never
+    below a node that preserves unknown fields."""
+    schema = _spec([{"rule": rule, "message": "m"}], x={"type": "integer"},
+                   l={"type": "array", "items": {"type": "string"}},
+                   m={"type": "object", "additionalProperties": {
+                       "type": "object", "properties": {"a": {"type": "string"}}}},
+                   open={"type": "object", "x-kubernetes-preserve-unknown-fields": True})
+    details = [e.detail for e in schema_errors(schema, ROOT)]
+    if undefined is None:
+        assert details == []
+    else:
+        assert len(details) == 1 and f"compilation failed: ERROR: {undefined}" in details[0]
+
+
+def test_a_rule_at_the_root_may_select_the_type_meta_and_metadata() -> None:
+    schema = {"type": "object", "x-kubernetes-validations": [
+        {"rule": "self.metadata.name.startsWith('a') && self.kind == 'K' && self.spec.x > 0"},
+    ], "properties": {"spec": {"type": "object", "properties": {"x": {"type": "integer"}}}}}
+    assert schema_errors(schema, ROOT) == []
+    schema["x-kubernetes-validations"][0]["rule"] += " && self.status.y == 1"
+    assert ["undefined field 'status'" in e.detail for e in schema_errors(schema, ROOT)] == [True]

@@ -230,6 +230,101 @@ def node_count(program: Any) -> int:
     return max(1, sum(1 for number, _ in _fields(checked) if number == 3))
 
 
+_EXPR_KINDS = (4, 5, 6, 7, 8, 9)  # ident, select, call, list, struct, comprehension
+# the Expr fields of each compound expression's message (cel/expr/syntax.proto)
+_CHILD_EXPRS = {6: (1, 3), 7: (1,), 9: (2, 4, 5, 6, 7)}
+
+
+def _selections(expr: bytes, positions: dict[int, int],
+                found: list[tuple[list[str], int]]) -> list[str] | None:
+    """Walk a serialized Expr: every chain of field selections rooted at `self` or
+    `oldSelf` goes into `found` as (field names, offset of its last selection). Returns
+    the chain `expr` itself is, if any, for its parent select to extend."""
+    fields = _fields(expr)
+    node_id = next((v for n, v in fields if n == 2 and isinstance(v, int)), 0)
+    for number, value in fields:
+        if number not in _EXPR_KINDS or not isinstance(value, bytes):
+            continue
+        parts = _fields(value)
+        if number == 4:
+            name = next((v for n, v in parts if n == 1), b"")
+            return [] if name in (b"self", b"oldSelf") else None
+        if number == 5:
+            operand = next((v for n, v in parts if n == 1 and isinstance(v, bytes)), b"")
+            field = next((v for n, v in parts if n == 2 and isinstance(v, bytes)), b"")
+            chain = _selections(operand, positions, found)
+            if chain is None:
+                return None
+            chain = [*chain, field.decode()]
+            found.append((chain, positions.get(node_id, 0)))
+            return chain
+        if number == 8:  # struct: its entries' map keys and values
+            for n, entry in parts:
+                if n == 2 and isinstance(entry, bytes):
+                    for m, child in _fields(entry):
+                        if m in (3, 4) and isinstance(child, bytes):
+                            _selections(child, positions, found)
+            continue
+        for n, child in parts:
+            if n in _CHILD_EXPRS.get(number, ()) and isinstance(child, bytes):
+                _selections(child, positions, found)
+    return None
+
+
+def undefined_field(program: Any, expression: str, schema: dict[str, Any],
+                    is_root: bool) -> str:
+    """The checker's `undefined field` error for the first selection from `self` or
+    `oldSelf` of a property the schema does not declare, "" if none (self is declared
+    dyn here, so the compiler cannot see this; upstream types self from the schema)."""
+    wrapped = dict((n, v) for n, v in _fields(program.serialize()) if n == 2)
+    checked = wrapped.get(2)
+    if not isinstance(checked, bytes):
+        return ""
+    parts = _fields(checked)
+    positions: dict[int, int] = {}
+    for number, value in parts:
+        if number == 5 and isinstance(value, bytes):
+            for n, entry in _fields(value):
+                if n == 4 and isinstance(entry, bytes):
+                    pair = dict(_fields(entry))
+                    positions[int(pair.get(1, 0))] = int(pair.get(2, 0))
+    found: list[tuple[list[str], int]] = []
+    for number, value in parts:
+        if number == 4 and isinstance(value, bytes):
+            _selections(value, positions, found)
+    for chain, _ in found:
+        node, root = schema, is_root
+        for depth, name in enumerate(chain):
+            if node.get("x-kubernetes-preserve-unknown-fields") or node.get(
+                    "x-kubernetes-embedded-resource") or node.get("type") != "object":
+                break
+            properties = {escape(key): sub for key, sub in
+                          (node.get("properties") or {}).items()}
+            additional = node.get("additionalProperties")
+            if name in properties:
+                node, root = properties[name], False
+            elif root and name in ("apiVersion", "kind", "metadata"):
+                break
+            elif isinstance(additional, dict):
+                node, root = additional, False
+            elif properties:
+                offset = _offset_of(chain[:depth + 1], found)
+                line = expression.count("\n", 0, offset) + 1
+                start = expression.rfind("\n", 0, offset) + 1
+                column = offset - start
+                source = expression.splitlines()[line - 1] if expression else ""
+                return (f"compilation failed: ERROR: <input>:{line}:{column + 1}: undefined "
+                        f"field '{name}'\n | {source}\n | {'.' * column}^")
+            else:
+                break
+    return ""
+
+
+def _offset_of(chain: list[str], found: list[tuple[list[str], int]]) -> int:
+    """The source offset of the selection ending `chain`."""
+    return next((offset for names, offset in found if names == chain), 0)
+
+
 @dataclass(slots=True)
 class CompiledRule:
     """One x-kubernetes-validations entry compiled (compilation.go's CompilationResult)."""
@@ -447,14 +542,21 @@ def rule_shape_errors(validations: list[dict[str, Any]], node: Node | None,
 
 
 def rule_compile_errors(validations: list[dict[str, Any]], path: str,
-                        uncorrelatable: str = "") -> list[FieldError]:
-    """Each rule and messageExpression compiled, as upstream's CEL errors;
-    `uncorrelatable` is the path of the list or atomic map above the node, if any, where
-    a rule may not use oldSelf."""
+                        uncorrelatable: str = "", schema: dict[str, Any] | None = None,
+                        is_root: bool = False) -> list[FieldError]:
+    """Each rule and messageExpression compiled, as upstream's CEL errors, a selection
+    of a field `schema` does not declare among them; `uncorrelatable` is the path of the
+    list or atomic map above the node, if any, where a rule may not use oldSelf."""
     errors: list[FieldError] = []
     for index, validation in enumerate(validations):
         at = f"{path}.x-kubernetes-validations[{index}]"
         compiled = compile_rule(validation)
+        if schema is not None and compiled.program is not None and \
+                not compiled.optional_old_self:
+            compiled.error = undefined_field(compiled.program, compiled.rule, schema, is_root)
+        if schema is not None and compiled.message_program is not None:
+            compiled.message_error = undefined_field(
+                compiled.message_program, compiled.message_expression, schema, is_root)
         if compiled.error:
             errors.append(invalid(f"{at}.rule", _go_rule(validation), compiled.error))
         if compiled.message_error:

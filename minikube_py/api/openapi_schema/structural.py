@@ -88,9 +88,13 @@ def _supported(schema: dict[str, Any], path: str, is_root: bool,
     _extensions(schema, path, kind, errors)
     validations = schema.get("x-kubernetes-validations")
     if validations:
-        errors += rule_shape_errors(validations, Node(schema), path)
+        # the compiled node (every pattern below compiled) only where a fieldPath needs it
+        node = Node(schema) if any(isinstance(v, dict) and v.get("fieldPath")
+                                   for v in validations) else None
+        errors += rule_shape_errors(validations, node, path)
         if len(errors) == start:
-            cel_errors += rule_compile_errors(validations, path, uncorrelatable)
+            cel_errors += rule_compile_errors(validations, path, uncorrelatable, schema,
+                                              is_root)
 
 
 def _extensions(schema: dict[str, Any], path: str, kind: str,

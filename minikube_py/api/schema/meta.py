@@ -62,7 +62,8 @@ OBJECT_META = obj(
     f"{META}.ObjectMeta",
     "Metadata every persisted object has: name, namespace, labels, owners and bookkeeping.",
     annotations=f(STRING_MAP, "Unstructured key/value data for tools; not used to select."),
-    creationTimestamp=f(TIME, "When the server created the object. Read-only."),
+    creationTimestamp=f(TIME, "CreationTimestamp is a timestamp of when the server created "
+                        "the object. Read-only."),
     deletionGracePeriodSeconds=f(INTEGER, "Seconds the object has to terminate gracefully "
                                  "once deletion started. Read-only."),
     deletionTimestamp=f(TIME, "When the object will be deleted; set by the server when "

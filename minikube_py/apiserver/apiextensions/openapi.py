@@ -34,8 +34,49 @@ def _ref(ref: str, name: str, description: str, v3: bool) -> Obj:
     return {"$ref": ref + name, "description": description}
 
 
+_V2_UNSUPPORTED = ("allOf", "oneOf", "anyOf", "not")
+
+
+def structural_v2(schema: Obj) -> Obj:
+    """A schema as OpenAPI v2 can carry it for kubectl (upstream's
+    ToStructuralOpenAPIV2): no allOf/oneOf/anyOf/not; a nullable node untyped and without
+    properties or items, and left out of its parent's required; a node preserving unknown
+    fields without properties or items; an array without items untyped. Nodes that
+    need none of this are the input's own, not copies."""
+    out = schema
+    if any(key in schema for key in _V2_UNSUPPORTED):
+        out = {k: v for k, v in schema.items() if k not in _V2_UNSUPPORTED}
+    if out.get("nullable"):
+        out = {k: v for k, v in out.items()
+               if k not in ("type", "nullable", "items", "properties")}
+    if out.get("x-kubernetes-preserve-unknown-fields"):
+        out = {k: v for k, v in out.items() if k not in ("items", "properties")}
+    if out.get("type") == "array" and "items" not in out:
+        out = {k: v for k, v in out.items() if k != "type"}
+    properties = out.get("properties")
+    if properties:
+        converted = {name: structural_v2(p) for name, p in properties.items()}
+        nullable = {name for name, p in properties.items() if p.get("nullable")}
+        required = [name for name in out.get("required") or () if name not in nullable]
+        if nullable or any(converted[n] is not properties[n] for n in properties):
+            out = dict(out, properties=converted)
+            if "required" in out:
+                out["required"] = required
+            if not required:
+                out.pop("required", None)
+    for key in ("items", "additionalProperties"):
+        child = out.get(key)
+        if isinstance(child, dict):
+            converted_child = structural_v2(child)
+            if converted_child is not child:
+                out = dict(out, **{key: converted_child})
+    return out
+
+
 def kind_definitions(crd: Obj, version: Obj, v3: bool) -> dict[str, Obj]:
-    """The definitions of one served version: the kind and its list."""
+    """The definitions of one served version: the kind and its list. In v2 a schema
+    preserving unknown fields at its root is `type: object` alone: kubectl's v2
+    validation would refuse any field beside the properties it were given."""
     spec, names = crd["spec"], crd["status"]["acceptedNames"]
     group, kind = spec["group"], names["kind"]
     ref = REF_V3 if v3 else REF_V2
@@ -43,6 +84,9 @@ def kind_definitions(crd: Obj, version: Obj, v3: bool) -> dict[str, Obj]:
     # only the top level and its properties change: copies of those two leave the
     # definition's own schema as it is without deep-copying megabytes of it
     schema = dict(version["schema"]["openAPIV3Schema"])
+    preserve_root = not v3 and schema.get("x-kubernetes-preserve-unknown-fields")
+    if not v3:
+        schema = dict(structural_v2(schema))
     properties = schema["properties"] = dict(schema.get("properties") or {})
     properties["apiVersion"] = {"type": "string", "description": (
         "APIVersion defines the versioned schema of this representation of an object.")}
@@ -51,6 +95,8 @@ def kind_definitions(crd: Obj, version: Obj, v3: bool) -> dict[str, Obj]:
     properties["metadata"] = _ref(ref, OBJECT_META, "Standard object's metadata.", v3)
     schema["type"] = "object"
     gvk = {"group": group, "kind": kind, "version": version["name"]}
+    if preserve_root:
+        schema = {"type": "object"}
     schema["x-kubernetes-group-version-kind"] = [gvk]
     list_kind = names.get("listKind") or f"{kind}List"
     items: Obj = {"type": "array", "items": {"$ref": ref + name},
@@ -103,15 +149,31 @@ class Published:
     """The OpenAPI of every Established definition, rebuilt when one changes."""
 
     def __init__(self) -> None:
-        self.v2_definitions: dict[str, Any] = {}
         self.v3_documents: dict[str, bytes] = {}
         self.v3_paths: dict[str, Any] = {}
         # kind_definitions of each served version by (uid, resourceVersion, version, v3):
         # a rebuild copies only the schemas of definitions that changed, not every one
         self._definitions: dict[tuple[str, str, str, bool], dict[str, Obj]] = {}
+        # what /openapi/v2 publishes, built when it is first read after a rebuild: its
+        # conversion walks every schema, and definitions change on each status write
+        self._v2_sources: list[tuple[tuple[str, str, str, bool], Obj, Obj]] = []
+        self._v2: dict[str, Any] | None = {}
+
+    @property
+    def v2_definitions(self) -> dict[str, Any]:
+        """The served versions' v2 definitions, with the standard ones they refer to."""
+        if self._v2 is None:
+            v2: dict[str, Any] = {}
+            for key, crd, version in self._v2_sources:
+                found = self._definitions.get(key)
+                if found is None:
+                    found = self._definitions[key] = kind_definitions(crd, version, False)
+                v2.update(found)
+            self._v2 = (standard_definitions(v3=False) | v2) if v2 else {}
+        return self._v2
 
     def rebuild(self, crds: list[Obj]) -> None:
-        v2: dict[str, Any] = {}
+        v2_sources: list[tuple[tuple[str, str, str, bool], Obj, Obj]] = []
         v3: dict[tuple[str, str], dict[str, Any]] = {}
         v3_paths: dict[tuple[str, str], dict[str, Any]] = {}
         built: dict[tuple[str, str, str, bool], dict[str, Obj]] = {}
@@ -127,12 +189,16 @@ class Published:
             for version in crd["spec"]["versions"]:
                 if not version.get("served"):
                     continue
-                v2.update(definitions(crd, version, v3=False))
+                metadata = crd["metadata"]
+                v2_key = (metadata["uid"], metadata["resourceVersion"], version["name"], False)
+                v2_sources.append((v2_key, crd, version))
+                if v2_key in self._definitions:
+                    built[v2_key] = self._definitions[v2_key]
                 group_version = (crd["spec"]["group"], version["name"])
                 v3.setdefault(group_version, {}).update(definitions(crd, version, v3=True))
                 v3_paths.setdefault(group_version, {}).update(kind_paths(crd, version))
         self._definitions = built
-        self.v2_definitions = (standard_definitions(v3=False) | v2) if v2 else {}
+        self._v2_sources, self._v2 = v2_sources, None
         documents: dict[str, bytes] = {}
         paths: dict[str, Any] = {}
         for (group, version), schemas in sorted(v3.items()):

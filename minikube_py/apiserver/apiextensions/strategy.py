@@ -52,6 +52,8 @@ class CustomResourceStrategy(Strategy):
         # may be of any version), so every other hook sees the served version.
         self.converter = converter
         self.converts_remotely = converter is not None
+        # a selectable field of this version may not exist in the stored one
+        self.selects_after_conversion = converter is not None and bool(self.selectable)
 
     def to_internal(self, obj: Obj) -> Obj:
         """Conversion None: the stored version is the object with the storage apiVersion

@@ -23,7 +23,7 @@ from aiohttp import web
 from minikube_py.api import Obj, errors, meta
 from minikube_py.api.managedfields import Conflicts, SchemaError
 from minikube_py.api.managedfields.managed import conflict_causes, conflict_message
-from minikube_py.apiserver.endpoints.negotiation import Wanted, load_yaml
+from minikube_py.apiserver.endpoints.negotiation import Wanted, load_yaml, yaml_duplicate_keys
 from minikube_py.apiserver.endpoints.request_params import (
     check_name_and_namespace,
     dry_run,
@@ -42,10 +42,16 @@ async def serve_apply(
     """PATCH apply-patch+yaml: apply the configuration, creating the object if missing."""
     resource = store.resource
     options = patch_options(request, apply=True)
-    field_validation_mode(request)
-    config = read_configuration(await request.read())
+    mode = field_validation_mode(request)
+    body = await request.read()
+    config = read_configuration(body)
     check_configuration(config, resource.api_version, resource.kind)
     dry = dry_run(request)
+    # a key set twice: refused (Strict) or a warning (Warn) once the apply succeeded
+    duplicates = yaml_duplicate_keys(body) if mode != "Ignore" else []
+    strict_error = ("error converting YAML to JSON: yaml: unmarshal errors:\n  "
+                    + "\n  ".join(duplicates)) if duplicates else ""
+    warnings = [strict_error] if strict_error and mode == "Warn" else []
 
     def applied(live: Obj | None) -> Obj:
         try:
@@ -57,6 +63,8 @@ async def serve_apply(
         except SchemaError as err:
             raise errors.bad_request(
                 f"failed to create typed patch object ({gvknn(config)}): {err}") from None
+        if strict_error and mode == "Strict":
+            raise errors.bad_request(f"error strict decoding YAML: {strict_error}")
         check_name(obj, info.name, namespace if resource.namespaced else "")
         return store.strategy.to_internal(obj)
 
@@ -77,7 +85,7 @@ async def serve_apply(
             else:
                 updated = await store.guaranteed_update(namespace, info.name, mutate)
             updated = await from_storage(store, updated)
-            return respond(render_one(store, updated, wanted, request), wanted, 200)
+            return respond(render_one(store, updated, wanted, request), wanted, 200, warnings)
         except errors.APIError as err:
             if err.reason != "NotFound" or info.subresource:
                 raise
@@ -95,7 +103,7 @@ async def serve_apply(
                 raise
             continue
         created = await from_storage(store, created)
-        return respond(render_one(store, created, wanted, request), wanted, 201)
+        return respond(render_one(store, created, wanted, request), wanted, 201, warnings)
     raise errors.conflict(resource.plural, resource.group, info.name, errors.OBJECT_MODIFIED)
 
 

@@ -142,6 +142,41 @@ def load_yaml(body: bytes, context: str) -> Any:
         raise errors.bad_request(f"{context}: {err}") from None
 
 
+def yaml_duplicate_keys(body: bytes) -> list[str]:
+    """The keys a YAML body sets twice in one map, as go-yaml's strict unmarshal reports
+    them: `line 11: key "foo" already set in map` (lines from 1). A JSON body (what
+    kubectl sends) is not scanned: the pure-Python YAML composer takes seconds on a
+    large one. A body that does not parse has none: load_yaml refused it already."""
+    if body.lstrip()[:1] in (b"{", b"["):
+        return []
+    try:
+        node = yaml.compose(body, Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, UnicodeDecodeError):
+        return []
+    found: list[tuple[int, str]] = []
+    stack = [node] if node is not None else []
+    seen_nodes: set[int] = set()
+    while stack:
+        current = stack.pop()
+        if id(current) in seen_nodes:
+            continue
+        seen_nodes.add(id(current))
+        if isinstance(current, yaml.MappingNode):
+            keys: set[Any] = set()
+            for key, value in current.value:
+                if isinstance(key, yaml.ScalarNode):
+                    if key.value in keys:
+                        line = key.start_mark.line + 1
+                        shown = orjson.dumps(key.value).decode() if key.tag.endswith(
+                            ":str") else key.value
+                        found.append((line, f"line {line}: key {shown} already set in map"))
+                    keys.add(key.value)
+                stack.append(value)
+        elif isinstance(current, yaml.SequenceNode):
+            stack.extend(current.value)
+    return [text for _, text in sorted(found)]
+
+
 def _expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
     """How many nodes `node` stands for with every alias expanded (each shared node is
     counted once per use, computed once)."""

@@ -54,15 +54,22 @@ def no_such_resource(group: str = "") -> errors.APIError:
     return errors.APIError(404, "NotFound", message, {})
 
 
+def warning_value(text: str) -> str:
+    """One warning as a Warning header's value (upstream's NewWarningHeader): code 299,
+    no agent, the text quoted with `"` and `\\` escaped and control characters other
+    than tab left out (a line break would end the header)."""
+    quoted = "".join("\\" + c if c in '"\\' else c for c in text
+                     if c == "\t" or c >= " " and c != "\x7f")
+    return f'299 - "{quoted}"'
+
+
 def respond(
     body: Any, wanted: Wanted, status: int = 200, warnings: list[str] | None = None
 ) -> web.Response:
     headers = {}
     warnings = (warnings or []) + (admission_warnings.get() or [])
     if warnings:
-        headers["Warning"] = ", ".join(
-            '299 - "' + w.replace("\\", "\\\\").replace('"', '\\"') + '"' for w in warnings
-        )
+        headers["Warning"] = ", ".join(warning_value(w) for w in warnings)
     if wanted.yaml:
         return web.Response(
             text=yaml.safe_dump(body, sort_keys=False),

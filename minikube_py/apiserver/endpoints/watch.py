@@ -9,6 +9,7 @@ cache no longer has gives one ERROR event with a 410 Expired Status.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 from collections.abc import Callable
 
@@ -17,6 +18,7 @@ from aiohttp import web
 
 from minikube_py.api import Obj, errors
 from minikube_py.api.resources import Resource
+from minikube_py.api.selectors import FieldSelector
 from minikube_py.apiserver.endpoints.negotiation import Wanted
 from minikube_py.apiserver.endpoints.request_params import (
     check_field_labels,
@@ -52,7 +54,17 @@ async def serve_watch(
     """
     options = list_options(request)
     check_field_labels(store, options)
-    matches = watch_filter(store, namespace, options, info.name)
+    selected: Callable[[Obj], bool] | None = None
+    if store.strategy.selects_after_conversion and not options.field_selector.empty():
+        # the cache selects by everything but the fields; the stream by those, once
+        # converted
+        fields = options.field_selector
+        matches = watch_filter(store, namespace,
+                               dataclasses.replace(options, field_selector=FieldSelector()),
+                               info.name)
+        selected = lambda obj: fields.matches(store.strategy.field_set(obj))  # noqa: E731
+    else:
+        matches = watch_filter(store, namespace, options, info.name)
     timeout = query_int(request, "timeoutSeconds")
     if timeout is None or timeout <= 0:
         timeout = int(MIN_REQUEST_TIMEOUT * (1 + random.random()))
@@ -77,7 +89,8 @@ async def serve_watch(
     encode = event_encoder(store, wanted, request)
     try:
         await stream_events(request, response, store, watcher, encode, timeout=timeout,
-                            bookmarks=bookmarks, send_initial=send_initial)
+                            bookmarks=bookmarks, send_initial=send_initial,
+                            selected=selected)
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:
@@ -139,9 +152,13 @@ async def start_watcher(
 async def stream_events(
     request: web.Request, response: web.StreamResponse, store: Store, watcher: Watcher,
     encode: Callable[[str, Obj, CacheEvent | None], bytes], *, timeout: int, bookmarks: bool,
-    send_initial: bool,
+    send_initial: bool, selected: Callable[[Obj], bool] | None = None,
 ) -> None:
     """Write the watcher's events until the timeout or the watcher closes.
+
+    `selected` (a store that selects after conversion) filters the converted events as
+    the watch cache filters its own: an object that comes to match is ADDED, one that
+    stops matching DELETED, one that never matched is not sent.
 
     The initial events go first, then the bookmark that ends them (sendInitialEvents);
     only then may the cache write events straight to the socket (live_writer). With
@@ -156,6 +173,7 @@ async def stream_events(
     # cannot call out
     converting = store.strategy.converts_remotely
     deliver = None if converting else live_writer(request, encode, watcher)
+    visible: set[tuple[str, str]] = set()
     if not initial_pending:
         watcher.deliver = deliver
     while True:
@@ -170,6 +188,8 @@ async def stream_events(
             if converting:
                 try:
                     batch = [(t, await from_storage(store, o), None) for t, o, _ in batch]
+                    if selected is not None:
+                        batch = select_events(batch, selected, visible)
                 except errors.APIError as err:
                     # the watch ends (as upstream's, which cannot encode the event);
                     # its last event says why
@@ -177,9 +197,10 @@ async def stream_events(
                         orjson.dumps({"type": ERROR, "object": err.status()}) + b"\n")
                     break
             chunk = b"".join(encode(t, o, e) for t, o, e in batch)
-            watcher.last_revision = max(
-                watcher.last_revision, int(batch[-1][1]["metadata"]["resourceVersion"])
-            )
+            if batch:
+                watcher.last_revision = max(
+                    watcher.last_revision, int(batch[-1][1]["metadata"]["resourceVersion"])
+                )
             # aiohttp hands the chunk to the transport before it waits for the socket,
             # so events that live_writer sends meanwhile go out after it, in order.
             await response.write(chunk)
@@ -198,6 +219,28 @@ async def stream_events(
             if not watcher.queue:
                 watcher.last_revision = max(watcher.last_revision, cache.revision)
                 await response.write(bookmark(store.resource, watcher.last_revision))
+
+
+def select_events(batch: list[tuple[str, Obj, CacheEvent | None]],
+                  selected: Callable[[Obj], bool], visible: set[tuple[str, str]]
+                  ) -> list[tuple[str, Obj, CacheEvent | None]]:
+    """The events a field-selected watch sends, from converted events of objects
+    `visible` to it so far (the cacher's filterWithAttrsFunction)."""
+    out: list[tuple[str, Obj, CacheEvent | None]] = []
+    for kind, obj, event in batch:
+        metadata = obj["metadata"]
+        key = (metadata.get("namespace", ""), metadata["name"])
+        if kind == "DELETED":
+            if key in visible:
+                visible.discard(key)
+                out.append((kind, obj, event))
+        elif selected(obj):
+            out.append(("MODIFIED" if key in visible else "ADDED", obj, event))
+            visible.add(key)
+        elif key in visible:
+            visible.discard(key)
+            out.append(("DELETED", obj, event))
+    return out
 
 
 def live_writer(

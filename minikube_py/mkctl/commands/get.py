@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from minikube_py.api import Obj
-from minikube_py.mkctl import builder
+from minikube_py.mkctl import builder, sorter
 from minikube_py.mkctl.command import PROGRAM, Command, Invocation
 from minikube_py.mkctl.errors import Aggregate, ConnectionFailed, Exit, MkctlError
 from minikube_py.mkctl.flags import (
@@ -69,8 +69,13 @@ def run(inv: Invocation) -> None:
     ignore = builder.is_not_found if flags["ignore-not-found"] else _never
     if watching:
         return _watch(inv, selection, accept, human, ignore)
+    sort_by = flags["sort-by"]
+    # a sorted Table carries each row's object, which the sort reads
+    params = {"includeObject": "Object"} if sort_by and server_print else {}
     results = builder.fetch(inv, selection, accept=accept, chunk_size=flags["chunk-size"],
-                            ignore=ignore)
+                            ignore=ignore, params=params)
+    if sort_by and human:
+        _sort_tables(results, sort_by)
     if human:
         _print_tables(inv, results, namespace)
     else:
@@ -132,6 +137,23 @@ def _raw(inv: Invocation) -> None:
 
 
 # -- human-readable output ----------------------------------------------------------------
+
+def _sort_tables(results: builder.Results, sort_by: str) -> None:
+    """RuntimeSorter.Sort for human output, as kubectl does it: one Table, its rows by
+    the field of their objects (one list without the server's columns: its items);
+    several answers, the answers themselves by the field at their top level (a Table
+    has none of an object's fields: kubectl then finds none)."""
+    if len(results.infos) == 1:
+        only = results.infos[0].object
+        if only.get("kind") == "Table":
+            sorter.sort_table(only, sort_by)
+        elif isinstance(only.get("items"), list):
+            only["items"] = sorter.sort_objects(only["items"], sort_by)
+        return
+    ordered = sorter.sort_objects([info.object for info in results.infos], sort_by)
+    by_id = {id(info.object): info for info in results.infos}
+    results.infos[:] = [by_id[id(obj)] for obj in ordered]
+
 
 def _table_options(inv: Invocation, info: builder.Info, with_namespace: bool,
                    with_kind: bool) -> PrintOptions:
@@ -212,6 +234,8 @@ def _print_generic(inv: Invocation, selection: builder.Selection, results: build
             items.append(info.object)
     if not items and inv.flags["ignore-not-found"]:
         return
+    if inv.flags["sort-by"]:
+        items = sorter.sort_objects(items, inv.flags["sort-by"])
     printer = _printer(inv)
     if selection.single_item_implied and len(items) == 1:
         printer.print_obj(items[0])
@@ -334,6 +358,10 @@ COMMAND = Command(
         Flag("show-labels", BOOL,
              help="When printing, show all labels as the last column (default hide labels "
                   "column)"),
+        Flag("sort-by", help="If non-empty, sort list types using this field specification.  "
+             "The field specification is expressed as a JSONPath expression (e.g. "
+             "'{.metadata.name}'). The field in the API resource specified by this JSONPath "
+             "expression must be an integer or a string."),
         Flag("template",
              help="Template string or path to template file to use when -o=jsonpath, "
                   "-o=jsonpath-file."),

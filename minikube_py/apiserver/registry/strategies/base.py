@@ -64,6 +64,9 @@ class Strategy:
     # Whether convert_from_storage calls out: then a watch converts each batch of events
     # before it writes them, never straight from the watch cache.
     converts_remotely: ClassVar[bool] = False
+    # Whether a field selector must see the served version of an object, which only a
+    # call out converts to: then lists and watches select after converting.
+    selects_after_conversion: ClassVar[bool] = False
     # ReturnDeletedObject: a DELETE that removes the object at once answers with the
     # object instead of a Status (upstream's pods, services and namespaces do).
     return_deleted_object: ClassVar[bool] = False
