@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -184,8 +185,13 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
             kubectl(home, "wait", "--for=condition=Ready", f"pod/web-{node}", "--timeout=120s")
             pod_ip = kubectl(home, "get", "pod", f"web-{node}", "-o",
                              "jsonpath={.status.podIP}").stdout
-            index = node.removeprefix("node-")
-            assert pod_ip.startswith(f"10.244.{index}."), (node, pod_ip)
+            # each node's pod CIDR is a 10.244.N.0/24 no route of this machine used at the
+            # first `up` (another test's node may hold 10.244.2.0/24): the node says which
+            pod_cidr = kubectl(home, "get", "node", node, "-o",
+                               "jsonpath={.spec.podCIDR}").stdout
+            assert ipaddress.ip_address(pod_ip) in ipaddress.ip_network(pod_cidr), (
+                node, pod_ip, pod_cidr)
+            assert pod_cidr.startswith("10.244."), (node, pod_cidr)
             answer = subprocess.run(["busybox", "wget", "-q", "-O-",
                                      f"http://{pod_ip}:8080/"],
                                     capture_output=True, text=True, timeout=10)
