@@ -13,7 +13,7 @@ from minikube_py.api import Obj
 from minikube_py.api.resources import by_kind
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.cluster.cli import CLUSTER_CIDR, CLUSTER_DNS, DEFAULT_PORTS, LOAD_BALANCER_RANGE
-from minikube_py.cluster.kubeadm.addons import Addons, addon_objects
+from minikube_py.cluster.kubeadm.addons import Addons, addon_objects, trace_receiver_objects
 from minikube_py.cluster.kubeadm.controlplane import ControlPlane, HostPaths, static_pods
 from tests.api_helpers import API
 
@@ -32,7 +32,7 @@ def objects() -> list[Obj]:
     addons = Addons(server="https://172.18.0.1:6443", cluster_cidr=str(CLUSTER_CIDR),
                     cluster_dns=CLUSTER_DNS, images=IMAGES,
                     tracing_endpoint="http://172.18.0.1:4318")
-    return [*static_pods(plane, paths), *addon_objects(addons)]
+    return [*static_pods(plane, paths), *addon_objects(addons), *trace_receiver_objects(addons)]
 
 
 def collection(obj: Obj) -> str:

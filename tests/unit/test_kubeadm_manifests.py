@@ -30,6 +30,7 @@ from minikube_py.cluster.kubeadm.addons import (
     coredns_objects,
     kube_proxy_objects,
     metrics_server_objects,
+    trace_receiver_objects,
 )
 from minikube_py.cluster.kubeadm.controlplane import (
     ControlPlane,
@@ -218,7 +219,7 @@ def addons() -> Addons:
 
 
 def test_addon_objects_pass_validation() -> None:
-    objects = addon_objects(addons())
+    objects = [*addon_objects(addons()), *trace_receiver_objects(addons())]
     assert {obj["kind"] for obj in objects} >= {
         "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
         "ConfigMap", "DaemonSet", "Deployment", "Service", "APIService"}
@@ -269,7 +270,8 @@ def test_addons_run_the_processes_up_runs(node_processes: dict[str, Any], kind: 
     today = split(node_processes[process].command()[3:])
     expected = [(flag, in_pod.get(flag, value)) for flag, value in today
                 if flag not in in_pod or in_pod[flag] is not None]
-    command = container(addon_objects(addons()), kind, name)["command"]
+    every = [*addon_objects(addons()), *trace_receiver_objects(addons())]
+    command = container(every, kind, name)["command"]
     assert command[0] == name
     assert split(command[1:]) == expected
 

@@ -378,6 +378,8 @@ def trace_receiver_objects(addons: Addons) -> list[Obj]:
 
 
 def addon_objects(addons: Addons) -> list[Obj]:
-    """Every add-on's objects, in an order that applies (accounts and RBAC first)."""
+    """The add-ons `up` applies, in an order that applies (accounts and RBAC first):
+    kube-proxy, DNS and the metrics server (the trace receiver stays a host process;
+    trace_receiver_objects is its in-cluster form)."""
     return [*kube_proxy_objects(addons), *coredns_objects(addons),
-            *metrics_server_objects(addons), *trace_receiver_objects(addons)]
+            *metrics_server_objects(addons)]

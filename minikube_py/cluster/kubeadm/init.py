@@ -46,9 +46,7 @@ from minikube_py.cluster.join import publish_cluster_objects
 from minikube_py.cluster.kubeadm.addons import (
     CONTROL_PLANE_TAINT,
     Addons,
-    coredns_objects,
-    kube_proxy_objects,
-    metrics_server_objects,
+    addon_objects,
 )
 from minikube_py.cluster.kubeadm.controlplane import ControlPlane, HostPaths, write_static_pods
 from minikube_py.cluster.netns import ClusterNetwork
@@ -164,13 +162,6 @@ def _resource_of(obj: Obj) -> Resource:
     return next(resource for resource in RESOURCES
                 if resource.kind == obj["kind"] and resource.group == group
                 and resource.version == version)
-
-
-def addon_objects(addons: Addons) -> list[Obj]:
-    """The add-ons `up` applies: kube-proxy, DNS and the metrics server (the trace
-    receiver stays a host process)."""
-    return [*kube_proxy_objects(addons), *coredns_objects(addons),
-            *metrics_server_objects(addons)]
 
 
 async def apply_addons(admin: Path, objects: list[Obj]) -> None:
