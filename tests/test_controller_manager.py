@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from minikube_py.api import Obj
+from minikube_py.client.errors import NotFound
 from minikube_py.client.logs import level_of
 from minikube_py.client.rest import Client
 from minikube_py.cluster.components import ControllerManagerProcess
@@ -165,7 +166,11 @@ async def _is(value: Any, expected: Any) -> bool:
 
 
 async def lease_holder(client: Client) -> str:
-    lease = await client.resource("leases").get("kube-controller-manager", "kube-system")
+    """Who holds the Lease; "" before the first copy has made it."""
+    try:
+        lease = await client.resource("leases").get("kube-controller-manager", "kube-system")
+    except NotFound:
+        return ""
     return lease["spec"].get("holderIdentity") or ""
 
 

@@ -78,16 +78,26 @@ async def test_our_scheduler_and_the_lab_scheduler_share_the_cluster(
             await eventually(all_bound, timeout=60, what="all eight pods to be bound")
             output, _ = await asyncio.to_thread(lab.communicate, timeout=60)
             listed = {p["metadata"]["name"]: p for p in (await pods.list(namespace))["items"]}
-            events = (await api_client.resource("events").list(namespace))["items"]
-            scheduled_by: dict[str, set[str]] = {}
-            for event in events:
-                if event["reason"] == "Scheduled":
-                    source = (event.get("source") or {}).get("component") or event.get(
-                        "reportingComponent")
-                    scheduled_by.setdefault(source, set()).add(event["involvedObject"]["name"])
+
+            async def scheduled_by() -> dict[str, set[str]]:
+                """Who wrote each pod's Scheduled event (recorders write them after the bind)."""
+                events = (await api_client.resource("events").list(namespace))["items"]
+                writers: dict[str, set[str]] = {}
+                for event in events:
+                    if event["reason"] == "Scheduled":
+                        source = (event.get("source") or {}).get("component") or event.get(
+                            "reportingComponent")
+                        writers.setdefault(source, set()).add(event["involvedObject"]["name"])
+                return writers
+
+            async def eight_events() -> bool:
+                return sum(map(len, (await scheduled_by()).values())) >= 8
+
+            await eventually(eight_events, timeout=60, what="a Scheduled event for each pod")
             # each scheduler writes the Scheduled event of the pods it bound, as its own
-            assert scheduled_by == {"default-scheduler": {f"ours-{i}" for i in range(4)},
-                                    "my-scheduler": {f"lab-{i}" for i in range(4)}}
+            assert await scheduled_by() == {
+                "default-scheduler": {f"ours-{i}" for i in range(4)},
+                "my-scheduler": {f"lab-{i}" for i in range(4)}}
             for index in range(4):
                 name = f"lab-{index}"
                 assert f"Bound {namespace}/{name} -> {listed[name]['spec']['nodeName']}" in (
