@@ -375,6 +375,19 @@ async def serve_long_running(handler: Handler, request: web.BaseRequest,
         watchers.dec()
 
 
+class FlowMetrics:
+    """The apiserver_flowcontrol_* series of one (priority level, FlowSchema), looked up
+    once: a labels() call costs more than the counting it leads to."""
+
+    def __init__(self, metrics: APIServerMetrics, labels: tuple[str, str]) -> None:
+        self.waiting = metrics.flowcontrol_inqueue.labels(*labels)
+        self.dispatched_wait = metrics.flowcontrol_wait_duration.labels(*labels, "true")
+        self.rejected_wait = metrics.flowcontrol_wait_duration.labels(*labels, "false")
+        self.dispatched = metrics.flowcontrol_dispatched.labels(*labels)
+        self.executing = metrics.flowcontrol_executing.labels(*labels)
+        self.executing_seats = metrics.flowcontrol_executing_seats.labels(*labels)
+
+
 def with_priority_and_fairness(handler: Handler, controller: APFController,
                                object_count: Callable[[RequestInfo], int],
                                watch_count: Callable[[RequestInfo], int],
@@ -389,6 +402,7 @@ def with_priority_and_fairness(handler: Handler, controller: APFController,
     level's UIDs. apiserver_current_inflight_requests counts the requests executing,
     read-only and mutating, as with the in-flight limits."""
     dropped = DroppedRequestsTracker()
+    flows: dict[tuple[str, str], FlowMetrics] = {}
     executing_by_kind = {"readOnly": 0, "mutating": 0}
     for kind in executing_by_kind:
         metrics.inflight.labels(kind).set_function(lambda kind=kind: executing_by_kind[kind])
@@ -414,24 +428,21 @@ def with_priority_and_fairness(handler: Handler, controller: APFController,
                                                              classification.max_seats)
             seats = max(seats, final_seats)
         queue_set = classification.queue_set
-        waiting = metrics.flowcontrol_inqueue.labels(*labels)
-        waiting.inc()
+        flow = flows.get(labels) or flows.setdefault(labels, FlowMetrics(metrics, labels))
+        flow.waiting.inc()
         arrived = time.monotonic()
         try:
             queue = await queue_set.acquire(classification.flow_hash, seats, QUEUE_WAIT_LIMIT)
         except Rejected as rejected:
-            metrics.flowcontrol_wait_duration.labels(*labels, "false").observe(
-                time.monotonic() - arrived)
+            flow.rejected_wait.observe(time.monotonic() - arrived)
             metrics.flowcontrol_rejected.labels(*labels, rejected.reason).inc()
             dropped.record_dropped_request(labels[0])
             return too_many_requests(headers, dropped.retry_after(labels[0]))
         finally:
-            waiting.dec()
-        metrics.flowcontrol_wait_duration.labels(*labels, "true").observe(
-            time.monotonic() - arrived)
-        metrics.flowcontrol_dispatched.labels(*labels).inc()
-        executing = metrics.flowcontrol_executing.labels(*labels)
-        executing_seats = metrics.flowcontrol_executing_seats.labels(*labels)
+            flow.waiting.dec()
+        flow.dispatched_wait.observe(time.monotonic() - arrived)
+        flow.dispatched.inc()
+        executing, executing_seats = flow.executing, flow.executing_seats
         executing.inc()
         executing_seats.inc(seats)
         kind = "mutating" if info.verb in MUTATING_VERBS else "readOnly"

@@ -51,6 +51,8 @@ log = logging.getLogger("minikube_py.apiserver")
 MAX_SEATS_PERCENT = 0.15  # priorityLevelMaxSeatsPercent
 MAX_SEATS_CAP = 10  # the work estimator's own cap
 OBJECTS_PER_SEAT = 100  # the LIST work estimator's objectsPerSeat
+CLASSIFIED_KEPT = 4096
+"""How many request shapes' classifications are kept (all are forgotten when full)."""
 
 
 class ConfigCache(Protocol):
@@ -156,11 +158,25 @@ class APFController:
         self._max_seats: dict[str, int] = {}
         self._schemas: list[Obj] = []
         self._seen: tuple[int, int] | None = None
+        self._classified: dict[tuple[object, ...], Classification] = {}
 
     def classify(self, digest: RequestDigest) -> Classification:
         """The first schema, by precedence, whose rules match and whose level exists
-        (catch-all matches everyone), and the request's flow in it."""
+        (catch-all matches everyone), and the request's flow in it. The answer depends
+        on the request's user, verb and resource, and only a non-resource request's path:
+        it is kept for the next request alike until the configuration changes."""
         self._refresh()
+        key = (digest.user.name, tuple(digest.user.groups), digest.verb, digest.is_resource_request,
+               digest.api_group, digest.resource, digest.subresource, digest.namespace,
+               "" if digest.is_resource_request else digest.path)
+        known = self._classified.get(key)
+        if known is None:
+            if len(self._classified) >= CLASSIFIED_KEPT:
+                self._classified.clear()
+            known = self._classified[key] = self._match(digest)
+        return known
+
+    def _match(self, digest: RequestDigest) -> Classification:
         for flow_schema in self._schemas:
             level_name = flow_schema["spec"]["priorityLevelConfiguration"]["name"]
             level = self._levels.get(level_name)
@@ -180,6 +196,7 @@ class APFController:
         if seen == self._seen:
             return
         self._seen = seen
+        self._classified.clear()
         levels = {level["metadata"]["name"]: level for level in self.caches[1].list()}
         for mandatory in MANDATORY_PRIORITY_LEVELS:
             levels.setdefault(mandatory["metadata"]["name"], copy.deepcopy(mandatory))

@@ -48,10 +48,21 @@ class Queue:
     virtual_start: float = 0.0
     seats_in_use: int = 0
     requests_executing: int = 0
+    seats_waiting: int = 0
+    """The seats of the requests in `waiting`."""
 
-    @property
-    def seats_waiting(self) -> int:
-        return sum(request.seats for request in self.waiting)
+    def push(self, request: Waiting) -> None:
+        self.waiting.append(request)
+        self.seats_waiting += request.seats
+
+    def pop(self) -> Waiting:
+        request = self.waiting.popleft()
+        self.seats_waiting -= request.seats
+        return request
+
+    def remove(self, request: Waiting) -> None:
+        self.waiting.remove(request)
+        self.seats_waiting -= request.seats
 
 
 class Rejected(Exception):
@@ -74,6 +85,7 @@ class QueueSet:
         self.queues: list[Queue] = []
         self.seats_in_use = 0
         self.seats_waiting = 0
+        self.waiting_requests = 0
         self.seat_demand = SeatDemandIntegrator()
         self.requests_executing = 0
         self.virtual_time = 0.0
@@ -93,16 +105,12 @@ class QueueSet:
             self.queues = [Queue(virtual_start=self.virtual_time) for _ in range(queues)]
             for request in waiting:
                 if self.dealer is None:  # the level rejects now: so do its queues
-                    self._note_waiting(-request.seats)
+                    self._note_waiting(-request.seats, -1)
                     self.rejected_total["concurrency-limit"] += 1
                     request.dispatched.set_exception(Rejected("concurrency-limit"))
                     continue
-                self._choose_queue(request.flow_hash).waiting.append(request)
+                self._choose_queue(request.flow_hash).push(request)
         self._dispatch()
-
-    @property
-    def waiting_requests(self) -> int:
-        return sum(len(queue.waiting) for queue in self.queues)
 
     def active_queues(self) -> int:
         """Queues with requests waiting."""
@@ -128,8 +136,8 @@ class QueueSet:
         request = Waiting(flow_hash, seats)
         if not queue.waiting and not queue.seats_in_use:
             queue.virtual_start = max(queue.virtual_start, self.virtual_time)
-        queue.waiting.append(request)
-        self._note_waiting(seats)
+        queue.push(request)
+        self._note_waiting(seats, 1)
         self._dispatch()
         try:
             async with asyncio.timeout(wait_limit):
@@ -174,9 +182,10 @@ class QueueSet:
     def _fits(self, seats: int) -> bool:
         return self.seats_in_use + seats <= self.concurrency_limit or self.seats_in_use == 0
 
-    def _note_waiting(self, seats: int) -> None:
-        """Seats that started (positive) or stopped (negative) waiting."""
+    def _note_waiting(self, seats: int, requests: int) -> None:
+        """Seats and requests that started (positive) or stopped (negative) waiting."""
         self.seats_waiting += seats
+        self.waiting_requests += requests
         self.seat_demand.set(self.seats_in_use + self.seats_waiting)
 
     def _start(self, queue: Queue | None, seats: int) -> None:
@@ -204,16 +213,15 @@ class QueueSet:
 
     def _dispatch(self) -> None:
         """dispatchAsMuchAsPossible: the fairest queue's head, while it fits."""
-        while True:
-            candidates = [queue for queue in self.queues if queue.waiting]
-            if not candidates:
-                return
-            queue = min(candidates, key=lambda q: q.virtual_start)
+        while self.waiting_requests:
+            queue = min((queue for queue in self.queues if queue.waiting),
+                        key=lambda q: q.virtual_start)
             head = queue.waiting[0]
             if not self._fits(head.seats):
                 return
-            queue.waiting.popleft()
+            queue.pop()
             self.seats_waiting -= head.seats
+            self.waiting_requests -= 1
             self.virtual_time = max(self.virtual_time, queue.virtual_start)
             queue.virtual_start += head.seats
             self._start(queue, head.seats)
@@ -227,8 +235,8 @@ class QueueSet:
             return False
         for queue in self.queues:
             if request in queue.waiting:
-                queue.waiting.remove(request)
-                self._note_waiting(-request.seats)
+                queue.remove(request)
+                self._note_waiting(-request.seats, -1)
                 break
         if not request.dispatched.done():
             request.dispatched.cancel()
