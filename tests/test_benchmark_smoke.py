@@ -33,6 +33,8 @@ METRICS = [
     ("TLS + client certificates + Node,RBAC vs plain HTTP: API creates/s", True),
     ("TLS + client certificates + Node,RBAC vs plain HTTP: API GETs/s", True),
     ("tracing on vs off: API creates/s", True),
+    ("API Priority and Fairness on vs off: API creates/s", True),
+    ("API Priority and Fairness on vs off: API GETs/s", True),
 ]
 
 
