@@ -164,11 +164,17 @@ def _resource_of(obj: Obj) -> Resource:
                 and resource.version == version)
 
 
+WORKLOADS = ("DaemonSet", "Deployment", "APIService")
+"""What is applied after the rest: pods need their ServiceAccounts and RBAC, and an
+APIService its Service."""
+
+
 async def apply_addons(admin: Path, objects: list[Obj]) -> None:
     """kubeadm's addon phase, as server-side apply (its field manager `kubeadm`), so a
-    later `up` with other flags updates what it owns and leaves the rest."""
+    later `up` with other flags updates what it owns and leaves the rest: the accounts,
+    RBAC, configuration and Services together, then the workloads together."""
     async with Client.from_kubeconfig(admin) as client:
-        for obj in objects:
+        async def apply(obj: Obj) -> None:
             resource = _resource_of(obj)
             metadata = obj["metadata"]
             path = client.resource(resource.plural, resource.group).path(
@@ -176,6 +182,10 @@ async def apply_addons(admin: Path, objects: list[Obj]) -> None:
             await client.request("PATCH", path, body=obj,
                                  params={"fieldManager": FIELD_MANAGER, "force": "true"},
                                  content_type="application/apply-patch+yaml")
+
+        for workloads in (False, True):
+            await asyncio.gather(*(apply(obj) for obj in objects
+                                   if (obj["kind"] in WORKLOADS) == workloads))
 
 
 def _running(pod: Obj, since: datetime | None = None) -> bool:
