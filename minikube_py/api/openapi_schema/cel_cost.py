@@ -396,7 +396,7 @@ def _overload_kinds(overload: str) -> tuple[list[str], str] | None:
 
 
 def _matches(kind: str, wanted: str) -> bool:
-    return kind == "dyn" or kind == wanted or (wanted == "map" and kind == "struct")
+    return "dyn" in (kind, wanted) or kind == wanted or (wanted == "map" and kind == "struct")
 
 
 # --- the estimator ----------------------------------------------------------------------
@@ -560,8 +560,8 @@ class Estimator:
 
     def _select(self, e: Expr) -> Cost:
         operand = e.args[0]
-        if e.test_only:
-            return _add((1, 1), self.cost(operand))
+        if e.test_only:  # apiserver's environment: presence tests cost nothing
+            return self.cost(operand)
         total = self.cost(operand)
         if self.type_of(operand).kind in ("map", "struct"):
             total = _add(total, (1, 1))
@@ -658,9 +658,9 @@ class Estimator:
         kept: list[str] = []
         for overload in candidates:
             if overload in ("index_list", "in_list"):
-                wanted = ["list"] if overload == "index_list" else ["dyn", "list"]
+                wanted = ["list", "int"] if overload == "index_list" else ["dyn", "list"]
             elif overload in ("index_map", "in_map"):
-                wanted = ["map"] if overload == "index_map" else ["dyn", "map"]
+                wanted = ["map", "dyn"] if overload == "index_map" else ["dyn", "map"]
             else:
                 signature = _overload_kinds(overload)
                 if signature is None:
