@@ -43,6 +43,7 @@ from .cel_cost import (
     _fields,
     cost_error_message,
     decode,
+    escape,
     expression_cost,
     schema_decl,
 )
@@ -73,23 +74,6 @@ _NO_SUCH_KEY = re.compile(r'^Key not found in map : "?(.*?)"?$')
 
 # string formats whose values rules see as bytes, durations or timestamps
 CEL_TYPED_FORMATS = frozenset(("byte", "duration", "date", "date-time"))
-# cel.Escape: property names that are CEL reserved words become __name__
-_RESERVED = frozenset((
-    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
-    "function", "if", "import", "let", "loop", "package", "namespace", "return", "var",
-    "void", "while"))
-_ESCAPES = (("__", "__underscores__"), (".", "__dot__"), ("-", "__dash__"),
-            ("/", "__slash__"))
-
-
-def escape(name: str) -> str:
-    """cel.Escape: the name a rule uses for a property (namespace is __namespace__,
-    x-y is x__dash__y)."""
-    if name in _RESERVED:
-        return f"__{name}__"
-    for plain, escaped in _ESCAPES:
-        name = name.replace(plain, escaped)
-    return name
 
 
 # strfmt.ParseDuration's units, in nanoseconds

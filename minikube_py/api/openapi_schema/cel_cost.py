@@ -59,6 +59,25 @@ _RESOURCE_META = {"kind": {"type": "string"}, "apiVersion": {"type": "string"},
                       "name": {"type": "string"}, "generateName": {"type": "string"}}}}
 
 
+# cel.Escape: property names that are CEL reserved words become __name__
+_RESERVED = frozenset((
+    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
+    "function", "if", "import", "let", "loop", "package", "namespace", "return", "var",
+    "void", "while"))
+_ESCAPES = (("__", "__underscores__"), (".", "__dot__"), ("-", "__dash__"),
+            ("/", "__slash__"))
+
+
+def escape(name: str) -> str:
+    """cel.Escape: the name a rule uses for a property (namespace is __namespace__,
+    x-y is x__dash__y)."""
+    if name in _RESERVED:
+        return f"__{name}__"
+    for plain, escaped in _ESCAPES:
+        name = name.replace(plain, escaped)
+    return name
+
+
 def _zero_if_negative(value: int) -> int:
     return max(0, int(value))
 
@@ -113,7 +132,6 @@ def schema_decl(schema: dict[str, Any], is_root: bool) -> Decl | None:
         required = set(schema.get("required") or ())
         fields: dict[str, Decl] = {}
         min_size = 2
-        from .cel import escape
         for name, prop in (schema.get("properties") or {}).items():
             sub = schema_decl(prop, bool(prop.get("x-kubernetes-embedded-resource")))
             if sub is None:
