@@ -1039,3 +1039,21 @@ class CallCost:
                 self._cache.clear()
             self._cache[sizes] = cost
         return cost
+
+
+def activation_cost(checked: Checked, data: dict[str, Any]) -> int:
+    """The runtime cost of one call of an expression whose variables have no schema (a
+    ValidatingAdmissionPolicy's): its estimate with the sizes of the values in `data`,
+    each path read from the variable it starts at; what it cannot size is taken as no
+    larger than the largest value it reads."""
+    seen = [1]
+
+    def size_of(path: list[str]) -> Size | None:
+        if not path or path[0] not in data:
+            return None
+        size = value_size_of(data[path[0]])(path)
+        seen.append(size[1])
+        return size
+    Estimator(checked, None, size_of, (1, 1)).cost(checked.expr)
+    largest = max(seen)
+    return Estimator(checked, None, size_of, (largest, largest)).cost(checked.expr)[1]
