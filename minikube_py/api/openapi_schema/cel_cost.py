@@ -920,7 +920,7 @@ def _actual_size(value: Any) -> int:
 def value_size_of(value: Any) -> Callable[[list[str]], Size]:
     """Sizes from a value: the largest of the values a path reaches; 0 where it reaches
     none."""
-    def size_of(path: list[str]) -> Size | None:
+    def size_of(path: list[str]) -> Size:
         found = [value]
         for name in path[1:]:
             reached: list[Any] = []
@@ -941,12 +941,6 @@ def value_size_of(value: Any) -> Callable[[list[str]], Size]:
         largest = max((_actual_size(item) for item in found), default=0)
         return (largest, largest)
     return size_of
-
-
-def runtime_cost(checked: Checked, root: Decl | None, value: Any) -> int:
-    """The cost of one call of the expression on `value` as self: its estimate with the
-    value's own sizes."""
-    return Estimator(checked, root, value_size_of(value)).cost(checked.expr)[1]
 
 
 def cost_error_message(cost_name: str, cost: int, limit: int) -> str:
