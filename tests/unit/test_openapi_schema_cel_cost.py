@@ -13,6 +13,8 @@ from minikube_py.api.openapi_schema import cel_cost
 from minikube_py.api.openapi_schema.compiled import compile_schema
 from minikube_py.api.openapi_schema.structural import schema_errors
 from minikube_py.api.openapi_schema.validation import validate
+from minikube_py.api.resources import by_kind
+from minikube_py.apiserver.registry.strategies import strategy_for
 
 INT = {"type": "integer"}
 NUM = {"type": "number"}
@@ -274,3 +276,36 @@ def test_the_725_element_list_is_refused_for_its_call_cost() -> None:
         "spec: Invalid value: \"object\": 'operation cancelled: actual cost limit exceeded': "
         "no further validation rules will be run due to call cost exceeds limit for rule: "
         f"{NESTED}"]
+
+
+# --- an update that leaves a schema as it was -------------------------------------------
+
+COSTLY = _object({"val1": {**_list(INT), "x-kubernetes-validations": [
+    {"rule": "self.exists_one(k, self == [2])"}]}})  # over 10 million, under 100 million
+
+
+def test_an_unchanged_schema_is_not_held_to_the_per_expression_limit_again() -> None:
+    errors = [str(e) for e in schema_errors(COSTLY, ROOT)]
+    assert len(errors) == 1 and "estimated rule cost exceeds budget by factor of" in errors[0]
+    assert schema_errors(COSTLY, ROOT, suppress_per_expression_cost=True) == []
+
+
+def test_a_definitions_update_suppresses_it_for_the_versions_it_leaves_alone() -> None:
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "widgets.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
+                              "listKind": "WidgetList"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": COSTLY}}],
+                    "conversion": {"strategy": "None"}},
+           "status": {"storedVersions": ["v1"]}}
+    resource = by_kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    assert resource is not None
+    strategy = strategy_for(resource)
+    assert any("exceeds budget" in str(e) for e in strategy.validate(crd))
+    assert strategy.validate_update(crd, crd) == []
+    changed = {**crd, "spec": {**crd["spec"], "versions": [{
+        **crd["spec"]["versions"][0], "schema": {"openAPIV3Schema": {
+            **COSTLY, "description": "changed"}}}]}}
+    assert any("exceeds budget" in str(e) for e in strategy.validate_update(changed, crd))

@@ -519,7 +519,8 @@ def rule_compile_errors(validations: list[dict[str, Any]], path: str,
                 compiled.message_program, compiled.message_expression, schema, is_root)
         if not compiled.error and compiled.cost is not None:
             cost = expression_cost(compiled.cost.max_cost, cardinality, decl)
-            if cost > STATIC_ESTIMATED_COST_LIMIT:
+            if cost > STATIC_ESTIMATED_COST_LIMIT and not (
+                    total is not None and total.suppress_per_expression):
                 errors.append(forbidden(f"{at}.rule", cost_error_message(
                     "estimated rule cost", cost, STATIC_ESTIMATED_COST_LIMIT)))
             if total is not None:
@@ -531,7 +532,8 @@ def rule_compile_errors(validations: list[dict[str, Any]], path: str,
                                   compiled.message_error))
         elif not compiled.error and compiled.message_cost is not None:
             cost = expression_cost(compiled.message_cost.max_cost, cardinality, decl)
-            if cost > STATIC_ESTIMATED_COST_LIMIT:
+            if cost > STATIC_ESTIMATED_COST_LIMIT and not (
+                    total is not None and total.suppress_per_expression):
                 errors.append(forbidden(f"{at}.messageExpression", cost_error_message(
                     "estimated messageExpression cost", cost, STATIC_ESTIMATED_COST_LIMIT)))
             if total is not None:

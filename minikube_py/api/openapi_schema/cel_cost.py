@@ -959,11 +959,13 @@ def cost_error_message(cost_name: str, cost: int, limit: int) -> str:
 
 class TotalCost:
     """The estimated cost of all of a schema's rules (validation.go's TotalCost), with the
-    four most expensive rules that make up at least 1% of the limit."""
+    four most expensive rules that make up at least 1% of the limit; `suppress_per_expression`
+    when each expression's own limit is not checked (an unchanged schema)."""
 
-    __slots__ = ("most_expensive", "total")
+    __slots__ = ("most_expensive", "suppress_per_expression", "total")
 
-    def __init__(self) -> None:
+    def __init__(self, suppress_per_expression: bool = False) -> None:
+        self.suppress_per_expression = suppress_per_expression
         self.total = 0
         self.most_expensive: list[tuple[str, int]] = []
 
