@@ -190,15 +190,27 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 def _fields(data: bytes) -> list[tuple[int, Any]]:
     """The fields of a protobuf message, in wire order (fixed-width ones as raw bytes)."""
     out: list[tuple[int, Any]] = []
-    pos = 0
-    while pos < len(data):
-        key, pos = _varint(data, pos)
+    pos, end = 0, len(data)
+    while pos < end:
+        key = data[pos]  # one byte for every field number this schema uses
+        if key < 0x80:
+            pos += 1
+        else:
+            key, pos = _varint(data, pos)
         number, wire = key >> 3, key & 7
         if wire == 0:
-            value, pos = _varint(data, pos)
+            value = data[pos]
+            if value < 0x80:
+                pos += 1
+            else:
+                value, pos = _varint(data, pos)
             out.append((number, value))
         elif wire == 2:
-            size, pos = _varint(data, pos)
+            size = data[pos]
+            if size < 0x80:
+                pos += 1
+            else:
+                size, pos = _varint(data, pos)
             out.append((number, data[pos:pos + size]))
             pos += size
         elif wire == 1:
@@ -331,9 +343,23 @@ class Checked:
     overloads: dict[int, list[str]]
 
 
+_DECODED: dict[bytes, Checked] = {}
+
+
 def decode(program: Any) -> Checked:
-    """The checked expression of a cel-expr-python program."""
-    wrapped = dict((n, v) for n, v in _fields(program.serialize()) if n == 2)
+    """The checked expression of a cel-expr-python program (kept by its serialized form:
+    definitions repeat rules across versions)."""
+    serialized = program.serialize()
+    known = _DECODED.get(serialized)
+    if known is None:
+        if len(_DECODED) >= 4096:
+            _DECODED.clear()
+        known = _DECODED[serialized] = _decode(serialized)
+    return known
+
+
+def _decode(serialized: bytes) -> Checked:
+    wrapped = dict((n, v) for n, v in _fields(serialized) if n == 2)
     checked = wrapped.get(2, b"")
     types: dict[int, Decl] = {}
     overloads: dict[int, list[str]] = {}
@@ -1009,8 +1035,8 @@ class CallCost:
             return size
         self.max_cost = Estimator(checked, root, recording).cost(checked.expr)[1]
         self.paths = tuple(paths)
-        self.runtime_cost_without_sizes = Estimator(checked, root, lambda path: None, (1, 1)
-                                                    ).cost(checked.expr)[1]
+        self.runtime_cost_without_sizes = 0 if paths else Estimator(
+            checked, root, lambda path: None, (1, 1)).cost(checked.expr)[1]
         self._cache: dict[tuple[int, ...], int] = {}
 
     def of(self, value: Any) -> int:
