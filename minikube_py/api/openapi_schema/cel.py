@@ -580,15 +580,21 @@ def _resource_self(value: Any) -> Any:
     return out
 
 
+def spent(cost: int) -> int:
+    """What a call costs the budget: cel-go stops one just past the per-call limit, and
+    the cost so far is charged before the limit's error is reported."""
+    return min(cost, PER_CALL_LIMIT + 1)
+
+
 def _message(rule: CompiledRule, data: dict[str, Any], budget: Budget) -> tuple[str, str]:
     """evalMessageExpression: the evaluated message, or why the rule's stops all."""
     cost = rule.message_cost.of(data["self"]) if rule.message_cost is not None else 0
+    if spent(cost) > budget.remaining:
+        return "", ("messageExpression evaluation failed due to running out of cost budget, "
+                    "no further validation rules will be run")
     if cost > PER_CALL_LIMIT:
         return "", ("no further validation rules will be run due to call cost exceeds "
                     f"limit for messageExpression: {_go_quote(rule.message_expression)}")
-    if cost > budget.remaining:
-        return "", ("messageExpression evaluation failed due to running out of cost budget, "
-                    "no further validation rules will be run")
     budget.remaining -= cost
     try:
         result = rule.message_program.eval(data=data)
@@ -631,14 +637,14 @@ def evaluate_rules(rules: list[CompiledRule], node: Node, value: Any, path: str,
                                     not rule.optional_old_self):
             continue
         cost = rule.cost.of(self_value) if rule.cost is not None else 0
+        if spent(cost) > budget.remaining:
+            errors.append(invalid(path, value_type, BUDGET_EXHAUSTED))
+            return False
         if cost > PER_CALL_LIMIT:
             errors.append(invalid(path, value_type, (
                 "'operation cancelled: actual cost limit exceeded': no further validation "
                 f"rules will be run due to call cost exceeds limit for rule: "
                 f"{rule.error_string()}")))
-            return False
-        if cost > budget.remaining:
-            errors.append(invalid(path, value_type, BUDGET_EXHAUSTED))
             return False
         budget.remaining -= cost
         try:

@@ -47,6 +47,7 @@ from minikube_py.api.openapi_schema.cel import (
     PER_CALL_LIMIT,
     RUNTIME_CEL_COST_BUDGET,
     Budget,
+    spent,
 )
 from minikube_py.api.selectors import SelectorError, label_selector_from_dict
 from minikube_py.apiserver.auth.admission import (
@@ -347,12 +348,12 @@ def _run(expression: str, data: dict[str, Any], want: str, budget: Budget) -> An
     program, error = compile_expression(expression, want)
     if program is not None:
         cost = call_cost(expression, want, data)
+        if spent(cost) > budget.remaining:
+            raise _OutOfBudget(BUDGET_EXHAUSTED)
+        budget.remaining -= spent(cost)
         if cost > PER_CALL_LIMIT:
             error = "operation cancelled: actual cost limit exceeded"
-        elif cost > budget.remaining:
-            raise _OutOfBudget(BUDGET_EXHAUSTED)
         else:
-            budget.remaining -= cost
             value, error = evaluate(program, data)
             if not error:
                 return value
