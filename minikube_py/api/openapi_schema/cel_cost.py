@@ -296,7 +296,7 @@ def _expr(data: bytes) -> Expr:
             children = {n: _expr(v) for n, v in parts if n in (2, 4, 5, 6, 7)}
             return Expr(node_id, "comprehension", iter_var=names.get(1, ""),
                         iter_var2=names.get(8, ""), accu_var=names.get(3, ""),
-                        parts=[children[n] for n in (2, 4, 5, 6, 7)])
+                        parts=[children.get(n) or Expr(0, "const") for n in (2, 4, 5, 6, 7)])
     return Expr(node_id, "const")
 
 
