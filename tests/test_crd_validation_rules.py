@@ -162,10 +162,6 @@ def test_must_fail_create_of_a_definition_whose_rule_contains_a_syntax_error(
     assert "Syntax error" in body
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the estimated cost of a rule is not computed when a definition is written "
-    "(cel-expr-python has no cost estimator), so a rule that can exceed upstream's "
-    "per-expression budget is not refused with 'exceeds budget'"))
 def test_must_fail_create_of_a_definition_whose_rule_exceeds_the_estimated_cost_limit(
         extensions: client.ApiextensionsV1Api) -> None:
     """crd_validation_rules.go: "MUST fail create of a custom resource definition that
@@ -178,10 +174,6 @@ def test_must_fail_create_of_a_definition_whose_rule_exceeds_the_estimated_cost_
     assert "exceeds budget" in body
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the runtime cost of a rule is not tracked: cel-expr-python has no cost tracker and "
-    "stops a comprehension at its own fixed iteration budget ('Iteration budget "
-    "exceeded'), so upstream's 'call cost exceeds limit' is not what is refused"))
 def test_must_fail_create_of_a_custom_resource_that_exceeds_the_runtime_cost_limit(
         create_crd: Callable[[dict[str, Any]], Noxu], custom: client.CustomObjectsApi,
         namespace: str) -> None:

@@ -267,6 +267,49 @@ def test_failure_policy_decides_what_an_evaluation_error_does(
     assert result.returncode == 0, result.stderr
 
 
+def _annotated(name: str, text: str) -> Obj:
+    """A deployment whose annotation `big` holds `text`."""
+    made = deployment(name, 1)
+    made["metadata"]["annotations"] = {"big": text}
+    return made
+
+
+def test_an_expression_over_the_per_call_cost_limit_is_an_error(
+        kubectl: Kubectl, applied: Callable[..., None], namespace: str) -> None:
+    """An expression whose cost on this object passes 1,000,000 (a 100,000-character
+    string searched for a 1,100-character one: 10,000 x 110) fails as cel-go's
+    interrupted evaluation does; on a short string it runs."""
+    name = unique("percall")
+    expression = f"!object.metadata.annotations.big.contains('{'b' * 1100}')"
+    applied(policy(name, [{"expression": expression}]),
+            binding(name, name, namespace, ["Deny"]))
+    result = eventually(kubectl, ("create", "-n", namespace),
+                        _annotated("long", "a" * 100_000), refused)
+    assert (f"ValidatingAdmissionPolicy '{name}' with binding '{name}' denied request: "
+            f"expression '{expression}' resulted in error: operation cancelled: actual cost "
+            "limit exceeded" in result.stderr)
+    kubectl("create", "-n", namespace, "--dry-run=server", "-f", "-",
+            input=yaml.safe_dump(_annotated("short", "a" * 1000)))
+
+
+def test_the_policys_expressions_share_one_cost_budget(
+        kubectl: Kubectl, applied: Callable[..., None], namespace: str) -> None:
+    """Each validation costs about 400,000 on this object (under the per-call limit); 30
+    of them pass the 10,000,000 one evaluation may spend, and the one that would is
+    refused with upstream's words, no further validation running."""
+    name = unique("budget")
+    validations = [{"expression": f"!object.metadata.annotations.big.contains("
+                                  f"'{'b' * 400}{n}')"} for n in range(30)]
+    applied(policy(name, validations), binding(name, name, namespace, ["Deny"]))
+    result = eventually(kubectl, ("create", "-n", namespace),
+                        _annotated("long", "a" * 100_000), refused)
+    assert (f"ValidatingAdmissionPolicy '{name}' with binding '{name}' denied request: "
+            "validation failed due to running out of cost budget, no further validation "
+            "rules will be run" in result.stderr)
+    kubectl("create", "-n", namespace, "--dry-run=server", "-f", "-",
+            input=yaml.safe_dump(_annotated("short", "a" * 1000)))
+
+
 # --- the Gateway API's policy ---------------------------------------------------------------
 
 def gateway_crd(bundle_version: str, channel: str) -> Obj:

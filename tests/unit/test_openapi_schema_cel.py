@@ -210,19 +210,23 @@ def test_the_per_object_budget_stops_further_rules() -> None:
     schema = _spec([{"rule": "self.min <= self.max"}, {"rule": "self.min >= 0"}],
                    min=INT, max=INT)
     node = compile_schema(schema)
-    cost = node.properties["spec"].cel_rules()[0].cost * 3  # two fields plus one
+    rule = node.properties["spec"].cel_rules()[0]
+    assert rule.cost is not None
+    cost = rule.cost.of({"min": 1, "max": 2}) * 3 // 2  # room for one call, not two
     errors = validate(node, {"spec": {"min": 1, "max": 2}}, cost_budget=cost)
     assert [str(e) for e in errors] == [
         'spec: Invalid value: "object": validation failed due to running out of cost '
         "budget, no further validation rules will be run"]
-    assert validate(node, {"spec": {"min": 1, "max": 2}}, cost_budget=cost * 3) == []
+    assert validate(node, {"spec": {"min": 1, "max": 2}}, cost_budget=cost * 2) == []
 
 
 def test_the_per_call_limit_refuses_one_costly_call() -> None:
     schema = _spec([], items={"type": "array", "items": INT, "x-kubernetes-validations": [
         {"rule": "self.all(x, self.all(y, x + y >= 0))", "message": "sums"}]})
     rule = compile_schema(schema).properties["spec"].properties["items"].cel_rules()[0]
-    many = cel_rules.PER_CALL_LIMIT // rule.cost + 1
+    assert rule.cost is not None
+    many = 1000  # a million pairs, each costing more than one
+    assert rule.cost.of([1] * many) > cel_rules.PER_CALL_LIMIT
     assert _errors(schema, {"items": [1] * many}) == [
         "spec.items: Invalid value: \"array\": 'operation cancelled: actual cost limit "
         "exceeded': no further validation rules will be run due to call cost exceeds limit "
@@ -239,7 +243,8 @@ def test_rules_compile_once_per_schema_node() -> None:
     first = spec.cel_rules()
     validate(node, {"spec": {"min": 1, "max": 2}})
     assert spec.cel_rules() is first
-    assert first[0].program is not None and first[0].cost > 1
+    assert first[0].program is not None and first[0].cost is not None
+    assert first[0].cost.max_cost > 1
 
 
 def test_validating_many_objects_compiles_each_rule_once(
@@ -247,9 +252,10 @@ def test_validating_many_objects_compiles_each_rule_once(
     from minikube_py.api.openapi_schema import compiled
     calls: list[str] = []
 
-    def counting(validation: dict[str, Any], node: Any = None) -> cel_rules.CompiledRule:
+    def counting(validation: dict[str, Any], node: Any = None,
+                 decl: Any = None) -> cel_rules.CompiledRule:
         calls.append(validation["rule"])
-        return cel_rules.compile_rule(validation, node)
+        return cel_rules.compile_rule(validation, node, decl)
     monkeypatch.setattr(compiled, "compile_rule", counting)
     rules = [{"rule": f"self.f{i} >= 0"} for i in range(5)]
     node = compile_schema(_spec(rules, **{f"f{i}": INT for i in range(5)}))
@@ -312,16 +318,17 @@ def test_a_rule_that_does_not_compile_is_refused_with_the_crd() -> None:
 
 def test_old_self_is_refused_where_old_values_cannot_be_correlated() -> None:
     immutable = [{"rule": "self == oldSelf"}]
-    schema = _spec([], atomic={"type": "array", "items": {
-        "type": "string", "x-kubernetes-validations": immutable}},
+    schema = _spec([], atomic={"type": "array", "maxItems": 10, "items": {
+        "type": "string", "maxLength": 10, "x-kubernetes-validations": immutable}},
         keyed={"type": "array", "x-kubernetes-list-type": "map",
                "x-kubernetes-list-map-keys": ["k"], "items": {
                    "type": "object", "required": ["k"], "x-kubernetes-validations": immutable,
                    "properties": {"k": STR}}},
         whole={"type": "object", "x-kubernetes-map-type": "atomic", "properties": {
-            "name": {"type": "string", "x-kubernetes-validations": immutable}}},
-        labels={"type": "object", "additionalProperties": {
-            "type": "string", "x-kubernetes-validations": immutable}})
+            "name": {"type": "string", "maxLength": 10,
+                     "x-kubernetes-validations": immutable}}},
+        labels={"type": "object", "maxProperties": 10, "additionalProperties": {
+            "type": "string", "maxLength": 10, "x-kubernetes-validations": immutable}})
     spec = f"{ROOT}.properties[spec]"
     assert [str(e) for e in schema_errors(schema, ROOT)] == [
         f'{spec}.properties[atomic].items.x-kubernetes-validations[0].rule: Invalid value: '

@@ -5,10 +5,10 @@ CEL implementation and cel_library.py's Kubernetes functions.
 
 `self` and `oldSelf` are declared dyn, not typed from the schema as upstream's DeclType
 does: a rule that upstream's type checker refuses may compile here and fail at run time.
-The runtime cost of one evaluation is not measured by the interpreter (cel-expr-python
-exposes no cost tracker); it is charged as the checked expression's node count times one
-plus the size of `self` when it is a list or map, against upstream's per-call limit and
-per-object budget."""
+Costs follow upstream's model (cel_cost.py): each rule's estimated cost, times how often
+its node can occur, is checked when the definition is written, and each call is charged
+before it runs (cel-expr-python has no cost tracker) as its estimate with the value's own
+sizes, against the per-call limit and the per-object budget."""
 
 from __future__ import annotations
 
@@ -35,6 +35,18 @@ from minikube_py.api.validation import (
 )
 
 from . import cel_library, cel_objects
+from .cel_cost import (
+    STATIC_ESTIMATED_COST_LIMIT,
+    CallCost,
+    Decl,
+    TotalCost,
+    _fields,
+    cost_error_message,
+    decode,
+    escape,
+    expression_cost,
+    schema_decl,
+)
 
 if TYPE_CHECKING:
     from .compiled import Node
@@ -62,23 +74,6 @@ _NO_SUCH_KEY = re.compile(r'^Key not found in map : "?(.*?)"?$')
 
 # string formats whose values rules see as bytes, durations or timestamps
 CEL_TYPED_FORMATS = frozenset(("byte", "duration", "date", "date-time"))
-# cel.Escape: property names that are CEL reserved words become __name__
-_RESERVED = frozenset((
-    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
-    "function", "if", "import", "let", "loop", "package", "namespace", "return", "var",
-    "void", "while"))
-_ESCAPES = (("__", "__underscores__"), (".", "__dot__"), ("-", "__dash__"),
-            ("/", "__slash__"))
-
-
-def escape(name: str) -> str:
-    """cel.Escape: the name a rule uses for a property (namespace is __namespace__,
-    x-y is x__dash__y)."""
-    if name in _RESERVED:
-        return f"__{name}__"
-    for plain, escaped in _ESCAPES:
-        name = name.replace(plain, escaped)
-    return name
 
 
 # strfmt.ParseDuration's units, in nanoseconds
@@ -185,49 +180,6 @@ def _status_text(text: str) -> str:
     if text == "divide by zero":
         return "division by zero"
     return text
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-
-
-def _fields(data: bytes) -> list[tuple[int, bytes | int]]:
-    """The top-level fields of a protobuf message, in wire order."""
-    out: list[tuple[int, bytes | int]] = []
-    pos = 0
-    while pos < len(data):
-        key, pos = _varint(data, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _varint(data, pos)
-            out.append((number, value))
-        elif wire == 2:
-            size, pos = _varint(data, pos)
-            out.append((number, data[pos:pos + size]))
-            pos += size
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        else:
-            raise ValueError(f"unexpected wire type {wire}")
-    return out
-
-
-def node_count(program: Any) -> int:
-    """The number of expression nodes of a checked program (its CheckedExpr's type_map)."""
-    wrapped = dict((n, v) for n, v in _fields(program.serialize()) if n == 2)
-    checked = wrapped.get(2)
-    if not isinstance(checked, bytes):
-        return 1
-    return max(1, sum(1 for number, _ in _fields(checked) if number == 3))
 
 
 _EXPR_KINDS = (4, 5, 6, 7, 8, 9)  # ident, select, call, list, struct, comprehension
@@ -340,8 +292,8 @@ class CompiledRule:
     message_program: Any
     error: str  # compilation error detail, "" when compiled
     message_error: str
-    cost: int  # expression nodes of the rule, and of its messageExpression
-    message_cost: int
+    cost: CallCost | None  # the rule's cost model, and its messageExpression's
+    message_cost: CallCost | None
 
     def error_string(self) -> str:
         """ruleErrorString: the message if any, else the rule."""
@@ -368,8 +320,10 @@ def uses_old_self(expression: str) -> bool:
     return bool(_OLD_SELF.search(_STRING_LITERAL.sub("''", expression)))
 
 
-def compile_rule(validation: dict[str, Any], node: Node | None = None) -> CompiledRule:
-    """Compile one rule and its messageExpression, and normalize its fieldPath."""
+def compile_rule(validation: dict[str, Any], node: Node | None = None,
+                 decl: Decl | None = None) -> CompiledRule:
+    """Compile one rule and its messageExpression, and normalize its fieldPath; `decl`
+    is the type self has, for their costs."""
     rule = validation.get("rule") or ""
     message_expression = validation.get("messageExpression") or ""
     optional_old_self = bool(validation.get("optionalOldSelf")) and uses_old_self(rule)
@@ -387,8 +341,9 @@ def compile_rule(validation: dict[str, Any], node: Node | None = None) -> Compil
         normalized, path_error = normalize_field_path(field_path, node)
         if path_error:
             error = error or f"fieldPath {field_path!r}: {path_error}"
-    cost = node_count(program) if program is not None else 0
-    message_cost = node_count(message_program) if message_program is not None else 0
+    cost = CallCost(decode(program), decl) if program is not None else None
+    message_cost = CallCost(decode(message_program), decl) \
+        if message_program is not None else None
     return CompiledRule(rule, validation.get("message") or "", message_expression,
                         validation.get("reason") or "", normalized,
                         uses_old_self(rule), optional_old_self, program, message_program, error,
@@ -543,25 +498,46 @@ def rule_shape_errors(validations: list[dict[str, Any]], node: Node | None,
 
 def rule_compile_errors(validations: list[dict[str, Any]], path: str,
                         uncorrelatable: str = "", schema: dict[str, Any] | None = None,
-                        is_root: bool = False) -> list[FieldError]:
+                        is_root: bool = False, cardinality: int | None = None,
+                        total: TotalCost | None = None) -> list[FieldError]:
     """Each rule and messageExpression compiled, as upstream's CEL errors, a selection
     of a field `schema` does not declare among them; `uncorrelatable` is the path of the
-    list or atomic map above the node, if any, where a rule may not use oldSelf."""
+    list or atomic map above the node, if any, where a rule may not use oldSelf. Each
+    expression's estimated cost, times `cardinality` (how often the node can occur, None
+    without bound), must stay within the per-expression limit, and adds to `total`."""
     errors: list[FieldError] = []
+    decl = schema_decl(schema, is_root or bool(schema.get("x-kubernetes-embedded-resource"))) \
+        if schema is not None else None
     for index, validation in enumerate(validations):
         at = f"{path}.x-kubernetes-validations[{index}]"
-        compiled = compile_rule(validation)
+        compiled = compile_rule(validation, decl=decl)
         if schema is not None and compiled.program is not None and \
                 not compiled.optional_old_self:
             compiled.error = undefined_field(compiled.program, compiled.rule, schema, is_root)
         if schema is not None and compiled.message_program is not None:
             compiled.message_error = undefined_field(
                 compiled.message_program, compiled.message_expression, schema, is_root)
+        if not compiled.error and compiled.cost is not None:
+            cost = expression_cost(compiled.cost.max_cost, cardinality, decl)
+            if cost > STATIC_ESTIMATED_COST_LIMIT and not (
+                    total is not None and total.suppress_per_expression):
+                errors.append(forbidden(f"{at}.rule", cost_error_message(
+                    "estimated rule cost", cost, STATIC_ESTIMATED_COST_LIMIT)))
+            if total is not None:
+                total.observe(f"{at}.rule", cost)
         if compiled.error:
             errors.append(invalid(f"{at}.rule", _go_rule(validation), compiled.error))
         if compiled.message_error:
             errors.append(invalid(f"{at}.messageExpression", _go_rule(validation),
                                   compiled.message_error))
+        elif not compiled.error and compiled.message_cost is not None:
+            cost = expression_cost(compiled.message_cost.max_cost, cardinality, decl)
+            if cost > STATIC_ESTIMATED_COST_LIMIT and not (
+                    total is not None and total.suppress_per_expression):
+                errors.append(forbidden(f"{at}.messageExpression", cost_error_message(
+                    "estimated messageExpression cost", cost, STATIC_ESTIMATED_COST_LIMIT)))
+            if total is not None:
+                total.observe(f"{at}.messageExpression", cost)
         if compiled.uses_old_self:
             if uncorrelatable:
                 errors.append(invalid(
@@ -604,21 +580,21 @@ def _resource_self(value: Any) -> Any:
     return out
 
 
-def _call_cost(cost: int, self_value: Any) -> int:
-    """The stand-in runtime cost of one call: node count times one plus self's size."""
-    size = len(self_value) if isinstance(self_value, (list, dict)) else 0
-    return cost * (1 + size)
+def spent(cost: int) -> int:
+    """What a call costs the budget: cel-go stops one just past the per-call limit, and
+    the cost so far is charged before the limit's error is reported."""
+    return min(cost, PER_CALL_LIMIT + 1)
 
 
 def _message(rule: CompiledRule, data: dict[str, Any], budget: Budget) -> tuple[str, str]:
     """evalMessageExpression: the evaluated message, or why the rule's stops all."""
-    cost = _call_cost(rule.message_cost, data["self"])
+    cost = rule.message_cost.of(data["self"]) if rule.message_cost is not None else 0
+    if spent(cost) > budget.remaining:
+        return "", ("messageExpression evaluation failed due to running out of cost budget, "
+                    "no further validation rules will be run")
     if cost > PER_CALL_LIMIT:
         return "", ("no further validation rules will be run due to call cost exceeds "
                     f"limit for messageExpression: {_go_quote(rule.message_expression)}")
-    if cost > budget.remaining:
-        return "", ("messageExpression evaluation failed due to running out of cost budget, "
-                    "no further validation rules will be run")
     budget.remaining -= cost
     try:
         result = rule.message_program.eval(data=data)
@@ -660,15 +636,15 @@ def evaluate_rules(rules: list[CompiledRule], node: Node, value: Any, path: str,
         if rule.program is None or (rule.uses_old_self and not has_old and
                                     not rule.optional_old_self):
             continue
-        cost = _call_cost(rule.cost, self_value)
+        cost = rule.cost.of(self_value) if rule.cost is not None else 0
+        if spent(cost) > budget.remaining:
+            errors.append(invalid(path, value_type, BUDGET_EXHAUSTED))
+            return False
         if cost > PER_CALL_LIMIT:
             errors.append(invalid(path, value_type, (
                 "'operation cancelled: actual cost limit exceeded': no further validation "
                 f"rules will be run due to call cost exceeds limit for rule: "
                 f"{rule.error_string()}")))
-            return False
-        if cost > budget.remaining:
-            errors.append(invalid(path, value_type, BUDGET_EXHAUSTED))
             return False
         budget.remaining -= cost
         try:
@@ -734,7 +710,7 @@ def validate_cel(node: Node, value: Any, path: str, old: Any, has_old: bool,
     if node.validations:
         def should_ratchet() -> bool:
             return pair is not None and pair[0] == pair[1]
-        if not evaluate_rules(node.cel_rules(), node, value, path, old, has_old,
+        if not evaluate_rules(node.cel_rules(is_root), node, value, path, old, has_old,
                               is_root or node.embedded, should_ratchet, budget, errors,
                               warnings):
             return False

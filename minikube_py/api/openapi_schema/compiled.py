@@ -10,6 +10,7 @@ from typing import Any
 import re2
 
 from .cel import CEL_TYPED_FORMATS, CompiledRule, compile_rule, escape
+from .cel_cost import schema_decl
 
 
 def compile_pattern(pattern: str) -> Any:
@@ -33,7 +34,7 @@ class Node:
         "has_default", "enum_keys", "int_or_string", "preserve_unknown", "embedded", "list_type",
         "list_map_keys", "map_type", "all_of", "any_of", "one_of", "not_", "prunes",
         "validations", "cel_below", "_cel_rules", "cel_names", "cel_convert",
-        "cel_properties")
+        "cel_properties", "cel_schema")
 
     def __init__(self, schema: dict[str, Any]) -> None:
         self.type: str = schema.get("type", "")
@@ -91,6 +92,8 @@ class Node:
             sub.cel_below for sub in (*self.properties.values(), self.items, self.additional,
                                       *self.all_of) if sub is not None)
         self._cel_rules: list[CompiledRule] | None = None
+        # the schema itself where rules are, for the type they see self as (their cost)
+        self.cel_schema: dict[str, Any] | None = schema if self.validations else None
         # the properties with rules at or below them, all that CEL validation visits
         self.cel_properties: tuple[tuple[str, Node], ...] = tuple(
             (name, sub) for name, sub in self.properties.items() if sub.cel_below)
@@ -104,10 +107,14 @@ class Node:
             sub.cel_convert for sub in (*self.properties.values(), self.items,
                                         self.additional) if sub is not None)
 
-    def cel_rules(self) -> list[CompiledRule]:
-        """This node's x-kubernetes-validations, compiled on first use and kept."""
+    def cel_rules(self, is_root: bool = False) -> list[CompiledRule]:
+        """This node's x-kubernetes-validations, compiled on first use and kept
+        (`is_root`: the node is a resource's root, whose rules see apiVersion, kind and
+        metadata)."""
         if self._cel_rules is None:
-            self._cel_rules = [compile_rule(v, self) for v in self.validations]
+            decl = schema_decl(self.cel_schema, is_root or self.embedded) \
+                if self.cel_schema is not None else None
+            self._cel_rules = [compile_rule(v, self, decl) for v in self.validations]
         return self._cel_rules
 
     def default_copy(self) -> Any:

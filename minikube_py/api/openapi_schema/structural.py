@@ -9,6 +9,7 @@ from typing import Any
 from minikube_py.api.validation import FieldError, forbidden, invalid, not_supported, required
 
 from .cel import rule_compile_errors, rule_shape_errors
+from .cel_cost import STATIC_ESTIMATED_CRD_COST_LIMIT, TotalCost, cost_error_message
 from .compiled import Node
 
 OPENAPI_V3_TYPES = ["array", "boolean", "integer", "number", "object", "string"]
@@ -25,27 +26,56 @@ _NOT_IN_VALUE_VALIDATION = ("type", "description", "title", "default", "nullable
                             "x-kubernetes-embedded-resource", "x-kubernetes-int-or-string")
 
 
-def schema_errors(schema: dict[str, Any], path: str) -> list[FieldError]:
+def schema_errors(schema: dict[str, Any], path: str,
+                  suppress_per_expression_cost: bool = False) -> list[FieldError]:
     """Every reason a CRD version's openAPIV3Schema (at `path`, e.g.
-    spec.versions[0].schema.openAPIV3Schema) is refused."""
+    spec.versions[0].schema.openAPIV3Schema) is refused; an update that leaves the schema
+    as it was suppresses the per-expression cost limit (the total still holds)."""
     errors: list[FieldError] = []
     cel_errors: list[FieldError] = []
-    _supported(schema, path, True, errors, cel_errors, "")
+    total = TotalCost(suppress_per_expression_cost)
+    _supported(schema, path, True, errors, cel_errors, "", 1, total)
     _structural(schema, path, "root", errors)
-    return errors + cel_errors
+    errors += cel_errors
+    if total.total > STATIC_ESTIMATED_CRD_COST_LIMIT:
+        for rule_path, _ in total.most_expensive:
+            errors.append(forbidden(rule_path, "contributed to estimated rule cost total "
+                                    "exceeding cost limit for entire OpenAPIv3 schema"))
+        errors.append(forbidden(path, cost_error_message(
+            "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
+            total.total, STATIC_ESTIMATED_CRD_COST_LIMIT)))
+    return errors
 
 
 def _key(path: str, name: str) -> str:
     return f"{path}[{name}]"
 
 
+def _max_elements(schema: dict[str, Any]) -> int | None:
+    """extractMaxElements: how many times a node's children can occur per occurrence of
+    the node (None: without bound)."""
+    kind = schema.get("type", "")
+    if kind == "object" and "additionalProperties" in schema:
+        bound = schema.get("maxProperties")
+        return None if bound is None else max(0, bound)
+    if kind == "array":
+        bound = schema.get("maxItems")
+        return None if bound is None else max(0, bound)
+    return 1
+
+
 def _supported(schema: dict[str, Any], path: str, is_root: bool,
                errors: list[FieldError], cel_errors: list[FieldError],
-               uncorrelatable: str) -> None:
+               uncorrelatable: str, cardinality: int | None = None,
+               total: TotalCost | None = None) -> None:
     """ValidateCustomResourceDefinitionOpenAPISchema, the parts a schema's shape decides;
     its CEL rules compile only when nothing at or below the node is refused
-    (`uncorrelatable`: the list or atomic map above, where rules may not use oldSelf)."""
+    (`uncorrelatable`: the list or atomic map above, where rules may not use oldSelf;
+    `cardinality`: how often the node can occur in an object, None without bound;
+    `total`: the estimated cost of the schema's rules so far)."""
     start = len(errors)
+    factor = _max_elements(schema)
+    below = None if cardinality is None or factor is None else cardinality * factor
     kind = schema.get("type", "")
     if kind and kind not in OPENAPI_V3_TYPES and kind != "null":
         errors.append(not_supported(f"{path}.type", kind, OPENAPI_V3_TYPES))
@@ -69,12 +99,12 @@ def _supported(schema: dict[str, Any], path: str, is_root: bool,
                                     "additionalProperties and properties are mutual exclusive"))
         if isinstance(additional, dict):
             _supported(additional, f"{path}.additionalProperties", False, errors, cel_errors,
-                       uncorrelatable)
+                       uncorrelatable, below, total)
     in_properties = uncorrelatable or (
         path if schema.get("x-kubernetes-map-type") == "atomic" else "")
     for name, sub in properties.items():
         _supported(sub, _key(f"{path}.properties", name), False, errors, cel_errors,
-                   in_properties)
+                   in_properties, below, total)
     if isinstance(schema.get("not"), dict):
         _supported(schema["not"], f"{path}.not", False, errors, [], uncorrelatable)
     for combinator in ("allOf", "oneOf", "anyOf"):
@@ -84,7 +114,8 @@ def _supported(schema: dict[str, Any], path: str, is_root: bool,
     if isinstance(schema.get("items"), dict):
         in_items = uncorrelatable or (
             path if schema.get("x-kubernetes-list-type") != "map" else "")
-        _supported(schema["items"], f"{path}.items", False, errors, cel_errors, in_items)
+        _supported(schema["items"], f"{path}.items", False, errors, cel_errors, in_items,
+                   below, total)
     _extensions(schema, path, kind, errors)
     validations = schema.get("x-kubernetes-validations")
     if validations:
@@ -94,7 +125,7 @@ def _supported(schema: dict[str, Any], path: str, is_root: bool,
         errors += rule_shape_errors(validations, node, path)
         if len(errors) == start:
             cel_errors += rule_compile_errors(validations, path, uncorrelatable, schema,
-                                              is_root)
+                                              is_root, cardinality, total)
 
 
 def _extensions(schema: dict[str, Any], path: str, kind: str,

@@ -27,6 +27,7 @@ from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
 from minikube_py.api.openapi_schema import cel_library, cel_objects
 from minikube_py.api.openapi_schema.cel import _status_text
+from minikube_py.api.openapi_schema.cel_cost import Checked, activation_cost, decode
 from minikube_py.apiserver.auth.authentication import UserInfo
 from minikube_py.apiserver.auth.authorization import Attributes, Authorizer
 
@@ -124,6 +125,19 @@ def compile_expression(expression: str, want: str = "") -> tuple[Any, str]:
         got = str(result).rsplit(".", 1)[-1].lower()
         return None, f"must evaluate to {want} but got {got}"
     return program, ""
+
+
+@functools.lru_cache(maxsize=4096)
+def _checked(expression: str, want: str) -> Checked | None:
+    program, _ = compile_expression(expression, want)
+    return decode(program) if program is not None else None
+
+
+def call_cost(expression: str, want: str, data: dict[str, Any]) -> int:
+    """The runtime cost of evaluating a compiled expression on `data` (cel_cost.py's
+    estimate with the values' own sizes)."""
+    checked = _checked(expression, want)
+    return activation_cost(checked, data) if checked is not None else 0
 
 
 def evaluate(program: Any, data: dict[str, Any]) -> tuple[Any, str]:

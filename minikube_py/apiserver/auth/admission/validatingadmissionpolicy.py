@@ -21,6 +21,11 @@ checked against each ValidatingAdmissionPolicyBinding (read from the watch cache
                                   validation.policy.admission.k8s.io/validation_failure
     auditAnnotations: each value under `<policy>/<key>` in the audit event
     an expression error: failurePolicy Fail denies, Ignore goes on
+    cost: each expression is charged, before it runs, upstream's estimate of its cost
+        with the values' own sizes (cel_cost.py): over 1,000,000 it is an error
+        ('operation cancelled: actual cost limit exceeded'); the policy's expressions
+        for one params object share 10,000,000, and when that runs out no further one
+        runs (an error, as failurePolicy says)
 
 matchPolicy Equivalent (the default) also matches a rule naming another version of the
 request's resource; the object is not converted to that version for the expressions,
@@ -37,6 +42,13 @@ from typing import Any
 import orjson
 
 from minikube_py.api import Obj
+from minikube_py.api.openapi_schema.cel import (
+    BUDGET_EXHAUSTED,
+    PER_CALL_LIMIT,
+    RUNTIME_CEL_COST_BUDGET,
+    Budget,
+    spent,
+)
 from minikube_py.api.selectors import SelectorError, label_selector_from_dict
 from minikube_py.apiserver.auth.admission import (
     CONNECT,
@@ -50,6 +62,7 @@ from minikube_py.apiserver.auth.admission import (
 )
 from minikube_py.apiserver.auth.admission.policycel import (
     authorizer_value,
+    call_cost,
     compile_expression,
     current_authorizer,
     evaluate,
@@ -75,6 +88,10 @@ REASON_CODES = {"Forbidden": 403, "Unauthorized": 401, "RequestEntityTooLarge": 
 
 class _PolicyError(Exception):
     """An expression failed to evaluate, or the policy cannot run (its params)."""
+
+
+class _OutOfBudget(_PolicyError):
+    """The cost budget ran out: no further expression runs."""
 
 
 def _named_rule_matches(rule: Obj, attributes: Attributes) -> bool:
@@ -181,7 +198,8 @@ class ValidatingAdmissionPolicy(Plugin):
         for param in params:
             data = _activation(attributes, namespace_object)
             data["params"] = param
-            self._run_validations(policy, binding, actions, fail, data, attributes)
+            self._run_validations(policy, binding, actions, fail, data, attributes,
+                                  Budget(RUNTIME_CEL_COST_BUDGET))
 
     def _params(self, param_kind: Any, param_ref: Any, attributes: Attributes
                       ) -> list[Obj | None]:
@@ -221,18 +239,20 @@ class ValidatingAdmissionPolicy(Plugin):
         return params
 
     def _run_validations(self, policy: Obj, binding: Obj, actions: list[str], fail: bool,
-                         data: dict[str, Any], attributes: Attributes) -> None:
-        """matchConditions, variables, then the validations, for one params object."""
+                         data: dict[str, Any], attributes: Attributes,
+                         budget: Budget) -> None:
+        """matchConditions, variables, then the validations, for one params object, within
+        one cost budget."""
         spec = policy.get("spec") or {}
         try:
             for condition in spec.get("matchConditions") or []:
-                if _run(condition.get("expression") or "", data, "bool") is not True:
+                if _run(condition.get("expression") or "", data, "bool", budget) is not True:
                     return
             variables: dict[str, Any] = {}
             data["variables"] = variables
             for variable in spec.get("variables") or []:
                 variables[variable.get("name") or ""] = _run(variable.get("expression") or "",
-                                                              data, "")
+                                                              data, "", budget)
         except _PolicyError as error:
             if fail:
                 self._act(policy, binding, actions, str(error), "", attributes)
@@ -240,28 +260,32 @@ class ValidatingAdmissionPolicy(Plugin):
         for i, validation in enumerate(spec.get("validations") or []):
             expression = validation.get("expression") or ""
             try:
-                passed = _run(expression, data, "bool")
+                passed = _run(expression, data, "bool", budget)
             except _PolicyError as error:
                 if fail:
                     self._act(policy, binding, actions, str(error), "", attributes, i)
+                if isinstance(error, _OutOfBudget):
+                    return
                 continue
             if passed is True:
                 continue
-            self._act(policy, binding, actions, _message(validation, data),
+            self._act(policy, binding, actions, _message(validation, data, budget),
                       validation.get("reason") or "Invalid", attributes, i)
         self._annotate(policy, binding, spec.get("auditAnnotations") or [], fail, data,
-                       attributes)
+                       attributes, budget)
 
     def _annotate(self, policy: Obj, binding: Obj, annotations: list[Obj], fail: bool,
-                  data: dict[str, Any], attributes: Attributes) -> None:
+                  data: dict[str, Any], attributes: Attributes, budget: Budget) -> None:
         """auditAnnotations: each string value under `<policy>/<key>`; null adds none."""
         recorded = admission_audit_annotations.get()
         for annotation in annotations:
             try:
-                value = _run(annotation.get("valueExpression") or "", data, "string")
+                value = _run(annotation.get("valueExpression") or "", data, "string", budget)
             except _PolicyError as error:
                 if fail:
                     self._act(policy, binding, ["Deny"], str(error), "", attributes)
+                if isinstance(error, _OutOfBudget):
+                    return
                 continue
             if isinstance(value, str) and recorded is not None:
                 recorded[f"{policy['metadata']['name']}/{annotation.get('key')}"] = value
@@ -318,21 +342,29 @@ def _activation(attributes: Attributes, namespace_object: Obj | None) -> dict[st
                 attributes.namespace, attributes.name)}
 
 
-def _run(expression: str, data: dict[str, Any], want: str) -> Any:
-    """One expression's value; _PolicyError says why it has none."""
+def _run(expression: str, data: dict[str, Any], want: str, budget: Budget) -> Any:
+    """One expression's value, its cost charged to `budget`; _PolicyError says why it has
+    none."""
     program, error = compile_expression(expression, want)
     if program is not None:
-        value, error = evaluate(program, data)
-        if not error:
-            return value
+        cost = call_cost(expression, want, data)
+        if spent(cost) > budget.remaining:
+            raise _OutOfBudget(BUDGET_EXHAUSTED)
+        budget.remaining -= spent(cost)
+        if cost > PER_CALL_LIMIT:
+            error = "operation cancelled: actual cost limit exceeded"
+        else:
+            value, error = evaluate(program, data)
+            if not error:
+                return value
     raise _PolicyError(f"expression '{expression}' resulted in error: {error}")
 
 
-def _message(validation: Obj, data: dict[str, Any]) -> str:
+def _message(validation: Obj, data: dict[str, Any], budget: Budget) -> str:
     """messageExpression's value, else message, else `failed expression: <expression>`."""
     if validation.get("messageExpression"):
         try:
-            text = _run(validation["messageExpression"], data, "string")
+            text = _run(validation["messageExpression"], data, "string", budget)
         except _PolicyError:
             text = ""
         if isinstance(text, str) and text.strip() and "\n" not in text:

@@ -107,7 +107,7 @@ class CustomResourceDefinitionStrategy(KindStrategy):
         return validate_crd(obj)
 
     def validate_update(self, new: Obj, old: Obj) -> list[FieldError]:
-        problems = validate_crd(new)
+        problems = validate_crd(new, _unchanged_schemas(new, old))
         old_scope = (old.get("spec") or {}).get("scope")
         new_scope = (new.get("spec") or {}).get("scope")
         if old_scope != new_scope and is_established(old):
@@ -150,8 +150,20 @@ def _validate_stored_versions(crd: Obj) -> list[FieldError]:
     return problems
 
 
-def validate_crd(crd: Obj) -> list[FieldError]:
-    """ValidateCustomResourceDefinition: the name, then the spec."""
+def _unchanged_schemas(new: Obj, old: Obj) -> frozenset[str]:
+    """getVersionsWithUnchangedSchemas: the versions whose schema an update leaves as it
+    was (their rules are not held to the per-expression cost limit again)."""
+    def schemas(crd: Obj) -> dict[str, Any]:
+        return {v.get("name"): _dict(v.get("schema")).get("openAPIV3Schema")
+                for v in _list(_dict(crd.get("spec")).get("versions")) if isinstance(v, dict)}
+    before = schemas(old)
+    return frozenset(name for name, schema in schemas(new).items()
+                     if name in before and before[name] == schema)
+
+
+def validate_crd(crd: Obj, unchanged: frozenset[str] = frozenset()) -> list[FieldError]:
+    """ValidateCustomResourceDefinition: the name, then the spec (`unchanged`: on update,
+    the versions whose schema is as it was)."""
     spec = _dict(crd.get("spec"))
     names = _dict(spec.get("names"))
     problems: list[FieldError] = []
@@ -160,10 +172,10 @@ def validate_crd(crd: Obj) -> list[FieldError]:
     if name != expected:
         problems.append(invalid("metadata.name", name,
                                 'must be spec.names.plural+"."+spec.group'))
-    return problems + _validate_spec(spec)
+    return problems + _validate_spec(spec, unchanged)
 
 
-def _validate_spec(spec: Obj) -> list[FieldError]:
+def _validate_spec(spec: Obj, unchanged: frozenset[str]) -> list[FieldError]:
     """ValidateCustomResourceDefinitionSpec."""
     problems: list[FieldError] = []
     group = spec.get("group")
@@ -186,7 +198,7 @@ def _validate_spec(spec: Obj) -> list[FieldError]:
             "cannot set to true, set x-kubernetes-preserve-unknown-fields to true in "
             "spec.versions[*].schema instead"))
     problems += _validate_names(_dict(spec.get("names")), "spec.names")
-    problems += _validate_versions(_list(spec.get("versions")))
+    problems += _validate_versions(_list(spec.get("versions")), unchanged)
     conversion = _dict(spec.get("conversion"))
     strategy = conversion.get("strategy")
     if strategy not in CONVERSION_STRATEGIES:
@@ -281,9 +293,10 @@ def _validate_names(names: Obj, path: str) -> list[FieldError]:
     return problems
 
 
-def _validate_versions(versions: list[Any]) -> list[FieldError]:
+def _validate_versions(versions: list[Any], unchanged: frozenset[str]) -> list[FieldError]:
     """Each version: a DNS-1035 name, unique; exactly one storage version; a structural
-    schema; valid subresources and printer columns."""
+    schema (its rules' per-expression cost not checked again where `unchanged` names it);
+    valid subresources and printer columns."""
     problems: list[FieldError] = []
     if not versions:
         return [required("spec.versions", "must have exactly one version marked as "
@@ -311,7 +324,8 @@ def _validate_versions(versions: list[Any]) -> list[FieldError]:
             problems.append(required(f"{path}.schema.openAPIV3Schema", "schemas are required"))
         else:
             shape = _shape_errors(schema, f"{path}.schema.openAPIV3Schema")
-            problems += shape or schema_errors(schema, f"{path}.schema.openAPIV3Schema")
+            problems += shape or schema_errors(schema, f"{path}.schema.openAPIV3Schema",
+                                               name in unchanged)
             problems += _pattern_errors(schema, f"{path}.schema.openAPIV3Schema")
             if not shape:
                 problems += _validate_selectable_fields(
