@@ -6,7 +6,10 @@ are processes on the host that publish themselves (their Service, EndpointSlice 
 metrics, the APIService). `up --secure` gives their certificates' users
 (system:kube-dns, system:metrics-server) the reads upstream's roles give those accounts
 and the few writes publishing takes. The local-path provisioner, also a host process,
-gets what kubernetes-csi's external-provisioner role gives its account.
+gets what kubernetes-csi's external-provisioner role gives its account. The proxy also
+enforces NetworkPolicies (proxy/netpol/), so its user, and in the kubeadm layout the
+kube-proxy ServiceAccount, may read pods, namespaces and policies: the reads
+kube-network-policies' ClusterRole gives its DaemonSet.
 """
 
 from __future__ import annotations
@@ -49,7 +52,13 @@ ROLES: dict[str, tuple[str, list[Obj]]] = {
         _rule(["list", "watch", "create", "update", "patch"], [""], ["events"]),
         _rule(["list", "watch", "create", "update", "patch"], ["events.k8s.io"], ["events"]),
     ]),
+    "minikube-py:network-policies": ("system:kube-proxy", [
+        _rule(["list", "watch"], [""], ["pods", "namespaces"]),
+        _rule(["list", "watch"], ["networking.k8s.io"], ["networkpolicies"]),
+    ]),
 }
+SERVICE_ACCOUNTS = {"minikube-py:network-policies": ("kube-system", "kube-proxy")}
+"""Roles also bound to a ServiceAccount: the one its component runs as in pods."""
 
 
 def role_objects() -> list[tuple[str, Obj]]:
@@ -63,7 +72,9 @@ def role_objects() -> list[tuple[str, Obj]]:
             "apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding",
             "metadata": {"name": name, "labels": LABELS},
             "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": name},
-            "subjects": [{"apiGroup": RBAC, "kind": "User", "name": user}]}))
+            "subjects": [{"apiGroup": RBAC, "kind": "User", "name": user}, *(
+                [{"kind": "ServiceAccount", "namespace": account[0], "name": account[1]}]
+                if (account := SERVICE_ACCOUNTS.get(name)) else [])]}))
     return objects
 
 
