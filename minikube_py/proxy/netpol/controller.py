@@ -60,7 +60,8 @@ def compile_node(policies: list[Obj], pods: list[Obj], namespaces: list[Obj], no
     labels = {ns["metadata"]["name"]: ns["metadata"].get("labels") or {} for ns in namespaces}
     index = PolicyIndex(infos, labels)
     compiled = [index.compile(policy) for policy in sorted(
-        policies, key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"]))]
+        policies, key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"]))
+        if index.selects_on(policy, node)]
     return full_input(index, compiled, node)
 
 

@@ -27,6 +27,8 @@ import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+import orjson
+
 from minikube_py.api import Obj
 from minikube_py.api.selectors import LabelSelector, SelectorError, label_selector_from_dict
 
@@ -96,7 +98,12 @@ class CompiledPolicy:
     egress: list[CompiledRule] | None
 
 
-def _selector(selector: Obj | None) -> LabelSelector:
+def _key(selector: Obj | None) -> bytes:
+    """A selector as a dictionary key: equal selectors, equal keys."""
+    return orjson.dumps(selector, option=orjson.OPT_SORT_KEYS)
+
+
+def _parse_selector(selector: Obj | None) -> LabelSelector:
     """A policy's selector; one the API server let through but that does not parse
     selects nothing (fail closed)."""
     try:
@@ -135,8 +142,12 @@ def ip_block_networks(cidr: str, excepts: Iterable[str]) -> list[str]:
 
 
 def collapse(addresses: Iterable[str]) -> list[str]:
-    """Pod IPs and networks as the fewest non-overlapping networks, /32s written as
-    plain addresses (what nft wants in one set)."""
+    """Pod IPs and networks as non-overlapping elements of one nft set: only addresses,
+    each once, in order; with networks among them, the fewest networks, /32s written as
+    plain addresses."""
+    addresses = set(addresses)
+    if not any("/" in a for a in addresses):
+        return sorted(addresses, key=ipaddress.IPv4Address)
     networks = ipaddress.collapse_addresses(
         ipaddress.ip_network(a, strict=False) for a in addresses)
     return [str(n.network_address) if n.prefixlen == 32 else str(n) for n in networks]
@@ -152,25 +163,55 @@ class PolicyIndex:
         self.by_namespace: dict[str, list[PodInfo]] = {}
         for pod in self.pods:
             self.by_namespace.setdefault(pod.namespace, []).append(pod)
+        self._selectors: dict[bytes, LabelSelector] = {}
+        self._namespaces: dict[bytes, list[str]] = {}
+        self._matching: dict[tuple[str, bytes], list[PodInfo]] = {}
+
+    def _selector(self, selector: Obj | None) -> LabelSelector:
+        """A selector, parsed once per sync however many policies repeat it."""
+        key = _key(selector)
+        if (parsed := self._selectors.get(key)) is None:
+            parsed = self._selectors[key] = _parse_selector(selector)
+        return parsed
+
+    def pods_matching(self, namespace: str, selector: Obj | None) -> list[PodInfo]:
+        """The pods of a namespace a pod selector selects (matched once per sync for each
+        namespace and selector: policies repeat selectors)."""
+        key = (namespace, _key(selector))
+        if (pods := self._matching.get(key)) is None:
+            chosen = self._selector(selector)
+            pods = self._matching[key] = [
+                p for p in self.by_namespace.get(namespace, []) if chosen.matches(p.labels)]
+        return pods
+
+    def matching_namespaces(self, selector: Obj) -> list[str]:
+        """The namespaces a namespaceSelector selects (once per sync for each selector)."""
+        key = _key(selector)
+        if (names := self._namespaces.get(key)) is None:
+            chosen = self._selector(selector)
+            names = self._namespaces[key] = [
+                name for name, labels in self.namespace_labels.items() if chosen.matches(labels)]
+        return names
+
+    def selects_on(self, policy: Obj, node: str) -> bool:
+        """Whether the policy selects a pod of `node` (only those policies shape its
+        table)."""
+        spec = policy.get("spec") or {}
+        return any(pod.node == node for pod in self.selected(
+            policy["metadata"].get("namespace", ""), spec.get("podSelector") or {}))
 
     def selected(self, namespace: str, selector: Obj | None) -> list[PodInfo]:
         """spec.podSelector: the pods of the policy's namespace it selects."""
-        chosen = _selector(selector)
-        return [p for p in self.by_namespace.get(namespace, []) if chosen.matches(p.labels)]
+        return self.pods_matching(namespace, selector)
 
     def peer_addresses(self, namespace: str, peer: Obj) -> list[str]:
         """One NetworkPolicyPeer's addresses."""
         if (block := peer.get("ipBlock")) is not None:
             return ip_block_networks(block.get("cidr") or "", block.get("except") or [])
-        pod_selector = _selector(peer.get("podSelector") or {})
-        if peer.get("namespaceSelector") is None:
-            namespaces = [namespace]
-        else:
-            namespace_selector = _selector(peer["namespaceSelector"])
-            namespaces = [name for name, labels in self.namespace_labels.items()
-                          if namespace_selector.matches(labels)]
-        return [p.ip for ns in namespaces for p in self.by_namespace.get(ns, [])
-                if pod_selector.matches(p.labels)]
+        namespaces = ([namespace] if peer.get("namespaceSelector") is None
+                      else self.matching_namespaces(peer["namespaceSelector"]))
+        return [p.ip for ns in namespaces
+                for p in self.pods_matching(ns, peer.get("podSelector") or {})]
 
     def rule(self, namespace: str, rule: Obj, peers_field: str) -> CompiledRule:
         """One ingress (peers in `from`) or egress (`to`) rule."""
