@@ -146,6 +146,7 @@ async def enforcer(node: str, kubeconfig: Path, pods: str
             NetworkPolicyController(client, NODE, netns=str(NETNS_DIR / f"{node}-node"),
                                     min_sync_period=0.01) as running:
         yield running
+        assert running.failed_syncs == 0, "a write of the table failed (see the log)"
     await PolicyTables(str(NETNS_DIR / f"{node}-node")).cleanup()
 
 

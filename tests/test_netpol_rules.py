@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from minikube_py.proxy.netpol.controller import compile_node
-from minikube_py.proxy.netpol.nftrules import TABLE
+from minikube_py.proxy.netpol.nftrules import TABLE, full_input, incremental_input
 from minikube_py.proxy.netpol.policies import (
     PodInfo,
     PolicyIndex,
@@ -45,6 +45,11 @@ def policy(ns: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
 PODS = [pod("x", "a", "10.244.1.2"), pod("x", "b", "10.244.1.3"),
         pod("y", "a", "10.244.2.2", node="node-2"), pod("y", "b", "10.244.1.4")]
 NAMESPACES = [namespace("x"), namespace("y", team="blue")]
+
+
+def table_text(policies: list[dict[str, Any]], pods: list[dict[str, Any]],
+               namespaces: list[dict[str, Any]], node: str) -> str:
+    return full_input(compile_node(policies, pods, namespaces, node))
 
 
 def index() -> PolicyIndex:
@@ -121,7 +126,7 @@ def test_ports_default_to_tcp_and_keep_ranges_and_names() -> None:
 
 
 def test_only_the_nodes_isolated_pods_are_in_its_maps() -> None:
-    text = compile_node([policy("x", "deny", {"podSelector": {}, "policyTypes": ["Ingress"]}),
+    text = table_text([policy("x", "deny", {"podSelector": {}, "policyTypes": ["Ingress"]}),
                          policy("y", "deny", {"podSelector": {}, "policyTypes": ["Egress"]})],
                         PODS, NAMESPACES, "node-1")
     assert ("ip daddr vmap { 10.244.1.2 : goto ingress-x/a, 10.244.1.3 : goto ingress-x/b }"
@@ -134,7 +139,7 @@ def test_only_the_nodes_isolated_pods_are_in_its_maps() -> None:
 def test_a_named_ingress_port_resolves_on_each_selected_pod() -> None:
     pods = [*PODS, pod("x", "c", "10.244.1.9", spec={"containers": [{"name": "c", "ports": [
         {"name": "serve-80-tcp", "containerPort": 8080}]}]})]
-    text = compile_node([policy("x", "named", {"podSelector": {}, "ingress": [
+    text = table_text([policy("x", "named", {"podSelector": {}, "ingress": [
         {"ports": [{"port": "serve-80-tcp", "protocol": "TCP"}]}]})], pods, NAMESPACES,
         "node-1")
     assert ("ip daddr . meta l4proto . th dport { 10.244.1.2 . tcp . 80, 10.244.1.3 . tcp . 80,"
@@ -142,7 +147,7 @@ def test_a_named_ingress_port_resolves_on_each_selected_pod() -> None:
 
 
 def test_a_named_egress_port_resolves_on_the_pods_traffic_goes_to() -> None:
-    text = compile_node([policy("x", "dns", {"podSelector": {"matchLabels": {"pod": "a"}},
+    text = table_text([policy("x", "dns", {"podSelector": {"matchLabels": {"pod": "a"}},
                                              "egress": [{"ports": [{"port": "dns",
                                                                     "protocol": "UDP"}]}]})],
                         PODS, NAMESPACES, "node-1")
@@ -150,17 +155,51 @@ def test_a_named_egress_port_resolves_on_the_pods_traffic_goes_to() -> None:
 
 
 def test_a_rule_whose_peers_select_nobody_allows_nothing() -> None:
-    text = compile_node([policy("x", "none", {"podSelector": {}, "ingress": [
+    text = table_text([policy("x", "none", {"podSelector": {}, "ingress": [
         {"from": [{"podSelector": {"matchLabels": {"pod": "nobody"}}}]}]})],
         PODS, NAMESPACES, "node-1")
     assert f"add chain {TABLE} policy-x/none-ingress" in text
     assert f"add rule {TABLE} policy-x/none-ingress" not in text
 
 
-@pytest.mark.skipif(not shutil.which("nft") or not shutil.which("unshare"),
-                    reason="nft (make apt installs nftables) and unshare are needed")
+DENY_X = policy("x", "deny", {"podSelector": {}, "policyTypes": ["Ingress"]})
+ALLOW_B = policy("x", "allow-b", {"podSelector": {"matchLabels": {"pod": "a"}}, "ingress": [
+    {"from": [{"podSelector": {"matchLabels": {"pod": "b"}}}]}]})
+
+
+def test_an_incremental_write_touches_only_what_changed() -> None:
+    before = compile_node([DENY_X, ALLOW_B], PODS, NAMESPACES, "node-1")
+    after = compile_node([DENY_X], PODS, NAMESPACES, "node-1")
+    lines = incremental_input(after, before).splitlines()
+    assert lines == [f"flush chain {TABLE} ingress-x/a",
+                     f"add rule {TABLE} ingress-x/a jump policy-x/deny-ingress",
+                     f"add rule {TABLE} ingress-x/a counter drop",
+                     f"flush chain {TABLE} policy-x/allow-b-ingress",
+                     f"delete chain {TABLE} policy-x/allow-b-ingress"]
+    assert incremental_input(after, after) == ""
+
+
+nft_present = pytest.mark.skipif(not shutil.which("nft") or not shutil.which("unshare"),
+                                 reason="nft (make apt installs nftables) and unshare")
+
+
+@nft_present
+def test_nft_takes_a_full_write_then_incremental_ones() -> None:
+    first = compile_node([DENY_X], PODS, NAMESPACES, "node-1")
+    second = compile_node([DENY_X, ALLOW_B], PODS, NAMESPACES, "node-1")
+    script = (full_input(first) + incremental_input(second, first)
+              + incremental_input(first, second)
+              + incremental_input(compile_node([], PODS, NAMESPACES, "node-1"), first))
+    done = subprocess.run(["unshare", "--net", "sh", "-c",
+                           f"nft -f - && nft list table {TABLE}"], input=script,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert "allow-b" not in done.stdout and "ingress-x/a" not in done.stdout
+
+
+@nft_present
 def test_nft_accepts_the_table() -> None:
-    text = compile_node([
+    text = table_text([
         policy("x", "all", {"podSelector": {}, "policyTypes": ["Ingress", "Egress"],
                             "ingress": [{"from": [
                                 {"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.244.2.0/24"]}},

@@ -7,8 +7,10 @@ equal to what the cluster's policies say about this node's pods.
     sync (on a change, at most every min_sync_period; else every sync_period)
         1. the pods (policies.py PodInfo) and namespaces' labels, as of now
         2. every policy compiled against them (PolicyIndex.compile)
-        3. the table's nft input (nftrules.py); when it differs from the last one
-           written, or the last write failed, one `nft -f` transaction replaces the table
+        3. the table's chains (nftrules.py), and one `nft -f` transaction with the ones
+           that differ from the last write (none: nothing is written). After a failed
+           write, and every sync_period, the transaction replaces the whole table
+           instead, repairing whatever was changed behind the enforcer's back
     a failed write changes nothing (nft applies all or none): logged with the offending
     line and retried after a backoff.
 
@@ -28,7 +30,13 @@ from minikube_py.client.informer import EventHandler, SharedInformerFactory
 from minikube_py.client.rest import Client
 from minikube_py.lifecycle import Component, wait_for_event
 from minikube_py.proxy.commands import RestoreError
-from minikube_py.proxy.netpol.nftrules import TABLE, full_input
+from minikube_py.proxy.netpol.nftrules import (
+    TABLE,
+    Ruleset,
+    full_input,
+    incremental_input,
+    ruleset,
+)
 from minikube_py.proxy.netpol.policies import PodInfo, PolicyIndex
 from minikube_py.proxy.nftables import NFTables
 
@@ -54,15 +62,15 @@ class PolicyTables(NFTables):
 
 
 def compile_node(policies: list[Obj], pods: list[Obj], namespaces: list[Obj], node: str
-                 ) -> str:
-    """Steps 1-3: the nft input that makes `node`'s table what the objects say."""
+                 ) -> Ruleset:
+    """Steps 1-3: the table `node` should have, as the objects say."""
     infos = [info for pod in pods if (info := PodInfo.from_pod(pod)) is not None]
     labels = {ns["metadata"]["name"]: ns["metadata"].get("labels") or {} for ns in namespaces}
     index = PolicyIndex(infos, labels)
     compiled = [index.compile(policy) for policy in sorted(
         policies, key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"]))
         if index.selects_on(policy, node)]
-    return full_input(index, compiled, node)
+    return ruleset(index, compiled, node)
 
 
 class NetworkPolicyController(Component):
@@ -85,10 +93,11 @@ class NetworkPolicyController(Component):
             informer.add_event_handler(handler)
         self._wake = asyncio.Event()
         self._first_sync = asyncio.Event()
-        self.written: str | None = None
-        """The nft input last written; None when unknown (nothing yet, or a failed write)."""
+        self.written: Ruleset | None = None
+        """The table as last written; None when unknown (nothing yet, or a failed write)."""
         self.last_sync_time = 0.0
         self.syncs = 0
+        self.failed_syncs = 0
 
     def _changed(self, _: Obj) -> None:
         self._wake.set()
@@ -103,6 +112,7 @@ class NetworkPolicyController(Component):
             try:
                 await self.sync(force=True)
             except RestoreError as error:
+                self.failed_syncs += 1
                 backoff = BACKOFF_INITIAL
                 log.error("writing network policy rules failed (retrying in %.0f s): %s",
                           backoff, error)
@@ -134,6 +144,7 @@ class NetworkPolicyController(Component):
                 await self.sync(force=force or backoff > 0)
                 backoff = 0.0
             except RestoreError as error:
+                self.failed_syncs += 1
                 backoff = min(max(backoff * 2, BACKOFF_INITIAL), BACKOFF_MAX)
                 log.error("syncing network policy rules failed (retrying in %.0f s; the "
                           "previous rules stay): %s", backoff, error)
@@ -141,12 +152,14 @@ class NetworkPolicyController(Component):
     async def sync(self, *, force: bool) -> None:
         """Steps 1-3 of the module's list."""
         started = time.monotonic()
-        text = compile_node(self.policies.store.list(), self.pods.store.list(),
-                            self.namespaces.store.list(), self.node_name)
-        if force or text != self.written:
-            self.written = None
+        wanted = compile_node(self.policies.store.list(), self.pods.store.list(),
+                              self.namespaces.store.list(), self.node_name)
+        written, self.written = self.written, None
+        text = (full_input(wanted) if force or written is None
+                else incremental_input(wanted, written))
+        if text:
             await self.nft.apply(text)
-            self.written = text
+        self.written = wanted
         self.last_sync_time = time.monotonic()
         self.syncs += 1
         log.debug("synced network policy rules (%d lines) in %.1f ms", text.count("\n"),

@@ -25,6 +25,8 @@ is always allowed").
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from minikube_py.proxy.netpol.policies import (
     CompiledPolicy,
     CompiledRule,
@@ -93,11 +95,23 @@ def policy_lines(index: PolicyIndex, policy: CompiledPolicy, direction: str) -> 
     return lines
 
 
-def table_body(index: PolicyIndex, policies: list[CompiledPolicy], node: str) -> list[str]:
-    """`add` commands for the whole table on `node`."""
-    lines = [f'add table {TABLE} {{ comment "NetworkPolicy enforcement" ; }}']
-    chains: dict[str, list[str]] = {}
-    base: dict[str, list[str]] = {direction: [] for direction in BASE_CHAINS}
+@dataclass
+class Ruleset:
+    """The table's chains and their rules, as the enforcer wants them."""
+
+    base: dict[str, list[str]] = field(default_factory=dict)
+    """egress and ingress, the base chains."""
+    chains: dict[str, list[str]] = field(default_factory=dict)
+    """the pods' and policies' chains."""
+
+    def rule_count(self) -> int:
+        return sum(len(rules) for rules in (*self.base.values(), *self.chains.values()))
+
+
+def ruleset(index: PolicyIndex, policies: list[CompiledPolicy], node: str) -> Ruleset:
+    """The table on `node`: the chains of the policies that select its pods, and of
+    those pods."""
+    wanted = Ruleset()
     for direction, (own_field, _, _) in BASE_CHAINS.items():
         isolated: dict[tuple[str, str], tuple[PodInfo, list[CompiledPolicy]]] = {}
         for policy in policies:
@@ -106,30 +120,55 @@ def table_body(index: PolicyIndex, policies: list[CompiledPolicy], node: str) ->
             local = [pod for pod in policy.selected if pod.node == node]
             if not local:
                 continue
-            chains[policy_chain(policy, direction)] = policy_lines(index, policy, direction)
+            wanted.chains[policy_chain(policy, direction)] = policy_lines(
+                index, policy, direction)
             for pod in local:
                 isolated.setdefault((pod.namespace, pod.name), (pod, []))[1].append(policy)
         for _, (pod, selecting) in sorted(isolated.items()):
-            chains[pod_chain(pod, direction)] = [
+            wanted.chains[pod_chain(pod, direction)] = [
                 *(f"jump {policy_chain(p, direction)}" for p in selecting), "counter drop"]
-        base[direction] = ["ct state established,related accept"]
+        wanted.base[direction] = ["ct state established,related accept"]
         if isolated:
             verdicts = ", ".join(f"{pod.ip} : goto {pod_chain(pod, direction)}"
                                  for pod, _ in sorted(isolated.values(), key=lambda v: v[0].ip))
-            base[direction].append(f"ip {own_field} vmap {{ {verdicts} }}")
+            wanted.base[direction].append(f"ip {own_field} vmap {{ {verdicts} }}")
+    return wanted
+
+
+def _rules(name: str, rules: list[str]) -> list[str]:
+    return [f"add rule {TABLE} {name} {rule}" for rule in rules]
+
+
+def full_input(wanted: Ruleset) -> str:
+    """One `nft -f` transaction that replaces the table (`add table` first, so the
+    delete never fails on a fresh node): no packet sees half of it."""
+    lines = [f"add table {TABLE}", f"delete table {TABLE}",
+             f'add table {TABLE} {{ comment "NetworkPolicy enforcement" ; }}']
     for direction, (_, _, priority) in BASE_CHAINS.items():
         lines.append(f"add chain {TABLE} {direction} {{ type filter hook forward "
                      f"priority filter - {priority} ; policy accept ; }}")
-    lines += [f"add chain {TABLE} {name}" for name in chains]
-    for name, rules in chains.items():
-        lines += [f"add rule {TABLE} {name} {rule}" for rule in rules]
-    for direction in BASE_CHAINS:
-        lines += [f"add rule {TABLE} {direction} {rule}" for rule in base[direction]]
-    return lines
-
-
-def full_input(index: PolicyIndex, policies: list[CompiledPolicy], node: str) -> str:
-    """One `nft -f` transaction that replaces the table (`add table` first, so the
-    delete never fails on a fresh node): no packet sees half of it."""
-    lines = [f"add table {TABLE}", f"delete table {TABLE}", *table_body(index, policies, node)]
+    lines += [f"add chain {TABLE} {name}" for name in wanted.chains]
+    for name, rules in wanted.chains.items():
+        lines += _rules(name, rules)
+    for name, rules in wanted.base.items():
+        lines += _rules(name, rules)
     return "\n".join(lines) + "\n"
+
+
+def incremental_input(wanted: Ruleset, written: Ruleset) -> str:
+    """One transaction with only what differs from `written`: new chains added, changed
+    ones (base chains included) flushed and refilled, then the chains no longer wanted
+    flushed and deleted, once nothing jumps to them. Empty when nothing differs."""
+    lines = [f"add chain {TABLE} {name}" for name in wanted.chains
+             if name not in written.chains]
+    for group, before in ((wanted.chains, written.chains), (wanted.base, written.base)):
+        for name, rules in group.items():
+            if before.get(name) == rules:
+                continue
+            if name in before:
+                lines.append(f"flush chain {TABLE} {name}")
+            lines += _rules(name, rules)
+    gone = [name for name in written.chains if name not in wanted.chains]
+    lines += [f"flush chain {TABLE} {name}" for name in gone]  # their jumps go first
+    lines += [f"delete chain {TABLE} {name}" for name in gone]
+    return "\n".join(lines) + "\n" if lines else ""
