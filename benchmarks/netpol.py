@@ -14,7 +14,7 @@ scalability test measures (from the API call to the effect on traffic):
   that connects again);
 - added new-connection latency: connect + first byte from the client, 2,000 times with the
   enforcer's table (the server isolated, the client allowed by a policy) and 2,000 times
-  without any table, alternating in thirds with the enforcer stopped; the p99 difference
+  without any table, alternating in tenths with the enforcer stopped; the p99 difference
   (conntrack is on in both, as the proxy's NAT has it on every node);
 - full re-sync: the enforcer's sync with every policy compiled and the table rewritten,
   against the floor, `nft -f` of the same input into a fresh namespace;
@@ -53,6 +53,7 @@ BASE = f"mknb-{os.getpid()}"
 NODE = "node-0"
 CLIENT, SERVER = "10.253.0.2", "10.253.0.3"
 NAMESPACES = 20
+ROUNDS = 10
 API_FLAGS = ("--log-requests=false", "--disable-admission-plugins=ServiceAccount")
 SERVER_SCRIPT = """
 import socket, threading
@@ -362,11 +363,11 @@ async def _measure(client: Client, policies_count: int, trials: int, latency_cou
             table = full_input(enforcer.written)
             await enforcer.stop()  # its CPU would weigh on one condition only
             with_table, without = [], []
-            for _ in range(3):  # alternating, so that the machine's load falls on both
+            for _ in range(ROUNDS):  # alternating, so the machine's load falls on both
                 await enforcer.nft.apply(table)
-                with_table += await latencies(latency_count // 3)
+                with_table += await latencies(latency_count // ROUNDS)
                 await enforcer.nft.cleanup()
-                without += await latencies(latency_count // 3)
+                without += await latencies(latency_count // ROUNDS)
             added = p99(with_table) - p99(without)
             rows.append(("new-connection latency the enforcement adds (connect + first "
                          "byte, client allowed to an isolated server)",

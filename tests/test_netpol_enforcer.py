@@ -233,3 +233,17 @@ async def test_an_established_connection_outlives_a_new_deny(
     finally:
         client.kill()
         client.wait()
+
+
+async def test_proxy_cleanup_removes_the_table(
+        node: str, api_client: Client, pods: str, enforcer: NetworkPolicyController) -> None:
+    await create_policy(api_client, pods, "deny-all", {"podSelector": {}})
+    await until_answers(node, "a", "c", 80, "refused-or-dropped")
+    cleaned = await asyncio.to_thread(
+        run, sys.executable, "-m", "minikube_py.proxy", "--cleanup",
+        f"--netns={NETNS_DIR / f'{node}-node'}")
+    assert "removed the NetworkPolicy table" in cleaned.stdout
+    assert in_ns(f"{node}-node", "nft", "list", "table", *TABLE.split(),
+                 check=False).returncode != 0
+    assert connect(node, "a", "c", 80) == "c"
+    await enforcer.stop()  # before its periodic rewrite puts the table back

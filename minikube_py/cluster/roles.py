@@ -7,9 +7,10 @@ metrics, the APIService). `up --secure` gives their certificates' users
 (system:kube-dns, system:metrics-server) the reads upstream's roles give those accounts
 and the few writes publishing takes. The local-path provisioner, also a host process,
 gets what kubernetes-csi's external-provisioner role gives its account. The proxy also
-enforces NetworkPolicies (proxy/netpol/), so its user, and in the kubeadm layout the
-kube-proxy ServiceAccount, may read pods, namespaces and policies: the reads
-kube-network-policies' ClusterRole gives its DaemonSet.
+enforces NetworkPolicies (proxy/netpol/), so its user, the kube-proxy ServiceAccount of
+the kubeadm layout and the nodes (a joined machine's proxy uses its node's credentials)
+may read pods, namespaces and policies: the reads kube-network-policies' ClusterRole gives
+its DaemonSet.
 """
 
 from __future__ import annotations
@@ -57,8 +58,11 @@ ROLES: dict[str, tuple[str, list[Obj]]] = {
         _rule(["list", "watch"], ["networking.k8s.io"], ["networkpolicies"]),
     ]),
 }
-SERVICE_ACCOUNTS = {"minikube-py:network-policies": ("kube-system", "kube-proxy")}
-"""Roles also bound to a ServiceAccount: the one its component runs as in pods."""
+EXTRA_SUBJECTS: dict[str, list[Obj]] = {"minikube-py:network-policies": [
+    {"kind": "ServiceAccount", "namespace": "kube-system", "name": "kube-proxy"},
+    {"apiGroup": RBAC, "kind": "Group", "name": "system:nodes"}]}
+"""Who else a role is bound to: the kube-proxy ServiceAccount of the kubeadm layout, and
+the nodes, whose credentials the proxy of a machine that joined uses (cluster/join.py)."""
 
 
 def role_objects() -> list[tuple[str, Obj]]:
@@ -72,9 +76,8 @@ def role_objects() -> list[tuple[str, Obj]]:
             "apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding",
             "metadata": {"name": name, "labels": LABELS},
             "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": name},
-            "subjects": [{"apiGroup": RBAC, "kind": "User", "name": user}, *(
-                [{"kind": "ServiceAccount", "namespace": account[0], "name": account[1]}]
-                if (account := SERVICE_ACCOUNTS.get(name)) else [])]}))
+            "subjects": [{"apiGroup": RBAC, "kind": "User", "name": user},
+                         *EXTRA_SUBJECTS.get(name, [])]}))
     return objects
 
 
