@@ -24,6 +24,7 @@ cluster has no IPv6 pods); an IPv6 ipBlock allows nothing here.
 from __future__ import annotations
 
 import ipaddress
+import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -147,7 +148,7 @@ def collapse(addresses: Iterable[str]) -> list[str]:
     plain addresses."""
     addresses = set(addresses)
     if not any("/" in a for a in addresses):
-        return sorted(addresses, key=ipaddress.IPv4Address)
+        return sorted(addresses, key=socket.inet_aton)
     networks = ipaddress.collapse_addresses(
         ipaddress.ip_network(a, strict=False) for a in addresses)
     return [str(n.network_address) if n.prefixlen == 32 else str(n) for n in networks]
