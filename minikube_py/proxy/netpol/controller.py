@@ -158,7 +158,10 @@ class NetworkPolicyController(Component):
         text = (full_input(wanted) if force or written is None
                 else incremental_input(wanted, written))
         if text:
-            await self.nft.apply(text)
+            try:
+                await self.nft.apply(text)
+            except OSError as error:  # nft missing, or not runnable in the namespace
+                raise RestoreError(f"cannot run nft: {error}") from error
         self.written = wanted
         self.last_sync_time = time.monotonic()
         self.syncs += 1
