@@ -1,10 +1,10 @@
 """`python -m minikube_py.proxy --kubeconfig F --hostname-override NODE [--proxy-mode
 iptables|nftables] [--cluster-cidr CIDR] [--healthz-bind-address A:10256]
-[--metrics-bind-address A:10249] [--iptables-sync-period 30s] [--no-network-policy]
+[--metrics-bind-address A:10249] [--iptables-sync-period 30s] [--network-policy=false]
 [--cleanup]`
 
 Beside the Service rules, the proxy enforces NetworkPolicies on its node (netpol/), unless
---no-network-policy."""
+--network-policy=false."""
 
 from __future__ import annotations
 
@@ -55,10 +55,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--netns", default=None,
                         help="program the tables of this network namespace (a path such as "
                              "/var/run/netns/NAME) instead of our own")
-    parser.add_argument("--network-policy", action=argparse.BooleanOptionalAction,
-                        default=True,
+    parser.add_argument("--network-policy", nargs="?", const="true",
+                        choices=("true", "false"), default="true",
                         help="enforce NetworkPolicies on this node (the table inet "
-                             "kube-network-policies)")
+                             "kube-network-policies); false leaves them unenforced")
     parser.add_argument("--cleanup", action="store_true",
                         help="remove every rule and chain the proxy created (in either mode, "
                              "and the NetworkPolicy table), then exit")
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
                               min_sync_period=args.iptables_min_sync_period, registry=registry,
                               tracer=tracer_for("kube-proxy", args.tracing_endpoint))
             enforcer = (NetworkPolicyController(client, config.node_name, netns=args.netns)
-                        if args.network_policy else None)
+                        if args.network_policy == "true" else None)
             runners = []
             try:
                 if enforcer is not None:
