@@ -6,7 +6,8 @@ equal to what the cluster's policies say about this node's pods.
         v
     sync (on a change, at most every min_sync_period; else every sync_period)
         1. the pods (policies.py PodInfo) and namespaces' labels, as of now
-        2. every policy compiled against them (PolicyIndex.compile)
+        2. the policies that select a pod of this node compiled against them
+           (PolicyIndex.compile; each selector matched once per sync)
         3. the table's chains (nftrules.py), and one `nft -f` transaction with the ones
            that differ from the last write (none: nothing is written). After a failed
            write, and every sync_period, the transaction replaces the whole table
@@ -63,7 +64,8 @@ class PolicyTables(NFTables):
 
 def compile_node(policies: list[Obj], pods: list[Obj], namespaces: list[Obj], node: str
                  ) -> Ruleset:
-    """Steps 1-3: the table `node` should have, as the objects say."""
+    """Steps 1-2 and the first half of 3: the table `node` should have, as the objects
+    say."""
     infos = [info for pod in pods if (info := PodInfo.from_pod(pod)) is not None]
     labels = {ns["metadata"]["name"]: ns["metadata"].get("labels") or {} for ns in namespaces}
     index = PolicyIndex(infos, labels)
