@@ -6,6 +6,8 @@ phase), never how fast anything is: the figures depend on the machine.
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -199,6 +201,23 @@ def test_crd_benchmark_quick_run_reports_both_targets() -> None:
     output = run_quick("crd.py", timeout=600)
     for metric in ("custom resource creates/s (50-field schema, 5 CEL rules) vs ConfigMaps",
                    "server-side apply of the 10 prometheus-operator CRDs"):
+        lines = [line for line in output.splitlines() if metric in line]
+        assert len(lines) == 1, f"no line for {metric!r} in:\n{output}"
+        assert " PASS |" in lines[0] or " FAIL |" in lines[0], lines[0]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("nft"),
+                    reason="network namespaces need root, and the enforcer nft")
+def test_netpol_benchmark_quick_run_reports_every_target() -> None:
+    """benchmarks/netpol.py still runs end to end (200 policies, 5 trials): a real API
+    server, the enforcer and a node namespace with a client and a server pod."""
+    output = run_quick("netpol.py", timeout=600)
+    for metric in ("create -> enforced, 200 policies over 200 pods",
+                   "delete -> revoked (connections open again)",
+                   "new-connection latency the enforcement adds",
+                   "full re-sync (compile every policy",
+                   "allowed connections failed during policy churn"):
         lines = [line for line in output.splitlines() if metric in line]
         assert len(lines) == 1, f"no line for {metric!r} in:\n{output}"
         assert " PASS |" in lines[0] or " FAIL |" in lines[0], lines[0]

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import ipaddress
 import json
@@ -60,6 +61,8 @@ from minikube_py.cluster.runtime_setup import (
 )
 from minikube_py.cluster.supervisor import Supervisor, SupervisorProcess
 from minikube_py.process import ComponentProcess, ComponentProcessError
+from minikube_py.proxy.commands import RestoreError
+from minikube_py.proxy.netpol.controller import PolicyTables
 
 JOINED = "joined.json"
 NAMESPACE_PREFIX = "mkj-"
@@ -390,8 +393,8 @@ def leave(state: Path) -> str:
 
 
 async def _stop_node(state: Path, machine: dict[str, Any]) -> None:
-    """Stop the supervisor, then the proxy, the kubelet and containerd (which clears its
-    pods and mounts)."""
+    """Stop the supervisor, then the proxy (and remove its NetworkPolicy table: the node
+    goes away), the kubelet and containerd (which clears its pods and mounts)."""
     watcher = supervisor(state)
     if watcher.adopt():
         pid = watcher.pid
@@ -405,6 +408,9 @@ async def _stop_node(state: Path, machine: dict[str, Any]) -> None:
             await process.stop()
         if pid is not None:
             print(f"stopped {machine['node']}/{name} (pid {pid})")
+        if isinstance(process, ProxyProcess):
+            with contextlib.suppress(FileNotFoundError, RestoreError, OSError):
+                await PolicyTables(str(process.netns) if process.netns else None).cleanup()
         if isinstance(process, Containerd):
             remove_kubelet_volumes(process.config)
 

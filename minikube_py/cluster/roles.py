@@ -6,7 +6,11 @@ are processes on the host that publish themselves (their Service, EndpointSlice 
 metrics, the APIService). `up --secure` gives their certificates' users
 (system:kube-dns, system:metrics-server) the reads upstream's roles give those accounts
 and the few writes publishing takes. The local-path provisioner, also a host process,
-gets what kubernetes-csi's external-provisioner role gives its account.
+gets what kubernetes-csi's external-provisioner role gives its account. The proxy also
+enforces NetworkPolicies (proxy/netpol/), so its user, the kube-proxy ServiceAccount of
+the kubeadm layout and the nodes (a joined machine's proxy uses its node's credentials)
+may read pods, namespaces and policies: the reads kube-network-policies' ClusterRole gives
+its DaemonSet.
 """
 
 from __future__ import annotations
@@ -49,7 +53,16 @@ ROLES: dict[str, tuple[str, list[Obj]]] = {
         _rule(["list", "watch", "create", "update", "patch"], [""], ["events"]),
         _rule(["list", "watch", "create", "update", "patch"], ["events.k8s.io"], ["events"]),
     ]),
+    "minikube-py:network-policies": ("system:kube-proxy", [
+        _rule(["list", "watch"], [""], ["pods", "namespaces"]),
+        _rule(["list", "watch"], ["networking.k8s.io"], ["networkpolicies"]),
+    ]),
 }
+EXTRA_SUBJECTS: dict[str, list[Obj]] = {"minikube-py:network-policies": [
+    {"kind": "ServiceAccount", "namespace": "kube-system", "name": "kube-proxy"},
+    {"apiGroup": RBAC, "kind": "Group", "name": "system:nodes"}]}
+"""Who else a role is bound to: the kube-proxy ServiceAccount of the kubeadm layout, and
+the nodes, whose credentials the proxy of a machine that joined uses (cluster/join.py)."""
 
 
 def role_objects() -> list[tuple[str, Obj]]:
@@ -63,7 +76,8 @@ def role_objects() -> list[tuple[str, Obj]]:
             "apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding",
             "metadata": {"name": name, "labels": LABELS},
             "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": name},
-            "subjects": [{"apiGroup": RBAC, "kind": "User", "name": user}]}))
+            "subjects": [{"apiGroup": RBAC, "kind": "User", "name": user},
+                         *EXTRA_SUBJECTS.get(name, [])]}))
     return objects
 
 

@@ -1,6 +1,10 @@
 """`python -m minikube_py.proxy --kubeconfig F --hostname-override NODE [--proxy-mode
 iptables|nftables] [--cluster-cidr CIDR] [--healthz-bind-address A:10256]
-[--metrics-bind-address A:10249] [--iptables-sync-period 30s] [--cleanup]`"""
+[--metrics-bind-address A:10249] [--iptables-sync-period 30s] [--network-policy=false]
+[--cleanup]`
+
+Beside the Service rules, the proxy enforces NetworkPolicies on its node (netpol/), unless
+--network-policy=false."""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from minikube_py.client.logs import add_verbosity_flag, setup_logging
 from minikube_py.client.rest import Client
 from minikube_py.proxy.commands import RestoreError
 from minikube_py.proxy.healthcheck import serve_healthz
+from minikube_py.proxy.netpol.controller import NetworkPolicyController, PolicyTables
 from minikube_py.proxy.proxier import MODES, Proxier
 from minikube_py.proxy.rules import ProxyConfig
 from minikube_py.tracing.setup import add_tracing_flag, close_tracer, tracer_for
@@ -50,9 +55,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--netns", default=None,
                         help="program the tables of this network namespace (a path such as "
                              "/var/run/netns/NAME) instead of our own")
+    parser.add_argument("--network-policy", nargs="?", const="true",
+                        choices=("true", "false"), default="true",
+                        help="enforce NetworkPolicies on this node (the table inet "
+                             "kube-network-policies); false leaves them unenforced")
     parser.add_argument("--cleanup", action="store_true",
-                        help="remove every rule and chain the proxy created (in either mode), "
-                             "then exit")
+                        help="remove every rule and chain the proxy created (in either mode, "
+                             "and the NetworkPolicy table), then exit")
     add_tracing_flag(parser)
     add_verbosity_flag(parser)
     return parser.parse_args(argv)
@@ -69,6 +78,13 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{name} mode: nothing to remove ({error.filename} is not installed)")
             except (RestoreError, OSError) as error:
                 sys.exit(f"proxy: cleanup of the {name} mode's rules failed: {error}")
+        try:
+            gone = asyncio.run(PolicyTables(args.netns).cleanup())
+        except FileNotFoundError:
+            gone = False
+        except (RestoreError, OSError) as error:
+            sys.exit(f"proxy: cleanup of the NetworkPolicy table failed: {error}")
+        print("removed the NetworkPolicy table" if gone else "no NetworkPolicy table")
         return
     try:
         client = Client.from_kubeconfig(args.kubeconfig, user_agent="kube-proxy",
@@ -84,8 +100,12 @@ def main(argv: list[str] | None = None) -> None:
                               sync_period=args.iptables_sync_period,
                               min_sync_period=args.iptables_min_sync_period, registry=registry,
                               tracer=tracer_for("kube-proxy", args.tracing_endpoint))
+            enforcer = (NetworkPolicyController(client, config.node_name, netns=args.netns)
+                        if args.network_policy == "true" else None)
             runners = []
             try:
+                if enforcer is not None:
+                    enforcer.run_in_background()
                 for host, port in {args.healthz_bind_address, args.metrics_bind_address}:
                     runners.append(await serve_healthz(
                         host, port, lambda: proxier.last_sync_wall,
@@ -96,6 +116,8 @@ def main(argv: list[str] | None = None) -> None:
             except OSError as error:
                 sys.exit(f"proxy: cannot listen: {error}")
             finally:
+                if enforcer is not None:
+                    await enforcer.stop()
                 for runner in runners:
                     await runner.cleanup()
                 await close_tracer(proxier.tracer)
