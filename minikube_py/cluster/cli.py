@@ -858,6 +858,17 @@ def etcdctl_env(_: argparse.Namespace) -> None:
     if not (state / "cluster.json").exists():
         fail(f"no cluster in {state}: `minikube-py up` first")
     cluster = _saved_cluster(state)
+    if is_ha(cluster):
+        # the stacked members serve clients at their nodes' addresses too
+        certs = ClusterCertificates(state)
+        endpoints = ",".join(f"https://{node.address}:{cluster['ports']['etcd-client']}"
+                             for node in node_networks(cluster) if node.name in CONTROL_PLANES)
+        for name, value in {"ETCDCTL_API": "3", "ETCDCTL_ENDPOINTS": endpoints,
+                            "ETCDCTL_CACERT": certs.etcd_pki / "ca.crt",
+                            "ETCDCTL_CERT": certs.file("apiserver-etcd-client.crt"),
+                            "ETCDCTL_KEY": certs.file("apiserver-etcd-client.key")}.items():
+            print(f"export {name}={value}")
+        return
     if is_kubeadm(cluster):
         fail(f"etcd is a static pod on {CONTROL_PLANE}, listening on its loopback: run "
              f"etcdctl there, e.g. `minikube-py ssh {CONTROL_PLANE} -- etcdctl endpoint "
