@@ -71,6 +71,7 @@ apt:
 	command -v docker-registry >/dev/null 2>&1 || missing="$$missing docker-registry"; \
 	command -v conntrack >/dev/null 2>&1 || missing="$$missing conntrack"; \
 	command -v docker-compose >/dev/null 2>&1 || missing="$$missing docker-compose"; \
+	command -v haproxy >/dev/null 2>&1 || missing="$$missing haproxy"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \

@@ -55,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the address pods reach this server at (the kubernetes "
                              "Service's endpoint; default: the bind address, unless it is "
                              "loopback or 0.0.0.0)")
+    parser.add_argument("--endpoint-reconciler-type", choices=("lease", "none"),
+                        default="lease",
+                        help="lease: the kubernetes Service's endpoints are the API servers "
+                             "whose master lease in etcd is alive (several API servers); "
+                             "none: leave them alone")
     parser.add_argument("--port", "--secure-port", type=int, default=6443,
                         help="the port to serve on (HTTPS with --tls-cert-file)")
     parser.add_argument("--tls-cert-file", default="",
@@ -211,6 +216,7 @@ def main(argv: list[str] | None = None) -> None:
         etcd_servers=[s.strip() for s in args.etcd_servers.split(",") if s.strip()],
         bind_address=args.bind_address,
         advertise_address=args.advertise_address,
+        endpoint_reconciler_type=args.endpoint_reconciler_type,
         port=args.port,
         max_requests_inflight=args.max_requests_inflight,
         max_mutating_requests_inflight=args.max_mutating_requests_inflight,

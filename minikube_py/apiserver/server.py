@@ -92,12 +92,12 @@ from minikube_py.apiserver.registry.allocators import (
     IPAllocator,
     PortAllocator,
 )
+from minikube_py.apiserver.registry.lease_reconciler import LeaseEndpointReconciler
 from minikube_py.apiserver.registry.reviews import REVIEWS, serve_review
 from minikube_py.apiserver.registry.service_storage import (
     AllocationRepair,
     ServiceAllocators,
     ServiceStore,
-    ensure_kubernetes_endpoints,
     ensure_kubernetes_service,
 )
 from minikube_py.apiserver.registry.store import Store
@@ -116,6 +116,7 @@ FORCE_LIVE_LOOKUP_SECONDS = 30.0
 # before it cuts them: SIGTERM stops it within 2 s (upstream waits up to its request
 # timeout, 60 s, for requests that are not long-running).
 SHUTDOWN_TIMEOUT = 1.0
+ENDPOINT_REMOVAL_TIMEOUT = 1.0  # seconds a stopping server tries to drop its master lease
 log = logging.getLogger("minikube_py.apiserver")
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -170,6 +171,9 @@ class APIServerConfig:
     # --shutdown-delay-duration: how long a stopping server goes on serving, /readyz
     # failing, before it stops listening (seconds; 0, upstream's default: at once)
     shutdown_delay: float = 0.0
+    # --endpoint-reconciler-type: "lease" (the kubernetes Service's endpoints are the API
+    # servers whose master lease is alive, lease_reconciler.py) or "none"
+    endpoint_reconciler_type: str = "lease"
 
 
 class APIServer(Component):
@@ -204,6 +208,7 @@ class APIServer(Component):
         )
         self.token_issuer = _token_issuer(config)
         self._build_stores()
+        self.endpoint_reconciler = self._endpoint_reconciler()
         self._rbac_caches = tuple(self.caches[f"/registry/{plural}/"] for plural in RBAC_PLURALS)
         self.authenticator = Authenticator(
             read_token_file(Path(config.token_auth_file)) if config.token_auth_file else None,
@@ -452,6 +457,11 @@ class APIServer(Component):
         then the server's own loops, the tracer's last spans and the etcd client stop."""
         self._listening.clear()
         log.info(kv("[graceful-termination] shutdown event", name="ShutdownInitiated"))
+        if self.endpoint_reconciler is not None:
+            # upstream's pre-shutdown hook: the others need not wait for this lease's TTL
+            with contextlib.suppress(TimeoutError, EtcdError, errors.APIError):
+                async with asyncio.timeout(ENDPOINT_REMOVAL_TIMEOUT):
+                    await self.endpoint_reconciler.remove_endpoints()
         if self._runner is not None:
             if self.config.shutdown_delay > 0:
                 await asyncio.sleep(self.config.shutdown_delay)
@@ -503,23 +513,30 @@ class APIServer(Component):
             self.stores[("apiregistration.k8s.io", "v1", "apiservices")], self.services,
             self.stores[("discovery.k8s.io", "v1", "endpointslices")], self.aggregator)
         await asyncio.gather(ensure_kubernetes_service(self.services, self.port),
-                             self._ensure_kubernetes_endpoints(), repair.run(),
+                             self._reconcile_kubernetes_endpoints(), repair.run(),
                              api_services.run(), self.config_producer.run())
 
-    async def _ensure_kubernetes_endpoints(self) -> None:
-        """Publish this server as the kubernetes Service's endpoint: at its
-        --advertise-address, else the address it listens on when pods can reach it
-        (not loopback, not every address)."""
+    def _endpoint_reconciler(self) -> LeaseEndpointReconciler | None:
+        """The lease reconciler, publishing this server as one of the kubernetes Service's
+        endpoints at its --advertise-address, else at the address it listens on when pods
+        can reach it (not loopback, not every address); None with
+        --endpoint-reconciler-type=none or without such an address."""
         address = self.config.advertise_address or self.config.bind_address
         try:
             usable = not ipaddress.ip_address(address).is_loopback and (
                 not ipaddress.ip_address(address).is_unspecified)
         except ValueError:
             usable = False
-        if usable:
-            await ensure_kubernetes_endpoints(
-                self.stores[("", "v1", "endpoints")],
-                self.stores[("discovery.k8s.io", "v1", "endpointslices")], address, self.port)
+        if not usable or self.config.endpoint_reconciler_type == "none":
+            return None
+        return LeaseEndpointReconciler(
+            self.etcd_client, self.stores[("", "v1", "endpoints")],
+            self.stores[("discovery.k8s.io", "v1", "endpointslices")], address, self.port)
+
+    async def _reconcile_kubernetes_endpoints(self) -> None:
+        """Run the lease endpoint reconciler (lease_reconciler.py), if there is one."""
+        if self.endpoint_reconciler is not None:
+            await self.endpoint_reconciler.run()
 
     async def _ensure_bootstrap_policy(self) -> None:
         """The default ClusterRoles, Roles and their bindings, each created when missing

@@ -50,6 +50,7 @@ from minikube_py.cluster.components import (
 )
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.etcd_snapshot import add_etcd_bump_revision_command
+from minikube_py.cluster.haproxy import HAProxyProcess
 from minikube_py.cluster.image_command import add_image_command, push_catalog
 from minikube_py.cluster.join import (
     approve_serving_certificates,
@@ -59,6 +60,7 @@ from minikube_py.cluster.join import (
 )
 from minikube_py.cluster.join_command import add_join_command
 from minikube_py.cluster.kubeadm.addons import CONTROL_PLANE_TAINT
+from minikube_py.cluster.kubeadm.ha import CONTROL_PLANES, ensure_member_pki
 from minikube_py.cluster.kubeadm.init import (
     CONTROL_PLANE,
     LAYOUTS,
@@ -109,7 +111,7 @@ NODE_PORTS = {"kubelet": 10250, "kubelet-healthz": 10248, "proxy-healthz": 10256
 """Upstream's ports, on each node's own address: every node has a network of its own."""
 # Started stage by stage (the components of a stage together, on every node); stopped in
 # reverse order. A node's component is named node-N/<component>.
-STAGES = (("registry", "etcd", "tracing"), ("apiserver",),
+STAGES = (("registry", "etcd", "tracing", "haproxy"), ("apiserver",),
           ("controller-manager", "scheduler", "containerd", "proxy", "dns", "metrics",
            "provisioner"),
           ("kubelet", "hollow-nodes"))
@@ -165,7 +167,7 @@ def fail(message: str) -> None:
 def _cluster(state: Path, verbosity: int, nodes: int | None, simulated_nodes: int | None,
              extra_config: dict[str, dict[str, str]] | None = None,
              secure: bool | None = None, tracing_endpoint: str | None = None,
-             layout: str | None = None) -> dict[str, Any]:
+             layout: str | None = None, ha: bool | None = None) -> dict[str, Any]:
     """This cluster's ports, nodes and their pod CIDRs: chosen once (defaults, else free
     ones) and remembered in cluster.json, with the components' log verbosity (which the
     supervisor's restarts use too), the numbers of nodes and hollow nodes and the extra
@@ -183,6 +185,8 @@ def _cluster(state: Path, verbosity: int, nodes: int | None, simulated_nodes: in
     if layout is not None:
         cluster["layout"] = layout
     cluster.setdefault("layout", "processes")
+    if ha:
+        cluster["ha"] = True
     if tracing_endpoint is not None:  # "": back to the cluster's own receiver
         cluster["tracingEndpoint"] = tracing_endpoint
     if nodes is not None:
@@ -199,8 +203,7 @@ def _cluster(state: Path, verbosity: int, nodes: int | None, simulated_nodes: in
         cidrs: dict[str, str] = cluster.setdefault("podCIDRs", {})
         seed = 1
         names = [f"node-{index}" for index in range(1, cluster["nodes"] + 1)]
-        if cluster["layout"] == "kubeadm":
-            names.insert(0, CONTROL_PLANE)
+        names[:0] = control_plane_names(cluster)
         for name in names:
             while name not in cidrs:
                 candidate = free_pod_cidr(seed=seed)
@@ -231,9 +234,10 @@ def node_networks(cluster: dict[str, Any]) -> list[NodeNetwork]:
     if network is None:
         return []
     cidrs = cluster["podCIDRs"]
-    control_plane = ([network.control_plane(cidrs[CONTROL_PLANE])]
-                     if is_kubeadm(cluster) and CONTROL_PLANE in cidrs else [])
-    return [*control_plane, *(network.node(index, cidrs[f"node-{index}"])
+    control_planes = [network.control_plane(cidrs[name], name, number)
+                      for number, name in enumerate(control_plane_names(cluster), 1)
+                      if name in cidrs]
+    return [*control_planes, *(network.node(index, cidrs[f"node-{index}"])
                               for index in range(1, cluster.get("nodes", 1) + 1)
                               if f"node-{index}" in cidrs)]
 
@@ -243,12 +247,26 @@ def is_kubeadm(cluster: dict[str, Any]) -> bool:
     return cluster.get("layout") == "kubeadm"
 
 
+def is_ha(cluster: dict[str, Any]) -> bool:
+    """Whether the control plane is three control-plane nodes behind haproxy (`up --ha`)."""
+    return is_kubeadm(cluster) and bool(cluster.get("ha"))
+
+
+def control_plane_names(cluster: dict[str, Any]) -> tuple[str, ...]:
+    """The control-plane nodes: none in the processes layout, one in the kubeadm layout,
+    three with --ha (kubeadm/ha.py)."""
+    if is_ha(cluster):
+        return CONTROL_PLANES
+    return (CONTROL_PLANE,) if is_kubeadm(cluster) else ()
+
+
 def apiserver_url(cluster: dict[str, Any]) -> str:
-    """Where clients reach the API server: the control-plane node's address in the
-    kubeadm layout, else the host's on the bridge (loopback without nodes)."""
+    """Where clients reach the API server: haproxy on the host's bridge address with
+    --ha, the control-plane node's address in the kubeadm layout, else the host's on the
+    bridge (loopback without nodes)."""
     network = cluster_network(cluster)
     scheme = "https" if cluster.get("secure", True) else "http"
-    if is_kubeadm(cluster) and network is not None:
+    if is_kubeadm(cluster) and network is not None and not is_ha(cluster):
         address = network.control_plane("").address
     else:
         address = network.gateway if network is not None else LOOPBACK
@@ -343,12 +361,21 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
         kubeconfig_of("provisioner"), port=ports["provisioner"], nodes_dir=state / "nodes",
         extra_args=flags("provisioner"), **files("provisioner"))
     registry = f"{address}:{ports['registry']}"
-    for node in node_networks(cluster):
+    nodes = node_networks(cluster)
+    if is_ha(cluster):
+        # the control-plane endpoint: TCP to each control-plane node's API server
+        processes["haproxy"] = HAProxyProcess(
+            state / "haproxy" / "haproxy.cfg", address=address, port=ports["apiserver"],
+            servers=[(node.name, node.address, ports["apiserver"]) for node in nodes
+                     if node.name in CONTROL_PLANES], **files("haproxy"))
+    for node in nodes:
         config = node_config(state, node.name, node.pod_cidr, registry, netns=node.path)
         in_node = {"address": node.address, "netns": node.path}
         processes[f"{node.name}/containerd"] = Containerd(
             config, **files(f"{node.name}/containerd"))
-        initial = node.name == CONTROL_PLANE  # kubeadm init's node: no bootstrap
+        # kubeadm init's node (and with --ha the ones joined as control planes): no
+        # bootstrap, their kubelets start the API servers
+        initial = node.name in control_plane_names(cluster)
         processes[f"{node.name}/kubelet"] = KubeletProcess(
             kubeconfig_of(node.name), node_name=node.name, runtime_endpoint=config.endpoint,
             root_dir=config.base_dir / "kubelet", pod_cidr=node.pod_cidr,
@@ -357,7 +384,7 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
             extra_args=(f"--cluster-dns={CLUSTER_DNS}",
                         *secured_kubelet_flags(certs, node.name),
                         *(("--rotate-server-certificates",) if certs is not None else ()),
-                        *((f"--pod-manifest-path={manifest_dir(state)}",
+                        *((f"--pod-manifest-path={manifest_dir(state, node.name)}",
                            f"--register-with-taints={CONTROL_PLANE_TAINT}:NoSchedule")
                           if initial else ()),
                         *traced, *flags("kubelet")),
@@ -444,6 +471,13 @@ def up(args: argparse.Namespace) -> None:
     if args.nodes is not None and (reason := runtime_missing()) is not None:
         fail(f"--nodes {args.nodes}: this machine cannot run a node: {reason}")
     saved = _saved_cluster(state)
+    if args.ha:
+        if args.layout == "processes":
+            fail("--ha runs the control plane as static pods: it needs --layout kubeadm")
+        args.layout = "kubeadm"
+        if (state / "pki").exists() and not is_ha(saved):
+            fail(f"the cluster in {state} was built without --ha: `minikube-py down --purge` "
+                 "first to build it with three control-plane nodes")
     if args.layout is not None and saved.get("layout", "processes") != args.layout and (
             state / "pki").exists():
         fail(f"the cluster in {state} was built with --layout {saved.get('layout', 'processes')}"
@@ -473,7 +507,7 @@ def up(args: argparse.Namespace) -> None:
         fail(f"--tracing-endpoint must be an http:// or https:// URL (an OTLP/HTTP "
              f"receiver, e.g. http://127.0.0.1:4318), not {args.tracing_endpoint!r}")
     cluster = _cluster(state, args.v, args.nodes, args.simulated_nodes, extra_config,
-                       args.secure, args.tracing_endpoint, args.layout)
+                       args.secure, args.tracing_endpoint, args.layout, args.ha)
     if cluster.get("secure"):
         _make_certificates(state, cluster)
     write_tracing_config(state, cluster)
@@ -514,10 +548,12 @@ def up(args: argparse.Namespace) -> None:
               f"{LOAD_BALANCER_ROUTE} routed from here through {nodes[0].name}; "
               f"DNS at {CLUSTER_DNS}")
     if is_kubeadm(cluster):
+        planes = control_plane_names(cluster)
         print(f"minikube-py is up in {time.monotonic() - started:.1f} s: API server "
-              f"{apiserver_url(cluster)}; etcd, the API server, the controller-manager and "
-              f"the scheduler are static pods on {CONTROL_PLANE} (kubectl get pods -n "
-              "kube-system)")
+              f"{apiserver_url(cluster)}"
+              f"{' (haproxy, to each control-plane node)' if is_ha(cluster) else ''}; etcd, "
+              "the API server, the controller-manager and the scheduler are static pods on "
+              f"{', '.join(planes)} (kubectl get pods -n kube-system)")
     else:
         api = processes["apiserver"]
         etcd = processes["etcd"]
@@ -531,12 +567,19 @@ def up(args: argparse.Namespace) -> None:
 
 def _make_certificates(state: Path, cluster: dict[str, Any]) -> None:
     """The CA, every component's certificate and kubeconfig (cluster/certs.py); in the
-    kubeadm layout also the control-plane node's kubelet.conf."""
+    kubeadm layout also the control-plane node's kubelet.conf; with --ha each
+    control-plane node's, and its etcd member's certificates (kubeadm/ha.py)."""
     certs = ClusterCertificates(state)
-    # no serving certificates for the kubelets: each asks the cluster for its own
-    certs.ensure(apiserver_url(cluster), (), {})
-    if is_kubeadm(cluster):
-        certs.ensure_node_kubeconfig(CONTROL_PLANE, apiserver_url(cluster))
+    planes = [node for node in node_networks(cluster)
+              if node.name in control_plane_names(cluster)]
+    # no serving certificates for the kubelets: each asks the cluster for its own. With
+    # --ha the API servers' one certificate also names each node's address.
+    certs.ensure(apiserver_url(cluster),
+                 tuple(node.address for node in planes) if is_ha(cluster) else (), {})
+    for node in planes:
+        certs.ensure_node_kubeconfig(node.name, apiserver_url(cluster))
+        if is_ha(cluster):
+            ensure_member_pki(certs, node.name, node.address)
 
 
 def owner_file(network: ClusterNetwork) -> Path:
@@ -598,7 +641,9 @@ def init_configuration(state: Path, cluster: dict[str, Any]) -> InitConfiguratio
     network = cluster_network(cluster)
     assert network is not None
     return InitConfiguration(
-        state=state, network=network, pod_cidr=cluster["podCIDRs"][CONTROL_PLANE],
+        state=state, network=network,
+        control_planes=tuple(node for node in node_networks(cluster)
+                             if node.name in control_plane_names(cluster)),
         ports=cluster["ports"], server=apiserver_url(cluster),
         nodes=len(node_networks(cluster)), tracing_endpoint=cluster.get("tracingEndpoint"),
         tracing_config=tracing_config(state), cluster_cidr=str(CLUSTER_CIDR),
@@ -813,6 +858,17 @@ def etcdctl_env(_: argparse.Namespace) -> None:
     if not (state / "cluster.json").exists():
         fail(f"no cluster in {state}: `minikube-py up` first")
     cluster = _saved_cluster(state)
+    if is_ha(cluster):
+        # the stacked members serve clients at their nodes' addresses too
+        certs = ClusterCertificates(state)
+        endpoints = ",".join(f"https://{node.address}:{cluster['ports']['etcd-client']}"
+                             for node in node_networks(cluster) if node.name in CONTROL_PLANES)
+        for name, value in {"ETCDCTL_API": "3", "ETCDCTL_ENDPOINTS": endpoints,
+                            "ETCDCTL_CACERT": certs.etcd_pki / "ca.crt",
+                            "ETCDCTL_CERT": certs.file("apiserver-etcd-client.crt"),
+                            "ETCDCTL_KEY": certs.file("apiserver-etcd-client.key")}.items():
+            print(f"export {name}={value}")
+        return
     if is_kubeadm(cluster):
         fail(f"etcd is a static pod on {CONTROL_PLANE}, listening on its loopback: run "
              f"etcdctl there, e.g. `minikube-py ssh {CONTROL_PLANE} -- etcdctl endpoint "
@@ -914,6 +970,13 @@ def main(argv: list[str] | None = None) -> None:
                             "cluster; processes: all of them as processes on this machine "
                             "(the default for now); remembered for later `up`s (to change "
                             "it, `down --purge` first)")
+    start.add_argument("--ha", action="store_true", default=False,
+                       help="a highly available control plane (implies --layout kubeadm): "
+                            "three control-plane nodes, control-plane, control-plane2 and "
+                            "control-plane3, each with an etcd member, an API server, a "
+                            "controller-manager and a scheduler, behind haproxy on this "
+                            "machine; remembered for later `up`s (to change it, `down "
+                            "--purge` first)")
     start.set_defaults(run=up)
     stop = commands.add_parser("down", help="stop the cluster")
     stop.add_argument("--purge", action="store_true", help="also delete the cluster's data")

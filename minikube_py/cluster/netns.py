@@ -87,11 +87,16 @@ class ClusterNetwork:
                            address=str(self.network[FIRST_NODE_HOST - 1 + index]),
                            pod_cidr=pod_cidr, host_veth=f"{self.prefix}v{index}")
 
-    def control_plane(self, pod_cidr: str, name: str = "control-plane") -> NodeNetwork:
-        """The control-plane node (`up --layout kubeadm`): the address before node-1's."""
+    def control_plane(self, pod_cidr: str, name: str = "control-plane",
+                      number: int = 1) -> NodeNetwork:
+        """A control-plane node (`up --layout kubeadm`): the first at the address before
+        node-1's (.10), the others (`up --ha`: control-plane2, control-plane3) each at
+        the one before (.9, .8)."""
         return NodeNetwork(name=name, index=0, namespace=f"{self.prefix}{name}",
-                           address=str(self.network[FIRST_NODE_HOST - 1]),
-                           pod_cidr=pod_cidr, host_veth=f"{self.prefix}v0")
+                           address=str(self.network[FIRST_NODE_HOST - number]),
+                           pod_cidr=pod_cidr,
+                           host_veth=f"{self.prefix}v0" if number == 1
+                           else f"{self.prefix}c{number}")
 
     # -- building -------------------------------------------------------------------------
 

@@ -429,26 +429,29 @@ async def ensure_kubernetes_service(store: ServiceStore, port: int) -> None:
     await ensure_kubernetes_object(store, wanted, (("spec", "ports"),), "service")
 
 
-async def ensure_kubernetes_endpoints(endpoints: Store, slices: Store, address: str,
+async def ensure_kubernetes_endpoints(endpoints: Store, slices: Store, addresses: list[str],
                                       port: int) -> None:
-    """The endpoint reconciler: the `kubernetes` Service's Endpoints and EndpointSlice
-    name this server (address:port), so that pods reach it at kubernetes.default.svc
-    through the proxies' rules. Each is created, or put back when it says otherwise."""
+    """The endpoint reconciler's write: the `kubernetes` Service's Endpoints and
+    EndpointSlice name these servers (addresses:port, in this order), so that pods reach
+    them at kubernetes.default.svc through the proxies' rules. Each is created, or put
+    back when it says otherwise."""
     ports = [{"name": "https", "port": port, "protocol": "TCP"}]
     await ensure_kubernetes_object(
         endpoints,
         {"apiVersion": "v1", "kind": "Endpoints",
          "metadata": {"name": "kubernetes", "namespace": "default",
                       "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
-         "subsets": [{"addresses": [{"ip": address}], "ports": ports}]},
+         "subsets": [{"addresses": [{"ip": address} for address in addresses],
+                      "ports": ports}]},
         (("subsets",),), "endpoints")
     await ensure_kubernetes_object(
         slices,
         {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
          "metadata": {"name": "kubernetes", "namespace": "default",
                       "labels": {"kubernetes.io/service-name": "kubernetes"}},
-         "addressType": "IPv6" if ":" in address else "IPv4",
-         "endpoints": [{"addresses": [address], "conditions": {"ready": True}}],
+         "addressType": "IPv6" if ":" in addresses[0] else "IPv4",
+         "endpoints": [{"addresses": [address], "conditions": {"ready": True}}
+                       for address in addresses],
          "ports": ports},
         (("endpoints",), ("ports",)), "endpoints")
 

@@ -472,9 +472,10 @@ class EtcdClient:
             raise KeyExistsError(key)
         return response.header.revision
 
-    async def put(self, key: bytes, value: bytes) -> int:
-        """Write key whatever it holds (etcdctl put); return the new revision."""
-        request = rpc_pb2.PutRequest(key=key, value=self._stored(key, value))
+    async def put(self, key: bytes, value: bytes, *, lease: int = 0) -> int:
+        """Write key whatever it holds (etcdctl put), attached to `lease` (0: none);
+        return the new revision."""
+        request = rpc_pb2.PutRequest(key=key, value=self._stored(key, value), lease=lease)
         return (await self._request(lambda c: c.kv.Put, request, safe=False)).header.revision
 
     async def update(

@@ -10,6 +10,9 @@ kubeadm writes them:
                      etcd, kube-apiserver, kube-controller-manager, kube-scheduler with
                      our processes' flags, kubeadm's paths under /etc/kubernetes and
                      /var/lib/etcd mounted from the node's folders
+    ha.py            `up --ha`: the three control-plane nodes' names, and each stacked
+                     etcd member's own certificates (kubeadm join --control-plane's
+                     etcd phases)
     addons.py        phases/addons/proxy (manifests.go, proxy.go) and phases/addons/dns
                      (manifests.go, dns.go): the kube-proxy DaemonSet and the coredns
                      Deployment behind kube-dns, with their RBAC; our metrics server (as

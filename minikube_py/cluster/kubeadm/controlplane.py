@@ -5,7 +5,9 @@ volumes.go) and phases/etcd (local.go) write them, starting our processes with t
 Inside the pods the files are at kubeadm's paths, each mounted from the node's folder
 that `HostPaths` names:
 
-    /etc/kubernetes/pki/                  HostPaths.pki (etcd's: pki/etcd/)
+    /etc/kubernetes/pki/                  HostPaths.pki
+    /etc/kubernetes/pki/etcd/             HostPaths.etcd_pki (pki/etcd/, or with `up --ha`
+                                          the member's own, nodes/<node>/pki/etcd/)
     /etc/kubernetes/<component>.conf      HostPaths.kubeconfigs/<component>.conf
     /etc/kubernetes/tracing.yaml          HostPaths.tracing_config
     /var/lib/etcd                         HostPaths.etcd_data
@@ -49,13 +51,25 @@ class HostPaths:
     kubeconfigs: Path
     etcd_data: Path
     tracing_config: Path
+    etcd_pki: Path | None = None
+    """etcd's certificates: pki/etcd/, unless a stacked member has its own (`up --ha`)."""
+
+
+@dataclass(frozen=True)
+class EtcdMember:
+    """One member of a stacked etcd cluster (`up --ha`): its node's name and address."""
+
+    name: str
+    address: str
 
 
 @dataclass(frozen=True)
 class ControlPlane:
     """What the manifests depend on: where the API server listens and is advertised,
     the components' ports (cli.py's DEFAULT_PORTS names), the images per component,
-    log verbosity, --extra-config per component, where spans go, the LoadBalancer range."""
+    log verbosity, --extra-config per component, where spans go, the LoadBalancer range;
+    with `up --ha`, every control-plane node's etcd member (this node's is the one at the
+    advertise address): none, one etcd of its own on loopback."""
 
     advertise_address: str
     ports: Mapping[str, int]
@@ -64,6 +78,7 @@ class ControlPlane:
     load_balancer_range: str
     verbosity: int = 2
     extra_config: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    etcd_members: tuple[EtcdMember, ...] = ()
 
     def extra(self, component: str) -> tuple[str, ...]:
         """What --extra-config set for the component (after its own flags: it wins)."""
@@ -76,18 +91,55 @@ class ControlPlane:
 
     @property
     def etcd_peer_url(self) -> str:
-        return f"https://{LOOPBACK}:{self.ports['etcd-peer']}"
+        return self.peer_url(self.advertise_address if self.etcd_members else LOOPBACK)
+
+    def peer_url(self, address: str) -> str:
+        return f"https://{address}:{self.ports['etcd-peer']}"
+
+    def client_url(self, address: str) -> str:
+        return f"https://{address}:{self.ports['etcd-client']}"
+
+    @property
+    def etcd_advertise_client_url(self) -> str:
+        """Where clients are told to reach this node's member: its node's address in a
+        stacked cluster, loopback for the one member."""
+        return (self.client_url(self.advertise_address) if self.etcd_members
+                else self.etcd_client_url)
+
+    @property
+    def etcd_name(self) -> str:
+        """This node's member: its node's name (kubeadm's), else the one member's."""
+        return next((member.name for member in self.etcd_members
+                     if member.address == self.advertise_address), ETCD_NAME)
+
+    @property
+    def etcd_servers(self) -> list[str]:
+        """The API server's --etcd-servers: this node's member on loopback first, then the
+        other members (kubeadm's stacked etcd names only the local one; with all of
+        them, an API server whose member dies moves to another at once instead of
+        failing its requests until the load balancer's check takes it out)."""
+        return [self.etcd_client_url, *(self.client_url(member.address)
+                                        for member in self.etcd_members
+                                        if member.address != self.advertise_address)]
 
 
 def etcd_flags(plane: ControlPlane) -> list[str]:
-    """etcd as `up` runs it (one member, TLS with its own CA), with kubeadm's plain-HTTP
-    metrics listener on 127.0.0.1:2381 that its probes ask."""
-    return [f"--name={ETCD_NAME}", f"--data-dir={ETCD_DATA}",
-            f"--listen-client-urls={plane.etcd_client_url}",
-            f"--advertise-client-urls={plane.etcd_client_url}",
+    """etcd as `up` runs it (TLS with its own CA), with kubeadm's plain-HTTP metrics
+    listener on 127.0.0.1:2381 that its probes ask: one member on loopback, or (`up
+    --ha`) this node's member of the stacked cluster, serving clients on loopback and
+    its node's address, its peers over TLS at its node's address. The members start
+    together, each naming all of them (kubeadm adds them one by one, `existing`)."""
+    client_urls = list(dict.fromkeys((plane.etcd_client_url,
+                                      plane.etcd_advertise_client_url)))
+    initial_cluster = ",".join(f"{member.name}={plane.peer_url(member.address)}"
+                               for member in plane.etcd_members
+                               ) or f"{ETCD_NAME}={plane.etcd_peer_url}"
+    return [f"--name={plane.etcd_name}", f"--data-dir={ETCD_DATA}",
+            f"--listen-client-urls={','.join(client_urls)}",
+            f"--advertise-client-urls={plane.etcd_advertise_client_url}",
             f"--listen-peer-urls={plane.etcd_peer_url}",
             f"--initial-advertise-peer-urls={plane.etcd_peer_url}",
-            f"--initial-cluster={ETCD_NAME}={plane.etcd_peer_url}",
+            f"--initial-cluster={initial_cluster}",
             "--initial-cluster-state=new", "--logger=zap", "--log-level=warn",
             "--log-outputs=stderr",
             f"--cert-file={ETCD_PKI}/server.crt", f"--key-file={ETCD_PKI}/server.key",
@@ -100,7 +152,7 @@ def etcd_flags(plane: ControlPlane) -> list[str]:
 def apiserver_flags(plane: ControlPlane) -> list[str]:
     """The API server as `up` runs it: TLS, Node and RBAC authorization, etcd over TLS,
     every request traced."""
-    return [f"--etcd-servers={plane.etcd_client_url}",
+    return [f"--etcd-servers={','.join(plane.etcd_servers)}",
             f"--bind-address={plane.advertise_address}",
             f"--port={plane.ports['apiserver']}",
             f"--tls-cert-file={PKI}/apiserver.crt",
@@ -150,7 +202,7 @@ def etcd_pod(plane: ControlPlane, paths: HostPaths) -> Obj:
     """phases/etcd/local.go: etcd, its data and certificates mounted, probed on its
     metrics listener."""
     health = (LOOPBACK, ETCD_METRICS_PORT, "HTTP")
-    volumes = [host_path_volume("etcd-certs", paths.pki / "etcd", ETCD_PKI,
+    volumes = [host_path_volume("etcd-certs", paths.etcd_pki or paths.pki / "etcd", ETCD_PKI,
                                 "DirectoryOrCreate", False),
                host_path_volume("etcd-data", paths.etcd_data, ETCD_DATA,
                                 "DirectoryOrCreate", False)]
@@ -159,7 +211,7 @@ def etcd_pod(plane: ControlPlane, paths: HostPaths) -> Obj:
                                         *health[1:]),
         "startupProbe": startup_probe(health[0], "/health?serializable=false", *health[1:])})
     return component_pod(container, volumes, {
-        "kubeadm.kubernetes.io/etcd.advertise-client-urls": plane.etcd_client_url})
+        "kubeadm.kubernetes.io/etcd.advertise-client-urls": plane.etcd_advertise_client_url})
 
 
 def apiserver_pod(plane: ControlPlane, paths: HostPaths) -> Obj:

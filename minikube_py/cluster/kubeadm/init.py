@@ -7,11 +7,13 @@ order by run_init (cli.py only hands it the saved cluster as an InitConfiguratio
     (the images)                run_init: the registry and the trace receiver, the
                                 component images built and pushed
     etcd local, control-plane   write_control_plane: the four static pods into the
-                                control-plane node's --pod-manifest-path
+                                control-plane node's --pod-manifest-path (`up --ha`: into
+                                each of the three's, one etcd member each, ha.py)
     kubelet-start               run_init: containerd of each node and the control-plane
-                                kubelet, host processes the supervisor watches (systemd's
-                                role)
-    wait-control-plane          wait_for_apiserver: /readyz through the admin's TLS
+                                kubelet(s), host processes the supervisor watches
+                                (systemd's role); with --ha, haproxy too
+    wait-control-plane          wait_for_apiserver: /readyz through the admin's TLS (each
+                                control-plane node's API server)
     upload-config, bootstrap-   join.py: publish_cluster_objects (cluster-info, the
     token                       bootstrap token and its RBAC)
     mark-control-plane          mark_control_plane: the role label and the NoSchedule taint
@@ -48,8 +50,14 @@ from minikube_py.cluster.kubeadm.addons import (
     Addons,
     addon_objects,
 )
-from minikube_py.cluster.kubeadm.controlplane import ControlPlane, HostPaths, write_static_pods
-from minikube_py.cluster.netns import ClusterNetwork
+from minikube_py.cluster.kubeadm.controlplane import (
+    ControlPlane,
+    EtcdMember,
+    HostPaths,
+    write_static_pods,
+)
+from minikube_py.cluster.kubeadm.ha import member_data, member_pki
+from minikube_py.cluster.netns import ClusterNetwork, NodeNetwork
 from minikube_py.cluster.registry import RegistryProcess
 from minikube_py.cluster.storage import ensure_default_storage_class
 from minikube_py.cluster.tracestore import publish_trace_receiver
@@ -80,8 +88,8 @@ class InitConfiguration:
 
     state: Path
     network: ClusterNetwork
-    pod_cidr: str
-    """The control-plane node's pod CIDR."""
+    control_planes: tuple[NodeNetwork, ...]
+    """The control-plane node (`up --ha`: the three of them)."""
     ports: dict[str, int]
     server: str
     """The API server's URL, as the nodes reach it."""
@@ -96,20 +104,27 @@ class InitConfiguration:
     extra_config: dict[str, dict[str, str]]
 
 
-def manifest_dir(state: Path) -> Path:
-    """The control-plane kubelet's --pod-manifest-path (kubeadm's /etc/kubernetes/manifests)."""
-    return state / "nodes" / CONTROL_PLANE / "manifests"
+def manifest_dir(state: Path, node: str = CONTROL_PLANE) -> Path:
+    """A control-plane kubelet's --pod-manifest-path (kubeadm's /etc/kubernetes/manifests)."""
+    return state / "nodes" / node / "manifests"
 
 
-def host_paths(state: Path, tracing_config: Path) -> HostPaths:
-    """Where the static pods' hostPath volumes point: the cluster's own folders."""
+def host_paths(state: Path, tracing_config: Path, node: str, stacked: bool) -> HostPaths:
+    """Where the static pods' hostPath volumes point: the cluster's own folders; a
+    member of a stacked etcd cluster (`stacked`) has its etcd certificates and data in
+    its node's folder (ha.py)."""
     return HostPaths(pki=state / "pki", kubeconfigs=state / "kubeconfigs",
-                     etcd_data=state / "etcd", tracing_config=tracing_config)
+                     etcd_data=member_data(state, node) if stacked else state / "etcd",
+                     tracing_config=tracing_config,
+                     etcd_pki=member_pki(state, node) if stacked else None)
 
 
-def write_control_plane(state: Path, plane: ControlPlane, tracing_config: Path) -> list[Path]:
-    """kubeadm's etcd and control-plane phases: the four manifests, each written whole."""
-    return write_static_pods(manifest_dir(state), plane, host_paths(state, tracing_config))
+def write_control_plane(state: Path, node: str, plane: ControlPlane,
+                        tracing_config: Path) -> list[Path]:
+    """kubeadm's etcd and control-plane phases on one node: the four manifests, each
+    written whole."""
+    return write_static_pods(manifest_dir(state, node), plane, host_paths(
+        state, tracing_config, node, stacked=bool(plane.etcd_members)))
 
 
 async def wait_for_apiserver(admin: Path, node: str, image: str, deadline: float) -> None:
@@ -258,29 +273,35 @@ async def run_init(config: InitConfiguration, processes: dict[str, ComponentProc
           flush=True)
     tracing_endpoint = (config.tracing_endpoint
                         or f"http://{network.gateway}:{ports['tracing']}")
-    control_plane = network.control_plane(config.pod_cidr)
-    write_control_plane(state, ControlPlane(
-        advertise_address=control_plane.address, ports=ports, images=images,
-        tracing_endpoint=tracing_endpoint, load_balancer_range=config.load_balancer_range,
-        verbosity=config.verbosity, extra_config=config.extra_config), config.tracing_config)
+    planes = config.control_planes
+    members = tuple(EtcdMember(plane.name, plane.address)
+                    for plane in planes) if len(planes) > 1 else ()
+    for plane in planes:
+        write_control_plane(state, plane.name, ControlPlane(
+            advertise_address=plane.address, ports=ports, images=images,
+            tracing_endpoint=tracing_endpoint, load_balancer_range=config.load_balancer_range,
+            verbosity=config.verbosity, extra_config=config.extra_config,
+            etcd_members=members), config.tracing_config)
     await asyncio.gather(*(start(name) for name in processes
-                           if kind_of(name) == "containerd"))
-    first = f"{CONTROL_PLANE}/kubelet"
+                           if kind_of(name) in ("containerd", "haproxy")))
+    firsts = [f"{plane.name}/kubelet" for plane in planes]
     # a whole second back: the API's times have whole seconds
-    since = None if processes[first].adopt() else datetime.now(UTC).replace(
+    since = None if processes[firsts[0]].adopt() else datetime.now(UTC).replace(
         microsecond=0) - timedelta(seconds=1)
-    await start(first)
+    # together: a stacked etcd member waits for the others to have a quorum
+    await asyncio.gather(*(start(name) for name in firsts))
     certs = ClusterCertificates(state)
     admin = certs.kubeconfig("admin")
-    await wait_for_apiserver(admin, CONTROL_PLANE, images["kube-apiserver"], deadline)
-    print(f"apiserver: ready, a static pod on {CONTROL_PLANE} "
+    await asyncio.gather(*(wait_for_apiserver(admin, plane.name, images["kube-apiserver"],
+                                              deadline) for plane in planes))
+    print(f"apiserver: ready, a static pod on {', '.join(plane.name for plane in planes)} "
           f"({time.monotonic() - started:.1f} s)", flush=True)
     shutil.copyfile(admin, state / "kubeconfig")
     (state / "kubeconfig").chmod(0o600)
     await publish_cluster_objects(admin, state, config.server, certs.ca_file.read_bytes())
     if isinstance(receiver := processes.get("tracing"), TraceReceiverProcess):
         await publish_trace_receiver(state / "kubeconfig", receiver.url)
-    await mark_control_plane(admin, CONTROL_PLANE)
+    await asyncio.gather(*(mark_control_plane(admin, plane.name) for plane in planes))
     await apply_addons(admin, addon_objects(Addons(
         server=config.server, cluster_cidr=config.cluster_cidr,
         cluster_dns=config.cluster_dns, images=images, tracing_endpoint=tracing_endpoint,
@@ -289,7 +310,8 @@ async def run_init(config: InitConfiguration, processes: dict[str, ComponentProc
     if "provisioner" in processes:
         await start("provisioner")
     await asyncio.gather(*(start(name) for name in processes
-                           if kind_of(name) in ("kubelet", "hollow-nodes") and name != first))
+                           if kind_of(name) in ("kubelet", "hollow-nodes")
+                           and name not in firsts))
     await approve_serving()
     await wait_for_cluster(admin, config.nodes, deadline, since)
     print(f"every node Ready, every kube-system pod running "
