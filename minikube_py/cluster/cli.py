@@ -372,7 +372,7 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
         config = node_config(state, node.name, node.pod_cidr, registry, netns=node.path)
         in_node = {"address": node.address, "netns": node.path}
         processes[f"{node.name}/containerd"] = Containerd(
-            config, **files(f"{node.name}/containerd"))
+            config, keep_images=True, **files(f"{node.name}/containerd"))
         # kubeadm init's node (and with --ha the ones joined as control planes): no
         # bootstrap, their kubelets start the API servers
         initial = node.name in control_plane_names(cluster)

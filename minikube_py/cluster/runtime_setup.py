@@ -339,10 +339,13 @@ class Containerd(ComponentProcess):
 
     def __init__(self, config: NodeRuntimeConfig, *, log_path: Path | None = None,
                  pid_file: Path | None = None, start_timeout: float = 30.0,
-                 stop_timeout: float = 10.0) -> None:
+                 stop_timeout: float = 10.0, keep_images: bool = False) -> None:
+        """keep_images: stop() leaves containerd's root (its images, unpacked), as a node
+        that reboots keeps /var/lib/containerd: the next start pulls and unpacks nothing."""
         super().__init__(log_path or config.log_path, start_timeout=start_timeout,
                          stop_timeout=stop_timeout, pid_file=pid_file, netns=config.netns)
         self.config = config
+        self.keep_images = keep_images
 
     @property
     def endpoint(self) -> str:
@@ -407,7 +410,8 @@ class Containerd(ComponentProcess):
             await remove_pod_sandboxes(self.endpoint)
         await super().stop()
         await _remove_node_runtime(self.config.base_dir, self.config.network_name,
-                                   self.config.bridge_name, self.config.netns)
+                                   self.config.bridge_name, self.config.netns,
+                                   keep=(ROOT_DIR,) if self.keep_images else ())
 
 
 async def remove_pod_sandboxes(endpoint: str) -> None:
@@ -517,9 +521,11 @@ async def cleanup_stale(base_dir: Path, netns: Path | None = None) -> None:
 
 
 async def _remove_node_runtime(base_dir: Path, network_name: str | None,
-                               bridge_name: str | None, netns: Path | None = None) -> None:
+                               bridge_name: str | None, netns: Path | None = None,
+                               keep: tuple[str, ...] = ()) -> None:
     """Every teardown step in order. Each is a no-op when there is nothing to remove, and
     one that fails does not keep the others from running; the failures are raised last.
+    The files named in `keep` stay (their mounts go all the same).
 
     The bridge and CNI's rules are in the node's network namespace when it has one (and
     went with it if it is gone)."""
@@ -560,7 +566,7 @@ async def _remove_node_runtime(base_dir: Path, network_name: str | None,
         with step("deleting the bridge"):
             await _run(*in_node, "ip", "link", "delete", bridge_name, check=False)
     with step("removing files"):
-        for path in (base_dir / name for name in OWNED_PATHS):
+        for path in (base_dir / name for name in OWNED_PATHS if name not in keep):
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)
             else:
