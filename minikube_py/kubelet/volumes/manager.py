@@ -262,6 +262,16 @@ class VolumeManager:
                     changed = changed or volume_changed
         return changed
 
+    async def empty_dir_usage(self, pod: Obj) -> dict[str, int]:
+        """The bytes each set-up emptyDir volume of the pod holds (its volume stats)."""
+        mounted = self._mounted.get(pod["metadata"]["uid"]) or {}
+        used = {}
+        for volume in (pod.get("spec") or {}).get("volumes") or []:
+            path = mounted.get(volume["name"])
+            if path is not None and _source_of(volume) == "emptyDir":
+                used[volume["name"]] = await asyncio.to_thread(emptydir.disk_usage, path)
+        return used
+
     # -- TearDown -----------------------------------------------------------------------
 
     async def teardown_pod_volumes(self, pod_uid: str) -> None:
