@@ -3,8 +3,8 @@ pkg/controller/volume/expand/expand_controller.go): it grows the volumes of clai
 ask for more storage, when an in-tree plugin can.
 
     a Bound claim whose request grew, or whose capacity did (the informer's update)
-        -> its PV, from the API server; bound back to this claim? (else retry)
         -> request <= status.capacity: nothing to do
+        -> its PV, from the API server; bound back to this claim? (else retry)
         -> no in-tree plugin here grows a volume: the event ExternalExpanding
            "waiting for an external controller to expand this PVC" (Normal), and the
            claim is left to its external resizer (the local-path provisioner's for the
@@ -65,6 +65,10 @@ class ExpandController(Controller):
         claim = self.claims.store.get_by_name(namespace, name)
         if claim is None:
             return
+        if requested_storage(claim) <= status_capacity(claim):
+            # upstream reads the PV first, for its pre-resize-capacity annotation, which
+            # nothing here writes: a claim that asks for no more needs no PV read
+            return
         volume_name = (claim.get("spec") or {}).get("volumeName") or ""
         try:
             volume = await self.volumes_client.get(volume_name)
@@ -75,6 +79,4 @@ class ExpandController(Controller):
                 or claim_ref.get("uid") != claim["metadata"]["uid"]):
             raise ExpectedSyncError(
                 f"persistent Volume is not bound to PVC being updated : {claim_key(claim)}")
-        if requested_storage(claim) <= status_capacity(claim):
-            return
         self.recorder.event(claim, "Normal", "ExternalExpanding", EXTERNAL_EXPANDING_MESSAGE)
