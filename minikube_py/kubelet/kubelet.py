@@ -503,8 +503,8 @@ class Kubelet(Component):
             return None
 
     async def _update_claim_status(self, claim: Obj) -> Obj:
-        """A claim's /status, as the node expander writes it (the Node authorizer lets a
-        node update the claims of its pods)."""
+        """A claim's /status, as the node expander writes it (NodeRestriction lets a node
+        change only its capacity, conditions and allocation)."""
         saved: Obj = await self.client.resource("persistentvolumeclaims").update_status(claim)
         return saved
 

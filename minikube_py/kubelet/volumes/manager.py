@@ -182,6 +182,7 @@ class VolumeManager:
                 from error
 
     async def _node_expand(self, pod: Obj, claim: Obj, volume: Obj) -> None:
+        """MountVolume.NodeExpandVolume: finish the claim's resize if it waits for us."""
         if self.update_claim_status is None or self.record_event is None:
             return
         try:
@@ -204,7 +205,7 @@ class VolumeManager:
                 claim, bound = await persistent_claim.bound_volume(
                     pod["metadata"]["namespace"], source, self.get_claim, self.get_volume)
                 await self._node_expand(pod, claim, bound)
-            except (ProcessVolumeError, _MountError) as error:
+            except (ProcessVolumeError, _MountError, ClientError) as error:
                 log.warning("pod %s: volume %s: %s", uid, volume["name"], error)
 
     async def _set_up_or_raise(self, pod: Obj, volume: Obj) -> tuple[Path, bool]:
