@@ -522,3 +522,73 @@ async def test_the_kubelet_process_stops_on_sigterm_within_2s_leaving_its_pods_r
 
 async def _logged(log: Path, text: str) -> bool:
     return text in log.read_text()
+
+
+async def test_an_empty_dir_over_its_size_limit_gets_its_pod_evicted(node, api_client,
+                                                                     namespace):
+    await create(api_client, namespace, make_pod("scratch", node, [shell(
+        "app", 'grep " /ram " /proc/mounts; sleep 1; '
+               "dd if=/dev/zero of=/cache/blob bs=1M count=3; sleep 3600",
+        volumeMounts=[{"name": "cache", "mountPath": "/cache"},
+                      {"name": "ram", "mountPath": "/ram"}])],
+        restartPolicy="Never",
+        volumes=[{"name": "cache", "emptyDir": {"sizeLimit": "1Mi"}},
+                 {"name": "ram", "emptyDir": {"medium": "Memory", "sizeLimit": "4Mi"}}]))
+    evicted = await pod_where(api_client, namespace, "scratch",
+                              lambda p: p.get("status", {}).get("phase") == "Failed",
+                              timeout=60, what="the eviction manager to evict the pod")
+    assert evicted["status"]["reason"] == "Evicted"
+    assert evicted["status"]["message"] == (
+        'Usage of EmptyDir volume "cache" exceeds the limit "1Mi". ')
+    mount = (await pod_log(api_client, namespace, "scratch")).splitlines()[0].split()
+    assert mount[2] == "tmpfs" and "size=4096k" in mount[3].split(",")
+
+
+async def test_the_kubelet_finishes_a_claims_resize_when_it_mounts_it(
+        node, api_client, namespace, fast_tmp):
+    """The resizer's work done by hand: the PV grown to 2Gi, the claim still at 1Gi and
+    NodeResizePending; the kubelet mounting it for a pod finishes it."""
+    claim = await api_client.resource("persistentvolumeclaims").create({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "grown"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                 "resources": {"requests": {"storage": "2Gi"}}}}, namespace)
+    volume_name = f"grown-{namespace}"
+    await api_client.resource("persistentvolumes").create({
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume_name},
+        "spec": {"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "2Gi"},
+                 "storageClassName": "", "persistentVolumeReclaimPolicy": "Retain",
+                 "hostPath": {"path": str(fast_tmp / volume_name), "type": "DirectoryOrCreate"},
+                 "claimRef": {"namespace": namespace, "name": "grown",
+                              "uid": claim["metadata"]["uid"]}}})
+    try:
+        claim["spec"]["volumeName"] = volume_name
+        claim = await api_client.resource("persistentvolumeclaims").update(claim)
+        claim["status"] = {
+            "phase": "Bound", "capacity": {"storage": "1Gi"},
+            "allocatedResources": {"storage": "2Gi"},
+            "allocatedResourceStatuses": {"storage": "NodeResizePending"},
+            "conditions": [{"type": "FileSystemResizePending", "status": "True",
+                            "lastProbeTime": None,
+                            "lastTransitionTime": "2026-11-29T07:00:00Z"}]}
+        await api_client.resource("persistentvolumeclaims").update_status(claim)
+        await create(api_client, namespace, make_pod(
+            "user", node, [shell("app", "sleep 3600", volumeMounts=[
+                {"name": "data", "mountPath": "/data"}])],
+            volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "grown"}}]))
+        await pod_where(api_client, namespace, "user", is_running_and_ready, timeout=60)
+
+        finished = await api_client.resource("persistentvolumeclaims").get("grown", namespace)
+        assert finished["status"] == {"phase": "Bound", "capacity": {"storage": "2Gi"},
+                                      "allocatedResources": {"storage": "2Gi"}}
+
+        async def resize_event() -> str | None:
+            events = await api_client.resource("events").list(namespace)
+            return next((e["message"] for e in events["items"]
+                         if e["reason"] == "FileSystemResizeSuccessful"
+                         and e["involvedObject"]["name"] == "user"), None)
+        assert await eventually(resize_event, what="FileSystemResizeSuccessful") == (
+            f'MountVolume.NodeExpandVolume succeeded for volume "{volume_name}" {node.name}')
+    finally:
+        volumes = api_client.resource("persistentvolumes")
+        await volumes.patch(volume_name, {"metadata": {"finalizers": None}})
+        await volumes.delete(volume_name)

@@ -249,3 +249,37 @@ def test_a_kubelet_may_create_only_mirror_pods_its_node_owns(
     # and it deletes its mirror pods as it may any pod bound to it
     deleted = kubectl(node_a, "delete", "pod", "mirror-ok", "-n", "work", "--wait=false")
     assert deleted.returncode == 0, deleted.stderr
+
+
+def patch_claim_status(server: SecuredServer, cert: pki.KeyPair, claim: str, body: str
+                       ) -> tuple[int, str]:
+    """PATCH persistentvolumeclaims/status as the kubelet finishing a resize."""
+    request = urllib.request.Request(
+        f"{server.url}/api/v1/namespaces/work/persistentvolumeclaims/{claim}/status",
+        data=body.encode(), method="PATCH",
+        headers={"Content-Type": "application/merge-patch+json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10,
+                                    context=server.client_context(cert)) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())["message"]
+
+
+def test_a_kubelet_may_change_only_a_claims_capacity_conditions_and_allocation(
+        server: SecuredServer, ca: pki.KeyPair, nodes: dict[str, Path], admin: Path) -> None:
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": "grown", "namespace": "work"},
+             "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                      "resources": {"requests": {"storage": "2Gi"}}}}
+    made = kubectl(admin, "create", "-f", "-", stdin=json.dumps(claim))
+    assert made.returncode == 0, made.stderr
+    cert = node_cert(ca, "node-a")
+    finished = json.dumps({"status": {
+        "capacity": {"storage": "2Gi"}, "allocatedResources": {"storage": "2Gi"},
+        "allocatedResourceStatuses": {"storage": "NodeResizeInProgress"},
+        "conditions": [{"type": "FileSystemResizePending", "status": "True"}]}})
+    assert patch_claim_status(server, cert, "grown", finished)[0] == 200
+    assert patch_claim_status(server, cert, "grown", '{"status":{"phase":"Lost"}}') == (
+        403, 'persistentvolumeclaims "grown" is forbidden: node "node-a" is not allowed to '
+        "update fields other than status.capacity and status.conditions: status changed")

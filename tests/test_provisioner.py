@@ -1,7 +1,9 @@
 """The local-path provisioner against a real API server and etcd, with the PersistentVolume
 controller binding what it provisions: a WaitForFirstConsumer claim with a selected node
 gets a pre-bound hostPath volume pinned to that node, in that node's folder; when the
-claim goes, the Released volume's folder, then the volume, go too."""
+claim goes, the Released volume's folder, then the volume, go too. A claim of an
+expandable class grows: admission, the expand controller and the resizer take it to the
+point where the kubelet finishes it."""
 
 from __future__ import annotations
 
@@ -14,17 +16,19 @@ from pathlib import Path
 import pytest
 
 from minikube_py.api import Obj
-from minikube_py.client.errors import NotFound
+from minikube_py.client.errors import Forbidden, Invalid, NotFound
 from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import SharedInformerFactory
 from minikube_py.client.rest import Client
 from minikube_py.controllers.manager import ControllerManager
+from minikube_py.controllers.volume.expand import ExpandController
 from minikube_py.controllers.volume.persistentvolume import PersistentVolumeController
 from minikube_py.controllers.volume.protection import (
     PVCProtectionController,
     PVProtectionController,
 )
 from minikube_py.provisioner.localpath import FINALIZER, PROVISIONER_NAME, LocalPathProvisioner
+from minikube_py.provisioner.resizer import LocalPathResizer
 from tests.api_helpers import eventually
 from tests.test_persistentvolume_controller import claim, wait_event, wait_phase
 
@@ -174,3 +178,79 @@ def test_only_folders_of_a_nodes_local_path_folder_are_ever_removed(tmp_path: Pa
                     str(inside / "../../../../etc/x"), str(tmp_path / "local-path-provisioner/x"),
                     ""):
         assert provisioner._folder_of(volume(outside)) is None, outside
+
+
+@pytest.fixture
+async def resizer(kubeconfig: Path) -> AsyncIterator[LocalPathResizer]:
+    """The provisioner's resizer in this process."""
+    client = Client.from_kubeconfig(kubeconfig, user_agent="test-local-path-resizer")
+    informers = SharedInformerFactory(client)
+    resizer = LocalPathResizer(client, informers)
+    informers.start()
+    task = None
+    try:
+        async with asyncio.timeout(30):
+            await informers.wait_for_cache_sync()
+        task = asyncio.create_task(resizer.run())
+        yield resizer
+    finally:
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        await informers.stop()
+        await client.close()
+
+
+def grow(size: str) -> Obj:
+    return {"spec": {"resources": {"requests": {"storage": size}}}}
+
+
+async def test_a_claim_grows_only_bound_and_when_its_class_allows_it(
+        api_client: Client, namespace: str, cluster_objects: dict[str, str],
+        provisioner: LocalPathProvisioner, resizer: LocalPathResizer,
+        run_controllers: RunControllers) -> None:
+    node, class_name = cluster_objects["node"], cluster_objects["class"]
+    pvcs = api_client.resource("persistentvolumeclaims")
+    classes = api_client.resource("storageclasses", "storage.k8s.io")
+    await run_controllers(PersistentVolumeController, ExpandController)
+    await pvcs.create(selected(claim("data", class_name), node), namespace)
+    await pvcs.create(claim("waiting", class_name), namespace)
+    bound = await wait_phase(pvcs, "data", "Bound", namespace)
+
+    with pytest.raises(Invalid) as unbound:  # validation answers before admission
+        await pvcs.patch("waiting", grow("2Gi"), namespace)
+    assert unbound.value.status["message"].startswith(
+        'PersistentVolumeClaim "waiting" is invalid: spec: Forbidden: spec is immutable after '
+        "creation except resources.requests and volumeAttributesClassName for bound claims")
+    with pytest.raises(Forbidden) as refused:
+        await pvcs.patch("data", grow("2Gi"), namespace)
+    assert refused.value.status["message"] == (
+        'persistentvolumeclaims "data" is forbidden: only dynamically provisioned pvc can be '
+        "resized and the storageclass that provisions the pvc must support resize")
+
+    await classes.patch(class_name, {"allowVolumeExpansion": True})
+    await pvcs.patch("data", grow("2Gi"), namespace)
+
+    async def waits_for_node() -> Obj | None:
+        got: Obj = await pvcs.get("data", namespace)
+        statuses = got["status"].get("allocatedResourceStatuses") or {}
+        return got if statuses.get("storage") == "NodeResizePending" else None
+    grown = await eventually(waits_for_node, what="the claim waiting for its node's part")
+    status = grown["status"]
+    assert status["capacity"] == {"storage": "1Gi"}  # the kubelet's part is still to do
+    assert status["allocatedResources"] == {"storage": "2Gi"}
+    assert [(c["type"], c["status"], c.get("message")) for c in status["conditions"]] == [
+        ("FileSystemResizePending", "True", "Waiting for user to (re-)start a pod to finish "
+                                            "file system resize of volume on node.")]
+    volume = await api_client.resource("persistentvolumes").get(bound["spec"]["volumeName"])
+    assert volume["spec"]["capacity"] == {"storage": "2Gi"}
+    assert await wait_event(api_client, namespace, "ExternalExpanding", "data") == (
+        "waiting for an external controller to expand this PVC")
+    assert await wait_event(api_client, namespace, "Resizing", "data") == (
+        f"External resizer is resizing volume {volume['metadata']['name']}")
+    assert await wait_event(api_client, namespace, "FileSystemResizeRequired", "data") == (
+        "Require file system resize of volume on node")
+
+    with pytest.raises(Invalid) as shrunk:
+        await pvcs.patch("data", grow("1Gi"), namespace)
+    assert "field can not be less than status.capacity" in shrunk.value.status["message"]

@@ -143,6 +143,34 @@ def test_a_storage_classs_provisioner_policy_and_binding_mode_never_change(
     kubectl("patch", "sc", unique, "--type=merge", "-p", '{"allowVolumeExpansion":true}')
 
 
+def test_kubectl_cannot_grow_a_claim_whose_class_does_not_allow_it(
+        kubectl: Kubectl, namespace: str, unique: str, cluster_scoped: list[str]) -> None:
+    cluster_scoped.append(f"sc/{unique}")
+    kubectl("create", "-f", "-", input=storage_class(unique, provisioner="example.com/disk"))
+    kubectl("create", "-n", namespace, "-f", "-", input=claim("data", storageClassName=unique))
+    grow = json.dumps({"spec": {"resources": {"requests": {"storage": "2Gi"}}}})
+    pending = kubectl("patch", "pvc", "data", "-n", namespace, "-p", grow, check=False)
+    assert pending.returncode == 1 and pending.stderr.startswith(
+        'The PersistentVolumeClaim "data" is invalid: spec: Forbidden: spec is immutable after '
+        "creation except resources.requests and volumeAttributesClassName for bound claims")
+    kubectl("patch", "pvc", "data", "-n", namespace, "--subresource=status", "-p",
+            '{"status":{"phase":"Bound","capacity":{"storage":"1Gi"}}}')
+
+    refused = kubectl("patch", "pvc", "data", "-n", namespace, "-p", grow, check=False)
+
+    assert refused.returncode == 1
+    assert refused.stderr == (
+        'Error from server (Forbidden): persistentvolumeclaims "data" is forbidden: only '
+        "dynamically provisioned pvc can be resized and the storageclass that provisions the "
+        "pvc must support resize\n")
+    kubectl("patch", "sc", unique, "--type=merge", "-p", '{"allowVolumeExpansion":true}')
+    kubectl("patch", "pvc", "data", "-n", namespace, "-p", grow)
+    shrunk = kubectl("patch", "pvc", "data", "-n", namespace, "-p", json.dumps(
+        {"spec": {"resources": {"requests": {"storage": "512Mi"}}}}), check=False)
+    assert "spec.resources.requests.storage: Forbidden: field can not be less than " \
+        "status.capacity" in shrunk.stderr
+
+
 def test_claims_and_volumes_are_protected_and_volumes_start_pending(
         kubectl: Kubectl, namespace: str, unique: str, cluster_scoped: list[str]) -> None:
     cluster_scoped.append(f"pv/{unique}")

@@ -173,24 +173,23 @@ def find_matching_volume(claim: Obj, volumes: Iterable[Obj], node: Obj | None = 
     smallest: Obj | None = None
     smallest_size = Decimal(0)
     for volume in volumes:
+        # every test is a skip, so the cheap ones come first and the node affinity (the
+        # dearest, as upstream's comment says) last
         if volume["metadata"]["name"] in excluded:
             continue
-        size = volume_capacity(volume)
-        if check_volume_mode_mismatches(claim, volume):
-            continue
-        if volume["metadata"].get("deletionTimestamp"):
-            continue
-        node_affinity_valid = node is None or check_node_affinity(volume, node)
-        if is_volume_bound_to_claim(volume, claim):
-            if size < requested:
-                continue
-            return volume if node_affinity_valid else None
-        if node is None and delay_binding:
-            continue
+        bound_to_claim = is_volume_bound_to_claim(volume, claim)
         spec = _spec(volume)
-        if (volume.get("status") or {}).get("phase") != "Available" \
-                or spec.get("claimRef") is not None:
+        if not bound_to_claim and (
+                (node is None and delay_binding)
+                or (volume.get("status") or {}).get("phase") != "Available"
+                or spec.get("claimRef") is not None):
             continue
+        size = volume_capacity(volume)
+        if size < requested or check_volume_mode_mismatches(claim, volume) \
+                or volume["metadata"].get("deletionTimestamp"):
+            continue
+        if bound_to_claim:
+            return volume if node is None or check_node_affinity(volume, node) else None
         if selector is not None and not selector.matches(
                 volume["metadata"].get("labels") or {}):
             continue
@@ -198,13 +197,21 @@ def find_matching_volume(claim: Obj, volumes: Iterable[Obj], node: Obj | None = 
             continue
         if (spec.get("volumeAttributesClassName") or "") != requested_attributes_class:
             continue
-        if not node_affinity_valid:
+        if node is not None and not (check_node_affinity(volume, node)
+                                     and check_access_modes(claim, volume)):
             continue
-        if node is not None and not check_access_modes(claim, volume):
-            continue
-        if size >= requested and (smallest is None or smallest_size > size):
+        if smallest is None or smallest_size > size:
             smallest, smallest_size = volume, size
     return smallest
+
+
+def _may_match(volume: Obj, claim: Obj, delay_binding: bool) -> bool:
+    """The first skip of find_matching_volume (no node): pre-bound to the claim, or (not
+    delayed) an Available volume without a claimRef."""
+    if is_volume_bound_to_claim(volume, claim):
+        return True
+    return (not delay_binding and (volume.get("status") or {}).get("phase") == "Available"
+            and _spec(volume).get("claimRef") is None)
 
 
 def find_best_match_for_claim(claim: Obj, volumes: Iterable[Obj], *,
@@ -214,6 +221,8 @@ def find_best_match_for_claim(claim: Obj, volumes: Iterable[Obj], *,
     for RWO takes an RWO volume before an RWO+RWX one."""
     by_modes: dict[str, list[Obj]] = {}
     for volume in volumes:
+        if not _may_match(volume, claim, delay_binding):
+            continue
         modes = access_modes_string(_spec(volume).get("accessModes") or [])
         by_modes.setdefault(modes, []).append(volume)
     wanted = set(access_modes_string(_spec(claim).get("accessModes") or []).split(",")) - {""}

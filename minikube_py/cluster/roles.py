@@ -48,6 +48,7 @@ ROLES: dict[str, tuple[str, list[Obj]]] = {
     "minikube-py:local-path-provisioner": ("system:local-path-provisioner", [
         _rule([*READ, "create", "patch", "delete"], [""], ["persistentvolumes"]),
         _rule([*READ, "update"], [""], ["persistentvolumeclaims"]),
+        _rule(["patch", "update"], [""], ["persistentvolumeclaims/status"]),  # the resizer's
         _rule(READ, ["storage.k8s.io"], ["storageclasses"]),
         _rule(READ, [""], ["nodes"]),
         _rule(["list", "watch", "create", "update", "patch"], [""], ["events"]),

@@ -118,6 +118,7 @@ CONTROLLER_ACCOUNTS = {
     "taint-eviction-controller": "node-controller",
     "podgc": "pod-garbage-collector",
     "persistentvolume-binder": "persistent-volume-binder",
+    "persistentvolume-expander": "expand-controller",
     "resourcequota": "resourcequota-controller",
     "horizontalpodautoscaling": "horizontal-pod-autoscaler",
     "clusterrole-aggregation": "clusterrole-aggregation-controller",

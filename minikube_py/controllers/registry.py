@@ -37,6 +37,7 @@ from minikube_py.controllers.statefulset import StatefulSetController
 from minikube_py.controllers.taint_eviction import TaintEvictionController
 from minikube_py.controllers.tokencleaner import TokenCleaner
 from minikube_py.controllers.ttlafterfinished import TTLAfterFinishedController
+from minikube_py.controllers.volume.expand import ExpandController
 from minikube_py.controllers.volume.persistentvolume import PersistentVolumeController
 from minikube_py.controllers.volume.protection import (
     PVCProtectionController,
@@ -65,6 +66,7 @@ ALL_CONTROLLERS: tuple[type[Controller], ...] = (
     TaintEvictionController,
     PodGCController,
     PersistentVolumeController,
+    ExpandController,
     PVCProtectionController,
     PVProtectionController,
     ClusterRoleAggregationController,

@@ -55,6 +55,7 @@ from minikube_py.controllers.controller_utils import (
 )
 from minikube_py.controllers.statefulset_util import (
     RETAIN,
+    claim_name,
     claim_owner_references,
     descending_ordinal,
     get_ordinal,
@@ -517,9 +518,11 @@ class StatefulSetController(Controller):
         self._record_pod_event("delete", sts, pod)
 
     def _existing_claims(self, sts: Obj, pod: Obj) -> list[Obj]:
-        namespace = sts["metadata"]["namespace"]
-        found = (self.claims.store.get_by_name(namespace, pvc["metadata"]["name"])
-                 for pvc in persistent_volume_claims(sts, get_ordinal(pod)).values())
+        """The pod's claims that exist (the names of getPersistentVolumeClaims, without
+        building the claims: every sync asks this of every pod)."""
+        namespace, ordinal = sts["metadata"]["namespace"], get_ordinal(pod)
+        found = (self.claims.store.get_by_name(namespace, claim_name(sts, template, ordinal))
+                 for template in sts["spec"].get("volumeClaimTemplates") or [])
         return [pvc for pvc in found if pvc is not None]
 
     def _pod_claim_is_stale(self, sts: Obj, pod: Obj) -> bool:

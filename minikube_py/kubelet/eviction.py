@@ -8,6 +8,9 @@ grace periods, min-reclaim or node-level reclaim (image and container garbage co
         thresholds    which hard thresholds are met (available < threshold)
         conditions    MemoryPressure / DiskPressure / PIDPressure, reported until no
                       threshold of theirs was met for pressure_transition_period (5 min)
+        local storage every pod with an emptyDir using more than its sizeLimit is
+                      evicted ("Usage of EmptyDir volume "v" exceeds the limit "1Mi". ");
+                      if one was, that is this pass's reclaim (localStorageEviction)
         reclaim       memory first, else the first threshold met: rank the active pods
                       for its resource and evict the first one that is not critical
     admit(pod)        under memory pressure reject BestEffort pods; under any other
@@ -79,6 +82,10 @@ THRESHOLD_MET_MESSAGE = "Threshold quantity: {quantity}, available: {available}.
 CONTAINER_MESSAGE = ("Container {name} was using {usage}, request is {request}, "
                      "has larger consumption of {resource}. ")
 NODE_CONDITION_MESSAGE = "The node had condition: {conditions}. "
+EMPTY_DIR_MESSAGE = 'Usage of EmptyDir volume "{name}" exceeds the limit "{limit}". '
+
+# volume_usage(pod): the bytes each of its emptyDir volumes holds, by volume name.
+VolumeUsage = Callable[[Obj], Awaitable[dict[str, int]]]
 
 
 # -- thresholds ---------------------------------------------------------------------------
@@ -325,6 +332,20 @@ def eviction_message(resource: str, pod: Obj, usage: PodUsage | None,
     return message
 
 
+def empty_dir_limit_message(pod: Obj, used: dict[str, int]) -> str | None:
+    """emptyDirLimitEviction: the message for the first emptyDir of the pod using more
+    than its (positive) sizeLimit, None when none does."""
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        source = volume.get("emptyDir")
+        if source is None or source.get("sizeLimit") is None or volume["name"] not in used:
+            continue
+        limit = memory_bytes(source["sizeLimit"])
+        if limit > 0 and used[volume["name"]] > limit:
+            return EMPTY_DIR_MESSAGE.format(name=volume["name"],
+                                            limit=canonical_quantity(source["sizeLimit"]))
+    return None
+
+
 def _eviction_priority(threshold: Threshold) -> int:
     """byEvictionPriority: memory is reclaimed before anything else."""
     return 0 if SIGNAL_TO_RESOURCE[threshold.signal] == "memory" else 1
@@ -341,6 +362,7 @@ class EvictionManager:
                  active_pods: Callable[[], list[Obj]],
                  pod_usage: Callable[[str], Awaitable[PodUsage | None]],
                  evict: Callable[[Obj, str], Awaitable[None]],
+                 volume_usage: VolumeUsage | None = None,
                  clock: Callable[[], datetime] = utc_now,
                  pressure_transition_period: float = PRESSURE_TRANSITION_PERIOD) -> None:
         self.thresholds = list(thresholds)
@@ -348,6 +370,7 @@ class EvictionManager:
         self.active_pods = active_pods
         self.pod_usage = pod_usage
         self.evict = evict
+        self.volume_usage = volume_usage
         self.clock = clock
         self.pressure_transition_period = pressure_transition_period
         self.node_conditions: list[str] = []
@@ -374,6 +397,9 @@ class EvictionManager:
         observations = await self.observe()
         met = thresholds_met(self.thresholds, observations)
         self._update_conditions(met)
+        evicted = await self.local_storage_eviction()
+        if evicted:
+            return evicted[0]
         if not met:
             return None
         met.sort(key=_eviction_priority)
@@ -395,6 +421,30 @@ class EvictionManager:
                                                    observations))
             return pod
         return None
+
+    async def local_storage_eviction(self) -> list[Obj]:
+        """localStorageEviction: evict every pod an emptyDir of which outgrew its sizeLimit
+        (critical pods excepted)."""
+        if self.volume_usage is None:
+            return []
+        evicted = []
+        for pod in self.active_pods():
+            try:
+                used = await self.volume_usage(pod)
+            except OSError as error:
+                log.warning("eviction manager: no volume stats for pod %s: %s",
+                            pod["metadata"]["name"], error)
+                continue
+            message = empty_dir_limit_message(pod, used)
+            if message is None:
+                continue
+            if is_critical_pod(pod):
+                log.error("eviction manager: cannot evict a critical pod %s",
+                          pod["metadata"]["name"])
+                continue
+            await self.evict(pod, message)
+            evicted.append(pod)
+        return evicted
 
     def _update_conditions(self, met: Sequence[Threshold]) -> None:
         """nodeConditionsLastObservedAt + nodeConditionsObservedSince: a condition stays

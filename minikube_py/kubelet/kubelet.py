@@ -238,11 +238,14 @@ class Kubelet(Component):
                 get_config_map=self._get_config_map, get_secret=self._get_secret,
                 get_claim=self._get_claim, get_volume=self._get_volume,
                 get_node_labels=self._node_labels, allocatable=self.allocatable,
-                get_service_account_token=self._service_account_token)
+                get_service_account_token=self._service_account_token,
+                node_name=self.node_name, update_claim_status=self._update_claim_status,
+                record_event=self.recorder.event)
             self.eviction = EvictionManager(
                 parse_thresholds(self.config.eviction_hard),
                 observe=lambda: observe_host(self.config.root_dir),
-                active_pods=self.active_pods, pod_usage=self._pod_usage, evict=self.evict_pod)
+                active_pods=self.active_pods, pod_usage=self._pod_usage, evict=self.evict_pod,
+                volume_usage=self.volumes.empty_dir_usage)
             self.server = KubeletServer(
                 HostInterface(self), self.config.address, self.config.port,
                 auth=KubeletAuth(self.config.auth, self.client, self.node_name),
@@ -498,6 +501,12 @@ class Kubelet(Component):
             return await self.client.resource("persistentvolumeclaims").get(name, namespace)
         except NotFound:
             return None
+
+    async def _update_claim_status(self, claim: Obj) -> Obj:
+        """A claim's /status, as the node expander writes it (NodeRestriction lets a node
+        change only its capacity, conditions and allocation)."""
+        saved: Obj = await self.client.resource("persistentvolumeclaims").update_status(claim)
+        return saved
 
     async def _get_volume(self, name: str) -> Obj | None:
         """The PersistentVolume a pod's claim is bound to (the Node authorizer allows the

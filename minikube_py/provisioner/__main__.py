@@ -1,9 +1,11 @@
 """`python -m minikube_py.provisioner --kubeconfig F --nodes-dir D [--bind-address A]
-[--port N]`: the local-path provisioner (minikube-py.io/local-path)."""
+[--port N]`: the local-path provisioner (minikube-py.io/local-path), and its resizer
+(the external-resizer's part: claims of its volumes that ask for more)."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from minikube_py.client.kubeconfig import KubeconfigError
 from minikube_py.client.logs import add_verbosity_flag, setup_logging
 from minikube_py.client.rest import Client
 from minikube_py.provisioner.localpath import PROVISIONER_NAME, LocalPathProvisioner
+from minikube_py.provisioner.resizer import LocalPathResizer
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -47,6 +50,7 @@ def main(argv: list[str] | None = None) -> None:
             recorder = EventRecorder(client, PROVISIONER_NAME)
             provisioner = LocalPathProvisioner(client, informers, recorder,
                                                args.nodes_dir.resolve())
+            resizer = LocalPathResizer(client, informers)
             try:
                 health = await serve_health(CollectorRegistry(), args.bind_address, args.port)
             except OSError as error:
@@ -55,7 +59,9 @@ def main(argv: list[str] | None = None) -> None:
             try:
                 informers.start()
                 await informers.wait_for_cache_sync()
-                await provisioner.run()
+                async with asyncio.TaskGroup() as group:
+                    group.create_task(provisioner.run())
+                    group.create_task(resizer.run())
             finally:
                 await informers.stop()
                 await recorder.stop()

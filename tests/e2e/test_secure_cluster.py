@@ -88,6 +88,8 @@ COMPONENTS = {
     "provisioner": ("system:local-path-provisioner", [
         "create persistentvolumes", "delete persistentvolumes", "update persistentvolumeclaims -A",
         "watch storageclasses.storage.k8s.io", "create events -n default",
+        "patch persistentvolumeclaims --subresource=status -A",
+        "update persistentvolumeclaims --subresource=status -A",
     ], [
         "get secrets -A", "create pods", "delete persistentvolumeclaims -A",
     ]),

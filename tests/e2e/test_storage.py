@@ -173,3 +173,60 @@ def test_kubectl_get_pv_pvc_sc_prints_upstreams_columns(cluster: Path) -> None:
                                   "REASON", "AGE"]
     assert volumes[1].split()[:8] == [volume_name, "64Mi", "RWO", "Delete", "Bound",
                                       "default/www-web-0", "standard", "<unset>"]
+
+
+def test_a_claim_grows_and_the_kubelet_finishes_it_when_its_pod_starts(cluster: Path) -> None:
+    volume_name = get(cluster, "pvc", "www-web-0")["spec"]["volumeName"]
+    kubectl(cluster, "patch", "pvc", "www-web-0", "-p",
+            '{"spec":{"resources":{"requests":{"storage":"128Mi"}}}}')
+    until(lambda: get(cluster, "pv", volume_name)["spec"]["capacity"]["storage"] == "128Mi",
+          "the resizer to grow the volume")
+    kubectl(cluster, "delete", "pod", "web-0", "--wait=true")
+
+    def grown() -> Any:
+        status = get(cluster, "pvc", "www-web-0")["status"]
+        return status if status["capacity"]["storage"] == "128Mi" else None
+    status = until(grown, "the kubelet to finish the resize")
+    assert status.get("conditions") is None
+    assert status.get("allocatedResourceStatuses") is None
+    assert status["allocatedResources"] == {"storage": "128Mi"}
+    reasons = {event["reason"] for event in get(
+        cluster, "events", "--field-selector", "involvedObject.name=www-web-0")["items"]}
+    assert {"ExternalExpanding", "Resizing", "FileSystemResizeRequired",
+            "FileSystemResizeSuccessful"} <= reasons
+    assert kubectl(cluster, "get", "pvc", "www-web-0").stdout.splitlines()[1].split()[3] == (
+        "128Mi")
+
+
+EMPTY_DIRS = """
+apiVersion: v1
+kind: Pod
+metadata: {name: scratch}
+spec:
+  terminationGracePeriodSeconds: 1
+  restartPolicy: Never
+  containers:
+  - name: app
+    image: busybox:1.36
+    command: [sh, -c, "sleep 2; dd if=/dev/zero of=/cache/blob bs=1M count=3; sleep 3600"]
+    volumeMounts: [{name: cache, mountPath: /cache}, {name: ram, mountPath: /ram}]
+  volumes:
+  - {name: cache, emptyDir: {sizeLimit: 1Mi}}
+  - {name: ram, emptyDir: {medium: Memory, sizeLimit: 4Mi}}
+"""
+
+
+def test_an_empty_dir_in_memory_is_a_tmpfs_and_one_over_its_limit_evicts_its_pod(
+        cluster: Path) -> None:
+    apply(cluster, EMPTY_DIRS)
+    kubectl(cluster, "wait", "--for=condition=Ready", "pod/scratch", "--timeout=120s")
+    mounts = kubectl(cluster, "exec", "scratch", "--", "grep", " /ram ", "/proc/mounts").stdout
+    assert mounts.split()[2] == "tmpfs" and "size=4096k" in mounts.split()[3]
+
+    def failed() -> Any:
+        status = get(cluster, "pod", "scratch")["status"]
+        return status if status.get("phase") == "Failed" else None
+    status = until(failed, "the eviction manager to evict the pod", timeout=180)
+    assert status["reason"] == "Evicted"
+    assert status["message"] == 'Usage of EmptyDir volume "cache" exceeds the limit "1Mi". '
+    kubectl(cluster, "delete", "pod", "scratch", "--wait=false")

@@ -22,6 +22,7 @@ from minikube_py.kubelet.eviction import (
     rank_for_eviction,
     thresholds_met,
 )
+from minikube_py.kubelet.resources import SYSTEM_CRITICAL_PRIORITY
 
 MI = 1024 * 1024
 GI = 1024 * MI
@@ -64,6 +65,7 @@ class Node:
         self.pods: list[Obj] = []
         self.usage: dict[str, Obj] = {}
         self.evicted: list[tuple[str, str]] = []
+        self.volumes: dict[str, dict[str, int]] = {}  # pod name -> emptyDir name -> bytes
 
     async def observe(self) -> Observations:
         return {"memory.available": Observation(self.memory_available, 8 * GI),
@@ -80,11 +82,15 @@ class Node:
     async def evict(self, evicted: Obj, message: str) -> None:
         self.evicted.append((evicted["metadata"]["name"], message))
 
+    async def volume_usage(self, pod: Obj) -> dict[str, int]:
+        return self.volumes.get(pod["metadata"]["name"], {})
+
     def manager(self, thresholds: str = "memory.available<100Mi,nodefs.available<10%",
                 clock: Clock | None = None) -> EvictionManager:
         return EvictionManager(parse_thresholds(thresholds), observe=self.observe,
                                active_pods=self.active_pods, pod_usage=self.pod_usage,
-                               evict=self.evict, clock=clock or Clock())
+                               evict=self.evict, volume_usage=self.volume_usage,
+                               clock=clock or Clock())
 
 
 # -- thresholds ---------------------------------------------------------------------------
@@ -342,3 +348,38 @@ async def test_observe_host_reports_memory_disk_inodes_and_pids(tmp_path: Path) 
         observed = observations[signal]
         assert 0 <= observed.available <= observed.capacity, signal
     assert observations["memory.available"].capacity > 64 * MI
+
+
+def with_empty_dirs(obj: Obj, **limits: str | None) -> Obj:
+    obj["spec"]["volumes"] = [{"name": name, "emptyDir": {} if limit is None else
+                               {"sizeLimit": limit}} for name, limit in limits.items()]
+    return obj
+
+
+async def test_every_pod_whose_empty_dir_outgrew_its_size_limit_is_evicted() -> None:
+    node = Node()
+    node.pods = [with_empty_dirs(pod("over"), cache="1Mi", scratch="1Gi"),
+                 with_empty_dirs(pod("at-limit"), cache="1Mi"),
+                 with_empty_dirs(pod("no-limit"), cache=None),
+                 with_empty_dirs(pod("also-over", priority=10), data="1024Ki"),
+                 with_empty_dirs(pod("critical", priority=SYSTEM_CRITICAL_PRIORITY),
+                                 data="1Mi")]
+    node.volumes = {"over": {"cache": MI + 1, "scratch": 0}, "at-limit": {"cache": MI},
+                    "no-limit": {"cache": 100 * GI}, "also-over": {"data": 2 * MI},
+                    "critical": {"data": 2 * MI}}
+    evicted = await node.manager().synchronize()
+    assert evicted is not None and evicted["metadata"]["name"] == "over"
+    assert node.evicted == [
+        ("over", 'Usage of EmptyDir volume "cache" exceeds the limit "1Mi". '),
+        ("also-over", 'Usage of EmptyDir volume "data" exceeds the limit "1Mi". ')]
+
+
+async def test_an_empty_dir_eviction_is_the_passs_reclaim() -> None:
+    node = Node(memory_available=50 * MI)
+    node.pods = [with_empty_dirs(pod("over"), cache="1Mi"), pod("hungry")]
+    node.usage = {"uid-over": {"memory": MI}, "uid-hungry": {"memory": 2 * GI}}
+    node.volumes = {"over": {"cache": 2 * MI}}
+    manager = node.manager()
+    await manager.synchronize()
+    assert [name for name, _ in node.evicted] == ["over"]
+    assert manager.pressure()["MemoryPressure"]

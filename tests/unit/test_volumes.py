@@ -8,6 +8,7 @@ when a test fails.
 from __future__ import annotations
 
 import base64
+import copy
 import os
 import re
 import socket
@@ -55,6 +56,8 @@ class Cluster:
         self.volumes: dict[str, Obj] = {}
         self.node_labels = {"kubernetes.io/hostname": "node-1"}
         self.token_requests: list[tuple[str, str, str, int]] = []
+        self.status_writes: list[Obj] = []
+        self.events: list[tuple[str, str, str, str, str]] = []
 
     async def get_config_map(self, namespace: str, name: str) -> Obj | None:
         return self.config_maps.get((namespace, name))
@@ -84,6 +87,17 @@ class Cluster:
                 {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}
         self.volumes[volume_name] = {"metadata": {"name": volume_name}, "spec": spec}
 
+    async def update_claim_status(self, claim: Obj) -> Obj:
+        """PUT /status: the claim's status as written, one resourceVersion on."""
+        key = (claim["metadata"]["namespace"], claim["metadata"]["name"])
+        stored = self.claims[key]
+        stored["status"] = copy.deepcopy(claim["status"])
+        self.status_writes.append(copy.deepcopy(claim["status"]))
+        return copy.deepcopy(stored)
+
+    def record_event(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
+        self.events.append((obj["kind"], obj["metadata"]["name"], event_type, reason, message))
+
     async def token(self, pod: Obj, audience: str, expiration: int) -> str:
         account = pod["spec"].get("serviceAccountName") or "default"
         self.token_requests.append((pod["metadata"]["namespace"], account, audience,
@@ -107,7 +121,9 @@ def manager(root: Path, cluster: Cluster, *, tokens: bool = True) -> VolumeManag
                          get_secret=cluster.get_secret, get_claim=cluster.get_claim,
                          get_volume=cluster.get_volume, get_node_labels=cluster.get_node_labels,
                          get_service_account_token=cluster.token if tokens else None,
-                         allocatable={"cpu": "2", "memory": "1Gi"})
+                         allocatable={"cpu": "2", "memory": "1Gi"}, node_name="node-1",
+                         update_claim_status=cluster.update_claim_status,
+                         record_event=cluster.record_event)
 
 
 def make_pod(*volumes: Obj, uid: str = "uid-1", containers: list[Obj] | None = None) -> Obj:
@@ -521,6 +537,58 @@ async def test_claim_mounts_the_host_path_of_its_bound_volume(root: Path,
     assert (again["d"] / "row").read_text() == "1"
 
 
+def grown(cluster: Cluster, status: str = "NodeResizePending") -> None:
+    """The resizer's work on claim "data": its PV at 2Gi, the claim at 1Gi waiting for
+    the node's part."""
+    cluster.volumes["pvc-1"]["spec"]["capacity"] = {"storage": "2Gi"}
+    cluster.claims["ns", "data"]["spec"]["resources"] = {"requests": {"storage": "2Gi"}}
+    cluster.claims["ns", "data"]["status"] = {
+        "phase": "Bound", "capacity": {"storage": "1Gi"},
+        "allocatedResources": {"storage": "2Gi"},
+        "allocatedResourceStatuses": {"storage": status},
+        "conditions": [{"type": "FileSystemResizePending", "status": "True",
+                        "lastProbeTime": None, "lastTransitionTime": "2026-11-29T06:00:00Z",
+                        "message": "Waiting for user to (re-)start a pod to finish file "
+                                   "system resize of volume on node."}]}
+
+
+@pytest.mark.parametrize("online", [False, True])
+async def test_a_claim_grown_by_its_resizer_is_finished_by_the_kubelet_that_mounts_it(
+        root: Path, cluster: Cluster, online: bool) -> None:
+    cluster.bind("data", "pvc-1", {"hostPath": {"path": str(root / "pvc-1"),
+                                                "type": "DirectoryOrCreate"}})
+    volumes = manager(root, cluster)
+    pod = make_pod({"name": "d", "persistentVolumeClaim": {"claimName": "data"}})
+    if online:  # mounted first, grown while the pod runs: the next sync finishes it
+        await volumes.mount_pod_volumes(pod)
+    grown(cluster)
+
+    await volumes.mount_pod_volumes(pod)
+
+    assert [w["allocatedResourceStatuses"] for w in cluster.status_writes[:1]] == [
+        {"storage": "NodeResizeInProgress"}]
+    assert cluster.claims["ns", "data"]["status"] == {
+        "phase": "Bound", "capacity": {"storage": "2Gi"},
+        "allocatedResources": {"storage": "2Gi"}}
+    message = 'MountVolume.NodeExpandVolume succeeded for volume "pvc-1" node-1'
+    assert cluster.events == [("Pod", "web", "Normal", "FileSystemResizeSuccessful", message),
+                              ("PersistentVolumeClaim", "data", "Normal",
+                               "FileSystemResizeSuccessful", message)]
+    await volumes.mount_pod_volumes(pod)
+    assert len(cluster.status_writes) == 2  # done: the next sync writes nothing
+
+
+@pytest.mark.parametrize("status", ["ControllerResizeInProgress", ""])
+async def test_the_kubelet_leaves_a_claim_whose_controller_part_is_not_done(
+        root: Path, cluster: Cluster, status: str) -> None:
+    cluster.bind("data", "pvc-1", {"hostPath": {"path": str(root / "pvc-1"),
+                                                "type": "DirectoryOrCreate"}})
+    grown(cluster, status)
+    pod = make_pod({"name": "d", "persistentVolumeClaim": {"claimName": "data"}})
+    await manager(root, cluster).mount_pod_volumes(pod)
+    assert cluster.status_writes == [] and cluster.events == []
+
+
 async def test_claim_mounts_an_existing_local_volume_of_this_node(root: Path,
                                                                  cluster: Cluster) -> None:
     (root / "disk").mkdir()
@@ -661,3 +729,17 @@ async def test_cleanup_orphans_unmounts_and_removes_dead_pods_only(root: Path,
     await volumes.teardown_pod_volumes("live")
     assert mount_points_under(root) == []
     assert (root / "pods/live/containers/app").is_dir()  # kept for the status
+
+
+async def test_empty_dir_usage_counts_blocks_as_du_does(root: Path, cluster: Cluster) -> None:
+    volumes = manager(root, cluster)
+    pod = make_pod({"name": "cache", "emptyDir": {"sizeLimit": "1Mi"}},
+                   {"name": "conf", "configMap": {"name": "missing", "optional": True}})
+    paths = await volumes.mount_pod_volumes(pod)
+    empty = await volumes.empty_dir_usage(pod)
+    assert list(empty) == ["cache"]  # only emptyDir volumes are measured
+    (paths["cache"] / "sub").mkdir()
+    (paths["cache"] / "sub" / "blob").write_bytes(os.urandom(3 * 1024 * 1024))
+    os.link(paths["cache"] / "sub" / "blob", paths["cache"] / "again")  # counted once
+    used = (await volumes.empty_dir_usage(pod))["cache"]
+    assert 3 * 1024 * 1024 <= used - empty["cache"] < 3 * 1024 * 1024 + 64 * 1024

@@ -1,2 +1,3 @@
 """The volume controllers of the controller-manager (upstream pkg/controller/volume):
-the PersistentVolume binder and the claim and volume protection controllers."""
+the PersistentVolume binder, the expand controller and the claim and volume protection
+controllers."""

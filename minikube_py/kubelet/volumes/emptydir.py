@@ -5,6 +5,10 @@ Upstream: pkg/volume/emptydir/empty_dir.go. `medium: ""` is a plain directory (m
 allocatable memory, the pod's memory limit or the volume's sizeLimit, whichever is
 smallest. Secret and projected volumes sit on such a tmpfs too, so their content never
 touches the disk. TearDown unmounts the tmpfs before the directory is removed.
+
+What a volume holds is measured as `du` does (MetricsDu): the blocks of every file
+below it, each inode once, on the volume's own file system; the eviction manager
+evicts a pod whose emptyDir holds more than its sizeLimit.
 """
 
 from __future__ import annotations
@@ -65,6 +69,26 @@ async def set_up(path: Path, source: Obj, *, pod: Obj, allocatable_memory: int |
         setup_dir(path)
     else:
         raise SetUpError(f'unknown storage medium "{medium}"')
+
+
+def disk_usage(path: Path) -> int:
+    """du -s -x -B 1: the bytes of the blocks used below `path`, hard links once."""
+    root = os.lstat(path)
+    seen: set[int] = set()
+    total = 0
+    for directory, names, files in os.walk(path):
+        for name in [*names, *files]:
+            try:
+                info = os.lstat(os.path.join(directory, name))
+            except FileNotFoundError:
+                continue  # removed while we walked
+            if info.st_dev != root.st_dev or info.st_ino in seen:
+                if name in names:
+                    names.remove(name)  # another file system below: not ours to count
+                continue
+            seen.add(info.st_ino)
+            total += info.st_blocks * 512
+    return total + root.st_blocks * 512
 
 
 def mount_points_under(path: Path) -> list[Path]:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from minikube_py.api import Obj
 from minikube_py.api.quantity import memory_bytes
+from minikube_py.client.errors import ClientError
 from minikube_py.kubelet.envvars import ContainerConfigError, expand
 from minikube_py.kubelet.volumes import (
     configmap,
@@ -39,6 +40,8 @@ from minikube_py.kubelet.volumes.persistent_claim import (
     GetVolume,
     NewMounterError,
     NodeAffinityError,
+    RecordEvent,
+    UpdateClaimStatus,
 )
 from minikube_py.kubelet.volumes.plugin import (
     PLUGIN_DIRS,
@@ -92,7 +95,9 @@ class VolumeManager:
                  get_secret: GetObject, get_claim: GetObject, get_volume: GetVolume,
                  get_node_labels: GetNodeLabels,
                  get_service_account_token: GetServiceAccountToken | None = None,
-                 allocatable: Obj | None = None) -> None:
+                 allocatable: Obj | None = None, node_name: str = "",
+                 update_claim_status: UpdateClaimStatus | None = None,
+                 record_event: RecordEvent | None = None) -> None:
         self.pods_root = pods_root
         self.get_config_map = get_config_map
         self.get_secret = get_secret
@@ -102,6 +107,9 @@ class VolumeManager:
         self.tokens = (ServiceAccountTokens(get_service_account_token)
                        if get_service_account_token is not None else None)
         self.allocatable = allocatable or {}
+        self.node_name = node_name
+        self.update_claim_status = update_claim_status
+        self.record_event = record_event
         self._mounted: dict[str, dict[str, Path]] = {}  # uid -> volume name -> host path
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -126,7 +134,7 @@ class VolumeManager:
         if kind == "hostPath":
             return hostpath.set_up(source), False
         if kind == "persistentVolumeClaim":
-            return await self._set_up_claim(meta["namespace"], source), False
+            return await self._set_up_claim(pod, source), False
         if kind not in PLUGIN_DIRS:
             raise ProcessVolumeError(f'failed to get Plugin from volumeSpec for volume '
                                      f'"{volume["name"]}" err=no volume plugin matched')
@@ -151,15 +159,18 @@ class VolumeManager:
                 tmpfs_size=self._tmpfs_size(pod))
         return path, changed
 
-    async def _set_up_claim(self, namespace: str, source: Obj) -> Path:
-        """The claim's bound PV, checked against this node's labels, then set up; errors
-        name the PV, as upstream's volume spec name is the PV's."""
-        volume = await persistent_claim.bound_volume(namespace, source, self.get_claim,
-                                                     self.get_volume)
+    async def _set_up_claim(self, pod: Obj, source: Obj) -> Path:
+        """The claim's bound PV, checked against this node's labels, then set up, then
+        grown if its claim grew; errors name the PV, as upstream's volume spec name is
+        the PV's."""
+        claim, volume = await persistent_claim.bound_volume(
+            pod["metadata"]["namespace"], source, self.get_claim, self.get_volume)
         name = volume["metadata"]["name"]
         try:
             persistent_claim.check_affinity(volume, await self.get_node_labels())
-            return persistent_claim.set_up(volume)
+            path = persistent_claim.set_up(volume)
+            await self._node_expand(pod, claim, volume)
+            return path
         except NodeAffinityError as error:
             raise _MountError(f'MountVolume.NodeAffinity check failed for volume "{name}" : '
                               f"{error}") from error
@@ -169,6 +180,33 @@ class VolumeManager:
         except SetUpError as error:
             raise _MountError(f'MountVolume.SetUp failed for volume "{name}" : {error}') \
                 from error
+
+    async def _node_expand(self, pod: Obj, claim: Obj, volume: Obj) -> None:
+        """MountVolume.NodeExpandVolume: finish the claim's resize if it waits for us."""
+        if self.update_claim_status is None or self.record_event is None:
+            return
+        try:
+            await persistent_claim.node_expand(pod, claim, volume, self.node_name,
+                                               self.update_claim_status, self.record_event)
+        except ClientError as error:
+            raise _MountError(f'MountVolume.NodeExpandVolume failed for volume "'
+                              f'{volume["metadata"]["name"]}" : {error}') from error
+
+    async def _expand_mounted_claims(self, pod: Obj, mounted: set[str]) -> None:
+        """The online part (the populator's checkVolumeFSResize on a pod's resync): a
+        claim mounted before that grew meanwhile is grown now. Errors are logged; the
+        next sync tries again."""
+        uid = pod["metadata"]["uid"]
+        for volume in (pod.get("spec") or {}).get("volumes") or []:
+            source = volume.get("persistentVolumeClaim")
+            if source is None or volume["name"] not in mounted:
+                continue
+            try:
+                claim, bound = await persistent_claim.bound_volume(
+                    pod["metadata"]["namespace"], source, self.get_claim, self.get_volume)
+                await self._node_expand(pod, claim, bound)
+            except (ProcessVolumeError, _MountError, ClientError) as error:
+                log.warning("pod %s: volume %s: %s", uid, volume["name"], error)
 
     async def _set_up_or_raise(self, pod: Obj, volume: Obj) -> tuple[Path, bool]:
         try:
@@ -198,6 +236,7 @@ class VolumeManager:
         uid = pod["metadata"]["uid"]
         async with self._lock(uid):
             mounted = self._mounted.setdefault(uid, {})
+            mounted_before = set(mounted)
             for volume in (pod.get("spec") or {}).get("volumes") or []:
                 name = volume["name"]
                 if name in mounted and _source_of(volume) not in PROJECTED_SOURCES:
@@ -208,6 +247,7 @@ class VolumeManager:
                     if name not in mounted:
                         raise
                     log.warning("pod %s: keeping old content: %s", uid, error)
+            await self._expand_mounted_claims(pod, mounted_before)
             return dict(mounted)
 
     async def refresh(self, pod: Obj) -> bool:
@@ -222,6 +262,16 @@ class VolumeManager:
                     _, volume_changed = await self._set_up_or_raise(pod, volume)
                     changed = changed or volume_changed
         return changed
+
+    async def empty_dir_usage(self, pod: Obj) -> dict[str, int]:
+        """The bytes each set-up emptyDir volume of the pod holds (its volume stats)."""
+        mounted = self._mounted.get(pod["metadata"]["uid"]) or {}
+        used = {}
+        for volume in (pod.get("spec") or {}).get("volumes") or []:
+            path = mounted.get(volume["name"])
+            if path is not None and _source_of(volume) == "emptyDir":
+                used[volume["name"]] = await asyncio.to_thread(emptydir.disk_usage, path)
+        return used
 
     # -- TearDown -----------------------------------------------------------------------
 

@@ -7,6 +7,12 @@ served here, as a node's kubelet mounts them with no device to attach:
 
     hostPath   the hostPath plugin: the path, checked against its type
     local      the local plugin: the path must exist (a directory or a file)
+
+A claim that grew is finished here (the NodeExpander, node_expander.go): once its
+resizer gave the PV its new capacity and left the claim NodeResizePending, the kubelet
+that mounts it (at mount, and at each later sync of a pod using it) grows the file
+system, then writes the claim's new status.capacity. A folder has no file system of its
+own to grow, so that step is the bookkeeping alone.
 """
 
 from __future__ import annotations
@@ -16,7 +22,15 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from minikube_py.api import Obj
-from minikube_py.api.storagehelpers import check_node_affinity
+from minikube_py.api.storagehelpers import check_node_affinity, storage_of
+from minikube_py.api.volumeresize import (
+    NODE_RESIZE_IN_PROGRESS,
+    NODE_RESIZE_PENDING,
+    node_expansion_in_progress,
+    resize_finished,
+    resize_status,
+    status_capacity,
+)
 from minikube_py.kubelet.volumes import hostpath
 from minikube_py.kubelet.volumes.plugin import GetObject, ProcessVolumeError
 
@@ -24,6 +38,10 @@ from minikube_py.kubelet.volumes.plugin import GetObject, ProcessVolumeError
 GetVolume = Callable[[str], Awaitable[Obj | None]]
 # get_node_labels: the labels of this kubelet's Node.
 GetNodeLabels = Callable[[], Awaitable[dict[str, str]]]
+# update_claim_status: PUT a claim's /status (the claim with its new status) -> the claim.
+UpdateClaimStatus = Callable[[Obj], Awaitable[Obj]]
+# record_event: (object with its kind, type, reason, message).
+RecordEvent = Callable[[Obj, str, str, str], None]
 
 
 class NodeAffinityError(Exception):
@@ -35,8 +53,9 @@ class NewMounterError(Exception):
 
 
 async def bound_volume(namespace: str, source: Obj, get_claim: GetObject,
-                       get_volume: GetVolume) -> Obj:
-    """getPVCExtractPV then getPVSpec: the claim must be Bound, its PV bound back to it."""
+                       get_volume: GetVolume) -> tuple[Obj, Obj]:
+    """getPVCExtractPV then getPVSpec: the claim must be Bound, its PV bound back to it;
+    (claim, volume)."""
     name = source["claimName"]
     claim = await get_claim(namespace, name)
     prefix = f"error processing PVC {namespace}/{name}"
@@ -64,7 +83,7 @@ async def bound_volume(namespace: str, source: Obj, get_claim: GetObject,
             f"{prefix}: found PV object {volume_name} but its pv.Spec.ClaimRef.UID "
             f"({claim_ref.get('uid', '')}) does not point to claim.UID "
             f"({claim['metadata']['uid']})")
-    return volume
+    return claim, volume
 
 
 def check_affinity(volume: Obj, node_labels: dict[str, str]) -> None:
@@ -87,3 +106,30 @@ def set_up(volume: Obj) -> Path:
         return Path(path)
     raise ProcessVolumeError(f'failed to get Plugin from volumeSpec for volume '
                              f'"{volume["metadata"]["name"]}" err=no volume plugin matched')
+
+
+def needs_node_expansion(claim: Obj, volume: Obj) -> bool:
+    """nodeExpandVolume's test, then runPreCheck: the PV is bigger than the claim's
+    capacity, and its resizer left the node's part to do (an older resizer, which wrote
+    no resize status, is not followed)."""
+    volume_size = storage_of((volume.get("spec") or {}).get("capacity"))
+    return (status_capacity(claim) < volume_size
+            and resize_status(claim) in (NODE_RESIZE_PENDING, NODE_RESIZE_IN_PROGRESS))
+
+
+async def node_expand(pod: Obj, claim: Obj, volume: Obj, node_name: str,
+                      update_claim_status: UpdateClaimStatus, record_event: RecordEvent) -> bool:
+    """expandOnPlugin: NodeResizeInProgress, grow (nothing to do for a folder), then the
+    claim's capacity is the PV's; the events on the pod and the claim. True if it ran."""
+    if not needs_node_expansion(claim, volume):
+        return False
+    claim = await update_claim_status({**claim, "status": node_expansion_in_progress(claim)})
+    message = (f'MountVolume.NodeExpandVolume succeeded for volume '
+               f'"{volume["metadata"]["name"]}" {node_name}')
+    record_event({"kind": "Pod", "apiVersion": "v1", **pod}, "Normal",
+                 "FileSystemResizeSuccessful", message)
+    record_event({"kind": "PersistentVolumeClaim", "apiVersion": "v1", **claim}, "Normal",
+                 "FileSystemResizeSuccessful", message)
+    size = str(volume["spec"]["capacity"]["storage"])
+    await update_claim_status({**claim, "status": resize_finished(claim, size)})
+    return True

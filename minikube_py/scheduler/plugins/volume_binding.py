@@ -78,6 +78,8 @@ class _State:
 
     bound_claims: list[Obj] = field(default_factory=list)
     delayed_claims: list[Obj] = field(default_factory=list)
+    # the volumes of each delayed claim's class, listed once (unboundVolumesDelayBinding)
+    volumes_by_class: dict[str, list[Obj]] = field(default_factory=dict)
     volumes_by_node: dict[str, PodVolumes] = field(default_factory=dict)
 
     def clone(self) -> _State:
@@ -202,6 +204,10 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
                 immediate = True
         if immediate:
             return None, Status.unschedulable(ERR_UNBOUND_IMMEDIATE, unresolvable=True)
+        for claim in found.delayed_claims:
+            class_name = claim_class(claim)
+            if class_name not in found.volumes_by_class:
+                found.volumes_by_class[class_name] = self._volumes_of_class(class_name)
         state.write(STATE_KEY, found)
         return None, SUCCESS
 
@@ -221,7 +227,8 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
                 break
         pod_volumes = PodVolumes(node)
         if found.delayed_claims:
-            satisfied, status = self._find_delayed(found.delayed_claims, pod_volumes)
+            satisfied, status = self._find_delayed(found.delayed_claims,
+                                                   found.volumes_by_class, pod_volumes)
             if status is not None:
                 return status
             if not satisfied:
@@ -231,8 +238,8 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
         found.volumes_by_node[node_info.name] = pod_volumes
         return SUCCESS
 
-    def _find_delayed(self, claims: list[Obj], pod_volumes: PodVolumes
-                      ) -> tuple[bool, Status | None]:
+    def _find_delayed(self, claims: list[Obj], volumes_by_class: dict[str, list[Obj]],
+                      pod_volumes: PodVolumes) -> tuple[bool, Status | None]:
         """findMatchingVolumes, then checkVolumeProvisions for the rest, filling
         pod_volumes: whether the node can serve every claim, and a Status for an error
         (a selector that does not parse, a class that is gone)."""
@@ -251,7 +258,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
         for claim in sorted(to_match, key=requested_storage):
             try:
                 volume = _find_matching_volume(
-                    claim, self._volumes_of_class(claim_class(claim)), node,
+                    claim, volumes_by_class[claim_class(claim)], node,
                     frozenset(chosen), delay_binding=True)
             except ValueError as error:
                 return False, Status.error(str(error))
@@ -351,23 +358,29 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
             await asyncio.sleep(BIND_POLL_SECONDS)
 
     def _check_bindings(self, claims: list[Obj], pod_volumes: PodVolumes) -> bool:
-        """checkBindings: every claim bound to a volume the node may use. ValueError when
-        binding cannot finish (a claim gone, a provisioner that gave the node back)."""
+        """checkBindings: every claim bound to a volume the node may use. Reads go through
+        the assume cache, so a claim whose selected-node write the informer has not shown
+        yet reads as written. ValueError when binding cannot finish (a claim gone, a
+        provisioner that gave the node back)."""
         provisioned = {_key(claim) for claim in pod_volumes.dynamic_provisions}
+        node_name = pod_volumes.node["metadata"]["name"]
         for wanted in claims:
             key = _key(wanted)
-            claim = self.claims.get(key)
+            claim = self.claim(key)
             if claim is None:
                 raise ValueError(f'failed to get PVC "{key}": not found')
-            if key in provisioned and not is_claim_fully_bound(claim) and not _annotations(
-                    claim).get(ANN_SELECTED_NODE):
-                raise ValueError(f'selectedNode annotation reset for PVC "{key}"')
+            if key in provisioned and not is_claim_fully_bound(claim):
+                selected = _annotations(claim).get(ANN_SELECTED_NODE)
+                if selected is None:
+                    raise ValueError(f'selectedNode annotation reset for PVC "{key}"')
+                if selected != node_name:
+                    raise ValueError(f'provisioning failed for PVC "{key}"')
             if not is_claim_fully_bound(claim):
                 return False
-            volume = self.volumes.get(claim["spec"]["volumeName"])
+            volume = self.volume(claim["spec"]["volumeName"])
             if volume is None:
                 return False
             if not check_node_affinity(volume, pod_volumes.node):
                 raise ValueError(f'pv "{volume["metadata"]["name"]}" node affinity doesn\'t '
-                                 f'match node "{pod_volumes.node["metadata"]["name"]}"')
+                                 f'match node "{node_name}"')
         return True

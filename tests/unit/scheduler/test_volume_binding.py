@@ -5,16 +5,20 @@ volume_binding_test.go and binder_test.go (pkg/scheduler/framework/plugins/volum
 
 from __future__ import annotations
 
+import asyncio
+import copy
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from minikube_py.api import Obj
+from minikube_py.api.storagehelpers import ANN_SELECTED_NODE
 from minikube_py.client.store import Indexer
 from minikube_py.scheduler.framework.interface import Code, CycleState
 from minikube_py.scheduler.framework.types import NodeInfo, PodInfo
 from minikube_py.scheduler.plugins.volume_binding import (
+    BIND_POLL_SECONDS,
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
     ERR_REASON_PV_NOT_EXIST,
@@ -222,3 +226,70 @@ def test_reserve_assumes_the_volume_and_unreserve_gives_it_back(
 def test_a_negative_bind_timeout_is_refused() -> None:
     with pytest.raises(ValueError, match="invalid BindTimeoutSeconds"):
         VolumeBinding({"bindTimeoutSeconds": -1}, None)
+
+
+class FakeClaimsClient:
+    """client.resource(...) stand-in: an update returns the object one version on, and
+    the informer does not see it (the watch is behind)."""
+
+    def __init__(self) -> None:
+        self.updated: list[Obj] = []
+
+    def resource(self, _plural: str) -> FakeClaimsClient:
+        return self
+
+    async def update(self, obj: Obj) -> Obj:
+        self.updated.append(obj)
+        written = copy.deepcopy(obj)
+        written["metadata"]["resourceVersion"] = str(
+            int(obj["metadata"]["resourceVersion"]) + 1)
+        return written
+
+
+def bound_after(informers: FakeInformers, name: str, node: str, version: str) -> None:
+    """The PV controller's work as the informer shows it: the claim bound to a volume of
+    `node`, at resourceVersion `version`."""
+    bound = claim(name, WAIT, volume=f"pvc-{name}", selected_node=node)
+    bound["metadata"]["resourceVersion"] = version
+    informers.add("persistentvolumeclaims", bound)
+    informers.add("persistentvolumes", volume(f"pvc-{name}", WAIT, node=node, claim_ref={
+        "namespace": "ns", "name": name, "uid": f"uid-{name}"}))
+
+
+async def test_pre_bind_waits_for_the_claim_its_informer_has_not_shown_written(
+        informers: FakeInformers) -> None:
+    informers.add("persistentvolumeclaims", claim("c", WAIT))
+    client = FakeClaimsClient()
+    plugin = VolumeBinding(None, SimpleNamespace(informers=informers, client=client))
+    info = pod("c")
+    state, _, _ = run(plugin, info)
+    assert plugin.reserve(state, info, "node-1").is_success()
+    binding = asyncio.create_task(plugin.pre_bind(state, info, "node-1"))
+    while not client.updated:
+        await asyncio.sleep(0.01)
+    # the informer still holds the claim without its selected node: PreBind keeps waiting
+    await asyncio.sleep(3 * BIND_POLL_SECONDS)
+    assert not binding.done()
+    assert client.updated[0]["metadata"]["annotations"][ANN_SELECTED_NODE] == "node-1"
+    bound_after(informers, "c", "node-1", "3")
+    async with asyncio.timeout(5):
+        assert (await binding).is_success()
+
+
+@pytest.mark.parametrize(("annotations", "message"), [
+    ({}, 'selectedNode annotation reset for PVC "ns/c"'),
+    ({ANN_SELECTED_NODE: "node-2"}, 'provisioning failed for PVC "ns/c"')])
+async def test_pre_bind_fails_when_the_provisioner_gives_the_node_back(
+        informers: FakeInformers, annotations: dict[str, str], message: str) -> None:
+    informers.add("persistentvolumeclaims", claim("c", WAIT))
+    plugin = VolumeBinding(None, SimpleNamespace(informers=informers,
+                                                 client=FakeClaimsClient()))
+    info = pod("c")
+    state, _, _ = run(plugin, info)
+    assert plugin.reserve(state, info, "node-1").is_success()
+    given_back = claim("c", WAIT)
+    given_back["metadata"].update(resourceVersion="3", annotations=annotations)
+    informers.add("persistentvolumeclaims", given_back)
+    async with asyncio.timeout(5):
+        status = await plugin.pre_bind(state, info, "node-1")
+    assert status.code is Code.ERROR and status.message() == f"binding volumes: {message}"

@@ -12,7 +12,8 @@ authenticated and authorized reaches the store, which runs the chain in two phas
         -> strategy validation  (422 Invalid)
         -> validating admission plugins that may only refuse, in order
            (NamespaceLifecycle, LimitRanger, CertificateApproval, CertificateSigning,
-            CertificateSubjectRestriction, ValidatingAdmissionPolicy,
+            PersistentVolumeClaimResize, CertificateSubjectRestriction,
+            ValidatingAdmissionPolicy,
             ValidatingAdmissionWebhook, ResourceQuota)
         -> etcd
 

@@ -13,6 +13,7 @@ ones first, in this order, then the validating ones, in this order.
     DefaultTolerationSeconds     yes                 yes
     DefaultStorageClass          yes                 yes
     StorageObjectInUseProtection yes                 yes
+    PersistentVolumeClaimResize           yes        yes
     CertificateApproval                   yes        yes
     CertificateSigning                    yes        yes
     CertificateSubjectRestriction         yes        yes
@@ -44,6 +45,9 @@ from minikube_py.apiserver.auth.admission.defaulttolerationseconds import Defaul
 from minikube_py.apiserver.auth.admission.limitranger import LimitRanger
 from minikube_py.apiserver.auth.admission.namespacelifecycle import NamespaceLifecycle
 from minikube_py.apiserver.auth.admission.noderestriction import NodeRestriction
+from minikube_py.apiserver.auth.admission.persistentvolumeclaimresize import (
+    PersistentVolumeClaimResize,
+)
 from minikube_py.apiserver.auth.admission.priority import Priority
 from minikube_py.apiserver.auth.admission.resourcequota import ResourceQuota
 from minikube_py.apiserver.auth.admission.serviceaccount import ServiceAccount
@@ -126,6 +130,8 @@ PLUGINS: dict[str, Callable[[AdmissionSources], Plugin]] = {
     "DefaultStorageClass": lambda s: DefaultStorageClass(
         lambda: s.cached("/registry/storageclasses/")),
     "StorageObjectInUseProtection": lambda s: StorageObjectInUseProtection(),
+    "PersistentVolumeClaimResize": lambda s: PersistentVolumeClaimResize(
+        lambda: s.cached("/registry/storageclasses/")),
     "CertificateApproval": lambda s: CertificateApproval(s.authorizer),
     "CertificateSigning": lambda s: CertificateSigning(s.authorizer),
     "CertificateSubjectRestriction": lambda s: CertificateSubjectRestriction(),

@@ -12,6 +12,8 @@ for requests from a node (`system:node:<name>` in `system:nodes`), narrows that 
                  bound to it
     pods/status  only for pods bound to it, and no label changes
     pods/eviction only of pods bound to it
+    persistentvolumeclaims/status  (a resize the kubelet finishes) only the capacity,
+                 the conditions and the allocated resources and their statuses
     leases       in kube-node-lease, only the lease named after it
 
 Everyone else passes untouched.
@@ -51,6 +53,8 @@ class NodeRestriction(Plugin):
             self._node(node, attributes)
         elif attributes.resource.group == "" and attributes.resource.plural == "pods":
             await self._pod(node, attributes)
+        elif attributes.is_resource("", "persistentvolumeclaims", "status"):
+            self._claim_status(node, attributes)
         elif attributes.is_resource("coordination.k8s.io", "leases"):
             if attributes.namespace == NODE_LEASE_NAMESPACE and attributes.name != node:
                 raise _forbidden(attributes, "can only access node lease with the same name "
@@ -158,6 +162,29 @@ class NodeRestriction(Plugin):
             raise _forbidden(attributes, f"node {node} UID mismatch: expected "
                                          f"{owner.get('uid', '')} got {uid}")
 
+    @staticmethod
+    def _claim_status(node: str, attributes: Attributes) -> None:
+        """admitPVCStatus: a node may change a claim's status.capacity, conditions,
+        allocatedResources and allocatedResourceStatuses, nothing else."""
+        if attributes.operation != UPDATE:
+            raise _forbidden(attributes, f"unexpected operation {attributes.operation}")
+
+        def comparable(claim: Obj | None) -> Obj:
+            claim = dict(claim or {})
+            claim["metadata"] = {key: value for key, value in
+                                 (claim.get("metadata") or {}).items()
+                                 if key not in ("resourceVersion", "managedFields")}
+            claim["status"] = {key: value for key, value in (claim.get("status") or {}).items()
+                               if key not in _NODE_CLAIM_STATUS_FIELDS}
+            return claim
+
+        old, new = comparable(attributes.old), comparable(attributes.obj)
+        if old != new:
+            changed = sorted(key for key in {*old, *new} if old.get(key) != new.get(key))
+            raise _forbidden(attributes, f'node "{node}" is not allowed to update fields '
+                                         "other than status.capacity and status.conditions: "
+                                         f"{', '.join(changed)} changed")
+
 
 def _labels(obj: Obj | None) -> dict[str, str]:
     return ((obj or {}).get("metadata") or {}).get("labels") or {}
@@ -170,6 +197,10 @@ def _restricted(key: str) -> bool:
 
 def _bound_to(pod: Obj | None) -> str:
     return ((pod or {}).get("spec") or {}).get("nodeName") or ""
+
+
+_NODE_CLAIM_STATUS_FIELDS = ("capacity", "conditions", "allocatedResources",
+                             "allocatedResourceStatuses")
 
 
 def _forbidden(attributes: Attributes, why: str) -> errors.APIError:

@@ -180,6 +180,14 @@ def _controller_rules() -> dict[str, list[Obj]]:
                         "kubernetes.io/kubelet-serving", "kubernetes.io/legacy-unknown"]),
             rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
             events_rule()],
+        "expand-controller": [
+            rule([*READ, "update", "patch"], [""], ["persistentvolumes"]),
+            rule(["update", "patch"], [""], ["persistentvolumeclaims/status"]),
+            rule(READ, [""], ["persistentvolumeclaims"]),
+            rule(READ, ["storage.k8s.io"], ["storageclasses"]),
+            rule(["get"], [""], ["services", "endpoints"]),
+            rule(["get"], [""], ["secrets"]),
+            events_rule()],
         "pvc-protection-controller": [
             rule([*READ, "update"], [""], ["persistentvolumeclaims"]),
             rule(READ, [""], ["pods"]),
