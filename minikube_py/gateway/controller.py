@@ -46,6 +46,7 @@ PART_LABEL = "minikube-py.io/gateway-data-plane"  # "ingress" or "gateway"
 GATEWAY_ANNOTATION = "minikube-py.io/gateway"  # namespace/name of the Gateway served
 PORTS_ANNOTATION = "minikube-py.io/ports"  # {"listener port": nginx port}
 PORT_BASE = 10000
+CRD_POLL_SECONDS = 5.0
 CRD_GROUP = "apiextensions.k8s.io"
 GATEWAY_RESOURCES = {
     "gatewayclasses": Resource(gatewayapi.GROUP, "v1", "GatewayClass", "gatewayclasses",
@@ -163,6 +164,7 @@ class GatewayController:
         self.services = self.watch(informers.informer("services"))
         self.secrets = self.watch(informers.informer("secrets"))
         self.namespaces = self.watch(informers.informer("namespaces"))
+        # a CRD written: look again at once whether the Gateway API is served
         self.crds = self.watch(informers.informer("customresourcedefinitions", CRD_GROUP))
         self.gateway_informers: dict[str, SharedInformer] = {}
         self.gateway_class_created = False
@@ -202,22 +204,23 @@ class GatewayController:
             finally:
                 self.queue.done(key)
 
-    def gateway_api_served(self) -> bool:
-        """Whether the Gateway API CRDs we read are installed and established."""
-        established = set()
-        for crd in self.crds.store.list():
-            conditions = (crd.get("status") or {}).get("conditions") or []
-            if any(item.get("type") == "Established" and item.get("status") == "True"
-                   for item in conditions):
-                established.add(crd["metadata"]["name"])
-        return all(f"{resource.plural}.{gatewayapi.GROUP}" in established
-                   for resource in GATEWAY_RESOURCES.values())
+    async def gateway_api_served(self) -> bool:
+        """Whether the API server serves the Gateway API kinds we read (their CRDs are
+        installed and established); asked again every few seconds until it does."""
+        for resource in GATEWAY_RESOURCES.values():
+            try:
+                await self.client.resource_for(resource).list(limit=1)
+            except NotFound:
+                log.debug("%s: %s not served yet", self.name, resource.plural)
+                self.queue.add_after(self.key, CRD_POLL_SECONDS)
+                return False
+        return True
 
     async def start_gateway_api(self) -> bool:
         """Once the CRDs are served: their informers, synced, and our GatewayClass."""
-        if not self.gateway_api_served():
-            return False
         if not self.gateway_informers:
+            if not await self.gateway_api_served():
+                return False
             for plural, resource in GATEWAY_RESOURCES.items():
                 self.gateway_informers[plural] = self.watch(
                     self.informers.informer_for(resource))
@@ -241,6 +244,7 @@ class GatewayController:
 
     async def sync(self) -> None:
         """One level-based pass: compute, write the config, the data plane, the statuses."""
+        log.debug("%s: syncing", self.name)
         services = by_key(self.services)
         secrets = by_key(self.secrets)
         classes = {key[1]: obj for key, obj in by_key(self.classes).items()}
@@ -256,9 +260,9 @@ class GatewayController:
             files |= plan.files
         files["nginx.conf"] = nginx.render(ports).encode()
         await self.write_config(files)
-        if not ingress_plan.ingresses and not (plan and plan.gateway_ports):
-            return  # the data plane is made when first needed: a cluster without either
-        await self.ensure_deployment()
+        # the data plane is made when first needed: a cluster without either has none
+        if ingress_plan.ingresses or (plan is not None and plan.gateway_ports):
+            await self.ensure_deployment()
         if ingress_plan.ingresses:
             await self.ensure_service(INGRESS_SERVICE, {
                 ingress.HTTP_PORT: ingress.HTTP_PORT, ingress.HTTPS_PORT: ingress.HTTPS_PORT},
