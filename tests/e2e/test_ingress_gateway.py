@@ -717,3 +717,4 @@ def test_httproute_rewrite_path(gateway_api: Path) -> None:
         for path, rewritten in (("/strip-prefix/three", "/three"), ("/strip-prefix", "/"),
                                 ("/full/one/two", "/one")):
             expect(address, Expected(path, backend="infra-backend-v1", request_path=rewritten))
+
