@@ -20,7 +20,9 @@ import json
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -718,3 +720,53 @@ def test_httproute_rewrite_path(gateway_api: Path) -> None:
                                 ("/full/one/two", "/one")):
             expect(address, Expected(path, backend="infra-backend-v1", request_path=rewritten))
 
+
+def test_httproute_invalid_parentref_not_matching_section_name(gateway_api: Path) -> None:
+    name = "httproute-invalid-parentref-not-matching-section-name.yaml"
+    with applied(gateway_api, name) as conformance:
+        route = (INFRA, "httproute-listener-not-matching-section-name")
+        route_condition(conformance, *route, SAME, "Accepted", "False", "NoMatchingParent")
+        until(lambda: [listener["attachedRoutes"] for listener in get(
+            conformance, "gateway", "-n", INFRA, "same-namespace")["status"]["listeners"]] == [0],
+              "GatewayMustHaveZeroRoutes")
+
+
+def test_gateway_invalid_route_kind(gateway_api: Path) -> None:
+    with applied(gateway_api, "gateway-invalid-route-kind.yaml") as conformance:
+        for name, kinds in (("gateway-only-invalid-route-kind", []),
+                            ("gateway-supported-and-invalid-route-kind",
+                             [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute"}])):
+            def listener_status(name: str = name) -> dict[str, Any] | None:
+                gateway = get(conformance, "gateway", "-n", INFRA, name)
+                listeners = (gateway.get("status") or {}).get("listeners") or []
+                return listeners[0] if listeners else None
+            listener = until(listener_status, f"Gateway {name}'s listener status")
+            assert listener["name"] == "http" and listener["attachedRoutes"] == 0
+            assert listener["supportedKinds"] == kinds
+            resolved = condition_of(listener["conditions"], "ResolvedRefs")
+            assert (resolved["status"], resolved["reason"]) == ("False", "InvalidRouteKinds")
+
+
+def test_httproute_weight(gateway_api: Path) -> None:
+    """Upstream's weight.TestWeightedDistribution: 500 requests, 10 at a time, each backend
+    within 5 points of its weight (70/30/0), up to 10 tries."""
+    with applied(gateway_api, "httproute-weight.yaml") as conformance:
+        address = accepted(conformance, SAME, (INFRA, "weighted-backends"))
+        expect(address, Expected("/", backend="infra-backend-v"))
+        wanted = {"infra-backend-v1": 0.7, "infra-backend-v2": 0.3, "infra-backend-v3": 0.0}
+
+        def backend_of(_: int) -> str:
+            answer = send(address)
+            pod = ((answer.body or {}) if answer else {}).get("pod", "")
+            return next((name for name in wanted if pod.startswith(name)), pod)
+        problems: list[str] = []
+        for _ in range(10):
+            with ThreadPoolExecutor(10) as pool:
+                seen = Counter(pool.map(backend_of, range(500)))
+            problems = [f"{name}: {seen[name] / 500:.3f}, want {share}"
+                        for name, share in wanted.items()
+                        if abs(seen[name] / 500 - share) > 0.05]
+            problems += [f"unexpected answer {name!r}" for name in seen if name not in wanted]
+            if not problems:
+                return
+        raise AssertionError("; ".join(problems))
