@@ -26,6 +26,7 @@ does not change, and the ServiceAccount key signs tokens that must stay good):
         dns              CN system:kube-dns
         metrics          CN system:metrics-server
         provisioner      CN system:local-path-provisioner
+        gateway          CN system:minikube-py-gateway
     kubeconfigs/control-plane.conf          the control-plane node's kubelet (`up --layout
                                             kubeadm`): CN system:node:control-plane, issued
                                             at once, as kubeadm init's kubelet.conf
@@ -65,6 +66,7 @@ IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "dns": ("system:kube-dns", ()),
     "metrics": ("system:metrics-server", ()),
     "provisioner": ("system:local-path-provisioner", ()),
+    "gateway": ("system:minikube-py-gateway", ()),
 }
 KUBELET_CLIENT = ("kube-apiserver-kubelet-client", ("system:masters",))
 KUBERNETES_SERVICE_IP = "10.96.0.1"

@@ -39,6 +39,7 @@ from minikube_py.cluster.certs import ClusterCertificates
 from minikube_py.cluster.components import (
     ControllerManagerProcess,
     DNSProcess,
+    GatewayProcess,
     HollowNodesProcess,
     KubeletProcess,
     MetricsProcess,
@@ -105,7 +106,7 @@ from minikube_py.process import (
 DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443,
                  "controller-manager": 10257, "scheduler": 10259, "registry": 5000,
                  "dns": 10053, "dns-metrics": 9153, "hollow-nodes": 10251, "metrics": 4443,
-                 "tracing": 4318, "provisioner": 10262}
+                 "tracing": 4318, "provisioner": 10262, "gateway": 10263}
 NODE_PORTS = {"kubelet": 10250, "kubelet-healthz": 10248, "proxy-healthz": 10256,
               "proxy-metrics": 10249}
 """Upstream's ports, on each node's own address: every node has a network of its own."""
@@ -113,7 +114,7 @@ NODE_PORTS = {"kubelet": 10250, "kubelet-healthz": 10248, "proxy-healthz": 10256
 # reverse order. A node's component is named node-N/<component>.
 STAGES = (("registry", "etcd", "tracing", "haproxy"), ("apiserver",),
           ("controller-manager", "scheduler", "containerd", "proxy", "dns", "metrics",
-           "provisioner"),
+           "provisioner", "gateway"),
           ("kubelet", "hollow-nodes"))
 COMPONENTS = tuple(name for stage in STAGES for name in stage)
 NODE_COMPONENTS = ("containerd", "kubelet", "proxy")
@@ -360,6 +361,11 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
     processes["provisioner"] = ProvisionerProcess(
         kubeconfig_of("provisioner"), port=ports["provisioner"], nodes_dir=state / "nodes",
         extra_args=flags("provisioner"), **files("provisioner"))
+    # the gateway controller, a host process in both layouts as the provisioner; its nginx
+    # data plane runs as pods in kube-system (minikube_py/gateway)
+    processes["gateway"] = GatewayProcess(
+        kubeconfig_of("gateway"), port=ports["gateway"], extra_args=flags("gateway"),
+        **files("gateway"))
     registry = f"{address}:{ports['registry']}"
     nodes = node_networks(cluster)
     if is_ha(cluster):

@@ -205,6 +205,14 @@ class ProvisionerProcess(ClientComponentProcess):
         return [*super().command(), f"--nodes-dir={self.nodes_dir}"]
 
 
+class GatewayProcess(ClientComponentProcess):
+    """`python -m minikube_py.gateway`: the gateway controller (Ingress and Gateway API);
+    its nginx data plane runs as pods."""
+
+    component = "the gateway controller"
+    module = "minikube_py.gateway"
+
+
 class DNSProcess(ClientComponentProcess):
     """`python -m minikube_py.dns`: answers on dns_address:dns_port (UDP and TCP; every
     address unless told), /healthz and /metrics on the metrics port, and publishes itself

@@ -6,7 +6,8 @@ are processes on the host that publish themselves (their Service, EndpointSlice 
 metrics, the APIService). `up --secure` gives their certificates' users
 (system:kube-dns, system:metrics-server) the reads upstream's roles give those accounts
 and the few writes publishing takes. The local-path provisioner, also a host process,
-gets what kubernetes-csi's external-provisioner role gives its account. The proxy also
+gets what kubernetes-csi's external-provisioner role gives its account; the gateway
+controller (system:minikube-py-gateway) what it reads and writes. The proxy also
 enforces NetworkPolicies (proxy/netpol/), so its user, the kube-proxy ServiceAccount of
 the kubeadm layout and the nodes (a joined machine's proxy uses its node's credentials)
 may read pods, namespaces and policies: the reads kube-network-policies' ClusterRole gives
@@ -57,6 +58,22 @@ ROLES: dict[str, tuple[str, list[Obj]]] = {
     "minikube-py:network-policies": ("system:kube-proxy", [
         _rule(["list", "watch"], [""], ["pods", "namespaces"]),
         _rule(["list", "watch"], ["networking.k8s.io"], ["networkpolicies"]),
+    ]),
+    # the gateway controller: Ingress and Gateway API in, its nginx Deployment, Secret and
+    # LoadBalancer Services (kube-system) and the objects' status out
+    "minikube-py:gateway": ("system:minikube-py-gateway", [
+        _rule(READ, ["networking.k8s.io"], ["ingresses", "ingressclasses"]),
+        _rule(["create"], ["networking.k8s.io"], ["ingressclasses"]),
+        _rule(["update", "patch"], ["networking.k8s.io"], ["ingresses/status"]),
+        _rule(READ, [""], ["services", "secrets", "namespaces"]),
+        _rule(["create", "update", "delete"], [""], ["services", "secrets"]),
+        _rule(["get", "create"], ["apps"], ["deployments"]),
+        _rule(READ, ["apiextensions.k8s.io"], ["customresourcedefinitions"]),
+        _rule(READ, ["gateway.networking.k8s.io"],
+              ["gatewayclasses", "gateways", "httproutes", "referencegrants"]),
+        _rule(["create"], ["gateway.networking.k8s.io"], ["gatewayclasses"]),
+        _rule(["update", "patch"], ["gateway.networking.k8s.io"],
+              ["gatewayclasses/status", "gateways/status", "httproutes/status"]),
     ]),
 }
 EXTRA_SUBJECTS: dict[str, list[Obj]] = {"minikube-py:network-policies": [

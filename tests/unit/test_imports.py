@@ -11,7 +11,8 @@ The packages of minikube_py are of three sorts:
   the kubelet and the launcher drive containerd with, as upstream's cri-client) and
   the `cri_logs` module (reading the CRI log files containerd writes, cri-client's logs);
 - components: `apiserver`, `controllers`, `scheduler`, `kubelet`, `proxy`, `dns`, `images`,
-  `mkctl`, `metrics`, `tracestore` (the trace receiver), `provisioner` (local-path). A
+  `mkctl`, `metrics`, `tracestore` (the trace receiver), `provisioner` (local-path),
+  `gateway` (Ingress and Gateway API). A
   component imports shared libraries and itself, never another component: each runs as
   its own process and reaches the others only through the API server (images are built
   and pushed without a node);

@@ -1,0 +1,423 @@
+"""The gateway controller: Ingress and Gateway API through one nginx.
+
+    startup      our IngressClass `minikube-py` (the default class); once the Gateway API
+                 CRDs are served, informers for them and our GatewayClass `minikube-py`
+    any change   one key, "sync", is queued; sync() is level-based:
+      1. compute   ingress.py and gatewayapi.py turn what the informers hold into nginx
+                   ports, TLS files and statuses
+      2. config    nginx.py renders nginx.conf; it and the TLS files go into the Secret
+                   kube-system/minikube-py-gateway, which the data plane's pods mount
+                   (the kubelet updates the files; the pods reload nginx with HUP)
+      3. data plane  made once an Ingress or Gateway of ours exists: the Deployment
+                   kube-system/minikube-py-gateway (Debian's nginx), the LoadBalancer
+                   Service minikube-py-ingress (80, 443), one LoadBalancer Service per
+                   Gateway (its listener ports -> nginx's ports for it)
+      4. status    Ingress status.loadBalancer; GatewayClass, Gateway and HTTPRoute
+                   conditions; written only when they changed
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import logging
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from minikube_py.api import Obj
+from minikube_py.api.resources import Resource
+from minikube_py.client.errors import AlreadyExists, ClientError, Conflict, NotFound
+from minikube_py.client.informer import EventHandler, SharedInformer, SharedInformerFactory
+from minikube_py.client.rest import Client
+from minikube_py.client.workqueue import RateLimitingQueue, ShutDown
+from minikube_py.gateway import gatewayapi, ingress, nginx
+
+log = logging.getLogger(__name__)
+
+NAMESPACE = "kube-system"
+DATA_PLANE = "minikube-py-gateway"
+INGRESS_SERVICE = "minikube-py-ingress"
+IMAGE = "docker.io/library/nginx:latest"
+CONFIG_DIR = "/etc/minikube-py-gateway"
+APP_LABEL = "app.kubernetes.io/name"
+PART_LABEL = "minikube-py.io/gateway-data-plane"  # "ingress" or "gateway"
+GATEWAY_ANNOTATION = "minikube-py.io/gateway"  # namespace/name of the Gateway served
+PORTS_ANNOTATION = "minikube-py.io/ports"  # {"listener port": nginx port}
+PORT_BASE = 10000
+CRD_POLL_SECONDS = 5.0
+CRD_GROUP = "apiextensions.k8s.io"
+GATEWAY_RESOURCES = {
+    "gatewayclasses": Resource(gatewayapi.GROUP, "v1", "GatewayClass", "gatewayclasses",
+                               False, ("gc",), subresources=("status",)),
+    "gateways": Resource(gatewayapi.GROUP, "v1", "Gateway", "gateways", True, ("gtw",),
+                         subresources=("status",)),
+    "httproutes": Resource(gatewayapi.GROUP, "v1", "HTTPRoute", "httproutes", True,
+                           subresources=("status",)),
+    "referencegrants": Resource(gatewayapi.GROUP, "v1beta1", "ReferenceGrant",
+                                "referencegrants", True, ("refgrant",)),
+}
+RELOAD_SCRIPT = f"""\
+conf={CONFIG_DIR}/nginx.conf
+trap 'nginx -c $conf -s quit; exit 0' TERM INT
+nginx -c $conf || exit 1
+seen=$(cat {CONFIG_DIR}/* | md5sum)
+while sleep 1; do
+  kill -0 "$(cat /tmp/nginx.pid)" || exit 1
+  now=$(cat {CONFIG_DIR}/* | md5sum)
+  if [ "$now" != "$seen" ]; then
+    seen=$now
+    nginx -c $conf -t && nginx -c $conf -s reload && echo "configuration reloaded"
+  fi
+done
+"""
+"""The data plane's command: start nginx, then reload it (HUP: the old workers finish their
+connections) each time the kubelet has updated the mounted configuration."""
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def by_key(informer: SharedInformer) -> dict[tuple[str, str], Obj]:
+    return {(obj["metadata"].get("namespace", ""), obj["metadata"]["name"]): obj
+            for obj in informer.store.list()}
+
+
+def load_balancer_address(service: Obj | None) -> str | None:
+    ingress_list = (((service or {}).get("status") or {}).get("loadBalancer") or {}).get(
+        "ingress") or []
+    return ingress_list[0].get("ip") if ingress_list else None
+
+
+def gateway_service_name(namespace: str, name: str) -> str:
+    """kube-system's Service for a Gateway: gateway-<ns>-<name>, hashed when too long."""
+    plain = f"gateway-{namespace}-{name}"
+    if len(plain) <= 63:
+        return plain
+    return f"gateway-{hashlib.sha256(plain.encode()).hexdigest()[:16]}"
+
+
+def data_plane_labels() -> dict[str, str]:
+    return {APP_LABEL: DATA_PLANE}
+
+
+def deployment_object() -> Obj:
+    """Debian's nginx, its configuration the Secret, reloaded when that changes."""
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": DATA_PLANE, "namespace": NAMESPACE, "labels": data_plane_labels()},
+        "spec": {
+            "replicas": 1, "selector": {"matchLabels": data_plane_labels()},
+            "template": {
+                "metadata": {"labels": data_plane_labels()},
+                "spec": {
+                    "terminationGracePeriodSeconds": 5,
+                    "containers": [{
+                        "name": "nginx", "image": IMAGE, "command": ["sh", "-c", RELOAD_SCRIPT],
+                        "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR,
+                                          "readOnly": True}]}],
+                    "volumes": [{"name": "config", "secret": {"secretName": DATA_PLANE}}]}}}}
+
+
+def service_object(name: str, ports: dict[int, int], part: str,
+                   annotations: dict[str, str]) -> Obj:
+    """A LoadBalancer Service in front of the data plane's pods."""
+    return {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "namespace": NAMESPACE, "annotations": annotations,
+                     "labels": {**data_plane_labels(), PART_LABEL: part}},
+        "spec": {"type": "LoadBalancer", "selector": data_plane_labels(),
+                 "ports": [{"name": f"port-{public}", "protocol": "TCP", "port": public,
+                            "targetPort": internal}
+                           for public, internal in sorted(ports.items())]}}
+
+
+def same_conditions(old: Any, new: Any) -> bool:
+    """Equal but for lastTransitionTime."""
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: strip(item) for key, item in value.items()
+                    if key != "lastTransitionTime"}
+        if isinstance(value, list):
+            return [strip(item) for item in value]
+        return value
+    return strip(old) == strip(new)
+
+
+class GatewayController:
+    """Watches, syncs and writes (see the module's docstring)."""
+
+    name: ClassVar[str] = "gateway-controller"
+    key: ClassVar[str] = "sync"
+
+    def __init__(self, client: Client, informers: SharedInformerFactory) -> None:
+        self.client = client
+        self.informers = informers
+        self.queue = RateLimitingQueue(self.name)
+        handler = EventHandler(on_add=self.enqueue, on_update=lambda _old, _new: self.enqueue(),
+                               on_delete=self.enqueue)
+        self.handler = handler
+        self.ingresses = self.watch(informers.informer("ingresses", "networking.k8s.io"))
+        self.classes = self.watch(informers.informer("ingressclasses", "networking.k8s.io"))
+        self.services = self.watch(informers.informer("services"))
+        self.secrets = self.watch(informers.informer("secrets"))
+        self.namespaces = self.watch(informers.informer("namespaces"))
+        # a CRD written: look again at once whether the Gateway API is served
+        self.crds = self.watch(informers.informer("customresourcedefinitions", CRD_GROUP))
+        self.gateway_informers: dict[str, SharedInformer] = {}
+        self.gateway_class_created = False
+
+    def watch(self, informer: SharedInformer) -> SharedInformer:
+        informer.add_event_handler(self.handler)
+        return informer
+
+    def enqueue(self, _obj: Obj | None = None) -> None:
+        self.queue.add(self.key)
+
+    async def run(self) -> None:
+        """Create our IngressClass, then sync until cancelled."""
+        try:
+            await self.client.resource("ingressclasses", "networking.k8s.io").create(
+                ingress.ingress_class_object())
+        except AlreadyExists:
+            pass
+        self.enqueue()
+        while True:
+            try:
+                key = await self.queue.get()
+            except ShutDown:
+                return
+            try:
+                await self.sync()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                level = (logging.DEBUG if isinstance(error, Conflict) else logging.WARNING
+                         if isinstance(error, ClientError) else logging.ERROR)
+                log.log(level, "%s: sync failed: %s", self.name, error,
+                        exc_info=level == logging.ERROR)
+                self.queue.add_rate_limited(key)
+            else:
+                self.queue.forget(key)
+            finally:
+                self.queue.done(key)
+
+    async def gateway_api_served(self) -> bool:
+        """Whether the API server serves the Gateway API kinds we read (their CRDs are
+        installed and established); asked again every few seconds until it does."""
+        for resource in GATEWAY_RESOURCES.values():
+            try:
+                await self.client.resource_for(resource).list(limit=1)
+            except NotFound:
+                log.debug("%s: %s not served yet", self.name, resource.plural)
+                self.queue.add_after(self.key, CRD_POLL_SECONDS)
+                return False
+        return True
+
+    async def start_gateway_api(self) -> bool:
+        """Once the CRDs are served: their informers, synced, and our GatewayClass."""
+        if not self.gateway_informers:
+            if not await self.gateway_api_served():
+                return False
+            for plural, resource in GATEWAY_RESOURCES.items():
+                self.gateway_informers[plural] = self.watch(
+                    self.informers.informer_for(resource))
+            async with asyncio.timeout(60):
+                await asyncio.gather(*(informer.wait_for_sync()
+                                       for informer in self.gateway_informers.values()))
+        if not self.gateway_class_created:
+            try:
+                await self.gateway_client("gatewayclasses").create({
+                    "apiVersion": f"{gatewayapi.GROUP}/v1", "kind": "GatewayClass",
+                    "metadata": {"name": gatewayapi.GATEWAY_CLASS},
+                    "spec": {"controllerName": gatewayapi.CONTROLLER_NAME,
+                             "description": "minikube-py's nginx data plane"}})
+            except AlreadyExists:
+                pass
+            self.gateway_class_created = True
+        return True
+
+    def gateway_client(self, plural: str) -> Any:
+        return self.client.resource_for(GATEWAY_RESOURCES[plural])
+
+    async def sync(self) -> None:
+        """One level-based pass: compute, write the config, the data plane, the statuses."""
+        log.debug("%s: syncing", self.name)
+        services = by_key(self.services)
+        secrets = by_key(self.secrets)
+        classes = {key[1]: obj for key, obj in by_key(self.classes).items()}
+        ingress_plan = ingress.compute_ingress(by_key(self.ingresses), classes, services,
+                                               secrets)
+        ports = list(ingress_plan.ports)
+        files = dict(ingress_plan.files)
+        plan = None
+        if await self.start_gateway_api():
+            world = self.world(services, secrets)
+            plan = gatewayapi.compute(world)
+            ports += plan.ports
+            files |= plan.files
+        files["nginx.conf"] = nginx.render(ports).encode()
+        await self.write_config(files)
+        # the data plane is made when first needed: a cluster without either has none
+        if ingress_plan.ingresses or (plan is not None and plan.gateway_ports):
+            await self.ensure_deployment()
+        if ingress_plan.ingresses:
+            await self.ensure_service(INGRESS_SERVICE, {
+                ingress.HTTP_PORT: ingress.HTTP_PORT, ingress.HTTPS_PORT: ingress.HTTPS_PORT},
+                "ingress", {})
+        address = load_balancer_address(services.get((NAMESPACE, INGRESS_SERVICE)))
+        await self.write_ingress_status(ingress_plan.ingresses, address)
+        if plan is not None:
+            await self.sync_gateway_services(plan)
+            await self.write_gateway_status(plan)
+
+    def world(self, services: dict[tuple[str, str], Obj],
+              secrets: dict[tuple[str, str], Obj]) -> gatewayapi.World:
+        """What gatewayapi.compute reads, with each Gateway's address and nginx ports."""
+        gateways = by_key(self.gateway_informers["gateways"])
+        addresses: dict[tuple[str, str], str] = {}
+        ports: dict[tuple[str, str, int], int] = {}
+        used: set[int] = set()
+        for service in services.values():
+            annotations = service["metadata"].get("annotations") or {}
+            served = annotations.get(GATEWAY_ANNOTATION)
+            if service["metadata"].get("namespace") != NAMESPACE or not served:
+                continue
+            namespace, _, name = served.partition("/")
+            address = load_balancer_address(service)
+            if address and (namespace, name) in gateways:
+                addresses[(namespace, name)] = address
+            for public, internal in json.loads(annotations.get(PORTS_ANNOTATION, "{}")).items():
+                if (namespace, name) in gateways:
+                    ports[(namespace, name, int(public))] = internal
+                    used.add(internal)
+        next_port = PORT_BASE
+        for (namespace, name), gateway in sorted(gateways.items()):
+            for listener in (gateway.get("spec") or {}).get("listeners") or []:
+                if (namespace, name, listener["port"]) in ports:
+                    continue
+                while next_port in used:
+                    next_port += 1
+                ports[(namespace, name, listener["port"])] = next_port
+                used.add(next_port)
+        return gatewayapi.World(
+            classes={key[1]: obj for key, obj in
+                     by_key(self.gateway_informers["gatewayclasses"]).items()},
+            gateways=gateways, routes=by_key(self.gateway_informers["httproutes"]),
+            grants=self.gateway_informers["referencegrants"].store.list(),
+            services=services, secrets=secrets,
+            namespaces={key[1]: obj for key, obj in by_key(self.namespaces).items()},
+            addresses=addresses, ports=ports, now=now())
+
+    async def write_config(self, files: dict[str, bytes]) -> None:
+        """The Secret the data plane mounts, when its content changed."""
+        data = {name: base64.b64encode(content).decode() for name, content in files.items()}
+        secrets = self.client.resource("secrets")
+        current = self.secrets.store.get_by_name(NAMESPACE, DATA_PLANE)
+        if current is None:
+            try:
+                await secrets.create({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                                      "metadata": {"name": DATA_PLANE, "namespace": NAMESPACE,
+                                                   "labels": data_plane_labels()},
+                                      "data": data}, NAMESPACE)
+            except AlreadyExists:
+                pass
+            return
+        if current.get("data") != data:
+            await secrets.update({**current, "data": data})
+            log.info("nginx configuration updated (%d bytes)", len(files["nginx.conf"]))
+
+    async def ensure_deployment(self) -> None:
+        try:
+            await self.client.resource("deployments", "apps").create(deployment_object(),
+                                                                      NAMESPACE)
+        except AlreadyExists:
+            pass
+
+    async def ensure_service(self, name: str, ports: dict[int, int], part: str,
+                             annotations: dict[str, str]) -> None:
+        """Create the Service, or set its ports and annotations when they differ."""
+        wanted = service_object(name, ports, part, annotations)
+        current = self.services.store.get_by_name(NAMESPACE, name)
+        services = self.client.resource("services")
+        if current is None:
+            try:
+                await services.create(wanted, NAMESPACE)
+            except AlreadyExists:
+                pass
+            return
+        have = [(port.get("port"), port.get("targetPort")) for port in
+                (current.get("spec") or {}).get("ports") or []]
+        want = [(port["port"], port["targetPort"]) for port in wanted["spec"]["ports"]]
+        if have != want or (current["metadata"].get("annotations") or {}) != annotations:
+            spec = {**current["spec"], "ports": wanted["spec"]["ports"]}
+            metadata = {**current["metadata"], "annotations": annotations}
+            await services.update({**current, "metadata": metadata, "spec": spec})
+
+    async def sync_gateway_services(self, plan: gatewayapi.Plan) -> None:
+        """A LoadBalancer Service per Gateway; those of Gateways gone are deleted."""
+        wanted = set()
+        for (namespace, name), ports in sorted(plan.gateway_ports.items()):
+            service = gateway_service_name(namespace, name)
+            wanted.add(service)
+            await self.ensure_service(service, ports, "gateway", {
+                GATEWAY_ANNOTATION: f"{namespace}/{name}",
+                PORTS_ANNOTATION: json.dumps({str(public): internal
+                                              for public, internal in sorted(ports.items())})})
+        for service in self.services.store.list(NAMESPACE):
+            labels = service["metadata"].get("labels") or {}
+            if labels.get(PART_LABEL) == "gateway" and (
+                    service["metadata"]["name"] not in wanted):
+                try:
+                    await self.client.resource("services").delete(
+                        service["metadata"]["name"], NAMESPACE)
+                except NotFound:
+                    pass
+
+    async def write_ingress_status(self, keys: list[tuple[str, str]], address: str | None
+                                   ) -> None:
+        status = ingress.ingress_status(address)
+        client = self.client.resource("ingresses", "networking.k8s.io")
+        for namespace, name in keys:
+            current = self.ingresses.store.get_by_name(namespace, name)
+            if current is None or (current.get("status") or {}) == status:
+                continue
+            await client.update_status({**current, "status": status})
+
+    async def write_gateway_status(self, plan: gatewayapi.Plan) -> None:
+        """GatewayClasses, Gateways and HTTPRoutes whose status changed."""
+        writes: list[tuple[str, Obj, Obj]] = []
+        for name, status in plan.class_status.items():
+            writes.append(("gatewayclasses",
+                           self.gateway_informers["gatewayclasses"].store.get(name) or {},
+                           status))
+        for (namespace, name), status in plan.gateway_status.items():
+            current = self.gateway_informers["gateways"].store.get_by_name(namespace, name)
+            writes.append(("gateways", current or {}, status))
+        for (namespace, name), parents in plan.route_parents.items():
+            current = self.gateway_informers["httproutes"].store.get_by_name(namespace, name)
+            if current is None:
+                continue
+            old = (current.get("status") or {}).get("parents") or []
+            if not parents and not any(item.get("controllerName") == gatewayapi.CONTROLLER_NAME
+                                       for item in old):
+                continue
+            others = [item for item in old
+                      if item.get("controllerName") != gatewayapi.CONTROLLER_NAME]
+            merged = []
+            for parent in parents:
+                previous = next((item for item in old
+                                 if item.get("parentRef") == parent["parentRef"]
+                                 and item.get("controllerName") == gatewayapi.CONTROLLER_NAME),
+                                None)
+                conditions = gatewayapi.merge_conditions(
+                    (previous or {}).get("conditions") or [], parent["conditions"])
+                merged.append({**parent, "conditions": conditions})
+            writes.append(("httproutes", current, {**(current.get("status") or {}),
+                                                   "parents": [*others, *merged]}))
+        for plural, current, status in writes:
+            if not current or same_conditions(current.get("status") or {}, status):
+                continue
+            await self.gateway_client(plural).update_status({**current, "status": status})

@@ -1,0 +1,565 @@
+"""Gateway API (v1, standard channel) -> the data plane's ports, and every status the spec
+asks for. Pure: it reads a `World` (what the informers hold) and returns a `Plan`.
+
+    GatewayClass  ours when spec.controllerName is CONTROLLER_NAME: Accepted,
+                  SupportedVersion
+    Gateway       of one of our classes: each listener checked (protocol, route kinds,
+                  TLS certificateRefs, conflicts); Accepted, Programmed (once its
+                  LoadBalancer has an address), status.addresses, listeners[]
+    HTTPRoute     each parentRef that names one of our Gateways: attached to the listeners
+                  that allow it (sectionName, port, allowedRoutes, hostnames), Accepted and
+                  ResolvedRefs (backendRefs: Services, cross-namespace only through a
+                  ReferenceGrant); each rule's matches become candidates on the listener's
+                  port, in the spec's precedence order
+
+A Gateway's listeners that share a port share one nginx port (PORT_BASE and up), reached
+through the Gateway's own LoadBalancer Service.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any
+
+from minikube_py.api import Obj
+from minikube_py.api.selectors import SelectorError, label_selector_from_dict
+from minikube_py.gateway.nginx import (
+    Action,
+    Backend,
+    Candidate,
+    Certificate,
+    HeaderFilter,
+    Match,
+    Port,
+    Redirect,
+    Rewrite,
+)
+
+GROUP = "gateway.networking.k8s.io"
+CONTROLLER_NAME = "minikube-py.io/gateway-controller"
+GATEWAY_CLASS = "minikube-py"
+SUPPORTED_VERSION = "v1"
+ROUTE_KIND = {"group": GROUP, "kind": "HTTPRoute"}
+HTTP_PROTOCOLS = ("HTTP", "HTTPS")
+SUPPORTED_FILTERS = ("RequestHeaderModifier", "ResponseHeaderModifier", "RequestRedirect",
+                     "URLRewrite")
+
+
+def condition(kind: str, status: bool, reason: str, message: str, generation: int,
+              now: str) -> Obj:
+    return {"type": kind, "status": "True" if status else "False", "reason": reason,
+            "message": message, "observedGeneration": generation,
+            "lastTransitionTime": now}
+
+
+def merge_conditions(old: list[Obj], new: list[Obj]) -> list[Obj]:
+    """New conditions, keeping lastTransitionTime where the status did not change."""
+    before = {item["type"]: item for item in old}
+    merged = []
+    for item in new:
+        previous = before.get(item["type"])
+        if previous is not None and previous.get("status") == item["status"]:
+            item = {**item, "lastTransitionTime": previous.get("lastTransitionTime",
+                                                                 item["lastTransitionTime"])}
+        merged.append(item)
+    return merged
+
+
+@dataclass
+class World:
+    """What the controller knows: objects by (namespace, name), names for cluster-scoped."""
+
+    classes: dict[str, Obj]
+    gateways: dict[tuple[str, str], Obj]
+    routes: dict[tuple[str, str], Obj]
+    grants: list[Obj]
+    services: dict[tuple[str, str], Obj]
+    secrets: dict[tuple[str, str], Obj]
+    namespaces: dict[str, Obj]
+    addresses: dict[tuple[str, str], str]  # Gateway -> its LoadBalancer address
+    ports: dict[tuple[str, str, int], int]  # (Gateway, listener port) -> nginx port
+    now: str
+
+
+@dataclass
+class Plan:
+    """What to write: nginx ports, TLS files, and each object's new status."""
+
+    ports: list[Port] = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)
+    class_status: dict[str, Obj] = field(default_factory=dict)
+    gateway_status: dict[tuple[str, str], Obj] = field(default_factory=dict)
+    route_parents: dict[tuple[str, str], list[Obj]] = field(default_factory=dict)
+    gateway_ports: dict[tuple[str, str], dict[int, int]] = field(default_factory=dict)
+
+
+def gateway_class_status(obj: Obj, now: str) -> Obj:
+    """Accepted and SupportedVersion for one of our classes."""
+    generation = obj["metadata"].get("generation", 1)
+    old = (obj.get("status") or {}).get("conditions") or []
+    return {**(obj.get("status") or {}), "conditions": merge_conditions(old, [
+        condition("Accepted", True, "Accepted", "handled by minikube-py's gateway controller",
+                  generation, now),
+        condition("SupportedVersion", True, "SupportedVersion",
+                  f"Gateway API {SUPPORTED_VERSION} is supported", generation, now)])}
+
+
+def hostname_matches(pattern: str, hostname: str) -> bool:
+    """Whether a concrete or wildcard `hostname` falls under `pattern` (*.a.b covers x.a.b
+    and y.x.a.b, not a.b)."""
+    if pattern == hostname:
+        return True
+    if pattern.startswith("*."):
+        bare = hostname[2:] if hostname.startswith("*.") else hostname
+        return bare.endswith(pattern[1:]) and len(bare) > len(pattern) - 1
+    return False
+
+
+def intersect(listener: str | None, route: list[str]) -> list[str]:
+    """The hostnames a route serves on a listener ("" is any); empty: none intersect."""
+    if not route:
+        return [listener or ""]
+    if not listener:
+        return list(route)
+    found = []
+    for hostname in route:
+        if hostname_matches(listener, hostname):
+            found.append(hostname)
+        elif hostname_matches(hostname, listener):
+            found.append(listener)
+    return list(dict.fromkeys(found))
+
+
+def granted(grants: list[Obj], from_kind: str, from_namespace: str, to_group: str,
+            to_kind: str, to_namespace: str, to_name: str) -> bool:
+    """Whether a ReferenceGrant in to_namespace lets a `from_kind` of from_namespace refer
+    to the object."""
+    for grant in grants:
+        if grant["metadata"].get("namespace") != to_namespace:
+            continue
+        spec = grant.get("spec") or {}
+        allowed_from = any(item.get("group") == GROUP and item.get("kind") == from_kind
+                           and item.get("namespace") == from_namespace
+                           for item in spec.get("from") or [])
+        allowed_to = any((item.get("group") or "") == to_group and item.get("kind") == to_kind
+                         and item.get("name") in (None, "", to_name)
+                         for item in spec.get("to") or [])
+        if allowed_from and allowed_to:
+            return True
+    return False
+
+
+@dataclass
+class Listener:
+    """One listener, checked: valid ones take routes."""
+
+    spec: Obj
+    conditions: list[tuple[str, bool, str, str]]
+    kinds: list[Obj]
+    attached: int = 0
+
+    @property
+    def valid(self) -> bool:
+        return all(ok for kind, ok, _, _ in self.conditions if kind != "Conflicted")
+
+
+class GatewayAPI:
+    """Computes the plan of one sync (see the module's docstring)."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.plan = Plan()
+        self.ours = {name for name, obj in world.classes.items()
+                     if (obj.get("spec") or {}).get("controllerName") == CONTROLLER_NAME}
+        self.listeners: dict[tuple[str, str], list[Listener]] = {}
+        self.ports: dict[int, Port] = {}
+
+    def compute(self) -> Plan:
+        for name in sorted(self.ours):
+            self.plan.class_status[name] = gateway_class_status(self.world.classes[name],
+                                                                 self.world.now)
+        gateways = {key: obj for key, obj in self.world.gateways.items()
+                    if (obj.get("spec") or {}).get("gatewayClassName") in self.ours}
+        for key, gateway in sorted(gateways.items()):
+            self.listeners[key] = self.check_listeners(key, gateway)
+        candidates: dict[int, list[tuple[tuple[Any, ...], Candidate]]] = {}
+        for key, route in sorted(self.world.routes.items(), key=route_order):
+            self.attach_route(key, route, gateways, candidates)
+        for number, entries in candidates.items():
+            entries.sort(key=lambda entry: entry[0])
+            self.ports[number].candidates = [candidate for _, candidate in entries]
+        for key, gateway in sorted(gateways.items()):
+            self.plan.gateway_status[key] = self.gateway_status(key, gateway)
+        self.plan.ports = list(self.ports.values())
+        return self.plan
+
+    def nginx_port(self, key: tuple[str, str], listener_port: int) -> Port:
+        number = self.world.ports[(key[0], key[1], listener_port)]
+        self.plan.gateway_ports.setdefault(key, {})[listener_port] = number
+        if number not in self.ports:
+            self.ports[number] = Port(number, public_port=listener_port)
+        return self.ports[number]
+
+    def check_listeners(self, key: tuple[str, str], gateway: Obj) -> list[Listener]:
+        """Each listener's conditions: protocol, route kinds, TLS, conflicts."""
+        specs = (gateway.get("spec") or {}).get("listeners") or []
+        protocols: dict[int, set[str]] = {}
+        hostnames: dict[tuple[int, str], int] = {}
+        for spec in specs:
+            protocols.setdefault(spec["port"], set()).add(spec["protocol"])
+            host_key = (spec["port"], spec.get("hostname") or "")
+            hostnames[host_key] = hostnames.get(host_key, 0) + 1
+        checked = []
+        for spec in specs:
+            conditions: list[tuple[str, bool, str, str]] = []
+            kinds: list[Obj] = []
+            protocol = spec["protocol"]
+            if protocol not in HTTP_PROTOCOLS:
+                conditions.append(("Accepted", False, "UnsupportedProtocol",
+                                   f"protocol {protocol} is not supported"))
+            elif len(protocols[spec["port"]]) > 1:
+                conditions.append(("Conflicted", True, "ProtocolConflict",
+                                   "another listener on this port has another protocol"))
+            elif hostnames[(spec["port"], spec.get("hostname") or "")] > 1:
+                conditions.append(("Conflicted", True, "HostnameConflict",
+                                   "another listener has this port and hostname"))
+            if protocol in HTTP_PROTOCOLS:
+                kinds, kinds_ok = route_kinds(spec)
+                if not kinds_ok:
+                    conditions.append(("ResolvedRefs", False, "InvalidRouteKinds",
+                                       "a route kind in allowedRoutes is not supported"))
+            if protocol == "HTTPS" and not any(kind == "Accepted" for kind, *_ in conditions):
+                problem = self.check_certificates(key, spec)
+                if problem is not None:
+                    conditions.append(("ResolvedRefs", False, *problem))
+            checked.append(Listener(spec, conditions, kinds))
+        return checked
+
+    def check_certificates(self, key: tuple[str, str], spec: Obj) -> tuple[str, str] | None:
+        """(reason, message) when a certificateRef cannot be used; else the files."""
+        refs = (spec.get("tls") or {}).get("certificateRefs") or []
+        if (spec.get("tls") or {}).get("mode", "Terminate") != "Terminate":
+            return ("InvalidCertificateRef", "only TLS mode Terminate is supported")
+        if not refs:
+            return ("InvalidCertificateRef", "an HTTPS listener needs a certificateRef")
+        for ref in refs:
+            namespace = ref.get("namespace") or key[0]
+            if (ref.get("group") or "") != "" or ref.get("kind", "Secret") != "Secret":
+                return ("InvalidCertificateRef", "a certificateRef must name a Secret")
+            if namespace != key[0] and not granted(self.world.grants, "Gateway", key[0], "",
+                                                   "Secret", namespace, ref["name"]):
+                return ("RefNotPermitted", f"no ReferenceGrant in {namespace} allows "
+                        f"Secret {ref['name']}")
+            secret = self.world.secrets.get((namespace, ref["name"]))
+            data = (secret or {}).get("data") or {}
+            if secret is None or "tls.crt" not in data or "tls.key" not in data:
+                return ("InvalidCertificateRef",
+                        f"Secret {namespace}/{ref['name']} is missing or not a TLS pair")
+        return None
+
+    def listener_certificates(self, key: tuple[str, str], spec: Obj) -> list[Certificate]:
+        certificates = []
+        for ref in (spec.get("tls") or {}).get("certificateRefs") or []:
+            namespace = ref.get("namespace") or key[0]
+            data = self.world.secrets[(namespace, ref["name"])]["data"]
+            stem = f"gateway_{namespace}_{ref['name']}"
+            self.plan.files[f"{stem}.crt"] = decode(data["tls.crt"])
+            self.plan.files[f"{stem}.key"] = decode(data["tls.key"])
+            certificates.append(Certificate(spec.get("hostname") or "", f"{stem}.crt",
+                                            f"{stem}.key"))
+        return certificates
+
+    def namespace_allowed(self, gateway_namespace: str, spec: Obj, route_namespace: str
+                          ) -> bool:
+        allowed = ((spec.get("allowedRoutes") or {}).get("namespaces") or {})
+        source = allowed.get("from", "Same")
+        if source == "All":
+            return True
+        if source == "Same":
+            return route_namespace == gateway_namespace
+        if source == "Selector":
+            namespace = self.world.namespaces.get(route_namespace)
+            labels = ((namespace or {}).get("metadata") or {}).get("labels") or {}
+            try:
+                selector = label_selector_from_dict(allowed.get("selector") or {})
+            except SelectorError:
+                return False
+            return namespace is not None and selector.matches(labels)
+        return False
+
+    def attach_route(self, key: tuple[str, str], route: Obj, gateways: dict[tuple[str, str], Obj],
+                     candidates: dict[int, list[tuple[tuple[Any, ...], Candidate]]]) -> None:
+        """Each of the route's parentRefs to our Gateways: attach, and say how it went."""
+        spec = route.get("spec") or {}
+        generation = route["metadata"].get("generation", 1)
+        parents = []
+        resolved = self.resolve_backends(key, spec)
+        unsupported = unsupported_filter(spec)
+        for ref in spec.get("parentRefs") or []:
+            if (ref.get("group") or GROUP) != GROUP or ref.get("kind", "Gateway") != "Gateway":
+                continue
+            gateway_key = (ref.get("namespace") or key[0], ref["name"])
+            if gateway_key not in gateways:
+                continue
+            accepted, reason, message, attached = self.accept(key, route, ref, gateway_key)
+            if accepted and unsupported is not None:
+                accepted, reason, message = False, "UnsupportedValue", unsupported
+            if accepted:
+                for listener, hostnames in attached:
+                    listener.attached += 1
+                    self.add_candidates(key, route, gateway_key, listener, hostnames,
+                                        resolved, candidates)
+            refs_ok, refs_reason, refs_message = resolved.status
+            parents.append({
+                "parentRef": ref, "controllerName": CONTROLLER_NAME,
+                "conditions": [
+                    condition("Accepted", accepted, reason, message, generation,
+                              self.world.now),
+                    condition("ResolvedRefs", refs_ok, refs_reason, refs_message, generation,
+                              self.world.now)]})
+        self.plan.route_parents[key] = parents
+
+    def accept(self, key: tuple[str, str], route: Obj, ref: Obj, gateway_key: tuple[str, str]
+               ) -> tuple[bool, str, str, list[tuple[Listener, list[str]]]]:
+        """Whether the parentRef attaches, why not, and to which listeners (with the
+        hostnames it serves on each)."""
+        listeners = [listener for listener in self.listeners[gateway_key]
+                     if ref.get("sectionName") in (None, listener.spec["name"])
+                     and ref.get("port") in (None, listener.spec["port"])]
+        if not listeners:
+            return (False, "NoMatchingParent", "no listener matches the parentRef", [])
+        usable = [listener for listener in listeners if listener.valid
+                  and any(kind["kind"] == "HTTPRoute" for kind in listener.kinds)]
+        allowed = [listener for listener in usable
+                   if self.namespace_allowed(gateway_key[0], listener.spec, key[0])]
+        if not allowed:
+            return (False, "NotAllowedByListeners",
+                    "no listener allows routes of this kind from this namespace", [])
+        route_hostnames = (route.get("spec") or {}).get("hostnames") or []
+        attached = [(listener, intersect(listener.spec.get("hostname"), route_hostnames))
+                    for listener in allowed]
+        attached = [(listener, hostnames) for listener, hostnames in attached if hostnames]
+        if not attached:
+            return (False, "NoMatchingListenerHostname",
+                    "no listener hostname intersects the route's hostnames", [])
+        return (True, "Accepted", "attached", attached)
+
+    def resolve_backends(self, key: tuple[str, str], spec: Obj) -> Resolved:
+        """Every backendRef: a Service's ClusterIP:port, or None (answered with 500)."""
+        resolved = Resolved()
+        for rule in spec.get("rules") or []:
+            for ref in rule.get("backendRefs") or []:
+                resolved.add(ref, self.resolve(key, ref))
+        return resolved
+
+    def resolve(self, key: tuple[str, str], ref: Obj) -> tuple[str | None, str, str]:
+        """(ClusterIP:port or None, reason, message) for one backendRef."""
+        namespace = ref.get("namespace") or key[0]
+        group, kind = ref.get("group") or "", ref.get("kind", "Service")
+        if group != "" or kind != "Service":
+            return (None, "InvalidKind", f"backendRef kind {group or 'core'}/{kind} is not "
+                    "supported")
+        if namespace != key[0] and not granted(self.world.grants, "HTTPRoute", key[0], "",
+                                               "Service", namespace, ref["name"]):
+            return (None, "RefNotPermitted",
+                    f"no ReferenceGrant in {namespace} allows Service {ref['name']}")
+        service = self.world.services.get((namespace, ref["name"]))
+        if service is None:
+            return (None, "BackendNotFound", f"Service {namespace}/{ref['name']} not found")
+        cluster_ip = (service.get("spec") or {}).get("clusterIP")
+        port = ref.get("port")
+        ports = [item.get("port") for item in (service.get("spec") or {}).get("ports") or []]
+        if port is None or port not in ports or not cluster_ip or cluster_ip == "None":
+            return (None, "BackendNotFound",
+                    f"Service {namespace}/{ref['name']} has no port {port}")
+        return (f"{cluster_ip}:{port}", "ResolvedRefs", "")
+
+    def add_candidates(self, key: tuple[str, str], route: Obj, gateway_key: tuple[str, str],
+                       listener: Listener, hostnames: list[str], resolved: Resolved,
+                       candidates: dict[int, list[tuple[tuple[Any, ...], Candidate]]]) -> None:
+        spec = listener.spec
+        port = self.nginx_port(gateway_key, spec["port"])
+        if spec["protocol"] == "HTTPS":
+            for certificate in self.listener_certificates(gateway_key, spec):
+                if certificate not in port.certificates:
+                    port.certificates.append(certificate)
+        entries = candidates.setdefault(port.port, [])
+        for rule_index, rule in enumerate((route.get("spec") or {}).get("rules") or []):
+            matches = rule.get("matches") or [{"path": {"type": "PathPrefix", "value": "/"}}]
+            for match_index, raw in enumerate(matches):
+                match = to_match(raw)
+                action = to_action(rule, match, resolved)
+                for hostname in hostnames:
+                    order = (*match_precedence(match), route_order((key, route)),
+                             rule_index, match_index)
+                    entries.append((order, Candidate(hostname, match, action)))
+
+    def gateway_status(self, key: tuple[str, str], gateway: Obj) -> Obj:
+        generation = gateway["metadata"].get("generation", 1)
+        now = self.world.now
+        old = gateway.get("status") or {}
+        old_listeners = {item.get("name"): item for item in old.get("listeners") or []}
+        listeners = []
+        for listener in self.listeners[key]:
+            if listener.valid and listener.spec["protocol"] in HTTP_PROTOCOLS:
+                self.nginx_port(key, listener.spec["port"])
+            given = {kind for kind, *_ in listener.conditions}
+            conditions = [condition(kind, ok, reason, message, generation, now)
+                          for kind, ok, reason, message in listener.conditions]
+            if "Accepted" not in given:
+                conditions.append(condition("Accepted", True, "Accepted", "", generation, now))
+            if "ResolvedRefs" not in given:
+                conditions.append(condition("ResolvedRefs", True, "ResolvedRefs", "",
+                                            generation, now))
+            if "Conflicted" not in given:
+                conditions.append(condition("Conflicted", False, "NoConflicts", "",
+                                            generation, now))
+            programmed = listener.valid and key in self.world.addresses
+            conditions.append(condition("Programmed", programmed,
+                                        "Programmed" if programmed else "Invalid"
+                                        if not listener.valid else "Pending", "",
+                                        generation, now))
+            previous = (old_listeners.get(listener.spec["name"]) or {}).get("conditions") or []
+            listeners.append({"name": listener.spec["name"], "supportedKinds": listener.kinds,
+                              "attachedRoutes": listener.attached,
+                              "conditions": merge_conditions(previous, conditions)})
+        valid = [listener for listener in self.listeners[key] if listener.valid]
+        if not self.listeners[key] or valid:
+            accepted = condition("Accepted", True, "Accepted" if len(valid) == len(
+                self.listeners[key]) else "ListenersNotValid", "", generation, now)
+        else:
+            accepted = condition("Accepted", False, "ListenersNotValid",
+                                 "no listener is valid", generation, now)
+        address = self.world.addresses.get(key)
+        programmed = condition("Programmed", address is not None,
+                               "Programmed" if address else "AddressNotAssigned",
+                               "" if address else "waiting for the LoadBalancer's address",
+                               generation, now)
+        status: Obj = {"conditions": merge_conditions(old.get("conditions") or [],
+                                                      [accepted, programmed]),
+                       "listeners": listeners}
+        if address:
+            status["addresses"] = [{"type": "IPAddress", "value": address}]
+        return status
+
+
+class Resolved:
+    """The backendRefs of one route, resolved; the first failure is the route's reason."""
+
+    def __init__(self) -> None:
+        self.by_ref: dict[str, str | None] = {}
+        self.status: tuple[bool, str, str] = (True, "ResolvedRefs", "all references resolved")
+
+    @staticmethod
+    def ref_key(ref: Obj) -> str:
+        return repr(sorted((name, value) for name, value in ref.items()
+                           if name not in ("weight", "filters")))
+
+    def add(self, ref: Obj, outcome: tuple[str | None, str, str]) -> None:
+        address, reason, message = outcome
+        self.by_ref[self.ref_key(ref)] = address
+        if address is None and self.status[0]:
+            self.status = (False, reason, message)
+
+    def address(self, ref: Obj) -> str | None:
+        return self.by_ref.get(self.ref_key(ref))
+
+
+def decode(value: str) -> bytes:
+    return base64.b64decode(value)
+
+
+def route_kinds(spec: Obj) -> tuple[list[Obj], bool]:
+    """The kinds a listener takes (HTTPRoute), and whether every kind it names is one."""
+    named = (spec.get("allowedRoutes") or {}).get("kinds")
+    if not named:
+        return [dict(ROUTE_KIND)], True
+    kinds = [dict(ROUTE_KIND) for kind in named
+             if (kind.get("group") or GROUP) == GROUP and kind.get("kind") == "HTTPRoute"]
+    return kinds[:1], len(kinds) == len(named)
+
+
+def route_order(item: tuple[tuple[str, str], Obj]) -> tuple[str, str]:
+    """The oldest route first, then by namespace/name (the spec's tie-breakers)."""
+    key, route = item
+    return (route["metadata"].get("creationTimestamp", ""), f"{key[0]}/{key[1]}")
+
+
+def match_precedence(match: Match) -> tuple[int, int, int, int, int]:
+    """Exact paths, longer prefixes, a method, more headers, more query params first."""
+    kind = {"Exact": 0, "PathPrefix": 1}.get(match.path_type, 2)
+    return (kind, -len(match.path), 0 if match.method else 1, -len(match.headers),
+            -len(match.queries))
+
+
+def to_match(raw: Obj) -> Match:
+    path = raw.get("path") or {}
+    return Match(
+        path_type=path.get("type", "PathPrefix"), path=path.get("value", "/"),
+        method=raw.get("method"),
+        headers=tuple((item.get("type", "Exact"), item["name"], item["value"])
+                      for item in raw.get("headers") or []),
+        queries=tuple((item.get("type", "Exact"), item["name"], item["value"])
+                      for item in raw.get("queryParams") or []))
+
+
+def header_filter(raw: Obj | None) -> HeaderFilter | None:
+    if raw is None:
+        return None
+    return HeaderFilter(set=tuple((item["name"], item["value"]) for item in raw.get("set") or []),
+                        add=tuple((item["name"], item["value"]) for item in raw.get("add") or []),
+                        remove=tuple(raw.get("remove") or []))
+
+
+def path_modifier(raw: Obj | None, match: Match) -> tuple[str | None, tuple[str, str] | None]:
+    """(ReplaceFullPath, (matched prefix, ReplacePrefixMatch))."""
+    if not raw:
+        return (None, None)
+    if raw.get("type") == "ReplaceFullPath":
+        return (raw.get("replaceFullPath", "/"), None)
+    return (None, (match.path, raw.get("replacePrefixMatch", "/")))
+
+
+def to_action(rule: Obj, match: Match, resolved: Resolved) -> Action:
+    """A rule's filters and backends, for one of its matches (a prefix rewrite needs it)."""
+    filters = {item["type"]: item for item in rule.get("filters") or []}
+    redirect = None
+    if "RequestRedirect" in filters:
+        raw = filters["RequestRedirect"]["requestRedirect"]
+        path, prefix = path_modifier(raw.get("path"), match)
+        redirect = Redirect(scheme=raw.get("scheme"), hostname=raw.get("hostname"),
+                            port=raw.get("port"), path=path, prefix=prefix,
+                            status_code=raw.get("statusCode", 302))
+    rewrite = None
+    if "URLRewrite" in filters:
+        raw = filters["URLRewrite"]["urlRewrite"]
+        path, prefix = path_modifier(raw.get("path"), match)
+        rewrite = Rewrite(hostname=raw.get("hostname"), path=path, prefix=prefix)
+    backends = tuple(Backend(resolved.address(ref), ref.get("weight", 1))
+                     for ref in rule.get("backendRefs") or [])
+    return Action(
+        backends=backends,
+        request_headers=header_filter((filters.get("RequestHeaderModifier") or {})
+                                      .get("requestHeaderModifier")),
+        response_headers=header_filter((filters.get("ResponseHeaderModifier") or {})
+                                       .get("responseHeaderModifier")),
+        redirect=redirect, rewrite=rewrite)
+
+
+def unsupported_filter(spec: Obj) -> str | None:
+    """A message naming the first filter this data plane cannot apply."""
+    for rule in spec.get("rules") or []:
+        for item in rule.get("filters") or []:
+            if item.get("type") not in SUPPORTED_FILTERS:
+                return f"filter {item.get('type')} is not supported"
+        for ref in rule.get("backendRefs") or []:
+            if ref.get("filters"):
+                return "filters on a backendRef are not supported"
+    return None
+
+
+def compute(world: World) -> Plan:
+    """The plan of one sync."""
+    return GatewayAPI(world).compute()
+

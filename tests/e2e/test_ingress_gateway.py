@@ -1,0 +1,772 @@
+"""Ingress and Gateway API on a real 2-node cluster, through the gateway controller's nginx
+pods and their LoadBalancer addresses, reached from this machine as a user would.
+
+The Ingress tests use the real kubectl (`kubectl create ingress`). The Gateway API tests
+mirror kubernetes-sigs/gateway-api's conformance tests (GATEWAY-HTTP profile,
+conformance/tests/*.go) with their manifests (tests/e2e/gateway_conformance/, copied
+unchanged): the same requests, the same expected backends, statuses and headers, and, as
+upstream's MakeRequestAndExpectEventuallyConsistentResponse, an answer counts once it
+repeats 3 times in a row. The one change: upstream's echo-basic image (not reachable
+here) is replaced by ECHO_SERVER on python:3, which answers with the same JSON (path,
+host, method, headers, namespace, pod), and each backend runs 1 replica.
+
+All tests share one cluster (module fixture); the Gateway API CRDs are applied with
+kubectl from ../shared/data/crds/gateway-api/ before the first Gateway API test."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from minikube_py.security import pki
+from tests.test_cluster_cli import kubectl, launcher
+
+pytestmark = pytest.mark.slow
+
+KUBECTL = str(Path(sys.executable).with_name("kubectl"))
+HERE = Path(__file__).parent / "gateway_conformance"
+# ../shared/data/crds/gateway-api from the checkout: /work/main's parent, or a worktree's
+# ancestor (the standard channel's CRDs, as a user applies them)
+CRDS = next((parent / "shared/data/crds/gateway-api" for parent in Path(__file__).resolve().parents
+             if (parent / "shared/data/crds/gateway-api").is_dir()), None)
+INFRA = "gateway-conformance-infra"
+WEB = "gateway-conformance-web-backend"
+CLASS = "minikube-py"
+CONTROLLER = "minikube-py.io/gateway-controller"
+ECHO_SERVER = """
+import json, os
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+class Echo(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def answer(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        headers = {}
+        for name, value in self.headers.items():
+            headers.setdefault(name.title(), []).append(value)
+        body = json.dumps({"path": self.path, "host": self.headers.get("Host", ""),
+                           "method": self.command, "proto": self.request_version,
+                           "headers": headers, "namespace": os.environ.get("NAMESPACE", ""),
+                           "ingress": "", "service": "",
+                           "pod": os.environ.get("POD_NAME", "")}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = answer
+
+    def log_message(self, *args):
+        pass
+
+ThreadingHTTPServer(("", int(os.environ.get("HTTP_PORT", "3000"))), Echo).serve_forever()
+"""
+
+
+def echo_container(container: dict[str, Any]) -> None:
+    """echo-basic -> ECHO_SERVER on python:3 (same port, same env)."""
+    container["image"] = "python:3"
+    container["command"] = ["python3", "-u", "-c", ECHO_SERVER]
+
+
+def manifest(name: str) -> str:
+    """An upstream manifest, its gateway class and controller ours, its echo backends
+    ECHO_SERVER."""
+    documents = []
+    text = ((HERE / name).read_text().replace("{GATEWAY_CLASS_NAME}", CLASS)
+            .replace("{GATEWAY_CONTROLLER_NAME}", CONTROLLER))
+    for document in yaml.safe_load_all(text):
+        if not document:
+            continue
+        if document["kind"] == "Deployment":
+            document["spec"]["replicas"] = 1
+            for container in document["spec"]["template"]["spec"]["containers"]:
+                echo_container(container)
+        documents.append(document)
+    return yaml.safe_dump_all(documents)
+
+
+def run_kubectl(home: Path, *args: str, stdin: str | None = None,
+                check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([KUBECTL, f"--kubeconfig={home / 'kubeconfig'}", *args],
+                          input=stdin, capture_output=True, text=True, timeout=120,
+                          check=check)
+
+
+def get(home: Path, *what: str) -> Any:
+    return json.loads(kubectl(home, "get", *what, "-o", "json").stdout)
+
+
+def until(condition: Callable[[], Any], what: str, timeout: float = 120) -> Any:
+    """Poll until `condition()` is truthy; `timeout` bounds a failure only."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        last = condition()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def cluster(fast_tmp: Path) -> Iterator[Path]:
+    home = fast_tmp / "gateway"
+    launcher(home, "up", "--nodes", "2")
+    try:
+        kubectl(home, "wait", "--for=condition=Ready", "node", "--all", "--timeout=120s")
+        yield home
+    finally:
+        launcher(home, "down", "--purge", check=False)
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: dict[str, Any] | None
+    location: str | None = None
+
+
+def send(address: str, path: str = "/", host: str | None = None, port: int = 80,
+         headers: dict[str, str] | None = None, method: str = "GET") -> Answer | None:
+    """One request (redirects not followed); None when the connection fails."""
+    connection = http.client.HTTPConnection(address, port, timeout=5)
+    try:
+        connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        connection.putheader("Host", host or address)
+        for name, value in (headers or {}).items():
+            connection.putheader(name, value)
+        connection.endheaders()
+        response = connection.getresponse()
+        raw = response.read()
+    except OSError:
+        return None
+    finally:
+        connection.close()
+    try:
+        body = json.loads(raw) if response.getheader("Content-Type") == (
+            "application/json") else None
+    except ValueError:
+        body = None
+    answer_headers = {name.lower(): value for name, value in response.getheaders()}
+    return Answer(response.status, answer_headers, body, response.getheader("Location"))
+
+
+@dataclass
+class Expected:
+    """One of upstream's http.ExpectedResponse."""
+
+    path: str = "/"
+    host: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    method: str = "GET"
+    status: int = 200
+    backend: str | None = None
+    namespace: str = INFRA
+    request_path: str | None = None  # ExpectedRequest.Path
+    request_headers: dict[str, str] = field(default_factory=dict)
+    absent_headers: tuple[str, ...] = ()
+    response_headers: dict[str, str] = field(default_factory=dict)
+    absent_response_headers: tuple[str, ...] = ()
+    location: str | None = None
+
+    def problem(self, answer: Answer | None) -> str | None:
+        """Why the answer is not the expected one (None: it is)."""
+        if answer is None:
+            return "no connection"
+        if answer.status != self.status:
+            return f"status {answer.status}, want {self.status}"
+        if self.location is not None and answer.location != self.location:
+            return f"Location {answer.location}, want {self.location}"
+        for name, value in self.response_headers.items():
+            if answer.headers.get(name.lower()) != value:
+                return f"response header {name}: {answer.headers.get(name.lower())}"
+        for name in self.absent_response_headers:
+            if name.lower() in answer.headers:
+                return f"response header {name} should be absent"
+        if self.status != 200 or self.backend is None:
+            return None
+        body = answer.body or {}
+        if not body.get("pod", "").startswith(self.backend):
+            return f"pod {body.get('pod')}, want {self.backend}-*"
+        if body.get("namespace") != self.namespace:
+            return f"namespace {body.get('namespace')}, want {self.namespace}"
+        if body.get("path") != (self.request_path or self.path):
+            return f"path {body.get('path')}, want {self.request_path or self.path}"
+        seen = body.get("headers") or {}
+        for name, value in self.request_headers.items():
+            if ",".join(seen.get(name.title(), [])) != value:
+                return f"request header {name}: {seen.get(name.title())}, want {value}"
+        for name in self.absent_headers:
+            if name.title() in seen:
+                return f"request header {name} should be absent"
+        return None
+
+
+def expect(address: str, expected: Expected, timeout: float = 60) -> None:
+    """Upstream's eventually consistent response: 3 right answers in a row."""
+    deadline = time.monotonic() + timeout
+    in_a_row = 0
+    problem: str | None = None
+    while in_a_row < 3:
+        problem = expected.problem(send(address, expected.path, expected.host,
+                                        headers=expected.headers, method=expected.method))
+        in_a_row = in_a_row + 1 if problem is None else 0
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{expected.method} {expected.host} {expected.path} "
+                                 f"{expected.headers}: {problem}")
+        if problem is not None:
+            time.sleep(0.5)
+
+
+# -- Ingress ---------------------------------------------------------------------------------
+
+ECHO_DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: "@APP@"}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: "@APP@"}}
+  template:
+    metadata: {labels: {app: "@APP@"}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: echo
+        image: python:3
+        env:
+        - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+        - {name: NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+"""
+
+
+def echo_deployment(name: str) -> str:
+    document = yaml.safe_load(ECHO_DEPLOYMENT.replace("@APP@", name))
+    echo_container(document["spec"]["template"]["spec"]["containers"][0])
+    return yaml.safe_dump(document)
+
+
+@pytest.fixture(scope="module")
+def ingress_backends(cluster: Path) -> Path:
+    for name in ("echo-a", "echo-b", "echo-default"):
+        run_kubectl(cluster, "apply", "-f", "-", stdin=echo_deployment(name))
+        kubectl(cluster, "expose", "deployment", name, "--port=80", "--target-port=3000")
+    for name in ("echo-a", "echo-b", "echo-default"):
+        kubectl(cluster, "rollout", "status", f"deployment/{name}", "--timeout=180s")
+    return cluster
+
+
+def ingress_address(home: Path, name: str) -> str:
+    def address() -> str | None:
+        ingress = (get(home, "ingress", name).get("status") or {}).get("loadBalancer") or {}
+        return ((ingress.get("ingress") or [{}])[0]).get("ip")
+    return until(address, f"ingress {name}'s address")
+
+
+def test_the_default_ingress_class_is_ours(cluster: Path) -> None:
+    ingress_class = until(lambda: run_kubectl(cluster, "get", "ingressclass", "minikube-py",
+                                              "-o", "json", check=False).stdout,
+                          "IngressClass minikube-py")
+    obj = json.loads(ingress_class)
+    assert obj["spec"]["controller"] == "minikube-py.io/ingress-controller"
+    assert obj["metadata"]["annotations"][
+        "ingressclass.kubernetes.io/is-default-class"] == "true"
+
+
+def test_kubectl_create_ingress_routes_hosts_and_paths(ingress_backends: Path) -> None:
+    home = ingress_backends
+    kubectl(home, "create", "ingress", "paths",
+            "--rule=paths.example/exact=echo-a:80",
+            "--rule=paths.example/prefix/*=echo-b:80",
+            "--rule=other.example/*=echo-a:80",
+            "--default-backend=echo-default:80")
+    ingress = get(home, "ingress", "paths")
+    assert ingress["spec"]["ingressClassName"] == "minikube-py"  # the default class
+    address = ingress_address(home, "paths")
+    service = get(home, "service", "-n", "kube-system", "minikube-py-ingress")
+    assert service["spec"]["type"] == "LoadBalancer"
+    assert service["status"]["loadBalancer"]["ingress"][0]["ip"] == address
+    for expected in (
+            Expected("/exact", "paths.example", backend="echo-a", namespace="default"),
+            Expected("/exact/more", "paths.example", backend="echo-default",
+                     namespace="default"),
+            Expected("/prefix", "paths.example", backend="echo-b", namespace="default"),
+            Expected("/prefix/deeper?x=1", "paths.example", backend="echo-b",
+                     namespace="default"),
+            Expected("/prefixed", "paths.example", backend="echo-default",
+                     namespace="default"),
+            Expected("/anything", "other.example", backend="echo-a", namespace="default"),
+            Expected("/", "unknown.example", backend="echo-default", namespace="default")):
+        expect(address, expected)
+
+
+def test_an_ingress_serves_tls_from_its_secret(ingress_backends: Path, tmp_path: Path) -> None:
+    home = ingress_backends
+    ca = pki.new_ca("ingress-test-ca")
+    pair = pki.issue(ca, "secure.example", dns_names=("secure.example",), server=True)
+    (tmp_path / "tls.crt").write_bytes(pair.cert_pem)
+    (tmp_path / "tls.key").write_bytes(pair.key_pem)
+    (tmp_path / "ca.crt").write_bytes(ca.cert_pem)
+    kubectl(home, "create", "secret", "tls", "secure-tls", f"--cert={tmp_path / 'tls.crt'}",
+            f"--key={tmp_path / 'tls.key'}")
+    kubectl(home, "create", "ingress", "secure",
+            "--rule=secure.example/*=echo-b:80,tls=secure-tls")
+    address = ingress_address(home, "secure")
+
+    def served() -> bool:
+        done = subprocess.run(
+            ["curl", "-sS", "--max-time", "5", "--cacert", str(tmp_path / "ca.crt"),
+             "--resolve", f"secure.example:443:{address}", "https://secure.example/tls"],
+            capture_output=True, text=True)
+        return done.returncode == 0 and '"pod": "echo-b' in done.stdout
+    until(served, "https://secure.example/ with the Secret's certificate")
+
+
+def test_an_ingress_s_change_reloads_nginx_without_a_new_pod(ingress_backends: Path) -> None:
+    home = ingress_backends
+    pods = get(home, "pods", "-n", "kube-system", "-l",
+               "app.kubernetes.io/name=minikube-py-gateway")["items"]
+    assert len(pods) == 1
+    kubectl(home, "create", "ingress", "later", "--rule=later.example/*=echo-a:80")
+    address = ingress_address(home, "later")
+    expect(address, Expected("/", "later.example", backend="echo-a", namespace="default"))
+    kubectl(home, "delete", "ingress", "later")
+    expect(address, Expected("/", "later.example", backend="echo-default",
+                             namespace="default"))
+    after = get(home, "pods", "-n", "kube-system", "-l",
+                "app.kubernetes.io/name=minikube-py-gateway")["items"]
+    assert [pod["metadata"]["uid"] for pod in after] == [pods[0]["metadata"]["uid"]]
+    assert after[0]["status"]["containerStatuses"][0]["restartCount"] == 0
+    logs = kubectl(home, "logs", "-n", "kube-system", after[0]["metadata"]["name"]).stdout
+    assert "configuration reloaded" in logs
+
+
+# -- Gateway API: the conformance tests ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gateway_api(cluster: Path) -> Path:
+    """The standard CRDs, as a user installs them, and upstream's base manifests."""
+    if CRDS is None:
+        pytest.skip("no ../shared/data/crds/gateway-api")
+    for crd in sorted(CRDS.glob("gateway.networking.k8s.io_*.yaml")):
+        kubectl(cluster, "apply", "--server-side", "-f", str(crd))
+    for plural in ("gatewayclasses", "gateways", "httproutes", "referencegrants"):
+        kubectl(cluster, "wait", "--for=condition=Established",
+                f"crd/{plural}.gateway.networking.k8s.io", "--timeout=60s")
+    gateway_class = until(lambda: accepted_class(cluster, CLASS), "GatewayClass minikube-py")
+    assert gateway_class["spec"]["controllerName"] == CONTROLLER
+    run_kubectl(cluster, "apply", "-f", "-", stdin=manifest("base.yaml"))
+    for namespace in (INFRA, WEB, "gateway-conformance-app-backend"):
+        kubectl(cluster, "wait", "--for=condition=Available", "deployment", "--all",
+                "-n", namespace, "--timeout=240s")
+    return cluster
+
+
+def accepted_class(home: Path, name: str) -> dict[str, Any] | None:
+    done = run_kubectl(home, "get", "gatewayclass", name, "-o", "json", check=False)
+    if done.returncode:
+        return None
+    obj = json.loads(done.stdout)
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return obj if any(item["type"] == "Accepted" and item["status"] == "True"
+                      for item in conditions) else None
+
+
+def condition_of(conditions: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    return next((item for item in conditions if item["type"] == kind), {})
+
+
+def gateway_address(home: Path, namespace: str, name: str) -> str:
+    """Upstream's GatewayMustHaveLatestConditions + address: Programmed, with an address."""
+    def programmed() -> str | None:
+        gateway = get(home, "gateway", "-n", namespace, name)
+        status = gateway.get("status") or {}
+        programmed = condition_of(status.get("conditions") or [], "Programmed")
+        addresses = status.get("addresses") or []
+        if programmed.get("status") == "True" and addresses and programmed.get(
+                "observedGeneration") == gateway["metadata"]["generation"]:
+            return addresses[0]["value"]
+        return None
+    return until(programmed, f"Gateway {namespace}/{name} Programmed")
+
+
+def route_parent(home: Path, namespace: str, name: str, gateway: tuple[str, str]
+                 ) -> dict[str, Any] | None:
+    route = get(home, "httproute", "-n", namespace, name)
+    for parent in (route.get("status") or {}).get("parents") or []:
+        ref = parent["parentRef"]
+        if ref["name"] == gateway[1] and ref.get("namespace", namespace) == gateway[0] and (
+                parent["controllerName"] == CONTROLLER):
+            conditions = parent["conditions"]
+            if all(item["observedGeneration"] == route["metadata"]["generation"]
+                   for item in conditions):
+                return parent
+    return None
+
+
+def route_condition(home: Path, namespace: str, name: str, gateway: tuple[str, str],
+                    kind: str, status: str, reason: str | None = None) -> None:
+    """Upstream's HTTPRouteMustHaveCondition."""
+    def holds() -> bool:
+        parent = route_parent(home, namespace, name, gateway)
+        found = condition_of((parent or {}).get("conditions") or [], kind)
+        return found.get("status") == status and reason in (None, found.get("reason"))
+    until(holds, f"HTTPRoute {namespace}/{name} {kind}={status} {reason or ''}")
+
+
+def accepted(home: Path, gateway: tuple[str, str], *routes: tuple[str, str],
+             resolved: bool = True) -> str:
+    """Upstream's GatewayAndHTTPRoutesMustBeAccepted (+ ResolvedRefs True): the address."""
+    address = gateway_address(home, *gateway)
+    for namespace, name in routes:
+        route_condition(home, namespace, name, gateway, "Accepted", "True")
+        if resolved:
+            route_condition(home, namespace, name, gateway, "ResolvedRefs", "True")
+    return address
+
+
+@contextmanager
+def applied(home: Path, name: str) -> Iterator[Path]:
+    """The test's manifest, applied, and deleted after it (as upstream's suite does)."""
+    text = manifest(name)
+    run_kubectl(home, "apply", "-f", "-", stdin=text)
+    try:
+        yield home
+    finally:
+        run_kubectl(home, "delete", "--wait=false", "--ignore-not-found", "-f", "-",
+                    stdin=text, check=False)
+
+
+SAME = (INFRA, "same-namespace")
+
+
+def test_gateway_class_observed_generation_bump(gateway_api: Path) -> None:
+    with applied(gateway_api, "gatewayclass-observed-generation-bump.yaml") as conformance:
+        name = "gatewayclass-observed-generation-bump"
+
+        def latest() -> dict[str, Any] | None:
+            obj = get(conformance, "gatewayclass", name)
+            conditions = (obj.get("status") or {}).get("conditions") or []
+            accepted = condition_of(conditions, "Accepted")
+            return obj if conditions and accepted.get("status") == "True" and all(
+                item["observedGeneration"] == obj["metadata"]["generation"]
+                for item in conditions) else None
+        before = until(latest, "GatewayClass Accepted at its generation")
+        kubectl(conformance, "patch", "gatewayclass", name, "--type=merge",
+                "-p", '{"spec": {"description": "new"}}')
+        after = until(lambda: (obj := latest()) and obj["metadata"]["generation"] > (
+            before["metadata"]["generation"]) and obj, "observedGeneration bumped")
+        assert after["metadata"]["generation"] == before["metadata"]["generation"] + 1
+
+
+def test_httproute_simple_same_namespace(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-simple-same-namespace.yaml") as conformance:
+        address = accepted(conformance, SAME, (INFRA, "gateway-conformance-infra-test"))
+        expect(address, Expected("/", backend="infra-backend-v1"))
+
+
+def test_httproute_matching(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-matching.yaml") as conformance:
+        address = accepted(conformance, SAME, (INFRA, "matching"))
+        for expected in (
+                Expected("/", backend="infra-backend-v1"),
+                Expected("/example", backend="infra-backend-v1"),
+                Expected("/", headers={"Version": "one"}, backend="infra-backend-v1"),
+                Expected("/v2", backend="infra-backend-v2"),
+                Expected("/v2/example", backend="infra-backend-v2"),
+                Expected("/", headers={"Version": "two"}, backend="infra-backend-v2"),
+                Expected("/v2/", backend="infra-backend-v2"),
+                Expected("/v2example", backend="infra-backend-v1"),
+                Expected("/foo/v2/example", backend="infra-backend-v1")):
+            expect(address, expected)
+
+
+def test_httproute_header_matching(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-header-matching.yaml") as conformance:
+        address = accepted(conformance, SAME, (INFRA, "header-matching"))
+        for headers, backend in (
+                ({"Version": "one"}, "infra-backend-v1"),
+                ({"Version": "two"}, "infra-backend-v2"),
+                ({"Version": "two", "Color": "orange"}, "infra-backend-v1"),
+                ({"Version": "two", "Color": "blue"}, "infra-backend-v2"),
+                ({"Color": "orange"}, None),
+                ({"Some-Other-Header": "one"}, None),
+                ({"Color": "blue"}, "infra-backend-v1"),
+                ({"Color": "green"}, "infra-backend-v1"),
+                ({"Color": "red"}, "infra-backend-v2"),
+                ({"Color": "yellow"}, "infra-backend-v2"),
+                ({"Color": "purple"}, None)):
+            expect(address, Expected("/", headers=headers, backend=backend,
+                                     status=200 if backend else 404))
+
+
+def test_httproute_exact_path_matching(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-exact-path-matching.yaml") as conformance:
+        address = accepted(conformance, SAME, (INFRA, "exact-matching"))
+        for expected in (
+                Expected("/one", backend="infra-backend-v1"),
+                Expected("/two", backend="infra-backend-v2"),
+                Expected("/", status=404), Expected("/one/example", status=404),
+                Expected("/two/", status=404), Expected("/Two", status=404)):
+            expect(address, expected)
+
+
+def test_httproute_cross_namespace(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-cross-namespace.yaml") as conformance:
+        address = accepted(conformance, (INFRA, "backend-namespaces"), (WEB, "cross-namespace"))
+        expect(address, Expected("/", backend="web-backend", namespace=WEB))
+
+
+def test_httproute_reference_grant(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-reference-grant.yaml") as conformance:
+        address = accepted(conformance, SAME, (INFRA, "reference-grant"))
+        expect(address, Expected("/", backend="web-backend", namespace=WEB))
+        kubectl(conformance, "delete", "referencegrant", "-n", WEB, "reference-grant")
+        expect(address, Expected("/", status=500))
+
+
+def test_httproute_invalid_cross_namespace_backend_ref(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-invalid-cross-namespace-backend-ref.yaml") as conformance:
+        route = (INFRA, "invalid-cross-namespace-backend-ref")
+        address = accepted(conformance, SAME, route, resolved=False)
+        route_condition(conformance, *route, SAME, "ResolvedRefs", "False", "RefNotPermitted")
+        expect(address, Expected("/", status=500))
+
+
+def test_httproute_invalid_nonexistent_backend_ref(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-invalid-nonexistent-backendref.yaml") as conformance:
+        route = (INFRA, "invalid-nonexistent-backend-ref")
+        address = accepted(conformance, SAME, route, resolved=False)
+        route_condition(conformance, *route, SAME, "ResolvedRefs", "False", "BackendNotFound")
+        expect(address, Expected("/", status=500))
+
+
+def test_httproute_invalid_backend_ref_unknown_kind(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-invalid-backendref-unknown-kind.yaml") as conformance:
+        route = (INFRA, "invalid-backend-ref-unknown-kind")
+        address = accepted(conformance, SAME, route, resolved=False)
+        route_condition(conformance, *route, SAME, "ResolvedRefs", "False", "InvalidKind")
+        expect(address, Expected("/", status=500))
+
+
+def test_httproute_invalid_cross_namespace_parent_ref(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-invalid-cross-namespace-parent-ref.yaml") as conformance:
+        route_condition(conformance, WEB, "invalid-cross-namespace-parent-ref", SAME,
+                        "Accepted", "False", "NotAllowedByListeners")
+
+
+def test_httproute_hostname_intersection(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-hostname-intersection.yaml") as conformance:
+        gateway = (INFRA, "httproute-hostname-intersection")
+        routes = ["specific-host-matches-listener-specific-host",
+                  "specific-host-matches-listener-wildcard-host",
+                  "wildcard-host-matches-listener-specific-host",
+                  "wildcard-host-matches-listener-wildcard-host"]
+        address = accepted(conformance, gateway, *((INFRA, route) for route in routes))
+        v1, v2, v3 = "infra-backend-v1", "infra-backend-v2", "infra-backend-v3"
+        for host, path, backend in (
+                ("very.specific.com", "/s1", v1), ("very.specific.com:1234", "/s1", v1),
+                ("non.matching.com", "/s1", None), ("foo.nonmatchingwildcard.io", "/s1", None),
+                ("foo.wildcard.io", "/s1", None),
+                ("very.specific.com", "/non-matching-prefix", None),
+                ("foo.wildcard.io", "/s2", v2), ("bar.wildcard.io", "/s2", v2),
+                ("foo.bar.wildcard.io", "/s2", v2), ("non.matching.com", "/s2", None),
+                ("wildcard.io", "/s2", None), ("very.specific.com", "/s2", None),
+                ("foo.wildcard.io", "/non-matching-prefix", None),
+                ("very.specific.com", "/s3", v3), ("non.matching.com", "/s3", None),
+                ("foo.specific.com", "/s3", None), ("foo.wildcard.io", "/s3", None),
+                ("very.specific.com", "/non-matching-prefix", None),
+                ("foo.anotherwildcard.io", "/s4", v1), ("bar.anotherwildcard.io", "/s4", v1),
+                ("foo.bar.anotherwildcard.io", "/s4", v1), ("anotherwildcard.io", "/s4", None),
+                ("foo.wildcard.io", "/s4", None), ("very.specific.com", "/s4", None)):
+            expect(address, Expected(path, host, backend=backend, status=200 if backend else 404))
+        route_condition(conformance, INFRA, "no-intersecting-hosts", gateway, "Accepted", "False",
+                        "NoMatchingListenerHostname")
+
+
+def test_httproute_listener_hostname_matching(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-listener-hostname-matching.yaml") as conformance:
+        gateway = (INFRA, "httproute-listener-hostname-matching")
+        address = accepted(conformance, gateway, (INFRA, "backend-v1"), (INFRA, "backend-v2"),
+                           (INFRA, "backend-v3"))
+        for host, backend in (
+                ("bar.com", "infra-backend-v1"), ("foo.bar.com", "infra-backend-v2"),
+                ("baz.bar.com", "infra-backend-v3"), ("boo.bar.com", "infra-backend-v3"),
+                ("multiple.prefixes.bar.com", "infra-backend-v3"),
+                ("multiple.prefixes.foo.com", "infra-backend-v3"),
+                ("foo.com", None), ("no.matching.host", None)):
+            expect(address, Expected("/", host, backend=backend, status=200 if backend else 404))
+
+
+def test_httproute_request_header_modifier(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-request-header-modifier.yaml") as conformance:
+        address = accepted(conformance, SAME, (INFRA, "request-header-modifier"))
+        v1 = "infra-backend-v1"
+        for expected in (
+                Expected("/set", headers={"Some-Other-Header": "val"}, backend=v1,
+                         request_headers={"Some-Other-Header": "val",
+                                          "X-Header-Set": "set-overwrites-values"}),
+                Expected("/set", headers={"Some-Other-Header": "val",
+                                          "X-Header-Set": "some-other-value"}, backend=v1,
+                         request_headers={"Some-Other-Header": "val",
+                                          "X-Header-Set": "set-overwrites-values"}),
+                Expected("/add", headers={"Some-Other-Header": "val"}, backend=v1,
+                         request_headers={"Some-Other-Header": "val",
+                                          "X-Header-Add": "add-appends-values"}),
+                Expected("/add", headers={"Some-Other-Header": "val",
+                                          "X-Header-Add": "some-other-value"}, backend=v1,
+                         request_headers={"Some-Other-Header": "val",
+                                          "X-Header-Add": "some-other-value,add-appends-values"}),
+                Expected("/remove", headers={"X-Header-Remove": "val"}, backend=v1,
+                         absent_headers=("X-Header-Remove",)),
+                Expected("/multiple", headers={"X-Header-Set-2": "set-val-2",
+                                               "X-Header-Add-2": "add-val-2",
+                                               "X-Header-Remove-2": "remove-val-2",
+                                               "Another-Header": "another-header-val"},
+                         backend=v1,
+                         request_headers={"X-Header-Set-1": "header-set-1",
+                                          "X-Header-Set-2": "header-set-2",
+                                          "X-Header-Add-1": "header-add-1",
+                                          "X-Header-Add-2": "add-val-2,header-add-2",
+                                          "X-Header-Add-3": "header-add-3",
+                                          "Another-Header": "another-header-val"},
+                         absent_headers=("X-Header-Remove-1", "X-Header-Remove-2")),
+                Expected("/case-insensitivity", headers={"x-header-set": "original-val-set",
+                                                         "x-header-add": "original-val-add",
+                                                         "x-header-remove": "original-val-remove",
+                                                         "Another-Header": "another-header-val"},
+                         backend=v1,
+                         request_headers={"X-Header-Set": "header-set",
+                                          "X-Header-Add": "original-val-add,header-add",
+                                          "Another-Header": "another-header-val"},
+                         absent_headers=("X-Header-Remove",))):
+            expect(address, expected)
+
+
+def test_httproute_redirect_host_and_status(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-redirect-host-and-status.yaml") as conformance:
+        address = accepted(conformance, SAME, (INFRA, "redirect-host-and-status"))
+        for path, status in (("/hostname-redirect", 302), ("/host-and-status", 301)):
+            expect(address, Expected(path, status=status,
+                                     location=f"http://example.org{path}"))
+
+
+def test_httproute_method_matching(gateway_api: Path) -> None:
+    """Extended (SupportHTTPRouteMethodMatching)."""
+    with applied(gateway_api, "httproute-method-matching.yaml") as conformance:
+        address = accepted(conformance, SAME, (INFRA, "method-matching"))
+        v1, v2, v3 = "infra-backend-v1", "infra-backend-v2", "infra-backend-v3"
+        for method, path, headers, backend in (
+                ("POST", "/", {}, v1), ("GET", "/", {}, v2), ("HEAD", "/", {}, None),
+                ("GET", "/path1", {}, v1), ("PUT", "/", {"version": "one"}, v2),
+                ("POST", "/path2", {"version": "two"}, v3), ("PATCH", "/path3", {}, v1),
+                ("DELETE", "/path4", {"version": "three"}, v1), ("PUT", "/", {}, None),
+                ("DELETE", "/path4", {}, None), ("PATCH", "/path5", {}, v1),
+                ("PATCH", "/", {"version": "four"}, v2)):
+            expect(address, Expected(path, headers=headers, method=method, backend=backend,
+                                     status=200 if backend else 404))
+
+
+def test_httproute_matching_across_routes(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-matching-across-routes.yaml") as conformance:
+        address = accepted(conformance, SAME, (INFRA, "matching-part1"),
+                           (INFRA, "matching-part2"))
+        v1, v2 = "infra-backend-v1", "infra-backend-v2"
+        for host, path, headers, backend in (
+                ("example.com", "/example", {}, v1), ("example.net", "/example", {}, v1),
+                ("example.com", "/example", {"Version": "one"}, v1),
+                ("example.com", "/v2", {}, v2), ("example.net", "/v2", {}, v1),
+                ("example.com", "/v2/example", {}, v2),
+                ("example.com", "/", {"Version": "two"}, v2)):
+            expect(address, Expected(path, host, headers=headers, backend=backend))
+
+
+def test_httproute_path_match_order(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-path-match-order.yaml") as conformance:
+        address = accepted(conformance, SAME, (INFRA, "path-matching-order"))
+        for path, backend in (
+                ("/match/exact", "infra-backend-v2"), ("/match", "infra-backend-v1"),
+                ("/match/prefix/one/any", "infra-backend-v2"),
+                ("/match/prefix/any", "infra-backend-v1"), ("/match/any", "infra-backend-v3")):
+            expect(address, Expected(path, backend=backend))
+
+
+def test_httproute_rewrite_path(gateway_api: Path) -> None:
+    """Extended (SupportHTTPRoutePathRewrite): the cases without header filters."""
+    with applied(gateway_api, "httproute-rewrite-path.yaml") as conformance:
+        address = accepted(conformance, SAME, (INFRA, "rewrite-path"))
+        for path, rewritten in (("/strip-prefix/three", "/three"), ("/strip-prefix", "/"),
+                                ("/full/one/two", "/one")):
+            expect(address, Expected(path, backend="infra-backend-v1", request_path=rewritten))
+
+
+def test_httproute_invalid_parentref_not_matching_section_name(gateway_api: Path) -> None:
+    name = "httproute-invalid-parentref-not-matching-section-name.yaml"
+    with applied(gateway_api, name) as conformance:
+        route = (INFRA, "httproute-listener-not-matching-section-name")
+        route_condition(conformance, *route, SAME, "Accepted", "False", "NoMatchingParent")
+        until(lambda: [listener["attachedRoutes"] for listener in get(
+            conformance, "gateway", "-n", INFRA, "same-namespace")["status"]["listeners"]] == [0],
+              "GatewayMustHaveZeroRoutes")
+
+
+def test_gateway_invalid_route_kind(gateway_api: Path) -> None:
+    with applied(gateway_api, "gateway-invalid-route-kind.yaml") as conformance:
+        for name, kinds in (("gateway-only-invalid-route-kind", []),
+                            ("gateway-supported-and-invalid-route-kind",
+                             [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute"}])):
+            def listener_status(name: str = name) -> dict[str, Any] | None:
+                gateway = get(conformance, "gateway", "-n", INFRA, name)
+                listeners = (gateway.get("status") or {}).get("listeners") or []
+                return listeners[0] if listeners else None
+            listener = until(listener_status, f"Gateway {name}'s listener status")
+            assert listener["name"] == "http" and listener["attachedRoutes"] == 0
+            assert listener["supportedKinds"] == kinds
+            resolved = condition_of(listener["conditions"], "ResolvedRefs")
+            assert (resolved["status"], resolved["reason"]) == ("False", "InvalidRouteKinds")
+
+
+def test_httproute_weight(gateway_api: Path) -> None:
+    """Upstream's weight.TestWeightedDistribution: 500 requests, 10 at a time, each backend
+    within 5 points of its weight (70/30/0), up to 10 tries."""
+    with applied(gateway_api, "httproute-weight.yaml") as conformance:
+        address = accepted(conformance, SAME, (INFRA, "weighted-backends"))
+        expect(address, Expected("/", backend="infra-backend-v"))
+        wanted = {"infra-backend-v1": 0.7, "infra-backend-v2": 0.3, "infra-backend-v3": 0.0}
+
+        def backend_of(_: int) -> str:
+            answer = send(address)
+            pod = ((answer.body or {}) if answer else {}).get("pod", "")
+            return next((name for name in wanted if pod.startswith(name)), pod)
+        problems: list[str] = []
+        for _ in range(10):
+            with ThreadPoolExecutor(10) as pool:
+                seen = Counter(pool.map(backend_of, range(500)))
+            problems = [f"{name}: {seen[name] / 500:.3f}, want {share}"
+                        for name, share in wanted.items()
+                        if abs(seen[name] / 500 - share) > 0.05]
+            problems += [f"unexpected answer {name!r}" for name in seen if name not in wanted]
+            if not problems:
+                return
+        raise AssertionError("; ".join(problems))

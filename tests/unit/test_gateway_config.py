@@ -1,0 +1,233 @@
+"""The gateway controller's pure parts: Ingresses and Gateway API objects -> nginx ports and
+statuses, and ports -> nginx.conf (gateway/ingress.py, gatewayapi.py, nginx.py).
+
+When Debian's nginx binary is at hand (MINIKUBE_PY_NGINX, or the image build's cache),
+the rendered configuration is also checked with `nginx -t`."""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from minikube_py.gateway import gatewayapi, ingress, nginx
+from minikube_py.gateway.nginx import Action, Backend, Candidate, Match, Port
+
+NOW = "2026-11-29T06:00:00Z"
+CLASS = {"metadata": {"name": "minikube-py", "generation": 1},
+         "spec": {"controllerName": gatewayapi.CONTROLLER_NAME}}
+
+
+def gateway(name: str, listeners: list[dict[str, Any]], namespace: str = "infra") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": namespace, "generation": 1},
+            "spec": {"gatewayClassName": "minikube-py", "listeners": listeners}}
+
+
+def route(name: str, spec: dict[str, Any], namespace: str = "infra",
+          created: str = "2026-11-29T05:00:00Z") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": namespace, "generation": 2,
+                         "creationTimestamp": created}, "spec": spec}
+
+
+def service(namespace: str, name: str, ip: str, port: int = 8080) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": namespace},
+            "spec": {"clusterIP": ip, "ports": [{"port": port}]}}
+
+
+HTTP = {"name": "http", "port": 80, "protocol": "HTTP"}
+SERVICES = {("infra", "v1"): service("infra", "v1", "10.96.0.11"),
+            ("infra", "v2"): service("infra", "v2", "10.96.0.12"),
+            ("web", "web"): service("web", "web", "10.96.0.13")}
+
+
+def world(gateways: list[dict[str, Any]], routes: list[dict[str, Any]],
+          grants: list[dict[str, Any]] | None = None,
+          namespaces: dict[str, dict[str, Any]] | None = None) -> gatewayapi.World:
+    keyed = {(obj["metadata"]["namespace"], obj["metadata"]["name"]): obj for obj in gateways}
+    ports = {}
+    for number, (key, obj) in enumerate(sorted(keyed.items())):
+        for listener in obj["spec"]["listeners"]:
+            ports[(*key, listener["port"])] = 10000 + number
+    return gatewayapi.World(
+        classes={"minikube-py": CLASS}, gateways=keyed,
+        routes={(obj["metadata"]["namespace"], obj["metadata"]["name"]): obj for obj in routes},
+        grants=grants or [], services=SERVICES, secrets={}, namespaces=namespaces or {},
+        addresses={key: "172.18.255.200" for key in keyed}, ports=ports, now=NOW)
+
+
+def parent(plan: gatewayapi.Plan, namespace: str, name: str) -> dict[str, str]:
+    """{condition type: reason} of the route's one parent."""
+    (only,) = plan.route_parents[(namespace, name)]
+    return {item["type"]: f"{item['status']}/{item['reason']}" for item in only["conditions"]}
+
+
+def test_the_gateway_class_is_accepted_at_its_generation() -> None:
+    plan = gatewayapi.compute(world([], []))
+    conditions = {item["type"]: item for item in plan.class_status["minikube-py"]["conditions"]}
+    assert conditions["Accepted"]["status"] == "True"
+    assert conditions["Accepted"]["observedGeneration"] == 1
+    assert conditions["SupportedVersion"]["status"] == "True"
+
+
+def test_a_route_attaches_and_its_matches_are_ordered_by_precedence() -> None:
+    matching = route("matching", {"parentRefs": [{"name": "same"}], "rules": [
+        {"matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+         "backendRefs": [{"name": "v1", "port": 8080}]},
+        {"matches": [{"path": {"type": "PathPrefix", "value": "/v2"}},
+                     {"path": {"type": "Exact", "value": "/v2/x"}}],
+         "backendRefs": [{"name": "v2", "port": 8080}]}]})
+    plan = gatewayapi.compute(world([gateway("same", [HTTP])], [matching]))
+    assert parent(plan, "infra", "matching") == {"Accepted": "True/Accepted",
+                                                 "ResolvedRefs": "True/ResolvedRefs"}
+    (port,) = plan.ports
+    assert [(c.match.path_type, c.match.path) for c in port.candidates] == [
+        ("Exact", "/v2/x"), ("PathPrefix", "/v2"), ("PathPrefix", "/")]
+    assert port.candidates[0].action.backends == (Backend("10.96.0.12:8080"),)
+    listener = plan.gateway_status[("infra", "same")]["listeners"][0]
+    assert listener["attachedRoutes"] == 1
+    assert plan.gateway_status[("infra", "same")]["addresses"] == [
+        {"type": "IPAddress", "value": "172.18.255.200"}]
+
+
+def test_a_cross_namespace_backend_needs_a_reference_grant() -> None:
+    spec = {"parentRefs": [{"name": "same"}],
+            "rules": [{"backendRefs": [{"name": "web", "namespace": "web", "port": 8080}]}]}
+    plan = gatewayapi.compute(world([gateway("same", [HTTP])], [route("r", spec)]))
+    assert parent(plan, "infra", "r")["ResolvedRefs"] == "False/RefNotPermitted"
+    assert plan.ports[0].candidates[0].action.backends == (Backend(None),)
+    grant = {"metadata": {"name": "g", "namespace": "web"},
+             "spec": {"from": [{"group": gatewayapi.GROUP, "kind": "HTTPRoute",
+                                "namespace": "infra"}],
+                      "to": [{"group": "", "kind": "Service"}]}}
+    plan = gatewayapi.compute(world([gateway("same", [HTTP])], [route("r", spec)], [grant]))
+    assert parent(plan, "infra", "r")["ResolvedRefs"] == "True/ResolvedRefs"
+    assert plan.ports[0].candidates[0].action.backends == (Backend("10.96.0.13:8080"),)
+
+
+def test_missing_and_unknown_backends_say_why() -> None:
+    missing = route("missing", {"parentRefs": [{"name": "same"}],
+                                "rules": [{"backendRefs": [{"name": "nope", "port": 8080}]}]})
+    unknown = route("unknown", {"parentRefs": [{"name": "same"}], "rules": [{"backendRefs": [
+        {"group": "unknownkind.example.com", "kind": "NonExistent", "name": "v1",
+         "port": 8080}]}]})
+    plan = gatewayapi.compute(world([gateway("same", [HTTP])], [missing, unknown]))
+    assert parent(plan, "infra", "missing")["ResolvedRefs"] == "False/BackendNotFound"
+    assert parent(plan, "infra", "unknown")["ResolvedRefs"] == "False/InvalidKind"
+
+
+def test_listeners_allow_routes_by_namespace_and_hostname() -> None:
+    same_only = gateway("same", [HTTP])
+    selector = gateway("selector", [{**HTTP, "allowedRoutes": {"namespaces": {
+        "from": "Selector", "selector": {"matchLabels": {"team": "web"}}}}}])
+    named = gateway("named", [{**HTTP, "hostname": "*.example.com"}])
+    routes = [route("from-web", {"parentRefs": [{"name": "same", "namespace": "infra"}]},
+                    namespace="web"),
+              route("selected", {"parentRefs": [{"name": "selector", "namespace": "infra"}]},
+                    namespace="web"),
+              route("elsewhere", {"parentRefs": [{"name": "named"}],
+                                  "hostnames": ["other.org"]}),
+              route("no-section", {"parentRefs": [{"name": "same", "sectionName": "x"}]})]
+    plan = gatewayapi.compute(world([same_only, selector, named], routes,
+                                    namespaces={"web": {"metadata": {
+                                        "name": "web", "labels": {"team": "web"}}}}))
+    assert parent(plan, "web", "from-web")["Accepted"] == "False/NotAllowedByListeners"
+    assert parent(plan, "web", "selected")["Accepted"] == "True/Accepted"
+    assert parent(plan, "infra", "elsewhere")["Accepted"] == "False/NoMatchingListenerHostname"
+    assert parent(plan, "infra", "no-section")["Accepted"] == "False/NoMatchingParent"
+
+
+@pytest.mark.parametrize(("listener", "route_hosts", "served"), [
+    (None, [], [""]),
+    ("very.specific.com", [], ["very.specific.com"]),
+    ("*.wildcard.io", ["foo.wildcard.io", "other.org"], ["foo.wildcard.io"]),
+    ("very.specific.com", ["*.specific.com"], ["very.specific.com"]),
+    ("*.anotherwildcard.io", ["*.anotherwildcard.io"], ["*.anotherwildcard.io"]),
+    ("*.wildcard.io", ["wildcard.io"], []),
+])
+def test_hostname_intersection(listener: str | None, route_hosts: list[str],
+                               served: list[str]) -> None:
+    assert gatewayapi.intersect(listener, route_hosts) == served
+
+
+def test_an_unsupported_protocol_makes_the_listener_not_accepted() -> None:
+    plan = gatewayapi.compute(world([gateway("tcp", [
+        HTTP, {"name": "tcp", "port": 9000, "protocol": "TCP"}])], []))
+    status = plan.gateway_status[("infra", "tcp")]
+    tcp = {item["type"]: item["reason"] for item in status["listeners"][1]["conditions"]}
+    assert tcp["Accepted"] == "UnsupportedProtocol"
+    assert {item["type"]: item["reason"] for item in status["conditions"]}[
+        "Accepted"] == "ListenersNotValid"
+
+
+def test_ingress_rules_paths_default_backend_and_tls() -> None:
+    classes = {"minikube-py": ingress.ingress_class_object()}
+    secret = {"data": {"tls.crt": base64.b64encode(b"CERT").decode(),
+                       "tls.key": base64.b64encode(b"KEY").decode()}}
+    obj = {"metadata": {"name": "web", "namespace": "infra",
+                        "creationTimestamp": "2026-11-29T05:00:00Z"},
+           "spec": {"defaultBackend": {"service": {"name": "v2", "port": {"number": 8080}}},
+                    "tls": [{"hosts": ["a.example"], "secretName": "tls"}],
+                    "rules": [{"host": "a.example", "http": {"paths": [
+                        {"path": "/", "pathType": "Prefix",
+                         "backend": {"service": {"name": "v1", "port": {"number": 8080}}}},
+                        {"path": "/exact", "pathType": "Exact",
+                         "backend": {"service": {"name": "v2", "port": {"number": 8080}}}}]}}]}}
+    other = {**obj, "metadata": {**obj["metadata"], "name": "other"},
+             "spec": {"ingressClassName": "someone-else"}}
+    plan = ingress.compute_ingress({("infra", "web"): obj, ("infra", "other"): other}, classes,
+                                   SERVICES, {("infra", "tls"): secret})
+    assert plan.ingresses == [("infra", "web")]
+    http, https = plan.ports
+    assert [(c.hostname, c.match.path_type, c.match.path) for c in http.candidates] == [
+        ("a.example", "Exact", "/exact"), ("a.example", "PathPrefix", "/"),
+        ("", "PathPrefix", "/")]
+    assert https.certificates[0].hostname == "a.example"
+    assert plan.files["ingress_infra_tls.crt"] == b"CERT"
+
+
+def test_nginx_config_orders_hosts_and_keeps_dollars_literal() -> None:
+    ports = [Port(10000, candidates=[
+        Candidate("", Match("PathPrefix", "/"), Action((Backend("10.96.0.11:8080"),))),
+        Candidate("a.example.com", Match("Exact", "/x", headers=(("Exact", "Version", "2"),)),
+                  Action((Backend("10.96.0.12:8080", 3), Backend("10.96.0.11:8080", 1)))),
+        Candidate("*.example.com", Match("PathPrefix", "/"),
+                  Action((Backend(None),), request_headers=nginx.HeaderFilter(
+                      set=(("X-Price", "$5"),))))])]
+    text = nginx.render(ports)
+    lines = [line.strip() for line in text.splitlines()]
+    servers = [line for line in lines if line.startswith("server_name ")]
+    assert servers == ["server_name a.example.com;", "server_name *.example.com;",
+                       "server_name _;"]
+    assert 'proxy_set_header X-Price "${mpr_dollar}5";' in text
+    assert "upstream mpu_0 { server 10.96.0.12:8080; }" in lines
+    assert "split_clients \"$request_id\" $mpr_split_a0 { 75.0% mpu_0; * mpu_1; }" in lines
+    assert "mpr_invalid_backend" in text
+    checked = nginx_check(text)
+    if checked is not None:
+        assert checked.returncode == 0, checked.stderr
+
+
+def nginx_binary() -> Path | None:
+    given = os.environ.get("MINIKUBE_PY_NGINX")
+    if given:
+        return Path(given)
+    found = shutil.which("nginx")
+    return Path(found) if found else None
+
+
+def nginx_check(text: str) -> subprocess.CompletedProcess[str] | None:
+    """`nginx -t` of the text, when an nginx binary is at hand."""
+    binary = nginx_binary()
+    if binary is None:
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        conf = Path(folder) / "nginx.conf"
+        conf.write_text(text.replace("user www-data;", "user root;"))
+        return subprocess.run([str(binary), "-t", "-c", str(conf), "-p", folder],
+                              capture_output=True, text=True, timeout=30)
