@@ -116,6 +116,7 @@ async def etcd_client(etcd: EtcdProcess) -> AsyncIterator[EtcdClient]:
 # unit, run one after another in one worker. Everything else starts servers of its own on
 # free ports, named by its pid, and may run beside anything.
 CLUSTER_TESTS = ("tests/e2e/", "tests/test_cluster_cli.py", "tests/test_lab_readmes.py",
+                 "tests/test_docker_coexist.py", "tests/test_compose_up.py",
                  "tests/test_join.py",
                  "tests/test_benchmark_smoke.py::test_cluster_up_benchmark",
                  "tests/test_benchmark_smoke.py::test_streaming_benchmark")
