@@ -13,7 +13,6 @@ only the layers the code changed."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docker_engine import HostNetwork, docker, docker_engine
+from tests.docker_engine import HostNetwork, docker, docker_engine, host_cas_in_build_context
 
 pytestmark = pytest.mark.slow
 
@@ -31,8 +30,6 @@ PROJECT = "mkpy-compose-test"
 KUBECONFIG = ROOT / "compose" / "kubeconfig" / "admin.conf"
 KUBECTL = Path(sys.executable).with_name("kubectl")
 NODES = ("node-1", "node-2")
-HOST_CAS = Path("/usr/local/share/ca-certificates")
-CA_FOLDER = ROOT / "compose" / "ca-certificates"
 
 NGINX = """\
 apiVersion: apps/v1
@@ -129,14 +126,8 @@ def test_docker_compose_up_runs_a_cluster_and_down_leaves_nothing(fast_tmp: Path
         subprocess.run([str(ROOT / "compose" / "debian-base.sh")], check=True, timeout=900,
                        capture_output=True, env={**os.environ, "DOCKER": "/usr/bin/docker"})
         started = phase(times, "base image", started)
-        # the certificate authorities this machine trusts beyond Debian's (a TLS-inspecting
-        # proxy's, through which pip reaches PyPI here), for the image to trust them too
-        copied = [Path(shutil.copy(ca, CA_FOLDER)) for ca in HOST_CAS.glob("*.crt")]
-        try:
+        with host_cas_in_build_context():
             compose("build", timeout=1800)
-        finally:
-            for ca in copied:
-                ca.unlink()
         started = phase(times, "docker-compose build", started)
         KUBECONFIG.unlink(missing_ok=True)
         try:
