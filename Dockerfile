@@ -11,16 +11,27 @@ RUN printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/
       etcd-server etcd-client python3-venv containerd runc containernetworking-plugins \
       busybox-static iproute2 iptables nftables docker-registry conntrack
 
-WORKDIR /opt/minikube-py
-COPY . .
+# Certificate authorities to trust beyond Debian's, for a network whose HTTPS goes through
+# a TLS-inspecting proxy (pip reaches PyPI over HTTPS): compose/ca-certificates/*.crt,
+# none unless you put them there (README.md, "With Docker").
+COPY compose/ca-certificates/ /usr/local/share/ca-certificates/
+RUN update-ca-certificates
+ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt
 
-# The package and its dependencies; then minikube_py/gen from proto/ (the Makefile's
-# `proto` target: tools/genproto.py, which needs grpcio-tools, one of the dependencies);
-# then the package again, now with its generated code.
+WORKDIR /opt/minikube-py
+
+# The dependencies pyproject.toml pins, in a layer of their own: a rebuild after a change
+# to the code alone keeps it.
+COPY pyproject.toml .
 RUN python3 -m venv .venv \
- && .venv/bin/pip install -q . \
- && .venv/bin/python tools/genproto.py \
- && .venv/bin/pip install -q --no-deps --force-reinstall .
+ && .venv/bin/pip install -q $(.venv/bin/python -c 'import tomllib; print(" ".join(\
+      tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))')
+
+# Then minikube_py/gen from proto/ (the Makefile's `proto` target: tools/genproto.py,
+# which needs grpcio-tools, one of the dependencies) and the package itself.
+COPY . .
+RUN .venv/bin/python tools/genproto.py \
+ && .venv/bin/pip install -q --no-deps .
 ENV PATH=/opt/minikube-py/.venv/bin:$PATH
 
 # pause, busybox, echo, nginx and python as OCI archives; the `images` service pushes

@@ -72,6 +72,8 @@ apt:
 	command -v conntrack >/dev/null 2>&1 || missing="$$missing conntrack"; \
 	command -v docker-compose >/dev/null 2>&1 || missing="$$missing docker-compose"; \
 	command -v haproxy >/dev/null 2>&1 || missing="$$missing haproxy"; \
+	command -v dockerd >/dev/null 2>&1 || missing="$$missing docker.io"; \
+	command -v debootstrap >/dev/null 2>&1 || missing="$$missing debootstrap"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \

@@ -2,8 +2,9 @@
 # A node of docker-compose.yml: containerd, the kubelet and the proxy in one privileged
 # container, as kind's node containers run them.
 #
-#   1. cgroup v2: move this script into a leaf cgroup and delegate the controllers, so
-#      that runc may create the pods' containers' cgroups below this container's
+#   1. /sys, the cgroup file systems and /proc/sys writable; under cgroup v2, move this script into a leaf
+#      cgroup and delegate the controllers, so that runc may create the pods' containers'
+#      cgroups below this container's
 #   2. forwarding on, and a route to each other node's pod CIDR through that node
 #   3. kubeadm join, once: discover the cluster with the bootstrap token and the CA's
 #      hash and write the kubelet's bootstrap kubeconfig (python -m
@@ -46,8 +47,17 @@ if [[ -z "$NODE_IP" ]]; then
   exit 1
 fi
 
-# 1. Under cgroup v2 a cgroup that holds processes may not enable controllers for its
-# children, and runc creates each container's cgroup below this container's.
+# 1. runc creates each container's cgroup below this container's. A container that is not
+# privileged (compose/unprivileged-nodes.yml) has /sys, its cgroup file systems and
+# /proc/sys read-only: remount them writable (forwarding, CNI and the proxy set sysctls).
+# Under cgroup v2 a cgroup that holds processes may not enable controllers for its
+# children.
+awk '$5 ~ "^(/sys|/sys/fs/cgroup(/.*)?|/proc/sys)$" { print $5, $6 }' /proc/self/mountinfo |
+  while read -r target options; do
+    if [[ ",$options," == *,ro,* ]]; then
+      mount -o remount,bind,rw "$target"
+    fi
+  done
 if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
   mkdir -p /sys/fs/cgroup/init.scope
   for pid in $(cat /sys/fs/cgroup/cgroup.procs); do

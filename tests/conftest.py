@@ -116,8 +116,10 @@ async def etcd_client(etcd: EtcdProcess) -> AsyncIterator[EtcdClient]:
 # unit, run one after another in one worker. Everything else starts servers of its own on
 # free ports, named by its pid, and may run beside anything.
 CLUSTER_TESTS = ("tests/e2e/", "tests/test_cluster_cli.py", "tests/test_lab_readmes.py",
+                 "tests/test_docker_coexist.py", "tests/test_compose_up.py",
                  "tests/test_join.py",
                  "tests/test_benchmark_smoke.py::test_cluster_up_benchmark",
+                 "tests/test_benchmark_smoke.py::test_cluster_up_compose_benchmark",
                  "tests/test_benchmark_smoke.py::test_streaming_benchmark",
                  "tests/test_benchmark_smoke.py::test_failover_benchmark")
 # The modules on the session's containerd node: one unit, so one worker starts one node.

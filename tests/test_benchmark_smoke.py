@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.docker_engine import docker_engine, host_cas_in_build_context
+
 REPO = Path(__file__).resolve().parent.parent
 BENCHMARK = REPO / "benchmarks" / "apiserver.py"
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
@@ -158,6 +160,22 @@ def test_failover_benchmark_quick_run_reports_every_target() -> None:
                    "kube-scheduler leader killed: Lease taken over",
                    "kube-controller-manager leader killed: Lease taken over",
                    "kube-controller-manager: Deployment scaled during the takeover"):
+        assert metric in output, f"no line for {metric!r} in:\n{output}"
+
+
+@pytest.mark.slow
+def test_cluster_up_compose_benchmark_quick_run_reports_cold_and_warm(
+        tmp_path: Path) -> None:
+    """benchmarks/cluster_up.py --compose still runs end to end (one cold and one warm
+    `docker-compose up -d`), on a dockerd started for it when none runs."""
+    with docker_engine(tmp_path / "dockerd.log"):
+        # the base image the Dockerfile starts from (kept when its recipe made it)
+        subprocess.run([str(REPO / "compose" / "debian-base.sh")], check=True, timeout=900,
+                       capture_output=True, env={**os.environ, "DOCKER": "/usr/bin/docker"})
+        with host_cas_in_build_context():
+            output = run_quick("cluster_up.py", "--compose", timeout=1800)
+    for metric in ("cold `docker-compose up -d` (new volumes) -> 2 nodes Ready",
+                   "warm `docker-compose up -d` -> 2 nodes Ready, median of 1"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
 
 

@@ -93,8 +93,9 @@ IDENTITY_OF = {"minikube_py.controllers": "controller-manager",
                "minikube_py.scheduler": "scheduler", "minikube_py.dns": "dns",
                "minikube_py.metrics": "metrics", "minikube_py.proxy": "proxy"}
 """The kubeconfig (cluster/certs.py's IDENTITIES) each component runs with, as in `up`."""
-HOST_ONLY_PACKAGES = {"docker-compose"}
-"""Packages of `make apt` that the image leaves out: docker-compose runs on the host."""
+HOST_ONLY_PACKAGES = {"docker-compose", "docker.io", "debootstrap"}
+"""Packages of `make apt` that the image leaves out: Docker, docker-compose and debootstrap
+(which makes the base image) run on the host."""
 
 ASSIGNMENT = re.compile(r"^[A-Z_]+=")
 REQUIRED_VARIABLE = re.compile(r"\$\{(\w+):\?")
@@ -332,11 +333,21 @@ def client_subject(kubeconfig: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
                   cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)))
 
 
-def readme_admin_kubeconfig() -> tuple[str, str]:
-    """(service, path) of README.md's `docker compose cp SERVICE:PATH ...`."""
-    match = re.search(r"docker compose cp ([\w-]+):(\S+) ", README.read_text())
-    assert match, "README.md says not how to copy the admin's kubeconfig out"
-    return match.group(1), match.group(2)
+def readme_admin_kubeconfig() -> str:
+    """The kubeconfig README.md's `kubectl --kubeconfig PATH get nodes` names (relative to
+    the repository)."""
+    match = re.search(r"kubectl --kubeconfig (\S+) get nodes", README.read_text())
+    assert match, "README.md says not where the admin's kubeconfig is"
+    return match.group(1)
+
+
+def bind_mount_of(service: str, path: str) -> Path:
+    """The folder of this machine (relative to the compose file) that `service` sees at
+    `path`'s folder, by its bind mount (`./FOLDER:MOUNTPOINT`)."""
+    for volume, (mountpoint, _) in mounts(service).items():
+        if volume.startswith("./") and path.startswith(f"{mountpoint}/"):
+            return ROOT / volume / path.removeprefix(f"{mountpoint}/")
+    raise AssertionError(f"{service} has no bind mount holding {path}")
 
 
 # -- the compose file ------------------------------------------------------------------------
@@ -652,15 +663,17 @@ def test_each_kubelet_serves_with_a_certificate_for_its_name_and_address(
             & 0o077 == 0
 
 
-def test_readme_copies_the_admins_kubeconfig_out_of_the_pki_service(volumes: Path) -> None:
-    service, path = readme_admin_kubeconfig()
-    assert service == "pki"
-    state = ClusterCertificates(Path(parsed("pki", "minikube_py.cluster.compose").state))
-    assert path == str(state.kubeconfig("admin"))
-    admin = yaml.safe_load(in_volume(volumes, service, path).read_text())
+def test_readme_names_the_kubeconfig_join_info_writes_to_this_machine(volumes: Path) -> None:
+    """README's kubeconfig is the file join-info writes into its bind mount: the admin's
+    (whose share join-info mounts), at the address the API server is published at."""
+    join_info = parsed("join-info", "minikube_py.cluster.compose")
+    assert bind_mount_of("join-info", str(join_info.kubeconfig_out)) == (
+        ROOT / readme_admin_kubeconfig())
+    admin = yaml.safe_load(in_volume(volumes, "join-info", join_info.kubeconfig).read_text())
     assert client_subject(admin) == (IDENTITIES["admin"][0], IDENTITIES["admin"][1])
     api = parsed("apiserver", "minikube_py.apiserver")
-    assert f"--server https://127.0.0.1:{api.port}" in README.read_text()
+    assert join_info.kubeconfig_server == f"https://127.0.0.1:{api.port}"
+    assert services()["apiserver"]["ports"] == [f"127.0.0.1:{api.port}:{api.port}"]
 
 
 def test_certs_keeps_the_ca_and_the_keys_at_a_second_run(tmp_path: Path) -> None:
@@ -762,7 +775,8 @@ async def test_node_1s_join_earns_its_kubelet_certificate_from_the_compose_contr
     async with api, controllers:
         join_info = Container("join-info", tmp_path / "join-info", volumes)
         await asyncio.to_thread(compose_setup.main, join_info.flags(
-            services()["join-info"]["command"], server))
+            services()["join-info"]["command"],
+            {**server, "--kubeconfig-server": f"https://127.0.0.1:{port}"}))
         node = Container("node-1", tmp_path / "node-1", volumes)
         command = node_commands("node-1")["minikube_py.cluster.compose join"]
         await asyncio.to_thread(compose_setup.main, node.flags(command, server))
@@ -775,11 +789,15 @@ async def test_node_1s_join_earns_its_kubelet_certificate_from_the_compose_contr
         node_whoami = kubectl(f"--kubeconfig={kubelet.kubeconfig}", "auth", "whoami", "-o",
                               "jsonpath={.status.userInfo.username}")
         assert node_whoami.stdout == "system:node:node-1", node_whoami.stderr
-        # README.md: the admin's kubeconfig, copied out of the pki service, and the
-        # address the API server is published at
-        admin = in_volume(volumes, *readme_admin_kubeconfig())
-        whoami = kubectl(f"--kubeconfig={admin}", f"--server=https://127.0.0.1:{port}",
-                         "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+        # README.md's kubeconfig, as join-info writes it for this machine (here the API
+        # server's published address is this test's loopback port)
+        admin = join_info.path(parsed("join-info", "minikube_py.cluster.compose")
+                               .kubeconfig_out)
+        assert admin.stat().st_mode & 0o077 == 0
+        clusters = yaml.safe_load(admin.read_text())["clusters"]
+        assert [c["cluster"]["server"] for c in clusters] == [f"https://127.0.0.1:{port}"]
+        whoami = kubectl(f"--kubeconfig={admin}", "auth", "whoami", "-o",
+                         "jsonpath={.status.userInfo.username}")
         assert whoami.stdout == "kubernetes-admin", whoami.stderr
         # publish-join-info granted the DNS its role, as `up` does
         can = kubectl(f"--kubeconfig={admin}", "auth", "can-i", "create", "endpointslices",

@@ -30,12 +30,20 @@ def pings(node: NodeNetwork, address: str) -> bool:
     return in_node(node, "busybox", "ping", "-c", "1", "-W", "2", address).returncode == 0
 
 
+def forward_rules(network: ClusterNetwork) -> list[str]:
+    """The host's FORWARD rules that name this test's bridge."""
+    listed = subprocess.run(["iptables", "-w", "-S", "FORWARD"], capture_output=True,
+                            text=True, check=True).stdout
+    return [line for line in listed.splitlines() if f" {network.bridge} " in line]
+
+
 def leftovers(network: ClusterNetwork) -> list[str]:
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     routes = subprocess.run(["ip", "route"], capture_output=True, text=True).stdout
     spaces = [p.name for p in Path("/var/run/netns").glob(f"{network.prefix}*")]
     return (spaces + [line for line in links.splitlines() if network.prefix in line]
-            + [line for line in routes.splitlines() if "172.31.251." in line])
+            + [line for line in routes.splitlines() if "172.31.251." in line]
+            + forward_rules(network))
 
 
 @pytest.fixture
@@ -79,6 +87,7 @@ def test_remove_all_knows_only_the_prefix(network: ClusterNetwork) -> None:
     removed = after_a_crash.remove_all()
     assert f"network namespace {network.prefix}node-1" in removed
     assert f"bridge {network.bridge}" in removed
+    assert f"FORWARD rules of {network.bridge}" in removed
     assert leftovers(network) == []
     assert after_a_crash.remove_all() == []  # twice in a row: nothing left to remove
 
@@ -100,3 +109,29 @@ def test_a_node_that_exists_is_refused(network: ClusterNetwork) -> None:
     with pytest.raises(NodeNetworkError, match="exists already"):
         network.create_node(node)
     assert pings(node, network.gateway)  # the refusal changed nothing
+
+
+def test_forwarded_node_traffic_is_accepted_ahead_of_a_drop(network: ClusterNetwork) -> None:
+    """A FORWARD chain that ends by dropping (Docker's DROP policy, here a last rule for
+    this test's bridge alone, so that no one else's traffic is touched): the bridge's
+    accept rules, once each however often the bridge is made, let the nodes reach each
+    other's pods; without them the host drops that traffic."""
+    drop = ["FORWARD", "-i", network.bridge, "-j", "DROP"]
+    network.create_bridge()
+    network.create_bridge()
+    assert [rule.split(" -m comment")[0] for rule in forward_rules(network)] == [
+        f"-A FORWARD -i {network.bridge}",
+        f"-A FORWARD -o {network.bridge} -m conntrack --ctstate RELATED,ESTABLISHED"]
+    one, two = network.node(1, "10.251.1.0/24"), network.node(2, "10.251.2.0/24")
+    network.create_node(one)
+    network.create_node(two)
+    in_node(two, "ip", "link", "add", "cni0", "type", "bridge")
+    in_node(two, "ip", "addr", "add", "10.251.2.1/24", "dev", "cni0")
+    in_node(two, "ip", "link", "set", "cni0", "up")
+    subprocess.run(["iptables", "-w", "-A", *drop], check=True)
+    try:
+        assert pings(one, "10.251.2.1")  # node-1 -> host (forwarded) -> node-2's pods
+        assert network.remove_forward_rules() == 2
+        assert not pings(one, "10.251.2.1")  # the drop now takes it
+    finally:
+        subprocess.run(["iptables", "-w", "-D", *drop], check=False)

@@ -13,7 +13,9 @@ than a component's command line, in the order the cluster comes up:
                                publish-join-info: what `up` does then (cluster/join.py):
                                the DNS's and metrics server's roles, a bootstrap token
                                (written where the nodes read it), cluster-info and the
-                               bootstrap RBAC
+                               bootstrap RBAC; then the admin's kubeconfig,
+                               naming the API server as the host reaches it, into the
+                               folder docker-compose.yml bind-mounts (compose/kubeconfig)
     node-N (compose/node.sh)   join: kubeadm join's discovery, trusting the cluster through
                                the token and the CA's hash, writing the kubelet's bootstrap
                                kubeconfig; runtime-config: containerd's config.toml and the
@@ -35,6 +37,8 @@ import stat
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+
+import yaml
 
 from minikube_py.client.errors import ClientError
 from minikube_py.client.kubeconfig import KubeconfigError, load_kubeconfig
@@ -122,10 +126,28 @@ def publish_join_info(args: argparse.Namespace) -> None:
                                                    Path(ca_file).read_bytes()))
         if args.trace_receiver_url:
             asyncio.run(publish_trace_receiver(args.kubeconfig, args.trace_receiver_url))
+        if args.kubeconfig_out:
+            write_user_kubeconfig(args.kubeconfig, args.kubeconfig_out,
+                                  args.kubeconfig_server or args.server)
     except (KubeconfigError, ClientError, OSError, ValueError) as error:
         sys.exit(f"publish-join-info: {error}")
     print(f"wrote {token_file(args.state)}")
     print(f"nodes join with: {join.command()}")
+    if args.kubeconfig_out:
+        print(f"wrote {args.kubeconfig_out} (the admin's, for {args.kubeconfig_server})")
+
+
+def write_user_kubeconfig(admin: Path, target: Path, server: str) -> None:
+    """The admin's kubeconfig with every cluster at `server`, owner-only, replaced at once."""
+    config = yaml.safe_load(admin.read_text())
+    for cluster in config.get("clusters") or []:
+        cluster["cluster"]["server"] = server
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    tmp.touch(mode=0o600)
+    tmp.write_text(yaml.safe_dump(config, sort_keys=False))
+    tmp.replace(target)
 
 
 def join(args: argparse.Namespace) -> None:
@@ -226,6 +248,11 @@ def build_parser() -> argparse.ArgumentParser:
     publish.add_argument("--trace-receiver-url", default="", metavar="URL",
                          help="publish the trace receiver's query URL, as users reach it, "
                               "for `mkctl trace` (kube-public/minikube-py-tracing)")
+    publish.add_argument("--kubeconfig-out", type=Path, default=None, metavar="PATH",
+                         help="also write the admin's kubeconfig here, for users")
+    publish.add_argument("--kubeconfig-server", default="", metavar="URL",
+                         help="the API server as users reach it, in --kubeconfig-out "
+                              "(default: --server)")
     publish.set_defaults(run=publish_join_info)
     joining = steps.add_parser("join", help="discover the cluster with a bootstrap token and "
                                "write the kubelet's bootstrap kubeconfig")

@@ -14,8 +14,12 @@ built with pyroute2 (netlink, the same calls `ip` makes):
         +-- veth <prefix>v2 ==== eth0 172.18.0.12/24   namespace <prefix>node-2
 
 A pod on node-1 reaching a pod on node-2 leaves node-1 by its default route, is routed by
-the host to 172.18.0.12, and node-2 hands it to its CNI bridge. Every name starts with the
-cluster's prefix, so `remove_all(prefix)` finds what a crashed run left.
+the host to 172.18.0.12, and node-2 hands it to its CNI bridge. That is forwarded traffic:
+the host's iptables FORWARD chain accepts what comes from the bridge, and the answers to it,
+with rules of ours (commented `minikube-py <bridge>`), as Docker's accept docker0's and
+kind's its network's, so that a FORWARD policy of DROP (Docker sets it when it turns
+forwarding on) does not cut the nodes apart. Every name starts with the cluster's prefix,
+so `remove_all(prefix)` finds what a crashed run left, the rules included.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from __future__ import annotations
 import errno
 import hashlib
 import ipaddress
+import shlex
+import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -116,6 +122,36 @@ class ClusterNetwork:
                           prefixlen=self.network.prefixlen)
             host.link("set", index=index, state="up")
         Path("/proc/sys/net/ipv4/ip_forward").write_text("1\n")
+        self.accept_forwarded()
+
+    @property
+    def forward_comment(self) -> str:
+        """The comment on our FORWARD rules, which finds them again."""
+        return f"minikube-py {self.bridge}"
+
+    def forward_rules(self) -> list[list[str]]:
+        """What the host forwards from the bridge (node to node, node to the world), and
+        the answers to it, accepted: the rules of Docker's own bridge, for ours."""
+        mark = ["-m", "comment", "--comment", self.forward_comment, "-j", "ACCEPT"]
+        return [["-i", self.bridge, *mark],
+                ["-o", self.bridge, "-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED",
+                 *mark]]
+
+    def accept_forwarded(self) -> None:
+        """Our FORWARD rules at the chain's head, each once (kept when it is there)."""
+        for rule in reversed(self.forward_rules()):
+            if _iptables("-C", "FORWARD", *rule, check=False).returncode != 0:
+                _iptables("-I", "FORWARD", *rule)
+
+    def remove_forward_rules(self) -> int:
+        """Every FORWARD rule with our comment (also those a crashed run left). Returns
+        how many it removed."""
+        listed = _iptables("-S", "FORWARD").stdout.splitlines()
+        ours = [shlex.split(line)[1:] for line in listed
+                if line.startswith("-A FORWARD ") and self.forward_comment in line]
+        for rule in ours:
+            _iptables("-D", *rule)
+        return len(ours)
 
     def _refuse_overlap(self, host: IPRoute) -> None:
         """A route of the machine's that covers or lies in our node network is a clash."""
@@ -213,7 +249,21 @@ class ClusterNetwork:
             for index in host.link_lookup(ifname=self.bridge):
                 if _gone_or_done(host.link, "del", index=index):
                     removed.append(f"bridge {self.bridge}")
+        if shutil.which("iptables") is not None and self.remove_forward_rules():
+            removed.append(f"FORWARD rules of {self.bridge}")
         return removed
+
+
+def _iptables(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """One iptables call on the host's filter table (waiting for its lock); a failure
+    (when `check`) is a NodeNetworkError with iptables' own line."""
+    if shutil.which("iptables") is None:
+        raise NodeNetworkError("iptables is not installed: apt-get install iptables")
+    done = subprocess.run(["iptables", "-w", "-t", "filter", *args], capture_output=True,
+                          text=True)
+    if check and done.returncode != 0:
+        raise NodeNetworkError(f"iptables {' '.join(args)}: {done.stderr.strip()}")
+    return done
 
 
 def _gone_or_done(call: Callable[..., object], *args: Any, **kwargs: Any) -> bool:

@@ -1,0 +1,175 @@
+"""`docker-compose up` for real, with Debian's Docker engine (docker.io 20.10) and
+docker-compose (1.29): the base image made here (compose/debian-base.sh: debootstrap and
+`docker import`), `docker-compose build` and `up -d`; then, with the real kubectl on the
+kubeconfig the stack writes to compose/kubeconfig: both nodes Ready, an nginx Deployment
+with a pod on each node, its Service answering by DNS name from pods, `kubectl exec` and
+`logs`; and `docker-compose down -v` leaving no container, network, volume, network
+namespace or iptables rule of the stack.
+
+Each phase's time is printed (run with -s to see it): the base image and the build are
+cached by Docker (the base image by its recipe's hash), so a run after the first builds
+only the layers the code changed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.docker_engine import HostNetwork, docker, docker_engine, host_cas_in_build_context
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = "mkpy-compose-test"
+KUBECONFIG = ROOT / "compose" / "kubeconfig" / "admin.conf"
+KUBECTL = Path(sys.executable).with_name("kubectl")
+NODES = ("node-1", "node-2")
+
+NGINX = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: nginx, labels: {app: nginx}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: nginx}}
+  template:
+    metadata: {labels: {app: nginx}}
+    spec:
+      topologySpreadConstraints:
+      - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule,
+         labelSelector: {matchLabels: {app: nginx}}}
+      containers:
+      - name: nginx
+        image: nginx:1.14.2
+        ports: [{containerPort: 80}]
+        readinessProbe: {httpGet: {path: /, port: 80}, periodSeconds: 1}
+"""
+
+
+def privileged_possible() -> bool:
+    """Whether this host's capability bounding set has every capability its kernel knows,
+    which Docker gives a privileged container."""
+    status = Path("/proc/self/status").read_text()
+    bounding = int(next(line.split()[1] for line in status.splitlines()
+                        if line.startswith("CapBnd:")), 16)
+    last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    return bounding & ((1 << (last + 1)) - 1) == (1 << (last + 1)) - 1
+
+
+def compose_files() -> list[str]:
+    """docker-compose.yml, and compose/unprivileged-nodes.yml where privileged fails."""
+    files = [ROOT / "docker-compose.yml"]
+    if not privileged_possible():
+        files.append(ROOT / "compose" / "unprivileged-nodes.yml")
+    return [flag for file in files for flag in ("-f", str(file))]
+
+
+def compose(*args: str, timeout: float = 600, check: bool = True
+            ) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(["docker-compose", "-p", PROJECT, *compose_files(), *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    if check and done.returncode != 0:
+        raise AssertionError(f"docker-compose {' '.join(args)} failed:\n"
+                             f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return done
+
+
+def kubectl(*args: str, check: bool = True, timeout: float = 180
+            ) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([str(KUBECTL), f"--kubeconfig={KUBECONFIG}", *args],
+                          capture_output=True, text=True, timeout=timeout)
+    if check and done.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} failed: {done.stderr}")
+    return done
+
+
+def until(condition: str, check: Callable[[], bool], timeout: float) -> None:
+    """Wait for `check()` to be true; `timeout` bounds a failure only."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:.0f} s: {condition}")
+        time.sleep(1)
+
+
+def ours(kind: str) -> list[str]:
+    """The stack's containers, networks or volumes, as Docker lists them by its label."""
+    listed = docker(kind, "ls", *(["-a"] if kind == "container" else []), "-q", "--filter",
+                    f"label=com.docker.compose.project={PROJECT}").stdout
+    return listed.split()
+
+
+def namespaces() -> set[str]:
+    """The machine's network namespaces held by a file (ip netns's, Docker's containers'):
+    the nsfs mounts. (Docker removes a gone container's empty netns file a minute later.)"""
+    return {line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
+            if line.split(" - ")[1].startswith("nsfs ")}
+
+
+def phase(times: dict[str, float], name: str, started: float) -> float:
+    times[name] = time.monotonic() - started
+    print(f"compose test: {name} took {times[name]:.0f} s", flush=True)
+    return time.monotonic()
+
+
+def test_docker_compose_up_runs_a_cluster_and_down_leaves_nothing(fast_tmp: Path) -> None:
+    times: dict[str, float] = {}
+    with docker_engine(fast_tmp / "dockerd.log"):
+        before, spaces = HostNetwork.now(), namespaces()
+        started = time.monotonic()
+        subprocess.run([str(ROOT / "compose" / "debian-base.sh")], check=True, timeout=900,
+                       capture_output=True, env={**os.environ, "DOCKER": "/usr/bin/docker"})
+        started = phase(times, "base image", started)
+        with host_cas_in_build_context():
+            compose("build", timeout=1800)
+        started = phase(times, "docker-compose build", started)
+        KUBECONFIG.unlink(missing_ok=True)
+        try:
+            compose("up", "-d", timeout=900)
+            until("the kubeconfig in compose/kubeconfig", KUBECONFIG.exists, 300)
+            until("both nodes registered", lambda: all(
+                node in kubectl("get", "nodes", "-o", "name", check=False).stdout
+                for node in NODES), 300)
+            kubectl("wait", "--for=condition=Ready", *(f"node/{n}" for n in NODES),
+                    "--timeout=300s")
+            started = phase(times, "up -d until both nodes are Ready", started)
+            nginx = fast_tmp / "nginx.yaml"
+            nginx.write_text(NGINX)
+            kubectl("apply", "-f", str(nginx))
+            kubectl("rollout", "status", "deployment/nginx", "--timeout=300s")
+            placed = kubectl("get", "pods", "-l", "app=nginx", "-o",
+                             "jsonpath={.items[*].spec.nodeName}").stdout.split()
+            assert sorted(placed) == list(NODES)
+            kubectl("expose", "deployment", "nginx", "--port=80")
+            # by name from a pod on node-1 (its logs), and from one on node-2 (exec)
+            kubectl("run", "client", "--image=busybox:1.36", "--restart=Never",
+                    '--overrides={"spec": {"nodeName": "node-1"}}', "--",
+                    "sh", "-c", "until wget -qO- http://nginx; do sleep 1; done")
+            kubectl("run", "shell", "--image=busybox:1.36",
+                    '--overrides={"spec": {"nodeName": "node-2"}}', "--", "sleep", "3600")
+            kubectl("wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/client",
+                    "--timeout=180s")
+            assert "Welcome to nginx!" in kubectl("logs", "client").stdout
+            kubectl("wait", "--for=condition=Ready", "pod/shell", "--timeout=180s")
+            page = kubectl("exec", "shell", "--", "wget", "-qO-",
+                           "http://nginx.default.svc.cluster.local")
+            assert "Welcome to nginx!" in page.stdout
+            started = phase(times, "the workload checks", started)
+        finally:
+            logs = compose("logs", "--no-color", timeout=120, check=False)
+            (fast_tmp / "compose.log").write_text(logs.stdout + logs.stderr)
+            compose("down", "-v", "--timeout", "30", timeout=600)
+            phase(times, "down -v", started)
+            KUBECONFIG.unlink(missing_ok=True)
+            # the images earlier builds left untagged (they carry the base image's label)
+            docker("image", "prune", "-f", "--filter", "label=org.minikube-py.recipe")
+        assert (ours("container"), ours("network"), ours("volume")) == ([], [], [])
+        assert namespaces() - spaces == set()
+        assert HostNetwork.now().changed_since(before) == [], "the stack's rules stayed"
+    print(f"compose test: {times}", flush=True)
