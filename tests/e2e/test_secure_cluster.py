@@ -85,6 +85,12 @@ COMPONENTS = {
     ], [
         "get secrets -A", "create pods", "update nodes",
     ]),
+    "gateway": ("system:minikube-py-gateway", [
+        "watch ingresses.networking.k8s.io -A", "update ingresses.networking.k8s.io -A "
+        "--subresource=status", "create secrets -n kube-system",
+    ], [
+        "create pods", "delete nodes", "update ingresses.networking.k8s.io -A",
+    ]),
     "provisioner": ("system:local-path-provisioner", [
         "create persistentvolumes", "delete persistentvolumes", "update persistentvolumeclaims -A",
         "watch storageclasses.storage.k8s.io", "create events -n default",
