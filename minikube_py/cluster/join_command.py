@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import hashlib
 import ipaddress
 import json
@@ -61,8 +60,6 @@ from minikube_py.cluster.runtime_setup import (
 )
 from minikube_py.cluster.supervisor import Supervisor, SupervisorProcess
 from minikube_py.process import ComponentProcess, ComponentProcessError
-from minikube_py.proxy.commands import RestoreError
-from minikube_py.proxy.netpol.controller import PolicyTables
 
 JOINED = "joined.json"
 NAMESPACE_PREFIX = "mkj-"
@@ -409,10 +406,19 @@ async def _stop_node(state: Path, machine: dict[str, Any]) -> None:
         if pid is not None:
             print(f"stopped {machine['node']}/{name} (pid {pid})")
         if isinstance(process, ProxyProcess):
-            with contextlib.suppress(FileNotFoundError, RestoreError, OSError):
-                await PolicyTables(str(process.netns) if process.netns else None).cleanup()
+            await _proxy_cleanup(process.netns)
         if isinstance(process, Containerd):
             remove_kubelet_volumes(process.config)
+
+
+async def _proxy_cleanup(netns: Path | None) -> None:
+    """`kube-proxy --cleanup`, as kubeadm reset runs it: the proxy's rules and its
+    NetworkPolicy table go with the node (a failure is the proxy's to report)."""
+    command = [sys.executable, "-m", "minikube_py.proxy", "--cleanup"]
+    if netns is not None:
+        command.append(f"--netns={netns}")
+    cleanup = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.DEVNULL)
+    await cleanup.wait()
 
 
 def _link_exists(name: str) -> bool:
