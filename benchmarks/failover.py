@@ -2,7 +2,7 @@
 
 Run from the repository root as root: `.venv/bin/python benchmarks/failover.py`
 (options: --trials N (20), --home PATH: an `up --ha` cluster of yours, else a scratch
-one is made and removed; --quick: 2 trials each; --no-append). It builds the node
+one is made and removed; --quick: 1 trial each; --no-append). It builds the node
 network (mk-br0, mk-control-plane*, mk-node-1): do not run it beside another cluster.
 
 Each trial kills one component's process with SIGKILL, as a crash would, found by its
@@ -500,7 +500,7 @@ def ha_cluster(home: str | None) -> Iterator[HACluster]:
 async def measure(args: Any) -> list[Row]:
     if os.geteuid() != 0:
         raise BenchmarkError("run it as root: the nodes are network namespaces")
-    trials = 2 if args.quick else args.trials
+    trials = 1 if args.quick else args.trials
     with ha_cluster(args.home) as cluster:
         cluster.wait_settled()
         etcd: list[float] = []
@@ -545,8 +545,8 @@ async def measure(args: Any) -> list[Row]:
          f"{f' ({repeated} more without an election, not counted)' if repeated else ''}",
          f"{statistics.median(etcd):.2f} s / {percentile(etcd, 0.99):.2f} s",
          f"p99 <= {ETCD_WRITES_P99:.0f} s", verdict(percentile(etcd, 0.99) <= ETCD_WRITES_P99)),
-        (f"API server killed ({trials} trials, official client + kubectl): failed after "
-         "one retry", f"{len(failed)} of {sent} ({retried} retried)", "0",
+        (f"API server killed ({trials} trial{'s' * (trials != 1)}, official client + kubectl): "
+         "failed after one retry", f"{len(failed)} of {sent} ({retried} retried)", "0",
          verdict(not failed)),
     ]
     for component, values in takeovers.items():

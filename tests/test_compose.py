@@ -93,9 +93,9 @@ IDENTITY_OF = {"minikube_py.controllers": "controller-manager",
                "minikube_py.scheduler": "scheduler", "minikube_py.dns": "dns",
                "minikube_py.metrics": "metrics", "minikube_py.proxy": "proxy"}
 """The kubeconfig (cluster/certs.py's IDENTITIES) each component runs with, as in `up`."""
-HOST_ONLY_PACKAGES = {"docker-compose", "docker.io", "debootstrap"}
+HOST_ONLY_PACKAGES = {"docker-compose", "docker.io", "debootstrap", "haproxy"}
 """Packages of `make apt` that the image leaves out: Docker, docker-compose and debootstrap
-(which makes the base image) run on the host."""
+(which makes the base image) run on the host, and so does haproxy (`up --ha`'s endpoint)."""
 
 ASSIGNMENT = re.compile(r"^[A-Z_]+=")
 REQUIRED_VARIABLE = re.compile(r"\$\{(\w+):\?")
