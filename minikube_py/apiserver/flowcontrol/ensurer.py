@@ -101,6 +101,9 @@ class ConfigProducer:
         """Ensure at once, then every ENSURE_PERIOD or when the configuration changes."""
         while True:
             period = ENSURE_PERIOD
+            # what the pass starts from: a change made while it runs (a deletecollection
+            # deleting one schema after the pass looked at it) wakes the next pass
+            seen = tuple(cache.changes for cache in self.caches)
             try:
                 await self.ensure()
                 self.ensured.set()
@@ -108,7 +111,6 @@ class ConfigProducer:
                 period = RETRY_PERIOD
                 log.warning(orjson.dumps({"msg": "APF bootstrap ensurer ran into error, will "
                                                  "retry later", "error": repr(err)}).decode())
-            seen = tuple(cache.changes for cache in self.caches)
             until = time.monotonic() + period
             while (time.monotonic() < until
                    and tuple(cache.changes for cache in self.caches) == seen):
