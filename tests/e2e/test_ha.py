@@ -7,7 +7,8 @@ Service's endpoints once its master lease runs out; killing the etcd leader stop
 only until the other two elect one; killing the leading scheduler hands its Lease to
 another, which binds the next pod. The kubelet restarts each killed static pod. Then
 `down` leaves nothing behind and a second `up --ha` works. (benchmarks/failover.py
-measures the same kills against the issue's targets, many times.)
+measures the same kills against the issue's targets, many times; its --quick run is
+checked here, on this module's cluster.)
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from benchmarks.failover import ClientLoop, HACluster, kubectl_request, official
 from minikube_py.apiserver.registry.lease_reconciler import LEASE_TTL, RECONCILE_INTERVAL
 from minikube_py.cluster.kubeadm.ha import CONTROL_PLANES
 from minikube_py.cluster.kubeadm.init import manifest_dir
+from tests.test_benchmark_smoke import run_quick
 
 pytestmark = pytest.mark.slow
 
@@ -180,6 +182,18 @@ def test_killing_the_leading_scheduler_hands_its_lease_to_another(ha: HACluster)
     until(lambda: json.loads(ha.kubectl("get", "pod", "after-takeover", "-o", "json").stdout
                              ).get("spec", {}).get("nodeName") == "node-1",
           "the new leader to bind the pod", 60)
+
+
+def test_the_failover_benchmark_runs_against_this_cluster(ha: HACluster) -> None:
+    """benchmarks/failover.py --quick still runs end to end (one kill of each), here on
+    the module's cluster (--home) rather than an `up --ha` of its own."""
+    output = run_quick("failover.py", "--home", str(ha.home), timeout=1500)
+    for metric in ("etcd leader killed: writes back, median / p99 of 1",
+                   "API server killed (1 trial, official client + kubectl)",
+                   "kube-scheduler leader killed: Lease taken over",
+                   "kube-controller-manager leader killed: Lease taken over",
+                   "kube-controller-manager: Deployment scaled during the takeover"):
+        assert metric in output, f"no line for {metric!r} in:\n{output}"
 
 
 def test_down_leaves_nothing_and_a_second_up_ha_works(ha: HACluster) -> None:
