@@ -15,8 +15,7 @@ cheap as before (docs/decisions.md).
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from minikube_py.api import Obj, meta
@@ -36,17 +35,24 @@ class FieldManager:
 
     `reset_fields` maps a subresource ("" for the main resource) to the fields that its
     writes reset (the strategy's GetResetFields); nobody owns those through it. Nobody
-    owns `unowned` through any write: fields the server keeps for itself.
+    owns `unowned` through any write: fields the server keeps for itself. `schema` may
+    be a function that builds the kind's Type, called on the first write that needs it.
     """
 
-    def __init__(self, schema: Type | None, api_version: str,
+    def __init__(self, schema: Type | Callable[[], Type] | None, api_version: str,
                  reset_fields: Mapping[str, FieldSet], unowned: FieldSet | None = None
                  ) -> None:
-        self.schema = schema
+        self._schema = schema
         self.api_version = api_version
         self.reset_fields = reset_fields
         self.unowned = unowned or FieldSet()
         self._ignored_by: dict[str, FieldSet] = {}
+
+    @property
+    def schema(self) -> Type | None:
+        if callable(self._schema):
+            self._schema = self._schema()
+        return self._schema
 
     def _ignored(self, subresource: str) -> FieldSet:
         ignored = self._ignored_by.get(subresource)
@@ -72,7 +78,7 @@ class FieldManager:
                                   identifier, force, self.schema, self._ignored(subresource))
         managed.fields = fields
         if new is None:
-            new = copy.deepcopy(live_obj)
+            new = meta.json_copy(live_obj)
         else:
             managed.times[identifier] = meta.rfc3339(meta.now())
         entries.strip_meta(managed, identifier)

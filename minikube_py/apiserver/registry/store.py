@@ -426,11 +426,14 @@ class Store:
 
     # -- update ----------------------------------------------------------------------------
 
-    async def guaranteed_update(self, namespace: str, name: str, mutate: Mutation) -> Obj:
+    async def guaranteed_update(self, namespace: str, name: str, mutate: Mutation,
+                                private_copy: Callable[[Obj], Obj] = copy.deepcopy) -> Obj:
         """Read, mutate, write with a mod_revision compare; retry when someone wrote first.
 
         `mutate` gets a private copy of the stored object and returns the new one; it raises
-        an APIError (Conflict, Invalid...) to refuse. Upstream: GuaranteedUpdate.
+        an APIError (Conflict, Invalid...) to refuse. A caller whose mutation replaces
+        parts of the object without changing them inside may pass a `private_copy` that
+        copies only what it replaces. Upstream: GuaranteedUpdate.
         """
         key = self.key(namespace, name)
         # The first try starts from the watch cache's copy, as upstream's cacher does: the
@@ -447,7 +450,7 @@ class Store:
                     raise self._not_found(name)
                 current, revision, proven = decode(kv), kv.mod_revision, True
             try:
-                updated = mutate(copy.deepcopy(current))
+                updated = mutate(private_copy(current))
                 if inspect.isawaitable(updated):
                     updated = await updated
             except errors.APIError:
