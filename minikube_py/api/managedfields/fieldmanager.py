@@ -40,9 +40,11 @@ class FieldManager:
     """
 
     def __init__(self, schema: Type | Callable[[], Type] | None, api_version: str,
-                 reset_fields: Mapping[str, FieldSet], unowned: FieldSet | None = None
-                 ) -> None:
+                 reset_fields: Mapping[str, FieldSet], unowned: FieldSet | None = None,
+                 converter: merge.VersionConverter | None = None) -> None:
         self._schema = schema
+        # a kind served in several versions: other managers' sets are read in theirs
+        self.converter = converter
         self.api_version = api_version
         self.reset_fields = reset_fields
         self.unowned = unowned or FieldSet()
@@ -61,8 +63,8 @@ class FieldManager:
             ignored = self._ignored_by[subresource] = reset.union(self.unowned)
         return ignored
 
-    def apply(self, live: Obj | None, config: Obj, manager: str, force: bool,
-              subresource: str = "") -> Obj:
+    async def apply(self, live: Obj | None, config: Obj, manager: str, force: bool,
+                    subresource: str = "") -> Obj:
         """Apply: `config` merged into `live` (None: create), with managedFields updated.
 
         Raises merge.Conflicts and typed.SchemaError; the caller has checked that config
@@ -74,8 +76,9 @@ class FieldManager:
         except ValueError:
             managed = Managed()
         identifier = entries.manager_identifier(manager, APPLY, self.api_version, subresource)
-        new, fields = merge.apply(live_obj, config, self.api_version, managed.fields,
-                                  identifier, force, self.schema, self._ignored(subresource))
+        new, fields = await merge.apply(live_obj, config, self.api_version, managed.fields,
+                                        identifier, force, self.schema,
+                                        self._ignored(subresource), self.converter)
         managed.fields = fields
         if new is None:
             new = meta.json_copy(live_obj)
@@ -85,7 +88,8 @@ class FieldManager:
         _set_managed_fields(new, managed)
         return new
 
-    def update(self, live: Obj | None, new: Obj, manager: str, subresource: str = "") -> None:
+    async def update(self, live: Obj | None, new: Obj, manager: str, subresource: str = ""
+                     ) -> None:
         """Update: record in `new`'s managedFields what this write changed, and by whom.
 
         The base is the managedFields the client sent, if any (a client may edit them;
@@ -104,9 +108,9 @@ class FieldManager:
             return
         identifier = entries.manager_identifier(
             manager or "unknown", UPDATE, self.api_version, subresource)
-        fields = merge.update(_without_managed_fields(live) if live else {}, new,
-                              self.api_version, managed.fields, CURRENT_OPERATION,
-                              self.schema, self._ignored(subresource))
+        fields = await merge.update(_without_managed_fields(live) if live else {}, new,
+                                    self.api_version, managed.fields, CURRENT_OPERATION,
+                                    self.schema, self._ignored(subresource), self.converter)
         managed.fields = fields
         entries.strip_meta(managed, CURRENT_OPERATION)
         taken = fields.pop(CURRENT_OPERATION, None)

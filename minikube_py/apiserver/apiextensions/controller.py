@@ -35,7 +35,10 @@ from minikube_py.apiserver.apiextensions.naming import calculate_status, set_con
 from minikube_py.apiserver.apiextensions.openapi import Published
 from minikube_py.apiserver.apiextensions.printing import printer
 from minikube_py.apiserver.apiextensions.stores import CLEANUP_FINALIZER, CustomResourceStore
-from minikube_py.apiserver.apiextensions.strategy import CustomResourceStrategy
+from minikube_py.apiserver.apiextensions.strategy import (
+    CustomResourceStrategy,
+    CustomResourceVersions,
+)
 from minikube_py.apiserver.auth.admission import Chain
 from minikube_py.apiserver.auth.admission.chain import service_resolver
 from minikube_py.apiserver.registry.store import (
@@ -204,6 +207,7 @@ class CustomResourceDefinitions:
         converter = None
         if (spec.get("conversion") or {}).get("strategy") == "Webhook":
             converter = WebhookConverter(crd, service_resolver(self.stores))
+        field_versions = CustomResourceVersions(crd, converter)
         for version in versions:
             resource = served_resource(crd, version)
             strategy = CustomResourceStrategy(
@@ -217,7 +221,7 @@ class CustomResourceDefinitions:
             # the Type is built on the first write that merges with it
             store.field_manager = FieldManager(
                 lambda served_strategy=strategy: served_strategy.schema, resource.api_version,
-                strategy.reset_fields(), UNOWNED_FIELDS)
+                strategy.reset_fields(), UNOWNED_FIELDS, field_versions)
             key = (group, resource.version, resource.plural)
             served.stores[key] = store
             self.stores[key] = store

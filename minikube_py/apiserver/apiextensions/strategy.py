@@ -10,6 +10,7 @@ from typing import Any
 
 from minikube_py.api import Obj
 from minikube_py.api.managedfields.fieldpath import FieldSet, field_element
+from minikube_py.api.managedfields.merge import MissingVersion
 from minikube_py.api.openapi_schema.compiled import Node, compile_schema
 from minikube_py.api.openapi_schema.defaulting import apply_defaults
 from minikube_py.api.openapi_schema.pruning import prune
@@ -23,6 +24,38 @@ from minikube_py.apiserver.registry.strategies.base import Strategy, bump_genera
 
 # What a write of the main resource never changes on its own: generation counts the rest.
 _NOT_SPEC = ("metadata", "status")
+
+
+class CustomResourceVersions:
+    """Field management's view of a definition's versions (every one in its spec, served
+    or not, as upstream's type converter has a model of each): the schema of each as a
+    Type, built on first use, and an object converted by the definition's strategy."""
+
+    def __init__(self, crd: Obj, converter: WebhookConverter | None) -> None:
+        group = crd["spec"]["group"]
+        self._schemas = {f"{group}/{version['name']}":
+                         (version.get("schema") or {}).get("openAPIV3Schema") or {}
+                         for version in crd["spec"]["versions"]}
+        self._types: dict[str, Type] = {}
+        self.converter = converter
+
+    def schema(self, api_version: str) -> Type:
+        if api_version not in self._schemas:
+            raise MissingVersion(api_version)
+        found = self._types.get(api_version)
+        if found is None:
+            found = self._types[api_version] = schema_type(self._schemas[api_version])
+        return found
+
+    async def convert(self, obj: Obj, api_version: str) -> Obj:
+        """Conversion None changes the apiVersion alone; Webhook asks the webhook."""
+        if api_version not in self._schemas:
+            raise MissingVersion(api_version)
+        if obj.get("apiVersion") == api_version:
+            return obj
+        if self.converter is None:
+            return {**obj, "apiVersion": api_version}
+        return (await self.converter.convert([obj], api_version))[0]
 
 
 class CustomResourceStrategy(Strategy):

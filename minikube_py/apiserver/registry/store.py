@@ -271,7 +271,7 @@ class Store:
         if admit:
             await self.admit_create(admission)
         if manager is not None:
-            self.field_manager.update(None, obj, manager)
+            await self.field_manager.update(None, obj, manager)
         elif "managedFields" in metadata:
             # Set by server-side apply: keep them last in metadata, where every later write
             # puts them, so that applying the same configuration again encodes the same.
@@ -513,7 +513,7 @@ class Store:
             current = (await self.strategy.convert_from_storage([stored]))[0]
             updated = await self.prepare_update(copy.deepcopy(obj), current, subresource,
                                                 dry_run=dry_run)
-            self.field_manager.update(current, updated, manager, subresource)
+            await self.field_manager.update(current, updated, manager, subresource)
             return await self.strategy.convert_to_storage(updated)
 
         if dry_run:
