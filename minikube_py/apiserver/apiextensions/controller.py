@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -174,7 +173,7 @@ class CustomResourceDefinitions:
 
         def private_copy(stored: Obj) -> Obj:
             # what the write changes: status, and metadata's resourceVersion after it
-            return {**stored, "metadata": copy.deepcopy(stored["metadata"])}
+            return {**stored, "metadata": dict(stored["metadata"])}
 
         await self.crds.guaranteed_update("", name, mutate, private_copy)
 
