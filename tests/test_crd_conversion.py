@@ -2,7 +2,9 @@
 in examples/crd-conversion-webhook/, run as its own process over TLS) to convert custom
 resources between versions, on reads, writes and watches. Mirrors upstream's
 test/e2e/apimachinery/crd_conversion_webhook.go (v1 to v2; a list of objects stored in
-both versions), with the real kubectl and the official `kubernetes` client."""
+both versions), with the real kubectl and the official `kubernetes` client; and
+server-side apply across versions, where upstream reads each manager's fields in the
+version it wrote them in."""
 
 from __future__ import annotations
 
@@ -295,6 +297,19 @@ def test_a_forced_apply_in_v2_takes_the_renamed_field_from_its_v1_owner(
     refused = server_side_apply(kubectl, crontabs, "v1", namespace, "alice",
                                 {"hostPort": "localhost:7070"})
     assert 'conflict with "bob": .spec.host' in refused.stderr, refused.stderr
+
+
+def test_a_patch_in_v2_takes_the_renamed_field_from_its_v1_applier(
+        kubectl: Any, crontabs: str, namespace: str) -> None:
+    """A write that is not an apply never conflicts: it takes what it changes, compared
+    in each owner's version, so the v1 applier of hostPort loses it to a v2 patch of
+    host (and its entry goes with its last field); the patcher owns what changed in v2."""
+    assert server_side_apply(kubectl, crontabs, "v1", namespace, "alice",
+                             {"hostPort": "localhost:7070"}).returncode == 0
+    kubectl("patch", f"crontabs.v2.{crontabs}", "shared", "-n", namespace, "--type=merge",
+            "--field-manager=bob", "-p", json.dumps({"spec": {"host": "example.com"}}))
+    assert managers_of(kubectl, crontabs, "v2", namespace) == {
+        "bob": (f"{crontabs}/v2", ["f:host"])}
 
 
 def test_a_manager_applying_in_v2_what_it_applied_in_v1_keeps_one_entry_in_v2(
