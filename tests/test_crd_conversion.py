@@ -2,7 +2,9 @@
 in examples/crd-conversion-webhook/, run as its own process over TLS) to convert custom
 resources between versions, on reads, writes and watches. Mirrors upstream's
 test/e2e/apimachinery/crd_conversion_webhook.go (v1 to v2; a list of objects stored in
-both versions), with the real kubectl and the official `kubernetes` client."""
+both versions), with the real kubectl and the official `kubernetes` client; and
+server-side apply across versions, where upstream reads each manager's fields in the
+version it wrote them in."""
 
 from __future__ import annotations
 
@@ -238,6 +240,92 @@ def test_kubectl_creates_in_v1_and_reads_in_v2(kubectl: Any, crontabs: str,
     listed = json.loads(kubectl("get", f"crontabs.v1.{crontabs}", "-n", namespace,
                                 "-o", "json").stdout)
     assert [item["spec"] for item in listed["items"]] == [{"hostPort": "db:5432"}]
+
+
+# -- server-side apply across versions ---------------------------------------------------------
+
+def server_side_apply(kubectl: Any, group: str, version: str, namespace: str, manager: str,
+                      spec: dict[str, str], *extra: str) -> Any:
+    """kubectl apply --server-side of the CronTab `shared` in `version` as `manager`."""
+    return kubectl("apply", "--server-side", f"--field-manager={manager}", "-n", namespace,
+                   "-f", "-", *extra, check=False, input=json.dumps(
+                       crontab(group, version, "shared", namespace, spec)))
+
+
+def managers_of(kubectl: Any, group: str, version: str, namespace: str
+                ) -> dict[str, tuple[str, list[str]]]:
+    """Each managedFields entry of the CronTab `shared` read in `version`: its manager ->
+    (apiVersion, the fields it owns under spec)."""
+    got = json.loads(kubectl("get", f"crontabs.{version}.{group}", "shared", "-n", namespace,
+                             "--show-managed-fields", "-o", "json").stdout)
+    return {entry["manager"]: (entry["apiVersion"],
+                               sorted(entry["fieldsV1"].get("f:spec", {})))
+            for entry in got["metadata"]["managedFields"]}
+
+
+def test_an_apply_in_v2_conflicts_with_the_v1_owner_of_the_field_it_renames(
+        kubectl: Any, crontabs: str, namespace: str) -> None:
+    """Upstream compares a write in each manager's own version (structured-merge-diff's
+    Updater converts the old and new objects to it): v2's host is v1's hostPort, so
+    applying another host in v2 conflicts with the manager that applied hostPort in v1,
+    named by v1's path; the same value is shared ownership, each entry in its version."""
+    assert server_side_apply(kubectl, crontabs, "v1", namespace, "alice",
+                             {"hostPort": "localhost:7070"}).returncode == 0
+    refused = server_side_apply(kubectl, crontabs, "v2", namespace, "bob",
+                                {"host": "example.com", "port": "7070"})
+    assert refused.returncode != 0
+    assert 'Apply failed with 1 conflict: conflict with "alice": .spec.hostPort' in \
+        refused.stderr
+    shared = server_side_apply(kubectl, crontabs, "v2", namespace, "bob",
+                               {"host": "localhost", "port": "7070"})
+    assert shared.returncode == 0, shared.stderr
+    assert managers_of(kubectl, crontabs, "v2", namespace) == {
+        "alice": (f"{crontabs}/v1", ["f:hostPort"]),
+        "bob": (f"{crontabs}/v2", ["f:host", "f:port"])}
+
+
+def test_a_forced_apply_in_v2_takes_the_renamed_field_from_its_v1_owner(
+        kubectl: Any, crontabs: str, namespace: str) -> None:
+    assert server_side_apply(kubectl, crontabs, "v1", namespace, "alice",
+                             {"hostPort": "localhost:7070"}).returncode == 0
+    forced = server_side_apply(kubectl, crontabs, "v2", namespace, "bob",
+                               {"host": "example.com", "port": "7070"}, "--force-conflicts")
+    assert forced.returncode == 0, forced.stderr
+    assert managers_of(kubectl, crontabs, "v1", namespace) == {
+        "bob": (f"{crontabs}/v2", ["f:host", "f:port"])}
+    # alice no longer owns hostPort: her next apply of the old value conflicts with bob
+    refused = server_side_apply(kubectl, crontabs, "v1", namespace, "alice",
+                                {"hostPort": "localhost:7070"})
+    assert 'conflict with "bob": .spec.host' in refused.stderr, refused.stderr
+
+
+def test_a_patch_in_v2_takes_the_renamed_field_from_its_v1_applier(
+        kubectl: Any, crontabs: str, namespace: str) -> None:
+    """A write that is not an apply never conflicts: it takes what it changes, compared
+    in each owner's version, so the v1 applier of hostPort loses it to a v2 patch of
+    host (and its entry goes with its last field); the patcher owns what changed in v2."""
+    assert server_side_apply(kubectl, crontabs, "v1", namespace, "alice",
+                             {"hostPort": "localhost:7070"}).returncode == 0
+    kubectl("patch", f"crontabs.v2.{crontabs}", "shared", "-n", namespace, "--type=merge",
+            "--field-manager=bob", "-p", json.dumps({"spec": {"host": "example.com"}}))
+    assert managers_of(kubectl, crontabs, "v2", namespace) == {
+        "bob": (f"{crontabs}/v2", ["f:host"])}
+
+
+def test_a_manager_applying_in_v2_what_it_applied_in_v1_keeps_one_entry_in_v2(
+        kubectl: Any, crontabs: str, namespace: str) -> None:
+    """An applier's identifier leaves out its apiVersion: its apply in v2 replaces its
+    v1 set (pruned in v1, where it was written), and the field keeps the new value."""
+    assert server_side_apply(kubectl, crontabs, "v1", namespace, "alice",
+                             {"hostPort": "localhost:7070"}).returncode == 0
+    moved = server_side_apply(kubectl, crontabs, "v2", namespace, "alice",
+                              {"host": "example.com", "port": "8080"})
+    assert moved.returncode == 0, moved.stderr
+    assert managers_of(kubectl, crontabs, "v2", namespace) == {
+        "alice": (f"{crontabs}/v2", ["f:host", "f:port"])}
+    got = json.loads(kubectl("get", f"crontabs.v1.{crontabs}", "shared", "-n", namespace,
+                             "-o", "json").stdout)
+    assert got["spec"] == {"hostPort": "example.com:8080"}
 
 
 def test_a_watch_in_v2_sees_objects_written_in_v1(custom: client.CustomObjectsApi,

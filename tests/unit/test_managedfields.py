@@ -7,8 +7,11 @@ Set.ToJSON, as `kubectl get -o yaml --show-managed-fields` prints them).
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import pytest
 
@@ -24,15 +27,23 @@ from minikube_py.api.managedfields.managed import (
     encode,
     manager_identifier,
 )
-from minikube_py.api.managedfields.merge import VersionedSet
+from minikube_py.api.managedfields.merge import MissingVersion, VersionedSet
+from minikube_py.api.managedfields.merge import apply as merge_apply
 from minikube_py.api.managedfields.typed import compare, merge, to_field_set
 from minikube_py.api.schema import schema_for
+from minikube_py.api.schema.types import Field, Type
 
 DEPLOYMENT = schema_for("apps", "v1", "Deployment")
 CONFIG_MAP = schema_for("", "v1", "ConfigMap")
 SERVICE = schema_for("", "v1", "Service")
 STATUS_RESET = {"": FieldSet.of(("f:status",)),
                 "status": FieldSet.of(("f:metadata",), ("f:spec",))}
+T = TypeVar("T")
+
+
+def run(call: Coroutine[Any, Any, T]) -> T:
+    """A field manager's write, run to its end (it awaits only conversions)."""
+    return asyncio.run(call)
 
 
 def deployment(replicas: int = 2, image: str = "nginx:1.25", labels: Obj | None = None) -> Obj:
@@ -208,7 +219,7 @@ def test_compare_reports_added_modified_and_removed_fields() -> None:
 
 
 def test_first_apply_makes_the_manager_own_what_it_applied() -> None:
-    created = configmaps().apply(None, configmap({"a": "1"}, {"app": "x"}), "tool", False)
+    created = run(configmaps().apply(None, configmap({"a": "1"}, {"app": "x"}), "tool", False))
 
     assert created["data"] == {"a": "1"}
     [entry] = created["metadata"]["managedFields"]
@@ -221,17 +232,17 @@ def test_first_apply_makes_the_manager_own_what_it_applied() -> None:
 
 def test_applying_the_same_configuration_again_changes_nothing() -> None:
     manager = configmaps()
-    first = manager.apply(None, configmap({"a": "1"}), "tool", False)
+    first = run(manager.apply(None, configmap({"a": "1"}), "tool", False))
 
-    assert manager.apply(first, configmap({"a": "1"}), "tool", False) == first
+    assert run(manager.apply(first, configmap({"a": "1"}), "tool", False)) == first
 
 
 def test_another_manager_with_a_different_value_conflicts() -> None:
     manager = configmaps()
-    live = manager.apply(None, configmap({"a": "1", "b": "2"}), "alice", False)
+    live = run(manager.apply(None, configmap({"a": "1", "b": "2"}), "alice", False))
 
     with pytest.raises(Conflicts) as raised:
-        manager.apply(live, configmap({"a": "changed", "b": "other"}), "bob", False)
+        run(manager.apply(live, configmap({"a": "changed", "b": "other"}), "bob", False))
 
     identifier = manager_identifier("alice", "Apply", "v1", "")
     assert [(c.manager, c.path) for c in raised.value.conflicts] == [
@@ -245,13 +256,13 @@ def test_another_manager_with_a_different_value_conflicts() -> None:
 
 def test_conflict_with_an_updater_names_its_version_and_subresource() -> None:
     manager = deployments()
-    live = manager.apply(None, deployment(replicas=2), "kubectl", False)
+    live = run(manager.apply(None, deployment(replicas=2), "kubectl", False))
     scaled = copy.deepcopy(live)
     scaled["spec"]["replicas"] = 5
-    manager.update(live, scaled, "kubectl", "scale")
+    run(manager.update(live, scaled, "kubectl", "scale"))
 
     with pytest.raises(Conflicts) as raised:
-        manager.apply(scaled, deployment(replicas=3), "kubectl", False)
+        run(manager.apply(scaled, deployment(replicas=3), "kubectl", False))
 
     assert conflict_message(raised.value) == (
         'Apply failed with 1 conflict: conflict with "kubectl" with subresource "scale" '
@@ -260,9 +271,9 @@ def test_conflict_with_an_updater_names_its_version_and_subresource() -> None:
 
 def test_the_same_value_is_shared_ownership_not_a_conflict() -> None:
     manager = configmaps()
-    live = manager.apply(None, configmap({"a": "1"}), "alice", False)
+    live = run(manager.apply(None, configmap({"a": "1"}), "alice", False))
 
-    shared = manager.apply(live, configmap({"a": "1"}), "bob", False)
+    shared = run(manager.apply(live, configmap({"a": "1"}), "bob", False))
 
     owners = entries_of(shared)
     assert owners[("alice", "Apply")]["fieldsV1"] == {"f:data": {"f:a": {}}}
@@ -271,9 +282,9 @@ def test_the_same_value_is_shared_ownership_not_a_conflict() -> None:
 
 def test_force_takes_the_fields_from_the_other_manager() -> None:
     manager = configmaps()
-    live = manager.apply(None, configmap({"a": "1", "b": "2"}), "alice", False)
+    live = run(manager.apply(None, configmap({"a": "1", "b": "2"}), "alice", False))
 
-    forced = manager.apply(live, configmap({"a": "mine"}), "bob", True)
+    forced = run(manager.apply(live, configmap({"a": "mine"}), "bob", True))
 
     assert forced["data"] == {"a": "mine", "b": "2"}
     owners = entries_of(forced)
@@ -283,10 +294,10 @@ def test_force_takes_the_fields_from_the_other_manager() -> None:
 
 def test_a_field_the_manager_stops_applying_is_removed() -> None:
     manager = configmaps()
-    live = manager.apply(None, configmap({"a": "1", "b": "2"}, {"app": "x", "tier": "y"}),
-                         "tool", False)
+    live = run(manager.apply(None, configmap({"a": "1", "b": "2"}, {"app": "x", "tier": "y"}),
+                         "tool", False))
 
-    applied = manager.apply(live, configmap({"a": "1"}, {"app": "x"}), "tool", False)
+    applied = run(manager.apply(live, configmap({"a": "1"}, {"app": "x"}), "tool", False))
 
     assert applied["data"] == {"a": "1"}
     assert applied["metadata"]["labels"] == {"app": "x"}
@@ -296,10 +307,10 @@ def test_a_field_the_manager_stops_applying_is_removed() -> None:
 
 def test_a_field_another_manager_also_owns_is_kept_when_one_stops_applying_it() -> None:
     manager = configmaps()
-    live = manager.apply(None, configmap({"a": "1", "b": "2"}), "alice", False)
-    live = manager.apply(live, configmap({"b": "2"}), "bob", False)
+    live = run(manager.apply(None, configmap({"a": "1", "b": "2"}), "alice", False))
+    live = run(manager.apply(live, configmap({"b": "2"}), "bob", False))
 
-    applied = manager.apply(live, configmap({"a": "1"}), "alice", False)
+    applied = run(manager.apply(live, configmap({"a": "1"}), "alice", False))
 
     assert applied["data"] == {"a": "1", "b": "2"}
 
@@ -308,19 +319,19 @@ def test_a_container_the_manager_stops_applying_is_removed_whole() -> None:
     manager = deployments()
     two = deployment()
     two["spec"]["template"]["spec"]["containers"].append({"name": "sidecar", "image": "b"})
-    live = manager.apply(None, two, "tool", False)
+    live = run(manager.apply(None, two, "tool", False))
 
-    applied = manager.apply(live, deployment(), "tool", False)
+    applied = run(manager.apply(live, deployment(), "tool", False))
 
     assert [c["name"] for c in applied["spec"]["template"]["spec"]["containers"]] == ["nginx"]
 
 
 def test_fields_nobody_owns_are_left_alone() -> None:
     manager = configmaps()
-    live = manager.apply(None, configmap({"a": "1"}), "tool", False)
+    live = run(manager.apply(None, configmap({"a": "1"}), "tool", False))
     live["data"]["untracked"] = "kept"
 
-    applied = manager.apply(live, configmap({"a": "2"}), "tool", False)
+    applied = run(manager.apply(live, configmap({"a": "2"}), "tool", False))
 
     assert applied["data"] == {"a": "2", "untracked": "kept"}
 
@@ -329,7 +340,7 @@ def test_apply_to_the_main_resource_does_not_own_status() -> None:
     config = deployment()
     config["status"] = {"replicas": 9}
 
-    created = deployments().apply(None, config, "tool", False)
+    created = run(deployments().apply(None, config, "tool", False))
 
     assert "f:status" not in created["metadata"]["managedFields"][0]["fieldsV1"]
 
@@ -341,8 +352,8 @@ def test_an_update_of_an_object_never_applied_records_nothing() -> None:
     live = configmap({"a": "1"})
     new = configmap({"a": "2"})
 
-    configmaps().update(live, new, "kubectl-edit")
-    configmaps().update(None, live, "kubectl-create")
+    run(configmaps().update(live, new, "kubectl-edit"))
+    run(configmaps().update(None, live, "kubectl-create"))
 
     assert "managedFields" not in new["metadata"]
     assert "managedFields" not in live["metadata"]
@@ -350,12 +361,12 @@ def test_an_update_of_an_object_never_applied_records_nothing() -> None:
 
 def test_an_update_takes_the_fields_it_changes_from_the_applier() -> None:
     manager = configmaps()
-    live = manager.apply(None, configmap({"a": "1", "b": "2"}), "tool", False)
+    live = run(manager.apply(None, configmap({"a": "1", "b": "2"}), "tool", False))
     new = copy.deepcopy(live)
     new["data"]["a"] = "edited"
     del new["metadata"]["managedFields"]  # a client that does not send them keeps them
 
-    manager.update(live, new, "kubectl-edit")
+    run(manager.update(live, new, "kubectl-edit"))
 
     owners = entries_of(new)
     assert owners[("tool", "Apply")]["fieldsV1"] == {"f:data": {"f:b": {}}}
@@ -367,11 +378,11 @@ def test_an_update_takes_the_fields_it_changes_from_the_applier() -> None:
 
 def test_an_update_that_removes_a_field_removes_it_from_every_manager() -> None:
     manager = configmaps()
-    live = manager.apply(None, configmap({"a": "1", "b": "2"}), "tool", False)
+    live = run(manager.apply(None, configmap({"a": "1", "b": "2"}), "tool", False))
     new = copy.deepcopy(live)
     del new["data"]["b"]
 
-    manager.update(live, new, "editor")
+    run(manager.update(live, new, "editor"))
 
     assert entries_of(new)[("tool", "Apply")]["fieldsV1"] == {"f:data": {"f:a": {}}}
     assert ("editor", "Update") not in entries_of(new)
@@ -379,23 +390,23 @@ def test_an_update_that_removes_a_field_removes_it_from_every_manager() -> None:
 
 def test_managed_fields_reset_by_writing_one_empty_entry() -> None:
     manager = configmaps()
-    live = manager.apply(None, configmap({"a": "1"}), "tool", False)
+    live = run(manager.apply(None, configmap({"a": "1"}), "tool", False))
     new = copy.deepcopy(live)
     new["metadata"]["managedFields"] = [{}]
 
-    manager.update(live, new, "editor")
+    run(manager.update(live, new, "editor"))
 
     assert "managedFields" not in new["metadata"]
 
 
 def test_a_status_write_keeps_the_live_managed_fields_and_owns_only_status() -> None:
     manager = deployments()
-    live = manager.apply(None, deployment(), "tool", False)
+    live = run(manager.apply(None, deployment(), "tool", False))
     new = copy.deepcopy(live)
     new["status"] = {"replicas": 2}
     new["metadata"]["managedFields"] = [{}]
 
-    manager.update(live, new, "controller", "status")
+    run(manager.update(live, new, "controller", "status"))
 
     update = entries_of(new)[("controller", "Update")]
     assert update["fieldsV1"] == {"f:status": {".": {}, "f:replicas": {}}}
@@ -446,3 +457,45 @@ def test_more_than_ten_updaters_merge_the_oldest_into_ancient_changes() -> None:
     bucket = managed.fields[manager_identifier("ancient-changes", "Update", "v1", "")]
     assert bucket.fields == FieldSet.of(("f:data", "f:k0"), ("f:data", "f:k1"),
                                         ("f:data", "f:k2"))
+
+
+class RenamingVersions:
+    """Two versions of a CronTab-like kind: v1 keeps `spec.hostPort`, v2 the same value
+    as `spec.address`; v0 is a version the kind no longer has."""
+
+    TYPES = {version: Type(kind="object", fields={
+        "apiVersion": Field(Type(kind="string")), "kind": Field(Type(kind="string")),
+        "spec": Field(Type(kind="object", fields={name: Field(Type(kind="string"))}))})
+        for version, name in (("g/v1", "hostPort"), ("g/v2", "address"))}
+
+    def schema(self, api_version: str) -> Type:
+        if api_version not in self.TYPES:
+            raise MissingVersion(api_version)
+        return self.TYPES[api_version]
+
+    async def convert(self, obj: Obj, api_version: str) -> Obj:
+        self.schema(api_version)
+        spec = dict(obj.get("spec") or {})
+        if api_version == "g/v2" and "hostPort" in spec:
+            spec["address"] = spec.pop("hostPort")
+        if api_version == "g/v1" and "address" in spec:
+            spec["hostPort"] = spec.pop("address")
+        return {**obj, "apiVersion": api_version, "spec": spec}
+
+
+def test_a_write_is_compared_in_each_managers_version_and_unknown_versions_are_dropped(
+        ) -> None:
+    versions = RenamingVersions()
+    live = {"apiVersion": "g/v2", "kind": "K", "spec": {"address": "a:1"}}
+    owners = {"v1-owner": VersionedSet(FieldSet.of(("f:spec", "f:hostPort")), "g/v1", True),
+              "gone": VersionedSet(FieldSet.of(("f:spec", "f:other")), "g/v0", True)}
+    config = {"apiVersion": "g/v2", "kind": "K", "spec": {"address": "b:2"}}
+    with pytest.raises(Conflicts) as refused:
+        run(merge_apply(live, config, "g/v2", owners, "v2-applier", False,
+                        versions.TYPES["g/v2"], FieldSet(), versions))
+    assert [(conflict.manager, path_string(conflict.path))
+            for conflict in refused.value.conflicts] == [("v1-owner", ".spec.hostPort")]
+    new, after = run(merge_apply(live, config, "g/v2", owners, "v2-applier", True,
+                                 versions.TYPES["g/v2"], FieldSet(), versions))
+    assert new == config
+    assert sorted(after) == ["v2-applier"]  # v1-owner lost its field; v0 is no more

@@ -15,8 +15,7 @@ cheap as before (docs/decisions.md).
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from minikube_py.api import Obj, meta
@@ -36,17 +35,26 @@ class FieldManager:
 
     `reset_fields` maps a subresource ("" for the main resource) to the fields that its
     writes reset (the strategy's GetResetFields); nobody owns those through it. Nobody
-    owns `unowned` through any write: fields the server keeps for itself.
+    owns `unowned` through any write: fields the server keeps for itself. `schema` may
+    be a function that builds the kind's Type, called on the first write that needs it.
     """
 
-    def __init__(self, schema: Type | None, api_version: str,
-                 reset_fields: Mapping[str, FieldSet], unowned: FieldSet | None = None
-                 ) -> None:
-        self.schema = schema
+    def __init__(self, schema: Type | Callable[[], Type] | None, api_version: str,
+                 reset_fields: Mapping[str, FieldSet], unowned: FieldSet | None = None,
+                 converter: merge.VersionConverter | None = None) -> None:
+        self._schema = schema
+        # a kind served in several versions: other managers' sets are read in theirs
+        self.converter = converter
         self.api_version = api_version
         self.reset_fields = reset_fields
         self.unowned = unowned or FieldSet()
         self._ignored_by: dict[str, FieldSet] = {}
+
+    @property
+    def schema(self) -> Type | None:
+        if callable(self._schema):
+            self._schema = self._schema()
+        return self._schema
 
     def _ignored(self, subresource: str) -> FieldSet:
         ignored = self._ignored_by.get(subresource)
@@ -55,8 +63,8 @@ class FieldManager:
             ignored = self._ignored_by[subresource] = reset.union(self.unowned)
         return ignored
 
-    def apply(self, live: Obj | None, config: Obj, manager: str, force: bool,
-              subresource: str = "") -> Obj:
+    async def apply(self, live: Obj | None, config: Obj, manager: str, force: bool,
+                    subresource: str = "") -> Obj:
         """Apply: `config` merged into `live` (None: create), with managedFields updated.
 
         Raises merge.Conflicts and typed.SchemaError; the caller has checked that config
@@ -68,18 +76,20 @@ class FieldManager:
         except ValueError:
             managed = Managed()
         identifier = entries.manager_identifier(manager, APPLY, self.api_version, subresource)
-        new, fields = merge.apply(live_obj, config, self.api_version, managed.fields,
-                                  identifier, force, self.schema, self._ignored(subresource))
+        new, fields = await merge.apply(live_obj, config, self.api_version, managed.fields,
+                                        identifier, force, self.schema,
+                                        self._ignored(subresource), self.converter)
         managed.fields = fields
         if new is None:
-            new = copy.deepcopy(live_obj)
+            new = meta.json_copy(live_obj)
         else:
             managed.times[identifier] = meta.rfc3339(meta.now())
         entries.strip_meta(managed, identifier)
         _set_managed_fields(new, managed)
         return new
 
-    def update(self, live: Obj | None, new: Obj, manager: str, subresource: str = "") -> None:
+    async def update(self, live: Obj | None, new: Obj, manager: str, subresource: str = ""
+                     ) -> None:
         """Update: record in `new`'s managedFields what this write changed, and by whom.
 
         The base is the managedFields the client sent, if any (a client may edit them;
@@ -98,9 +108,9 @@ class FieldManager:
             return
         identifier = entries.manager_identifier(
             manager or "unknown", UPDATE, self.api_version, subresource)
-        fields = merge.update(_without_managed_fields(live) if live else {}, new,
-                              self.api_version, managed.fields, CURRENT_OPERATION,
-                              self.schema, self._ignored(subresource))
+        fields = await merge.update(_without_managed_fields(live) if live else {}, new,
+                                    self.api_version, managed.fields, CURRENT_OPERATION,
+                                    self.schema, self._ignored(subresource), self.converter)
         managed.fields = fields
         entries.strip_meta(managed, CURRENT_OPERATION)
         taken = fields.pop(CURRENT_OPERATION, None)

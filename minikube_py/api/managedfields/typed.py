@@ -17,7 +17,6 @@ schema (`api/schema`), which says how each part is owned and merged:
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +30,7 @@ from minikube_py.api.managedfields.fieldpath import (
     path_string,
     value_element,
 )
+from minikube_py.api.meta import json_copy
 from minikube_py.api.schema.types import Field, Type
 
 _UNTYPED = Type(kind="any")
@@ -203,7 +203,7 @@ def merge(live: Obj, config: Obj, schema: Type | None) -> Obj:
     live object has keep their place), and the rest is replaced by the configuration's
     value. A null in the configuration clears the field.
     """
-    merged = _merge(copy.deepcopy(live), config, schema or _UNTYPED, None)
+    merged = _merge(json_copy(live), config, schema or _UNTYPED, None)
     return merged if isinstance(merged, dict) else {}
 
 
@@ -222,7 +222,7 @@ def _merge(lhs: Any, rhs: Any, schema: Type, field: Field | None) -> Any:
         return out
     if isinstance(rhs, list) and field is not None and _list_type(field)[0] != "atomic":
         return _merge_list(lhs if isinstance(lhs, list) else [], rhs, field)
-    return copy.deepcopy(rhs)
+    return json_copy(rhs) if isinstance(rhs, (dict, list)) else rhs
 
 
 def _merge_list(lhs: list, rhs: list, field: Field) -> list:

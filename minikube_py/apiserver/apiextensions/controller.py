@@ -27,16 +27,17 @@ from typing import Any
 from minikube_py.api import Obj, errors
 from minikube_py.api.customresources import is_established, served_resource
 from minikube_py.api.managedfields import FieldManager
-from minikube_py.api.openapi_schema.compiled import compile_schema
 from minikube_py.api.resources import Resource
 from minikube_py.api.selectors import parse_field_selector, parse_label_selector
 from minikube_py.apiserver.apiextensions.conversion import WebhookConverter
 from minikube_py.apiserver.apiextensions.naming import calculate_status, set_condition
 from minikube_py.apiserver.apiextensions.openapi import Published
 from minikube_py.apiserver.apiextensions.printing import printer
-from minikube_py.apiserver.apiextensions.schema_type import schema_type
 from minikube_py.apiserver.apiextensions.stores import CLEANUP_FINALIZER, CustomResourceStore
-from minikube_py.apiserver.apiextensions.strategy import CustomResourceStrategy
+from minikube_py.apiserver.apiextensions.strategy import (
+    CustomResourceStrategy,
+    CustomResourceVersions,
+)
 from minikube_py.apiserver.auth.admission import Chain
 from minikube_py.apiserver.auth.admission.chain import service_resolver
 from minikube_py.apiserver.registry.store import (
@@ -164,11 +165,17 @@ class CustomResourceDefinitions:
             self._serve(crd)
 
     async def _write_status(self, name: str, status: Obj) -> None:
+        """Write the definition's status; the rest of it (megabytes of schema, for some)
+        is written as stored, not copied."""
         def mutate(current: Obj) -> Obj:
             current["status"] = status
             return current
 
-        await self.crds.guaranteed_update("", name, mutate)
+        def private_copy(stored: Obj) -> Obj:
+            # what the write changes: status, and metadata's resourceVersion after it
+            return {**stored, "metadata": dict(stored["metadata"])}
+
+        await self.crds.guaranteed_update("", name, mutate, private_copy)
 
     # -- serving ----------------------------------------------------------------------------
 
@@ -199,19 +206,21 @@ class CustomResourceDefinitions:
         converter = None
         if (spec.get("conversion") or {}).get("strategy") == "Webhook":
             converter = WebhookConverter(crd, service_resolver(self.stores))
+        field_versions = CustomResourceVersions(crd, converter)
         for version in versions:
             resource = served_resource(crd, version)
-            schema = version["schema"]["openAPIV3Schema"]
             strategy = CustomResourceStrategy(
-                resource, compile_schema(schema), schema_type(schema),
-                resource.api_version, f"{group}/{storage}",
+                resource, version["schema"]["openAPIV3Schema"], resource.api_version,
+                f"{group}/{storage}",
                 (version.get("subresources") or {}).get("scale"),
                 version.get("selectableFields"), converter)
             strategy.printer = printer(version.get("additionalPrinterColumns") or [])
             store = CustomResourceStore(resource, strategy, self.crds.etcd, served.cache,
                                         self.admission())
-            store.field_manager = FieldManager(strategy.schema, resource.api_version,
-                                               strategy.reset_fields(), UNOWNED_FIELDS)
+            # the Type is built on the first write that merges with it
+            store.field_manager = FieldManager(
+                lambda served_strategy=strategy: served_strategy.schema, resource.api_version,
+                strategy.reset_fields(), UNOWNED_FIELDS, field_versions)
             key = (group, resource.version, resource.plural)
             served.stores[key] = store
             self.stores[key] = store

@@ -146,70 +146,84 @@ def kind_paths(crd: Obj, version: Obj) -> dict[str, Obj]:
 
 
 class Published:
-    """The OpenAPI of every Established definition, rebuilt when one changes."""
+    """The OpenAPI of every Established definition, rebuilt when one changes. The
+    documents are built when they are first read after a rebuild: serializing a
+    group-version's document walks every schema in it, and definitions change on each
+    status write."""
 
     def __init__(self) -> None:
-        self.v3_documents: dict[str, bytes] = {}
-        self.v3_paths: dict[str, Any] = {}
         # kind_definitions of each served version by (uid, resourceVersion, version, v3):
         # a rebuild copies only the schemas of definitions that changed, not every one
         self._definitions: dict[tuple[str, str, str, bool], dict[str, Obj]] = {}
         # what /openapi/v2 publishes, built when it is first read after a rebuild: its
-        # conversion walks every schema, and definitions change on each status write
-        self._v2_sources: list[tuple[tuple[str, str, str, bool], Obj, Obj]] = []
+        # conversion walks every schema
+        self._sources: list[tuple[tuple[str, str, str, bool], Obj, Obj]] = []
         self._v2: dict[str, Any] | None = {}
+        self._v3: tuple[dict[str, bytes], dict[str, Any]] | None = ({}, {})
+
+    def _definitions_of(self, key: tuple[str, str, str, bool], crd: Obj, version: Obj
+                        ) -> dict[str, Obj]:
+        found = self._definitions.get(key)
+        if found is None:
+            found = self._definitions[key] = kind_definitions(crd, version, key[3])
+        return found
 
     @property
     def v2_definitions(self) -> dict[str, Any]:
         """The served versions' v2 definitions, with the standard ones they refer to."""
         if self._v2 is None:
             v2: dict[str, Any] = {}
-            for key, crd, version in self._v2_sources:
-                found = self._definitions.get(key)
-                if found is None:
-                    found = self._definitions[key] = kind_definitions(crd, version, False)
-                v2.update(found)
+            for key, crd, version in self._sources:
+                v2.update(self._definitions_of(key, crd, version))
             self._v2 = (standard_definitions(v3=False) | v2) if v2 else {}
         return self._v2
 
-    def rebuild(self, crds: list[Obj]) -> None:
-        v2_sources: list[tuple[tuple[str, str, str, bool], Obj, Obj]] = []
-        v3: dict[tuple[str, str], dict[str, Any]] = {}
-        v3_paths: dict[tuple[str, str], dict[str, Any]] = {}
-        built: dict[tuple[str, str, str, bool], dict[str, Obj]] = {}
+    @property
+    def v3_documents(self) -> dict[str, bytes]:
+        """The v3 document of each group-version by its path (apis/<group>/<version>)."""
+        return self._v3_built()[0]
 
-        def definitions(crd: Obj, version: Obj, v3: bool) -> dict[str, Obj]:
-            metadata = crd["metadata"]
-            key = (metadata["uid"], metadata["resourceVersion"], version["name"], v3)
-            found = self._definitions.get(key)
-            built[key] = kind_definitions(crd, version, v3) if found is None else found
-            return built[key]
+    @property
+    def v3_paths(self) -> dict[str, Any]:
+        """/openapi/v3's entry of each group-version: its document's URL with its hash."""
+        return self._v3_built()[1]
 
-        for crd in crds:
-            for version in crd["spec"]["versions"]:
-                if not version.get("served"):
-                    continue
-                metadata = crd["metadata"]
-                v2_key = (metadata["uid"], metadata["resourceVersion"], version["name"], False)
-                v2_sources.append((v2_key, crd, version))
-                if v2_key in self._definitions:
-                    built[v2_key] = self._definitions[v2_key]
-                group_version = (crd["spec"]["group"], version["name"])
-                v3.setdefault(group_version, {}).update(definitions(crd, version, v3=True))
+    def _v3_built(self) -> tuple[dict[str, bytes], dict[str, Any]]:
+        if self._v3 is None:
+            v3: dict[tuple[str, str], dict[str, Any]] = {}
+            v3_paths: dict[tuple[str, str], dict[str, Any]] = {}
+            for (uid, resource_version, name, _), crd, version in self._sources:
+                group_version = (crd["spec"]["group"], name)
+                v3.setdefault(group_version, {}).update(self._definitions_of(
+                    (uid, resource_version, name, True), crd, version))
                 v3_paths.setdefault(group_version, {}).update(kind_paths(crd, version))
-        self._definitions = built
-        self._v2_sources, self._v2 = v2_sources, None
-        documents: dict[str, bytes] = {}
-        paths: dict[str, Any] = {}
-        for (group, version), schemas in sorted(v3.items()):
-            path = f"apis/{group}/{version}"
-            body = orjson.dumps({
-                "openapi": "3.0.0",
-                "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
-                "paths": dict(sorted(v3_paths[(group, version)].items())),
-                "components": {"schemas": standard_definitions(v3=True) | schemas},
-            })
-            documents[path] = body
-            digest = hashlib.sha512(body).hexdigest()[:32].upper()
-            paths[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest}"}
-        self.v3_documents, self.v3_paths = documents, paths
+            documents: dict[str, bytes] = {}
+            paths: dict[str, Any] = {}
+            for (group, version_name), schemas in sorted(v3.items()):
+                path = f"apis/{group}/{version_name}"
+                body = orjson.dumps({
+                    "openapi": "3.0.0",
+                    "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
+                    "paths": dict(sorted(v3_paths[(group, version_name)].items())),
+                    "components": {"schemas": standard_definitions(v3=True) | schemas},
+                })
+                documents[path] = body
+                digest = hashlib.sha512(body).hexdigest()[:32].upper()
+                paths[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest}"}
+            self._v3 = (documents, paths)
+        return self._v3
+
+    def rebuild(self, crds: list[Obj]) -> None:
+        """Note the served versions of `crds`; what was built of definitions still
+        served at the same resourceVersion is kept."""
+        sources: list[tuple[tuple[str, str, str, bool], Obj, Obj]] = []
+        for crd in crds:
+            metadata = crd["metadata"]
+            for version in crd["spec"]["versions"]:
+                if version.get("served"):
+                    sources.append(((metadata["uid"], metadata["resourceVersion"],
+                                     version["name"], False), crd, version))
+        kept = {(uid, rv, name) for (uid, rv, name, _), _, _ in sources}
+        self._definitions = {key: value for key, value in self._definitions.items()
+                             if key[:3] in kept}
+        self._sources, self._v2, self._v3 = sources, None, None

@@ -5,10 +5,13 @@ and validator.go)."""
 from __future__ import annotations
 
 import copy
+import functools
+from typing import Any
 
 from minikube_py.api import Obj
 from minikube_py.api.managedfields.fieldpath import FieldSet, field_element
-from minikube_py.api.openapi_schema.compiled import Node
+from minikube_py.api.managedfields.merge import MissingVersion
+from minikube_py.api.openapi_schema.compiled import Node, compile_schema
 from minikube_py.api.openapi_schema.defaulting import apply_defaults
 from minikube_py.api.openapi_schema.pruning import prune
 from minikube_py.api.openapi_schema.validation import validate
@@ -16,20 +19,56 @@ from minikube_py.api.resources import Resource
 from minikube_py.api.schema.types import Type
 from minikube_py.api.validation import FieldError
 from minikube_py.apiserver.apiextensions.conversion import WebhookConverter
+from minikube_py.apiserver.apiextensions.schema_type import schema_type
 from minikube_py.apiserver.registry.strategies.base import Strategy, bump_generation
 
 # What a write of the main resource never changes on its own: generation counts the rest.
 _NOT_SPEC = ("metadata", "status")
 
 
+class CustomResourceVersions:
+    """Field management's view of a definition's versions (every one in its spec, served
+    or not, as upstream's type converter has a model of each): the schema of each as a
+    Type, built on first use, and an object converted by the definition's strategy."""
+
+    def __init__(self, crd: Obj, converter: WebhookConverter | None) -> None:
+        group = crd["spec"]["group"]
+        self._schemas = {f"{group}/{version['name']}":
+                         (version.get("schema") or {}).get("openAPIV3Schema") or {}
+                         for version in crd["spec"]["versions"]}
+        self._types: dict[str, Type] = {}
+        self.converter = converter
+
+    def schema(self, api_version: str) -> Type:
+        if api_version not in self._schemas:
+            raise MissingVersion(api_version)
+        found = self._types.get(api_version)
+        if found is None:
+            found = self._types[api_version] = schema_type(self._schemas[api_version])
+        return found
+
+    async def convert(self, obj: Obj, api_version: str) -> Obj:
+        """Conversion None changes the apiVersion alone; Webhook asks the webhook."""
+        if api_version not in self._schemas:
+            raise MissingVersion(api_version)
+        if obj.get("apiVersion") == api_version:
+            return obj
+        if self.converter is None:
+            return {**obj, "apiVersion": api_version}
+        return (await self.converter.convert([obj], api_version))[0]
+
+
 class CustomResourceStrategy(Strategy):
     """A custom resource of one served version: `node` is its compiled schema, `schema`
-    the same as a Type (for server-side apply)."""
+    the same as a Type (for server-side apply). Both are built from the version's
+    openAPIV3Schema on first use, as upstream builds a version's serving info on its
+    first request (the crdHandler's getOrCreateServingInfoFor), not when the definition
+    is established."""
 
     patch_types = ("application/json-patch+json", "application/merge-patch+json",
                    "application/apply-patch+yaml")
 
-    def __init__(self, resource: Resource, node: Node, schema: Type, api_version: str,
+    def __init__(self, resource: Resource, openapi_schema: dict[str, Any], api_version: str,
                  storage_api_version: str, scale: Obj | None = None,
                  selectable_fields: list[Obj] | None = None,
                  converter: WebhookConverter | None = None) -> None:
@@ -38,22 +77,35 @@ class CustomResourceStrategy(Strategy):
         # selectableFields: the field selector names them without the leading dot
         self.selectable = [str(field.get("jsonPath", "")).lstrip(".")
                            for field in selectable_fields or [] if field.get("jsonPath")]
-        self.node = node
-        self.schema = schema
+        self.openapi_schema = openapi_schema
         self.api_version = api_version
         self.storage_api_version = storage_api_version
-        # Objects read from storage are defaulted too (a default added to the schema
-        # later shows in every read), so only a schema without defaults serves the
-        # stored bytes as they are.
-        self.defaults_on_read = _has_default(node)
-        self.stored_is_external = (api_version == storage_api_version
-                                   and not self.defaults_on_read and converter is None)
         # Conversion Webhook: the store converts what it writes and reads (stored objects
         # may be of any version), so every other hook sees the served version.
         self.converter = converter
         self.converts_remotely = converter is not None
         # a selectable field of this version may not exist in the stored one
         self.selects_after_conversion = converter is not None and bool(self.selectable)
+
+    @functools.cached_property
+    def node(self) -> Node:
+        return compile_schema(self.openapi_schema)
+
+    @functools.cached_property
+    def schema(self) -> Type:
+        return schema_type(self.openapi_schema)
+
+    @functools.cached_property
+    def defaults_on_read(self) -> bool:
+        """Objects read from storage are defaulted too (a default added to the schema
+        later shows in every read)."""
+        return _has_default(self.openapi_schema)
+
+    @functools.cached_property
+    def stored_is_external(self) -> bool:  # type: ignore[override]
+        """Only a schema without defaults serves the stored bytes as they are."""
+        return (self.api_version == self.storage_api_version
+                and not self.defaults_on_read and self.converter is None)
 
     def to_internal(self, obj: Obj) -> Obj:
         """Conversion None: the stored version is the object with the storage apiVersion
@@ -157,8 +209,8 @@ class CustomResourceStrategy(Strategy):
             return {}
         return {
             "": FieldSet.of((field_element("status"),)),
-            "status": FieldSet.of(*((field_element(name),) for name in self.schema.fields
-                                    if name != "status")),
+            "status": FieldSet.of(*((field_element(name),) for name in _root_fields(
+                self.openapi_schema) if name != "status")),
         }
 
 
@@ -172,12 +224,19 @@ def _read(obj: Obj, path: str) -> object:
     return value if path else None
 
 
-def _has_default(node: Node | None) -> bool:
+def _root_fields(schema: dict[str, Any]) -> list[str]:
+    """The fields of a custom resource's root Type (schema_type's): the schema's
+    properties and the standard apiVersion, kind and metadata."""
+    return [*(schema.get("properties") or {}), "apiVersion", "kind", "metadata"]
+
+
+def _has_default(schema: Any) -> bool:
     """Whether any node of the schema has a default."""
-    if node is None:
+    if not isinstance(schema, dict):
         return False
-    if node.has_default:
+    if "default" in schema:
         return True
-    children = [*node.properties.values(), node.items, node.additional, *node.all_of,
-                *node.any_of, *node.one_of]
+    children = [*(schema.get("properties") or {}).values(), schema.get("items"),
+                schema.get("additionalProperties"), *(schema.get("allOf") or ()),
+                *(schema.get("anyOf") or ()), *(schema.get("oneOf") or ())]
     return any(_has_default(child) for child in children)

@@ -53,10 +53,10 @@ async def serve_apply(
                     + "\n  ".join(duplicates)) if duplicates else ""
     warnings = [strict_error] if strict_error and mode == "Warn" else []
 
-    def applied(live: Obj | None) -> Obj:
+    async def applied(live: Obj | None) -> Obj:
         try:
-            obj = store.field_manager.apply(live, config, options.field_manager, options.force,
-                                            info.subresource)
+            obj = await store.field_manager.apply(live, config, options.field_manager,
+                                                  options.force, info.subresource)
         except Conflicts as conflicts:
             raise errors.APIError(409, "Conflict", conflict_message(conflicts),
                                   {"causes": conflict_causes(conflicts)}) from None
@@ -70,7 +70,7 @@ async def serve_apply(
 
     async def mutate(stored: Obj) -> Obj:
         current = await from_storage(store, stored)
-        updated = applied(store.strategy.to_external(current))
+        updated = await applied(store.strategy.to_external(current))
         wanted_rv = meta.metadata(updated).get("resourceVersion")
         if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
             raise errors.conflict(resource.plural, resource.group, info.name,
@@ -89,7 +89,7 @@ async def serve_apply(
         except errors.APIError as err:
             if err.reason != "NotFound" or info.subresource:
                 raise
-        obj = applied(None)
+        obj = await applied(None)
         uid = meta.metadata(obj).get("uid")
         if uid:
             raise errors.conflict(

@@ -235,7 +235,8 @@ class ResourceHandler:
                 )
             updated = await store.prepare_update(patched, current, info.subresource,
                                                  dry_run=dry_run(request))
-            store.field_manager.update(current, updated, options.field_manager, info.subresource)
+            await store.field_manager.update(current, updated, options.field_manager,
+                                             info.subresource)
             return await store.strategy.convert_to_storage(updated)
 
         if dry_run(request):

@@ -271,7 +271,7 @@ class Store:
         if admit:
             await self.admit_create(admission)
         if manager is not None:
-            self.field_manager.update(None, obj, manager)
+            await self.field_manager.update(None, obj, manager)
         elif "managedFields" in metadata:
             # Set by server-side apply: keep them last in metadata, where every later write
             # puts them, so that applying the same configuration again encodes the same.
@@ -426,11 +426,14 @@ class Store:
 
     # -- update ----------------------------------------------------------------------------
 
-    async def guaranteed_update(self, namespace: str, name: str, mutate: Mutation) -> Obj:
+    async def guaranteed_update(self, namespace: str, name: str, mutate: Mutation,
+                                private_copy: Callable[[Obj], Obj] = copy.deepcopy) -> Obj:
         """Read, mutate, write with a mod_revision compare; retry when someone wrote first.
 
         `mutate` gets a private copy of the stored object and returns the new one; it raises
-        an APIError (Conflict, Invalid...) to refuse. Upstream: GuaranteedUpdate.
+        an APIError (Conflict, Invalid...) to refuse. A caller whose mutation replaces
+        parts of the object without changing them inside may pass a `private_copy` that
+        copies only what it replaces. Upstream: GuaranteedUpdate.
         """
         key = self.key(namespace, name)
         # The first try starts from the watch cache's copy, as upstream's cacher does: the
@@ -447,7 +450,7 @@ class Store:
                     raise self._not_found(name)
                 current, revision, proven = decode(kv), kv.mod_revision, True
             try:
-                updated = mutate(copy.deepcopy(current))
+                updated = mutate(private_copy(current))
                 if inspect.isawaitable(updated):
                     updated = await updated
             except errors.APIError:
@@ -510,7 +513,7 @@ class Store:
             current = (await self.strategy.convert_from_storage([stored]))[0]
             updated = await self.prepare_update(copy.deepcopy(obj), current, subresource,
                                                 dry_run=dry_run)
-            self.field_manager.update(current, updated, manager, subresource)
+            await self.field_manager.update(current, updated, manager, subresource)
             return await self.strategy.convert_to_storage(updated)
 
         if dry_run:

@@ -192,7 +192,7 @@ async def scale(
         new = copy.deepcopy(current)
         store.strategy.set_scale_replicas(new, replicas)
         updated = await store.prepare_update(new, current, "", dry_run=dry_run(request))
-        store.field_manager.update(current, updated, manager, "scale")
+        await store.field_manager.update(current, updated, manager, "scale")
         return updated
 
     if dry_run(request):

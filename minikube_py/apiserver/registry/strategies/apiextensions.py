@@ -15,7 +15,7 @@ from typing import Any
 
 from minikube_py.api import Obj
 from minikube_py.api.customresources import is_established
-from minikube_py.api.openapi_schema.compiled import compile_schema
+from minikube_py.api.openapi_schema.compiled import compile_pattern
 from minikube_py.api.openapi_schema.structural import schema_errors
 from minikube_py.api.validation import (
     FieldError,
@@ -399,7 +399,7 @@ def _pattern_errors(schema: Any, path: str) -> list[FieldError]:
     if isinstance(pattern, str):
         try:
             # compiled as the validator will compile it (Go's RE2 syntax)
-            compile_schema({"type": "string", "pattern": pattern})
+            compile_pattern(pattern)
         except Exception as err:  # the compiler's own error type: re's or RE2's
             problems.append(invalid(f"{path}.pattern", pattern,
                                     f"must be a valid regular expression, but isn't: {err}"))
