@@ -9,6 +9,7 @@ kubemark cloud provider, cloudprovider/kubemark), run in this process.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 from minikube_py.api import Obj
@@ -60,12 +61,10 @@ class HollowNodeGroup:
                 "spec": {}, "status": {"capacity": capacity, "allocatable": allocatable}}
 
     async def increase_size(self, delta: int) -> list[str]:
-        """IncreaseSize: start `delta` more hollow nodes; their names."""
-        added = []
-        for _ in range(delta):
-            added.append(await self.nodes.add_node(self._next_index))
-            self._next_index += 1
-        return added
+        """IncreaseSize: start `delta` more hollow nodes at once; their names."""
+        indices = range(self._next_index, self._next_index + delta)
+        self._next_index += delta
+        return list(await asyncio.gather(*(self.nodes.add_node(i) for i in indices)))
 
     async def delete_node(self, name: str) -> None:
         """DeleteNodes: the instance goes (its kubelet stops), then its Node object."""

@@ -205,7 +205,8 @@ class ClusterAutoscaler(Component):
                                 "pod didn't trigger scale-up: 1 max node group size reached")
         if wanted <= 0:
             return False
-        log.info("Scale-up: setting group %s size to %d", self.group.name, current + wanted)
+        log.info("Scale-up: setting group %s size to %d (decided in %.3f s)", self.group.name,
+                 current + wanted, self.decision_seconds[-1])
         message = (f"pod triggered scale-up: [{{{self.group.name} {current}->"
                    f"{current + wanted} (max: {self.group.max_size})}}]")
         for pod in helped:
@@ -248,9 +249,9 @@ class ClusterAutoscaler(Component):
         room = self.group.target_size() - self.group.min_size
         by_name = {info.name: info for info in infos}
         empty = [n for n in removable if not any(moves(p.pod) for p in by_name[n].pods)]
-        for name in empty[:min(room, self.options.max_empty_bulk_delete)]:
-            await self.remove_node(name, [])
-            room -= 1
+        bulk = empty[:min(room, self.options.max_empty_bulk_delete)]
+        await asyncio.gather(*(self.remove_node(name, []) for name in bulk))  # in parallel
+        room -= len(bulk)
         drained = [n for n in removable if n not in empty]
         if drained and room > 0:
             name = drained[0]
