@@ -36,6 +36,7 @@ from tests.api_helpers import eventually
 from tests.test_hpa_controller import (
     NODE,
     MetricsCluster,
+    kubectl,
     rfc3339_ago,
     start_metrics_cluster,
 )
@@ -356,6 +357,9 @@ async def test_hpa_scales_on_a_pods_metric_average_value(
     active = next(c for c in current["status"]["conditions"] if c["type"] == "ScalingActive")
     assert (active["status"], active["reason"]) == ("True", "ValidMetricFound")
     assert active["message"].endswith("from pods metric queue_depth")
+    out = await asyncio.to_thread(kubectl(adapter_cluster.cluster), "get", "hpa", "-n",
+                                  namespace)
+    assert "15/10" in out.splitlines()[1].split()
 
 
 async def test_hpa_scales_on_an_object_metric_value_over_its_ready_pods(
@@ -401,6 +405,9 @@ async def test_hpa_scales_on_external_metric_value_and_average_value(
     assert active["message"].endswith(
         "from external metric queue_messages(&LabelSelector{MatchLabels:map[string]string{"
         "queue: orders,},MatchExpressions:[]LabelSelectorRequirement{},})")
+    out = await asyncio.to_thread(kubectl(adapter_cluster.cluster), "get", "hpa", "-n",
+                                  namespace)
+    assert "30/10 (avg)" in out
 
 
 async def test_missing_custom_and_external_metrics_set_scaling_active_false(
