@@ -272,9 +272,10 @@ async def test_hpa_without_metrics_reports_failed_get_resource_metric(
 
     active = await eventually(failed, timeout=30, what="ScalingActive False")
     assert active["reason"] == "FailedGetResourceMetric"
-    assert active["message"].startswith(
-        "the HPA was unable to compute the replica count: failed to get cpu resource metric "
-        "value: ")
+    assert active["message"] == (
+        "the HPA was unable to compute the replica count: failed to get cpu utilization: "
+        "unable to get metrics for resource cpu: no metrics returned from resource metrics "
+        "API")
     deployment = await cluster.client.resource("deployments", "apps").get("web", namespace)
     assert deployment["spec"]["replicas"] == 1
     out = await asyncio.to_thread(kubectl(cluster), "get", "hpa", "-n", namespace)

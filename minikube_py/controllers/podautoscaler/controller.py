@@ -380,12 +380,15 @@ class HorizontalController(Controller):
                 proposal, current, name = await self._resource_replicas(
                     spec_replicas, source.get("target") or {}, resource_name, namespace,
                     container, selector, pods, tolerances, kind, now)
-            except (ReplicaCalculationError, APIStatusError, ValueError) as error:
-                message = (f"failed to get {resource_name} resource metric value: {error}"
+            except (ReplicaCalculationError, ValueError) as error:
+                target = source.get("target") or {}
+                what = "usage" if target.get("averageValue") is not None else "utilization"
+                detail = (f"failed to get {resource_name} {what}: {error}"
+                          if isinstance(error, ReplicaCalculationError) else str(error))
+                message = (f"failed to get {resource_name} resource metric value: {detail}"
                            if kind == "Resource"
-                           else f"failed to get {container} container metric value: {error}")
-                self.recorder.event(hpa, "Warning", reason, str(error))
-                raise MetricError(reason, message) from error
+                           else f"failed to get {container} container metric value: {detail}")
+                raise self._unable(hpa, reason, detail, message) from error
             status: Obj = {"name": resource_name, "current": current}
             if container:
                 status["container"] = container
@@ -408,9 +411,14 @@ class HorizontalController(Controller):
                                  pods: list[Obj], tolerances: Tolerances, kind: str,
                                  now: datetime) -> tuple[int, Obj, str]:
         """computeStatusForResourceMetricGeneric: utilization or average value."""
-        listed = await self.client.request(
-            "GET", f"{METRICS_API}/namespaces/{namespace}/pods",
-            params={"labelSelector": selector})
+        try:
+            listed = await self.client.request(
+                "GET", f"{METRICS_API}/namespaces/{namespace}/pods",
+                params={"labelSelector": selector})
+        except APIStatusError as error:
+            raise ReplicaCalculationError(
+                f"unable to get metrics for resource {resource}: unable to fetch metrics from "
+                f"resource metrics API: {error}") from error
         try:
             metrics = pod_metrics_info(listed.get("items") or [], resource, container)
         except ReplicaCalculationError as error:
