@@ -1,6 +1,6 @@
 """`python -m minikube_py.autoscaler --kubeconfig F --nodes MIN:MAX:NAME [--scan-interval
 10s] [--scale-down-unneeded-time 10m] ...`: the cluster autoscaler, with a node group of
-hollow nodes (--simulated-nodes) run in this process."""
+hollow nodes run in this process (the only kind of node group so far)."""
 
 from __future__ import annotations
 
@@ -38,15 +38,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--kubeconfig", default=None,
                         help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
     parser.add_argument("--nodes", type=node_group_flag, required=True,
-                        help="the node group, MIN:MAX:NAME (its nodes are NAME-0, NAME-1, ...)")
-    parser.add_argument("--simulated-nodes", action="store_true", default=True,
-                        help="the group's nodes are hollow nodes in this process (the only "
-                             "kind of node group so far)")
+                        help="the node group, MIN:MAX:NAME: hollow nodes NAME-0, NAME-1, ... "
+                             "in this process")
     parser.add_argument("--node-cpu", type=int, default=4, help="cores of each new node")
     parser.add_argument("--node-memory", default="8Gi", help="memory of each new node")
     defaults = AutoscalingOptions()
     for option in ("scan_interval", "scale_down_unneeded_time",
-                   "scale_down_delay_after_add", "max_node_provision_time"):
+                   "scale_down_delay_after_add", "max_graceful_termination_sec"):
         parser.add_argument("--" + option.replace("_", "-"), type=flag_duration,
                             default=getattr(defaults, option))
     parser.add_argument("--scale-down-enabled", type=lambda v: v.lower() == "true",

@@ -61,7 +61,7 @@ class AutoscalingOptions:
     scale_down_delay_after_add: float = 600.0
     scale_down_utilization_threshold: float = 0.5
     max_empty_bulk_delete: int = 10
-    max_node_provision_time: float = 900.0
+    max_graceful_termination_sec: float = 600.0  # how long a drained node's pods may take
     write_status_configmap: bool = True
     status_config_map_name: str = "cluster-autoscaler-status"
 
@@ -282,7 +282,11 @@ class ClusterAutoscaler(Component):
                     return
                 self.recorder.event(pod, "Normal", "ScaleDown",
                                     "deleting pod for node scale down")
-            await self._wait_pods_gone(name)
+            if not await self._pods_gone(name):
+                log.warning("Not deleting node %s: its evicted pods did not go within %.0f s",
+                            name, self.options.max_graceful_termination_sec)
+                await self._taint(name, add=False)
+                return
             log.info("Scale-down: removing node %s", name)
             node = self.nodes.store.get(name)
             if node is not None:
@@ -293,15 +297,17 @@ class ClusterAutoscaler(Component):
         finally:
             self.state.deleting.discard(name)
 
-    async def _wait_pods_gone(self, name: str) -> None:
-        """Until no pod that moves is left on the node (the kubelet ends the evicted)."""
-        deadline = time.monotonic() + self.options.max_node_provision_time
+    async def _pods_gone(self, name: str) -> bool:
+        """Whether every pod that moves has left the node (the kubelet ends the evicted
+        ones) within --max-graceful-termination-sec."""
+        deadline = time.monotonic() + self.options.max_graceful_termination_sec
         while any(moves(pod) and not is_terminal(pod)
                   for pod in self.pods.store.list()
                   if (pod.get("spec") or {}).get("nodeName") == name):
             if time.monotonic() > deadline:
-                raise APIStatusError({"message": f"pods of node {name} did not go"}, 504)
+                return False
             await asyncio.sleep(0.2)
+        return True
 
     async def _taint(self, name: str, *, add: bool) -> None:
         """The ToBeDeletedByClusterAutoscaler:NoSchedule taint on or off."""

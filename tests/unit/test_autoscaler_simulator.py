@@ -3,9 +3,13 @@ scheduler's filters on template nodes, binpacking, utilization and drainability.
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
+import pytest
+
 from minikube_py.api import Obj
+from minikube_py.autoscaler.__main__ import node_group_flag
 from minikube_py.autoscaler.simulator import (
     Filters,
     blocking_reason,
@@ -81,3 +85,10 @@ def test_a_bound_pod_is_placed_elsewhere_as_if_recreated() -> None:
     assert find_places(Filters(), bound, [NodeInfo.of(node("n1")), NodeInfo.of(node("n2"))])
     assert not find_places(Filters(), [*bound, pod("p3", "1500m")],
                            [NodeInfo.of(node("n1")), NodeInfo.of(node("n2"))])
+
+
+def test_the_node_group_flag_is_min_max_name() -> None:
+    assert node_group_flag("1:10:pool") == (1, 10, "pool")
+    for bad in ("1:10", "3:2:pool", "a:2:pool", "1:2:"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            node_group_flag(bad)
