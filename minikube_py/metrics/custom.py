@@ -27,6 +27,7 @@ messages of upstream's custom-metrics-apiserver library.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from dataclasses import dataclass, field
@@ -171,8 +172,8 @@ class CustomMetricsAdapter:
         self.pods = targets
         for key in set(self.readings) - set(targets):
             del self.readings[key]
-        for key, pod in targets.items():
-            await self.scrape(session, key, pod, now)
+        await asyncio.gather(*(self.scrape(session, key, pod, now)
+                               for key, pod in targets.items()))
 
     async def scrape(self, session: aiohttp.ClientSession, key: tuple[str, str], pod: Obj,
                      now: float) -> None:
