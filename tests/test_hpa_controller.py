@@ -15,6 +15,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -91,6 +92,14 @@ class MetricsCluster:
 async def metrics_cluster(fast_tmp: Path) -> AsyncIterator[MetricsCluster]:
     """An etcd, API server, fake kubelet (on node hpa-node) and metrics server of the
     module's own."""
+    async with start_metrics_cluster(fast_tmp) as cluster:
+        yield cluster
+
+
+@asynccontextmanager
+async def start_metrics_cluster(fast_tmp: Path) -> AsyncIterator[MetricsCluster]:
+    """An etcd, API server, fake kubelet (on node hpa-node) and a metrics server whose
+    APIServices are Available, all stopped on the way out."""
     directory = fast_tmp / f"hpa-{uuid.uuid4().hex[:8]}"
     async with EtcdProcess(directory / "etcd") as etcd, APIServerProcess(
             [etcd.client_url], directory / "apiserver.log",
@@ -114,13 +123,16 @@ async def metrics_cluster(fast_tmp: Path) -> AsyncIterator[MetricsCluster]:
             try:
                 async def aggregated() -> bool:
                     try:
-                        await client.request("GET", "/apis/metrics.k8s.io/v1beta1/nodes")
+                        for path in ("/apis/metrics.k8s.io/v1beta1/nodes",
+                                     "/apis/custom.metrics.k8s.io/v1beta2",
+                                     "/apis/external.metrics.k8s.io/v1beta1"):
+                            await client.request("GET", path)
                     except Exception:  # not yet aggregated: 503 or 404
                         return False
                     return True
 
                 await eventually(aggregated, timeout=30, interval=0.5,
-                                 what="the metrics API aggregated")
+                                 what="the metrics APIs aggregated")
                 yield MetricsCluster(client, kubeconfig, kubelet)
             finally:
                 task.cancel()
@@ -260,9 +272,10 @@ async def test_hpa_without_metrics_reports_failed_get_resource_metric(
 
     active = await eventually(failed, timeout=30, what="ScalingActive False")
     assert active["reason"] == "FailedGetResourceMetric"
-    assert active["message"].startswith(
-        "the HPA was unable to compute the replica count: failed to get cpu resource metric "
-        "value: ")
+    assert active["message"] == (
+        "the HPA was unable to compute the replica count: failed to get cpu utilization: "
+        "unable to get metrics for resource cpu: no metrics returned from resource metrics "
+        "API")
     deployment = await cluster.client.resource("deployments", "apps").get("web", namespace)
     assert deployment["spec"]["replicas"] == 1
     out = await asyncio.to_thread(kubectl(cluster), "get", "hpa", "-n", namespace)

@@ -42,26 +42,44 @@ class HollowNodes(Component):
                  labels: dict[str, str] | None = None) -> None:
         self.client = client
         self.factory = SharedInformerFactory(client)
-        host = host or read_host_info(None)
-        subnets = HOLLOW_CIDR.subnets(new_prefix=24)
+        self.host = host or read_host_info(None)
+        self.prefix, self.start_delay, self.labels = prefix, start_delay, dict(labels or {})
         self.kubelets: dict[str, Kubelet] = {}
         for index in range(count):
-            name = f"{prefix}-{index}"
-            pod_cidr = str(next(subnets))
-            config = KubeletConfig(node_name=name, root_dir=HOLLOW_ROOT, logs_root=HOLLOW_ROOT,
-                                   pod_cidr=pod_cidr, hollow=True,
-                                   port=0, node_labels=dict(labels or {}))
-            node_host = dataclasses.replace(
-                host, hostname=name, node_ip=str(HOLLOW_NODE_IPS[index + 1]))
-            runtime = SimulatedRuntime(pod_cidr=pod_cidr, start_delay=start_delay)
-            self.kubelets[name] = Kubelet(config, client, runtime, node_host,
-                                          factory=self.factory)
+            self._new_kubelet(index)
         for plural in ("configmaps", "secrets", "services"):  # what env and volumes read
             self.factory.informer(plural)
         pods = self.factory.informer("pods")
         pods.add_event_handler(EventHandler(on_add=self._route_add,
                                             on_update=self._route_update,
                                             on_delete=self._route_delete))
+
+    def _new_kubelet(self, index: int) -> Kubelet:
+        """The hollow kubelet of node <prefix>-<index>: its own pod CIDR and node IP."""
+        name = f"{self.prefix}-{index}"
+        pod_cidr = str(ipaddress.ip_network((int(HOLLOW_CIDR.network_address) + index * 256, 24)))
+        config = KubeletConfig(node_name=name, root_dir=HOLLOW_ROOT, logs_root=HOLLOW_ROOT,
+                               pod_cidr=pod_cidr, hollow=True, port=0,
+                               node_labels=dict(self.labels))
+        node_host = dataclasses.replace(self.host, hostname=name,
+                                        node_ip=str(HOLLOW_NODE_IPS[index + 1]))
+        runtime = SimulatedRuntime(pod_cidr=pod_cidr, start_delay=self.start_delay)
+        kubelet = Kubelet(config, self.client, runtime, node_host, factory=self.factory)
+        self.kubelets[name] = kubelet
+        return kubelet
+
+    async def add_node(self, index: int) -> str:
+        """Start one more hollow node, <prefix>-<index> (once the informers have synced)."""
+        await self.factory.wait_for_cache_sync()
+        kubelet = self._new_kubelet(index)
+        await kubelet.start()
+        return kubelet.config.node_name
+
+    async def remove_node(self, name: str) -> None:
+        """Stop one hollow node's kubelet (its Node object stays: the caller deletes it)."""
+        kubelet = self.kubelets.pop(name, None)
+        if kubelet is not None:
+            await kubelet.stop()
 
     def _kubelet_for(self, pod: Obj) -> Kubelet | None:
         return self.kubelets.get((pod.get("spec") or {}).get("nodeName", ""))

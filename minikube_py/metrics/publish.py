@@ -11,7 +11,13 @@ until the cluster has TLS.
 from __future__ import annotations
 
 from minikube_py.api import Obj
-from minikube_py.api.metricsapi import API_SERVICE, NAMESPACE, SERVICE_NAME, metrics_service
+from minikube_py.api.metricsapi import (
+    ADAPTER_API_SERVICES,
+    API_SERVICE,
+    NAMESPACE,
+    SERVICE_NAME,
+    metrics_service,
+)
 from minikube_py.client.errors import AlreadyExists, NotFound
 from minikube_py.client.rest import Client
 
@@ -35,7 +41,7 @@ def metrics_slice(service: Obj, address: str, port: int) -> Obj:
 
 
 async def publish(client: Client, address: str, port: int) -> None:
-    """The Service, its slice pointing here, and the APIService (each kept if there)."""
+    """The Service, its slice pointing here, and the APIServices (each kept if there)."""
     services = client.resource("services")
     try:
         service = await services.create(metrics_service(), NAMESPACE)
@@ -50,7 +56,8 @@ async def publish(client: Client, address: str, port: int) -> None:
     else:
         wanted["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         await slices.update(wanted)
-    try:
-        await client.resource("apiservices", "apiregistration.k8s.io").create(API_SERVICE)
-    except AlreadyExists:
-        pass
+    for api_service in (API_SERVICE, *ADAPTER_API_SERVICES):
+        try:
+            await client.resource("apiservices", "apiregistration.k8s.io").create(api_service)
+        except AlreadyExists:
+            pass

@@ -10,8 +10,12 @@
     GET /openapi/v2, /openapi/v3[/apis/metrics.k8s.io/v1beta1]   its schemas, which the
                                 API server merges into its own once the APIService is
                                 Available (`kubectl explain nodemetrics`)
+    /apis/custom.metrics.k8s.io/v1beta2/..., /apis/external.metrics.k8s.io/v1beta1/...
+                                pods' own metrics, scraped from the pods annotated
+                                prometheus.io/scrape (custom.py, the adapter)
 
-The API server reaches it through the APIService v1beta1.metrics.k8s.io, which names the
+The API server reaches it through the APIService v1beta1.metrics.k8s.io (and
+v1beta2.custom.metrics.k8s.io, v1beta1.external.metrics.k8s.io), which names the
 Service kube-system/metrics-server; this process publishes itself as that Service's
 endpoint at --advertise-address (publish.py), as upstream's runs as a pod behind it.
 """
@@ -38,6 +42,7 @@ from minikube_py.client.errors import ClientError
 from minikube_py.client.rest import Client
 from minikube_py.client.retry import on_error
 from minikube_py.lifecycle import Component
+from minikube_py.metrics.custom import CustomMetricsAdapter
 from minikube_py.metrics.publish import publish
 from minikube_py.metrics.scrape import (
     NodeScrape,
@@ -101,6 +106,7 @@ class MetricsServer(Component):
         self.scrapes: dict[str, tuple[NodeScrape | None, NodeScrape]] = {}  # node -> (old, new)
         self.nodes: dict[str, Obj] = {}
         self.pod_labels: dict[tuple[str, str], dict[str, str]] = {}
+        self.custom = CustomMetricsAdapter()
         self._ready = asyncio.Event()
 
     async def wait_started(self) -> None:
@@ -135,7 +141,8 @@ class MetricsServer(Component):
         pods = (await self.client.resource("pods").list())["items"]
         self.pod_labels = {(p["metadata"]["namespace"], p["metadata"]["name"]):
                            p["metadata"].get("labels") or {} for p in pods}
-        await asyncio.gather(*(self.scrape(session, node) for node in nodes))
+        await asyncio.gather(*(self.scrape(session, node) for node in nodes),
+                             self.custom.scrape_pods(session, pods, time.time()))
         for gone in set(self.scrapes) - set(self.nodes):
             del self.scrapes[gone]
 
@@ -172,6 +179,7 @@ class MetricsServer(Component):
         app.router.add_get("/openapi/v2", self._openapi_v2)
         app.router.add_get("/openapi/v3", self._openapi_v3_index)
         app.router.add_get(f"/openapi/v3{PREFIX}", self._openapi_v3)
+        self.custom.add_routes(app)
         return app
 
     async def _openapi_v2(self, request: web.Request) -> web.Response:

@@ -326,12 +326,15 @@ def test_coredns_is_kubeadms() -> None:
 
 def test_metrics_server_behind_its_apiservice() -> None:
     objects = metrics_server_objects(addons())
-    [api_service] = [obj for obj in objects if obj["kind"] == "APIService"]
+    api_services = [obj for obj in objects if obj["kind"] == "APIService"]
     [service] = [obj for obj in objects if obj["kind"] == "Service"]
-    assert api_service["metadata"]["name"] == "v1beta1.metrics.k8s.io"
-    assert api_service["spec"]["service"] == {"namespace": "kube-system",
-                                              "name": service["metadata"]["name"],
-                                              "port": 443}
+    assert [a["metadata"]["name"] for a in api_services] == [
+        "v1beta1.metrics.k8s.io", "v1beta2.custom.metrics.k8s.io",
+        "v1beta1.external.metrics.k8s.io"]
+    for api_service in api_services:
+        assert api_service["spec"]["service"] == {"namespace": "kube-system",
+                                                  "name": service["metadata"]["name"],
+                                                  "port": 443}
     assert service["spec"]["selector"] == {"k8s-app": "metrics-server"}
     bound = {obj["roleRef"]["name"] for obj in objects if "roleRef" in obj}
     assert bound == {"system:metrics-server", "system:auth-delegator",

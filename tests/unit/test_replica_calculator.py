@@ -324,6 +324,50 @@ def test_object_per_pod_metric_cases(case: tuple[Any, ...]) -> None:
         replicas_now, value, target, DEFAULT_TOLERANCES) == (expected, usage)
 
 
+# (current, expected, series values, target, expected usage, readiness, tolerances)
+EXTERNAL_METRIC_CASES = {
+    "ScaleUpCMExternal": (1, 2, [8600], 4400, 8600, None, DEFAULT_TOLERANCES),
+    "ScaleUpCMExternalIgnoresUnreadyPods": (3, 2, [8600], 4400, 8600,
+                                            ["False", "True", "False"], DEFAULT_TOLERANCES),
+    "ScaleDownCMExternal": (5, 3, [8600], 14334, 8600, None, DEFAULT_TOLERANCES),
+    "ToleranceCMExternal": (3, 3, [8600], 8888, 8600, None, DEFAULT_TOLERANCES),
+    "ConfigurableToleranceCMExternal": (3, 4, [8900], 8800, 8900, None,
+                                        Tolerances(0.1, 0.01)),
+}
+
+
+@pytest.mark.parametrize("case", EXTERNAL_METRIC_CASES.values(),
+                         ids=EXTERNAL_METRIC_CASES.keys())
+def test_external_metric_cases(case: tuple[Any, ...]) -> None:
+    current, expected, values, target, usage, readiness, tolerances = case
+    assert CALCULATOR.get_external_metric_replicas(
+        current, values, target, tolerances, plain_pods(current, readiness)) == (
+        expected, usage)
+
+
+MAX_INT64 = 2**63 - 1
+# (status replicas, expected, series values, per-pod target, expected usage, tolerances)
+EXTERNAL_PER_POD_CASES = {
+    "ScaleUpPerPodCMExternal": (3, 4, [8600], 2150, 2867, DEFAULT_TOLERANCES),
+    "ScaleDownPerPodCMExternal": (5, 3, [8600], 2867, 1720, DEFAULT_TOLERANCES),
+    "TolerancePerPodCMExternal": (3, 3, [8600], 2900, 2867, DEFAULT_TOLERANCES),
+    "ConfigurableTolerancePerPodCMExternal": (3, 4, [8600], 2800, 2867,
+                                              Tolerances(0.1, 0.01)),
+    "ExternalPerPodMetricReplicaOverflow": (1, 2**31 - 1, [MAX_INT64], 1, MAX_INT64,
+                                            DEFAULT_TOLERANCES),
+    "ExternalPerPodMetricUsageOverflow": (1, 1, [MAX_INT64], MAX_INT64, MAX_INT64,
+                                          DEFAULT_TOLERANCES),
+}
+
+
+@pytest.mark.parametrize("case", EXTERNAL_PER_POD_CASES.values(),
+                         ids=EXTERNAL_PER_POD_CASES.keys())
+def test_external_per_pod_metric_cases(case: tuple[Any, ...]) -> None:
+    replicas_now, expected, values, target, usage, tolerances = case
+    assert ReplicaCalculator.get_external_per_pod_metric_replicas(
+        replicas_now, values, target, tolerances) == (expected, usage)
+
+
 def _ten_pods_at(utilization: int, tolerances: Tolerances) -> int:
     case = Case(10, requests=ONE * 10, levels=levels(*[utilization * 10] * 10),
                 target_utilization=100)

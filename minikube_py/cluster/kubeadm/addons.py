@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from minikube_py.api import Obj
-from minikube_py.api.metricsapi import API_SERVICE, metrics_service
+from minikube_py.api.metricsapi import ADAPTER_API_SERVICES, API_SERVICE, metrics_service
 from minikube_py.cluster.kubeadm.staticpod import probe
 
 NAMESPACE = "kube-system"
@@ -330,7 +330,8 @@ def metrics_server_objects(addons: Addons) -> list[Obj]:
                                  "system:auth-delegator", "metrics-server"),
             cluster_role_binding("system:metrics-server", "system:metrics-server",
                                  "metrics-server"),
-            kubeconfig, service, deployment, copy.deepcopy(API_SERVICE)]
+            kubeconfig, service, deployment, copy.deepcopy(API_SERVICE),
+            *copy.deepcopy(ADAPTER_API_SERVICES)]
 
 
 # --- our trace receiver ----------------------------------------------------------------

@@ -31,7 +31,7 @@ from urllib.parse import quote
 
 from minikube_py.api import Obj
 from minikube_py.api.autoscaling import generate_scale_down_rules, generate_scale_up_rules
-from minikube_py.api.meta import rfc3339
+from minikube_py.api.meta import parse_rfc3339, rfc3339
 from minikube_py.api.quantity import QuantityError, canonical_quantity, cpu_millis
 from minikube_py.api.resources import RESOURCES, Resource
 from minikube_py.api.selectors import (
@@ -50,6 +50,7 @@ from minikube_py.controllers.podautoscaler.normalization import (
     convert_desired_replicas_with_rules,
 )
 from minikube_py.controllers.podautoscaler.replica_calculator import (
+    ZERO_TIME,
     PodMetric,
     ReplicaCalculationError,
     ReplicaCalculator,
@@ -59,17 +60,22 @@ from minikube_py.controllers.podautoscaler.replica_calculator import (
 
 log = logging.getLogger(__name__)
 
+DEFAULT_WINDOW = timedelta(minutes=1)
+"""metricServerDefaultMetricWindow: a custom metric's window when it gives none."""
+
 METRICS_API = "/apis/metrics.k8s.io/v1beta1"
 CUSTOM_METRICS_API = "/apis/custom.metrics.k8s.io/v1beta2"
 EXTERNAL_METRICS_API = "/apis/external.metrics.k8s.io/v1beta1"
 
 
 class MetricError(Exception):
-    """A metric could not give a proposal: its condition reason and the error."""
+    """A metric could not give a proposal: its condition reason, the error, and what the
+    condition and event say (upstream's inner error, unless it is the same)."""
 
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, reason: str, message: str, detail: str = "") -> None:
         super().__init__(message)
         self.reason = reason
+        self.detail = detail or message
 
 
 def milli_quantity(milli: int) -> str:
@@ -77,11 +83,29 @@ def milli_quantity(milli: int) -> str:
     return canonical_quantity(f"{milli}m")
 
 
+def _time(value: Any) -> datetime:
+    return parse_rfc3339(value) if isinstance(value, str) and value else ZERO_TIME
+
+
 def _milli(value: Any) -> int:
     try:
         return cpu_millis(value)
     except (QuantityError, TypeError, ValueError):
         return 0
+
+
+def go_selector(selector: Obj | None) -> str:
+    """A metav1.LabelSelector as Go's %+v prints it (its generated String method)."""
+    if selector is None:
+        return "nil"
+    labels = "".join(f"{key}: {value}," for key, value in
+                     sorted((selector.get("matchLabels") or {}).items()))
+    expressions = "".join(
+        f"LabelSelectorRequirement{{Key:{e.get('key', '')},Operator:{e.get('operator', '')},"
+        f"Values:[{' '.join(e.get('values') or [])}],}},"
+        for e in selector.get("matchExpressions") or [])
+    return (f"&LabelSelector{{MatchLabels:map[string]string{{{labels}}},"
+            f"MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}")
 
 
 def set_condition(hpa: Obj, condition_type: str, status: str, reason: str, message: str,
@@ -330,8 +354,8 @@ class HorizontalController(Controller):
             assert first_error is not None or not metrics
             if first_error is not None:
                 set_condition(hpa, "ScalingActive", "False", first_error.reason,
-                              f"the HPA was unable to compute the replica count: {first_error}",
-                              now)
+                              "the HPA was unable to compute the replica count: "
+                              f"{first_error.detail}", now)
             return -1, "", statuses, failure
         set_condition(hpa, "ScalingActive", "True", "ValidMetricFound",
                       f"the HPA was able to successfully calculate a replica count from "
@@ -356,40 +380,28 @@ class HorizontalController(Controller):
                 proposal, current, name = await self._resource_replicas(
                     spec_replicas, source.get("target") or {}, resource_name, namespace,
                     container, selector, pods, tolerances, kind, now)
-            except (ReplicaCalculationError, APIStatusError, ValueError) as error:
-                message = (f"failed to get {resource_name} resource metric value: {error}"
+            except (ReplicaCalculationError, ValueError) as error:
+                target = source.get("target") or {}
+                what = "usage" if target.get("averageValue") is not None else "utilization"
+                detail = (f"failed to get {resource_name} {what}: {error}"
+                          if isinstance(error, ReplicaCalculationError) else str(error))
+                message = (f"failed to get {resource_name} resource metric value: {detail}"
                            if kind == "Resource"
-                           else f"failed to get {container} container metric value: {error}")
-                self.recorder.event(hpa, "Warning", reason, str(error))
-                raise MetricError(reason, message) from error
+                           else f"failed to get {container} container metric value: {detail}")
+                raise self._unable(hpa, reason, detail, message) from error
             status: Obj = {"name": resource_name, "current": current}
             if container:
                 status["container"] = container
             return proposal, name, {"type": kind, key: status}
         if kind == "Pods":
-            source = spec.get("pods") or {}
-            metric = source.get("metric") or {}
-            try:
-                values = await self._custom_pod_metrics(namespace, metric, selector)
-                target = _milli((source.get("target") or {}).get("averageValue"))
-                proposal, usage, _ = self.calculator.get_metric_replicas(
-                    spec_replicas, target, tolerances, pods, values, now=now)
-            except (ReplicaCalculationError, APIStatusError) as error:
-                self.recorder.event(hpa, "Warning", "FailedGetPodsMetric", str(error))
-                raise MetricError("FailedGetPodsMetric",
-                                  f"failed to get pods metric value: {error}") from error
-            return proposal, f"pods metric {metric.get('name')}", {"type": "Pods", "pods": {
-                "metric": metric, "current": {"averageValue": milli_quantity(usage)}}}
+            return await self._pods_replicas(hpa, spec, spec_replicas, selector, pods,
+                                             tolerances, now)
         if kind == "Object":
             return await self._object_replicas(hpa, spec, spec_replicas, status_replicas,
                                                pods, tolerances)
         if kind == "External":
-            name = ((spec.get("external") or {}).get("metric") or {}).get("name", "")
-            error_text = (f"unable to get external metric {namespace}/{name}: no external "
-                          f"metrics API ({EXTERNAL_METRICS_API}) is served")
-            self.recorder.event(hpa, "Warning", "FailedGetExternalMetric", error_text)
-            raise MetricError("FailedGetExternalMetric",
-                              f"failed to get {name} external metric value: {error_text}")
+            return await self._external_replicas(hpa, spec, spec_replicas, status_replicas,
+                                                 pods, tolerances)
         message = f'unknown metric source type "{kind}"'
         self.recorder.event(hpa, "Warning", "InvalidMetricSourceType", message)
         raise MetricError("InvalidMetricSourceType", message)
@@ -399,9 +411,14 @@ class HorizontalController(Controller):
                                  pods: list[Obj], tolerances: Tolerances, kind: str,
                                  now: datetime) -> tuple[int, Obj, str]:
         """computeStatusForResourceMetricGeneric: utilization or average value."""
-        listed = await self.client.request(
-            "GET", f"{METRICS_API}/namespaces/{namespace}/pods",
-            params={"labelSelector": selector})
+        try:
+            listed = await self.client.request(
+                "GET", f"{METRICS_API}/namespaces/{namespace}/pods",
+                params={"labelSelector": selector})
+        except APIStatusError as error:
+            raise ReplicaCalculationError(
+                f"unable to get metrics for resource {resource}: unable to fetch metrics from "
+                f"resource metrics API: {error}") from error
         try:
             metrics = pod_metrics_info(listed.get("items") or [], resource, container)
         except ReplicaCalculationError as error:
@@ -423,22 +440,95 @@ class HorizontalController(Controller):
         return proposal, {"averageUtilization": utilization,
                           "averageValue": milli_quantity(raw)}, name
 
-    async def _custom_pod_metrics(self, namespace: str, metric: Obj, selector: str
-                                  ) -> dict[str, PodMetric]:
+    def _unable(self, hpa: Obj, reason: str, detail: str, message: str) -> MetricError:
+        """getUnableComputeReplicaCountCondition: a Warning event with the inner error, and
+        the metric's error."""
+        self.recorder.event(hpa, "Warning", reason, detail)
+        return MetricError(reason, message, detail)
+
+    async def _pods_replicas(self, hpa: Obj, spec: Obj, spec_replicas: int, selector: str,
+                             pods: list[Obj], tolerances: Tolerances, now: datetime
+                             ) -> tuple[int, str, Obj]:
+        """computeStatusForPodsMetric: a target average value of a custom metric per pod."""
+        source = spec.get("pods") or {}
+        metric = source.get("metric") or {}
+        name = metric.get("name", "")
+        try:
+            metric_selector = label_selector_to_string(metric["selector"]) if metric.get(
+                "selector") is not None else ""
+        except SelectorError as error:
+            raise self._unable(hpa, "FailedGetPodsMetric", str(error),
+                               f"failed to get pods metric value: {error}") from error
+        try:
+            values = await self._raw_metric(hpa["metadata"]["namespace"], name, selector,
+                                            metric_selector)
+        except ReplicaCalculationError as error:
+            detail = f"unable to get metric {name}: {error}"
+            raise self._unable(hpa, "FailedGetPodsMetric", detail,
+                               f"failed to get pods metric value: {detail}") from error
+        target = _milli((source.get("target") or {}).get("averageValue"))
+        try:
+            proposal, usage, _ = self.calculator.get_metric_replicas(
+                spec_replicas, target, tolerances, pods, values, now=now)
+        except ReplicaCalculationError as error:
+            raise self._unable(hpa, "FailedGetPodsMetric", str(error),
+                               f"failed to get pods metric value: {error}") from error
+        return proposal, f"pods metric {name}", {"type": "Pods", "pods": {
+            "metric": metric, "current": {"averageValue": milli_quantity(usage)}}}
+
+    async def _raw_metric(self, namespace: str, name: str, selector: str,
+                          metric_selector: str) -> dict[str, PodMetric]:
         """GetRawMetric: a custom metric of every selected pod (custom.metrics.k8s.io)."""
         params = {"labelSelector": selector}
-        if metric.get("selector"):
-            params["metricLabelSelector"] = label_selector_to_string(metric["selector"])
-        listed = await self.client.request(
-            "GET", f"{CUSTOM_METRICS_API}/namespaces/{namespace}/pods/*/"
-                   f"{quote(metric.get('name', ''))}", params=params)
-        values: dict[str, PodMetric] = {}
-        for item in listed.get("items") or []:
-            name = (item.get("describedObject") or {}).get("name", "")
-            values[name] = PodMetric(_milli(item.get("value")))
-        if not values:
+        if metric_selector:
+            params["metricLabelSelector"] = metric_selector
+        try:
+            listed = await self.client.request(
+                "GET", f"{CUSTOM_METRICS_API}/namespaces/{namespace}/pods/*/{quote(name)}",
+                params=params)
+        except APIStatusError as error:
+            raise ReplicaCalculationError(
+                f"unable to fetch metrics from custom metrics API: {error}") from error
+        items = listed.get("items") or []
+        if not items:
             raise ReplicaCalculationError("no metrics returned from custom metrics API")
+        values: dict[str, PodMetric] = {}
+        for item in items:
+            window = item.get("windowSeconds")
+            values[(item.get("describedObject") or {}).get("name", "")] = PodMetric(
+                _milli(item.get("value")), _time(item.get("timestamp")),
+                timedelta(seconds=window) if isinstance(window, int) else DEFAULT_WINDOW)
         return values
+
+    async def _object_metric(self, namespace: str, described: Obj, name: str,
+                             metric_selector: str) -> int:
+        """GetObjectMetric: one object's custom metric (a Namespace's is root-scoped)."""
+        kind = described.get("kind", "")
+        group = (described.get("apiVersion") or "").rpartition("/")[0]
+        if kind == "Namespace":
+            path = f"{CUSTOM_METRICS_API}/namespaces/{namespace}/metrics/{quote(name)}"
+        else:
+            resource = next((r for r in RESOURCES if r.kind == kind and r.group == group),
+                            None) or next((r for r in RESOURCES if r.kind == kind), None)
+            if resource is None:
+                raise ReplicaCalculationError(
+                    f"unable to map kind {kind} to resource: no matches for kind "
+                    f'"{kind}" in group "{group}"')
+            group_resource = (f"{resource.plural}.{resource.group}" if resource.group
+                              else resource.plural)  # qualResourceForKind
+            path = (f"{CUSTOM_METRICS_API}/namespaces/{namespace}/{group_resource}/"
+                    f"{described.get('name', '')}/{quote(name)}")
+        try:
+            listed = await self.client.request(
+                "GET", path, params={"metricLabelSelector": metric_selector}
+                if metric_selector else None)
+        except APIStatusError as error:
+            raise ReplicaCalculationError(
+                f"unable to fetch metrics from custom metrics API: {error}") from error
+        items = listed.get("items") or []
+        if not items:
+            raise ReplicaCalculationError("no metrics returned from custom metrics API")
+        return _milli(items[0].get("value"))
 
     async def _object_replicas(self, hpa: Obj, spec: Obj, spec_replicas: int,
                                status_replicas: int, pods: list[Obj], tolerances: Tolerances
@@ -448,40 +538,109 @@ class HorizontalController(Controller):
         source = spec.get("object") or {}
         described = source.get("describedObject") or {}
         metric = source.get("metric") or {}
+        name = metric.get("name", "")
         target = source.get("target") or {}
         namespace = hpa["metadata"]["namespace"]
-        resource = next((r for r in RESOURCES if r.kind == described.get("kind")), None)
+
+        def failed(detail: str) -> MetricError:
+            return self._unable(hpa, "FailedGetObjectMetric", detail,
+                                f"failed to get object metric value: {detail}")
+
         try:
-            if resource is None:
-                raise ReplicaCalculationError(
-                    f"no resource of kind {described.get('kind')} is served")
-            listed = await self.client.request(
-                "GET", f"{CUSTOM_METRICS_API}/namespaces/{namespace}/{resource.plural}/"
-                       f"{described.get('name')}/{quote(metric.get('name', ''))}")
-            items = listed.get("items") or []
-            if not items:
-                raise ReplicaCalculationError("no metrics returned from custom metrics API")
-            usage = _milli(items[0].get("value"))
-            if target.get("type") == "Value" and target.get("value") is not None:
+            metric_selector = label_selector_to_string(metric["selector"]) if metric.get(
+                "selector") is not None else ""
+        except SelectorError as error:
+            raise failed(str(error)) from error
+        value_target = target.get("type") == "Value" and target.get("value") is not None
+        average_target = (target.get("type") == "AverageValue"
+                          and target.get("averageValue") is not None)
+        if not value_target and not average_target:
+            raise failed("invalid object metric source: neither a value target nor an "
+                         "average value target was set")
+        try:
+            usage = await self._object_metric(namespace, described, name, metric_selector)
+        except ReplicaCalculationError as error:
+            detail = (f"unable to get metric {name}: {described.get('kind')} on "
+                      f"{namespace} {described.get('name')}/{error}")
+            if average_target:
+                raise self._unable(hpa, "FailedGetObjectMetric", detail,
+                                   f"failed to get object metric value: failed to get {name} "
+                                   f"object metric: {detail}") from error
+            raise failed(detail) from error
+        status: Obj = {"describedObject": described, "metric": metric}
+        if value_target:
+            try:
                 proposal, _ = self.calculator.get_object_metric_replicas(
                     spec_replicas, usage, _milli(target["value"]), tolerances, pods)
-                return proposal, f"{described.get('kind')} metric {metric.get('name')}", {
-                    "type": "Object", "object": {"describedObject": described,
-                                                 "metric": metric,
-                                                 "current": {"value": milli_quantity(usage)}}}
-            if target.get("type") == "AverageValue" and target.get("averageValue") is not None:
-                proposal, average = self.calculator.get_object_per_pod_metric_replicas(
-                    status_replicas, usage, _milli(target["averageValue"]), tolerances)
-                return proposal, f"external metric {metric.get('name')}", {
-                    "type": "Object", "object": {
-                        "describedObject": described, "metric": metric,
-                        "current": {"averageValue": milli_quantity(average)}}}
-            raise ReplicaCalculationError("invalid object metric source: neither a value "
-                                          "target nor an average value target was set")
-        except (ReplicaCalculationError, APIStatusError) as error:
-            self.recorder.event(hpa, "Warning", "FailedGetObjectMetric", str(error))
-            raise MetricError("FailedGetObjectMetric",
-                              f"failed to get object metric value: {error}") from error
+            except ReplicaCalculationError as error:
+                raise failed(str(error)) from error
+            status["current"] = {"value": milli_quantity(usage)}
+            return proposal, f"{described.get('kind')} metric {name}", {
+                "type": "Object", "object": status}
+        proposal, average = self.calculator.get_object_per_pod_metric_replicas(
+            status_replicas, usage, _milli(target["averageValue"]), tolerances)
+        status["current"] = {"averageValue": milli_quantity(average)}
+        return proposal, f"external metric {name}({go_selector(metric.get('selector'))})", {
+            "type": "Object", "object": status}
+
+    async def _external_replicas(self, hpa: Obj, spec: Obj, spec_replicas: int,
+                                 status_replicas: int, pods: list[Obj], tolerances: Tolerances
+                                 ) -> tuple[int, str, Obj]:
+        """computeStatusForExternalMetric: the sum of an external metric's series against a
+        value, or against an average value per pod (external.metrics.k8s.io)."""
+        source = spec.get("external") or {}
+        metric = source.get("metric") or {}
+        name = metric.get("name", "")
+        target = source.get("target") or {}
+        namespace = hpa["metadata"]["namespace"]
+        shown = f"{name}({go_selector(metric.get('selector'))})"
+        per_pod = target.get("averageValue") is not None
+        if not per_pod and target.get("value") is None:
+            detail = ("invalid external metric source: neither a value target nor an average "
+                      "value target was set")
+            raise self._unable(hpa, "FailedGetExternalMetric", detail,
+                               f"failed to get external metric value: {detail}")
+        outer = (f"failed to get {name} external metric" if per_pod
+                 else f"failed to get external metric {name}")
+        try:
+            selector = label_selector_to_string(metric["selector"]) if metric.get(
+                "selector") is not None else ""
+            values = await self._external_metric(namespace, name, selector)
+        except (ReplicaCalculationError, SelectorError) as error:
+            detail = (f"unable to get external metric {namespace}/{name}/"
+                      f"{go_selector(metric.get('selector'))}: {error}")
+            raise self._unable(hpa, "FailedGetExternalMetric", detail,
+                               f"failed to get external metric value: {outer}: {detail}"
+                               ) from error
+        try:
+            if per_pod:
+                proposal, usage = self.calculator.get_external_per_pod_metric_replicas(
+                    status_replicas, values, _milli(target["averageValue"]), tolerances)
+                current = {"averageValue": milli_quantity(usage)}
+            else:
+                proposal, usage = self.calculator.get_external_metric_replicas(
+                    spec_replicas, values, _milli(target["value"]), tolerances, pods)
+                current = {"value": milli_quantity(usage)}
+        except ReplicaCalculationError as error:
+            raise self._unable(hpa, "FailedGetExternalMetric", str(error),
+                               f"failed to get external metric value: {outer}: {error}"
+                               ) from error
+        return proposal, f"external metric {shown}", {"type": "External", "external": {
+            "metric": metric, "current": current}}
+
+    async def _external_metric(self, namespace: str, name: str, selector: str) -> list[int]:
+        """GetExternalMetric: the values of an external metric's matching series."""
+        try:
+            listed = await self.client.request(
+                "GET", f"{EXTERNAL_METRICS_API}/namespaces/{namespace}/{quote(name)}",
+                params={"labelSelector": selector} if selector else None)
+        except APIStatusError as error:
+            raise ReplicaCalculationError(
+                f"unable to fetch metrics from external metrics API: {error}") from error
+        items = listed.get("items") or []
+        if not items:
+            raise ReplicaCalculationError("no metrics returned from external metrics API")
+        return [_milli(item.get("value")) for item in items]
 
     # -- normalization and status ----------------------------------------------------------
 

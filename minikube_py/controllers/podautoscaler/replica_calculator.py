@@ -31,6 +31,7 @@ from minikube_py.api.quantity import QuantityError, cpu_millis
 ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
 """Go's zero time.Time: what an unset timestamp compares as."""
 MAX_INT32 = 2**31 - 1
+MAX_INT64 = 2**63 - 1
 
 
 class ReplicaCalculationError(Exception):
@@ -314,6 +315,32 @@ class ReplicaCalculator:
         ratio = usage / (target_average_usage * replicas)
         if not tolerances.is_within(ratio):
             replicas = math.ceil(usage / target_average_usage)
+        return replicas, math.ceil(usage / status_replicas)
+
+    def get_external_metric_replicas(self, current_replicas: int, values: list[int],
+                                     target_usage: int, tolerances: Tolerances,
+                                     pods: list[Obj]) -> tuple[int, int]:
+        """GetExternalMetricReplicas: (replicas, usage) for the sum of an external metric's
+        values (capped at MaxInt64) against a target value."""
+        usage = min(MAX_INT64, sum(values))
+        ratio = usage / target_usage
+        return self.get_usage_ratio_replica_count(current_replicas, ratio, tolerances,
+                                                  pods), usage
+
+    @staticmethod
+    def get_external_per_pod_metric_replicas(status_replicas: int, values: list[int],
+                                             target_usage_per_pod: int, tolerances: Tolerances
+                                             ) -> tuple[int, int]:
+        """GetExternalPerPodMetricReplicas: (replicas, usage per replica) for the sum of an
+        external metric's values against a target average per pod (both capped as Go's
+        int32 and int64 are)."""
+        usage = min(MAX_INT64, sum(values))
+        replicas = status_replicas
+        ratio = usage / (target_usage_per_pod * replicas) if replicas else math.inf
+        if not tolerances.is_within(ratio):
+            replicas = min(MAX_INT32, math.ceil(usage / target_usage_per_pod))
+        if usage >= MAX_INT64 or not status_replicas:
+            return replicas, MAX_INT64 if usage >= MAX_INT64 else usage
         return replicas, math.ceil(usage / status_replicas)
 
     @staticmethod
