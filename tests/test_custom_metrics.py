@@ -189,6 +189,22 @@ async def served(api: k8s.ApiClient, path: str, **query: str) -> Obj | None:
         raise
 
 
+async def served_for_each(api: k8s.ApiClient, path: str, pods: int, **query: str
+                          ) -> Obj | None:
+    """A pods list once it has an item for each of `pods` pods (the adapter scrapes them
+    one by one)."""
+    found = await served(api, path, **query)
+    return found if found is not None and len(found["items"]) == pods else None
+
+
+async def served_value(api: k8s.ApiClient, path: str, value: str) -> Obj | None:
+    """The object metric's answer once it sums every pod's series to `value` (a pod the
+    adapter has not scraped yet is left out of the sum)."""
+    found = await served(api, path)
+    return found if found is not None and [item["value"] for item in found["items"]] == [
+        value] else None
+
+
 async def test_custom_metrics_api_serves_pod_gauges_and_counter_rates(
         adapter_cluster: AdapterCluster, official: k8s.ApiClient) -> None:
     """A gauge is served as it is, per pod; a counter http_requests_total as the rate
@@ -201,8 +217,8 @@ async def test_custom_metrics_api_serves_pod_gauges_and_counter_rates(
         counters={0: [('http_requests_total{code="200"}', 5.0)],
                   1: [('http_requests_total{code="200"}', 2.0)]})
     path = f"{CUSTOM}/namespaces/{namespace}/pods/*/queue_depth"
-    listed = await eventually(lambda: served(official, path, labelSelector="app=web"),
-                              timeout=30, interval=0.5, what="queue_depth served")
+    listed = await eventually(lambda: served_for_each(official, path, 2, labelSelector="app=web"),
+                              timeout=30, interval=0.5, what="queue_depth served for both pods")
     assert listed["kind"] == "MetricValueList"
     values = {item["describedObject"]["name"]: item["value"] for item in listed["items"]}
     assert values == {"web-0": "7", "web-1": "10"}
@@ -218,8 +234,9 @@ async def test_custom_metrics_api_serves_pod_gauges_and_counter_rates(
                                   f"{CUSTOM}/namespaces/{namespace}/pods/web-1/queue_depth")
     assert [i["value"] for i in one["items"]] == ["10"]
     rates = await eventually(
-        lambda: served(official, f"{CUSTOM}/namespaces/{namespace}/pods/*/http_requests"),
-        timeout=30, interval=0.5, what="the http_requests rate served")
+        lambda: served_for_each(official, f"{CUSTOM}/namespaces/{namespace}/pods/*/http_requests",
+                                2),
+        timeout=30, interval=0.5, what="the http_requests rate served for both pods")
     by_pod = {i["describedObject"]["name"]: i for i in rates["items"]}
     assert float(by_pod["web-0"]["value"].rstrip("m")) / (
         1000 if by_pod["web-0"]["value"].endswith("m") else 1) == pytest.approx(5.0, rel=0.1)
@@ -240,8 +257,8 @@ async def test_object_and_namespace_metrics_sum_the_series_that_name_them(
                     'requests_in_flight{service="api"} 100'],
                 1: ['requests_in_flight{service="web"} 25']})
     path = f"{CUSTOM}/namespaces/{namespace}/services/web/requests_in_flight"
-    found = await eventually(lambda: served(official, path), timeout=30, interval=0.5,
-                             what="the Service's metric served")
+    found = await eventually(lambda: served_value(official, path, "40"), timeout=30,
+                             interval=0.5, what="the Service's metric served, both pods scraped")
     assert [(i["describedObject"]["kind"], i["describedObject"]["apiVersion"], i["value"])
             for i in found["items"]] == [("Service", "/v1", "40")]
     whole = await asyncio.to_thread(
@@ -363,7 +380,8 @@ async def test_hpa_scales_on_a_pods_metric_average_value(
 
 
 async def test_hpa_scales_on_an_object_metric_value_over_its_ready_pods(
-        adapter_cluster: AdapterCluster, hpa_controller: ControllerManager) -> None:
+        adapter_cluster: AdapterCluster, hpa_controller: ControllerManager,
+        official: k8s.ApiClient) -> None:
     """The Service web's requests_in_flight (sum 40) against a value of 20: ratio 2 times
     the one Ready pod of two (the unready one does not count) = 2."""
     namespace = f"cm-{uuid.uuid4().hex[:6]}"
@@ -371,6 +389,9 @@ async def test_hpa_scales_on_an_object_metric_value_over_its_ready_pods(
         adapter_cluster, namespace, 2, ready=1, scale=1,
         gauges={0: ['requests_in_flight{service="web"} 30'],
                 1: ['requests_in_flight{service="web"} 10']})
+    await eventually(lambda: served_value(
+        official, f"{CUSTOM}/namespaces/{namespace}/services/web/requests_in_flight", "40"),
+        timeout=30, interval=0.5, what="both pods scraped")
     await adapter_cluster.client.resource("horizontalpodautoscalers", "autoscaling").create(
         hpa_with({"type": "Object", "object": {
             "describedObject": {"apiVersion": "v1", "kind": "Service", "name": "web"},
