@@ -246,6 +246,17 @@ def x_a_reached_only_from(*sources: str) -> Reachability:
     return reachability
 
 
+def x_isolated(*, ingress: bool = True, egress: bool = False) -> Reachability:
+    """Every pod reaches every pod, but with `ingress` none reaches the pods of namespace
+    x, with `egress` they reach none."""
+    reachability = Reachability()
+    if ingress:
+        reachability.expect_peer(Peer(), Peer("x"), False)
+    if egress:
+        reachability.expect_peer(Peer("x"), Peer(), False)
+    return reachability
+
+
 def x_a_reached_only_from_y() -> Reachability:
     """Every pod reaches every pod, but x/a only from namespace y."""
     reachability = Reachability()
@@ -258,17 +269,12 @@ def x_a_reached_only_from_y() -> Reachability:
 
 def test_should_support_a_default_deny_ingress_policy(k8s: Cluster) -> None:
     k8s.create_policy("x", policy("deny-ingress", ingress=[]))
-    reachability = Reachability()
-    reachability.expect_peer(Peer(), Peer("x"), False)
-    k8s.validate_or_fail(reachability, 80)
+    k8s.validate_or_fail(x_isolated(), 80)
 
 
 def test_should_support_a_default_deny_all_policy(k8s: Cluster) -> None:
     k8s.create_policy("x", policy("deny-all", ingress=[], egress=[]))
-    reachability = Reachability()
-    reachability.expect_peer(Peer(), Peer("x"), False)
-    reachability.expect_peer(Peer("x"), Peer(), False)
-    k8s.validate_or_fail(reachability, 80)
+    k8s.validate_or_fail(x_isolated(egress=True), 80)
 
 
 def test_should_enforce_policy_to_allow_traffic_from_pods_within_server_namespace_based_on_pod_selector(  # noqa: E501
@@ -386,9 +392,7 @@ def test_should_support_allow_all_policy(k8s: Cluster) -> None:
 def test_should_allow_ingress_access_on_one_named_port(k8s: Cluster) -> None:
     k8s.create_policy("x", policy("allow-all", ingress=[{"ports": [{"port": "serve-81-tcp"}]}]))
     k8s.validate_or_fail(Reachability(), 81)
-    port80 = Reachability()
-    port80.expect_peer(Peer(), Peer("x"), False)
-    k8s.validate_or_fail(port80, 80)
+    k8s.validate_or_fail(x_isolated(), 80)
 
 
 def test_should_allow_ingress_access_from_namespace_on_one_named_port(k8s: Cluster) -> None:
@@ -400,9 +404,7 @@ def test_should_allow_ingress_access_from_namespace_on_one_named_port(k8s: Clust
 def test_should_allow_egress_access_on_one_named_port(k8s: Cluster) -> None:
     k8s.create_policy("x", policy("allow-egress", egress=[{"ports": [{"port": "serve-80-tcp"}]}]))
     k8s.validate_or_fail(Reachability(), 80)
-    port81 = Reachability()
-    port81.expect_peer(Peer("x"), Peer(), False)
-    k8s.validate_or_fail(port81, 81)
+    k8s.validate_or_fail(x_isolated(ingress=False, egress=True), 81)
 
 
 def test_should_enforce_updated_policy(k8s: Cluster) -> None:
@@ -411,9 +413,7 @@ def test_should_enforce_updated_policy(k8s: Cluster) -> None:
     k8s.validate_or_fail(Reachability(), 81)
     mutating["spec"]["ingress"] = []
     k8s.create_policy("x", mutating)
-    deny = Reachability()
-    deny.expect_peer(Peer(), Peer("x"), False)
-    k8s.validate_or_fail(deny, 81)
+    k8s.validate_or_fail(x_isolated(), 81)
 
 
 def test_should_allow_ingress_access_from_updated_namespace(k8s: Cluster) -> None:
@@ -461,9 +461,7 @@ def test_should_deny_egress_from_pods_based_on_pod_selector(k8s: Cluster) -> Non
 
 def test_should_deny_egress_from_all_pods_in_a_namespace(k8s: Cluster) -> None:
     k8s.create_policy("x", policy("deny-egress-ns-x", egress=[]))
-    reachability = Reachability()
-    reachability.expect_peer(Peer("x"), Peer(), False)
-    k8s.validate_or_fail(reachability, 80)
+    k8s.validate_or_fail(x_isolated(ingress=False, egress=True), 80)
 
 
 def test_should_work_with_ingress_egress_specified_together(k8s: Cluster) -> None:
@@ -519,9 +517,7 @@ def test_should_enforce_ingress_policy_allowing_any_port_traffic_to_a_server_on_
 def test_should_enforce_multiple_ingress_policies_with_ingress_allow_all_policy_taking_precedence(  # noqa: E501
         k8s: Cluster) -> None:
     k8s.create_policy("x", policy("allow-ingress-port-80", ingress=[{"ports": [{"port": 80}]}]))
-    reachability = Reachability()
-    reachability.expect_peer(Peer(), Peer("x"), False)
-    k8s.validate_or_fail(reachability, 81)
+    k8s.validate_or_fail(x_isolated(), 81)
     k8s.create_policy("x", policy("allow-ingress", ingress=[{}]))
     k8s.validate_or_fail(Reachability(), 81)
 
@@ -529,19 +525,14 @@ def test_should_enforce_multiple_ingress_policies_with_ingress_allow_all_policy_
 def test_should_enforce_multiple_egress_policies_with_egress_allow_all_policy_taking_precedence(  # noqa: E501
         k8s: Cluster) -> None:
     k8s.create_policy("x", policy("allow-egress-port-80", egress=[{"ports": [{"port": 80}]}]))
-    reachability = Reachability()
-    reachability.expect_peer(Peer("x"), Peer(), False)
-    k8s.validate_or_fail(reachability, 81)
+    k8s.validate_or_fail(x_isolated(ingress=False, egress=True), 81)
     k8s.create_policy("x", policy("allow-egress", egress=[{}]))
     k8s.validate_or_fail(Reachability(), 81)
 
 
 def test_should_stop_enforcing_policies_after_they_are_deleted(k8s: Cluster) -> None:
     k8s.create_policy("x", policy("deny-all", ingress=[], egress=[]))
-    reachability = Reachability()
-    reachability.expect_peer(Peer("x"), Peer(), False)
-    reachability.expect_peer(Peer(), Peer("x"), False)
-    k8s.validate_or_fail(reachability, 80)
+    k8s.validate_or_fail(x_isolated(egress=True), 80)
     kubectl(k8s.home, "delete", "networkpolicies", "--all", "-n", "x")
     k8s.validate_or_fail(Reachability(), 80)
 
@@ -602,9 +593,7 @@ def test_should_not_mistakenly_treat_protocol_sctp_as_protocol_tcp(k8s: Cluster)
     k8s.create_policy("x", policy("deny-ingress", ingress=[]))
     k8s.create_policy("x", policy("allow-only-sctp-ingress-on-port-81", labels(pod="a"),
                                   ingress=[{"ports": [tcp(81, protocol="SCTP")]}]))
-    reachability = Reachability()
-    reachability.expect_peer(Peer(), Peer("x"), False)
-    k8s.validate_or_fail(reachability, 81)
+    k8s.validate_or_fail(x_isolated(), 81)
 
 
 def test_should_properly_isolate_pods_that_are_selected_by_a_policy_allowing_sctp(
@@ -634,9 +623,7 @@ def test_should_enforce_policy_based_on_namespace_selector_with_match_expression
 
 def test_udp_should_support_a_default_deny_ingress_policy(k8s: Cluster) -> None:
     k8s.create_policy("x", policy("deny-all", ingress=[]))
-    reachability = Reachability()
-    reachability.expect_peer(Peer(), Peer("x"), False)
-    k8s.validate_or_fail(reachability, 80, "UDP")
+    k8s.validate_or_fail(x_isolated(), 80, "UDP")
 
 
 def test_udp_should_enforce_policy_based_on_ports(k8s: Cluster) -> None:
@@ -687,9 +674,7 @@ def test_the_node_reaches_its_isolated_pods(k8s: Cluster) -> None:
     """Traffic from a pod's own node (the kubelet's probes) is never judged: with every
     pod of x denied all ingress, each node still connects to its pods of x."""
     k8s.create_policy("x", policy("deny-all", ingress=[]))
-    denied = Reachability()
-    denied.expect_peer(Peer(), Peer("x"), False)
-    k8s.validate_or_fail(denied, 80)
+    k8s.validate_or_fail(x_isolated(), 80)
     for pod in ("x/a", "x/b", "x/c"):
         answer = in_node(k8s.nodes[pod], sys.executable, "-c",
                          "import socket, sys; s = socket.create_connection((sys.argv[1], 80),"
