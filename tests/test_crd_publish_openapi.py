@@ -131,6 +131,9 @@ SCHEMA_PRESERVE_ROOT = preserving("preserve-unknown-properties at root for Testi
 SCHEMA_PRESERVE_NESTED = preserving(
     "preserve-unknown-properties in nested field for Testing", False)
 
+# upstream's random custom resource: fields no schema names
+RANDOM_FIELDS = '"a":{"b":[{"c":"d"}]}'
+
 # the module's groups: unique, so that a rerun against a kept server starts clean
 RUN = uuid.uuid4().hex[:5]
 
@@ -187,6 +190,13 @@ def wait_for_definition(api_client: client.ApiClient, name: str,
         until(matches, f"definition {name}", timeout=60)
     except AssertionError as err:
         raise AssertionError(f"{err}: expected {schema}, last published {last}") from None
+
+
+def wait_for_definitions(api_client: client.ApiClient, crd: TestCrd,
+                         schema: dict[str, Any], *versions: str) -> None:
+    """waitForDefinition of the definition's `versions`, in turn, each with `schema`."""
+    for version in versions:
+        wait_for_definition(api_client, definition_name(crd, version), schema)
 
 
 def wait_for_definition_cleanup(api_client: client.ApiClient, name: str) -> None:
@@ -246,11 +256,13 @@ def setup_crd(api_client: client.ApiClient, extensions: client.ApiextensionsV1Ap
 
 
 def cleanup_crd(api_client: client.ApiClient, extensions: client.ApiextensionsV1Api,
-                crd: TestCrd) -> None:
-    """upstream's cleanupCRD: delete it and wait for each version's definition to go."""
-    extensions.delete_custom_resource_definition(crd.name)
-    for version in crd.crd.spec.versions:
-        wait_for_definition_cleanup(api_client, definition_name(crd, version.name))
+                *crds: TestCrd) -> None:
+    """upstream's cleanupCRD, of each: delete it and wait for each version's definition to
+    go."""
+    for crd in crds:
+        extensions.delete_custom_resource_definition(crd.name)
+        for version in crd.crd.spec.versions:
+            wait_for_definition_cleanup(api_client, definition_name(crd, version.name))
 
 
 def meta(crd: TestCrd, name: str) -> str:
@@ -266,10 +278,11 @@ def verify_kubectl_explain(kubectl: Kubectl, name: str, pattern: str,
     assert re.search(pattern, output), f"kubectl explain {name}:\n{output}\n!~ {pattern}"
 
 
-def create_apply_and_delete(kubectl: Kubectl, namespace: str, crd: TestCrd, body: str,
-                            name: str) -> None:
-    """kubectl create, then apply, of one custom resource, each accepted by kubectl's
-    validation and the server, and deleted after."""
+def create_apply_and_delete(kubectl: Kubectl, namespace: str, crd: TestCrd, name: str,
+                            fields: str) -> None:
+    """kubectl create, then apply, of one custom resource (`name`, with the JSON members
+    `fields`), each accepted by kubectl's validation and the server, and deleted after."""
+    body = f"{{{meta(crd, name)},{fields}}}"
     for verb in ("create", "apply"):
         kubectl(f"--namespace={namespace}", verb, "-f", "-", input=body)
         kubectl(f"--namespace={namespace}", "delete", crd.plural, name)
@@ -281,8 +294,8 @@ def test_works_for_crd_with_validation_schema(kubectl: Kubectl, namespace: str,
                                               extensions: client.ApiextensionsV1Api) -> None:
     """crd_publish_openapi.go: "works for CRD with validation schema"."""
     crd = setup_crd(SCHEMA_FOO, "foo", "v1")
-    valid = f'{{{meta(crd, "test-foo")},"spec":{{"bars":[{{"name":"test-bar"}}]}}}}'
-    create_apply_and_delete(kubectl, namespace, crd, valid, "test-foo")
+    create_apply_and_delete(kubectl, namespace, crd, "test-foo",
+                            '"spec":{"bars":[{"name":"test-bar"}]}')
 
     verify_kubectl_explain(kubectl, crd.plural, r"(?s)DESCRIPTION:.*Foo CRD for Testing.*"
                            r"FIELDS:.*apiVersion.*<string>.*APIVersion defines.*spec.*"
@@ -314,8 +327,7 @@ def test_works_for_crd_without_validation_schema(kubectl: Kubectl, namespace: st
     """crd_publish_openapi.go: "works for CRD without validation schema" (the whole
     object x-kubernetes-preserve-unknown-fields, published in v2 as `type: object`)."""
     crd = setup_crd(None, "empty", "v1")
-    random_cr = f'{{{meta(crd, "test-cr")},"a":{{"b":[{{"c":"d"}}]}}}}'
-    create_apply_and_delete(kubectl, namespace, crd, random_cr, "test-cr")
+    create_apply_and_delete(kubectl, namespace, crd, "test-cr", RANDOM_FIELDS)
     verify_kubectl_explain(kubectl, crd.plural, r"(?s)DESCRIPTION:.*<empty>")
     cleanup_crd(api_client, extensions, crd)
 
@@ -326,8 +338,7 @@ def test_works_for_crd_preserving_unknown_fields_at_the_schema_root(
     """crd_publish_openapi.go: "works for CRD preserving unknown fields at the schema
     root"."""
     crd = setup_crd(SCHEMA_PRESERVE_ROOT, "unknown-at-root", "v1", expect=None)
-    random_cr = f'{{{meta(crd, "test-cr")},"a":{{"b":[{{"c":"d"}}]}}}}'
-    create_apply_and_delete(kubectl, namespace, crd, random_cr, "test-cr")
+    create_apply_and_delete(kubectl, namespace, crd, "test-cr", RANDOM_FIELDS)
     verify_kubectl_explain(kubectl, crd.plural, rf"(?s)KIND:.*{re.escape(crd.kind)}")
     cleanup_crd(api_client, extensions, crd)
 
@@ -338,25 +349,34 @@ def test_works_for_crd_preserving_unknown_fields_in_an_embedded_object(
     """crd_publish_openapi.go: "works for CRD preserving unknown fields in an embedded
     object"."""
     crd = setup_crd(SCHEMA_PRESERVE_NESTED, "unknown-in-nested", "v1", expect=None)
-    random_cr = f'{{{meta(crd, "test-cr")},"spec":{{"a":null,"b":[{{"c":"d"}}]}}}}'
-    create_apply_and_delete(kubectl, namespace, crd, random_cr, "test-cr")
+    create_apply_and_delete(kubectl, namespace, crd, "test-cr",
+                            '"spec":{"a":null,"b":[{"c":"d"}]}')
     verify_kubectl_explain(kubectl, crd.plural,
                            r"(?s)DESCRIPTION:.*preserve-unknown-properties in nested field "
                            r"for Testing")
     cleanup_crd(api_client, extensions, crd)
 
 
+def foo_and_waldo_published(setup_crd: Callable[..., TestCrd], api_client: client.ApiClient,
+                            extensions: client.ApiextensionsV1Api, foo_at: tuple[str, str],
+                            waldo_at: tuple[str, str]) -> tuple[TestCrd, TestCrd]:
+    """The "multiple CRDs" cases: Foo and Waldo made, each at its (group suffix, version),
+    both published with their own schemas, then cleaned up; the two definitions made."""
+    foo = setup_crd(SCHEMA_FOO, *foo_at)
+    waldo = setup_crd(SCHEMA_WALDO, *waldo_at)
+    wait_for_definition(api_client, definition_name(waldo, waldo_at[1]), SCHEMA_WALDO)
+    wait_for_definition(api_client, definition_name(foo, foo_at[1]), SCHEMA_FOO)
+    cleanup_crd(api_client, extensions, foo, waldo)
+    return foo, waldo
+
+
 def test_works_for_multiple_crds_of_different_groups(
         setup_crd: Callable[..., TestCrd], api_client: client.ApiClient,
         extensions: client.ApiextensionsV1Api) -> None:
     """crd_publish_openapi.go: "works for multiple CRDs of different groups"."""
-    foo = setup_crd(SCHEMA_FOO, "foo", "v1")
-    waldo = setup_crd(SCHEMA_WALDO, "waldo", "v1beta1")
+    foo, waldo = foo_and_waldo_published(setup_crd, api_client, extensions, ("foo", "v1"),
+                                         ("waldo", "v1beta1"))
     assert foo.group != waldo.group
-    wait_for_definition(api_client, definition_name(waldo, "v1beta1"), SCHEMA_WALDO)
-    wait_for_definition(api_client, definition_name(foo, "v1"), SCHEMA_FOO)
-    cleanup_crd(api_client, extensions, foo)
-    cleanup_crd(api_client, extensions, waldo)
 
 
 def test_works_for_multiple_crds_of_same_group_but_different_versions(
@@ -365,17 +385,12 @@ def test_works_for_multiple_crds_of_same_group_but_different_versions(
     """crd_publish_openapi.go: "works for multiple CRDs of same group but different
     versions"."""
     multi = setup_crd(SCHEMA_FOO, "multi-ver", "v2", "v3")
-    wait_for_definition(api_client, definition_name(multi, "v3"), SCHEMA_FOO)
-    wait_for_definition(api_client, definition_name(multi, "v2"), SCHEMA_FOO)
+    wait_for_definitions(api_client, multi, SCHEMA_FOO, "v3", "v2")
     cleanup_crd(api_client, extensions, multi)
 
-    foo = setup_crd(SCHEMA_FOO, "common-group", "v4")
-    waldo = setup_crd(SCHEMA_WALDO, "common-group", "v5")
+    foo, waldo = foo_and_waldo_published(setup_crd, api_client, extensions,
+                                         ("common-group", "v4"), ("common-group", "v5"))
     assert foo.group == waldo.group
-    wait_for_definition(api_client, definition_name(waldo, "v5"), SCHEMA_WALDO)
-    wait_for_definition(api_client, definition_name(foo, "v4"), SCHEMA_FOO)
-    cleanup_crd(api_client, extensions, foo)
-    cleanup_crd(api_client, extensions, waldo)
 
 
 def test_works_for_multiple_crds_of_same_group_and_version_but_different_kinds(
@@ -383,13 +398,9 @@ def test_works_for_multiple_crds_of_same_group_and_version_but_different_kinds(
         extensions: client.ApiextensionsV1Api) -> None:
     """crd_publish_openapi.go: "works for multiple CRDs of same group and version but
     different kinds"."""
-    foo = setup_crd(SCHEMA_FOO, "common-group", "v6")
-    waldo = setup_crd(SCHEMA_WALDO, "common-group", "v6")
+    foo, waldo = foo_and_waldo_published(setup_crd, api_client, extensions,
+                                         ("common-group", "v6"), ("common-group", "v6"))
     assert foo.group == waldo.group
-    wait_for_definition(api_client, definition_name(waldo, "v6"), SCHEMA_WALDO)
-    wait_for_definition(api_client, definition_name(foo, "v6"), SCHEMA_FOO)
-    cleanup_crd(api_client, extensions, foo)
-    cleanup_crd(api_client, extensions, waldo)
 
 
 def test_updates_the_published_spec_when_one_version_gets_renamed(
@@ -398,8 +409,7 @@ def test_updates_the_published_spec_when_one_version_gets_renamed(
     """crd_publish_openapi.go: "updates the published spec when one version gets
     renamed"."""
     multi = setup_crd(SCHEMA_FOO, "multi-ver", "v2", "v3")
-    wait_for_definition(api_client, definition_name(multi, "v3"), SCHEMA_FOO)
-    wait_for_definition(api_client, definition_name(multi, "v2"), SCHEMA_FOO)
+    wait_for_definitions(api_client, multi, SCHEMA_FOO, "v3", "v2")
 
     multi.crd = extensions.patch_custom_resource_definition(multi.name, [
         {"op": "test", "path": "/spec/versions/1/name", "value": "v3"},
@@ -418,8 +428,7 @@ def test_removes_definition_from_spec_when_one_version_gets_changed_to_not_be_se
     """crd_publish_openapi.go: "removes definition from spec when one version gets
     changed to not be served"."""
     crd = setup_crd(SCHEMA_FOO, "multi-to-single-ver", "v5", "v6alpha1")
-    wait_for_definition(api_client, definition_name(crd, "v6alpha1"), SCHEMA_FOO)
-    wait_for_definition(api_client, definition_name(crd, "v5"), SCHEMA_FOO)
+    wait_for_definitions(api_client, crd, SCHEMA_FOO, "v6alpha1", "v5")
 
     current = extensions.read_custom_resource_definition(crd.name)
     current.spec.versions[1].served = False

@@ -1,24 +1,53 @@
-"""What every component process around the API server shares: its /healthz and
-/metrics endpoint, and how it runs and stops (SIGTERM, leadership lost)."""
+"""What every component process around the API server shares: its flags, its API
+client, its /healthz and /metrics endpoint, and how it runs and stops (SIGTERM,
+leadership lost)."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import contextlib
 import gc
 import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import uvloop
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from minikube_py.client.informer import SharedInformerFactory
+from minikube_py.client.kubeconfig import KubeconfigError
 from minikube_py.client.leaderelection import LeadershipLost
+from minikube_py.client.logs import add_verbosity_flag, setup_logging
+from minikube_py.client.rest import Client
 
 log = logging.getLogger(__name__)
+
+
+def component_parser(prog: str, description: str, *, port: int,
+                     port_help: str | None = None) -> argparse.ArgumentParser:
+    """The flags every component takes: --kubeconfig, --bind-address, --port and -v."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--kubeconfig", default=None,
+                        help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+    parser.add_argument("--bind-address", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=port, help=port_help)
+    add_verbosity_flag(parser)
+    return parser
+
+
+def component_client(name: str, args: argparse.Namespace, *, user_agent: str) -> Client:
+    """Log at -v, and the API client of --kubeconfig; a kubeconfig that will not do exits
+    with one line."""
+    setup_logging(args.v)
+    try:
+        return Client.from_kubeconfig(args.kubeconfig, user_agent=user_agent)
+    except KubeconfigError as error:
+        sys.exit(f"{name}: {error}")
 
 
 async def serve_health(registry: CollectorRegistry, address: str, port: int
@@ -39,6 +68,24 @@ async def serve_health(registry: CollectorRegistry, address: str, port: int
     await runner.setup()
     await web.TCPSite(runner, address, port).start()
     return runner
+
+
+@contextlib.asynccontextmanager
+async def serving_informers(name: str, args: argparse.Namespace,
+                            informers: SharedInformerFactory) -> AsyncIterator[None]:
+    """/healthz and /metrics on --bind-address:--port (a port taken exits with one line),
+    then the informers started and synced; both stopped on the way out."""
+    try:
+        health = await serve_health(CollectorRegistry(), args.bind_address, args.port)
+    except OSError as error:
+        sys.exit(f"{name}: cannot listen on {args.bind_address}:{args.port}: {error}")
+    try:
+        informers.start()
+        await informers.wait_for_cache_sync()
+        yield
+    finally:
+        await informers.stop()
+        await health.cleanup()
 
 
 def run_component(name: str, main: Callable[[], Awaitable[None]], *,

@@ -15,6 +15,8 @@ Three promises, as upstream:
         queue.add_rate_limited(key)
     finally:
         queue.done(key)
+
+`worker` is that loop, `run_workers` runs several of them (a controller's `Run(workers)`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -235,3 +238,41 @@ class RateLimitingQueue:
             getter = self._getters.popleft()
             if not getter.done():
                 getter.set_result(None)
+
+
+async def worker(queue: RateLimitingQueue, sync: Callable[[str], Awaitable[None]],
+                 failed: Callable[[str, Exception], None]) -> None:
+    """processNextWorkItem until the queue shuts down: a key that syncs is forgotten by the
+    rate limiter; one that fails is handed to `failed` (to say why), then retried with
+    backoff; either way it is done."""
+    while True:
+        try:
+            key = await queue.get()
+        except ShutDown:
+            return
+        try:
+            await sync(key)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            failed(key, error)
+            queue.add_rate_limited(key)
+        else:
+            queue.forget(key)
+        finally:
+            queue.done(key)
+
+
+async def run_workers(queue: RateLimitingQueue, workers: int,
+                      sync: Callable[[str], Awaitable[None]],
+                      failed: Callable[[str, Exception], None]) -> None:
+    """`workers` workers of the queue until cancelled; then the queue shuts down."""
+    tasks = [asyncio.create_task(worker(queue, sync, failed), name=f"{queue.name}-worker-{i}")
+             for i in range(workers)]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        queue.shut_down()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

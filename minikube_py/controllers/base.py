@@ -13,7 +13,6 @@ and carry on from whatever it finds.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from abc import abstractmethod
@@ -32,7 +31,7 @@ from minikube_py.client.logs import level_of
 from minikube_py.client.rest import Client
 from minikube_py.client.retry import unavailable
 from minikube_py.client.store import object_key
-from minikube_py.client.workqueue import RateLimitingQueue, ShutDown, WorkqueueMetrics
+from minikube_py.client.workqueue import RateLimitingQueue, WorkqueueMetrics, run_workers
 from minikube_py.lifecycle import Component
 from minikube_py.security.pki import KeyPair
 from minikube_py.tracing import context as tracing_context
@@ -168,37 +167,23 @@ class Controller(Component):
 
     async def run(self, workers: int | None = None) -> None:
         """Run workers until cancelled (the informers must have synced first)."""
-        tasks = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
-                 for i in range(workers or self.workers)]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            self.queue.shut_down()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await run_workers(self.queue, workers or self.workers, self._counted_sync,
+                          self._handle_error)
 
-    async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except ShutDown:
-                return
-            started = time.monotonic()
-            try:
-                await self._traced_sync(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:
-                self.ctx.sync_metric.labels(self.name, "error").inc()
-                self._handle_error(key, error)
-            else:
-                self.ctx.sync_metric.labels(self.name, "success").inc()
-                self.queue.forget(key)
-            finally:
-                self.queue.done(key)
-            log.debug("%s: synced %s in %.1f ms", self.name, key,
-                      (time.monotonic() - started) * 1000)
+    async def _counted_sync(self, key: str) -> None:
+        """sync(key), counted in controller_syncs by its result, its time logged."""
+        started = time.monotonic()
+        try:
+            await self._traced_sync(key)
+        except Exception:
+            self._synced(key, "error", started)
+            raise
+        self._synced(key, "success", started)
+
+    def _synced(self, key: str, result: str, started: float) -> None:
+        self.ctx.sync_metric.labels(self.name, result).inc()
+        log.debug("%s: synced %s in %.1f ms", self.name, key,
+                  (time.monotonic() - started) * 1000)
 
     async def _traced_sync(self, key: str) -> None:
         """sync(key), as a span of the object's trace when it carries one (or of the trace
@@ -221,11 +206,11 @@ class Controller(Component):
             await self.sync(key)
 
     def _handle_error(self, key: str, error: Exception) -> None:
-        """Retry the key with backoff (other keys are served meanwhile), saying why in
-        one line: a Conflict (another writer came first) is an ordinary requeue, logged
-        at -v 2 as upstream's controllers log it; an API server that is away, a warning;
-        another answer of the API's, info (a warning once the key failed 5 times in a
-        row); anything else is a bug, logged as an error with its traceback."""
+        """Say in one line why the key failed (it is retried with backoff, other keys
+        are served meanwhile): a Conflict (another writer came first) is an ordinary
+        requeue, logged at -v 2 as upstream's controllers log it; an API server that is
+        away, a warning; another answer of the API's, info (a warning once the key failed
+        5 times in a row); anything else is a bug, logged as an error with its traceback."""
         requeues = self.queue.num_requeues(key)
         if isinstance(error, Conflict):
             level = level_of(2)
@@ -237,7 +222,6 @@ class Controller(Component):
             level = logging.ERROR
         log.log(level, "%s: error syncing %r (retry %d): %s", self.name, key, requeues,
                 error, exc_info=level == logging.ERROR)
-        self.queue.add_rate_limited(key)
 
 
 class ExpectedSyncError(Exception):

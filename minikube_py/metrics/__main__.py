@@ -7,21 +7,14 @@ import argparse
 import sys
 
 from minikube_py.api.duration import flag_duration
-from minikube_py.client.component import run_component
+from minikube_py.client.component import component_client, component_parser, run_component
 from minikube_py.client.errors import APIStatusError
-from minikube_py.client.kubeconfig import KubeconfigError
-from minikube_py.client.logs import add_verbosity_flag, setup_logging
-from minikube_py.client.rest import Client
 from minikube_py.metrics.server import MetricsServer
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m minikube_py.metrics",
-                                     description="minikube-py resource metrics (kubectl top)")
-    parser.add_argument("--kubeconfig", default=None,
-                        help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
-    parser.add_argument("--bind-address", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=4443)
+    parser = component_parser("python -m minikube_py.metrics",
+                              "minikube-py resource metrics (kubectl top)", port=4443)
     parser.add_argument("--metric-resolution", type=flag_duration, default=5.0,
                         help="how often every kubelet is scraped (5s: the kubelet reads the "
                              "cgroups when asked, so every scrape is fresh)")
@@ -29,17 +22,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="the address the API server reaches this server on: published "
                              "as the kube-system/metrics-server Service's endpoint, with the "
                              "APIService v1beta1.metrics.k8s.io (none: not published)")
-    add_verbosity_flag(parser)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    setup_logging(args.v)
-    try:
-        client = Client.from_kubeconfig(args.kubeconfig, user_agent="metrics-server")
-    except KubeconfigError as err:
-        sys.exit(f"metrics: {err}")
+    client = component_client("metrics", args, user_agent="metrics-server")
 
     async def serve() -> None:
         try:

@@ -18,6 +18,7 @@ pvc-<uid>_<namespace>_<name>` (rancher's /var/local-path-provisioner/ on a real 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import shutil
@@ -38,7 +39,7 @@ from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import EventHandler, SharedInformerFactory
 from minikube_py.client.rest import Client
 from minikube_py.client.store import object_key
-from minikube_py.client.workqueue import RateLimitingQueue, ShutDown
+from minikube_py.client.workqueue import RateLimitingQueue, run_workers
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,15 @@ NODE_FOLDER = "local-path-provisioner"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 STORAGE_GROUP = "storage.k8s.io"
 VOLUME_DIR_MODE = 0o777  # rancher's helper pod: mkdir -m 0777
+
+
+def log_sync_error(name: str, key: str, error: Exception) -> None:
+    """Why a key failed, in one line: a Conflict is an ordinary requeue; the API or the
+    disk saying no, a warning; anything else is a bug, with its traceback."""
+    level = (logging.DEBUG if isinstance(error, Conflict) else logging.WARNING
+             if isinstance(error, ClientError | OSError) else logging.ERROR)
+    log.log(level, "%s: error syncing %r: %s", name, key, error,
+            exc_info=level == logging.ERROR)
 
 
 def _annotations(obj: Obj) -> dict[str, str]:
@@ -87,38 +97,8 @@ class LocalPathProvisioner:
 
     async def run(self) -> None:
         """The workers, until cancelled (the informers must have synced first)."""
-        tasks = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{index}")
-                 for index in range(self.workers)]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            self.queue.shut_down()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-    async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except ShutDown:
-                return
-            try:
-                await self.sync(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:
-                # a Conflict is an ordinary requeue; the API or the disk saying no, a
-                # warning; anything else is a bug, with its traceback
-                level = (logging.DEBUG if isinstance(error, Conflict) else logging.WARNING
-                         if isinstance(error, ClientError | OSError) else logging.ERROR)
-                log.log(level, "%s: error syncing %r: %s", self.name, key, error,
-                        exc_info=level == logging.ERROR)
-                self.queue.add_rate_limited(key)
-            else:
-                self.queue.forget(key)
-            finally:
-                self.queue.done(key)
+        await run_workers(self.queue, self.workers, self.sync,
+                          functools.partial(log_sync_error, self.name))
 
     def node_root(self, node: str) -> Path:
         """Where node `node` keeps its local-path volumes."""

@@ -18,7 +18,7 @@ done; asking again for more then starts a new round.
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import logging
 from decimal import Decimal
 from typing import ClassVar
@@ -40,12 +40,12 @@ from minikube_py.api.volumeresize import (
     resize_status,
     status_capacity,
 )
-from minikube_py.client.errors import ClientError, Conflict
 from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import EventHandler, SharedInformerFactory
 from minikube_py.client.rest import Client
 from minikube_py.client.store import object_key
-from minikube_py.client.workqueue import RateLimitingQueue, ShutDown
+from minikube_py.client.workqueue import RateLimitingQueue, run_workers
+from minikube_py.provisioner.localpath import log_sync_error
 
 log = logging.getLogger(__name__)
 
@@ -111,35 +111,11 @@ class LocalPathResizer:
 
     async def run(self) -> None:
         """The workers, until cancelled (the informers must have synced first)."""
-        tasks = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{index}")
-                 for index in range(self.workers)]
         try:
-            await asyncio.gather(*tasks)
+            await run_workers(self.queue, self.workers, self.sync,
+                              functools.partial(log_sync_error, self.name))
         finally:
-            self.queue.shut_down()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
             await self.recorder.stop()
-
-    async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except ShutDown:
-                return
-            try:
-                await self.sync(key)
-            except asyncio.CancelledError:
-                raise
-            except ClientError as error:
-                log.log(logging.DEBUG if isinstance(error, Conflict) else logging.WARNING,
-                        "%s: error syncing %r: %s", self.name, key, error)
-                self.queue.add_rate_limited(key)
-            else:
-                self.queue.forget(key)
-            finally:
-                self.queue.done(key)
 
     async def sync(self, key: str) -> None:
         """syncPVC: a claim of ours that asks for more gets it, up to the node's part."""

@@ -28,7 +28,9 @@ FAILED_LINE = re.compile(r"^/dev/stdin:(\d+):", re.MULTILINE)
 
 
 class NFTables(Commands):
-    """The nft commands the proxy runs, in this namespace or in `netns`."""
+    """The nft commands the proxy runs on its table, in this namespace or in `netns`."""
+
+    table = TABLE
 
     async def apply(self, text: str) -> None:
         """Run one `nft -f -` transaction: all of it applies, or none."""
@@ -41,15 +43,15 @@ class NFTables(Commands):
             raise RestoreError(f"nft -f failed: {err.strip().splitlines()[0]}", line)
 
     async def list_table(self) -> str:
-        """`nft list table ip kube-proxy` ("" when there is none)."""
-        code, out, _ = await self._run("nft", "list", "table", *TABLE.split())
+        """`nft list table` of the table (the proxy's: `ip kube-proxy`); "" when none."""
+        code, out, _ = await self._run("nft", "list", "table", *self.table.split())
         return out if code == 0 else ""
 
     async def cleanup(self) -> bool:
-        """kube-proxy --cleanup: delete the proxy's table. Whether there was one."""
+        """kube-proxy --cleanup: delete the table. Whether there was one."""
         if not await self.list_table():
             return False
-        await self.apply(f"delete table {TABLE}\n")
+        await self.apply(f"delete table {self.table}\n")
         return True
 
 

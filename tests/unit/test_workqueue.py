@@ -12,6 +12,7 @@ from minikube_py.client.workqueue import (
     RateLimitingQueue,
     ShutDown,
     default_controller_rate_limiter,
+    run_workers,
 )
 
 
@@ -150,3 +151,31 @@ async def test_add_rate_limited_requeues_after_the_backoff() -> None:
         assert await queue.get() == "k"
     queue.forget("k")
     assert queue.num_requeues("k") == 0
+
+
+async def test_workers_retry_a_failed_key_with_backoff_and_forget_it_once_it_syncs() -> None:
+    queue = RateLimitingQueue("t")
+    attempts: list[str] = []
+    failures: list[tuple[str, str]] = []
+    synced = asyncio.Event()
+
+    async def sync(key: str) -> None:
+        attempts.append(key)
+        if attempts.count(key) < 3:
+            raise ValueError(f"attempt {attempts.count(key)}")
+        synced.set()
+
+    workers = asyncio.create_task(run_workers(
+        queue, 2, sync, lambda key, error: failures.append((key, str(error)))))
+    queue.add("k")
+    async with asyncio.timeout(5):
+        await synced.wait()
+    assert attempts == ["k", "k", "k"]
+    assert failures == [("k", "attempt 1"), ("k", "attempt 2")]
+    assert queue.num_requeues("k") == 0, "a key that synced is forgotten"
+    workers.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await workers
+    with pytest.raises(ShutDown):
+        async with asyncio.timeout(5):
+            await queue.get()

@@ -30,7 +30,7 @@ from minikube_py.api.resources import RESOURCES, Resource, by_kind
 from minikube_py.client.errors import Conflict, NotFound
 from minikube_py.client.informer import EventHandler
 from minikube_py.client.rest import ResourceClient
-from minikube_py.client.workqueue import RateLimitingQueue, ShutDown
+from minikube_py.client.workqueue import RateLimitingQueue, worker
 from minikube_py.controllers.base import Controller, ControllerContext, ExpectedSyncError
 from minikube_py.controllers.garbagecollector.graph import (
     FOREGROUND_FINALIZER,
@@ -111,8 +111,9 @@ class GarbageCollector(Controller):
     async def run(self, workers: int | None = None) -> None:
         """Workers for attempt_to_delete (the base loop) and for attempt_to_orphan."""
         count = workers or self.workers
-        orphaners = [asyncio.create_task(self._orphan_worker(), name=f"{self.name}-orphan-{i}")
-                     for i in range(count)]
+        orphaners = [asyncio.create_task(
+            worker(self.attempt_to_orphan, self.attempt_to_orphan_item, self._orphan_failed),
+            name=f"{self.name}-orphan-{i}") for i in range(count)]
         try:
             await super().run(count)
         finally:
@@ -315,23 +316,9 @@ class GarbageCollector(Controller):
 
     # -- attemptToOrphan ------------------------------------------------------------------------
 
-    async def _orphan_worker(self) -> None:
-        while True:
-            try:
-                uid = await self.attempt_to_orphan.get()
-            except ShutDown:
-                return
-            try:
-                await self.attempt_to_orphan_item(uid)
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:
-                log.info("%s: orphaning the dependents of %s failed: %s", self.name, uid, error)
-                self.attempt_to_orphan.add_rate_limited(uid)
-            else:
-                self.attempt_to_orphan.forget(uid)
-            finally:
-                self.attempt_to_orphan.done(uid)
+    def _orphan_failed(self, uid: str, error: Exception) -> None:
+        """Say why an owner's dependents could not be orphaned (retried with backoff)."""
+        log.info("%s: orphaning the dependents of %s failed: %s", self.name, uid, error)
 
     async def attempt_to_orphan_item(self, uid: str) -> None:
         """attemptToOrphanWorker: drop the owner's reference from every dependent, then

@@ -32,7 +32,7 @@ from minikube_py.api.selectors import SelectorError, label_selector_from_dict
 from minikube_py.client.errors import NotFound
 from minikube_py.client.informer import EventHandler
 from minikube_py.client.store import object_key
-from minikube_py.client.workqueue import RateLimitingQueue, ShutDown
+from minikube_py.client.workqueue import RateLimitingQueue, worker
 from minikube_py.controllers.base import Controller, ControllerContext
 from minikube_py.controllers.controller_ref import (
     claim,
@@ -109,7 +109,9 @@ class JobController(Controller):
 
     async def run(self, workers: int | None = None) -> None:
         """The Job workers, plus one worker removing finalizers from orphaned pods."""
-        orphans = asyncio.create_task(self._orphan_worker(), name="job-orphan-pod-worker")
+        orphans = asyncio.create_task(
+            worker(self.orphan_queue, self._sync_orphan_pod, self._orphan_pod_failed),
+            name="job-orphan-pod-worker")
         try:
             await super().run(workers)
         finally:
@@ -244,24 +246,9 @@ class JobController(Controller):
 
     # -- orphan pods ---------------------------------------------------------------------------
 
-    async def _orphan_worker(self) -> None:
-        """The orphanQueue's worker: one key at a time, retried with backoff."""
-        while True:
-            try:
-                key = await self.orphan_queue.get()
-            except ShutDown:
-                return
-            try:
-                await self._sync_orphan_pod(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:
-                log.info("job: removing the finalizer of orphan pod %s: %s", key, error)
-                self.orphan_queue.add_rate_limited(key)
-            else:
-                self.orphan_queue.forget(key)
-            finally:
-                self.orphan_queue.done(key)
+    def _orphan_pod_failed(self, key: str, error: Exception) -> None:
+        """Say why an orphan pod's finalizer stayed (the orphanQueue retries it with backoff)."""
+        log.info("job: removing the finalizer of orphan pod %s: %s", key, error)
 
     async def _sync_orphan_pod(self, key: str) -> None:
         """syncOrphanPod: remove the finalizer unless a running Job (still) owns the pod."""

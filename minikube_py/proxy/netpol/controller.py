@@ -47,19 +47,9 @@ BACKOFF_INITIAL, BACKOFF_MAX = 1.0, 30.0
 
 
 class PolicyTables(NFTables):
-    """The nft commands of the enforcer's own table."""
+    """The nft commands of the enforcer's own table, `inet kube-network-policies`."""
 
-    async def list_table(self) -> str:
-        """`nft list table inet kube-network-policies` ("" when there is none)."""
-        code, out, _ = await self._run("nft", "list", "table", *TABLE.split())
-        return out if code == 0 else ""
-
-    async def cleanup(self) -> bool:
-        """Delete the enforcer's table. Whether there was one."""
-        if not await self.list_table():
-            return False
-        await self.apply(f"delete table {TABLE}\n")
-        return True
+    table = TABLE
 
 
 def compile_node(policies: list[Obj], pods: list[Obj], namespaces: list[Obj], node: str
