@@ -119,7 +119,6 @@ CLUSTER_TESTS = ("tests/e2e/", "tests/test_cluster_cli.py", "tests/test_lab_read
                  "tests/test_docker_coexist.py", "tests/test_compose_up.py",
                  "tests/test_join.py",
                  "tests/test_benchmark_smoke.py::test_cluster_up_benchmark",
-                 "tests/test_benchmark_smoke.py::test_cluster_up_compose_benchmark",
                  "tests/test_benchmark_smoke.py::test_streaming_benchmark")
 # The modules on the session's containerd node: one unit, so one worker starts one node.
 CONTAINERD_TESTS = ("tests/test_kubelet.py", "tests/test_runtime_setup.py",

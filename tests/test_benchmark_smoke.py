@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.docker_engine import docker_engine, host_cas_in_build_context
-
 REPO = Path(__file__).resolve().parent.parent
 BENCHMARK = REPO / "benchmarks" / "apiserver.py"
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
@@ -158,22 +156,6 @@ def test_cluster_up_benchmark_quick_run_reports_cold_and_warm() -> None:
     output = run_quick("cluster_up.py", timeout=600)
     for metric in ("cold `up --nodes 2 --layout processes` (images built) -> all Ready",
                    "warm `up --nodes 2 --layout processes` -> all Ready, median of 1"):
-        assert metric in output, f"no line for {metric!r} in:\n{output}"
-
-
-@pytest.mark.slow
-def test_cluster_up_compose_benchmark_quick_run_reports_cold_and_warm(
-        tmp_path: Path) -> None:
-    """benchmarks/cluster_up.py --compose still runs end to end (one cold and one warm
-    `docker-compose up -d`), on a dockerd started for it when none runs."""
-    with docker_engine(tmp_path / "dockerd.log"):
-        # the base image the Dockerfile starts from (kept when its recipe made it)
-        subprocess.run([str(REPO / "compose" / "debian-base.sh")], check=True, timeout=900,
-                       capture_output=True, env={**os.environ, "DOCKER": "/usr/bin/docker"})
-        with host_cas_in_build_context():
-            output = run_quick("cluster_up.py", "--compose", timeout=1800)
-    for metric in ("cold `docker-compose up -d` (new volumes) -> 2 nodes Ready",
-                   "warm `docker-compose up -d` -> 2 nodes Ready, median of 1"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
 
 

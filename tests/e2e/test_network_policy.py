@@ -100,6 +100,7 @@ class Cluster:
 
     def __init__(self, home: Path) -> None:
         self.home = home
+        self.added: list[tuple[str, ...]] = []  # `kubectl label` arguments that undo a label
         pods = json.loads(kubectl(home, "get", "pods", "-A", "-l", "pod", "-o", "json").stdout)
         self.ips = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["status"]["podIP"]
                     for p in pods["items"]}
@@ -149,10 +150,21 @@ class Cluster:
         namespace, name = pod.split("/")
         kubectl(self.home, "label", "pod", "-n", namespace, name, "--overwrite",
                 *(f"{k}={v}" for k, v in labels.items()))
+        self.added.append(("pod", "-n", namespace, name,
+                           *(f"{k}-" for k in labels if k != "pod")))
 
     def label_namespace(self, namespace: str, labels: dict[str, str]) -> None:
         kubectl(self.home, "label", "namespace", namespace, "--overwrite",
                 *(f"{k}={v}" for k, v in labels.items()))
+        self.added.append(("namespace", namespace, *(f"{k}-" for k in labels if k != NS_LABEL)))
+
+    def undo(self) -> None:
+        """Delete the case's policies and remove the labels it added to the shared pods
+        and namespaces."""
+        kubectl(self.home, "delete", "networkpolicies", "--all", "--all-namespaces",
+                "--wait=false")
+        for labelled in self.added:
+            kubectl(self.home, "label", *labelled)
 
 
 @pytest.fixture(scope="module")
@@ -178,14 +190,9 @@ def cluster_home(fast_tmp: Path) -> Iterator[Path]:
 @pytest.fixture
 def k8s(cluster_home: Path) -> Iterator[Cluster]:
     """The shared pods; afterwards, the case's policies and labels go again."""
-    yield Cluster(cluster_home)
-    for namespace in NAMESPACES:
-        kubectl(cluster_home, "delete", "networkpolicies", "--all", "-n", namespace,
-                "--wait=false")
-        kubectl(cluster_home, "label", "namespace", namespace, "ns2-", check=False)
-        for name in POD_NAMES:
-            kubectl(cluster_home, "label", "pod", "-n", namespace, name, "pod2-", "target-",
-                    check=False)
+    cluster = Cluster(cluster_home)
+    yield cluster
+    cluster.undo()
 
 
 # --- policies, as upstream's GenNetworkPolicy* helpers make them ---------------------------
