@@ -1,0 +1,62 @@
+// The page: its tabs, the one event stream from the server, and the state every view reads.
+//
+//   api/watch (Server-Sent Events) --> state (one Map per kind, by namespace/name)
+//                                  --> each view's changed(kind, type, object): it redraws
+//                                      on the next animation frame, animating the change
+import { ClusterView } from "./cluster.js";
+import { keyOf } from "./dom.js";
+import { EventsView } from "./events.js";
+import { SchedulerView } from "./scheduler.js";
+import { TraceView } from "./trace.js";
+
+const KINDS = ["Node", "Pod", "Service", "EndpointSlice", "Event"];
+
+class Dashboard {
+  constructor() {
+    this.state = Object.fromEntries(KINDS.map((kind) => [kind, new Map()]));
+    this.trace = new TraceView(this);
+    this.scheduler = new SchedulerView(this);
+    this.cluster = new ClusterView(this);
+    this.events = new EventsView(this);
+    this.views = [this.cluster, this.events];
+    for (const button of document.querySelectorAll("nav button")) {
+      button.addEventListener("click", () => this.show(button.dataset.view));
+    }
+  }
+
+  // Open another tab of the page (cluster, trace, scheduler, events).
+  show(view) {
+    for (const button of document.querySelectorAll("nav button")) {
+      button.classList.toggle("active", button.dataset.view === view);
+    }
+    for (const section of document.querySelectorAll("section.view")) {
+      section.classList.toggle("active", section.id === `view-${view}`);
+    }
+  }
+
+  connect() {
+    const status = document.getElementById("status");
+    const source = new EventSource("api/watch");
+    source.addEventListener("snapshot", (message) => {
+      const snapshot = JSON.parse(message.data);
+      for (const kind of KINDS) {
+        this.state[kind] = new Map((snapshot[kind] || []).map((o) => [keyOf(o), o]));
+      }
+      status.textContent = "live";
+      document.body.dataset.snapshot = "loaded";
+      for (const view of this.views) view.reset();
+    });
+    source.onmessage = (message) => {
+      const { type, kind, object } = JSON.parse(message.data);
+      const objects = this.state[kind];
+      if (type === "DELETED") objects.delete(keyOf(object));
+      else objects.set(keyOf(object), object);
+      for (const view of this.views) view.changed(kind, type, object);
+    };
+    source.onerror = () => { status.textContent = "reconnecting…"; };
+  }
+}
+
+const dashboard = new Dashboard();
+window.dashboard = dashboard;
+dashboard.connect();
