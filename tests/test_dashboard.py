@@ -14,6 +14,7 @@ saw under its tmp_path; their paths are printed, so a failing test shows where t
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -445,3 +446,88 @@ def test_events_list_is_live_and_filters_by_object(
     assert row.get_attribute("data-object") == "Pod/web-1"
     assert "Scheduled" in row.text
     page("events")
+
+
+# -- `minikube-py dashboard`: the local proxy -------------------------------------------------
+
+@pytest.fixture
+def deployed(apiserver: APIServerProcess, dashboard: tuple[str, int],
+             kubeconfig: Path, tmp_path: Path) -> Iterator[Path]:
+    """The dashboard behind kube-system/dashboard, as a cluster runs it; a
+    MINIKUBE_PY_HOME whose kubeconfig names the shared API server."""
+    base = apiserver.url
+    address, port = dashboard
+    call(base, "POST", "/api/v1/namespaces/kube-system/services", {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "dashboard"},
+        "spec": {"ports": [{"port": 80, "targetPort": port}]}})
+    try:
+        call(base, "POST", "/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices", {
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "dashboard-1",
+                         "labels": {"kubernetes.io/service-name": "dashboard"}},
+            "addressType": "IPv4", "endpoints": [{"addresses": [address]}],
+            "ports": [{"name": "", "port": port, "protocol": "TCP"}]})
+        home = tmp_path / "home"
+        home.mkdir()
+        (home / "kubeconfig").write_text(kubeconfig.read_text())
+        yield home
+    finally:
+        for path in ("/api/v1/namespaces/kube-system/services/dashboard",
+                     "/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices/"
+                     "dashboard-1"):
+            try:
+                call(base, "DELETE", path)
+            except AssertionError:
+                pass
+
+
+def status_of(url: str, method: str = "GET", host: str = "") -> int:
+    request = urllib.request.Request(url, method=method,
+                                     headers={"Host": host} if host else {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_minikube_py_dashboard_prints_a_url_that_opens_the_live_view_through_a_local_proxy(
+        deployed: Path, browser: WebDriver, processes: Callable[..., subprocess.Popen[Any]],
+        tmp_path: Path) -> None:
+    process = processes([sys.executable, "-m", "minikube_py.cluster", "dashboard", "--url"],
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                        env={**os.environ, "MINIKUBE_PY_HOME": str(deployed)})
+    assert process.stdout is not None
+    url = process.stdout.readline().strip()
+    assert url.startswith("http://127.0.0.1:"), (url, process.stderr.read() if
+                                                  process.poll() is not None else "")
+    assert url.endswith("/api/v1/namespaces/kube-system/services/dashboard/proxy/")
+
+    browser.get_log("browser")
+    browser.get(url)
+    wait_for(browser, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute(
+        "data-snapshot") == "loaded", "the first snapshot through the local proxy")
+    browser.save_screenshot(str(tmp_path / "through-local-proxy.png"))
+    print(f"screenshot: {tmp_path / 'through-local-proxy.png'}")
+    assert not [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+
+    # the proxy passes on GETs of the dashboard's path, asked by this machine, only
+    origin = url.split("/api/")[0]
+    assert status_of(f"{url}healthz") == 200
+    assert status_of(f"{origin}/api/v1/namespaces/kube-system/secrets") == 403
+    assert status_of(f"{url}healthz", method="POST") == 403
+    assert status_of(f"{url}healthz", host="attacker.example:80") == 403
+
+
+def test_minikube_py_dashboard_says_in_one_line_when_the_cluster_has_no_dashboard(
+        kubeconfig: Path, tmp_path: Path) -> None:
+    (tmp_path / "kubeconfig").write_text(kubeconfig.read_text())
+    result = subprocess.run([sys.executable, "-m", "minikube_py.cluster", "dashboard", "--url"],
+                            capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "MINIKUBE_PY_HOME": str(tmp_path)})
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "error: the dashboard is not deployed in this cluster (no Service "
+        "kube-system/dashboard); run it with `python -m minikube_py.dashboard` behind such "
+        "a Service")
+    assert result.stdout == ""
