@@ -38,6 +38,7 @@ class Dashboard {
     const status = document.getElementById("status");
     const source = new EventSource("api/watch");
     source.addEventListener("snapshot", (message) => {
+      document.body.dataset.snapshotAt = String(performance.now());
       const snapshot = JSON.parse(message.data);
       for (const kind of KINDS) {
         this.state[kind] = new Map((snapshot[kind] || []).map((o) => [keyOf(o), o]));

@@ -141,6 +141,11 @@ export class ClusterView {
     this.root.setAttribute("height", y);
     this.changes.clear();
     this.root.dataset.drawn = String(performance.now());
+    if (!this.root.dataset.painted) {  // the first paint: the frame after the first drawing
+      requestAnimationFrame(() => setTimeout(() => {
+        this.root.dataset.painted = String(performance.now());
+      }));
+    }
     this.showSelection();
   }
 
