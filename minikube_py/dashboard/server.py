@@ -6,6 +6,9 @@ the trace receiver's answers passed on.
                                draws), then one `data:` line per watch event (hub.py)
     GET /api/traces?resource=pods&namespace=default&name=web
     GET /api/traces/<trace id> the trace receiver's answer, as it gave it
+    GET /api/traces?...&follow=true
+                               the receiver's spans of the object as JSON lines, then each
+                               new one as it comes (the page's "follow" mode), streamed
     GET /healthz
 
 Every URL the page uses is relative, so the same page works at / and behind the API
@@ -110,8 +113,9 @@ class Dashboard(Component):
             self.hub.leave(queue)
         return response
 
-    async def traces(self, request: web.Request) -> web.Response:
-        """The trace receiver's answer for one trace, or for every trace naming an object."""
+    async def traces(self, request: web.Request) -> web.StreamResponse:
+        """The trace receiver's answer for one trace, or for every trace naming an object
+        (with follow=true: streamed on until the tab stops reading)."""
         base = await self._receiver()
         if not base:
             return _error(503, "this cluster names no trace receiver "
@@ -121,12 +125,36 @@ class Dashboard(Component):
         url = f"{base}/api/v1/traces/{trace_id}" if trace_id else f"{base}/api/v1/traces"
         params = {} if trace_id else {key: request.query.get(key, "")
                                       for key in ("resource", "namespace", "name")}
+        if not trace_id and request.query.get("follow") == "true":
+            return await self._follow(request, url, {**params, "follow": "true"}, base)
         try:
             async with aiohttp.ClientSession(timeout=TRACE_TIMEOUT) as session, \
                     session.get(url, params=params) as answer:
                 return web.Response(body=await answer.read(), status=answer.status,
                                     content_type="application/json")
         except (aiohttp.ClientError, TimeoutError) as error:
+            return _error(502, f"cannot reach the trace receiver at {base}: {error}")
+
+    async def _follow(self, request: web.Request, url: str, params: dict[str, str],
+                      base: str) -> web.StreamResponse:
+        """The receiver's follow stream, passed on as it comes."""
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10)
+        try:
+            async with aiohttp.ClientSession(timeout=timeout) as session, \
+                    session.get(url, params=params) as answer:
+                if answer.status != 200:
+                    return web.Response(body=await answer.read(), status=answer.status,
+                                        content_type="application/json")
+                response = web.StreamResponse(headers={
+                    "Content-Type": "application/x-ndjson", "Cache-Control": "no-cache"})
+                await response.prepare(request)
+                try:
+                    async for chunk in answer.content.iter_any():
+                        await response.write(chunk)
+                except (ConnectionResetError, aiohttp.ClientError, asyncio.CancelledError):
+                    pass  # the tab left, or the receiver stopped: the page says so
+                return response
+        except aiohttp.ClientError as error:
             return _error(502, f"cannot reach the trace receiver at {base}: {error}")
 
     async def _receiver(self) -> str:

@@ -34,9 +34,12 @@ class Dashboard {
     }
   }
 
+  // The event stream; it reconnects by itself after a network error, and is opened again
+  // here when the browser gave it up (an answer that was not an event stream).
   connect() {
     const status = document.getElementById("status");
     const source = new EventSource("api/watch");
+    this.source = source;
     source.addEventListener("snapshot", (message) => {
       document.body.dataset.snapshotAt = String(performance.now());
       const snapshot = JSON.parse(message.data);
@@ -54,10 +57,24 @@ class Dashboard {
       else objects.set(keyOf(object), object);
       for (const view of this.views) view.changed(kind, type, object);
     };
-    source.onerror = () => { status.textContent = "reconnecting…"; };
+    source.onerror = () => {
+      status.textContent = "reconnecting…";
+      if (source.readyState === EventSource.CLOSED && this.source === source) {
+        setTimeout(() => this.connect(), 1000);
+      }
+    };
   }
 }
 
 const dashboard = new Dashboard();
 window.dashboard = dashboard;
 dashboard.connect();
+// A page the browser leaves holds no stream: a browser opens 6 connections to a host at
+// most, and the streams of pages kept for "back" would take them all. It comes back with
+// a fresh snapshot.
+window.addEventListener("pagehide", () => {
+  dashboard.source.close();
+  dashboard.source = null;
+  dashboard.trace.stopFollowing();
+});
+window.addEventListener("pageshow", (event) => { if (event.persisted) dashboard.connect(); });

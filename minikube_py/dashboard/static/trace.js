@@ -1,9 +1,10 @@
 // A request's path: one trace as swimlanes, one lane per component (the span's service),
 // spans to time scale with their durations, an arrow wherever the work passes from one
 // component to another (a span whose parent is in another lane), and a click on a span
-// shows its attributes and events.
+// shows its attributes and events. "follow": the object's spans as they come (the
+// receiver's follow stream), the newest trace redrawn with each.
 import { html, svg, titled } from "./dom.js";
-import { fetchTraces, milliseconds } from "./traces.js";
+import { fetchTraces, followTraces, milliseconds } from "./traces.js";
 
 const LABEL = 170;     // the lane names' column
 const ROW = 20;        // one row of spans in a lane
@@ -17,9 +18,12 @@ export class TraceView {
     this.choice = document.getElementById("trace-choice");
     this.message = document.getElementById("trace-message");
     this.traces = [];
+    this.following = null;  // the AbortController of the follow stream being read
+    this.frame = 0;
     this.form.addEventListener("submit", (event) => {
       event.preventDefault();
-      this.load(Object.fromEntries(new FormData(this.form)));
+      const query = Object.fromEntries(new FormData(this.form));
+      if (query.follow && !query.traceId) this.follow(query); else this.load(query);
     });
     this.choice.addEventListener("change", () => this.draw(this.traces[this.choice.value]));
   }
@@ -35,6 +39,7 @@ export class TraceView {
   }
 
   async load(query) {
+    this.stopFollowing();
     this.message.textContent = "loading…";
     let found;
     try {
@@ -43,18 +48,59 @@ export class TraceView {
       this.message.textContent = error.message;
       return;
     }
-    this.traces = (found.traces || []).filter((t) => t.spans.length)
-      .sort((a, b) => a.spans[0].start - b.spans[0].start);
+    this.traces = (found.traces || []).filter((t) => t.spans.length);
+    this.showNewest(found.message || "No traces found.");
+  }
+
+  // Follow: every span of the object's traces, then each new one; redraw as they come.
+  async follow({ resource, namespace, name }) {
+    this.stopFollowing();
+    const following = new AbortController();
+    this.following = following;
+    this.traces = [];
+    this.root.replaceChildren();
+    this.message.textContent = `following ${resource}/${name}: waiting for spans…`;
+    const byId = new Map();
+    try {
+      await followTraces({ resource, namespace, name }, following.signal, (span) => {
+        if (!byId.has(span.traceId)) {
+          byId.set(span.traceId, { traceId: span.traceId, spans: [] });
+          this.traces.push(byId.get(span.traceId));
+        }
+        byId.get(span.traceId).spans.push(span);
+        this.message.textContent = `following ${resource}/${name}`;
+        if (!this.frame) {
+          this.frame = requestAnimationFrame(() => { this.frame = 0; this.showNewest(""); });
+        }
+      });
+      if (this.following === following) {  // the receiver ended the stream
+        this.following = null;
+        this.message.textContent = `stopped following ${resource}/${name}: the stream ended`;
+      }
+    } catch (error) {
+      if (error.name !== "AbortError") this.message.textContent = error.message;
+    }
+  }
+
+  stopFollowing() {
+    if (this.following) this.following.abort();
+    this.following = null;
+  }
+
+  // The trace choice filled in (oldest first), the newest trace drawn.
+  showNewest(none) {
+    const first = (trace) => Math.min(...trace.spans.map((s) => s.start));
+    this.traces.sort((a, b) => first(a) - first(b));
     this.choice.replaceChildren(...this.traces.map((trace, i) => html("option", { value: i },
       `${trace.traceId.slice(0, 12)}… ${trace.spans[0].name} (${trace.spans.length} spans)`)));
     this.choice.hidden = this.traces.length < 2;
     if (!this.traces.length) {
-      this.message.textContent = found.message || "No traces found.";
+      this.message.textContent = none;
       this.root.replaceChildren();
       return;
     }
     this.choice.value = this.traces.length - 1;
-    this.message.textContent = "";
+    if (!this.following) this.message.textContent = "";
     this.draw(this.traces[this.traces.length - 1]);
   }
 
