@@ -13,6 +13,7 @@ saw under its tmp_path; their paths are printed, so a failing test shows where t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -101,17 +102,15 @@ def host_address() -> str:
         return str(probe.getsockname()[0])
 
 
-@pytest.fixture(scope="module")
-def dashboard(kubeconfig: Path, trace_receiver: str,
-              tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
-    """`python -m minikube_py.dashboard` on the shared API server; its address and port."""
-    address = host_address()
-    log = tmp_path_factory.mktemp("dashboard") / "dashboard.log"
+@contextlib.contextmanager
+def running_dashboard(kubeconfig: Path, log: Path, address: str, *flags: str
+                      ) -> Iterator[int]:
+    """`python -m minikube_py.dashboard` on the shared API server, on a port it picks
+    (read from its log); stopped at the end, pass or fail."""
     with log.open("wb") as sink:
         process = subprocess.Popen(
             [sys.executable, "-m", "minikube_py.dashboard", f"--kubeconfig={kubeconfig}",
-             f"--bind-address={address}", "--port=0", f"--traces-url={trace_receiver}",
-             "-v", "2"], stderr=sink)
+             f"--bind-address={address}", "--port=0", "-v", "2", *flags], stderr=sink)
     try:
         deadline = time.monotonic() + 60
         while "serving on http://" not in log.read_text():
@@ -119,10 +118,20 @@ def dashboard(kubeconfig: Path, trace_receiver: str,
             assert time.monotonic() < deadline, f"the dashboard did not start:\n{log.read_text()}"
             time.sleep(0.05)
         line = next(line for line in log.read_text().splitlines() if "serving on" in line)
-        yield address, int(line.rsplit(":", 1)[1].strip("/"))
+        yield int(line.rsplit(":", 1)[1].strip("/"))
     finally:
         process.terminate()
         process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def dashboard(kubeconfig: Path, trace_receiver: str,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    """The dashboard the browser tests use; its address and port."""
+    address = host_address()
+    log = tmp_path_factory.mktemp("dashboard") / "dashboard.log"
+    with running_dashboard(kubeconfig, log, address, f"--traces-url={trace_receiver}") as port:
+        yield address, port
 
 
 @pytest.fixture
@@ -569,3 +578,30 @@ def test_minikube_py_dashboard_says_in_one_line_when_the_cluster_has_no_dashboar
         "kube-system/dashboard); run it with `python -m minikube_py.dashboard` behind such "
         "a Service")
     assert result.stdout == ""
+
+
+# -- the trace receiver away ------------------------------------------------------------------
+
+def get_status(url: str) -> tuple[int, dict[str, Any]]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            return answer.status, json.load(answer)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+def test_traces_say_why_when_no_receiver_is_named_or_it_cannot_be_reached(
+        kubeconfig: Path, tmp_path: Path) -> None:
+    query = "api/traces?resource=pods&namespace=default&name=web-1"
+    with running_dashboard(kubeconfig, tmp_path / "unnamed.log", "127.0.0.1") as port:
+        assert get_status(f"http://127.0.0.1:{port}/{query}") == (503, {
+            "code": 503, "message": "this cluster names no trace receiver "
+                                    "(kube-public/minikube-py-tracing is not there); start "
+                                    "the dashboard with --traces-url"})
+    gone = f"http://127.0.0.1:{free_port()}"
+    with running_dashboard(kubeconfig, tmp_path / "gone.log", "127.0.0.1",
+                           f"--traces-url={gone}") as port:
+        for path in (query, f"{query}&follow=true", "api/traces/" + "ab" * 16):
+            status, body = get_status(f"http://127.0.0.1:{port}/{path}")
+            assert status == 502, (path, body)
+            assert body["message"].startswith(f"cannot reach the trace receiver at {gone}: ")
