@@ -465,6 +465,40 @@ def test_scheduler_panel_lists_every_node_with_its_filter_result_and_score(
         f"attempt 1: bound to {nodes[1]}")
 
 
+def test_links_open_an_objects_path_one_trace_a_scheduling_and_an_objects_events(
+        apiserver: APIServerProcess, trace_receiver: str, namespace: str, nodes: list[str],
+        proxied_url: str, page: Callable[[str], Path], browser: WebDriver) -> None:
+    trace_id = send_trace(trace_receiver, namespace, nodes)
+    call(apiserver.url, "POST", f"/api/v1/namespaces/{namespace}/events", {
+        "apiVersion": "v1", "kind": "Event", "metadata": {"name": "web-1.scheduled"},
+        "involvedObject": {"kind": "Pod", "name": "web-1", "namespace": namespace},
+        "reason": "Scheduled", "message": f"assigned to {nodes[1]}", "type": "Normal",
+        "source": {"component": "default-scheduler"}, "count": 1,
+        "lastTimestamp": "2026-01-01T00:00:00Z"})
+    active = 'section.view.active'
+
+    browser.get(f"{proxied_url}#scheduler/{namespace}/web-1")
+    wait_for(browser, lambda d: drawn(d, ".decision-table tr.chosen"), "the decision table")
+    assert browser.find_element(By.CSS_SELECTOR, active).get_attribute("id") == "view-scheduler"
+
+    browser.get(f"{proxied_url}#trace/{trace_id}")
+    wait_for(browser, lambda d: d.find_element(By.ID, "swimlanes").get_attribute(
+        "data-trace-id") == trace_id and len(drawn(d, "#swimlanes g.span")) == 5, "the trace")
+    assert browser.find_element(By.CSS_SELECTOR, active).get_attribute("id") == "view-trace"
+
+    browser.get(f"{proxied_url}#events/{namespace}/Pod/web-1")
+    (row,) = wait_for(browser, lambda d: drawn(d, "#events tbody tr"), "the pod's Event")
+    assert row.get_attribute("data-object") == "Pod/web-1"
+    assert browser.find_element(By.CSS_SELECTOR, active).get_attribute("id") == "view-events"
+    browser.execute_script("document.getElementById('swimlanes').replaceChildren()")
+    row.click()  # an Event leads to its object's path
+    wait_for(browser, lambda d: len(drawn(d, "#swimlanes g.span")) == 5, "the pod's path")
+    form = browser.find_element(By.ID, "trace-form")
+    assert [form.find_element(By.NAME, n).get_attribute("value")
+            for n in ("resource", "namespace", "name")] == ["pods", namespace, "web-1"]
+    page("linked-trace")
+
+
 # -- events -----------------------------------------------------------------------------------
 
 def test_events_list_is_live_and_filters_by_object(

@@ -3,6 +3,12 @@
 //   api/watch (Server-Sent Events) --> state (one Map per kind, by namespace/name)
 //                                  --> each view's changed(kind, type, object): it redraws
 //                                      on the next animation frame, animating the change
+//
+// Links into the page (its URL's fragment):
+//   #trace/<resource>/<namespace>/<name>   an object's path (namespace empty for a node)
+//   #trace/<trace id>                      one trace
+//   #scheduler/<namespace>/<pod>           the scheduler's decision for a pod
+//   #events/<namespace>/<Kind>/<name>      the Events of one object
 import { ClusterView } from "./cluster.js";
 import { keyOf } from "./dom.js";
 import { EventsView } from "./events.js";
@@ -22,6 +28,18 @@ class Dashboard {
     for (const button of document.querySelectorAll("nav button")) {
       button.addEventListener("click", () => this.show(button.dataset.view));
     }
+  }
+
+  // Follow a link into the page (the fragment, without its #).
+  route(fragment) {
+    const [view, ...parts] = fragment.split("/").map(decodeURIComponent);
+    if (view === "trace" && parts.length === 3) this.trace.showObject(...parts);
+    else if (view === "trace" && parts.length === 1) this.trace.showTrace(parts[0]);
+    else if (view === "scheduler" && parts.length === 2) this.scheduler.showPod(...parts);
+    else if (view === "events" && parts.length === 3) {
+      this.events.showObject(parts[0], `${parts[1]}/${parts[2]}`);
+    }
+    else if (["cluster", "trace", "scheduler", "events"].includes(view)) this.show(view);
   }
 
   // Open another tab of the page (cluster, trace, scheduler, events).
@@ -78,3 +96,5 @@ window.addEventListener("pagehide", () => {
   dashboard.trace.stopFollowing();
 });
 window.addEventListener("pageshow", (event) => { if (event.persisted) dashboard.connect(); });
+window.addEventListener("hashchange", () => dashboard.route(location.hash.slice(1)));
+if (location.hash) dashboard.route(location.hash.slice(1));

@@ -1,6 +1,13 @@
 // Events, live: newest first, filtered by the object they are about (Kind/name, or a
-// part of its name) and by namespace.
+// part of its name) and by namespace. A click on an Event shows its object's path.
 import { html } from "./dom.js";
+
+// The resource of a kind, as the trace receiver names objects: upstream's plurals of the
+// kinds Events are about are the kind in lower case plus "s" (Endpoints stays itself).
+function resourceOf(kind) {
+  const lower = kind.toLowerCase();
+  return lower.endsWith("s") ? lower : `${lower}s`;
+}
 
 const SHOWN = 500;  // rows drawn at most
 
@@ -15,6 +22,14 @@ export class EventsView {
   }
 
   reset() { this.schedule(); }
+
+  // Open this tab on the Events of one object (Kind/name, in a namespace or none).
+  showObject(namespace, object) {
+    this.form.namespace.value = namespace;
+    this.form.object.value = object;
+    this.dashboard.show("events");
+    this.draw();
+  }
 
   changed(kind) { if (kind === "Event") this.schedule(); }
 
@@ -39,6 +54,8 @@ export class EventsView {
       const row = html("tr", { class: `event ${event.type}` });
       const object = `${event.object.kind}/${event.object.name}`;
       row.dataset.object = object;
+      row.addEventListener("click", () => this.dashboard.trace.showObject(
+        resourceOf(event.object.kind), event.object.namespace, event.object.name));
       row.append(html("td", {}, event.time), html("td", {}, event.type),
         html("td", {}, event.object.namespace ? `${event.object.namespace}/${object}` : object),
         html("td", {}, event.reason), html("td", {}, event.source),

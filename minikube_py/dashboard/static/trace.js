@@ -34,8 +34,17 @@ export class TraceView {
     this.form.namespace.value = namespace;
     this.form.name.value = name;
     this.form.traceId.value = "";
+    this.form.follow.checked = false;
     this.dashboard.show("trace");
     this.load({ resource, namespace, name, traceId: "" });
+  }
+
+  // Open this tab on one trace.
+  showTrace(traceId) {
+    this.form.traceId.value = traceId;
+    this.form.follow.checked = false;
+    this.dashboard.show("trace");
+    this.load({ traceId });
   }
 
   async load(query) {
