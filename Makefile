@@ -74,6 +74,8 @@ apt:
 	command -v haproxy >/dev/null 2>&1 || missing="$$missing haproxy"; \
 	command -v dockerd >/dev/null 2>&1 || missing="$$missing docker.io"; \
 	command -v debootstrap >/dev/null 2>&1 || missing="$$missing debootstrap"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \

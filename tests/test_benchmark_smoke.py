@@ -231,3 +231,15 @@ def test_netpol_benchmark_quick_run_reports_every_target() -> None:
         lines = [line for line in output.splitlines() if metric in line]
         assert len(lines) == 1, f"no line for {metric!r} in:\n{output}"
         assert " PASS |" in lines[0] or " FAIL |" in lines[0], lines[0]
+
+
+@pytest.mark.slow
+def test_dashboard_benchmark_quick_run_reports_every_target() -> None:
+    """benchmarks/dashboard.py still runs end to end (20 hollow nodes, 200 pods, the page
+    in Debian's chromium, three tabs on one watch)."""
+    output = run_quick("dashboard.py", timeout=600)
+    for metric in ("first paint of the cluster view, 200 pods on 20 hollow nodes",
+                   "dashboard CPU, idle with a tab open",
+                   "dashboard RSS with 200 pods",
+                   "API server WATCH requests on pods, 3 tabs open | 1 | 1 | PASS"):
+        assert metric in output, f"no line for {metric!r} in:\n{output}"

@@ -49,6 +49,7 @@ from minikube_py.cluster.components import (
     TraceReceiverProcess,
     kind_of,
 )
+from minikube_py.cluster.dashboard_command import add_dashboard_command
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.etcd_snapshot import add_etcd_bump_revision_command
 from minikube_py.cluster.haproxy import HAProxyProcess
@@ -1001,6 +1002,7 @@ def main(argv: list[str] | None = None) -> None:
                         ).set_defaults(run=etcdctl_env)
     add_etcd_bump_revision_command(commands)
     add_image_command(commands, home)
+    add_dashboard_command(commands, home)
     add_ssh_command(commands, home, lambda: node_networks(_saved_cluster(home())))
     add_token_command(commands, home)
     add_join_command(commands, home, down=stop)

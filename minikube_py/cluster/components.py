@@ -213,6 +213,14 @@ class GatewayProcess(ClientComponentProcess):
     module = "minikube_py.gateway"
 
 
+class DashboardProcess(ClientComponentProcess):
+    """`python -m minikube_py.dashboard`: the page and its event stream, /healthz once its
+    informers have synced."""
+
+    component = "the dashboard"
+    module = "minikube_py.dashboard"
+
+
 class DNSProcess(ClientComponentProcess):
     """`python -m minikube_py.dns`: answers on dns_address:dns_port (UDP and TCP; every
     address unless told), /healthz and /metrics on the metrics port, and publishes itself

@@ -12,7 +12,7 @@ The packages of minikube_py are of three sorts:
   the `cri_logs` module (reading the CRI log files containerd writes, cri-client's logs);
 - components: `apiserver`, `controllers`, `scheduler`, `kubelet`, `proxy`, `dns`, `images`,
   `mkctl`, `metrics`, `tracestore` (the trace receiver), `provisioner` (local-path),
-  `gateway` (Ingress and Gateway API). A
+  `gateway` (Ingress and Gateway API), `dashboard` (the web dashboard). A
   component imports shared libraries and itself, never another component: each runs as
   its own process and reaches the others only through the API server (images are built
   and pushed without a node);

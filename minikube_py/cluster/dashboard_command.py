@@ -1,0 +1,84 @@
+"""`minikube-py dashboard [--url] [--port N]`: the dashboard in a browser, as
+`minikube dashboard` opens it.
+
+    1. the cluster's kubeconfig ($MINIKUBE_PY_HOME/kubeconfig): the Service
+       kube-system/dashboard must be there
+    2. a local proxy on 127.0.0.1 (client/apiproxy.py, like `kubectl proxy`), passing on
+       only GETs of that Service's proxy path
+    3. the URL through it: .../api/v1/namespaces/kube-system/services/dashboard/proxy/,
+       printed, and opened in a browser unless --url
+    4. the proxy serves until Ctrl-C
+
+No port is opened but the proxy's, on loopback; the dashboard itself is reached through
+the API server's service proxy, with the kubeconfig's credentials.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import webbrowser
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from minikube_py.client.apiproxy import APIProxy
+from minikube_py.client.errors import ClientError, NotFound
+from minikube_py.client.kubeconfig import KubeconfigError
+from minikube_py.client.rest import Client
+
+NAMESPACE = "kube-system"
+SERVICE = "dashboard"
+PROXY_PATH = f"/api/v1/namespaces/{NAMESPACE}/services/{SERVICE}/proxy/"
+
+
+async def serve(kubeconfig: Path, port: int, open_browser: bool) -> None:
+    """Check the dashboard is there, then proxy to it until cancelled."""
+    async with Client.from_kubeconfig(kubeconfig, user_agent="minikube-py-dashboard") as client:
+        try:
+            await client.resource("services").get(SERVICE, NAMESPACE)
+        except NotFound:
+            sys.exit(f"error: the dashboard is not deployed in this cluster (no Service "
+                     f"{NAMESPACE}/{SERVICE}); run it with `python -m minikube_py.dashboard` "
+                     f"behind such a Service")
+        except ClientError as error:
+            sys.exit(f"error: cannot reach the cluster's API server: {error}")
+        proxy = APIProxy(client, PROXY_PATH, port)
+        try:
+            await proxy.start()
+        except OSError as error:
+            sys.exit(f"error: cannot listen on 127.0.0.1:{port}: {error}")
+        print(proxy.url, flush=True)
+        if open_browser:
+            webbrowser.open(proxy.url)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await proxy.stop()
+
+
+def dashboard_command(args: argparse.Namespace, home: Callable[[], Path]) -> None:
+    kubeconfig = home() / "kubeconfig"
+    if not kubeconfig.is_file():
+        sys.exit(f"error: no cluster in {home()} ({kubeconfig} is missing): "
+                 "run `minikube-py up` first")
+    try:
+        asyncio.run(serve(kubeconfig, args.port, open_browser=not args.url))
+    except KubeconfigError as error:
+        sys.exit(f"error: {error}")
+    except KeyboardInterrupt:
+        pass
+
+
+def add_dashboard_command(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+                          home: Callable[[], Path]) -> None:
+    """Add `dashboard` to the minikube-py command line."""
+    command = commands.add_parser(
+        "dashboard", help="open the dashboard through a local proxy to the API server")
+    command.add_argument("--url", action="store_true",
+                         help="only print the URL, do not open a browser (the proxy serves "
+                              "until Ctrl-C either way)")
+    command.add_argument("--port", type=int, default=0,
+                         help="the local proxy's port on 127.0.0.1 (default: a free one)")
+    command.set_defaults(run=partial(dashboard_command, home=home))

@@ -1,0 +1,19 @@
+"""The dashboard, a component: `python -m minikube_py.dashboard` draws the cluster live
+and each request's path through the components, in a browser.
+
+    hub.py       one informer per resource, shared by every tab; what the page draws of
+                 each object, and each change sent to every tab
+    server.py    aiohttp: the page, /api/watch (Server-Sent Events), /api/traces (the
+                 trace receiver's answers passed on)
+    static/      the page: plain HTML, ES modules and SVG, no build step
+        app.js        the tabs, the event stream, the state every view reads, links
+        cluster.js    nodes, their pods, the pending lane, Services and endpoints
+        traces.js     the trace receiver's answers (and its follow stream) for the views
+        trace.js      one trace as swimlanes, one lane per component
+        scheduler.js  the scheduler's Filter and Score for a pod, from its span
+        events.js     the Events, filtered by object
+        dom.js        making SVG and HTML elements; an animation per watch event
+
+It opens no port of its own to the outside: users reach it through the API server's
+service proxy (`minikube-py dashboard` runs a local proxy, like `kubectl proxy`).
+"""
