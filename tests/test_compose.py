@@ -93,9 +93,11 @@ IDENTITY_OF = {"minikube_py.controllers": "controller-manager",
                "minikube_py.scheduler": "scheduler", "minikube_py.dns": "dns",
                "minikube_py.metrics": "metrics", "minikube_py.proxy": "proxy"}
 """The kubeconfig (cluster/certs.py's IDENTITIES) each component runs with, as in `up`."""
-HOST_ONLY_PACKAGES = {"docker-compose", "docker.io", "debootstrap", "haproxy"}
+HOST_ONLY_PACKAGES = {"docker-compose", "docker.io", "debootstrap", "haproxy", "chromium",
+                      "chromium-driver"}
 """Packages of `make apt` that the image leaves out: Docker, docker-compose and debootstrap
-(which makes the base image) run on the host, and so does haproxy (`up --ha`'s endpoint)."""
+(which makes the base image) run on the host, and so do haproxy (`up --ha`'s endpoint) and chromium (the dashboard's browser
+tests)."""
 
 ASSIGNMENT = re.compile(r"^[A-Z_]+=")
 REQUIRED_VARIABLE = re.compile(r"\$\{(\w+):\?")
