@@ -22,6 +22,9 @@ import base64
 from dataclasses import dataclass, field
 from typing import Any
 
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+
 from minikube_py.api import Obj
 from minikube_py.api.selectors import SelectorError, label_selector_from_dict
 from minikube_py.gateway.nginx import (
@@ -80,6 +83,9 @@ class World:
     addresses: dict[tuple[str, str], str]  # Gateway -> its LoadBalancer address
     ports: dict[tuple[str, str, int], int]  # (Gateway, listener port) -> nginx port
     now: str
+    endpoint_slices: dict[tuple[str, str], list[Obj]] = field(default_factory=dict)
+    """A Service's EndpointSlices (label kubernetes.io/service-name): a headless
+    Service's backends are its endpoints."""
 
 
 @dataclass
@@ -163,6 +169,11 @@ class Listener:
     def valid(self) -> bool:
         return all(ok for kind, ok, _, _ in self.conditions if kind != "Conflicted")
 
+    @property
+    def accepted(self) -> bool:
+        """Routes attach to it (and count) even when its references do not resolve."""
+        return not any(kind == "Accepted" and not ok for kind, ok, _, _ in self.conditions)
+
 
 class GatewayAPI:
     """Computes the plan of one sync (see the module's docstring)."""
@@ -174,6 +185,7 @@ class GatewayAPI:
                      if (obj.get("spec") or {}).get("controllerName") == CONTROLLER_NAME}
         self.listeners: dict[tuple[str, str], list[Listener]] = {}
         self.ports: dict[int, Port] = {}
+        self.invalid_parameters: set[tuple[str, str]] = set()
 
     def compute(self) -> Plan:
         for name in sorted(self.ours):
@@ -183,6 +195,8 @@ class GatewayAPI:
                     if (obj.get("spec") or {}).get("gatewayClassName") in self.ours}
         for key, gateway in sorted(gateways.items()):
             self.listeners[key] = self.check_listeners(key, gateway)
+            if ((gateway.get("spec") or {}).get("infrastructure") or {}).get("parametersRef"):
+                self.invalid_parameters.add(key)
         candidates: dict[int, list[tuple[tuple[Any, ...], Candidate]]] = {}
         for key, route in sorted(self.world.routes.items(), key=route_order):
             self.attach_route(key, route, gateways, candidates)
@@ -256,6 +270,10 @@ class GatewayAPI:
             if secret is None or "tls.crt" not in data or "tls.key" not in data:
                 return ("InvalidCertificateRef",
                         f"Secret {namespace}/{ref['name']} is missing or not a TLS pair")
+            if not tls_pair_parses(data["tls.crt"], data["tls.key"]):
+                return ("InvalidCertificateRef",
+                        f"Secret {namespace}/{ref['name']} does not hold a PEM certificate "
+                        "and key")
         return None
 
     def listener_certificates(self, key: tuple[str, str], spec: Obj) -> list[Certificate]:
@@ -308,6 +326,8 @@ class GatewayAPI:
             if accepted:
                 for listener, hostnames in attached:
                     listener.attached += 1
+                    if not listener.valid:
+                        continue
                     self.add_candidates(key, route, gateway_key, listener, hostnames,
                                         resolved, candidates)
             refs_ok, refs_reason, refs_message = resolved.status
@@ -329,7 +349,9 @@ class GatewayAPI:
                      and ref.get("port") in (None, listener.spec["port"])]
         if not listeners:
             return (False, "NoMatchingParent", "no listener matches the parentRef", [])
-        usable = [listener for listener in listeners if listener.valid
+        if gateway_key in self.invalid_parameters:
+            return (False, "NoMatchingParent", "the Gateway is not accepted", [])
+        usable = [listener for listener in listeners if listener.accepted
                   and any(kind["kind"] == "HTTPRoute" for kind in listener.kinds)]
         allowed = [listener for listener in usable
                    if self.namespace_allowed(gateway_key[0], listener.spec, key[0])]
@@ -369,21 +391,37 @@ class GatewayAPI:
             return (None, "BackendNotFound", f"Service {namespace}/{ref['name']} not found")
         cluster_ip = (service.get("spec") or {}).get("clusterIP")
         port = ref.get("port")
-        ports = [item.get("port") for item in (service.get("spec") or {}).get("ports") or []]
-        if port is None or port not in ports or not cluster_ip or cluster_ip == "None":
+        service_port = next((item for item in (service.get("spec") or {}).get("ports") or []
+                             if item.get("port") == port), None)
+        if port is None or service_port is None or not cluster_ip:
             return (None, "BackendNotFound",
                     f"Service {namespace}/{ref['name']} has no port {port}")
+        if cluster_ip == "None":
+            servers = self.endpoints(namespace, ref["name"], service_port)
+            return (",".join(servers) or None, "ResolvedRefs", "")
         return (f"{cluster_ip}:{port}", "ResolvedRefs", "")
+
+    def endpoints(self, namespace: str, service: str, service_port: Obj) -> list[str]:
+        """A headless Service's ready endpoints on the port: ip:port (IPv6 in brackets)."""
+        servers = []
+        for endpoint_slice in self.world.endpoint_slices.get((namespace, service), []):
+            ports = endpoint_slice.get("ports") or []
+            number = next((item.get("port") for item in ports
+                           if item.get("name", "") == service_port.get("name", "")), None)
+            if number is None:
+                continue
+            for endpoint in endpoint_slice.get("endpoints") or []:
+                if (endpoint.get("conditions") or {}).get("ready") is False:
+                    continue
+                for address in endpoint.get("addresses") or []:
+                    host = f"[{address}]" if ":" in address else address
+                    servers.append(f"{host}:{number}")
+        return sorted(set(servers))
 
     def add_candidates(self, key: tuple[str, str], route: Obj, gateway_key: tuple[str, str],
                        listener: Listener, hostnames: list[str], resolved: Resolved,
                        candidates: dict[int, list[tuple[tuple[Any, ...], Candidate]]]) -> None:
-        spec = listener.spec
-        port = self.nginx_port(gateway_key, spec["port"])
-        if spec["protocol"] == "HTTPS":
-            for certificate in self.listener_certificates(gateway_key, spec):
-                if certificate not in port.certificates:
-                    port.certificates.append(certificate)
+        port = self.nginx_port(gateway_key, listener.spec["port"])
         entries = candidates.setdefault(port.port, [])
         for rule_index, rule in enumerate((route.get("spec") or {}).get("rules") or []):
             matches = rule.get("matches") or [{"path": {"type": "PathPrefix", "value": "/"}}]
@@ -401,9 +439,14 @@ class GatewayAPI:
         old = gateway.get("status") or {}
         old_listeners = {item.get("name"): item for item in old.get("listeners") or []}
         listeners = []
+        usable = key not in self.invalid_parameters
         for listener in self.listeners[key]:
-            if listener.valid and listener.spec["protocol"] in HTTP_PROTOCOLS:
-                self.nginx_port(key, listener.spec["port"])
+            if usable and listener.valid and listener.spec["protocol"] in HTTP_PROTOCOLS:
+                port = self.nginx_port(key, listener.spec["port"])
+                if listener.spec["protocol"] == "HTTPS":
+                    for certificate in self.listener_certificates(key, listener.spec):
+                        if certificate not in port.certificates:
+                            port.certificates.append(certificate)
             given = {kind for kind, *_ in listener.conditions}
             conditions = [condition(kind, ok, reason, message, generation, now)
                           for kind, ok, reason, message in listener.conditions]
@@ -415,10 +458,10 @@ class GatewayAPI:
             if "Conflicted" not in given:
                 conditions.append(condition("Conflicted", False, "NoConflicts", "",
                                             generation, now))
-            programmed = listener.valid and key in self.world.addresses
+            programmed = usable and listener.valid and key in self.world.addresses
             conditions.append(condition("Programmed", programmed,
                                         "Programmed" if programmed else "Invalid"
-                                        if not listener.valid else "Pending", "",
+                                        if not (usable and listener.valid) else "Pending", "",
                                         generation, now))
             previous = (old_listeners.get(listener.spec["name"]) or {}).get("conditions") or []
             listeners.append({"name": listener.spec["name"], "supportedKinds": listener.kinds,
@@ -436,6 +479,13 @@ class GatewayAPI:
                                "Programmed" if address else "AddressNotAssigned",
                                "" if address else "waiting for the LoadBalancer's address",
                                generation, now)
+        if not usable:
+            accepted = condition("Accepted", False, "InvalidParameters",
+                                 "spec.infrastructure.parametersRef names nothing this "
+                                 "controller reads", generation, now)
+            programmed = condition("Programmed", False, "Invalid", "the Gateway is not "
+                                   "accepted", generation, now)
+            address = None
         status: Obj = {"conditions": merge_conditions(old.get("conditions") or [],
                                                       [accepted, programmed]),
                        "listeners": listeners}
@@ -459,7 +509,7 @@ class Resolved:
     def add(self, ref: Obj, outcome: tuple[str | None, str, str]) -> None:
         address, reason, message = outcome
         self.by_ref[self.ref_key(ref)] = address
-        if address is None and self.status[0]:
+        if reason != "ResolvedRefs" and self.status[0]:
             self.status = (False, reason, message)
 
     def address(self, ref: Obj) -> str | None:
@@ -468,6 +518,16 @@ class Resolved:
 
 def decode(value: str) -> bytes:
     return base64.b64decode(value)
+
+
+def tls_pair_parses(cert: str, key: str) -> bool:
+    """Whether a Secret's tls.crt and tls.key are a PEM certificate and private key."""
+    try:
+        x509.load_pem_x509_certificate(decode(cert))
+        serialization.load_pem_private_key(decode(key), password=None)
+    except (ValueError, TypeError):
+        return False
+    return True
 
 
 def route_kinds(spec: Obj) -> tuple[list[Obj], bool]:

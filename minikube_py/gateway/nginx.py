@@ -42,7 +42,8 @@ class Match:
 
 @dataclass(frozen=True)
 class Backend:
-    """Where a share of the requests goes: ClusterIP:port, or None to answer 500."""
+    """Where a share of the requests goes: ClusterIP:port (a headless Service: its
+    endpoints' ip:port, joined by ","), or None to answer 500."""
 
     address: str | None
     weight: int = 1
@@ -223,7 +224,8 @@ class Config:
             f"  server {{ listen 127.0.0.1:{INVALID_BACKEND_PORT}; return 500; }}",
         ]
         for address, name in self.upstreams.items():
-            head.append(f"  upstream {name} {{ server {address}; }}")
+            members = " ".join(f"server {member};" for member in address.split(","))
+            head.append(f"  upstream {name} {{ {members} }}")
         for (variable, regex), index in self.conditions.items():
             head.append(f"  map {variable} $mpc_{index} {{ {quote_regex(regex)} 1; "
                         "default 0; }")
