@@ -46,7 +46,7 @@ SUPPORTED_VERSION = "v1"
 ROUTE_KIND = {"group": GROUP, "kind": "HTTPRoute"}
 HTTP_PROTOCOLS = ("HTTP", "HTTPS")
 SUPPORTED_FILTERS = ("RequestHeaderModifier", "ResponseHeaderModifier", "RequestRedirect",
-                     "URLRewrite")
+                     "URLRewrite", "RequestMirror")
 
 
 def condition(kind: str, status: bool, reason: str, message: str, generation: int,
@@ -368,10 +368,11 @@ class GatewayAPI:
         return (True, "Accepted", "attached", attached)
 
     def resolve_backends(self, key: tuple[str, str], spec: Obj) -> Resolved:
-        """Every backendRef: a Service's ClusterIP:port, or None (answered with 500)."""
+        """Every backendRef (and RequestMirror's): a Service's ClusterIP:port, or None
+        (answered with 500)."""
         resolved = Resolved()
         for rule in spec.get("rules") or []:
-            for ref in rule.get("backendRefs") or []:
+            for ref in [*(rule.get("backendRefs") or []), *mirror_refs(rule)]:
                 resolved.add(ref, self.resolve(key, ref))
         return resolved
 
@@ -598,13 +599,21 @@ def to_action(rule: Obj, match: Match, resolved: Resolved) -> Action:
         rewrite = Rewrite(hostname=raw.get("hostname"), path=path, prefix=prefix)
     backends = tuple(Backend(resolved.address(ref), ref.get("weight", 1))
                      for ref in rule.get("backendRefs") or [])
+    mirrors = tuple(address for address in map(resolved.address, mirror_refs(rule))
+                    if address is not None)
     return Action(
         backends=backends,
         request_headers=header_filter((filters.get("RequestHeaderModifier") or {})
                                       .get("requestHeaderModifier")),
         response_headers=header_filter((filters.get("ResponseHeaderModifier") or {})
                                        .get("responseHeaderModifier")),
-        redirect=redirect, rewrite=rewrite)
+        redirect=redirect, rewrite=rewrite, mirrors=mirrors)
+
+
+def mirror_refs(rule: Obj) -> list[Obj]:
+    """The backendRefs of a rule's RequestMirror filters."""
+    return [item["requestMirror"]["backendRef"] for item in rule.get("filters") or []
+            if item.get("type") == "RequestMirror" and item.get("requestMirror")]
 
 
 def unsupported_filter(spec: Obj) -> str | None:

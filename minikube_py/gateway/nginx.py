@@ -12,7 +12,8 @@ module writes them as nginx configuration, with nothing but nginx's core modules
     its action                        rewrite to the internal location /_mpr/<action>:
                                       redirect (return 30x), or header filters, URL
                                       rewrite and proxy_pass to a backend, weighted with
-                                      split_clients over $request_id
+                                      split_clients over $request_id; a copy to each
+                                      RequestMirror backend (nginx's mirror)
     no candidate                      404; a backend that cannot be resolved: 500
 
 A backend is a Service's ClusterIP and port: the node's service proxy picks the endpoint.
@@ -88,6 +89,7 @@ class Action:
     response_headers: HeaderFilter | None = None
     redirect: Redirect | None = None
     rewrite: Rewrite | None = None
+    mirrors: tuple[str, ...] = ()  # RequestMirror: each address gets a copy, unanswered
 
 
 @dataclass(frozen=True)
@@ -302,8 +304,16 @@ class Config:
         lines.append(f"      proxy_set_header Host {host};")
         if action.request_headers is not None:
             lines += self.request_header_lines(name, action.request_headers)
+        mirrors = []
+        for number, address in enumerate(action.mirrors):
+            location = f"{ROUTE_PREFIX}{name}_mirror{number}"
+            lines.append(f"      mirror {location};")
+            mirrors += [f"    location = {location} {{", "      internal;",
+                        "      proxy_set_header Host $http_host;",
+                        f"      proxy_pass http://{self.upstream(address)}$request_uri;",
+                        "    }"]
         lines.append(f"      proxy_pass http://{self.split(name, action.backends)}{uri};")
-        return [*lines, "    }"]
+        return [*lines, "    }", *mirrors]
 
     def split(self, name: str, backends: tuple[Backend, ...]) -> str:
         """The upstream for one request: the only backend, or split_clients by weight."""

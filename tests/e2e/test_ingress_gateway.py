@@ -8,11 +8,11 @@ unchanged): the same requests, the same expected backends, statuses and headers,
 upstream's MakeRequestAndExpectEventuallyConsistentResponse, an answer counts once it
 repeats 3 times in a row. The changes: upstream's echo-basic image (not reachable
 here) is replaced by ECHO_SERVER on python:3, which answers with the same JSON (path,
-host, method, headers, namespace, pod) and sets the response headers X-Echo-Set-Header
-names, and each backend runs 1 replica; the suite's TLS Secrets are issued by a test CA
-instead of self-signed, and an HTTPS answer's certificate must chain to that CA and be
-the Secret's own (upstream's Go client also matches the one-label wildcard "*.org",
-which OpenSSL's host check refuses).
+host, method, headers, namespace, pod), sets the response headers X-Echo-Set-Header
+names and logs each request as echo-basic does, and each backend runs 1 replica; the
+suite's TLS Secrets are issued by a test CA instead of self-signed, and an HTTPS answer's
+certificate must chain to that CA and be the Secret's own (upstream's Go client also
+matches the one-label wildcard "*.org", which OpenSSL's host check refuses).
 
 All tests share one cluster (module fixture); the Gateway API CRDs are applied with
 kubectl from ../shared/data/crds/gateway-api/ before the first Gateway API test."""
@@ -63,6 +63,8 @@ class Echo(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def answer(self):
+        print(f"Echoing back request made to {self.path} to client "
+              f"({self.client_address[0]})", flush=True)
         length = int(self.headers.get("Content-Length") or 0)
         if length:
             self.rfile.read(length)
@@ -1385,3 +1387,26 @@ def test_gateway_with_attached_routes_with_port_8080(gateway_api: Path) -> None:
         gateway_listeners(home, "gateway-with-two-listeners-and-one-attached-route",
                           ListenerStatus("http-unattached", HTTP_ROUTE, 0, ATTACHED_OK),
                           ListenerStatus("http", HTTP_ROUTE, 1, ATTACHED_OK))
+
+
+def test_httproute_request_mirror(gateway_api: Path) -> None:
+    """Extended (SupportHTTPRouteRequestMirror): the answer comes from infra-backend-v1, and
+    infra-backend-v2's log shows the copy (upstream's ExpectMirroredRequest)."""
+    with applied(gateway_api, "httproute-request-mirror.yaml") as home:
+        address = accepted(home, SAME, (INFRA, "request-mirror"))
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
+        for expected in (
+                Expected("/mirror", backend="infra-backend-v1"),
+                Expected("/mirror-and-modify-headers", backend="infra-backend-v1",
+                         headers={"X-Header-Remove": "remove-val",
+                                  "X-Header-Add-Append": "append-val-1"},
+                         request_headers={"X-Header-Add": "header-val-1",
+                                          "X-Header-Add-Append": "append-val-1,header-val-2",
+                                          "X-Header-Set": "set-overwrites-values"},
+                         absent_headers=("X-Header-Remove",))):
+            expect(address, expected)
+            line = f"Echoing back request made to {expected.path} to client"
+            until(lambda line=line: line in kubectl(
+                home, "logs", "-n", INFRA, "deployment/infra-backend-v2",
+                f"--since-time={started}").stdout, f"the mirrored {expected.path} in "
+                "infra-backend-v2's log")

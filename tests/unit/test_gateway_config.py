@@ -152,6 +152,24 @@ def test_a_headless_service_s_backends_are_its_ready_endpoints() -> None:
     assert "upstream mpu_0 { server 10.244.1.5:3000; server 10.244.2.7:3000; }" in text
 
 
+def test_a_request_mirror_sends_a_copy_to_its_backend() -> None:
+    spec = {"parentRefs": [{"name": "same"}], "rules": [{
+        "filters": [{"type": "RequestMirror", "requestMirror": {
+            "backendRef": {"name": "v2", "port": 8080}}}],
+        "backendRefs": [{"name": "v1", "port": 8080}]}]}
+    plan = gatewayapi.compute(world([gateway("same", [HTTP])], [route("r", spec)]))
+    assert parent(plan, "infra", "r") == {"Accepted": "True/Accepted",
+                                          "ResolvedRefs": "True/ResolvedRefs"}
+    (candidate,) = plan.ports[0].candidates
+    assert candidate.action.mirrors == ("10.96.0.12:8080",)
+    text = nginx.render(plan.ports)
+    assert "mirror /_mpr/a0_mirror0;" in text
+    assert "location = /_mpr/a0_mirror0 {" in text
+    checked = nginx_check(text)
+    if checked is not None:
+        assert checked.returncode == 0, checked.stderr
+
+
 def test_listeners_allow_routes_by_namespace_and_hostname() -> None:
     same_only = gateway("same", [HTTP])
     selector = gateway("selector", [{**HTTP, "allowedRoutes": {"namespaces": {
