@@ -1410,3 +1410,65 @@ def test_httproute_request_mirror(gateway_api: Path) -> None:
                 home, "logs", "-n", INFRA, "deployment/infra-backend-v2",
                 f"--since-time={started}").stdout, f"the mirrored {expected.path} in "
                 "infra-backend-v2's log")
+
+
+def test_httproute_request_multiple_mirrors(gateway_api: Path) -> None:
+    """Extended (SupportHTTPRouteRequestMultipleMirrors): copies to infra-backend-v2 and
+    infra-backend-v3."""
+    with applied(gateway_api, "httproute-request-multiple-mirrors.yaml") as home:
+        address = accepted(home, SAME, (INFRA, "request-multiple-mirrors"))
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
+        for expected in (
+                Expected("/multi-mirror", backend="infra-backend-v1"),
+                Expected("/multi-mirror-and-modify-request-headers",
+                         backend="infra-backend-v1",
+                         headers={"X-Header-Remove": "remove-val",
+                                  "X-Header-Add-Append": "append-val-1"},
+                         request_headers={"X-Header-Add": "header-val-1",
+                                          "X-Header-Add-Append": "append-val-1,header-val-2",
+                                          "X-Header-Set": "set-overwrites-values"},
+                         absent_headers=("X-Header-Remove",))):
+            expect(address, expected)
+            line = f"Echoing back request made to {expected.path} to client"
+            for mirror in ("infra-backend-v2", "infra-backend-v3"):
+                until(lambda line=line, mirror=mirror: line in kubectl(
+                    home, "logs", "-n", INFRA, f"deployment/{mirror}",
+                    f"--since-time={started}").stdout,
+                    f"the mirrored {expected.path} in {mirror}'s log")
+
+
+def test_httproute_redirect_port_and_scheme(gateway_api: Path, suite_tls: SuiteTLS) -> None:
+    """Extended (SupportHTTPRoutePortRedirect, SupportGatewayPort8080): redirects from
+    listeners on 80, 8080 and 443 (HTTPS)."""
+    with applied(gateway_api, "httproute-redirect-port-and-scheme.yaml") as home:
+        address = accepted(home, SAME, (INFRA, "http-route-for-listener-on-port-80"))
+        for path, scheme, port in (
+                ("/scheme-nil-and-port-nil", "http", None),
+                ("/scheme-nil-and-port-80", "http", None),
+                ("/scheme-nil-and-port-8080", "http", "8080"),
+                ("/scheme-https-and-port-nil", "https", None),
+                ("/scheme-https-and-port-443", "https", None),
+                ("/scheme-https-and-port-8443", "https", "8443")):
+            expect(address, Expected(path, status=302, redirect=RedirectRequest(
+                scheme=scheme, host="example.org", port=port)))
+        address = accepted(home, (INFRA, "same-namespace-with-http-listener-on-8080"),
+                           (INFRA, "http-route-for-listener-on-port-8080"))
+        for path, scheme, port in (
+                ("/scheme-nil-and-port-nil", "http", "8080"),
+                ("/scheme-nil-and-port-80", "http", None),
+                ("/scheme-https-and-port-nil", "https", None)):
+            expect(address, Expected(path, port=8080, status=302, redirect=RedirectRequest(
+                scheme=scheme, host="example.org", port=port)))
+        address = accepted(home, (INFRA, "same-namespace-with-https-listener"),
+                           (INFRA, "http-route-for-listener-on-port-443"))
+        for path, scheme, port in (
+                ("/scheme-nil-and-port-nil", "https", None),
+                ("/scheme-nil-and-port-443", "https", None),
+                ("/scheme-nil-and-port-8443", "https", "8443"),
+                ("/scheme-http-and-port-nil", "http", None),
+                ("/scheme-http-and-port-80", "http", None),
+                ("/scheme-http-and-port-8080", "http", "8080")):
+            expect(address, Expected(path, "example.org", port=443, tls=suite_tls.context,
+                                     certificate=suite_tls.der, status=302,
+                                     redirect=RedirectRequest(scheme=scheme, host="example.org",
+                                                              port=port)))
