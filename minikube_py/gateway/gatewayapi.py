@@ -432,7 +432,8 @@ class GatewayAPI:
                 for hostname in hostnames:
                     order = (*match_precedence(match), route_order((key, route)),
                              rule_index, match_index)
-                    entries.append((order, Candidate(hostname, match, action)))
+                    entries.append((order, Candidate(hostname, match, action,
+                                                     listener.spec.get("hostname") or "")))
 
     def gateway_status(self, key: tuple[str, str], gateway: Obj) -> Obj:
         generation = gateway["metadata"].get("generation", 1)
@@ -444,6 +445,8 @@ class GatewayAPI:
         for listener in self.listeners[key]:
             if usable and listener.valid and listener.spec["protocol"] in HTTP_PROTOCOLS:
                 port = self.nginx_port(key, listener.spec["port"])
+                if (listener.spec.get("hostname") or "") not in port.listeners:
+                    port.listeners.append(listener.spec.get("hostname") or "")
                 if listener.spec["protocol"] == "HTTPS":
                     for certificate in self.listener_certificates(key, listener.spec):
                         if certificate not in port.certificates:

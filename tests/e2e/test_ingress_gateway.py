@@ -1472,3 +1472,25 @@ def test_httproute_redirect_port_and_scheme(gateway_api: Path, suite_tls: SuiteT
                                      certificate=suite_tls.der, status=302,
                                      redirect=RedirectRequest(scheme=scheme, host="example.org",
                                                               port=port)))
+
+
+def test_gateway_http_listener_isolation(gateway_api: Path) -> None:
+    """Extended (SupportGatewayHTTPListenerIsolation): a request is routed by the routes of
+    the most specific listener its host matches, and no other's."""
+    paths = ("/empty-hostname", "/wildcard-example-com", "/wildcard-foo-example-com",
+             "/abc-foo-example-com")
+    served = {"bar.com": "/empty-hostname", "bar.example.com": "/wildcard-example-com",
+              "bar.foo.example.com": "/wildcard-foo-example-com",
+              "abc.foo.example.com": "/abc-foo-example-com"}
+    for manifest_name, gateway, suffix in (
+            ("gateway-http-listener-isolation.yaml", "http-listener-isolation", ""),
+            ("gateway-http-listener-isolation-with-hostname-intersection.yaml",
+             "http-listener-isolation-with-hostname-intersection",
+             "-with-hostname-intersection")):
+        with applied(gateway_api, manifest_name) as home:
+            address = accepted(home, (INFRA, gateway), *(
+                (INFRA, f"attaches-to{path.replace('/', '-')}{suffix}") for path in paths))
+            for host, path in ((host, path) for host in served for path in paths):
+                backend = "infra-backend-v1" if served[host] == path else None
+                expect(address, Expected(path, host, backend=backend,
+                                         status=200 if backend else 404))

@@ -170,6 +170,28 @@ def test_a_request_mirror_sends_a_copy_to_its_backend() -> None:
         assert checked.returncode == 0, checked.stderr
 
 
+def test_a_request_is_routed_only_by_its_most_specific_listener() -> None:
+    listeners = [{**HTTP, "name": "any"}, {**HTTP, "name": "wild", "hostname": "*.example.com"},
+                 {**HTTP, "name": "abc", "hostname": "abc.example.com"}]
+    routes = [route(name, {"parentRefs": [{"name": "iso", "sectionName": name}], "rules": [
+        {"matches": [{"path": {"type": "PathPrefix", "value": f"/{name}"}}],
+         "backendRefs": [{"name": "v1", "port": 8080}]}]}) for name in ("any", "wild", "abc")]
+    plan = gatewayapi.compute(world([gateway("iso", listeners)], routes))
+    (port,) = plan.ports
+    assert sorted(port.listeners) == ["", "*.example.com", "abc.example.com"]
+    assert nginx.most_specific(port.listeners, "x.example.com") == "*.example.com"
+    assert nginx.most_specific(port.listeners, "other.org") == ""
+    assert nginx.most_specific(["*.example.com"], "other.org") is None
+    text = nginx.render(plan.ports)
+    servers = text.split("  server {")[2:]
+    paths = {server.split("server_name ")[1].split(";")[0]: server for server in servers}
+    # each server's map (in the http block) picks only its listener's path
+    assert set(paths) == {"abc.example.com", "*.example.com", "_"}
+    maps = {line.split()[2]: line for line in text.splitlines() if "$mpr_s" in line
+            and line.strip().startswith("map")}
+    assert len(maps) == 3 and all(line.count(" a") == 1 for line in maps.values())
+
+
 def test_listeners_allow_routes_by_namespace_and_hostname() -> None:
     same_only = gateway("same", [HTTP])
     selector = gateway("selector", [{**HTTP, "allowedRoutes": {"namespaces": {
