@@ -88,8 +88,8 @@ class NetworkPolicyController(Component):
                  tracer: Tracer = DISABLED) -> None:
         self.node_name = node_name
         self.tracer = tracer
-        self._causes: dict[tuple[str, str], tracing_context.SpanContext] = {}
-        """The trace each changed NetworkPolicy carries, until a sync writes it."""
+        self._causes: dict[tuple[str, str], tuple[tracing_context.SpanContext, str]] = {}
+        """The trace (and uid) of each changed NetworkPolicy, until a sync writes it."""
         self.nft = PolicyTables(netns)
         self.sync_period, self.min_sync_period = sync_period, min_sync_period
         self.informers = SharedInformerFactory(client)
@@ -117,7 +117,8 @@ class NetworkPolicyController(Component):
     def _policy_changed(self, policy: Obj) -> None:
         metadata = policy["metadata"]
         if self.tracer.enabled and (context := tracing_context.of_object(policy)):
-            self._causes[(metadata.get("namespace", ""), metadata["name"])] = context
+            self._causes[(metadata.get("namespace", ""), metadata["name"])] = (
+                context, metadata.get("uid") or "")
         self._wake.set()
 
     async def run(self) -> None:
@@ -186,17 +187,19 @@ class NetworkPolicyController(Component):
         self.syncs += 1
         log.debug("synced network policy rules (%d lines) in %.1f ms", text.count("\n"),
                   (self.last_sync_time - started) * 1000)
-        for (namespace, name), parent in causes.items():
-            self.trace_sync(namespace, name, parent, wanted, started_ns, text.count("\n"))
+        for (namespace, name), (parent, uid) in causes.items():
+            self.trace_sync(namespace, name, uid, parent, wanted, started_ns,
+                            text.count("\n"))
 
-    def trace_sync(self, namespace: str, name: str, parent: tracing_context.SpanContext,
-                   wanted: Ruleset, started_ns: int, lines: int) -> None:
+    def trace_sync(self, namespace: str, name: str, uid: str,
+                   parent: tracing_context.SpanContext, wanted: Ruleset, started_ns: int,
+                   lines: int) -> None:
         """A span of this sync in the trace of a policy that changed: the moment its rules
         hold on this node (its chains here; none when it selects no pod of the node)."""
         prefix = f"policy-{namespace}/{name}-"
         span = self.tracer.start("networkpolicy sync", parent=parent, attributes={
             "k8s.resource": "networkpolicies", "k8s.namespace": namespace, "k8s.name": name,
-            "node": self.node_name, "changed_lines": lines,
+            "k8s.uid": uid, "node": self.node_name, "changed_lines": lines,
             "chains": sorted(chain for chain in wanted.chains if chain.startswith(prefix))})
         span.start_ns = started_ns
         span.end()
