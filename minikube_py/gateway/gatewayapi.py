@@ -4,13 +4,18 @@ asks for. Pure: it reads a `World` (what the informers hold) and returns a `Plan
     GatewayClass  ours when spec.controllerName is CONTROLLER_NAME: Accepted,
                   SupportedVersion
     Gateway       of one of our classes: each listener checked (protocol, route kinds,
-                  TLS certificateRefs, conflicts); Accepted, Programmed (once its
-                  LoadBalancer has an address), status.addresses, listeners[]
+                  TLS certificateRefs, conflicts); Accepted (False, InvalidParameters,
+                  with an infrastructure.parametersRef: this controller reads none),
+                  Programmed (once its LoadBalancer has an address), status.addresses,
+                  listeners[] (attachedRoutes counts the routes of a listener whose
+                  certificateRefs do not resolve, though it serves none)
     HTTPRoute     each parentRef that names one of our Gateways: attached to the listeners
                   that allow it (sectionName, port, allowedRoutes, hostnames), Accepted and
-                  ResolvedRefs (backendRefs: Services, cross-namespace only through a
-                  ReferenceGrant); each rule's matches become candidates on the listener's
-                  port, in the spec's precedence order
+                  ResolvedRefs (backendRefs and RequestMirror's: Services, cross-namespace
+                  only through a ReferenceGrant; a headless Service's ready endpoints);
+                  each rule's matches become candidates on the listener's port, in the
+                  spec's precedence order, tagged with the listener (nginx.py routes a
+                  request by the most specific listener only)
 
 A Gateway's listeners that share a port share one nginx port (PORT_BASE and up), reached
 through the Gateway's own LoadBalancer Service.
