@@ -20,7 +20,10 @@ from minikube_py.api import Obj
 from minikube_py.client.rest import Client
 from minikube_py.proxy.netpol.controller import NetworkPolicyController, PolicyTables
 from minikube_py.proxy.netpol.nftrules import TABLE
+from minikube_py.tracing.context import ANNOTATION
+from minikube_py.tracing.tracer import Tracer
 from tests.api_helpers import eventually
+from tests.test_proxy import KeptSpans
 
 NETNS_DIR = Path("/var/run/netns")
 PREFIX = "mknp-"
@@ -247,3 +250,28 @@ async def test_proxy_cleanup_removes_the_table(
                  check=False).returncode != 0
     assert connect(node, "a", "c", 80) == "c"
     await enforcer.stop()  # before its periodic rewrite puts the table back
+
+
+async def test_a_policy_s_sync_is_a_span_of_its_trace(
+        node: str, kubeconfig: Path, api_client: Client, pods: str) -> None:
+    """The sync that writes a policy's rules continues the trace the policy carries (its
+    create, in a cluster: `mkctl trace networkpolicy/<name>`), naming its chains."""
+    trace = "d" * 32
+    await api_client.resource("networkpolicies", "networking.k8s.io").create(
+        {"metadata": {"name": "traced", "annotations": {
+            ANNOTATION: f"00-{trace}-{'4' * 16}-01"}},
+         "spec": {"podSelector": {"matchLabels": {"pod": "b"}},
+                  "policyTypes": ["Ingress"]}}, pods)
+    kept = KeptSpans()
+    async with Client.from_kubeconfig(kubeconfig, trace_context=True) as client, \
+            NetworkPolicyController(client, NODE, netns=str(NETNS_DIR / f"{node}-node"),
+                                    min_sync_period=0.01, tracer=Tracer("kube-proxy", kept)):
+        async def synced() -> bool:
+            return any(span.context.trace_id == trace for span in kept.spans)
+
+        await eventually(synced, interval=0.05, what="the sync's span in the policy's trace")
+    await PolicyTables(str(NETNS_DIR / f"{node}-node")).cleanup()
+    (span,) = [span for span in kept.spans if span.context.trace_id == trace]
+    assert span.name == "networkpolicy sync" and span.parent_id == "4" * 16
+    assert span.attributes["k8s.name"] == "traced" and span.attributes["node"] == NODE
+    assert span.attributes["chains"] == [f"policy-{pods}/traced-ingress"]

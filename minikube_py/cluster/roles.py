@@ -66,6 +66,7 @@ ROLES: dict[str, tuple[str, list[Obj]]] = {
         _rule(["create"], ["networking.k8s.io"], ["ingressclasses"]),
         _rule(["update", "patch"], ["networking.k8s.io"], ["ingresses/status"]),
         _rule(READ, [""], ["services", "secrets", "namespaces"]),
+        _rule(READ, ["discovery.k8s.io"], ["endpointslices"]),
         _rule(["create", "update", "delete"], [""], ["services", "secrets"]),
         _rule(["get", "create"], ["apps"], ["deployments"]),
         _rule(READ, ["apiextensions.k8s.io"], ["customresourcedefinitions"]),

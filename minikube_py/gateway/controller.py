@@ -46,6 +46,7 @@ PART_LABEL = "minikube-py.io/gateway-data-plane"  # "ingress" or "gateway"
 GATEWAY_ANNOTATION = "minikube-py.io/gateway"  # namespace/name of the Gateway served
 PORTS_ANNOTATION = "minikube-py.io/ports"  # {"listener port": nginx port}
 PORT_BASE = 10000
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 CRD_POLL_SECONDS = 5.0
 CRD_GROUP = "apiextensions.k8s.io"
 GATEWAY_RESOURCES = {
@@ -162,6 +163,8 @@ class GatewayController:
         self.ingresses = self.watch(informers.informer("ingresses", "networking.k8s.io"))
         self.classes = self.watch(informers.informer("ingressclasses", "networking.k8s.io"))
         self.services = self.watch(informers.informer("services"))
+        self.endpoint_slices = self.watch(informers.informer("endpointslices",
+                                                             "discovery.k8s.io"))
         self.secrets = self.watch(informers.informer("secrets"))
         self.namespaces = self.watch(informers.informer("namespaces"))
         # a CRD written: look again at once whether the Gateway API is served
@@ -309,7 +312,19 @@ class GatewayController:
             grants=self.gateway_informers["referencegrants"].store.list(),
             services=services, secrets=secrets,
             namespaces={key[1]: obj for key, obj in by_key(self.namespaces).items()},
-            addresses=addresses, ports=ports, now=now())
+            addresses=addresses, ports=ports, now=now(),
+            endpoint_slices=self.slices_by_service())
+
+    def slices_by_service(self) -> dict[tuple[str, str], list[Obj]]:
+        """EndpointSlices by the Service they belong to (kubernetes.io/service-name)."""
+        found: dict[tuple[str, str], list[Obj]] = {}
+        for endpoint_slice in self.endpoint_slices.store.list():
+            metadata = endpoint_slice["metadata"]
+            service = (metadata.get("labels") or {}).get(SERVICE_NAME_LABEL)
+            if service:
+                found.setdefault((metadata.get("namespace", ""), service), []).append(
+                    endpoint_slice)
+        return found
 
     async def write_config(self, files: dict[str, bytes]) -> None:
         """The Secret the data plane mounts, when its content changed."""

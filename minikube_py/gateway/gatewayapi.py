@@ -4,13 +4,18 @@ asks for. Pure: it reads a `World` (what the informers hold) and returns a `Plan
     GatewayClass  ours when spec.controllerName is CONTROLLER_NAME: Accepted,
                   SupportedVersion
     Gateway       of one of our classes: each listener checked (protocol, route kinds,
-                  TLS certificateRefs, conflicts); Accepted, Programmed (once its
-                  LoadBalancer has an address), status.addresses, listeners[]
+                  TLS certificateRefs, conflicts); Accepted (False, InvalidParameters,
+                  with an infrastructure.parametersRef: this controller reads none),
+                  Programmed (once its LoadBalancer has an address), status.addresses,
+                  listeners[] (attachedRoutes counts the routes of a listener whose
+                  certificateRefs do not resolve, though it serves none)
     HTTPRoute     each parentRef that names one of our Gateways: attached to the listeners
                   that allow it (sectionName, port, allowedRoutes, hostnames), Accepted and
-                  ResolvedRefs (backendRefs: Services, cross-namespace only through a
-                  ReferenceGrant); each rule's matches become candidates on the listener's
-                  port, in the spec's precedence order
+                  ResolvedRefs (backendRefs and RequestMirror's: Services, cross-namespace
+                  only through a ReferenceGrant; a headless Service's ready endpoints);
+                  each rule's matches become candidates on the listener's port, in the
+                  spec's precedence order, tagged with the listener (nginx.py routes a
+                  request by the most specific listener only)
 
 A Gateway's listeners that share a port share one nginx port (PORT_BASE and up), reached
 through the Gateway's own LoadBalancer Service.
@@ -21,6 +26,9 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, field
 from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
 from minikube_py.api import Obj
 from minikube_py.api.selectors import SelectorError, label_selector_from_dict
@@ -43,7 +51,7 @@ SUPPORTED_VERSION = "v1"
 ROUTE_KIND = {"group": GROUP, "kind": "HTTPRoute"}
 HTTP_PROTOCOLS = ("HTTP", "HTTPS")
 SUPPORTED_FILTERS = ("RequestHeaderModifier", "ResponseHeaderModifier", "RequestRedirect",
-                     "URLRewrite")
+                     "URLRewrite", "RequestMirror")
 
 
 def condition(kind: str, status: bool, reason: str, message: str, generation: int,
@@ -80,6 +88,9 @@ class World:
     addresses: dict[tuple[str, str], str]  # Gateway -> its LoadBalancer address
     ports: dict[tuple[str, str, int], int]  # (Gateway, listener port) -> nginx port
     now: str
+    endpoint_slices: dict[tuple[str, str], list[Obj]] = field(default_factory=dict)
+    """A Service's EndpointSlices (label kubernetes.io/service-name): a headless
+    Service's backends are its endpoints."""
 
 
 @dataclass
@@ -163,6 +174,11 @@ class Listener:
     def valid(self) -> bool:
         return all(ok for kind, ok, _, _ in self.conditions if kind != "Conflicted")
 
+    @property
+    def accepted(self) -> bool:
+        """Routes attach to it (and count) even when its references do not resolve."""
+        return not any(kind == "Accepted" and not ok for kind, ok, _, _ in self.conditions)
+
 
 class GatewayAPI:
     """Computes the plan of one sync (see the module's docstring)."""
@@ -174,6 +190,7 @@ class GatewayAPI:
                      if (obj.get("spec") or {}).get("controllerName") == CONTROLLER_NAME}
         self.listeners: dict[tuple[str, str], list[Listener]] = {}
         self.ports: dict[int, Port] = {}
+        self.invalid_parameters: set[tuple[str, str]] = set()
 
     def compute(self) -> Plan:
         for name in sorted(self.ours):
@@ -183,6 +200,8 @@ class GatewayAPI:
                     if (obj.get("spec") or {}).get("gatewayClassName") in self.ours}
         for key, gateway in sorted(gateways.items()):
             self.listeners[key] = self.check_listeners(key, gateway)
+            if ((gateway.get("spec") or {}).get("infrastructure") or {}).get("parametersRef"):
+                self.invalid_parameters.add(key)
         candidates: dict[int, list[tuple[tuple[Any, ...], Candidate]]] = {}
         for key, route in sorted(self.world.routes.items(), key=route_order):
             self.attach_route(key, route, gateways, candidates)
@@ -256,6 +275,10 @@ class GatewayAPI:
             if secret is None or "tls.crt" not in data or "tls.key" not in data:
                 return ("InvalidCertificateRef",
                         f"Secret {namespace}/{ref['name']} is missing or not a TLS pair")
+            if not tls_pair_parses(data["tls.crt"], data["tls.key"]):
+                return ("InvalidCertificateRef",
+                        f"Secret {namespace}/{ref['name']} does not hold a PEM certificate "
+                        "and key")
         return None
 
     def listener_certificates(self, key: tuple[str, str], spec: Obj) -> list[Certificate]:
@@ -308,6 +331,8 @@ class GatewayAPI:
             if accepted:
                 for listener, hostnames in attached:
                     listener.attached += 1
+                    if not listener.valid:
+                        continue
                     self.add_candidates(key, route, gateway_key, listener, hostnames,
                                         resolved, candidates)
             refs_ok, refs_reason, refs_message = resolved.status
@@ -329,7 +354,9 @@ class GatewayAPI:
                      and ref.get("port") in (None, listener.spec["port"])]
         if not listeners:
             return (False, "NoMatchingParent", "no listener matches the parentRef", [])
-        usable = [listener for listener in listeners if listener.valid
+        if gateway_key in self.invalid_parameters:
+            return (False, "NoMatchingParent", "the Gateway is not accepted", [])
+        usable = [listener for listener in listeners if listener.accepted
                   and any(kind["kind"] == "HTTPRoute" for kind in listener.kinds)]
         allowed = [listener for listener in usable
                    if self.namespace_allowed(gateway_key[0], listener.spec, key[0])]
@@ -346,10 +373,11 @@ class GatewayAPI:
         return (True, "Accepted", "attached", attached)
 
     def resolve_backends(self, key: tuple[str, str], spec: Obj) -> Resolved:
-        """Every backendRef: a Service's ClusterIP:port, or None (answered with 500)."""
+        """Every backendRef (and RequestMirror's): a Service's ClusterIP:port, or None
+        (answered with 500)."""
         resolved = Resolved()
         for rule in spec.get("rules") or []:
-            for ref in rule.get("backendRefs") or []:
+            for ref in [*(rule.get("backendRefs") or []), *mirror_refs(rule)]:
                 resolved.add(ref, self.resolve(key, ref))
         return resolved
 
@@ -369,21 +397,37 @@ class GatewayAPI:
             return (None, "BackendNotFound", f"Service {namespace}/{ref['name']} not found")
         cluster_ip = (service.get("spec") or {}).get("clusterIP")
         port = ref.get("port")
-        ports = [item.get("port") for item in (service.get("spec") or {}).get("ports") or []]
-        if port is None or port not in ports or not cluster_ip or cluster_ip == "None":
+        service_port = next((item for item in (service.get("spec") or {}).get("ports") or []
+                             if item.get("port") == port), None)
+        if port is None or service_port is None or not cluster_ip:
             return (None, "BackendNotFound",
                     f"Service {namespace}/{ref['name']} has no port {port}")
+        if cluster_ip == "None":
+            servers = self.endpoints(namespace, ref["name"], service_port)
+            return (",".join(servers) or None, "ResolvedRefs", "")
         return (f"{cluster_ip}:{port}", "ResolvedRefs", "")
+
+    def endpoints(self, namespace: str, service: str, service_port: Obj) -> list[str]:
+        """A headless Service's ready endpoints on the port: ip:port (IPv6 in brackets)."""
+        servers = []
+        for endpoint_slice in self.world.endpoint_slices.get((namespace, service), []):
+            ports = endpoint_slice.get("ports") or []
+            number = next((item.get("port") for item in ports
+                           if item.get("name", "") == service_port.get("name", "")), None)
+            if number is None:
+                continue
+            for endpoint in endpoint_slice.get("endpoints") or []:
+                if (endpoint.get("conditions") or {}).get("ready") is False:
+                    continue
+                for address in endpoint.get("addresses") or []:
+                    host = f"[{address}]" if ":" in address else address
+                    servers.append(f"{host}:{number}")
+        return sorted(set(servers))
 
     def add_candidates(self, key: tuple[str, str], route: Obj, gateway_key: tuple[str, str],
                        listener: Listener, hostnames: list[str], resolved: Resolved,
                        candidates: dict[int, list[tuple[tuple[Any, ...], Candidate]]]) -> None:
-        spec = listener.spec
-        port = self.nginx_port(gateway_key, spec["port"])
-        if spec["protocol"] == "HTTPS":
-            for certificate in self.listener_certificates(gateway_key, spec):
-                if certificate not in port.certificates:
-                    port.certificates.append(certificate)
+        port = self.nginx_port(gateway_key, listener.spec["port"])
         entries = candidates.setdefault(port.port, [])
         for rule_index, rule in enumerate((route.get("spec") or {}).get("rules") or []):
             matches = rule.get("matches") or [{"path": {"type": "PathPrefix", "value": "/"}}]
@@ -393,7 +437,8 @@ class GatewayAPI:
                 for hostname in hostnames:
                     order = (*match_precedence(match), route_order((key, route)),
                              rule_index, match_index)
-                    entries.append((order, Candidate(hostname, match, action)))
+                    entries.append((order, Candidate(hostname, match, action,
+                                                     listener.spec.get("hostname") or "")))
 
     def gateway_status(self, key: tuple[str, str], gateway: Obj) -> Obj:
         generation = gateway["metadata"].get("generation", 1)
@@ -401,9 +446,16 @@ class GatewayAPI:
         old = gateway.get("status") or {}
         old_listeners = {item.get("name"): item for item in old.get("listeners") or []}
         listeners = []
+        usable = key not in self.invalid_parameters
         for listener in self.listeners[key]:
-            if listener.valid and listener.spec["protocol"] in HTTP_PROTOCOLS:
-                self.nginx_port(key, listener.spec["port"])
+            if usable and listener.valid and listener.spec["protocol"] in HTTP_PROTOCOLS:
+                port = self.nginx_port(key, listener.spec["port"])
+                if (listener.spec.get("hostname") or "") not in port.listeners:
+                    port.listeners.append(listener.spec.get("hostname") or "")
+                if listener.spec["protocol"] == "HTTPS":
+                    for certificate in self.listener_certificates(key, listener.spec):
+                        if certificate not in port.certificates:
+                            port.certificates.append(certificate)
             given = {kind for kind, *_ in listener.conditions}
             conditions = [condition(kind, ok, reason, message, generation, now)
                           for kind, ok, reason, message in listener.conditions]
@@ -415,10 +467,10 @@ class GatewayAPI:
             if "Conflicted" not in given:
                 conditions.append(condition("Conflicted", False, "NoConflicts", "",
                                             generation, now))
-            programmed = listener.valid and key in self.world.addresses
+            programmed = usable and listener.valid and key in self.world.addresses
             conditions.append(condition("Programmed", programmed,
                                         "Programmed" if programmed else "Invalid"
-                                        if not listener.valid else "Pending", "",
+                                        if not (usable and listener.valid) else "Pending", "",
                                         generation, now))
             previous = (old_listeners.get(listener.spec["name"]) or {}).get("conditions") or []
             listeners.append({"name": listener.spec["name"], "supportedKinds": listener.kinds,
@@ -436,6 +488,13 @@ class GatewayAPI:
                                "Programmed" if address else "AddressNotAssigned",
                                "" if address else "waiting for the LoadBalancer's address",
                                generation, now)
+        if not usable:
+            accepted = condition("Accepted", False, "InvalidParameters",
+                                 "spec.infrastructure.parametersRef names nothing this "
+                                 "controller reads", generation, now)
+            programmed = condition("Programmed", False, "Invalid", "the Gateway is not "
+                                   "accepted", generation, now)
+            address = None
         status: Obj = {"conditions": merge_conditions(old.get("conditions") or [],
                                                       [accepted, programmed]),
                        "listeners": listeners}
@@ -459,7 +518,7 @@ class Resolved:
     def add(self, ref: Obj, outcome: tuple[str | None, str, str]) -> None:
         address, reason, message = outcome
         self.by_ref[self.ref_key(ref)] = address
-        if address is None and self.status[0]:
+        if reason != "ResolvedRefs" and self.status[0]:
             self.status = (False, reason, message)
 
     def address(self, ref: Obj) -> str | None:
@@ -468,6 +527,16 @@ class Resolved:
 
 def decode(value: str) -> bytes:
     return base64.b64decode(value)
+
+
+def tls_pair_parses(cert: str, key: str) -> bool:
+    """Whether a Secret's tls.crt and tls.key are a PEM certificate and private key."""
+    try:
+        x509.load_pem_x509_certificate(decode(cert))
+        serialization.load_pem_private_key(decode(key), password=None)
+    except (ValueError, TypeError):
+        return False
+    return True
 
 
 def route_kinds(spec: Obj) -> tuple[list[Obj], bool]:
@@ -538,13 +607,21 @@ def to_action(rule: Obj, match: Match, resolved: Resolved) -> Action:
         rewrite = Rewrite(hostname=raw.get("hostname"), path=path, prefix=prefix)
     backends = tuple(Backend(resolved.address(ref), ref.get("weight", 1))
                      for ref in rule.get("backendRefs") or [])
+    mirrors = tuple(address for address in map(resolved.address, mirror_refs(rule))
+                    if address is not None)
     return Action(
         backends=backends,
         request_headers=header_filter((filters.get("RequestHeaderModifier") or {})
                                       .get("requestHeaderModifier")),
         response_headers=header_filter((filters.get("ResponseHeaderModifier") or {})
                                        .get("responseHeaderModifier")),
-        redirect=redirect, rewrite=rewrite)
+        redirect=redirect, rewrite=rewrite, mirrors=mirrors)
+
+
+def mirror_refs(rule: Obj) -> list[Obj]:
+    """The backendRefs of a rule's RequestMirror filters."""
+    return [item["requestMirror"]["backendRef"] for item in rule.get("filters") or []
+            if item.get("type") == "RequestMirror" and item.get("requestMirror")]
 
 
 def unsupported_filter(spec: Obj) -> str | None:

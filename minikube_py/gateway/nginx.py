@@ -6,13 +6,16 @@ module writes them as nginx configuration, with nothing but nginx's core modules
 
     every condition a match needs   map $uri / $http_<name> / $arg_<name> /
     (path, method, header, query)     $request_method -> $mpc_N ("1" or "0")
-    one server per (port, hostname)   server_name exact, *.wildcard, or the default_server
+    one server per (port, hostname)   server_name exact, *.wildcard, or the default_server;
+                                      on a Gateway's port, only the candidates of the
+                                      most specific listener covering it
     the winning candidate             map "$mpc_1$mpc_4..." $mpr_S: regexes over those
                                       bits, in precedence order (nginx takes the first)
     its action                        rewrite to the internal location /_mpr/<action>:
                                       redirect (return 30x), or header filters, URL
                                       rewrite and proxy_pass to a backend, weighted with
-                                      split_clients over $request_id
+                                      split_clients over $request_id; a copy to each
+                                      RequestMirror backend (nginx's mirror)
     no candidate                      404; a backend that cannot be resolved: 500
 
 A backend is a Service's ClusterIP and port: the node's service proxy picks the endpoint.
@@ -42,7 +45,8 @@ class Match:
 
 @dataclass(frozen=True)
 class Backend:
-    """Where a share of the requests goes: ClusterIP:port, or None to answer 500."""
+    """Where a share of the requests goes: ClusterIP:port (a headless Service: its
+    endpoints' ip:port, joined by ","), or None to answer 500."""
 
     address: str | None
     weight: int = 1
@@ -87,16 +91,19 @@ class Action:
     response_headers: HeaderFilter | None = None
     redirect: Redirect | None = None
     rewrite: Rewrite | None = None
+    mirrors: tuple[str, ...] = ()  # RequestMirror: each address gets a copy, unanswered
 
 
 @dataclass(frozen=True)
 class Candidate:
     """A match for requests to `hostname` ("" any, "*.a.b" a wildcard), in precedence
-    order within its port (the caller sorts), and the action it leads to."""
+    order within its port (the caller sorts), and the action it leads to; `listener`: the
+    hostname of the Gateway listener it came through (None for an Ingress)."""
 
     hostname: str
     match: Match
     action: Action
+    listener: str | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,9 @@ class Port:
     candidates: list[Candidate] = field(default_factory=list)
     certificates: list[Certificate] = field(default_factory=list)  # TLS when not empty
     public_port: int = 80  # the port clients use: what a redirect keeps
+    listeners: list[str] = field(default_factory=list)
+    """A Gateway port's listener hostnames ("" none): a request is routed only by the
+    routes of the most specific listener its host matches (listener isolation)."""
 
 
 def quote(value: str) -> str:
@@ -223,7 +233,8 @@ class Config:
             f"  server {{ listen 127.0.0.1:{INVALID_BACKEND_PORT}; return 500; }}",
         ]
         for address, name in self.upstreams.items():
-            head.append(f"  upstream {name} {{ server {address}; }}")
+            members = " ".join(f"server {member};" for member in address.split(","))
+            head.append(f"  upstream {name} {{ {members} }}")
         for (variable, regex), index in self.conditions.items():
             head.append(f"  map {variable} $mpc_{index} {{ {quote_regex(regex)} 1; "
                         "default 0; }")
@@ -233,14 +244,18 @@ class Config:
     def port_servers(self, index: int, port: Port) -> list[str]:
         """One server per hostname on the port, each taking the candidates of its own
         hostname first, then those of wildcards covering it, then the catch-all's."""
-        hostnames = sorted({candidate.hostname for candidate in port.candidates},
-                           key=host_precedence)
+        hostnames = sorted({candidate.hostname for candidate in port.candidates}
+                           | set(port.listeners), key=host_precedence)
         if "" not in hostnames:
             hostnames.append("")
         lines: list[str] = []
         for number, hostname in enumerate(hostnames):
             covering = [candidate for candidate in port.candidates
                         if host_covers(candidate.hostname, hostname)]
+            if port.listeners:
+                listener = most_specific(port.listeners, hostname)
+                covering = [candidate for candidate in covering
+                            if candidate.listener == listener]
             covering.sort(key=lambda candidate: host_precedence(candidate.hostname))
             lines.extend(self.server(f"{index}_{number}", port, hostname, covering))
         return lines
@@ -300,8 +315,16 @@ class Config:
         lines.append(f"      proxy_set_header Host {host};")
         if action.request_headers is not None:
             lines += self.request_header_lines(name, action.request_headers)
+        mirrors = []
+        for number, address in enumerate(action.mirrors):
+            location = f"{ROUTE_PREFIX}{name}_mirror{number}"
+            lines.append(f"      mirror {location};")
+            mirrors += [f"    location = {location} {{", "      internal;",
+                        "      proxy_set_header Host $http_host;",
+                        f"      proxy_pass http://{self.upstream(address)}$request_uri;",
+                        "    }"]
         lines.append(f"      proxy_pass http://{self.split(name, action.backends)}{uri};")
-        return [*lines, "    }"]
+        return [*lines, "    }", *mirrors]
 
     def split(self, name: str, backends: tuple[Backend, ...]) -> str:
         """The upstream for one request: the only backend, or split_clients by weight."""
@@ -418,6 +441,13 @@ def host_covers(pattern: str, hostname: str) -> bool:
         bare = hostname[2:] if hostname.startswith("*.") else hostname
         return (f".{bare}").endswith(suffix) and len(bare) > len(suffix) - 1
     return False
+
+
+def most_specific(listeners: list[str], hostname: str) -> str | None:
+    """The listener hostname that takes requests to `hostname`: its own, else the longest
+    wildcard covering it, else the listener without one (None: no listener does)."""
+    covering = [listener for listener in listeners if host_covers(listener, hostname)]
+    return min(covering, key=host_precedence) if covering else None
 
 
 def certificate_for(certificates: list[Certificate], hostname: str) -> Certificate:

@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> None:
                               sync_period=args.iptables_sync_period,
                               min_sync_period=args.iptables_min_sync_period, registry=registry,
                               tracer=tracer_for("kube-proxy", args.tracing_endpoint))
-            enforcer = (NetworkPolicyController(client, config.node_name, netns=args.netns)
+            enforcer = (NetworkPolicyController(client, config.node_name, netns=args.netns,
+                                                tracer=proxier.tracer)
                         if args.network_policy == "true" else None)
             runners = []
             try:

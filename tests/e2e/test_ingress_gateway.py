@@ -6,20 +6,28 @@ mirror kubernetes-sigs/gateway-api's conformance tests (GATEWAY-HTTP profile,
 conformance/tests/*.go) with their manifests (tests/e2e/gateway_conformance/, copied
 unchanged): the same requests, the same expected backends, statuses and headers, and, as
 upstream's MakeRequestAndExpectEventuallyConsistentResponse, an answer counts once it
-repeats 3 times in a row. The one change: upstream's echo-basic image (not reachable
+repeats 3 times in a row. The changes: upstream's echo-basic image (not reachable
 here) is replaced by ECHO_SERVER on python:3, which answers with the same JSON (path,
-host, method, headers, namespace, pod), and each backend runs 1 replica.
+host, method, headers, namespace, pod), sets the response headers X-Echo-Set-Header
+names and logs each request as echo-basic does, and each backend runs 1 replica; the
+suite's TLS Secrets are issued by a test CA instead of self-signed, and an HTTPS answer's
+certificate must chain to that CA and be the Secret's own (upstream's Go client also
+matches the one-label wildcard "*.org", which OpenSSL's host check refuses).
 
 All tests share one cluster (module fixture); the Gateway API CRDs are applied with
 kubectl from ../shared/data/crds/gateway-api/ before the first Gateway API test."""
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
+import socket
+import ssl
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +38,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cryptography.hazmat.primitives.serialization import Encoding
 
 from minikube_py.security import pki
 from tests.test_cluster_cli import kubectl, launcher
@@ -54,6 +63,8 @@ class Echo(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def answer(self):
+        print(f"Echoing back request made to {self.path} to client "
+              f"({self.client_address[0]})", flush=True)
         length = int(self.headers.get("Content-Length") or 0)
         if length:
             self.rfile.read(length)
@@ -66,6 +77,10 @@ class Echo(BaseHTTPRequestHandler):
                            "ingress": "", "service": "",
                            "pod": os.environ.get("POD_NAME", "")}).encode()
         self.send_response(200)
+        for item in (self.headers.get("X-Echo-Set-Header") or "").split(","):
+            name, colon, value = item.partition(":")
+            if colon and name.strip():
+                self.send_header(name.strip(), value.strip())
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -144,12 +159,65 @@ class Answer:
     headers: dict[str, str]
     body: dict[str, Any] | None
     location: str | None = None
+    peer_certificate: bytes | None = None  # DER, for HTTPS
+
+
+@dataclass
+class RedirectRequest:
+    """Upstream's roundtripper.RedirectRequest: None is the request's own (a port left out:
+    the scheme's well-known one, or none)."""
+
+    scheme: str | None = None
+    host: str | None = None
+    port: str | None = None
+    path: str | None = None
+
+    def problem(self, location: str | None, path: str, scheme: str) -> str | None:
+        if not location:
+            return "no Location"
+        got = urllib.parse.urlsplit(location)
+        got_port = str(got.port) if got.port else ""
+        want_scheme = self.scheme or scheme
+        if self.host is not None and got.hostname != self.host:
+            return f"redirect host {got.hostname}, want {self.host}"
+        if self.port is None:
+            if got_port not in ("", {"http": "80", "https": "443"}.get(got.scheme, "")):
+                return f"redirect port {got_port}, want the scheme's default"
+        elif got_port != self.port:
+            return f"redirect port {got_port}, want {self.port}"
+        if got.scheme != want_scheme:
+            return f"redirect scheme {got.scheme}, want {want_scheme}"
+        if got.path != (self.path or urllib.parse.urlsplit(path).path):
+            return f"redirect path {got.path}, want {self.path or path}"
+        return None
+
+
+class TLSConnection(http.client.HTTPSConnection):
+    """HTTPS to an address with `server_name` as SNI, as upstream's TLS round tripper."""
+
+    def __init__(self, address: str, port: int, server_name: str,
+                 context: ssl.SSLContext) -> None:
+        super().__init__(address, port, timeout=5, context=context)
+        self.server_name = server_name
+        self.tls_context = context
+        self.peer_certificate: bytes | None = None
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self.host, self.port), self.timeout)
+        self.sock = self.tls_context.wrap_socket(sock, server_hostname=self.server_name)
+        self.peer_certificate = self.sock.getpeercert(binary_form=True)
 
 
 def send(address: str, path: str = "/", host: str | None = None, port: int = 80,
-         headers: dict[str, str] | None = None, method: str = "GET") -> Answer | None:
-    """One request (redirects not followed); None when the connection fails."""
-    connection = http.client.HTTPConnection(address, port, timeout=5)
+         headers: dict[str, str] | None = None, method: str = "GET",
+         tls: ssl.SSLContext | None = None) -> Answer | None:
+    """One request (redirects not followed); None when the connection fails. With `tls`,
+    HTTPS with the Host's name (port stripped) as SNI."""
+    connection: http.client.HTTPConnection
+    if tls is not None:
+        connection = TLSConnection(address, port, (host or address).partition(":")[0], tls)
+    else:
+        connection = http.client.HTTPConnection(address, port, timeout=5)
     try:
         connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
         connection.putheader("Host", host or address)
@@ -167,8 +235,13 @@ def send(address: str, path: str = "/", host: str | None = None, port: int = 80,
             "application/json") else None
     except ValueError:
         body = None
-    answer_headers = {name.lower(): value for name, value in response.getheaders()}
-    return Answer(response.status, answer_headers, body, response.getheader("Location"))
+    answer_headers: dict[str, str] = {}
+    for name, value in response.getheaders():  # repeated headers joined, as Go's client
+        key = name.lower()
+        answer_headers[key] = f"{answer_headers[key]},{value}" if key in answer_headers else (
+            value)
+    peer = connection.peer_certificate if isinstance(connection, TLSConnection) else None
+    return Answer(response.status, answer_headers, body, response.getheader("Location"), peer)
 
 
 @dataclass
@@ -188,15 +261,35 @@ class Expected:
     response_headers: dict[str, str] = field(default_factory=dict)
     absent_response_headers: tuple[str, ...] = ()
     location: str | None = None
+    redirect: RedirectRequest | None = None
+    port: int = 80
+    tls: ssl.SSLContext | None = None
+    certificate: bytes | None = None  # the DER certificate an HTTPS answer must come with
+    request_host: str | None = None  # ExpectedRequest.Host
+    backend_response_headers: dict[str, str] = field(default_factory=dict)
+
+    def send(self, address: str) -> Answer | None:
+        headers = dict(self.headers)
+        if self.backend_response_headers:
+            headers["X-Echo-Set-Header"] = ",".join(
+                f"{name}:{value}" for name, value in self.backend_response_headers.items())
+        return send(address, self.path, self.host, self.port, headers, self.method, self.tls)
 
     def problem(self, answer: Answer | None) -> str | None:
         """Why the answer is not the expected one (None: it is)."""
         if answer is None:
             return "no connection"
+        if self.certificate is not None and answer.peer_certificate != self.certificate:
+            return "the answer came with another certificate"
         if answer.status != self.status:
             return f"status {answer.status}, want {self.status}"
         if self.location is not None and answer.location != self.location:
             return f"Location {answer.location}, want {self.location}"
+        if self.redirect is not None:
+            found = self.redirect.problem(answer.location, self.path,
+                                          "https" if self.tls else "http")
+            if found is not None:
+                return found
         for name, value in self.response_headers.items():
             if answer.headers.get(name.lower()) != value:
                 return f"response header {name}: {answer.headers.get(name.lower())}"
@@ -212,6 +305,8 @@ class Expected:
             return f"namespace {body.get('namespace')}, want {self.namespace}"
         if body.get("path") != (self.request_path or self.path):
             return f"path {body.get('path')}, want {self.request_path or self.path}"
+        if self.request_host is not None and body.get("host") != self.request_host:
+            return f"host {body.get('host')}, want {self.request_host}"
         seen = body.get("headers") or {}
         for name, value in self.request_headers.items():
             if ",".join(seen.get(name.title(), [])) != value:
@@ -228,14 +323,18 @@ def expect(address: str, expected: Expected, timeout: float = 60) -> None:
     in_a_row = 0
     problem: str | None = None
     while in_a_row < 3:
-        problem = expected.problem(send(address, expected.path, expected.host,
-                                        headers=expected.headers, method=expected.method))
+        problem = expected.problem(expected.send(address))
         in_a_row = in_a_row + 1 if problem is None else 0
         if time.monotonic() > deadline:
             raise AssertionError(f"{expected.method} {expected.host} {expected.path} "
                                  f"{expected.headers}: {problem}")
         if problem is not None:
             time.sleep(0.5)
+
+
+def expect_all(address: str, *expected: Expected) -> None:
+    for item in expected:
+        expect(address, item)
 
 
 # -- Ingress ---------------------------------------------------------------------------------
@@ -364,9 +463,42 @@ def test_an_ingress_s_change_reloads_nginx_without_a_new_pod(ingress_backends: P
 # -- Gateway API: the conformance tests ------------------------------------------------------
 
 
+@dataclass
+class SuiteTLS:
+    """The suite's serving certificate (upstream: self-signed for *, *.org, *.wildcard.org)
+    and a client context trusting it."""
+
+    ca: pki.KeyPair
+    pair: pki.KeyPair
+    context: ssl.SSLContext
+
+    @property
+    def der(self) -> bytes:
+        return self.pair.cert.public_bytes(Encoding.DER)
+
+
 @pytest.fixture(scope="module")
-def gateway_api(cluster: Path) -> Path:
-    """The standard CRDs, as a user installs them, and upstream's base manifests."""
+def suite_tls() -> SuiteTLS:
+    ca = pki.new_ca("gateway-conformance-ca")
+    pair = pki.issue(ca, "gateway-conformance", dns_names=("*", "*.org", "*.wildcard.org"),
+                     server=True)
+    context = ssl.create_default_context(cadata=ca.cert_pem.decode())
+    context.check_hostname = False  # see the module's docstring; the chain is verified
+    return SuiteTLS(ca, pair, context)
+
+
+def tls_secret(namespace: str, name: str, pair: pki.KeyPair) -> str:
+    return yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {"tls.crt": base64.b64encode(pair.cert_pem).decode(),
+                 "tls.key": base64.b64encode(pair.key_pem).decode()}})
+
+
+@pytest.fixture(scope="module")
+def gateway_api(cluster: Path, suite_tls: SuiteTLS) -> Path:
+    """The standard CRDs, as a user installs them, upstream's base manifests, and the TLS
+    Secrets upstream's suite makes (tls-validity-checks-certificate, certificate)."""
     if CRDS is None:
         pytest.skip("no ../shared/data/crds/gateway-api")
     for crd in sorted(CRDS.glob("gateway.networking.k8s.io_*.yaml")):
@@ -377,6 +509,9 @@ def gateway_api(cluster: Path) -> Path:
     gateway_class = until(lambda: accepted_class(cluster, CLASS), "GatewayClass minikube-py")
     assert gateway_class["spec"]["controllerName"] == CONTROLLER
     run_kubectl(cluster, "apply", "-f", "-", stdin=manifest("base.yaml"))
+    for namespace, name in ((INFRA, "tls-validity-checks-certificate"), (WEB, "certificate")):
+        run_kubectl(cluster, "apply", "-f", "-", stdin=tls_secret(namespace, name,
+                                                                  suite_tls.pair))
     for namespace in (INFRA, WEB, "gateway-conformance-app-backend"):
         kubectl(cluster, "wait", "--for=condition=Available", "deployment", "--all",
                 "-n", namespace, "--timeout=240s")
@@ -713,12 +848,24 @@ def test_httproute_path_match_order(gateway_api: Path) -> None:
 
 
 def test_httproute_rewrite_path(gateway_api: Path) -> None:
-    """Extended (SupportHTTPRoutePathRewrite): the cases without header filters."""
+    """Extended (SupportHTTPRoutePathRewrite)."""
     with applied(gateway_api, "httproute-rewrite-path.yaml") as conformance:
         address = accepted(conformance, SAME, (INFRA, "rewrite-path"))
-        for path, rewritten in (("/strip-prefix/three", "/three"), ("/strip-prefix", "/"),
+        for path, rewritten in (("/prefix/one/two", "/one/two"),
+                                ("/strip-prefix/three", "/three"), ("/strip-prefix", "/"),
                                 ("/full/one/two", "/one")):
             expect(address, Expected(path, backend="infra-backend-v1", request_path=rewritten))
+        for path, rewritten in (("/full/rewrite-path-and-modify-headers/test", "/test"),
+                                ("/prefix/rewrite-path-and-modify-headers/one", "/prefix/one")):
+            expect(address, Expected(
+                path, headers={"X-Header-Remove": "remove-val",
+                               "X-Header-Add-Append": "append-val-1",
+                               "X-Header-Set": "set-val"},
+                backend="infra-backend-v1", request_path=rewritten,
+                request_headers={"X-Header-Add": "header-val-1",
+                                 "X-Header-Add-Append": "append-val-1,header-val-2",
+                                 "X-Header-Set": "set-overwrites-values"},
+                absent_headers=("X-Header-Remove",)))
 
 
 def test_httproute_invalid_parentref_not_matching_section_name(gateway_api: Path) -> None:
@@ -770,3 +917,580 @@ def test_httproute_weight(gateway_api: Path) -> None:
             if not problems:
                 return
         raise AssertionError("; ".join(problems))
+
+
+# -- listener status (upstream's GatewayStatusMustHaveListeners) -----------------------------
+
+
+@dataclass
+class ListenerStatus:
+    """One expected listener: its route kinds ([]: none at all), attachedRoutes and the
+    conditions it must have (type, status, reason; None: any reason)."""
+
+    name: str
+    kinds: list[str]
+    attached: int
+    conditions: list[tuple[str, str, str | None]]
+
+    def problem(self, actual: list[dict[str, Any]]) -> str | None:
+        found = next((item for item in actual if item.get("name") == self.name), None)
+        if found is None:
+            return f"no status for listener {self.name}"
+        kinds = [kind["kind"] for kind in found.get("supportedKinds") or []]
+        if (not self.kinds and kinds) or any(kind not in kinds for kind in self.kinds):
+            return f"listener {self.name}: supportedKinds {kinds}, want {self.kinds}"
+        if found.get("attachedRoutes") != self.attached:
+            return (f"listener {self.name}: attachedRoutes {found.get('attachedRoutes')}, "
+                    f"want {self.attached}")
+        for kind, status, reason in self.conditions:
+            have = condition_of(found.get("conditions") or [], kind)
+            if have.get("status") != status or reason not in (None, have.get("reason")):
+                return f"listener {self.name}: {kind} {have}, want {status} {reason or ''}"
+        return None
+
+
+def latest_gateway(home: Path, name: str) -> dict[str, Any] | None:
+    """The Gateway once all its conditions are at its generation (upstream's
+    GatewayMustHaveLatestConditions)."""
+    gateway = get(home, "gateway", "-n", INFRA, name)
+    conditions = (gateway.get("status") or {}).get("conditions") or []
+    if conditions and all(item.get("observedGeneration") == gateway["metadata"]["generation"]
+                          for item in conditions):
+        return gateway
+    return None
+
+
+def gateway_listeners(home: Path, name: str, *expected: ListenerStatus) -> dict[str, Any]:
+    """Upstream's GatewayStatusMustHaveListeners: exactly these listeners, at the
+    Gateway's latest generation; the Gateway."""
+    problems: list[str] = []
+
+    def matches() -> dict[str, Any] | None:
+        gateway = latest_gateway(home, name)
+        if gateway is None:
+            problems[:] = ["conditions not at the latest generation"]
+            return None
+        actual = (gateway.get("status") or {}).get("listeners") or []
+        problems[:] = [problem for problem in (item.problem(actual) for item in expected)
+                       if problem]
+        if len(actual) != len(expected):
+            problems.append(f"{len(actual)} listeners, want {len(expected)}")
+        return None if problems else gateway
+    try:
+        return until(matches, f"Gateway {name}'s listeners")
+    except AssertionError as error:
+        raise AssertionError(f"{error}: {'; '.join(problems)}") from None
+
+
+def gateway_condition(home: Path, name: str, kind: str, status: str, reason: str) -> None:
+    """Upstream's GatewayMustHaveCondition (at the latest generation)."""
+    def holds() -> bool:
+        gateway = latest_gateway(home, name)
+        found = condition_of(((gateway or {}).get("status") or {}).get("conditions") or [],
+                             kind)
+        return found.get("status") == status and found.get("reason") == reason
+    until(holds, f"Gateway {name} {kind}={status} {reason}")
+
+
+HTTP_ROUTE = ["HTTPRoute"]
+ATTACHED_OK = [("Accepted", "True", None), ("ResolvedRefs", "True", None)]
+
+
+def test_gateway_listener_unsupported_protocol(gateway_api: Path) -> None:
+    with applied(gateway_api, "gateway-invalid-listeners-unsupported-protocol.yaml") as home:
+        invalid = ListenerStatus("invalid", [], 0, [("Accepted", "False", "UnsupportedProtocol")])
+        gateway_condition(home, "gateway-only-unsupported-protocols", "Accepted", "False",
+                          "ListenersNotValid")
+        gateway_listeners(home, "gateway-only-unsupported-protocols", invalid)
+        gateway_condition(home, "gateway-supported-and-unsupported-protocols", "Accepted",
+                          "True", "ListenersNotValid")
+        gateway_listeners(home, "gateway-supported-and-unsupported-protocols",
+                          ListenerStatus("http", HTTP_ROUTE, 0,
+                                         [("Accepted", "True", "Accepted")]), invalid)
+
+
+def test_gateway_invalid_parameters_ref(gateway_api: Path) -> None:
+    with applied(gateway_api, "gateway-invalid-parameters-ref.yaml") as home:
+        gateway_condition(home, "gateway-invalid-parameters-ref", "Accepted", "False",
+                          "InvalidParameters")
+
+
+def test_gateway_invalid_tls_configuration(gateway_api: Path) -> None:
+    with applied(gateway_api, "gateway-invalid-tls-configuration.yaml") as home:
+        for name in ("gateway-certificate-nonexistent-secret",
+                     "gateway-certificate-unsupported-group",
+                     "gateway-certificate-unsupported-kind",
+                     "gateway-certificate-malformed-secret"):
+            gateway_listeners(home, name, ListenerStatus(
+                "https", HTTP_ROUTE, 0, [("ResolvedRefs", "False", "InvalidCertificateRef")]))
+
+
+def test_gateway_modify_listeners(gateway_api: Path) -> None:
+    with applied(gateway_api, "gateway-modify-listeners.yaml") as home:
+        before = until(lambda: latest_gateway(home, "gateway-add-listener"),
+                       "gateway-add-listener at its generation")
+        listeners = before["spec"]["listeners"] + [{
+            "name": "http", "port": 80, "protocol": "HTTP", "hostname": "data.test.com",
+            "allowedRoutes": {"namespaces": {"from": "All"}}}]
+        kubectl(home, "patch", "gateway", "-n", INFRA, "gateway-add-listener",
+                "--type=merge", "-p", json.dumps({"spec": {"listeners": listeners}}))
+        after = gateway_listeners(home, "gateway-add-listener",
+                                  ListenerStatus("https", HTTP_ROUTE, 1, ATTACHED_OK),
+                                  ListenerStatus("http", HTTP_ROUTE, 1, ATTACHED_OK))
+        assert after["metadata"]["generation"] != before["metadata"]["generation"]
+
+        before = until(lambda: latest_gateway(home, "gateway-remove-listener"),
+                       "gateway-remove-listener at its generation")
+        assert len(before["spec"]["listeners"]) == 2
+        kept = [item for item in before["spec"]["listeners"] if item["name"] == "http"]
+        kubectl(home, "patch", "gateway", "-n", INFRA, "gateway-remove-listener",
+                "--type=merge", "-p", json.dumps({"spec": {"listeners": kept}}))
+        after = gateway_listeners(home, "gateway-remove-listener",
+                                  ListenerStatus("http", HTTP_ROUTE, 1, ATTACHED_OK))
+        assert after["metadata"]["generation"] != before["metadata"]["generation"]
+
+
+def test_gateway_name_maximum_length(gateway_api: Path) -> None:
+    name = "gateway-name-maximum-length-" + "a" * (253 - len("gateway-name-maximum-length-"))
+    with applied(gateway_api, "gateway-name-maximum-length.yaml") as home:
+        gateway = until(lambda: latest_gateway(home, name), "the 253-character Gateway")
+        assert len(gateway["metadata"]["name"]) == 253
+
+
+def test_gateway_observed_generation_bump(gateway_api: Path) -> None:
+    name = "gateway-observed-generation-bump"
+    with applied(gateway_api, "gateway-observed-generation-bump.yaml") as home:
+        before = until(lambda: latest_gateway(home, name), f"{name} at its generation")
+        listeners = before["spec"]["listeners"] + [{
+            "name": "alternate", "hostname": "foo.com", "port": 80, "protocol": "HTTP",
+            "allowedRoutes": {"namespaces": {"from": "All"}}}]
+        kubectl(home, "patch", "gateway", "-n", INFRA, name, "--type=merge",
+                "-p", json.dumps({"spec": {"listeners": listeners}}))
+        after = until(lambda: (gateway := latest_gateway(home, name)) and gateway[
+            "metadata"]["generation"] != before["metadata"]["generation"] and gateway,
+            f"{name}'s conditions at the new generation")
+        assert after["metadata"]["generation"] == before["metadata"]["generation"] + 1
+
+
+@pytest.mark.parametrize(("manifest_name", "conditions"), [
+    ("gateway-secret-invalid-reference-grant",
+     [("ResolvedRefs", "False", "RefNotPermitted")]),
+    ("gateway-secret-missing-reference-grant",
+     [("ResolvedRefs", "False", "RefNotPermitted")]),
+    ("gateway-secret-reference-grant-all-in-namespace",
+     [("Programmed", "True", "Programmed"), ("ResolvedRefs", "True", None)]),
+    ("gateway-secret-reference-grant-specific",
+     [("Programmed", "True", "Programmed"), ("ResolvedRefs", "True", None)]),
+])
+def test_gateway_secret_reference_grant(gateway_api: Path, manifest_name: str,
+                                        conditions: list[tuple[str, str, str | None]]) -> None:
+    """GatewaySecretInvalidReferenceGrant, GatewaySecretMissingReferenceGrant,
+    GatewaySecretReferenceGrantAllInNamespace and GatewaySecretReferenceGrantSpecific."""
+    with applied(gateway_api, f"{manifest_name}.yaml") as home:
+        gateway_listeners(home, manifest_name,
+                          ListenerStatus("https", HTTP_ROUTE, 0, conditions))
+
+
+def test_gateway_with_attached_routes(gateway_api: Path) -> None:
+    with applied(gateway_api, "gateway-with-attached-routes.yaml") as home:
+        gateway_listeners(home, "gateway-with-one-attached-route",
+                          ListenerStatus("http", HTTP_ROUTE, 1, ATTACHED_OK))
+        gateway = "gateway-with-two-attached-routes"
+        gateway_listeners(home, gateway, ListenerStatus("http", HTTP_ROUTE, 2, ATTACHED_OK))
+        route_condition(home, INFRA, "http-route-not-accepted", (INFRA, gateway), "Accepted",
+                        "False", "NoMatchingListenerHostname")
+        gateway = "unresolved-gateway-with-one-attached-unresolved-route"
+        gateway_listeners(home, gateway, ListenerStatus(
+            "tls", HTTP_ROUTE, 1, [("Programmed", "False", None),
+                                   ("ResolvedRefs", "False", None)]))
+        route_condition(home, INFRA, "http-route-4", (INFRA, gateway), "ResolvedRefs", "False")
+
+
+def test_httproute_https_listener(gateway_api: Path, suite_tls: SuiteTLS) -> None:
+    with applied(gateway_api, "httproute-https-listener.yaml") as home:
+        gateway = (INFRA, "same-namespace-with-https-listener")
+        address = accepted(home, gateway, (INFRA, "httproute-https-test"),
+                           (INFRA, "httproute-https-test-no-hostname"))
+        for host, backend in (("example.org", "infra-backend-v1"),
+                              ("unknown-example.org", None),
+                              ("second-example.org", "infra-backend-v2")):
+            expect(address, Expected("/", host, port=443, tls=suite_tls.context,
+                                     certificate=suite_tls.der, backend=backend,
+                                     status=200 if backend else 404))
+
+
+def test_httproute_invalid_reference_grant(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-invalid-reference-grant.yaml") as home:
+        route = (INFRA, "reference-grant")
+        address = accepted(home, SAME, route, resolved=False)
+        route_condition(home, *route, SAME, "ResolvedRefs", "False", "RefNotPermitted")
+        expect(address, Expected("/", status=500))
+
+
+def test_httproute_multiple_gateways(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-multiple-gateways.yaml") as home:
+        for gateway, dedicated, backend in (
+                ("same-namespace", "same-namespace-dedicated-route", "infra-backend-v2"),
+                ("all-namespaces", "all-namespaces-dedicated-route", "infra-backend-v3")):
+            address = accepted(home, (INFRA, gateway), (INFRA, "multiple-gateways-shared-route"),
+                               (INFRA, dedicated))
+            expect_all(address, Expected("/shared", backend="infra-backend-v1"),
+                       Expected("/", backend=backend))
+
+
+def test_httproute_observed_generation_bump(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-observed-generation-bump.yaml") as home:
+        name = "observed-generation-bump"
+        route_condition(home, INFRA, name, SAME, "Accepted", "True")
+        before = get(home, "httproute", "-n", INFRA, name)
+        rules = before["spec"]["rules"]
+        rules[0]["backendRefs"][0]["name"] = "infra-backend-v2"
+        kubectl(home, "patch", "httproute", "-n", INFRA, name, "--type=merge",
+                "-p", json.dumps({"spec": {"rules": rules}}))
+        route_condition(home, INFRA, name, SAME, "Accepted", "True")
+        route_condition(home, INFRA, name, SAME, "ResolvedRefs", "True")
+        after = get(home, "httproute", "-n", INFRA, name)
+        assert after["metadata"]["generation"] != before["metadata"]["generation"]
+        parent = route_parent(home, INFRA, name, SAME)
+        assert parent is not None and all(
+            item["observedGeneration"] == after["metadata"]["generation"]
+            for item in parent["conditions"])
+
+
+def test_httproute_no_backend_refs(gateway_api: Path) -> None:
+    with applied(gateway_api, "httproute-omitted-backendrefs.yaml") as home:
+        address = accepted(home, SAME, (INFRA, "omitted-backendrefs"))
+        expect_all(address, Expected("/forward", backend="infra-backend-v1"),
+                   Expected("/omitted-no-forward", status=500),
+                   Expected("/empty-no-forward", status=500))
+
+
+def test_httproute_partially_invalid_via_invalid_reference_grant(gateway_api: Path) -> None:
+    name = "httproute-partially-invalid-via-invalid-reference-grant.yaml"
+    with applied(gateway_api, name) as home:
+        route = (INFRA, "invalid-reference-grant")
+        address = accepted(home, SAME, route, resolved=False)
+        route_condition(home, *route, SAME, "ResolvedRefs", "False", "RefNotPermitted")
+        expect_all(address, Expected("/v2", status=500),
+                   Expected("/", backend="app-backend-v1",
+                            namespace="gateway-conformance-app-backend"))
+
+
+def test_httproute_service_types(gateway_api: Path) -> None:
+    """A ClusterIP Service with EndpointSlices written by hand, a headless one, and a
+    headless one with EndpointSlices by hand: each filled, as upstream's
+    setupEndpointSlices does, with infra-backend-v1's pods."""
+    with applied(gateway_api, "httproute-service-types.yaml") as home:
+        address = accepted(home, SAME, (INFRA, "service-types"))
+        pods = get(home, "pods", "-n", INFRA, "-l", "app=infra-backend-v1")["items"]
+        assert pods
+        for prefix in ("manual-endpointslices", "headless-manual-endpointslices"):
+            for suffix, family in (("ip4", 4), ("ip6", 6)):
+                endpoints = [{
+                    "addresses": [item["ip"]],
+                    "conditions": {"ready": True, "serving": True, "terminating": False},
+                    "nodeName": pod["spec"]["nodeName"],
+                    "targetRef": {"kind": "Pod", "name": pod["metadata"]["name"],
+                                  "namespace": INFRA, "uid": pod["metadata"]["uid"]}}
+                    for pod in pods for item in pod["status"].get("podIPs") or []
+                    if (":" in item["ip"]) == (family == 6)]
+                kubectl(home, "patch", "endpointslice", "-n", INFRA, f"{prefix}-{suffix}",
+                        "--type=merge", "-p", json.dumps({"endpoints": endpoints}))
+        for path in ("/manual-endpointslices", "/headless-manual-endpointslices",
+                     "/headless"):
+            expect(address, Expected(path, backend="infra-backend-v1"))
+
+# -- extended features ---------------------------------------------------------------------
+
+
+def test_httproute_response_header_modifier(gateway_api: Path) -> None:
+    """Extended (SupportHTTPRouteResponseHeaderModification)."""
+    with applied(gateway_api, "httproute-response-header-modifier.yaml") as home:
+        address = accepted(home, SAME, (INFRA, "response-header-modifier"))
+        v1 = "infra-backend-v1"
+        expect_all(
+            address,
+            Expected("/set", backend=v1, backend_response_headers={"Some-Other-Header": "val"},
+                     response_headers={"Some-Other-Header": "val",
+                                       "X-Header-Set": "set-overwrites-values"}),
+            Expected("/set", backend=v1, backend_response_headers={
+                "Some-Other-Header": "val", "X-Header-Set": "some-other-value"},
+                response_headers={"Some-Other-Header": "val",
+                                  "X-Header-Set": "set-overwrites-values"}),
+            Expected("/add", backend=v1, backend_response_headers={"Some-Other-Header": "val"},
+                     response_headers={"Some-Other-Header": "val",
+                                       "X-Header-Add": "add-appends-values"}),
+            Expected("/add", backend=v1, backend_response_headers={
+                "Some-Other-Header": "val", "X-Header-Add": "some-other-value"},
+                response_headers={"Some-Other-Header": "val",
+                                  "X-Header-Add": "some-other-value,add-appends-values"}),
+            Expected("/remove", backend=v1, backend_response_headers={"X-Header-Remove": "val"},
+                     absent_response_headers=("X-Header-Remove",)),
+            Expected("/multiple", backend=v1, backend_response_headers={
+                "X-Header-Set-2": "set-val-2", "X-Header-Add-2": "add-val-2",
+                "X-Header-Remove-2": "remove-val-2", "Another-Header": "another-header-val",
+                "X-Header-Remove-1": "val"},
+                response_headers={"X-Header-Set-1": "header-set-1",
+                                  "X-Header-Set-2": "header-set-2",
+                                  "X-Header-Add-1": "header-add-1",
+                                  "X-Header-Add-2": "add-val-2,header-add-2",
+                                  "X-Header-Add-3": "header-add-3",
+                                  "Another-Header": "another-header-val"},
+                absent_response_headers=("X-Header-Remove-1", "X-Header-Remove-2")),
+            Expected("/case-insensitivity", backend=v1, backend_response_headers={
+                "x-header-set": "original-val-set", "x-header-add": "original-val-add",
+                "x-header-remove": "original-val-remove", "Another-Header": "another-header-val"},
+                response_headers={"X-Header-Set": "header-set",
+                                  "X-Header-Add": "original-val-add,header-add",
+                                  "X-Lowercase-Add": "lowercase-add",
+                                  "X-Mixedcase-Add-1": "mixedcase-add-1",
+                                  "X-Mixedcase-Add-2": "mixedcase-add-2",
+                                  "X-Uppercase-Add": "uppercase-add",
+                                  "Another-Header": "another-header-val"},
+                absent_response_headers=("x-header-remove", "X-Header-Remove")),
+            Expected("/response-and-request-header-modifiers", backend=v1,
+                     headers={"X-Header-Remove": "remove-val",
+                              "X-Header-Add-Append": "append-val-1",
+                              "X-Header-Echo": "echo"},
+                     backend_response_headers={
+                         "X-Header-Set-2": "set-val-2", "X-Header-Add-2": "add-val-2",
+                         "X-Header-Remove-2": "remove-val-2",
+                         "Another-Header": "another-header-val",
+                         "X-Header-Remove-1": "remove-val-1", "X-Header-Echo": "echo"},
+                     request_headers={"X-Header-Add": "header-val-1",
+                                      "X-Header-Set": "set-overwrites-values",
+                                      "X-Header-Add-Append": "append-val-1,header-val-2",
+                                      "X-Header-Echo": "echo"},
+                     absent_headers=("X-Header-Remove",),
+                     response_headers={"X-Header-Set-1": "header-set-1",
+                                       "X-Header-Set-2": "header-set-2",
+                                       "X-Header-Add-1": "header-add-1",
+                                       "X-Header-Add-2": "add-val-2,header-add-2",
+                                       "Another-Header": "another-header-val",
+                                       "X-Header-Echo": "echo"},
+                     absent_response_headers=("X-Header-Remove-1", "X-Header-Remove-2")))
+
+
+def test_httproute_query_param_matching(gateway_api: Path) -> None:
+    """Extended (SupportHTTPRouteQueryParamMatching)."""
+    with applied(gateway_api, "httproute-query-param-matching.yaml") as home:
+        address = accepted(home, SAME, (INFRA, "query-param-matching"))
+        v1, v2, v3 = "infra-backend-v1", "infra-backend-v2", "infra-backend-v3"
+        for path, headers, backend in (
+                ("/?animal=whale", {}, v1), ("/?animal=dolphin", {}, v2),
+                ("/?animal=dolphin&color=blue", {}, v3), ("/?ANIMAL=Whale", {}, v3),
+                ("/?animal=whale&otherparam=irrelevant", {}, v1),
+                ("/?animal=dolphin&color=yellow", {}, v2), ("/?color=blue", {}, None),
+                ("/?animal=dog", {}, None), ("/?animal=whaledolphin", {}, None),
+                ("/", {}, None), ("/path1?animal=whale", {}, v1),
+                ("/?animal=whale", {"version": "one"}, v2),
+                ("/path2?animal=whale", {"version": "two"}, v3),
+                ("/path3?animal=shark", {}, v1),
+                ("/path4?animal=kraken", {"version": "three"}, v1),
+                ("/?animal=shark", {}, None), ("/path4?animal=kraken", {}, None),
+                ("/path5?animal=hydra", {}, v1), ("/?animal=hydra", {"version": "four"}, v3)):
+            expect(address, Expected(path, headers=headers, backend=backend,
+                                     status=200 if backend else 404))
+
+
+def test_httproute_redirect_path(gateway_api: Path) -> None:
+    """Extended (SupportHTTPRoutePathRedirect)."""
+    with applied(gateway_api, "httproute-redirect-path.yaml") as home:
+        address = accepted(home, SAME, (INFRA, "redirect-path"))
+        for path, status, host, new_path in (
+                ("/original-prefix/lemon", 302, None, "/replacement-prefix/lemon"),
+                ("/full/path/original", 302, None, "/full-path-replacement"),
+                ("/path-and-host", 302, "example.org", "/replacement-prefix"),
+                ("/path-and-status", 301, None, "/replacement-prefix"),
+                ("/full-path-and-host", 302, "example.org", "/replacement-full"),
+                ("/full-path-and-status", 301, None, "/replacement-full")):
+            expect(address, Expected(path, status=status,
+                                     redirect=RedirectRequest(host=host, path=new_path)))
+
+
+def test_httproute_redirect_port(gateway_api: Path) -> None:
+    """Extended (SupportHTTPRoutePortRedirect)."""
+    with applied(gateway_api, "httproute-redirect-port.yaml") as home:
+        address = accepted(home, SAME, (INFRA, "redirect-port"))
+        for path, status, host in (("/port", 302, None), ("/port-and-host", 302, "example.org"),
+                                   ("/port-and-status", 301, None),
+                                   ("/port-and-host-and-status", 302, "example.org")):
+            expect(address, Expected(path, status=status,
+                                     redirect=RedirectRequest(host=host, port="8083")))
+
+
+def test_httproute_redirect_scheme(gateway_api: Path) -> None:
+    """Extended (SupportHTTPRouteSchemeRedirect)."""
+    with applied(gateway_api, "httproute-redirect-scheme.yaml") as home:
+        address = accepted(home, SAME, (INFRA, "redirect-scheme"))
+        for path, status, host in (("/scheme", 302, None),
+                                   ("/scheme-and-host", 302, "example.org"),
+                                   ("/scheme-and-status", 301, None),
+                                   ("/scheme-and-host-and-status", 302, "example.org")):
+            expect(address, Expected(path, status=status,
+                                     redirect=RedirectRequest(scheme="https", host=host)))
+
+
+def test_httproute_rewrite_host(gateway_api: Path) -> None:
+    """Extended (SupportHTTPRouteHostRewrite)."""
+    with applied(gateway_api, "httproute-rewrite-host.yaml") as home:
+        address = accepted(home, SAME, (INFRA, "rewrite-host"))
+        expect_all(
+            address,
+            Expected("/one", "rewrite.example", backend="infra-backend-v1",
+                     request_host="one.example.org"),
+            Expected("/two", "rewrite.example", backend="infra-backend-v2",
+                     request_host="example.org"),
+            Expected("/rewrite-host-and-modify-headers", "rewrite.example",
+                     headers={"X-Header-Remove": "remove-val",
+                              "X-Header-Add-Append": "append-val-1"},
+                     backend="infra-backend-v2", request_host="test.example.org",
+                     request_headers={"X-Header-Add": "header-val-1",
+                                      "X-Header-Add-Append": "append-val-1,header-val-2",
+                                      "X-Header-Set": "set-overwrites-values"},
+                     absent_headers=("X-Header-Remove",)))
+
+
+def test_httproute_listener_port_matching(gateway_api: Path) -> None:
+    """Extended (SupportHTTPRouteParentRefPort)."""
+    with applied(gateway_api, "httproute-listener-port-matching.yaml") as home:
+        gateway = (INFRA, "httproute-listener-port-matching")
+        address = accepted(home, gateway, (INFRA, "backend-v1"), (INFRA, "backend-v2"),
+                           (INFRA, "backend-v3"))
+        for host, backend in (("foo.com", "infra-backend-v1"),
+                              ("foo.com:8080", "infra-backend-v2"),
+                              ("bar.com:8080", "infra-backend-v2"),
+                              ("foo.com:8090", "infra-backend-v3"), ("bar.com:8090", None)):
+            port = int(host.partition(":")[2] or 80)
+            expect(address, Expected("/", host, port=port, backend=backend,
+                                     status=200 if backend else 404))
+
+
+def test_httproute_invalid_parentref_section_name_not_matching_port(gateway_api: Path) -> None:
+    """Extended (SupportHTTPRouteParentRefPort)."""
+    gateway = (INFRA, "gateway-with-one-not-matching-port-and-section-name-route")
+    name = "httproute-invalid-parentref-section-name-not-matching-port.yaml"
+    with applied(gateway_api, name) as home:
+        route = "httproute-listener-section-name-not-matching-port"
+        route_condition(home, INFRA, route, gateway, "Accepted", "False", "NoMatchingParent")
+        parents = get(home, "httproute", "-n", INFRA, route)["status"]["parents"]
+        assert not any(condition_of(parent["conditions"], "Accepted").get("status") == "True"
+                       for parent in parents)
+        until(lambda: [listener["attachedRoutes"] for listener in get(
+            home, "gateway", gateway[1], "-n", INFRA)["status"]["listeners"]] == [0],
+            "GatewayMustHaveZeroRoutes")
+
+
+def test_gateway_with_attached_routes_with_port_8080(gateway_api: Path) -> None:
+    """Extended (SupportGatewayPort8080)."""
+    with applied(gateway_api, "gateway-with-attached-routes-with-port-8080.yaml") as home:
+        gateway_listeners(home, "gateway-with-two-listeners-and-one-attached-route",
+                          ListenerStatus("http-unattached", HTTP_ROUTE, 0, ATTACHED_OK),
+                          ListenerStatus("http", HTTP_ROUTE, 1, ATTACHED_OK))
+
+
+def test_httproute_request_mirror(gateway_api: Path) -> None:
+    """Extended (SupportHTTPRouteRequestMirror): the answer comes from infra-backend-v1, and
+    infra-backend-v2's log shows the copy (upstream's ExpectMirroredRequest)."""
+    with applied(gateway_api, "httproute-request-mirror.yaml") as home:
+        address = accepted(home, SAME, (INFRA, "request-mirror"))
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
+        for expected in (
+                Expected("/mirror", backend="infra-backend-v1"),
+                Expected("/mirror-and-modify-headers", backend="infra-backend-v1",
+                         headers={"X-Header-Remove": "remove-val",
+                                  "X-Header-Add-Append": "append-val-1"},
+                         request_headers={"X-Header-Add": "header-val-1",
+                                          "X-Header-Add-Append": "append-val-1,header-val-2",
+                                          "X-Header-Set": "set-overwrites-values"},
+                         absent_headers=("X-Header-Remove",))):
+            expect(address, expected)
+            line = f"Echoing back request made to {expected.path} to client"
+            until(lambda line=line: line in kubectl(
+                home, "logs", "-n", INFRA, "deployment/infra-backend-v2",
+                f"--since-time={started}").stdout, f"the mirrored {expected.path} in "
+                "infra-backend-v2's log")
+
+
+def test_httproute_request_multiple_mirrors(gateway_api: Path) -> None:
+    """Extended (SupportHTTPRouteRequestMultipleMirrors): copies to infra-backend-v2 and
+    infra-backend-v3."""
+    with applied(gateway_api, "httproute-request-multiple-mirrors.yaml") as home:
+        address = accepted(home, SAME, (INFRA, "request-multiple-mirrors"))
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
+        for expected in (
+                Expected("/multi-mirror", backend="infra-backend-v1"),
+                Expected("/multi-mirror-and-modify-request-headers",
+                         backend="infra-backend-v1",
+                         headers={"X-Header-Remove": "remove-val",
+                                  "X-Header-Add-Append": "append-val-1"},
+                         request_headers={"X-Header-Add": "header-val-1",
+                                          "X-Header-Add-Append": "append-val-1,header-val-2",
+                                          "X-Header-Set": "set-overwrites-values"},
+                         absent_headers=("X-Header-Remove",))):
+            expect(address, expected)
+            line = f"Echoing back request made to {expected.path} to client"
+            for mirror in ("infra-backend-v2", "infra-backend-v3"):
+                until(lambda line=line, mirror=mirror: line in kubectl(
+                    home, "logs", "-n", INFRA, f"deployment/{mirror}",
+                    f"--since-time={started}").stdout,
+                    f"the mirrored {expected.path} in {mirror}'s log")
+
+
+def test_httproute_redirect_port_and_scheme(gateway_api: Path, suite_tls: SuiteTLS) -> None:
+    """Extended (SupportHTTPRoutePortRedirect, SupportGatewayPort8080): redirects from
+    listeners on 80, 8080 and 443 (HTTPS)."""
+    with applied(gateway_api, "httproute-redirect-port-and-scheme.yaml") as home:
+        address = accepted(home, SAME, (INFRA, "http-route-for-listener-on-port-80"))
+        for path, scheme, port in (
+                ("/scheme-nil-and-port-nil", "http", None),
+                ("/scheme-nil-and-port-80", "http", None),
+                ("/scheme-nil-and-port-8080", "http", "8080"),
+                ("/scheme-https-and-port-nil", "https", None),
+                ("/scheme-https-and-port-443", "https", None),
+                ("/scheme-https-and-port-8443", "https", "8443")):
+            expect(address, Expected(path, status=302, redirect=RedirectRequest(
+                scheme=scheme, host="example.org", port=port)))
+        address = accepted(home, (INFRA, "same-namespace-with-http-listener-on-8080"),
+                           (INFRA, "http-route-for-listener-on-port-8080"))
+        for path, scheme, port in (
+                ("/scheme-nil-and-port-nil", "http", "8080"),
+                ("/scheme-nil-and-port-80", "http", None),
+                ("/scheme-https-and-port-nil", "https", None)):
+            expect(address, Expected(path, port=8080, status=302, redirect=RedirectRequest(
+                scheme=scheme, host="example.org", port=port)))
+        address = accepted(home, (INFRA, "same-namespace-with-https-listener"),
+                           (INFRA, "http-route-for-listener-on-port-443"))
+        for path, scheme, port in (
+                ("/scheme-nil-and-port-nil", "https", None),
+                ("/scheme-nil-and-port-443", "https", None),
+                ("/scheme-nil-and-port-8443", "https", "8443"),
+                ("/scheme-http-and-port-nil", "http", None),
+                ("/scheme-http-and-port-80", "http", None),
+                ("/scheme-http-and-port-8080", "http", "8080")):
+            expect(address, Expected(path, "example.org", port=443, tls=suite_tls.context,
+                                     certificate=suite_tls.der, status=302,
+                                     redirect=RedirectRequest(scheme=scheme, host="example.org",
+                                                              port=port)))
+
+
+def test_gateway_http_listener_isolation(gateway_api: Path) -> None:
+    """Extended (SupportGatewayHTTPListenerIsolation): a request is routed by the routes of
+    the most specific listener its host matches, and no other's."""
+    paths = ("/empty-hostname", "/wildcard-example-com", "/wildcard-foo-example-com",
+             "/abc-foo-example-com")
+    served = {"bar.com": "/empty-hostname", "bar.example.com": "/wildcard-example-com",
+              "bar.foo.example.com": "/wildcard-foo-example-com",
+              "abc.foo.example.com": "/abc-foo-example-com"}
+    for manifest_name, gateway, suffix in (
+            ("gateway-http-listener-isolation.yaml", "http-listener-isolation", ""),
+            ("gateway-http-listener-isolation-with-hostname-intersection.yaml",
+             "http-listener-isolation-with-hostname-intersection",
+             "-with-hostname-intersection")):
+        with applied(gateway_api, manifest_name) as home:
+            address = accepted(home, (INFRA, gateway), *(
+                (INFRA, f"attaches-to{path.replace('/', '-')}{suffix}") for path in paths))
+            for host, path in ((host, path) for host in served for path in paths):
+                backend = "infra-backend-v1" if served[host] == path else None
+                expect(address, Expected(path, host, backend=backend,
+                                         status=200 if backend else 404))

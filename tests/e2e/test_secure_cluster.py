@@ -86,7 +86,8 @@ COMPONENTS = {
         "get secrets -A", "create pods", "update nodes",
     ]),
     "gateway": ("system:minikube-py-gateway", [
-        "watch ingresses.networking.k8s.io -A", "update ingresses.networking.k8s.io -A "
+        "watch ingresses.networking.k8s.io -A", "watch endpointslices.discovery.k8s.io -A",
+        "update ingresses.networking.k8s.io -A "
         "--subresource=status", "create secrets -n kube-system",
     ], [
         "create pods", "delete nodes", "update ingresses.networking.k8s.io -A",

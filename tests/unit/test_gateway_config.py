@@ -18,6 +18,7 @@ import pytest
 
 from minikube_py.gateway import gatewayapi, ingress, nginx
 from minikube_py.gateway.nginx import Action, Backend, Candidate, Match, Port
+from minikube_py.security import pki
 
 NOW = "2026-11-29T06:00:00Z"
 CLASS = {"metadata": {"name": "minikube-py", "generation": 1},
@@ -48,7 +49,8 @@ SERVICES = {("infra", "v1"): service("infra", "v1", "10.96.0.11"),
 
 def world(gateways: list[dict[str, Any]], routes: list[dict[str, Any]],
           grants: list[dict[str, Any]] | None = None,
-          namespaces: dict[str, dict[str, Any]] | None = None) -> gatewayapi.World:
+          namespaces: dict[str, dict[str, Any]] | None = None,
+          secrets: dict[tuple[str, str], dict[str, Any]] | None = None) -> gatewayapi.World:
     keyed = {(obj["metadata"]["namespace"], obj["metadata"]["name"]): obj for obj in gateways}
     ports = {}
     for number, (key, obj) in enumerate(sorted(keyed.items())):
@@ -57,7 +59,7 @@ def world(gateways: list[dict[str, Any]], routes: list[dict[str, Any]],
     return gatewayapi.World(
         classes={"minikube-py": CLASS}, gateways=keyed,
         routes={(obj["metadata"]["namespace"], obj["metadata"]["name"]): obj for obj in routes},
-        grants=grants or [], services=SERVICES, secrets={}, namespaces=namespaces or {},
+        grants=grants or [], services=SERVICES, secrets=secrets or {}, namespaces=namespaces or {},
         addresses={key: "172.18.255.200" for key in keyed}, ports=ports, now=NOW)
 
 
@@ -121,6 +123,75 @@ def test_missing_and_unknown_backends_say_why() -> None:
     assert parent(plan, "infra", "unknown")["ResolvedRefs"] == "False/InvalidKind"
 
 
+def test_a_headless_service_s_backends_are_its_ready_endpoints() -> None:
+    headless = {"metadata": {"name": "headless", "namespace": "infra"},
+                "spec": {"clusterIP": "None", "ports": [{"name": "first-port", "port": 8080,
+                                                         "targetPort": 3000}]}}
+    endpoint_slice = {"metadata": {"name": "headless-abc", "namespace": "infra"},
+                      "ports": [{"name": "first-port", "port": 3000}],
+                      "endpoints": [{"addresses": ["10.244.1.5"],
+                                     "conditions": {"ready": True}},
+                                    {"addresses": ["10.244.2.7"]},
+                                    {"addresses": ["10.244.2.9"],
+                                     "conditions": {"ready": False}}]}
+    spec = {"parentRefs": [{"name": "same"}], "rules": [
+        {"matches": [{"path": {"type": "Exact", "value": "/headless"}}],
+         "backendRefs": [{"name": "headless", "port": 8080}]},
+        {"backendRefs": [{"name": "empty", "port": 8080}]}]}
+    state = world([gateway("same", [HTTP])], [route("r", spec)])
+    state.services = {**SERVICES, ("infra", "headless"): headless,
+                      ("infra", "empty"): {**headless, "metadata": {
+                          "name": "empty", "namespace": "infra"}}}
+    state.endpoint_slices = {("infra", "headless"): [endpoint_slice]}
+    plan = gatewayapi.compute(state)
+    assert parent(plan, "infra", "r")["ResolvedRefs"] == "True/ResolvedRefs"
+    headless_candidate, empty_candidate = plan.ports[0].candidates
+    assert headless_candidate.action.backends == (Backend("10.244.1.5:3000,10.244.2.7:3000"),)
+    assert empty_candidate.action.backends == (Backend(None),)  # no endpoint: 500
+    text = nginx.render(plan.ports)
+    assert "upstream mpu_0 { server 10.244.1.5:3000; server 10.244.2.7:3000; }" in text
+
+
+def test_a_request_mirror_sends_a_copy_to_its_backend() -> None:
+    spec = {"parentRefs": [{"name": "same"}], "rules": [{
+        "filters": [{"type": "RequestMirror", "requestMirror": {
+            "backendRef": {"name": "v2", "port": 8080}}}],
+        "backendRefs": [{"name": "v1", "port": 8080}]}]}
+    plan = gatewayapi.compute(world([gateway("same", [HTTP])], [route("r", spec)]))
+    assert parent(plan, "infra", "r") == {"Accepted": "True/Accepted",
+                                          "ResolvedRefs": "True/ResolvedRefs"}
+    (candidate,) = plan.ports[0].candidates
+    assert candidate.action.mirrors == ("10.96.0.12:8080",)
+    text = nginx.render(plan.ports)
+    assert "mirror /_mpr/a0_mirror0;" in text
+    assert "location = /_mpr/a0_mirror0 {" in text
+    checked = nginx_check(text)
+    if checked is not None:
+        assert checked.returncode == 0, checked.stderr
+
+
+def test_a_request_is_routed_only_by_its_most_specific_listener() -> None:
+    listeners = [{**HTTP, "name": "any"}, {**HTTP, "name": "wild", "hostname": "*.example.com"},
+                 {**HTTP, "name": "abc", "hostname": "abc.example.com"}]
+    routes = [route(name, {"parentRefs": [{"name": "iso", "sectionName": name}], "rules": [
+        {"matches": [{"path": {"type": "PathPrefix", "value": f"/{name}"}}],
+         "backendRefs": [{"name": "v1", "port": 8080}]}]}) for name in ("any", "wild", "abc")]
+    plan = gatewayapi.compute(world([gateway("iso", listeners)], routes))
+    (port,) = plan.ports
+    assert sorted(port.listeners) == ["", "*.example.com", "abc.example.com"]
+    assert nginx.most_specific(port.listeners, "x.example.com") == "*.example.com"
+    assert nginx.most_specific(port.listeners, "other.org") == ""
+    assert nginx.most_specific(["*.example.com"], "other.org") is None
+    text = nginx.render(plan.ports)
+    servers = text.split("  server {")[2:]
+    paths = {server.split("server_name ")[1].split(";")[0]: server for server in servers}
+    # each server's map (in the http block) picks only its listener's path
+    assert set(paths) == {"abc.example.com", "*.example.com", "_"}
+    maps = {line.split()[2]: line for line in text.splitlines() if "$mpr_s" in line
+            and line.strip().startswith("map")}
+    assert len(maps) == 3 and all(line.count(" a") == 1 for line in maps.values())
+
+
 def test_listeners_allow_routes_by_namespace_and_hostname() -> None:
     same_only = gateway("same", [HTTP])
     selector = gateway("selector", [{**HTTP, "allowedRoutes": {"namespaces": {
@@ -163,6 +234,59 @@ def test_an_unsupported_protocol_makes_the_listener_not_accepted() -> None:
     assert tcp["Accepted"] == "UnsupportedProtocol"
     assert {item["type"]: item["reason"] for item in status["conditions"]}[
         "Accepted"] == "ListenersNotValid"
+
+
+def tls_secret(cert: bytes, key: bytes) -> dict[str, Any]:
+    return {"data": {"tls.crt": base64.b64encode(cert).decode(),
+                     "tls.key": base64.b64encode(key).decode()}}
+
+
+def https(name: str, secret: str, hostname: str | None = None) -> dict[str, Any]:
+    listener = {"name": name, "port": 443, "protocol": "HTTPS",
+                "tls": {"certificateRefs": [{"group": "", "kind": "Secret", "name": secret}]}}
+    return {**listener, "hostname": hostname} if hostname else listener
+
+
+def test_an_https_listener_serves_its_secret_and_a_bad_one_still_counts_routes() -> None:
+    ca = pki.new_ca("gateway-unit-ca")
+    pair = pki.issue(ca, "example.org", dns_names=("example.org",), server=True)
+    secrets = {("infra", "good"): tls_secret(pair.cert_pem, pair.key_pem),
+               ("infra", "malformed"): tls_secret(b"Hello world\n", b"Hello world\n")}
+    routes = [route("on-good", {"parentRefs": [{"name": "good"}], "rules": [
+                  {"backendRefs": [{"name": "v1", "port": 8080}]}]}),
+              route("on-bad", {"parentRefs": [{"name": "bad"}], "rules": [
+                  {"backendRefs": [{"name": "v1", "port": 8080}]}]})]
+    plan = gatewayapi.compute(world(
+        [gateway("good", [https("https", "good"), https("named", "good", "a.org")]),
+         gateway("bad", [https("https", "malformed")]), gateway("none", [https("h", "nope")])],
+        routes, secrets=secrets))
+    (port,) = [port for port in plan.ports if port.port == plan.gateway_ports[
+        ("infra", "good")][443]]
+    assert [c.hostname for c in port.certificates] == ["", "a.org"]
+    assert plan.files["gateway_infra_good.crt"] == pair.cert_pem
+    for name, reason in (("bad", "InvalidCertificateRef"), ("none", "InvalidCertificateRef")):
+        (listener,) = plan.gateway_status[("infra", name)]["listeners"]
+        conditions = {item["type"]: f"{item['status']}/{item['reason']}"
+                      for item in listener["conditions"]}
+        assert conditions["ResolvedRefs"] == f"False/{reason}"
+        assert conditions["Programmed"] == "False/Invalid"
+    (bad,) = plan.gateway_status[("infra", "bad")]["listeners"]
+    assert bad["attachedRoutes"] == 1  # attachment does not depend on the listener's refs
+    assert ("infra", "bad") not in plan.gateway_ports  # but nothing is served for it
+
+
+def test_a_gateway_with_a_parameters_ref_is_not_accepted() -> None:
+    invalid = gateway("invalid", [HTTP])
+    invalid["spec"]["infrastructure"] = {"parametersRef": {
+        "group": "invalid.io", "kind": "InvalidParameters", "name": "invalid"}}
+    plan = gatewayapi.compute(world([invalid], [route("r", {"parentRefs": [
+        {"name": "invalid"}]})]))
+    status = plan.gateway_status[("infra", "invalid")]
+    conditions = {item["type"]: f"{item['status']}/{item['reason']}"
+                  for item in status["conditions"]}
+    assert conditions == {"Accepted": "False/InvalidParameters", "Programmed": "False/Invalid"}
+    assert "addresses" not in status and ("infra", "invalid") not in plan.gateway_ports
+    assert parent(plan, "infra", "r")["Accepted"].startswith("False/")
 
 
 def test_ingress_rules_paths_default_backend_and_tls() -> None:

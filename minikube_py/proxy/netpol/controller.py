@@ -13,7 +13,8 @@ equal to what the cluster's policies say about this node's pods.
            write, and every sync_period, the transaction replaces the whole table
            instead, repairing whatever was changed behind the enforcer's back
     a failed write changes nothing (nft applies all or none): logged with the offending
-    line and retried after a backoff.
+    line and retried after a backoff. A sync that follows a NetworkPolicy's change is a
+    span "networkpolicy sync" in the trace the policy carries (`mkctl trace`).
 
 Connections already established stay (conntrack's ESTABLISHED and RELATED are accepted
 first), as with upstream's implementations: a policy decides which connections may
@@ -40,6 +41,8 @@ from minikube_py.proxy.netpol.nftrules import (
 )
 from minikube_py.proxy.netpol.policies import PodInfo, PolicyIndex
 from minikube_py.proxy.nftables import NFTables
+from minikube_py.tracing import context as tracing_context
+from minikube_py.tracing.tracer import DISABLED, Tracer
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +74,12 @@ class NetworkPolicyController(Component):
     the process restarts)."""
 
     def __init__(self, client: Client, node_name: str, *, netns: str | None = None,
-                 sync_period: float = 30.0, min_sync_period: float = 0.05) -> None:
+                 sync_period: float = 30.0, min_sync_period: float = 0.05,
+                 tracer: Tracer = DISABLED) -> None:
         self.node_name = node_name
+        self.tracer = tracer
+        self._causes: dict[tuple[str, str], tuple[tracing_context.SpanContext, str]] = {}
+        """The trace (and uid) of each changed NetworkPolicy, until a sync writes it."""
         self.nft = PolicyTables(netns)
         self.sync_period, self.min_sync_period = sync_period, min_sync_period
         self.informers = SharedInformerFactory(client)
@@ -81,8 +88,11 @@ class NetworkPolicyController(Component):
         self.namespaces = self.informers.informer("namespaces")
         handler = EventHandler(on_add=self._changed, on_update=lambda _, new: self._changed(new),
                                on_delete=self._changed)
-        for informer in (self.policies, self.pods, self.namespaces):
+        for informer in (self.pods, self.namespaces):
             informer.add_event_handler(handler)
+        self.policies.add_event_handler(EventHandler(
+            on_add=self._policy_changed, on_update=lambda _, new: self._policy_changed(new),
+            on_delete=self._policy_changed))
         self._wake = asyncio.Event()
         self._first_sync = asyncio.Event()
         self.written: Ruleset | None = None
@@ -92,6 +102,13 @@ class NetworkPolicyController(Component):
         self.failed_syncs = 0
 
     def _changed(self, _: Obj) -> None:
+        self._wake.set()
+
+    def _policy_changed(self, policy: Obj) -> None:
+        metadata = policy["metadata"]
+        if self.tracer.enabled and (context := tracing_context.of_object(policy)):
+            self._causes[(metadata.get("namespace", ""), metadata["name"])] = (
+                context, metadata.get("uid") or "")
         self._wake.set()
 
     async def run(self) -> None:
@@ -143,7 +160,8 @@ class NetworkPolicyController(Component):
 
     async def sync(self, *, force: bool) -> None:
         """Steps 1-3 of the module's list."""
-        started = time.monotonic()
+        started, started_ns = time.monotonic(), time.time_ns()
+        causes, self._causes = self._causes, {}
         wanted = compile_node(self.policies.store.list(), self.pods.store.list(),
                               self.namespaces.store.list(), self.node_name)
         written, self.written = self.written, None
@@ -159,6 +177,22 @@ class NetworkPolicyController(Component):
         self.syncs += 1
         log.debug("synced network policy rules (%d lines) in %.1f ms", text.count("\n"),
                   (self.last_sync_time - started) * 1000)
+        for (namespace, name), (parent, uid) in causes.items():
+            self.trace_sync(namespace, name, uid, parent, wanted, started_ns,
+                            text.count("\n"))
+
+    def trace_sync(self, namespace: str, name: str, uid: str,
+                   parent: tracing_context.SpanContext, wanted: Ruleset, started_ns: int,
+                   lines: int) -> None:
+        """A span of this sync in the trace of a policy that changed: the moment its rules
+        hold on this node (its chains here; none when it selects no pod of the node)."""
+        prefix = f"policy-{namespace}/{name}-"
+        span = self.tracer.start("networkpolicy sync", parent=parent, attributes={
+            "k8s.resource": "networkpolicies", "k8s.namespace": namespace, "k8s.name": name,
+            "k8s.uid": uid, "node": self.node_name, "changed_lines": lines,
+            "chains": sorted(chain for chain in wanted.chains if chain.startswith(prefix))})
+        span.start_ns = started_ns
+        span.end()
 
     async def cleanup(self) -> str:
         """Remove the enforcer's table; what went, in words."""
