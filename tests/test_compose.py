@@ -96,8 +96,8 @@ IDENTITY_OF = {"minikube_py.controllers": "controller-manager",
 HOST_ONLY_PACKAGES = {"docker-compose", "docker.io", "debootstrap", "haproxy", "chromium",
                       "chromium-driver"}
 """Packages of `make apt` that the image leaves out: Docker, docker-compose and debootstrap
-(which makes the base image) run on the host, and so do haproxy (`up --ha`'s endpoint) and chromium (the dashboard's browser
-tests)."""
+(which makes the base image) run on the host, and so do haproxy (`up --ha`'s endpoint) and
+chromium (the dashboard's browser tests)."""
 
 ASSIGNMENT = re.compile(r"^[A-Z_]+=")
 REQUIRED_VARIABLE = re.compile(r"\$\{(\w+):\?")
