@@ -9,7 +9,8 @@ the scheduler (both with --leader-elect) and N hollow nodes, every component wit
 bearer token (--token-auth-file), so that APF classifies it as upstream's bootstrap
 FlowSchemas do (system-node-high, system-leader-election, kube-scheduler, ...). Then:
 
-    1. --pods pods bound round-robin to the hollow nodes in 10 namespaces, all Running;
+    1. --pods pods bound round-robin to the hollow nodes in 10 namespaces (8 creates in
+       flight), all Running; a component or node lost here is reported apart;
     2. the API server's capacity, measured as the flooder (ServiceAccount flood/flooder, in
        a FlowSchema of its own that sends it to workload-low): LISTs/s of every pod in
        every namespace (2 at a time) and ConfigMap creates/s (64 at a time);
@@ -90,6 +91,7 @@ LIST_DEMAND, CREATE_DEMAND = 8.0, 2.0
 PROBE_RATE = 5.0  # probe pods created per second
 KUBECTL_PERIOD = 0.5
 LEADER_LEASES = ("kube-scheduler", "kube-controller-manager")
+SETUP_CONCURRENCY = 8  # the load pods' creates in flight: the setup must not starve leases
 
 # name -> (user, uid, groups): who each component is (the --token-auth-file)
 IDENTITIES = {
@@ -385,19 +387,27 @@ class Observers:
             await asyncio.sleep(max(0.0, due - time.monotonic()))
 
 
+def process_cpu(pid: int) -> float:
+    """The CPU seconds a process has used; NaN once it has exited."""
+    try:
+        return cpu_seconds(pid)
+    except FileNotFoundError:
+        return math.nan
+
+
 @contextlib.contextmanager
 def recording(observers: Observers, url: str, pids: dict[str, int]) -> Iterator[Window]:
     """A fresh window for the observers; its histograms and CPU are the difference from
     entry to exit."""
     window = observers.window = Window()
     before = histograms(url)
-    cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    cpu_before = {name: process_cpu(pid) for name, pid in pids.items()}
     busy_before = machine_busy_seconds()
     started = time.monotonic()
     yield window
     window.seconds = time.monotonic() - started
     window.histograms = difference(histograms(url), before)
-    window.cpu = {name: (cpu_seconds(pid) - cpu_before[name]) / window.seconds
+    window.cpu = {name: (process_cpu(pid) - cpu_before[name]) / window.seconds
                   for name, pid in pids.items()}
     busy = (machine_busy_seconds() - busy_before) / window.seconds
     window.cpu["everything else (flooders, this client, other users)"] = busy - sum(
@@ -424,8 +434,10 @@ class Trial:
     quiet: Window
     flood: Window
     leaders_lost: list[str]
-    not_ready_after: int
+    not_ready_after: set[str]
     rss_before: float
+    setup_casualties: list[str]  # leader-elected components gone before the flood began
+    setup_not_ready: int  # nodes NotReady when the flood began
 
 
 async def wait_all_running(client: Client, count: int, timeout: float) -> None:
@@ -509,6 +521,13 @@ async def flood(url: str, list_rate: float, create_rate: float, seconds: float
             process.join(10)
 
 
+async def not_ready_nodes(admin: Client) -> set[str]:
+    nodes = (await admin.resource("nodes").list())["items"]
+    return {n["metadata"]["name"] for n in nodes
+            if not any(c["type"] == "Ready" and c["status"] == "True"
+                       for c in n.get("status", {}).get("conditions", []))}
+
+
 async def leaders(admin: Client) -> dict[str, tuple[str, int]]:
     leases = admin.resource("leases", "coordination.k8s.io")
     found = {}
@@ -545,6 +564,8 @@ async def run_trial(args: argparse.Namespace, apf: bool, tmp: Path, api: APIServ
                                    start_timeout=120) as hollow,
                 Client.from_kubeconfig(configs["admin"]) as admin,
                 Client.from_kubeconfig(configs["kubectl"]) as kubectl):
+        pids = {"apiserver": api.pid or 0, "etcd": etcd_pid, "scheduler": scheduler.pid or 0,
+                "controller-manager": manager.pid or 0, "hollow nodes": hollow.pid or 0}
         progress(f"{args.nodes} hollow nodes registering")
         await wait_nodes_ready(admin, args.nodes, 300)
         namespaces = admin.resource("namespaces")
@@ -556,7 +577,7 @@ async def run_trial(args: argparse.Namespace, apf: bool, tmp: Path, api: APIServ
                 FLOOD_SCHEMA)
         progress(f"{args.pods} pods bound to the hollow nodes")
         pods = admin.resource("pods")
-        semaphore = asyncio.Semaphore(32)
+        semaphore = asyncio.Semaphore(SETUP_CONCURRENCY)
 
         async def create(index: int) -> None:
             async with semaphore:
@@ -568,8 +589,11 @@ async def run_trial(args: argparse.Namespace, apf: bool, tmp: Path, api: APIServ
         list_capacity, create_capacity = await capacity(api.url, args.pods, args.quick)
         list_rate, create_rate = LIST_DEMAND * list_capacity, CREATE_DEMAND * create_capacity
         before_leaders = await leaders(admin)
-        pids = {"apiserver": api.pid or 0, "etcd": etcd_pid, "scheduler": scheduler.pid or 0,
-                "controller-manager": manager.pid or 0, "hollow nodes": hollow.pid or 0}
+        setup_casualties = [f"{component.component} exited" for component in (
+            scheduler, manager) if not component.running]
+        setup_not_ready = len(await not_ready_nodes(admin))
+        if setup_casualties or setup_not_ready:
+            progress(f"before the flood: {setup_casualties}, {setup_not_ready} nodes NotReady")
         rss_before = rss_megabytes(api.pid or 0)
         async with Observers(admin, kubectl, api.pid or 0) as observers:
             progress("quiet window")
@@ -582,19 +606,21 @@ async def run_trial(args: argparse.Namespace, apf: bool, tmp: Path, api: APIServ
             progress("after the flood")
             await asyncio.sleep(5)
         after_leaders = await leaders(admin)
-        nodes = (await admin.resource("nodes").list())["items"]
-        not_ready_after = sum(not any(
-            c["type"] == "Ready" and c["status"] == "True"
-            for c in n.get("status", {}).get("conditions", [])) for n in nodes)
+        not_ready_after = await not_ready_nodes(admin)
         lost = [name for name in LEADER_LEASES
                 if name not in after_leaders or after_leaders[name] != before_leaders.get(name)]
-        lost += [component.component for component in (scheduler, manager)
-                 if component.returncode is not None]
+        for component in (scheduler, manager, hollow):
+            if not component.running:
+                if component is not hollow:
+                    lost.append(f"{component.component} exited")
+                log = component.log_path.read_text(errors="replace").splitlines()
+                progress(f"{component.component} exited; its log ends:\n" + "\n".join(log[-15:]))
     offered = {kind: counts.sent[kind] - counts.held_back[kind] for kind in counts.sent}
     demand = (offered["list"] / args.seconds / list_capacity
               + offered["create"] / args.seconds / create_capacity)
     return Trial(apf, list_capacity, create_capacity, demand, (list_rate, create_rate),
-                 counts, quiet, flooded, lost, not_ready_after, rss_before)
+                 counts, quiet, flooded, lost, not_ready_after, rss_before, setup_casualties,
+                 setup_not_ready)
 
 
 # -- the report ------------------------------------------------------------------------------
@@ -632,13 +658,16 @@ def rows_for(trials: list[Trial], memory_bound: float) -> list[Row]:
         ">= 10x", verdict(round(median(demand), 1) >= 10)))
     lost = [len(t.leaders_lost) for t in trials]
     rows.append((f"{mode}: leader-election leases lost (scheduler, controller-manager)",
-                 ", ".join(str(n) + (f" ({', '.join(t.leaders_lost)})" if n else "")
+                 ", ".join(str(n) + (f" ({', '.join(t.leaders_lost)}; before the flood: "
+                                     f"{len(t.setup_casualties)})" if n else "")
                            for n, t in zip(lost, trials, strict=True)),
                  "0", verdict(max(lost) == 0)))
-    not_ready = [len(t.quiet.not_ready | t.flood.not_ready) + t.not_ready_after
+    not_ready = [len(t.quiet.not_ready | t.flood.not_ready | t.not_ready_after)
                  for t in trials]
-    rows.append((f"{mode}: nodes NotReady during or 5 s after the flood",
-                 ", ".join(str(n) for n in not_ready), "0", verdict(max(not_ready) == 0)))
+    rows.append((f"{mode}: nodes NotReady in the quiet window, the flood or 5 s after",
+                 ", ".join(f"{n} (when the flood began: {t.setup_not_ready})"
+                           for n, t in zip(not_ready, trials, strict=True)),
+                 "0", verdict(max(not_ready) == 0)))
     for label, verb, resource in (
             ("lease renewals (PUT leases: node and leader-election), server p99",
              "PUT", "leases"),

@@ -204,7 +204,7 @@ def test_overload_benchmark_quick_run_reports_every_target() -> None:
     hollow nodes): each of issue 34's targets has its row and a verdict."""
     output = run_quick("overload.py", timeout=900)
     for mode in ("APF on", "APF off"):
-        for metric in ("flood offered", "leader-election leases lost", "nodes NotReady",
+        for metric in ("flood offered", "leader-election leases lost", "nodes NotReady in",
                        "lease renewals (PUT leases", "scheduler binds (POST pods/binding)",
                        "flooder's answers", "API server RSS peak during the flood"):
             lines = [line for line in output.splitlines()
