@@ -3,11 +3,13 @@ on and off.
 
 Run from the repository root as `.venv/bin/python benchmarks/overload.py` (options:
 --nodes N (100), --pods N (5000), --seconds S (60), --trials N (1), --memory-bound MB
-(2048), --quick, --no-append). Each trial starts a private etcd, an API server
-(--enable-priority-and-fairness true, then false, alternating), the controller-manager and
-the scheduler (both with --leader-elect) and N hollow nodes, every component with its own
-bearer token (--token-auth-file), so that APF classifies it as upstream's bootstrap
-FlowSchemas do (system-node-high, system-leader-election, kube-scheduler, ...). Then:
+(2048), --max-requests-inflight N (400) and --max-mutating-requests-inflight N (200), the
+API server's flags, whose sum APF splits into seats; --quick, --no-append). Each trial
+starts a private etcd, an API server (--enable-priority-and-fairness true, then false,
+alternating), the controller-manager and the scheduler (both with --leader-elect) and N
+hollow nodes, every component with its own bearer token (--token-auth-file), so that APF
+classifies it as upstream's bootstrap FlowSchemas do (system-node-high,
+system-leader-election, kube-scheduler, ...). Then:
 
     1. --pods pods bound round-robin to the hollow nodes in 10 namespaces (8 creates in
        flight), all Running; a component or node lost here is reported apart;
@@ -23,8 +25,8 @@ FlowSchemas do (system-node-high, system-leader-election, kube-scheduler, ...). 
        own apiserver_request_duration_seconds for PUT leases, which includes the APF wait;
        and each node Lease's renewTime against when a watch saw it), scheduler binds (POST
        pods/binding from the same histogram; and probe pods created 5/s, created -> bound
-       as a watch sees them), a kubectl user's GETs (global-default), nodes NotReady, the
-       leader-election Leases' holders, and the API server's RSS each second.
+       as a watch sees them), a kubectl user's LISTs of 50 pods (global-default), nodes
+       NotReady, the leader-election Leases' holders, and the API server's RSS each second.
 
 Targets (issue 34): 0 leader-election leases lost and 0 nodes NotReady; lease renewals and
 scheduler binds p99 <= 1 s; the flooder answered with 429s, never a timeout; the API
@@ -453,6 +455,19 @@ async def wait_all_running(client: Client, count: int, timeout: float) -> None:
         await asyncio.sleep(2)
 
 
+async def served(pool: transport.ConnectionPool, method: str, path: str, body: bytes = b""
+                 ) -> transport.Response:
+    """The answer to a request sent again after each 429, as long as its Retry-After says
+    (the server's in-flight limit turns away a closed loop wider than its seats)."""
+    headers = {"Content-Type": "application/json"} if body else None
+    while True:
+        answer = await pool.request(method, path, body=body or None, headers=headers,
+                                    timeout=REQUEST_TIMEOUT)
+        if answer.status != 429:
+            return answer
+        await asyncio.sleep(float(answer.headers.get("retry-after", "1")))
+
+
 async def capacity(url: str, pods: int, quick: bool) -> tuple[float, float]:
     """(LISTs/s of every pod, creates/s), closed loop, as the flooder."""
     pool = transport.ConnectionPool(url, headers={
@@ -460,7 +475,7 @@ async def capacity(url: str, pods: int, quick: bool) -> tuple[float, float]:
     try:
         async def lists(count: int) -> None:
             for _ in range(count):
-                answer = await pool.request("GET", "/api/v1/pods", timeout=REQUEST_TIMEOUT)
+                answer = await served(pool, "GET", "/api/v1/pods")
                 if answer.status != 200 or answer.body.count(b'"load-') < pods:
                     raise BenchmarkError(f"LIST pods: {answer.status}")
 
@@ -473,10 +488,8 @@ async def capacity(url: str, pods: int, quick: bool) -> tuple[float, float]:
 
         async def create() -> None:
             for index in names:
-                answer = await pool.request(
-                    "POST", f"/api/v1/namespaces/{FLOOD}/configmaps",
-                    body=configmap(f"capacity-{index}"),
-                    headers={"Content-Type": "application/json"}, timeout=REQUEST_TIMEOUT)
+                answer = await served(pool, "POST", f"/api/v1/namespaces/{FLOOD}/configmaps",
+                                      configmap(f"capacity-{index}"))
                 if answer.status != 201:
                     raise BenchmarkError(f"create: {answer.status}")
 
@@ -547,6 +560,8 @@ async def trial(args: argparse.Namespace, apf: bool) -> Trial:
                 [etcd.client_url], tmp / "apiserver.log", extra_args=(
                     "--log-requests=false", "--disable-admission-plugins=ServiceAccount",
                     f"--token-auth-file={tmp / 'tokens.csv'}",
+                    f"--max-requests-inflight={args.max_requests_inflight}",
+                    f"--max-mutating-requests-inflight={args.max_mutating_requests_inflight}",
                     f"--enable-priority-and-fairness={'true' if apf else 'false'}"))
             configs = write_identities(tmp, api.url)
             async with api:
@@ -739,13 +754,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pods", type=int, default=5000, help="pods the flooder LISTs")
     parser.add_argument("--seconds", type=float, default=60.0, help="the flood's length")
     parser.add_argument("--trials", type=int, default=1, help="trials with APF on and off")
+    parser.add_argument("--max-requests-inflight", type=int, default=400,
+                        help="the API server's flag (its default); with APF, the seats")
+    parser.add_argument("--max-mutating-requests-inflight", type=int, default=200,
+                        help="the API server's flag (its default)")
     parser.add_argument("--memory-bound", type=float, default=2048.0,
                         help="the API server's RSS bound, MB")
 
 
 def note(args: argparse.Namespace) -> str:
     return (f"{args.nodes} hollow nodes, {args.pods} pods, a {args.seconds:.0f} s flood, "
-            f"{args.trials} trial(s) with APF on and off alternating")
+            f"{args.trials} trial(s) with APF on and off alternating; API server "
+            f"--max-requests-inflight={args.max_requests_inflight} "
+            f"--max-mutating-requests-inflight={args.max_mutating_requests_inflight}")
 
 
 if __name__ == "__main__":
