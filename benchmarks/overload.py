@@ -274,7 +274,8 @@ class Window:
     lease_lags: list[float] = field(default_factory=list)  # seen - renewTime
     lease_gaps: list[float] = field(default_factory=list)  # renewTime - previous renewTime
     binds: list[float] = field(default_factory=list)  # probe pod created -> seen bound
-    probes_created: int = 0
+    probes: set[str] = field(default_factory=set)  # probe pods created in the window
+    unbound: int = 0  # of those, not seen bound when the window ended
     kubectl: list[float] = field(default_factory=list)
     kubectl_statuses: dict[int, int] = field(default_factory=dict)
     not_ready: set[str] = field(default_factory=set)
@@ -382,7 +383,7 @@ class Observers:
             name = f"probe-{self.probes:05d}"
             self.created[name] = time.monotonic()
             self.probes += 1
-            self.window.probes_created += 1
+            self.window.probes.add(name)
             with contextlib.suppress(Exception):
                 await pods.create(probe_pod(self.probes - 1), PROBE)
             due = started + self.probes / PROBE_RATE
@@ -408,6 +409,7 @@ def recording(observers: Observers, url: str, pids: dict[str, int]) -> Iterator[
     started = time.monotonic()
     yield window
     window.seconds = time.monotonic() - started
+    window.unbound = len(window.probes - observers.bound)
     window.histograms = difference(histograms(url), before)
     window.cpu = {name: (process_cpu(pid) - cpu_before[name]) / window.seconds
                   for name, pid in pids.items()}
@@ -707,11 +709,12 @@ def rows_for(trials: list[Trial], memory_bound: float) -> list[Row]:
                  f"{figures([p99(t.quiet.lease_lags) for t in trials])}; longest gap "
                  f"{figures(gaps, 's', 1.0)}", "", ""))
     binds = [p99(t.flood.binds) for t in trials]
-    unbound = [t.flood.probes_created - len(t.flood.binds) for t in trials]
+    unbound = [t.flood.unbound for t in trials]
     rows.append((f"{mode}: probe pods (5/s) created -> seen bound, p99",
                  f"flood {figures(binds)}, quiet "
                  f"{figures([p99(t.quiet.binds) for t in trials])}; "
-                 f"not bound by the window's end: {', '.join(map(str, unbound))}", "", ""))
+                 "created in the flood and not bound by its end: "
+                 f"{', '.join(map(str, unbound))}", "", ""))
     timeouts = [t.counts.timeouts + t.counts.errors for t in trials]
     rejected = [t.counts.rejected for t in trials]
     rows.append((f"{mode}: flooder's answers",
