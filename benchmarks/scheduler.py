@@ -1,8 +1,8 @@
 """Benchmark: the scheduler, scheduler_perf style, end to end and the algorithm alone.
 
 Run from the repository root as `.venv/bin/python benchmarks/scheduler.py` (options:
---quick, --no-append). It starts a private etcd (on /dev/shm), an API server and a
-scheduler process, then:
+--nodes N (1000), --pods N (3000), --quick, --no-append). It starts a private etcd (on
+/dev/shm), an API server and a scheduler process, then (at the default sizes):
 
     1. 1,000 Node objects (10 zones) and 1,000 pods already bound to them
     2. 3,000 pods with cpu/memory requests, created 64-way at full speed: pods/s from
@@ -167,7 +167,7 @@ async def algorithm_latencies(nodes: int, existing: int, pods: int, spread: bool
 
 async def measure(args: argparse.Namespace) -> list[Row]:
     nodes, existing, plain, spread = (200, 200, 600, 200) if args.quick else (
-        1000, 1000, 3000, 1000)
+        args.nodes, args.nodes, args.pods, args.pods // 3)
     rows: list[tuple[str, str, str, str]] = []
     with scratch_directory() as scratch:
         tmp = Path(scratch)
@@ -223,8 +223,16 @@ async def measure(args: argparse.Namespace) -> list[Row]:
     return rows
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nodes", type=int, default=1000,
+                        help="nodes, and as many pods already bound to them")
+    parser.add_argument("--pods", type=int, default=3000,
+                        help="pods with requests (a third as many with spread + affinity)")
+
+
 def main() -> None:
-    run_benchmark(__doc__.splitlines()[0], "scheduler", "scheduler.py", measure)
+    run_benchmark(__doc__.splitlines()[0], "scheduler", "scheduler.py", measure,
+                  add_arguments=add_arguments)
 
 
 if __name__ == "__main__":

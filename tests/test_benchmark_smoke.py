@@ -179,6 +179,21 @@ def test_density_benchmark_quick_run_reports_every_slo() -> None:
 
 
 @pytest.mark.slow
+def test_overload_benchmark_quick_run_reports_every_target() -> None:
+    """benchmarks/overload.py still runs end to end, APF on and off (a 12 s flood on 10
+    hollow nodes): each of issue 34's targets has its row and a verdict."""
+    output = run_quick("overload.py", timeout=900)
+    for mode in ("APF on", "APF off"):
+        for metric in ("flood offered", "leader-election leases lost", "nodes NotReady in",
+                       "lease renewals (PUT leases", "scheduler binds (POST pods/binding)",
+                       "flooder's answers", "API server RSS peak during the flood"):
+            lines = [line for line in output.splitlines()
+                     if line.startswith(f"| {mode}: {metric}")]
+            assert len(lines) == 1, f"no line for {mode}: {metric!r} in:\n{output}"
+            assert lines[0].rstrip().endswith(("| PASS |", "| FAIL |")), lines[0]
+
+
+@pytest.mark.slow
 def test_storage_benchmark_quick_run_reports_the_pod_startup_slo() -> None:
     """benchmarks/storage.py still runs end to end (a StatefulSet of 20 with a claim
     each on 3 hollow nodes; it fails unless every claim is Bound and has its folder)."""
