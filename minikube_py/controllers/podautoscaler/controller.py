@@ -482,16 +482,9 @@ class HorizontalController(Controller):
         params = {"labelSelector": selector}
         if metric_selector:
             params["metricLabelSelector"] = metric_selector
-        try:
-            listed = await self.client.request(
-                "GET", f"{CUSTOM_METRICS_API}/namespaces/{namespace}/pods/*/{quote(name)}",
-                params=params)
-        except APIStatusError as error:
-            raise ReplicaCalculationError(
-                f"unable to fetch metrics from custom metrics API: {error}") from error
-        items = listed.get("items") or []
-        if not items:
-            raise ReplicaCalculationError("no metrics returned from custom metrics API")
+        items = await self._metric_items(
+            "custom", f"{CUSTOM_METRICS_API}/namespaces/{namespace}/pods/*/{quote(name)}",
+            params)
         values: dict[str, PodMetric] = {}
         for item in items:
             window = item.get("windowSeconds")
@@ -518,16 +511,8 @@ class HorizontalController(Controller):
                               else resource.plural)  # qualResourceForKind
             path = (f"{CUSTOM_METRICS_API}/namespaces/{namespace}/{group_resource}/"
                     f"{described.get('name', '')}/{quote(name)}")
-        try:
-            listed = await self.client.request(
-                "GET", path, params={"metricLabelSelector": metric_selector}
-                if metric_selector else None)
-        except APIStatusError as error:
-            raise ReplicaCalculationError(
-                f"unable to fetch metrics from custom metrics API: {error}") from error
-        items = listed.get("items") or []
-        if not items:
-            raise ReplicaCalculationError("no metrics returned from custom metrics API")
+        items = await self._metric_items(
+            "custom", path, {"metricLabelSelector": metric_selector} if metric_selector else None)
         return _milli(items[0].get("value"))
 
     async def _object_replicas(self, hpa: Obj, spec: Obj, spec_replicas: int,
@@ -630,17 +615,24 @@ class HorizontalController(Controller):
 
     async def _external_metric(self, namespace: str, name: str, selector: str) -> list[int]:
         """GetExternalMetric: the values of an external metric's matching series."""
+        items = await self._metric_items(
+            "external", f"{EXTERNAL_METRICS_API}/namespaces/{namespace}/{quote(name)}",
+            {"labelSelector": selector} if selector else None)
+        return [_milli(item.get("value")) for item in items]
+
+    async def _metric_items(self, api: str, path: str, params: dict[str, str] | None
+                            ) -> list[Obj]:
+        """A list from the custom or external metrics API: its items, or upstream's error
+        when the call fails or returns none."""
         try:
-            listed = await self.client.request(
-                "GET", f"{EXTERNAL_METRICS_API}/namespaces/{namespace}/{quote(name)}",
-                params={"labelSelector": selector} if selector else None)
+            listed = await self.client.request("GET", path, params=params)
         except APIStatusError as error:
             raise ReplicaCalculationError(
-                f"unable to fetch metrics from external metrics API: {error}") from error
-        items = listed.get("items") or []
+                f"unable to fetch metrics from {api} metrics API: {error}") from error
+        items: list[Obj] = listed.get("items") or []
         if not items:
-            raise ReplicaCalculationError("no metrics returned from external metrics API")
-        return [_milli(item.get("value")) for item in items]
+            raise ReplicaCalculationError(f"no metrics returned from {api} metrics API")
+        return items
 
     # -- normalization and status ----------------------------------------------------------
 
