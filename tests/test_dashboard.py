@@ -614,6 +614,50 @@ def test_minikube_py_dashboard_says_in_one_line_when_the_cluster_has_no_dashboar
     assert result.stdout == ""
 
 
+# -- `mkctl trace --web`: a trace's link into the dashboard -----------------------------------
+
+def mkctl(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "minikube_py.mkctl",
+                           f"--kubeconfig={kubeconfig}", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_mkctl_trace_web_prints_each_traces_link_which_opens_it_as_swimlanes(
+        apiserver: APIServerProcess, deployed: Path, trace_receiver: str, namespace: str,
+        browser: WebDriver, tmp_path: Path) -> None:
+    trace_id = send_trace(trace_receiver, namespace, [f"{namespace}-a", f"{namespace}-b"])
+    result = mkctl(deployed / "kubeconfig", "trace", "pod/web-1", "-n", namespace,
+                   f"--traces-url={trace_receiver}", "--web")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (f"{apiserver.url}/api/v1/namespaces/kube-system/services/"
+                             f"dashboard/proxy/#trace/{trace_id}\n")
+
+    browser.get_log("browser")
+    browser.get(result.stdout.strip())
+    wait_for(browser, lambda d: d.find_element(By.ID, "swimlanes").get_attribute(
+        "data-trace-id") == trace_id and len(drawn(d, "#swimlanes g.span")) == 5,
+        "the linked trace drawn")
+    assert browser.find_element(By.CSS_SELECTOR, "section.view.active").get_attribute(
+        "id") == "view-trace"
+    browser.save_screenshot(str(tmp_path / "mkctl-trace-web.png"))
+    print(f"screenshot: {tmp_path / 'mkctl-trace-web.png'}")
+    assert_no_errors(browser)
+
+
+def test_mkctl_trace_web_says_in_one_line_when_the_cluster_has_no_dashboard(
+        kubeconfig: Path) -> None:
+    unreachable = f"http://127.0.0.1:{free_port()}"  # the dashboard is looked for first
+    result = mkctl(kubeconfig, "trace", "pod/web-1", "--web", f"--traces-url={unreachable}")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        "error: the dashboard is not deployed in this cluster (no Service "
+        "kube-system/dashboard); run it with `python -m minikube_py.dashboard` behind such "
+        "a Service\n")
+    result = mkctl(kubeconfig, "trace", "pod/web-1", "--web", "--follow")
+    assert (result.returncode, result.stderr) == (1, "error: --web cannot be used with "
+                                                     "--follow\n")
+
+
 # -- the trace receiver away ------------------------------------------------------------------
 
 def get_status(url: str) -> tuple[int, dict[str, Any]]:

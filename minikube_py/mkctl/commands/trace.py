@@ -12,7 +12,10 @@ as one timeline (docs/tracing.md).
     5. each trace as a timeline (printers/timeline.py), or -o json as the receiver answers;
        --follow: the life's spans so far as one timeline, then its new spans as they
        arrive, in the order they started and under their parents (tracelife.Follower),
-       until interrupted; for an object that does not exist yet, the life to come
+       until interrupted; for an object that does not exist yet, the life to come;
+       --web: each trace's link into the dashboard instead, its page's own link
+       (#trace/<trace id>) under the API server's service proxy path of
+       kube-system/dashboard, the URL `minikube-py dashboard` opens
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from minikube_py.mkctl.tracelife import Follower, Life
 from minikube_py.tracing import context as tracing_context
 
 PUBLISHED = ("kube-public", "minikube-py-tracing")
+DASHBOARD = ("kube-system", "dashboard")
 
 
 def _target(inv: Invocation) -> tuple[str, str]:
@@ -70,6 +74,21 @@ def receiver_url(inv: Invocation) -> str:
     return url.rstrip("/")
 
 
+def dashboard_url(inv: Invocation) -> str:
+    """The dashboard's page through the API server's service proxy; an error when the
+    cluster has no dashboard Service."""
+    namespace, name = DASHBOARD
+    try:
+        inv.client.get_json(f"/api/v1/namespaces/{namespace}/services/{name}")
+    except StatusError as error:
+        if error.code != 404:
+            raise
+        raise MkctlError(f"the dashboard is not deployed in this cluster (no Service "
+                         f"{namespace}/{name}); run it with `python -m "
+                         f"minikube_py.dashboard` behind such a Service") from None
+    return f"{inv.client.base_url}/api/v1/namespaces/{namespace}/services/{name}/proxy/"
+
+
 def _open(url: str, timeout: float | None) -> Any:
     try:
         return urllib.request.urlopen(url, timeout=timeout)  # noqa: S310 - http(s) only
@@ -91,9 +110,14 @@ def run(inv: Invocation) -> None:
     if output not in ("", "json"):
         raise MkctlError(f"unable to match a printer suitable for the output format "
                          f'"{output}", allowed formats are: json')
+    web = inv.flags["web"]
+    if web and (inv.flags["follow"] or output):
+        raise MkctlError(f"--web cannot be used with "
+                         f"{'--follow' if inv.flags['follow'] else '--output'}")
     kind, name = _target(inv)
     resource = inv.mapper.resource_for(kind)
     namespace = inv.namespace()[0] if resource.namespaced else ""
+    page = dashboard_url(inv) if web else ""
     base = receiver_url(inv)
     query = urllib.parse.urlencode({"resource": resource.name, "namespace": namespace,
                                     "name": name})
@@ -116,6 +140,9 @@ def run(inv: Invocation) -> None:
     if not traces:
         place = f" in {namespace} namespace" if namespace else ""
         inv.err.write(f"No traces of {what} found{place}.\n")
+        return
+    if web:
+        inv.out.write("".join(f"{page}#trace/{trace['traceId']}\n" for trace in traces))
         return
     for index, trace in enumerate(traces):
         if index:
@@ -204,11 +231,14 @@ def _lines(stream: Any) -> Iterator[Obj]:
 COMMAND = Command(
     name="trace",
     summary="Show everything that happened to a resource, in every component, as a timeline",
-    usage="trace (TYPE/NAME | TYPE NAME) [--follow] [-o json] [options]",
+    usage="trace (TYPE/NAME | TYPE NAME) [--follow] [-o json] [--web] [options]",
     flags=[Flag("follow", BOOL, help="After what there is, print each new span as it "
                                      "arrives.", shorthand="f"),
            Flag("output", help="Output format: json (the receiver's answer).",
                 shorthand="o"),
+           Flag("web", BOOL, help="Print each trace's link into the dashboard (the URL "
+                                  "`minikube-py dashboard` opens, through the API "
+                                  "server's service proxy) instead of the timeline."),
            Flag("traces-url", help="The trace receiver (http://host:4318); by default the "
                                    "one the cluster names in kube-public/minikube-py-tracing.")],
     run=run,
@@ -219,5 +249,8 @@ COMMAND = Command(
   mkctl trace deployment web
 
   # Follow it live while it rolls out
-  mkctl trace deploy/web --follow""",
+  mkctl trace deploy/web --follow
+
+  # The same trace as swimlanes in the dashboard
+  mkctl trace deploy/web --web""",
 )
