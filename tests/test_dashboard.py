@@ -342,10 +342,20 @@ def otlp_span(trace_id: str, span_id: str, parent: str, name: str, start_ms: flo
     return span
 
 
+def post_spans(receiver: str, by_service: dict[str, list[dict[str, Any]]]) -> None:
+    """Spans to the receiver as each component exports them: under its service.name."""
+    call(receiver, "POST", "/v1/traces", {"resourceSpans": [
+        {"resource": {"attributes": [{"key": "service.name",
+                                      "value": {"stringValue": service}}]},
+         "scopeSpans": [{"scope": {"name": "test"}, "spans": spans}]}
+        for service, spans in by_service.items()]})
+
+
 def send_trace(receiver: str, namespace: str, nodes: list[str]) -> str:
     """A pod's path as the components would export it: kubectl's create, the API server's
     etcd write, the scheduler's cycle (a Filter per node, a Score), the binding, the
-    kubelet's sync. Returns the trace id."""
+    kubelet's sync (every kubelet is service `kubelet`; its spans name their node).
+    Returns the trace id."""
     trace_id = namespace.encode().hex().ljust(32, "0")[:32]
     pod_of = {"k8s.resource": "pods", "k8s.namespace": namespace, "k8s.name": "web-1"}
     by_service: dict[str, list[dict[str, Any]]] = {
@@ -361,45 +371,52 @@ def send_trace(receiver: str, namespace: str, nodes: list[str]) -> str:
                          "plugin": "TaintToleration"}),
              ("Filter", {"node": nodes[1], "result": "fits"}),
              ("Score", {"node": nodes[1], "score": 187})])],
-        f"kubelet/{nodes[1]}": [
-            otlp_span(trace_id, "d1" * 8, "c1" * 8, "SyncPod", 120, 220, pod_of, [])],
+        "kubelet": [otlp_span(trace_id, "d1" * 8, "c1" * 8, "SyncPod", 120, 220,
+                              {**pod_of, "node": nodes[1]}, [])],
     }
-    call(receiver, "POST", "/v1/traces", {"resourceSpans": [
-        {"resource": {"attributes": [{"key": "service.name",
-                                      "value": {"stringValue": service}}]},
-         "scopeSpans": [{"scope": {"name": "test"}, "spans": spans}]}
-        for service, spans in by_service.items()]})
+    post_spans(receiver, by_service)
     return trace_id
 
 
 def test_trace_view_draws_a_lane_per_component_spans_to_scale_and_causality_arrows(
         trace_receiver: str, namespace: str, nodes: list[str],
         page: Callable[[str], Path], browser: WebDriver) -> None:
-    send_trace(trace_receiver, namespace, nodes)
+    trace_id = send_trace(trace_receiver, namespace, nodes)
+    # the other kubelet's sync (a lane of its own), and a CRI call under the first one's
+    # SyncPod, which names no node (its SyncPod's lane)
+    post_spans(trace_receiver, {"kubelet": [
+        otlp_span(trace_id, "d2" * 8, "c1" * 8, "SyncPod", 150, 200, {"node": nodes[0]}, []),
+        otlp_span(trace_id, "d3" * 8, "d1" * 8, "RunPodSandbox", 130, 180, {}, [])]})
     browser.find_element(By.CSS_SELECTOR, 'nav button[data-view="trace"]').click()
     form = browser.find_element(By.ID, "trace-form")
     form.find_element(By.NAME, "namespace").clear()
     form.find_element(By.NAME, "namespace").send_keys(namespace)
     form.find_element(By.NAME, "name").send_keys("web-1")
     form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-    spans = wait_for(browser, lambda d: len(drawn(d, "#swimlanes g.span")) == 5
-                     and drawn(d, "#swimlanes g.span"), "the trace's 5 spans")
+    spans = wait_for(browser, lambda d: len(drawn(d, "#swimlanes g.span")) == 7
+                     and drawn(d, "#swimlanes g.span"), "the trace's 7 spans")
     page("trace")
 
-    lanes = [g.get_attribute("data-service") for g in drawn(browser, "#swimlanes g.lane")]
-    assert lanes == ["kubectl", "kube-apiserver", "kube-scheduler", f"kubelet/{nodes[1]}"]
-    width = {s.get_attribute("data-name"): s.find_element(By.TAG_NAME, "rect").rect["width"]
-             for s in spans}
+    lanes = [g.get_attribute("data-lane") for g in drawn(browser, "#swimlanes g.lane")]
+    assert lanes == ["kubectl", "kube-apiserver", "kube-scheduler", f"kubelet {nodes[1]}",
+                     f"kubelet {nodes[0]}"]
+    assert [g.get_attribute("data-service") for g in drawn(browser, "#swimlanes g.lane")][
+        -2:] == ["kubelet", "kubelet"]
+    lane_of = {s.get_attribute("data-span-id"): s.get_attribute("data-lane") for s in spans}
+    assert lane_of["d3" * 8] == lane_of["d1" * 8] == f"kubelet {nodes[1]}"
+    width = {s.get_attribute("data-span-id"): s.find_element(By.TAG_NAME, "rect").rect[
+        "width"] for s in spans}
     # to time scale: SyncPod took 100 ms, the schedule cycle 50, etcd's Txn 20
-    assert width["SyncPod"] == pytest.approx(2 * width["schedule"], rel=0.02)
-    assert width["schedule"] == pytest.approx(2.5 * width["etcd Txn"], rel=0.02)
-    left = {s.get_attribute("data-name"): s.find_element(By.TAG_NAME, "rect").rect["x"]
+    assert width["d1" * 8] == pytest.approx(2 * width["c1" * 8], rel=0.02)
+    assert width["c1" * 8] == pytest.approx(2.5 * width["b2" * 8], rel=0.02)
+    left = {s.get_attribute("data-span-id"): s.find_element(By.TAG_NAME, "rect").rect["x"]
             for s in spans}
-    assert left["create pods"] < left["POST pods"] < left["schedule"] < left["SyncPod"]
+    assert left["a1" * 8] < left["b1" * 8] < left["c1" * 8] < left["d1" * 8]
     # an arrow where the work passes to another component, none within one
     arrows = {(a.get_attribute("data-from"), a.get_attribute("data-to"))
               for a in drawn(browser, "#swimlanes path.arrow")}
-    assert arrows == {("a1" * 8, "b1" * 8), ("b1" * 8, "c1" * 8), ("c1" * 8, "d1" * 8)}
+    assert arrows == {("a1" * 8, "b1" * 8), ("b1" * 8, "c1" * 8), ("c1" * 8, "d1" * 8),
+                      ("c1" * 8, "d2" * 8)}
 
     next(s for s in spans if s.get_attribute("data-name") == "schedule").click()
     assert browser.find_element(By.ID, "span-title").text.startswith(
@@ -426,14 +443,11 @@ def test_trace_view_follows_an_object_and_draws_each_span_as_it_comes(
     trace_id = send_trace(trace_receiver, namespace, nodes)
     wait_for(browser, lambda d: len(drawn(d, "#swimlanes g.span")) == 5, "the first 5 spans")
     assert browser.find_element(By.ID, "swimlanes").get_attribute("data-trace-id") == trace_id
-    call(trace_receiver, "POST", "/v1/traces", {"resourceSpans": [{
-        "resource": {"attributes": [{"key": "service.name",
-                                     "value": {"stringValue": f"kube-proxy/{nodes[1]}"}}]},
-        "scopeSpans": [{"scope": {"name": "test"}, "spans": [otlp_span(
-            trace_id, "e1" * 8, "d1" * 8, "iptables sync", 230, 240, {}, [])]}]}]})
+    post_spans(trace_receiver, {"kube-proxy": [otlp_span(
+        trace_id, "e1" * 8, "d1" * 8, "iptables sync", 230, 240, {"node": nodes[1]}, [])]})
     wait_for(browser, lambda d: len(drawn(d, "#swimlanes g.span")) == 6, "the 6th span")
-    assert [g.get_attribute("data-service") for g in drawn(browser, "#swimlanes g.lane")][
-        -1] == f"kube-proxy/{nodes[1]}"
+    assert [g.get_attribute("data-lane") for g in drawn(browser, "#swimlanes g.lane")][
+        -1] == f"kube-proxy {nodes[1]}"
     assert browser.find_element(By.ID, "trace-message").text == (
         "following pods/web-1")
     page("trace-follow")

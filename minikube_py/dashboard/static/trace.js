@@ -1,5 +1,5 @@
-// A request's path: one trace as swimlanes, one lane per component (the span's service),
-// spans to time scale with their durations, an arrow wherever the work passes from one
+// A request's path: one trace as swimlanes, one lane per component (the span's service;
+// for the kubelet and kube-proxy, which run on every node, one lane per node), spans to time scale with their durations, an arrow wherever the work passes from one
 // component to another (a span whose parent is in another lane), and a click on a span
 // shows its attributes and events. "follow": the object's spans as they come (the
 // receiver's follow stream), the newest trace redrawn with each.
@@ -9,6 +9,27 @@ import { fetchTraces, followTraces, milliseconds } from "./traces.js";
 const LABEL = 170;     // the lane names' column
 const ROW = 20;        // one row of spans in a lane
 const AXIS = 22;
+const PER_NODE = new Set(["kubelet", "kube-proxy"]);  // services with one process per node
+
+// Each span's lane: its service, and for a per-node one its node too ("kubelet node-1"):
+// the span's "node" attribute, or that of its nearest ancestor in the same service (a CRI
+// call under its SyncPod carries none).
+function laneNames(spans) {
+  const byId = new Map(spans.map((span) => [span.spanId, span]));
+  const nodeOf = (span) => {
+    for (let at = span, steps = 0; at && steps <= spans.length; steps++) {
+      const node = (at.attributes || {}).node;
+      if (node) return String(node);
+      const parent = byId.get(at.parentSpanId);
+      at = parent && parent.service === span.service ? parent : null;
+    }
+    return "";
+  };
+  return new Map(spans.map((span) => {
+    const node = PER_NODE.has(span.service) ? nodeOf(span) : "";
+    return [span.spanId, node ? `${span.service} ${node}` : span.service];
+  }));
+}
 
 export class TraceView {
   constructor(dashboard) {
@@ -123,9 +144,11 @@ export class TraceView {
     // lanes in the order their component first worked on the request; a lane has as many
     // rows as it needs for its spans not to overlap
     const lanes = new Map();
+    const names = laneNames(spans);
     for (const span of spans) {
-      if (!lanes.has(span.service)) lanes.set(span.service, []);
-      const rows = lanes.get(span.service);
+      span.lane = names.get(span.spanId);
+      if (!lanes.has(span.lane)) lanes.set(span.lane, { service: span.service, rows: [] });
+      const { rows } = lanes.get(span.lane);
       let row = rows.findIndex((rowEnd) => rowEnd <= span.start);
       if (row < 0) { row = rows.length; rows.push(0); }
       rows[row] = span.end || span.start;
@@ -135,14 +158,15 @@ export class TraceView {
     let y = AXIS;
     const children = [svg("defs", {}, "")];
     children[0].appendChild(this.arrowhead());
-    [...lanes.entries()].forEach(([service, rows], i) => {
+    [...lanes.entries()].forEach(([name, { service, rows }], i) => {
       const height = rows.length * ROW + 8;
-      laneTop.set(service, y);
+      laneTop.set(name, y);
       const lane = svg("g", { class: "lane" });
       lane.dataset.service = service;
+      lane.dataset.lane = name;
       lane.append(
         svg("rect", { class: `lane-bg${i % 2 ? " odd" : ""}`, x: 0, y, width, height }),
-        svg("text", { class: "lane-label", x: 6, y: y + 15 }, service));
+        svg("text", { class: "lane-label", x: 6, y: y + 15 }, name));
       children.push(lane);
       y += height;
     });
@@ -150,7 +174,7 @@ export class TraceView {
 
     const boxes = new Map();
     for (const span of spans) {
-      const top = laneTop.get(span.service) + 4 + span.row * ROW;
+      const top = laneTop.get(span.lane) + 4 + span.row * ROW;
       const left = x(span.start);
       const right = Math.max(left + 2, x(span.end || span.start));
       boxes.set(span.spanId, { left, right, top, span });
@@ -158,19 +182,20 @@ export class TraceView {
       const group = svg("g", { class: `span${error ? " error" : ""}` });
       group.dataset.spanId = span.spanId;
       group.dataset.service = span.service;
+      group.dataset.lane = span.lane;
       group.dataset.name = span.name;
       const duration = milliseconds((span.end || span.start) - span.start);
       group.append(svg("rect", { x: left, y: top, width: right - left, height: ROW - 4, rx: 2 }));
       if (right - left > 60) {
         group.append(svg("text", { x: left + 3, y: top + 12 }, `${span.name} ${duration}`));
       }
-      titled(group, `${span.service}: ${span.name} (${duration})`);
+      titled(group, `${span.lane}: ${span.name} (${duration})`);
       group.addEventListener("click", () => this.select(span, group));
       children.push(group);
     }
     for (const { left, top, span } of boxes.values()) {
       const parent = boxes.get(span.parentSpanId);
-      if (!parent || parent.span.service === span.service) continue;
+      if (!parent || parent.span.lane === span.lane) continue;
       const from = [Math.min(Math.max(left, parent.left), parent.right), parent.top + ROW - 4];
       const to = [left, top];
       if (to[1] < from[1]) { from[1] = parent.top; to[1] = top + ROW - 4; }
@@ -212,7 +237,7 @@ export class TraceView {
     }
     group.classList.add("selected");
     document.getElementById("span-title").textContent =
-      `${span.service}: ${span.name} (${milliseconds((span.end || span.start) - span.start)})`;
+      `${span.lane}: ${span.name} (${milliseconds((span.end || span.start) - span.start)})`;
     const rows = Object.entries(span.attributes || {}).map(([key, value]) => {
       const row = html("tr");
       row.append(html("td", {}, key), html("td", {}, JSON.stringify(value)));
