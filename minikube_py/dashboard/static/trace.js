@@ -1,7 +1,8 @@
 // A request's path: one trace as swimlanes, one lane per component (the span's service;
-// for the kubelet and kube-proxy, which run on every node, one lane per node), spans to time scale with their durations, an arrow wherever the work passes from one
-// component to another (a span whose parent is in another lane), and a click on a span
-// shows its attributes and events. "follow": the object's spans as they come (the
+// for the kubelet and kube-proxy, which run on every node, one lane per node), spans to
+// time scale with their durations, an arrow wherever the work passes from one component
+// to another (a span whose parent is in another lane), and a click on a span shows its
+// attributes and events. "follow": the object's spans as they come (the
 // receiver's follow stream), the newest trace redrawn with each.
 import { html, svg, titled } from "./dom.js";
 import { fetchTraces, followTraces, milliseconds } from "./traces.js";
