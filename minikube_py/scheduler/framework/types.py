@@ -500,6 +500,23 @@ class NodeMemo(Generic[V]):
             values.append(remembered[1])
         return values
 
+    def sums_by_label(self: NodeMemo[int], key: Hashable, compute: Callable[[NodeInfo], int],
+                      nodes: list[NodeInfo], label: str) -> dict[str, int]:
+        """Per value of the node label `label`: compute(node_info) summed over the nodes that
+        have it, values in the order they first appear (for_nodes and the sum in one loop)."""
+        table = self._table(key)
+        sums: dict[str, int] = {}
+        for node_info in nodes:
+            value = node_info.labels.get(label)
+            if value is None:
+                continue
+            remembered = table.get(node_info.name)
+            if remembered is None or remembered[0] is not node_info:
+                remembered = (node_info, compute(node_info))
+                table[node_info.name] = remembered
+            sums[value] = sums.get(value, 0) + remembered[1]
+        return sums
+
 
 class NodeTotals(Generic[K]):
     """Sums over a list of nodes of what each node adds, kept from one cycle to the next.
