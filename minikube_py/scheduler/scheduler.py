@@ -493,14 +493,30 @@ class Scheduler(Component):
         in_turn = nodes[start:] + nodes[:start]
         feasible: list[NodeInfo] = []
         processed = 0
+        exact = False  # filter only as many nodes as are still wanted
         while processed < total and len(feasible) < wanted:
-            # As many nodes as are still wanted: if all of them fit, that is enough.
-            chunk = in_turn[processed:processed + wanted - len(feasible)]
-            processed += len(chunk)
+            # Filtering stops at the node that makes up the number wanted. A chunk of only
+            # the nodes still wanted cannot pass it; when few nodes fit, though, those
+            # chunks shrink and each costs a round of plugin calls, so a chunk has at
+            # least `wanted` nodes and what lies past that node is dropped.
+            need = wanted - len(feasible)
+            chunk = in_turn[processed:processed + (need if exact else max(need, wanted))]
             fit, rejected = self._filter(fwk, state, pod, chunk)
+            if len(chunk) > need:
+                if any(s.code == Code.ERROR for s in rejected.values()):
+                    exact = True  # an error counts only before that node: filter again
+                    continue
+                if len(fit) >= need:
+                    last = fit[need - 1]
+                    chunk = chunk[:next(index for index, info in enumerate(chunk)
+                                        if info is last) + 1]
+                    fit = fit[:need]
+                    kept = {info.name for info in chunk}
+                    rejected = {name: s for name, s in rejected.items() if name in kept}
             for node_status in rejected.values():
                 if node_status.code == Code.ERROR:
                     raise SchedulingError(node_status.message())
+            processed += len(chunk)
             feasible += fit
             statuses.update(rejected)
         if total:

@@ -60,16 +60,16 @@ class EquivalenceCache:
         run(nodes) only about the nodes without a remembered verdict. A Status with
         Code.ERROR ends filtering: it comes back with no nodes that fit."""
         table = self._table(self._filters, key)
-        entries, unknown = _remembered(table, nodes)
-        if unknown:
-            _, fresh = run(unknown)
+        entries, stale = _remembered(table, nodes)
+        if stale:
+            _, fresh = run([nodes[index] for index in stale])
             if any(status.code == Code.ERROR for status in fresh.values()):
                 return [], fresh  # an error ends the cycle; it is not remembered
-            for info in unknown:
-                table[info.name] = (info, fresh.get(info.name))
-            entries = [table[info.name] for info in nodes]
-        fit = [entry[0] for entry in entries if entry[1] is None]
-        return fit, {entry[0].name: entry[1] for entry in entries if entry[1] is not None}
+            for index in stale:
+                info = nodes[index]
+                entries[index] = table[info.name] = (info, fresh.get(info.name))
+        fit = [info for info, status in entries if status is None]
+        return fit, {info.name: status for info, status in entries if status is not None}
 
     def scores(self, key: Hashable, nodes: list[NodeInfo],
                run: Callable[[list[NodeInfo]], list[list[int]] | None]
@@ -78,22 +78,23 @@ class EquivalenceCache:
         nodes without remembered scores: it returns one list per plugin, or None when a
         plugin failed (then nothing is remembered and None is returned)."""
         table = self._table(self._scores, key)
-        entries, unknown = _remembered(table, nodes)
-        if unknown:
-            columns = run(unknown)
+        entries, stale = _remembered(table, nodes)
+        if stale:
+            columns = run([nodes[index] for index in stale])
             if columns is None:
                 return None
-            for info, row in zip(unknown, zip(*columns, strict=True), strict=True):
-                table[info.name] = (info, row)
-            entries = [table[info.name] for info in nodes]
-        return [entry[1] for entry in entries]
+            for index, row in zip(stale, zip(*columns, strict=True), strict=True):
+                entries[index] = table[nodes[index].name] = (nodes[index], row)
+        return [row for _, row in entries]
 
 
 def _remembered(table: dict[str, tuple[NodeInfo, V]], nodes: list[NodeInfo]
-                ) -> tuple[list[tuple[NodeInfo, V] | None], list[NodeInfo]]:
-    """Each node's entry in the table (None if there is none), and the nodes whose entry
-    is missing or was made for another NodeInfo object (the node changed since)."""
-    entries = [table.get(info.name) for info in nodes]
-    unknown = [info for info, entry in zip(nodes, entries, strict=True)
-               if entry is None or entry[0] is not info]
-    return entries, unknown
+                ) -> tuple[list[tuple[NodeInfo, V] | None], list[int]]:
+    """Each node's entry in the table (None if there is none), and the positions of the
+    nodes whose entry is missing or was made for another NodeInfo object (the node changed
+    since): the caller puts fresh entries there."""
+    get = table.get
+    entries = [get(info.name) for info in nodes]
+    stale = [index for index, (info, entry) in enumerate(zip(nodes, entries, strict=True))
+             if entry is None or entry[0] is not info]
+    return entries, stale

@@ -25,6 +25,7 @@ from minikube_py.api.quantity import cpu_millis, memory_bytes, parse_quantity
 from minikube_py.api.selectors import LabelSelector, label_selector_from_dict
 
 V = TypeVar("V")
+K = TypeVar("K", bound=Hashable)
 
 # Pods without requests still count for spreading scores (upstream's non-zero defaults).
 DEFAULT_MILLI_CPU_REQUEST = 100
@@ -498,6 +499,76 @@ class NodeMemo(Generic[V]):
                 table[node_info.name] = remembered
             values.append(remembered[1])
         return values
+
+    def sums_by_label(self: NodeMemo[int], key: Hashable, compute: Callable[[NodeInfo], int],
+                      nodes: list[NodeInfo], label: str) -> dict[str, int]:
+        """Per value of the node label `label`: compute(node_info) summed over the nodes that
+        have it, values in the order they first appear (for_nodes and the sum in one loop)."""
+        table = self._table(key)
+        sums: dict[str, int] = {}
+        for node_info in nodes:
+            value = node_info.labels.get(label)
+            if value is None:
+                continue
+            remembered = table.get(node_info.name)
+            if remembered is None or remembered[0] is not node_info:
+                remembered = (node_info, compute(node_info))
+                table[node_info.name] = remembered
+            sums[value] = sums.get(value, 0) + remembered[1]
+        return sums
+
+
+class NodeTotals(Generic[K]):
+    """Sums over a list of nodes of what each node adds, kept from one cycle to the next.
+
+    compute(node_info) says what one node adds to each sum, by name (a topology pair, ...).
+    A node's part is remembered with its NodeInfo as in NodeMemo; each call takes back the
+    parts of nodes whose NodeInfo changed or that left the list and adds their new parts,
+    instead of adding up every node again. A sum is present while some node adds to it,
+    even when it comes to 0. Results are grouped by a key naming compute's other inputs;
+    only the `size` most recently used keys are kept.
+    """
+
+    def __init__(self, size: int = 32) -> None:
+        self.size = size
+        # key -> (each node's NodeInfo and part by name, the sums, how many nodes add to each)
+        self._tables: dict[Hashable, tuple[dict[str, tuple[NodeInfo, dict[K, int]]],
+                                           dict[K, int], dict[K, int]]] = {}
+
+    def sums(self, key: Hashable, compute: Callable[[NodeInfo], dict[K, int]],
+             nodes: list[NodeInfo]) -> dict[K, int]:
+        """Each name's sum over the nodes (a new dict the caller may keep)."""
+        table = self._tables.pop(key, None) or ({}, {}, {})
+        self._tables[key] = table  # most recently used last
+        while len(self._tables) > self.size:
+            del self._tables[next(iter(self._tables))]
+        parts, sums, counts = table
+        for node_info in nodes:
+            remembered = parts.get(node_info.name)
+            if remembered is not None:
+                if remembered[0] is node_info:
+                    continue
+                _take_back(remembered[1], sums, counts)
+            part = compute(node_info)
+            for name, value in part.items():
+                sums[name] = sums.get(name, 0) + value
+                counts[name] = counts.get(name, 0) + 1
+            parts[node_info.name] = (node_info, part)
+        if len(parts) > len(nodes):  # some nodes left the list
+            names = {node_info.name for node_info in nodes}
+            for gone in [name for name in parts if name not in names]:
+                _take_back(parts.pop(gone)[1], sums, counts)
+        return dict(sums)
+
+
+def _take_back(part: dict[K, int], sums: dict[K, int], counts: dict[K, int]) -> None:
+    """Subtract one node's part from the sums, dropping sums no node adds to any more."""
+    for name, value in part.items():
+        if counts[name] == 1:
+            del sums[name], counts[name]
+        else:
+            sums[name] -= value
+            counts[name] -= 1
 
 
 def normalized_image_name(name: str) -> str:

@@ -18,7 +18,9 @@ Everything is counted per topology pair `(topologyKey, value of that label on a 
     Score       add up the node's pairs;  NormalizeScore: min..max -> 0..100
 
 The walks over every pod of every node are done per node and remembered while the node is
-unchanged (NodeMemo), so the next replica of a workload only walks the nodes that changed.
+unchanged (NodeMemo), so the next replica of a workload only walks the nodes that changed;
+PreScore's sums are kept too, and only the changed nodes' weights taken back and added
+(NodeTotals).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from minikube_py.scheduler.framework.types import (
     AffinityTerm,
     NodeInfo,
     NodeMemo,
+    NodeTotals,
     PodInfo,
     Snapshot,
     WeightedAffinityTerm,
@@ -214,7 +217,8 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         # Per-node results, reused while a node is unchanged (see NodeMemo).
         self.existing_anti_affinity_memo: NodeMemo[TopologyCounts] = NodeMemo()
         self.incoming_affinity_memo: NodeMemo[tuple[TopologyCounts, TopologyCounts]] = NodeMemo()
-        self.score_memo: NodeMemo[TopologyScore] = NodeMemo()
+        # Per topology pair, the weights summed over the nodes (see NodeTotals).
+        self.score_totals: NodeTotals[tuple[str, str]] = NodeTotals()
 
     def events_to_register(self) -> list[ClusterEvent]:
         """An assigned pod added (may satisfy affinity), relabelled or deleted (may lift
@@ -320,23 +324,16 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             all_pods=has_constraints)
         # Without preferred terms of its own, only pods with affinity can score the pod.
         all_nodes = snapshot.node_info_list if has_constraints else snapshot.have_pods_with_affinity
-        parts = self.score_memo.for_nodes(
+        sums = self.score_totals.sums(
             (pod.namespace, frozenset((pod.pod["metadata"].get("labels") or {}).items()),
              frozenset(namespace_labels.items()), tuple(inputs.affinity_terms),
              tuple(inputs.anti_affinity_terms), has_constraints),
             inputs.node_score, all_nodes)
-        topology_score: TopologyScore = {}
-        touched = False  # some term matched on a node that has its topology label
-        for part in parts:
-            if not part:
-                continue
-            touched = True
-            for key, by_value in part.items():
-                total = topology_score.setdefault(key, {})
-                for value, weight in by_value.items():
-                    total[value] = total.get(value, 0) + weight
-        if not touched:
+        if not sums:  # no term matched on a node that has its topology label
             return Status.skip()
+        topology_score: TopologyScore = {}
+        for (key, value), weight in sums.items():
+            topology_score.setdefault(key, {})[value] = weight
         state.write(PRE_SCORE_STATE_KEY, PreScoreState(topology_score))
         return SUCCESS
 
@@ -444,18 +441,18 @@ class _ScoreInputs:
     hard_pod_affinity_weight: int
     all_pods: bool  # True: every pod counts; False: only pods with affinity can
 
-    def node_score(self, node_info: NodeInfo) -> TopologyScore:
+    def node_score(self, node_info: NodeInfo) -> dict[tuple[str, str], int]:
+        """The node's pods' weights by topology pair (a pair is there once a term matched)."""
         node_labels = node_info.labels
-        score: TopologyScore = {}
+        score: dict[tuple[str, str], int] = {}
         if not node_labels:
             return score
 
         def add(term: AffinityTerm, weight: int, pod: Obj,
                 namespace_labels: dict[str, str] | None) -> None:
             if term.matches(pod, namespace_labels) and term.topology_key in node_labels:
-                by_value = score.setdefault(term.topology_key, {})
-                value = node_labels[term.topology_key]
-                by_value[value] = by_value.get(value, 0) + weight
+                pair = (term.topology_key, node_labels[term.topology_key])
+                score[pair] = score.get(pair, 0) + weight
 
         for existing in node_info.pods if self.all_pods else node_info.pods_with_affinity:
             # The incoming pod's preferences toward the existing pod.

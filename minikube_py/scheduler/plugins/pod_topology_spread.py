@@ -153,6 +153,11 @@ def count_pods_match_selector(pod_infos: list[PodInfo], selector: LabelSelector,
     return count
 
 
+def _count_matching(selector: LabelSelector, namespace: str) -> Callable[[NodeInfo], int]:
+    """node_info -> count_pods_match_selector over its pods."""
+    return lambda info: count_pods_match_selector(info.pods, selector, namespace)
+
+
 def _merge_label_set(match_labels: dict[str, str], selector: LabelSelector) -> LabelSelector:
     """mergeLabelSetWithSelector: AND key=value requirements into the selector (a selector
     that matches nothing stays so)."""
@@ -299,15 +304,12 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
     def _matching_pods(self, selector: LabelSelector, namespace: str, nodes: list[NodeInfo]
                        ) -> list[int]:
         """For each node: how many pods of `namespace` on it `selector` matches (remembered)."""
-        return self.counts.for_nodes(
-            (namespace, selector),
-            lambda info: count_pods_match_selector(info.pods, selector, namespace), nodes)
+        return self.counts.for_nodes((namespace, selector),
+                                     _count_matching(selector, namespace), nodes)
 
     def _counter(self, selector: LabelSelector, namespace: str) -> Callable[[NodeInfo], int]:
         """node_info -> how many pods of `namespace` on it `selector` matches (remembered)."""
-        return self.counts.per_node(
-            (namespace, selector),
-            lambda info: count_pods_match_selector(info.pods, selector, namespace))
+        return self.counts.per_node((namespace, selector), _count_matching(selector, namespace))
 
     # --- constraints --------------------------------------------------------------------
 
@@ -380,17 +382,17 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         # Every node's domain counts when the pod admits every node and taints are ignored.
         every_node_counts = admits is _admit_all and all(
             c.node_taints_policy != HONOR for c in constraints)
-        keyed = [(constraint, by_value, self._matching_pods(constraint.selector, pod.namespace,
-                                                            nodes))
-                 for constraint, by_value in zip(constraints, counts, strict=True)]
         if every_node_counts and len(constraints) == 1:
-            # The common case, in a tight loop: one constraint, every node's domain counts.
-            key, by_value, matching = constraints[0].topology_key, counts[0], keyed[0][2]
-            for node_info, num in zip(nodes, matching, strict=True):
-                value = node_info.labels.get(key)
-                if value is not None:
-                    by_value[value] = by_value.get(value, 0) + num
+            # The common case, in one loop: one constraint, every node's domain counts.
+            selector = constraints[0].selector
+            counts[0] = self.counts.sums_by_label(
+                (pod.namespace, selector), _count_matching(selector, pod.namespace), nodes,
+                constraints[0].topology_key)
             keyed = []  # nothing left for the general loop below
+        else:
+            keyed = [(constraint, by_value,
+                      self._matching_pods(constraint.selector, pod.namespace, nodes))
+                     for constraint, by_value in zip(constraints, counts, strict=True)]
         for index, node_info in enumerate(nodes if keyed else ()):
             node = node_info.node
             node_labels = node_info.labels

@@ -4,6 +4,7 @@ scoring_test.go (pkg/scheduler/framework/plugins/interpodaffinity)."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,11 +12,12 @@ import pytest
 
 from minikube_py.api import Obj
 from minikube_py.scheduler.framework.interface import Code, CycleState, Status
-from minikube_py.scheduler.framework.types import PodInfo, Snapshot
+from minikube_py.scheduler.framework.types import NodeInfo, NodeTotals, PodInfo, Snapshot
 from minikube_py.scheduler.plugins.inter_pod_affinity import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
+    PRE_SCORE_STATE_KEY,
     InterPodAffinity,
 )
 
@@ -686,3 +688,62 @@ def test_the_next_cycle_sees_a_matching_pod_added_to_a_node() -> None:
     plugin.pre_filter(state, pod, second.node_info_list)
     assert [plugin.filter(state, pod, info).code for info in second.node_info_list] == [
         Code.SUCCESS, Code.UNSCHEDULABLE]
+
+
+# --- PreScore's sums kept across cycles (NodeTotals) -------------------------------------
+
+
+def test_node_totals_equal_sums_added_up_afresh() -> None:
+    """Nodes change, leave and come back between calls: the kept sums are always those of
+    adding up every node's part again, with a pair kept while some node adds to it."""
+    rng = random.Random(7)
+    pairs = [("zone", "a"), ("zone", "b"), ("host", "x")]
+
+    def part(info: NodeInfo) -> dict[tuple[str, str], int]:
+        """Some shared pairs, and the node's own while it has an even number of pods."""
+        weight = sum(len(p.uid) % 3 - 1 for p in info.pods)
+        own = {("host", info.name): weight} if len(info.pods) % 2 == 0 else {}
+        return own | {pair: weight for pair in pairs
+                      if (sum(ord(c) for c in info.name) + len(info.pods)) % len(pairs)
+                      != pairs.index(pair)}
+
+    totals: NodeTotals[tuple[str, str]] = NodeTotals()
+    nodes = [NodeInfo.of(make_node(f"node-{i}", {})) for i in range(8)]
+    for step in range(200):
+        listed = [info for info in nodes if rng.random() < 0.7]
+        fresh: dict[tuple[str, str], int] = {}
+        for info in listed:
+            for pair, value in part(info).items():
+                fresh[pair] = fresh.get(pair, 0) + value
+        assert totals.sums("key", part, listed) == fresh, f"step {step}"
+        index = rng.randrange(len(nodes))
+        changed = nodes[index].clone()
+        changed.add_pod(PodInfo.of(make_pod(node=changed.name)))
+        nodes[index] = changed
+
+
+def test_the_next_cycles_pre_score_equals_a_fresh_plugins() -> None:
+    """One plugin kept across cycles, pods placed and nodes leaving and coming back between
+    them, gives every cycle the topology score of a plugin that sums every node afresh."""
+    rng = random.Random(3)
+    pod = make_pod({"app": "web"}, affinity=affinity(
+        preferred=[(10, term("app", "In", ["web"], "zone"))],
+        anti_preferred=[(3, term("app", "In", ["web"], "kubernetes.io/hostname"))]))
+    nodes = [make_node(f"node-{i}", {"zone": f"z{i % 3}", "kubernetes.io/hostname": f"node-{i}"})
+             for i in range(9)]
+    infos = Snapshot.of(nodes, [make_pod({"app": "web"}, node="node-0")]).node_info_list
+    kept = InterPodAffinity()
+    for step in range(60):
+        snapshot = Snapshot([info for info in infos if rng.random() < 0.7])
+        answers = []
+        for plugin in (kept, InterPodAffinity()):
+            plugin.handle = FakeHandle(snapshot)
+            state = CycleState()
+            status = plugin.pre_score(state, PodInfo.of(pod), snapshot.node_info_list)
+            answers.append((status.code, state.read(PRE_SCORE_STATE_KEY).topology_score
+                            if status.is_success() else None))
+        assert answers[0] == answers[1], f"step {step}"
+        index = rng.randrange(len(infos))
+        infos[index] = infos[index].clone()
+        infos[index].add_pod(PodInfo.of(make_pod(rng.choice([{"app": "web"}, {"app": "db"}]),
+                                                 node=infos[index].name)))

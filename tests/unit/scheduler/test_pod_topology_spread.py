@@ -776,6 +776,28 @@ def test_node_memo_keeps_only_the_most_recently_used_keys() -> None:
     assert calls == ["a", "b", "c", "b"]  # "b" was dropped when "c" came in
 
 
+def test_node_memo_sums_by_label_in_the_order_values_first_appear() -> None:
+    """Nodes without the label are left out; only a changed NodeInfo is counted again."""
+    computed: list[str] = []
+
+    def compute(info: NodeInfo) -> int:
+        computed.append(info.name)
+        return len(info.pods)
+
+    memo: NodeMemo[int] = NodeMemo()
+    infos = Snapshot.of([make_node("node-a", {"zone": "z2"}), make_node("node-b", {}),
+                         make_node("node-c", {"zone": "z1"}), make_node("node-d", {"zone": "z2"})],
+                        foo_pods(node_a=1, node_b=4, node_d=2)).node_info_list
+    sums = memo.sums_by_label("key", compute, infos, "zone")
+    assert list(sums.items()) == [("z2", 3), ("z1", 0)]
+    changed = infos[2].clone()
+    changed.add_pod(PodInfo.of(make_pod({"foo": ""}, node="node-c")))
+    infos[2] = changed
+    assert list(memo.sums_by_label("key", compute, infos, "zone").items()) == [
+        ("z2", 3), ("z1", 1)]
+    assert computed == ["node-a", "node-c", "node-d", "node-c"]
+
+
 def test_the_next_cycle_counts_the_pods_of_a_node_that_changed() -> None:
     pod = PodInfo.of(make_pod({"foo": ""}, constraints=[hard(1, "node")]))
     nodes = [make_node(n, {"node": n}) for n in ("node-a", "node-b")]

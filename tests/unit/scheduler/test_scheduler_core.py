@@ -10,10 +10,23 @@ import pytest
 
 from minikube_py.scheduler.cache import Cache
 from minikube_py.scheduler.config import ConfigError, default_configuration, parse_configuration
-from minikube_py.scheduler.framework.interface import ClusterEvent, QueuedPodInfo, Status
-from minikube_py.scheduler.framework.types import PodInfo
+from minikube_py.scheduler.framework.interface import (
+    SUCCESS,
+    ClusterEvent,
+    CycleState,
+    FilterPlugin,
+    QueuedPodInfo,
+    Status,
+)
+from minikube_py.scheduler.framework.types import NodeInfo, PodInfo
 from minikube_py.scheduler.queue import SchedulingQueue
-from minikube_py.scheduler.scheduler import FitError, num_feasible_nodes_to_find, select_host
+from minikube_py.scheduler.scheduler import (
+    FitError,
+    SchedulingError,
+    num_feasible_nodes_to_find,
+    select_host,
+)
+from tests.unit.scheduler.test_equivalence_cache import scheduler_with
 
 
 def pod(name: str, priority: int = 0, cpu: str = "", node: str = "", uid: str = "") -> dict:
@@ -157,6 +170,57 @@ def test_large_clusters_stop_after_enough_feasible_nodes() -> None:
     assert num_feasible_nodes_to_find(0, 5000) == 500  # 10%
     assert num_feasible_nodes_to_find(0, 100000) == 5000  # at least 5%
     assert num_feasible_nodes_to_find(100, 1000) == 1000
+
+
+class FailingFilter(FilterPlugin):
+    """An error on the nodes named in `failing`, success elsewhere."""
+
+    name = "FailingFilter"
+    failing: set[str] = set()
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        if node_info.name in self.failing:
+            return Status.error(f"cannot filter {node_info.name}")
+        return SUCCESS
+
+
+@pytest.mark.parametrize("start,every,fit_from,failing", [
+    (0, 2, 300, ""), (37, 2, 150, ""), (250, 3, 150, ""), (0, 9, 150, ""), (11, 1, 300, ""),
+    (206, 4, 200, ""), (0, 3, 150, "n-250"), (0, 3, 150, "n-200"), (120, 3, 150, "n-003"),
+    (0, 2, 150, "n-100")])
+def test_filtering_stops_at_the_node_that_makes_up_the_number_wanted(
+        start: int, every: int, fit_from: int, failing: str) -> None:
+    """Whatever the chunks filtered: the first `wanted` nodes that fit from the start
+    index on, statuses for the nodes turned down before the last of them, the next cycle
+    starting after it, and an error only from a node before it. (Every `every`th node and
+    those from n-<fit_from> on fit.)"""
+    scheduler = scheduler_with(
+        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+         "profiles": [{"schedulerName": "default-scheduler",
+                       "plugins": {"filter": {"enabled": [{"name": "FailingFilter"}]}}}]},
+        {"FailingFilter": FailingFilter})
+    FailingFilter.failing = {failing} if failing else set()
+    names = [f"n-{i:03d}" for i in range(300)]
+    for i, name in enumerate(names):
+        scheduler.cache.add_node(node(name, cpu="4" if i % every == 0 or i >= fit_from else "1"))
+    fwk = scheduler.profiles["default-scheduler"]
+    fwk.set_snapshot(scheduler.cache.update_snapshot())
+    scheduler._next_start_node_index = start
+    wanted = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, len(names))
+    in_turn = names[start:] + names[:start]
+    fits = [name for name in in_turn
+            if int(name[2:]) % every == 0 or int(name[2:]) >= fit_from]
+    last = in_turn.index(fits[wanted - 1]) if len(fits) >= wanted else len(names) - 1
+    state = CycleState()
+    pod_info = PodInfo.of(pod("p", cpu="2"))
+    if failing and in_turn.index(failing) <= last:
+        with pytest.raises(SchedulingError, match=f"cannot filter {failing}"):
+            scheduler.find_nodes_that_fit(fwk, state, pod_info)
+        return
+    feasible, statuses = scheduler.find_nodes_that_fit(fwk, state, pod_info)
+    assert [info.name for info in feasible] == fits[:wanted]
+    assert set(statuses) == {name for name in in_turn[:last + 1] if name not in fits}
+    assert scheduler._next_start_node_index == (start + last + 1) % len(names)
 
 
 def test_select_host_takes_the_best_and_breaks_ties_at_random() -> None:
