@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 import os
 import random
 import time
 from datetime import UTC, datetime
 from typing import Any
-
-import orjson
 
 from minikube_py.api import Obj
 
@@ -17,18 +14,6 @@ from minikube_py.api import Obj
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _NAME_SUFFIX_LENGTH = 5
 MAX_GENERATED_NAME_PREFIX = 63 - _NAME_SUFFIX_LENGTH
-
-
-def json_copy(value: Any) -> Any:
-    """A deep copy of a JSON value: orjson's round trip, several times faster than
-    copy.deepcopy on a large object; copy.deepcopy for what JSON cannot carry (an
-    integer past 64 bits, a key that is not a string)."""
-    if not isinstance(value, (dict, list)):
-        return copy.deepcopy(value)
-    try:
-        return orjson.loads(orjson.dumps(value))
-    except (TypeError, orjson.JSONEncodeError):
-        return copy.deepcopy(value)
 
 
 def now() -> datetime:

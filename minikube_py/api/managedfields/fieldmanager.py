@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from minikube_py.api import Obj, meta
+from minikube_py.api.jsoncopy import json_copy
 from minikube_py.api.managedfields import managed as entries
 from minikube_py.api.managedfields import merge
 from minikube_py.api.managedfields.fieldpath import FieldSet
@@ -81,7 +82,7 @@ class FieldManager:
                                         self._ignored(subresource), self.converter)
         managed.fields = fields
         if new is None:
-            new = meta.json_copy(live_obj)
+            new = json_copy(live_obj)
         else:
             managed.times[identifier] = meta.rfc3339(meta.now())
         entries.strip_meta(managed, identifier)

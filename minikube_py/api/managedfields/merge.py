@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from minikube_py.api import Obj
+from minikube_py.api.jsoncopy import json_copy
 from minikube_py.api.managedfields.fieldpath import FieldSet, Path
 from minikube_py.api.managedfields.typed import Comparison, compare, merge, prune, to_field_set
-from minikube_py.api.meta import json_copy
 from minikube_py.api.schema.types import Type
 
 

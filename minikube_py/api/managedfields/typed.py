@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minikube_py.api import Obj
+from minikube_py.api.jsoncopy import json_copy
 from minikube_py.api.managedfields.fieldpath import (
     FieldSet,
     Path,
@@ -30,7 +31,6 @@ from minikube_py.api.managedfields.fieldpath import (
     path_string,
     value_element,
 )
-from minikube_py.api.meta import json_copy
 from minikube_py.api.schema.types import Field, Type
 
 _UNTYPED = Type(kind="any")
