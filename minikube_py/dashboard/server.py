@@ -107,8 +107,8 @@ class Dashboard(Component):
                 if message is None:  # the tab lagged behind and was dropped
                     break
                 await response.write(b"data: " + orjson.dumps(message) + b"\n\n")
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass
+        except ConnectionResetError:  # a write to a tab that went (its leaving cancels us)
+            return response
         finally:
             self.hub.leave(queue)
         return response
@@ -148,11 +148,12 @@ class Dashboard(Component):
                 response = web.StreamResponse(headers={
                     "Content-Type": "application/x-ndjson", "Cache-Control": "no-cache"})
                 await response.prepare(request)
-                try:
+                # the tab leaving cancels this handler (aiohttp), which ends the stream; a
+                # write to a closed tab or the receiver stopping ends it here, and the page
+                # says so
+                with contextlib.suppress(ConnectionResetError, aiohttp.ClientError):
                     async for chunk in answer.content.iter_any():
                         await response.write(chunk)
-                except (ConnectionResetError, aiohttp.ClientError, asyncio.CancelledError):
-                    pass  # the tab left, or the receiver stopped: the page says so
                 return response
         except aiohttp.ClientError as error:
             return _error(502, f"cannot reach the trace receiver at {base}: {error}")
