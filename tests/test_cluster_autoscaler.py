@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -22,6 +22,8 @@ from minikube_py.autoscaler.nodegroup import NODE_GROUP_LABEL, HollowNodeGroup
 from minikube_py.autoscaler.static_autoscaler import AutoscalingOptions, ClusterAutoscaler
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
+from minikube_py.controllers.disruption import DisruptionController
+from minikube_py.controllers.manager import ControllerManager
 from minikube_py.kubelet.node_status import read_host_info
 from minikube_py.scheduler.config import default_configuration
 from minikube_py.scheduler.plugins.registry import IN_TREE_PLUGINS
@@ -34,6 +36,7 @@ from tests.conftest import module_own_apiserver
 etcd, apiserver, kubeconfig = module_own_apiserver("autoscaler")
 
 GROUP = "pool"
+RunControllers = Callable[..., Awaitable[ControllerManager]]
 
 
 @dataclasses.dataclass
@@ -156,12 +159,13 @@ async def test_idle_nodes_go_after_the_unneeded_time_but_not_below_min(
 
 
 async def test_scale_down_drains_a_node_through_evictions_a_pdb_can_refuse(
-        autoscaled: Autoscaled) -> None:
+        autoscaled: Autoscaled, run_controllers: RunControllers) -> None:
     """Two nodes, each with a 400m pod once the 1.5-core pods are gone (20% each): one
     node's pod fits the other, so that node is drained. A PodDisruptionBudget allowing
-    no disruption refuses the eviction (ScaleDownFailed, the node stays); without it the
-    pod is evicted and the node removed."""
+    no disruption (as the disruption controller computes it) refuses the eviction
+    (ScaleDownFailed, the node stays); without it the pod is evicted and the node removed."""
     a = autoscaled
+    await run_controllers(DisruptionController)
     pods = a.client.resource("pods")
     await a.pod("big-0")
     await a.pod("big-1")

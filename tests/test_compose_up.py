@@ -57,6 +57,19 @@ spec:
 """
 
 
+def served_again(timeout: float) -> None:
+    """Wait until `kubectl exec shell -- wget` gets nginx's page through its Service."""
+    deadline = time.monotonic() + timeout
+    while True:
+        page = kubectl("exec", "shell", "--", "wget", "-T", "5", "-qO-",
+                       "http://nginx.default.svc.cluster.local", check=False, timeout=60)
+        if page.returncode == 0 and "Welcome to nginx!" in page.stdout:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"nginx's Service did not answer again: {page.stderr}")
+        time.sleep(1)
+
+
 def privileged_possible() -> bool:
     """Whether this host's capability bounding set has every capability its kernel knows,
     which Docker gives a privileged container."""
@@ -163,11 +176,10 @@ def test_docker_compose_up_runs_a_cluster_and_down_leaves_nothing(fast_tmp: Path
             compose("down", timeout=600)  # the containers go; the volumes (etcd's) stay
             timed_compose_up(PROJECT)
             started = phase(times, "warm up -d until both nodes are Ready", started)
-            kubectl("rollout", "status", "deployment/nginx", "--timeout=300s")
-            kubectl("wait", "--for=condition=Ready", "pod/shell", "--timeout=180s")
-            page = kubectl("exec", "shell", "--", "wget", "-qO-",
-                           "http://nginx.default.svc.cluster.local")
-            assert "Welcome to nginx!" in page.stdout
+            # The pods' status still shows them Ready at their old addresses until each
+            # kubelet has started them again and reported it (as after a node reboot):
+            # wait until the Service answers from the shell pod.
+            served_again(timeout=300)
             started = phase(times, "the same Deployment serving again", started)
         finally:
             logs = compose("logs", "--no-color", timeout=120, check=False)

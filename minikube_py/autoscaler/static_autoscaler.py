@@ -172,10 +172,12 @@ class ClusterAutoscaler(Component):
             await self.group.increase_size(self.group.min_size - self.group.target_size())
             self.state.last_scale_up = now
         infos, pending = self.snapshot()
+        # scale_up places the pending pods that fit on the nodes in `infos` (upstream's
+        # in-memory hints), so that scale-down does not take a node a pod is about to use
         scaled_up = await self.scale_up(infos, pending) if pending else False
         candidates: list[str] = []
         if not scaled_up and self.options.scale_down_enabled:
-            candidates = await self.scale_down(now)
+            candidates = await self.scale_down(now, infos)
         if self.options.write_status_configmap:
             await self.status.write(self.group, self.nodes.store.list(), bool(
                 self.group.node_names() - {n["metadata"]["name"] for n in
@@ -235,9 +237,9 @@ class ClusterAutoscaler(Component):
                 unneeded.append(info.name)
         return unneeded
 
-    async def scale_down(self, now: float) -> list[str]:
-        """ScaleDown: remove the nodes unneeded for long enough; the current candidates."""
-        infos, _ = self.snapshot()
+    async def scale_down(self, now: float, infos: list[NodeInfo]) -> list[str]:
+        """ScaleDown: remove the nodes unneeded for long enough; the current candidates.
+        `infos` holds the pending pods that fit as placed."""
         unneeded = self.unneeded_nodes(infos)
         self.state.unneeded_since = {name: self.state.unneeded_since.get(name, now)
                                      for name in unneeded}
@@ -255,7 +257,9 @@ class ClusterAutoscaler(Component):
         drained = [n for n in removable if n not in empty]
         if drained and room > 0:
             name = drained[0]
-            await self.remove_node(name, [p.pod for p in by_name[name].pods if moves(p.pod)])
+            await self.remove_node(name, [  # the pods bound there, not the ones hinted to it
+                p.pod for p in by_name[name].pods
+                if moves(p.pod) and (p.pod.get("spec") or {}).get("nodeName") == name])
         return [name for name in unneeded if name in self.group.node_names()]
 
     async def remove_node(self, name: str, pods: list[Obj]) -> None:
