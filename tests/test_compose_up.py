@@ -57,17 +57,14 @@ spec:
 """
 
 
-def served_again(timeout: float) -> None:
-    """Wait until `kubectl exec shell -- wget` gets nginx's page through its Service."""
-    deadline = time.monotonic() + timeout
-    while True:
-        page = kubectl("exec", "shell", "--", "wget", "-T", "5", "-qO-",
+def serves_from_shell() -> bool:
+    """Whether `kubectl exec shell -- wget` gets nginx's page through its Service."""
+    try:
+        page = kubectl("exec", "shell", "--", "wget", "-qO-",
                        "http://nginx.default.svc.cluster.local", check=False, timeout=60)
-        if page.returncode == 0 and "Welcome to nginx!" in page.stdout:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"nginx's Service did not answer again: {page.stderr}")
-        time.sleep(1)
+    except subprocess.TimeoutExpired:
+        return False
+    return page.returncode == 0 and "Welcome to nginx!" in page.stdout
 
 
 def privileged_possible() -> bool:
@@ -179,7 +176,7 @@ def test_docker_compose_up_runs_a_cluster_and_down_leaves_nothing(fast_tmp: Path
             # The pods' status still shows them Ready at their old addresses until each
             # kubelet has started them again and reported it (as after a node reboot):
             # wait until the Service answers from the shell pod.
-            served_again(timeout=300)
+            until("nginx's Service answers the shell pod again", serves_from_shell, 300)
             started = phase(times, "the same Deployment serving again", started)
         finally:
             logs = compose("logs", "--no-color", timeout=120, check=False)
