@@ -171,6 +171,9 @@ async def test_scale_down_drains_a_node_through_evictions_a_pdb_can_refuse(
     await a.pod("big-1")
     await eventually(lambda: a.running(["big-0", "big-1"]), timeout=60,
                      what="two big pods Running")
+    # the node added for big-1 was not taken away before big-1 was bound to it (the
+    # pending pods that fit count as placed): no third node was ever made
+    assert sorted(n["metadata"]["name"] for n in await a.group_nodes()) == ["pool-0", "pool-1"]
     await a.pod("small-0", cpu="400m", labels={"app": "small"})
     await a.pod("small-1", cpu="400m", labels={"app": "small"})
     await eventually(lambda: a.running(["small-0", "small-1"]), timeout=60,
