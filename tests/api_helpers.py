@@ -7,13 +7,15 @@ import asyncio
 import http.client
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import aiohttp
 import orjson
 import pytest
+from aiohttp import web
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
@@ -28,6 +30,19 @@ from minikube_py.apiserver.flowcontrol.bootstrap import (
 )
 
 T = TypeVar("T")
+
+
+@asynccontextmanager
+async def serving(app: web.Application, host: str, port: int) -> AsyncIterator[None]:
+    """An aiohttp app (a fake kubelet's or pod's endpoint) served on host:port until the
+    block ends."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port).start()
+        yield
+    finally:
+        await runner.cleanup()
 
 
 class API:

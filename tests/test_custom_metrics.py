@@ -28,16 +28,15 @@ from kubernetes.client.rest import ApiException
 
 from minikube_py.api import Obj
 from minikube_py.client.rest import Client
-from minikube_py.controllers.base import ControllerOptions
 from minikube_py.controllers.manager import ControllerManager
-from minikube_py.controllers.podautoscaler.controller import HorizontalController
 from minikube_py.process import free_port
-from tests.api_helpers import eventually
+from tests.api_helpers import eventually, serving
 from tests.test_hpa_controller import (
     NODE,
     MetricsCluster,
     kubectl,
     rfc3339_ago,
+    running_hpa_controller,
     start_metrics_cluster,
 )
 from tests.test_mkctl_top import host_address
@@ -53,10 +52,12 @@ class FakePods:
     the set rate per second."""
 
     address: str
-    port: int = 0
     gauges: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     counters: dict[tuple[str, str], list[tuple[str, float]]] = field(default_factory=dict)
-    runner: web.AppRunner | None = None
+    port: int = 0
+
+    def __post_init__(self) -> None:
+        self.port = free_port(self.address)
 
     def exposition(self, key: tuple[str, str]) -> str:
         now = time.time()
@@ -65,7 +66,7 @@ class FakePods:
                   for series, rate in self.counters.get(key, [])]
         return "\n".join(lines) + "\n"
 
-    async def __aenter__(self) -> FakePods:
+    def app(self) -> web.Application:
         app = web.Application()
 
         async def answer(request: web.Request) -> web.Response:
@@ -73,15 +74,7 @@ class FakePods:
             return web.Response(text=self.exposition(key))
 
         app.router.add_get("/metrics/{namespace}/{pod}", answer)
-        self.port = free_port(self.address)
-        self.runner = web.AppRunner(app, access_log=None)
-        await self.runner.setup()
-        await web.TCPSite(self.runner, self.address, self.port).start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self.runner is not None
-        await self.runner.cleanup()
+        return app
 
 
 @dataclass
@@ -96,7 +89,9 @@ class AdapterCluster:
 
 @pytest.fixture(scope="module")
 async def adapter_cluster(fast_tmp: Path) -> AsyncIterator[AdapterCluster]:
-    async with start_metrics_cluster(fast_tmp) as cluster, FakePods(host_address()) as pods:
+    pods = FakePods(host_address())
+    async with start_metrics_cluster(fast_tmp) as cluster, serving(pods.app(), pods.address,
+                                                                    pods.port):
         yield AdapterCluster(cluster, pods)
 
 
@@ -112,17 +107,8 @@ def official(adapter_cluster: AdapterCluster) -> Iterator[k8s.ApiClient]:
 
 @pytest.fixture
 async def hpa_controller(adapter_cluster: AdapterCluster) -> AsyncIterator[ControllerManager]:
-    """The HPA controller in process, synced every second."""
-    client = Client.from_kubeconfig(adapter_cluster.cluster.kubeconfig, user_agent="test-hpa")
-    manager = ControllerManager(client, [HorizontalController], options=ControllerOptions(
-        horizontal_pod_autoscaler_sync_period=1.0))
-    try:
-        async with asyncio.timeout(30):
-            await manager.start()
+    async with running_hpa_controller(adapter_cluster.cluster.kubeconfig) as manager:
         yield manager
-    finally:
-        await manager.stop()
-        await client.close()
 
 
 async def make_scraped_workload(cluster: AdapterCluster, namespace: str, replicas: int,

@@ -35,7 +35,7 @@ from minikube_py.controllers.manager import ControllerManager
 from minikube_py.controllers.podautoscaler.controller import HorizontalController
 from minikube_py.metrics.server import MetricsServer
 from minikube_py.process import free_port
-from tests.api_helpers import eventually
+from tests.api_helpers import eventually, serving
 from tests.test_mkctl_top import host_address
 
 NODE = "hpa-node"
@@ -48,7 +48,6 @@ class FakeKubelet:
 
     port: int = field(default_factory=free_port)
     cores: dict[tuple[str, str], float] = field(default_factory=dict)
-    runner: web.AppRunner | None = None
 
     def resource_metrics(self) -> str:
         now = time.time()
@@ -64,21 +63,14 @@ class FakeKubelet:
                 f"container_start_time_seconds{{{labels}}} {START:.3f} {stamp}"]
         return "\n".join(lines) + "\n"
 
-    async def __aenter__(self) -> FakeKubelet:
+    def app(self) -> web.Application:
         app = web.Application()
 
         async def answer(_request: web.Request) -> web.Response:
             return web.Response(text=self.resource_metrics())
 
         app.router.add_get("/metrics/resource", answer)
-        self.runner = web.AppRunner(app, access_log=None)
-        await self.runner.setup()
-        await web.TCPSite(self.runner, "127.0.0.1", self.port).start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self.runner is not None
-        await self.runner.cleanup()
+        return app
 
 
 @dataclass
@@ -101,10 +93,11 @@ async def start_metrics_cluster(fast_tmp: Path) -> AsyncIterator[MetricsCluster]
     """An etcd, API server, fake kubelet (on node hpa-node) and a metrics server whose
     APIServices are Available, all stopped on the way out."""
     directory = fast_tmp / f"hpa-{uuid.uuid4().hex[:8]}"
+    kubelet = FakeKubelet()
     async with EtcdProcess(directory / "etcd") as etcd, APIServerProcess(
             [etcd.client_url], directory / "apiserver.log",
             extra_args=("--disable-admission-plugins=ServiceAccount",)) as apiserver, \
-            FakeKubelet() as kubelet:
+            serving(kubelet.app(), "127.0.0.1", kubelet.port):
         kubeconfig = write_kubeconfig(directory / "kubeconfig", apiserver.url)
         async with Client.from_kubeconfig(kubeconfig, user_agent="tests") as client:
             nodes = client.resource("nodes")
@@ -141,8 +134,14 @@ async def start_metrics_cluster(fast_tmp: Path) -> AsyncIterator[MetricsCluster]
 
 @pytest.fixture
 async def hpa_controller(metrics_cluster: MetricsCluster) -> AsyncIterator[ControllerManager]:
+    async with running_hpa_controller(metrics_cluster.kubeconfig) as manager:
+        yield manager
+
+
+@asynccontextmanager
+async def running_hpa_controller(kubeconfig: Path) -> AsyncIterator[ControllerManager]:
     """The HPA controller in process, synced every second."""
-    client = Client.from_kubeconfig(metrics_cluster.kubeconfig, user_agent="test-hpa")
+    client = Client.from_kubeconfig(kubeconfig, user_agent="test-hpa")
     manager = ControllerManager(client, [HorizontalController], options=ControllerOptions(
         horizontal_pod_autoscaler_sync_period=1.0))
     try:
