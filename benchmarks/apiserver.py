@@ -73,6 +73,7 @@ from benchmarks.etcd_raw import raw_create_rate, scratch_directory  # noqa: E402
 from minikube_py.client import transport  # noqa: E402
 from minikube_py.cluster.apiserver import APIServerProcess, ServingTLS  # noqa: E402
 from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
+from minikube_py.cluster.kubeconfig import write_kubeconfig  # noqa: E402
 from minikube_py.process import free_port, port_in_use  # noqa: E402
 from minikube_py.security import pki  # noqa: E402
 
@@ -154,6 +155,19 @@ def rates(trials: list[Trial]) -> str:
         return ""
     return (f" (median of {len(trials)} trials: "
             f"{', '.join(f'{trial.rate:,.0f}' for trial in trials)})")
+
+
+@contextlib.asynccontextmanager
+async def private_api_server(extra_args: tuple[str, ...]) -> AsyncIterator[
+        tuple[Path, EtcdProcess, APIServerProcess, Path]]:
+    """A scratch folder (on tmpfs), an etcd and an API server of the benchmark's own, and
+    its kubeconfig: (folder, etcd, API server, kubeconfig), all gone on the way out."""
+    with scratch_directory() as scratch:
+        tmp = Path(scratch)
+        async with (EtcdProcess(tmp / "etcd") as etcd,
+                    APIServerProcess([etcd.client_url], tmp / "apiserver.log",
+                                     extra_args=extra_args) as api):
+            yield tmp, etcd, api, write_kubeconfig(tmp / "kubeconfig", api.url)
 
 
 class BenchmarkError(Exception):

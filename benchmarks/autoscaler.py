@@ -34,14 +34,11 @@ from benchmarks.apiserver import (  # noqa: E402
     ConnectionPool,
     create_all,
     create_namespace,
+    private_api_server,
     progress,
 )
-from benchmarks.etcd_raw import scratch_directory  # noqa: E402
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
 from minikube_py.client.rest import Client  # noqa: E402
-from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
-from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
-from minikube_py.cluster.kubeconfig import write_kubeconfig  # noqa: E402
 
 API_FLAGS = ("--log-requests=false", "--disable-admission-plugins=ServiceAccount")
 GROUP = "pool"
@@ -77,84 +74,79 @@ async def measure(args: argparse.Namespace) -> list[Row]:
     per_node = NODE_CPU * 1000 // 100
     most = -(-pods // per_node) + 2
     rows: list[Row] = []
-    with scratch_directory() as scratch:
-        tmp = Path(scratch)
-        async with (EtcdProcess(tmp / "etcd") as etcd,
-                    APIServerProcess([etcd.client_url], tmp / "apiserver.log",
-                                     extra_args=API_FLAGS) as api):
-            kubeconfig = write_kubeconfig(tmp / "kubeconfig", api.url)
-            processes = []
-            autoscaler_log = tmp / "autoscaler.log"
-            with (tmp / "scheduler.log").open("wb") as scheduler_log, \
-                    autoscaler_log.open("wb") as log:
-                processes.append(await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "minikube_py.scheduler", f"--kubeconfig={kubeconfig}",
-                    "--port=0", stdout=scheduler_log, stderr=scheduler_log))
-                processes.append(await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "minikube_py.autoscaler", f"--kubeconfig={kubeconfig}",
-                    f"--nodes=1:{most}:{GROUP}", f"--node-cpu={NODE_CPU}",
-                    "--scan-interval=1s", f"--scale-down-unneeded-time={unneeded}s",
-                    "--scale-down-delay-after-add=0s", "--v=2", stdout=log, stderr=log))
-            try:
-                async with Client.from_kubeconfig(kubeconfig) as client:
-                    progress("the group's minimum: one hollow node")
-                    await wait_until(lambda: _at_least(client, 1), "the first node", 120)
-                    progress(f"{pods} pods of 100m created at once")
-                    async with ConnectionPool(api.url, 32) as pool:
-                        await create_namespace(pool, "bench")
-                        bodies = [orjson.dumps({
-                            "apiVersion": "v1", "kind": "Pod",
-                            "metadata": {"name": f"p-{i:05d}", "ownerReferences": [{
-                                "apiVersion": "apps/v1", "kind": "ReplicaSet",
-                                "name": "bench", "uid": "bench-rs", "controller": True}]},
-                            "spec": {"containers": [{
-                                "name": "app", "image": "localhost/busybox:1.36",
-                                "resources": {"requests": {"cpu": "100m"}}}]}})
-                            for i in range(pods)]
-                        started = time.perf_counter()
-                        await create_all(pool, "/api/v1/namespaces/bench/pods", bodies)
-
-                        async def all_running() -> bool:
-                            return await running_count(client) >= pods
-
-                        await wait_until(all_running, f"{pods} pods Running", 600)
-                        elapsed = time.perf_counter() - started
-                    nodes = await group_size(client)
-                    rows.append((f"{pods} pending pods (100m, {per_node} per {NODE_CPU}-core "
-                                 f"node): create -> all Running",
-                                 f"{elapsed:.1f} s, {nodes} nodes", "<= 30 s",
-                                 verdict(elapsed <= 30)))
-                    decisions = [float(m.group(2)) for m in
-                                 DECISION.finditer(autoscaler_log.read_text(errors="replace"))]
-                    if not decisions:
-                        raise BenchmarkError("the autoscaler logged no scale-up decision")
-                    p99 = sorted(decisions)[max(0, -(-len(decisions) * 99 // 100) - 1)]
-                    rows.append((f"scale-up decisions ({len(decisions)}): median, p99",
-                                 f"{statistics.median(decisions) * 1000:.0f} ms, "
-                                 f"{p99 * 1000:.0f} ms", "p99 <= 1 s", verdict(p99 <= 1.0)))
-                    progress("every pod deleted: the group shrinks to its minimum")
-                    await client.resource("pods").delete_collection("bench")
+    async with private_api_server(API_FLAGS) as (tmp, etcd, api, kubeconfig):
+        processes = []
+        autoscaler_log = tmp / "autoscaler.log"
+        with (tmp / "scheduler.log").open("wb") as scheduler_log, \
+                autoscaler_log.open("wb") as log:
+            processes.append(await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "minikube_py.scheduler", f"--kubeconfig={kubeconfig}",
+                "--port=0", stdout=scheduler_log, stderr=scheduler_log))
+            processes.append(await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "minikube_py.autoscaler", f"--kubeconfig={kubeconfig}",
+                f"--nodes=1:{most}:{GROUP}", f"--node-cpu={NODE_CPU}",
+                "--scan-interval=1s", f"--scale-down-unneeded-time={unneeded}s",
+                "--scale-down-delay-after-add=0s", "--v=2", stdout=log, stderr=log))
+        try:
+            async with Client.from_kubeconfig(kubeconfig) as client:
+                progress("the group's minimum: one hollow node")
+                await wait_until(lambda: _at_least(client, 1), "the first node", 120)
+                progress(f"{pods} pods of 100m created at once")
+                async with ConnectionPool(api.url, 32) as pool:
+                    await create_namespace(pool, "bench")
+                    bodies = [orjson.dumps({
+                        "apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": f"p-{i:05d}", "ownerReferences": [{
+                            "apiVersion": "apps/v1", "kind": "ReplicaSet",
+                            "name": "bench", "uid": "bench-rs", "controller": True}]},
+                        "spec": {"containers": [{
+                            "name": "app", "image": "localhost/busybox:1.36",
+                            "resources": {"requests": {"cpu": "100m"}}}]}})
+                        for i in range(pods)]
                     started = time.perf_counter()
+                    await create_all(pool, "/api/v1/namespaces/bench/pods", bodies)
 
-                    async def pods_gone() -> bool:
-                        return not (await client.resource("pods").list("bench"))["items"]
+                    async def all_running() -> bool:
+                        return await running_count(client) >= pods
 
-                    gone = await wait_until(pods_gone, "every pod gone", 600)
-                    seconds = await wait_until(lambda: _at_most(client, 1),
-                                               "back to one node", 600)
-                    rows.append((f"emptied group (every pod gone) back to MIN (1 node of "
-                                 f"{nodes}), unneeded time {unneeded:.0f} s",
-                                 f"{seconds:.1f} s", f"<= {unneeded + 10:.0f} s",
-                                 verdict(seconds <= unneeded + 10)))
-                    rows.append(("... and from the pods' deletion: the kubelets ending "
-                                 "every pod, then that", f"{gone:.1f} s + {seconds:.1f} s",
-                                 "", ""))
-            finally:
+                    await wait_until(all_running, f"{pods} pods Running", 600)
+                    elapsed = time.perf_counter() - started
+                nodes = await group_size(client)
+                rows.append((f"{pods} pending pods (100m, {per_node} per {NODE_CPU}-core "
+                             f"node): create -> all Running",
+                             f"{elapsed:.1f} s, {nodes} nodes", "<= 30 s",
+                             verdict(elapsed <= 30)))
+                decisions = [float(m.group(2)) for m in
+                             DECISION.finditer(autoscaler_log.read_text(errors="replace"))]
+                if not decisions:
+                    raise BenchmarkError("the autoscaler logged no scale-up decision")
+                p99 = sorted(decisions)[max(0, -(-len(decisions) * 99 // 100) - 1)]
+                rows.append((f"scale-up decisions ({len(decisions)}): median, p99",
+                             f"{statistics.median(decisions) * 1000:.0f} ms, "
+                             f"{p99 * 1000:.0f} ms", "p99 <= 1 s", verdict(p99 <= 1.0)))
+                progress("every pod deleted: the group shrinks to its minimum")
+                await client.resource("pods").delete_collection("bench")
+                started = time.perf_counter()
+
+                async def pods_gone() -> bool:
+                    return not (await client.resource("pods").list("bench"))["items"]
+
+                gone = await wait_until(pods_gone, "every pod gone", 600)
+                seconds = await wait_until(lambda: _at_most(client, 1),
+                                           "back to one node", 600)
+                rows.append((f"emptied group (every pod gone) back to MIN (1 node of "
+                             f"{nodes}), unneeded time {unneeded:.0f} s",
+                             f"{seconds:.1f} s", f"<= {unneeded + 10:.0f} s",
+                             verdict(seconds <= unneeded + 10)))
+                rows.append(("... and from the pods' deletion: the kubelets ending "
+                             "every pod, then that", f"{gone:.1f} s + {seconds:.1f} s",
+                             "", ""))
+        finally:
+            for process in processes:
+                process.terminate()
+            async with asyncio.timeout(60):
                 for process in processes:
-                    process.terminate()
-                async with asyncio.timeout(60):
-                    for process in processes:
-                        await process.wait()
+                    await process.wait()
     return rows
 
 

@@ -42,15 +42,12 @@ from benchmarks.apiserver import (  # noqa: E402
     create_all,
     create_namespace,
     machine_busy_seconds,
+    private_api_server,
     progress,
 )
-from benchmarks.etcd_raw import scratch_directory  # noqa: E402
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
 from minikube_py.client.rest import Client  # noqa: E402
-from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
 from minikube_py.cluster.components import ControllerManagerProcess  # noqa: E402
-from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
-from minikube_py.cluster.kubeconfig import write_kubeconfig  # noqa: E402
 
 # Quiet, and without ServiceAccount admission: no serviceaccount controller gives the
 # benchmark's namespace a `default` account.
@@ -115,69 +112,64 @@ async def wait_for_status(client: Client, replicas: int, timeout: float = 120) -
 async def measure(args: argparse.Namespace) -> list[Row]:
     first, second, idle_seconds = (200, 600, 10) if args.quick else (1000, 3000, 60)
     rows: list[tuple[str, str, str, str]] = []
-    with scratch_directory() as scratch:
-        tmp = Path(scratch)
-        async with (EtcdProcess(tmp / "etcd") as etcd,
-                    APIServerProcess([etcd.client_url], tmp / "apiserver.log",
-                                     extra_args=API_FLAGS) as api):
-            kubeconfig = write_kubeconfig(tmp / "kubeconfig", api.url)
-            async with ConnectionPool(api.url, 64) as pool, Client.from_kubeconfig(
-                    kubeconfig) as client:
-                for namespace in ("baseline", "bench"):
-                    await create_namespace(pool, namespace)
-                progress(f"baseline: {first} pods POSTed 64-way")
-                seconds = await create_all(pool, "/api/v1/namespaces/baseline/pods",
-                                           [baseline_pod(i) for i in range(first)])
-                baseline_rate = first / seconds
-                rows.append((f"baseline: API creates of {first:,} pods (64-way client)",
-                             f"{seconds:.2f} s ({baseline_rate:,.0f}/s)", "", ""))
+    async with private_api_server(API_FLAGS) as (tmp, etcd, api, kubeconfig):
+        async with ConnectionPool(api.url, 64) as pool, Client.from_kubeconfig(
+                kubeconfig) as client:
+            for namespace in ("baseline", "bench"):
+                await create_namespace(pool, namespace)
+            progress(f"baseline: {first} pods POSTed 64-way")
+            seconds = await create_all(pool, "/api/v1/namespaces/baseline/pods",
+                                       [baseline_pod(i) for i in range(first)])
+            baseline_rate = first / seconds
+            rows.append((f"baseline: API creates of {first:,} pods (64-way client)",
+                         f"{seconds:.2f} s ({baseline_rate:,.0f}/s)", "", ""))
 
-                async with ControllerManagerProcess(kubeconfig, tmp / "cm.log") as manager:
-                    cm_pid = child_pid("minikube_py.controllers")
-                    await asyncio.sleep(2)  # caches synced, controllers idle
-                    progress(f"Deployment of {first} replicas")
-                    started = time.perf_counter()
-                    watcher = asyncio.create_task(count_pods_until(client, "bench", first, 120))
-                    await client.resource("deployments", "apps").create(deployment(first))
-                    elapsed = await watcher - started
-                    target = 5.0 * first / 1000
-                    rows.append((
-                        f"Deployment of {first:,} replicas: until {first:,} pods exist",
-                        f"{elapsed:.2f} s ({first / elapsed:,.0f} pods/s, "
-                        f"{elapsed / seconds:.2f}x the baseline's time)",
-                        f"<= {target:.0f} s", verdict(elapsed <= target)))
+            async with ControllerManagerProcess(kubeconfig, tmp / "cm.log") as manager:
+                cm_pid = child_pid("minikube_py.controllers")
+                await asyncio.sleep(2)  # caches synced, controllers idle
+                progress(f"Deployment of {first} replicas")
+                started = time.perf_counter()
+                watcher = asyncio.create_task(count_pods_until(client, "bench", first, 120))
+                await client.resource("deployments", "apps").create(deployment(first))
+                elapsed = await watcher - started
+                target = 5.0 * first / 1000
+                rows.append((
+                    f"Deployment of {first:,} replicas: until {first:,} pods exist",
+                    f"{elapsed:.2f} s ({first / elapsed:,.0f} pods/s, "
+                    f"{elapsed / seconds:.2f}x the baseline's time)",
+                    f"<= {target:.0f} s", verdict(elapsed <= target)))
 
-                    progress(f"scale to {first + second}")
-                    started = time.perf_counter()
-                    watcher = asyncio.create_task(
-                        count_pods_until(client, "bench", first + second, 300))
-                    await client.resource("deployments", "apps").patch(
-                        "bench", {"spec": {"replicas": first + second}}, "bench")
-                    elapsed = await watcher - started
-                    rows.append((f"scale {first:,} -> {first + second:,}: until they exist",
-                                 f"{elapsed:.2f} s ({second / elapsed:,.0f} pods/s)", "", ""))
+                progress(f"scale to {first + second}")
+                started = time.perf_counter()
+                watcher = asyncio.create_task(
+                    count_pods_until(client, "bench", first + second, 300))
+                await client.resource("deployments", "apps").patch(
+                    "bench", {"spec": {"replicas": first + second}}, "bench")
+                elapsed = await watcher - started
+                rows.append((f"scale {first:,} -> {first + second:,}: until they exist",
+                             f"{elapsed:.2f} s ({second / elapsed:,.0f} pods/s)", "", ""))
 
-                    await wait_for_status(client, first + second)
-                    await asyncio.sleep(10)
-                    progress(f"idle CPU over {idle_seconds} s")
-                    samples = []
-                    busy = machine_busy_seconds()
-                    before, wall = cpu_seconds(cm_pid), time.perf_counter()
-                    for _ in range(idle_seconds // 5):
-                        mark = cpu_seconds(cm_pid)
-                        await asyncio.sleep(5)
-                        samples.append((cpu_seconds(cm_pid) - mark) / 5)
-                    used = cpu_seconds(cm_pid) - before
-                    wall = time.perf_counter() - wall
-                    others = (machine_busy_seconds() - busy - used) / wall
-                    share = used / wall
-                    rows.append((
-                        f"idle controller-manager holding {first + second + first:,} pods, "
-                        f"{idle_seconds} s",
-                        f"{share:.2%} of one core (median of 5 s samples "
-                        f"{statistics.median(samples):.2%}); other processes {others:.0%}",
-                        "<= 2%", verdict(share <= 0.02)))
-                    assert manager.running
+                await wait_for_status(client, first + second)
+                await asyncio.sleep(10)
+                progress(f"idle CPU over {idle_seconds} s")
+                samples = []
+                busy = machine_busy_seconds()
+                before, wall = cpu_seconds(cm_pid), time.perf_counter()
+                for _ in range(idle_seconds // 5):
+                    mark = cpu_seconds(cm_pid)
+                    await asyncio.sleep(5)
+                    samples.append((cpu_seconds(cm_pid) - mark) / 5)
+                used = cpu_seconds(cm_pid) - before
+                wall = time.perf_counter() - wall
+                others = (machine_busy_seconds() - busy - used) / wall
+                share = used / wall
+                rows.append((
+                    f"idle controller-manager holding {first + second + first:,} pods, "
+                    f"{idle_seconds} s",
+                    f"{share:.2%} of one core (median of 5 s samples "
+                    f"{statistics.median(samples):.2%}); other processes {others:.0%}",
+                    "<= 2%", verdict(share <= 0.02)))
+                assert manager.running
     return rows
 
 

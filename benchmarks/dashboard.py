@@ -42,14 +42,11 @@ from benchmarks.apiserver import (  # noqa: E402
     cpu_seconds,
     create_all,
     create_namespace,
+    private_api_server,
     progress,
 )
-from benchmarks.etcd_raw import scratch_directory  # noqa: E402
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
-from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
 from minikube_py.cluster.components import DashboardProcess  # noqa: E402
-from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
-from minikube_py.cluster.kubeconfig import write_kubeconfig  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -146,57 +143,52 @@ async def update_latencies(pool: ConnectionPool, driver: Any, count: int) -> lis
 async def measure(args: argparse.Namespace) -> list[Row]:
     nodes, pods, idle = (20, 200, 4.0) if args.quick else (100, 1000, 10.0)
     rows: list[Row] = []
-    with scratch_directory() as scratch:
-        tmp = Path(scratch)
-        extra = ("--log-requests=false", "--disable-admission-plugins=ServiceAccount")
-        async with (EtcdProcess(tmp / "etcd") as etcd,
-                    APIServerProcess([etcd.client_url], tmp / "apiserver.log",
-                                     extra_args=extra) as api):
-            kubeconfig = write_kubeconfig(tmp / "kubeconfig", api.url)
-            async with ConnectionPool(api.url, 32) as pool, DashboardProcess(
-                    kubeconfig, tmp / "dashboard.log", start_timeout=120) as dashboard:
-                progress(f"{nodes} hollow nodes, {pods} pods bound to them")
-                await create_all(pool, "/api/v1/nodes",
-                                 [orjson.dumps(node(i)) for i in range(nodes)])
-                await create_namespace(pool, "web")
-                await create_all(pool, "/api/v1/namespaces/web/pods",
-                                 [orjson.dumps(pod(i, nodes)) for i in range(pods)])
-                pid = child_pid("minikube_py.dashboard")
-                driver = await asyncio.to_thread(browser)
-                try:
-                    progress("first paint")
-                    seconds, steps = await asyncio.to_thread(first_paint, driver,
-                                                             dashboard.url + "/", pods)
-                    rows.append((f"first paint of the cluster view, {pods:,} pods on "
-                                 f"{nodes} hollow nodes", f"{seconds * 1000:,.0f} ms ({steps})",
-                                 "<= 1 s", verdict(seconds <= 1.0)))
-                    progress(f"idle for {idle:.0f} s")
-                    before, started = cpu_seconds(pid), time.monotonic()
-                    await asyncio.sleep(idle)
-                    share = (cpu_seconds(pid) - before) / (time.monotonic() - started)
-                    rows.append(("dashboard CPU, idle with a tab open",
-                                 f"{share * 100:.2f}% of a core", "<= 2%",
-                                 verdict(share <= 0.02)))
-                    rss = rss_mb(pid)
-                    rows.append((f"dashboard RSS with {pods:,} pods", f"{rss:.0f} MB",
-                                 "<= 100 MB", verdict(rss <= 100)))
-                    progress("10 status changes")
-                    latencies = sorted(await update_latencies(pool, driver, 10))
-                    median = statistics.median(latencies)
-                    rows.append(("a pod's status PATCH -> drawn, 10 one at a time",
-                                 f"p50 {median:.0f} ms, max {latencies[-1]:.0f} ms",
-                                 "p50 <= 500 ms", verdict(median <= 500)))
-                    progress("two more tabs")
-                    for _ in range(2):
-                        await asyncio.to_thread(driver.switch_to.new_window, "tab")
-                        await asyncio.to_thread(first_paint, driver, dashboard.url + "/",
-                                                pods)
-                    tabs = await asyncio.to_thread(lambda: len(driver.window_handles))
-                    watches = await asyncio.to_thread(watches_on_pods, api.url)
-                    rows.append((f"API server WATCH requests on pods, {tabs} tabs open",
-                                 f"{watches:.0f}", "1", verdict(watches == 1)))
-                finally:
-                    await asyncio.to_thread(driver.quit)
+    extra = ("--log-requests=false", "--disable-admission-plugins=ServiceAccount")
+    async with private_api_server(extra) as (tmp, etcd, api, kubeconfig):
+        async with ConnectionPool(api.url, 32) as pool, DashboardProcess(
+                kubeconfig, tmp / "dashboard.log", start_timeout=120) as dashboard:
+            progress(f"{nodes} hollow nodes, {pods} pods bound to them")
+            await create_all(pool, "/api/v1/nodes",
+                             [orjson.dumps(node(i)) for i in range(nodes)])
+            await create_namespace(pool, "web")
+            await create_all(pool, "/api/v1/namespaces/web/pods",
+                             [orjson.dumps(pod(i, nodes)) for i in range(pods)])
+            pid = child_pid("minikube_py.dashboard")
+            driver = await asyncio.to_thread(browser)
+            try:
+                progress("first paint")
+                seconds, steps = await asyncio.to_thread(first_paint, driver,
+                                                         dashboard.url + "/", pods)
+                rows.append((f"first paint of the cluster view, {pods:,} pods on "
+                             f"{nodes} hollow nodes", f"{seconds * 1000:,.0f} ms ({steps})",
+                             "<= 1 s", verdict(seconds <= 1.0)))
+                progress(f"idle for {idle:.0f} s")
+                before, started = cpu_seconds(pid), time.monotonic()
+                await asyncio.sleep(idle)
+                share = (cpu_seconds(pid) - before) / (time.monotonic() - started)
+                rows.append(("dashboard CPU, idle with a tab open",
+                             f"{share * 100:.2f}% of a core", "<= 2%",
+                             verdict(share <= 0.02)))
+                rss = rss_mb(pid)
+                rows.append((f"dashboard RSS with {pods:,} pods", f"{rss:.0f} MB",
+                             "<= 100 MB", verdict(rss <= 100)))
+                progress("10 status changes")
+                latencies = sorted(await update_latencies(pool, driver, 10))
+                median = statistics.median(latencies)
+                rows.append(("a pod's status PATCH -> drawn, 10 one at a time",
+                             f"p50 {median:.0f} ms, max {latencies[-1]:.0f} ms",
+                             "p50 <= 500 ms", verdict(median <= 500)))
+                progress("two more tabs")
+                for _ in range(2):
+                    await asyncio.to_thread(driver.switch_to.new_window, "tab")
+                    await asyncio.to_thread(first_paint, driver, dashboard.url + "/",
+                                            pods)
+                tabs = await asyncio.to_thread(lambda: len(driver.window_handles))
+                watches = await asyncio.to_thread(watches_on_pods, api.url)
+                rows.append((f"API server WATCH requests on pods, {tabs} tabs open",
+                             f"{watches:.0f}", "1", verdict(watches == 1)))
+            finally:
+                await asyncio.to_thread(driver.quit)
     return rows
 
 

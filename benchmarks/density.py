@@ -42,19 +42,15 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.apiserver import BenchmarkError, cpu_seconds, progress  # noqa: E402
-from benchmarks.etcd_raw import scratch_directory  # noqa: E402
+from benchmarks.apiserver import BenchmarkError, cpu_seconds, private_api_server, progress  # noqa: E402
 from benchmarks.hollow_nodes import wait_nodes_ready  # noqa: E402
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
 from minikube_py.client.rest import Client  # noqa: E402
-from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
 from minikube_py.cluster.components import (  # noqa: E402
     ControllerManagerProcess,
     HollowNodesProcess,
     SchedulerProcess,
 )
-from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
-from minikube_py.cluster.kubeconfig import write_kubeconfig  # noqa: E402
 
 NAMESPACE = "density"
 MUTATING = ("POST", "PUT", "PATCH", "APPLY", "DELETE")
@@ -171,56 +167,51 @@ async def measure(args: argparse.Namespace) -> list[Row]:
     if args.quick:
         args.nodes, args.deployments, args.replicas = 20, 3, 50
     total = args.deployments * args.replicas
-    with scratch_directory() as scratch:
-        tmp = Path(scratch)
-        async with (EtcdProcess(tmp / "etcd") as etcd,
-                    APIServerProcess([etcd.client_url], tmp / "apiserver.log",
-                                     extra_args=("--log-requests=false",)) as api):
-            kubeconfig = write_kubeconfig(tmp / "kubeconfig", api.url)
-            async with (ControllerManagerProcess(kubeconfig, tmp / "cm.log") as manager,
-                        SchedulerProcess(kubeconfig, tmp / "scheduler.log") as scheduler,
-                        HollowNodesProcess(kubeconfig, tmp / "hollow.log", count=args.nodes,
-                                           start_timeout=120) as hollow,
-                        Client.from_kubeconfig(kubeconfig) as client):
-                progress(f"{args.nodes} hollow nodes registering")
-                await wait_nodes_ready(client, args.nodes, 300)
-                await client.resource("namespaces").create(
-                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-                watch = PodWatch(client)
-                watcher = asyncio.create_task(watch.run())
-                await watch.listening.wait()
-                pids = {"etcd": etcd.pid, "apiserver": api.pid,
-                        "controller-manager": manager.pid, "scheduler": scheduler.pid,
-                        "hollow nodes": hollow.pid}
-                cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items() if pid}
-                metrics_before = histograms(api.url)
-                started = time.perf_counter()
-                async def lister() -> None:
-                    while True:
-                        await client.resource("pods").list(NAMESPACE)
-                        await asyncio.sleep(2)
+    async with private_api_server(("--log-requests=false",)) as (tmp, etcd, api, kubeconfig):
+        async with (ControllerManagerProcess(kubeconfig, tmp / "cm.log") as manager,
+                    SchedulerProcess(kubeconfig, tmp / "scheduler.log") as scheduler,
+                    HollowNodesProcess(kubeconfig, tmp / "hollow.log", count=args.nodes,
+                                       start_timeout=120) as hollow,
+                    Client.from_kubeconfig(kubeconfig) as client):
+            progress(f"{args.nodes} hollow nodes registering")
+            await wait_nodes_ready(client, args.nodes, 300)
+            await client.resource("namespaces").create(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+            watch = PodWatch(client)
+            watcher = asyncio.create_task(watch.run())
+            await watch.listening.wait()
+            pids = {"etcd": etcd.pid, "apiserver": api.pid,
+                    "controller-manager": manager.pid, "scheduler": scheduler.pid,
+                    "hollow nodes": hollow.pid}
+            cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items() if pid}
+            metrics_before = histograms(api.url)
+            started = time.perf_counter()
+            async def lister() -> None:
+                while True:
+                    await client.resource("pods").list(NAMESPACE)
+                    await asyncio.sleep(2)
 
-                listing = asyncio.create_task(lister())
-                deployments = client.resource("deployments", "apps")
-                progress(f"{args.deployments} Deployments of {args.replicas}, "
-                         f"paced at {args.qps} pods/s")
-                for index in range(args.deployments):
-                    await deployments.create(deployment(index, args.replicas), NAMESPACE)
-                    due = started + (index + 1) * args.replicas / args.qps
-                    await asyncio.sleep(max(0.0, due - time.perf_counter()))
-                while len(watch.running) < total:
-                    if watcher.done():
-                        raise BenchmarkError(f"the pod watch ended: {watcher.exception()!r}")
-                    if time.perf_counter() - started > 300:
-                        raise BenchmarkError(f"only {len(watch.running)} of {total} pods "
-                                             "Running after 300 s")
-                    await asyncio.sleep(0.5)
-                wall = time.perf_counter() - started
-                metrics_after = histograms(api.url)
-                cpu = {name: cpu_seconds(pids[name]) - before  # type: ignore[arg-type]
-                       for name, before in cpu_before.items()}
-                watcher.cancel()
-                listing.cancel()
+            listing = asyncio.create_task(lister())
+            deployments = client.resource("deployments", "apps")
+            progress(f"{args.deployments} Deployments of {args.replicas}, "
+                     f"paced at {args.qps} pods/s")
+            for index in range(args.deployments):
+                await deployments.create(deployment(index, args.replicas), NAMESPACE)
+                due = started + (index + 1) * args.replicas / args.qps
+                await asyncio.sleep(max(0.0, due - time.perf_counter()))
+            while len(watch.running) < total:
+                if watcher.done():
+                    raise BenchmarkError(f"the pod watch ended: {watcher.exception()!r}")
+                if time.perf_counter() - started > 300:
+                    raise BenchmarkError(f"only {len(watch.running)} of {total} pods "
+                                         "Running after 300 s")
+                await asyncio.sleep(0.5)
+            wall = time.perf_counter() - started
+            metrics_after = histograms(api.url)
+            cpu = {name: cpu_seconds(pids[name]) - before  # type: ignore[arg-type]
+                   for name, before in cpu_before.items()}
+            watcher.cancel()
+            listing.cancel()
     latencies = watch.latencies()
     delta = difference(metrics_after, metrics_before)
     mutating = {key: quantile(0.99, b) for key, b in delta.items()

@@ -33,15 +33,12 @@ from benchmarks.apiserver import (  # noqa: E402
     cpu_seconds,
     create_all,
     create_namespace,
+    private_api_server,
     progress,
 )
-from benchmarks.etcd_raw import scratch_directory  # noqa: E402
 from benchmarks.pod_startup import rss_megabytes  # noqa: E402
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
 from minikube_py.client.rest import Client  # noqa: E402
-from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
-from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
-from minikube_py.cluster.kubeconfig import write_kubeconfig  # noqa: E402
 
 # Quiet, and without ServiceAccount admission: no serviceaccount controller gives the
 # benchmark's namespace a `default` account.
@@ -102,67 +99,62 @@ async def wait_pods_running(client: Client, count: int, timeout: float) -> float
 async def measure(args: argparse.Namespace) -> list[Row]:
     rows: list[tuple[str, str, str, str]] = []
     idle = 20 if args.quick else 60
-    with scratch_directory() as scratch:
-        tmp = Path(scratch)
-        async with (EtcdProcess(tmp / "etcd") as etcd,
-                    APIServerProcess([etcd.client_url], tmp / "apiserver.log",
-                                     extra_args=API_FLAGS) as api):
-            kubeconfig = write_kubeconfig(tmp / "kubeconfig", api.url)
-            with (tmp / "hollow.log").open("wb") as log:
-                process = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "minikube_py.kubelet", f"--kubeconfig={kubeconfig}",
-                    "--simulate", str(args.nodes), f"--node-name={PREFIX}", "--port=0",
-                    stdout=log, stderr=log)
-            try:
-                async with Client.from_kubeconfig(kubeconfig) as client:
-                    progress(f"{args.nodes} hollow nodes registering")
-                    seconds = await wait_nodes_ready(client, args.nodes, 300)
-                    rows.append((f"{args.nodes} hollow nodes in one process: all Ready",
-                                 f"{seconds:.1f} s", "", ""))
-                    pid = child_pid("minikube_py.kubelet")
-                    seconds = await wait_leases(client, args.nodes, 60)
-                    rows.append(("... and every node's Lease exists", f"{seconds:.1f} s later",
-                                 "", ""))
-                    progress(f"heartbeats for {idle} s")
-                    oldest = 0.0
-                    before, wall = cpu_seconds(pid), time.perf_counter()
-                    for _ in range(idle // 5):
-                        await asyncio.sleep(5)
-                        ours = await our_leases(client)
-                        now = datetime.now(UTC)
-                        if len(ours) < args.nodes:
-                            raise BenchmarkError(f"only {len(ours)} leases")
-                        oldest = max(oldest, max(lease_age(lease, now) for lease in ours))
-                    share = (cpu_seconds(pid) - before) / (time.perf_counter() - wall)
-                    rows.append((f"oldest Lease renewal seen over {idle} s (renew every 10 s)",
-                                 f"{oldest:.1f} s", "< 40 s",
-                                 verdict(oldest < 40)))
-                    rows.append(("hollow process idle: CPU, RSS",
-                                 f"{share:.1%} of one core, {rss_megabytes(pid):.0f} MB",
-                                 "", ""))
-                    progress(f"{args.pods} pods bound round-robin")
-                    async with ConnectionPool(api.url, 64) as pool:
-                        await create_namespace(pool, "bench")
-                        bodies = [orjson.dumps({
-                            "apiVersion": "v1", "kind": "Pod",
-                            "metadata": {"name": f"p-{i:05d}"},
-                            "spec": {"nodeName": f"{PREFIX}-{i % args.nodes}",
-                                     "containers": [{"name": "app",
-                                                     "image": "localhost/busybox:1.36"}]}})
-                            for i in range(args.pods)]
-                        started = time.perf_counter()
-                        await create_all(pool, "/api/v1/namespaces/bench/pods", bodies)
-                        await wait_pods_running(client, args.pods, 300)
-                        elapsed = time.perf_counter() - started
-                    rows.append((f"{args.pods} pods on hollow nodes: create -> all Running",
-                                 f"{elapsed:.1f} s ({args.pods / elapsed:.0f} pods/s)",
-                                 "", ""))
-                    rows.append(("hollow process RSS with the pods",
-                                 f"{rss_megabytes(pid):.0f} MB", "", ""))
-            finally:
-                process.terminate()
-                async with asyncio.timeout(60):
-                    await process.wait()
+    async with private_api_server(API_FLAGS) as (tmp, etcd, api, kubeconfig):
+        with (tmp / "hollow.log").open("wb") as log:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "minikube_py.kubelet", f"--kubeconfig={kubeconfig}",
+                "--simulate", str(args.nodes), f"--node-name={PREFIX}", "--port=0",
+                stdout=log, stderr=log)
+        try:
+            async with Client.from_kubeconfig(kubeconfig) as client:
+                progress(f"{args.nodes} hollow nodes registering")
+                seconds = await wait_nodes_ready(client, args.nodes, 300)
+                rows.append((f"{args.nodes} hollow nodes in one process: all Ready",
+                             f"{seconds:.1f} s", "", ""))
+                pid = child_pid("minikube_py.kubelet")
+                seconds = await wait_leases(client, args.nodes, 60)
+                rows.append(("... and every node's Lease exists", f"{seconds:.1f} s later",
+                             "", ""))
+                progress(f"heartbeats for {idle} s")
+                oldest = 0.0
+                before, wall = cpu_seconds(pid), time.perf_counter()
+                for _ in range(idle // 5):
+                    await asyncio.sleep(5)
+                    ours = await our_leases(client)
+                    now = datetime.now(UTC)
+                    if len(ours) < args.nodes:
+                        raise BenchmarkError(f"only {len(ours)} leases")
+                    oldest = max(oldest, max(lease_age(lease, now) for lease in ours))
+                share = (cpu_seconds(pid) - before) / (time.perf_counter() - wall)
+                rows.append((f"oldest Lease renewal seen over {idle} s (renew every 10 s)",
+                             f"{oldest:.1f} s", "< 40 s",
+                             verdict(oldest < 40)))
+                rows.append(("hollow process idle: CPU, RSS",
+                             f"{share:.1%} of one core, {rss_megabytes(pid):.0f} MB",
+                             "", ""))
+                progress(f"{args.pods} pods bound round-robin")
+                async with ConnectionPool(api.url, 64) as pool:
+                    await create_namespace(pool, "bench")
+                    bodies = [orjson.dumps({
+                        "apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": f"p-{i:05d}"},
+                        "spec": {"nodeName": f"{PREFIX}-{i % args.nodes}",
+                                 "containers": [{"name": "app",
+                                                 "image": "localhost/busybox:1.36"}]}})
+                        for i in range(args.pods)]
+                    started = time.perf_counter()
+                    await create_all(pool, "/api/v1/namespaces/bench/pods", bodies)
+                    await wait_pods_running(client, args.pods, 300)
+                    elapsed = time.perf_counter() - started
+                rows.append((f"{args.pods} pods on hollow nodes: create -> all Running",
+                             f"{elapsed:.1f} s ({args.pods / elapsed:.0f} pods/s)",
+                             "", ""))
+                rows.append(("hollow process RSS with the pods",
+                             f"{rss_megabytes(pid):.0f} MB", "", ""))
+        finally:
+            process.terminate()
+            async with asyncio.timeout(60):
+                await process.wait()
     return rows
 
 

@@ -41,14 +41,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.apiserver import BenchmarkError, progress  # noqa: E402
-from benchmarks.etcd_raw import scratch_directory  # noqa: E402
+from benchmarks.apiserver import BenchmarkError, private_api_server, progress  # noqa: E402
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
 from minikube_py.api import Obj  # noqa: E402
 from minikube_py.client.rest import Client  # noqa: E402
-from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
-from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
-from minikube_py.cluster.kubeconfig import write_kubeconfig  # noqa: E402
 from minikube_py.proxy.netpol.controller import NetworkPolicyController  # noqa: E402
 from minikube_py.proxy.netpol.nftrules import TABLE, full_input  # noqa: E402
 
@@ -306,14 +302,9 @@ async def measure(args: argparse.Namespace) -> list[Row]:
         (200, 5, 300) if args.quick else (args.policies, 20, 2000))
     servers = make_node()
     try:
-        with scratch_directory() as scratch:
-            tmp = Path(scratch)
-            async with (EtcdProcess(tmp / "etcd") as etcd,
-                        APIServerProcess([etcd.client_url], tmp / "apiserver.log",
-                                         extra_args=API_FLAGS) as api):
-                kubeconfig = write_kubeconfig(tmp / "kubeconfig", api.url)
-                async with Client.from_kubeconfig(kubeconfig) as client:
-                    return await _measure(client, policies_count, trials, latency_count)
+        async with private_api_server(API_FLAGS) as (tmp, etcd, api, kubeconfig):
+            async with Client.from_kubeconfig(kubeconfig) as client:
+                return await _measure(client, policies_count, trials, latency_count)
     finally:
         for server in servers:
             server.kill()

@@ -40,16 +40,13 @@ from benchmarks.apiserver import (  # noqa: E402
     create_all,
     create_namespace,
     percentile,
+    private_api_server,
     progress,
 )
-from benchmarks.etcd_raw import scratch_directory  # noqa: E402
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
 from minikube_py.client.kubeconfig import ClientConfig  # noqa: E402
 from minikube_py.client.rest import Client  # noqa: E402
-from minikube_py.cluster.apiserver import APIServerProcess  # noqa: E402
 from minikube_py.cluster.components import SchedulerProcess  # noqa: E402
-from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
-from minikube_py.cluster.kubeconfig import write_kubeconfig  # noqa: E402
 from minikube_py.scheduler.config import default_configuration  # noqa: E402
 from minikube_py.scheduler.framework.interface import CycleState  # noqa: E402
 from minikube_py.scheduler.framework.types import PodInfo  # noqa: E402
@@ -169,48 +166,43 @@ async def measure(args: argparse.Namespace) -> list[Row]:
     nodes, existing, plain, spread = (200, 200, 600, 200) if args.quick else (
         args.nodes, args.nodes, args.pods, args.pods // 3)
     rows: list[tuple[str, str, str, str]] = []
-    with scratch_directory() as scratch:
-        tmp = Path(scratch)
-        extra = ("--log-requests=false", "--disable-admission-plugins=ServiceAccount",
-                 "--max-requests-inflight=800",
-                 "--max-mutating-requests-inflight=400")
-        async with (EtcdProcess(tmp / "etcd") as etcd,
-                    APIServerProcess([etcd.client_url], tmp / "apiserver.log",
-                                     extra_args=extra) as api):
-            kubeconfig = write_kubeconfig(tmp / "kubeconfig", api.url)
-            async with ConnectionPool(api.url, 64) as pool, Client.from_kubeconfig(
-                    kubeconfig) as client:
-                progress(f"{nodes} nodes, {existing} bound pods")
-                await create_nodes(pool, nodes)
-                await create_namespace(pool, "existing")
-                await create_all(pool, "/api/v1/namespaces/existing/pods", [
-                    orjson.dumps(pod(f"e-{i:05d}", node_name=f"node-{i % nodes:04d}"))
-                    for i in range(existing)])
-                async with SchedulerProcess(kubeconfig, tmp / "scheduler.log",
-                                            start_timeout=60) as _scheduler:
-                    sched_pid = child_pid("minikube_py.scheduler")
-                    await asyncio.sleep(2)
-                    progress(f"{plain} pods with requests")
-                    cpu_before = cpu_seconds(sched_pid)
-                    elapsed, creating = await burst(pool, client, "plain", plain, spread=False)
-                    cpu = cpu_seconds(sched_pid) - cpu_before
-                    rate = plain / elapsed
-                    rows.append((
-                        f"end to end: {plain:,} pods with requests, {nodes:,} nodes",
-                        f"{rate:,.0f} pods/s ({elapsed:.1f} s; creates took {creating:.1f} s; "
-                        f"scheduler CPU {cpu / plain * 1000:.2f} ms per pod)",
-                        ">= 300 pods/s", verdict(rate >= 300)))
-                    progress(f"{spread} pods with spread + affinity")
-                    cpu_before = cpu_seconds(sched_pid)
-                    elapsed, creating = await burst(pool, client, "spread", spread, spread=True)
-                    cpu = cpu_seconds(sched_pid) - cpu_before
-                    rate = spread / elapsed
-                    rows.append((
-                        f"end to end: {spread:,} pods with PodTopologySpread + "
-                        "InterPodAffinity",
-                        f"{rate:,.0f} pods/s ({elapsed:.1f} s; scheduler CPU "
-                        f"{cpu / spread * 1000:.2f} ms per pod)",
-                        ">= 100 pods/s", verdict(rate >= 100)))
+    extra = ("--log-requests=false", "--disable-admission-plugins=ServiceAccount",
+             "--max-requests-inflight=800",
+             "--max-mutating-requests-inflight=400")
+    async with private_api_server(extra) as (tmp, etcd, api, kubeconfig):
+        async with ConnectionPool(api.url, 64) as pool, Client.from_kubeconfig(
+                kubeconfig) as client:
+            progress(f"{nodes} nodes, {existing} bound pods")
+            await create_nodes(pool, nodes)
+            await create_namespace(pool, "existing")
+            await create_all(pool, "/api/v1/namespaces/existing/pods", [
+                orjson.dumps(pod(f"e-{i:05d}", node_name=f"node-{i % nodes:04d}"))
+                for i in range(existing)])
+            async with SchedulerProcess(kubeconfig, tmp / "scheduler.log",
+                                        start_timeout=60) as _scheduler:
+                sched_pid = child_pid("minikube_py.scheduler")
+                await asyncio.sleep(2)
+                progress(f"{plain} pods with requests")
+                cpu_before = cpu_seconds(sched_pid)
+                elapsed, creating = await burst(pool, client, "plain", plain, spread=False)
+                cpu = cpu_seconds(sched_pid) - cpu_before
+                rate = plain / elapsed
+                rows.append((
+                    f"end to end: {plain:,} pods with requests, {nodes:,} nodes",
+                    f"{rate:,.0f} pods/s ({elapsed:.1f} s; creates took {creating:.1f} s; "
+                    f"scheduler CPU {cpu / plain * 1000:.2f} ms per pod)",
+                    ">= 300 pods/s", verdict(rate >= 300)))
+                progress(f"{spread} pods with spread + affinity")
+                cpu_before = cpu_seconds(sched_pid)
+                elapsed, creating = await burst(pool, client, "spread", spread, spread=True)
+                cpu = cpu_seconds(sched_pid) - cpu_before
+                rate = spread / elapsed
+                rows.append((
+                    f"end to end: {spread:,} pods with PodTopologySpread + "
+                    "InterPodAffinity",
+                    f"{rate:,.0f} pods/s ({elapsed:.1f} s; scheduler CPU "
+                    f"{cpu / spread * 1000:.2f} ms per pod)",
+                    ">= 100 pods/s", verdict(rate >= 100)))
     progress("the algorithm alone")
     for spread_pods, label in ((False, "requests only"), (True, "spread + affinity")):
         latencies = await algorithm_latencies(nodes, existing, 200 if args.quick else 500,
