@@ -497,7 +497,10 @@ class EvictionManager:
                 log.warning("eviction manager: no volume stats for pod %s: %s",
                             pod["metadata"]["name"], error)
                 continue
-            message = local_storage_limit_message(pod, used, await self._usage(pod))
+            # container stats matter only to ephemeral-storage limits: none, no CRI calls
+            usage = (await self._usage(pod) if "ephemeral-storage" in pod_limits(pod)
+                     else None)
+            message = local_storage_limit_message(pod, used, usage)
             if message is None:
                 continue
             if is_critical_pod(pod):
