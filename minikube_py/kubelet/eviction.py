@@ -35,8 +35,8 @@ Pod usage, as `pod_usage(uid)` returns it (missing keys are unknown; None: no st
 Totals missing from the top level are summed from "containers"; the per-container
 numbers are what the eviction message names. A container's ephemeral-storage is its
 writable layer plus its logs. The pod's ephemeral storage, for its limit, is that of its
-containers plus its emptyDir volumes on disk (medium ""); upstream's stats also count
-configMap and gitRepo volumes and the pod's etc-hosts file, which these do not.
+containers plus its local ephemeral volumes (IsLocalEphemeralVolume): emptyDirs on disk
+(medium "") and configMap volumes (gitRepo volumes are not built).
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ POD_EPHEMERAL_STORAGE_MESSAGE = (
 CONTAINER_EPHEMERAL_STORAGE_MESSAGE = (
     'Container {name} exceeded its local ephemeral storage limit "{limit}". ')
 
-# volume_usage(pod): the bytes each of its emptyDir volumes holds, by volume name.
+# volume_usage(pod): the bytes each of its emptyDir and configMap volumes holds, by name.
 VolumeUsage = Callable[[Obj], Awaitable[dict[str, int]]]
 
 
@@ -365,19 +365,26 @@ def empty_dir_limit_message(pod: Obj, used: dict[str, int]) -> str | None:
 def pod_ephemeral_storage_limit_message(pod: Obj, volumes: dict[str, int],
                                         usage: PodUsage) -> str | None:
     """podEphemeralStorageLimitEviction: the message when the pod's containers and its
-    emptyDirs on disk hold more than the pod's ephemeral-storage limit (PodLimits: the
-    containers' sum, at least an init container's), None when not, or without a limit."""
+    local ephemeral volumes hold more than the pod's ephemeral-storage limit (PodLimits:
+    the containers' sum, at least an init container's), None when not, or without one."""
     limit = pod_limits(pod).get("ephemeral-storage")
     if limit is None:
         return None
     used = pod_usage_of(usage, "ephemeral-storage") or 0
     for volume in (pod.get("spec") or {}).get("volumes") or []:
-        source = volume.get("emptyDir")
-        if source is not None and not source.get("medium") and volume["name"] in volumes:
+        if volume["name"] in volumes and is_local_ephemeral_volume(volume):
             used += volumes[volume["name"]]
     if used > limit.amount:
         return POD_EPHEMERAL_STORAGE_MESSAGE.format(limit=limit)
     return None
+
+
+def is_local_ephemeral_volume(volume: Obj) -> bool:
+    """IsLocalEphemeralVolume: on the node's disk and gone with the pod (an emptyDir of
+    the default medium, a configMap or a gitRepo volume)."""
+    empty_dir = volume.get("emptyDir")
+    return ("gitRepo" in volume or "configMap" in volume
+            or (empty_dir is not None and not empty_dir.get("medium")))
 
 
 def container_ephemeral_storage_limit_message(pod: Obj, usage: PodUsage) -> str | None:

@@ -252,7 +252,7 @@ class Kubelet(Component):
                 parse_thresholds(self.config.eviction_hard),
                 observe=lambda: observe_host(self.config.root_dir),
                 active_pods=self.active_pods, pod_usage=self._pod_usage, evict=self.evict_pod,
-                volume_usage=self.volumes.empty_dir_usage)
+                volume_usage=self.volumes.ephemeral_volume_usage)
             self.server = KubeletServer(
                 HostInterface(self), self.config.address, self.config.port,
                 auth=KubeletAuth(self.config.auth, self.client, self.node_name),

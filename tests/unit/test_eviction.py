@@ -429,13 +429,18 @@ def test_the_pod_over_its_containers_limits_sum_is_evicted_before_any_container_
         'Container app exceeded its local ephemeral storage limit "10Mi". ')
 
 
-def test_the_pod_total_counts_empty_dirs_on_disk_but_not_in_memory() -> None:
+def test_the_pod_total_counts_empty_dirs_on_disk_and_config_maps_but_not_memory() -> None:
     obj = with_empty_dirs(containers(pod("p"), app="10Mi", side="10Mi"), disk=None, ram=None)
     obj["spec"]["volumes"][1]["emptyDir"]["medium"] = "Memory"
+    obj["spec"]["volumes"].append({"name": "conf", "configMap": {"name": "settings"}})
     usage = stats(app=8 * MI, side=8 * MI)
-    assert local_storage_limit_message(obj, {"disk": 5 * MI, "ram": 0}, usage) == (
-        "Pod ephemeral local storage usage exceeds the total limit of containers 20Mi. ")
-    assert local_storage_limit_message(obj, {"disk": 0, "ram": 5 * MI}, usage) is None
+    over = "Pod ephemeral local storage usage exceeds the total limit of containers 20Mi. "
+    assert local_storage_limit_message(obj, {"disk": 5 * MI, "ram": 0, "conf": 0},
+                                       usage) == over
+    assert local_storage_limit_message(obj, {"disk": 0, "ram": 0, "conf": 5 * MI},
+                                       usage) == over
+    assert local_storage_limit_message(obj, {"disk": 0, "ram": 5 * MI, "conf": 0},
+                                       usage) is None
 
 
 def test_the_pod_limit_is_at_least_an_init_containers_and_prints_as_upstream_sums(
