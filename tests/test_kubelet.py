@@ -544,6 +544,69 @@ async def test_an_empty_dir_over_its_size_limit_gets_its_pod_evicted(node, api_c
     assert mount[2] == "tmpfs" and "size=4096k" in mount[3].split(",")
 
 
+def ephemeral_limit(limit: str) -> Obj:
+    return {"limits": {"ephemeral-storage": limit}}
+
+
+async def written_to_writable_layer(node: KubeletNode, uid: str, container_name: str,
+                                    at_least: int) -> bool:
+    """Whether containerd's stats show the container's writable layer holding at least
+    so many bytes (they are refreshed every 10 s)."""
+    assert node.kubelet is not None
+    answer = await node.kubelet.runtime.list_container_stats(
+        api_pb2.ListContainerStatsRequest(filter=api_pb2.ContainerStatsFilter(
+            label_selector={"io.kubernetes.pod.uid": uid})))
+    return any(s.attributes.metadata.name == container_name
+               and s.writable_layer.used_bytes.value >= at_least for s in answer.stats)
+
+
+async def test_pods_over_their_ephemeral_storage_limits_are_evicted(node, api_client,
+                                                                    namespace):
+    """Writes to the containers' own file systems (/tmp, no volume) or to their logs: a
+    container over its limit (by its writable layer, or by its log), and a pod over its
+    containers' limits' sum, are evicted with upstream's messages; a pod within its
+    limits, its writes seen by the eviction passes that evicted the others, keeps
+    running."""
+    within = await create(api_client, namespace, make_pod("within", node, [shell(
+        "app", "dd if=/dev/zero of=/tmp/blob bs=1M count=3; sleep 3600",
+        resources=ephemeral_limit("10Mi"))], restartPolicy="Never"))
+    await eventually(lambda: written_to_writable_layer(
+        node, within["metadata"]["uid"], "app", 3 * 1024 * 1024), timeout=60,
+        what="containerd to count the 3 MB the within pod wrote")
+    writer = "dd if=/dev/zero of=/tmp/blob bs=1M count=20; sleep 3600"
+    await create(api_client, namespace, make_pod("container-over", node, [
+        shell("app", writer, resources=ephemeral_limit("10Mi")),
+        shell("idle", "sleep 3600", resources=ephemeral_limit("100Mi"))],
+        restartPolicy="Never"))
+    await create(api_client, namespace, make_pod("pod-over", node, [
+        shell("app", writer, resources=ephemeral_limit("10Mi"))], restartPolicy="Never"))
+    await create(api_client, namespace, make_pod("logs-over", node, [
+        shell("talker", "yes $(head -c 999 /dev/zero | tr '\\0' x) | head -c 12000000; "
+                        "sleep 3600", resources=ephemeral_limit("10Mi")),
+        shell("idle", "sleep 3600", resources=ephemeral_limit("100Mi"))],
+        restartPolicy="Never"))
+    expected = {
+        "container-over": 'Container app exceeded its local ephemeral storage limit "10Mi". ',
+        "logs-over":
+            'Container talker exceeded its local ephemeral storage limit "10Mi". ',
+        "pod-over": "Pod ephemeral local storage usage exceeds the total limit of containers "
+                    "10Mi. "}
+    for name, message in expected.items():
+        evicted = await pod_where(api_client, namespace, name,
+                                  lambda p: p.get("status", {}).get("phase") == "Failed",
+                                  timeout=90, what=f"the eviction manager to evict {name}")
+        assert (evicted["status"]["reason"], evicted["status"]["message"]) == (
+            "Evicted", message)
+
+        async def evicted_events(name: str = name) -> list[str]:
+            events = await events_for(api_client, namespace, name)
+            return [e["message"] for e in events if e["reason"] == "Evicted"]
+        assert await eventually(evicted_events, what=f"the Evicted event of {name}") == [
+            message]
+    still = await api_client.resource("pods").get("within", namespace)
+    assert still["status"]["phase"] == "Running" and "reason" not in still["status"]
+
+
 async def test_the_kubelet_finishes_a_claims_resize_when_it_mounts_it(
         node, api_client, namespace, fast_tmp):
     """The resizer's work done by hand: the PV grown to 2Gi, the claim still at 1Gi and

@@ -8,9 +8,17 @@ grace periods, min-reclaim or node-level reclaim (image and container garbage co
         thresholds    which hard thresholds are met (available < threshold)
         conditions    MemoryPressure / DiskPressure / PIDPressure, reported until no
                       threshold of theirs was met for pressure_transition_period (5 min)
-        local storage every pod with an emptyDir using more than its sizeLimit is
-                      evicted ("Usage of EmptyDir volume "v" exceeds the limit "1Mi". ");
-                      if one was, that is this pass's reclaim (localStorageEviction)
+        local storage every pod over a local storage limit is evicted, the first
+                      check it fails naming why (localStorageEviction):
+                        an emptyDir over its sizeLimit
+                          "Usage of EmptyDir volume "v" exceeds the limit "1Mi". "
+                        the pod's ephemeral storage over its containers' limits' sum
+                          "Pod ephemeral local storage usage exceeds the total limit
+                           of containers 20Mi. "
+                        a container's writable layer + logs over its own limit
+                          "Container app exceeded its local ephemeral storage limit
+                           "10Mi". "
+                      if one was, that is this pass's reclaim
         reclaim       memory first, else the first threshold met: rank the active pods
                       for its resource and evict the first one that is not critical
     admit(pod)        under memory pressure reject BestEffort pods; under any other
@@ -25,7 +33,10 @@ Pod usage, as `pod_usage(uid)` returns it (missing keys are unknown; None: no st
      "containers": {"app": {"memory": 209715200, "ephemeral-storage": 4096}}}
 
 Totals missing from the top level are summed from "containers"; the per-container
-numbers are what the eviction message names.
+numbers are what the eviction message names. A container's ephemeral-storage is its
+writable layer plus its logs. The pod's ephemeral storage, for its limit, is that of its
+containers plus its local ephemeral volumes (IsLocalEphemeralVolume): emptyDirs on disk
+(medium "") and configMap volumes (gitRepo volumes are not built).
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ from typing import Any
 from minikube_py.api import Obj
 from minikube_py.api.meta import now as utc_now
 from minikube_py.api.quantity import canonical_quantity, format_quantity, memory_bytes
+from minikube_py.api.quota import pod_limits
 from minikube_py.api.scheduling.taints import tolerations_tolerate_taint
 from minikube_py.cri import CRIError
 from minikube_py.kubelet.resources import BEST_EFFORT, SYSTEM_CRITICAL_PRIORITY, qos_class
@@ -83,8 +95,12 @@ CONTAINER_MESSAGE = ("Container {name} was using {usage}, request is {request}, 
                      "has larger consumption of {resource}. ")
 NODE_CONDITION_MESSAGE = "The node had condition: {conditions}. "
 EMPTY_DIR_MESSAGE = 'Usage of EmptyDir volume "{name}" exceeds the limit "{limit}". '
+POD_EPHEMERAL_STORAGE_MESSAGE = (
+    "Pod ephemeral local storage usage exceeds the total limit of containers {limit}. ")
+CONTAINER_EPHEMERAL_STORAGE_MESSAGE = (
+    'Container {name} exceeded its local ephemeral storage limit "{limit}". ')
 
-# volume_usage(pod): the bytes each of its emptyDir volumes holds, by volume name.
+# volume_usage(pod): the bytes each of its emptyDir and configMap volumes holds, by name.
 VolumeUsage = Callable[[Obj], Awaitable[dict[str, int]]]
 
 
@@ -346,6 +362,59 @@ def empty_dir_limit_message(pod: Obj, used: dict[str, int]) -> str | None:
     return None
 
 
+def pod_ephemeral_storage_limit_message(pod: Obj, volumes: dict[str, int],
+                                        usage: PodUsage) -> str | None:
+    """podEphemeralStorageLimitEviction: the message when the pod's containers and its
+    local ephemeral volumes hold more than the pod's ephemeral-storage limit (PodLimits:
+    the containers' sum, at least an init container's), None when not, or without one."""
+    limit = pod_limits(pod).get("ephemeral-storage")
+    if limit is None:
+        return None
+    used = pod_usage_of(usage, "ephemeral-storage") or 0
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        if volume["name"] in volumes and is_local_ephemeral_volume(volume):
+            used += volumes[volume["name"]]
+    if used > limit.amount:
+        return POD_EPHEMERAL_STORAGE_MESSAGE.format(limit=limit)
+    return None
+
+
+def is_local_ephemeral_volume(volume: Obj) -> bool:
+    """IsLocalEphemeralVolume: on the node's disk and gone with the pod (an emptyDir of
+    the default medium, a configMap or a gitRepo volume)."""
+    empty_dir = volume.get("emptyDir")
+    return ("gitRepo" in volume or "configMap" in volume
+            or (empty_dir is not None and not empty_dir.get("medium")))
+
+
+def container_ephemeral_storage_limit_message(pod: Obj, usage: PodUsage) -> str | None:
+    """containerEphemeralStorageLimitEviction: the message for the first container whose
+    writable layer and logs hold more than its own (non-zero) ephemeral-storage limit."""
+    stats = usage.get("containers") or {}
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        limit = ((container.get("resources") or {}).get("limits") or {}).get(
+            "ephemeral-storage")
+        used = (stats.get(container["name"]) or {}).get("ephemeral-storage")
+        if limit is None or used is None or memory_bytes(limit) == 0:
+            continue
+        if used > memory_bytes(limit):
+            return CONTAINER_EPHEMERAL_STORAGE_MESSAGE.format(
+                name=container["name"], limit=canonical_quantity(limit))
+    return None
+
+
+def local_storage_limit_message(pod: Obj, volumes: dict[str, int],
+                                usage: PodUsage | None) -> str | None:
+    """localStorageEviction's checks in upstream's order (emptyDir sizeLimit, the pod's
+    limit, each container's limit): why the pod is to be evicted, None if it is not.
+    Without container stats only its emptyDirs are checked."""
+    message = empty_dir_limit_message(pod, volumes)
+    if message is None and usage is not None:
+        message = (pod_ephemeral_storage_limit_message(pod, volumes, usage)
+                   or container_ephemeral_storage_limit_message(pod, usage))
+    return message
+
+
 def _eviction_priority(threshold: Threshold) -> int:
     """byEvictionPriority: memory is reclaimed before anything else."""
     return 0 if SIGNAL_TO_RESOURCE[threshold.signal] == "memory" else 1
@@ -423,8 +492,8 @@ class EvictionManager:
         return None
 
     async def local_storage_eviction(self) -> list[Obj]:
-        """localStorageEviction: evict every pod an emptyDir of which outgrew its sizeLimit
-        (critical pods excepted)."""
+        """localStorageEviction: evict every pod over its emptyDir sizeLimits or its
+        ephemeral-storage limits (critical pods excepted)."""
         if self.volume_usage is None:
             return []
         evicted = []
@@ -435,7 +504,10 @@ class EvictionManager:
                 log.warning("eviction manager: no volume stats for pod %s: %s",
                             pod["metadata"]["name"], error)
                 continue
-            message = empty_dir_limit_message(pod, used)
+            # container stats matter only to ephemeral-storage limits: none, no CRI calls
+            usage = (await self._usage(pod) if "ephemeral-storage" in pod_limits(pod)
+                     else None)
+            message = local_storage_limit_message(pod, used, usage)
             if message is None:
                 continue
             if is_critical_pod(pod):

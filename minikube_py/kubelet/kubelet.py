@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,11 +45,16 @@ from minikube_py.kubelet.auth import KubeletAuth, KubeletAuthConfig
 from minikube_py.kubelet.backoff import Backoff
 from minikube_py.kubelet.config_file import FILE_CHECK_FREQUENCY, FileSource
 from minikube_py.kubelet.envvars import make_environment
-from minikube_py.kubelet.eviction import EvictionManager, observe_host, parse_thresholds
+from minikube_py.kubelet.eviction import (
+    EvictionManager,
+    PodUsage,
+    observe_host,
+    parse_thresholds,
+)
 from minikube_py.kubelet.host_interface import HostInterface
 from minikube_py.kubelet.images import ImageManager
 from minikube_py.kubelet.kuberuntime import RuntimeManager
-from minikube_py.kubelet.kuberuntime_sandbox import DNSSettings
+from minikube_py.kubelet.kuberuntime_sandbox import DNSSettings, pod_log_directory
 from minikube_py.kubelet.lease import NodeLease
 from minikube_py.kubelet.mirror_client import (
     CONFIG_FIRST_SEEN_ANNOTATION,
@@ -78,6 +84,7 @@ from minikube_py.kubelet.probe_workers import ProbeManager, RunningContainer
 from minikube_py.kubelet.resources import ContainerResources, container_resources
 from minikube_py.kubelet.server import KubeletServer
 from minikube_py.kubelet.status_manager import StatusManager
+from minikube_py.kubelet.volumes.emptydir import disk_usage
 from minikube_py.kubelet.volumes.manager import ContainerMount, VolumeError, VolumeManager
 from minikube_py.lifecycle import Component
 from minikube_py.security.pki import server_ssl_context
@@ -245,7 +252,7 @@ class Kubelet(Component):
                 parse_thresholds(self.config.eviction_hard),
                 observe=lambda: observe_host(self.config.root_dir),
                 active_pods=self.active_pods, pod_usage=self._pod_usage, evict=self.evict_pod,
-                volume_usage=self.volumes.empty_dir_usage)
+                volume_usage=self.volumes.ephemeral_volume_usage)
             self.server = KubeletServer(
                 HostInterface(self), self.config.address, self.config.port,
                 auth=KubeletAuth(self.config.auth, self.client, self.node_name),
@@ -808,13 +815,52 @@ class Kubelet(Component):
         self._evicted[uid] = message
         self.workers.update_pod(uid)
 
-    async def _pod_usage(self, uid: str) -> dict[str, int]:
+    async def _pod_usage(self, uid: str) -> PodUsage:
+        """The pod's containers' stats as the CRI stats provider makes them: of each
+        container its running instance (else its newest), the memory working set, and
+        as ephemeral storage its writable layer plus its log directory."""
+        selector = {"io.kubernetes.pod.uid": uid}
+        listed = await self.runtime.list_containers(api_pb2.ListContainersRequest(
+            filter=api_pb2.ContainerFilter(label_selector=selector)))
         answer = await self.runtime.list_container_stats(api_pb2.ListContainerStatsRequest(
-            filter=api_pb2.ContainerStatsFilter(label_selector={
-                "io.kubernetes.pod.uid": uid})))
-        memory = sum(s.memory.working_set_bytes.value for s in answer.stats)
-        disk = sum(s.writable_layer.used_bytes.value for s in answer.stats)
-        return {"memory": memory, "ephemeral-storage": disk}
+            filter=api_pb2.ContainerStatsFilter(label_selector=selector)))
+        stats = {s.attributes.id: s for s in answer.stats}
+        pod = self.pods.get(uid)
+        containers: dict[str, dict[str, int]] = {}
+        for container in live_containers(listed.containers):
+            found = stats.get(container.id)
+            if found is None:
+                continue
+            logs = 0
+            if pod is not None:
+                logs = await asyncio.to_thread(
+                    disk_usage_if_present,
+                    pod_log_directory(self.config.logs_root, pod) / container.metadata.name)
+            containers[container.metadata.name] = {
+                "memory": found.memory.working_set_bytes.value,
+                "ephemeral-storage": found.writable_layer.used_bytes.value + logs}
+        return {"containers": containers}
+
+
+def live_containers(containers: Iterable[api_pb2.Container]) -> list[api_pb2.Container]:
+    """removeTerminatedContainers: of the instances of each container name, the running
+    ones, or else only the newest (a restarted container's old instances do not count)."""
+    by_name: dict[str, list[api_pb2.Container]] = {}
+    for container in sorted(containers, key=lambda c: c.created_at):
+        by_name.setdefault(container.metadata.name, []).append(container)
+    live = []
+    for instances in by_name.values():
+        running = [c for c in instances if c.state == api_pb2.CONTAINER_RUNNING]
+        live.extend(running or instances[-1:])
+    return live
+
+
+def disk_usage_if_present(path: Path) -> int:
+    """What a directory holds (du), 0 when it is not there (yet, or any more)."""
+    try:
+        return disk_usage(path)
+    except FileNotFoundError:
+        return 0
 
 
 def _first_seen() -> str:

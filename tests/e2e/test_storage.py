@@ -230,3 +230,39 @@ def test_an_empty_dir_in_memory_is_a_tmpfs_and_one_over_its_limit_evicts_its_pod
     assert status["reason"] == "Evicted"
     assert status["message"] == 'Usage of EmptyDir volume "cache" exceeds the limit "1Mi". '
     kubectl(cluster, "delete", "pod", "scratch", "--wait=false")
+
+
+HOARDER = """
+apiVersion: v1
+kind: Pod
+metadata: {name: hoarder}
+spec:
+  terminationGracePeriodSeconds: 1
+  restartPolicy: Never
+  containers:
+  - name: app
+    image: busybox:1.36
+    command: [sh, -c, "sleep 2; dd if=/dev/zero of=/tmp/blob bs=1M count=20; sleep 3600"]
+    resources: {limits: {ephemeral-storage: 10Mi}}
+  - name: idle
+    image: busybox:1.36
+    command: [sleep, "3600"]
+    resources: {limits: {ephemeral-storage: 100Mi}}
+"""
+
+
+def test_a_container_over_its_ephemeral_storage_limit_evicts_its_pod(cluster: Path) -> None:
+    apply(cluster, HOARDER)
+
+    def failed() -> Any:
+        status = get(cluster, "pod", "hoarder")["status"]
+        return status if status.get("phase") == "Failed" else None
+    status = until(failed, "the eviction manager to evict the pod", timeout=180)
+    message = 'Container app exceeded its local ephemeral storage limit "10Mi". '
+    assert (status["reason"], status["message"]) == ("Evicted", message)
+    events = until(lambda: kubectl(
+        cluster, "get", "events", "--field-selector",
+        "involvedObject.name=hoarder,reason=Evicted", "-o", "jsonpath={.items[*].message}"
+    ).stdout, "the Evicted event")
+    assert events == message
+    kubectl(cluster, "delete", "pod", "hoarder", "--wait=false")

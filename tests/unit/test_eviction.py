@@ -10,18 +10,23 @@ import pytest
 
 from minikube_py.api import Obj
 from minikube_py.cri import CRIError
+from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.eviction import (
     EvictionManager,
     Observation,
     Observations,
     Threshold,
+    container_ephemeral_storage_limit_message,
     eviction_message,
+    local_storage_limit_message,
     observe_host,
     parse_thresholds,
+    pod_ephemeral_storage_limit_message,
     pod_request,
     rank_for_eviction,
     thresholds_met,
 )
+from minikube_py.kubelet.kubelet import live_containers
 from minikube_py.kubelet.resources import SYSTEM_CRITICAL_PRIORITY
 
 MI = 1024 * 1024
@@ -383,3 +388,112 @@ async def test_an_empty_dir_eviction_is_the_passs_reclaim() -> None:
     await manager.synchronize()
     assert [name for name, _ in node.evicted] == ["over"]
     assert manager.pressure()["MemoryPressure"]
+
+
+# -- ephemeral-storage limits -------------------------------------------------------------
+
+
+def containers(obj: Obj, **limits: str | None) -> Obj:
+    """The pod's containers replaced by one per name, with that ephemeral-storage limit."""
+    obj["spec"]["containers"] = [
+        {"name": name, "image": "busybox",
+         "resources": {} if limit is None else {"limits": {"ephemeral-storage": limit}}}
+        for name, limit in limits.items()]
+    return obj
+
+
+def stats(**used: int) -> Obj:
+    return {"containers": {name: {"ephemeral-storage": amount}
+                           for name, amount in used.items()}}
+
+
+def test_a_container_over_its_own_limit_is_named_in_the_message() -> None:
+    two = containers(pod("p"), app="10Mi", idle="100Mi")
+    assert local_storage_limit_message(two, {}, stats(app=20 * MI, idle=0)) == (
+        'Container app exceeded its local ephemeral storage limit "10Mi". ')
+    assert local_storage_limit_message(two, {}, stats(app=10 * MI, idle=0)) is None
+
+
+def test_a_container_limit_of_zero_or_none_is_no_container_limit() -> None:
+    obj = containers(pod("p"), zero="0", unlimited=None, app="1Gi")
+    assert container_ephemeral_storage_limit_message(
+        obj, stats(zero=GI, unlimited=GI, app=MI)) is None
+
+
+def test_the_pod_over_its_containers_limits_sum_is_evicted_before_any_container_check(
+        ) -> None:
+    two = containers(pod("p"), app="10Mi", idle="10Mi")
+    assert local_storage_limit_message(two, {}, stats(app=21 * MI, idle=0)) == (
+        "Pod ephemeral local storage usage exceeds the total limit of containers 20Mi. ")
+    assert local_storage_limit_message(two, {}, stats(app=20 * MI, idle=0)) == (
+        'Container app exceeded its local ephemeral storage limit "10Mi". ')
+
+
+def test_the_pod_total_counts_empty_dirs_on_disk_and_config_maps_but_not_memory() -> None:
+    obj = with_empty_dirs(containers(pod("p"), app="10Mi", side="10Mi"), disk=None, ram=None)
+    obj["spec"]["volumes"][1]["emptyDir"]["medium"] = "Memory"
+    obj["spec"]["volumes"].append({"name": "conf", "configMap": {"name": "settings"}})
+    usage = stats(app=8 * MI, side=8 * MI)
+    over = "Pod ephemeral local storage usage exceeds the total limit of containers 20Mi. "
+    assert local_storage_limit_message(obj, {"disk": 5 * MI, "ram": 0, "conf": 0},
+                                       usage) == over
+    assert local_storage_limit_message(obj, {"disk": 0, "ram": 0, "conf": 5 * MI},
+                                       usage) == over
+    assert local_storage_limit_message(obj, {"disk": 0, "ram": 5 * MI, "conf": 0},
+                                       usage) is None
+
+
+def test_the_pod_limit_is_at_least_an_init_containers_and_prints_as_upstream_sums(
+        ) -> None:
+    obj = containers(pod("p"), app="10Mi")
+    obj["spec"]["initContainers"] = [{"name": "init", "image": "busybox", "resources": {
+        "limits": {"ephemeral-storage": "50Mi"}}}]
+    assert pod_ephemeral_storage_limit_message(obj, {}, stats(app=30 * MI)) is None
+    assert local_storage_limit_message(obj, {}, stats(app=30 * MI)) == (
+        'Container app exceeded its local ephemeral storage limit "10Mi". ')
+    mixed = containers(pod("p"), app="10Mi", side="100M")
+    assert pod_ephemeral_storage_limit_message(mixed, {}, stats(app=GI)) == (
+        "Pod ephemeral local storage usage exceeds the total limit of containers "
+        "110485760. ")
+
+
+def test_a_pod_without_ephemeral_storage_limits_is_never_over_them() -> None:
+    obj = with_empty_dirs(containers(pod("p"), app=None), scratch=None)
+    assert local_storage_limit_message(obj, {"scratch": 100 * GI}, stats(app=100 * GI)) is None
+
+
+def test_without_container_stats_only_the_empty_dirs_are_checked() -> None:
+    obj = with_empty_dirs(containers(pod("p"), app="1Mi"), cache="1Mi")
+    assert local_storage_limit_message(obj, {"cache": 0}, None) is None
+    assert local_storage_limit_message(obj, {"cache": 2 * MI}, stats(app=GI)) == (
+        'Usage of EmptyDir volume "cache" exceeds the limit "1Mi". ')
+
+
+async def test_every_pod_over_its_ephemeral_storage_limits_is_evicted() -> None:
+    node = Node()
+    node.pods = [containers(pod("container-over"), app="10Mi", idle="100Mi"),
+                 containers(pod("pod-over"), app="10Mi"),
+                 containers(pod("within"), app="10Mi"),
+                 containers(pod("no-stats"), app="10Mi"),
+                 containers(pod("critical", priority=SYSTEM_CRITICAL_PRIORITY), app="1Mi")]
+    node.usage = {"uid-container-over": stats(app=20 * MI, idle=MI),
+                  "uid-pod-over": stats(app=20 * MI), "uid-within": stats(app=10 * MI),
+                  "uid-critical": stats(app=GI)}
+    evicted = await node.manager().synchronize()
+    assert evicted is not None and evicted["metadata"]["name"] == "container-over"
+    assert node.evicted == [
+        ("container-over", 'Container app exceeded its local ephemeral storage limit "10Mi". '),
+        ("pod-over",
+         "Pod ephemeral local storage usage exceeds the total limit of containers 10Mi. ")]
+
+
+def test_live_containers_are_the_running_instances_else_the_newest() -> None:
+    def instance(name: str, created: int, state: int = api_pb2.CONTAINER_EXITED
+                 ) -> api_pb2.Container:
+        return api_pb2.Container(id=f"{name}-{created}", created_at=created, state=state,
+                                 metadata=api_pb2.ContainerMetadata(name=name))
+
+    listed = [instance("app", 3), instance("app", 1), instance("app", 2,
+                                                                api_pb2.CONTAINER_RUNNING),
+              instance("done", 5), instance("done", 9), instance("done", 7)]
+    assert sorted(c.id for c in live_containers(listed)) == ["app-2", "done-9"]

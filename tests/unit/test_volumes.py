@@ -731,15 +731,16 @@ async def test_cleanup_orphans_unmounts_and_removes_dead_pods_only(root: Path,
     assert (root / "pods/live/containers/app").is_dir()  # kept for the status
 
 
-async def test_empty_dir_usage_counts_blocks_as_du_does(root: Path, cluster: Cluster) -> None:
+async def test_ephemeral_volume_usage_counts_blocks_as_du_does(root: Path, cluster: Cluster
+                                                               ) -> None:
     volumes = manager(root, cluster)
     pod = make_pod({"name": "cache", "emptyDir": {"sizeLimit": "1Mi"}},
                    {"name": "conf", "configMap": {"name": "missing", "optional": True}})
     paths = await volumes.mount_pod_volumes(pod)
-    empty = await volumes.empty_dir_usage(pod)
-    assert list(empty) == ["cache"]  # only emptyDir volumes are measured
+    empty = await volumes.ephemeral_volume_usage(pod)
+    assert list(empty) == ["cache", "conf"]  # emptyDir and configMap volumes only
     (paths["cache"] / "sub").mkdir()
     (paths["cache"] / "sub" / "blob").write_bytes(os.urandom(3 * 1024 * 1024))
     os.link(paths["cache"] / "sub" / "blob", paths["cache"] / "again")  # counted once
-    used = (await volumes.empty_dir_usage(pod))["cache"]
+    used = (await volumes.ephemeral_volume_usage(pod))["cache"]
     assert 3 * 1024 * 1024 <= used - empty["cache"] < 3 * 1024 * 1024 + 64 * 1024

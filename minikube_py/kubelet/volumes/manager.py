@@ -263,13 +263,14 @@ class VolumeManager:
                     changed = changed or volume_changed
         return changed
 
-    async def empty_dir_usage(self, pod: Obj) -> dict[str, int]:
-        """The bytes each set-up emptyDir volume of the pod holds (its volume stats)."""
+    async def ephemeral_volume_usage(self, pod: Obj) -> dict[str, int]:
+        """The bytes each set-up emptyDir and configMap volume of the pod holds (its
+        volume stats: for the emptyDir sizeLimits and the pod's ephemeral storage)."""
         mounted = self._mounted.get(pod["metadata"]["uid"]) or {}
         used = {}
         for volume in (pod.get("spec") or {}).get("volumes") or []:
             path = mounted.get(volume["name"])
-            if path is not None and _source_of(volume) == "emptyDir":
+            if path is not None and _source_of(volume) in ("emptyDir", "configMap"):
                 used[volume["name"]] = await asyncio.to_thread(emptydir.disk_usage, path)
         return used
 
