@@ -328,8 +328,9 @@ class Scheduler(Component):
 
     async def schedule_one(self, queued: QueuedPodInfo) -> None:
         """One pod through the scheduling cycle; its binding cycle continues in a task.
-        A pod that carries a trace gets a span of it (events: each node's Filter result,
-        each Score; attributes: the queue wait, the node chosen)."""
+        A pod that carries a trace gets a span of it (events: each node's Filter result
+        and the plugin that rejected it, each node's Score with every Score plugin's
+        weighted part; attributes: the queue wait, the node chosen)."""
         pod_info = queued.pod_info
         current = self.pods.store.get(pod_info.key)
         if current is None or not self._pending(current) or self.cache.is_assumed(current):
@@ -420,7 +421,8 @@ class Scheduler(Component):
             for info in feasible:
                 span.event("Filter", node=info.name, result="fits")
             for node, node_status in statuses.items():
-                span.event("Filter", node=node, result=node_status.message())
+                span.event("Filter", node=node, result=node_status.message(),
+                           **({"plugin": node_status.plugin} if node_status.plugin else {}))
         if not feasible:
             raise FitError(pod, len(snapshot.node_info_list), statuses)
         if len(feasible) == 1:
@@ -428,22 +430,30 @@ class Scheduler(Component):
         status = fwk.run_pre_score_plugins(state, pod, feasible)
         if not status.is_success():
             raise SchedulingError(status.message())
-        scores, status = fwk.run_score_plugins(state, pod, feasible)
+        # each Score plugin's weighted score per node, kept for the trace's record only
+        by_plugin: dict[str, list[int]] | None = {} if span.recording else None
+        scores, status = fwk.run_score_plugins(state, pod, feasible, by_plugin)
         if not status.is_success():
             raise SchedulingError(status.message())
         for extender in self.extenders:
             if not extender.is_interested(pod):
                 continue
             try:
-                for name, score in (await extender.prioritize(pod, feasible)).items():
-                    if name in scores:
-                        scores[name] += score
+                prioritized = await extender.prioritize(pod, feasible)
             except ExtenderError as error:
                 if not extender.ignorable:
                     raise SchedulingError(str(error)) from error
-        if span.recording:
-            for node, score in scores.items():
-                span.event("Score", node=node, score=score)
+                continue
+            for name, score in prioritized.items():
+                if name in scores:
+                    scores[name] += score
+            if by_plugin is not None and prioritized:
+                by_plugin[f"extender {extender.name()}"] = [
+                    prioritized.get(info.name, 0) for info in feasible]
+        if by_plugin is not None:
+            for index, (node, score) in enumerate(scores.items()):
+                span.event("Score", node=node, score=score,
+                           **{name: column[index] for name, column in by_plugin.items()})
         return select_host(scores)
 
     async def _extenders_filter(self, pod: PodInfo, nodes: list[NodeInfo],
