@@ -448,7 +448,7 @@ class Scheduler(Component):
                 if name in scores:
                     scores[name] += score
             if by_plugin is not None and prioritized:
-                by_plugin[f"extender {extender.name()}"] = [
+                by_plugin[f"extender {extender.name}"] = [
                     prioritized.get(info.name, 0) for info in feasible]
         if by_plugin is not None:
             for index, (node, score) in enumerate(scores.items()):

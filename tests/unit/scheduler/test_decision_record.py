@@ -9,8 +9,10 @@ import copy
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from minikube_py.api import Obj
+from minikube_py.process import free_port
 from minikube_py.scheduler.framework.interface import CycleState
 from minikube_py.scheduler.framework.types import PodInfo
 from minikube_py.scheduler.scheduler import FitError, Scheduler
@@ -146,3 +148,35 @@ async def test_a_pod_no_node_fits_records_each_rejecting_plugin_and_keeps_upstre
         "small-2": "NodeResourcesFit", "preferred-not": "NodeResourcesFit",
         "busy": "NodeResourcesFit", "roomy": "NodeResourcesFit"}
     assert events(span, "Score") == {}
+
+
+async def test_an_extenders_weighted_scores_are_recorded_as_a_column_of_their_own() -> None:
+    async def prioritize(request: web.Request) -> web.Response:
+        names = (await request.json())["nodenames"]
+        return web.json_response([{"host": name, "score": 10 if name == "busy" else 0}
+                                  for name in names])
+
+    app = web.Application()
+    app.router.add_post("/ext/prioritize", prioritize)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    prefix = f"http://127.0.0.1:{port}/ext"
+    scheduler = cluster({"apiVersion": "kubescheduler.config.k8s.io/v1",
+                         "kind": "KubeSchedulerConfiguration",
+                         "extenders": [{"urlPrefix": prefix, "prioritizeVerb": "prioritize",
+                                        "weight": 5, "nodeCacheCapable": True}]})
+    try:
+        span, host = await decide(scheduler, pod("web", "2"))
+    finally:
+        for extender in scheduler.extenders:
+            await extender.close()
+        await runner.cleanup()
+    scores = events(span, "Score")
+    # the extender's 0..10, rescaled to the plugins' 0..100 and weighted (x 5)
+    assert {name: parts[f"extender {prefix}"] for name, parts in scores.items()} == {
+        "preferred-not": 0, "busy": 500, "roomy": 0}
+    for parts in scores.values():
+        assert sum(value for key, value in parts.items() if key != "score") == parts["score"]
+    assert host == "busy"
