@@ -1,8 +1,8 @@
 // The scheduler's decision for a pod, as the scheduler recorded it in its "schedule" span
 // of the pod's trace: one Filter event per node (fits, or the reason and the plugin that
-// gave it), one Score event per feasible node (the total and, by plugin name, each Score
-// plugin's normalized score times its weight: a column each), the node chosen (or why
-// none was). One table per attempt.
+// gave it), one Score event per feasible node (the total and, for the three best nodes,
+// by plugin name, each Score plugin's normalized score times its weight: a column each),
+// the node chosen (or why none was). One table per attempt.
 import { html } from "./dom.js";
 import { fetchTraces, milliseconds } from "./traces.js";
 

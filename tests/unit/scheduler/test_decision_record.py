@@ -1,7 +1,7 @@
 """What the scheduler records of a decision in the pod's trace ("schedule" span): a Filter
 event per node naming the plugin that rejected it, and a Score event per feasible node
-with the total and each Score plugin's weighted part (what the dashboard's decision panel
-shows as a column per plugin)."""
+with the total and, for the three best nodes, each Score plugin's weighted part (what the
+dashboard's decision panel shows as a column per plugin)."""
 
 from __future__ import annotations
 
@@ -180,3 +180,22 @@ async def test_an_extenders_weighted_scores_are_recorded_as_a_column_of_their_ow
     for parts in scores.values():
         assert sum(value for key, value in parts.items() if key != "score") == parts["score"]
     assert host == "busy"
+
+
+async def test_only_the_three_best_nodes_keep_each_plugins_part_every_node_its_total() -> None:
+    scheduler = scheduler_with()
+    for index, cpu in enumerate(("8", "10", "12", "14", "16", "18")):
+        scheduler.cache.add_node(node(f"n-{index}", cpu))
+    span, host = await decide(scheduler, pod("web", "4"))
+    scores = events(span, "Score")
+    assert set(scores) == {f"n-{index}" for index in range(6)}
+    best = sorted(scores, key=lambda name: scores[name]["score"], reverse=True)[:3]
+    # the roomiest nodes score best (NodeResourcesFit's LeastAllocated), no two alike
+    assert best == ["n-5", "n-4", "n-3"] and host == "n-5"
+    assert len({found["score"] for found in scores.values()}) == 6
+    for name, found in scores.items():
+        parts = {key: value for key, value in found.items() if key != "score"}
+        if name in best:
+            assert "NodeResourcesFit" in parts and sum(parts.values()) == found["score"]
+        else:
+            assert parts == {}, name
