@@ -461,9 +461,11 @@ class Scheduler(Component):
                                               (node for node in scores if node != host),
                                               key=scores.__getitem__)}
             for index, (node, score) in enumerate(scores.items()):
-                parts = {name: column[index] for name, column in by_plugin.items()} if (
-                    node in reported) else {}
-                span.event("Score", node=node, score=score, **parts)
+                if node in reported:
+                    span.event("Score", node=node, score=score,
+                               **{name: column[index] for name, column in by_plugin.items()})
+                else:
+                    span.event("Score", node=node, score=score)
         return host
 
     async def _extenders_filter(self, pod: PodInfo, nodes: list[NodeInfo],
