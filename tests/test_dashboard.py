@@ -13,6 +13,7 @@ saw under its tmp_path; their paths are printed, so a failing test shows where t
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -33,8 +34,17 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.wait import WebDriverWait
 
+from minikube_py.client.kubeconfig import ClientConfig
+from minikube_py.client.rest import Client
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.process import free_port
+from minikube_py.scheduler.config import default_configuration
+from minikube_py.scheduler.framework.interface import CycleState
+from minikube_py.scheduler.framework.types import PodInfo
+from minikube_py.scheduler.plugins.registry import IN_TREE_PLUGINS
+from minikube_py.scheduler.scheduler import Scheduler
+from minikube_py.tracing import otlp
+from minikube_py.tracing.tracer import Span, Tracer
 from tests.test_trace_receiver import start as start_receiver
 from tests.test_trace_receiver import stop as stop_receiver
 
@@ -477,6 +487,92 @@ def test_scheduler_panel_lists_every_node_with_its_filter_result_and_score(
     assert chosen.get_attribute("data-node") == nodes[1]
     assert browser.find_element(By.CSS_SELECTOR, ".decision h2").text == (
         f"attempt 1: bound to {nodes[1]}")
+
+
+class Exported:
+    """The spans a tracer ended, kept to be sent."""
+
+    def __init__(self) -> None:
+        self.spans: list[Span] = []
+
+    def export(self, span: Span) -> None:
+        self.spans.append(span)
+
+
+def schedule_traced(receiver: str, namespace: str) -> tuple[dict[str, str], Span]:
+    """The scheduler's algorithm (scheduler/scheduler.py, in this process and never
+    started: it talks to no server) places pod web-1 among four nodes named after the
+    namespace, in a recording "schedule" span as the scheduler process makes it; the span
+    goes to the receiver in OTLP JSON as the scheduler's exporter sends it. (the nodes by
+    role, the span)"""
+    names = {role: f"{namespace}-{role}" for role in ("tainted", "small", "busy", "roomy")}
+    scheduler = Scheduler(Client(ClientConfig(server="http://127.0.0.1:1")),
+                          default_configuration(), IN_TREE_PLUGINS)
+    for role, cpu in (("tainted", "8"), ("small", "1"), ("busy", "4"), ("roomy", "8")):
+        obj = node(names[role], taints=[{"key": "dedicated", "value": "gpu",
+                                         "effect": "NoSchedule"}] if role == "tainted" else [])
+        obj["metadata"]["labels"] = {"kubernetes.io/hostname": names[role]}
+        obj["status"]["allocatable"]["cpu"] = cpu
+        scheduler.cache.add_node(obj)
+
+    def requesting(name: str, cpu: str, node_name: str = "") -> PodInfo:
+        obj = pod(name, node_name)
+        obj["metadata"].update(namespace=namespace, uid=f"{namespace}-{name}")
+        obj["spec"]["containers"][0]["resources"] = {"requests": {"cpu": cpu}}
+        return PodInfo.of(obj)
+
+    scheduler.cache.add_pod(requesting("running", "2", names["busy"]).pod)
+    fwk = scheduler.profiles["default-scheduler"]
+    fwk.set_snapshot(scheduler.cache.update_snapshot())
+    exported = Exported()
+    with Tracer("kube-scheduler", exported).span("schedule", **{
+            "k8s.resource": "pods", "k8s.namespace": namespace, "k8s.name": "web-1",
+            "queue.wait_ms": 1.5, "attempts": 1}) as span:
+        span.set("node", asyncio.run(scheduler.schedule_pod(
+            fwk, CycleState(), requesting("web-1", "2"))))
+    call(receiver, "POST", "/v1/traces", otlp.encode("kube-scheduler", exported.spans))
+    return names, span
+
+
+def test_scheduler_panel_has_a_column_per_score_plugin_and_names_the_rejecting_plugin(
+        trace_receiver: str, namespace: str, page: Callable[[str], Path],
+        browser: WebDriver) -> None:
+    names, span = schedule_traced(trace_receiver, namespace)
+    recorded = {attributes["node"]: attributes for _, name, attributes in span.events
+                if name == "Score"}
+    plugins = [key for key in recorded[names["roomy"]] if key not in ("node", "score")]
+    assert {"TaintToleration", "NodeResourcesFit", "NodeResourcesBalancedAllocation"
+            } <= set(plugins)
+    browser.find_element(By.CSS_SELECTOR, 'nav button[data-view="scheduler"]').click()
+    form = browser.find_element(By.ID, "scheduler-form")
+    form.find_element(By.NAME, "namespace").clear()
+    form.find_element(By.NAME, "namespace").send_keys(namespace)
+    form.find_element(By.NAME, "name").clear()
+    form.find_element(By.NAME, "name").send_keys("web-1")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    rows = wait_for(browser, lambda d: len(drawn(d, ".decision-table tr[data-node]")) == 4
+                    and drawn(d, ".decision-table tr[data-node]"), "the decision table")
+    page("scheduler-plugins")
+    header = [th.text for th in drawn(browser, ".decision-table th")]
+    assert header == ["node", "filter", *plugins, "score (total)"]
+    assert [th.get_attribute("title") for th in drawn(browser, ".decision-table th")][
+        2:-1] == [f"{plugin}: normalized score (0-100) x its weight" for plugin in plugins]
+    table = {row.get_attribute("data-node"): [td.text for td in row.find_elements(
+        By.TAG_NAME, "td")] for row in rows}
+    blank = [""] * len(plugins)
+    assert table == {
+        **{names[role]: [names[role], "fits", *(str(recorded[names[role]][plugin])
+                                                for plugin in plugins),
+                         str(recorded[names[role]]["score"])] for role in ("busy", "roomy")},
+        names["tainted"]: [names["tainted"],
+                           "TaintToleration: node(s) had untolerated taint(s)", *blank, ""],
+        names["small"]: [names["small"], "NodeResourcesFit: Insufficient cpu", *blank, ""],
+    }
+    # the roomier node wins on NodeResourcesFit's LeastAllocated, and is drawn chosen
+    assert recorded[names["roomy"]]["NodeResourcesFit"] > recorded[names["busy"]][
+        "NodeResourcesFit"]
+    chosen = browser.find_element(By.CSS_SELECTOR, ".decision-table tr.chosen")
+    assert chosen.get_attribute("data-node") == span.attributes["node"] == names["roomy"]
 
 
 def test_links_open_an_objects_path_one_trace_a_scheduling_and_an_objects_events(

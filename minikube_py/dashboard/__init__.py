@@ -10,7 +10,8 @@ and each request's path through the components, in a browser.
         cluster.js    nodes, their pods, the pending lane, Services and endpoints
         traces.js     the trace receiver's answers (and its follow stream) for the views
         trace.js      one trace as swimlanes, one lane per component (and node)
-        scheduler.js  the scheduler's Filter and Score for a pod, from its span
+        scheduler.js  the scheduler's Filter and Score for a pod, from its span: a
+                      column per Score plugin, the plugin that rejected a node
         events.js     the Events, filtered by object
         dom.js        making SVG and HTML elements; an animation per watch event
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import logging
 import random
 import time
@@ -61,6 +62,9 @@ log = logging.getLogger(__name__)
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 50
+# the nodes whose every plugin's score a decision keeps (upstream's selectHost hands back
+# as many NodePluginScores): the chosen node and the next best
+NUMBER_OF_HIGHEST_SCORED_NODES_TO_REPORT = 3
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 # (ClusterEvent resource, plural, group) of the objects volume scheduling watches
 STORAGE_RESOURCES = (("PersistentVolumeClaim", "persistentvolumeclaims", None),
@@ -328,8 +332,9 @@ class Scheduler(Component):
 
     async def schedule_one(self, queued: QueuedPodInfo) -> None:
         """One pod through the scheduling cycle; its binding cycle continues in a task.
-        A pod that carries a trace gets a span of it (events: each node's Filter result,
-        each Score; attributes: the queue wait, the node chosen)."""
+        A pod that carries a trace gets a span of it (events: each node's Filter result
+        and the plugin that rejected it, each node's Score, with every Score plugin's
+        weighted part for the three best; attributes: the queue wait, the node chosen)."""
         pod_info = queued.pod_info
         current = self.pods.store.get(pod_info.key)
         if current is None or not self._pending(current) or self.cache.is_assumed(current):
@@ -420,7 +425,8 @@ class Scheduler(Component):
             for info in feasible:
                 span.event("Filter", node=info.name, result="fits")
             for node, node_status in statuses.items():
-                span.event("Filter", node=node, result=node_status.message())
+                span.event("Filter", node=node, result=node_status.message(),
+                           **({"plugin": node_status.plugin} if node_status.plugin else {}))
         if not feasible:
             raise FitError(pod, len(snapshot.node_info_list), statuses)
         if len(feasible) == 1:
@@ -428,23 +434,39 @@ class Scheduler(Component):
         status = fwk.run_pre_score_plugins(state, pod, feasible)
         if not status.is_success():
             raise SchedulingError(status.message())
-        scores, status = fwk.run_score_plugins(state, pod, feasible)
+        # each Score plugin's weighted score per node, kept for the trace's record only
+        # (of the best nodes: NUMBER_OF_HIGHEST_SCORED_NODES_TO_REPORT)
+        by_plugin: dict[str, list[int]] | None = {} if span.recording else None
+        scores, status = fwk.run_score_plugins(state, pod, feasible, by_plugin)
         if not status.is_success():
             raise SchedulingError(status.message())
         for extender in self.extenders:
             if not extender.is_interested(pod):
                 continue
             try:
-                for name, score in (await extender.prioritize(pod, feasible)).items():
-                    if name in scores:
-                        scores[name] += score
+                prioritized = await extender.prioritize(pod, feasible)
             except ExtenderError as error:
                 if not extender.ignorable:
                     raise SchedulingError(str(error)) from error
-        if span.recording:
-            for node, score in scores.items():
-                span.event("Score", node=node, score=score)
-        return select_host(scores)
+                continue
+            for name, score in prioritized.items():
+                if name in scores:
+                    scores[name] += score
+            if by_plugin is not None and prioritized:
+                by_plugin[f"extender {extender.name}"] = [
+                    prioritized.get(info.name, 0) for info in feasible]
+        host = select_host(scores)
+        if by_plugin is not None:
+            reported = {host, *heapq.nlargest(NUMBER_OF_HIGHEST_SCORED_NODES_TO_REPORT - 1,
+                                              (node for node in scores if node != host),
+                                              key=scores.__getitem__)}
+            for index, (node, score) in enumerate(scores.items()):
+                if node in reported:
+                    span.event("Score", node=node, score=score,
+                               **{name: column[index] for name, column in by_plugin.items()})
+                else:
+                    span.event("Score", node=node, score=score)
+        return host
 
     async def _extenders_filter(self, pod: PodInfo, nodes: list[NodeInfo],
                                 statuses: dict[str, Status]) -> list[NodeInfo]:

@@ -28,8 +28,12 @@ SPANS = [
     span("d", "x-not-here", 9, 1500, "kube-scheduler", "schedule",
          events=[{"time": START, "name": "Filter",
                   "attributes": {"node": "node-1", "result": "fits"}},
-                 {"time": START, "name": "Score", "attributes": {"node": "node-1",
-                                                                 "score": 180}}],
+                 {"time": START, "name": "Filter",
+                  "attributes": {"node": "node-2", "result": "Insufficient cpu",
+                                 "plugin": "NodeResourcesFit"}},
+                 {"time": START, "name": "Score", "attributes": {
+                     "node": "node-1", "score": 480, "TaintToleration": 300,
+                     "NodeResourcesFit": 90, "NodeResourcesBalancedAllocation": 90}}],
          node="node-1"),
 ]
 
@@ -55,7 +59,9 @@ def test_the_timeline_is_oldest_first_with_durations_and_events():
         "    create replicasets default/web-1  revision=813",
         "schedule  node=node-1",
         "  Filter node-1: fits",
-        "  Score node-1: 180",
+        "  Filter node-2: Insufficient cpu  plugin=NodeResourcesFit",
+        "  Score node-1: 480  TaintToleration=300  NodeResourcesFit=90  "
+        "NodeResourcesBalancedAllocation=90",
     ]
 
 

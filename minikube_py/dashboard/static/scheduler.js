@@ -1,6 +1,8 @@
 // The scheduler's decision for a pod, as the scheduler recorded it in its "schedule" span
-// of the pod's trace: one Filter event per node (fits, or the plugin's reason), one Score
-// event per feasible node, the node chosen (or why none was). One table per attempt.
+// of the pod's trace: one Filter event per node (fits, or the reason and the plugin that
+// gave it), one Score event per feasible node (the total and, for the three best nodes,
+// by plugin name, each Score plugin's normalized score times its weight: a column each),
+// the node chosen (or why none was). One table per attempt.
 import { html } from "./dom.js";
 import { fetchTraces, milliseconds } from "./traces.js";
 
@@ -26,9 +28,11 @@ function decisionTable(span) {
   }
   const table = html("table", { class: "decision-table" });
   const head = html("tr");
-  for (const title of ["node", "filter", ...plugins, "score (total)"]) {
-    head.append(html("th", {}, title));
+  head.append(html("th", {}, "node"), html("th", {}, "filter"));
+  for (const name of plugins) {
+    head.append(html("th", { title: `${name}: normalized score (0-100) x its weight` }, name));
   }
+  head.append(html("th", {}, "score (total)"));
   table.append(head);
   for (const [node, { filter, plugin, scores }] of [...nodes].sort(
     (a, b) => (b[1].scores.score ?? -1) - (a[1].scores.score ?? -1) || a[0].localeCompare(b[0]))) {

@@ -12,7 +12,8 @@
 The columns are the span's start (local time), its start after the trace's first span,
 how long it took, the component that did it, and what it did, with the attributes a
 reader needs (who asked, the etcd revision, the node chosen...) and, under it, its events
-(the scheduler's Filter result and Score per node).
+(the scheduler's Filter result and Score per node, with the plugin that rejected a
+node and each Score plugin's weighted part of a node's score).
 """
 
 from __future__ import annotations
@@ -90,14 +91,19 @@ ADMISSION_PHASES = ("mutating", "validating")
 
 def event_lines(span: Obj) -> list[str]:
     """One line per admission phase a request passed (`mutating admission: LimitRanger,
-    ...`, from its attributes), then one per event: `Filter node-1: fits`."""
+    ...`, from its attributes), then one per event: `Filter node-1: fits`, its first
+    attribute's value, then the others by name (`Score node-1: 597  TaintToleration=300
+    ...`, each Score plugin's part; `Filter node-2: Insufficient cpu
+    plugin=NodeResourcesFit`)."""
     attributes = span.get("attributes") or {}
     lines = [f"{phase} admission: {attributes[f'admission.{phase}']}"
              for phase in ADMISSION_PHASES if attributes.get(f"admission.{phase}")]
     for event in span.get("events") or []:
         attributes = dict(event.get("attributes") or {})
         node = attributes.pop("node", "")
-        value = " ".join(_value(v) for v in attributes.values())
+        values = list(attributes.items())
+        value = _value(values[0][1]) if values else ""
+        value += "".join(f"  {key}={_value(v)}" for key, v in values[1:])
         lines.append(f"{event['name']}{' ' + node if node else ''}"
                      f"{': ' + value if value else ''}")
     return lines

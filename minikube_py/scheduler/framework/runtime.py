@@ -301,18 +301,22 @@ class Framework:
         self.record_duration("PreScore", started, SUCCESS)
         return SUCCESS
 
-    def run_score_plugins(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+    def run_score_plugins(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
+                          by_plugin: dict[str, list[int]] | None = None
                           ) -> tuple[dict[str, int], Status]:
         """Score every node with every Score plugin, normalize, weight, and sum.
 
         Node-local plugins' raw scores are remembered for the next pod with the same spec
         (framework/equivalence.py); for those that do not normalize, so is their weighted
-        sum."""
+        sum. Given `by_plugin` (the scheduler does when a trace records the decision), it
+        is filled with each plugin's weighted score per node, in the order of `nodes`: the
+        numbers the sum is made of, kept rather than computed again."""
         started = time.perf_counter()
         plugins = [plugin for plugin in self.plugins.score
                    if plugin.name not in state.skip_score_plugins]
         names = [info.name for info in nodes]
-        totals, remembered, status = self._node_local_scores(state, pod, nodes, plugins)
+        totals, remembered, status = self._node_local_scores(state, pod, nodes, plugins,
+                                                             by_plugin)
         if status.code:  # anything but Code.SUCCESS (0)
             self.record_duration("Score", started, status)
             return {}, status
@@ -331,6 +335,8 @@ class Framework:
             if status.code:
                 break
             weight = self.score_weights.get(plugin.name, 1)
+            if by_plugin is not None:
+                by_plugin[plugin.name] = [score * weight for score in scores]
             if scores and min(scores) == max(scores):
                 same_for_all += scores[0] * weight
             else:
@@ -341,6 +347,10 @@ class Framework:
             return {}, status
         if same_for_all:
             totals = [total + same_for_all for total in totals]
+        if by_plugin is not None:  # in the profile's order
+            ordered = {plugin.name: by_plugin[plugin.name] for plugin in plugins}
+            by_plugin.clear()
+            by_plugin.update(ordered)
         return dict(zip(names, totals, strict=True)), SUCCESS
 
     def _check_scores(self, state: CycleState, pod: PodInfo, plugin: ScorePlugin,
@@ -359,11 +369,14 @@ class Framework:
         return SUCCESS
 
     def _node_local_scores(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
-                           plugins: list[ScorePlugin]
+                           plugins: list[ScorePlugin],
+                           by_plugin: dict[str, list[int]] | None
                            ) -> tuple[list[int], dict[str, list[int]], Status]:
         """What the node-local Score plugins say, remembered per pod spec: the weighted sum
         of those that do not normalize (one total per node), and the raw scores of those
-        that do, by plugin name (the caller normalizes them: that looks at every node)."""
+        that do, by plugin name (the caller normalizes them: that looks at every node).
+        The summed plugins' own scores are remembered too, and put in `by_plugin`
+        (weighted) when it is given."""
         summed = [plugin for plugin in plugins if plugin.node_local and not _normalizes(plugin)]
         raw = [plugin for plugin in plugins if plugin.node_local and _normalizes(plugin)]
         if not summed and not raw:
@@ -374,6 +387,7 @@ class Framework:
         def run(unknown: list[NodeInfo]) -> list[list[int]] | None:
             unknown_names = [info.name for info in unknown]
             totals = [0] * len(unknown)
+            columns: list[list[int]] = []
             for plugin, weight in zip(summed, weights, strict=True):
                 scores, status = plugin.score_nodes(state, pod, unknown)
                 if not status.code:  # Code.SUCCESS (0)
@@ -383,23 +397,27 @@ class Framework:
                     return None
                 totals = [total + score * weight for total, score in zip(totals, scores,
                                                                           strict=True)]
-            columns = [totals]
+                columns.append(scores)
             for plugin in raw:
                 scores, status = plugin.score_nodes(state, pod, unknown)
                 if status.code:
                     failed.append(status.with_plugin(plugin.name))
                     return None
                 columns.append(scores)
-            return columns
+            return [totals, *columns]
 
         key = (pod.spec_key(), tuple(plugin.name for plugin in summed),
                tuple(plugin.name for plugin in raw))
         rows = self.equivalence.scores(key, nodes, run)
         if rows is None:
             return [], {}, failed[0]
+        if by_plugin is not None:
+            for index, (plugin, weight) in enumerate(zip(summed, weights, strict=True),
+                                                     start=1):
+                by_plugin[plugin.name] = [row[index] * weight for row in rows]
         return ([row[0] for row in rows],
                 {plugin.name: [row[index] for row in rows]
-                 for index, plugin in enumerate(raw, start=1)}, SUCCESS)
+                 for index, plugin in enumerate(raw, start=1 + len(summed))}, SUCCESS)
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str
                                     ) -> Status:
