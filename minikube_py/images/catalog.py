@@ -5,8 +5,9 @@ names tutorials use (the local registry answers for docker.io and registry.k8s.i
 
     localhost/pause:3.9, registry.k8s.io/pause:3.10 and :3.9
                              the pod sandbox ("infra") container: holds the pod's namespaces
-    localhost/busybox:1.36, busybox:1.36, busybox:latest
-                             a shell and the usual tools (Cmd ["sh"])
+    localhost/busybox:1.36, busybox:1.36, busybox:1.28, busybox:latest
+                             a shell and the usual tools (Cmd ["sh"]); wget takes -T
+                             (--timeout), which Debian's busybox leaves out
     localhost/echo:1.0       an HTTP server on $PORT (8080) answering with the pod's name and IP
     nginx:latest, nginx:1.14.2, nginx:1.15.4
                              Debian 12's nginx 1.22 serving its welcome page on port 80,
@@ -84,6 +85,39 @@ printf 'HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n'
 printf 'Content-Length: %d\r\nConnection: close\r\n\r\n%s' "${#body}" "$body"
 """
 
+# Debian's busybox-static leaves out wget's -T/--timeout (FEATURE_WGET_TIMEOUT; given -T,
+# its wget crashes), which tutorials use to probe a path a NetworkPolicy may close
+# (`wget --spider --timeout=1 nginx`). /bin/wget takes it and runs busybox's wget under
+# `timeout` for that long, failing as busybox's own does ("download timed out", status 1).
+# The signal is SIGPIPE, the one the shell does not report ("Terminated") when it ends a
+# command.
+WGET_SCRIPT = """\
+#!/bin/sh
+seconds=
+count=$#
+while [ "$count" -gt 0 ]; do
+  arg=$1
+  shift
+  count=$((count - 1))
+  case $arg in
+    -T | --timeout) seconds=$1; shift; count=$((count - 1)) ;;
+    -T*) seconds=${arg#-T} ;;
+    --timeout=*) seconds=${arg#--timeout=} ;;
+    *) set -- "$@" "$arg" ;;
+  esac
+done
+if [ -z "$seconds" ]; then
+  exec busybox wget "$@"
+fi
+busybox timeout -s PIPE "$seconds" busybox wget "$@"
+status=$?
+if [ "$status" -eq 141 ]; then
+  echo "wget: download timed out" >&2
+  exit 1
+fi
+exit "$status"
+"""
+
 PASSWD = ("root:x:0:0:root:/root:/bin/sh\n"
           "www-data:x:33:33:www-data:/var/www:/bin/false\n"
           "nobody:x:65534:65534:nobody:/home:/bin/false\n")
@@ -118,6 +152,7 @@ PAUSE = ImageSpec("localhost/pause:3.9", ImageConfig(entrypoint=("/pause",)),
                   aliases=("registry.k8s.io/pause:3.10", "registry.k8s.io/pause:3.9"))
 BUSYBOX = ImageSpec("localhost/busybox:1.36", ImageConfig(cmd=("sh",)),
                     aliases=("docker.io/library/busybox:1.36",
+                             "docker.io/library/busybox:1.28",
                              "docker.io/library/busybox:latest"))
 ECHO = ImageSpec(
     "localhost/echo:1.0",
@@ -191,6 +226,7 @@ def busybox_layer(busybox: Path = BUSYBOX_BINARY) -> Layer:
     for applet in busybox_applets(busybox):
         layer.add_symlink(f"/bin/{applet}", "busybox")
     layer.add_symlink("/usr/bin/env", "/bin/busybox")
+    layer.add_file("/bin/wget", WGET_SCRIPT.encode(), 0o755)
     layer.add_file("/etc/passwd", PASSWD.encode())
     layer.add_file("/etc/group", GROUP.encode())
     layer.add_directory("/root", 0o700)

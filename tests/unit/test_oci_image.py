@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import http.server
 import io
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tarfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,7 @@ from minikube_py.images.catalog import (
     BUSYBOX_BINARY,
     CATALOG,
     ECHO,
+    WGET_SCRIPT,
     busybox_layer,
     is_static_executable,
 )
@@ -193,12 +198,87 @@ def test_a_script_is_not_a_static_executable() -> None:
 def test_busybox_layer_links_the_applets_the_images_use() -> None:
     with tarfile.open(fileobj=io.BytesIO(busybox_layer().tar())) as layer:
         members = {m.name: m for m in layer.getmembers()}
-    for applet in ("sh", "nc", "httpd", "wget", "sleep", "cat", "echo", "ls", "env", "ps",
-                   "hostname", "ip", "awk"):
+    for applet in ("sh", "nc", "httpd", "sleep", "cat", "echo", "ls", "env", "ps",
+                   "hostname", "ip", "awk", "timeout"):
         assert members[f"bin/{applet}"].linkname == "busybox", applet
+    assert members["bin/wget"].isfile() and members["bin/wget"].mode == 0o755
+    assert layer_file(busybox_layer(), "bin/wget") == WGET_SCRIPT
     assert members["bin/busybox"].mode == 0o755
     assert members["tmp"].mode == 0o1777
     assert "root:x:0:0" in layer_file(busybox_layer(), "etc/passwd")
+
+
+@pytest.fixture
+def image_wget(tmp_path: Path) -> list[str]:
+    """The image's /bin/wget, run by busybox's sh with busybox on its PATH, as in a pod."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "busybox").symlink_to(BUSYBOX_BINARY)
+    script = tmp_path / "bin" / "wget"
+    script.write_text(WGET_SCRIPT)
+    return [str(BUSYBOX_BINARY), "sh", str(script)]
+
+
+@pytest.fixture
+def silent_server() -> Iterator[str]:
+    """A listener that takes connections and never answers: a path a policy drops."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}/"
+
+
+@pytest.fixture
+def answering_server() -> Iterator[str]:
+    class Hello(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the handler's name)
+            self.send_response(200)
+            self.send_header("Content-Length", "6")
+            self.end_headers()
+            self.wfile.write(b"hello\n")
+
+        do_HEAD = do_GET  # noqa: N815
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@needs_busybox
+@pytest.mark.parametrize("option", [["-T", "1"], ["-T1"], ["--timeout=1"], ["--timeout", "1"]])
+def test_the_images_wget_gives_up_after_its_timeout_as_busybox_does(
+        image_wget: list[str], silent_server: str, answering_server: str,
+        option: list[str]) -> None:
+    """Debian's busybox has no wget -T (and crashes on it): the image's wget takes it in
+    each of its spellings, answers as usual, and fails with busybox's own line when no
+    answer comes within it."""
+    env = {"PATH": str(Path(image_wget[2]).parent)}
+    answered = subprocess.run([*image_wget, *option, "-qO-", answering_server], env=env,
+                              capture_output=True, text=True, timeout=30)
+    assert (answered.returncode, answered.stdout) == (0, "hello\n")
+    spider = subprocess.run([*image_wget, "--spider", *option, answering_server], env=env,
+                            capture_output=True, text=True, timeout=30)
+    assert spider.returncode == 0, spider.stderr
+    silent = subprocess.run([*image_wget, *option, "-qO-", silent_server], env=env,
+                            capture_output=True, text=True, timeout=30)
+    assert (silent.returncode, silent.stderr) == (1, "wget: download timed out\n")
+
+
+@needs_busybox
+def test_the_images_wget_without_a_timeout_is_busyboxs(image_wget: list[str],
+                                                       answering_server: str) -> None:
+    env = {"PATH": str(Path(image_wget[2]).parent)}
+    answered = subprocess.run([*image_wget, "-qO-", answering_server], env=env,
+                              capture_output=True, text=True, timeout=30)
+    assert (answered.returncode, answered.stdout) == (0, "hello\n")
+    refused = subprocess.run([*image_wget, "-qO-", "http://127.0.0.1:1/"], env=env,
+                             capture_output=True, text=True, timeout=30)
+    assert refused.returncode == 1 and "can't connect to remote host" in refused.stderr
 
 
 def layer_file(layer: Layer, name: str) -> str:
