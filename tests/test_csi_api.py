@@ -234,6 +234,18 @@ def test_a_volume_attachment_names_exactly_one_source_and_a_csi_attacher(
             "persistentVolumeName") in message
     assert 'spec.attacher: Invalid value: "Bad_Attacher": a lowercase RFC 1123' in message
 
+    inline = attachment(unique, "node-1", "pv-1", "disk.example.com")
+    inline["spec"]["source"] = {"inlineVolumeSpec": {
+        "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"},
+        "nfs": {"server": "nfs.example.com", "path": "/"}}}
+    with pytest.raises(ApiException) as refused:
+        storage.create_volume_attachment(inline)
+    message = reason_and_message(refused)[2]
+    assert ("spec.source.inlineVolumeSpec.capacity: Forbidden: may not be specified in the "
+            "context of inline volumes") in message
+    assert ("spec.source.inlineVolumeSpec.csi: Required value: has to be specified in the "
+            "context of inline volumes") in message
+
     both = attachment(unique, "node-1", "pv-1", "disk.example.com")
     both["spec"]["source"]["inlineVolumeSpec"] = {"csi": {"driver": "disk.example.com",
                                                           "volumeHandle": "h"}}
@@ -241,6 +253,14 @@ def test_a_volume_attachment_names_exactly_one_source_and_a_csi_attacher(
         storage.create_volume_attachment(both)
     assert ("spec.source: Forbidden: must specify exactly one of inlineVolumeSpec and "
             "persistentVolumeName") in reason_and_message(refused)[2]
+
+    translated = attachment(unique, "node-1", "pv-1", "disk.example.com")
+    translated["spec"]["source"] = {"inlineVolumeSpec": {
+        "accessModes": ["ReadWriteOnce"], "csi": {"driver": "disk.example.com",
+                                                  "volumeHandle": "h"}}}
+    created = storage.create_volume_attachment(translated)
+    assert created.spec.source.inline_volume_spec.csi.volume_handle == "h"
+    storage.delete_volume_attachment(unique)
 
 
 def test_a_csi_storage_capacitys_class_and_topology_never_change(

@@ -43,6 +43,7 @@ from minikube_py.apiserver.registry.strategies.base import (
 )
 from minikube_py.apiserver.registry.strategies.fields import as_invalid, child, index, semantic
 from minikube_py.apiserver.registry.strategies.resourcenames import parse_amount, show_amount
+from minikube_py.apiserver.registry.strategies.volumes import ACCESS_MODES
 
 FS_GROUP_POLICIES = ["File", "None", "ReadWriteOnceWithFSType"]
 VOLUME_LIFECYCLE_MODES = ["Persistent", "Ephemeral"]
@@ -321,7 +322,40 @@ def _validate_source(source: Obj, path: str) -> list[FieldError]:
     if volume is not None and not volume:
         return [required(child(path, "persistentVolumeName"),
                          "must specify non empty persistentVolumeName")]
+    if inline is not None:
+        return _validate_inline_volume_spec(as_dict(inline), child(path, "inlineVolumeSpec"))
     return []
+
+
+def _validate_inline_volume_spec(spec: Obj, path: str) -> list[FieldError]:
+    """ValidatePersistentVolumeSpec for an inline volume: a CSI source without claim or
+    capacity, and access modes (the rest of a volume spec's rules are not checked here)."""
+    errors: list[FieldError] = []
+    inline_only = "may not be specified in the context of inline volumes"
+    if spec.get("claimRef") is not None:
+        errors.append(forbidden(child(path, "claimRef"), inline_only))
+    if spec.get("capacity"):
+        errors.append(forbidden(child(path, "capacity"), inline_only))
+    csi = spec.get("csi")
+    if csi is None:
+        errors.append(required(child(path, "csi"),
+                               "has to be specified in the context of inline volumes"))
+    modes = as_list(spec.get("accessModes"))
+    if not modes:
+        errors.append(required(child(path, "accessModes")))
+    for mode in modes:
+        if mode not in ACCESS_MODES:
+            errors.append(not_supported(child(path, "accessModes"), mode, ACCESS_MODES))
+    if "ReadWriteOncePod" in modes and any(m != "ReadWriteOncePod" and m in ACCESS_MODES
+                                           for m in modes):
+        errors.append(forbidden(child(path, "accessModes"),
+                                "may not use ReadWriteOncePod with other access modes"))
+    if isinstance(csi, dict):
+        csi_path = child(path, "csi")
+        errors += validate_csi_driver_name(csi.get("driver"), child(csi_path, "driver"))
+        if not csi.get("volumeHandle"):
+            errors.append(required(child(csi_path, "volumeHandle")))
+    return errors
 
 
 def _validate_volume_error(error: Any, path: str) -> list[FieldError]:
