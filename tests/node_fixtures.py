@@ -125,12 +125,16 @@ class KubeletNode:
 
 
 async def delete_node(kubeconfig: Path, name: str) -> None:
-    """Delete the Node a test's kubelet registered, as the admin (gone already is fine)."""
+    """Delete the Node a test's kubelet registered and the CSINode it owns (what the
+    garbage collector would do; these API servers run without it), as the admin (gone
+    already is fine)."""
     async with Client.from_kubeconfig(kubeconfig) as client:
-        try:
-            await client.resource("nodes").delete(name)
-        except NotFound:
-            pass
+        for resource in (client.resource("nodes"),
+                         client.resource("csinodes", "storage.k8s.io")):
+            try:
+                await resource.delete(name)
+            except NotFound:
+                pass
 
 
 @asynccontextmanager

@@ -99,6 +99,12 @@ MINIMAL: dict[str, Obj] = {
                     "name": "r"}, "subjects": SUBJECTS},
     "scheduling.k8s.io/v1/PriorityClass": {"value": 1000},
     "storage.k8s.io/v1/StorageClass": {"provisioner": "example.com/provisioner"},
+    "storage.k8s.io/v1/CSIDriver": {"spec": {}},
+    "storage.k8s.io/v1/CSINode": {"spec": {"drivers": [{"name": "NAME.example.com",
+                                                        "nodeID": "n"}]}},
+    "storage.k8s.io/v1/VolumeAttachment": {"spec": {
+        "attacher": "NAME.example.com", "nodeName": "n", "source": {"persistentVolumeName": "v"}}},
+    "storage.k8s.io/v1/CSIStorageCapacity": {"storageClassName": "standard"},
     "flowcontrol.apiserver.k8s.io/v1/FlowSchema": {"spec": {
         "priorityLevelConfiguration": {"name": "global-default"},
         "rules": [{"subjects": [{"kind": "Group", "group": {"name": "x"}}],

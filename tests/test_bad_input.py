@@ -39,6 +39,10 @@ SERVICES = "/api/v1/namespaces/{ns}/services"
 CONFIGMAPS = "/api/v1/namespaces/{ns}/configmaps"
 CLAIMS = "/api/v1/namespaces/{ns}/persistentvolumeclaims"
 STORAGE_CLASSES = "/apis/storage.k8s.io/v1/storageclasses"
+CSI_DRIVERS = "/apis/storage.k8s.io/v1/csidrivers"
+CSI_NODES = "/apis/storage.k8s.io/v1/csinodes"
+VOLUME_ATTACHMENTS = "/apis/storage.k8s.io/v1/volumeattachments"
+CSI_STORAGE_CAPACITIES = "/apis/storage.k8s.io/v1/namespaces/{ns}/csistoragecapacities"
 HPAS_V1 = "/apis/autoscaling/v1/namespaces/{ns}/horizontalpodautoscalers"
 HPAS_V2 = "/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers"
 FLOW_SCHEMAS = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas"
@@ -274,6 +278,28 @@ CASES = (
              {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
               "metadata": {"name": "bad-input-no-provisioner"}}, 422, "Invalid",
              "provisioner: Required value", "provisioner"),
+    BadInput("csi-driver-with-a-bad-name", "POST", CSI_DRIVERS,
+             {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+              "metadata": {"name": "Bad_Driver"}, "spec": {}}, 422, "Invalid",
+             'CSIDriver.storage.k8s.io "Bad_Driver" is invalid: metadata.name: Invalid value: '
+             '"Bad_Driver": a lowercase RFC 1123 subdomain must consist of', "metadata.name"),
+    BadInput("csi-node-with-a-bad-driver-name", "POST", CSI_NODES,
+             {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+              "metadata": {"name": "bad-input-node"},
+              "spec": {"drivers": [{"name": "Bad_Driver!", "nodeID": "n"}]}}, 422, "Invalid",
+             'spec.drivers[0].name: Invalid value: "Bad_Driver!": a lowercase RFC 1123 '
+             "subdomain must consist of", "spec.drivers[0].name"),
+    BadInput("csi-node-driver-without-node-id", "POST", CSI_NODES,
+             {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+              "metadata": {"name": "bad-input-node"},
+              "spec": {"drivers": [{"name": "disk.example.com", "nodeID": ""}]}}, 422,
+             "Invalid", "spec.drivers[0].nodeID: Required value", "spec.drivers[0].nodeID"),
+    BadInput("volume-attachment-without-a-source", "POST", VOLUME_ATTACHMENTS,
+             {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+              "metadata": {"name": "bad-input-attachment"},
+              "spec": {"attacher": "disk.example.com", "nodeName": "node-1", "source": {}}},
+             422, "Invalid", "spec.source: Required value: must specify exactly one of "
+             "inlineVolumeSpec and persistentVolumeName", "spec.source"),
     BadInput("claim-without-a-size", "POST", CLAIMS,
              {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
               "spec": {"accessModes": ["ReadWriteOnce"]}}, 422, "Invalid",
@@ -296,6 +322,26 @@ CASES = (
                  "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
                  "metadata": {"name": "bad-input-fixed-class"},
                  "provisioner": "example.com/disk"}),)),
+    BadInput("csi-driver-attach-required-changed", "PATCH",
+             CSI_DRIVERS + "/bad-input-fixed.example.com", {"spec": {"attachRequired": False}},
+             422, "Invalid", "spec.attachedRequired: Invalid value: false: field is immutable",
+             "spec.attachedRequired", content_type=MERGE, setup=((CSI_DRIVERS, {
+                 "apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+                 "metadata": {"name": "bad-input-fixed.example.com"}, "spec": {}}),)),
+    BadInput("volume-attachment-node-changed", "PATCH",
+             VOLUME_ATTACHMENTS + "/bad-input-fixed-attachment",
+             {"spec": {"nodeName": "node-2"}}, 422, "Invalid", "field is immutable", "spec",
+             content_type=MERGE, setup=((VOLUME_ATTACHMENTS, {
+                 "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+                 "metadata": {"name": "bad-input-fixed-attachment"},
+                 "spec": {"attacher": "disk.example.com", "nodeName": "node-1",
+                          "source": {"persistentVolumeName": "pv-1"}}}),)),
+    BadInput("csi-storage-capacity-class-changed", "PATCH",
+             CSI_STORAGE_CAPACITIES + "/fixed", {"storageClassName": "fast"}, 422, "Invalid",
+             'storageClassName: Invalid value: "fast": field is immutable', "storageClassName",
+             content_type=MERGE, setup=((CSI_STORAGE_CAPACITIES, {
+                 "apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity",
+                 "metadata": {"name": "fixed"}, "storageClassName": "standard"}),)),
     BadInput("patch-changes-pod-container-name", "PATCH", PODS + "/web",
              [{"op": "replace", "path": "/spec/containers/0/name", "value": "other"}], 422,
              "Invalid", "spec: Forbidden: pod updates may not change fields other than", "spec",

@@ -135,6 +135,21 @@ async def test_pod_serves_http_on_its_pod_ip(node, api_client, namespace):
     assert {"Pulled", "Created", "Started"} <= reasons
 
 
+async def test_the_kubelet_keeps_a_csi_node_owned_by_its_node(node, api_client):
+    async def csi_node() -> Obj | None:
+        try:
+            return await api_client.resource("csinodes", "storage.k8s.io").get(node.name)
+        except NotFound:
+            return None
+
+    created = await eventually(csi_node, what="the kubelet's CSINode")
+    registered = await api_client.resource("nodes").get(node.name)
+    assert created["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Node", "name": node.name,
+         "uid": registered["metadata"]["uid"]}]
+    assert created["spec"] == {"drivers": []}
+
+
 async def test_sync_loop_logs_each_pod_it_is_given_at_verbosity_2(
         node, api_client, namespace, caplog: pytest.LogCaptureFixture):
     with caplog.at_level(level_of(2), logger="minikube_py.kubelet.kubelet"):

@@ -194,6 +194,28 @@ def test_a_kubelet_renews_only_its_own_lease(nodes: dict[str, Path]) -> None:
         other.stderr)
 
 
+def test_a_kubelet_keeps_only_its_own_csi_node_and_reads_csi_drivers(
+        nodes: dict[str, Path]) -> None:
+    def csi_node(name: str) -> str:
+        return json.dumps({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+                           "metadata": {"name": name}, "spec": {"drivers": []}})
+
+    node_a = nodes["node-a"]
+    own = kubectl(node_a, "create", "-f", "-", stdin=csi_node("node-a"))
+    assert own.returncode == 0, own.stderr
+    assert kubectl(node_a, "get", "csinode", "node-a").returncode == 0
+    other = kubectl(node_a, "create", "-f", "-", stdin=csi_node("node-b"))
+    assert other.returncode != 0
+    assert other.stderr.strip() == (
+        'Error from server (Forbidden): error when creating "STDIN": csinodes.storage.k8s.io '
+        '"node-b" is forbidden: can only access CSINode with the same name as the requesting '
+        "node")
+    read = kubectl(node_a, "get", "csinode", "node-b")
+    assert 'cannot get resource "csinodes"' in read.stderr
+    listed = kubectl(node_a, "get", "csidrivers")
+    assert listed.returncode == 0, listed.stderr
+
+
 def test_a_kubelet_may_create_only_mirror_pods_its_node_owns(
         nodes: dict[str, Path], admin: Path) -> None:
     node_a = nodes["node-a"]

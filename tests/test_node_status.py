@@ -106,6 +106,7 @@ class Harness:
         self.pressure: dict[str, bool] = {}
         self.nodes = client.resource("nodes")
         self.leases = client.resource("leases")
+        self.csi_nodes = client.resource("csinodes", "storage.k8s.io")
 
     def manager(self, **overrides: Any) -> NodeStatusManager:
         options: dict[str, Any] = dict(
@@ -137,6 +138,8 @@ async def harness(api_client: Client) -> AsyncIterator[Harness]:
         await harness.nodes.delete(harness.name)
     with contextlib.suppress(NotFound):
         await harness.leases.delete(harness.name, NODE_LEASE_NAMESPACE)
+    with contextlib.suppress(NotFound):
+        await harness.csi_nodes.delete(harness.name)
 
 
 async def test_registration_creates_the_node_with_labels_capacity_and_conditions(
@@ -326,6 +329,36 @@ async def _uid(harness: Harness, unlike: str | None = None) -> str | None:
         uid = (await harness.node())["metadata"]["uid"]
         return uid if uid != unlike else None
     return None
+
+
+# -- the CSINode --------------------------------------------------------------------------
+
+
+async def test_a_sync_creates_the_nodes_csi_node_owned_by_it_without_drivers(
+        harness: Harness, kubectl: Kubectl) -> None:
+    await harness.manager().sync_node_status()
+
+    node = await harness.node()
+    csi_node = await harness.csi_nodes.get(harness.name)
+    assert csi_node["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Node", "name": harness.name,
+         "uid": node["metadata"]["uid"]}]
+    assert csi_node["spec"] == {"drivers": []}
+    row = kubectl("get", "csinode", harness.name, "--no-headers").stdout.split()
+    assert row[:2] == [harness.name, "0"]
+
+
+async def test_an_existing_csi_node_is_left_as_it_is(harness: Harness) -> None:
+    await harness.csi_nodes.create({
+        "apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": harness.name},
+        "spec": {"drivers": [{"name": "disk.example.com", "nodeID": harness.name}]}})
+    manager = harness.manager()
+    await manager.sync_node_status()
+
+    stored = await harness.csi_nodes.get(harness.name)
+    assert [d["name"] for d in stored["spec"]["drivers"]] == ["disk.example.com"]
+    assert "ownerReferences" not in stored["metadata"]
+    assert manager.csi_node_initialized
 
 
 # -- the Lease ----------------------------------------------------------------------------

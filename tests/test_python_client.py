@@ -654,18 +654,18 @@ def test_nodes_and_services_read_back_into_the_clients_models(
 
 def test_a_kind_not_built_yet_is_a_not_found_that_says_so(api_client: client.ApiClient,
                                                             namespace: str) -> None:
-    """CSIDrivers are upstream's and not built here: the client gets upstream's 404
-    NotFound, and its message tells the student why instead of leaving them to guess."""
+    """VolumeAttributesClasses are upstream's and not built here: the client gets
+    upstream's 404 NotFound, and its message tells the student why instead of leaving them
+    to guess."""
     storage = client.StorageV1Api(api_client)
-    driver = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
-              "metadata": {"name": "fast.example.com"}, "spec": {}}
+    attributes = {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttributesClass",
+                  "metadata": {"name": "gold"}, "driverName": "fast.example.com"}
     with pytest.raises(ApiException) as refused:
-        storage.create_csi_driver(driver)
+        storage.create_volume_attributes_class(attributes)
     status = json.loads(refused.value.body)
     assert (refused.value.status, status["reason"]) == (404, "NotFound")
     assert status["message"].startswith("the server could not find the requested resource (")
-    assert ("CSI drivers, CSI nodes, volume attachments and attributes classes are not built "
-            "in minikube-py") in status["message"]
+    assert "volume attributes classes are not built in minikube-py" in status["message"]
     with pytest.raises(ApiException) as unknown:  # a group nobody serves: upstream's words
         client.CustomObjectsApi(api_client).list_namespaced_custom_object(
             "example.com", "v1", namespace, "widgets")

@@ -67,13 +67,6 @@ def cluster_scoped(kubectl: Kubectl) -> Iterator[list[str]]:
         kubectl("delete", name, "--ignore-not-found", "--wait=false", check=False)
 
 
-def test_api_resources_lists_storage_classes_with_kubectls_short_name(kubectl: Kubectl) -> None:
-    out = kubectl("api-resources", "--api-group=storage.k8s.io", "--no-headers").stdout
-
-    assert [line.split() for line in out.strip().splitlines()] == [
-        ["storageclasses", "sc", "storage.k8s.io/v1", "false", "StorageClass"]]
-
-
 def test_a_storage_class_reclaims_with_delete_and_binds_immediately_unless_told(
         kubectl: Kubectl, unique: str, cluster_scoped: list[str]) -> None:
     cluster_scoped += [f"sc/{unique}-plain", f"sc/{unique}-local"]

@@ -164,6 +164,11 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", True, ("netpol",)),
     # storage.k8s.io/v1
     Resource("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, ("sc",)),
+    Resource("storage.k8s.io", "v1", "CSIDriver", "csidrivers", False),
+    Resource("storage.k8s.io", "v1", "CSINode", "csinodes", False, subresources=("status",)),
+    Resource("storage.k8s.io", "v1", "VolumeAttachment", "volumeattachments", False,
+             subresources=("status",)),
+    Resource("storage.k8s.io", "v1", "CSIStorageCapacity", "csistoragecapacities", True),
     # rbac.authorization.k8s.io/v1 (stored; the API server does not enforce it yet)
     # questions answered by the authorizer and never stored (authorization.py)
     Resource("authorization.k8s.io", "v1", "SelfSubjectAccessReview",

@@ -10,6 +10,7 @@ node into containers over CRI and reports how they are. Read in this order:
 
     node_status.py, lease.py    the Node object and its heartbeat Lease
                                 (kubelet_node_status.go, nodelease/controller.go)
+    csinode.py                  the node's CSINode (volume/csi/nodeinfomanager)
     pod_workers.py              one task per pod (pod_workers.go)
     pleg.py                     notice what changed in the runtime (pleg/generic.go)
     kuberuntime.py              GetPodStatus, SyncPod, KillPod over CRI

@@ -10,6 +10,8 @@ Upstream pkg/kubelet/kubelet_node_status.go and pkg/kubelet/nodestatus/setters.g
                       only when something besides heartbeat times changed, or when 5 min
                       passed since the last write (the Lease is the frequent heartbeat).
       Node deleted    the GET answers 404: register again.
+      CSINode         once the Node exists, the node's CSINode too (csinode.py), tried
+                      again on each sync until it is there.
 
     setters, in upstream's order (each fills one part of node.status):
       addresses      InternalIP (the node IP) and Hostname
@@ -53,6 +55,7 @@ from minikube_py.client.errors import AlreadyExists, ClientError, Conflict, NotF
 from minikube_py.client.rest import Client
 from minikube_py.cri import CRIError, RuntimeService, RuntimeUnavailable
 from minikube_py.gen.cri import api_pb2
+from minikube_py.kubelet.csinode import initialize_csi_node
 from minikube_py.kubelet.eviction import Threshold, existing_ancestor, read_meminfo
 from minikube_py.lifecycle import wait_for_event
 
@@ -299,6 +302,7 @@ class NodeStatusManager:
                  clock: Callable[[], datetime] = utc_now, max_pods: int = MAX_PODS,
                  update_frequency: float = NODE_STATUS_UPDATE_FREQUENCY,
                  report_frequency: float = NODE_STATUS_REPORT_FREQUENCY) -> None:
+        self.client = client
         self.nodes = client.resource("nodes")
         self.node_name = node_name
         self.runtime = runtime
@@ -315,6 +319,7 @@ class NodeStatusManager:
         self.allocatable = node_allocatable(self.capacity, kube_reserved, system_reserved,
                                             eviction_hard)
         self.registered = False
+        self.csi_node_initialized = False
         self._runtime_name = "unknown"
         self._runtime_errors_seen: list[str] = []  # what the last answered status said
         self._last_runtime_sync: datetime | None = None  # when the runtime last answered
@@ -344,7 +349,19 @@ class NodeStatusManager:
         """syncNodeStatus: register first if needed, then update the status."""
         if not self.registered:
             await self.register()
+        if not self.csi_node_initialized:
+            await self.initialize_csi_node()
         await self.update_status()
+
+    async def initialize_csi_node(self) -> None:
+        """The CSI plugin's start: the node's CSINode exists (a failure is logged and
+        tried again at the next sync, without holding up the Node's status)."""
+        try:
+            await initialize_csi_node(self.client, self.node_name)
+        except ClientError as error:
+            log.warning("node %s: initializing CSINode: %s", self.node_name, error)
+            return
+        self.csi_node_initialized = True
 
     # -- registration -------------------------------------------------------------------
 

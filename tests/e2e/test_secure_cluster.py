@@ -16,11 +16,13 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from minikube_py.security import pki
+from tests.api_helpers import until
 from tests.test_cluster_cli import kubectl, launcher, leftovers
 
 pytestmark = pytest.mark.slow
@@ -159,6 +161,23 @@ def test_each_node_joined_with_the_token_and_earned_its_own_certificate(cluster:
     who = as_user(cluster, "node-1", "auth", "whoami", "-o",
                   "jsonpath={.status.userInfo.username}")
     assert who.stdout == "system:node:node-1", who.stderr
+
+
+def test_each_kubelet_made_its_nodes_csi_node_with_its_own_identity(cluster: Path) -> None:
+    """The Node authorizer and NodeRestriction let a kubelet create its own CSINode: each
+    Node gets one, owned by it."""
+    nodes = json.loads(kubectl(cluster, "get", "nodes", "-o", "json").stdout)["items"]
+    uids = {node["metadata"]["name"]: node["metadata"]["uid"] for node in nodes}
+
+    def csi_nodes() -> dict[str, list[Any]] | None:
+        items = json.loads(kubectl(cluster, "get", "csinodes", "-o", "json").stdout)["items"]
+        found = {item["metadata"]["name"]: item["metadata"].get("ownerReferences")
+                 for item in items}
+        return found if set(found) == set(uids) else None
+
+    owners = until(csi_nodes, what="a CSINode for each node")
+    assert owners == {name: [{"apiVersion": "v1", "kind": "Node", "name": name, "uid": uid}]
+                      for name, uid in uids.items()}
 
 
 def test_etcd_speaks_tls_to_its_own_cas_clients_only(cluster: Path, tmp_path: Path) -> None:

@@ -2589,6 +2589,121 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
             'z': 0,
         },
     },
+    'storage.k8s.io/v1/CSIDriver': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'spec': {
+            'o': {
+                'tokenRequests': {
+                    'l': {
+                        'audience': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+    },
+    'storage.k8s.io/v1/CSINode': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'spec': {
+            'o': {
+                'drivers': {
+                    'l': {
+                        'name': {
+                            'z': '',
+                        },
+                        'nodeID': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'status': {
+            'o': {
+                'storageHealth': {
+                    'l': {
+                        'name': {
+                            'z': '',
+                        },
+                        'healthConditions': {
+                            'l': {
+                                'status': {
+                                    'z': '',
+                                },
+                                'reason': {
+                                    'z': '',
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
+    'storage.k8s.io/v1/CSIStorageCapacity': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'storageClassName': {
+            'z': '',
+        },
+    },
     'storage.k8s.io/v1/StorageClass': {
         'metadata': {
             'o': {
@@ -2621,6 +2736,48 @@ ALWAYS_WRITTEN: dict[str, dict[str, Any]] = {
                             'z': '',
                         },
                     },
+                },
+            },
+        },
+    },
+    'storage.k8s.io/v1/VolumeAttachment': {
+        'metadata': {
+            'o': {
+                'ownerReferences': {
+                    'l': {
+                        'apiVersion': {
+                            'z': '',
+                        },
+                        'kind': {
+                            'z': '',
+                        },
+                        'name': {
+                            'z': '',
+                        },
+                        'uid': {
+                            'z': '',
+                        },
+                    },
+                },
+            },
+        },
+        'spec': {
+            'o': {
+                'attacher': {
+                    'z': '',
+                },
+                'source': {
+                    'o': {},
+                },
+                'nodeName': {
+                    'z': '',
+                },
+            },
+        },
+        'status': {
+            'o': {
+                'attached': {
+                    'z': False,
                 },
             },
         },

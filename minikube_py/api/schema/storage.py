@@ -1,4 +1,5 @@
-"""core/v1 PersistentVolumeClaim and PersistentVolume, storage.k8s.io/v1 StorageClass.
+"""core/v1 PersistentVolumeClaim and PersistentVolume; storage.k8s.io/v1 StorageClass and
+the CSI kinds (CSIDriver, CSINode, VolumeAttachment, CSIStorageCapacity).
 
 Upstream: k8s.io/api/core/v1/types.go and k8s.io/api/storage/v1/types.go. The claim
 spec lives in volume.py, since ephemeral volumes embed it.
@@ -9,6 +10,8 @@ from __future__ import annotations
 from minikube_py.api.schema.dsl import (
     ANY,
     BOOLEAN,
+    INTEGER,
+    QUANTITY,
     QUANTITY_MAP,
     STRING,
     STRING_MAP,
@@ -16,8 +19,10 @@ from minikube_py.api.schema.dsl import (
     f,
     merged,
     obj,
+    set_of,
 )
 from minikube_py.api.schema.meta import (
+    LABEL_SELECTOR,
     TIME,
     api_object,
 )
@@ -166,4 +171,130 @@ STORAGE_CLASS = api_object(
     provisioner=f(STRING, "The provisioner's name.", required=True),
     reclaimPolicy=f(STRING, "Delete (default) or Retain, for provisioned volumes."),
     volumeBindingMode=f(STRING, "Immediate (default) or WaitForFirstConsumer."),
+)
+
+TOKEN_REQUEST = obj(
+    f"{STORAGE}.TokenRequest",
+    "A service account token the kubelet passes to the driver on mount.",
+    audience=f(STRING, "Intended audience of the token; empty: the API server's.",
+               required=True),
+    expirationSeconds=f(INTEGER, "Validity of the token, in seconds."),
+)
+
+CSI_DRIVER_SPEC = obj(
+    f"{STORAGE}.CSIDriverSpec",
+    "How Kubernetes works with a CSI driver.",
+    attachRequired=f(BOOLEAN, "Whether volumes need an attach (ControllerPublishVolume) "
+                     "before mount. Immutable."),
+    fsGroupPolicy=f(STRING, "ReadWriteOnceWithFSType (default), File or None: when the "
+                    "pod's fsGroup changes the volume's ownership."),
+    nodeAllocatableUpdatePeriodSeconds=f(INTEGER, "How often the kubelet refreshes the "
+                                         "driver's allocatable volume count."),
+    podInfoOnMount=f(BOOLEAN, "Whether the kubelet passes the pod's name, namespace and uid "
+                     "on mount."),
+    preventPodSchedulingIfMissing=f(BOOLEAN, "Whether pods wait for the driver to be on "
+                                    "their node."),
+    requiresRepublish=f(BOOLEAN, "Whether NodePublishVolume is called again periodically."),
+    seLinuxMount=f(BOOLEAN, "Whether the driver supports the -o context mount option."),
+    serviceAccountTokenInSecrets=f(BOOLEAN, "Whether service account tokens are passed in "
+                                   "the secrets field instead of the volume context."),
+    storageCapacity=f(BOOLEAN, "Whether scheduling considers the driver's "
+                      "CSIStorageCapacity objects."),
+    tokenRequests=atomic(TOKEN_REQUEST, "Service account tokens the driver needs."),
+    volumeLifecycleModes=set_of(STRING, "Persistent (default) and/or Ephemeral. Immutable."),
+)
+
+CSI_DRIVER = api_object(
+    f"{STORAGE}.CSIDriver",
+    "A CSI volume driver deployed on the cluster; its name is the driver's name.",
+    spec=f(CSI_DRIVER_SPEC, "How the driver is used.", required=True),
+)
+
+CSI_NODE_DRIVER = obj(
+    f"{STORAGE}.CSINodeDriver",
+    "One CSI driver installed on the node.",
+    allocatable=f(obj(
+        f"{STORAGE}.VolumeNodeResources",
+        "Volume limits of a driver on a node.",
+        count=f(INTEGER, "Most volumes of this driver on the node."),
+    ), "Volume resources available on the node."),
+    name=f(STRING, "The driver's name.", required=True),
+    nodeID=f(STRING, "The node's id as the driver knows it.", required=True),
+    topologyKeys=atomic(STRING, "Topology labels the driver supports."),
+)
+
+STORAGE_HEALTH_CONDITION = obj(
+    f"{STORAGE}.StorageHealthCondition",
+    "An adverse condition of a storage backend.",
+    accessMode=f(STRING, "Access mode affected; unset: all."),
+    lastTransitionTime=f(TIME, "When the condition appeared."),
+    message=f(STRING, "Human-readable details."),
+    reason=f(STRING, "CamelCase reason.", required=True),
+    status=f(STRING, "StorageUnreachable or StorageDegraded.", required=True),
+    volumeMode=f(STRING, "Volume mode affected; unset: both."),
+)
+
+CSI_NODE = api_object(
+    f"{STORAGE}.CSINode",
+    "The CSI drivers installed on a node; its name is the node's name.",
+    spec=f(obj(
+        f"{STORAGE}.CSINodeSpec",
+        "The CSI drivers on the node.",
+        drivers=merged(CSI_NODE_DRIVER, "The drivers on the node.", key="name",
+                       required=True),
+    ), "The drivers on the node.", required=True),
+    status=f(obj(
+        f"{STORAGE}.CSINodeStatus",
+        "Health of storage on the node.",
+        storageHealth=merged(obj(
+            f"{STORAGE}.StorageHealth",
+            "Backend health reported by one driver.",
+            healthConditions=atomic(STORAGE_HEALTH_CONDITION, "Adverse conditions."),
+            name=f(STRING, "The driver's name.", required=True),
+        ), "Backend health, by driver.", key="name"),
+    ), "Storage health on the node."),
+)
+
+VOLUME_ERROR = obj(
+    f"{STORAGE}.VolumeError",
+    "An error of an attach or detach.",
+    errorCode=f(INTEGER, "The gRPC code of the error."),
+    message=f(STRING, "The error, safe to log."),
+    time=f(TIME, "When the error happened."),
+)
+
+VOLUME_ATTACHMENT = api_object(
+    f"{STORAGE}.VolumeAttachment",
+    "The intent to attach a volume to a node, and its outcome.",
+    spec=f(obj(
+        f"{STORAGE}.VolumeAttachmentSpec",
+        "What to attach where. Immutable.",
+        attacher=f(STRING, "The driver that must attach the volume.", required=True),
+        nodeName=f(STRING, "The node to attach the volume to.", required=True),
+        source=f(obj(
+            f"{STORAGE}.VolumeAttachmentSource",
+            "The volume to attach: exactly one of its fields.",
+            inlineVolumeSpec=f(PERSISTENT_VOLUME_SPEC, "An inline volume of a pod, "
+                               "translated to a volume spec."),
+            persistentVolumeName=f(STRING, "The persistent volume to attach."),
+        ), "The volume to attach.", required=True),
+    ), "What to attach where.", required=True),
+    status=f(obj(
+        f"{STORAGE}.VolumeAttachmentStatus",
+        "The outcome of the attach, written by the attacher.",
+        attachError=f(VOLUME_ERROR, "The last attach error."),
+        attached=f(BOOLEAN, "Whether the volume is attached.", required=True),
+        attachmentMetadata=f(STRING_MAP, "What the attacher returned, for the mount."),
+        detachError=f(VOLUME_ERROR, "The last detach error."),
+    ), "The outcome of the attach."),
+)
+
+CSI_STORAGE_CAPACITY = api_object(
+    f"{STORAGE}.CSIStorageCapacity",
+    "The capacity a CSI driver reports for one storage class in one topology segment.",
+    capacity=f(QUANTITY, "Available capacity; unset: unknown."),
+    maximumVolumeSize=f(QUANTITY, "Largest volume that can be created."),
+    nodeTopology=f(LABEL_SELECTOR, "The nodes that can reach this storage."),
+    storageClassName=f(STRING, "The storage class the capacity is for. Immutable.",
+                       required=True),
 )

@@ -4,6 +4,8 @@ A kubelet authenticates as `system:node:<name>` in the group `system:nodes`. It 
 
     read, write its status, and so on, with the fixed rules every kubelet needs
         (NodeRules: nodes, pods, pods/status, events, leases, services, reviews...)
+    get, update, patch or delete its own CSINode (create any: the name is checked by
+        NodeRestriction, since a create names no object yet)
     get a Secret, ConfigMap, PersistentVolumeClaim, PersistentVolume or ServiceAccount,
     or ask for a ServiceAccount's token, only when a pod bound to it uses that object
         (the graph: node <- pod -> secret / configmap / claim -> volume / account)
@@ -64,7 +66,9 @@ NODE_RULES = (
     _rule(["create", "get", "list", "watch"], ["certificates.k8s.io"],
           ["certificatesigningrequests"]),
     _rule(["get", "list", "watch"], ["node.k8s.io"], ["runtimeclasses"]),
+    _rule(["get", "watch", "list"], ["storage.k8s.io"], ["csidrivers"]),
 )
+CSI_NODE_VERBS = ("get", "create", "update", "patch", "delete")
 
 
 def node_name(user: UserInfo) -> str | None:
@@ -91,6 +95,8 @@ class NodeAuthorizer:
             return Decision(False)
         resource = attributes.resource + (
             f"/{attributes.subresource}" if attributes.subresource else "")
+        if (attributes.api_group, attributes.resource) == ("storage.k8s.io", "csinodes"):
+            return self.authorize_csi_node(node, attributes)
         verbs = GRAPH_RESOURCES.get((attributes.api_group, resource))
         if verbs is None:
             allowed = any(rule.allows(attributes) for rule in NODE_RULES)
@@ -105,6 +111,18 @@ class NodeAuthorizer:
             return Decision(True)
         return Decision(False, f"no relationship found between node '{node}' and this "
                                "object")
+
+    @staticmethod
+    def authorize_csi_node(node: str, attributes: Attributes) -> Decision:
+        """authorizeCSINode: its own CSINode, no subresource."""
+        if attributes.verb not in CSI_NODE_VERBS:
+            return Decision(False, "can only get, create, update, patch, or delete a CSINode")
+        if attributes.subresource:
+            return Decision(False, "cannot authorize CSINode subresources")
+        if attributes.verb != "create" and attributes.name != node:
+            return Decision(False, "can only access CSINode with the same name as the "
+                                   "requesting node")
+        return Decision(True)
 
     def rules_for(self, user: UserInfo, namespace: str) -> list[Rule]:
         return list(NODE_RULES) if node_name(user) is not None else []

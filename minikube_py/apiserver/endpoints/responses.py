@@ -40,7 +40,7 @@ def json_response(
 # yet"): a request for one gets the NotFound upstream answers for an unknown resource,
 # with a message that says so, instead of leaving a student to guess.
 NOT_BUILT_YET = {
-    "storage.k8s.io": "CSI drivers, CSI nodes, volume attachments and attributes classes",
+    "storage.k8s.io": "volume attributes classes",
 }
 
 

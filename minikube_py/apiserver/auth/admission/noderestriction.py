@@ -15,6 +15,7 @@ for requests from a node (`system:node:<name>` in `system:nodes`), narrows that 
     persistentvolumeclaims/status  (a resize the kubelet finishes) only the capacity,
                  the conditions and the allocated resources and their statuses
     leases       in kube-node-lease, only the lease named after it
+    csinodes     only the CSINode named after it
 
 Everyone else passes untouched.
 """
@@ -43,7 +44,7 @@ class NodeRestriction(Plugin):
     def handles(self, attributes: Attributes) -> bool:
         return (attributes.operation in self.operations
                 and node_name(attributes.user) is not None
-                and attributes.resource.group in ("", "coordination.k8s.io"))
+                and attributes.resource.group in ("", "coordination.k8s.io", "storage.k8s.io"))
 
     async def validate(self, attributes: Attributes) -> None:
         node = node_name(attributes.user)
@@ -59,6 +60,10 @@ class NodeRestriction(Plugin):
             if attributes.namespace == NODE_LEASE_NAMESPACE and attributes.name != node:
                 raise _forbidden(attributes, "can only access node lease with the same name "
                                              "as the requesting node")
+        elif attributes.is_resource("storage.k8s.io", "csinodes"):
+            if attributes.name != node:
+                raise _forbidden(attributes, "can only access CSINode with the same name as "
+                                             "the requesting node")
 
     def _node(self, node: str, attributes: Attributes) -> None:
         if attributes.name != node:

@@ -28,6 +28,7 @@ from minikube_py.apiserver.endpoints.tables import (
     autoscaling_columns,
     batch_columns,
     config_columns,
+    csi_columns,
     event_columns,
     flowcontrol_columns,
     networking_columns,
@@ -124,6 +125,15 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ),
     ("storage.k8s.io", "storageclasses"): Printer(
         storage_columns.STORAGE_CLASS_COLUMNS, storage_columns.print_storage_class
+    ),
+    ("storage.k8s.io", "csidrivers"): Printer(
+        csi_columns.CSI_DRIVER_COLUMNS, csi_columns.print_csi_driver
+    ),
+    ("storage.k8s.io", "csinodes"): Printer(
+        csi_columns.CSI_NODE_COLUMNS, csi_columns.print_csi_node
+    ),
+    ("storage.k8s.io", "volumeattachments"): Printer(
+        csi_columns.VOLUME_ATTACHMENT_COLUMNS, csi_columns.print_volume_attachment
     ),
     ("networking.k8s.io", "networkpolicies"): Printer(
         networking_columns.NETWORK_POLICY_COLUMNS, networking_columns.print_network_policy

@@ -45,6 +45,12 @@ from minikube_py.apiserver.registry.strategies.core import (
     SecretStrategy,
     ServiceAccountStrategy,
 )
+from minikube_py.apiserver.registry.strategies.csi import (
+    CSIDriverStrategy,
+    CSINodeStrategy,
+    CSIStorageCapacityStrategy,
+    VolumeAttachmentStrategy,
+)
 from minikube_py.apiserver.registry.strategies.events import EventStrategy, EventsV1EventStrategy
 from minikube_py.apiserver.registry.strategies.flowcontrol import (
     FlowSchemaStrategy,
@@ -114,6 +120,10 @@ STRATEGIES: dict[tuple[str, str], type[KindStrategy]] = {
     ("networking.k8s.io", "IngressClass"): IngressClassStrategy,
     ("networking.k8s.io", "NetworkPolicy"): NetworkPolicyStrategy,
     ("storage.k8s.io", "StorageClass"): StorageClassStrategy,
+    ("storage.k8s.io", "CSIDriver"): CSIDriverStrategy,
+    ("storage.k8s.io", "CSINode"): CSINodeStrategy,
+    ("storage.k8s.io", "VolumeAttachment"): VolumeAttachmentStrategy,
+    ("storage.k8s.io", "CSIStorageCapacity"): CSIStorageCapacityStrategy,
     ("rbac.authorization.k8s.io", "Role"): RoleStrategy,
     ("rbac.authorization.k8s.io", "ClusterRole"): ClusterRoleStrategy,
     ("rbac.authorization.k8s.io", "RoleBinding"): RoleBindingStrategy,
