@@ -36,6 +36,7 @@ from selenium.webdriver.support.wait import WebDriverWait
 
 from minikube_py.client.kubeconfig import ClientConfig
 from minikube_py.client.rest import Client
+from minikube_py.cluster.addons import NAMESPACE, PROXY_PATH, SERVICE
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.process import free_port
 from minikube_py.scheduler.config import default_configuration
@@ -644,18 +645,21 @@ def test_events_list_is_live_and_filters_by_object(
 @pytest.fixture
 def deployed(apiserver: APIServerProcess, dashboard: tuple[str, int],
              kubeconfig: Path, tmp_path: Path) -> Iterator[Path]:
-    """The dashboard behind kube-system/dashboard, as a cluster runs it; a
-    MINIKUBE_PY_HOME whose kubeconfig names the shared API server."""
+    """The dashboard behind kubernetes-dashboard/kubernetes-dashboard, as a cluster runs
+    it; a MINIKUBE_PY_HOME whose kubeconfig (only) names the shared API server."""
     base = apiserver.url
     address, port = dashboard
-    call(base, "POST", "/api/v1/namespaces/kube-system/services", {
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "dashboard"},
+    with contextlib.suppress(AssertionError):  # made by an earlier test
+        call(base, "POST", "/api/v1/namespaces", {
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    call(base, "POST", f"/api/v1/namespaces/{NAMESPACE}/services", {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": SERVICE},
         "spec": {"ports": [{"port": 80, "targetPort": port}]}})
     try:
-        call(base, "POST", "/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices", {
+        call(base, "POST", f"/apis/discovery.k8s.io/v1/namespaces/{NAMESPACE}/endpointslices", {
             "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
             "metadata": {"name": "dashboard-1",
-                         "labels": {"kubernetes.io/service-name": "dashboard"}},
+                         "labels": {"kubernetes.io/service-name": SERVICE}},
             "addressType": "IPv4", "endpoints": [{"addresses": [address]}],
             "ports": [{"name": "", "port": port, "protocol": "TCP"}]})
         home = tmp_path / "home"
@@ -663,8 +667,8 @@ def deployed(apiserver: APIServerProcess, dashboard: tuple[str, int],
         (home / "kubeconfig").write_text(kubeconfig.read_text())
         yield home
     finally:
-        for path in ("/api/v1/namespaces/kube-system/services/dashboard",
-                     "/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices/"
+        for path in (f"/api/v1/namespaces/{NAMESPACE}/services/{SERVICE}",
+                     f"/apis/discovery.k8s.io/v1/namespaces/{NAMESPACE}/endpointslices/"
                      "dashboard-1"):
             try:
                 call(base, "DELETE", path)
@@ -692,7 +696,8 @@ def test_minikube_py_dashboard_prints_a_url_that_opens_the_live_view_through_a_l
     url = process.stdout.readline().strip()
     assert url.startswith("http://127.0.0.1:"), (url, process.stderr.read() if
                                                   process.poll() is not None else "")
-    assert url.endswith("/api/v1/namespaces/kube-system/services/dashboard/proxy/")
+    assert url.endswith("/api/v1/namespaces/kubernetes-dashboard/services/"
+                        "http:kubernetes-dashboard:/proxy/")
 
     browser.get_log("browser")
     browser.get(url)
@@ -719,8 +724,9 @@ def test_minikube_py_dashboard_says_in_one_line_when_the_cluster_has_no_dashboar
     assert result.returncode == 1
     assert result.stderr.strip() == (
         "error: the dashboard is not deployed in this cluster (no Service "
-        "kube-system/dashboard); run it with `python -m minikube_py.dashboard` behind such "
-        "a Service")
+        "kubernetes-dashboard/kubernetes-dashboard), and this home holds only a kubeconfig, "
+        "no minikube-py cluster to deploy it in: run `python -m minikube_py.dashboard` "
+        "behind such a Service")
     assert result.stdout == ""
 
 
@@ -739,8 +745,7 @@ def test_mkctl_trace_web_prints_each_traces_link_which_opens_it_as_swimlanes(
     result = mkctl(deployed / "kubeconfig", "trace", "pod/web-1", "-n", namespace,
                    f"--traces-url={trace_receiver}", "--web")
     assert result.returncode == 0, result.stderr
-    assert result.stdout == (f"{apiserver.url}/api/v1/namespaces/kube-system/services/"
-                             f"dashboard/proxy/#trace/{trace_id}\n")
+    assert result.stdout == f"{apiserver.url}{PROXY_PATH}#trace/{trace_id}\n"
 
     browser.get_log("browser")
     browser.get(result.stdout.strip())
@@ -761,8 +766,8 @@ def test_mkctl_trace_web_says_in_one_line_when_the_cluster_has_no_dashboard(
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr == (
         "error: the dashboard is not deployed in this cluster (no Service "
-        "kube-system/dashboard); run it with `python -m minikube_py.dashboard` behind such "
-        "a Service\n")
+        "kubernetes-dashboard/kubernetes-dashboard); `minikube-py dashboard` deploys it in a "
+        "minikube-py cluster\n")
     result = mkctl(kubeconfig, "trace", "pod/web-1", "--web", "--follow")
     assert (result.returncode, result.stderr) == (1, "error: --web cannot be used with "
                                                      "--follow\n")

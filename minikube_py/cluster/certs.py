@@ -27,6 +27,10 @@ does not change, and the ServiceAccount key signs tokens that must stay good):
         metrics          CN system:metrics-server
         provisioner      CN system:local-path-provisioner
         gateway          CN system:minikube-py-gateway
+        dashboard        CN system:serviceaccount:kubernetes-dashboard:kubernetes-dashboard,
+                         O system:serviceaccounts, system:serviceaccounts:kubernetes-dashboard
+                         (the dashboard add-on, cluster/addons.py: the ServiceAccount
+                         upstream's dashboard runs as)
     kubeconfigs/control-plane.conf          the control-plane node's kubelet (`up --layout
                                             kubeadm`): CN system:node:control-plane, issued
                                             at once, as kubeadm init's kubelet.conf
@@ -52,6 +56,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from minikube_py.apiserver.storage.etcd import EtcdTLS
+from minikube_py.cluster.addons import DASHBOARD_GROUPS, DASHBOARD_USER
 from minikube_py.cluster.etcd import EtcdServingTLS
 from minikube_py.cluster.kubeconfig import CLUSTER_NAME
 from minikube_py.process import LOOPBACK
@@ -67,6 +72,7 @@ IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "metrics": ("system:metrics-server", ()),
     "provisioner": ("system:local-path-provisioner", ()),
     "gateway": ("system:minikube-py-gateway", ()),
+    "dashboard": (DASHBOARD_USER, DASHBOARD_GROUPS),
 }
 KUBELET_CLIENT = ("kube-apiserver-kubelet-client", ("system:masters",))
 KUBERNETES_SERVICE_IP = "10.96.0.1"
@@ -160,9 +166,8 @@ class ClusterCertificates:
             pki.issue(ca, "service-accounts", client=True).write(self.pki, "sa-pair")
             (self.pki / "sa-pair.key").replace(self.service_account_key)
             (self.pki / "sa-pair.crt").unlink()
-        for who, (user, groups) in IDENTITIES.items():  # fresh at every `up`: same CA
-            self._write_kubeconfig(who, server_url, pki.issue(
-                ca, user, organizations=groups, client=True))
+        for who in IDENTITIES:  # fresh at every `up`: same CA
+            self.issue_kubeconfig(who, server_url, ca)
         self._ensure_etcd()
         for node, address in nodes.items():
             cert, _ = self.kubelet_serving(node)
@@ -170,6 +175,15 @@ class ClusterCertificates:
                 (self.pki / node).mkdir(exist_ok=True)
                 pki.issue(ca, node, dns_names=(node,), ip_addresses=(address,),
                           server=True).write(self.pki / node, "kubelet")
+
+    def issue_kubeconfig(self, who: str, server_url: str, ca: pki.KeyPair | None = None
+                         ) -> Path:
+        """A new certificate and kubeconfig for one of IDENTITIES (an add-on enabled on a
+        cluster made before its identity was)."""
+        user, groups = IDENTITIES[who]
+        self._write_kubeconfig(who, server_url, pki.issue(
+            ca or self._ca(), user, organizations=groups, client=True))
+        return self.kubeconfig(who)
 
     def ensure_node_kubeconfig(self, node: str, server_url: str) -> Path:
         """kubeadm init's kubelet.conf for the node it runs on: CN system:node:<node>,

@@ -13,7 +13,8 @@ where the nodes reach it. State lives in ~/.minikube-py (or $MINIKUBE_PY_HOME):
     nodes/node-N/         the node's containerd and kubelet
     images/               the shipped images, loaded into the nodes and pushed to the registry
     registry/             the image registry's storage (docker.io, registry.k8s.io, localhost)
-    cluster.json          the ports in use, the nodes and their pod CIDRs
+    cluster.json          the ports in use, the nodes and their pod CIDRs, the add-ons
+                          enabled (addons.py)
     kubeconfig            what kubectl and the Python client use
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -32,12 +34,21 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from minikube_py.client.errors import ClientError
 from minikube_py.client.kubeconfig import KubeconfigError, load_kubeconfig
 from minikube_py.client.logs import setup_logging
+from minikube_py.cluster.addons import (
+    ADDONS,
+    add_addons_command,
+    addons_of,
+    apply_dashboard,
+    remove_dashboard,
+)
 from minikube_py.cluster.apiserver import APIServerProcess, ServingTLS
 from minikube_py.cluster.certs import ClusterCertificates
 from minikube_py.cluster.components import (
     ControllerManagerProcess,
+    DashboardProcess,
     DNSProcess,
     GatewayProcess,
     HollowNodesProcess,
@@ -107,7 +118,7 @@ from minikube_py.process import (
 DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443,
                  "controller-manager": 10257, "scheduler": 10259, "registry": 5000,
                  "dns": 10053, "dns-metrics": 9153, "hollow-nodes": 10251, "metrics": 4443,
-                 "tracing": 4318, "provisioner": 10262, "gateway": 10263}
+                 "tracing": 4318, "provisioner": 10262, "gateway": 10263, "dashboard": 9090}
 NODE_PORTS = {"kubelet": 10250, "kubelet-healthz": 10248, "proxy-healthz": 10256,
               "proxy-metrics": 10249}
 """Upstream's ports, on each node's own address: every node has a network of its own."""
@@ -115,7 +126,7 @@ NODE_PORTS = {"kubelet": 10250, "kubelet-healthz": 10248, "proxy-healthz": 10256
 # reverse order. A node's component is named node-N/<component>.
 STAGES = (("registry", "etcd", "tracing", "haproxy"), ("apiserver",),
           ("controller-manager", "scheduler", "containerd", "proxy", "dns", "metrics",
-           "provisioner", "gateway"),
+           "provisioner", "gateway", "dashboard"),
           ("kubelet", "hollow-nodes"))
 COMPONENTS = tuple(name for stage in STAGES for name in stage)
 NODE_COMPONENTS = ("containerd", "kubelet", "proxy")
@@ -345,6 +356,12 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
             extra_args=flags("kubelet")[:1], **files("hollow-nodes"))
     if network is None or runtime_missing() is not None:
         return processes
+    if "dashboard" in addons_of(cluster):
+        # the dashboard add-on (addons.py), a host process in both layouts: the API
+        # server's service proxy reaches it on the bridge's address
+        processes["dashboard"] = DashboardProcess(
+            kubeconfig_of("dashboard"), address=address, port=ports["dashboard"],
+            extra_args=flags("dashboard")[:1], **files("dashboard"))
     if not kubeadm:
         # cluster DNS publishes itself as the kube-dns Service's endpoint at the bridge's
         # address: pods reach it there, the proxies' rules send 10.96.0.10 to it
@@ -684,6 +701,8 @@ async def _start(state: Path, name: str, process: ComponentProcess, started: flo
         certs = ClusterCertificates(state)
         await join_node(join_info(state, certs.kubeconfig("admin"), certs.ca_file),
                         process.bootstrap_kubeconfig)
+    if isinstance(process, DashboardProcess):  # its role first: it syncs before it serves
+        await apply_dashboard(state / "kubeconfig", process.address, process.port)
     await process.start()
     if name == "registry":
         assert isinstance(process, RegistryProcess)
@@ -731,6 +750,86 @@ def down(args: argparse.Namespace) -> None:
     if args.purge and state.exists():
         shutil.rmtree(state)
         print(f"deleted {state}")
+
+
+def cluster_running(state: Path, cluster: dict[str, Any]) -> bool:
+    """Whether the cluster in `state` runs: its API server (in the kubeadm layout, the
+    control-plane node's kubelet, which runs it)."""
+    if not (state / "cluster.json").exists():
+        return False
+    known = components(state, cluster)
+    running = known.get("apiserver") or known.get(f"{CONTROL_PLANE}/kubelet")
+    return running is not None and running.adopt()
+
+
+def set_addon(name: str, enabled: bool) -> None:
+    """`addons enable|disable NAME`: remember it in cluster.json, start its component and
+    make its objects (or stop it and delete them), and restart the supervisor, which
+    watches what cluster.json lists."""
+    state = home()
+    if name not in ADDONS:
+        fail(f"no add-on named {name!r}; add-ons: {', '.join(ADDONS)}")
+    cluster = _saved_cluster(state)
+    if not cluster_running(state, cluster):
+        fail(f"no running cluster in {state}: `minikube-py up` first")
+    if cluster_network(cluster) is None or runtime_missing() is not None:
+        fail(f"the {name} add-on is reached on the nodes' bridge, and this cluster has no "
+             f"nodes: {runtime_missing() or 'it was made where none could run'}")
+    before = components(state, cluster)
+    cluster.setdefault("addons", {})[name] = enabled
+    ports = cluster["ports"]
+    if name not in ports:  # a cluster made before the add-on was
+        ports[name] = DEFAULT_PORTS[name] if not port_in_use(DEFAULT_PORTS[name]) else (
+            free_port())
+    certs = ClusterCertificates(state)
+    if enabled and cluster.get("secure") and not certs.kubeconfig(name).exists():
+        certs.issue_kubeconfig(name, apiserver_url(cluster))
+    (state / "cluster.json").write_text(json.dumps(cluster, indent=2))
+    try:
+        asyncio.run(_switch_addon(state, name, before.get(name),
+                                  components(state, cluster).get(name)))
+    except ComponentProcessError as error:
+        fail(f"{error}; see {state / 'logs' / f'{name}.log'}")
+    except (ClientError, OSError) as error:
+        fail(f"cannot reach the cluster's API server: {error}")
+    print(f"{name}: {'enabled' if enabled else 'disabled'}", flush=True)
+
+
+async def _switch_addon(state: Path, name: str, running: ComponentProcess | None,
+                        wanted: ComponentProcess | None) -> None:
+    """Start `wanted` (or stop `running` and delete the add-on's objects) while the
+    supervisor is stopped; then start it again, reading the new cluster.json."""
+    supervisor = supervisor_process(state)
+    supervised = supervisor.adopt()
+    if supervised:
+        await supervisor.stop()
+    try:
+        if wanted is not None:
+            await _start(state, name, wanted, time.monotonic())
+        else:
+            if running is not None:
+                await _stop(name, running)
+            await remove_dashboard(state / "kubeconfig")
+    finally:
+        if supervised:
+            await supervisor.start()
+
+
+def deploy_dashboard(state: Path) -> None:
+    """What `minikube-py dashboard` does first in a minikube-py cluster: enable the
+    dashboard add-on unless it is enabled and runs (a home with only a kubeconfig, of
+    another cluster, is left as it is). Its progress goes to stderr: stdout is the URL's."""
+    if not (state / "cluster.json").exists():
+        return
+    cluster = _saved_cluster(state)
+    dashboard = components(state, cluster).get("dashboard")
+    if dashboard is not None and dashboard.adopt():
+        return
+    if not cluster_running(state, cluster):
+        fail(f"no running cluster in {state}: `minikube-py up` first")
+    print("enabling the dashboard add-on ...", file=sys.stderr, flush=True)
+    with contextlib.redirect_stdout(sys.stderr):
+        set_addon("dashboard", True)
 
 
 def supervisor_process(state: Path) -> SupervisorProcess:
@@ -1002,7 +1101,9 @@ def main(argv: list[str] | None = None) -> None:
                         ).set_defaults(run=etcdctl_env)
     add_etcd_bump_revision_command(commands)
     add_image_command(commands, home)
-    add_dashboard_command(commands, home)
+    add_dashboard_command(commands, home, deploy_dashboard)
+    add_addons_command(commands, set_addon,
+                       lambda: addons_of(_saved_cluster(home())))
     add_ssh_command(commands, home, lambda: node_networks(_saved_cluster(home())))
     add_token_command(commands, home)
     add_join_command(commands, home, down=stop)

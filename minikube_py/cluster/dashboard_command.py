@@ -1,13 +1,16 @@
 """`minikube-py dashboard [--url] [--port N]`: the dashboard in a browser, as
 `minikube dashboard` opens it.
 
-    1. the cluster's kubeconfig ($MINIKUBE_PY_HOME/kubeconfig): the Service
-       kube-system/dashboard must be there
-    2. a local proxy on 127.0.0.1 (client/apiproxy.py, like `kubectl proxy`), passing on
+    1. the dashboard add-on enabled, unless it runs (cluster/addons.py): the dashboard
+       started as a component of the cluster, behind the Service
+       kubernetes-dashboard/kubernetes-dashboard; the cluster must be running
+    2. the cluster's kubeconfig ($MINIKUBE_PY_HOME/kubeconfig): that Service must be there
+    3. a local proxy on 127.0.0.1 (client/apiproxy.py, like `kubectl proxy`), passing on
        only GETs of that Service's proxy path
-    3. the URL through it: .../api/v1/namespaces/kube-system/services/dashboard/proxy/,
-       printed, and opened in a browser unless --url
-    4. the proxy serves until Ctrl-C
+    4. the URL through it, upstream's: .../api/v1/namespaces/kubernetes-dashboard/
+       services/http:kubernetes-dashboard:/proxy/, printed, and opened in a browser
+       unless --url
+    5. the proxy serves until Ctrl-C
 
 No port is opened but the proxy's, on loopback; the dashboard itself is reached through
 the API server's service proxy, with the kubeconfig's credentials.
@@ -27,10 +30,7 @@ from minikube_py.client.apiproxy import APIProxy
 from minikube_py.client.errors import ClientError, NotFound
 from minikube_py.client.kubeconfig import KubeconfigError
 from minikube_py.client.rest import Client
-
-NAMESPACE = "kube-system"
-SERVICE = "dashboard"
-PROXY_PATH = f"/api/v1/namespaces/{NAMESPACE}/services/{SERVICE}/proxy/"
+from minikube_py.cluster.addons import NAMESPACE, PROXY_PATH, SERVICE
 
 
 async def serve(kubeconfig: Path, port: int, open_browser: bool) -> None:
@@ -40,8 +40,9 @@ async def serve(kubeconfig: Path, port: int, open_browser: bool) -> None:
             await client.resource("services").get(SERVICE, NAMESPACE)
         except NotFound:
             sys.exit(f"error: the dashboard is not deployed in this cluster (no Service "
-                     f"{NAMESPACE}/{SERVICE}); run it with `python -m minikube_py.dashboard` "
-                     f"behind such a Service")
+                     f"{NAMESPACE}/{SERVICE}), and this home holds only a kubeconfig, no "
+                     f"minikube-py cluster to deploy it in: run `python -m "
+                     f"minikube_py.dashboard` behind such a Service")
         except ClientError as error:
             sys.exit(f"error: cannot reach the cluster's API server: {error}")
         proxy = APIProxy(client, PROXY_PATH, port)
@@ -58,11 +59,13 @@ async def serve(kubeconfig: Path, port: int, open_browser: bool) -> None:
             await proxy.stop()
 
 
-def dashboard_command(args: argparse.Namespace, home: Callable[[], Path]) -> None:
+def dashboard_command(args: argparse.Namespace, home: Callable[[], Path],
+                      deploy: Callable[[Path], None]) -> None:
     kubeconfig = home() / "kubeconfig"
     if not kubeconfig.is_file():
         sys.exit(f"error: no cluster in {home()} ({kubeconfig} is missing): "
                  "run `minikube-py up` first")
+    deploy(home())
     try:
         asyncio.run(serve(kubeconfig, args.port, open_browser=not args.url))
     except KubeconfigError as error:
@@ -72,13 +75,15 @@ def dashboard_command(args: argparse.Namespace, home: Callable[[], Path]) -> Non
 
 
 def add_dashboard_command(commands: argparse._SubParsersAction[argparse.ArgumentParser],
-                          home: Callable[[], Path]) -> None:
-    """Add `dashboard` to the minikube-py command line."""
+                          home: Callable[[], Path], deploy: Callable[[Path], None]) -> None:
+    """Add `dashboard` to the minikube-py command line; `deploy(home)` enables the
+    dashboard add-on of the cluster in home where it does not run."""
     command = commands.add_parser(
-        "dashboard", help="open the dashboard through a local proxy to the API server")
+        "dashboard", help="open the dashboard through a local proxy to the API server "
+                          "(enabling its add-on first when it does not run)")
     command.add_argument("--url", action="store_true",
                          help="only print the URL, do not open a browser (the proxy serves "
                               "until Ctrl-C either way)")
     command.add_argument("--port", type=int, default=0,
                          help="the local proxy's port on 127.0.0.1 (default: a free one)")
-    command.set_defaults(run=partial(dashboard_command, home=home))
+    command.set_defaults(run=partial(dashboard_command, home=home, deploy=deploy))

@@ -15,6 +15,7 @@ and each request's path through the components, in a browser.
         events.js     the Events, filtered by object
         dom.js        making SVG and HTML elements; an animation per watch event
 
-It opens no port of its own to the outside: users reach it through the API server's
-service proxy (`minikube-py dashboard` runs a local proxy, like `kubectl proxy`).
+Users reach it through the API server's service proxy, at upstream's path (the Service
+kubernetes-dashboard/kubernetes-dashboard, where `minikube-py dashboard` deploys it);
+`minikube-py dashboard` runs a local proxy to it, like `kubectl proxy`.
 """

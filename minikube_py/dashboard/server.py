@@ -12,7 +12,8 @@ the trace receiver's answers passed on.
     GET /healthz
 
 Every URL the page uses is relative, so the same page works at / and behind the API
-server's service proxy (/api/v1/namespaces/kube-system/services/dashboard/proxy/).
+server's service proxy (/api/v1/namespaces/kubernetes-dashboard/services/
+http:kubernetes-dashboard:/proxy/).
 Server-Sent Events rather than a WebSocket: a plain streamed GET, which the service
 proxy passes on as it is.
 """

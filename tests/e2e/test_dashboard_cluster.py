@@ -1,117 +1,164 @@
-"""The dashboard on a real `up --nodes 2` cluster with make up's example (examples/hello),
-in Debian's chromium through `minikube-py dashboard`'s local proxy: both nodes and the
-example's pods are drawn, `kubectl scale` changes the drawing, the Deployment's trace has
-the components' lanes in time order, and the scheduler panel lists every node.
+"""The dashboard add-on on a real `up --nodes 2` cluster with make up's example
+(examples/hello). On the fresh cluster, `minikube-py dashboard --url` deploys it (as
+`minikube dashboard` enables its add-on) and prints upstream's URL; in Debian's chromium
+through that local proxy both nodes and the example's pods are drawn, `kubectl scale`
+changes the drawing, the Deployment's trace has the components' lanes in time order, and
+the scheduler panel lists every node. Then, on the same cluster: the Service is there, the
+page answers through the API server's service proxy with the kubeconfig's credentials, the
+dashboard's own user may read what it draws and nothing else (upstream's role: no
+secrets, no writes), `down` and `up` start it again, `mkctl trace --web` links into it, and
+`addons disable dashboard` removes it.
 
-`up` does not start the dashboard yet: the test runs it on the bridge address with the
-admin kubeconfig, behind kube-system/dashboard, as tests/test_dashboard.py does on a bare
-API server. It finds the trace receiver as `mkctl trace` does (kube-public/
+The dashboard finds the trace receiver as `mkctl trace` does (kube-public/
 minikube-py-tracing, which `up` publishes).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 
+from minikube_py.cluster.addons import NAMESPACE, PROXY_PATH, SERVICE
 from tests.test_cluster_cli import kubectl, launcher
 from tests.test_dashboard import (
     assert_no_errors,
     browser,  # noqa: F401 - the fixture
     drawn,
-    running_dashboard,
     wait_for,
 )
 
 pytestmark = pytest.mark.slow
 
-BRIDGE = "172.18.0.1"  # the control plane's address on the nodes' bridge
+DASHBOARD_USER = f"system:serviceaccount:{NAMESPACE}:{SERVICE}"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "hello"
 
 
-def apply(home: Path, obj: dict[str, Any]) -> None:
-    command = Path(sys.executable).with_name("kubectl")
-    subprocess.run([str(command), f"--kubeconfig={home / 'kubeconfig'}", "apply", "-f", "-"],
-                   input=json.dumps(obj), capture_output=True, text=True, check=True,
-                   timeout=60)
-
-
-def test_the_dashboard_draws_a_real_cluster_its_changes_and_a_deployments_path(
-        fast_tmp: Path, tmp_path: Path, browser: WebDriver,  # noqa: F811
-        processes: Callable[..., subprocess.Popen[Any]]) -> None:
+@pytest.fixture(scope="module")
+def home(fast_tmp: Path) -> Iterator[Path]:
+    """A fresh `up --nodes 2` cluster running the example; `down --purge` at the end."""
     home = fast_tmp / "dashboard-home"
     launcher(home, "up", "--nodes", "2")
     try:
         kubectl(home, "apply", "-f", str(EXAMPLE))
         kubectl(home, "rollout", "status", "deployment/hello", "--timeout=120s")
-        with running_dashboard(home / "kubeconfig", tmp_path / "dashboard.log",
-                               BRIDGE) as port:
-            apply(home, {"apiVersion": "v1", "kind": "Service",
-                         "metadata": {"name": "dashboard", "namespace": "kube-system"},
-                         "spec": {"ports": [{"port": 80, "targetPort": port}]}})
-            apply(home, {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-                         "metadata": {"name": "dashboard-1", "namespace": "kube-system",
-                                      "labels": {"kubernetes.io/service-name": "dashboard"}},
-                         "addressType": "IPv4", "endpoints": [{"addresses": [BRIDGE]}],
-                         "ports": [{"name": "", "port": port, "protocol": "TCP"}]})
-            proxy = processes([sys.executable, "-m", "minikube_py.cluster", "dashboard",
-                               "--url"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env={**os.environ, "MINIKUBE_PY_HOME": str(home)})
-            assert proxy.stdout is not None
-            url = proxy.stdout.readline().strip()
-            assert url.startswith("http://127.0.0.1:"), url
-            shots: list[Path] = []
-
-            def screenshot(name: str) -> None:
-                shots.append(tmp_path / f"{name}.png")
-                browser.save_screenshot(str(shots[-1]))
-                print(f"screenshot: {shots[-1]}")
-
-            try:
-                browser.get_log("browser")
-                browser.get(url)
-                hello = 'rect.pod[data-name^="default/hello-"]'
-                wait_for(browser, lambda d: len(drawn(d, f"{hello}.Running")) == 3,
-                         "the example's 3 pods, Running")
-                screenshot("cluster")
-                assert {g.get_attribute("data-name") for g in drawn(browser, "g.node")} >= {
-                    "node-1", "node-2"}
-                assert {r.get_attribute("data-node") for r in drawn(browser, hello)} <= {
-                    "node-1", "node-2"}
-
-                kubectl(home, "scale", "deployment/hello", "--replicas=4")
-                wait_for(browser, lambda d: len(drawn(d, hello)) == 4, "a 4th pod drawn")
-                screenshot("scaled")
-
-                browser.get(f"{url}#trace/deployments/default/hello")
-                wait_for(browser, lambda d: len(drawn(d, "#swimlanes g.span")) > 10,
-                         "the Deployment's trace")
-                lanes = [g.get_attribute("data-service")
-                         for g in drawn(browser, "#swimlanes g.lane")]
-                screenshot("trace")
-                print("lanes:", lanes)
-                first = {name: next(i for i, lane in enumerate(lanes) if lane.startswith(name))
-                         for name in ("kube-apiserver", "kube-controller-manager",
-                                      "kube-scheduler", "kubelet", "kube-proxy")}
-                assert (first["kube-apiserver"] < first["kube-controller-manager"]
-                        < first["kube-scheduler"] < first["kubelet"]), lanes
-
-                pod = drawn(browser, hello)[0].get_attribute("data-name").split("/")[1]
-                browser.get(f"{url}#scheduler/default/{pod}")
-                rows = wait_for(browser, lambda d: drawn(d, ".decision-table tr[data-node]"),
-                                "the scheduler's decision")
-                screenshot("scheduler")
-                assert {r.get_attribute("data-node") for r in rows} == {"node-1", "node-2"}
-                assert_no_errors(browser)
-            finally:
-                screenshot("last")
+        yield home
     finally:
         launcher(home, "down", "--purge", check=False)
+
+
+def test_minikube_py_dashboard_deploys_it_and_draws_the_cluster_its_changes_and_a_path(
+        home: Path, tmp_path: Path, browser: WebDriver,  # noqa: F811
+        processes: Callable[..., subprocess.Popen[Any]]) -> None:
+    assert "dashboard" not in launcher(home, "status", check=False).stdout
+    proxy = processes([sys.executable, "-m", "minikube_py.cluster", "dashboard", "--url"],
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                      env={**os.environ, "MINIKUBE_PY_HOME": str(home)})
+    assert proxy.stdout is not None and proxy.stderr is not None
+    url = proxy.stdout.readline().strip()
+    assert url.startswith("http://127.0.0.1:") and url.endswith(PROXY_PATH), (
+        url, proxy.stderr.read() if proxy.poll() is not None else "")
+    shots: list[Path] = []
+
+    def screenshot(name: str) -> None:
+        shots.append(tmp_path / f"{name}.png")
+        browser.save_screenshot(str(shots[-1]))
+        print(f"screenshot: {shots[-1]}")
+
+    try:
+        browser.get_log("browser")
+        browser.get(url)
+        hello = 'rect.pod[data-name^="default/hello-"]'
+        wait_for(browser, lambda d: len(drawn(d, f"{hello}.Running")) == 3,
+                 "the example's 3 pods, Running")
+        screenshot("cluster")
+        assert {g.get_attribute("data-name") for g in drawn(browser, "g.node")} >= {
+            "node-1", "node-2"}
+        assert {r.get_attribute("data-node") for r in drawn(browser, hello)} <= {
+            "node-1", "node-2"}
+
+        kubectl(home, "scale", "deployment/hello", "--replicas=4")
+        wait_for(browser, lambda d: len(drawn(d, hello)) == 4, "a 4th pod drawn")
+        screenshot("scaled")
+
+        browser.get(f"{url}#trace/deployments/default/hello")
+        wait_for(browser, lambda d: len(drawn(d, "#swimlanes g.span")) > 10,
+                 "the Deployment's trace")
+        lanes = [g.get_attribute("data-service")
+                 for g in drawn(browser, "#swimlanes g.lane")]
+        screenshot("trace")
+        print("lanes:", lanes)
+        first = {name: next(i for i, lane in enumerate(lanes) if lane.startswith(name))
+                 for name in ("kube-apiserver", "kube-controller-manager",
+                              "kube-scheduler", "kubelet", "kube-proxy")}
+        assert (first["kube-apiserver"] < first["kube-controller-manager"]
+                < first["kube-scheduler"] < first["kubelet"]), lanes
+
+        pod = drawn(browser, hello)[0].get_attribute("data-name").split("/")[1]
+        browser.get(f"{url}#scheduler/default/{pod}")
+        rows = wait_for(browser, lambda d: drawn(d, ".decision-table tr[data-node]"),
+                        "the scheduler's decision")
+        screenshot("scheduler")
+        assert {r.get_attribute("data-node") for r in rows} == {"node-1", "node-2"}
+        assert_no_errors(browser)
+    finally:
+        screenshot("last")
+
+
+def serves_the_page(home: Path) -> None:
+    """The page, through the API server's service proxy, with the kubeconfig's
+    credentials (kubectl's)."""
+    page = kubectl(home, "get", "--raw", PROXY_PATH).stdout
+    assert "<title>minikube-py dashboard</title>" in page, page[:500]
+
+
+def can_i(home: Path, *question: str) -> str:
+    answer = kubectl(home, "auth", "can-i", *question, f"--as={DASHBOARD_USER}", check=False)
+    return answer.stdout.strip()
+
+
+def test_the_dashboard_addon_has_its_service_a_read_only_user_and_comes_back_after_down(
+        home: Path) -> None:
+    enabled = launcher(home, "addons", "enable", "dashboard")  # enabled already: kept
+    assert enabled.stdout.splitlines()[-1] == "dashboard: enabled", enabled.stdout
+    listed = kubectl(home, "get", "svc", "-n", NAMESPACE, "-o", "name").stdout.split()
+    assert listed == [f"service/{SERVICE}"]
+    serves_the_page(home)
+
+    # it runs as its own user, whom upstream's role lets read what the page draws only
+    pid = (home / "run" / "dashboard.pid").read_text().split()[0]
+    assert "kubeconfigs/dashboard.conf" in Path(f"/proc/{pid}/cmdline").read_text()
+    for question in (("list", "pods"), ("watch", "nodes"), ("get", "services"),
+                     ("list", "endpointslices.discovery.k8s.io"), ("watch", "events")):
+        assert can_i(home, *question) == "yes", question
+    for question in (("get", "secrets", "-n", NAMESPACE), ("list", "secrets"),
+                     ("delete", "pods"), ("create", "deployments.apps"),
+                     ("update", "services", "-n", NAMESPACE), ("list", "configmaps")):
+        assert can_i(home, *question) == "no", question
+
+    # remembered: `down` stops it, `up` starts it again
+    down = launcher(home, "down")
+    assert "stopped dashboard" in down.stdout, down.stdout
+    up = launcher(home, "up")
+    assert "dashboard: ready" in up.stdout, up.stdout
+    serves_the_page(home)
+    web = subprocess.run([sys.executable, "-m", "minikube_py.mkctl",
+                          f"--kubeconfig={home / 'kubeconfig'}", "trace", "deploy/hello",
+                          "--web"], capture_output=True, text=True, timeout=60)
+    assert web.returncode == 0, web.stderr
+    assert web.stdout.split("\n")[0].split("#")[0].endswith(PROXY_PATH), web.stdout
+
+    # disabled: stopped, its user's role and its Service gone, and listed so
+    disabled = launcher(home, "addons", "disable", "dashboard")
+    assert disabled.stdout.splitlines()[-1] == "dashboard: disabled", disabled.stdout
+    assert "dashboard:" not in launcher(home, "status", check=False).stdout
+    assert kubectl(home, "get", "clusterrole", SERVICE, check=False).returncode == 1
+    assert can_i(home, "list", "pods") == "no"
+    assert kubectl(home, "get", "svc", SERVICE, "-n", NAMESPACE, check=False).returncode == 1
+    assert launcher(home, "addons", "list").stdout.split()[:2] == ["dashboard", "disabled"]

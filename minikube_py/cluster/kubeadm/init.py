@@ -307,8 +307,9 @@ async def run_init(config: InitConfiguration, processes: dict[str, ComponentProc
         cluster_dns=config.cluster_dns, images=images, tracing_endpoint=tracing_endpoint,
         verbosity=config.verbosity, extra_config=config.extra_config)))
     await ensure_default_storage_class(admin)
-    if "provisioner" in processes:
-        await start("provisioner")
+    for name in ("provisioner", "dashboard"):  # host processes, in both layouts
+        if name in processes:
+            await start(name)
     await asyncio.gather(*(start(name) for name in processes
                            if kind_of(name) in ("kubelet", "hollow-nodes")
                            and name not in firsts))

@@ -15,7 +15,7 @@ as one timeline (docs/tracing.md).
        until interrupted; for an object that does not exist yet, the life to come;
        --web: each trace's link into the dashboard instead, its page's own link
        (#trace/<trace id>) under the API server's service proxy path of
-       kube-system/dashboard, the URL `minikube-py dashboard` opens
+       kubernetes-dashboard/kubernetes-dashboard, the URL `minikube-py dashboard` opens
 """
 
 from __future__ import annotations
@@ -38,8 +38,10 @@ from minikube_py.mkctl.printers import timeline
 from minikube_py.mkctl.tracelife import Follower, Life
 from minikube_py.tracing import context as tracing_context
 
+DASHBOARD = ("kubernetes-dashboard", "kubernetes-dashboard")
+"""The dashboard's Service, where `minikube-py dashboard` deploys it (upstream's)."""
+
 PUBLISHED = ("kube-public", "minikube-py-tracing")
-DASHBOARD = ("kube-system", "dashboard")
 
 
 def _target(inv: Invocation) -> tuple[str, str]:
@@ -84,9 +86,10 @@ def dashboard_url(inv: Invocation) -> str:
         if error.code != 404:
             raise
         raise MkctlError(f"the dashboard is not deployed in this cluster (no Service "
-                         f"{namespace}/{name}); run it with `python -m "
-                         f"minikube_py.dashboard` behind such a Service") from None
-    return f"{inv.client.base_url}/api/v1/namespaces/{namespace}/services/{name}/proxy/"
+                         f"{namespace}/{name}); `minikube-py dashboard` deploys it in "
+                         f"a minikube-py cluster") from None
+    return (f"{inv.client.base_url}/api/v1/namespaces/{namespace}/services/"
+            f"http:{name}:/proxy/")
 
 
 def _open(url: str, timeout: float | None) -> Any:

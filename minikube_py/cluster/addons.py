@@ -1,0 +1,155 @@
+"""`minikube-py addons enable | disable | list`: what a cluster runs on request, as
+minikube's add-ons. One so far, the dashboard, which `minikube-py dashboard` also enables
+(as `minikube dashboard` does).
+
+    dashboard   `python -m minikube_py.dashboard`, a host component like the provisioner
+                (logs/dashboard.log, run/dashboard.pid, restarted by the supervisor) on
+                the bridge's address, port 9090; in the cluster, what minikube's add-on
+                applies (objects below), made as the admin:
+        Namespace kubernetes-dashboard
+        ServiceAccount kubernetes-dashboard    the dashboard's certificate names it
+                                               (kubeconfigs/dashboard.conf), so RBAC and
+                                               `kubectl auth can-i --as` see one user
+        ClusterRole + ClusterRoleBinding kubernetes-dashboard
+                                               get, list, watch of what the page draws;
+                                               no secrets, no writes
+        Service kubernetes-dashboard           port 80, no selector; its EndpointSlice
+                                               names the dashboard's address and port, so
+                                               the API server's service proxy reaches it
+
+Enabled add-ons are remembered in cluster.json ("addons"): `up` starts them again and
+`down` stops them; `disable` stops the component and deletes its objects.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+
+from minikube_py.api import Obj
+from minikube_py.client.errors import AlreadyExists, NotFound
+from minikube_py.client.rest import Client
+
+NAMESPACE = "kubernetes-dashboard"
+SERVICE = "kubernetes-dashboard"
+PROXY_PATH = f"/api/v1/namespaces/{NAMESPACE}/services/http:{SERVICE}:/proxy/"
+"""The page through the API server's service proxy, as `minikube dashboard` opens it."""
+ADDONS = {"dashboard": "the dashboard: `minikube-py dashboard` opens it"}
+RBAC = "rbac.authorization.k8s.io"
+DASHBOARD_USER = f"system:serviceaccount:{NAMESPACE}:{SERVICE}"
+DASHBOARD_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}")
+"""The dashboard's certificate: the ServiceAccount upstream's Deployment runs as, with the
+groups a ServiceAccount token carries."""
+SLICE = f"{SERVICE}-host"
+MANAGED_BY = "addons.minikube-py.io"
+LABELS = {"k8s-app": SERVICE, "addonmanager.kubernetes.io/mode": "Reconcile",
+          "app.kubernetes.io/managed-by": "minikube-py"}
+READ = ["get", "list", "watch"]
+DASHBOARD_RULES: list[Obj] = [
+    {"apiGroups": [""], "resources": ["nodes", "pods", "services", "events"], "verbs": READ},
+    {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": READ},
+]
+"""What the page draws (dashboard/hub.py's KINDS). The trace receiver's ConfigMap in
+kube-public every signed-in user may read already (cluster/tracestore.py)."""
+
+
+def addons_of(cluster: dict[str, object]) -> set[str]:
+    """The add-ons cluster.json says are enabled."""
+    saved = cluster.get("addons")
+    return {name for name, on in saved.items() if on} if isinstance(saved, dict) else set()
+
+
+def dashboard_objects(address: str, port: int) -> list[tuple[str, str, Obj]]:
+    """(group, plural, object) of the dashboard add-on, in the order they are made (the
+    EndpointSlice's owner, the Service, is made before it)."""
+    def meta(name: str, namespaced: bool = True) -> Obj:
+        return {"name": name, "labels": dict(LABELS),
+                **({"namespace": NAMESPACE} if namespaced else {})}
+
+    return [
+        ("", "namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                            "metadata": meta(NAMESPACE, namespaced=False)}),
+        ("", "serviceaccounts", {"apiVersion": "v1", "kind": "ServiceAccount",
+                                 "metadata": meta(SERVICE)}),
+        (RBAC, "clusterroles", {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole",
+                                "metadata": meta(SERVICE, namespaced=False),
+                                "rules": DASHBOARD_RULES}),
+        (RBAC, "clusterrolebindings", {
+            "apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding",
+            "metadata": meta(SERVICE, namespaced=False),
+            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": SERVICE},
+            "subjects": [{"kind": "ServiceAccount", "name": SERVICE,
+                          "namespace": NAMESPACE}]}),
+        ("", "services", {"apiVersion": "v1", "kind": "Service", "metadata": meta(SERVICE),
+                          "spec": {"ports": [{"port": 80, "protocol": "TCP",
+                                              "targetPort": port}]}}),
+        ("discovery.k8s.io", "endpointslices", {
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {**meta(SLICE), "labels": {
+                **LABELS, "kubernetes.io/service-name": SERVICE,
+                "endpointslice.kubernetes.io/managed-by": MANAGED_BY}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [address], "conditions": {
+                "ready": True, "serving": True, "terminating": False}}],
+            "ports": [{"name": "", "port": port, "protocol": "TCP"}]}),
+    ]
+
+
+async def apply_dashboard(kubeconfig: Path, address: str, port: int) -> None:
+    """Make the dashboard's objects that are missing; point its EndpointSlice at
+    address:port and its role at today's rules (either may have changed since)."""
+    async with Client.from_kubeconfig(kubeconfig, user_agent="minikube-py-addons") as client:
+        owner: Obj = {}
+        for group, plural, obj in dashboard_objects(address, port):
+            api = client.resource(plural, group or None)
+            namespace = obj["metadata"].get("namespace")
+            if plural == "endpointslices":
+                obj["metadata"]["ownerReferences"] = [{
+                    "apiVersion": "v1", "kind": "Service", "name": SERVICE,
+                    "uid": owner["metadata"]["uid"]}]
+            try:
+                made = await api.create(obj, namespace)
+            except AlreadyExists:
+                made = await api.get(obj["metadata"]["name"], namespace)
+                if plural in ("clusterroles", "endpointslices"):
+                    obj["metadata"]["resourceVersion"] = made["metadata"]["resourceVersion"]
+                    made = await api.update(obj)
+            if plural == "services":
+                owner = made
+
+
+async def remove_dashboard(kubeconfig: Path) -> None:
+    """Delete the dashboard's objects: its role, its Service at once (the API server's
+    proxy stops reaching it), then its namespace with what else is in it."""
+    async with Client.from_kubeconfig(kubeconfig, user_agent="minikube-py-addons") as client:
+        for plural in ("clusterrolebindings", "clusterroles"):
+            with contextlib.suppress(NotFound):
+                await client.resource(plural, RBAC).delete(SERVICE)
+        with contextlib.suppress(NotFound):
+            await client.resource("services").delete(SERVICE, NAMESPACE)
+        with contextlib.suppress(NotFound):
+            await client.resource("namespaces").delete(NAMESPACE)
+
+
+def add_addons_command(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+                       set_addon: Callable[[str, bool], None],
+                       enabled: Callable[[], set[str]]) -> None:
+    """Add `addons enable | disable NAME` and `addons list` to the command line.
+    `set_addon(name, on)` enables or disables one in the running cluster; `enabled()`
+    reads which are."""
+    addons = commands.add_parser("addons", help="enable or disable add-ons (the dashboard)")
+    actions = addons.add_subparsers(dest="action", required=True)
+    for verb, on in (("enable", True), ("disable", False)):
+        action = actions.add_parser(verb, help=f"{verb} an add-on of the running cluster")
+        action.add_argument("name", help=f"one of: {', '.join(ADDONS)}")
+        action.set_defaults(run=lambda args, on=on: set_addon(args.name, on))
+    actions.add_parser("list", help="each add-on and whether it is enabled").set_defaults(
+        run=lambda _args: list_addons(enabled()))
+
+
+def list_addons(enabled: set[str]) -> None:
+    """One line per add-on: its name, enabled or disabled, what it is."""
+    for name, what in ADDONS.items():
+        print(f"{name:<12}{'enabled' if name in enabled else 'disabled':<10}{what}")
