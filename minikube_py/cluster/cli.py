@@ -193,20 +193,25 @@ def requested_network(state: Path) -> dict[str, str]:
         ClusterNetwork(prefix, str(network))
     except NodeNetworkError as error:
         fail(f"{NETWORK_PREFIX_ENV}: {error}")
+    return {"prefix": prefix, "nodeNetwork": str(network)}
+
+
+def refuse_overlap_with_running(network: ClusterNetwork, state: Path) -> None:
+    """Fail when the node network's range overlaps that of another prefix's running
+    cluster (each owner file names its home, whose cluster.json has the range)."""
     for owner_of in NETWORK_OWNERS.glob("*owner") if NETWORK_OWNERS.is_dir() else ():
         other_prefix = owner_of.name.removesuffix("owner")
         try:
             other_home = Path(owner_of.read_text().strip())
-            other = _saved_cluster(other_home).get("network") or {}
-            theirs = ipaddress.IPv4Network(other.get("nodeNetwork", DEFAULT_NODE_NETWORK))
-        except (OSError, ValueError):
+            saved = json.loads((other_home / "cluster.json").read_text())
+            theirs = ClusterNetwork(other_prefix, saved["network"]["nodeNetwork"])
+        except (OSError, ValueError, KeyError, TypeError, NodeNetworkError):
             continue
-        if (other_prefix != prefix and theirs.overlaps(network)
-                and running_owner(ClusterNetwork(other_prefix, str(theirs)), state)):
-            fail(f"the node network {network} overlaps {theirs}, the network of the cluster "
-                 f"in {other_home}, which is running: set {NODE_NETWORK_ENV} to another "
-                 "range")
-    return {"prefix": prefix, "nodeNetwork": str(network)}
+        if (other_prefix != network.prefix and theirs.network.overlaps(network.network)
+                and running_owner(theirs, state)):
+            fail(f"the node network {network.network} overlaps {theirs.network}, the network "
+                 f"of the cluster in {other_home}, which is running: set {NODE_NETWORK_ENV} "
+                 "to another range")
 
 
 def is_default_network(cluster: dict[str, Any]) -> bool:
@@ -571,6 +576,8 @@ def up(args: argparse.Namespace) -> None:
     if network is not None and (other := running_owner(network, state)) is not None:
         fail(f"the node network {network.prefix}* is the network of the cluster in {other}, "
              f"which is running: stop it first (MINIKUBE_PY_HOME={other} minikube-py down)")
+    if network is not None and not saved.get("network"):
+        refuse_overlap_with_running(network, state)
     for sub in ("logs", "run"):
         (state / sub).mkdir(parents=True, exist_ok=True)
     if args.tracing_endpoint and not args.tracing_endpoint.startswith(("http://", "https://")):
