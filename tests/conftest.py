@@ -119,16 +119,20 @@ async def etcd_client(etcd: EtcdProcess) -> AsyncIterator[EtcdClient]:
 # (LANE_B_NETWORK: another prefix and range, free ports, pod CIDRs from the upper half).
 # Lane B holds modules that reach their cluster only through its API server, its nodes
 # and its pods: the host's Service and load-balancer routes stay lane A's, and whatever
-# changes the host for all (dockerd's iptables and FORWARD policy, compose, `mk-`
-# addresses written into a test) stays in lane A. Everything else starts servers of its
-# own on free ports, named by its pid, and may run beside anything.
+# changes the host for all (dockerd's iptables and FORWARD policy, compose) or writes
+# `mk-` names and 172.18.0.x addresses into its checks stays in lane A (dockerd and
+# compose may run beside lane B: its bridge's own FORWARD rules keep it working). A new
+# cluster test module goes in CLUSTER_TESTS (lane A); in LANE_B_TESTS only when it needs
+# none of that and finds its node network with network_prefix() / node_network() of
+# tests/test_cluster_cli.py. Everything else starts servers of its own on free ports,
+# named by its pid, and may run beside anything.
 CLUSTER_TESTS = ("tests/e2e/", "tests/test_cluster_cli.py", "tests/test_lab_readmes.py",
                  "tests/test_docker_coexist.py", "tests/test_compose_up.py",
                  "tests/test_join.py",
                  "tests/test_benchmark_smoke.py::test_cluster_up_benchmark",
                  "tests/test_benchmark_smoke.py::test_streaming_benchmark")
-# Lane B: about 1,050 s of the 2,500 s of cluster tests, the 640 s of network policy
-# cases among them.
+# Lane B: 390-410 s of the 1,210-1,240 s of cluster tests when only they ran, 1,064 of
+# 2,484 s in a loaded full run (docs/decisions.md); the network policy cases are half.
 LANE_B_TESTS = ("tests/e2e/test_network_policy.py", "tests/e2e/test_secure_cluster.py",
                 "tests/e2e/test_storage.py", "tests/e2e/test_into_the_pod.py",
                 "tests/e2e/test_ssh.py", "tests/e2e/test_mkctl_into_the_pod.py",
