@@ -111,23 +111,45 @@ async def etcd_client(etcd: EtcdProcess) -> AsyncIterator[EtcdClient]:
 
 # -- running the suite in parallel (pytest-xdist, `make test`) ------------------------------
 
-# Tests that start what the machine holds only one of at a time: a `minikube-py up` cluster
-# (its bridge, `mk-` namespaces, routes and ports), by node id prefix. They are one work
-# unit, run one after another in one worker. Everything else starts servers of its own on
-# free ports, named by its pid, and may run beside anything.
+# Tests that start a `minikube-py up` cluster, by node id prefix. A cluster holds a node
+# network (its bridge, namespaces, pod routes and the host's routes to the Service range
+# and load balancers) and ports, so these run in two lanes, each one work unit that one
+# worker runs test after test: lane A on the default network (mk- on 172.18.0.0/24, the
+# default ports), lane B at the same time in another worker on a network of its own
+# (LANE_B_NETWORK: another prefix and range, free ports, pod CIDRs from the upper half).
+# Lane B holds modules that reach their cluster only through its API server, its nodes
+# and its pods: the host's Service and load-balancer routes stay lane A's, and whatever
+# changes the host for all (dockerd's iptables and FORWARD policy, compose) or writes
+# `mk-` names and 172.18.0.x addresses into its checks stays in lane A (dockerd and
+# compose may run beside lane B: its bridge's own FORWARD rules keep it working). A new
+# cluster test module goes in CLUSTER_TESTS (lane A); in LANE_B_TESTS only when it needs
+# none of that and finds its node network with network_prefix() / node_network() of
+# tests/test_cluster_cli.py. Everything else starts servers of its own on free ports,
+# named by its pid, and may run beside anything.
 CLUSTER_TESTS = ("tests/e2e/", "tests/test_cluster_cli.py", "tests/test_lab_readmes.py",
                  "tests/test_docker_coexist.py", "tests/test_compose_up.py",
                  "tests/test_join.py",
                  "tests/test_benchmark_smoke.py::test_cluster_up_benchmark",
                  "tests/test_benchmark_smoke.py::test_streaming_benchmark")
+# Lane B: 390-410 s of the 1,210-1,240 s of cluster tests when only they ran, 1,064 of
+# 2,484 s in a loaded full run (docs/decisions.md); the network policy cases are half.
+LANE_B_TESTS = ("tests/e2e/test_network_policy.py", "tests/e2e/test_secure_cluster.py",
+                "tests/e2e/test_storage.py", "tests/e2e/test_into_the_pod.py",
+                "tests/e2e/test_ssh.py", "tests/e2e/test_mkctl_into_the_pod.py",
+                "tests/e2e/test_containerd_restart.py")
+LANE_B_NETWORK = {"MINIKUBE_PY_NETWORK_PREFIX": "mkb-",
+                  "MINIKUBE_PY_NODE_NETWORK": "10.242.0.0/24"}
+CLUSTER_UNITS = ("cluster", "cluster-b")
 # The modules on the session's containerd node: one unit, so one worker starts one node.
 CONTAINERD_TESTS = ("tests/test_kubelet.py", "tests/test_runtime_setup.py",
                     "tests/test_static_pods.py")
 
 
 def work_unit(nodeid: str) -> str:
-    """What one xdist worker takes whole: the cluster tests, the containerd node's, or
-    else the test's module, so that a module's fixtures are set up once."""
+    """What one xdist worker takes whole: a lane of the cluster tests, the containerd
+    node's, or else the test's module, so that a module's fixtures are set up once."""
+    if nodeid.startswith(LANE_B_TESTS):
+        return "cluster-b"
     if nodeid.startswith(CLUSTER_TESTS):
         return "cluster"
     if nodeid.startswith(CONTAINERD_TESTS):
@@ -148,9 +170,21 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The cluster tests first: they are the longest unit, so a worker starts on them at
-    once instead of finishing the run with them."""
-    items.sort(key=lambda item: work_unit(item.nodeid) != "cluster")
+    """The cluster lanes first: they are the longest units, so two workers start on them
+    at once (xdist hands the first units out one to a worker) instead of finishing the
+    run with them."""
+    items.sort(key=lambda item: work_unit(item.nodeid) not in CLUSTER_UNITS)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A lane B test, and the `up` it runs, see lane B's node network in the environment
+    (before its module's cluster fixture starts); any other test the default one."""
+    for name, value in LANE_B_NETWORK.items():
+        if work_unit(item.nodeid) == "cluster-b":
+            os.environ[name] = value
+        else:
+            os.environ.pop(name, None)
 
 
 # -- the API server -------------------------------------------------------------------------

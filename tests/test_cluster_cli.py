@@ -45,9 +45,22 @@ def kubectl(home: Path, *args: str, check: bool = True) -> subprocess.CompletedP
                           capture_output=True, text=True, timeout=180, check=check)
 
 
+def network_prefix() -> str:
+    """The prefix of the node network the cluster tests' `up` builds: the lane's
+    MINIKUBE_PY_NETWORK_PREFIX (tests/conftest.py), else mk-."""
+    return os.environ.get("MINIKUBE_PY_NETWORK_PREFIX") or "mk-"
+
+
+def node_network() -> ipaddress.IPv4Network:
+    """The range of that node network: the lane's MINIKUBE_PY_NODE_NETWORK, else mk-'s."""
+    return ipaddress.IPv4Network(os.environ.get("MINIKUBE_PY_NODE_NETWORK")
+                                 or "172.18.0.0/24")
+
+
 def in_node(node: str, *command: str) -> str:
     """A command's output in the node's network namespace."""
-    return subprocess.run(["nsenter", f"--net=/var/run/netns/mk-{node}", *command],
+    return subprocess.run(["nsenter", f"--net=/var/run/netns/{network_prefix()}{node}",
+                           *command],
                           capture_output=True, text=True, timeout=30, check=True).stdout
 
 
@@ -91,9 +104,12 @@ def leftovers(home: Path) -> list[str]:
     """Processes and mounts of the cluster in `home`, and the node network (namespaces,
     links, routes through a node), if any survived."""
     namespaces, links, routes = host_network()
-    return (mounts_and_processes(home) + [line for line in namespaces if line.startswith("mk-")]
-            + [line for line in links if ": mk-" in line]
-            + [line for line in routes if "via 172.18.0." in line])
+    prefix, network = network_prefix(), node_network()
+    return (mounts_and_processes(home) + [line for line in namespaces
+                                          if line.startswith(prefix)]
+            + [line for line in links if f": {prefix}" in line]
+            + [line for line in routes if " via " in line
+               and ipaddress.ip_address(line.split(" via ")[1].split()[0]) in network])
 
 
 # The pods a new user starts, with readiness probes: Ready then means answering.

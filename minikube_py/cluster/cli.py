@@ -23,9 +23,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
+import ipaddress
 import json
 import logging
 import os
+import re
 import shutil
 import ssl
 import sys
@@ -170,11 +173,71 @@ STARTED_HINT = " (`minikube-py down` removes what did start)"
 SERVING_PAIR = "kubelet-server-current.pem"
 # Where `up` records which home built the node network of each prefix (owner_file).
 NETWORK_OWNERS = Path("/run/minikube-py")
+# The node network of a new home: its names' prefix and its range (netns.py's defaults,
+# mk- on 172.18.0.0/24, without them). A second cluster beside the first one sets both.
+NETWORK_PREFIX_ENV = "MINIKUBE_PY_NETWORK_PREFIX"
+NODE_NETWORK_ENV = "MINIKUBE_PY_NODE_NETWORK"
 
 
 def fail(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(1)
+
+
+def requested_network(state: Path) -> dict[str, str]:
+    """The node network a new home's cluster is built on: $MINIKUBE_PY_NETWORK_PREFIX on
+    $MINIKUBE_PY_NODE_NETWORK, else mk- on 172.18.0.0/24; a bad value is one line."""
+    prefix = os.environ.get(NETWORK_PREFIX_ENV) or DEFAULT_PREFIX
+    wanted = os.environ.get(NODE_NETWORK_ENV) or DEFAULT_NODE_NETWORK
+    if not re.fullmatch(r"[a-z][a-z0-9]*-", prefix):
+        fail(f"{NETWORK_PREFIX_ENV} must be lower-case letters and digits ending in one "
+             f"'-' (e.g. mkb-), not {prefix!r}")
+    try:
+        network = ipaddress.IPv4Network(wanted)
+    except ValueError as error:
+        fail(f"{NODE_NETWORK_ENV} must be an IPv4 network such as 10.242.0.0/24, not "
+             f"{wanted!r}: {error}")
+    if network.prefixlen > 24:
+        fail(f"{NODE_NETWORK_ENV} {network} is too small: the nodes need a /24 or larger "
+             "(the host is .1, the nodes .8 upward)")
+    try:
+        ClusterNetwork(prefix, str(network))
+    except NodeNetworkError as error:
+        fail(f"{NETWORK_PREFIX_ENV}: {error}")
+    return {"prefix": prefix, "nodeNetwork": str(network)}
+
+
+def refuse_overlap_with_running(network: ClusterNetwork, state: Path) -> None:
+    """Fail when the node network's range overlaps that of another prefix's running
+    cluster (each owner file names its home, whose cluster.json has the range)."""
+    for owner_of in NETWORK_OWNERS.glob("*owner") if NETWORK_OWNERS.is_dir() else ():
+        other_prefix = owner_of.name.removesuffix("owner")
+        try:
+            other_home = Path(owner_of.read_text().strip())
+            saved = json.loads((other_home / "cluster.json").read_text())
+            theirs = ClusterNetwork(other_prefix, saved["network"]["nodeNetwork"])
+        except (OSError, ValueError, KeyError, TypeError, NodeNetworkError):
+            continue
+        if (other_prefix != network.prefix and theirs.network.overlaps(network.network)
+                and running_owner(theirs, state)):
+            fail(f"the node network {network.network} overlaps {theirs.network}, the network "
+                 f"of the cluster in {other_home}, which is running: set {NODE_NETWORK_ENV} "
+                 "to another range")
+
+
+def is_default_network(cluster: dict[str, Any]) -> bool:
+    """Whether the cluster's nodes are on mk- (a cluster without nodes counts as that)."""
+    return (cluster.get("network") or {}).get("prefix", DEFAULT_PREFIX) == DEFAULT_PREFIX
+
+
+def first_pod_cidr_seed(cluster: dict[str, Any]) -> int:
+    """Where the search for free pod CIDRs starts: 10.244.1.0/24 on mk-, and for another
+    prefix in the upper half of 10.244.0.0/16 (by its hash), so that two clusters that
+    come up at the same moment, before either has routed its pods, do not pick one range."""
+    if is_default_network(cluster):
+        return 1
+    digest = hashlib.sha256(cluster["network"]["prefix"].encode()).digest()
+    return 128 + digest[0] % 120
 
 
 def _cluster(state: Path, verbosity: int, nodes: int | None, simulated_nodes: int | None,
@@ -205,16 +268,19 @@ def _cluster(state: Path, verbosity: int, nodes: int | None, simulated_nodes: in
     if nodes is not None:
         cluster["nodes"] = nodes
     cluster.setdefault("nodes", 1)
+    if runtime_missing() is None and "network" not in cluster:
+        cluster["network"] = requested_network(state)
+    # The default ports are the default network's cluster's: a cluster on another one
+    # takes free ports, not racing the first for them as both come up.
+    defaults = is_default_network(cluster)
     ports = cluster.setdefault("ports", {})
     for name, port in DEFAULT_PORTS.items():
         if name not in ports:
-            ports[name] = port if not port_in_use(port) else free_port()
+            ports[name] = port if defaults and not port_in_use(port) else free_port()
     cluster.pop("podCIDR", None)  # a single node on the host's network, before nodes had one
     if runtime_missing() is None:
-        cluster.setdefault("network", {"prefix": DEFAULT_PREFIX,
-                                       "nodeNetwork": DEFAULT_NODE_NETWORK})
         cidrs: dict[str, str] = cluster.setdefault("podCIDRs", {})
-        seed = 1
+        seed = first_pod_cidr_seed(cluster)
         names = [f"node-{index}" for index in range(1, cluster["nodes"] + 1)]
         names[:0] = control_plane_names(cluster)
         for name in names:
@@ -520,11 +586,15 @@ def up(args: argparse.Namespace) -> None:
             fail("the cluster runs with other --extra-config settings: `minikube-py down` "
                  "first to start it with these")
     # before anything is written: another home's running cluster keeps its network
-    network = (cluster_network(saved) if saved.get("network")
-               else ClusterNetwork() if runtime_missing() is None else None)
+    network = cluster_network(saved) if saved.get("network") else None
+    if not saved.get("network") and runtime_missing() is None:
+        wanted = requested_network(state)
+        network = ClusterNetwork(wanted["prefix"], wanted["nodeNetwork"])
     if network is not None and (other := running_owner(network, state)) is not None:
         fail(f"the node network {network.prefix}* is the network of the cluster in {other}, "
              f"which is running: stop it first (MINIKUBE_PY_HOME={other} minikube-py down)")
+    if network is not None and not saved.get("network"):
+        refuse_overlap_with_running(network, state)
     for sub in ("logs", "run"):
         (state / sub).mkdir(parents=True, exist_ok=True)
     if args.tracing_endpoint and not args.tracing_endpoint.startswith(("http://", "https://")):
@@ -567,7 +637,7 @@ def up(args: argparse.Namespace) -> None:
     for node in nodes:
         print(f"{node.name}: {node.address} (network namespace {node.namespace}), "
               f"pods on {node.pod_cidr}")
-    if nodes:
+    if nodes and is_default_network(cluster):
         print(f"services: each node's proxy on its own iptables; {SERVICE_CIDR} and "
               f"{LOAD_BALANCER_ROUTE} routed from here through {nodes[0].name}; "
               f"DNS at {CLUSTER_DNS}")
@@ -646,8 +716,14 @@ def _build_network(cluster: dict[str, Any]) -> None:
         if network.ensure_node(node):
             print(f"network: {node.name} at {node.address} in namespace {node.namespace}",
                   flush=True)
+    # The host routes each of these to one cluster: the default network's takes them,
+    # a cluster on another network only when no other cluster's node has them.
     for destination in (SERVICE_CIDR, LOAD_BALANCER_ROUTE):
-        network.route_via(nodes[0], destination)
+        if is_default_network(cluster) or not network.routed_elsewhere(destination):
+            network.route_via(nodes[0], destination)
+        else:
+            print(f"network: {destination} stays routed to another cluster's node; this "
+                  "cluster's Services are reached from its nodes", flush=True)
 
 
 async def _approve_serving(state: Path, cluster: dict[str, Any],

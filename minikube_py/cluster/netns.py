@@ -211,6 +211,19 @@ class ClusterNetwork:
         with IPRoute() as host:
             host.route("replace", dst=destination, gateway=node.address)
 
+    def routed_elsewhere(self, destination: str) -> bool:
+        """Whether the host routes `destination` through a gateway outside this network
+        (a node of another cluster)."""
+        wanted = ipaddress.ip_network(destination)
+        with IPRoute() as host:
+            for route in host.get_routes(family=2):
+                gateway = route.get_attr("RTA_GATEWAY")
+                if (route.get_attr("RTA_DST") == str(wanted.network_address)
+                        and route["dst_len"] == wanted.prefixlen and gateway
+                        and ipaddress.ip_address(gateway) not in self.network):
+                    return True
+        return False
+
     # -- removing -------------------------------------------------------------------------
 
     def remove_node(self, node: NodeNetwork) -> None:

@@ -28,7 +28,7 @@ from kubernetes import client, config
 from kubernetes.stream import portforward, stream
 
 from tests.conftest import lines_until
-from tests.test_cluster_cli import kubectl, launcher
+from tests.test_cluster_cli import kubectl, launcher, network_prefix
 
 pytestmark = pytest.mark.slow
 
@@ -149,7 +149,7 @@ def test_a_dropped_exec_client_ends_the_session_in_the_container(cluster: Path) 
 def runtime_stream_connections() -> list[str]:
     """Sessions open at node-1's containerd streaming server (it listens on loopback;
     its pulls from the registry are other connections)."""
-    listing = subprocess.run(["ip", "netns", "exec", "mk-node-1", "ss", "-tnpH",
+    listing = subprocess.run(["ip", "netns", "exec", f"{network_prefix()}node-1", "ss", "-tnpH",
                               "state", "established"], capture_output=True, text=True,
                              check=True).stdout
     return [line for line in listing.splitlines()
