@@ -70,6 +70,11 @@ class Cluster:
     etcd: http.client.HTTPConnection
     api_port: int
     etcd_port: int
+    log: Path  # etcd's and the API server's output
+
+    def server_errors(self) -> str:
+        """The end of the log: the traceback the API server logged for a 5xx."""
+        return self.log.read_text(errors="replace")[-4000:]
 
 
 def _wait(url: str, what: str, process: subprocess.Popen[bytes]) -> None:
@@ -116,7 +121,7 @@ def cluster() -> Iterator[Cluster]:
         wait_for_start_up_writes(connection)
         yield Cluster(http.client.HTTPConnection("127.0.0.1", api_port, timeout=10),
                       http.client.HTTPConnection("127.0.0.1", etcd_port, timeout=10),
-                      api_port, etcd_port)
+                      api_port, etcd_port, scratch / "log")
     finally:
         for process in (api, etcd):
             process.terminate()
@@ -339,7 +344,8 @@ def send(cluster: Cluster, request: Request) -> tuple[int, bytes]:
 def check(cluster: Cluster, request: Request) -> None:
     before = etcd_revision(cluster)
     status, body = send(cluster, request)
-    assert status < 500, f"{status} for {request}: {body[:2000]!r}"  # the Status says why
+    assert status < 500, (f"{status} for {request}: {body[:2000]!r}\n"  # the Status says why
+                          f"the API server's log:\n{cluster.server_errors()}")
     after = etcd_revision(cluster)
     if not 200 <= status < 300:
         assert after == before, (f"{status} for {request}, yet etcd moved {before} -> "
