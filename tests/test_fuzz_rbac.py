@@ -121,7 +121,7 @@ def viewer() -> Iterator[Cluster]:
         wait_for_start_up_writes(admin)
         yield Cluster(_https(api_port, _as(ca, scratch, "viewer", ())),
                       http.client.HTTPConnection("127.0.0.1", etcd_port, timeout=10),
-                      api_port, etcd_port)
+                      api_port, etcd_port, scratch / "log")
     finally:
         for process in (api, etcd):
             process.terminate()
