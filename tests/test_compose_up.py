@@ -121,10 +121,14 @@ def ours(kind: str) -> list[str]:
 
 
 def namespaces() -> set[str]:
-    """The machine's network namespaces held by a file (ip netns's, Docker's containers'):
-    the nsfs mounts. (Docker removes a gone container's empty netns file a minute later.)"""
+    """The network namespaces Docker and `ip netns` hold by a file (nsfs mounts under
+    /run/docker/netns and /run/netns), where the stack's would be; other tests' containerd
+    nodes keep theirs under their own state folders and may come and go meanwhile.
+    (Docker removes a gone container's empty netns file a minute later.)"""
     return {line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
-            if line.split(" - ")[1].startswith("nsfs ")}
+            if line.split(" - ")[1].startswith("nsfs ")
+            and line.split()[4].startswith(("/run/docker/netns/", "/var/run/docker/netns/",
+                                            "/run/netns/"))}
 
 
 def phase(times: dict[str, float], name: str, started: float) -> float:
