@@ -291,6 +291,19 @@ def test_fields_sent_as_null_are_dropped_at_every_depth_as_go_decodes_them() -> 
     assert pod["metadata"]["labels"] == {"app": None} and pod["spek"] is None
 
 
+def test_a_null_struct_in_a_list_is_the_struct_with_nothing_set_as_go_decodes_it() -> None:
+    pod = copy.deepcopy(POD)
+    pod["spec"]["containers"][0]["args"] = ["a", None]  # a string item: kept
+    pod["spec"]["volumes"].append(None)
+    pod["spec"]["tolerations"] = [None, {"key": "k", "value": None}]
+
+    drop_null_fields(pod, schema_for("", "v1", "Pod"))
+
+    assert pod["spec"]["volumes"][-1] == {}
+    assert pod["spec"]["tolerations"] == [{}, {"key": "k"}]
+    assert pod["spec"]["containers"][0]["args"] == ["a", None]
+
+
 def test_list_items_are_checked_against_the_item_kind() -> None:
     listing = {"apiVersion": "apps/v1", "kind": "DeploymentList", "metadata": {"continue": ""},
                "items": [DEPLOYMENT, {**DEPLOYMENT, "spek": {}}]}

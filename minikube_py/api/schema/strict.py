@@ -63,8 +63,10 @@ def _collect_unknown(value: Any, schema: Type, path: tuple[str | int, ...],
 def drop_null_fields(obj: Any, schema: Type) -> None:
     """Remove the fields sent as an explicit JSON null, at every depth, as decoding into
     the Go struct does: Go leaves such a field at its zero value, so upstream answers it
-    as if it were absent. Below an `any` type or one that preserves unknown fields (raw
-    JSON upstream keeps as sent) nulls stay, and so do null map values and list items."""
+    as if it were absent. A null list item or map value of a struct type is that struct's
+    zero value, `{}` (`webhooks: [null]` is one webhook with nothing set, which validation
+    then refuses). Below an `any` type or one that preserves unknown fields (raw JSON
+    upstream keeps as sent) nulls stay, and so do null items of other types."""
     if schema.kind == "object" and isinstance(obj, dict) and not schema.preserve_unknown:
         for key in [key for key, value in obj.items() if value is None and key in schema.fields]:
             del obj[key]
@@ -73,11 +75,20 @@ def drop_null_fields(obj: Any, schema: Type) -> None:
             if field is not None:
                 drop_null_fields(value, field.type)
     elif schema.kind == "map" and isinstance(obj, dict) and schema.items is not None:
-        for value in obj.values():
-            drop_null_fields(value, schema.items)
+        for key, value in obj.items():
+            obj[key] = _zero_struct_if_null(value, schema.items)
+            drop_null_fields(obj[key], schema.items)
     elif schema.kind == "array" and isinstance(obj, list) and schema.items is not None:
-        for item in obj:
-            drop_null_fields(item, schema.items)
+        for index, item in enumerate(obj):
+            obj[index] = _zero_struct_if_null(item, schema.items)
+            drop_null_fields(obj[index], schema.items)
+
+
+def _zero_struct_if_null(value: Any, schema: Type) -> Any:
+    """A null decoded into a Go struct: the struct with nothing set."""
+    if value is None and schema.kind == "object" and not schema.preserve_unknown:
+        return {}
+    return value
 
 
 INT64 = (-(2**63), 2**63 - 1)
