@@ -565,20 +565,22 @@ async def test_invalid_object_lists_every_problem_as_a_cause(
             ("FieldValueInvalid", "metadata.labels")} <= causes
 
 
-async def test_a_null_list_item_is_created_as_an_empty_one(
+async def test_a_null_list_item_or_map_value_is_created_as_its_zero_value(
     settled: str, session: aiohttp.ClientSession, namespace: str
 ) -> None:
-    """A null ObjectReference is decoded as one with nothing set, as upstream's Go decoder
-    does, and stored and answered so (upstream: `"secrets":[{}]`)."""
+    """A null ObjectReference is decoded as one with nothing set, a null label value as
+    "", as upstream's Go decoder does, and stored and answered so (upstream:
+    `"secrets":[{}]`, `"labels":{"team":""}`)."""
     answer = await send(session, "POST", settled + SERVICE_ACCOUNTS.format(ns=namespace),
-                        {"metadata": {"name": "null-items"}, "secrets": [None],
-                         "imagePullSecrets": [None, {"name": "pull"}]})
+                        {"metadata": {"name": "null-items", "labels": {"team": None}},
+                         "secrets": [None], "imagePullSecrets": [None, {"name": "pull"}]})
     assert answer.status == 201, answer.body
     assert answer.body["secrets"] == [{}]
     assert answer.body["imagePullSecrets"] == [{}, {"name": "pull"}]
     stored = await send(session, "GET",
                         settled + SERVICE_ACCOUNTS.format(ns=namespace) + "/null-items")
     assert stored.body["secrets"] == [{}], stored.body
+    assert stored.body["metadata"]["labels"] == {"team": ""}, stored.body
 
 
 async def test_dry_run_create_answers_the_object_but_stores_nothing(
