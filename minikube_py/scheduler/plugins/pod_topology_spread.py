@@ -387,7 +387,8 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             selector = constraints[0].selector
             counts[0] = self.counts.sums_by_label(
                 (pod.namespace, selector), _count_matching(selector, pod.namespace), nodes,
-                constraints[0].topology_key)
+                constraints[0].topology_key,
+                self.handle.snapshot() if self.handle is not None else None)
             keyed = []  # nothing left for the general loop below
         else:
             keyed = [(constraint, by_value,
