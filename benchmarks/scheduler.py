@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import statistics
 import sys
 import time
@@ -44,6 +45,7 @@ from benchmarks.apiserver import (  # noqa: E402
     progress,
 )
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
+from minikube_py.client.component import GC_THRESHOLDS  # noqa: E402
 from minikube_py.client.kubeconfig import ClientConfig  # noqa: E402
 from minikube_py.client.rest import Client  # noqa: E402
 from minikube_py.cluster.components import SchedulerProcess  # noqa: E402
@@ -158,15 +160,21 @@ async def algorithm_latencies(nodes: int, existing: int, pods: int, spread: bool
         scheduler.cache.add_pod(existing_pod)
     fwk = scheduler.profiles["default-scheduler"]
     latencies = []
-    for i in range(pods):
-        candidate = pod(f"new-{i}", spread=spread)
-        candidate["metadata"].update(namespace="bench", uid=f"uid-new-{i}")
-        pod_info = PodInfo.of(candidate)
-        started = time.perf_counter()
-        fwk.set_snapshot(scheduler.cache.update_snapshot())
-        host = await scheduler.schedule_pod(fwk, CycleState(), pod_info)
-        latencies.append(time.perf_counter() - started)
-        scheduler.cache.assume_pod(pod_info, host)
+    # as in the scheduler process (run_component): garbage collected rarely
+    thresholds = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLDS)
+    try:
+        for i in range(pods):
+            candidate = pod(f"new-{i}", spread=spread)
+            candidate["metadata"].update(namespace="bench", uid=f"uid-new-{i}")
+            pod_info = PodInfo.of(candidate)
+            started = time.perf_counter()
+            fwk.set_snapshot(scheduler.cache.update_snapshot())
+            host = await scheduler.schedule_pod(fwk, CycleState(), pod_info)
+            latencies.append(time.perf_counter() - started)
+            scheduler.cache.assume_pod(pod_info, host)
+    finally:
+        gc.set_threshold(*thresholds)
     return latencies
 
 

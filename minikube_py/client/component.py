@@ -27,6 +27,11 @@ from minikube_py.client.rest import Client
 
 log = logging.getLogger(__name__)
 
+# The informer caches hold every object as dicts; objects decoded from JSON form no
+# reference cycles, so collect rarely: a full collection walks them all and stalls the
+# loop (the API server's watch caches likewise). gc.set_threshold's three numbers.
+GC_THRESHOLDS = (50_000, 20, 100)
+
 
 def component_parser(prog: str, description: str, *, port: int,
                      port_help: str | None = None) -> argparse.ArgumentParser:
@@ -111,10 +116,7 @@ def run_component(name: str, main: Callable[[], Awaitable[None]], *,
             logging.shutdown()
             os._exit(1)
 
-    # The informer caches hold every object as dicts; objects decoded from JSON form no
-    # reference cycles, so collect rarely: a full collection walks them all and stalls
-    # the loop (the API server's watch caches likewise).
-    gc.set_threshold(50_000, 20, 100)
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         if event_loop == "uvloop":
             uvloop.run(run())
