@@ -378,3 +378,10 @@ async def test_a_node_lease_renewal_is_served_while_large_lists_are_in_flight(
     assert sorted(item["metadata"]["name"] for item in listed[0]) == sorted(
         f"cm-{i}" for i in range(count))
     assert all(items == listed[0] for items in listed)
+    # a HEAD of the same list (read at the last one's revision): its headers, no body
+    revision = orjson.loads(bodies[-1])["metadata"]["resourceVersion"]
+    async with api.session.head(f"{api.base}/api/v1/namespaces/{namespace}/configmaps",
+                                params={"resourceVersion": revision}) as head:
+        assert head.status == 200
+        assert head.content_length == len(bodies[-1])
+        assert await head.read() == b""

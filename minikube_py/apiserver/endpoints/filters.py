@@ -72,7 +72,6 @@ from minikube_py.apiserver.endpoints.responses import (
     AUDIT_ID,
     RESPONSE_HEADERS,
     WATCH_INITIALIZED,
-    RawListResponse,
 )
 from minikube_py.apiserver.flowcontrol.apf_controller import OBJECTS_PER_SEAT, APFController
 from minikube_py.apiserver.flowcontrol.dropped_requests import DroppedRequestsTracker
@@ -303,8 +302,6 @@ async def _audit_complete(audit: AuditLog, event: AuditEvent, request: web.BaseR
         body = response.body
         if isinstance(body, bytes | bytearray):
             response_object = _object_or_none(response.content_type, bytes(body))
-    elif event.level == "RequestResponse" and isinstance(response, RawListResponse):
-        response_object = _object_or_none(response.content_type, b"".join(response.pieces))
     audit.complete(event, response.status, request_object, response_object,
                    request.get(DECISION, "allow"), admission_audit_annotations.get() or {})
 

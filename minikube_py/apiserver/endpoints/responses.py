@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +15,6 @@ from minikube_py.apiserver.auth.admission import admission_warnings
 from minikube_py.apiserver.endpoints import tables
 from minikube_py.apiserver.endpoints.negotiation import Wanted
 from minikube_py.apiserver.registry.store import ListResult, Store
-from minikube_py.apiserver.storage.etcd import LIST_SLICE
 from minikube_py.tracing.context import (
     json_without_trace_context,
     may_carry_trace_context,
@@ -137,45 +135,19 @@ def list_metadata(result: ListResult) -> Obj:
     return list_meta
 
 
-class RawListResponse(web.StreamResponse):
-    """A JSON list sent as the pieces it was joined into, a slice of its items each: no
-    copy of the whole body is made, and between pieces the event loop serves other
-    requests (a Lease renewal does not wait for a list of 5,000 pods to be sent). The
-    bytes on the wire, Content-Length included, are those of one body."""
-
-    def __init__(self, pieces: list[bytes]) -> None:
-        super().__init__()
-        self.content_type = "application/json"
-        self.content_length = sum(map(len, pieces))
-        self.pieces = pieces
-
-    async def write_eof(self, data: bytes = b"") -> None:
-        """Write the pieces, turning the event loop between them, then end the body."""
-        pieces, self.pieces = self.pieces, []
-        for piece in pieces:
-            await self.write(piece)
-            await asyncio.sleep(0)
-        await super().write_eof(data)
-
-
 def raw_list_response(resource: Resource, result: ListResult, wanted: Wanted
-                      ) -> RawListResponse:
+                      ) -> web.Response:
     """A JSON list assembled from the items' JSON bytes (see store.wire_json)."""
     assert result.raw_items is not None
-    items = result.raw_items
+    items = b",".join(result.raw_items)
+    # one look through the whole list instead of one per item: most lists carry no
+    # trace context at all
+    if not wanted.trace_context and may_carry_trace_context(items):
+        items = b",".join(map(json_without_trace_context, result.raw_items))
     head = orjson.dumps({"kind": resource.list_kind, "apiVersion": resource.api_version,
                          "metadata": list_metadata(result)})
-    pieces = [head[:-1] + b',"items":[']
-    for start in range(0, len(items), LIST_SLICE):
-        # a comma before every item but the list's first
-        sliced = [b""] + items[start : start + LIST_SLICE] if start else items[:LIST_SLICE]
-        piece = b",".join(sliced)
-        # one look through the slice instead of one per item: most carry no trace context
-        if not wanted.trace_context and may_carry_trace_context(piece):
-            piece = b",".join(map(json_without_trace_context, sliced))
-        pieces.append(piece)
-    pieces.append(b"]}\n")
-    return RawListResponse(pieces)
+    body = head[:-1] + b',"items":[' + items + b"]}\n"
+    return web.Response(body=body, content_type="application/json")
 
 
 def list_body(store: Store, result: ListResult, wanted: Wanted, request: web.Request) -> Obj:
