@@ -46,7 +46,8 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 LABS = ("scheduler", "scheduler_plugin", "controller", "life_of_a_pod", "service_packet",
-        "scheduling_external", "troubleshooting", "operator", "storage", "network_policy")
+        "scheduling_external", "troubleshooting", "operator", "storage", "network_policy",
+        "gateway")
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 BLOCK_TIMEOUT = 180.0  # seconds: `make up` on a new home builds the images
 OUTPUT_TIMEOUT = 60.0  # seconds for a promised line to appear (a bound for failures)

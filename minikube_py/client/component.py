@@ -45,12 +45,14 @@ def component_parser(prog: str, description: str, *, port: int,
     return parser
 
 
-def component_client(name: str, args: argparse.Namespace, *, user_agent: str) -> Client:
-    """Log at -v, and the API client of --kubeconfig; a kubeconfig that will not do exits
-    with one line."""
+def component_client(name: str, args: argparse.Namespace, *, user_agent: str,
+                     trace_context: bool = False) -> Client:
+    """Log at -v, and the API client of --kubeconfig (`trace_context`: the objects come
+    with their trace context); a kubeconfig that will not do exits with one line."""
     setup_logging(args.v)
     try:
-        return Client.from_kubeconfig(args.kubeconfig, user_agent=user_agent)
+        return Client.from_kubeconfig(args.kubeconfig, user_agent=user_agent,
+                                      trace_context=trace_context)
     except KubeconfigError as error:
         sys.exit(f"{name}: {error}")
 

@@ -448,7 +448,7 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
     # the gateway controller, a host process in both layouts as the provisioner; its nginx
     # data plane runs as pods in kube-system (minikube_py/gateway)
     processes["gateway"] = GatewayProcess(
-        kubeconfig_of("gateway"), port=ports["gateway"], extra_args=flags("gateway"),
+        kubeconfig_of("gateway"), port=ports["gateway"], extra_args=(*traced, *flags("gateway")),
         **files("gateway"))
     registry = f"{address}:{ports['registry']}"
     nodes = node_networks(cluster)
