@@ -7,7 +7,7 @@ import asyncio
 import http.client
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,8 +28,21 @@ from minikube_py.apiserver.flowcontrol.bootstrap import (
     SUGGESTED_FLOW_SCHEMAS,
     SUGGESTED_PRIORITY_LEVELS,
 )
+from minikube_py.mkctl.goyaml.emit import dump as go_yaml
 
 T = TypeVar("T")
+
+
+def manifest_yaml(document: Obj) -> str:
+    """A manifest for kubectl, written as go-yaml writes it: a string kubectl would read back
+    as a number (`1e123456`, a hex id that looks like a float to go-yaml but not to PyYAML)
+    is quoted."""
+    return go_yaml(document)
+
+
+def manifests_yaml(documents: Iterable[Obj]) -> str:
+    """Several manifests in one YAML stream for `kubectl apply -f -`."""
+    return "---\n".join(go_yaml(document) for document in documents)
 
 
 @asynccontextmanager

@@ -14,14 +14,13 @@ from typing import Any
 
 import aiohttp
 import pytest
-import yaml
 from kubernetes import client, config
 
 from minikube_py.api import Obj, protobuf
 from minikube_py.apiserver.storage.etcd import EtcdClient
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.gen.k8s import admissionregistration_v1_pb2, meta_v1_pb2, runtime_pb2
-from tests.api_helpers import API
+from tests.api_helpers import API, manifests_yaml
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -79,7 +78,7 @@ def test_kubectl_apply_then_get_counts_webhooks_and_shows_the_defaults(kubectl: 
                           "url": "https://hooks.example.com:8443/audit"})),
         configuration("MutatingWebhookConfiguration", mutating, webhook("inject.example.com")),
     ]
-    applied = kubectl("apply", "-f", "-", input=yaml.safe_dump_all(manifests)).stdout
+    applied = kubectl("apply", "-f", "-", input=manifests_yaml(manifests)).stdout
     assert f"validatingwebhookconfiguration.{GROUP}/{validating} created" in applied
     assert f"mutatingwebhookconfiguration.{GROUP}/{mutating} created" in applied
 

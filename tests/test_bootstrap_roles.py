@@ -23,6 +23,7 @@ import yaml
 
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.security import pki
+from tests.api_helpers import manifests_yaml
 from tests.test_security import SecuredServer, admin_cert, kubectl, start_server, stop
 
 LAB_SCHEDULER = Path(__file__).resolve().parents[1] / "labs" / "scheduler" / "watch_scheduler.py"
@@ -258,13 +259,14 @@ def test_the_seed_custom_scheduler_rbac_lets_its_service_account_schedule(
 
     # the lab scheduler, run as that ServiceAccount, binds a pod that asks for it
     lab = uuid.uuid4().hex[:8]
-    kubectl(admin, "apply", "-f", "-", stdin=yaml.safe_dump_all([
+    applied = kubectl(admin, "apply", "-f", "-", stdin=manifests_yaml([
         {"apiVersion": "v1", "kind": "Node",
          "metadata": {"name": f"node-{lab}", "labels": {"lab": lab}}},
         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "test-pod",
                                                          "namespace": "default"},
          "spec": {"schedulerName": "my-scheduler", "containers": [
              {"name": "pause", "image": "registry.k8s.io/pause:3.9"}]}}]))
+    assert applied.returncode == 0, applied.stderr
     token = kubectl(admin, "create", "token", "my-scheduler", "-n", "kube-system"
                     ).stdout.strip()
     as_scheduler = server.kubeconfig("my-scheduler", token=token)

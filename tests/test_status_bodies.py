@@ -7,6 +7,7 @@ import urllib.error
 import urllib.request
 
 from minikube_py.cluster.apiserver import APIServerProcess
+from minikube_py.mkctl.goyaml.read import load
 
 
 def call(url: str, method: str, body: bytes | None = None,
@@ -94,3 +95,21 @@ def test_every_json_answer_ends_in_a_newline(apiserver: APIServerProcess,
     code, text = call(apiserver.url + "/apis", "GET", headers={
         "Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"})
     assert code == 200 and text.endswith(b"}\n")
+
+
+def test_a_yaml_answer_reads_back_as_the_same_object_in_go(apiserver: APIServerProcess,
+                                                            namespace: str) -> None:
+    """application/yaml is written as sigs.k8s.io/yaml writes it: keys sorted, and a string
+    go-yaml would read as a number or a bool (`12e45`, `0x1f`, `true`) quoted."""
+    url = f"{apiserver.url}/api/v1/namespaces/{namespace}/configmaps"
+    strings = {"exponent": "12e45", "hex": "0x1f", "yes": "true", "plain": "web"}
+    body = json.dumps({"metadata": {"name": "numbers", "labels": {"lab": "123456e7"}},
+                       "data": strings}).encode()
+    assert call(url, "POST", body, {"Content-Type": "application/json"})[0] == 201
+    code, text = call(f"{url}/numbers", "GET", headers={"Accept": "application/yaml"})
+    assert code == 200
+    document = load(text.decode())
+    assert document["data"] == strings
+    assert document["metadata"]["labels"] == {"lab": "123456e7"}
+    assert text.decode().startswith("apiVersion: v1\ndata:\n")
+    assert 'exponent: "12e45"' in text.decode()

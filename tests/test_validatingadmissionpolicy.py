@@ -24,6 +24,7 @@ from minikube_py.api import Obj
 from minikube_py.cluster.apiserver import APIServerProcess, ServingTLS
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.security import pki
+from tests.api_helpers import manifest_yaml, manifests_yaml
 from tests.conftest import module_own_apiserver
 from tests.test_audit import KUBECTL, events
 from tests.test_audit import kubeconfig as tls_kubeconfig
@@ -76,7 +77,7 @@ def applied(kubectl: Kubectl) -> Iterator[Callable[..., None]]:
     made: list[tuple[str, str]] = []
 
     def apply(*objects: Obj) -> None:
-        kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects))
+        kubectl("apply", "-f", "-", input=manifests_yaml(objects))
         made.extend((obj["kind"], obj["metadata"]["name"]) for obj in objects)
 
     yield apply
@@ -91,7 +92,7 @@ def eventually(kubectl: Kubectl, args: tuple[str, ...], manifest: Obj,
     policies from the watch cache, so a new one applies within moments)."""
     deadline = time.monotonic() + 30
     while True:
-        result = kubectl(*args, "--dry-run=server", "-f", "-", input=yaml.safe_dump(manifest),
+        result = kubectl(*args, "--dry-run=server", "-f", "-", input=manifest_yaml(manifest),
                          check=False)
         if done(result) or time.monotonic() > deadline:
             return result
@@ -106,30 +107,30 @@ def refused(result: subprocess.CompletedProcess[str]) -> bool:
 
 def test_a_policy_with_an_expression_that_does_not_compile_is_refused(kubectl: Kubectl) -> None:
     bad = policy(unique("bad"), [{"expression": "object.spec.replicas >"}])
-    result = kubectl("apply", "-f", "-", input=yaml.safe_dump(bad), check=False)
+    result = kubectl("apply", "-f", "-", input=manifest_yaml(bad), check=False)
     assert result.returncode != 0
     assert ('spec.validations[0].expression: Invalid value: "object.spec.replicas >": '
             "compilation failed: ERROR: <input>:1:23: Syntax error:") in result.stderr
     wrong_type = policy(unique("int"), [{"expression": "1 + 1"}])
-    result = kubectl("apply", "-f", "-", input=yaml.safe_dump(wrong_type), check=False)
+    result = kubectl("apply", "-f", "-", input=manifest_yaml(wrong_type), check=False)
     assert ('spec.validations[0].expression: Invalid value: "1 + 1": must evaluate to bool '
             "but got int") in result.stderr
     empty = policy(unique("empty"), [])
-    result = kubectl("apply", "-f", "-", input=yaml.safe_dump(empty), check=False)
+    result = kubectl("apply", "-f", "-", input=manifest_yaml(empty), check=False)
     assert ("spec.validations: Required value: validations or auditAnnotations must contain "
             "at least one item") in result.stderr
 
 
 def test_a_binding_needs_its_actions_and_not_both_deny_and_warn(kubectl: Kubectl) -> None:
     both = binding(unique("both"), "p", "default", ["Deny", "Warn"])
-    result = kubectl("apply", "-f", "-", input=yaml.safe_dump(both), check=False)
+    result = kubectl("apply", "-f", "-", input=manifest_yaml(both), check=False)
     assert "spec.validationActions: Invalid value:" in result.stderr
     assert "must not contain both Deny and Warn" in result.stderr
     none = binding(unique("none"), "p", "default", [])
-    result = kubectl("apply", "-f", "-", input=yaml.safe_dump(none), check=False)
+    result = kubectl("apply", "-f", "-", input=manifest_yaml(none), check=False)
     assert "spec.validationActions: Required value" in result.stderr
     odd = binding(unique("odd"), "p", "default", ["Block"])
-    result = kubectl("apply", "-f", "-", input=yaml.safe_dump(odd), check=False)
+    result = kubectl("apply", "-f", "-", input=manifest_yaml(odd), check=False)
     assert ('spec.validationActions[0]: Unsupported value: "Block": supported values: '
             '"Audit", "Deny", "Warn"') in result.stderr
 
@@ -212,9 +213,9 @@ def test_deny_refuses_a_deployment_with_upstreams_message_and_422(
             f"binding '{name}' denied request: failed expression: object.spec.replicas > 1"
             in result.stderr)
     kubectl("create", "-n", namespace, "--dry-run=server", "-f", "-",
-            input=yaml.safe_dump(deployment("exempt", 1, exempt="yes")))
+            input=manifest_yaml(deployment("exempt", 1, exempt="yes")))
     kubectl("create", "-n", namespace, "--dry-run=server", "-f", "-",
-            input=yaml.safe_dump(deployment("two", 2)))
+            input=manifest_yaml(deployment("two", 2)))
 
     api = config.new_client_from_config(config_file=str(kubeconfig))
     try:
@@ -289,7 +290,7 @@ def test_an_expression_over_the_per_call_cost_limit_is_an_error(
             f"expression '{expression}' resulted in error: operation cancelled: actual cost "
             "limit exceeded" in result.stderr)
     kubectl("create", "-n", namespace, "--dry-run=server", "-f", "-",
-            input=yaml.safe_dump(_annotated("short", "a" * 1000)))
+            input=manifest_yaml(_annotated("short", "a" * 1000)))
 
 
 def test_the_policys_expressions_share_one_cost_budget(
@@ -307,7 +308,7 @@ def test_the_policys_expressions_share_one_cost_budget(
             "validation failed due to running out of cost budget, no further validation "
             "rules will be run" in result.stderr)
     kubectl("create", "-n", namespace, "--dry-run=server", "-f", "-",
-            input=yaml.safe_dump(_annotated("short", "a" * 1000)))
+            input=manifest_yaml(_annotated("short", "a" * 1000)))
 
 
 # --- the Gateway API's policy ---------------------------------------------------------------
@@ -335,11 +336,11 @@ def test_gateway_apis_safe_upgrades_policy_refuses_old_bundles(kubectl: Kubectl)
                 "binding 'safe-upgrades.gateway.networking.k8s.io' denied request"
                 in result.stderr)
         kubectl("create", "--dry-run=server", "-f", "-",
-                input=yaml.safe_dump(gateway_crd("v1.6.1", "standard")))
+                input=manifest_yaml(gateway_crd("v1.6.1", "standard")))
         other = gateway_crd("v1.4.0", "standard")
         other["metadata"]["name"] = "widgets.example.com"
         other["spec"]["group"] = "example.com"
-        kubectl("create", "--dry-run=server", "-f", "-", input=yaml.safe_dump(other))
+        kubectl("create", "--dry-run=server", "-f", "-", input=manifest_yaml(other))
     finally:
         kubectl("delete", "-f", str(GATEWAY_VAP), "--ignore-not-found")
 
@@ -366,7 +367,7 @@ def test_params_come_from_the_object_the_binding_names(
                         lambda r: r.returncode == 0)
     assert result.returncode == 0, result.stderr
     result = kubectl("create", "-n", namespace, "--dry-run=server", "-f", "-",
-                     input=yaml.safe_dump(deployment("five", 5)), check=False)
+                     input=manifest_yaml(deployment("five", 5)), check=False)
     assert f"binding '{name}' denied request: at most 3" in result.stderr
 
 
@@ -414,7 +415,7 @@ async def test_audit_records_failures_and_audit_annotations_in_the_audit_log(
                                       "message": "one is too few"}],
                          auditAnnotations=[{"key": "replicas", "valueExpression":
                                             "string(object.spec.replicas)"}])
-        run("apply", "-f", "-", input=yaml.safe_dump_all(
+        run("apply", "-f", "-", input=manifests_yaml(
             [audited, binding("audited", "audited", "default", ["Audit"])]))
         deadline = time.monotonic() + 30
 
@@ -431,7 +432,7 @@ async def test_audit_records_failures_and_audit_annotations_in_the_audit_log(
         while not found:
             assert time.monotonic() < deadline, events(log)
             run("create", "-n", "default", "--dry-run=server", "-f", "-",
-                input=yaml.safe_dump(deployment("one", 1)))
+                input=manifest_yaml(deployment("one", 1)))
             time.sleep(0.2)
             found = annotations()
     assert found["audited/replicas"] == "1"
@@ -453,12 +454,12 @@ async def test_authorizer_asks_the_servers_authorizer(private_etcd: EtcdProcess,
                            "'robot').group('apps').resource('deployments')"
                            ".namespace('default').check('create').allowed()",
              "message": "robot may not create deployments"}])
-        run("apply", "-f", "-", input=yaml.safe_dump_all(
+        run("apply", "-f", "-", input=manifests_yaml(
             [checks, binding("authz", "authz", "default", ["Deny"])]))
         deadline = time.monotonic() + 30
         while True:
             result = run("create", "-n", "default", "--dry-run=server", "-f", "-",
-                         input=yaml.safe_dump(deployment("robot", 1, **{"as-robot": "robot"})),
+                         input=manifest_yaml(deployment("robot", 1, **{"as-robot": "robot"})),
                          check=False)
             if result.returncode != 0 or time.monotonic() > deadline:
                 break
@@ -466,7 +467,7 @@ async def test_authorizer_asks_the_servers_authorizer(private_etcd: EtcdProcess,
         assert ("ValidatingAdmissionPolicy 'authz' with binding 'authz' denied request: "
                 "robot may not create deployments") in result.stderr
         run("create", "-n", "default", "--dry-run=server", "-f", "-",
-            input=yaml.safe_dump(deployment("admin", 1)))
+            input=manifest_yaml(deployment("admin", 1)))
 
 
 def test_a_webhooks_match_condition_must_compile_too(kubectl: Kubectl) -> None:
@@ -479,7 +480,7 @@ def test_a_webhooks_match_condition_must_compile_too(kubectl: Kubectl) -> None:
                       "rules": [{"operations": ["CREATE"], "apiGroups": ["example.com"],
                                  "apiVersions": ["v1"], "resources": ["widgets"]}],
                       "matchConditions": [{"name": "odd", "expression": "'x'"}]}]}
-    result = kubectl("apply", "-f", "-", input=yaml.safe_dump(configuration), check=False)
+    result = kubectl("apply", "-f", "-", input=manifest_yaml(configuration), check=False)
     assert ("webhooks[0].matchConditions[0].expression: Invalid value: \"'x'\": must "
             "evaluate to bool but got string") in result.stderr
 

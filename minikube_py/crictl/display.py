@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-import yaml
 from google.protobuf import json_format
 from google.protobuf.message import Message
+
+from minikube_py.mkctl.goyaml import emit as go_yaml
 
 TRUNCATED_ID_LEN = 13
 """Ids in tables are cut to 13 characters, as upstream's getTruncatedID."""
@@ -172,25 +173,9 @@ def go_json(value: Any) -> str:
     return text
 
 
-class _GoYAMLDumper(yaml.SafeDumper):
-    """go-yaml v2 as sigs.k8s.io/yaml's JSONToYAML drives it: keys sorted, sequences not
-    indented under their key, and a string that would read back as another type
-    ("123", "true") in double quotes."""
-
-
-def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
-    implicit = dumper.resolve(yaml.ScalarNode, text, (True, False))
-    style = '"' if implicit != "tag:yaml.org,2002:str" or text == "" else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
-
-
-_GoYAMLDumper.add_representer(str, _represent_str)
-
-
 def json_to_yaml(value: Any) -> str:
-    """yaml.JSONToYAML: the same data as YAML."""
-    return yaml.dump(value, Dumper=_GoYAMLDumper, default_flow_style=False, sort_keys=True,
-                     allow_unicode=True)
+    """yaml.JSONToYAML: the same data as YAML, written by go-yaml v2."""
+    return go_yaml.dump(value)
 
 
 def print_message(message: Message, output: str) -> None:

@@ -41,6 +41,7 @@ import yaml
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from minikube_py.security import pki
+from tests.api_helpers import manifest_yaml, manifests_yaml
 from tests.test_cluster_cli import kubectl, launcher
 
 pytestmark = pytest.mark.slow
@@ -115,7 +116,7 @@ def manifest(name: str) -> str:
             for container in document["spec"]["template"]["spec"]["containers"]:
                 echo_container(container)
         documents.append(document)
-    return yaml.safe_dump_all(documents)
+    return manifests_yaml(documents)
 
 
 def run_kubectl(home: Path, *args: str, stdin: str | None = None,
@@ -362,7 +363,7 @@ spec:
 def echo_deployment(name: str) -> str:
     document = yaml.safe_load(ECHO_DEPLOYMENT.replace("@APP@", name))
     echo_container(document["spec"]["template"]["spec"]["containers"][0])
-    return yaml.safe_dump(document)
+    return manifest_yaml(document)
 
 
 @pytest.fixture(scope="module")
@@ -488,7 +489,7 @@ def suite_tls() -> SuiteTLS:
 
 
 def tls_secret(namespace: str, name: str, pair: pki.KeyPair) -> str:
-    return yaml.safe_dump({
+    return manifest_yaml({
         "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
         "metadata": {"name": name, "namespace": namespace},
         "data": {"tls.crt": base64.b64encode(pair.cert_pem).decode(),

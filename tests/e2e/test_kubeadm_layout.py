@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from minikube_py.cluster.etcd_snapshot import snapshot_status
+from tests.api_helpers import manifest_yaml
 from tests.test_cluster_cli import kubectl
 
 pytestmark = pytest.mark.slow
@@ -199,7 +200,7 @@ def test_seed_001s_etcd_backup_cronjob_snapshots_the_static_pods_etcd(
     volumes["etcd-certs"]["path"] = str(kubeadm_home / "pki" / "etcd")
     volumes["backup-storage"]["path"] = str(backups)
     subprocess.run([KUBECTL, f"--kubeconfig={kubeadm_home / 'kubeconfig'}", "apply", "-f",
-                    "-"], input=yaml.safe_dump(cronjob), capture_output=True, text=True,
+                    "-"], input=manifest_yaml(cronjob), capture_output=True, text=True,
                    check=True, timeout=60)
     kubectl(kubeadm_home, "create", "job", "etcd-backup-now", "--from=cronjob/etcd-backup",
             "-n", "kube-system")

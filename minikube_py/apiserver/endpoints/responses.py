@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-import yaml
 from aiohttp import web
 
 from minikube_py.api import Obj, errors, meta
@@ -15,6 +14,7 @@ from minikube_py.apiserver.auth.admission import admission_warnings
 from minikube_py.apiserver.endpoints import tables
 from minikube_py.apiserver.endpoints.negotiation import Wanted
 from minikube_py.apiserver.registry.store import ListResult, Store
+from minikube_py.mkctl.goyaml import emit as go_yaml
 from minikube_py.tracing.context import (
     json_without_trace_context,
     may_carry_trace_context,
@@ -76,7 +76,7 @@ def respond(
         headers["Warning"] = ", ".join(warning_value(w) for w in warnings)
     if wanted.yaml:
         return web.Response(
-            text=yaml.safe_dump(body, sort_keys=False),
+            text=go_yaml.dump(body),  # sigs.k8s.io/yaml, as upstream's YAML serializer
             status=status,
             content_type="application/yaml",
             headers=headers,
