@@ -32,11 +32,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -117,9 +119,30 @@ def in_ns(name: str, *command: str) -> list[str]:
     return ["nsenter", f"--net=/var/run/netns/{BASE}-{name}", *command]
 
 
-def make_node() -> list[subprocess.Popen[bytes]]:
-    """The node namespace, its bridge, and the client and server pods."""
-    run("ip", "netns", "add", f"{BASE}-node")
+def add_netns(cleanup: contextlib.ExitStack, name: str) -> None:
+    """`ip netns add` BASE-name, its deletion registered first: an add that fails halfway
+    may leave the name behind, and a later step's failure must not leak this one."""
+    cleanup.callback(run, "ip", "netns", "del", f"{BASE}-{name}", check=False)
+    run("ip", "netns", "add", f"{BASE}-{name}")
+
+
+def stop_server(server: subprocess.Popen[bytes]) -> None:
+    """Kill a pod's TCP server and reap it."""
+    server.kill()
+    server.wait()
+
+
+@contextlib.contextmanager
+def node_network() -> Iterator[None]:
+    """The node namespace, its bridge, and the client and server pods; on exit the servers
+    are stopped and every namespace made is deleted, also when making them failed midway."""
+    with contextlib.ExitStack() as cleanup:
+        _make_node(cleanup)
+        yield
+
+
+def _make_node(cleanup: contextlib.ExitStack) -> None:
+    add_netns(cleanup, "node")
     run(*in_ns("node", "ip", "link", "set", "lo", "up"))
     run(*in_ns("node", "ip", "link", "add", "br0", "type", "bridge"))
     run(*in_ns("node", "ip", "addr", "add", "10.253.0.1/24", "dev", "br0"))
@@ -130,20 +153,16 @@ def make_node() -> list[subprocess.Popen[bytes]]:
         "add table ip node-nat\n"
         "add chain ip node-nat prerouting { type nat hook prerouting priority dstnat ; }\n"))
     for name, address in (("client", CLIENT), ("server", SERVER), ("plain", PLAIN)):
-        run("ip", "netns", "add", f"{BASE}-{name}")
+        add_netns(cleanup, name)
         run(*in_ns(name, "ip", "link", "set", "lo", "up"))
         run(*in_ns("node", "ip", "link", "add", f"v{name}", "type", "veth", "peer", "name",
                    "eth0", "netns", f"/var/run/netns/{BASE}-{name}"))
         run(*in_ns("node", "ip", "link", "set", f"v{name}", "master", "br0", "up"))
         run(*in_ns(name, "ip", "addr", "add", f"{address}/24", "dev", "eth0"))
         run(*in_ns(name, "ip", "link", "set", "eth0", "up"))
-    return [subprocess.Popen(in_ns(name, sys.executable, "-c", SERVER_SCRIPT))
-            for name in ("server", "plain")]
-
-
-def remove_node() -> None:
-    for name in ("client", "server", "plain", "node", "floor"):
-        run("ip", "netns", "del", f"{BASE}-{name}", check=False)
+    for name in ("server", "plain"):
+        cleanup.callback(stop_server,
+                         subprocess.Popen(in_ns(name, sys.executable, "-c", SERVER_SCRIPT)))
 
 
 def pod(i: int) -> tuple[str, Obj, str]:
@@ -248,8 +267,8 @@ def p99(values: list[float]) -> float:
 
 def floor_load(text: str) -> float:
     """The floor: `nft -f` of the enforcer's input into a fresh namespace."""
-    run("ip", "netns", "add", f"{BASE}-floor")
     try:
+        run("ip", "netns", "add", f"{BASE}-floor")
         started = time.perf_counter()
         done = subprocess.run(in_ns("floor", "nft", "-f", "-"), input=text,
                               capture_output=True, text=True)
@@ -300,16 +319,10 @@ async def measure(args: argparse.Namespace) -> list[Row]:
         raise BenchmarkError("network namespaces need root")
     policies_count, trials, latency_count = (
         (200, 5, 300) if args.quick else (args.policies, 20, 2000))
-    servers = make_node()
-    try:
+    with node_network():
         async with private_api_server(API_FLAGS) as (tmp, etcd, api, kubeconfig):
             async with Client.from_kubeconfig(kubeconfig) as client:
                 return await _measure(client, policies_count, trials, latency_count)
-    finally:
-        for server in servers:
-            server.kill()
-            server.wait()
-        remove_node()
 
 
 async def _measure(client: Client, policies_count: int, trials: int, latency_count: int

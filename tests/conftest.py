@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -57,9 +58,32 @@ def stop_processes_using(directory: Path) -> None:
             continue
 
 
+def mounts_under(directory: Path) -> list[Path]:
+    """The mount points at or below `directory` (a kubelet test's memory-medium emptyDir
+    tmpfs), deepest first, from /proc/self/mountinfo (its 5th field, octal-escaped)."""
+    top = directory.resolve()
+    found: list[Path] = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split(" ")
+        if len(fields) < 5:
+            continue
+        point = Path(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
+        if point == top or top in point.parents:
+            found.append(point)
+    return sorted(found, key=lambda point: len(point.parts), reverse=True)
+
+
+def unmount_under(directory: Path) -> None:
+    """Lazily unmount everything mounted at or below `directory`, deepest first, so that
+    the directory can be removed (rmdir of a mount point fails with EBUSY)."""
+    for point in mounts_under(directory):
+        subprocess.run(["umount", "-l", str(point)], capture_output=True, check=False)
+
+
 def remove_scratch_of_dead_runs(root: Path) -> None:
-    """A crashed run cannot clean up after itself: stop what it left running and remove
-    its scratch dir, for every scratch dir whose process is gone."""
+    """A crashed run cannot clean up after itself: stop what it left running, unmount what
+    it left mounted and remove its scratch dir, for every scratch dir whose process is
+    gone."""
     for old in (path for prefix in SCRATCH_PREFIXES for path in root.glob(f"{prefix}*")):
         prefix = next(p for p in SCRATCH_PREFIXES if old.name.startswith(p))
         pid = old.name[len(prefix):].split("-", 1)[0]
@@ -73,6 +97,7 @@ def remove_scratch_of_dead_runs(root: Path) -> None:
                                env={**os.environ, "MINIKUBE_PY_HOME": str(saved.parent)},
                                capture_output=True, timeout=120)
             stop_processes_using(old)
+            unmount_under(old)
             shutil.rmtree(old, ignore_errors=True)
         except PermissionError:
             continue

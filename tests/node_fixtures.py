@@ -13,7 +13,7 @@ import asyncio
 import os
 import tempfile
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,10 +131,8 @@ async def delete_node(kubeconfig: Path, name: str) -> None:
     async with Client.from_kubeconfig(kubeconfig) as client:
         for resource in (client.resource("nodes"),
                          client.resource("csinodes", "storage.k8s.io")):
-            try:
+            with suppress(NotFound):
                 await resource.delete(name)
-            except NotFound:
-                pass
 
 
 @asynccontextmanager

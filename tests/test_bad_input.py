@@ -49,6 +49,7 @@ FLOW_SCHEMAS = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas"
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 CLUSTER_ROLES = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
 SERVICE_ACCOUNTS = "/api/v1/namespaces/{ns}/serviceaccounts"
+QUOTAS = "/api/v1/namespaces/{ns}/resourcequotas"
 MAX_BODY_BYTES = 3 * 1024 * 1024  # upstream's MaxRequestBodyBytes
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -137,6 +138,25 @@ def hpa(version: str, **spec: Any) -> Obj:
             "metadata": {"name": "web"},
             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
                                         "name": "web"}, "maxReplicas": 3, **spec}}
+
+
+def quota(hard: dict[str, str], scopes: list[str] | None = None,
+          *expressions: Obj) -> Obj:
+    """A ResourceQuota "q" with these hard limits, scopes and scope selector expressions."""
+    spec: Obj = {"hard": hard}
+    if scopes is not None:
+        spec["scopes"] = scopes
+    if expressions:
+        spec["scopeSelector"] = {"matchExpressions": list(expressions)}
+    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"}, "spec": spec}
+
+
+def scope(name: str, operator: str, *values: str) -> Obj:
+    """One scopeSelector expression."""
+    expression: Obj = {"scopeName": name, "operator": operator}
+    if values:
+        expression["values"] = list(values)
+    return expression
 
 
 def stale_pod() -> Obj:
@@ -464,6 +484,58 @@ CASES = (
     BadInput("limit-that-is-not-a-number", "GET", PODS + "?limit=ten", None, 400, "BadRequest"),
     BadInput("garbage-continue-token", "GET", PODS + "?limit=1&continue=garbage", None, 400,
              "BadRequest", "invalid continue token"),
+    # -- ResourceQuota scopes (core validation: validateResourceQuotaScopes and
+    #    validateScopedResourceSelectorRequirement) -------------------------------------------
+    BadInput("quota-with-an-unknown-scope", "POST", QUOTAS, quota({"pods": "1"}, ["Foo"]), 422,
+             "Invalid", 'ResourceQuota "q" is invalid: spec.scopes: Invalid value: ["Foo"]: '
+             "unsupported scope", "spec.scopes"),
+    BadInput("best-effort-quota-counting-cpu-and-memory", "POST", QUOTAS,
+             quota({"cpu": "1", "memory": "1Gi", "pods": "1"}, ["BestEffort"]), 422, "Invalid",
+             'ResourceQuota "q" is invalid: spec.scopes: Invalid value: ["BestEffort"]: '
+             "unsupported scope applied to resource", "spec.scopes"),
+    BadInput("quota-with-opposite-scopes", "POST", QUOTAS,
+             quota({"pods": "1"}, ["Terminating", "NotTerminating"]), 422, "Invalid",
+             'spec.scopes: Invalid value: ["Terminating","NotTerminating"]: conflicting scopes',
+             "spec.scopes"),
+    BadInput("quota-changing-its-scopes", "PATCH", QUOTAS + "/q",
+             {"spec": {"scopes": ["NotTerminating"]}}, 422, "Invalid",
+             'spec.scopes: Invalid value: ["NotTerminating"]: field is immutable', "spec.scopes",
+             content_type=MERGE, setup=((QUOTAS, quota({"pods": "1"}, ["Terminating"])),)),
+    BadInput("scope-selector-with-an-unknown-scope", "POST", QUOTAS,
+             quota({"pods": "1"}, None, scope("Foo", "Exists")), 422, "Invalid",
+             'spec.scopeSelector.matchExpressions.scopeName: Invalid value: "Foo": '
+             "unsupported scope", "spec.scopeSelector.matchExpressions.scopeName"),
+    BadInput("scope-selector-on-pods-counting-config-maps", "POST", QUOTAS,
+             quota({"configmaps": "1"}, None, scope("NotTerminating", "Exists")), 422, "Invalid",
+             'spec.scopeSelector.matchExpressions: Invalid value: {"MatchExpressions":'
+             '[{"ScopeName":"NotTerminating","Operator":"Exists","Values":null}]}: '
+             "unsupported scope applied to resource", "spec.scopeSelector.matchExpressions"),
+    BadInput("scope-selector-testing-best-effort-with-in", "POST", QUOTAS,
+             quota({"pods": "1"}, None, scope("BestEffort", "In", "x")), 422, "Invalid",
+             'spec.scopeSelector.matchExpressions.operator: Invalid value: "In": must be '
+             "'Exists' when scope is any of ResourceQuotaScopeTerminating, "
+             "ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, "
+             "ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity",
+             "spec.scopeSelector.matchExpressions.operator"),
+    BadInput("scope-selector-in-without-values", "POST", QUOTAS,
+             quota({"pods": "1"}, None, scope("PriorityClass", "In")), 422, "Invalid",
+             "spec.scopeSelector.matchExpressions.values: Required value: must be at least one "
+             "value when `operator` is 'In' or 'NotIn' for scope selector",
+             "spec.scopeSelector.matchExpressions.values"),
+    BadInput("scope-selector-exists-with-values", "POST", QUOTAS,
+             quota({"pods": "1"}, None, scope("PriorityClass", "Exists", "high")), 422,
+             "Invalid", 'spec.scopeSelector.matchExpressions.values: Invalid value: ["high"]: '
+             "must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector",
+             "spec.scopeSelector.matchExpressions.values"),
+    BadInput("scope-selector-with-an-unknown-operator", "POST", QUOTAS,
+             quota({"pods": "1"}, None, scope("PriorityClass", "Equals", "high")), 422,
+             "Invalid", 'spec.scopeSelector.matchExpressions.operator: Invalid value: "Equals": '
+             "not a valid selector operator", "spec.scopeSelector.matchExpressions.operator"),
+    BadInput("scope-selector-with-opposite-scopes", "POST", QUOTAS,
+             quota({"pods": "1"}, None, scope("BestEffort", "Exists"),
+                   scope("NotBestEffort", "Exists")), 422, "Invalid",
+             "spec.scopeSelector.matchExpressions: Invalid value: null: conflicting scopes",
+             "spec.scopeSelector.matchExpressions"),
     # -- API Priority and Fairness (flowcontrol/validation) -------------------------------
     BadInput("flow-schema-precedence-over-10000", "POST", FLOW_SCHEMAS, flow_schema(
         {"matchingPrecedence": 10001, "rules": [{"subjects": [
@@ -581,6 +653,22 @@ async def test_a_null_list_item_or_map_value_is_created_as_its_zero_value(
                         settled + SERVICE_ACCOUNTS.format(ns=namespace) + "/null-items")
     assert stored.body["secrets"] == [{}], stored.body
     assert stored.body["metadata"]["labels"] == {"team": ""}, stored.body
+
+
+@pytest.mark.parametrize("body", [
+    quota({"pods": "2", "requests.cpu": "1", "count/configmaps": "3"}, ["NotBestEffort"]),
+    quota({"pods": "2"}, ["BestEffort", "Terminating"]),
+    quota({"pods": "2", "limits.memory": "1Gi"}, None, scope("PriorityClass", "In", "high"),
+          scope("CrossNamespacePodAffinity", "Exists")),
+    quota({"persistentvolumeclaims": "2", "requests.storage": "10Gi"}, None,
+          scope("VolumeAttributesClass", "NotIn", "gold")),
+], ids=["count-name-with-a-pod-scope", "two-compatible-scopes", "priority-class-selector",
+        "volume-attributes-class-selector"])
+async def test_a_quota_whose_scopes_fit_its_resources_is_created(
+    body: Obj, settled: str, session: aiohttp.ClientSession, namespace: str
+) -> None:
+    answer = await send(session, "POST", settled + QUOTAS.format(ns=namespace), body)
+    assert answer.status == 201, answer.body
 
 
 async def test_dry_run_create_answers_the_object_but_stores_nothing(

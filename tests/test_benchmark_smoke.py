@@ -248,6 +248,31 @@ def test_netpol_benchmark_quick_run_reports_every_target() -> None:
         assert " PASS |" in lines[0] or " FAIL |" in lines[0], lines[0]
 
 
+def netpol_namespaces(base: str) -> list[str]:
+    """The network namespaces named after the netpol benchmark's BASE."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                            check=True).stdout
+    return [line.split()[0] for line in listed.splitlines()
+            if line.startswith(f"{base}-")]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_netpol_benchmark_deletes_every_namespace_it_made_when_setup_fails_midway() -> None:
+    from benchmarks import netpol
+
+    # a stale namespace of the name the third pod needs: its `ip netns add` fails after
+    # the node, client and server namespaces are made
+    subprocess.run(["ip", "netns", "add", f"{netpol.BASE}-plain"], check=True)
+    try:
+        with pytest.raises(subprocess.CalledProcessError), netpol.node_network():
+            pass
+
+        assert netpol_namespaces(netpol.BASE) == []
+    finally:
+        for name in netpol_namespaces(netpol.BASE):
+            subprocess.run(["ip", "netns", "del", name], check=False)
+
+
 @pytest.mark.slow
 def test_dashboard_benchmark_quick_run_reports_every_target() -> None:
     """benchmarks/dashboard.py still runs end to end (20 hollow nodes, 200 pods, the page

@@ -9,6 +9,7 @@ cluster-autoscaler-status ConfigMap says what it saw. Periods are shortened by o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -99,15 +100,11 @@ async def autoscaled(api_client: Client, namespace: str) -> AsyncIterator[Autosc
         await scheduler.stop()
         pods = api_client.resource("pods")
         for pod in (await pods.list(namespace))["items"]:
-            try:
+            with contextlib.suppress(NotFound):
                 await pods.delete(pod["metadata"]["name"], namespace, grace_period_seconds=0)
-            except NotFound:
-                pass
         for node in (await api_client.resource("nodes").list())["items"]:
-            try:
+            with contextlib.suppress(NotFound):
                 await api_client.resource("nodes").delete(node["metadata"]["name"])
-            except NotFound:
-                pass
 
 
 async def test_pending_pods_grow_the_group_up_to_its_max(autoscaled: Autoscaled) -> None:

@@ -6,6 +6,7 @@ that need admin, edit and view write them as the API server's bootstrap policy d
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -37,10 +38,8 @@ async def roles(api_client: Client) -> AsyncIterator[list[str]]:
     created: list[str] = []
     yield created
     for name in created:
-        try:
+        with contextlib.suppress(NotFound):
             await clusterroles(api_client).delete(name)
-        except NotFound:
-            pass
 
 
 @pytest.fixture

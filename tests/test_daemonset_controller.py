@@ -8,6 +8,7 @@ labels its nodes with a run id and selects on it, so nodes of other tests never 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -72,10 +73,8 @@ async def make_node(api_client: Client, run_id: str) -> AsyncIterator[MakeNode]:
 
     yield make
     for name in created:
-        try:
+        with contextlib.suppress(NotFound):
             await nodes.delete(name)
-        except NotFound:
-            pass
 
 
 def daemon_set(run_id: str, *, node_selector: dict[str, str] | None = None,

@@ -7,6 +7,7 @@ test creates, labelled with a zone, which EndpointSlices report.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -51,14 +52,10 @@ async def node(api_client: Client, namespace: str) -> AsyncIterator[str]:
         "name": name, "labels": {"topology.kubernetes.io/zone": ZONE}}})
     yield name
     for pod in (await pods.list(namespace))["items"]:
-        try:
+        with contextlib.suppress(NotFound):
             await pods.delete(pod["metadata"]["name"], namespace, grace_period_seconds=0)
-        except NotFound:
-            pass
-    try:
+    with contextlib.suppress(NotFound):
         await nodes.delete(name)
-    except NotFound:
-        pass
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -25,10 +26,8 @@ def node_ready(node: Obj) -> bool:
 async def delete_nodes(api: Client, names: list[str]) -> None:
     for name in names:
         for plural, namespace in (("nodes", None), ("leases", "kube-node-lease")):
-            try:
+            with contextlib.suppress(NotFound):
                 await api.resource(plural).delete(name, namespace)
-            except NotFound:
-                pass
 
 
 async def test_hollow_nodes_register_heartbeat_and_run_pods(kubeconfig, api_client, namespace):

@@ -69,10 +69,8 @@ async def make_node(api_client: Client) -> AsyncIterator[MakeNode]:
 
     yield make
     for name in created:
-        try:
+        with contextlib.suppress(NotFound):
             await nodes.delete(name)
-        except NotFound:
-            pass
 
 
 class NodeHeartbeat:

@@ -9,6 +9,7 @@ provisioner does (pre-bound to the claim, pv.kubernetes.io/provisioned-by).
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -72,11 +73,9 @@ async def volumes(api_client: Client) -> AsyncIterator[list[str]]:
     yield names
     client = api_client.resource("persistentvolumes")
     for name in names:
-        try:
+        with contextlib.suppress(NotFound):
             await client.patch(name, {"metadata": {"finalizers": None}})
             await client.delete(name)
-        except NotFound:
-            pass
 
 
 async def phase_of(client: Any, name: str, namespace: str | None = None) -> str:

@@ -8,6 +8,7 @@ point where the kubelet finishes it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import stat
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -80,10 +81,8 @@ async def cluster_objects(api_client: Client, unique: str) -> AsyncIterator[dict
     for pv in (await pvs.list())["items"]:
         if pv["spec"].get("storageClassName") == unique:
             await pvs.patch(pv["metadata"]["name"], {"metadata": {"finalizers": None}})
-            try:
+            with contextlib.suppress(NotFound):
                 await pvs.delete(pv["metadata"]["name"])
-            except NotFound:
-                pass
     await classes.delete(unique)
     await nodes.delete(unique)
 

@@ -118,7 +118,7 @@ async def test_best_effort_and_not_best_effort_quotas_count_their_own_pods(
     quotas = api_client.resource("resourcequotas")
     await quotas.create(resource_quota("best-effort", {"pods": "5"}, ["BestEffort"]), namespace)
     await quotas.create(resource_quota(
-        "not-best-effort", {"pods": "5", "requests.cpu": "2", "configmaps": "5"},
+        "not-best-effort", {"pods": "5", "requests.cpu": "2", "count/configmaps": "5"},
         ["NotBestEffort"]), namespace)
     await run_controllers(ResourceQuotaController)
 
@@ -126,7 +126,7 @@ async def test_best_effort_and_not_best_effort_quotas_count_their_own_pods(
     # Requests default to limits, so "two" asks for 1 cpu; a scoped quota counts no
     # config maps (only pods have scopes), but still reports the name, at 0.
     await used_becomes(api_client, namespace, "not-best-effort", {
-        "configmaps": "0", "pods": "2", "requests.cpu": "1100m"})
+        "count/configmaps": "0", "pods": "2", "requests.cpu": "1100m"})
 
 
 async def test_a_changed_spec_hard_is_recounted_and_mirrored_in_status_hard(

@@ -10,6 +10,7 @@ ask for that scheduler, so pods other tests left pending never land on this test
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -97,16 +98,12 @@ class Cluster:
     async def cleanup(self) -> None:
         pods = self.client.resource("pods")
         for pod in (await pods.list(self.namespace))["items"]:
-            try:
+            with contextlib.suppress(NotFound):
                 await pods.delete(pod["metadata"]["name"], self.namespace,
                                   grace_period_seconds=0)
-            except NotFound:
-                pass
         for name in self.node_names:
-            try:
+            with contextlib.suppress(NotFound):
                 await self.client.resource("nodes").delete(name)
-            except NotFound:
-                pass
 
 
 # An etcd and API server of this module's own: a FailedScheduling message counts every

@@ -4,6 +4,7 @@ data, and registered with `--plugin` in a scheduler process that places real pod
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import uuid
@@ -240,10 +241,8 @@ async def test_lab_scheduler_places_energy_aware_pods_on_the_frugal_node_only(
         leftovers = [("pods", p["metadata"]["name"], namespace)
                      for p in (await pods.list(namespace))["items"]]
         for resource, name, where in [*leftovers, *(("nodes", n, None) for n in created_nodes)]:
-            try:
+            with contextlib.suppress(NotFound):
                 await api_client.resource(resource).delete(name, where, grace_period_seconds=0)
-            except NotFound:
-                pass
 
 
 @pytest.mark.slow

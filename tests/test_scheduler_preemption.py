@@ -9,6 +9,7 @@ name of its own, so that only this test's pods are scheduled by it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -124,10 +125,8 @@ class PreemptionCluster:
 
 
 async def _ignore_missing(call: Any) -> None:
-    try:
+    with contextlib.suppress(NotFound):
         await call
-    except NotFound:
-        pass
 
 
 # An etcd and API server of this module's own: preemption's messages count every node

@@ -4,6 +4,7 @@ in the middle of a burst of 500 pods."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import subprocess
@@ -40,15 +41,11 @@ async def delete_all(client: Client, namespace: str, nodes: list[str]) -> None:
     pods = client.resource("pods")
     await pods.delete_collection(namespace)
     for pod in (await pods.list(namespace))["items"]:
-        try:
+        with contextlib.suppress(NotFound):
             await pods.delete(pod["metadata"]["name"], namespace, grace_period_seconds=0)
-        except NotFound:
-            pass
     for name in nodes:
-        try:
+        with contextlib.suppress(NotFound):
             await client.resource("nodes").delete(name)
-        except NotFound:
-            pass
 
 
 async def test_our_scheduler_and_the_lab_scheduler_share_the_cluster(

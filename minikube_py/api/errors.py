@@ -106,12 +106,11 @@ OBJECT_MODIFIED = (
 
 
 def invalid(kind: str, group: str, name: str, errors: list[FieldError]) -> APIError:
-    """422 Invalid with one `details.causes` entry per field error."""
+    """422 Invalid with one `details.causes` entry per field error; the message names each
+    distinct error once (field.ErrorList.ToAggregate drops repeats)."""
     causes = [e.cause() for e in errors]
-    if len(errors) == 1:
-        summary = str(errors[0])
-    else:
-        summary = "[" + ", ".join(str(e) for e in errors) + "]"
+    distinct = list(dict.fromkeys(str(e) for e in errors))
+    summary = distinct[0] if len(distinct) == 1 else "[" + ", ".join(distinct) + "]"
     details = _details(name, group, kind)
     details["causes"] = causes
     return APIError(

@@ -50,6 +50,12 @@ def go_bytes(value: bytes | None) -> GoValue:
     return GoValue("[]byte{" + ", ".join(f"0x{byte:x}" for byte in value) + "}")
 
 
+def go_json(value: Any) -> GoValue:
+    """A Go slice, map or struct as a field error prints it (upstream since 1.34): its JSON,
+    `null` for a nil one."""
+    return GoValue(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+
+
 def _render_value(value: Any) -> str:
     if isinstance(value, GoValue):
         return value.text

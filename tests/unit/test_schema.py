@@ -308,6 +308,37 @@ def test_a_null_list_item_or_map_value_is_its_types_zero_value_as_go_decodes_it(
     assert pod["spec"]["nodeSelector"] == {"zone": ""}
 
 
+class WriteRecordingDict(dict[str, Any]):
+    """A dict that records the keys written to it."""
+
+    written: list[str]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.written = [*getattr(self, "written", []), key]
+        super().__setitem__(key, value)
+
+
+class WriteRecordingList(list[Any]):
+    """A list that records the indexes written to it."""
+
+    written: list[int]
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self.written = [*getattr(self, "written", []), index]
+        super().__setitem__(index, value)
+
+
+def test_only_null_list_items_and_map_values_are_written_back() -> None:
+    pod = copy.deepcopy(POD)
+    labels = pod["metadata"]["labels"] = WriteRecordingDict(app="web", tier=None)
+    args = pod["spec"]["containers"][0]["args"] = WriteRecordingList(["a", None, "b"])
+
+    drop_null_fields(pod, schema_for("", "v1", "Pod"))
+
+    assert labels == {"app": "web", "tier": ""} and labels.written == ["tier"]
+    assert args == ["a", "", "b"] and args.written == [1]
+
+
 def test_a_null_below_a_type_that_keeps_any_json_stays() -> None:
     crd = {"spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema": {
         "type": "object", "default": None, "enum": [None]}}}]}}

@@ -1,6 +1,6 @@
 """The sweep of crashed runs' scratch dirs (tests/conftest.py remove_scratch_of_dead_runs):
-a dir named by a pid that is gone is removed, with the processes that name it; a live
-run's is kept."""
+a dir named by a pid that is gone is removed, with the processes that name it and the
+mounts left inside it; a live run's is kept."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.conftest import SCRATCH_PREFIX, remove_scratch_of_dead_runs
+import pytest
+
+from tests.conftest import SCRATCH_PREFIX, mounts_under, remove_scratch_of_dead_runs
 
 
 def dead_pid() -> int:
@@ -36,3 +38,27 @@ def test_a_dead_runs_fuzz_dir_is_removed_and_its_server_stopped_a_live_runs_kept
     finally:
         server.kill()
         server.wait()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_a_dead_runs_dir_with_tmpfs_mounts_inside_is_unmounted_and_removed(
+        tmp_path: Path) -> None:
+    dead = tmp_path / f"{SCRATCH_PREFIX}{dead_pid()}-abc"
+    # as a kubelet test leaves a memory-medium emptyDir: a tmpfs, with another one inside
+    volume = dead / "kubelet" / "pods" / "uid" / "volumes" / "empty dir"
+    nested = volume / "nested"
+    volume.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(volume)], check=True)
+    try:
+        nested.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(nested)], check=True)
+        (nested / "data").write_text("x")
+        assert mounts_under(dead) == [nested, volume]
+
+        remove_scratch_of_dead_runs(tmp_path)
+
+        assert not dead.exists()
+        assert mounts_under(tmp_path) == []
+    finally:
+        for point in mounts_under(tmp_path):
+            subprocess.run(["umount", "-l", str(point)], check=False)

@@ -70,20 +70,35 @@ def drop_null_fields(obj: Any, schema: Type) -> None:
     preserves unknown fields (raw JSON upstream keeps as sent) nulls stay, and so do null
     lists and maps in a list (Go's nil slice and map)."""
     if schema.kind == "object" and isinstance(obj, dict) and not schema.preserve_unknown:
-        for key in [key for key, value in obj.items() if value is None and key in schema.fields]:
-            del obj[key]
+        nulls: list[str] = []
         for key, value in obj.items():
             field = schema.fields.get(key)
-            if field is not None:
+            if field is None:
+                continue
+            if value is None:
+                nulls.append(key)
+            elif field.type.kind in NESTED_KINDS:
                 drop_null_fields(value, field.type)
+        for key in nulls:
+            del obj[key]
     elif schema.kind == "map" and isinstance(obj, dict) and schema.items is not None:
+        items = schema.items
         for key, value in obj.items():
-            obj[key] = _zero_if_null(value, schema.items)
-            drop_null_fields(obj[key], schema.items)
+            if value is None:
+                obj[key] = _zero_value(items)
+            elif items.kind in NESTED_KINDS:
+                drop_null_fields(value, items)
     elif schema.kind == "array" and isinstance(obj, list) and schema.items is not None:
+        items = schema.items
         for index, item in enumerate(obj):
-            obj[index] = _zero_if_null(item, schema.items)
-            drop_null_fields(obj[index], schema.items)
+            if item is None:
+                obj[index] = _zero_value(items)
+            elif items.kind in NESTED_KINDS:
+                drop_null_fields(item, items)
+
+
+# The kinds a null can hide below; a scalar's value needs no walk.
+NESTED_KINDS = frozenset(("object", "map", "array"))
 
 
 # What a null list item or map value decodes as, by its type: Go's zero value, as
@@ -92,10 +107,9 @@ ZERO_VALUES: dict[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean
                                "int-or-string": 0, "quantity": "0"}
 
 
-def _zero_if_null(value: Any, schema: Type) -> Any:
-    """A null decoded into a Go value that is not a pointer, slice or map: its zero value."""
-    if value is not None:
-        return value
+def _zero_value(schema: Type) -> Any:
+    """A null decoded into a Go value that is not a pointer, slice or map: its zero value
+    (None for a slice, a map or raw JSON, which keep the null)."""
     if schema.kind == "object":
         return None if schema.preserve_unknown else {}
     return ZERO_VALUES.get(schema.kind)

@@ -24,6 +24,7 @@ from minikube_py.api.validation import (
     FieldError,
     duplicate,
     forbidden,
+    go_json,
     invalid,
     not_supported,
     required,
@@ -46,6 +47,10 @@ from minikube_py.apiserver.registry.strategies.fields import (
     ip_errors,
     key,
     required_enum,
+)
+from minikube_py.apiserver.registry.strategies.quotascopes import (
+    validate_resource_quota_scopes,
+    validate_scope_selector,
 )
 from minikube_py.apiserver.registry.strategies.resourcenames import (
     parse_amount,
@@ -558,20 +563,19 @@ class ResourceQuotaStrategy(NoGenerationStrategy):
     """ResourceQuotas: hard limits per namespace; the quota controller writes usage."""
 
     def validate(self, obj: Obj) -> list[FieldError]:
-        errors = _validate_quota_amounts(as_dict(as_dict(obj.get("spec")).get("hard")), "spec.hard")
-        scopes = as_list(as_dict(obj.get("spec")).get("scopes"))
-        for pair in (("BestEffort", "NotBestEffort"), ("Terminating", "NotTerminating")):
-            if set(pair) <= set(scopes):
-                errors.append(invalid("spec.scopes", scopes, "conflicting scopes"))
-        return errors
+        """ValidateResourceQuotaSpec: hard amounts, then the scopes and the scope selector."""
+        spec = as_dict(obj.get("spec"))
+        errors = _validate_quota_amounts(as_dict(spec.get("hard")), "spec.hard")
+        errors += validate_resource_quota_scopes(spec, "spec.scopes")
+        return errors + validate_scope_selector(spec, "spec.scopeSelector.matchExpressions")
 
     def validate_update(self, new: Obj, old: Obj) -> list[FieldError]:
         """ValidateResourceQuotaUpdate: the scopes are fixed."""
         errors = self.validate(new)
-        scopes = as_list(as_dict(new.get("spec")).get("scopes"))
+        scopes = as_dict(new.get("spec")).get("scopes")
         old_scopes = as_list(as_dict(old.get("spec")).get("scopes"))
-        if set(scopes) != set(old_scopes):
-            errors.append(invalid("spec.scopes", scopes, "field is immutable"))
+        if set(as_list(scopes)) != set(old_scopes):
+            errors.append(invalid("spec.scopes", go_json(scopes), "field is immutable"))
         return errors
 
     def validate_status_update(self, new: Obj, old: Obj) -> list[FieldError]:

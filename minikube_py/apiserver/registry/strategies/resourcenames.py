@@ -81,15 +81,17 @@ def validate_container_resource_name(name: str, path: str) -> list[FieldError]:
     return errors
 
 
+def is_standard_quota_resource(name: str) -> bool:
+    """IsStandardQuotaResourceName: a resource the quota system knows by its bare name."""
+    return name in _STANDARD_QUOTA_RESOURCES or name.startswith(
+        ("hugepages-", "requests.hugepages-"))
+
+
 def validate_quota_resource_name(name: str, path: str) -> list[FieldError]:
     """ValidateResourceQuotaResourceName: what a ResourceQuota may count."""
     errors = validate_resource_name(name, path)
-    if "/" not in name:
-        standard = name in _STANDARD_QUOTA_RESOURCES or name.startswith(
-            ("hugepages-", "requests.hugepages-")
-        )
-        if not standard:
-            errors.append(invalid(path, name, "must be a standard resource for quota"))
+    if "/" not in name and not is_standard_quota_resource(name):
+        errors.append(invalid(path, name, "must be a standard resource for quota"))
     return errors
 
 
