@@ -20,6 +20,7 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from minikube_py.api import Obj
+from minikube_py.api.goyaml.emit import dump as go_yaml
 from minikube_py.apiserver.connect.apiservices import local_api_services
 from minikube_py.apiserver.flowcontrol.bootstrap import (
     AUTO_UPDATE_ANNOTATION,
@@ -28,7 +29,6 @@ from minikube_py.apiserver.flowcontrol.bootstrap import (
     SUGGESTED_FLOW_SCHEMAS,
     SUGGESTED_PRIORITY_LEVELS,
 )
-from minikube_py.mkctl.goyaml.emit import dump as go_yaml
 
 T = TypeVar("T")
 

@@ -6,8 +6,8 @@ import json
 import urllib.error
 import urllib.request
 
+from minikube_py.api.goyaml.read import load
 from minikube_py.cluster.apiserver import APIServerProcess
-from minikube_py.mkctl.goyaml.read import load
 
 
 def call(url: str, method: str, body: bytes | None = None,

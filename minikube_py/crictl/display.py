@@ -16,7 +16,7 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from minikube_py.mkctl.goyaml import emit as go_yaml
+from minikube_py.api.goyaml import emit as go_yaml
 
 TRUNCATED_ID_LEN = 13
 """Ids in tables are cut to 13 characters, as upstream's getTruncatedID."""

@@ -123,7 +123,7 @@ def _documents(source: str, text: str) -> Iterator[Obj | MkctlError]:
             if isinstance(value, dict):
                 yield value
         return
-    from minikube_py.mkctl.goyaml.read import YAMLError, load
+    from minikube_py.api.goyaml.read import YAMLError, load
 
     for chunk in _yaml_chunks(text):
         if not chunk.strip():

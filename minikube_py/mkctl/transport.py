@@ -177,7 +177,7 @@ class RESTClient:
         Retry-After is retried as client-go does."""
         params = dict(params or {})
         if self.config.timeout and "timeout" not in params and not stream:
-            from minikube_py.mkctl.gofmt import format_duration
+            from minikube_py.api.gofmt import format_duration
 
             params["timeout"] = format_duration(self.config.timeout)
         target = self.base_path + _target(path, params)
@@ -393,7 +393,7 @@ def status_error(response: Response) -> StatusError:
 
 def timeout_param(config: RestConfig) -> str:
     """The `timeout` discovery asks the server for: the request timeout, else 32 s."""
-    from minikube_py.mkctl.gofmt import format_duration
+    from minikube_py.api.gofmt import format_duration
 
     return format_duration(config.timeout) if config.timeout else "32s"
 

@@ -1,7 +1,8 @@
 """Imports run one way: components talk to each other only through the API server.
 
 The packages of minikube_py are of three sorts:
-- shared libraries anyone may import: `api` (API types and rules), `client` (the
+- shared libraries anyone may import: `api` (API types and rules, and how Go writes YAML
+  and numbers: `api/goyaml`, `api/gofmt`), `client` (the
   client-go equivalent), `gen` (generated protobuf code), the `lifecycle` module (how a
   component runs: run, start, stop), the `process` module (how a component runs as a
   child process), `streaming` (the wire protocols of exec, attach and port-forward,

@@ -13,11 +13,11 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from minikube_py.api.gofmt import format_float, json_float, sprint
+from minikube_py.api.goyaml.emit import YAMLError, dump, sorted_keys
+from minikube_py.api.goyaml.read import _BlockReader, _Unsupported, load
+from minikube_py.api.goyaml.resolve import resolve
 from minikube_py.mkctl.flags import BOOL, INT, STRINGS, Flag, FlagError, FlagSet
-from minikube_py.mkctl.gofmt import format_float, json_float, sprint
-from minikube_py.mkctl.goyaml.emit import YAMLError, dump, sorted_keys
-from minikube_py.mkctl.goyaml.read import _BlockReader, _Unsupported, load
-from minikube_py.mkctl.goyaml.resolve import resolve
 from minikube_py.mkctl.printers.gojson import dumps
 from minikube_py.mkctl.printers.table import PrintOptions, TablePrinter
 from minikube_py.mkctl.printers.tabwriter import TabWriter

@@ -9,12 +9,12 @@ import orjson
 from aiohttp import web
 
 from minikube_py.api import Obj, errors, meta
+from minikube_py.api.goyaml import emit as go_yaml
 from minikube_py.api.resources import Resource
 from minikube_py.apiserver.auth.admission import admission_warnings
 from minikube_py.apiserver.endpoints import tables
 from minikube_py.apiserver.endpoints.negotiation import Wanted
 from minikube_py.apiserver.registry.store import ListResult, Store
-from minikube_py.mkctl.goyaml import emit as go_yaml
 from minikube_py.tracing.context import (
     json_without_trace_context,
     may_carry_trace_context,

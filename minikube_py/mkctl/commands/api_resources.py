@@ -114,7 +114,7 @@ def _print_list(inv: Invocation, resources: list[APIResource], output: str) -> N
 
         inv.out.write(dumps(document, sort_keys=False) + "\n")
     else:
-        from minikube_py.mkctl.goyaml.emit import dump
+        from minikube_py.api.goyaml.emit import dump
 
         inv.out.write(dump(document))
 

@@ -251,7 +251,7 @@ def _aggregate(messages: list[str]) -> str:
 
 def run(inv: Invocation) -> None:
     from minikube_py.api.duration import parse_duration
-    from minikube_py.mkctl.gofmt import format_duration
+    from minikube_py.api.gofmt import format_duration
 
     timeout = parse_duration(inv.flags["timeout"])
     if timeout is None:

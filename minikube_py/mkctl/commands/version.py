@@ -67,7 +67,7 @@ def run(inv: Invocation) -> None:
 
         inv.out.write(dumps(versions, indent="  ", sort_keys=False) + "\n")
     else:
-        from minikube_py.mkctl.goyaml.emit import dump
+        from minikube_py.api.goyaml.emit import dump
 
         inv.out.write(dump(versions))
     if failure is not None:

@@ -6,6 +6,7 @@ indented under their name."""
 from __future__ import annotations
 
 from minikube_py.api import Obj
+from minikube_py.api.gofmt import sprint
 from minikube_py.mkctl.describers import Lookups, Settings
 from minikube_py.mkctl.describers.common import (
     describe_events,
@@ -14,7 +15,6 @@ from minikube_py.mkctl.describers.common import (
     search_events,
 )
 from minikube_py.mkctl.describers.writer import LEVEL_0, PrefixWriter
-from minikube_py.mkctl.gofmt import sprint
 
 COMMON_ACRONYMS = ("API", "URL", "UID", "GUID")
 SKIPPED = (".metadata.managedFields", ".metadata.name", ".metadata.namespace",

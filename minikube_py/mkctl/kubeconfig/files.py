@@ -96,7 +96,7 @@ def _scalar_string(value: Any) -> str | None:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        from minikube_py.mkctl.gofmt import format_float
+        from minikube_py.api.gofmt import format_float
 
         return format_float(value, "g")
     if value is None:
@@ -189,7 +189,7 @@ def load_file(path: str) -> Config:
         text = handle.read()
     if not text:
         return Config()
-    from minikube_py.mkctl.goyaml.read import YAMLError, load
+    from minikube_py.api.goyaml.read import YAMLError, load
 
     try:
         config = decode(load(text))
@@ -345,7 +345,7 @@ def to_v1(config: Config) -> dict[str, Any]:
 
 def write_file(config: Config, path: str) -> None:
     """clientcmd.WriteToFile: the whole file rewritten in kubectl's form, mode 0600."""
-    from minikube_py.mkctl.goyaml.emit import dump
+    from minikube_py.api.goyaml.emit import dump
 
     directory = os.path.dirname(path)
     if directory:

@@ -58,7 +58,7 @@ class YAMLPrinter:
         self.count = 0
 
     def print_obj(self, obj: dict[str, Any]) -> None:
-        from minikube_py.mkctl.goyaml.emit import YAMLError, dump
+        from minikube_py.api.goyaml.emit import YAMLError, dump
 
         try:
             text = dump(obj)
@@ -107,7 +107,7 @@ class JSONPathPrinter:
             raise MkctlError(f"error parsing jsonpath {template}, {error}\n") from None
 
     def print_obj(self, obj: dict[str, Any]) -> None:
-        from minikube_py.mkctl.gofmt import go_syntax, quote
+        from minikube_py.api.gofmt import go_syntax, quote
         from minikube_py.mkctl.printers.jsonpath import JSONPathError
 
         try:

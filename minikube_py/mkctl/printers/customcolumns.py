@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from minikube_py.mkctl.gofmt import sprint
+from minikube_py.api.gofmt import sprint
 from minikube_py.mkctl.printers.jsonpath import JSONPath
 from minikube_py.mkctl.printers.table import escape_terminal
 from minikube_py.mkctl.printers.tabwriter import TabWriter

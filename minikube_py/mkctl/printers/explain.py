@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from minikube_py.api import Obj
+from minikube_py.api.gofmt import sprint
 from minikube_py.mkctl.errors import MkctlError
-from minikube_py.mkctl.gofmt import sprint
 
 GVK_EXTENSION = "x-kubernetes-group-version-kind"
 METHODS = ("get", "post", "put", "patch", "delete")

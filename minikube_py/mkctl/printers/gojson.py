@@ -15,7 +15,7 @@ from __future__ import annotations
 from json.encoder import encode_basestring
 from typing import Any
 
-from minikube_py.mkctl.gofmt import json_float
+from minikube_py.api.gofmt import json_float
 
 _HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
                  "\u2028": "\\u2028", "\u2029": "\\u2029"}

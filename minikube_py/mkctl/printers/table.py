@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from minikube_py.api import Obj
-from minikube_py.mkctl.gofmt import sprint
+from minikube_py.api.gofmt import sprint
 from minikube_py.mkctl.printers.tabwriter import TabWriter
 from minikube_py.mkctl.record import Record
 

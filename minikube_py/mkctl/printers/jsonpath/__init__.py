@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from minikube_py.mkctl.gofmt import sprint
+from minikube_py.api.gofmt import sprint
 from minikube_py.mkctl.printers import gojson
 from minikube_py.mkctl.printers.jsonpath.parser import (
     ArrayNode,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from minikube_py.mkctl.goyaml.resolve import TIMESTAMP, resolve
+from minikube_py.api.goyaml.resolve import TIMESTAMP, resolve
 
 
 class YAMLError(Exception):

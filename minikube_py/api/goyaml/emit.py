@@ -33,8 +33,8 @@ import re
 from functools import cmp_to_key
 from typing import Any
 
-from minikube_py.mkctl.gofmt import format_float
-from minikube_py.mkctl.goyaml.resolve import STR, is_base60_float, resolve
+from minikube_py.api.gofmt import format_float
+from minikube_py.api.goyaml.resolve import STR, is_base60_float, resolve
 
 BEST_INDENT = 2
 BEST_WIDTH = 80
