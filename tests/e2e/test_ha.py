@@ -155,9 +155,13 @@ def test_killing_an_api_server_costs_clients_at_most_one_retry_and_its_endpoint(
     try:
         assert all(loop.sent > 1 for loop in loops), [(loop.name, loop.sent) for loop in loops]
         assert [error for loop in loops for error in loop.failed] == []
+        # a bound for a failure, not the figure (benchmarks/failover.py measures it): its
+        # key outlives it by the TTL and one round of the others, and by a whole TTL more
+        # when etcd's leader changes meanwhile (etcd 3.4 keeps no lease checkpoints, so a
+        # new leader starts every lease's TTL afresh), as it may on a loaded machine
         until(lambda: ADDRESSES[victim] not in endpoints(ha),
               "the killed API server out of the kubernetes endpoints",
-              LEASE_TTL + RECONCILE_INTERVAL + 15)
+              2 * LEASE_TTL + RECONCILE_INTERVAL + 80)
         assert sorted(endpoints(ha)) == sorted(address for node, address in ADDRESSES.items()
                                                if node != victim)
     finally:
