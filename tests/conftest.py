@@ -201,6 +201,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: work_unit(item.nodeid) not in CLUSTER_UNITS)
 
 
+# Seconds spent per work unit and per worker (setup, call and teardown of each test), so
+# that a run's log shows its critical path: the lane or worker that ended last.
+UNIT_SECONDS: dict[str, float] = {}
+WORKER_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    unit = work_unit(report.nodeid)
+    UNIT_SECONDS[unit] = UNIT_SECONDS.get(unit, 0.0) + report.duration
+    worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "main")
+    WORKER_SECONDS[worker] = WORKER_SECONDS.get(worker, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The time of each worker and of the ten longest work units."""
+    if not UNIT_SECONDS:
+        return
+    terminalreporter.section("time per worker and work unit")
+    for worker, seconds in sorted(WORKER_SECONDS.items()):
+        terminalreporter.write_line(f"{seconds:8.1f}s  worker {worker}")
+    for unit, seconds in sorted(UNIT_SECONDS.items(), key=lambda item: -item[1])[:10]:
+        terminalreporter.write_line(f"{seconds:8.1f}s  {unit}")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A lane B test, and the `up` it runs, see lane B's node network in the environment
