@@ -14,6 +14,7 @@ from minikube_py.api.resources import RESOURCES, Resource, by_kind
 from minikube_py.api.validation import FieldError
 from minikube_py.apiserver.registry.strategies import strategy_for
 from minikube_py.apiserver.registry.strategies.base import KindStrategy, Strategy
+from minikube_py.apiserver.registry.subresources import assign_pod, assigned_copy
 
 UID = "6b2e9f0c-1d2a-4c3b-9e8f-0a1b2c3d4e5f"
 RBAC = "rbac.authorization.k8s.io/v1"
@@ -1041,3 +1042,25 @@ EVENT = obj(
 def test_kind_specific_field_selectors(stored: Obj, field: str, value: str) -> None:
     s = strategy(stored["apiVersion"], stored["kind"])
     assert s.field_set(created(stored))[field] == value
+
+
+# --- pods/binding ----------------------------------------------------------------------------
+
+
+def test_a_binding_changes_only_its_copy_of_the_stored_pod() -> None:
+    stored = {"apiVersion": "v1", "kind": "Pod",
+              "metadata": {"name": "p", "namespace": "default", "uid": UID,
+                           "resourceVersion": "7", "annotations": {"keep": "me"}},
+              "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+              "status": {"phase": "Pending", "conditions": [
+                  {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}}
+    before = copy.deepcopy(stored)
+
+    bound = assign_pod(assigned_copy(stored), "p", "node-1", {"annotations": {"by": "me"}})
+    bound["metadata"]["resourceVersion"] = "8"
+
+    assert stored == before
+    assert bound["spec"]["nodeName"] == "node-1"
+    assert bound["metadata"]["annotations"] == {"keep": "me", "by": "me"}
+    assert [(c["type"], c["status"]) for c in bound["status"]["conditions"]] == [
+        ("PodScheduled", "True")]
