@@ -18,7 +18,7 @@ from minikube_py.api.schema import (
     unknown_fields,
 )
 from minikube_py.api.schema.registry import KINDS, definitions
-from minikube_py.api.schema.strict import drop_null_fields
+from minikube_py.api.schema.strict import decodes_cleanly, drop_null_fields, type_error
 from minikube_py.api.schema.types import Field, Type
 
 # --- manifests from the Kubernetes documentation ---------------------------------------
@@ -347,6 +347,53 @@ def test_a_null_below_a_type_that_keeps_any_json_stays() -> None:
 
     schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     assert schema["enum"] == [None]
+
+
+def pod_with_nulls() -> dict[str, Any]:
+    """POD with a null field, list item or map value at several depths."""
+    pod = copy.deepcopy(POD)
+    pod["metadata"]["labels"] = {"app": None}
+    pod["spec"].update(nodeName=None, restartPolicy=None, nodeSelector={"zone": None})
+    container = pod["spec"]["containers"][0]
+    container.update(env=None, args=["a", None], resources={"requests": {"cpu": None}})
+    pod["spec"]["volumes"] += [None, {"name": "ebs", "hostPath": None,
+                                      "awsElasticBlockStore": {"volumeID": None}}]
+    pod["spec"]["tolerations"] = [None, {"key": "k", "value": None}]
+    return pod
+
+
+def test_one_walk_drops_the_same_nulls_and_finds_a_clean_body_clean() -> None:
+    schema = schema_for("", "v1", "Pod")
+    walked, dropped = pod_with_nulls(), pod_with_nulls()
+
+    assert decodes_cleanly(walked, schema)
+    drop_null_fields(dropped, schema)
+    assert walked == dropped
+    crd = {"spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema": {
+        "type": "object", "default": None, "enum": [None]}}}]}}
+    assert decodes_cleanly(crd, schema_for("apiextensions.k8s.io", "v1",
+                                           "CustomResourceDefinition"))
+    assert crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["enum"] == [None]
+
+
+@pytest.mark.parametrize("spoil", [
+    lambda pod: pod.update(spek={}),
+    lambda pod: pod["spec"]["containers"][0].update(imagee="x"),
+    lambda pod: pod["spec"]["tolerations"].append({"key": "k", "tolerationSecond": 1}),
+    lambda pod: pod["spec"].update(nodeName=7),
+    lambda pod: pod["spec"]["containers"][0].update(args=["a", 1]),
+    lambda pod: pod["metadata"]["labels"].update(tier=["x"]),
+    lambda pod: pod["spec"].update(volumes={}),
+], ids=["unknown", "unknown-in-list", "unknown-deep", "type", "type-in-list", "type-in-map",
+        "array-as-object"])
+def test_one_walk_finds_what_the_walks_that_name_it_find(spoil: Any) -> None:
+    schema = schema_for("", "v1", "Pod")
+    pod = pod_with_nulls()
+    spoil(pod)
+
+    assert not decodes_cleanly(pod, schema)
+    drop_null_fields(pod, schema)
+    assert type_error(pod, schema) or unknown_fields(pod, schema)
 
 
 def test_list_items_are_checked_against_the_item_kind() -> None:

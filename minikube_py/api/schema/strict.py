@@ -187,6 +187,46 @@ def _type_error(value: Any, schema: Type, path: str, struct: str) -> str | None:
     return None
 
 
+def decodes_cleanly(obj: Any, schema: Type) -> bool:
+    """drop_null_fields, and whether nothing else is wrong: no value type_error would
+    refuse and no field unknown_fields would report, in one walk.
+
+    A body that decodes cleanly (nearly every one) needs none of the three walks that name
+    what is wrong; one that does not gets them, and drop_null_fields finishes there.
+    """
+    return _decodes_cleanly(obj, schema, True)
+
+
+def _decodes_cleanly(value: Any, schema: Type, drop: bool) -> bool:
+    """One node of decodes_cleanly; `drop`: nulls here are dropped (not below a type that
+    preserves unknown fields, as in drop_null_fields)."""
+    kind = schema.kind
+    if not _fits(value, kind):
+        return False
+    if kind == "object" and isinstance(value, dict):
+        fields = schema.fields
+        drop = drop and not schema.preserve_unknown
+        if drop:
+            for key in [key for key, item in value.items() if item is None and key in fields]:
+                del value[key]
+        for key, item in value.items():
+            field = fields.get(key)
+            if field is None:
+                if not schema.preserve_unknown:
+                    return False
+            elif not _decodes_cleanly(item, field.type, drop):
+                return False
+    elif kind in ("map", "array") and value is not None and schema.items is not None:
+        items = schema.items
+        keys = value.keys() if kind == "map" else range(len(value))
+        for key in keys:
+            if drop and value[key] is None:
+                value[key] = _zero_value(items)
+            if not _decodes_cleanly(value[key], items, drop):
+                return False
+    return True
+
+
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 

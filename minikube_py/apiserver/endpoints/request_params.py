@@ -17,7 +17,12 @@ from aiohttp import web
 from minikube_py.api import Obj, errors, meta
 from minikube_py.api.resources import Resource, by_kind
 from minikube_py.api.schema import schema_for, unknown_fields
-from minikube_py.api.schema.strict import FieldPath, drop_null_fields, type_error
+from minikube_py.api.schema.strict import (
+    FieldPath,
+    decodes_cleanly,
+    drop_null_fields,
+    type_error,
+)
 from minikube_py.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from minikube_py.api.validation import FieldError, forbidden, invalid, required, too_long
 from minikube_py.apiserver.endpoints import negotiation
@@ -261,6 +266,8 @@ def field_validation(
         kind or resource.kind,
     )
     if schema is None:
+        return []
+    if decodes_cleanly(obj, schema):
         return []
     kind_name = kind or resource.kind
     wrong_type = type_error(obj, schema)
