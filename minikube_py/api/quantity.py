@@ -143,6 +143,10 @@ def parse_quantity(value: str | int | float | Decimal) -> Decimal:
     return _parse(value)[0]
 
 
+# Formatting is exact decimal arithmetic too, and it runs for the same few amounts on
+# every pod the API server canonicalizes: remembered like parsing (both arguments and the
+# result are immutable, and the result depends only on the amount's value).
+@lru_cache(maxsize=4096, typed=True)
 def _format(amount: Decimal, format_: str) -> str:
     """Quantity.String: the canonical form of an amount in a format.
 

@@ -170,6 +170,8 @@ _DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL_FMT)
 _DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
 _DNS1035_LABEL_RE = re.compile(_DNS1035_LABEL_FMT)
 _LABEL_KEY_RE = re.compile(_LABEL_KEY_FMT)
+# A whole qualified name, `[prefix/]name`, in one match: the usual key needs no more.
+_QUALIFIED_NAME_RE = re.compile(f"(?:{_DNS1123_SUBDOMAIN_FMT}/)?{_LABEL_KEY_FMT}")
 _LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
 _PERCENT_RE = re.compile(_PERCENT_FMT)
 
@@ -289,6 +291,8 @@ def validate_qualified_name(value: str) -> list[str]:
     The optional prefix is a DNS subdomain; the name is at most 63 bytes of
     alphanumerics, '-', '_' and '.', starting and ending with an alphanumeric.
     """
+    if len(value) <= 63 and _QUALIFIED_NAME_RE.fullmatch(value):
+        return []  # both parts well formed, and neither can be too long
     examples = ("MyName", "my.name", "123-abc")
     parts = value.split("/")
     errors: list[str] = []
@@ -352,8 +356,10 @@ def validate_labels(labels: Any, path: str) -> list[FieldError]:
     if errors:
         return errors
     for key, value in labels.items():
-        errors += [invalid(path, key, m) for m in validate_qualified_name(key)]
-        errors += [invalid(path, value, m) for m in validate_label_value(value)]
+        for message in validate_qualified_name(key):
+            errors.append(invalid(path, key, message))
+        for message in validate_label_value(value):
+            errors.append(invalid(path, value, message))
     return errors
 
 
@@ -365,7 +371,8 @@ def validate_annotations(annotations: Any, path: str) -> list[FieldError]:
     if errors:
         return errors
     for key in annotations:
-        errors += [invalid(path, key, m) for m in validate_qualified_name(key.lower())]
+        for message in validate_qualified_name(key.lower()):
+            errors.append(invalid(path, key, message))
     size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
     if size > TOTAL_ANNOTATION_SIZE_LIMIT:
         errors.append(too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT))

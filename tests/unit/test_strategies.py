@@ -438,6 +438,16 @@ def _rolling(surge: Any, unavailable: Any) -> Obj:
 
 
 INVALID_OBJECTS = [
+    # containers
+    _case("env name with '='", with_container(env=[{"name": "A=B", "value": "1"}]),
+          "spec.containers[0].env[0].name", "Invalid"),
+    _case("env name with a newline", with_container(env=[{"name": "A\n", "value": "1"}]),
+          "spec.containers[0].env[0].name", "Invalid"),
+    _case("resource name not standard",
+          with_container(resources={"limits": {"gpu": "1"}, "requests": {"gpu": "1"}}),
+          "spec.containers[0].resources.limits[gpu]", "Invalid"),
+    _case("negative resource amount", with_container(resources={"requests": {"cpu": "-1"}}),
+          "spec.containers[0].resources.requests[cpu]", "Invalid"),
     # workloads
     _case("negative replicas", deployment(replicas=-1), "spec.replicas", "Invalid"),
     _case(
@@ -1064,3 +1074,11 @@ def test_a_binding_changes_only_its_copy_of_the_stored_pod() -> None:
     assert bound["metadata"]["annotations"] == {"keep": "me", "by": "me"}
     assert [(c["type"], c["status"]) for c in bound["status"]["conditions"]] == [
         ("PodScheduled", "True")]
+
+
+def test_well_formed_env_names_and_resource_names_pass() -> None:
+    created(with_container(
+        env=[{"name": "A b.c-d_~!", "value": "1"}],
+        resources={"limits": {"cpu": "1", "memory": "1Gi", "ephemeral-storage": "1Gi",
+                              "example.com/gpu": "1", "hugepages-2Mi": "2Mi"},
+                   "requests": {"cpu": "500m", "memory": "1Gi", "example.com/gpu": "1"}}))

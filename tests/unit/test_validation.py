@@ -99,6 +99,8 @@ def test_dns1035_label_must_start_with_a_letter() -> None:
         "simple/simple",
         "a.b/C_d",
         "a/" + "b" * 63,
+        "b" * 63,
+        "d" * 253 + "/n",
     ],
 )
 def test_valid_qualified_names(value: str) -> None:
@@ -115,6 +117,8 @@ def test_valid_qualified_names(value: str) -> None:
         ("a/", ["name part must be non-empty", NAME_PART_MSG]),
         ("Example.com/a", ["prefix part " + SUBDOMAIN_MSG]),
         ("a" * 64, ["name part must be no more than 63 bytes"]),
+        ("a/" + "b" * 64, ["name part must be no more than 63 bytes"]),
+        ("d" * 254 + "/n", ["prefix part must be no more than 253 bytes"]),
     ],
 )
 def test_invalid_qualified_names(value: str, expected: list[str]) -> None:

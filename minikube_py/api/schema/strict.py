@@ -214,6 +214,8 @@ def _decodes_cleanly(value: Any, schema: Type, drop: bool) -> bool:
             if field is None:
                 if not schema.preserve_unknown:
                     return False
+            elif type(item) is str and field.type.kind == "string":
+                continue  # most fields: a string where one belongs, nothing below it
             elif not _decodes_cleanly(item, field.type, drop):
                 return False
     elif kind in ("map", "array") and value is not None and schema.items is not None:

@@ -72,6 +72,8 @@ def validate_resource_name(name: str, path: str) -> list[FieldError]:
 
 def validate_container_resource_name(name: str, path: str) -> list[FieldError]:
     """validateContainerResourceName: cpu, memory, ephemeral-storage, hugepages, extended."""
+    if name in _STANDARD_CONTAINER_RESOURCES:
+        return []  # qualified and standard: nearly every name a pod's resources give
     errors = validate_resource_name(name, path)
     if "/" not in name:
         if name not in _STANDARD_CONTAINER_RESOURCES and not is_hugepages(name):
@@ -115,11 +117,10 @@ def validate_resource_amount(
     amount, errors = parse_amount(value, path)
     if amount is None:
         return None, errors
-    shown = show_amount(value)
     if amount < 0:
-        errors.append(invalid(path, shown, "must be greater than or equal to 0"))
+        errors.append(invalid(path, show_amount(value), "must be greater than or equal to 0"))
     if (name in _INTEGER_RESOURCES or is_extended(name)) and amount != amount.to_integral_value():
-        errors.append(invalid(path, shown, "must be an integer"))
+        errors.append(invalid(path, show_amount(value), "must be an integer"))
     return amount, errors
 
 
