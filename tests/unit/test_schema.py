@@ -328,12 +328,13 @@ class WriteRecordingList(list[Any]):
         super().__setitem__(index, value)
 
 
-def test_only_null_list_items_and_map_values_are_written_back() -> None:
+@pytest.mark.parametrize("drop", [drop_null_fields, decodes_cleanly])
+def test_only_null_list_items_and_map_values_are_written_back(drop: Any) -> None:
     pod = copy.deepcopy(POD)
     labels = pod["metadata"]["labels"] = WriteRecordingDict(app="web", tier=None)
     args = pod["spec"]["containers"][0]["args"] = WriteRecordingList(["a", None, "b"])
 
-    drop_null_fields(pod, schema_for("", "v1", "Pod"))
+    drop(pod, schema_for("", "v1", "Pod"))
 
     assert labels == {"app": "web", "tier": ""} and labels.written == ["tier"]
     assert args == ["a", "", "b"] and args.written == [1]

@@ -199,32 +199,44 @@ def decodes_cleanly(obj: Any, schema: Type) -> bool:
 
 def _decodes_cleanly(value: Any, schema: Type, drop: bool) -> bool:
     """One node of decodes_cleanly; `drop`: nulls here are dropped (not below a type that
-    preserves unknown fields, as in drop_null_fields)."""
+    preserves unknown fields, as in drop_null_fields). Only a value that can hold more
+    below it is walked, and only a null is written."""
     kind = schema.kind
     if not _fits(value, kind):
         return False
     if kind == "object" and isinstance(value, dict):
         fields = schema.fields
         drop = drop and not schema.preserve_unknown
-        if drop:
-            for key in [key for key, item in value.items() if item is None and key in fields]:
-                del value[key]
+        nulls: list[str] = []
         for key, item in value.items():
             field = fields.get(key)
             if field is None:
                 if not schema.preserve_unknown:
                     return False
+            elif item is None:
+                if drop:
+                    nulls.append(key)
             elif type(item) is str and field.type.kind == "string":
-                continue  # most fields: a string where one belongs, nothing below it
-            elif not _decodes_cleanly(item, field.type, drop):
+                continue  # most fields: a string where one belongs
+            elif field.type.kind in NESTED_KINDS:
+                if not _decodes_cleanly(item, field.type, drop):
+                    return False
+            elif not _fits(item, field.type.kind):
                 return False
+        for key in nulls:
+            del value[key]
     elif kind in ("map", "array") and value is not None and schema.items is not None:
         items = schema.items
-        keys = value.keys() if kind == "map" else range(len(value))
-        for key in keys:
-            if drop and value[key] is None:
-                value[key] = _zero_value(items)
-            if not _decodes_cleanly(value[key], items, drop):
+        nested = items.kind in NESTED_KINDS
+        for key in value.keys() if kind == "map" else range(len(value)):
+            item = value[key]
+            if item is None:
+                if drop:
+                    value[key] = _zero_value(items)
+            elif nested:
+                if not _decodes_cleanly(item, items, drop):
+                    return False
+            elif not _fits(item, items.kind):
                 return False
     return True
 
