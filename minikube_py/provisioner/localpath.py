@@ -75,7 +75,9 @@ class LocalPathProvisioner:
     external-provisioner's ProvisionController loop)."""
 
     name: ClassVar[str] = "local-path-provisioner"
-    workers: ClassVar[int] = 4
+    # the external-provisioner's --worker-threads default: a sync waits on its API writes,
+    # so claims arriving together are provisioned together, not four at a time
+    workers: ClassVar[int] = 100
 
     def __init__(self, client: Client, informers: SharedInformerFactory,
                  recorder: EventRecorder, nodes_dir: Path) -> None:
