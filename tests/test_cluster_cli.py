@@ -153,13 +153,14 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         refused = launcher(home, "up", "--nodes", "3", check=False)
         assert refused.returncode == 1 and "runs with 2 nodes" in refused.stderr
         running = pids(home)
-        # the control plane, DNS, metrics, the provisioner, the gateway controller, the
-        # trace receiver, 3 per node, and the supervisor
-        assert len(running) == 17 and all(alive(pid) for pid in running)
+        # the control plane, DNS, metrics, the gateway controller, the trace receiver, 3
+        # per node, and the supervisor (the local-path provisioner is a Deployment's pod)
+        assert len(running) == 16 and all(alive(pid) for pid in running)
+        assert "local-path-provisioner: ready (a Deployment in kube-system" in started.stdout
         kubectl(home, "wait", "--for=condition=Ready", "node", "--all", "--timeout=120s")
         status = launcher(home, "status")
         for component in ("registry", "etcd", "tracing", "apiserver", "controller-manager",
-                          "scheduler", "dns", "metrics", "provisioner", "gateway",
+                          "scheduler", "dns", "metrics", "gateway",
                           "node-1/containerd",
                           "node-1/kubelet",
                           "node-1/proxy",

@@ -1,7 +1,8 @@
 """The control plane's own images: minikube-py's components in containers, as kubeadm runs
 upstream's (static pods for etcd, the API server, the controller-manager and the scheduler,
-a DaemonSet for kube-proxy, a Deployment for DNS), each under upstream's component name in
-the image repository localhost/minikube-py (see docs/decisions.md):
+a DaemonSet for kube-proxy, Deployments for DNS, the metrics server and the local-path
+provisioner), each under upstream's component name in the image repository
+localhost/minikube-py (see docs/decisions.md):
 
     localhost/minikube-py/<image>:<tag>   layers (bottom first)          runs
     kube-apiserver                        busybox python dependencies    minikube_py.apiserver
@@ -9,6 +10,7 @@ the image repository localhost/minikube-py (see docs/decisions.md):
     kube-scheduler                                                       minikube_py.scheduler
     coredns                                                              minikube_py.dns
     metrics-server                                                       minikube_py.metrics
+    local-path-provisioner                                               minikube_py.provisioner
     kube-proxy                            ... dependencies proxy-tools   minikube_py.proxy
                                           source
     etcd  (tag: <etcd version>-<hash>)    busybox etcd                   etcd, etcdctl
@@ -102,6 +104,7 @@ COMPONENTS = (
     Component("kube-proxy", "minikube_py.proxy", proxy_tools=True),
     Component("coredns", "minikube_py.dns"),
     Component("metrics-server", "minikube_py.metrics"),
+    Component("local-path-provisioner", "minikube_py.provisioner"),
 )
 ETCD = "etcd"
 

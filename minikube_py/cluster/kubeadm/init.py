@@ -18,7 +18,7 @@ order by run_init (cli.py only hands it the saved cluster as an InitConfiguratio
     token                       bootstrap token and its RBAC)
     mark-control-plane          mark_control_plane: the role label and the NoSchedule taint
     addon kube-proxy, coredns   apply_addons: addons.py's objects, server-side applied
-                                (and our metrics server)
+                                (and our metrics server and local-path provisioner)
     (kubeadm join)              run_init: the workers' kubelets join with the token
 
 `up` then waits until every node is Ready and every kube-system pod is Running and ready
@@ -49,6 +49,7 @@ from minikube_py.cluster.kubeadm.addons import (
     CONTROL_PLANE_TAINT,
     Addons,
     addon_objects,
+    local_path_provisioner_objects,
 )
 from minikube_py.cluster.kubeadm.controlplane import (
     ControlPlane,
@@ -107,6 +108,12 @@ class InitConfiguration:
 def manifest_dir(state: Path, node: str = CONTROL_PLANE) -> Path:
     """A control-plane kubelet's --pod-manifest-path (kubeadm's /etc/kubernetes/manifests)."""
     return state / "nodes" / node / "manifests"
+
+
+def nodes_folder(state: Path) -> Path:
+    """Where the nodes keep their files on this machine (their volumes' folders too): the
+    local-path provisioner's pod mounts it."""
+    return (state / "nodes").resolve()
 
 
 def host_paths(state: Path, tracing_config: Path, node: str, stacked: bool) -> HostPaths:
@@ -302,14 +309,15 @@ async def run_init(config: InitConfiguration, processes: dict[str, ComponentProc
     if isinstance(receiver := processes.get("tracing"), TraceReceiverProcess):
         await publish_trace_receiver(state / "kubeconfig", receiver.url)
     await asyncio.gather(*(mark_control_plane(admin, plane.name) for plane in planes))
-    await apply_addons(admin, addon_objects(Addons(
+    addons = Addons(
         server=config.server, cluster_cidr=config.cluster_cidr,
         cluster_dns=config.cluster_dns, images=images, tracing_endpoint=tracing_endpoint,
-        verbosity=config.verbosity, extra_config=config.extra_config)))
+        verbosity=config.verbosity, extra_config=config.extra_config)
+    await apply_addons(admin, [*addon_objects(addons), *local_path_provisioner_objects(
+        addons, nodes_folder(state))])
     await ensure_default_storage_class(admin)
-    for name in ("provisioner", "dashboard"):  # host processes, in both layouts
-        if name in processes:
-            await start(name)
+    if "dashboard" in processes:  # a host process, in both layouts
+        await start("dashboard")
     await asyncio.gather(*(start(name) for name in processes
                            if kind_of(name) in ("kubelet", "hollow-nodes")
                            and name not in firsts))
