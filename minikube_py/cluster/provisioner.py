@@ -23,7 +23,7 @@ from minikube_py.cluster.kubeadm.addons import (
     local_path_provisioner_objects,
 )
 from minikube_py.cluster.kubeadm.init import apply_addons, nodes_folder
-from minikube_py.images.components import build_and_push_component_images
+from minikube_py.images.components import build_and_push_component_images, component_image_cache
 
 DEPLOYMENT = "local-path-provisioner"
 TIMEOUT = 600.0
@@ -65,7 +65,7 @@ async def deploy_local_path_provisioner(state: Path, registry: str, addons: Addo
     give its image."""
     deadline = time.monotonic() + TIMEOUT
     images = await asyncio.to_thread(build_and_push_component_images,
-                                     state / "images" / "components", registry)
+                                     component_image_cache(), registry)
     admin = state / "kubeconfig"
     await apply_addons(admin, local_path_provisioner_objects(
         dataclasses.replace(addons, images=images), nodes_folder(state)))

@@ -62,7 +62,11 @@ from minikube_py.cluster.netns import ClusterNetwork, NodeNetwork
 from minikube_py.cluster.registry import RegistryProcess
 from minikube_py.cluster.storage import ensure_default_storage_class
 from minikube_py.cluster.tracestore import publish_trace_receiver
-from minikube_py.images.components import IMAGE_REPOSITORY, build_and_push_component_images
+from minikube_py.images.components import (
+    IMAGE_REPOSITORY,
+    build_and_push_component_images,
+    component_image_cache,
+)
 from minikube_py.process import ComponentProcess
 
 log = logging.getLogger(__name__)
@@ -274,7 +278,7 @@ async def run_init(config: InitConfiguration, processes: dict[str, ComponentProc
     registry = processes["registry"]
     assert isinstance(registry, RegistryProcess)
     images = await asyncio.to_thread(build_and_push_component_images,
-                                     state / "images" / "components", registry.host)
+                                     component_image_cache(), registry.host)
     print(f"component images: {images['kube-apiserver'].rpartition(':')[2]} in "
           f"{registry.host}/{IMAGE_REPOSITORY} ({time.monotonic() - started:.1f} s)",
           flush=True)
