@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import statistics
 import sys
 import time
@@ -44,6 +45,7 @@ from benchmarks.apiserver import (  # noqa: E402
     progress,
 )
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
+from minikube_py.client.component import GC_THRESHOLDS  # noqa: E402
 from minikube_py.client.kubeconfig import ClientConfig  # noqa: E402
 from minikube_py.client.rest import Client  # noqa: E402
 from minikube_py.cluster.components import SchedulerProcess  # noqa: E402
@@ -135,6 +137,14 @@ async def burst(pool: ConnectionPool, client: Client, namespace: str, count: int
     return await watcher - started, create_seconds
 
 
+async def burst_with_cpu(pool: ConnectionPool, client: Client, sched_pid: int, namespace: str,
+                         count: int, spread: bool) -> tuple[float, float, float]:
+    """burst() and the scheduler's CPU for it: (seconds, create s, CPU ms per pod)."""
+    cpu_before = cpu_seconds(sched_pid)
+    elapsed, creating = await burst(pool, client, namespace, count, spread=spread)
+    return elapsed, creating, (cpu_seconds(sched_pid) - cpu_before) / count * 1000
+
+
 async def algorithm_latencies(nodes: int, existing: int, pods: int, spread: bool) -> list[float]:
     """The default profile's scheduling algorithm alone, per pod: each cycle takes a fresh
     snapshot of the scheduler's cache and assumes the pod on the node chosen, as the
@@ -150,15 +160,21 @@ async def algorithm_latencies(nodes: int, existing: int, pods: int, spread: bool
         scheduler.cache.add_pod(existing_pod)
     fwk = scheduler.profiles["default-scheduler"]
     latencies = []
-    for i in range(pods):
-        candidate = pod(f"new-{i}", spread=spread)
-        candidate["metadata"].update(namespace="bench", uid=f"uid-new-{i}")
-        pod_info = PodInfo.of(candidate)
-        started = time.perf_counter()
-        fwk.set_snapshot(scheduler.cache.update_snapshot())
-        host = await scheduler.schedule_pod(fwk, CycleState(), pod_info)
-        latencies.append(time.perf_counter() - started)
-        scheduler.cache.assume_pod(pod_info, host)
+    # as in the scheduler process (run_component): garbage collected rarely
+    thresholds = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLDS)
+    try:
+        for i in range(pods):
+            candidate = pod(f"new-{i}", spread=spread)
+            candidate["metadata"].update(namespace="bench", uid=f"uid-new-{i}")
+            pod_info = PodInfo.of(candidate)
+            started = time.perf_counter()
+            fwk.set_snapshot(scheduler.cache.update_snapshot())
+            host = await scheduler.schedule_pod(fwk, CycleState(), pod_info)
+            latencies.append(time.perf_counter() - started)
+            scheduler.cache.assume_pod(pod_info, host)
+    finally:
+        gc.set_threshold(*thresholds)
     return latencies
 
 
@@ -183,25 +199,23 @@ async def measure(args: argparse.Namespace) -> list[Row]:
                 sched_pid = child_pid("minikube_py.scheduler")
                 await asyncio.sleep(2)
                 progress(f"{plain} pods with requests")
-                cpu_before = cpu_seconds(sched_pid)
-                elapsed, creating = await burst(pool, client, "plain", plain, spread=False)
-                cpu = cpu_seconds(sched_pid) - cpu_before
+                elapsed, creating, cpu_ms = await burst_with_cpu(
+                    pool, client, sched_pid, "plain", plain, spread=False)
                 rate = plain / elapsed
                 rows.append((
                     f"end to end: {plain:,} pods with requests, {nodes:,} nodes",
                     f"{rate:,.0f} pods/s ({elapsed:.1f} s; creates took {creating:.1f} s; "
-                    f"scheduler CPU {cpu / plain * 1000:.2f} ms per pod)",
+                    f"scheduler CPU {cpu_ms:.2f} ms per pod)",
                     ">= 300 pods/s", verdict(rate >= 300)))
                 progress(f"{spread} pods with spread + affinity")
-                cpu_before = cpu_seconds(sched_pid)
-                elapsed, creating = await burst(pool, client, "spread", spread, spread=True)
-                cpu = cpu_seconds(sched_pid) - cpu_before
+                elapsed, _, cpu_ms = await burst_with_cpu(
+                    pool, client, sched_pid, "spread", spread, spread=True)
                 rate = spread / elapsed
                 rows.append((
                     f"end to end: {spread:,} pods with PodTopologySpread + "
                     "InterPodAffinity",
                     f"{rate:,.0f} pods/s ({elapsed:.1f} s; scheduler CPU "
-                    f"{cpu / spread * 1000:.2f} ms per pod)",
+                    f"{cpu_ms:.2f} ms per pod)",
                     ">= 100 pods/s", verdict(rate >= 100)))
     progress("the algorithm alone")
     for spread_pods, label in ((False, "requests only"), (True, "spread + affinity")):

@@ -83,6 +83,17 @@ class HostNetwork:
         return found
 
 
+def namespaces() -> set[str]:
+    """The network namespaces Docker and `ip netns` hold by a file (nsfs mounts under
+    /run/docker/netns and /run/netns), where the stack's would be; other tests' containerd
+    nodes keep theirs under their own state folders and may come and go meanwhile.
+    (Docker removes a gone container's empty netns file a minute later.)"""
+    return {line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
+            if line.split(" - ")[1].startswith("nsfs ")
+            and line.split()[4].startswith(("/run/docker/netns/", "/var/run/docker/netns/",
+                                            "/run/netns/"))}
+
+
 def put_back(before: HostNetwork) -> None:
     """Undo what dockerd changed since `before`: its rules (jumps first), its chains, the
     FORWARD policy, docker0."""

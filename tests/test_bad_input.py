@@ -46,6 +46,9 @@ CSI_STORAGE_CAPACITIES = "/apis/storage.k8s.io/v1/namespaces/{ns}/csistoragecapa
 HPAS_V1 = "/apis/autoscaling/v1/namespaces/{ns}/horizontalpodautoscalers"
 HPAS_V2 = "/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers"
 FLOW_SCHEMAS = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas"
+ADMISSION = "/apis/admissionregistration.k8s.io/v1"
+CLUSTER_ROLES = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
+SERVICE_ACCOUNTS = "/api/v1/namespaces/{ns}/serviceaccounts"
 MAX_BODY_BYTES = 3 * 1024 * 1024  # upstream's MaxRequestBodyBytes
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -197,6 +200,24 @@ CASES = (
              + b"".join(b"%c: &%c [*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c]\n"
                         % ((c, c) + (c - 1,) * 9) for c in range(ord("b"), ord("k"))),
              400, "BadRequest", "excessive aliasing", content_type=YAML),
+    # -- a null list item decodes as the item with nothing set (Go's zero struct), which
+    # validation refuses; kept as null, every later request's admission read it (500) ---
+    BadInput("null-mutating-webhook", "POST", f"{ADMISSION}/mutatingwebhookconfigurations",
+             {"metadata": {"name": "null-webhook"}, "webhooks": [None]}, 422, "Invalid",
+             "webhooks[0].name: Required value", "webhooks[0].clientConfig"),
+    BadInput("null-validating-webhook", "POST", f"{ADMISSION}/validatingwebhookconfigurations",
+             {"metadata": {"name": "null-webhook"}, "webhooks": [None, None]}, 422, "Invalid",
+             "webhooks[1].admissionReviewVersions: Required value", "webhooks[0].name"),
+    BadInput("null-validating-admission-policy-validation", "POST",
+             f"{ADMISSION}/validatingadmissionpolicies",
+             {"metadata": {"name": "null-validation"}, "spec": {
+                 "matchConstraints": {"resourceRules": [None]}, "validations": [None]}},
+             422, "Invalid", "spec.validations[0].expression: Required value",
+             "spec.matchConstraints.resourceRules[0].operations"),
+    BadInput("null-cluster-role-rule", "POST", CLUSTER_ROLES,
+             {"metadata": {"name": "null-rule"}, "rules": [None]}, 422, "Invalid",
+             "rules[0].verbs: Required value: verbs must contain at least one value",
+             "rules[0].resources"),
     # -- bodies that do not decode (handlers/create.go: transformDecodeError, 400) ---------
     BadInput("invalid-json", "POST", PODS, b'{"apiVersion": "v1", "kind": "Pod", "metadata": {',
              400, "BadRequest",
@@ -542,6 +563,24 @@ async def test_invalid_object_lists_every_problem_as_a_cause(
     causes = {(cause["reason"], cause["field"]) for cause in details["causes"]}
     assert {("FieldValueInvalid", "metadata.name"),
             ("FieldValueInvalid", "metadata.labels")} <= causes
+
+
+async def test_a_null_list_item_or_map_value_is_created_as_its_zero_value(
+    settled: str, session: aiohttp.ClientSession, namespace: str
+) -> None:
+    """A null ObjectReference is decoded as one with nothing set, a null label value as
+    "", as upstream's Go decoder does, and stored and answered so (upstream:
+    `"secrets":[{}]`, `"labels":{"team":""}`)."""
+    answer = await send(session, "POST", settled + SERVICE_ACCOUNTS.format(ns=namespace),
+                        {"metadata": {"name": "null-items", "labels": {"team": None}},
+                         "secrets": [None], "imagePullSecrets": [None, {"name": "pull"}]})
+    assert answer.status == 201, answer.body
+    assert answer.body["secrets"] == [{}]
+    assert answer.body["imagePullSecrets"] == [{}, {"name": "pull"}]
+    stored = await send(session, "GET",
+                        settled + SERVICE_ACCOUNTS.format(ns=namespace) + "/null-items")
+    assert stored.body["secrets"] == [{}], stored.body
+    assert stored.body["metadata"]["labels"] == {"team": ""}, stored.body
 
 
 async def test_dry_run_create_answers_the_object_but_stores_nothing(

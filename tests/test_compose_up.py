@@ -26,7 +26,13 @@ from pathlib import Path
 import pytest
 
 from benchmarks.cluster_up import timed_compose_up
-from tests.docker_engine import HostNetwork, docker, docker_engine, host_cas_in_build_context
+from tests.docker_engine import (
+    HostNetwork,
+    docker,
+    docker_engine,
+    host_cas_in_build_context,
+    namespaces,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -118,17 +124,6 @@ def ours(kind: str) -> list[str]:
     listed = docker(kind, "ls", *(["-a"] if kind == "container" else []), "-q", "--filter",
                     f"label=com.docker.compose.project={PROJECT}").stdout
     return listed.split()
-
-
-def namespaces() -> set[str]:
-    """The network namespaces Docker and `ip netns` hold by a file (nsfs mounts under
-    /run/docker/netns and /run/netns), where the stack's would be; other tests' containerd
-    nodes keep theirs under their own state folders and may come and go meanwhile.
-    (Docker removes a gone container's empty netns file a minute later.)"""
-    return {line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
-            if line.split(" - ")[1].startswith("nsfs ")
-            and line.split()[4].startswith(("/run/docker/netns/", "/var/run/docker/netns/",
-                                            "/run/netns/"))}
 
 
 def phase(times: dict[str, float], name: str, started: float) -> float:

@@ -11,8 +11,10 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 
+from minikube_py.apiserver.storage.etcd import LIST_SLICE
 from minikube_py.cluster.apiserver import APIServerProcess
 from tests.api_helpers import API, apf_unsettled, eventually
 from tests.conftest import module_own_apiserver
@@ -313,3 +315,73 @@ async def test_every_answer_names_the_flow_schema_and_level_it_matched(
         assert answer.headers["X-Kubernetes-PF-FlowSchema-UID"] == schema_obj["metadata"]["uid"]
         assert answer.headers["X-Kubernetes-PF-PriorityLevel-UID"] == (
             level_obj["metadata"]["uid"])
+
+
+@pytest.mark.slow
+async def test_a_node_lease_renewal_is_served_while_large_lists_are_in_flight(
+        api: API) -> None:
+    """A list of more objects than one slice (storage/etcd.py's LIST_SLICE) gives the
+    event loop back between slices: a Lease renewal sent after a burst of such lists is
+    answered while some of them are still being served, and every list is whole."""
+    namespace = f"lists-{uuid.uuid4().hex[:8]}"
+    assert (await api.post("/api/v1/namespaces", {
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}))[0] == 201
+    count = 3 * LIST_SLICE
+    creating = asyncio.Semaphore(16)
+
+    async def create(index: int) -> None:
+        async with creating:
+            status, body = await api.post(f"/api/v1/namespaces/{namespace}/configmaps", {
+                "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{index}"},
+                "data": {"blob": "x" * 2_000}})
+            assert status == 201, body
+
+    await asyncio.gather(*(create(i) for i in range(count)))
+    node = {"Impersonate-User": "system:node:n1", "Impersonate-Group": "system:nodes"}
+    leases = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+    status, lease = await api.post(leases, {
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "n1"},
+        "spec": {"holderIdentity": "n1", "leaseDurationSeconds": 40}}, headers=node)
+    assert status == 201, lease
+    answered: list[str] = []
+
+    async def list_configmaps() -> bytes:
+        async with api.session.get(f"{api.base}/api/v1/namespaces/{namespace}/configmaps",
+                                   headers={"Accept": "application/json"}) as answer:
+            body = await answer.read()
+            assert answer.status == 200, body[:200]
+        answered.append("list")
+        return body
+
+    async def renew() -> None:
+        lease["spec"]["renewTime"] = "2026-01-01T00:00:00.000000Z"
+        status, renewed = await api.put(f"{leases}/n1", lease, headers=node)
+        assert status == 200, renewed
+        answered.append("lease")
+
+    async def lists_executing() -> int:
+        """global-default's executing requests (the lists' level), from the APF dump."""
+        async with api.session.get(
+                f"{api.base}/debug/api_priority_and_fairness/dump_priority_levels") as answer:
+            rows = (await answer.text()).splitlines()
+        row = next(row for row in rows if row.startswith("global-default,"))
+        return int(row.split(",")[5])
+
+    lists = [asyncio.create_task(list_configmaps()) for _ in range(24)]
+    async with asyncio.timeout(120):
+        while not await lists_executing():
+            assert not answered, "every list was answered before the server was seen on one"
+        await renew()
+        bodies = await asyncio.gather(*lists)
+    assert answered.index("lease") < len(answered) - 1, answered
+    listed = [orjson.loads(body)["items"] for body in bodies]
+    assert sorted(item["metadata"]["name"] for item in listed[0]) == sorted(
+        f"cm-{i}" for i in range(count))
+    assert all(items == listed[0] for items in listed)
+    # a HEAD of the same list (read at the last one's revision): its headers, no body
+    revision = orjson.loads(bodies[-1])["metadata"]["resourceVersion"]
+    async with api.session.head(f"{api.base}/api/v1/namespaces/{namespace}/configmaps",
+                                params={"resourceVersion": revision}) as head:
+        assert head.status == 200
+        assert head.content_length == len(bodies[-1])
+        assert await head.read() == b""

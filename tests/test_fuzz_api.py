@@ -94,11 +94,12 @@ def _wait(url: str, what: str, process: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    """etcd and an API server of this module's own, nothing else writing."""
+def cluster(fast_tmp: Path) -> Iterator[Cluster]:
+    """etcd and an API server of this module's own, nothing else writing (in the session's
+    scratch dir, which the next session removes, stopping both, if this one crashed)."""
     if shutil.which("etcd") is None:
         pytest.skip("etcd is not installed")
-    scratch = Path(tempfile.mkdtemp(prefix="minikube-py-fuzz-", dir="/dev/shm"))
+    scratch = Path(tempfile.mkdtemp(prefix="fuzz-", dir=fast_tmp))
     etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
     etcd_url = f"http://127.0.0.1:{etcd_port}"
     peer_url = f"http://127.0.0.1:{peer_port}"
@@ -110,7 +111,8 @@ def cluster() -> Iterator[Cluster]:
          f"--initial-cluster=fuzz={peer_url}", "--log-level=error"], stdout=log, stderr=log)
     api = subprocess.Popen(
         [sys.executable, "-m", "minikube_py.apiserver", f"--etcd-servers={etcd_url}",
-         "--bind-address=127.0.0.1", f"--port={api_port}"], stdout=log, stderr=log)
+         "--bind-address=127.0.0.1", f"--port={api_port}"], stdout=log, stderr=log,
+        env={**os.environ, "TMPDIR": str(scratch)})  # names the scratch dir, for the sweep
     try:
         _wait(f"{etcd_url}/health", "etcd", etcd)
         _wait(f"http://127.0.0.1:{api_port}/readyz", "the API server", api)

@@ -75,11 +75,12 @@ def _wait_ready(port: int, context: ssl.SSLContext, process: subprocess.Popen[by
 
 
 @pytest.fixture(scope="module")
-def viewer() -> Iterator[Cluster]:
-    """etcd, a secured API server, and a connection as a user with `view` in NAMESPACE."""
+def viewer(fast_tmp: Path) -> Iterator[Cluster]:
+    """etcd, a secured API server, and a connection as a user with `view` in NAMESPACE (in
+    the session's scratch dir, which the next session removes if this one crashed)."""
     if shutil.which("etcd") is None:
         pytest.skip("etcd is not installed")
-    scratch = Path(tempfile.mkdtemp(prefix="minikube-py-fuzz-rbac-", dir="/dev/shm"))
+    scratch = Path(tempfile.mkdtemp(prefix="fuzz-rbac-", dir=fast_tmp))
     ca = pki.new_ca()
     (scratch / "ca.crt").write_bytes(ca.cert_pem)
     cert, key = pki.issue(ca, "kube-apiserver", ip_addresses=("127.0.0.1",),

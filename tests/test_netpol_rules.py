@@ -107,6 +107,39 @@ def test_namespace_selector_with_pod_selector_is_an_and() -> None:
     assert compiled.ingress is not None and compiled.ingress[0].peers == ["10.244.2.2"]
 
 
+def test_the_same_peers_in_two_namespaces_are_each_namespaces_pods() -> None:
+    """One index compiles both: a `from` repeated by policies of two namespaces is
+    resolved once for each namespace, not once for both."""
+    peers = {"from": [{"podSelector": {"matchLabels": {"pod": "b"}}}]}
+    compiled = index()
+    in_x = compiled.compile(policy("x", "p", {"podSelector": {}, "ingress": [peers]}))
+    in_y = compiled.compile(policy("y", "p", {"podSelector": {}, "ingress": [peers]}))
+    assert in_x.ingress is not None and in_x.ingress[0].peers == ["10.244.1.3"]
+    assert in_y.ingress is not None and in_y.ingress[0].peers == ["10.244.1.4"]
+
+
+def test_a_selector_selects_the_pods_that_meet_all_its_requirements() -> None:
+    """matchLabels and matchExpressions together, and In of several values, against
+    pods whose labels meet some of them."""
+    labelled = [pod("z", name, f"10.244.3.{i + 2}", labels=labels) for i, (name, labels) in
+                enumerate((("web-a", {"app": "web", "tier": "a"}),
+                           ("web-b", {"app": "web", "tier": "b"}),
+                           ("web", {"app": "web"}),
+                           ("db-a", {"app": "db", "tier": "a"})))]
+    pods = PolicyIndex([info for p in labelled if (info := PodInfo.from_pod(p))], {})
+    selected = {name: [p.name for p in pods.pods_matching("z", selector)]
+                for name, selector in (
+                    ("app=web,tier in (a)", {"matchLabels": {"app": "web"}, "matchExpressions": [
+                        {"key": "tier", "operator": "In", "values": ["a"]}]}),
+                    ("tier=a,app notin (web)", {"matchLabels": {"tier": "a"}, "matchExpressions": [
+                        {"key": "app", "operator": "NotIn", "values": ["web"]}]}),
+                    ("tier in (a, b)", {"matchExpressions": [
+                        {"key": "tier", "operator": "In", "values": ["a", "b"]}]}),
+                    ("app=cache", {"matchLabels": {"app": "cache"}}))}
+    assert selected == {"app=web,tier in (a)": ["web-a"], "tier=a,app notin (web)": ["db-a"],
+                        "tier in (a, b)": ["db-a", "web-a", "web-b"], "app=cache": []}
+
+
 def test_two_peers_are_an_or() -> None:
     compiled = index().compile(policy("x", "p", {"podSelector": {}, "ingress": [{"from": [
         {"namespaceSelector": {"matchLabels": {"team": "blue"}}},

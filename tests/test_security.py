@@ -313,6 +313,28 @@ def test_a_token_users_groups_are_bound_as_groups(server: SecuredServer, admin: 
                    ).stdout == "no\n"
 
 
+def test_a_null_non_resource_url_in_a_role_is_the_empty_url_not_a_500(
+        server: SecuredServer, admin: Path, ca: pki.KeyPair) -> None:
+    """Upstream decodes `nonResourceURLs: [null]` as [""], a URL no request has; kept as
+    null, the authorizer failed on it for every non-resource request of the role's user."""
+    carol = server.kubeconfig("carol", cert=pki.issue(ca, "carol", client=True))
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "metrics-reader-null"},
+            "rules": [{"verbs": ["get"], "nonResourceURLs": [None, "/metrics"]}]}
+    created = kubectl(admin, "create", "-f", "-", "-o", "json", stdin=json.dumps(role))
+    assert created.returncode == 0, created.stderr
+    assert json.loads(created.stdout)["rules"][0]["nonResourceURLs"] == ["", "/metrics"]
+    bound = kubectl(admin, "create", "clusterrolebinding", "carol-metrics",
+                    "--clusterrole=metrics-reader-null", "--user=carol")
+    assert bound.returncode == 0, bound.stderr
+    deadline = time.monotonic() + 60
+    while (metrics := kubectl(carol, "get", "--raw", "/metrics")).returncode != 0:
+        assert "InternalError" not in metrics.stderr, metrics.stderr
+        assert time.monotonic() < deadline, metrics.stderr
+        time.sleep(0.2)
+    assert "apiserver_request_total" in metrics.stdout
+
+
 def test_subject_access_reviews_answer_for_others_and_check_their_input(
         server: SecuredServer, admin: Path) -> None:
     api = config.new_client_from_config(config_file=str(admin))

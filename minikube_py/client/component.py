@@ -27,6 +27,11 @@ from minikube_py.client.rest import Client
 
 log = logging.getLogger(__name__)
 
+# The informer caches hold every object as dicts; objects decoded from JSON form no
+# reference cycles, so collect rarely: a full collection walks them all and stalls the
+# loop (the API server's watch caches likewise). gc.set_threshold's three numbers.
+GC_THRESHOLDS = (50_000, 20, 100)
+
 
 def component_parser(prog: str, description: str, *, port: int,
                      port_help: str | None = None) -> argparse.ArgumentParser:
@@ -40,12 +45,14 @@ def component_parser(prog: str, description: str, *, port: int,
     return parser
 
 
-def component_client(name: str, args: argparse.Namespace, *, user_agent: str) -> Client:
-    """Log at -v, and the API client of --kubeconfig; a kubeconfig that will not do exits
-    with one line."""
+def component_client(name: str, args: argparse.Namespace, *, user_agent: str,
+                     trace_context: bool = False) -> Client:
+    """Log at -v, and the API client of --kubeconfig (`trace_context`: the objects come
+    with their trace context); a kubeconfig that will not do exits with one line."""
     setup_logging(args.v)
     try:
-        return Client.from_kubeconfig(args.kubeconfig, user_agent=user_agent)
+        return Client.from_kubeconfig(args.kubeconfig, user_agent=user_agent,
+                                      trace_context=trace_context)
     except KubeconfigError as error:
         sys.exit(f"{name}: {error}")
 
@@ -111,10 +118,7 @@ def run_component(name: str, main: Callable[[], Awaitable[None]], *,
             logging.shutdown()
             os._exit(1)
 
-    # The informer caches hold every object as dicts; objects decoded from JSON form no
-    # reference cycles, so collect rarely: a full collection walks them all and stalls
-    # the loop (the API server's watch caches likewise).
-    gc.set_threshold(50_000, 20, 100)
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         if event_loop == "uvloop":
             uvloop.run(run())

@@ -445,7 +445,7 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
     # the gateway controller, a host process in both layouts; its nginx
     # data plane runs as pods in kube-system (minikube_py/gateway)
     processes["gateway"] = GatewayProcess(
-        kubeconfig_of("gateway"), port=ports["gateway"], extra_args=flags("gateway"),
+        kubeconfig_of("gateway"), port=ports["gateway"], extra_args=(*traced, *flags("gateway")),
         **files("gateway"))
     registry = f"{address}:{ports['registry']}"
     nodes = node_networks(cluster)
@@ -1067,9 +1067,19 @@ def etcdctl_env(_: argparse.Namespace) -> None:
             print(f"export {name}={value}")
         return
     if is_kubeadm(cluster):
-        fail(f"etcd is a static pod on {CONTROL_PLANE}, listening on its loopback: run "
-             f"etcdctl there, e.g. `minikube-py ssh {CONTROL_PLANE} -- etcdctl endpoint "
-             "health` (kubeadm's certificate paths)")
+        # kubeadm's etcd serves clients on its node's loopback only; the variables are the
+        # flags kubeadm's guides give etcdctl there, with this machine's paths
+        certs = ClusterCertificates(state)
+        print(f"# etcd is a static pod of {CONTROL_PLANE}, on its loopback: run etcdctl "
+              f"there, `minikube-py ssh {CONTROL_PLANE} -- etcdctl endpoint health`")
+        for name, value in {"ETCDCTL_API": "3",
+                            "ETCDCTL_ENDPOINTS": f"https://{LOOPBACK}:"
+                                                 f"{cluster['ports']['etcd-client']}",
+                            "ETCDCTL_CACERT": certs.etcd_pki / "ca.crt",
+                            "ETCDCTL_CERT": certs.file("apiserver-etcd-client.crt"),
+                            "ETCDCTL_KEY": certs.file("apiserver-etcd-client.key")}.items():
+            print(f"export {name}={value}")
+        return
     etcd = components(state, cluster)["etcd"]
     assert isinstance(etcd, EtcdProcess)
     variables = {"ETCDCTL_API": "3", "ETCDCTL_ENDPOINTS": etcd.client_url}

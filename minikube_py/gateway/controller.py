@@ -14,6 +14,8 @@
                    Gateway (its listener ports -> nginx's ports for it)
       4. status    Ingress status.loadBalancer; GatewayClass, Gateway and HTTPRoute
                    conditions; written only when they changed
+    A sync that follows a change of an Ingress, a Gateway or an HTTPRoute is a span
+    "gateway sync" in the trace that object carries (`mkctl trace httproute/NAME`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import base64
 import hashlib
 import json
 import logging
+import time
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
@@ -33,6 +36,8 @@ from minikube_py.client.informer import EventHandler, SharedInformer, SharedInfo
 from minikube_py.client.rest import Client
 from minikube_py.client.workqueue import RateLimitingQueue, ShutDown
 from minikube_py.gateway import gatewayapi, ingress, nginx
+from minikube_py.tracing import context as tracing_context
+from minikube_py.tracing.tracer import DISABLED, Tracer
 
 log = logging.getLogger(__name__)
 
@@ -153,14 +158,20 @@ class GatewayController:
     name: ClassVar[str] = "gateway-controller"
     key: ClassVar[str] = "sync"
 
-    def __init__(self, client: Client, informers: SharedInformerFactory) -> None:
+    def __init__(self, client: Client, informers: SharedInformerFactory, *,
+                 tracer: Tracer = DISABLED) -> None:
         self.client = client
         self.informers = informers
+        self.tracer = tracer
+        self._causes: dict[tuple[str, str, str], tuple[tracing_context.SpanContext, str]] = {}
+        """The trace (and uid) of each changed Ingress, Gateway and HTTPRoute, by (plural,
+        namespace, name), until a sync has written what it asks for."""
         self.queue = RateLimitingQueue(self.name)
         handler = EventHandler(on_add=self.enqueue, on_update=lambda _old, _new: self.enqueue(),
                                on_delete=self.enqueue)
         self.handler = handler
         self.ingresses = self.watch(informers.informer("ingresses", "networking.k8s.io"))
+        self.traced(self.ingresses, "ingresses")
         self.classes = self.watch(informers.informer("ingressclasses", "networking.k8s.io"))
         self.services = self.watch(informers.informer("services"))
         self.endpoint_slices = self.watch(informers.informer("endpointslices",
@@ -178,6 +189,22 @@ class GatewayController:
 
     def enqueue(self, _obj: Obj | None = None) -> None:
         self.queue.add(self.key)
+
+    def traced(self, informer: SharedInformer, plural: str) -> None:
+        """Keep the trace of each object of `informer` that is added, deleted or whose
+        spec changes (its generation: not the statuses this controller writes), for the
+        next sync."""
+        def changed(obj: Obj) -> None:
+            metadata = obj["metadata"]
+            if self.tracer.enabled and (context := tracing_context.of_object(obj)):
+                self._causes[(plural, metadata.get("namespace", ""), metadata["name"])] = (
+                    context, metadata.get("uid") or "")
+
+        def updated(old: Obj, new: Obj) -> None:
+            if old["metadata"].get("generation") != new["metadata"].get("generation"):
+                changed(new)
+        informer.add_event_handler(EventHandler(on_add=changed, on_update=updated,
+                                                on_delete=changed))
 
     async def run(self) -> None:
         """Create our IngressClass, then sync until cancelled."""
@@ -227,6 +254,8 @@ class GatewayController:
             for plural, resource in GATEWAY_RESOURCES.items():
                 self.gateway_informers[plural] = self.watch(
                     self.informers.informer_for(resource))
+                if plural in ("gateways", "httproutes"):
+                    self.traced(self.gateway_informers[plural], plural)
             async with asyncio.timeout(60):
                 await asyncio.gather(*(informer.wait_for_sync()
                                        for informer in self.gateway_informers.values()))
@@ -246,7 +275,26 @@ class GatewayController:
         return self.client.resource_for(GATEWAY_RESOURCES[plural])
 
     async def sync(self) -> None:
-        """One level-based pass: compute, write the config, the data plane, the statuses."""
+        """One level-based pass (sync_all), then a span in the trace of each object whose
+        change it follows; after a failure, the next pass is theirs."""
+        started_ns = time.time_ns()
+        causes, self._causes = self._causes, {}
+        try:
+            config_changed = await self.sync_all()
+        except BaseException:
+            self._causes = causes | self._causes
+            raise
+        for (plural, namespace, name), (parent, uid) in causes.items():
+            span = self.tracer.start("gateway sync", parent=parent, attributes={
+                "k8s.resource": plural, "k8s.namespace": namespace, "k8s.name": name,
+                "k8s.uid": uid,
+                "result": "nginx.conf updated" if config_changed else "nginx.conf unchanged"})
+            span.start_ns = started_ns
+            span.end()
+
+    async def sync_all(self) -> bool:
+        """Compute, write the config, the data plane, the statuses; whether the data
+        plane's configuration changed."""
         log.debug("%s: syncing", self.name)
         services = by_key(self.services)
         secrets = by_key(self.secrets)
@@ -262,7 +310,7 @@ class GatewayController:
             ports += plan.ports
             files |= plan.files
         files["nginx.conf"] = nginx.render(ports).encode()
-        await self.write_config(files)
+        config_changed = await self.write_config(files)
         # the data plane is made when first needed: a cluster without either has none
         if ingress_plan.ingresses or (plan is not None and plan.gateway_ports):
             await self.ensure_deployment()
@@ -275,6 +323,7 @@ class GatewayController:
         if plan is not None:
             await self.sync_gateway_services(plan)
             await self.write_gateway_status(plan)
+        return config_changed
 
     def world(self, services: dict[tuple[str, str], Obj],
               secrets: dict[tuple[str, str], Obj]) -> gatewayapi.World:
@@ -326,8 +375,8 @@ class GatewayController:
                     endpoint_slice)
         return found
 
-    async def write_config(self, files: dict[str, bytes]) -> None:
-        """The Secret the data plane mounts, when its content changed."""
+    async def write_config(self, files: dict[str, bytes]) -> bool:
+        """The Secret the data plane mounts, when its content changed; whether it did."""
         data = {name: base64.b64encode(content).decode() for name, content in files.items()}
         secrets = self.client.resource("secrets")
         current = self.secrets.store.get_by_name(NAMESPACE, DATA_PLANE)
@@ -338,11 +387,13 @@ class GatewayController:
                                                    "labels": data_plane_labels()},
                                       "data": data}, NAMESPACE)
             except AlreadyExists:
-                pass
-            return
-        if current.get("data") != data:
-            await secrets.update({**current, "data": data})
-            log.info("nginx configuration updated (%d bytes)", len(files["nginx.conf"]))
+                return False
+            return True
+        if current.get("data") == data:
+            return False
+        await secrets.update({**current, "data": data})
+        log.info("nginx configuration updated (%d bytes)", len(files["nginx.conf"]))
+        return True
 
     async def ensure_deployment(self) -> None:
         try:
@@ -363,6 +414,7 @@ class GatewayController:
             except AlreadyExists:
                 pass
             return
+        current = tracing_context.without_trace_context(current)  # not one of ours
         have = [(port.get("port"), port.get("targetPort")) for port in
                 (current.get("spec") or {}).get("ports") or []]
         want = [(port["port"], port["targetPort"]) for port in wanted["spec"]["ports"]]

@@ -9,6 +9,7 @@ as it is.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 from minikube_py.api import Obj
@@ -40,14 +41,10 @@ async def initialize_csi_node(client: Client, node_name: str) -> None:
     Raises the client's error when the Node is not there yet or a call fails: the caller
     tries again later."""
     csi_nodes = client.resource("csinodes", STORAGE_GROUP)
-    try:
+    with contextlib.suppress(NotFound):
         await csi_nodes.get(node_name)
         return
-    except NotFound:
-        pass
     node = await client.resource("nodes").get(node_name)
-    try:
+    with contextlib.suppress(AlreadyExists):
         await csi_nodes.create(initial_csi_node(node))
         log.info("created CSINode %s", node_name)
-    except AlreadyExists:
-        pass

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from minikube_py.api import Obj
-from minikube_py.scheduler.framework.types import NodeInfo, PodInfo, Snapshot
+from minikube_py.scheduler.framework.types import ChangeLog, NodeInfo, PodInfo, Snapshot
 
 ASSUMED_POD_TTL = 30.0  # seconds an assumed, bound pod waits for the informer to confirm
 
@@ -57,6 +57,8 @@ class Cache:
         self._image_spread: dict[str, int] = {}
         # nodes changed since the last snapshot (their pods or the Node itself)
         self._dirty: set[str] = set()
+        # which nodes each snapshot changed (plugins bring their sums up to date from them)
+        self._changes = ChangeLog()
         self.namespace_labels: dict[str, dict[str, str]] = {}
 
     def _node_info(self, name: str) -> NodeInfo:
@@ -168,6 +170,7 @@ class Cache:
         are copied again; the others are the very same NodeInfo objects (plugins may
         remember per-node results by object, see NodeMemo)."""
         membership_changed = False
+        copied: list[str] = []
         for name in self._dirty:
             info = self._nodes.get(name)
             previous = self._snapshot_infos.get(name)
@@ -183,6 +186,7 @@ class Cache:
             if previous is not None and previous[0] == info.generation:
                 continue
             copy_ = info.clone()
+            copied.append(name)
             if previous is None or previous[1].node_generation != info.node_generation:
                 self._image_states_stale = True
             else:  # only its pods changed: the node's images are what they were
@@ -212,6 +216,8 @@ class Cache:
         snapshot = Snapshot(self._snapshot_list, self.namespace_labels,
                             by_name=dict(self._snapshot_by_name))
         snapshot.image_spread = self._image_spread
+        snapshot.changes = self._changes
+        snapshot.seq = self._changes.record(copied, membership_changed)
         snapshot.set_affinity_lists(list(self._snapshot_with_affinity.values()),
                                     list(self._snapshot_with_anti_affinity.values()))
         return snapshot

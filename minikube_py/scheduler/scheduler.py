@@ -22,10 +22,12 @@ import asyncio
 import contextlib
 import heapq
 import logging
+import operator
 import random
 import time
 from collections import Counter as Histogram
 from collections.abc import Mapping
+from itertools import repeat
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -524,20 +526,22 @@ class Scheduler(Component):
             need = wanted - len(feasible)
             chunk = in_turn[processed:processed + (need if exact else max(need, wanted))]
             fit, rejected = self._filter(fwk, state, pod, chunk)
+            # (nodes turned down for one reason share a Status: look at each code once)
+            failed = Code.ERROR in set(map(operator.attrgetter("code"), rejected.values()))
             if len(chunk) > need:
-                if any(s.code == Code.ERROR for s in rejected.values()):
+                if failed:
                     exact = True  # an error counts only before that node: filter again
                     continue
                 if len(fit) >= need:
-                    last = fit[need - 1]
-                    chunk = chunk[:next(index for index, info in enumerate(chunk)
-                                        if info is last) + 1]
+                    # where that node is in the chunk (its identity, found at C speed)
+                    cut = [*map(operator.is_, chunk, repeat(fit[need - 1]))].index(True) + 1
+                    for info in chunk[cut:]:
+                        rejected.pop(info.name, None)
+                    chunk = chunk[:cut]
                     fit = fit[:need]
-                    kept = {info.name for info in chunk}
-                    rejected = {name: s for name, s in rejected.items() if name in kept}
-            for node_status in rejected.values():
-                if node_status.code == Code.ERROR:
-                    raise SchedulingError(node_status.message())
+            if failed:
+                raise SchedulingError(next(s for s in rejected.values()
+                                           if s.code == Code.ERROR).message())
             processed += len(chunk)
             feasible += fit
             statuses.update(rejected)

@@ -87,9 +87,15 @@ def without_trace_context(obj: dict[str, Any]) -> dict[str, Any]:
     return {**obj, "metadata": shown}
 
 
+def may_carry_trace_context(data: bytes) -> bool:
+    """Whether JSON bytes (one object, or many) may hold an object's trace context: no
+    object in them does when this says no."""
+    return _MARKER in data
+
+
 def json_without_trace_context(data: bytes) -> bytes:
     """without_trace_context on an object's JSON: the same bytes when it carries none."""
-    if _MARKER not in data:
+    if not may_carry_trace_context(data):
         return data
     obj = orjson.loads(data)
     shown = without_trace_context(obj)

@@ -98,7 +98,8 @@ def secured_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_static_pods_run_the_processes_up_runs(secured_state: Path, pod: str,
                                                process: str) -> None:
     """The command of each static pod is what `up` runs today, with the node's folders
-    seen at kubeadm's paths (etcd adds kubeadm's metrics listener its probes ask)."""
+    seen at kubeadm's paths (etcd adds kubeadm's metrics listener its probes ask, the API
+    server listens on every address of its node and advertises the node's)."""
     state = secured_state
     cluster = {"secure": True, "ports": dict(DEFAULT_PORTS), "verbosity": 3,
                "extraConfig": EXTRA}
@@ -112,6 +113,9 @@ def test_static_pods_run_the_processes_up_runs(secured_state: Path, pod: str,
         today = [flag.replace(ours, theirs) for flag in today]
     if process == "etcd":
         today.append("--listen-metrics-urls=http://127.0.0.1:2381")
+    if process == "apiserver":  # kubeadm's listens on every address of its node
+        at = today.index("--bind-address=127.0.0.1")
+        today[at:at + 1] = ["--bind-address=0.0.0.0", "--advertise-address=127.0.0.1"]
     container = pods(state)[pod]["spec"]["containers"][0]
     assert container["command"] == [pod, *today]
 

@@ -275,7 +275,7 @@ def test_nothing_below_an_any_type_is_reported() -> None:
 
 def test_fields_sent_as_null_are_dropped_at_every_depth_as_go_decodes_them() -> None:
     pod = copy.deepcopy(POD)
-    pod["metadata"]["labels"] = {"app": None}  # a map value, not a field: kept
+    pod["metadata"]["labels"] = {"app": None}  # a map value, not a field: the label app=""
     pod["spec"].update(nodeName=None, restartPolicy=None)
     pod["spec"]["containers"][0]["env"] = None
     pod["spec"]["volumes"].append({"name": "ebs", "hostPath": None,
@@ -288,7 +288,34 @@ def test_fields_sent_as_null_are_dropped_at_every_depth_as_go_decodes_them() -> 
     assert "env" not in pod["spec"]["containers"][0]
     assert pod["spec"]["volumes"][-1] == {"name": "ebs",
                                           "awsElasticBlockStore": {"volumeID": None}}
-    assert pod["metadata"]["labels"] == {"app": None} and pod["spek"] is None
+    assert pod["metadata"]["labels"] == {"app": ""} and pod["spek"] is None
+
+
+def test_a_null_list_item_or_map_value_is_its_types_zero_value_as_go_decodes_it() -> None:
+    pod = copy.deepcopy(POD)
+    pod["spec"]["containers"][0]["args"] = ["a", None]
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": None}}
+    pod["spec"]["volumes"].append(None)
+    pod["spec"]["tolerations"] = [None, {"key": "k", "value": None}]
+    pod["spec"]["nodeSelector"] = {"zone": None}
+
+    drop_null_fields(pod, schema_for("", "v1", "Pod"))
+
+    assert pod["spec"]["volumes"][-1] == {}
+    assert pod["spec"]["tolerations"] == [{}, {"key": "k"}]
+    assert pod["spec"]["containers"][0]["args"] == ["a", ""]
+    assert pod["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "0"}}
+    assert pod["spec"]["nodeSelector"] == {"zone": ""}
+
+
+def test_a_null_below_a_type_that_keeps_any_json_stays() -> None:
+    crd = {"spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema": {
+        "type": "object", "default": None, "enum": [None]}}}]}}
+
+    drop_null_fields(crd, schema_for("apiextensions.k8s.io", "v1", "CustomResourceDefinition"))
+
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert schema["enum"] == [None]
 
 
 def test_list_items_are_checked_against_the_item_kind() -> None:

@@ -63,8 +63,12 @@ def _collect_unknown(value: Any, schema: Type, path: tuple[str | int, ...],
 def drop_null_fields(obj: Any, schema: Type) -> None:
     """Remove the fields sent as an explicit JSON null, at every depth, as decoding into
     the Go struct does: Go leaves such a field at its zero value, so upstream answers it
-    as if it were absent. Below an `any` type or one that preserves unknown fields (raw
-    JSON upstream keeps as sent) nulls stay, and so do null map values and list items."""
+    as if it were absent. A null list item or map value is its type's zero value: `{}` for
+    a struct (`webhooks: [null]` is one webhook with nothing set, which validation then
+    refuses), "" for a string (`labels: {a: null}` is the label a="", `nonResourceURLs:
+    [null]` the URL ""), 0, false, and "0" for a quantity. Below an `any` type or one that
+    preserves unknown fields (raw JSON upstream keeps as sent) nulls stay, and so do null
+    lists and maps in a list (Go's nil slice and map)."""
     if schema.kind == "object" and isinstance(obj, dict) and not schema.preserve_unknown:
         for key in [key for key, value in obj.items() if value is None and key in schema.fields]:
             del obj[key]
@@ -73,11 +77,28 @@ def drop_null_fields(obj: Any, schema: Type) -> None:
             if field is not None:
                 drop_null_fields(value, field.type)
     elif schema.kind == "map" and isinstance(obj, dict) and schema.items is not None:
-        for value in obj.values():
-            drop_null_fields(value, schema.items)
+        for key, value in obj.items():
+            obj[key] = _zero_if_null(value, schema.items)
+            drop_null_fields(obj[key], schema.items)
     elif schema.kind == "array" and isinstance(obj, list) and schema.items is not None:
-        for item in obj:
-            drop_null_fields(item, schema.items)
+        for index, item in enumerate(obj):
+            obj[index] = _zero_if_null(item, schema.items)
+            drop_null_fields(obj[index], schema.items)
+
+
+# What a null list item or map value decodes as, by its type: Go's zero value, as
+# encoded back (an IntOrString's is the int 0, a Quantity's "0").
+ZERO_VALUES: dict[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean": False,
+                               "int-or-string": 0, "quantity": "0"}
+
+
+def _zero_if_null(value: Any, schema: Type) -> Any:
+    """A null decoded into a Go value that is not a pointer, slice or map: its zero value."""
+    if value is not None:
+        return value
+    if schema.kind == "object":
+        return None if schema.preserve_unknown else {}
+    return ZERO_VALUES.get(schema.kind)
 
 
 INT64 = (-(2**63), 2**63 - 1)

@@ -67,6 +67,7 @@ from minikube_py.apiserver.storage.etcd import (
     KeyExistsError,
     KeyValue,
     RevisionMismatch,
+    map_in_slices,
     prefix_end,
 )
 from minikube_py.apiserver.storage.watchcache import WatchCache, decode
@@ -388,9 +389,10 @@ class Store:
                 ) from None
             revision = result.revision if revision == 0 else revision
             if raw:
-                raw_items += [wire_json(kv) for kv in result.kvs]
+                raw_items += await map_in_slices(wire_json, result.kvs)
             else:
-                items += [obj for obj in map(decode, result.kvs) if matches(obj)]
+                items += [obj for obj in await map_in_slices(decode, result.kvs)
+                          if matches(obj)]
             if result.kvs:
                 last_key = result.kvs[-1].key
             more = result.more

@@ -21,10 +21,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import grpc
@@ -63,12 +63,31 @@ RETRY_PAUSE = 0.05
 MAX_RETRY_PAUSE = 0.5
 RETRY_WINDOW = 2.0
 
+# The items a large list converts between two turns of the event loop. The API server
+# serves every request on one loop: a list of 5,000 pods converted in one go holds it for
+# tens of milliseconds (seconds on a loaded machine), and a Lease renewal that APF
+# admitted at once waits behind every list in flight. A slice of 500 is a few ms.
+LIST_SLICE = 500
+
 StubMethod = Callable[..., Awaitable[Any]]  # a gRPC stub's method: rpc(request, timeout=...)
+In = TypeVar("In")
+Out = TypeVar("Out")
 
 
-@dataclass(frozen=True)
+async def map_in_slices(convert: Callable[[In], Out], items: Sequence[In]) -> list[Out]:
+    """`convert` of every item, in order, letting the event loop run other requests
+    between slices of LIST_SLICE items."""
+    converted = list(map(convert, items[:LIST_SLICE]))
+    for start in range(LIST_SLICE, len(items), LIST_SLICE):
+        await asyncio.sleep(0)
+        converted += map(convert, items[start : start + LIST_SLICE])
+    return converted
+
+
+@dataclass(frozen=True, slots=True)
 class KeyValue:
-    """One key at one revision (mvccpb.KeyValue)."""
+    """One key at one revision (mvccpb.KeyValue). With slots a frozen dataclass is made
+    in less than half the time: a list of 5,000 pods makes 5,000 of them."""
 
     key: bytes
     value: bytes
@@ -390,7 +409,7 @@ class EtcdClient:
         )
         response = await self._request(lambda c: c.kv.Range, request, safe=True)
         return RangeResult(
-            kvs=[self._kv(kv) for kv in response.kvs],
+            kvs=await map_in_slices(self._kv, response.kvs),
             more=response.more,
             count=response.count,
             revision=response.header.revision,

@@ -151,9 +151,11 @@ def etcd_flags(plane: ControlPlane) -> list[str]:
 
 def apiserver_flags(plane: ControlPlane) -> list[str]:
     """The API server as `up` runs it: TLS, Node and RBAC authorization, etcd over TLS,
-    every request traced."""
+    every request traced. It listens on every address of its node, as kubeadm's (no
+    --bind-address: 0.0.0.0), so `curl -k https://127.0.0.1:6443/healthz` answers on
+    the node too, and advertises the node's."""
     return [f"--etcd-servers={','.join(plane.etcd_servers)}",
-            f"--bind-address={plane.advertise_address}",
+            "--bind-address=0.0.0.0", f"--advertise-address={plane.advertise_address}",
             f"--port={plane.ports['apiserver']}",
             f"--tls-cert-file={PKI}/apiserver.crt",
             f"--tls-private-key-file={PKI}/apiserver.key", f"--client-ca-file={PKI}/ca.crt",

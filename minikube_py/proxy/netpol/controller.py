@@ -7,7 +7,8 @@ equal to what the cluster's policies say about this node's pods.
     sync (on a change, at most every min_sync_period; else every sync_period)
         1. the pods (policies.py PodInfo) and namespaces' labels, as of now
         2. the policies that select a pod of this node compiled against them
-           (PolicyIndex.compile; each selector matched once per sync)
+           (PolicyIndex.compile; each selector matched once per sync, through an
+           index of the pods' labels, and each list of peers resolved once)
         3. the table's chains (nftrules.py), and one `nft -f` transaction with the ones
            that differ from the last write (none: nothing is written). After a failed
            write, and every sync_period, the transaction replaces the whole table

@@ -23,6 +23,7 @@ cluster has no IPv6 pods); an IPv6 ipBlock allows nothing here.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 from collections.abc import Iterable, Mapping
@@ -31,7 +32,14 @@ from dataclasses import dataclass, field
 import orjson
 
 from minikube_py.api import Obj
-from minikube_py.api.selectors import LabelSelector, SelectorError, label_selector_from_dict
+from minikube_py.api.selectors import (
+    DOUBLE_EQUALS,
+    EQUALS,
+    IN,
+    LabelSelector,
+    SelectorError,
+    label_selector_from_dict,
+)
 
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 
@@ -104,11 +112,13 @@ def _key(selector: Obj | None) -> bytes:
     return orjson.dumps(selector, option=orjson.OPT_SORT_KEYS)
 
 
-def _parse_selector(selector: Obj | None) -> LabelSelector:
-    """A policy's selector; one the API server let through but that does not parse
-    selects nothing (fail closed)."""
+@functools.lru_cache(maxsize=4096)
+def _parse_selector(key: bytes) -> LabelSelector:
+    """A policy's selector, from its _key (parsed once for every sync: selectors change
+    far less often than syncs happen); one the API server let through but that does not
+    parse selects nothing (fail closed)."""
     try:
-        return label_selector_from_dict(selector)
+        return label_selector_from_dict(orjson.loads(key))
     except SelectorError:
         return LabelSelector.match_nothing()
 
@@ -164,32 +174,42 @@ class PolicyIndex:
         self.by_namespace: dict[str, list[PodInfo]] = {}
         for pod in self.pods:
             self.by_namespace.setdefault(pod.namespace, []).append(pod)
-        self._selectors: dict[bytes, LabelSelector] = {}
         self._namespaces: dict[bytes, list[str]] = {}
         self._matching: dict[tuple[str, bytes], list[PodInfo]] = {}
+        self._peers: dict[tuple[str, bytes], list[str]] = {}
+        self._by_label: dict[str, dict[tuple[str, str], list[PodInfo]]] = {}
 
-    def _selector(self, selector: Obj | None) -> LabelSelector:
-        """A selector, parsed once per sync however many policies repeat it."""
-        key = _key(selector)
-        if (parsed := self._selectors.get(key)) is None:
-            parsed = self._selectors[key] = _parse_selector(selector)
-        return parsed
-
-    def pods_matching(self, namespace: str, selector: Obj | None) -> list[PodInfo]:
+    def pods_matching(self, namespace: str, selector: Obj | None,
+                      key: bytes | None = None) -> list[PodInfo]:
         """The pods of a namespace a pod selector selects (matched once per sync for each
-        namespace and selector: policies repeat selectors)."""
-        key = (namespace, _key(selector))
-        if (pods := self._matching.get(key)) is None:
-            chosen = self._selector(selector)
-            pods = self._matching[key] = [
-                p for p in self.by_namespace.get(namespace, []) if chosen.matches(p.labels)]
+        namespace and selector: policies repeat selectors); `key` its _key, if known."""
+        if key is None:
+            key = _key(selector)
+        if (pods := self._matching.get((namespace, key))) is None:
+            chosen = _parse_selector(key)
+            pods = self._matching[(namespace, key)] = [
+                p for p in self._candidates(namespace, chosen) if chosen.matches(p.labels)]
         return pods
+
+    def _candidates(self, namespace: str, chosen: LabelSelector) -> list[PodInfo]:
+        """The pods of a namespace a selector may select: those with the label its first
+        one-value equality requires (a matchLabels entry), else all of them."""
+        for requirement in chosen.requirements:
+            if requirement.operator in (EQUALS, DOUBLE_EQUALS, IN) and (
+                    len(requirement.values) == 1):
+                if (labelled := self._by_label.get(namespace)) is None:
+                    labelled = self._by_label[namespace] = {}
+                    for pod in self.by_namespace.get(namespace, []):
+                        for label in pod.labels.items():
+                            labelled.setdefault(label, []).append(pod)
+                return labelled.get((requirement.key, requirement.values[0]), [])
+        return self.by_namespace.get(namespace, [])
 
     def matching_namespaces(self, selector: Obj) -> list[str]:
         """The namespaces a namespaceSelector selects (once per sync for each selector)."""
         key = _key(selector)
         if (names := self._namespaces.get(key)) is None:
-            chosen = self._selector(selector)
+            chosen = _parse_selector(key)
             names = self._namespaces[key] = [
                 name for name, labels in self.namespace_labels.items() if chosen.matches(labels)]
         return names
@@ -211,16 +231,25 @@ class PolicyIndex:
             return ip_block_networks(block.get("cidr") or "", block.get("except") or [])
         namespaces = ([namespace] if peer.get("namespaceSelector") is None
                       else self.matching_namespaces(peer["namespaceSelector"]))
-        return [p.ip for ns in namespaces
-                for p in self.pods_matching(ns, peer.get("podSelector") or {})]
+        selector = peer.get("podSelector") or {}
+        key = _key(selector)
+        return [p.ip for ns in namespaces for p in self.pods_matching(ns, selector, key)]
+
+    def peers(self, namespace: str, peers: list[Obj]) -> list[str]:
+        """A rule's `from` or `to`: the addresses of all its peers, collapsed (once per
+        sync for each namespace and list of peers: policies repeat them)."""
+        key = (namespace, orjson.dumps(peers, option=orjson.OPT_SORT_KEYS))
+        if (addresses := self._peers.get(key)) is None:
+            addresses = self._peers[key] = collapse(
+                a for peer in peers for a in self.peer_addresses(namespace, peer))
+        return addresses
 
     def rule(self, namespace: str, rule: Obj, peers_field: str) -> CompiledRule:
         """One ingress (peers in `from`) or egress (`to`) rule."""
         peers = rule.get(peers_field) or []
-        addresses = (collapse(a for peer in peers for a in self.peer_addresses(namespace, peer))
-                     if peers else None)
         ports = rule.get("ports") or []
-        return CompiledRule(addresses, [port_match(p) for p in ports] if ports else None)
+        return CompiledRule(self.peers(namespace, peers) if peers else None,
+                            [port_match(p) for p in ports] if ports else None)
 
     def compile(self, policy: Obj) -> CompiledPolicy:
         """A policy against the pods and namespaces of now."""

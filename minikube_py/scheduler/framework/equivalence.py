@@ -60,16 +60,22 @@ class EquivalenceCache:
         run(nodes) only about the nodes without a remembered verdict. A Status with
         Code.ERROR ends filtering: it comes back with no nodes that fit."""
         table = self._table(self._filters, key)
-        entries, stale = _remembered(table, nodes)
+        stale = _stale(table, nodes)
         if stale:
-            _, fresh = run([nodes[index] for index in stale])
+            _, fresh = run(stale)
             if any(status.code == Code.ERROR for status in fresh.values()):
                 return [], fresh  # an error ends the cycle; it is not remembered
-            for index in stale:
-                info = nodes[index]
-                entries[index] = table[info.name] = (info, fresh.get(info.name))
-        fit = [info for info, status in entries if status is None]
-        return fit, {info.name: status for info, status in entries if status is not None}
+            for info in stale:
+                table[info.name] = (info, fresh.get(info.name))
+        fit = []
+        rejected = {}
+        for info in nodes:
+            status = table[info.name][1]
+            if status is None:
+                fit.append(info)
+            else:
+                rejected[info.name] = status
+        return fit, rejected
 
     def scores(self, key: Hashable, nodes: list[NodeInfo],
                run: Callable[[list[NodeInfo]], list[list[int]] | None]
@@ -78,23 +84,19 @@ class EquivalenceCache:
         nodes without remembered scores: it returns one list per plugin, or None when a
         plugin failed (then nothing is remembered and None is returned)."""
         table = self._table(self._scores, key)
-        entries, stale = _remembered(table, nodes)
+        stale = _stale(table, nodes)
         if stale:
-            columns = run([nodes[index] for index in stale])
+            columns = run(stale)
             if columns is None:
                 return None
-            for index, row in zip(stale, zip(*columns, strict=True), strict=True):
-                entries[index] = table[nodes[index].name] = (nodes[index], row)
-        return [row for _, row in entries]
+            for info, row in zip(stale, zip(*columns, strict=True), strict=True):
+                table[info.name] = (info, row)
+        return [table[info.name][1] for info in nodes]
 
 
-def _remembered(table: dict[str, tuple[NodeInfo, V]], nodes: list[NodeInfo]
-                ) -> tuple[list[tuple[NodeInfo, V] | None], list[int]]:
-    """Each node's entry in the table (None if there is none), and the positions of the
-    nodes whose entry is missing or was made for another NodeInfo object (the node changed
-    since): the caller puts fresh entries there."""
+def _stale(table: dict[str, tuple[NodeInfo, V]], nodes: list[NodeInfo]) -> list[NodeInfo]:
+    """The nodes, in order, whose entry in the table is missing or was made for another
+    NodeInfo object (the node changed since): the caller puts fresh entries there."""
     get = table.get
-    entries = [get(info.name) for info in nodes]
-    stale = [index for index, (info, entry) in enumerate(zip(nodes, entries, strict=True))
-             if entry is None or entry[0] is not info]
-    return entries, stale
+    return [info for info in nodes
+            if (entry := get(info.name)) is None or entry[0] is not info]

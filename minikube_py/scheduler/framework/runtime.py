@@ -221,8 +221,9 @@ class Framework:
                 break
             out = plugin.filter_nodes(state, pod, nodes)
             if out:
-                for status in out.values():
-                    status.with_plugin(plugin.name)
+                statuses = out.values()
+                for status in dict(zip(map(id, statuses), statuses, strict=True)).values():
+                    status.with_plugin(plugin.name)  # a status shared by nodes, named once
                 rejected.update(out)
                 nodes = [info for info in nodes if info.name not in out]
         return nodes, rejected

@@ -9,11 +9,14 @@
 - `Snapshot`: every NodeInfo at the start of one scheduling cycle; the cycle sees a
   world that does not change under it.
 - `NodeMemo`: per-node results a plugin reuses while the snapshot keeps a node unchanged.
+- `ChangeLog`: which nodes each of the cache's recent snapshots changed, so that sums over
+  every node can be brought up to date from the nodes that changed alone.
 """
 
 from __future__ import annotations
 
 import copy
+from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -376,6 +379,37 @@ class NodeInfo:
         return twin
 
 
+class ChangeLog:
+    """The names of the nodes each of the cache's last `size` snapshots changed (copied
+    again, added or removed), by snapshot sequence number (upstream's snapshot generation)."""
+
+    def __init__(self, size: int = 64) -> None:
+        self.seq = 0
+        # (seq, the names it changed; None when the list of nodes itself changed)
+        self._entries: deque[tuple[int, frozenset[str] | None]] = deque(maxlen=size)
+
+    def record(self, names: Iterable[str], membership_changed: bool) -> int:
+        """A new snapshot changed these nodes; its sequence number."""
+        self.seq += 1
+        self._entries.append((self.seq, None if membership_changed else frozenset(names)))
+        return self.seq
+
+    def since(self, seq: int, upto: int) -> set[str] | None:
+        """The nodes changed after snapshot `seq` up to snapshot `upto`, or None when that is
+        unknown (too far back, or the list of nodes changed in between: order may differ)."""
+        if seq > upto or (seq < upto and (not self._entries or self._entries[0][0] > seq + 1)):
+            return None
+        names: set[str] = set()
+        for entry_seq, changed in reversed(self._entries):
+            if entry_seq <= seq:
+                break
+            if entry_seq <= upto:
+                if changed is None:
+                    return None
+                names.update(changed)
+        return names
+
+
 class Snapshot:
     """Every node's NodeInfo at the start of a scheduling cycle (the NodeInfoLister)."""
 
@@ -390,6 +424,15 @@ class Snapshot:
         self.image_spread: dict[str, int] | None = None
         self._with_affinity: list[NodeInfo] | None = None
         self._with_required_anti_affinity: list[NodeInfo] | None = None
+        # The cache's change log and this snapshot's number in it (None: not from a cache).
+        self.changes: ChangeLog | None = None
+        self.seq = 0
+
+    def changed_since(self, changes: ChangeLog | None, seq: int) -> set[str] | None:
+        """The nodes changed since snapshot `seq` of `changes` (None: unknown, look at all)."""
+        if changes is None or changes is not self.changes:
+            return None
+        return changes.since(seq, self.seq)
 
     def set_affinity_lists(self, with_affinity: list[NodeInfo],
                            with_required_anti_affinity: list[NodeInfo]) -> None:
@@ -463,6 +506,10 @@ class NodeMemo(Generic[V]):
     def __init__(self, size: int = 32) -> None:
         self.size = size
         self._tables: dict[Hashable, dict[str, tuple[NodeInfo, V]]] = {}
+        # (key, label) -> the snapshot sums_by_label last summed: its change log and
+        # number, each node's label value and part, the sums
+        self._label_sums: dict[tuple[Hashable, str], tuple[
+            ChangeLog | None, int, dict[str, tuple[str, int]], dict[str, int]]] = {}
 
     def _table(self, key: Hashable) -> dict[str, tuple[NodeInfo, V]]:
         table = self._tables.pop(key, None) or {}
@@ -501,11 +548,27 @@ class NodeMemo(Generic[V]):
         return values
 
     def sums_by_label(self: NodeMemo[int], key: Hashable, compute: Callable[[NodeInfo], int],
-                      nodes: list[NodeInfo], label: str) -> dict[str, int]:
+                      nodes: list[NodeInfo], label: str, snapshot: Snapshot | None = None
+                      ) -> dict[str, int]:
         """Per value of the node label `label`: compute(node_info) summed over the nodes that
-        have it, values in the order they first appear (for_nodes and the sum in one loop)."""
+        have it, values in the order they first appear (for_nodes and the sum in one loop).
+
+        When `nodes` is `snapshot`'s list of every node, the sums of the last call with the
+        same key and label are brought up to date from the nodes the snapshots changed since
+        (their ChangeLog) instead of summing every node again; a change of the list of nodes
+        or of a node's label value sums them all again."""
         table = self._table(key)
-        sums: dict[str, int] = {}
+        sums_key = (key, label)
+        kept = self._label_sums.pop(sums_key, None)
+        if snapshot is not None and nodes is snapshot.node_info_list and kept is not None:
+            changes, seq, parts, sums = kept
+            changed = snapshot.changed_since(changes, seq)
+            if changed is not None and self._bring_up_to_date(
+                    table, compute, snapshot, label, changed, parts, sums):
+                self._keep_label_sums(sums_key, (changes, snapshot.seq, parts, sums))
+                return dict(sums)
+        parts = {}
+        sums = {}
         for node_info in nodes:
             value = node_info.labels.get(label)
             if value is None:
@@ -514,8 +577,41 @@ class NodeMemo(Generic[V]):
             if remembered is None or remembered[0] is not node_info:
                 remembered = (node_info, compute(node_info))
                 table[node_info.name] = remembered
+            parts[node_info.name] = (value, remembered[1])
             sums[value] = sums.get(value, 0) + remembered[1]
-        return sums
+        if snapshot is not None and nodes is snapshot.node_info_list:
+            self._keep_label_sums(sums_key, (snapshot.changes, snapshot.seq, parts, sums))
+        return dict(sums)
+
+    def _keep_label_sums(self, sums_key: tuple[Hashable, str], kept: tuple[
+            ChangeLog | None, int, dict[str, tuple[str, int]], dict[str, int]]) -> None:
+        """Keep sums_by_label's sums as the most recently used; only `size` are kept."""
+        self._label_sums[sums_key] = kept
+        while len(self._label_sums) > self.size:
+            del self._label_sums[next(iter(self._label_sums))]
+
+    @staticmethod
+    def _bring_up_to_date(table: dict[str, tuple[NodeInfo, int]],
+                          compute: Callable[[NodeInfo], int], snapshot: Snapshot, label: str,
+                          changed: set[str], parts: dict[str, tuple[str, int]],
+                          sums: dict[str, int]) -> bool:
+        """Take back the changed nodes' old parts of the sums and add their new ones; False
+        (sums left half done) when a node's label value changed, which may reorder them."""
+        for name in changed:
+            node_info = snapshot.get(name)
+            old = parts.get(name)
+            value = node_info.labels.get(label) if node_info is not None else None
+            if old is None and value is None:
+                continue
+            if old is None or old[0] != value or node_info is None:
+                return False
+            remembered = table.get(name)
+            if remembered is None or remembered[0] is not node_info:
+                remembered = (node_info, compute(node_info))
+                table[name] = remembered
+            sums[value] += remembered[1] - old[1]
+            parts[name] = (value, remembered[1])
+        return True
 
 
 class NodeTotals(Generic[K]):
@@ -531,19 +627,32 @@ class NodeTotals(Generic[K]):
 
     def __init__(self, size: int = 32) -> None:
         self.size = size
-        # key -> (each node's NodeInfo and part by name, the sums, how many nodes add to each)
+        # key -> (each node's NodeInfo and part by name, the sums, how many nodes add to
+        # each, [the change log and number of the snapshot last summed over every node])
         self._tables: dict[Hashable, tuple[dict[str, tuple[NodeInfo, dict[K, int]]],
-                                           dict[K, int], dict[K, int]]] = {}
+                                           dict[K, int], dict[K, int], list[Any]]] = {}
 
     def sums(self, key: Hashable, compute: Callable[[NodeInfo], dict[K, int]],
-             nodes: list[NodeInfo]) -> dict[K, int]:
-        """Each name's sum over the nodes (a new dict the caller may keep)."""
-        table = self._tables.pop(key, None) or ({}, {}, {})
+             nodes: list[NodeInfo], snapshot: Snapshot | None = None) -> dict[K, int]:
+        """Each name's sum over the nodes (a new dict the caller may keep). When `nodes` is
+        `snapshot`'s list of every node and the last call with this key summed an earlier
+        snapshot of the same cache, only the nodes changed since (its ChangeLog) are
+        looked at."""
+        table = self._tables.pop(key, None) or ({}, {}, {}, [None, 0])
         self._tables[key] = table  # most recently used last
         while len(self._tables) > self.size:
             del self._tables[next(iter(self._tables))]
-        parts, sums, counts = table
-        for node_info in nodes:
+        parts, sums, counts, synced = table
+        every_node = snapshot if snapshot is not None and nodes is snapshot.node_info_list \
+            else None
+        changed = None
+        in_turn = nodes
+        if every_node is not None:
+            changed = every_node.changed_since(synced[0], synced[1])
+        if every_node is not None and changed is not None:
+            # the list of nodes is what it was (else changed is None): each changed one is in it
+            in_turn = [info for info in map(every_node.get, changed) if info is not None]
+        for node_info in in_turn:
             remembered = parts.get(node_info.name)
             if remembered is not None:
                 if remembered[0] is node_info:
@@ -554,10 +663,11 @@ class NodeTotals(Generic[K]):
                 sums[name] = sums.get(name, 0) + value
                 counts[name] = counts.get(name, 0) + 1
             parts[node_info.name] = (node_info, part)
-        if len(parts) > len(nodes):  # some nodes left the list
+        if changed is None and len(parts) > len(nodes):  # some nodes left the list
             names = {node_info.name for node_info in nodes}
             for gone in [name for name in parts if name not in names]:
                 _take_back(parts.pop(gone)[1], sums, counts)
+        synced[:] = [every_node.changes, every_node.seq] if every_node is not None else [None, 0]
         return dict(sums)
 
 

@@ -328,7 +328,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             (pod.namespace, frozenset((pod.pod["metadata"].get("labels") or {}).items()),
              frozenset(namespace_labels.items()), tuple(inputs.affinity_terms),
              tuple(inputs.anti_affinity_terms), has_constraints),
-            inputs.node_score, all_nodes)
+            inputs.node_score, all_nodes, snapshot)
         if not sums:  # no term matched on a node that has its topology label
             return Status.skip()
         topology_score: TopologyScore = {}

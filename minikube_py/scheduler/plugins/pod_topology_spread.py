@@ -387,7 +387,8 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             selector = constraints[0].selector
             counts[0] = self.counts.sums_by_label(
                 (pod.namespace, selector), _count_matching(selector, pod.namespace), nodes,
-                constraints[0].topology_key)
+                constraints[0].topology_key,
+                self.handle.snapshot() if self.handle is not None else None)
             keyed = []  # nothing left for the general loop below
         else:
             keyed = [(constraint, by_value,
@@ -487,6 +488,21 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         label_missing = Status.unschedulable(ERR_REASON_NODE_LABEL_NOT_MATCH, unresolvable=True)
         too_skewed = Status.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
         rejected = {}
+        if len(limits) == 1:
+            # One constraint: a node's verdict is its domain's, worked out once per domain.
+            key, by_value, most = limits[0]
+            verdicts = {value: too_skewed if count > most else None
+                        for value, count in by_value.items()}
+            elsewhere = too_skewed if 0 > most else None  # a domain with no count: 0 pods
+            for info in nodes:
+                value = info.labels.get(key)
+                if value is None:
+                    rejected[info.name] = label_missing
+                    continue
+                verdict = verdicts.get(value, elsewhere)
+                if verdict is not None:
+                    rejected[info.name] = verdict
+            return rejected
         for info in nodes:
             node_labels = info.labels
             for key, by_value, most in limits:

@@ -1,0 +1,237 @@
+"""Sums kept from one snapshot to the next by the nodes the cache's ChangeLog names: always
+those of summing every node of the snapshot afresh (NodeMemo.sums_by_label, NodeTotals,
+and PodTopologySpread's PreFilter and InterPodAffinity's PreScore built on them)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+from minikube_py.api import Obj
+from minikube_py.scheduler.cache import Cache
+from minikube_py.scheduler.framework.interface import CycleState
+from minikube_py.scheduler.framework.types import (
+    ChangeLog,
+    NodeInfo,
+    NodeMemo,
+    NodeTotals,
+    PodInfo,
+    Snapshot,
+)
+from minikube_py.scheduler.plugins.inter_pod_affinity import (
+    PRE_SCORE_STATE_KEY,
+    InterPodAffinity,
+)
+from minikube_py.scheduler.plugins.pod_topology_spread import (
+    PRE_FILTER_STATE_KEY,
+    PodTopologySpread,
+)
+
+ZONE = "topology.kubernetes.io/zone"
+
+
+class FakeHandle:
+    """The part of the framework handle the plugins use: this cycle's snapshot."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.current = snapshot
+
+    def snapshot(self) -> Snapshot:
+        return self.current
+
+
+def make_node(name: str, zone: str | None) -> Obj:
+    labels = {"kubernetes.io/hostname": name} | ({ZONE: zone} if zone is not None else {})
+    return {"metadata": {"name": name, "labels": labels},
+            "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}}
+
+
+def make_pod(name: str, app: str, node: str = "") -> Obj:
+    spec: Obj = {"containers": [{"name": "c", "image": "i"}],
+                 "topologySpreadConstraints": [{
+                     "maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+                     "labelSelector": {"matchLabels": {"app": "web"}}}],
+                 "affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                     {"weight": 10, "podAffinityTerm": {
+                         "labelSelector": {"matchLabels": {"app": "web"}},
+                         "topologyKey": ZONE}}]}}}
+    if node:
+        spec["nodeName"] = node
+    return {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}",
+                         "labels": {"app": app}}, "spec": spec}
+
+
+class World:
+    """A cache changed at random: pods placed, assumed and deleted, nodes added, deleted
+    and moved to another zone (or out of every zone)."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.cache = Cache()
+        self.nodes: dict[str, str | None] = {}
+        self.pods: dict[str, Obj] = {}
+        self.serial = 0
+        for index in range(12):
+            self.add_node(f"node-{index}")
+
+    def add_node(self, name: str) -> None:
+        zone = self.rng.choice(["z0", "z1", "z2", None])
+        self.nodes[name] = zone
+        self.cache.add_node(make_node(name, zone))
+
+    def step(self) -> None:
+        """One change, mostly to pods (as between two scheduling cycles)."""
+        roll = self.rng.random()
+        self.serial += 1
+        if roll < 0.5 or not self.pods:
+            pod = make_pod(f"p-{self.serial}", self.rng.choice(["web", "db"]),
+                           self.rng.choice(sorted(self.nodes)))
+            self.pods[pod["metadata"]["uid"]] = pod
+            self.cache.add_pod(pod)
+        elif roll < 0.65:
+            pod = make_pod(f"p-{self.serial}", "web")
+            self.cache.assume_pod(PodInfo.of(pod), self.rng.choice(sorted(self.nodes)))
+        elif roll < 0.85:
+            uid = self.rng.choice(sorted(self.pods))
+            self.cache.remove_pod(self.pods.pop(uid))
+        elif roll < 0.9:
+            self.add_node(f"node-x{self.serial}")
+        elif roll < 0.95 and len(self.nodes) > 3:
+            name = self.rng.choice(sorted(self.nodes))
+            del self.nodes[name]
+            self.cache.remove_node(make_node(name, None))
+        else:
+            name = self.rng.choice(sorted(self.nodes))
+            self.nodes[name] = self.rng.choice(["z0", "z1", "z2", "z3", None])
+            self.cache.update_node(make_node(name, self.nodes[name]))
+
+
+class Walked(list[NodeInfo]):
+    """A list that counts how often it is walked."""
+
+    walks = 0
+
+    def __iter__(self) -> Iterator[NodeInfo]:
+        self.walks += 1
+        return super().__iter__()
+
+
+def web_pods(info: NodeInfo) -> int:
+    return sum(1 for p in info.pods if p.pod["metadata"]["labels"].get("app") == "web")
+
+
+def per_zone(info: NodeInfo) -> dict[tuple[str, str], int]:
+    zone = info.labels.get(ZONE)
+    return {("zone", zone): web_pods(info) - len(info.pods) // 3} if zone is not None else {}
+
+
+def test_change_log_names_the_nodes_changed_between_two_snapshots() -> None:
+    log = ChangeLog(size=3)
+    first = log.record(["a"], False)
+    second = log.record(["b", "c"], False)
+    third = log.record(["a"], False)
+    assert log.since(first, third) == {"a", "b", "c"}
+    assert log.since(second, third) == {"a"}
+    assert log.since(third, third) == set()
+    assert log.since(first, second) == {"b", "c"}  # a later snapshot's changes left out
+    assert log.since(third, second) is None
+    log.record([], True)  # the list of nodes changed: order may differ, unknown
+    assert log.since(third, log.seq) is None
+    log.record(["d"], False)
+    log.record(["e"], False)
+    assert log.since(first, log.seq) is None  # further back than the log keeps
+
+
+def test_kept_sums_equal_sums_made_afresh_in_every_snapshot() -> None:
+    """Called at every snapshot or only now and then (so that changes of several snapshots
+    are taken in at once), the kept sums are those of a fresh sum over the snapshot's
+    nodes, values in the same order; the nodes looked at again are the changed ones."""
+    for seed in range(6):
+        world = World(seed)
+        memo: NodeMemo[int] = NodeMemo()
+        totals: NodeTotals[tuple[str, str]] = NodeTotals()
+        looked_at: list[str] = []
+
+        def counting(info: NodeInfo, looked_at: list[str] = looked_at) -> int:
+            looked_at.append(info.name)
+            return web_pods(info)
+
+        for step in range(300):
+            world.step()
+            snapshot = world.cache.update_snapshot()
+            if world.rng.random() < 0.4:
+                continue
+            nodes = snapshot.node_info_list
+            looked_at.clear()
+            kept = memo.sums_by_label("web", counting, nodes, ZONE, snapshot)
+            fresh = NodeMemo[int]().sums_by_label("web", web_pods, nodes, ZONE)
+            assert list(kept.items()) == list(fresh.items()), f"seed {seed} step {step}"
+            assert totals.sums("zones", per_zone, nodes, snapshot) == \
+                NodeTotals[tuple[str, str]]().sums("zones", per_zone, nodes), \
+                f"seed {seed} step {step}"
+        # a snapshot that changed one node's pods: only that node is looked at, the list
+        # of every node is not walked
+        world.cache.add_node(make_node("node-last", "z0"))
+        snapshot = world.cache.update_snapshot()
+        snapshot.node_info_list = Walked(snapshot.node_info_list)
+        memo.sums_by_label("web", counting, snapshot.node_info_list, ZONE, snapshot)
+        totals.sums("zones", per_zone, snapshot.node_info_list, snapshot)
+        assert snapshot.node_info_list.walks == 2  # the list of nodes changed: all summed
+        world.cache.add_pod(make_pod("last", "web", "node-last"))
+        snapshot = world.cache.update_snapshot()
+        snapshot.node_info_list = Walked(snapshot.node_info_list)
+        looked_at.clear()
+        kept = memo.sums_by_label("web", counting, snapshot.node_info_list, ZONE, snapshot)
+        kept_totals = totals.sums("zones", per_zone, snapshot.node_info_list, snapshot)
+        assert looked_at == ["node-last"]
+        assert snapshot.node_info_list.walks == 0
+        nodes = list(snapshot.node_info_list)
+        assert kept == NodeMemo[int]().sums_by_label("web", web_pods, nodes, ZONE)
+        assert kept_totals == NodeTotals[tuple[str, str]]().sums("zones", per_zone, nodes)
+
+def test_kept_sums_are_not_used_for_another_list_of_nodes() -> None:
+    """A list that is not the snapshot's own (some nodes only) is summed in full."""
+    world = World(1)
+    memo: NodeMemo[int] = NodeMemo()
+    snapshot = world.cache.update_snapshot()
+    every = memo.sums_by_label("web", web_pods, snapshot.node_info_list, ZONE, snapshot)
+    some = snapshot.node_info_list[:4]
+    assert memo.sums_by_label("web", web_pods, some, ZONE, snapshot) == \
+        NodeMemo[int]().sums_by_label("web", web_pods, some, ZONE)
+    assert memo.sums_by_label("web", web_pods, snapshot.node_info_list, ZONE,
+                              snapshot) == every
+
+
+def plugin_answers(plugins: tuple[PodTopologySpread, InterPodAffinity], snapshot: Snapshot,
+                   pod: PodInfo) -> tuple[object, object]:
+    """PreFilter's counts per zone (in order) and PreScore's topology score."""
+    spread, affinity = plugins
+    for plugin in plugins:
+        assert isinstance(plugin.handle, FakeHandle)
+        plugin.handle.current = snapshot
+    state = CycleState()
+    spread.pre_filter(state, pod, snapshot.node_info_list)
+    counts = [list(by_value.items())
+              for by_value in state.read(PRE_FILTER_STATE_KEY).tp_value_to_match_num]
+    status = affinity.pre_score(state, pod, snapshot.node_info_list)
+    score = state.read(PRE_SCORE_STATE_KEY).topology_score if status.is_success() else None
+    return counts, score
+
+
+def test_the_plugins_kept_across_snapshots_answer_as_fresh_ones() -> None:
+    """PodTopologySpread's PreFilter and InterPodAffinity's PreScore, one plugin of each
+    kept across the cache's snapshots, give what new plugins give for each snapshot."""
+    def fresh_plugins(snapshot: Snapshot) -> tuple[PodTopologySpread, InterPodAffinity]:
+        return (PodTopologySpread({"defaultingType": "List"}, FakeHandle(snapshot)),
+                InterPodAffinity(None, FakeHandle(snapshot)))
+
+    for seed in range(4):
+        world = World(100 + seed)
+        kept = fresh_plugins(world.cache.update_snapshot())
+        for step in range(150):
+            world.step()
+            snapshot = world.cache.update_snapshot()
+            pod = PodInfo.of(make_pod(f"incoming-{step}", "web"))
+            assert plugin_answers(kept, snapshot, pod) == plugin_answers(
+                fresh_plugins(snapshot), snapshot, pod), f"seed {seed} step {step}"
+
