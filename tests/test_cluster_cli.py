@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.api_helpers import until
+
 pytestmark = pytest.mark.slow
 
 
@@ -156,8 +158,10 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         # the control plane, DNS, metrics, the gateway controller, the trace receiver, 3
         # per node, and the supervisor (the local-path provisioner is a Deployment's pod)
         assert len(running) == 16 and all(alive(pid) for pid in running)
-        assert "local-path-provisioner: ready (a Deployment in kube-system" in started.stdout
+        assert "local-path-provisioner: applied (a Deployment in kube-system" in started.stdout
         kubectl(home, "wait", "--for=condition=Ready", "node", "--all", "--timeout=120s")
+        kubectl(home, "rollout", "status", "deployment/local-path-provisioner", "-n",
+                "kube-system", "--timeout=180s")
         status = launcher(home, "status")
         for component in ("registry", "etcd", "tracing", "apiserver", "controller-manager",
                           "scheduler", "dns", "metrics", "gateway",
@@ -280,6 +284,30 @@ def test_simulated_nodes_join_the_real_one_and_leave_with_down(fast_tmp: Path) -
         status = launcher(home, "status")
         assert re.search(r"^hollow-nodes: running \(pid \d+\), ready$", status.stdout, re.M)
         assert "nodes: 4" in status.stdout
+        # the local-path provisioner's pod runs on the real node only (its node affinity):
+        # with node-1 cordoned, a new one waits rather than land on a hollow node
+        provisioner = ("-n", "kube-system", "-l", "app=local-path-provisioner")
+        kubectl(home, "rollout", "status", "deployment/local-path-provisioner", "-n",
+                "kube-system", "--timeout=180s")
+        assert kubectl(home, "get", "pods", *provisioner, "-o",
+                       "jsonpath={.items[*].spec.nodeName}").stdout == "node-1"
+        kubectl(home, "cordon", "node-1")
+        kubectl(home, "delete", "pods", *provisioner, "--wait=true")
+
+        def unschedulable() -> dict[str, str] | None:
+            pods = json.loads(kubectl(home, "get", "pods", *provisioner, "-o", "json").stdout)
+            return next((c for pod in pods["items"]
+                         for c in (pod.get("status") or {}).get("conditions") or []
+                         if c["type"] == "PodScheduled" and c["status"] == "False"), None)
+
+        condition = until(unschedulable, "the new provisioner pod found no node", timeout=120)
+        assert condition["reason"] == "Unschedulable", condition
+        assert "3 node(s) didn't satisfy plugin(s) [NodeAffinity]" in condition["message"], (
+            condition)
+        kubectl(home, "uncordon", "node-1")
+        kubectl(home, "wait", "--for=condition=Ready", "pods", *provisioner, "--timeout=120s")
+        assert kubectl(home, "get", "pods", *provisioner, "-o",
+                       "jsonpath={.items[*].spec.nodeName}").stdout == "node-1"
         again = launcher(home, "up")  # remembered: the same hollow nodes, nothing new
         assert again.returncode == 0
         assert "hollow-nodes: running" in launcher(home, "status").stdout

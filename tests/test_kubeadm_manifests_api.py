@@ -39,7 +39,7 @@ def objects() -> list[Obj]:
                     cluster_dns=CLUSTER_DNS, images=IMAGES,
                     tracing_endpoint="http://172.18.0.1:4318")
     return [*static_pods(plane, paths), *addon_objects(addons), *trace_receiver_objects(addons),
-            *local_path_provisioner_objects(addons, home / "nodes")]
+            *local_path_provisioner_objects(addons, home / "nodes", ["control-plane", "node-1"])]
 
 
 def collection(obj: Obj) -> str:

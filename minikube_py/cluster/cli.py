@@ -80,6 +80,7 @@ from minikube_py.cluster.kubeadm.init import (
     CONTROL_PLANE,
     LAYOUTS,
     InitConfiguration,
+    kubelet_nodes,
     manifest_dir,
     run_init,
 )
@@ -808,7 +809,8 @@ async def _start(state: Path, name: str, process: ComponentProcess, started: flo
 async def _deploy_provisioner(state: Path, cluster: dict[str, Any],
                               processes: dict[str, ComponentProcess], started: float) -> None:
     """The processes layout's local-path provisioner: the kubeadm layout's add-on, from
-    the component images (built and pushed here), and say so."""
+    the component images (built and pushed here), on a node of this machine's kubelets;
+    say so (its pod starts after `up` returns)."""
     registry = processes["registry"]
     assert isinstance(registry, RegistryProcess)
     tracing = cluster.get("tracingEndpoint") or (
@@ -816,9 +818,10 @@ async def _deploy_provisioner(state: Path, cluster: dict[str, Any],
     image = await deploy_local_path_provisioner(state, registry.host, Addons(
         server=apiserver_url(cluster), cluster_cidr=str(CLUSTER_CIDR),
         cluster_dns=CLUSTER_DNS, images={}, tracing_endpoint=tracing,
-        verbosity=cluster.get("verbosity", 2), extra_config=cluster.get("extraConfig") or {}))
-    print(f"local-path-provisioner: ready (a Deployment in kube-system, {image}, "
-          f"{time.monotonic() - started:.1f} s)", flush=True)
+        verbosity=cluster.get("verbosity", 2), extra_config=cluster.get("extraConfig") or {}),
+        kubelet_nodes(processes))
+    print(f"local-path-provisioner: applied (a Deployment in kube-system, {image}, "
+          f"{time.monotonic() - started:.1f} s); its pod starts in the background", flush=True)
 
 
 def down(args: argparse.Namespace) -> None:

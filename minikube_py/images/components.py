@@ -43,7 +43,8 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import minikube_py
@@ -209,9 +210,11 @@ def component_image_cache() -> Path:
     return Path(cache) / "minikube-py" / "component-images"
 
 
-def build_and_push_component_images(output: Path, registry: str) -> dict[str, str]:
-    """For `up`: build what changed, push it to the cluster's registry, and give each
-    component's image reference ("kube-apiserver" -> "localhost/minikube-py/...").
+def build_and_push_component_images(output: Path, registry: str,
+                                    only: Collection[str] | None = None) -> dict[str, str]:
+    """For `up`: build what changed, push it (`only` those components' images, if given)
+    to the cluster's registry, and give each pushed component's image reference
+    ("kube-apiserver" -> "localhost/minikube-py/...").
 
     Two `up`s may share `output` (component_image_cache): the second waits on the
     folder's lock, then finds the layers built."""
@@ -219,6 +222,9 @@ def build_and_push_component_images(output: Path, registry: str) -> dict[str, st
     with open(output / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         images = build_component_images(output)
+        if only is not None:
+            images = replace(images, images=tuple(
+                image for image in images.images if image.component in only))
         push_component_images(images, registry)
     return images.references()
 

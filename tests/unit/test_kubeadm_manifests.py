@@ -350,9 +350,10 @@ def test_metrics_server_behind_its_apiservice() -> None:
 
 def test_the_local_path_provisioner_is_ranchers_deployment_in_kube_system() -> None:
     """kind's local-path-provisioner in kube-system: its account bound to rancher's role,
-    our provisioner's flags, and the nodes' folder mounted at its own path."""
+    our provisioner's flags, the nodes' folder mounted at its own path, and only the
+    nodes of this machine's kubelets to run on."""
     nodes = Path("/home/me/.minikube-py/nodes")
-    objects = local_path_provisioner_objects(addons(), nodes)
+    objects = local_path_provisioner_objects(addons(), nodes, ["node-2", "node-1"])
     for obj in objects:
         assert validation_errors(obj) == [], (obj["kind"], obj["metadata"]["name"])
     [deployment] = [obj for obj in objects if obj["kind"] == "Deployment"]
@@ -377,6 +378,10 @@ def test_the_local_path_provisioner_is_ranchers_deployment_in_kube_system() -> N
     [mount] = [m for m in container["volumeMounts"] if m["name"] == "nodes"]
     [volume] = [v for v in spec["volumes"] if v["name"] == "nodes"]
     assert mount["mountPath"] == volume["hostPath"]["path"] == str(nodes)
+    required = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert required["nodeSelectorTerms"] == [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+        for node in ("node-1", "node-2")]
 
 
 def test_a_pods_kubeconfig_names_the_token_and_ca_only_of_a_secured_server() -> None:

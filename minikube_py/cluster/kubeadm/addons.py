@@ -11,7 +11,7 @@ token file, since our components read a kubeconfig rather than the in-cluster va
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -354,13 +354,16 @@ def provisioner_flags(addons: Addons, nodes_dir: Path) -> list[str]:
             *addons.flags("provisioner")]
 
 
-def local_path_provisioner_objects(addons: Addons, nodes_dir: Path) -> list[Obj]:
+def local_path_provisioner_objects(addons: Addons, nodes_dir: Path,
+                                   nodes: Sequence[str]) -> list[Obj]:
     """rancher's objects in kube-system: the ServiceAccount, local-path-provisioner-role
     (upstream's rules, and the external-resizer's on claims) and its binding, the pod's
     kubeconfig and the one-replica Deployment. The nodes of this cluster keep their
     files under `nodes_dir` on this machine, so its pod mounts that folder and makes and
     removes the volumes' folders itself (docs/decisions.md), where rancher's starts a
-    helper pod on the volume's node."""
+    helper pod on the volume's node. So the pod must run on one of `nodes`, those this
+    machine runs a kubelet for: a node affinity on their names keeps it off hollow nodes
+    (`--simulated-nodes`, which run nothing) and off a joined machine's."""
     labels = {"app": "local-path-provisioner"}
     role = {
         "apiVersion": f"{RBAC}/v1", "kind": "ClusterRole",
@@ -401,6 +404,11 @@ def local_path_provisioner_objects(addons: Addons, nodes_dir: Path) -> list[Obj]
             "template": {"metadata": {"labels": dict(labels)}, "spec": {
                 "containers": [container],
                 "nodeSelector": {"kubernetes.io/os": "linux"},
+                "affinity": {"nodeAffinity": {
+                    # one term a node: a field's In takes one value (the terms are ORed)
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "operator": "In",
+                                          "values": [node]}]} for node in sorted(nodes)]}}},
                 "priorityClassName": "system-cluster-critical",
                 "serviceAccountName": PROVISIONER_ACCOUNT,
                 "tolerations": [{"key": CONTROL_PLANE_TAINT, "effect": "NoSchedule",

@@ -31,7 +31,7 @@ import asyncio
 import logging
 import shutil
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -118,6 +118,12 @@ def nodes_folder(state: Path) -> Path:
     """Where the nodes keep their files on this machine (their volumes' folders too): the
     local-path provisioner's pod mounts it."""
     return (state / "nodes").resolve()
+
+
+def kubelet_nodes(processes: Mapping[str, ComponentProcess]) -> list[str]:
+    """The nodes this machine runs a kubelet for (node-1/kubelet -> node-1): not the
+    hollow nodes."""
+    return [name.partition("/")[0] for name in processes if kind_of(name) == "kubelet"]
 
 
 def host_paths(state: Path, tracing_config: Path, node: str, stacked: bool) -> HostPaths:
@@ -318,7 +324,7 @@ async def run_init(config: InitConfiguration, processes: dict[str, ComponentProc
         cluster_dns=config.cluster_dns, images=images, tracing_endpoint=tracing_endpoint,
         verbosity=config.verbosity, extra_config=config.extra_config)
     await apply_addons(admin, [*addon_objects(addons), *local_path_provisioner_objects(
-        addons, nodes_folder(state))])
+        addons, nodes_folder(state), kubelet_nodes(processes))])
     await ensure_default_storage_class(admin)
     if "dashboard" in processes:  # a host process, in both layouts
         await start("dashboard")
