@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.api_helpers import until
+
 pytestmark = pytest.mark.slow
 
 
@@ -153,20 +155,26 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         refused = launcher(home, "up", "--nodes", "3", check=False)
         assert refused.returncode == 1 and "runs with 2 nodes" in refused.stderr
         running = pids(home)
-        # the control plane, DNS, metrics, the provisioner, the gateway controller, the
-        # trace receiver, 3 per node, and the supervisor
-        assert len(running) == 17 and all(alive(pid) for pid in running)
+        # the control plane, DNS, metrics, the gateway controller, the trace receiver, 3
+        # per node, and the supervisor (the local-path provisioner is a Deployment's pod)
+        assert len(running) == 16 and all(alive(pid) for pid in running)
+        assert "local-path-provisioner: applied (a Deployment in kube-system" in started.stdout
         kubectl(home, "wait", "--for=condition=Ready", "node", "--all", "--timeout=120s")
+        kubectl(home, "rollout", "status", "deployment/local-path-provisioner", "-n",
+                "kube-system", "--timeout=180s")
         status = launcher(home, "status")
         for component in ("registry", "etcd", "tracing", "apiserver", "controller-manager",
-                          "scheduler", "dns", "metrics", "provisioner", "gateway",
+                          "scheduler", "dns", "metrics", "gateway",
                           "node-1/containerd",
                           "node-1/kubelet",
                           "node-1/proxy",
                           "node-2/containerd", "node-2/kubelet", "node-2/proxy"):
             assert re.search(rf"^{component}: running \(pid \d+\), ready$", status.stdout,
                              re.M), status.stdout
-        assert "nodes: 2\n  node-1: Ready, 0 pods\n  node-2: Ready, 0 pods" in status.stdout
+        # the one pod is the local-path provisioner's, on either node
+        listed = re.search(r"nodes: 2\n  node-1: Ready, (\d+) pods\n  node-2: Ready, (\d+) pods",
+                           status.stdout)
+        assert listed is not None and sum(map(int, listed.groups())) == 1, status.stdout
         kubelet_log = launcher(home, "logs", "kubelet", "--node", "node-2")
         written = (home / "logs" / "node-2" / "kubelet.log").read_text()
         assert kubelet_log.stdout and written.startswith(kubelet_log.stdout)
@@ -276,6 +284,30 @@ def test_simulated_nodes_join_the_real_one_and_leave_with_down(fast_tmp: Path) -
         status = launcher(home, "status")
         assert re.search(r"^hollow-nodes: running \(pid \d+\), ready$", status.stdout, re.M)
         assert "nodes: 4" in status.stdout
+        # the local-path provisioner's pod runs on the real node only (its node affinity):
+        # with node-1 cordoned, a new one waits rather than land on a hollow node
+        provisioner = ("-n", "kube-system", "-l", "app=local-path-provisioner")
+        kubectl(home, "rollout", "status", "deployment/local-path-provisioner", "-n",
+                "kube-system", "--timeout=180s")
+        assert kubectl(home, "get", "pods", *provisioner, "-o",
+                       "jsonpath={.items[*].spec.nodeName}").stdout == "node-1"
+        kubectl(home, "cordon", "node-1")
+        kubectl(home, "delete", "pods", *provisioner, "--wait=true")
+
+        def unschedulable() -> dict[str, str] | None:
+            pods = json.loads(kubectl(home, "get", "pods", *provisioner, "-o", "json").stdout)
+            return next((c for pod in pods["items"]
+                         for c in (pod.get("status") or {}).get("conditions") or []
+                         if c["type"] == "PodScheduled" and c["status"] == "False"), None)
+
+        condition = until(unschedulable, "the new provisioner pod found no node", timeout=120)
+        assert condition["reason"] == "Unschedulable", condition
+        assert "3 node(s) didn't satisfy plugin(s) [NodeAffinity]" in condition["message"], (
+            condition)
+        kubectl(home, "uncordon", "node-1")
+        kubectl(home, "wait", "--for=condition=Ready", "pods", *provisioner, "--timeout=120s")
+        assert kubectl(home, "get", "pods", *provisioner, "-o",
+                       "jsonpath={.items[*].spec.nodeName}").stdout == "node-1"
         again = launcher(home, "up")  # remembered: the same hollow nodes, nothing new
         assert again.returncode == 0
         assert "hollow-nodes: running" in launcher(home, "status").stdout

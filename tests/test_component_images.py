@@ -8,6 +8,8 @@ compressing the standard library and the dependencies); every test after it shar
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gzip
 import json
 import os
@@ -39,7 +41,9 @@ from minikube_py.images.components import (
     ETCD,
     ComponentImage,
     ComponentImages,
+    build_and_push_component_images,
     build_component_images,
+    component_image_cache,
     push_component_images,
 )
 from minikube_py.process import free_port
@@ -253,6 +257,36 @@ def test_image_build_components_says_what_it_built_and_pushed(
     assert capsys.readouterr().out.splitlines() == [
         *(f"built {image.reference} (already in {pushed.host})" for image in images.images),
         "layers built: none (nothing changed)"]
+
+
+def test_up_builds_in_one_folder_for_every_home(monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert component_image_cache() == tmp_path / "minikube-py" / "component-images"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert component_image_cache() == Path.home() / ".cache/minikube-py/component-images"
+
+
+async def test_two_homes_up_at_once_share_the_build_and_each_registry_gets_every_image(
+        images: ComponentImages, output: Path, fast_tmp: Path) -> None:
+    """Two `up`s (the test lanes) take the shared folder's lock in turn and push the
+    same images, each to its own cluster's registry."""
+    if shutil.which("docker-registry") is None:
+        pytest.skip("docker-registry is not installed (apt-get install docker-registry)")
+    async with contextlib.AsyncExitStack() as stack:
+        registries = [await stack.enter_async_context(RegistryProcess(
+            fast_tmp / f"home-{index}-registry-{os.getpid()}", port=free_port()))
+            for index in range(2)]
+        pushed = await asyncio.gather(*(
+            asyncio.to_thread(build_and_push_component_images, output, registry.host)
+            for registry in registries))
+        assert pushed[0] == pushed[1] == images.references()
+        for registry in registries:
+            for image in images.images:
+                repository, _, tag = image.reference.removeprefix("localhost/").rpartition(":")
+                url = f"http://{registry.host}/v2/{repository}/tags/list"
+                with urllib.request.urlopen(url, timeout=10) as answer:
+                    assert tag in json.load(answer)["tags"]
 
 
 @pytest.fixture(scope="module")

@@ -13,13 +13,19 @@ from minikube_py.api import Obj
 from minikube_py.api.resources import by_kind
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.cluster.cli import CLUSTER_CIDR, CLUSTER_DNS, DEFAULT_PORTS, LOAD_BALANCER_RANGE
-from minikube_py.cluster.kubeadm.addons import Addons, addon_objects, trace_receiver_objects
+from minikube_py.cluster.kubeadm.addons import (
+    Addons,
+    addon_objects,
+    local_path_provisioner_objects,
+    trace_receiver_objects,
+)
 from minikube_py.cluster.kubeadm.controlplane import ControlPlane, HostPaths, static_pods
 from tests.api_helpers import API
 
 IMAGES = {name: f"localhost/minikube-py/{name}:v1.37.0-0123456789ab"
           for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
-                       "kube-proxy", "coredns", "metrics-server", "trace-receiver")}
+                       "kube-proxy", "coredns", "metrics-server", "trace-receiver",
+                       "local-path-provisioner")}
 
 
 def objects() -> list[Obj]:
@@ -32,7 +38,8 @@ def objects() -> list[Obj]:
     addons = Addons(server="https://172.18.0.1:6443", cluster_cidr=str(CLUSTER_CIDR),
                     cluster_dns=CLUSTER_DNS, images=IMAGES,
                     tracing_endpoint="http://172.18.0.1:4318")
-    return [*static_pods(plane, paths), *addon_objects(addons), *trace_receiver_objects(addons)]
+    return [*static_pods(plane, paths), *addon_objects(addons), *trace_receiver_objects(addons),
+            *local_path_provisioner_objects(addons, home / "nodes", ["control-plane", "node-1"])]
 
 
 def collection(obj: Obj) -> str:

@@ -25,7 +25,6 @@ does not change, and the ServiceAccount key signs tokens that must stay good):
         proxy            CN system:kube-proxy
         dns              CN system:kube-dns
         metrics          CN system:metrics-server
-        provisioner      CN system:local-path-provisioner
         gateway          CN system:minikube-py-gateway
         dashboard        CN system:serviceaccount:kubernetes-dashboard:kubernetes-dashboard,
                          O system:serviceaccounts, system:serviceaccounts:kubernetes-dashboard
@@ -70,7 +69,6 @@ IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "proxy": ("system:kube-proxy", ()),
     "dns": ("system:kube-dns", ()),
     "metrics": ("system:metrics-server", ()),
-    "provisioner": ("system:local-path-provisioner", ()),
     "gateway": ("system:minikube-py-gateway", ()),
     "dashboard": (DASHBOARD_USER, DASHBOARD_GROUPS),
 }

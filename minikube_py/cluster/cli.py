@@ -57,7 +57,6 @@ from minikube_py.cluster.components import (
     HollowNodesProcess,
     KubeletProcess,
     MetricsProcess,
-    ProvisionerProcess,
     ProxyProcess,
     SchedulerProcess,
     TraceReceiverProcess,
@@ -75,12 +74,13 @@ from minikube_py.cluster.join import (
     publish_cluster_objects,
 )
 from minikube_py.cluster.join_command import add_join_command
-from minikube_py.cluster.kubeadm.addons import CONTROL_PLANE_TAINT
+from minikube_py.cluster.kubeadm.addons import CONTROL_PLANE_TAINT, Addons
 from minikube_py.cluster.kubeadm.ha import CONTROL_PLANES, ensure_member_pki
 from minikube_py.cluster.kubeadm.init import (
     CONTROL_PLANE,
     LAYOUTS,
     InitConfiguration,
+    kubelet_nodes,
     manifest_dir,
     run_init,
 )
@@ -93,6 +93,7 @@ from minikube_py.cluster.netns import (
     NodeNetworkError,
 )
 from minikube_py.cluster.node import load_shipped_images, node_config, remove_kubelet_volumes
+from minikube_py.cluster.provisioner import deploy_local_path_provisioner
 from minikube_py.cluster.registry import RegistryProcess
 from minikube_py.cluster.runtime_setup import POD_NETWORKS as CLUSTER_CIDR
 from minikube_py.cluster.runtime_setup import (
@@ -121,7 +122,7 @@ from minikube_py.process import (
 DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443,
                  "controller-manager": 10257, "scheduler": 10259, "registry": 5000,
                  "dns": 10053, "dns-metrics": 9153, "hollow-nodes": 10251, "metrics": 4443,
-                 "tracing": 4318, "provisioner": 10262, "gateway": 10263, "dashboard": 9090}
+                 "tracing": 4318, "gateway": 10263, "dashboard": 9090}
 NODE_PORTS = {"kubelet": 10250, "kubelet-healthz": 10248, "proxy-healthz": 10256,
               "proxy-metrics": 10249}
 """Upstream's ports, on each node's own address: every node has a network of its own."""
@@ -129,7 +130,7 @@ NODE_PORTS = {"kubelet": 10250, "kubelet-healthz": 10248, "proxy-healthz": 10256
 # reverse order. A node's component is named node-N/<component>.
 STAGES = (("registry", "etcd", "tracing", "haproxy"), ("apiserver",),
           ("controller-manager", "scheduler", "containerd", "proxy", "dns", "metrics",
-           "provisioner", "gateway", "dashboard"),
+           "gateway", "dashboard"),
           ("kubelet", "hollow-nodes"))
 COMPONENTS = tuple(name for stage in STAGES for name in stage)
 NODE_COMPONENTS = ("containerd", "kubelet", "proxy")
@@ -440,12 +441,9 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
         processes["metrics"] = MetricsProcess(
             kubeconfig_of("metrics"), address=address, port=ports["metrics"],
             advertise_address=address, extra_args=flags("metrics"), **files("metrics"))
-    # the default StorageClass's provisioner, a host process in both layouts
-    # (docs/decisions.md): it makes each volume's folder in its node's folder
-    processes["provisioner"] = ProvisionerProcess(
-        kubeconfig_of("provisioner"), port=ports["provisioner"], nodes_dir=state / "nodes",
-        extra_args=flags("provisioner"), **files("provisioner"))
-    # the gateway controller, a host process in both layouts as the provisioner; its nginx
+    # (the default StorageClass's local-path provisioner is a Deployment in kube-system in
+    # both layouts: deploy_local_path_provisioner, kubeadm/addons.py)
+    # the gateway controller, a host process in both layouts; its nginx
     # data plane runs as pods in kube-system (minikube_py/gateway)
     processes["gateway"] = GatewayProcess(
         kubeconfig_of("gateway"), port=ports["gateway"], extra_args=(*traced, *flags("gateway")),
@@ -618,6 +616,8 @@ def up(args: argparse.Namespace) -> None:
             asyncio.run(_start_all(state, processes, started))
             if cluster.get("secure"):
                 asyncio.run(_approve_serving(state, cluster, processes))
+            if node_networks(cluster) and runtime_missing() is None:
+                asyncio.run(_deploy_provisioner(state, cluster, processes, started))
         asyncio.run(supervisor_process(state).start())
     except (NodeNetworkError, OSError) as error:
         fail(f"cannot build the node network: {error}{STARTED_HINT}")
@@ -804,6 +804,24 @@ async def _start(state: Path, name: str, process: ComponentProcess, started: flo
     what = "already running" if was_running else "ready"
     print(f"{name}: {what} (pid {process.pid}, {time.monotonic() - started:.1f} s)",
           flush=True)
+
+
+async def _deploy_provisioner(state: Path, cluster: dict[str, Any],
+                              processes: dict[str, ComponentProcess], started: float) -> None:
+    """The processes layout's local-path provisioner: the kubeadm layout's add-on, from
+    the component images (built and pushed here), on a node of this machine's kubelets;
+    say so (its pod starts after `up` returns)."""
+    registry = processes["registry"]
+    assert isinstance(registry, RegistryProcess)
+    tracing = cluster.get("tracingEndpoint") or (
+        f"http://{registry.address}:{cluster['ports']['tracing']}")
+    image = await deploy_local_path_provisioner(state, registry.host, Addons(
+        server=apiserver_url(cluster), cluster_cidr=str(CLUSTER_CIDR),
+        cluster_dns=CLUSTER_DNS, images={}, tracing_endpoint=tracing,
+        verbosity=cluster.get("verbosity", 2), extra_config=cluster.get("extraConfig") or {}),
+        kubelet_nodes(processes))
+    print(f"local-path-provisioner: applied (a Deployment in kube-system, {image}, "
+          f"{time.monotonic() - started:.1f} s); its pod starts in the background", flush=True)
 
 
 def down(args: argparse.Namespace) -> None:

@@ -5,12 +5,12 @@ Upstream runs cluster DNS and metrics-server as pods with ServiceAccounts; here 
 are processes on the host that publish themselves (their Service, EndpointSlice and, for
 metrics, the APIService). `up --secure` gives their certificates' users
 (system:kube-dns, system:metrics-server) the reads upstream's roles give those accounts
-and the few writes publishing takes. The local-path provisioner, also a host process,
-gets what kubernetes-csi's external-provisioner role gives its account; the gateway
-controller (system:minikube-py-gateway) what it reads and writes. The proxy also
-enforces NetworkPolicies (proxy/netpol/), so its user, the kube-proxy ServiceAccount of
-the kubeadm layout and the nodes (a joined machine's proxy uses its node's credentials)
-may read pods, namespaces and policies: the reads kube-network-policies' ClusterRole gives
+and the few writes publishing takes. The gateway controller (system:minikube-py-gateway)
+gets what it reads and writes. (The local-path provisioner is a Deployment with its
+ServiceAccount and rancher's role: kubeadm/addons.py.) The proxy also enforces
+NetworkPolicies (proxy/netpol/), so its user, the kube-proxy ServiceAccount of the kubeadm
+layout and the nodes (a joined machine's proxy uses its node's credentials) may read pods,
+namespaces and policies: the reads kube-network-policies' ClusterRole gives
 its DaemonSet.
 """
 
@@ -45,15 +45,6 @@ ROLES: dict[str, tuple[str, list[Obj]]] = {
         _rule(PUBLISH, [""], ["services"]),
         _rule(PUBLISH, ["discovery.k8s.io"], ["endpointslices"]),
         _rule(PUBLISH, ["apiregistration.k8s.io"], ["apiservices"]),
-    ]),
-    "minikube-py:local-path-provisioner": ("system:local-path-provisioner", [
-        _rule([*READ, "create", "patch", "delete"], [""], ["persistentvolumes"]),
-        _rule([*READ, "update"], [""], ["persistentvolumeclaims"]),
-        _rule(["patch", "update"], [""], ["persistentvolumeclaims/status"]),  # the resizer's
-        _rule(READ, ["storage.k8s.io"], ["storageclasses"]),
-        _rule(READ, [""], ["nodes"]),
-        _rule(["list", "watch", "create", "update", "patch"], [""], ["events"]),
-        _rule(["list", "watch", "create", "update", "patch"], ["events.k8s.io"], ["events"]),
     ]),
     "minikube-py:network-policies": ("system:kube-proxy", [
         _rule(["list", "watch"], [""], ["pods", "namespaces"]),

@@ -1,7 +1,8 @@
 """The control plane's own images: minikube-py's components in containers, as kubeadm runs
 upstream's (static pods for etcd, the API server, the controller-manager and the scheduler,
-a DaemonSet for kube-proxy, a Deployment for DNS), each under upstream's component name in
-the image repository localhost/minikube-py (see docs/decisions.md):
+a DaemonSet for kube-proxy, Deployments for DNS, the metrics server and the local-path
+provisioner), each under upstream's component name in the image repository
+localhost/minikube-py (see docs/decisions.md):
 
     localhost/minikube-py/<image>:<tag>   layers (bottom first)          runs
     kube-apiserver                        busybox python dependencies    minikube_py.apiserver
@@ -9,6 +10,7 @@ the image repository localhost/minikube-py (see docs/decisions.md):
     kube-scheduler                                                       minikube_py.scheduler
     coredns                                                              minikube_py.dns
     metrics-server                                                       minikube_py.metrics
+    local-path-provisioner                                               minikube_py.provisioner
     kube-proxy                            ... dependencies proxy-tools   minikube_py.proxy
                                           source
     etcd  (tag: <etcd version>-<hash>)    busybox etcd                   etcd, etcdctl
@@ -34,13 +36,15 @@ static pods ask). A layer is rebuilt only when a file it was made from changed
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import minikube_py
@@ -102,6 +106,7 @@ COMPONENTS = (
     Component("kube-proxy", "minikube_py.proxy", proxy_tools=True),
     Component("coredns", "minikube_py.dns"),
     Component("metrics-server", "minikube_py.metrics"),
+    Component("local-path-provisioner", "minikube_py.provisioner"),
 )
 ETCD = "etcd"
 
@@ -196,11 +201,31 @@ def push_component_images(images: ComponentImages, registry: str) -> list[Pushed
     return pushed
 
 
-def build_and_push_component_images(output: Path, registry: str) -> dict[str, str]:
-    """For `up`: build what changed, push it to the cluster's registry, and give each
-    component's image reference ("kube-apiserver" -> "localhost/minikube-py/...")."""
-    images = build_component_images(output)
-    push_component_images(images, registry)
+def component_image_cache() -> Path:
+    """Where `up` builds the component images: one folder for all of this user's cluster
+    homes, kept past `down --purge` as a container engine keeps its images past a
+    cluster's deletion, so that a new home pushes what an earlier `up` built instead of
+    building it again (about 10 s of CPU)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "minikube-py" / "component-images"
+
+
+def build_and_push_component_images(output: Path, registry: str,
+                                    only: Collection[str] | None = None) -> dict[str, str]:
+    """For `up`: build what changed, push it (`only` those components' images, if given)
+    to the cluster's registry, and give each pushed component's image reference
+    ("kube-apiserver" -> "localhost/minikube-py/...").
+
+    Two `up`s may share `output` (component_image_cache): the second waits on the
+    folder's lock, then finds the layers built."""
+    output.mkdir(parents=True, exist_ok=True)
+    with open(output / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        images = build_component_images(output)
+        if only is not None:
+            images = replace(images, images=tuple(
+                image for image in images.images if image.component in only))
+        push_component_images(images, registry)
     return images.references()
 
 

@@ -75,6 +75,9 @@ class LocalPathProvisioner:
     external-provisioner's ProvisionController loop)."""
 
     name: ClassVar[str] = "local-path-provisioner"
+    # not the external-provisioner's 100 (--worker-threads): with 100, 200 claims at once
+    # reached Bound later here (benchmarks/RESULTS.md, 2026-11-29 17:00), their creates
+    # and events crowding the PV controller's writes at the API server
     workers: ClassVar[int] = 4
 
     def __init__(self, client: Client, informers: SharedInformerFactory,

@@ -130,8 +130,9 @@ def test_the_control_plane_node_has_its_role_and_taint(kubeadm_home: Path) -> No
 
 def test_a_claim_of_the_default_class_is_provisioned_on_its_pods_node(
         kubeadm_home: Path) -> None:
-    """The class `standard` and its provisioner (a host process here too), with the
-    static pods' scheduler binding the claim on the worker."""
+    """The class `standard` and its provisioner (the local-path-provisioner Deployment's
+    pod in kube-system), with the static pods' scheduler binding the claim on the worker;
+    deleting the claim deletes the volume and its folder on the node."""
     classes = kubectl(kubeadm_home, "get", "sc", "--no-headers").stdout.split()
     assert classes[:3] == ["standard", "(default)", "minikube-py.io/local-path"]
     subprocess.run([KUBECTL, f"--kubeconfig={kubeadm_home / 'kubeconfig'}", "apply", "-f",
@@ -141,6 +142,21 @@ def test_a_claim_of_the_default_class_is_provisioned_on_its_pods_node(
     claim = json.loads(kubectl(kubeadm_home, "get", "pvc", "data", "-o", "json").stdout)
     assert claim["status"]["phase"] == "Bound"
     assert claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == "node-1"
+    [provisioner] = [pod for pod in kube_system(kubeadm_home)
+                     if pod["metadata"]["labels"].get("app") == "local-path-provisioner"]
+    assert provisioner["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"
+    log = kubectl(kubeadm_home, "logs", "-n", "kube-system",
+                  provisioner["metadata"]["name"]).stdout
+    assert "for claim default/data on node node-1" in log, log[-2000:]
+    volume = claim["spec"]["volumeName"]
+    folder = Path(json.loads(kubectl(kubeadm_home, "get", "pv", volume, "-o", "json").stdout
+                             )["spec"]["hostPath"]["path"])
+    assert folder.is_dir() and folder.parent.parent.name == "node-1"
+    kubectl(kubeadm_home, "delete", "pod", "claimed", "--wait=true")
+    kubectl(kubeadm_home, "delete", "pvc", "data", "--wait=true")
+    eventually(lambda: not folder.exists() and kubectl(
+        kubeadm_home, "get", "pv", "--no-headers").stdout.find(volume) < 0,
+        f"{volume} and its folder to be deleted")
 
 
 def test_kubectl_logs_of_the_scheduler_shows_its_decisions(kubeadm_home: Path) -> None:

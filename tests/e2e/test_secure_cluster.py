@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -94,29 +94,66 @@ COMPONENTS = {
     ], [
         "create pods", "delete nodes", "update ingresses.networking.k8s.io -A",
     ]),
-    "provisioner": ("system:local-path-provisioner", [
-        "create persistentvolumes", "delete persistentvolumes", "update persistentvolumeclaims -A",
-        "watch storageclasses.storage.k8s.io", "create events -n default",
-        "patch persistentvolumeclaims --subresource=status -A",
-        "update persistentvolumeclaims --subresource=status -A",
-    ], [
-        "get secrets -A", "create pods", "delete persistentvolumeclaims -A",
-    ]),
 }
+# The local-path provisioner is a Deployment's pod in kube-system: it signs in with the
+# token mounted in it, as its ServiceAccount, bound to rancher's ClusterRole (its reads,
+# the volumes' writes, events) and the external-resizer's claim writes.
+PROVISIONER = ("system:serviceaccount:kube-system:local-path-provisioner-service-account", [
+    "get nodes", "watch persistentvolumeclaims -A", "list pods -A", "watch configmaps -A",
+    "create persistentvolumes", "delete persistentvolumes", "update persistentvolumeclaims -A",
+    "watch storageclasses.storage.k8s.io", "create events -n default",
+    "patch persistentvolumeclaims --subresource=status -A",
+    "update persistentvolumeclaims --subresource=status -A",
+], [
+    "get secrets -A", "delete nodes", "create pods", "delete persistentvolumeclaims -A",
+    "update storageclasses.storage.k8s.io", "create configmaps -n kube-system",
+])
+
+
+def may_only_do_its_job(ask: Callable[..., subprocess.CompletedProcess[str]], who: str,
+                        user: str, may: list[str], may_not: list[str]) -> None:
+    """`ask` (kubectl as `who`) signs in as `user`, may do each of `may` and none of
+    `may_not`."""
+    signed_in = ask("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+    assert signed_in.stdout == user, signed_in.stderr
+    for question in may:
+        answer = ask("auth", "can-i", *question.split())
+        assert (answer.stdout, answer.returncode) == ("yes\n", 0), (who, question, answer)
+    for question in may_not:
+        answer = ask("auth", "can-i", *question.split())
+        assert (answer.stdout, answer.returncode) == ("no\n", 1), (who, question, answer)
 
 
 @pytest.mark.parametrize("who", sorted(COMPONENTS))
 def test_each_component_is_itself_and_may_only_do_its_job(cluster: Path, who: str) -> None:
-    user, may, may_not = COMPONENTS[who]
-    signed_in = as_user(cluster, who, "auth", "whoami", "-o",
-                        "jsonpath={.status.userInfo.username}")
-    assert signed_in.stdout == user, signed_in.stderr
-    for question in may:
-        answer = as_user(cluster, who, "auth", "can-i", *question.split())
-        assert (answer.stdout, answer.returncode) == ("yes\n", 0), (who, question, answer)
-    for question in may_not:
-        answer = as_user(cluster, who, "auth", "can-i", *question.split())
-        assert (answer.stdout, answer.returncode) == ("no\n", 1), (who, question, answer)
+    may_only_do_its_job(lambda *args: as_user(cluster, who, *args), who, *COMPONENTS[who])
+
+
+def test_the_provisioner_is_its_pods_service_account_and_may_only_do_its_job(
+        cluster: Path, tmp_path: Path) -> None:
+    """No kubeconfig of its own on the host: the token kubelet mounted in the provisioner's
+    pod is its identity."""
+    assert not (cluster / "kubeconfigs" / "provisioner.conf").exists()
+    provisioner = ("-n", "kube-system", "-l", "app=local-path-provisioner")
+    kubectl(cluster, "wait", "--for=condition=Ready", "pods", *provisioner, "--timeout=180s")
+    pod = kubectl(cluster, "get", "pods", *provisioner, "-o",
+                  "jsonpath={.items[0].metadata.name}").stdout
+    token = kubectl(cluster, "exec", "-n", "kube-system", pod, "--", "cat",
+                    "/var/run/secrets/kubernetes.io/serviceaccount/token").stdout
+    admin = yaml.safe_load((cluster / "kubeconfig").read_text())
+    config = tmp_path / "provisioner-token.conf"
+    config.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "clusters": admin["clusters"],
+        "users": [{"name": "provisioner", "user": {"token": token}}],
+        "contexts": [{"name": "provisioner", "context": {
+            "cluster": admin["clusters"][0]["name"], "user": "provisioner"}}],
+        "current-context": "provisioner"}))
+
+    def ask(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([KUBECTL, f"--kubeconfig={config}", *args],
+                              capture_output=True, text=True, timeout=60)
+
+    may_only_do_its_job(ask, "provisioner", *PROVISIONER)
 
 
 def test_a_node_and_the_controllers_may_only_do_their_jobs(cluster: Path) -> None:

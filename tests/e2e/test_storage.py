@@ -112,6 +112,26 @@ def test_a_stateful_set_gets_bound_claims_on_its_pods_nodes(cluster: Path) -> No
         assert folder.is_dir()
 
 
+def test_the_provisioner_is_a_deployments_pod_in_kube_system(cluster: Path) -> None:
+    """kind's local-path-provisioner: a Deployment's pod, running as its ServiceAccount,
+    and the one that provisioned the StatefulSet's volumes (its log says so); no host
+    process of that name."""
+    deployment = get(cluster, "deployment", "local-path-provisioner", "-n", "kube-system")
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == (
+        "local-path-provisioner-service-account")
+    [pod] = get(cluster, "pods", "-n", "kube-system", "-l", "app=local-path-provisioner"
+                )["items"]
+    assert pod["status"]["phase"] == "Running"
+    [owner] = pod["metadata"]["ownerReferences"]
+    replica_set = get(cluster, "replicaset", owner["name"], "-n", "kube-system")
+    assert [ref["name"] for ref in replica_set["metadata"]["ownerReferences"]] == [
+        "local-path-provisioner"]
+    log = kubectl(cluster, "logs", "-n", "kube-system", pod["metadata"]["name"]).stdout
+    for ordinal in (0, 1):
+        assert f"for claim default/www-web-{ordinal} on node" in log, log[-2000:]
+    assert not (cluster / "run" / "provisioner.pid").exists()
+
+
 def test_data_written_by_pod_0_survives_its_deletion_on_the_same_node(cluster: Path) -> None:
     kubectl(cluster, "exec", "web-0", "--", "sh", "-c", "echo kept > /data/row")
     before = get(cluster, "pod", "web-0")

@@ -103,7 +103,8 @@ def test_each_component_is_pushed_under_upstreams_name_in_our_repository() -> No
                      "kube-controller-manager": "minikube_py.controllers",
                      "kube-scheduler": "minikube_py.scheduler",
                      "kube-proxy": "minikube_py.proxy", "coredns": "minikube_py.dns",
-                     "metrics-server": "minikube_py.metrics"}
+                     "metrics-server": "minikube_py.metrics",
+                     "local-path-provisioner": "minikube_py.provisioner"}
     reference = Reference.parse(f"{IMAGE_REPOSITORY}/kube-apiserver:{VERSION}-0123456789ab")
     assert (reference.host, reference.repository) == ("localhost", "minikube-py/kube-apiserver")
 

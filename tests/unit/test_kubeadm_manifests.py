@@ -28,7 +28,9 @@ from minikube_py.cluster.kubeadm.addons import (
     Addons,
     addon_objects,
     coredns_objects,
+    in_cluster_kubeconfig,
     kube_proxy_objects,
+    local_path_provisioner_objects,
     metrics_server_objects,
     trace_receiver_objects,
 )
@@ -45,7 +47,8 @@ EXTRA = {"apiserver": {"max-requests-inflight": "7"}, "controller-manager": {"v"
          "scheduler": {"kube-api-qps": "40"}}
 IMAGES = {name: f"localhost/minikube-py/{name}:v1.37.0-0123456789ab"
           for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
-                       "kube-proxy", "coredns", "metrics-server", "trace-receiver")}
+                       "kube-proxy", "coredns", "metrics-server", "trace-receiver",
+                       "local-path-provisioner")}
 
 
 def validation_errors(obj: Obj) -> list[str]:
@@ -343,6 +346,53 @@ def test_metrics_server_behind_its_apiservice() -> None:
     bound = {obj["roleRef"]["name"] for obj in objects if "roleRef" in obj}
     assert bound == {"system:metrics-server", "system:auth-delegator",
                      "extension-apiserver-authentication-reader"}
+
+
+def test_the_local_path_provisioner_is_ranchers_deployment_in_kube_system() -> None:
+    """kind's local-path-provisioner in kube-system: its account bound to rancher's role,
+    our provisioner's flags, the nodes' folder mounted at its own path, and only the
+    nodes of this machine's kubelets to run on."""
+    nodes = Path("/home/me/.minikube-py/nodes")
+    objects = local_path_provisioner_objects(addons(), nodes, ["node-2", "node-1"])
+    for obj in objects:
+        assert validation_errors(obj) == [], (obj["kind"], obj["metadata"]["name"])
+    [deployment] = [obj for obj in objects if obj["kind"] == "Deployment"]
+    assert deployment["metadata"]["namespace"] == "kube-system"
+    spec = deployment["spec"]["template"]["spec"]
+    assert spec["serviceAccountName"] == "local-path-provisioner-service-account"
+    [role] = [obj for obj in objects if obj["kind"] == "ClusterRole"]
+    granted = {(resource, verb) for rule in role["rules"] for resource in rule["resources"]
+               for verb in rule["verbs"]}
+    assert {("persistentvolumes", "create"), ("persistentvolumes", "delete"),
+            ("persistentvolumeclaims", "watch"), ("nodes", "get"), ("events", "create"),
+            ("storageclasses", "list"), ("pods", "list"),
+            ("persistentvolumeclaims/status", "patch")} <= granted
+    [binding] = [obj for obj in objects if obj["kind"] == "ClusterRoleBinding"]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "namespace": "kube-system",
+                                    "name": "local-path-provisioner-service-account"}]
+    container = spec["containers"][0]
+    assert container["image"] == IMAGES["local-path-provisioner"]
+    assert container["command"][0] == "local-path-provisioner"
+    assert f"--nodes-dir={nodes}" in container["command"]
+    [mount] = [m for m in container["volumeMounts"] if m["name"] == "nodes"]
+    [volume] = [v for v in spec["volumes"] if v["name"] == "nodes"]
+    assert mount["mountPath"] == volume["hostPath"]["path"] == str(nodes)
+    required = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert required["nodeSelectorTerms"] == [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+        for node in ("node-1", "node-2")]
+
+
+def test_a_pods_kubeconfig_names_the_token_and_ca_only_of_a_secured_server() -> None:
+    secured = yaml.safe_load(in_cluster_kubeconfig("https://172.18.0.1:6443"))
+    assert secured["users"][0]["user"] == {
+        "tokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token"}
+    assert secured["clusters"][0]["cluster"]["certificate-authority"] == (
+        "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt")
+    plain = yaml.safe_load(in_cluster_kubeconfig("http://172.18.0.1:6443"))
+    assert plain["users"][0]["user"] == {}
+    assert plain["clusters"][0]["cluster"] == {"server": "http://172.18.0.1:6443"}
 
 
 def test_write_static_pods_writes_the_four_manifests(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """The cluster's add-ons as objects to apply, as kubeadm's phases/addons write them
 (proxy/manifests.go and proxy.go, dns/manifests.go and dns.go), with upstream
-metrics-server's manifest and our trace receiver, each running our component's flags.
+metrics-server's manifest, rancher's local-path-provisioner's (as kind ships it) and our
+trace receiver, each running our component's flags.
 
 Pods reach the API server with their ServiceAccount's token: each gets a kubeconfig (a
 ConfigMap, as kubeadm's kube-proxy kubeconfig.conf) naming the server, the mounted CA and
@@ -10,8 +11,9 @@ token file, since our components read a kubeconfig rather than the in-cluster va
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import yaml
 
@@ -30,6 +32,7 @@ PROXY_METRICS_PORT = 10249
 DNS_PORT = 53
 DNS_METRICS_PORT = 9153
 METRICS_PORT = 4443
+PROVISIONER_PORT = 10262
 TRACING_PORT = 4318
 
 
@@ -79,15 +82,19 @@ def cluster_role_binding(name: str, role: str, account: str) -> Obj:
 
 def in_cluster_kubeconfig(server: str) -> str:
     """kubeadm's kube-proxy kubeconfig.conf: the server, the ServiceAccount's CA and
-    token as mounted in every pod."""
+    token as mounted in every pod (none for a plain-HTTP server: `up --no-secure`
+    mounts neither)."""
+    secured = not server.startswith("http://")
     return yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config",
         "clusters": [{"name": "default", "cluster": {
-            "certificate-authority": f"{SERVICE_ACCOUNT_DIR}/ca.crt", "server": server}}],
+            **({"certificate-authority": f"{SERVICE_ACCOUNT_DIR}/ca.crt"} if secured else {}),
+            "server": server}}],
         "contexts": [{"name": "default", "context": {
             "cluster": "default", "namespace": "default", "user": "default"}}],
         "current-context": "default",
-        "users": [{"name": "default", "user": {"tokenFile": f"{SERVICE_ACCOUNT_DIR}/token"}}],
+        "users": [{"name": "default", "user": (
+            {"tokenFile": f"{SERVICE_ACCOUNT_DIR}/token"} if secured else {})}],
     }, sort_keys=False)
 
 
@@ -332,6 +339,90 @@ def metrics_server_objects(addons: Addons) -> list[Obj]:
                                  "metrics-server"),
             kubeconfig, service, deployment, copy.deepcopy(API_SERVICE),
             *copy.deepcopy(ADAPTER_API_SERVICES)]
+
+
+# --- the local-path provisioner: rancher's local-path-storage.yaml, as kind ships it ----
+
+PROVISIONER_ACCOUNT = "local-path-provisioner-service-account"
+
+
+def provisioner_flags(addons: Addons, nodes_dir: Path) -> list[str]:
+    """Our provisioner in a pod: /healthz on every address of the pod, the nodes' folders
+    at the path they have on this machine (its PersistentVolumes name host paths)."""
+    return [f"--kubeconfig={IN_CLUSTER_KUBECONFIG}", "--bind-address=0.0.0.0",
+            f"--port={PROVISIONER_PORT}", f"--nodes-dir={nodes_dir}",
+            *addons.flags("provisioner")]
+
+
+def local_path_provisioner_objects(addons: Addons, nodes_dir: Path,
+                                   nodes: Sequence[str]) -> list[Obj]:
+    """rancher's objects in kube-system: the ServiceAccount, local-path-provisioner-role
+    (upstream's rules, and the external-resizer's on claims) and its binding, the pod's
+    kubeconfig and the one-replica Deployment. The nodes of this cluster keep their
+    files under `nodes_dir` on this machine, so its pod mounts that folder and makes and
+    removes the volumes' folders itself (docs/decisions.md), where rancher's starts a
+    helper pod on the volume's node. So the pod must run on one of `nodes`, those this
+    machine runs a kubelet for: a node affinity on their names keeps it off hollow nodes
+    (`--simulated-nodes`, which run nothing) and off a joined machine's."""
+    labels = {"app": "local-path-provisioner"}
+    role = {
+        "apiVersion": f"{RBAC}/v1", "kind": "ClusterRole",
+        "metadata": _metadata("local-path-provisioner-role", namespace=None),
+        "rules": [{"apiGroups": [""], "resources": ["nodes", "persistentvolumeclaims",
+                                                     "configmaps", "pods", "pods/log"],
+                   "verbs": ["get", "list", "watch"]},
+                  {"apiGroups": [""], "resources": ["persistentvolumes"],
+                   "verbs": ["get", "list", "watch", "create", "patch", "update", "delete"]},
+                  {"apiGroups": [""], "resources": ["events"],
+                   "verbs": ["create", "patch", "update"]},
+                  {"apiGroups": ["events.k8s.io"], "resources": ["events"],
+                   "verbs": ["create", "patch", "update"]},
+                  {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses"],
+                   "verbs": ["get", "list", "watch"]},
+                  # the external-resizer's: a claim's resize status and conditions
+                  {"apiGroups": [""], "resources": ["persistentvolumeclaims"],
+                   "verbs": ["update", "patch"]},
+                  {"apiGroups": [""], "resources": ["persistentvolumeclaims/status"],
+                   "verbs": ["update", "patch"]}]}
+    health = probe(None, "/healthz", "healthz", "HTTP")
+    container = {
+        "name": "local-path-provisioner", "image": addons.images["local-path-provisioner"],
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["local-path-provisioner", *provisioner_flags(addons, nodes_dir)],
+        "ports": [{"name": "healthz", "containerPort": PROVISIONER_PORT, "protocol": "TCP"}],
+        "livenessProbe": {**health, "periodSeconds": 10, "failureThreshold": 3},
+        "readinessProbe": {**health, "periodSeconds": 2, "failureThreshold": 3},
+        "volumeMounts": [_kubeconfig_volume("local-path-provisioner-kubeconfig")[1],
+                         {"name": "nodes", "mountPath": str(nodes_dir)}]}
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": _metadata("local-path-provisioner", labels),
+        "spec": {
+            "replicas": 1,
+            "strategy": {"type": "Recreate"},
+            "selector": {"matchLabels": dict(labels)},
+            "template": {"metadata": {"labels": dict(labels)}, "spec": {
+                "containers": [container],
+                "nodeSelector": {"kubernetes.io/os": "linux"},
+                "affinity": {"nodeAffinity": {
+                    # one term a node: a field's In takes one value (the terms are ORed)
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "operator": "In",
+                                          "values": [node]}]} for node in sorted(nodes)]}}},
+                "priorityClassName": "system-cluster-critical",
+                "serviceAccountName": PROVISIONER_ACCOUNT,
+                "tolerations": [{"key": CONTROL_PLANE_TAINT, "effect": "NoSchedule",
+                                 "operator": "Exists"}],
+                "volumes": [_kubeconfig_volume("local-path-provisioner-kubeconfig")[0],
+                            {"name": "nodes", "hostPath": {"path": str(nodes_dir),
+                                                           "type": "Directory"}}]}}}}
+    kubeconfig = {"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": _metadata("local-path-provisioner-kubeconfig", labels),
+                  "data": {"kubeconfig.conf": in_cluster_kubeconfig(addons.server)}}
+    return [service_account(PROVISIONER_ACCOUNT), role,
+            cluster_role_binding("local-path-provisioner-bind", "local-path-provisioner-role",
+                                 PROVISIONER_ACCOUNT),
+            kubeconfig, deployment]
 
 
 # --- our trace receiver ----------------------------------------------------------------

@@ -18,7 +18,7 @@ order by run_init (cli.py only hands it the saved cluster as an InitConfiguratio
     token                       bootstrap token and its RBAC)
     mark-control-plane          mark_control_plane: the role label and the NoSchedule taint
     addon kube-proxy, coredns   apply_addons: addons.py's objects, server-side applied
-                                (and our metrics server)
+                                (and our metrics server and local-path provisioner)
     (kubeadm join)              run_init: the workers' kubelets join with the token
 
 `up` then waits until every node is Ready and every kube-system pod is Running and ready
@@ -31,7 +31,7 @@ import asyncio
 import logging
 import shutil
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -49,6 +49,7 @@ from minikube_py.cluster.kubeadm.addons import (
     CONTROL_PLANE_TAINT,
     Addons,
     addon_objects,
+    local_path_provisioner_objects,
 )
 from minikube_py.cluster.kubeadm.controlplane import (
     ControlPlane,
@@ -61,7 +62,11 @@ from minikube_py.cluster.netns import ClusterNetwork, NodeNetwork
 from minikube_py.cluster.registry import RegistryProcess
 from minikube_py.cluster.storage import ensure_default_storage_class
 from minikube_py.cluster.tracestore import publish_trace_receiver
-from minikube_py.images.components import IMAGE_REPOSITORY, build_and_push_component_images
+from minikube_py.images.components import (
+    IMAGE_REPOSITORY,
+    build_and_push_component_images,
+    component_image_cache,
+)
 from minikube_py.process import ComponentProcess
 
 log = logging.getLogger(__name__)
@@ -107,6 +112,18 @@ class InitConfiguration:
 def manifest_dir(state: Path, node: str = CONTROL_PLANE) -> Path:
     """A control-plane kubelet's --pod-manifest-path (kubeadm's /etc/kubernetes/manifests)."""
     return state / "nodes" / node / "manifests"
+
+
+def nodes_folder(state: Path) -> Path:
+    """Where the nodes keep their files on this machine (their volumes' folders too): the
+    local-path provisioner's pod mounts it."""
+    return (state / "nodes").resolve()
+
+
+def kubelet_nodes(processes: Mapping[str, ComponentProcess]) -> list[str]:
+    """The nodes this machine runs a kubelet for (node-1/kubelet -> node-1): not the
+    hollow nodes."""
+    return [name.partition("/")[0] for name in processes if kind_of(name) == "kubelet"]
 
 
 def host_paths(state: Path, tracing_config: Path, node: str, stacked: bool) -> HostPaths:
@@ -267,7 +284,7 @@ async def run_init(config: InitConfiguration, processes: dict[str, ComponentProc
     registry = processes["registry"]
     assert isinstance(registry, RegistryProcess)
     images = await asyncio.to_thread(build_and_push_component_images,
-                                     state / "images" / "components", registry.host)
+                                     component_image_cache(), registry.host)
     print(f"component images: {images['kube-apiserver'].rpartition(':')[2]} in "
           f"{registry.host}/{IMAGE_REPOSITORY} ({time.monotonic() - started:.1f} s)",
           flush=True)
@@ -302,14 +319,15 @@ async def run_init(config: InitConfiguration, processes: dict[str, ComponentProc
     if isinstance(receiver := processes.get("tracing"), TraceReceiverProcess):
         await publish_trace_receiver(state / "kubeconfig", receiver.url)
     await asyncio.gather(*(mark_control_plane(admin, plane.name) for plane in planes))
-    await apply_addons(admin, addon_objects(Addons(
+    addons = Addons(
         server=config.server, cluster_cidr=config.cluster_cidr,
         cluster_dns=config.cluster_dns, images=images, tracing_endpoint=tracing_endpoint,
-        verbosity=config.verbosity, extra_config=config.extra_config)))
+        verbosity=config.verbosity, extra_config=config.extra_config)
+    await apply_addons(admin, [*addon_objects(addons), *local_path_provisioner_objects(
+        addons, nodes_folder(state), kubelet_nodes(processes))])
     await ensure_default_storage_class(admin)
-    for name in ("provisioner", "dashboard"):  # host processes, in both layouts
-        if name in processes:
-            await start(name)
+    if "dashboard" in processes:  # a host process, in both layouts
+        await start("dashboard")
     await asyncio.gather(*(start(name) for name in processes
                            if kind_of(name) in ("kubelet", "hollow-nodes")
                            and name not in firsts))

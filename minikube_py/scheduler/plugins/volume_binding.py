@@ -18,6 +18,7 @@ decide where it may run, and the scheduler binds the WaitForFirstConsumer ones.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import time
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from minikube_py.api.storagehelpers import (
 )
 from minikube_py.api.storagehelpers import find_matching_volume as _find_matching_volume
 from minikube_py.client.errors import ClientError
+from minikube_py.client.informer import EventHandler
 from minikube_py.client.store import Indexer
 from minikube_py.scheduler.framework.interface import (
     SUCCESS,
@@ -58,7 +60,7 @@ ERR_REASON_PV_NOT_EXIST = ("node(s) unavailable due to one or more pvc(s) bound 
 ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 NOT_SUPPORTED_PROVISIONER = "kubernetes.io/no-provisioner"
 DEFAULT_BIND_TIMEOUT_SECONDS = 600
-BIND_POLL_SECONDS = 0.1
+BIND_POLL_SECONDS = 1.0
 STORAGE_GROUP = "storage.k8s.io"
 
 
@@ -132,15 +134,28 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
         self.bind_timeout = float(timeout)
         informers = getattr(handle, "informers", None)
         # Registered now, so that the scheduler starts them with its other informers.
+        # PreBind's waits wake on any claim or volume change (and at least each
+        # BIND_POLL_SECONDS, upstream's poll), not on a timer of their own per pod
+        self._changed = asyncio.Event()
         if informers is not None:
-            self.claims = informers.informer("persistentvolumeclaims").store
-            self.volumes = informers.informer("persistentvolumes").store
+            claim_informer = informers.informer("persistentvolumeclaims")
+            volume_informer = informers.informer("persistentvolumes")
+            self.claims, self.volumes = claim_informer.store, volume_informer.store
             self.classes = informers.informer("storageclasses", STORAGE_GROUP).store
+            for informer in (claim_informer, volume_informer):
+                informer.add_event_handler(EventHandler(
+                    on_add=self._notify, on_update=lambda _old, _new: self._notify(),
+                    on_delete=self._notify))
         else:
             self.claims, self.volumes, self.classes = Indexer(), Indexer(), Indexer()
         # the assume cache: what Reserve decided, until the informers show newer objects
         self._assumed_volumes: dict[str, Obj] = {}
         self._assumed_claims: dict[str, Obj] = {}
+
+    def _notify(self, _obj: Obj | None = None) -> None:
+        """Wake every PreBind waiting for a binding: a claim or volume changed."""
+        self._changed.set()
+        self._changed = asyncio.Event()
 
     # -- the assume cache -----------------------------------------------------------------
 
@@ -348,6 +363,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
         claims += pod_volumes.dynamic_provisions
         deadline = time.monotonic() + self.bind_timeout
         while True:
+            changed = self._changed
             try:
                 if self._check_bindings(claims, pod_volumes):
                     return SUCCESS
@@ -355,7 +371,9 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
                 return Status.error(f"binding volumes: {error}")
             if time.monotonic() > deadline:
                 return Status.error("binding volumes: context deadline exceeded")
-            await asyncio.sleep(BIND_POLL_SECONDS)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(BIND_POLL_SECONDS):
+                    await changed.wait()
 
     def _check_bindings(self, claims: list[Obj], pod_volumes: PodVolumes) -> bool:
         """checkBindings: every claim bound to a volume the node may use. Reads go through

@@ -14,6 +14,7 @@ import pytest
 
 from minikube_py.api import Obj
 from minikube_py.api.storagehelpers import ANN_SELECTED_NODE
+from minikube_py.client.informer import EventHandler
 from minikube_py.client.store import Indexer
 from minikube_py.scheduler.framework.interface import Code, CycleState
 from minikube_py.scheduler.framework.types import NodeInfo, PodInfo
@@ -33,17 +34,24 @@ NODES = ("node-1", "node-2")
 
 
 class FakeInformers:
-    """SharedInformerFactory stand-in: an Indexer per resource."""
+    """SharedInformerFactory stand-in: an Indexer per resource, whose handlers hear of
+    what `add` puts there."""
 
     def __init__(self) -> None:
         self.stores: dict[str, Indexer] = {}
+        self.handlers: dict[str, list[EventHandler]] = {}
 
     def informer(self, plural: str, group: str | None = None) -> SimpleNamespace:
-        return SimpleNamespace(store=self.stores.setdefault(plural, Indexer()))
+        return SimpleNamespace(
+            store=self.stores.setdefault(plural, Indexer()),
+            add_event_handler=self.handlers.setdefault(plural, []).append)
 
     def add(self, plural: str, *objects: Obj) -> None:
         for obj in objects:
             self.informer(plural).store.put(obj)
+            for handler in self.handlers.get(plural, []):
+                if handler.on_add is not None:
+                    handler.on_add(obj)
 
 
 def storage_class(name: str, mode: str, provisioner: str = "example.com/local",
@@ -268,11 +276,12 @@ async def test_pre_bind_waits_for_the_claim_its_informer_has_not_shown_written(
     while not client.updated:
         await asyncio.sleep(0.01)
     # the informer still holds the claim without its selected node: PreBind keeps waiting
-    await asyncio.sleep(3 * BIND_POLL_SECONDS)
+    await asyncio.sleep(0.3)
     assert not binding.done()
     assert client.updated[0]["metadata"]["annotations"][ANN_SELECTED_NODE] == "node-1"
     bound_after(informers, "c", "node-1", "3")
-    async with asyncio.timeout(5):
+    # woken by the informer's change, not by its next look a BIND_POLL_SECONDS later
+    async with asyncio.timeout(BIND_POLL_SECONDS / 2):
         assert (await binding).is_success()
 
 
