@@ -187,14 +187,19 @@ def test_a_pod_on_a_worker_resolves_and_reaches_a_service(kubeadm_home: Path) ->
     answer: list[str] = []
 
     def fetched() -> bool:
-        run = subprocess.run(
-            [KUBECTL, f"--kubeconfig={kubeadm_home / 'kubeconfig'}", "exec", "client", "--",
-             "sh", "-c", "wget -q -O /tmp/page http://web.default.svc.cluster.local/ "
-             "&& cat /tmp/page"],
-            capture_output=True, text=True, timeout=60)
+        # each try bounded: until the worker's proxy has the Services' rules, a lookup or
+        # a connection can wait unanswered (busybox's wget waits 900 s by default)
+        try:
+            run = subprocess.run(
+                [KUBECTL, f"--kubeconfig={kubeadm_home / 'kubeconfig'}", "exec", "client", "--",
+                 "wget", "-q", "-T", "5", "-O", "-", "http://web.default.svc.cluster.local/"],
+                capture_output=True, text=True, timeout=45)
+        except subprocess.TimeoutExpired:
+            answer[:] = ["no answer within 45 s"]
+            return False
         answer[:] = [run.stdout + run.stderr]
         return run.returncode == 0
-    eventually(fetched, "the Service by its name from a pod", last=answer)
+    eventually(fetched, "the Service by its name from a pod", 180, last=answer)
     assert "nginx" in answer[0], answer[0]
 
 
