@@ -382,6 +382,10 @@ def test_the_local_path_provisioner_is_ranchers_deployment_in_kube_system() -> N
     assert required["nodeSelectorTerms"] == [
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
         for node in ("node-1", "node-2")]
+    [preferred] = spec["affinity"]["nodeAffinity"][
+        "preferredDuringSchedulingIgnoredDuringExecution"]
+    assert preferred == {"weight": 100, "preference": {"matchFields": [
+        {"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}}
 
 
 def test_a_pods_kubeconfig_names_the_token_and_ca_only_of_a_secured_server() -> None:

@@ -408,7 +408,13 @@ def local_path_provisioner_objects(addons: Addons, nodes_dir: Path,
                     # one term a node: a field's In takes one value (the terms are ORed)
                     "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
                         {"matchFields": [{"key": "metadata.name", "operator": "In",
-                                          "values": [node]}]} for node in sorted(nodes)]}}},
+                                          "values": [node]}]} for node in sorted(nodes)]},
+                    # and the first of them when it has room (control-plane, or node-1),
+                    # as kind's runs on its control plane: the labs can say where it is
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 100, "preference": {"matchFields": [
+                            {"key": "metadata.name", "operator": "In",
+                             "values": sorted(nodes)[:1]}]}}]}},
                 "priorityClassName": "system-cluster-critical",
                 "serviceAccountName": PROVISIONER_ACCOUNT,
                 "tolerations": [{"key": CONTROL_PLANE_TAINT, "effect": "NoSchedule",
