@@ -6,16 +6,20 @@ deletecollection of definitions, and crd_watch.go's watch of custom resources.""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
+from minikube_py.apiserver.storage.etcd import EtcdClient
 from tests.api_helpers import official_crd_clients, served, until
 from tests.conftest import module_own_apiserver
 from tests.test_crd import definition
@@ -125,6 +129,35 @@ def test_custom_objects_through_the_official_client(
     assert missing.value.status == 404
 
 
+async def test_custom_resources_are_stored_under_their_group_and_plural(
+        extensions: client.ApiextensionsV1Api, custom: client.CustomObjectsApi,
+        etcd_client: EtcdClient) -> None:
+    """A custom resource's etcd key is /registry/<group>/<plural>/<namespace>/<name>
+    (cluster-scoped: without the namespace), as apiextensions-apiserver stores it, and
+    its value is the object as served."""
+    group = f"g{uuid.uuid4().hex[:8]}.example.com"
+    extensions.create_custom_resource_definition(definition(group))
+    extensions.create_custom_resource_definition(definition(
+        group, "gadgets", "Gadget", scope="Cluster"))
+    established(extensions, f"widgets.{group}")
+    established(extensions, f"gadgets.{group}")
+    serving(custom, group, "widgets")
+    serving(custom, group, "gadgets")
+    widget = custom.create_namespaced_custom_object(group, "v1", "default", "widgets", {
+        "apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w1"},
+        "spec": {"color": "blue"}})
+    gadget = custom.create_cluster_custom_object(group, "v1", "gadgets", {
+        "apiVersion": f"{group}/v1", "kind": "Gadget", "metadata": {"name": "g1"},
+        "spec": {}})
+    stored = await etcd_client.get(f"/registry/{group}/widgets/default/w1".encode())
+    assert stored is not None
+    assert orjson.loads(stored.value)["spec"] == widget["spec"] == {"color": "blue", "size": 3}
+    assert str(stored.mod_revision) == widget["metadata"]["resourceVersion"]
+    stored = await etcd_client.get(f"/registry/{group}/gadgets/g1".encode())
+    assert stored is not None
+    assert orjson.loads(stored.value)["metadata"]["uid"] == gadget["metadata"]["uid"]
+
+
 def test_a_watch_of_custom_objects_through_the_official_client(
         extensions: client.ApiextensionsV1Api, custom: client.CustomObjectsApi) -> None:
     """crd_watch.go: a watch sees a custom resource added, modified and deleted."""
@@ -150,62 +183,118 @@ def test_a_watch_of_custom_objects_through_the_official_client(
     assert seen == [("ADDED", "name1"), ("MODIFIED", "name1"), ("DELETED", "name1")]
 
 
+def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None
+            ) -> subprocess.CompletedProcess[str]:
+    """The real kubectl against the module's API server."""
+    return subprocess.run([str(Path(sys.executable).with_name("kubectl")),
+                           f"--kubeconfig={kubeconfig}", *args], input=stdin,
+                          capture_output=True, text=True, timeout=180)
+
+
+def install(kubeconfig: Path, folder: Path) -> None:
+    """A project's CRDs (every YAML file of the folder), applied with kubectl
+    --server-side as the project's install guide says; waits until each is Established."""
+    result = kubectl(kubeconfig, "apply", "--server-side", "-f", str(folder))
+    assert result.returncode == 0, result.stderr
+    names = [line.split()[0] for line in result.stdout.splitlines()
+             if line.startswith("customresourcedefinition.apiextensions.k8s.io/")]
+    assert len(names) == len([p for p in folder.glob("*_*.yaml") if "_vap_" not in p.name])
+    result = kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=60s",
+                     *names)
+    assert result.returncode == 0, result.stderr
+
+
+def created(kubeconfig: Path, manifest: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """kubectl create of one object, retried while kubectl's discovery lacks its kind."""
+    for _ in range(100):
+        result = kubectl(kubeconfig, "create", "-f", "-", stdin=json.dumps(manifest))
+        if "ensure CRDs are installed first" not in result.stderr and \
+                "no matches for kind" not in result.stderr:
+            return result
+        time.sleep(0.1)
+    return result
+
+
 @pytest.mark.skipif(CRDS is None, reason="no ../shared/data/crds")
 def test_gateway_api_standard_install_is_established_and_its_examples_apply(
         kubeconfig: Path) -> None:
-    """Gateway API v1.6.1's standard CRDs, applied with kubectl --server-side, become
-    Established, and every example of the project applies. Their CEL rules
-    (x-kubernetes-validations) are not evaluated yet, so this does not show that
-    invalid objects are refused."""
+    """Gateway API v1.6.1's standard install (its CRDs and its ValidatingAdmissionPolicy),
+    applied with kubectl --server-side, becomes Established; every example of the project
+    applies, and an HTTPRoute the CRD's CEL rules forbid is refused with the rule's
+    message."""
     assert CRDS is not None
-    kubectl = [str(Path(sys.executable).with_name("kubectl")),
-               f"--kubeconfig={kubeconfig}"]
-    files = sorted((CRDS / "gateway-api").glob("gateway.networking.k8s.io_*.yaml"))
-    crd_files = [f for f in files if "_vap_" not in f.name]  # the VAP is not served yet
-    for path in crd_files:
-        result = subprocess.run([*kubectl, "apply", "--server-side", "-f", str(path)],
-                                capture_output=True, text=True, timeout=120)
-        assert result.returncode == 0, result.stderr
-    result = subprocess.run(
-        [*kubectl, "wait", "--for=condition=Established", "--timeout=60s",
-         *(f"crd/{p.name.removesuffix('.yaml').split('_', 1)[1]}.gateway.networking.k8s.io"
-           for p in crd_files)], capture_output=True, text=True, timeout=120)
+    install(kubeconfig, CRDS / "gateway-api")
+    examples = CRDS / "gateway-api" / "examples"
+    assert list(examples.glob("*.yaml"))
+    for _ in range(100):  # until its kinds show in kubectl's discovery
+        result = kubectl(kubeconfig, "apply", "--server-side", "-f", str(examples))
+        if "no matches for kind" not in result.stderr:
+            break
+        time.sleep(0.1)
     assert result.returncode == 0, result.stderr
-    examples = sorted((CRDS / "gateway-api" / "examples").glob("*.yaml"))
-    assert examples
-    for path in examples:
-        for _ in range(100):  # until its kinds show in kubectl's discovery
-            result = subprocess.run([*kubectl, "apply", "--server-side", "-f", str(path)],
-                                    capture_output=True, text=True, timeout=120)
-            if "no matches for kind" not in result.stderr:
-                break
-            time.sleep(0.1)
-        assert result.returncode == 0, f"{path.name}: {result.stderr}"
-    listed = subprocess.run([*kubectl, "get", "gateways.gateway.networking.k8s.io", "-A",
-                             "-o", "name"], capture_output=True, text=True, timeout=60)
+    listed = kubectl(kubeconfig, "get", "gateways.gateway.networking.k8s.io", "-A",
+                     "-o", "name")
     assert listed.returncode == 0 and "gateway.gateway.networking.k8s.io/" in listed.stdout
+    route = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+             "metadata": {"name": "twice", "namespace": "default"},
+             "spec": {"parentRefs": [{"name": "gw"}, {"name": "gw"}],
+                      "rules": [{"backendRefs": [{"name": "web", "port": 80}]}]}}
+    refused = created(kubeconfig, route)
+    assert refused.returncode != 0
+    assert ('The HTTPRoute "twice" is invalid: spec.parentRefs: Invalid value: "array": '
+            "sectionName must be unique when parentRefs includes 2 or more references to "
+            "the same parent") in refused.stderr
+    route["spec"]["parentRefs"][1]["sectionName"] = "https"
+    route["spec"]["parentRefs"][0]["sectionName"] = "http"
+    assert created(kubeconfig, route).returncode == 0
 
 
 @pytest.mark.skipif(CRDS is None, reason="no ../shared/data/crds")
-def test_cert_manager_crds_are_established(kubeconfig: Path) -> None:
+def test_cert_manager_crds_are_established_and_validate_certificates(
+        kubeconfig: Path) -> None:
     """cert-manager's CRDs (printer columns, categories, shortNames, selectableFields),
-    applied with kubectl --server-side, become Established and are listed."""
+    applied with kubectl --server-side, become Established; a Certificate as cert-manager's
+    docs write one is accepted, and one with a private key algorithm outside the schema's
+    enum (DSA) is refused with the schema's values."""
     assert CRDS is not None
-    kubectl = [str(Path(sys.executable).with_name("kubectl")), f"--kubeconfig={kubeconfig}"]
-    result = subprocess.run([*kubectl, "apply", "--server-side", "-f",
-                             str(CRDS / "cert-manager")],
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    names = [f"crd/{p.name.removesuffix('.yaml').split('_', 1)[1]}.{p.name.split('_')[0]}"
-             for p in sorted((CRDS / "cert-manager").glob("*.yaml"))]
-    result = subprocess.run([*kubectl, "wait", "--for=condition=Established",
-                             "--timeout=60s", *names], capture_output=True, text=True,
-                            timeout=120)
-    assert result.returncode == 0, result.stderr
-    for _ in range(100):  # until kubectl's discovery has the new kinds
-        listed = subprocess.run([*kubectl, "get", "certificates.cert-manager.io", "-A"],
-                                capture_output=True, text=True, timeout=60)
-        if listed.returncode == 0:
-            break
-        time.sleep(0.1)
-    assert listed.returncode == 0, listed.stderr
+    install(kubeconfig, CRDS / "cert-manager")
+    certificate = {"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+                   "metadata": {"name": "example-com", "namespace": "default"},
+                   "spec": {"secretName": "example-com-tls", "dnsNames": ["example.com"],
+                            "issuerRef": {"name": "ca-issuer", "kind": "Issuer"},
+                            "privateKey": {"algorithm": "ECDSA", "size": 256}}}
+    accepted = created(kubeconfig, certificate)
+    assert accepted.returncode == 0, accepted.stderr
+    listed = kubectl(kubeconfig, "get", "certificates.cert-manager.io", "-A")
+    assert listed.returncode == 0 and "example-com" in listed.stdout, listed.stderr
+    certificate["metadata"]["name"] = "dsa"
+    certificate["spec"]["privateKey"]["algorithm"] = "DSA"
+    refused = created(kubeconfig, certificate)
+    assert refused.returncode != 0
+    assert ('The Certificate "dsa" is invalid: spec.privateKey.algorithm: Unsupported '
+            'value: "DSA": supported values: "RSA", "ECDSA", "Ed25519"') in refused.stderr
+
+
+@pytest.mark.skipif(CRDS is None, reason="no ../shared/data/crds")
+def test_prometheus_operator_crds_are_established_and_validate_service_monitors(
+        kubeconfig: Path) -> None:
+    """prometheus-operator's CRDs (several MB of schema), applied with kubectl
+    --server-side, become Established; a ServiceMonitor as the operator's docs write one is
+    accepted, and one whose endpoint scrapes with the scheme `gopher` is refused with the
+    schema's values."""
+    assert CRDS is not None
+    install(kubeconfig, CRDS / "prometheus-operator")
+    monitor = {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+               "metadata": {"name": "example-app", "namespace": "default"},
+               "spec": {"selector": {"matchLabels": {"app": "example-app"}},
+                        "endpoints": [{"port": "web", "scheme": "http",
+                                       "interval": "30s"}]}}
+    accepted = created(kubeconfig, monitor)
+    assert accepted.returncode == 0, accepted.stderr
+    monitor["metadata"]["name"] = "gopher"
+    monitor["spec"]["endpoints"][0]["scheme"] = "gopher"
+    refused = created(kubeconfig, monitor)
+    assert refused.returncode != 0
+    assert ('The ServiceMonitor "gopher" is invalid: spec.endpoints[0].scheme: Unsupported '
+            'value: "gopher": supported values: "http", "https", "HTTP", "HTTPS"'
+            ) in refused.stderr
