@@ -473,7 +473,7 @@ def validate_finalizers(finalizers: Any, path: str) -> list[FieldError]:
     return errors
 
 
-def _mask_trailing_dash(name: str) -> str:
+def mask_trailing_dash(name: str) -> str:
     """maskTrailingDash: "web-" validates as "wea", since a suffix will follow the dash."""
     if len(name) > 1 and name.endswith("-"):
         return name[:-2] + "a"
@@ -506,7 +506,7 @@ def validate_object_meta(
     if generate_name:
         errors += [
             invalid(_child(path, "generateName"), generate_name, m)
-            for m in name_validator(_mask_trailing_dash(generate_name))
+            for m in name_validator(mask_trailing_dash(generate_name))
         ]
     name = meta.get("name") or ""
     if not name:

@@ -17,5 +17,6 @@ Files, and the upstream files they mirror (staging/src/k8s.io/apiextensions-apis
 - pruning.py: unknown fields dropped and reported (pkg/apiserver/schema/pruning/algorithm.go);
 - cel.py: x-kubernetes-validations compiled once per node and run with oldSelf, ratcheting
   and the cost budget (pkg/apiserver/schema/cel/validation.go and compilation.go);
-- cel_library.py: the Kubernetes CEL functions (k8s.io/apiserver/pkg/cel/library).
+- cel_library.py: the Kubernetes CEL functions (k8s.io/apiserver/pkg/cel/library);
+- cel_format.py: its format library, format.named() and Format.validate() (library/format.go).
 """

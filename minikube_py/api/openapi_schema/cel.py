@@ -34,7 +34,7 @@ from minikube_py.api.validation import (
     required,
 )
 
-from . import cel_library, cel_objects
+from . import cel_format, cel_library, cel_objects
 from .cel_cost import (
     STATIC_ESTIMATED_COST_LIMIT,
     CallCost,
@@ -47,6 +47,7 @@ from .cel_cost import (
     expression_cost,
     schema_decl,
 )
+from .cel_library import STRING_LITERAL
 
 if TYPE_CHECKING:
     from .compiled import Node
@@ -65,8 +66,6 @@ _ENV: Any = None
 _OLD = "__minikube_old_self"
 _HAS_OLD = "__minikube_has_old_self"
 _OLD_SELF = re.compile(r"\boldSelf\b")
-_STRING_LITERAL = re.compile(r"""[rR]?("{3}.*?"{3}|'{3}.*?'{3}|"(\\.|[^"\\])*"|'(\\.|[^'\\])*')""",
-                             re.DOTALL)
 _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
 _STATUS_SUFFIX = re.compile(r" \[[A-Z_]+\]$")
 _NO_SUCH_KEY = re.compile(r'^Key not found in map : "?(.*?)"?$')
@@ -158,14 +157,16 @@ def to_cel(node: Node | None, value: Any) -> Any:
 
 def environment() -> Any:
     """The one CEL environment every rule compiles in: self and oldSelf, the strings
-    extension and the Kubernetes libraries."""
+    extension and the Kubernetes libraries (format's optionals need its source rewrite,
+    cel_format.optional_results, before a compile)."""
     global _ENV
     if _ENV is None:
         _ENV = cel.NewEnv(variables={"self": cel.Type.DYN, "oldSelf": cel.Type.DYN,
                                      _OLD: cel.Type.DYN, _HAS_OLD: cel.Type.BOOL},
                           extensions=[ext_strings.ExtStrings(), ext_optional.ExtOptional(),
                                       ext_bindings.ExtBindings()],
-                          functions=cel_library.functions() + cel_objects.functions())
+                          functions=(cel_library.functions() + cel_objects.functions()
+                                     + cel_format.functions()))
     return _ENV
 
 
@@ -306,7 +307,7 @@ class CompiledRule:
 
 def _compile(expression: str, want: Any, want_name: str) -> tuple[Any, str]:
     try:
-        program = environment().compile(expression)
+        program = environment().compile(cel_format.optional_results(expression))
     except RuntimeError as error:
         return None, f"compilation failed: {_status_text(str(error))}"
     result = program.return_type()
@@ -317,7 +318,7 @@ def _compile(expression: str, want: Any, want_name: str) -> tuple[Any, str]:
 
 def uses_old_self(expression: str) -> bool:
     """Whether an expression names oldSelf outside its string literals."""
-    return bool(_OLD_SELF.search(_STRING_LITERAL.sub("''", expression)))
+    return bool(_OLD_SELF.search(STRING_LITERAL.sub("''", expression)))
 
 
 def compile_rule(validation: dict[str, Any], node: Node | None = None,

@@ -25,6 +25,7 @@ STATIC_ESTIMATED_CRD_COST_LIMIT = 100_000_000
 _MAX = 2**64 - 1
 _STRING_TRAVERSAL = 0.1
 _REGEX_LENGTH = 0.25
+_MAX_NAME_FORMAT_REGEX_SIZE = 128
 _LIST_CREATE, _MAP_CREATE, _STRUCT_CREATE = 10, 30, 40
 
 Size = tuple[int, int]
@@ -826,6 +827,11 @@ class Estimator:
             text = _by_factor(_add(size, (1, 1)), _STRING_TRAVERSAL)
             regex = _by_factor(self.size_or_unknown(args[0]), _REGEX_LENGTH)
             return _mul(text, regex), (0, size[1])
+        if name == "validate" and target is not None and args:
+            # format.go's Format.validate: the string against a regex as long as the
+            # longest format's (cel.MaxNameFormatRegexSize)
+            size = _by_factor(self.size_or_unknown(args[0]), _STRING_TRAVERSAL)
+            return _by_factor(size, _MAX_NAME_FORMAT_REGEX_SIZE * _REGEX_LENGTH), None
         if name in _PARSES and args:
             return _by_factor(self.size_or_unknown(args[0]), _STRING_TRAVERSAL), None
         if name == "ip":

@@ -4,10 +4,11 @@ quantity.go), as cel-expr-python function declarations with Python implementatio
 functions on plain values here, the typed values (ip(), cidr(), url(), quantity()) in
 cel_objects.py.
 
-Not offered: format.named() (its optional Format values have no stand-in), and lists'
-indexOf and lastIndexOf, whose names the strings extension already declares for strings
-(cel-expr-python refuses a second declaration of a name). cel-expr-python registers one
-implementation per runtime kind, so the list functions take and return dyn."""
+The format library is in cel_format.py. Not offered: lists' indexOf and lastIndexOf,
+whose names the strings extension already declares for strings: cel-expr-python refuses a
+second declaration of a name ("function 'indexOf' declared multiple times"), and can add
+no overload to an extension's function. cel-expr-python registers one implementation per
+runtime kind, so the list functions take and return dyn."""
 
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ T = cel.Type
 _QUANTITY = re.compile(
     r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+# a CEL string or bytes literal (raw, triple-quoted, or with escapes), for the source scans
+STRING_LITERAL = re.compile(r"""[rR]?("{3}.*?"{3}|'{3}.*?'{3}|"(\\.|[^"\\])*"|'(\\.|[^'\\])*')""",
+                            re.DOTALL)
 
 
 def _parse_ip(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:

@@ -25,7 +25,7 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
-from minikube_py.api.openapi_schema import cel_library, cel_objects
+from minikube_py.api.openapi_schema import cel_format, cel_library, cel_objects
 from minikube_py.api.openapi_schema.cel import _status_text
 from minikube_py.api.openapi_schema.cel_cost import Checked, activation_cost, decode
 from minikube_py.apiserver.auth.authentication import UserInfo
@@ -108,7 +108,7 @@ def environment() -> Any:
                       extensions=[ext_strings.ExtStrings(), ext_optional.ExtOptional(),
                                   ext_bindings.ExtBindings()],
                       functions=(cel_library.functions() + cel_objects.functions()
-                                 + _authz_functions()))
+                                 + cel_format.functions() + _authz_functions()))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -116,7 +116,7 @@ def compile_expression(expression: str, want: str = "") -> tuple[Any, str]:
     """The program, or upstream's error detail ("compilation failed: ERROR: ...", "must
     evaluate to bool but got int"); `want` is "bool", "string" or "" for any type."""
     try:
-        program = environment().compile(expression)
+        program = environment().compile(cel_format.optional_results(expression))
     except RuntimeError as error:
         return None, f"compilation failed: {_status_text(str(error))}"
     result = program.return_type()
