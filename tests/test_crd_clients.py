@@ -1,6 +1,8 @@
 """CustomResourceDefinitions through the official `kubernetes` client (its pydantic models
-check every answer's shape), and real-world definitions applied with kubectl
---server-side: Gateway API's standard install and its examples. Mirrors upstream's
+check every answer's shape), custom resources as etcd holds them, and the real-world
+definitions of ../shared/data/crds applied with kubectl --server-side: Gateway API's
+standard install and its examples, cert-manager's and prometheus-operator's CRDs, each
+with a valid object accepted and an invalid one refused. Mirrors upstream's
 custom_resource_definition.go cases for creating, listing, the status subresource and
 deletecollection of definitions, and crd_watch.go's watch of custom resources."""
 
