@@ -180,7 +180,7 @@ def test_density_benchmark_quick_run_reports_every_slo() -> None:
 
 @pytest.mark.slow
 def test_overload_benchmark_quick_run_reports_every_target() -> None:
-    """benchmarks/overload.py still runs end to end, APF on and off (a 12 s flood on 10
+    """benchmarks/overload.py still runs end to end, APF on and off (a 4 s flood on 5
     hollow nodes): each of issue 34's targets has its row and a verdict."""
     output = run_quick("overload.py", timeout=900)
     for mode in ("APF on", "APF off"):
