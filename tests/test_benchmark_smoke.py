@@ -112,11 +112,11 @@ def run_quick(script: str, *args: str, timeout: float) -> str:
 @pytest.mark.slow
 def test_pod_startup_benchmark_quick_run_reports_every_phase() -> None:
     """benchmarks/pod_startup.py still runs end to end on a real containerd node."""
-    output = run_quick("pod_startup.py", "--pods", "10", timeout=600)
-    for metric in ("runtime floor: 10 pods at once over CRI (T_raw)",
+    output = run_quick("pod_startup.py", "--pods", "4", timeout=600)
+    for metric in ("runtime floor: 4 pods at once over CRI (T_raw)",
                    "one pod on an idle node: create -> Running",
-                   "10 pods at once: create -> Running p99",
-                   "idle kubelet with 10 pods: RSS"):
+                   "4 pods at once: create -> Running p99",
+                   "idle kubelet with 4 pods: RSS"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
 
 
