@@ -81,10 +81,10 @@ def test_quick_run_with_no_append_leaves_results_file_alone(quick_run: QuickRun)
 def test_controllers_benchmark_quick_run_reports_every_phase() -> None:
     """benchmarks/controllers.py still runs end to end (figures are not judged here)."""
     output = run_quick("controllers.py", timeout=300)
-    for metric in ("baseline: API creates of 200 pods",
-                   "Deployment of 200 replicas: until 200 pods exist",
-                   "scale 200 -> 800: until they exist",
-                   "idle controller-manager holding 1,000 pods"):
+    for metric in ("baseline: API creates of 50 pods",
+                   "Deployment of 50 replicas: until 50 pods exist",
+                   "scale 50 -> 150: until they exist",
+                   "idle controller-manager holding 200 pods"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
 
 
