@@ -132,9 +132,9 @@ def test_hollow_nodes_benchmark_quick_run_reports_every_phase() -> None:
 
 @pytest.mark.slow
 def test_autoscaler_benchmark_quick_run_reports_every_target() -> None:
-    """benchmarks/autoscaler.py still runs end to end (100 pods, a 5 s unneeded time)."""
+    """benchmarks/autoscaler.py still runs end to end (50 pods, a 2 s unneeded time)."""
     output = run_quick("autoscaler.py", timeout=600)
-    for metric in ("100 pending pods (100m, 40 per 4-core node): create -> all Running",
+    for metric in ("50 pending pods (100m, 40 per 4-core node): create -> all Running",
                    "scale-up decisions (",
                    "emptied group (every pod gone) back to MIN (1 node of "):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
