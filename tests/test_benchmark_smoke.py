@@ -171,7 +171,7 @@ def test_streaming_benchmark_quick_run_reports_every_metric() -> None:
 
 @pytest.mark.slow
 def test_density_benchmark_quick_run_reports_every_slo() -> None:
-    """benchmarks/density.py still runs end to end (3 x 50 pods on 20 hollow nodes)."""
+    """benchmarks/density.py still runs end to end (2 x 10 pods on 5 hollow nodes)."""
     output = run_quick("density.py", timeout=600)
     for metric in ("pod startup (watch: ADDED -> Running", "mutating API calls p99, worst",
                    "LIST p99, worst", "CPU during the load"):
