@@ -195,8 +195,8 @@ def test_overload_benchmark_quick_run_reports_every_target() -> None:
 
 @pytest.mark.slow
 def test_storage_benchmark_quick_run_reports_the_pod_startup_slo() -> None:
-    """benchmarks/storage.py still runs end to end (a StatefulSet of 20 with a claim
-    each on 3 hollow nodes; it fails unless every claim is Bound and has its folder)."""
+    """benchmarks/storage.py still runs end to end (a StatefulSet of 5 with a claim
+    each on 2 hollow nodes; it fails unless every claim is Bound and has its folder)."""
     output = run_quick("storage.py", timeout=600)
     lines = [line for line in output.splitlines()
              if "pod startup with storage (watch: ADDED -> Running" in line]
