@@ -162,7 +162,7 @@ def test_cluster_up_benchmark_quick_run_reports_cold_and_warm() -> None:
 
 @pytest.mark.slow
 def test_streaming_benchmark_quick_run_reports_every_metric() -> None:
-    """benchmarks/streaming.py still runs end to end (10 MB, one run)."""
+    """benchmarks/streaming.py still runs end to end (2 MB, one run)."""
     output = run_quick("streaming.py", timeout=600)
     for metric in ("direct TCP to the pod IP", "`kubectl port-forward` (SPDY in a WebSocket)",
                    "pods/portforward (WebSocket v4", "kubelet CPU per MB through kubectl",
