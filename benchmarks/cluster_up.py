@@ -1,10 +1,10 @@
 """Benchmark: how long `minikube-py up --nodes 2` takes until every node is Ready.
 
 Run from the repository root as root: `.venv/bin/python benchmarks/cluster_up.py`
-(options: --nodes N (2), --runs N (3), --layout processes|kubeadm, --quick,
---no-append). It uses a scratch MINIKUBE_PY_HOME, so it leaves a cluster of yours alone,
-but it builds the node network (mk-br0, mk-node-N): do not run it beside another
-cluster of this machine.
+(options: --nodes N (2), --runs N (3), --layout processes|kubeadm, --quick: a smoke run
+of one node and one warm run, --no-append). It uses a scratch MINIKUBE_PY_HOME, so it
+leaves a cluster of yours alone, but it builds the node network (mk-br0, mk-node-N): do
+not run it beside another cluster of this machine.
 
 A cold `up` (a new home: the images are built) is timed once; then each warm run is
 `down` (the data kept) and `up` again, timed from the command's start until the API
@@ -151,20 +151,21 @@ async def measure(args: Any) -> list[Row]:
     if os.geteuid() != 0:
         raise BenchmarkError("run it as root: the nodes are network namespaces")
     runs = 1 if args.quick else args.runs
+    nodes = 1 if args.quick else args.nodes
     with tempfile.TemporaryDirectory(prefix="mkpy-bench-up-") as scratch:
         home = Path(scratch) / "home"
         try:
-            cold = timed_up(home, args.nodes, args.layout)
+            cold = timed_up(home, nodes, args.layout)
             progress(f"cold up: {cold:.1f} s")
             warm = []
             for run in range(runs):
                 launcher(home, "down")
-                warm.append(timed_up(home, args.nodes, args.layout))
+                warm.append(timed_up(home, nodes, args.layout))
                 progress(f"warm up {run + 1}: {warm[-1]:.1f} s")
         finally:
             launcher(home, "down", "--purge")
     median = statistics.median(warm)
-    command = f"`up --nodes {args.nodes} --layout {args.layout}`"
+    command = f"`up --nodes {nodes} --layout {args.layout}`"
     return [
         (f"cold {command} (images built) -> all Ready", f"{cold:.1f} s", "(none)", "-"),
         (f"warm {command} -> all Ready, median of {runs}",

@@ -73,7 +73,7 @@ class Sizes:
 
 
 FULL = Sizes(creates=2000, create_trials=5, apply_trials=5)
-QUICK = Sizes(creates=200, create_trials=2, apply_trials=1)
+QUICK = Sizes(creates=64, create_trials=1, apply_trials=1)
 
 
 # -- the custom resource -------------------------------------------------------------------

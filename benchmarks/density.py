@@ -1,10 +1,10 @@
 """Benchmark: upstream's density SLO test (ClusterLoader2's density) on our control plane.
 
 Run from the repository root as `.venv/bin/python benchmarks/density.py` (options:
---nodes N (100), --deployments N (30), --replicas N (100), --qps PODS/s (100), --quick,
---no-append). It starts a private etcd, the API server, the controller-manager, the
-scheduler and N hollow nodes (simulated kubelets: pods become Running without
-containers), then:
+--nodes N (100), --deployments N (30), --replicas N (100), --qps PODS/s (100), --quick: a
+smoke run of 2 x 10 pods on 5 nodes, --no-append). It starts a private etcd, the API
+server, the controller-manager, the scheduler and N hollow nodes (simulated kubelets: pods
+become Running without containers), then:
 
     1. creates the Deployments one after another, paced so that pods are asked for at
        --qps pods/s (a Deployment of 100 every second at 100 pods/s): ClusterLoader2
@@ -165,7 +165,7 @@ def percentile(values: list[float], q: float) -> float:
 
 async def measure(args: argparse.Namespace) -> list[Row]:
     if args.quick:
-        args.nodes, args.deployments, args.replicas = 20, 3, 50
+        args.nodes, args.deployments, args.replicas = 5, 2, 10
     total = args.deployments * args.replicas
     async with private_api_server(("--log-requests=false",)) as (tmp, etcd, api, kubeconfig):
         async with (ControllerManagerProcess(kubeconfig, tmp / "cm.log") as manager,

@@ -1,10 +1,11 @@
 """Benchmark: `mkctl get pods` against the real `kubectl get pods`, wall time per command.
 
 Run from the repository root: `.venv/bin/python benchmarks/mkctl.py` (options: --pods N
-(100), --runs N (20), --quick, --no-append). For each of two API servers, one after the
-other on a fresh etcd (data on /dev/shm) -- plain HTTP as the tests' server, then TLS with
-the admin's client certificate embedded in the kubeconfig and Node,RBAC authorization, as
-`minikube-py up` starts it -- it creates N pods through the API (no containers: they stay
+(100), --runs N (20), --quick: a smoke run of 5 pods and one run of each command,
+--no-append). For each of two API servers, one after the other on a fresh etcd (data on
+/dev/shm) -- plain HTTP as the tests' server, then TLS with the admin's client
+certificate embedded in the kubeconfig and Node,RBAC authorization, as `minikube-py up`
+starts it -- it creates N pods through the API (no containers: they stay
 Pending), warms both programs' discovery caches (in a scratch --cache-dir, so ~/.kube is
 left alone), checks that both print the same table, then times `get pods` alternately
 with kubectl and mkctl and reports the medians and their ratio. On the TLS server it does
@@ -171,7 +172,9 @@ def admin_kubeconfig(path: Path, url: str, ca: pki.KeyPair, admin: pki.KeyPair) 
     return path
 
 
-async def secured_server(tmp: Path, pods: int, runs: int) -> list[Row]:
+async def secured_server(tmp: Path, pods: int, runs: int, cold_runs: int) -> list[Row]:
+    """The TLS server's comparisons; `cold_runs` runs of mkctl with a cold discovery
+    cache and with no bytecode cache."""
     ca = pki.new_ca()
     serving = pki.issue(ca, "kube-apiserver", ip_addresses=("127.0.0.1",), server=True)
     cert, key = serving.write(tmp, "apiserver")
@@ -210,10 +213,10 @@ async def secured_server(tmp: Path, pods: int, runs: int) -> list[Row]:
             return [*MKCTL, f"--kubeconfig={kubeconfig}", f"--cache-dir={cold_cache}",
                     "get", "pods"]
 
-        cold_times = [timed(cold())[0] for _ in range(max(3, runs // 4))]
+        cold_times = [timed(cold())[0] for _ in range(cold_runs)]
         uncompiled = {**{name: value for name, value in ENV.items()
                          if name != "PYTHONPYCACHEPREFIX"}, "PYTHONDONTWRITEBYTECODE": "1"}
-        source_times = [timed(table["mkctl"], uncompiled)[0] for _ in range(max(3, runs // 4))]
+        source_times = [timed(table["mkctl"], uncompiled)[0] for _ in range(cold_runs)]
         floor = alternate({"python": [sys.executable, "-c", "pass"]}, runs)["python"]
     return [
         ratio_row(f"`get pods`, {pods} pods, TLS + client certificate: mkctl vs kubectl "
@@ -231,13 +234,14 @@ async def secured_server(tmp: Path, pods: int, runs: int) -> list[Row]:
 
 
 async def measure(args: object) -> list[Row]:
-    pods = 20 if args.quick else args.pods  # type: ignore[attr-defined]
-    runs = 3 if args.quick else args.runs  # type: ignore[attr-defined]
+    pods = 5 if args.quick else args.pods  # type: ignore[attr-defined]
+    runs = 1 if args.quick else args.runs  # type: ignore[attr-defined]
+    cold_runs = 1 if args.quick else max(3, runs // 4)
     with scratch_directory() as scratch:
         tmp = Path(scratch)
         ENV["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
         rows = await plain_server(tmp, pods, runs)
-        rows += await secured_server(tmp, pods, runs)
+        rows += await secured_server(tmp, pods, runs, cold_runs)
     return rows
 
 

@@ -4,7 +4,8 @@ on and off.
 Run from the repository root as `.venv/bin/python benchmarks/overload.py` (options:
 --nodes N (100), --pods N (5000), --seconds S (60), --trials N (1), --memory-bound MB
 (2048), --max-requests-inflight N (400) and --max-mutating-requests-inflight N (200), the
-API server's flags, whose sum APF splits into seats; --quick, --no-append). Each trial
+API server's flags, whose sum APF splits into seats; --quick: a smoke run of 5 nodes, 50
+pods, a 4 s flood and 1 s windows around it; --no-append). Each trial
 starts a private etcd, an API server (--enable-priority-and-fairness true, then false,
 alternating), the controller-manager and the scheduler (both with --leader-elect) and N
 hollow nodes, every component with its own bearer token (--token-auth-file), so that APF
@@ -16,7 +17,8 @@ system-leader-election, kube-scheduler, ...). Then:
     2. the API server's capacity, measured as the flooder (ServiceAccount flood/flooder, in
        a FlowSchema of its own that sends it to workload-low): LISTs/s of every pod in
        every namespace (2 at a time) and ConfigMap creates/s (64 at a time);
-    3. a quiet window (a quarter of --seconds): the baseline of every figure below;
+    3. a quiet window (a quarter of --seconds, at least 5 s): the baseline of every figure
+       below;
     4. the flood, for --seconds: 2 processes send LISTs of every pod and creates, open
        loop, at 8x the LIST capacity plus 2x the create capacity (10x what the server can
        serve), ignoring Retry-After, each request given upstream's 60 s, at most 256 LISTs
@@ -482,10 +484,10 @@ async def capacity(url: str, pods: int, quick: bool) -> tuple[float, float]:
                     raise BenchmarkError(f"LIST pods: {answer.status}")
 
         started = time.perf_counter()
-        per_client = 2 if quick else 4
+        per_client = 1 if quick else 4
         await asyncio.gather(lists(per_client), lists(per_client))
         list_rate = 2 * per_client / (time.perf_counter() - started)
-        creates = 300 if quick else 1000
+        creates = 128 if quick else 1000
         names = iter(range(creates))
 
         async def create() -> None:
@@ -615,13 +617,13 @@ async def run_trial(args: argparse.Namespace, apf: bool, tmp: Path, api: APIServ
         async with Observers(admin, kubectl, api.pid or 0) as observers:
             progress("quiet window")
             with recording(observers, api.url, pids) as quiet:
-                await asyncio.sleep(max(5.0, args.seconds / 4))
+                await asyncio.sleep(args.quiet)
             progress(f"flood: {list_rate:.1f} LISTs/s + {create_rate:.0f} creates/s for "
                      f"{args.seconds:.0f} s")
             with recording(observers, api.url, pids) as flooded:
                 counts, _ = await flood(api.url, list_rate, create_rate, args.seconds)
             progress("after the flood")
-            await asyncio.sleep(5)
+            await asyncio.sleep(args.settle)
         after_leaders = await leaders(admin)
         not_ready_after = await not_ready_nodes(admin)
         lost = [name for name in LEADER_LEASES
@@ -660,7 +662,7 @@ def sent(trial: Trial, kind: str) -> float:
     return (counts.sent[kind] - counts.held_back[kind]) / trial.flood.seconds
 
 
-def rows_for(trials: list[Trial], memory_bound: float) -> list[Row]:
+def rows_for(trials: list[Trial], memory_bound: float, settle: float) -> list[Row]:
     mode = "APF on" if trials[0].apf else "APF off"
     rows: list[Row] = []
     demand = [t.demand for t in trials]
@@ -681,7 +683,8 @@ def rows_for(trials: list[Trial], memory_bound: float) -> list[Row]:
                  "0", verdict(max(lost) == 0)))
     not_ready = [len(t.quiet.not_ready | t.flood.not_ready | t.not_ready_after)
                  for t in trials]
-    rows.append((f"{mode}: nodes NotReady in the quiet window, the flood or 5 s after",
+    rows.append((f"{mode}: nodes NotReady in the quiet window, the flood or "
+                 f"{settle:.0f} s after",
                  ", ".join(f"{n} (when the flood began: {t.setup_not_ready})"
                            for n, t in zip(not_ready, trials, strict=True)),
                  "0", verdict(max(not_ready) == 0)))
@@ -742,14 +745,17 @@ def rows_for(trials: list[Trial], memory_bound: float) -> list[Row]:
 
 
 async def measure(args: argparse.Namespace) -> list[Row]:
-    if args.quick:
-        args.nodes, args.pods, args.seconds, args.trials = 10, 500, 12.0, 1
+    if args.quick:  # a smoke run: every phase, on the fewest objects, in the shortest windows
+        args.nodes, args.pods, args.seconds, args.trials = 5, 50, 4.0, 1
+        args.quiet, args.settle = 1.0, 1.0
+    else:
+        args.quiet, args.settle = max(5.0, args.seconds / 4), 5.0
     results: dict[bool, list[Trial]] = {True: [], False: []}
     for _ in range(args.trials):
         for apf in (True, False):
             results[apf].append(await trial(args, apf))
-    return [*rows_for(results[True], args.memory_bound),
-            *rows_for(results[False], args.memory_bound)]
+    return [*rows_for(results[True], args.memory_bound, args.settle),
+            *rows_for(results[False], args.memory_bound, args.settle)]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

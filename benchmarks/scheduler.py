@@ -1,8 +1,9 @@
 """Benchmark: the scheduler, scheduler_perf style, end to end and the algorithm alone.
 
 Run from the repository root as `.venv/bin/python benchmarks/scheduler.py` (options:
---nodes N (1000), --pods N (3000), --quick, --no-append). It starts a private etcd (on
-/dev/shm), an API server and a scheduler process, then (at the default sizes):
+--nodes N (1000), --pods N (3000), --quick: a smoke run of 50 nodes, 100 and 50 pods,
+--no-append). It starts a private etcd (on /dev/shm), an API server and a scheduler
+process, then (at the default sizes):
 
     1. 1,000 Node objects (10 zones) and 1,000 pods already bound to them
     2. 3,000 pods with cpu/memory requests, created 64-way at full speed: pods/s from
@@ -179,7 +180,7 @@ async def algorithm_latencies(nodes: int, existing: int, pods: int, spread: bool
 
 
 async def measure(args: argparse.Namespace) -> list[Row]:
-    nodes, existing, plain, spread = (200, 200, 600, 200) if args.quick else (
+    nodes, existing, plain, spread = (50, 50, 100, 50) if args.quick else (
         args.nodes, args.nodes, args.pods, args.pods // 3)
     rows: list[tuple[str, str, str, str]] = []
     extra = ("--log-requests=false", "--disable-admission-plugins=ServiceAccount",
@@ -219,7 +220,7 @@ async def measure(args: argparse.Namespace) -> list[Row]:
                     ">= 100 pods/s", verdict(rate >= 100)))
     progress("the algorithm alone")
     for spread_pods, label in ((False, "requests only"), (True, "spread + affinity")):
-        latencies = await algorithm_latencies(nodes, existing, 200 if args.quick else 500,
+        latencies = await algorithm_latencies(nodes, existing, 50 if args.quick else 500,
                                         spread_pods)
         p50 = statistics.median(latencies) * 1000
         p99 = percentile(latencies, 99) * 1000

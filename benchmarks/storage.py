@@ -2,15 +2,16 @@
 startup SLO, storage included).
 
 Run from the repository root as `.venv/bin/python benchmarks/storage.py` (options:
---replicas N (200), --nodes N (10), --quick, --no-append). It starts a private etcd, the
-API server, the controller-manager (the StatefulSet and PersistentVolume controllers),
-the scheduler (VolumeBinding), the local-path provisioner and N hollow nodes (simulated
-kubelets: a pod becomes Running without containers, so the kubelet's mount is not in
-the figure), creates the default StorageClass `standard` (WaitForFirstConsumer), then one
-StatefulSet of N replicas (podManagementPolicy Parallel) with a volumeClaimTemplate.
-Every pod waits for its claim: the scheduler picks a node and selects it on the claim, the
-PV controller hands the claim to the provisioner, the provisioner makes the volume, the
-PV controller binds it, the scheduler binds the pod.
+--replicas N (200), --nodes N (10), --quick: a smoke run of 5 replicas on 2 nodes,
+--no-append). It starts a private etcd, the API server, the controller-manager (the
+StatefulSet and PersistentVolume controllers), the scheduler (VolumeBinding), the
+local-path provisioner and N hollow nodes (simulated kubelets: a pod becomes Running
+without containers, so the kubelet's mount is not in the figure), creates the default
+StorageClass `standard` (WaitForFirstConsumer), then one StatefulSet of N replicas
+(podManagementPolicy Parallel) with a volumeClaimTemplate. Every pod waits for its claim:
+the scheduler picks a node and selects it on the claim, the PV controller hands the claim
+to the provisioner, the provisioner makes the volume, the PV controller binds it, the
+scheduler binds the pod.
 
 Measured per pod, from the watch's first sight of it (ADDED) to the first event that
 shows it Running. Target, upstream's pod startup SLO: p99 <= 5 s. A second watch, of the
@@ -146,7 +147,7 @@ async def bound_claims(client: Client) -> int:
 
 async def measure(args: argparse.Namespace) -> list[Row]:
     if args.quick:
-        args.nodes, args.replicas = 3, 20
+        args.nodes, args.replicas = 2, 5
     with scratch_directory() as scratch:
         tmp = Path(scratch)
         async with (EtcdProcess(tmp / "etcd") as etcd,

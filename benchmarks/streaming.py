@@ -1,9 +1,10 @@
 """Benchmark: streams into a pod through the API server and the kubelet.
 
 Run from the repository root as root: `.venv/bin/python benchmarks/streaming.py`
-(options: --megabytes N (100), --runs N (3), --quick, --no-append). It starts a one-node
-cluster in a scratch MINIKUBE_PY_HOME (it builds the node network mk-br0: do not run it
-beside another cluster of this machine) and measures, each as the median of the runs:
+(options: --megabytes N (100), --runs N (3), --quick: a smoke run of one run of 2 MB and
+one exec, --no-append). It starts a one-node cluster in a scratch MINIKUBE_PY_HOME (it
+builds the node network mk-br0: do not run it beside another cluster of this machine) and
+measures, each as the median of the runs:
 
     1. port-forward throughput: N MB from a pod's `nc` through `kubectl port-forward`
        (SPDY tunnelled in a WebSocket: kubectl -> API server -> kubelet -> containerd),
@@ -132,7 +133,8 @@ async def measure(args: Any) -> list[Row]:
     if os.geteuid() != 0:
         raise BenchmarkError("run it as root: the node is a network namespace")
     runs = 1 if args.quick else args.runs
-    size = (10 if args.quick else args.megabytes) * MB
+    size = (2 if args.quick else args.megabytes) * MB
+    commands = 1 if args.quick else 5 * runs  # timed `exec`s and `get`s
     with tempfile.TemporaryDirectory(prefix="mkpy-bench-stream-") as scratch:
         home = Path(scratch) / "home"
         try:
@@ -164,7 +166,7 @@ async def measure(args: Any) -> list[Row]:
                 forwarder.terminate()
                 forwarder.wait(10)
             execs, gets = [], []
-            for _ in range(5 * runs):
+            for _ in range(commands):
                 gets.append(timed_kubectl(home, "get", "pod", "source"))
                 execs.append(timed_kubectl(home, "exec", "source", "--", "true"))
         finally:

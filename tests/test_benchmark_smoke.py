@@ -81,10 +81,10 @@ def test_quick_run_with_no_append_leaves_results_file_alone(quick_run: QuickRun)
 def test_controllers_benchmark_quick_run_reports_every_phase() -> None:
     """benchmarks/controllers.py still runs end to end (figures are not judged here)."""
     output = run_quick("controllers.py", timeout=300)
-    for metric in ("baseline: API creates of 200 pods",
-                   "Deployment of 200 replicas: until 200 pods exist",
-                   "scale 200 -> 800: until they exist",
-                   "idle controller-manager holding 1,000 pods"):
+    for metric in ("baseline: API creates of 50 pods",
+                   "Deployment of 50 replicas: until 50 pods exist",
+                   "scale 50 -> 150: until they exist",
+                   "idle controller-manager holding 200 pods"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
 
 
@@ -92,10 +92,10 @@ def test_controllers_benchmark_quick_run_reports_every_phase() -> None:
 def test_scheduler_benchmark_quick_run_reports_every_phase() -> None:
     """benchmarks/scheduler.py still runs end to end (figures are not judged here)."""
     output = run_quick("scheduler.py", timeout=600)
-    for metric in ("end to end: 600 pods with requests, 200 nodes",
-                   "end to end: 200 pods with PodTopologySpread + InterPodAffinity",
-                   "algorithm alone, 200 nodes, requests only",
-                   "algorithm alone, 200 nodes, spread + affinity"):
+    for metric in ("end to end: 100 pods with requests, 50 nodes",
+                   "end to end: 50 pods with PodTopologySpread + InterPodAffinity",
+                   "algorithm alone, 50 nodes, requests only",
+                   "algorithm alone, 50 nodes, spread + affinity"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
 
 def run_quick(script: str, *args: str, timeout: float) -> str:
@@ -112,29 +112,29 @@ def run_quick(script: str, *args: str, timeout: float) -> str:
 @pytest.mark.slow
 def test_pod_startup_benchmark_quick_run_reports_every_phase() -> None:
     """benchmarks/pod_startup.py still runs end to end on a real containerd node."""
-    output = run_quick("pod_startup.py", "--pods", "10", timeout=600)
-    for metric in ("runtime floor: 10 pods at once over CRI (T_raw)",
+    output = run_quick("pod_startup.py", "--pods", "4", timeout=600)
+    for metric in ("runtime floor: 4 pods at once over CRI (T_raw)",
                    "one pod on an idle node: create -> Running",
-                   "10 pods at once: create -> Running p99",
-                   "idle kubelet with 10 pods: RSS"):
+                   "4 pods at once: create -> Running p99",
+                   "idle kubelet with 4 pods: RSS"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
 
 
 @pytest.mark.slow
 def test_hollow_nodes_benchmark_quick_run_reports_every_phase() -> None:
     """benchmarks/hollow_nodes.py still runs end to end (fewer nodes than the real run)."""
-    output = run_quick("hollow_nodes.py", "--nodes", "50", "--pods", "100", timeout=600)
-    for metric in ("50 hollow nodes in one process: all Ready",
-                   "oldest Lease renewal seen over 20 s",
-                   "100 pods on hollow nodes: create -> all Running"):
+    output = run_quick("hollow_nodes.py", "--nodes", "10", "--pods", "20", timeout=600)
+    for metric in ("10 hollow nodes in one process: all Ready",
+                   "oldest Lease renewal seen over 5 s",
+                   "20 pods on hollow nodes: create -> all Running"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
 
 
 @pytest.mark.slow
 def test_autoscaler_benchmark_quick_run_reports_every_target() -> None:
-    """benchmarks/autoscaler.py still runs end to end (100 pods, a 5 s unneeded time)."""
+    """benchmarks/autoscaler.py still runs end to end (50 pods, a 2 s unneeded time)."""
     output = run_quick("autoscaler.py", timeout=600)
-    for metric in ("100 pending pods (100m, 40 per 4-core node): create -> all Running",
+    for metric in ("50 pending pods (100m, 40 per 4-core node): create -> all Running",
                    "scale-up decisions (",
                    "emptied group (every pod gone) back to MIN (1 node of "):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
@@ -152,16 +152,17 @@ def test_dns_benchmark_quick_run_reports_every_phase() -> None:
 
 @pytest.mark.slow
 def test_cluster_up_benchmark_quick_run_reports_cold_and_warm() -> None:
-    """benchmarks/cluster_up.py still runs end to end (one cold and one warm `up`)."""
+    """benchmarks/cluster_up.py still runs end to end (one cold and one warm `up` of one
+    node)."""
     output = run_quick("cluster_up.py", timeout=600)
-    for metric in ("cold `up --nodes 2 --layout processes` (images built) -> all Ready",
-                   "warm `up --nodes 2 --layout processes` -> all Ready, median of 1"):
+    for metric in ("cold `up --nodes 1 --layout processes` (images built) -> all Ready",
+                   "warm `up --nodes 1 --layout processes` -> all Ready, median of 1"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
 
 
 @pytest.mark.slow
 def test_streaming_benchmark_quick_run_reports_every_metric() -> None:
-    """benchmarks/streaming.py still runs end to end (10 MB, one run)."""
+    """benchmarks/streaming.py still runs end to end (2 MB, one run)."""
     output = run_quick("streaming.py", timeout=600)
     for metric in ("direct TCP to the pod IP", "`kubectl port-forward` (SPDY in a WebSocket)",
                    "pods/portforward (WebSocket v4", "kubelet CPU per MB through kubectl",
@@ -171,7 +172,7 @@ def test_streaming_benchmark_quick_run_reports_every_metric() -> None:
 
 @pytest.mark.slow
 def test_density_benchmark_quick_run_reports_every_slo() -> None:
-    """benchmarks/density.py still runs end to end (3 x 50 pods on 20 hollow nodes)."""
+    """benchmarks/density.py still runs end to end (2 x 10 pods on 5 hollow nodes)."""
     output = run_quick("density.py", timeout=600)
     for metric in ("pod startup (watch: ADDED -> Running", "mutating API calls p99, worst",
                    "LIST p99, worst", "CPU during the load"):
@@ -180,7 +181,7 @@ def test_density_benchmark_quick_run_reports_every_slo() -> None:
 
 @pytest.mark.slow
 def test_overload_benchmark_quick_run_reports_every_target() -> None:
-    """benchmarks/overload.py still runs end to end, APF on and off (a 12 s flood on 10
+    """benchmarks/overload.py still runs end to end, APF on and off (a 4 s flood on 5
     hollow nodes): each of issue 34's targets has its row and a verdict."""
     output = run_quick("overload.py", timeout=900)
     for mode in ("APF on", "APF off"):
@@ -195,8 +196,8 @@ def test_overload_benchmark_quick_run_reports_every_target() -> None:
 
 @pytest.mark.slow
 def test_storage_benchmark_quick_run_reports_the_pod_startup_slo() -> None:
-    """benchmarks/storage.py still runs end to end (a StatefulSet of 20 with a claim
-    each on 3 hollow nodes; it fails unless every claim is Bound and has its folder)."""
+    """benchmarks/storage.py still runs end to end (a StatefulSet of 5 with a claim
+    each on 2 hollow nodes; it fails unless every claim is Bound and has its folder)."""
     output = run_quick("storage.py", timeout=600)
     lines = [line for line in output.splitlines()
              if "pod startup with storage (watch: ADDED -> Running" in line]
@@ -206,11 +207,11 @@ def test_storage_benchmark_quick_run_reports_the_pod_startup_slo() -> None:
 
 @pytest.mark.slow
 def test_mkctl_benchmark_quick_run_reports_every_comparison() -> None:
-    """benchmarks/mkctl.py still runs end to end (20 pods, 3 runs of each command)."""
+    """benchmarks/mkctl.py still runs end to end (5 pods, 1 run of each command)."""
     output = run_quick("mkctl.py", timeout=600)
-    for metric in ("`get pods`, 20 pods, plain HTTP: mkctl vs kubectl",
-                   "`get pods`, 20 pods, TLS + client certificate: mkctl vs kubectl",
-                   "`get pods -o yaml`, 20 pods, TLS", "`describe pod` (a pod with 3 Events)",
+    for metric in ("`get pods`, 5 pods, plain HTTP: mkctl vs kubectl",
+                   "`get pods`, 5 pods, TLS + client certificate: mkctl vs kubectl",
+                   "`get pods -o yaml`, 5 pods, TLS", "`describe pod` (a pod with 3 Events)",
                    "cold discovery cache",
                    "no bytecode cache", "`python -c pass`"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
@@ -235,10 +236,10 @@ def test_crd_benchmark_quick_run_reports_both_targets() -> None:
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("nft"),
                     reason="network namespaces need root, and the enforcer nft")
 def test_netpol_benchmark_quick_run_reports_every_target() -> None:
-    """benchmarks/netpol.py still runs end to end (200 policies, 5 trials): a real API
+    """benchmarks/netpol.py still runs end to end (20 policies, 1 trial): a real API
     server, the enforcer and a node namespace with a client and a server pod."""
     output = run_quick("netpol.py", timeout=600)
-    for metric in ("create -> enforced, 200 policies over 200 pods",
+    for metric in ("create -> enforced, 20 policies over 200 pods",
                    "delete -> revoked (connections open again)",
                    "new-connection latency the enforcement adds",
                    "full re-sync (compile every policy",
@@ -275,11 +276,11 @@ def test_netpol_benchmark_deletes_every_namespace_it_made_when_setup_fails_midwa
 
 @pytest.mark.slow
 def test_dashboard_benchmark_quick_run_reports_every_target() -> None:
-    """benchmarks/dashboard.py still runs end to end (20 hollow nodes, 200 pods, the page
+    """benchmarks/dashboard.py still runs end to end (5 hollow nodes, 50 pods, the page
     in Debian's chromium, three tabs on one watch)."""
     output = run_quick("dashboard.py", timeout=600)
-    for metric in ("first paint of the cluster view, 200 pods on 20 hollow nodes",
+    for metric in ("first paint of the cluster view, 50 pods on 5 hollow nodes",
                    "dashboard CPU, idle with a tab open",
-                   "dashboard RSS with 200 pods",
+                   "dashboard RSS with 50 pods",
                    "API server WATCH requests on pods, 3 tabs open | 1 | 1 | PASS"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
