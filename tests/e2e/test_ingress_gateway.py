@@ -461,6 +461,27 @@ def test_an_ingress_s_change_reloads_nginx_without_a_new_pod(ingress_backends: P
     assert "configuration reloaded" in logs
 
 
+def test_an_implementation_specific_path_matches_as_a_prefix(ingress_backends: Path) -> None:
+    """pathType ImplementationSpecific: here a Prefix match (element-wise), as
+    ingress-nginx treats a path without regex characters."""
+    home = ingress_backends
+    run_kubectl(home, "apply", "-f", "-", stdin=manifest_yaml({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "implementation-specific", "namespace": "default"},
+        "spec": {"defaultBackend": {"service": {"name": "echo-default", "port": {"number": 80}}},
+                 "rules": [{"host": "impl.example", "http": {"paths": [{
+                     "path": "/impl", "pathType": "ImplementationSpecific",
+                     "backend": {"service": {"name": "echo-b", "port": {"number": 80}}}}]}}]}}))
+    address = ingress_address(home, "implementation-specific")
+    for expected in (
+            Expected("/impl", "impl.example", backend="echo-b", namespace="default"),
+            Expected("/impl/", "impl.example", backend="echo-b", namespace="default"),
+            Expected("/impl/deeper?x=1", "impl.example", backend="echo-b", namespace="default"),
+            Expected("/implied", "impl.example", backend="echo-default", namespace="default"),
+            Expected("/", "impl.example", backend="echo-default", namespace="default")):
+        expect(address, expected)
+
+
 # -- Gateway API: the conformance tests ------------------------------------------------------
 
 
