@@ -561,12 +561,12 @@ class GatewayController:
     @staticmethod
     def taken_addresses(services: dict[tuple[str, str], Obj]) -> dict[str, str]:
         """Each load-balancer address a Service holds or asks for -> who: "Gateway ns/name"
-        for a Gateway's Service, else the Service's namespace/name."""
+        for a Gateway's Service, else "Service ns/name"."""
         taken = {}
         for (namespace, name), service in services.items():
             served = ((service["metadata"].get("annotations") or {}).get(GATEWAY_ANNOTATION)
                       if namespace == NAMESPACE else None)
-            holder = f"Gateway {served}" if served else f"{namespace}/{name}"
+            holder = f"Gateway {served}" if served else f"Service {namespace}/{name}"
             ingress_list = ((service.get("status") or {}).get("loadBalancer") or {}).get(
                 "ingress") or []
             for address in [*(item.get("ip") for item in ingress_list),

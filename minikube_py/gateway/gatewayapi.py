@@ -117,7 +117,7 @@ class World:
     for): its SyncLoadBalancerFailed Event's message."""
     taken_addresses: dict[str, str] = field(default_factory=dict)
     """Load-balancer addresses Services hold or ask for -> whose: "Gateway ns/name" for a
-    Gateway's Service, else the Service's "ns/name"."""
+    Gateway's Service, else "Service ns/name"."""
 
 
 @dataclass
@@ -295,8 +295,8 @@ class GatewayAPI:
             return
         holder = self.world.taken_addresses.get(value)
         if holder not in (None, f"Gateway {key[0]}/{key[1]}"):
-            self.unusable_address[key] = (f"address {value} is in use by Service {holder}; "
-                                          "ask for another one")
+            self.unusable_address[key] = (f"address {value} is in use by {holder}; ask for "
+                                          "another one")
             return
         self.plan.gateway_addresses[key] = value
 

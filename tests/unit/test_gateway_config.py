@@ -335,7 +335,7 @@ def test_a_gateway_s_addresses_are_asked_for_or_said_to_be_unusable_or_unsupport
                 with_addresses("waiting", {"value": "172.18.255.204"}),
                 with_addresses("exhausted")]
     state = world(gateways, [])
-    state.taken_addresses = {"172.18.255.203": "default/web",
+    state.taken_addresses = {"172.18.255.203": "Service default/web",
                              "172.18.255.200": "Gateway infra/usable"}
     state.addresses = {("infra", "usable"): "172.18.255.200",
                        ("infra", "waiting"): "172.18.255.250"}
@@ -349,8 +349,8 @@ def test_a_gateway_s_addresses_are_asked_for_or_said_to_be_unusable_or_unsupport
         assert gateway_conditions(plan, name) == {
             "Accepted": "True/Accepted", "Programmed": "False/AddressNotUsable"}, name
         assert "addresses" not in plan.gateway_status[("infra", name)]
-    assert "default/web" in plan.gateway_status[("infra", "taken")]["conditions"][1][
-        "message"]
+    assert "in use by Service default/web" in plan.gateway_status[("infra", "taken")][
+        "conditions"][1]["message"]
     assert gateway_conditions(plan, "usable") == {
         "Accepted": "True/Accepted", "Programmed": "True/Programmed"}
     assert plan.gateway_status[("infra", "usable")]["addresses"] == [
