@@ -129,3 +129,31 @@ async def test_requested_load_balancer_ip_is_honoured(
         lb_service("pinned", lb_class, loadBalancerIP="198.51.100.11"), namespace)
     assert await wait_for(lambda: ingress(api_client, namespace, "pinned"),
                           "the requested address") == ["198.51.100.11"]
+
+
+async def test_a_requested_address_it_cannot_give_is_said_and_a_new_request_moves_the_service(
+        api_client: Client, namespace: str, lb_class: str) -> None:
+    services = api_client.resource("services")
+    await services.create(lb_service("outside", lb_class, loadBalancerIP="198.51.100.99"),
+                          namespace)
+
+    async def said() -> bool:
+        events = await api_client.resource("events").list(namespace)
+        return any(e.get("reason") == "SyncLoadBalancerFailed"
+                   and e["involvedObject"]["name"] == "outside"
+                   and "requested loadBalancerIP 198.51.100.99 is outside" in e["message"]
+                   for e in events["items"])
+
+    await wait_for(said, "a SyncLoadBalancerFailed Event naming the requested address")
+    assert await ingress(api_client, namespace, "outside") == []
+    await services.create(lb_service("moving", lb_class), namespace)
+    assert await wait_for(lambda: ingress(api_client, namespace, "moving"),
+                          "an address") == ["198.51.100.10"]
+    moving = await services.get("moving", namespace)
+    moving["spec"]["loadBalancerIP"] = "198.51.100.11"
+    await services.update(moving)
+
+    async def moved() -> bool:
+        return await ingress(api_client, namespace, "moving") == ["198.51.100.11"]
+
+    await wait_for(moved, "the Service moved to the address it now asks for")

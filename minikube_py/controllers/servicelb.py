@@ -8,9 +8,11 @@ MetalLB hand out addresses from a local range instead; this controller does the 
     service added / updated / deleted --> queue "ns/name"
     sync: a LoadBalancer Service of our class, not being deleted?
             yes -> finalizer on (service.kubernetes.io/load-balancer-cleanup)
-                   -> no address from the range yet: take the lowest free one and write
+                   -> no address from the range yet (or not the spec.loadBalancerIP it
+                      asks for): take that one, else the lowest free one, and write
                       status.loadBalancer.ingress = [{ip, ipMode: VIP}]
-                      (range exhausted: stays <pending>, Warning Event, retried later)
+                      (none to give: a Warning Event SyncLoadBalancerFailed saying why,
+                      the Service stays <pending> or keeps its address, retried later)
             no  -> our address in its status? clear it; finalizer off (the address is free)
 
 Which addresses are taken is read from the Services themselves (their status), plus the
@@ -97,17 +99,17 @@ class ServiceLBController(Controller):
         if FINALIZER not in (service["metadata"].get("finalizers") or []):
             service = await self._set_finalizer(service, add=True)
         current = [ip for ip in ingress_ips(service) if ip in self.pool_set]
-        if current:
+        requested = (service.get("spec") or {}).get("loadBalancerIP")
+        if current and (not requested or requested in current):
             self._written.pop(key, None)
             return
         self.recorder.event(service, "Normal", "EnsuringLoadBalancer", "Ensuring load balancer")
-        address = self._free_address(key, service)
+        address, problem = self._free_address(key, service)
         if address is None:
             self.recorder.event(
                 service, "Warning", "SyncLoadBalancerFailed",
-                "Error syncing load balancer: failed to ensure load balancer: no free address "
-                f"left in --loadbalancer-ip-range ({self.pool[0]}-{self.pool[-1]})")
-            raise RangeExhausted(f"no free load-balancer address for {key}")
+                f"Error syncing load balancer: failed to ensure load balancer: {problem}")
+            raise RangeExhausted(f"no load-balancer address for {key}: {problem}")
         status = dict(service.get("status") or {})
         status["loadBalancer"] = {"ingress": [{"ip": address, "ipMode": "VIP"}]}
         try:
@@ -118,15 +120,23 @@ class ServiceLBController(Controller):
         log.info("service-lb: %s gets %s", key, address)
         self.recorder.event(service, "Normal", "EnsuredLoadBalancer", "Ensured load balancer")
 
-    def _free_address(self, key: str, service: Obj) -> str | None:
-        """The requested spec.loadBalancerIP if free, else the lowest free address."""
+    def _free_address(self, key: str, service: Obj) -> tuple[str | None, str]:
+        """The requested spec.loadBalancerIP if free, else the lowest free address; when
+        there is none, why."""
         taken = {ip for other in self.services.store.list() if other is not service
                  for ip in ingress_ips(other)}
         taken |= {ip for other_key, ip in self._written.items() if other_key != key}
+        pool = f"--loadbalancer-ip-range ({self.pool[0]}-{self.pool[-1]})"
         requested = (service.get("spec") or {}).get("loadBalancerIP")
         if requested:
-            return requested if requested in self.pool_set and requested not in taken else None
-        return next((ip for ip in self.pool if ip not in taken), None)
+            if requested not in self.pool_set:
+                return None, f"requested loadBalancerIP {requested} is outside {pool}"
+            if requested in taken:
+                return None, (f"requested loadBalancerIP {requested} is in use by another "
+                              "Service")
+            return requested, ""
+        free = next((ip for ip in self.pool if ip not in taken), None)
+        return free, f"no free address left in {pool}"
 
     async def _release(self, key: str, service: Obj) -> None:
         """The Service no longer wants our address: clear it and drop the finalizer."""

@@ -1,5 +1,6 @@
-"""`python -m minikube_py.gateway --kubeconfig F [--bind-address A] [--port N]`: the
-gateway controller (Ingress and Gateway API through one nginx data plane)."""
+"""`python -m minikube_py.gateway --kubeconfig F [--bind-address A] [--port N]
+[--data-plane-ports FIRST-LAST]`: the gateway controller (Ingress and Gateway API
+through one nginx data plane)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from minikube_py.client.component import (
     serving_informers,
 )
 from minikube_py.client.informer import SharedInformerFactory
-from minikube_py.gateway.controller import GatewayController
+from minikube_py.gateway.controller import DATA_PLANE_PORTS, GatewayController
 from minikube_py.tracing.setup import add_tracing_flag, close_tracer, tracer_for
 
 
@@ -20,8 +21,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = component_parser("python -m minikube_py.gateway",
                               "minikube-py gateway controller", port=10263,
                               port_help="/healthz and /metrics (plain HTTP)")
+    parser.add_argument("--data-plane-ports", type=port_range,
+                        default=DATA_PLANE_PORTS, metavar="FIRST-LAST",
+                        help="nginx's ports for the Gateways' listeners (default "
+                        f"{DATA_PLANE_PORTS.start}-{DATA_PLANE_PORTS.stop - 1})")
     add_tracing_flag(parser)
     return parser.parse_args(argv)
+
+
+def port_range(text: str) -> range:
+    first, _, last = text.partition("-")
+    try:
+        return range(int(first), int(last or first) + 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not FIRST-LAST") from None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -34,7 +47,8 @@ def main(argv: list[str] | None = None) -> None:
             informers = SharedInformerFactory(client)
             controller = GatewayController(
                 client, informers, tracer=tracer_for("gateway-controller",
-                                                     args.tracing_endpoint))
+                                                     args.tracing_endpoint),
+                data_plane_ports=args.data_plane_ports)
             try:
                 async with serving_informers("gateway", args, informers):
                     await controller.run()

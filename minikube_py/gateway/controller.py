@@ -11,9 +11,12 @@
       3. data plane  made once an Ingress or Gateway of ours exists: the Deployment
                    kube-system/minikube-py-gateway (Debian's nginx), the LoadBalancer
                    Service minikube-py-ingress (80, 443), one LoadBalancer Service per
-                   Gateway (its listener ports -> nginx's ports for it)
+                   Gateway (its listener ports -> nginx's ports for it; spec.addresses'
+                   IPAddress as its loadBalancerIP)
       4. status    Ingress status.loadBalancer; GatewayClass, Gateway and HTTPRoute
-                   conditions; written only when they changed
+                   conditions (what the service-lb could not give a Gateway's Service
+                   comes from its SyncLoadBalancerFailed Events; the CRDs' bundle-version
+                   from their annotation); written only when they changed
     A sync that follows a change of an Ingress, a Gateway or an HTTPRoute is a span
     "gateway sync" in the trace that object carries (`mkctl trace httproute/NAME`).
 """
@@ -50,10 +53,13 @@ APP_LABEL = "app.kubernetes.io/name"
 PART_LABEL = "minikube-py.io/gateway-data-plane"  # "ingress" or "gateway"
 GATEWAY_ANNOTATION = "minikube-py.io/gateway"  # namespace/name of the Gateway served
 PORTS_ANNOTATION = "minikube-py.io/ports"  # {"listener port": nginx port}
-PORT_BASE = 10000
+DATA_PLANE_PORTS = range(10000, 20000)
+"""nginx's ports for the Gateways' listeners (--data-plane-ports); a listener port that
+finds none free is PortUnavailable."""
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 CRD_POLL_SECONDS = 5.0
 CRD_GROUP = "apiextensions.k8s.io"
+LOAD_BALANCER_FAILED = "SyncLoadBalancerFailed"  # the service-lb's Warning Event
 GATEWAY_RESOURCES = {
     "gatewayclasses": Resource(gatewayapi.GROUP, "v1", "GatewayClass", "gatewayclasses",
                                False, ("gc",), subresources=("status",)),
@@ -128,9 +134,10 @@ def deployment_object() -> Obj:
 
 
 def service_object(name: str, ports: dict[int, int], part: str,
-                   annotations: dict[str, str]) -> Obj:
-    """A LoadBalancer Service in front of the data plane's pods."""
-    return {
+                   annotations: dict[str, str], load_balancer_ip: str | None = None) -> Obj:
+    """A LoadBalancer Service in front of the data plane's pods (asking for
+    `load_balancer_ip` when given: a Gateway's spec.addresses)."""
+    service: Obj = {
         "apiVersion": "v1", "kind": "Service",
         "metadata": {"name": name, "namespace": NAMESPACE, "annotations": annotations,
                      "labels": {**data_plane_labels(), PART_LABEL: part}},
@@ -138,6 +145,9 @@ def service_object(name: str, ports: dict[int, int], part: str,
                  "ports": [{"name": f"port-{public}", "protocol": "TCP", "port": public,
                             "targetPort": internal}
                            for public, internal in sorted(ports.items())]}}
+    if load_balancer_ip:
+        service["spec"]["loadBalancerIP"] = load_balancer_ip
+    return service
 
 
 def same_conditions(old: Any, new: Any) -> bool:
@@ -159,8 +169,10 @@ class GatewayController:
     key: ClassVar[str] = "sync"
 
     def __init__(self, client: Client, informers: SharedInformerFactory, *,
-                 tracer: Tracer = DISABLED) -> None:
+                 tracer: Tracer = DISABLED, data_plane_ports: range = DATA_PLANE_PORTS
+                 ) -> None:
         self.client = client
+        self.data_plane_ports = data_plane_ports
         self.informers = informers
         self.tracer = tracer
         self._causes: dict[tuple[str, str, str], tuple[tracing_context.SpanContext, str]] = {}
@@ -180,6 +192,11 @@ class GatewayController:
         self.namespaces = self.watch(informers.informer("namespaces"))
         # a CRD written: look again at once whether the Gateway API is served
         self.crds = self.watch(informers.informer("customresourcedefinitions", CRD_GROUP))
+        # the service-lb's word on our Services: why one has no address (or not its own)
+        self.events = SharedInformer(client, "events", namespace=NAMESPACE)
+        self.events.add_event_handler(EventHandler(
+            on_add=self.enqueue_load_balancer_event,
+            on_update=lambda _old, new: self.enqueue_load_balancer_event(new)))
         self.gateway_informers: dict[str, SharedInformer] = {}
         self.gateway_class_created = False
 
@@ -189,6 +206,10 @@ class GatewayController:
 
     def enqueue(self, _obj: Obj | None = None) -> None:
         self.queue.add(self.key)
+
+    def enqueue_load_balancer_event(self, event: Obj) -> None:
+        if event.get("reason") == LOAD_BALANCER_FAILED:
+            self.enqueue()
 
     def traced(self, informer: SharedInformer, plural: str) -> None:
         """Keep the trace of each object of `informer` that is added, deleted or whose
@@ -208,31 +229,39 @@ class GatewayController:
 
     async def run(self) -> None:
         """Create our IngressClass, then sync until cancelled."""
+        self.events.run_in_background()
         try:
-            await self.client.resource("ingressclasses", "networking.k8s.io").create(
-                ingress.ingress_class_object())
-        except AlreadyExists:
-            pass
-        self.enqueue()
-        while True:
             try:
-                key = await self.queue.get()
-            except ShutDown:
-                return
-            try:
-                await self.sync()
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:
-                level = (logging.DEBUG if isinstance(error, Conflict) else logging.WARNING
-                         if isinstance(error, ClientError) else logging.ERROR)
-                log.log(level, "%s: sync failed: %s", self.name, error,
-                        exc_info=level == logging.ERROR)
-                self.queue.add_rate_limited(key)
-            else:
-                self.queue.forget(key)
-            finally:
-                self.queue.done(key)
+                await self.client.resource("ingressclasses", "networking.k8s.io").create(
+                    ingress.ingress_class_object())
+            except AlreadyExists:
+                pass
+            self.enqueue()
+            while True:
+                try:
+                    key = await self.queue.get()
+                except ShutDown:
+                    return
+                await self.process(key)
+        finally:
+            await self.events.stop()
+
+    async def process(self, key: str) -> None:
+        """One sync; a failed one is tried again later, rate-limited."""
+        try:
+            await self.sync()
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            level = (logging.DEBUG if isinstance(error, Conflict) else logging.WARNING
+                     if isinstance(error, ClientError) else logging.ERROR)
+            log.log(level, "%s: sync failed: %s", self.name, error,
+                    exc_info=level == logging.ERROR)
+            self.queue.add_rate_limited(key)
+        else:
+            self.queue.forget(key)
+        finally:
+            self.queue.done(key)
 
     async def gateway_api_served(self) -> bool:
         """Whether the API server serves the Gateway API kinds we read (their CRDs are
@@ -345,15 +374,14 @@ class GatewayController:
                 if (namespace, name) in gateways:
                     ports[(namespace, name, int(public))] = internal
                     used.add(internal)
-        next_port = PORT_BASE
+        free = (port for port in self.data_plane_ports if port not in used)
         for (namespace, name), gateway in sorted(gateways.items()):
             for listener in (gateway.get("spec") or {}).get("listeners") or []:
                 if (namespace, name, listener["port"]) in ports:
                     continue
-                while next_port in used:
-                    next_port += 1
-                ports[(namespace, name, listener["port"])] = next_port
-                used.add(next_port)
+                port = next(free, None)
+                if port is not None:  # else none left: the listener is PortUnavailable
+                    ports[(namespace, name, listener["port"])] = port
         return gatewayapi.World(
             classes={key[1]: obj for key, obj in
                      by_key(self.gateway_informers["gatewayclasses"]).items()},
@@ -362,7 +390,9 @@ class GatewayController:
             services=services, secrets=secrets,
             namespaces={key[1]: obj for key, obj in by_key(self.namespaces).items()},
             addresses=addresses, ports=ports, now=now(),
-            endpoint_slices=self.slices_by_service())
+            endpoint_slices=self.slices_by_service(), crd_versions=self.crd_versions(),
+            load_balancer_problems=self.load_balancer_problems(services),
+            taken_addresses=self.taken_addresses(services))
 
     def slices_by_service(self) -> dict[tuple[str, str], list[Obj]]:
         """EndpointSlices by the Service they belong to (kubernetes.io/service-name)."""
@@ -403,9 +433,11 @@ class GatewayController:
             pass
 
     async def ensure_service(self, name: str, ports: dict[int, int], part: str,
-                             annotations: dict[str, str]) -> None:
-        """Create the Service, or set its ports and annotations when they differ."""
-        wanted = service_object(name, ports, part, annotations)
+                             annotations: dict[str, str], load_balancer_ip: str | None = None
+                             ) -> None:
+        """Create the Service, or set its ports, annotations and loadBalancerIP when they
+        differ."""
+        wanted = service_object(name, ports, part, annotations, load_balancer_ip)
         current = self.services.store.get_by_name(NAMESPACE, name)
         services = self.client.resource("services")
         if current is None:
@@ -418,8 +450,12 @@ class GatewayController:
         have = [(port.get("port"), port.get("targetPort")) for port in
                 (current.get("spec") or {}).get("ports") or []]
         want = [(port["port"], port["targetPort"]) for port in wanted["spec"]["ports"]]
-        if have != want or (current["metadata"].get("annotations") or {}) != annotations:
-            spec = {**current["spec"], "ports": wanted["spec"]["ports"]}
+        if have != want or (current["metadata"].get("annotations") or {}) != annotations or (
+                current["spec"].get("loadBalancerIP") != load_balancer_ip):
+            spec = {key: value for key, value in current["spec"].items()
+                    if key != "loadBalancerIP"}
+            spec |= {"ports": wanted["spec"]["ports"],
+                     **({"loadBalancerIP": load_balancer_ip} if load_balancer_ip else {})}
             metadata = {**current["metadata"], "annotations": annotations}
             await services.update({**current, "metadata": metadata, "spec": spec})
 
@@ -432,7 +468,8 @@ class GatewayController:
             await self.ensure_service(service, ports, "gateway", {
                 GATEWAY_ANNOTATION: f"{namespace}/{name}",
                 PORTS_ANNOTATION: json.dumps({str(public): internal
-                                              for public, internal in sorted(ports.items())})})
+                                              for public, internal in sorted(ports.items())})},
+                plan.gateway_addresses.get((namespace, name)))
         for service in self.services.store.list(NAMESPACE):
             labels = service["metadata"].get("labels") or {}
             if labels.get(PART_LABEL) == "gateway" and (
@@ -488,3 +525,52 @@ class GatewayController:
             if not current or same_conditions(current.get("status") or {}, status):
                 continue
             await self.gateway_client(plural).update_status({**current, "status": status})
+
+    def crd_versions(self) -> dict[str, str]:
+        """The bundle-version annotation of each Gateway API CRD ("" without one)."""
+        return {crd["metadata"]["name"]: (crd["metadata"].get("annotations") or {}).get(
+                    gatewayapi.BUNDLE_VERSION, "")
+                for crd in self.crds.store.list()
+                if (crd.get("spec") or {}).get("group") == gatewayapi.GROUP}
+
+    def load_balancer_problems(self, services: dict[tuple[str, str], Obj]
+                               ) -> dict[tuple[str, str], str]:
+        """Per Gateway: the latest SyncLoadBalancerFailed Event on its Service, while the
+        Service lacks the address it asks for."""
+        latest: dict[str, Obj] = {}
+        for event in self.events.store.list():
+            uid = (event.get("involvedObject") or {}).get("uid")
+            if event.get("reason") == LOAD_BALANCER_FAILED and uid and (
+                    event.get("lastTimestamp") or "") >= (
+                        (latest.get(uid) or {}).get("lastTimestamp") or ""):
+                latest[uid] = event
+        problems = {}
+        for service in services.values():
+            metadata = service["metadata"]
+            served = (metadata.get("annotations") or {}).get(GATEWAY_ANNOTATION)
+            event = latest.get(metadata.get("uid") or "")
+            if metadata.get("namespace") != NAMESPACE or not served or event is None:
+                continue
+            address = load_balancer_address(service)
+            wanted = (service.get("spec") or {}).get("loadBalancerIP")
+            if address is None or (wanted and address != wanted):
+                namespace, _, name = served.partition("/")
+                problems[(namespace, name)] = event.get("message") or LOAD_BALANCER_FAILED
+        return problems
+
+    @staticmethod
+    def taken_addresses(services: dict[tuple[str, str], Obj]) -> dict[str, str]:
+        """Each load-balancer address a Service holds or asks for -> who: "Gateway ns/name"
+        for a Gateway's Service, else "Service ns/name"."""
+        taken = {}
+        for (namespace, name), service in services.items():
+            served = ((service["metadata"].get("annotations") or {}).get(GATEWAY_ANNOTATION)
+                      if namespace == NAMESPACE else None)
+            holder = f"Gateway {served}" if served else f"Service {namespace}/{name}"
+            ingress_list = ((service.get("status") or {}).get("loadBalancer") or {}).get(
+                "ingress") or []
+            for address in [*(item.get("ip") for item in ingress_list),
+                            (service.get("spec") or {}).get("loadBalancerIP")]:
+                if address:
+                    taken.setdefault(address, holder)
+        return taken

@@ -2,28 +2,37 @@
 asks for. Pure: it reads a `World` (what the informers hold) and returns a `Plan`.
 
     GatewayClass  ours when spec.controllerName is CONTROLLER_NAME: Accepted,
-                  SupportedVersion
-    Gateway       of one of our classes: each listener checked (protocol, route kinds,
-                  TLS certificateRefs, conflicts); Accepted (False, InvalidParameters,
-                  with an infrastructure.parametersRef: this controller reads none),
-                  Programmed (once its LoadBalancer has an address), status.addresses,
-                  listeners[] (attachedRoutes counts the routes of a listener whose
-                  certificateRefs do not resolve, though it serves none)
+                  SupportedVersion (False, UnsupportedVersion, when a Gateway API CRD's
+                  bundle-version is not one we know: served on a best-effort basis)
+    Gateway       of one of our classes: each listener checked (protocol, a free nginx
+                  port: else PortUnavailable, route kinds, TLS certificateRefs, conflicts,
+                  OverlappingTLSConfig); Accepted (False, InvalidParameters, with an
+                  infrastructure.parametersRef: this controller reads none; False,
+                  UnsupportedAddress, with a spec.addresses type other than IPAddress),
+                  Programmed (once its LoadBalancer has an address: the one spec.addresses
+                  asks for, if any; else AddressNotUsable, NoResources or
+                  AddressNotAssigned), status.addresses, listeners[] (attachedRoutes
+                  counts the routes of a listener whose certificateRefs do not resolve,
+                  though it serves none)
     HTTPRoute     each parentRef that names one of our Gateways: attached to the listeners
                   that allow it (sectionName, port, allowedRoutes, hostnames), Accepted and
                   ResolvedRefs (backendRefs and RequestMirror's: Services, cross-namespace
                   only through a ReferenceGrant; a headless Service's ready endpoints);
-                  each rule's matches become candidates on the listener's port, in the
-                  spec's precedence order, tagged with the listener (nginx.py routes a
-                  request by the most specific listener only)
+                  a rule with a filter this data plane lacks or two it cannot combine is
+                  dropped (PartiallyInvalid), a route of only such rules is not Accepted
+                  (UnsupportedValue, IncompatibleFilters); each rule's matches become
+                  candidates on the listener's port, in the spec's precedence order,
+                  tagged with the listener (nginx.py routes a request by the most specific
+                  listener only)
 
-A Gateway's listeners that share a port share one nginx port (PORT_BASE and up), reached
+A Gateway's listeners that share a port share one nginx port (from --data-plane-ports), reached
 through the Gateway's own LoadBalancer Service.
 """
 
 from __future__ import annotations
 
 import base64
+import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,10 +57,20 @@ GROUP = "gateway.networking.k8s.io"
 CONTROLLER_NAME = "minikube-py.io/gateway-controller"
 GATEWAY_CLASS = "minikube-py"
 SUPPORTED_VERSION = "v1"
+BUNDLE_VERSION = "gateway.networking.k8s.io/bundle-version"
+SUPPORTED_BUNDLES = ("v1.6.",)
+"""The CRD bundles (release lines) whose types this controller was written against."""
 ROUTE_KIND = {"group": GROUP, "kind": "HTTPRoute"}
 HTTP_PROTOCOLS = ("HTTP", "HTTPS")
 SUPPORTED_FILTERS = ("RequestHeaderModifier", "ResponseHeaderModifier", "RequestRedirect",
                      "URLRewrite", "RequestMirror")
+INCOMPATIBLE_FILTERS = (
+    ("RequestRedirect", "URLRewrite", "the spec forbids combining them"),
+    ("RequestRedirect", "RequestMirror", "nginx answers a redirect (return) before it "
+     "mirrors"),
+    ("RequestRedirect", "ResponseHeaderModifier", "nginx's redirect answer does not take "
+     "the response headers here"))
+"""Filter pairs one rule cannot hold on this data plane, and why."""
 
 
 def condition(kind: str, status: bool, reason: str, message: str, generation: int,
@@ -91,6 +110,14 @@ class World:
     endpoint_slices: dict[tuple[str, str], list[Obj]] = field(default_factory=dict)
     """A Service's EndpointSlices (label kubernetes.io/service-name): a headless
     Service's backends are its endpoints."""
+    crd_versions: dict[str, str] = field(default_factory=dict)
+    """Each Gateway API CRD's bundle-version annotation ("" when it has none), by name."""
+    load_balancer_problems: dict[tuple[str, str], str] = field(default_factory=dict)
+    """Why the service-lb gives a Gateway's Service no address (or not the one it asks
+    for): its SyncLoadBalancerFailed Event's message."""
+    taken_addresses: dict[str, str] = field(default_factory=dict)
+    """Load-balancer addresses Services hold or ask for -> whose: "Gateway ns/name" for a
+    Gateway's Service, else "Service ns/name"."""
 
 
 @dataclass
@@ -103,17 +130,38 @@ class Plan:
     gateway_status: dict[tuple[str, str], Obj] = field(default_factory=dict)
     route_parents: dict[tuple[str, str], list[Obj]] = field(default_factory=dict)
     gateway_ports: dict[tuple[str, str], dict[int, int]] = field(default_factory=dict)
+    gateway_addresses: dict[tuple[str, str], str] = field(default_factory=dict)
+    """The address (spec.addresses) a Gateway's Service asks the service-lb for."""
 
 
-def gateway_class_status(obj: Obj, now: str) -> Obj:
-    """Accepted and SupportedVersion for one of our classes."""
+def unsupported_bundles(crd_versions: dict[str, str]) -> list[str]:
+    """The Gateway API CRDs whose bundle-version is missing or not one we support, as
+    "name (version)"."""
+    return [f"{name} ({version or 'no ' + BUNDLE_VERSION})"
+            for name, version in sorted(crd_versions.items())
+            if not version.startswith(SUPPORTED_BUNDLES)]
+
+
+def gateway_class_status(obj: Obj, now: str, crd_versions: dict[str, str] | None = None
+                         ) -> Obj:
+    """Accepted and SupportedVersion for one of our classes. CRDs of a bundle we do not
+    know: SupportedVersion False (UnsupportedVersion), the class still Accepted (the
+    spec's "best effort" choice)."""
     generation = obj["metadata"].get("generation", 1)
     old = (obj.get("status") or {}).get("conditions") or []
+    unsupported = unsupported_bundles(crd_versions or {})
+    supported = ", ".join(f"{prefix}x" for prefix in SUPPORTED_BUNDLES)
+    version = (condition("SupportedVersion", True, "SupportedVersion",
+                         f"Gateway API {SUPPORTED_VERSION} (bundle {supported}) is supported",
+                         generation, now)
+               if not unsupported else
+               condition("SupportedVersion", False, "UnsupportedVersion",
+                         f"CRDs of an unsupported bundle: {', '.join(unsupported)}; "
+                         f"supported: {supported} (served on a best-effort basis)",
+                         generation, now))
     return {**(obj.get("status") or {}), "conditions": merge_conditions(old, [
         condition("Accepted", True, "Accepted", "handled by minikube-py's gateway controller",
-                  generation, now),
-        condition("SupportedVersion", True, "SupportedVersion",
-                  f"Gateway API {SUPPORTED_VERSION} is supported", generation, now)])}
+                  generation, now), version])}
 
 
 def hostname_matches(pattern: str, hostname: str) -> bool:
@@ -190,18 +238,23 @@ class GatewayAPI:
                      if (obj.get("spec") or {}).get("controllerName") == CONTROLLER_NAME}
         self.listeners: dict[tuple[str, str], list[Listener]] = {}
         self.ports: dict[int, Port] = {}
-        self.invalid_parameters: set[tuple[str, str]] = set()
+        self.not_accepted: dict[tuple[str, str], tuple[str, str]] = {}
+        """Gateways not accepted: (reason, message)."""
+        self.unusable_address: dict[tuple[str, str], str] = {}
+        """Gateways whose spec.addresses cannot be had: why."""
 
     def compute(self) -> Plan:
         for name in sorted(self.ours):
-            self.plan.class_status[name] = gateway_class_status(self.world.classes[name],
-                                                                 self.world.now)
+            self.plan.class_status[name] = gateway_class_status(
+                self.world.classes[name], self.world.now, self.world.crd_versions)
         gateways = {key: obj for key, obj in self.world.gateways.items()
                     if (obj.get("spec") or {}).get("gatewayClassName") in self.ours}
         for key, gateway in sorted(gateways.items()):
             self.listeners[key] = self.check_listeners(key, gateway)
             if ((gateway.get("spec") or {}).get("infrastructure") or {}).get("parametersRef"):
-                self.invalid_parameters.add(key)
+                self.not_accepted[key] = ("InvalidParameters", "spec.infrastructure."
+                                          "parametersRef names nothing this controller reads")
+            self.check_addresses(key, gateway)
         candidates: dict[int, list[tuple[tuple[Any, ...], Candidate]]] = {}
         for key, route in sorted(self.world.routes.items(), key=route_order):
             self.attach_route(key, route, gateways, candidates)
@@ -212,6 +265,40 @@ class GatewayAPI:
             self.plan.gateway_status[key] = self.gateway_status(key, gateway)
         self.plan.ports = list(self.ports.values())
         return self.plan
+
+    def check_addresses(self, key: tuple[str, str], gateway: Obj) -> None:
+        """spec.addresses: one IPAddress at most, the Service's loadBalancerIP. Another
+        type: not accepted (UnsupportedAddress); an address that cannot be had: not
+        programmed (AddressNotUsable)."""
+        requested = (gateway.get("spec") or {}).get("addresses") or []
+        for address in requested:
+            kind = address.get("type") or "IPAddress"
+            if kind != "IPAddress":
+                self.not_accepted.setdefault(key, (
+                    "UnsupportedAddress", f"address type {kind} is not supported: a "
+                    "Gateway's address is its LoadBalancer Service's IPAddress"))
+                return
+        values = [address.get("value") or "" for address in requested]
+        if len(values) > 1:
+            self.unusable_address[key] = (
+                f"addresses {', '.join(value or '(any)' for value in values)}: a Gateway has "
+                "one address here (its LoadBalancer Service's); keep one")
+            return
+        if not values or not values[0]:
+            return  # none, or any: the service-lb picks one
+        value = values[0]
+        try:
+            ipaddress.IPv4Address(value)
+        except ValueError:
+            self.unusable_address[key] = (f"address {value} is not an IPv4 address: the "
+                                          "load-balancer range is IPv4")
+            return
+        holder = self.world.taken_addresses.get(value)
+        if holder not in (None, f"Gateway {key[0]}/{key[1]}"):
+            self.unusable_address[key] = (f"address {value} is in use by {holder}; ask for "
+                                          "another one")
+            return
+        self.plan.gateway_addresses[key] = value
 
     def nginx_port(self, key: tuple[str, str], listener_port: int) -> Port:
         number = self.world.ports[(key[0], key[1], listener_port)]
@@ -237,6 +324,9 @@ class GatewayAPI:
             if protocol not in HTTP_PROTOCOLS:
                 conditions.append(("Accepted", False, "UnsupportedProtocol",
                                    f"protocol {protocol} is not supported"))
+            elif (key[0], key[1], spec["port"]) not in self.world.ports:
+                conditions.append(("Accepted", False, "PortUnavailable",
+                                   f"port {spec['port']}: no data-plane port is free for it"))
             elif len(protocols[spec["port"]]) > 1:
                 conditions.append(("Conflicted", True, "ProtocolConflict",
                                    "another listener on this port has another protocol"))
@@ -252,6 +342,11 @@ class GatewayAPI:
                 problem = self.check_certificates(key, spec)
                 if problem is not None:
                     conditions.append(("ResolvedRefs", False, *problem))
+                overlapping = overlapping_tls(spec, specs)
+                if overlapping:
+                    conditions.append(("OverlappingTLSConfig", True, "OverlappingHostnames",
+                                       f"its hostname overlaps those of listeners "
+                                       f"{', '.join(overlapping)} on port {spec['port']}"))
             checked.append(Listener(spec, conditions, kinds))
         return checked
 
@@ -318,7 +413,8 @@ class GatewayAPI:
         generation = route["metadata"].get("generation", 1)
         parents = []
         resolved = self.resolve_backends(key, spec)
-        unsupported = unsupported_filter(spec)
+        dropped = invalid_rules(spec)
+        every_rule_invalid = len(dropped) == len(spec.get("rules") or []) and bool(dropped)
         for ref in spec.get("parentRefs") or []:
             if (ref.get("group") or GROUP) != GROUP or ref.get("kind", "Gateway") != "Gateway":
                 continue
@@ -326,23 +422,27 @@ class GatewayAPI:
             if gateway_key not in gateways:
                 continue
             accepted, reason, message, attached = self.accept(key, route, ref, gateway_key)
-            if accepted and unsupported is not None:
-                accepted, reason, message = False, "UnsupportedValue", unsupported
+            if accepted and every_rule_invalid:
+                accepted, (reason, message) = False, dropped[min(dropped)]
             if accepted:
                 for listener, hostnames in attached:
                     listener.attached += 1
                     if not listener.valid:
                         continue
                     self.add_candidates(key, route, gateway_key, listener, hostnames,
-                                        resolved, candidates)
+                                        resolved, candidates, set(dropped))
             refs_ok, refs_reason, refs_message = resolved.status
-            parents.append({
-                "parentRef": ref, "controllerName": CONTROLLER_NAME,
-                "conditions": [
-                    condition("Accepted", accepted, reason, message, generation,
-                              self.world.now),
-                    condition("ResolvedRefs", refs_ok, refs_reason, refs_message, generation,
-                              self.world.now)]})
+            conditions = [
+                condition("Accepted", accepted, reason, message, generation, self.world.now),
+                condition("ResolvedRefs", refs_ok, refs_reason, refs_message, generation,
+                          self.world.now)]
+            if accepted and dropped:
+                conditions.append(condition(
+                    "PartiallyInvalid", True, "UnsupportedValue", "Dropped Rule(s): " + "; ".join(
+                        f"rules[{index}] ({why})" for index, (_, why) in sorted(dropped.items())),
+                    generation, self.world.now))
+            parents.append({"parentRef": ref, "controllerName": CONTROLLER_NAME,
+                            "conditions": conditions})
         self.plan.route_parents[key] = parents
 
     def accept(self, key: tuple[str, str], route: Obj, ref: Obj, gateway_key: tuple[str, str]
@@ -354,7 +454,7 @@ class GatewayAPI:
                      and ref.get("port") in (None, listener.spec["port"])]
         if not listeners:
             return (False, "NoMatchingParent", "no listener matches the parentRef", [])
-        if gateway_key in self.invalid_parameters:
+        if gateway_key in self.not_accepted:
             return (False, "NoMatchingParent", "the Gateway is not accepted", [])
         usable = [listener for listener in listeners if listener.accepted
                   and any(kind["kind"] == "HTTPRoute" for kind in listener.kinds)]
@@ -426,10 +526,13 @@ class GatewayAPI:
 
     def add_candidates(self, key: tuple[str, str], route: Obj, gateway_key: tuple[str, str],
                        listener: Listener, hostnames: list[str], resolved: Resolved,
-                       candidates: dict[int, list[tuple[tuple[Any, ...], Candidate]]]) -> None:
+                       candidates: dict[int, list[tuple[tuple[Any, ...], Candidate]]],
+                       dropped: set[int]) -> None:
         port = self.nginx_port(gateway_key, listener.spec["port"])
         entries = candidates.setdefault(port.port, [])
         for rule_index, rule in enumerate((route.get("spec") or {}).get("rules") or []):
+            if rule_index in dropped:
+                continue
             matches = rule.get("matches") or [{"path": {"type": "PathPrefix", "value": "/"}}]
             for match_index, raw in enumerate(matches):
                 match = to_match(raw)
@@ -446,7 +549,8 @@ class GatewayAPI:
         old = gateway.get("status") or {}
         old_listeners = {item.get("name"): item for item in old.get("listeners") or []}
         listeners = []
-        usable = key not in self.invalid_parameters
+        usable = key not in self.not_accepted
+        programmed, address = self.gateway_programmed(key, generation)
         for listener in self.listeners[key]:
             if usable and listener.valid and listener.spec["protocol"] in HTTP_PROTOCOLS:
                 port = self.nginx_port(key, listener.spec["port"])
@@ -467,9 +571,9 @@ class GatewayAPI:
             if "Conflicted" not in given:
                 conditions.append(condition("Conflicted", False, "NoConflicts", "",
                                             generation, now))
-            programmed = usable and listener.valid and key in self.world.addresses
-            conditions.append(condition("Programmed", programmed,
-                                        "Programmed" if programmed else "Invalid"
+            ready = usable and listener.valid and address is not None
+            conditions.append(condition("Programmed", ready,
+                                        "Programmed" if ready else "Invalid"
                                         if not (usable and listener.valid) else "Pending", "",
                                         generation, now))
             previous = (old_listeners.get(listener.spec["name"]) or {}).get("conditions") or []
@@ -483,24 +587,44 @@ class GatewayAPI:
         else:
             accepted = condition("Accepted", False, "ListenersNotValid",
                                  "no listener is valid", generation, now)
-        address = self.world.addresses.get(key)
-        programmed = condition("Programmed", address is not None,
-                               "Programmed" if address else "AddressNotAssigned",
-                               "" if address else "waiting for the LoadBalancer's address",
-                               generation, now)
         if not usable:
-            accepted = condition("Accepted", False, "InvalidParameters",
-                                 "spec.infrastructure.parametersRef names nothing this "
-                                 "controller reads", generation, now)
+            accepted = condition("Accepted", False, *self.not_accepted[key], generation, now)
             programmed = condition("Programmed", False, "Invalid", "the Gateway is not "
                                    "accepted", generation, now)
             address = None
+        if key in self.unusable_address:
+            self.plan.gateway_ports.pop(key, None)  # no Service: no address it did not ask for
         status: Obj = {"conditions": merge_conditions(old.get("conditions") or [],
                                                       [accepted, programmed]),
                        "listeners": listeners}
         if address:
             status["addresses"] = [{"type": "IPAddress", "value": address}]
         return status
+
+
+    def gateway_programmed(self, key: tuple[str, str], generation: int
+                           ) -> tuple[Obj, str | None]:
+        """The Gateway's Programmed condition and its address: the one its LoadBalancer
+        Service got (the one spec.addresses asks for, if any), or why there is none: an
+        address it cannot have (AddressNotUsable), none left (NoResources), or not yet."""
+        now = self.world.now
+        address = self.world.addresses.get(key)
+        wanted = self.plan.gateway_addresses.get(key)
+        problem = self.world.load_balancer_problems.get(key)
+        if key in self.unusable_address:
+            return condition("Programmed", False, "AddressNotUsable",
+                             self.unusable_address[key], generation, now), None
+        if address is not None and wanted in (None, address):
+            return condition("Programmed", True, "Programmed", "", generation, now), address
+        if problem is not None and wanted is not None and wanted in problem:
+            return condition("Programmed", False, "AddressNotUsable", problem, generation,
+                             now), None
+        if problem is not None and wanted is None:
+            return condition("Programmed", False, "NoResources", problem, generation,
+                             now), None
+        return condition("Programmed", False, "AddressNotAssigned",
+                         f"waiting for the LoadBalancer's address{' ' + wanted if wanted else ''}",
+                         generation, now), None
 
 
 class Resolved:
@@ -537,6 +661,22 @@ def tls_pair_parses(cert: str, key: str) -> bool:
     except (ValueError, TypeError):
         return False
     return True
+
+
+def overlapping_tls(spec: Obj, specs: list[Obj]) -> list[str]:
+    """The other HTTPS listeners on the port whose hostname overlaps this one's (one covers
+    the other; no hostname covers all). The same hostname is a HostnameConflict instead."""
+    mine = spec.get("hostname") or ""
+    found = []
+    for other in specs:
+        theirs = other.get("hostname") or ""
+        if (other is spec or other["protocol"] != "HTTPS" or other["port"] != spec["port"]
+                or theirs == mine):
+            continue
+        if not mine or not theirs or hostname_matches(mine, theirs) or hostname_matches(
+                theirs, mine):
+            found.append(other["name"])
+    return found
 
 
 def route_kinds(spec: Obj) -> tuple[list[Obj], bool]:
@@ -624,16 +764,24 @@ def mirror_refs(rule: Obj) -> list[Obj]:
             if item.get("type") == "RequestMirror" and item.get("requestMirror")]
 
 
-def unsupported_filter(spec: Obj) -> str | None:
-    """A message naming the first filter this data plane cannot apply."""
-    for rule in spec.get("rules") or []:
-        for item in rule.get("filters") or []:
-            if item.get("type") not in SUPPORTED_FILTERS:
-                return f"filter {item.get('type')} is not supported"
-        for ref in rule.get("backendRefs") or []:
-            if ref.get("filters"):
-                return "filters on a backendRef are not supported"
-    return None
+def invalid_rules(spec: Obj) -> dict[int, tuple[str, str]]:
+    """The rules this data plane cannot serve, by index: (reason, message). A filter it
+    does not have is UnsupportedValue, two it cannot combine IncompatibleFilters. A route
+    with some of them drops those (PartiallyInvalid), with only those is not accepted."""
+    invalid = {}
+    for index, rule in enumerate(spec.get("rules") or []):
+        kinds = [item.get("type") for item in rule.get("filters") or []]
+        unsupported = next((kind for kind in kinds if kind not in SUPPORTED_FILTERS), None)
+        pair = next(((first, second, why) for first, second, why in INCOMPATIBLE_FILTERS
+                     if first in kinds and second in kinds), None)
+        if unsupported is not None:
+            invalid[index] = ("UnsupportedValue", f"filter {unsupported} is not supported")
+        elif any(ref.get("filters") for ref in rule.get("backendRefs") or []):
+            invalid[index] = ("UnsupportedValue", "filters on a backendRef are not supported")
+        elif pair is not None:
+            invalid[index] = ("IncompatibleFilters", f"filters {pair[0]} and {pair[1]} "
+                              f"cannot be combined: {pair[2]}")
+    return invalid
 
 
 def compute(world: World) -> Plan:

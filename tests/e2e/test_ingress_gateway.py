@@ -26,6 +26,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 from collections import Counter
@@ -459,6 +460,126 @@ def test_an_ingress_s_change_reloads_nginx_without_a_new_pod(ingress_backends: P
     assert after[0]["status"]["containerStatuses"][0]["restartCount"] == 0
     logs = kubectl(home, "logs", "-n", "kube-system", after[0]["metadata"]["name"]).stdout
     assert "configuration reloaded" in logs
+
+
+def test_an_implementation_specific_path_matches_as_a_prefix(ingress_backends: Path) -> None:
+    """pathType ImplementationSpecific: here a Prefix match (element-wise), as
+    ingress-nginx treats a path without regex characters."""
+    home = ingress_backends
+    run_kubectl(home, "apply", "-f", "-", stdin=manifest_yaml({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "implementation-specific", "namespace": "default"},
+        "spec": {"defaultBackend": {"service": {"name": "echo-default", "port": {"number": 80}}},
+                 "rules": [{"host": "impl.example", "http": {"paths": [{
+                     "path": "/impl", "pathType": "ImplementationSpecific",
+                     "backend": {"service": {"name": "echo-b", "port": {"number": 80}}}}]}}]}}))
+    address = ingress_address(home, "implementation-specific")
+    for expected in (
+            Expected("/impl", "impl.example", backend="echo-b", namespace="default"),
+            Expected("/impl/", "impl.example", backend="echo-b", namespace="default"),
+            Expected("/impl/deeper?x=1", "impl.example", backend="echo-b", namespace="default"),
+            Expected("/implied", "impl.example", backend="echo-default", namespace="default"),
+            Expected("/", "impl.example", backend="echo-default", namespace="default")):
+        expect(address, expected)
+
+
+STREAM_SERVER = """
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+released = threading.Event()
+
+class Stream(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        if self.path != "/stream":
+            if self.path == "/release":
+                released.set()
+            self.send_response(200)
+            self.send_header("X-Stream", "ok")
+            self.send_header("Content-Length", "3")
+            self.end_headers()
+            self.wfile.write(b"ok\\n")
+            return
+        self.send_response(200)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for _ in range(1500):  # a chunk every 0.2 s until /release, 300 s at most
+            self.wfile.write(b"5\\r\\ntick\\n\\r\\n")
+            self.wfile.flush()
+            if released.wait(0.2):
+                break
+        self.wfile.write(b"5\\r\\ndone\\n\\r\\n0\\r\\n\\r\\n")
+
+    def log_message(self, *args):
+        pass
+
+ThreadingHTTPServer(("", 3000), Stream).serve_forever()
+"""
+"""A backend whose /stream answers one chunk every 0.2 s until a request to /release:
+a request kept in flight for as long as a test needs."""
+
+
+def data_plane_reloads(home: Path) -> int:
+    """How many times the data plane's nginx has reloaded its configuration."""
+    (pod,) = get(home, "pods", "-n", "kube-system", "-l",
+                 "app.kubernetes.io/name=minikube-py-gateway")["items"]
+    return kubectl(home, "logs", "-n", "kube-system", pod["metadata"]["name"]).stdout.count(
+        "configuration reloaded")
+
+
+def test_requests_in_flight_and_new_ones_survive_an_nginx_reload(ingress_backends: Path
+                                                                  ) -> None:
+    """A reload (HUP) starts new workers and lets the old ones finish their requests; the
+    listening sockets stay open. A response streaming across a reload arrives whole, and
+    requests sent continuously meanwhile, each on a new connection, all get answered."""
+    home = ingress_backends
+    document = yaml.safe_load(ECHO_DEPLOYMENT.replace("@APP@", "stream"))
+    document["spec"]["template"]["spec"]["containers"][0].update(
+        {"image": "python:3", "command": ["python3", "-u", "-c", STREAM_SERVER]})
+    run_kubectl(home, "apply", "-f", "-", stdin=manifest_yaml(document))
+    kubectl(home, "expose", "deployment", "stream", "--port=80", "--target-port=3000")
+    kubectl(home, "rollout", "status", "deployment/stream", "--timeout=180s")
+    kubectl(home, "create", "ingress", "stream", "--rule=stream.example/*=stream:80")
+    address = ingress_address(home, "stream")
+    from_stream = Expected("/", "stream.example", response_headers={"X-Stream": "ok"})
+    expect(address, from_stream)
+    reloads = data_plane_reloads(home)
+
+    in_flight = http.client.HTTPConnection(address, 80, timeout=30)
+    in_flight.request("GET", "/stream", headers={"Host": "stream.example"})
+    response = in_flight.getresponse()
+    assert response.status == 200
+    assert response.readline() == b"tick\n"
+    answers: list[tuple[float, str | None]] = []  # (when, what was wrong)
+    stop = threading.Event()
+
+    def send_continuously() -> None:
+        while not stop.wait(0.02):
+            answers.append((time.monotonic(), from_stream.problem(from_stream.send(address))))
+
+    sender = threading.Thread(target=send_continuously)
+    sender.start()
+    try:
+        kubectl(home, "create", "ingress", "stream-reload",
+                "--rule=stream-reload.example/*=echo-a:80")
+        until(lambda: data_plane_reloads(home) > reloads, "nginx to reload")
+        expect(address, Expected("/", "stream-reload.example", backend="echo-a",
+                                 namespace="default"))
+        reloaded_at = time.monotonic()  # the new configuration serves
+        until(lambda: sum(at > reloaded_at for at, _ in answers) >= 3,
+              "requests answered by the new configuration")
+        released = send(address, "/release", "stream.example")
+        assert released is not None and released.status == 200
+        rest = response.read()
+    finally:
+        stop.set()
+        sender.join()
+        in_flight.close()
+    assert rest.endswith(b"done\n")
+    failed = [problem for _, problem in answers if problem is not None]
+    assert not failed, f"{len(failed)} of {len(answers)} requests failed: {failed[:5]}"
+    assert any(at < reloaded_at for at, _ in answers)
 
 
 # -- Gateway API: the conformance tests ------------------------------------------------------

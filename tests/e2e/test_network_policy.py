@@ -626,6 +626,14 @@ def test_should_enforce_policy_based_on_namespace_selector_with_match_expression
     k8s.validate_or_fail(reachability, 80)
 
 
+def test_should_enforce_policy_to_allow_traffic_based_on_namespace_selector_with_match_labels_using_default_ns_label(  # noqa: E501
+        k8s: Cluster) -> None:
+    k8s.create_policy("x", policy("allow-client-a-via-ns-selector-for-immutable-ns-label",
+                                  labels(pod="a"),
+                                  ingress=[{"from": [{"namespaceSelector": ns_is("y")}]}]))
+    k8s.validate_or_fail(x_a_reached_only_from_y(), 80)
+
+
 # --- UDP: the "NetworkPolicy between server and client using UDP" context ---------------
 
 def test_udp_should_support_a_default_deny_ingress_policy(k8s: Cluster) -> None:
@@ -636,6 +644,14 @@ def test_udp_should_support_a_default_deny_ingress_policy(k8s: Cluster) -> None:
 def test_udp_should_enforce_policy_based_on_ports(k8s: Cluster) -> None:
     k8s.create_policy("x", y_into_x_a("allow-ingress-on-port-81-ns-x", tcp(81, protocol="UDP")))
     k8s.validate_or_fail(x_a_reached_only_from_y(), 81, "UDP")
+
+
+def test_udp_should_enforce_policy_to_allow_traffic_only_from_a_pod_in_a_different_namespace_based_on_pod_selector_and_namespace_selector(  # noqa: E501
+        k8s: Cluster) -> None:
+    k8s.create_policy("x", policy("allow-ns-y-pod-a-via-namespace-pod-selector", labels(pod="a"),
+                                  ingress=[{"from": [{"namespaceSelector": ns_is("y"),
+                                                      "podSelector": labels(pod="a")}]}]))
+    k8s.validate_or_fail(x_a_reached_only_from("y/a"), 80, "UDP")
 
 
 # --- beyond network_policy.go: endPort, Services, the node's own traffic ---------------

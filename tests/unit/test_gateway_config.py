@@ -289,6 +289,137 @@ def test_a_gateway_with_a_parameters_ref_is_not_accepted() -> None:
     assert parent(plan, "infra", "r")["Accepted"].startswith("False/")
 
 
+def gateway_conditions(plan: gatewayapi.Plan, name: str) -> dict[str, str]:
+    return {item["type"]: f"{item['status']}/{item['reason']}"
+            for item in plan.gateway_status[("infra", name)]["conditions"]}
+
+
+def listener_conditions(plan: gatewayapi.Plan, name: str) -> list[dict[str, str]]:
+    return [{item["type"]: f"{item['status']}/{item['reason']}" for item in listener[
+        "conditions"]} for listener in plan.gateway_status[("infra", name)]["listeners"]]
+
+
+def test_crds_of_an_unsupported_bundle_version_are_said_on_the_gateway_class() -> None:
+    state = world([], [])
+    state.crd_versions = {"gateways.gateway.networking.k8s.io": "v1.6.1",
+                          "httproutes.gateway.networking.k8s.io": "v1.6.1"}
+    conditions = {item["type"]: item for item in gatewayapi.compute(state).class_status[
+        "minikube-py"]["conditions"]}
+    assert conditions["SupportedVersion"]["reason"] == "SupportedVersion"
+    state.crd_versions["httproutes.gateway.networking.k8s.io"] = "v1.5.0"
+    state.crd_versions["grpcroutes.gateway.networking.k8s.io"] = ""
+    conditions = {item["type"]: item for item in gatewayapi.compute(state).class_status[
+        "minikube-py"]["conditions"]}
+    assert (conditions["SupportedVersion"]["status"], conditions["SupportedVersion"][
+        "reason"]) == ("False", "UnsupportedVersion")
+    assert "httproutes.gateway.networking.k8s.io (v1.5.0)" in conditions[
+        "SupportedVersion"]["message"]
+    assert "grpcroutes" in conditions["SupportedVersion"]["message"]
+    assert conditions["Accepted"]["status"] == "True"  # served on a best-effort basis
+
+
+def with_addresses(name: str, *addresses: dict[str, str]) -> dict[str, Any]:
+    obj = gateway(name, [HTTP])
+    obj["spec"]["addresses"] = list(addresses)
+    return obj
+
+
+def test_a_gateway_s_addresses_are_asked_for_or_said_to_be_unusable_or_unsupported() -> None:
+    gateways = [with_addresses("hostname", {"type": "Hostname", "value": "gw.example"}),
+                with_addresses("two", {"value": "172.18.255.201"},
+                               {"value": "172.18.255.202"}),
+                with_addresses("v6", {"type": "IPAddress", "value": "fd00::1"}),
+                with_addresses("taken", {"value": "172.18.255.203"}),
+                with_addresses("usable", {"type": "IPAddress", "value": "172.18.255.200"}),
+                with_addresses("refused", {"value": "10.1.2.3"}),
+                with_addresses("waiting", {"value": "172.18.255.204"}),
+                with_addresses("exhausted")]
+    state = world(gateways, [])
+    state.taken_addresses = {"172.18.255.203": "Service default/web",
+                             "172.18.255.200": "Gateway infra/usable"}
+    state.addresses = {("infra", "usable"): "172.18.255.200",
+                       ("infra", "waiting"): "172.18.255.250"}
+    state.load_balancer_problems = {
+        ("infra", "refused"): "requested loadBalancerIP 10.1.2.3 is outside the range",
+        ("infra", "exhausted"): "no free address left"}
+    plan = gatewayapi.compute(state)
+    assert gateway_conditions(plan, "hostname") == {
+        "Accepted": "False/UnsupportedAddress", "Programmed": "False/Invalid"}
+    for name in ("two", "v6", "taken", "refused"):
+        assert gateway_conditions(plan, name) == {
+            "Accepted": "True/Accepted", "Programmed": "False/AddressNotUsable"}, name
+        assert "addresses" not in plan.gateway_status[("infra", name)]
+    assert "in use by Service default/web" in plan.gateway_status[("infra", "taken")][
+        "conditions"][1]["message"]
+    assert gateway_conditions(plan, "usable") == {
+        "Accepted": "True/Accepted", "Programmed": "True/Programmed"}
+    assert plan.gateway_status[("infra", "usable")]["addresses"] == [
+        {"type": "IPAddress", "value": "172.18.255.200"}]
+    assert plan.gateway_addresses[("infra", "usable")] == "172.18.255.200"
+    assert gateway_conditions(plan, "waiting")["Programmed"] == "False/AddressNotAssigned"
+    assert gateway_conditions(plan, "exhausted")["Programmed"] == "False/NoResources"
+    for name in ("hostname", "two", "v6", "taken"):  # no Service: no address not asked for
+        assert ("infra", name) not in plan.gateway_ports
+
+
+def test_a_listener_without_a_free_data_plane_port_is_port_unavailable() -> None:
+    state = world([gateway("full", [HTTP, {"name": "more", "port": 8080, "protocol": "HTTP"}])],
+                  [])
+    del state.ports[("infra", "full", 8080)]
+    plan = gatewayapi.compute(state)
+    http, more = listener_conditions(plan, "full")
+    assert http["Accepted"] == "True/Accepted"
+    assert more["Accepted"] == "False/PortUnavailable"
+    assert more["Programmed"] == "False/Invalid"
+    assert gateway_conditions(plan, "full")["Accepted"] == "True/ListenersNotValid"
+
+
+def test_https_listeners_whose_hostnames_overlap_say_so() -> None:
+    ca = pki.new_ca("gateway-unit-ca")
+    pair = pki.issue(ca, "example.com", dns_names=("example.com",), server=True)
+    secrets = {("infra", "tls"): tls_secret(pair.cert_pem, pair.key_pem)}
+    plan = gatewayapi.compute(world([gateway("tls", [
+        https("a", "tls", "foo.example.com"), https("b", "tls", "foo.example.org"),
+        https("c", "tls", "*.example.com"), HTTP])], [], secrets=secrets))
+    a, b, c, plain = listener_conditions(plan, "tls")
+    assert a["OverlappingTLSConfig"] == c["OverlappingTLSConfig"] == (
+        "True/OverlappingHostnames")
+    assert "OverlappingTLSConfig" not in b and "OverlappingTLSConfig" not in plain
+    assert a["Programmed"] == "True/Programmed"  # it only warns
+
+
+def test_rules_a_route_cannot_serve_are_dropped_and_only_such_rules_are_not_accepted() -> None:
+    extension = {"type": "ExtensionRef", "extensionRef": {"group": "x.io", "kind": "F",
+                                                          "name": "f"}}
+    redirect = {"type": "RequestRedirect", "requestRedirect": {"hostname": "x.example"}}
+    mirror = {"type": "RequestMirror", "requestMirror": {"backendRef": {"name": "v2",
+                                                                          "port": 8080}}}
+    partly = route("partly", {"parentRefs": [{"name": "same"}], "rules": [
+        {"matches": [{"path": {"type": "PathPrefix", "value": "/ok"}}],
+         "backendRefs": [{"name": "v1", "port": 8080}]},
+        {"matches": [{"path": {"type": "PathPrefix", "value": "/ext"}}],
+         "filters": [extension], "backendRefs": [{"name": "v1", "port": 8080}]}]})
+    unsupported = route("unsupported", {"parentRefs": [{"name": "same"}], "rules": [
+        {"filters": [extension], "backendRefs": [{"name": "v1", "port": 8080}]}]})
+    incompatible = route("incompatible", {"parentRefs": [{"name": "same"}], "rules": [
+        {"filters": [redirect, mirror]}]})
+    plan = gatewayapi.compute(world([gateway("same", [HTTP])],
+                                    [partly, unsupported, incompatible]))
+    assert parent(plan, "infra", "partly") == {
+        "Accepted": "True/Accepted", "ResolvedRefs": "True/ResolvedRefs",
+        "PartiallyInvalid": "True/UnsupportedValue"}
+    (only,) = plan.route_parents[("infra", "partly")]
+    message = next(item["message"] for item in only["conditions"]
+                   if item["type"] == "PartiallyInvalid")
+    assert message.startswith("Dropped Rule") and "rules[1]" in message
+    assert parent(plan, "infra", "unsupported")["Accepted"] == "False/UnsupportedValue"
+    assert parent(plan, "infra", "incompatible")["Accepted"] == "False/IncompatibleFilters"
+    assert "PartiallyInvalid" not in parent(plan, "infra", "unsupported")
+    (port,) = plan.ports
+    assert [candidate.match.path for candidate in port.candidates] == ["/ok"]
+    assert plan.gateway_status[("infra", "same")]["listeners"][0]["attachedRoutes"] == 1
+
+
 def test_ingress_rules_paths_default_backend_and_tls() -> None:
     classes = {"minikube-py": ingress.ingress_class_object()}
     secret = {"data": {"tls.crt": base64.b64encode(b"CERT").decode(),
