@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -237,6 +238,15 @@ def nodes(apiserver: APIServerProcess, namespace: str) -> Iterator[list[str]]:
             call(apiserver.url, "DELETE", f"/api/v1/nodes/{name}")
         except AssertionError:
             pass
+
+
+def test_the_page_preloads_every_module_so_the_browser_fetches_them_at_once() -> None:
+    """First paint: index.html names each ES module (modulepreload), so that the browser
+    fetches them all while it parses the page, not an import at a time."""
+    static = Path(__file__).resolve().parents[1] / "minikube_py" / "dashboard" / "static"
+    page = (static / "index.html").read_text()
+    preloaded = set(re.findall(r'<link rel="modulepreload" href="static/([\w.]+)">', page))
+    assert preloaded == {module.name for module in static.glob("*.js")}
 
 
 def test_cluster_view_draws_nodes_their_pods_the_pending_lane_and_services(

@@ -39,6 +39,11 @@ export class ClusterView {
     this.changes = new Map();    // element key -> the watch event type to animate
     this.selected = "";
     this.frame = 0;
+    this.layers.pods.addEventListener("click", (event) => {  // one listener for every pod
+      if (!event.target.dataset.name) return;
+      this.selected = event.target.dataset.name;
+      this.showSelection();
+    });
     document.getElementById("selection-trace").addEventListener("click", () => {
       const [namespace, name] = this.selected.split("/");
       this.dashboard.trace.showObject("pods", namespace, name);
@@ -81,7 +86,8 @@ export class ClusterView {
     const perRow = podsPerRow(NODE_WIDTH);
     const byNode = new Map([...state.Node.keys()].map((name) => [name, []]));
     const pending = [];
-    for (const pod of [...state.Pod.values()].sort((a, b) => keyOf(a).localeCompare(keyOf(b)))) {
+    for (const key of [...state.Pod.keys()].sort()) {
+      const pod = state.Pod.get(key);
       const list = pod.nodeName && byNode.get(pod.nodeName);
       if (list) list.push(pod); else pending.push(pod);
     }
@@ -219,7 +225,6 @@ export class ClusterView {
     if (!rect) {
       rect = this.layers.pods.appendChild(svg("rect", { width: POD, height: POD, rx: 2 }));
       rect.dataset.name = key;
-      rect.addEventListener("click", () => { this.selected = key; this.showSelection(); });
       titled(rect, "");
       this.pods.set(key, rect);
     }
