@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service as ChromeService
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.wait import WebDriverWait
@@ -304,7 +305,11 @@ def test_cluster_view_draws_nodes_their_pods_the_pending_lane_and_services(
         "the Service's endpoint")
     assert [c.get_attribute("data-address") for c in service] == ["10.244.1.5"]
 
-    # a click on a pod tells about it
+    # the mouse over a pod shows its name, phase and IP; a click tells more
+    ActionChains(browser).move_to_element(web_1).perform()
+    tip = browser.find_element(By.ID, "pod-tip")
+    wait_for(browser, lambda _: tip.is_displayed(), "the pod's tip")
+    assert tip.text == f"{namespace}/web-1 Running 10.244.1.5"
     web_1.click()
     assert browser.find_element(By.ID, "selection-title").text == f"pod {namespace}/web-1"
     assert "10.244.1.5" in browser.find_element(By.ID, "selection-details").text
