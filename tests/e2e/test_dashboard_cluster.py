@@ -112,7 +112,7 @@ def test_minikube_py_dashboard_deploys_it_and_draws_the_cluster_its_changes_and_
         # the Service's path (labs/service_packet): its EndpointSlice, then each proxy
         browser.get(f"{url}#trace/services/default/hello")
         wait_for(browser, lambda d: drawn(
-            d, '#swimlanes g.span[data-name="create services default/hello"]')
+            d, '#swimlanes g.span[data-name="create services"]')
             and drawn(d, '#swimlanes g.lane[data-service="kube-proxy"]'),
             "the Service's trace, to its proxies' syncs")
         screenshot("service-trace")
