@@ -36,10 +36,12 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.wait import WebDriverWait
 
+from minikube_py.client.errors import AlreadyExists, NotFound
 from minikube_py.client.kubeconfig import ClientConfig
 from minikube_py.client.rest import Client
-from minikube_py.cluster.addons import NAMESPACE, PROXY_PATH, SERVICE
+from minikube_py.cluster.addons import NAMESPACE, PROXY_PATH, SERVICE, remove_dashboard
 from minikube_py.cluster.apiserver import APIServerProcess
+from minikube_py.controllers.namespace import NamespaceController
 from minikube_py.process import free_port
 from minikube_py.scheduler.config import default_configuration
 from minikube_py.scheduler.framework.interface import CycleState
@@ -728,6 +730,24 @@ def test_minikube_py_dashboard_prints_a_url_that_opens_the_live_view_through_a_l
     assert status_of(f"{origin}/api/v1/namespaces/kube-system/secrets") == 403
     assert status_of(f"{url}healthz", method="POST") == 403
     assert status_of(f"{url}healthz", host="attacker.example:80") == 403
+
+
+async def test_disabling_the_dashboard_waits_until_its_namespace_is_gone_so_it_can_come_back(
+        kubeconfig: Path, api_client: Client, run_controllers: Callable[..., Any]) -> None:
+    """`addons disable dashboard` returns once the namespace controller has emptied and
+    removed kubernetes-dashboard: an `addons enable` right after can make its objects
+    again (in a namespace still terminating, the API server refuses them)."""
+    await run_controllers(NamespaceController)
+    namespaces = api_client.resource("namespaces")
+    with contextlib.suppress(AlreadyExists):  # made by an earlier test
+        await namespaces.create({"apiVersion": "v1", "kind": "Namespace",
+                                 "metadata": {"name": NAMESPACE}})
+    await api_client.resource("serviceaccounts").create(
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": SERVICE}},
+        NAMESPACE)
+    await remove_dashboard(kubeconfig)
+    with pytest.raises(NotFound):
+        await namespaces.get(NAMESPACE)
 
 
 def test_minikube_py_dashboard_says_in_one_line_when_the_cluster_has_no_dashboard(
