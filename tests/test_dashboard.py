@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -30,14 +31,17 @@ from typing import Any
 import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service as ChromeService
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.wait import WebDriverWait
 
+from minikube_py.client.errors import AlreadyExists, NotFound
 from minikube_py.client.kubeconfig import ClientConfig
 from minikube_py.client.rest import Client
-from minikube_py.cluster.addons import NAMESPACE, PROXY_PATH, SERVICE
+from minikube_py.cluster.addons import NAMESPACE, PROXY_PATH, SERVICE, remove_dashboard
 from minikube_py.cluster.apiserver import APIServerProcess
+from minikube_py.controllers.namespace import NamespaceController
 from minikube_py.process import free_port
 from minikube_py.scheduler.config import default_configuration
 from minikube_py.scheduler.framework.interface import CycleState
@@ -239,6 +243,15 @@ def nodes(apiserver: APIServerProcess, namespace: str) -> Iterator[list[str]]:
             pass
 
 
+def test_the_page_preloads_every_module_so_the_browser_fetches_them_at_once() -> None:
+    """First paint: index.html names each ES module (modulepreload), so that the browser
+    fetches them all while it parses the page, not an import at a time."""
+    static = Path(__file__).resolve().parents[1] / "minikube_py" / "dashboard" / "static"
+    page = (static / "index.html").read_text()
+    preloaded = set(re.findall(r'<link rel="modulepreload" href="static/([\w.]+)">', page))
+    assert preloaded == {module.name for module in static.glob("*.js")}
+
+
 def test_cluster_view_draws_nodes_their_pods_the_pending_lane_and_services(
         apiserver: APIServerProcess, namespace: str, nodes: list[str],
         page: Callable[[str], Path], browser: WebDriver) -> None:
@@ -294,7 +307,11 @@ def test_cluster_view_draws_nodes_their_pods_the_pending_lane_and_services(
         "the Service's endpoint")
     assert [c.get_attribute("data-address") for c in service] == ["10.244.1.5"]
 
-    # a click on a pod tells about it
+    # the mouse over a pod shows its name, phase and IP; a click tells more
+    ActionChains(browser).move_to_element(web_1).perform()
+    tip = browser.find_element(By.ID, "pod-tip")
+    wait_for(browser, lambda _: tip.is_displayed(), "the pod's tip")
+    assert tip.text == f"{namespace}/web-1 Running 10.244.1.5"
     web_1.click()
     assert browser.find_element(By.ID, "selection-title").text == f"pod {namespace}/web-1"
     assert "10.244.1.5" in browser.find_element(By.ID, "selection-details").text
@@ -713,6 +730,24 @@ def test_minikube_py_dashboard_prints_a_url_that_opens_the_live_view_through_a_l
     assert status_of(f"{origin}/api/v1/namespaces/kube-system/secrets") == 403
     assert status_of(f"{url}healthz", method="POST") == 403
     assert status_of(f"{url}healthz", host="attacker.example:80") == 403
+
+
+async def test_disabling_the_dashboard_waits_until_its_namespace_is_gone_so_it_can_come_back(
+        kubeconfig: Path, api_client: Client, run_controllers: Callable[..., Any]) -> None:
+    """`addons disable dashboard` returns once the namespace controller has emptied and
+    removed kubernetes-dashboard: an `addons enable` right after can make its objects
+    again (in a namespace still terminating, the API server refuses them)."""
+    await run_controllers(NamespaceController)
+    namespaces = api_client.resource("namespaces")
+    with contextlib.suppress(AlreadyExists):  # made by an earlier test
+        await namespaces.create({"apiVersion": "v1", "kind": "Namespace",
+                                 "metadata": {"name": NAMESPACE}})
+    await api_client.resource("serviceaccounts").create(
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": SERVICE}},
+        NAMESPACE)
+    await remove_dashboard(kubeconfig)
+    with pytest.raises(NotFound):
+        await namespaces.get(NAMESPACE)
 
 
 def test_minikube_py_dashboard_says_in_one_line_when_the_cluster_has_no_dashboard(

@@ -24,6 +24,7 @@ Enabled add-ons are remembered in cluster.json ("addons"): `up` starts them agai
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +39,7 @@ PROXY_PATH = f"/api/v1/namespaces/{NAMESPACE}/services/http:{SERVICE}:/proxy/"
 """The page through the API server's service proxy, as `minikube dashboard` opens it."""
 ADDONS = {"dashboard": "the dashboard: `minikube-py dashboard` opens it"}
 RBAC = "rbac.authorization.k8s.io"
+NAMESPACE_GONE_TIMEOUT = 60.0  # s to wait for the namespace controller to empty the namespace
 DASHBOARD_USER = f"system:serviceaccount:{NAMESPACE}:{SERVICE}"
 DASHBOARD_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}")
 """The dashboard's certificate: the ServiceAccount upstream's Deployment runs as, with the
@@ -122,15 +124,23 @@ async def apply_dashboard(kubeconfig: Path, address: str, port: int) -> None:
 
 async def remove_dashboard(kubeconfig: Path) -> None:
     """Delete the dashboard's objects: its role, its Service at once (the API server's
-    proxy stops reaching it), then its namespace with what else is in it."""
+    proxy stops reaching it), then its namespace with what else is in it, waiting until
+    the namespace is gone, as `kubectl delete` waits: a namespace being terminated takes
+    no new objects, so an `addons enable` right after would fail."""
     async with Client.from_kubeconfig(kubeconfig, user_agent="minikube-py-addons") as client:
         for plural in ("clusterrolebindings", "clusterroles"):
             with contextlib.suppress(NotFound):
                 await client.resource(plural, RBAC).delete(SERVICE)
         with contextlib.suppress(NotFound):
             await client.resource("services").delete(SERVICE, NAMESPACE)
+        namespaces = client.resource("namespaces")
         with contextlib.suppress(NotFound):
-            await client.resource("namespaces").delete(NAMESPACE)
+            await namespaces.delete(NAMESPACE)
+        with contextlib.suppress(TimeoutError, NotFound):
+            async with asyncio.timeout(NAMESPACE_GONE_TIMEOUT):
+                while True:
+                    await namespaces.get(NAMESPACE)
+                    await asyncio.sleep(0.2)
 
 
 def add_addons_command(commands: argparse._SubParsersAction[argparse.ArgumentParser],

@@ -6,6 +6,8 @@ and each request's path through the components, in a browser.
     server.py    aiohttp: the page, /api/watch (Server-Sent Events), /api/traces (the
                  trace receiver's answers passed on)
     static/      the page: plain HTML, ES modules and SVG, no build step
+        index.html    the tabs' markup; opens the event stream before anything else loads,
+                      and has every module fetched at once (modulepreload)
         app.js        the tabs, the event stream, the state every view reads, links
         cluster.js    nodes, their pods, the pending lane, Services and endpoints
         traces.js     the trace receiver's answers (and its follow stream) for the views

@@ -3,10 +3,12 @@
 `minikube dashboard` enables its add-on) and prints upstream's URL; in Debian's chromium
 through that local proxy both nodes and the example's pods are drawn, `kubectl scale`
 changes the drawing, the Deployment's trace has the components' lanes in time order, and
-the scheduler panel lists every node. Then, on the same cluster: the Service is there, the
-page answers through the API server's service proxy with the kubeconfig's credentials, the
-dashboard's own user may read what it draws and nothing else (upstream's role: no
-secrets, no writes), `down` and `up` start it again, `mkctl trace --web` links into it, and
+the scheduler panel lists every node; the Service's trace and the Deployment's Events are
+drawn too. Each view is saved as a PNG (labs/life_of_a_pod and labs/service_packet show
+copies of them). Then, on the same cluster: the Service is there, the page answers
+through the API server's service proxy with the kubeconfig's credentials, the dashboard's
+own user may read what it draws and nothing else (upstream's role: no secrets, no
+writes), `down` and `up` start it again, `mkctl trace --web` links into it, and
 `addons disable dashboard` removes it.
 
 The dashboard finds the trace receiver as `mkctl trace` does (kube-public/
@@ -106,6 +108,19 @@ def test_minikube_py_dashboard_deploys_it_and_draws_the_cluster_its_changes_and_
                         "the scheduler's decision")
         screenshot("scheduler")
         assert {r.get_attribute("data-node") for r in rows} == {"node-1", "node-2"}
+
+        # the Service's path (labs/service_packet): its EndpointSlice, then each proxy
+        browser.get(f"{url}#trace/services/default/hello")
+        wait_for(browser, lambda d: drawn(
+            d, '#swimlanes g.span[data-name="create services"]')
+            and drawn(d, '#swimlanes g.lane[data-service="kube-proxy"]'),
+            "the Service's trace, to its proxies' syncs")
+        screenshot("service-trace")
+
+        browser.get(f"{url}#events/default/Deployment/hello")
+        wait_for(browser, lambda d: drawn(d, '#events tr[data-object="Deployment/hello"]'),
+                 "the Deployment's Events")
+        screenshot("events")
         assert_no_errors(browser)
     finally:
         screenshot("last")

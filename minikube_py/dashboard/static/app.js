@@ -1,6 +1,7 @@
 // The page: its tabs, the one event stream from the server, and the state every view reads.
 //
-//   api/watch (Server-Sent Events) --> state (one Map per kind, by namespace/name)
+//   api/watch (Server-Sent Events; index.html opens it before the modules load)
+//                                  --> state (one Map per kind, by namespace/name)
 //                                  --> each view's changed(kind, type, object): it redraws
 //                                      on the next animation frame, animating the change
 //
@@ -53,13 +54,15 @@ class Dashboard {
   }
 
   // The event stream; it reconnects by itself after a network error, and is opened again
-  // here when the browser gave it up (an answer that was not an event stream).
-  connect() {
+  // here when the browser gave it up (an answer that was not an event stream). The first
+  // is the one index.html opened before the modules loaded (`early`): the messages it
+  // kept are handled first, in order.
+  connect(early = null) {
     const status = document.getElementById("status");
-    const source = new EventSource("api/watch");
+    const source = early ? early.source : new EventSource("api/watch");
     this.source = source;
-    source.addEventListener("snapshot", (message) => {
-      document.body.dataset.snapshotAt = String(performance.now());
+    const snapshotted = (message) => {
+      document.body.dataset.snapshotAt = String(message.timeStamp);
       const snapshot = JSON.parse(message.data);
       for (const kind of KINDS) {
         this.state[kind] = new Map((snapshot[kind] || []).map((o) => [keyOf(o), o]));
@@ -67,26 +70,37 @@ class Dashboard {
       status.textContent = "live";
       document.body.dataset.snapshot = "loaded";
       for (const view of this.views) view.reset();
-    });
-    source.onmessage = (message) => {
+    };
+    const changed = (message) => {
       const { type, kind, object } = JSON.parse(message.data);
       const objects = this.state[kind];
       if (type === "DELETED") objects.delete(keyOf(object));
       else objects.set(keyOf(object), object);
       for (const view of this.views) view.changed(kind, type, object);
     };
-    source.onerror = () => {
+    const failed = () => {
       status.textContent = "reconnecting…";
       if (source.readyState === EventSource.CLOSED && this.source === source) {
         setTimeout(() => this.connect(), 1000);
       }
     };
+    source.addEventListener("snapshot", snapshotted);
+    source.onmessage = changed;
+    source.onerror = failed;
+    if (early) {
+      source.removeEventListener("snapshot", early.keep);
+      source.removeEventListener("message", early.keep);
+      for (const message of early.messages.splice(0)) {
+        (message.type === "snapshot" ? snapshotted : changed)(message);
+      }
+      if (source.readyState === EventSource.CLOSED) failed();
+    }
   }
 }
 
 const dashboard = new Dashboard();
 window.dashboard = dashboard;
-dashboard.connect();
+dashboard.connect(window.clusterStream);
 // A page the browser leaves holds no stream: a browser opens 6 connections to a host at
 // most, and the streams of pages kept for "back" would take them all. It comes back with
 // a fresh snapshot.

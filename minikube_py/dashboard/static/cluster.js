@@ -1,7 +1,8 @@
 // The cluster, live: nodes as boxes (conditions, taints, allocatable), their pods inside
 // coloured by phase, the pods no node has yet in a pending lane, and the Services with
 // their endpoints. Elements are kept by object, so that a watch event moves, recolours or
-// removes one element, with its animation, and redraws nothing else.
+// removes one element, with its animation, and redraws nothing else. A pod is one <rect>
+// and nothing more: its name, phase and IP show in one tip shared by every pod, on hover.
 import { animate, html, keyOf, svg, titled } from "./dom.js";
 
 const NODE_WIDTH = 250;
@@ -39,6 +40,15 @@ export class ClusterView {
     this.changes = new Map();    // element key -> the watch event type to animate
     this.selected = "";
     this.frame = 0;
+    this.tip = document.getElementById("pod-tip");
+    // one listener each for every pod
+    this.layers.pods.addEventListener("click", (event) => {
+      if (!event.target.dataset.name) return;
+      this.selected = event.target.dataset.name;
+      this.showSelection();
+    });
+    this.layers.pods.addEventListener("mouseover", (event) => this.showTip(event));
+    this.layers.pods.addEventListener("mouseout", () => { this.tip.hidden = true; });
     document.getElementById("selection-trace").addEventListener("click", () => {
       const [namespace, name] = this.selected.split("/");
       this.dashboard.trace.showObject("pods", namespace, name);
@@ -81,7 +91,8 @@ export class ClusterView {
     const perRow = podsPerRow(NODE_WIDTH);
     const byNode = new Map([...state.Node.keys()].map((name) => [name, []]));
     const pending = [];
-    for (const pod of [...state.Pod.values()].sort((a, b) => keyOf(a).localeCompare(keyOf(b)))) {
+    for (const key of [...state.Pod.keys()].sort()) {
+      const pod = state.Pod.get(key);
       const list = pod.nodeName && byNode.get(pod.nodeName);
       if (list) list.push(pod); else pending.push(pod);
     }
@@ -219,8 +230,6 @@ export class ClusterView {
     if (!rect) {
       rect = this.layers.pods.appendChild(svg("rect", { width: POD, height: POD, rx: 2 }));
       rect.dataset.name = key;
-      rect.addEventListener("click", () => { this.selected = key; this.showSelection(); });
-      titled(rect, "");
       this.pods.set(key, rect);
     }
     rect.setAttribute("x", x);
@@ -229,7 +238,6 @@ export class ClusterView {
       (pod.deleting ? " deleting" : "") + (key === this.selected ? " selected" : ""));
     rect.dataset.node = node;
     rect.dataset.phase = pod.phase;
-    rect.firstChild.textContent = `${key} ${pod.phase}${pod.podIP ? " " + pod.podIP : ""}`;
     this.animateChange(rect, `Pod:${key}`);
   }
 
@@ -247,6 +255,17 @@ export class ClusterView {
       element.dataset.gone = "true";
       setTimeout(() => element.remove(), 650);
     }
+  }
+
+  // The tip of the pod under the mouse: its name, phase and IP as the state has them now.
+  showTip(event) {
+    const key = event.target.dataset.name;
+    const pod = key && this.dashboard.state.Pod.get(key);
+    if (!pod) return;
+    this.tip.textContent = `${key} ${pod.phase}${pod.podIP ? " " + pod.podIP : ""}`;
+    this.tip.style.left = `${event.clientX + 12}px`;
+    this.tip.style.top = `${event.clientY + 12}px`;
+    this.tip.hidden = false;
   }
 
   showSelection() {
