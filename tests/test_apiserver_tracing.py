@@ -24,19 +24,29 @@ import yaml
 from kr8s.asyncio.objects import Pod
 
 from minikube_py.api import Obj
+from minikube_py.client.events import EventRecorder
+from minikube_py.client.informer import SharedInformerFactory
 from minikube_py.client.rest import Client
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.kubeconfig import write_kubeconfig
 from minikube_py.controllers.endpointslice import EndpointSliceController
 from minikube_py.controllers.manager import ControllerManager
+from minikube_py.controllers.volume.persistentvolume import PersistentVolumeController
 from minikube_py.mkctl.printers import timeline
 from minikube_py.process import free_port
+from minikube_py.provisioner.localpath import PROVISIONER_NAME, LocalPathProvisioner
+from minikube_py.scheduler.config import default_configuration
+from minikube_py.scheduler.plugins.registry import IN_TREE_PLUGINS
+from minikube_py.scheduler.scheduler import Scheduler
 from minikube_py.tracing import context
 from minikube_py.tracing.context import ANNOTATION
 from minikube_py.tracing.exporter import OTLPExporter
+from minikube_py.tracing.setup import close_tracer
 from minikube_py.tracing.tracer import Tracer
 from tests.api_helpers import eventually
+from tests.test_persistentvolume_controller import claim
+from tests.test_scheduler import make_node, make_pod
 
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 
@@ -485,3 +495,101 @@ async def test_mkctl_trace_follow_shows_this_life_in_time_order_and_nested(
 def is_step(line: str) -> bool:
     """A line of a span the follow test sent (its SPAN column starts "step ")."""
     return line[SPAN_COLUMN:].strip().startswith("step ")
+
+
+async def test_a_claims_path_through_scheduler_controller_and_provisioner_is_one_trace(
+        traced_server: Path, receiver: str, fast_tmp: Path) -> None:
+    """A claim made in a StatefulSet's sync, and a pod using it: the scheduler's PreBind
+    (VolumeBinding) writes the selected node, the provisioner's "provision" creates the
+    PersistentVolume, the PV controller's syncs of the claim and of the volume bind them;
+    every one is a span of the StatefulSet's trace, the volume carries it too."""
+    tracers = {name: Tracer(name, OTLPExporter(receiver, name, interval=0.05))
+               for name in ("statefulset", "kube-scheduler", "kube-controller-manager",
+                            "local-path-provisioner")}
+    names = {"node": "traced-storage-node", "class": "traced-local",
+             "scheduler": "traced-storage-scheduler"}
+    async with Client.from_kubeconfig(traced_server, user_agent="tests",
+                                      trace_context=True) as client:
+        node = make_node(names["node"])
+        created = await client.resource("nodes").create(node)
+        await client.resource("nodes").update_status({**created, "status": node["status"]})
+        await client.resource("storageclasses", "storage.k8s.io").create({
+            "metadata": {"name": names["class"]}, "provisioner": PROVISIONER_NAME,
+            "volumeBindingMode": "WaitForFirstConsumer"})
+        manager = ControllerManager(client, [PersistentVolumeController],
+                                    tracer=tracers["kube-controller-manager"])
+        informers = SharedInformerFactory(client)
+        recorder = EventRecorder(client, PROVISIONER_NAME)
+        provisioner = LocalPathProvisioner(client, informers, recorder, fast_tmp / "nodes",
+                                           tracer=tracers["local-path-provisioner"])
+        config = default_configuration()
+        config.profiles[0].scheduler_name = names["scheduler"]
+        scheduler = Scheduler(client, config, IN_TREE_PLUGINS,
+                              tracer=tracers["kube-scheduler"])
+        informers.start()
+        running = None
+        try:
+            async with asyncio.timeout(30):
+                await manager.start()
+                await scheduler.start()
+                await informers.wait_for_cache_sync()
+            running = asyncio.create_task(provisioner.run())
+            with tracers["statefulset"].span("statefulset sync") as sync:
+                await client.resource("persistentvolumeclaims").create(
+                    claim("traced-data", names["class"]), "default")
+                await client.resource("pods").create(make_pod(
+                    "traced-db-0", scheduler_name=names["scheduler"], volumes=[
+                        {"name": "data", "persistentVolumeClaim": {
+                            "claimName": "traced-data"}}]), "default")
+
+            async def bound() -> Obj | None:
+                found = await client.resource("persistentvolumeclaims").get(
+                    "traced-data", "default")
+                return found if (found.get("status") or {}).get("phase") == "Bound" else None
+
+            bound_claim = await eventually(bound, timeout=30, what="traced-data Bound")
+            volume_name = bound_claim["spec"]["volumeName"]
+            volume = await client.resource("persistentvolumes").get(volume_name)
+        finally:
+            if running is not None:
+                running.cancel()
+                await asyncio.gather(running, return_exceptions=True)
+            await scheduler.stop()
+            await manager.stop()
+            await informers.stop()
+            await recorder.stop()
+            for tracer in tracers.values():
+                await close_tracer(tracer)
+    assert context.of_object(volume).trace_id == sync.context.trace_id
+
+    async def whole_path() -> list[Obj] | None:
+        spans = await spans_of(receiver, "persistentvolumeclaims", "default",
+                               "traced-data", 1)
+        names_found = {(s["service"], s["name"]) for s in spans}
+        wanted = {("local-path-provisioner", "provision"),
+                  ("kube-scheduler", "PreBind VolumeBinding"),
+                  ("kube-controller-manager", "persistentvolume-binder sync")}
+        return spans if wanted <= names_found and any(
+            s["attributes"].get("k8s.name") == volume_name for s in spans
+            if s["name"] == "persistentvolume-binder sync") and any(
+            is_volume_create(s) for s in spans) else None
+
+    def is_volume_create(span: Obj) -> bool:
+        return (span["service"] == "kube-apiserver"
+                and span["attributes"].get("k8s.verb") == "create"
+                and span["attributes"].get("k8s.resource") == "persistentvolumes")
+
+    spans = await eventually(whole_path, timeout=15, what="the claim's whole path")
+    assert {s["traceId"] for s in spans} == {sync.context.trace_id}
+    by_id = {s["spanId"]: s for s in spans}
+    provision = next(s for s in spans if s["name"] == "provision")
+    assert provision["attributes"]["node"] == names["node"]
+    created_volume = next(s for s in spans if is_volume_create(s))
+    assert created_volume["parentSpanId"] == provision["spanId"]
+    pre_bind = next(s for s in spans if s["name"] == "PreBind VolumeBinding")
+    assert by_id[pre_bind["parentSpanId"]]["name"] == "bind"
+    assert any(event["name"] == "bound" and event["attributes"]["volume"] == volume_name
+               for event in pre_bind["events"])
+    selected = next(s for s in spans if s["attributes"].get("k8s.verb") == "update"
+                    and s["parentSpanId"] == pre_bind["spanId"])
+    assert selected["attributes"]["k8s.name"] == "traced-data"

@@ -190,20 +190,29 @@ class Controller(Component):
         of what queued it, enqueue_caused_by): the writes the sync makes (a ReplicaSet's
         pods) carry the trace on (tracing/context.py)."""
         tracer = self.ctx.tracer
-        obj = self.traced.store.get(key) if tracer.enabled and self.traced else None
+        traced = self.traced_object(key) if tracer.enabled else None
+        plural, obj = traced if traced is not None else ("", None)
         parent = self._causes.pop(key, None) if self._causes else None
         if parent is None and obj is not None:
             parent = tracing_context.of_object(obj)
-        if parent is None or self.traced is None:
+        if parent is None or traced is None:
             await self.sync(key)
             return
         namespace, _, name = key.rpartition("/")
-        attributes = {"k8s.resource": self.traced.resource.resource.plural,
+        attributes = {"k8s.resource": plural,
                       "k8s.namespace": namespace, "k8s.name": name, "controller": self.name}
         if obj is not None and (uid := obj["metadata"].get("uid")):
             attributes["k8s.uid"] = uid
         with tracer.span(f"{self.name} sync", parent=parent, **attributes):
             await self.sync(key)
+
+    def traced_object(self, key: str) -> tuple[str, Obj | None] | None:
+        """The resource (plural) of the key and its object in the cache, whose trace a sync
+        of the key continues; None: the sync is not traced. By default the object of
+        `traced`, the kind the controller syncs."""
+        if self.traced is None:
+            return None
+        return self.traced.resource.resource.plural, self.traced.store.get(key)
 
     def _handle_error(self, key: str, error: Exception) -> None:
         """Say in one line why the key failed (it is retried with backoff, other keys

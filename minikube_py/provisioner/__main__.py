@@ -1,6 +1,7 @@
 """`python -m minikube_py.provisioner --kubeconfig F --nodes-dir D [--bind-address A]
-[--port N]`: the local-path provisioner (minikube-py.io/local-path), and its resizer
-(the external-resizer's part: claims of its volumes that ask for more)."""
+[--port N] [--tracing-endpoint URL]`: the local-path provisioner
+(minikube-py.io/local-path), and its resizer (the external-resizer's part: claims of its
+volumes that ask for more)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import SharedInformerFactory
 from minikube_py.provisioner.localpath import PROVISIONER_NAME, LocalPathProvisioner
 from minikube_py.provisioner.resizer import LocalPathResizer
+from minikube_py.tracing.setup import add_tracing_flag, close_tracer, tracer_for
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -27,19 +29,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--nodes-dir", required=True, type=Path,
                         help="the folder of the nodes' files: a volume on node N is "
                              "NODES_DIR/N/local-path-provisioner/pvc-<uid>_<ns>_<name>")
+    add_tracing_flag(parser)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    client = component_client("provisioner", args, user_agent="local-path-provisioner")
+    client = component_client("provisioner", args, user_agent="local-path-provisioner",
+                              trace_context=True)
 
     async def run() -> None:
         async with client:
             informers = SharedInformerFactory(client)
             recorder = EventRecorder(client, PROVISIONER_NAME)
-            provisioner = LocalPathProvisioner(client, informers, recorder,
-                                               args.nodes_dir.resolve())
+            provisioner = LocalPathProvisioner(
+                client, informers, recorder, args.nodes_dir.resolve(),
+                tracer=tracer_for("local-path-provisioner", args.tracing_endpoint))
             resizer = LocalPathResizer(client, informers)
             try:
                 async with (serving_informers("provisioner", args, informers),
@@ -48,6 +53,7 @@ def main(argv: list[str] | None = None) -> None:
                     group.create_task(resizer.run())
             finally:
                 await recorder.stop()
+                await close_tracer(provisioner.tracer)
 
     run_component("provisioner", run)
 

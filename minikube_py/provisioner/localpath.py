@@ -9,6 +9,10 @@ external-provisioner controller around rancher's local-path-provisioner).
     volume: provisioned by us, Released, reclaim policy Delete
         -> remove the folder, delete the PV, then drop our finalizer
 
+A claim that carries a trace (a StatefulSet's claim carries the StatefulSet's) gets a
+span of it, "provision", whose PV create the API server records under it: the volume
+carries the claim's trace on, to the PV controller's binding (docs/tracing.md).
+
 A node of this cluster is a network namespace on this machine, with its files under
 `<state>/nodes/<node>/`; a node's volumes live in `<nodes dir>/<node>/local-path-provisioner/
 pvc-<uid>_<namespace>_<name>` (rancher's /var/local-path-provisioner/ on a real node), so
@@ -40,6 +44,8 @@ from minikube_py.client.informer import EventHandler, SharedInformerFactory
 from minikube_py.client.rest import Client
 from minikube_py.client.store import object_key
 from minikube_py.client.workqueue import RateLimitingQueue, run_workers
+from minikube_py.tracing import context as tracing_context
+from minikube_py.tracing.tracer import DISABLED, Tracer
 
 log = logging.getLogger(__name__)
 
@@ -81,10 +87,12 @@ class LocalPathProvisioner:
     workers: ClassVar[int] = 4
 
     def __init__(self, client: Client, informers: SharedInformerFactory,
-                 recorder: EventRecorder, nodes_dir: Path) -> None:
+                 recorder: EventRecorder, nodes_dir: Path, *,
+                 tracer: Tracer = DISABLED) -> None:
         self.client = client
         self.recorder = recorder
         self.nodes_dir = nodes_dir
+        self.tracer = tracer
         self.queue = RateLimitingQueue(self.name)
         self.claims = informers.informer("persistentvolumeclaims")
         self.volumes = informers.informer("persistentvolumes")
@@ -112,7 +120,7 @@ class LocalPathProvisioner:
         if "/" in key:
             claim = self.claims.store.get(key)
             if claim is not None and self.should_provision(claim):
-                await self.provision(claim)
+                await self.traced_provision(claim)
             return
         volume = self.volumes.store.get(key)
         if volume is not None:
@@ -129,6 +137,19 @@ class LocalPathProvisioner:
                        or annotations.get(ANN_BETA_STORAGE_PROVISIONER))
         return (provisioner == PROVISIONER_NAME
                 and self.volumes.store.get(volume_name(claim)) is None)
+
+    async def traced_provision(self, claim: Obj) -> None:
+        """provision(claim), as a span of the claim's trace when it carries one."""
+        parent = tracing_context.of_object(claim) if self.tracer.enabled else None
+        if parent is None:
+            await self.provision(claim)
+            return
+        meta = claim["metadata"]
+        with self.tracer.span("provision", parent=parent, **{
+                "k8s.resource": "persistentvolumeclaims", "k8s.namespace": meta["namespace"],
+                "k8s.name": meta["name"], "k8s.uid": meta["uid"],
+                "node": _annotations(claim).get(ANN_SELECTED_NODE, "")}):
+            await self.provision(claim)
 
     async def provision(self, claim: Obj) -> None:
         """provisionClaimOperation: the folder on the selected node, then the PV."""

@@ -30,6 +30,7 @@ from minikube_py.kubelet.volumes.emptydir import mount_points_under, unmount_all
 from minikube_py.kubelet.volumes.hostpath import check_type
 from minikube_py.kubelet.volumes.manager import ContainerMount, VolumeError, VolumeManager
 from minikube_py.kubelet.volumes.plugin import SetUpError
+from minikube_py.tracing.tracer import Span, Tracer
 
 MI = 1024**2
 TIMESTAMPED = re.compile(r"^\.\.\d{4}_\d\d_\d\d_\d\d_\d\d_\d\d\.\d{9}$")
@@ -535,6 +536,37 @@ async def test_claim_mounts_the_host_path_of_its_bound_volume(root: Path,
     await volumes.cleanup_orphans(set())
     again = (await volumes.mount_pod_volumes(make_pod(pod["spec"]["volumes"][0], uid="uid-2")))
     assert (again["d"] / "row").read_text() == "1"
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.spans: list[Span] = []
+
+    def export(self, span: Span) -> None:
+        self.spans.append(span)
+
+
+async def test_a_claims_first_mount_is_a_span_of_the_pods_sync(root: Path,
+                                                                cluster: Cluster) -> None:
+    """MountVolume.SetUp, under the kubelet's SyncPod: the volume, its PV and the node
+    path; a later sync of the mounted pod is no new mount."""
+    data = root / "node/pvc-1"
+    cluster.bind("data", "pvc-1", {"hostPath": {"path": str(data), "type": "DirectoryOrCreate"}},
+                 node="node-1")
+    volumes = manager(root, cluster)
+    pod = make_pod({"name": "d", "persistentVolumeClaim": {"claimName": "data"}})
+    collected = Collect()
+    kubelet = Tracer("kubelet", collected)
+    with kubelet.span("SyncPod") as sync:
+        await volumes.mount_pod_volumes(pod)
+    with kubelet.span("SyncPod"):
+        await volumes.mount_pod_volumes(pod)
+    mounts = [span for span in collected.spans if span.name == "MountVolume.SetUp"]
+    assert len(mounts) == 1
+    assert mounts[0].parent_id == sync.context.span_id
+    assert mounts[0].attributes == {"volume": "d", "persistentvolume": "pvc-1",
+                                    "path": str(data)}
+    await volumes.teardown_pod_volumes("uid-1")
 
 
 def grown(cluster: Cluster, status: str = "NodeResizePending") -> None:

@@ -348,10 +348,11 @@ PROVISIONER_ACCOUNT = "local-path-provisioner-service-account"
 
 def provisioner_flags(addons: Addons, nodes_dir: Path) -> list[str]:
     """Our provisioner in a pod: /healthz on every address of the pod, the nodes' folders
-    at the path they have on this machine (its PersistentVolumes name host paths)."""
+    at the path they have on this machine (its PersistentVolumes name host paths), its
+    spans to the cluster's trace receiver."""
     return [f"--kubeconfig={IN_CLUSTER_KUBECONFIG}", "--bind-address=0.0.0.0",
             f"--port={PROVISIONER_PORT}", f"--nodes-dir={nodes_dir}",
-            *addons.flags("provisioner")]
+            f"--tracing-endpoint={addons.tracing_endpoint}", *addons.flags("provisioner")]
 
 
 def local_path_provisioner_objects(addons: Addons, nodes_dir: Path,

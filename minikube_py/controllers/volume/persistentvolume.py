@@ -103,6 +103,8 @@ class PersistentVolumeController(Controller):
         # What this controller wrote last, newer than the informer until it catches up.
         self._written_volumes: dict[str, Obj] = {}
         self._written_claims: dict[str, Obj] = {}
+        # key -> the resourceVersion its last traced sync saw (traced_object)
+        self._traced_versions: dict[str, str] = {}
         self.volumes.add_event_handler(EventHandler(
             on_add=self.enqueue, on_update=lambda _old, new: self.enqueue(new),
             on_delete=self._volume_deleted))
@@ -113,6 +115,7 @@ class PersistentVolumeController(Controller):
     def _volume_deleted(self, volume: Obj) -> None:
         """deleteVolume: forget it; its claim, if any, learns it is Lost."""
         self._written_volumes.pop(volume["metadata"]["name"], None)
+        self._traced_versions.pop(volume["metadata"]["name"], None)
         claim_ref = volume["spec"].get("claimRef")
         if claim_ref is not None:
             self.queue.add(claim_ref_key(claim_ref))
@@ -120,6 +123,7 @@ class PersistentVolumeController(Controller):
     def _claim_deleted(self, claim: Obj) -> None:
         """deleteClaim: forget it; its volume is released now, not at the next resync."""
         self._written_claims.pop(claim_key(claim), None)
+        self._traced_versions.pop(claim_key(claim), None)
         if volume_name := claim["spec"].get("volumeName"):
             self.queue.add(volume_name)
 
@@ -162,6 +166,21 @@ class PersistentVolumeController(Controller):
             await asyncio.sleep(self.sync_period)
             for obj in (*self.volumes.store.list(), *self.claims.store.list()):
                 self.enqueue(obj)
+
+    def traced_object(self, key: str) -> tuple[str, Obj | None] | None:
+        """A claim's or a volume's sync is a span of its trace (a StatefulSet's claim:
+        the StatefulSet's; a provisioned volume: its claim's), once per version of it:
+        the resync of an object that did not change adds no span."""
+        if "/" in key:
+            traced = "persistentvolumeclaims", self._claim(key)
+        else:
+            traced = "persistentvolumes", self._volume(key)
+        version = traced[1]["metadata"].get("resourceVersion") if traced[1] else None
+        if version is not None and self._traced_versions.get(key) == version:
+            return None
+        if version is not None:
+            self._traced_versions[key] = version
+        return traced
 
     async def sync(self, key: str) -> None:
         """A claim's key has a "/", a volume's does not."""

@@ -10,6 +10,10 @@ container side. On disk, like upstream:
 
 hostPath volumes are the node path itself; a persistentVolumeClaim volume is what its
 bound PersistentVolume says (a hostPath or local path of this node).
+
+The first set-up of each volume is a span "MountVolume.SetUp" under the kubelet's SyncPod
+(when the pod carries a trace): the volume and, for a claim, its PersistentVolume and
+the node path it mounts.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from minikube_py.kubelet.volumes.plugin import (
     SetUpError,
 )
 from minikube_py.kubelet.volumes.projected import GetServiceAccountToken, ServiceAccountTokens
+from minikube_py.tracing.tracer import child_span, current_span
 
 log = logging.getLogger(__name__)
 DEFAULT_TERMINATION_MESSAGE_PATH = "/dev/termination-log"
@@ -166,9 +171,13 @@ class VolumeManager:
         claim, volume = await persistent_claim.bound_volume(
             pod["metadata"]["namespace"], source, self.get_claim, self.get_volume)
         name = volume["metadata"]["name"]
+        if (span := current_span()).recording:
+            span.set("persistentvolume", name)
         try:
             persistent_claim.check_affinity(volume, await self.get_node_labels())
             path = persistent_claim.set_up(volume)
+            if span.recording:
+                span.set("path", str(path))
             await self._node_expand(pod, claim, volume)
             return path
         except NodeAffinityError as error:
@@ -225,6 +234,12 @@ class VolumeManager:
                 f"unattached volumes=[], failed to process volumes=[{volume['name']}]: "
                 f"{error}")) from error
 
+    async def _mount(self, pod: Obj, volume: Obj) -> Path:
+        """The first MountVolume.SetUp of a volume, as a span of the pod's sync."""
+        with child_span("MountVolume.SetUp", volume=volume["name"]):
+            path, _ = await self._set_up_or_raise(pod, volume)
+            return path
+
     async def mount_pod_volumes(self, pod: Obj) -> dict[str, Path]:
         """WaitForAttachAndMount: set up every volume of the pod; volume name -> host path.
 
@@ -242,7 +257,10 @@ class VolumeManager:
                 if name in mounted and _source_of(volume) not in PROJECTED_SOURCES:
                     continue
                 try:
-                    mounted[name], _ = await self._set_up_or_raise(pod, volume)
+                    if name in mounted:
+                        mounted[name], _ = await self._set_up_or_raise(pod, volume)
+                    else:
+                        mounted[name] = await self._mount(pod, volume)
                 except VolumeError as error:
                     if name not in mounted:
                         raise

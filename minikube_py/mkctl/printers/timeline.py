@@ -27,7 +27,7 @@ from minikube_py.api import Obj
 SHOWN = (("user.name", "user"), ("http.status_code", "code"), ("k8s.revision", "revision"),
          ("node", "node"), ("queue.wait_ms", "queue-wait-ms"), ("attempts", "attempts"),
          ("result", "result"), ("message", "message"), ("changed_lines", "changed-lines"),
-         ("endpoints", "endpoints"))
+         ("endpoints", "endpoints"), ("volume", "volume"), ("persistentvolume", "pv"))
 HEADER = ("TIME", "+MS", "DURATION", "COMPONENT", "SPAN")
 
 

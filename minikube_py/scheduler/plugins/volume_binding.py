@@ -12,7 +12,9 @@ decide where it may run, and the scheduler binds the WaitForFirstConsumer ones.
                 so the next pod does not take the same volume (Unreserve forgets them)
     PreBind     write them (the PV's claimRef, the claim's volume.kubernetes.io/
                 selected-node annotation), then wait until the PV controller (and the
-                provisioner) bound every claim
+                provisioner) bound every claim: a span "PreBind VolumeBinding" of the
+                pod's trace, under the scheduler's "bind", when the pod has one; an
+                event "bound" per claim, naming its volume
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from minikube_py.scheduler.framework.interface import (
     Status,
 )
 from minikube_py.scheduler.framework.types import NodeInfo, PodInfo
+from minikube_py.tracing.tracer import child_span, current_span
 
 STATE_KEY = "VolumeBinding"
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
@@ -350,6 +353,17 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
         if pod_volumes is None or not (pod_volumes.static_bindings
                                        or pod_volumes.dynamic_provisions):
             return SUCCESS
+        namespace, _, name = pod.key.partition("/")
+        with child_span("PreBind VolumeBinding", **{
+                "k8s.resource": "pods", "k8s.namespace": namespace, "k8s.name": name,
+                "k8s.uid": pod.uid, "node": node_name}) as span:
+            status = await self._bind_pod_volumes(pod_volumes)
+            if not status.is_success() and span.recording:
+                span.fail(status.message())
+            return status
+
+    async def _bind_pod_volumes(self, pod_volumes: PodVolumes) -> Status:
+        """BindPodVolumes: the API writes, then checkBindings until all are bound."""
         assert self.handle is not None and self.handle.client is not None
         client = self.handle.client
         try:
@@ -366,6 +380,11 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin)
             changed = self._changed
             try:
                 if self._check_bindings(claims, pod_volumes):
+                    span = current_span()
+                    for claim in claims:
+                        bound = self.claim(_key(claim))
+                        span.event("bound", claim=_key(claim),
+                                   volume=bound["spec"]["volumeName"] if bound else "")
                     return SUCCESS
             except ValueError as error:
                 return Status.error(f"binding volumes: {error}")
