@@ -137,10 +137,17 @@ class Forwarder:
         self.selector.register(self._wakeup, selectors.EVENT_READ, ("stop",))
 
     def stop(self, signum: int, frame: FrameType | None) -> None:
-        """Step 5, the signal handler: `serve` returns at its next turn."""
+        """Step 5, the signal handler: `serve` returns at its next turn. A read or write of
+        a connection that blocks (the rest of a frame not yet come, a peer that does not
+        read) would hold that turn back, since Python retries an interrupted call after
+        the handler: every connection is shut down here, so that call ends at once."""
         self.stopped_by = signum
         with contextlib.suppress(BlockingIOError):  # already woken
             self._waker.send(b"\0")
+        for link in self.links.values():
+            for sock in (link.connection, link.stream.sock):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
 
     def listen(self, pairs: list[tuple[int, int]], addresses: list[str]) -> None:
         """Step 3: a listener on each address for each pair of ports, announced."""
@@ -181,14 +188,23 @@ class Forwarder:
             for data in ready:
                 if self.stopped_by is not None:  # the wakeup ("stop") is among them
                     return
-                if data[0] == "listener":
-                    self._accept(*data[1:])
-                elif data[1] not in self.links:
-                    continue  # dropped earlier in this round
-                elif data[0] == "local":
-                    self._from_local(self.links[data[1]])
-                else:
-                    self._from_pod(self.links[data[1]])
+                try:
+                    self._handle(data)
+                except OSError:
+                    if self.stopped_by is None:
+                        raise
+                    return  # a connection the stop shut down while it was in use
+
+    def _handle(self, data: tuple) -> None:
+        """One ready item of `serve`'s round."""
+        if data[0] == "listener":
+            self._accept(*data[1:])
+        elif data[1] not in self.links:
+            return  # dropped earlier in this round
+        elif data[0] == "local":
+            self._from_local(self.links[data[1]])
+        else:
+            self._from_pod(self.links[data[1]])
 
     def _accept(self, listener: socket.socket, local: int, remote: int) -> None:
         connection, _ = listener.accept()
