@@ -84,14 +84,13 @@ class HostNetwork:
 
 
 def namespaces() -> set[str]:
-    """The network namespaces Docker and `ip netns` hold by a file (nsfs mounts under
-    /run/docker/netns and /run/netns), where the stack's would be; other tests' containerd
-    nodes keep theirs under their own state folders and may come and go meanwhile.
+    """The network namespaces Docker holds by a file (nsfs mounts under /run/docker/netns),
+    where the stack's containers have theirs. Not /run/netns: other tests running meanwhile
+    add and delete theirs there with `ip netns`, and the stack puts none there.
     (Docker removes a gone container's empty netns file a minute later.)"""
     return {line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
             if line.split(" - ")[1].startswith("nsfs ")
-            and line.split()[4].startswith(("/run/docker/netns/", "/var/run/docker/netns/",
-                                            "/run/netns/"))}
+            and line.split()[4].startswith(("/run/docker/netns/", "/var/run/docker/netns/"))}
 
 
 def put_back(before: HostNetwork) -> None:

@@ -89,6 +89,16 @@ def test_controllers_benchmark_quick_run_reports_every_phase() -> None:
 
 
 @pytest.mark.slow
+def test_component_stop_benchmark_quick_run_reports_every_component() -> None:
+    """benchmarks/component_stop.py still runs end to end (figures are not judged here)."""
+    output = run_quick("component_stop.py", timeout=300)
+    for metric in ("baseline: a bare python process", "controller-manager: SIGTERM to exit",
+                   "scheduler: SIGTERM to exit", "kubelet (hollow): SIGTERM to exit",
+                   "dns: SIGTERM to exit", "apiserver (second): SIGTERM to exit"):
+        assert metric in output, f"no line for {metric!r} in:\n{output}"
+
+
+@pytest.mark.slow
 def test_scheduler_benchmark_quick_run_reports_every_phase() -> None:
     """benchmarks/scheduler.py still runs end to end (figures are not judged here)."""
     output = run_quick("scheduler.py", timeout=600)
