@@ -197,18 +197,16 @@ def gateway_conditions(kubectl: Kubectl, namespace: str, name: str) -> dict[str,
 
 
 def load_balancer_failed(kubectl: Kubectl, service: str, message: str) -> None:
-    """What the service-lb controller says when it cannot give a Service an address."""
-    obj = get(kubectl, "service", "-n", "kube-system", service)
-    kubectl("create", "-f", "-", input=json.dumps({
-        "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": f"{service}.{time.time_ns():x}", "namespace": "kube-system"},
-        "involvedObject": {"kind": "Service", "apiVersion": "v1", "namespace": "kube-system",
-                           "name": service, "uid": obj["metadata"]["uid"]},
-        "reason": "SyncLoadBalancerFailed", "type": "Warning", "count": 1,
-        "message": f"Error syncing load balancer: failed to ensure load balancer: {message}",
-        "source": {"component": "service-controller"},
-        "firstTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "lastTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
+    """What the service-lb controller says on a Service it cannot give an address (beside
+    its SyncLoadBalancerFailed Event): the condition minikube-py.io/LoadBalancerReady
+    False."""
+    kubectl("patch", "service", "-n", "kube-system", service, "--subresource=status",
+            "--type=merge", "-p", json.dumps({"status": {"conditions": [{
+                "type": "minikube-py.io/LoadBalancerReady", "status": "False",
+                "reason": "SyncLoadBalancerFailed",
+                "message": f"Error syncing load balancer: failed to ensure load balancer: "
+                           f"{message}",
+                "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}]}}))
 
 
 HTTP_LISTENER = {"name": "http", "port": 80, "protocol": "HTTP"}

@@ -1,5 +1,7 @@
 """The service-lb controller against the real API server: LoadBalancer Services get an
-address from --loadbalancer-ip-range, shown by kubectl, released on delete.
+address from --loadbalancer-ip-range, shown by kubectl, released on delete; whether they
+got one, and why not, is an Event and the Service's minikube-py.io/LoadBalancerReady
+condition.
 
 Each test runs the controller with a loadBalancerClass of its own, so the LoadBalancer
 Services of other tests on the shared API server are not its business."""
@@ -60,6 +62,12 @@ def test_parse_range_accepts_first_last_and_cidr_and_refuses_nonsense() -> None:
         parse_range("ten-eleven")
 
 
+async def ready_condition(client: Client, namespace: str, name: str) -> Obj | None:
+    service = await client.resource("services").get(name, namespace)
+    return next((c for c in service.get("status", {}).get("conditions") or []
+                 if c["type"] == "minikube-py.io/LoadBalancerReady"), None)
+
+
 async def test_load_balancer_gets_an_address_that_kubectl_shows(
         api_client: Client, namespace: str, lb_class: str, kubectl: Kubectl) -> None:
     await api_client.resource("services").create(lb_service("web", lb_class), namespace)
@@ -68,6 +76,9 @@ async def test_load_balancer_gets_an_address_that_kubectl_shows(
     service = await api_client.resource("services").get("web", namespace)
     assert FINALIZER in service["metadata"]["finalizers"]
     assert service["status"]["loadBalancer"]["ingress"][0]["ipMode"] == "VIP"
+    ready = await ready_condition(api_client, namespace, "web")
+    assert ready is not None and (ready["status"], ready["reason"]) == (
+        "True", "EnsuredLoadBalancer") and ready["lastTransitionTime"]
     table = kubectl("get", "svc", "web", "-n", namespace).stdout
     assert ips[0] in table.splitlines()[1].split()
 
@@ -89,6 +100,10 @@ async def test_exhausted_range_stays_pending_with_an_event_until_an_address_is_f
 
     await wait_for(warning, "a SyncLoadBalancerFailed Event")
     assert await ingress(api_client, namespace, "c") == []
+    ready = await wait_for(lambda: ready_condition(api_client, namespace, "c"),
+                           "c's LoadBalancerReady condition")
+    assert (ready["status"], ready["reason"]) == ("False", "SyncLoadBalancerFailed")
+    assert "no free address left in --loadbalancer-ip-range" in ready["message"]
     assert "<pending>" in kubectl("get", "svc", "c", "-n", namespace).stdout
     await services.delete("a", namespace)
 
@@ -101,6 +116,12 @@ async def test_exhausted_range_stays_pending_with_an_event_until_an_address_is_f
 
     await wait_for(gone, "a to go (its finalizer removed)")
     assert await wait_for(lambda: ingress(api_client, namespace, "c"), "c's address") == first
+
+    async def ready_now() -> bool:
+        ready = await ready_condition(api_client, namespace, "c")
+        return ready is not None and ready["status"] == "True"
+
+    await wait_for(ready_now, "c's LoadBalancerReady True")
 
 
 async def test_other_classes_and_other_types_are_left_alone_and_a_type_change_releases(
@@ -118,6 +139,7 @@ async def test_other_classes_and_other_types_are_left_alone_and_a_type_change_re
     async def released() -> bool:
         service = await services.get("mine", namespace)
         return (not service.get("status", {}).get("loadBalancer")
+                and not service.get("status", {}).get("conditions")
                 and FINALIZER not in (service["metadata"].get("finalizers") or []))
 
     await wait_for(released, "the address released and the finalizer removed")

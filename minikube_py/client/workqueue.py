@@ -16,17 +16,23 @@ Three promises, as upstream:
     finally:
         queue.done(key)
 
-`worker` is that loop, `run_workers` runs several of them (a controller's `Run(workers)`).
+`worker` is that loop, `run_workers` runs several of them (a controller's `Run(workers)`);
+`log_sync_error` says in one line why a key failed, as every controller says it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from minikube_py.client.errors import APIStatusError, Conflict
+from minikube_py.client.logs import level_of
+from minikube_py.client.retry import unavailable
 
 
 class ShutDown(Exception):
@@ -276,3 +282,27 @@ async def run_workers(queue: RateLimitingQueue, workers: int,
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class ExpectedSyncError(Exception):
+    """A sync failed for a reason already reported (an Event); retry without a traceback."""
+
+
+def log_sync_error(logger: logging.Logger, name: str, queue: RateLimitingQueue, key: str,
+                   error: Exception) -> None:
+    """Say in one line why the key failed (it is retried with backoff, other keys are
+    served meanwhile): a Conflict (another writer came first) is an ordinary requeue,
+    logged at -v 2 as upstream's controllers log it; an API server that is away, a
+    warning; another answer of the API's, info (a warning once the key failed 5 times in a
+    row); anything else is a bug, logged as an error with its traceback."""
+    requeues = queue.num_requeues(key)
+    if isinstance(error, Conflict):
+        level = level_of(2)
+    elif unavailable(error):
+        level = logging.WARNING
+    elif isinstance(error, ExpectedSyncError | APIStatusError):
+        level = logging.INFO if requeues < 5 else logging.WARNING
+    else:
+        level = logging.ERROR
+    logger.log(level, "%s: error syncing %r (retry %d): %s", name, key, requeues, error,
+               exc_info=level == logging.ERROR)

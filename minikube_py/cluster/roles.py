@@ -50,14 +50,14 @@ ROLES: dict[str, tuple[str, list[Obj]]] = {
         _rule(["list", "watch"], [""], ["pods", "namespaces"]),
         _rule(["list", "watch"], ["networking.k8s.io"], ["networkpolicies"]),
     ]),
-    # the gateway controller: Ingress and Gateway API in (and the service-lb's Events on
-    # its Services), its nginx Deployment, Secret and LoadBalancer Services (kube-system)
-    # and the objects' status out
+    # the gateway controller: Ingress and Gateway API in (what the service-lb says of its
+    # Services it reads in their status: no Events), its nginx Deployment, Secret and
+    # LoadBalancer Services (kube-system) and the objects' status out; it records no Events
     "minikube-py:gateway": ("system:minikube-py-gateway", [
         _rule(READ, ["networking.k8s.io"], ["ingresses", "ingressclasses"]),
         _rule(["create"], ["networking.k8s.io"], ["ingressclasses"]),
         _rule(["update", "patch"], ["networking.k8s.io"], ["ingresses/status"]),
-        _rule(READ, [""], ["services", "secrets", "namespaces", "events"]),
+        _rule(READ, [""], ["services", "secrets", "namespaces"]),
         _rule(READ, ["discovery.k8s.io"], ["endpointslices"]),
         _rule(["create", "update", "delete"], [""], ["services", "secrets"]),
         _rule(["get", "create"], ["apps"], ["deployments"]),

@@ -24,14 +24,19 @@ from typing import ClassVar
 from prometheus_client import CollectorRegistry, Counter
 
 from minikube_py.api import Obj
-from minikube_py.client.errors import APIStatusError, Conflict
 from minikube_py.client.events import EventRecorder
 from minikube_py.client.informer import EventHandler, SharedInformer, SharedInformerFactory
-from minikube_py.client.logs import level_of
 from minikube_py.client.rest import Client
-from minikube_py.client.retry import unavailable
 from minikube_py.client.store import object_key
-from minikube_py.client.workqueue import RateLimitingQueue, WorkqueueMetrics, run_workers
+from minikube_py.client.workqueue import (
+    ExpectedSyncError as ExpectedSyncError,  # the controllers import it from here
+)
+from minikube_py.client.workqueue import (
+    RateLimitingQueue,
+    WorkqueueMetrics,
+    log_sync_error,
+    run_workers,
+)
 from minikube_py.lifecycle import Component
 from minikube_py.security.pki import KeyPair
 from minikube_py.tracing import context as tracing_context
@@ -215,23 +220,5 @@ class Controller(Component):
         return self.traced.resource.resource.plural, self.traced.store.get(key)
 
     def _handle_error(self, key: str, error: Exception) -> None:
-        """Say in one line why the key failed (it is retried with backoff, other keys
-        are served meanwhile): a Conflict (another writer came first) is an ordinary
-        requeue, logged at -v 2 as upstream's controllers log it; an API server that is
-        away, a warning; another answer of the API's, info (a warning once the key failed
-        5 times in a row); anything else is a bug, logged as an error with its traceback."""
-        requeues = self.queue.num_requeues(key)
-        if isinstance(error, Conflict):
-            level = level_of(2)
-        elif unavailable(error):
-            level = logging.WARNING
-        elif isinstance(error, ExpectedSyncError | APIStatusError):
-            level = logging.INFO if requeues < 5 else logging.WARNING
-        else:
-            level = logging.ERROR
-        log.log(level, "%s: error syncing %r (retry %d): %s", self.name, key, requeues,
-                error, exc_info=level == logging.ERROR)
-
-
-class ExpectedSyncError(Exception):
-    """A sync failed for a reason already reported (an Event); retry without a traceback."""
+        """Say why the key failed (workqueue.log_sync_error); it is retried with backoff."""
+        log_sync_error(log, self.name, self.queue, key, error)

@@ -13,7 +13,12 @@ MetalLB hand out addresses from a local range instead; this controller does the 
                       status.loadBalancer.ingress = [{ip, ipMode: VIP}]
                       (none to give: a Warning Event SyncLoadBalancerFailed saying why,
                       the Service stays <pending> or keeps its address, retried later)
-            no  -> our address in its status? clear it; finalizer off (the address is free)
+                   -> status.conditions: minikube-py.io/LoadBalancerReady, True
+                      (EnsuredLoadBalancer) or False (SyncLoadBalancerFailed, the Event's
+                      message): what the Event says, kept on the Service for readers such
+                      as the gateway controller (api/loadbalancer.py)
+            no  -> our address in its status? clear it and the condition; finalizer off
+                   (the address is free)
 
 Which addresses are taken is read from the Services themselves (their status), plus the
 ones this controller has just written and the informer may not show yet, so nothing is
@@ -30,6 +35,14 @@ import logging
 from typing import ClassVar
 
 from minikube_py.api import Obj
+from minikube_py.api.loadbalancer import (
+    ENSURED,
+    SYNC_FAILED,
+    ingress_ips,
+    with_load_balancer_condition,
+    without_load_balancer_condition,
+)
+from minikube_py.api.meta import rfc3339
 from minikube_py.client.errors import Conflict, NotFound
 from minikube_py.controllers.base import Controller, ControllerContext, ExpectedSyncError
 
@@ -53,11 +66,6 @@ def parse_range(spec: str) -> list[str]:
         return [str(address) for address in ipaddress.IPv4Network(spec, strict=False).hosts()]
     except ValueError as error:
         raise ValueError(f"--loadbalancer-ip-range {spec!r}: {error}") from None
-
-
-def ingress_ips(service: Obj) -> list[str]:
-    ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
-    return [entry["ip"] for entry in ingress if entry.get("ip")]
 
 
 class ServiceLBController(Controller):
@@ -102,23 +110,43 @@ class ServiceLBController(Controller):
         requested = (service.get("spec") or {}).get("loadBalancerIP")
         if current and (not requested or requested in current):
             self._written.pop(key, None)
+            await self._write_status(key, service, None, self._ready(service, True))
             return
         self.recorder.event(service, "Normal", "EnsuringLoadBalancer", "Ensuring load balancer")
         address, problem = self._free_address(key, service)
         if address is None:
-            self.recorder.event(
-                service, "Warning", "SyncLoadBalancerFailed",
-                f"Error syncing load balancer: failed to ensure load balancer: {problem}")
+            message = f"Error syncing load balancer: failed to ensure load balancer: {problem}"
+            self.recorder.event(service, "Warning", SYNC_FAILED, message)
+            await self._write_status(key, service, None, self._ready(service, False, message))
             raise RangeExhausted(f"no load-balancer address for {key}: {problem}")
+        await self._write_status(key, service, {"ingress": [{"ip": address, "ipMode": "VIP"}]},
+                                 self._ready(service, True))
+        self._written[key] = address
+        log.info("service-lb: %s gets %s", key, address)
+        self.recorder.event(service, "Normal", "EnsuredLoadBalancer", "Ensured load balancer")
+
+    def _ready(self, service: Obj, ready: bool, message: str = "Ensured load balancer"
+               ) -> list[Obj] | None:
+        """status.conditions with LoadBalancerReady True (EnsuredLoadBalancer) or False
+        (SyncLoadBalancerFailed, saying why); None when it says so already."""
+        return with_load_balancer_condition(service, ready, ENSURED if ready else SYNC_FAILED,
+                                            message, rfc3339(self.now()))
+
+    async def _write_status(self, key: str, service: Obj, load_balancer: Obj | None,
+                            conditions: list[Obj] | None) -> None:
+        """status.loadBalancer (None: as it is) and status.conditions (None: as they are),
+        in one write when either changes."""
         status = dict(service.get("status") or {})
-        status["loadBalancer"] = {"ingress": [{"ip": address, "ipMode": "VIP"}]}
+        if load_balancer is not None:
+            status["loadBalancer"] = load_balancer
+        if conditions is not None:
+            status["conditions"] = conditions
+        if status == (service.get("status") or {}):
+            return
         try:
             await self.services_client.update_status({**service, "status": status})
         except Conflict as error:
             raise ExpectedSyncError(f"{key} changed meanwhile") from error
-        self._written[key] = address
-        log.info("service-lb: %s gets %s", key, address)
-        self.recorder.event(service, "Normal", "EnsuredLoadBalancer", "Ensured load balancer")
 
     def _free_address(self, key: str, service: Obj) -> tuple[str | None, str]:
         """The requested spec.loadBalancerIP if free, else the lowest free address; when
@@ -142,9 +170,14 @@ class ServiceLBController(Controller):
         """The Service no longer wants our address: clear it and drop the finalizer."""
         self._written.pop(key, None)
         had = [ip for ip in ingress_ips(service) if ip in self.pool_set]
-        if had and not service["metadata"].get("deletionTimestamp"):
+        conditions = without_load_balancer_condition(service)
+        if (had or conditions is not None) and not service["metadata"].get(
+                "deletionTimestamp"):
             status = dict(service.get("status") or {})
-            status["loadBalancer"] = {}
+            if had:
+                status["loadBalancer"] = {}
+            if conditions is not None:
+                status["conditions"] = conditions
             try:
                 service = await self.services_client.update_status({**service, "status": status})
             except NotFound:

@@ -15,8 +15,10 @@
                    IPAddress as its loadBalancerIP)
       4. status    Ingress status.loadBalancer; GatewayClass, Gateway and HTTPRoute
                    conditions (what the service-lb could not give a Gateway's Service
-                   comes from its SyncLoadBalancerFailed Events; the CRDs' bundle-version
-                   from their annotation); written only when they changed
+                   comes from that Service's LoadBalancerReady condition; the CRDs'
+                   bundle-version from their annotation); written only when they changed
+    A failed sync is logged and tried again with backoff, as every controller's
+    (workqueue.log_sync_error).
     A sync that follows a change of an Ingress, a Gateway or an HTTPRoute is a span
     "gateway sync" in the trace that object carries (`mkctl trace httproute/NAME`).
 """
@@ -33,11 +35,12 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from minikube_py.api import Obj
+from minikube_py.api.loadbalancer import ingress_ips, load_balancer_condition
 from minikube_py.api.resources import Resource
-from minikube_py.client.errors import AlreadyExists, ClientError, Conflict, NotFound
+from minikube_py.client.errors import AlreadyExists, NotFound
 from minikube_py.client.informer import EventHandler, SharedInformer, SharedInformerFactory
 from minikube_py.client.rest import Client
-from minikube_py.client.workqueue import RateLimitingQueue, ShutDown
+from minikube_py.client.workqueue import RateLimitingQueue, log_sync_error, run_workers
 from minikube_py.gateway import gatewayapi, ingress, nginx
 from minikube_py.tracing import context as tracing_context
 from minikube_py.tracing.tracer import DISABLED, Tracer
@@ -59,7 +62,6 @@ finds none free is PortUnavailable."""
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 CRD_POLL_SECONDS = 5.0
 CRD_GROUP = "apiextensions.k8s.io"
-LOAD_BALANCER_FAILED = "SyncLoadBalancerFailed"  # the service-lb's Warning Event
 GATEWAY_RESOURCES = {
     "gatewayclasses": Resource(gatewayapi.GROUP, "v1", "GatewayClass", "gatewayclasses",
                                False, ("gc",), subresources=("status",)),
@@ -98,9 +100,8 @@ def by_key(informer: SharedInformer) -> dict[tuple[str, str], Obj]:
 
 
 def load_balancer_address(service: Obj | None) -> str | None:
-    ingress_list = (((service or {}).get("status") or {}).get("loadBalancer") or {}).get(
-        "ingress") or []
-    return ingress_list[0].get("ip") if ingress_list else None
+    addresses = ingress_ips(service or {})
+    return addresses[0] if addresses else None
 
 
 def gateway_service_name(namespace: str, name: str) -> str:
@@ -192,11 +193,6 @@ class GatewayController:
         self.namespaces = self.watch(informers.informer("namespaces"))
         # a CRD written: look again at once whether the Gateway API is served
         self.crds = self.watch(informers.informer("customresourcedefinitions", CRD_GROUP))
-        # the service-lb's word on our Services: why one has no address (or not its own)
-        self.events = SharedInformer(client, "events", namespace=NAMESPACE)
-        self.events.add_event_handler(EventHandler(
-            on_add=self.enqueue_load_balancer_event,
-            on_update=lambda _old, new: self.enqueue_load_balancer_event(new)))
         self.gateway_informers: dict[str, SharedInformer] = {}
         self.gateway_class_created = False
 
@@ -206,10 +202,6 @@ class GatewayController:
 
     def enqueue(self, _obj: Obj | None = None) -> None:
         self.queue.add(self.key)
-
-    def enqueue_load_balancer_event(self, event: Obj) -> None:
-        if event.get("reason") == LOAD_BALANCER_FAILED:
-            self.enqueue()
 
     def traced(self, informer: SharedInformer, plural: str) -> None:
         """Keep the trace of each object of `informer` that is added, deleted or whose
@@ -228,40 +220,19 @@ class GatewayController:
                                                 on_delete=changed))
 
     async def run(self) -> None:
-        """Create our IngressClass, then sync until cancelled."""
-        self.events.run_in_background()
+        """Create our IngressClass, then sync until cancelled (one worker: there is one
+        key)."""
         try:
-            try:
-                await self.client.resource("ingressclasses", "networking.k8s.io").create(
-                    ingress.ingress_class_object())
-            except AlreadyExists:
-                pass
-            self.enqueue()
-            while True:
-                try:
-                    key = await self.queue.get()
-                except ShutDown:
-                    return
-                await self.process(key)
-        finally:
-            await self.events.stop()
+            await self.client.resource("ingressclasses", "networking.k8s.io").create(
+                ingress.ingress_class_object())
+        except AlreadyExists:
+            pass
+        self.enqueue()
+        await run_workers(self.queue, 1, lambda _key: self.sync(), self.sync_failed)
 
-    async def process(self, key: str) -> None:
-        """One sync; a failed one is tried again later, rate-limited."""
-        try:
-            await self.sync()
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            level = (logging.DEBUG if isinstance(error, Conflict) else logging.WARNING
-                     if isinstance(error, ClientError) else logging.ERROR)
-            log.log(level, "%s: sync failed: %s", self.name, error,
-                    exc_info=level == logging.ERROR)
-            self.queue.add_rate_limited(key)
-        else:
-            self.queue.forget(key)
-        finally:
-            self.queue.done(key)
+    def sync_failed(self, key: str, error: Exception) -> None:
+        """Say why the sync failed; it is tried again later, rate-limited."""
+        log_sync_error(log, self.name, self.queue, key, error)
 
     async def gateway_api_served(self) -> bool:
         """Whether the API server serves the Gateway API kinds we read (their CRDs are
@@ -533,43 +504,36 @@ class GatewayController:
                 for crd in self.crds.store.list()
                 if (crd.get("spec") or {}).get("group") == gatewayapi.GROUP}
 
-    def load_balancer_problems(self, services: dict[tuple[str, str], Obj]
+    @staticmethod
+    def load_balancer_problems(services: dict[tuple[str, str], Obj]
                                ) -> dict[tuple[str, str], str]:
-        """Per Gateway: the latest SyncLoadBalancerFailed Event on its Service, while the
-        Service lacks the address it asks for."""
-        latest: dict[str, Obj] = {}
-        for event in self.events.store.list():
-            uid = (event.get("involvedObject") or {}).get("uid")
-            if event.get("reason") == LOAD_BALANCER_FAILED and uid and (
-                    event.get("lastTimestamp") or "") >= (
-                        (latest.get(uid) or {}).get("lastTimestamp") or ""):
-                latest[uid] = event
+        """Per Gateway: why the service-lb gives its Service no address (its condition
+        LoadBalancerReady False), while the Service lacks the address it asks for."""
         problems = {}
         for service in services.values():
             metadata = service["metadata"]
             served = (metadata.get("annotations") or {}).get(GATEWAY_ANNOTATION)
-            event = latest.get(metadata.get("uid") or "")
-            if metadata.get("namespace") != NAMESPACE or not served or event is None:
+            ready = load_balancer_condition(service)
+            if metadata.get("namespace") != NAMESPACE or not served or ready is None or (
+                    ready.get("status") != "False"):
                 continue
             address = load_balancer_address(service)
             wanted = (service.get("spec") or {}).get("loadBalancerIP")
             if address is None or (wanted and address != wanted):
                 namespace, _, name = served.partition("/")
-                problems[(namespace, name)] = event.get("message") or LOAD_BALANCER_FAILED
+                problems[(namespace, name)] = ready.get("message") or ready.get("reason") or ""
         return problems
 
     @staticmethod
     def taken_addresses(services: dict[tuple[str, str], Obj]) -> dict[str, str]:
-        """Each load-balancer address a Service holds or asks for -> who: "Gateway ns/name"
-        for a Gateway's Service, else "Service ns/name"."""
+        """Each load-balancer address a Service holds (ingress_ips) or asks for -> who:
+        "Gateway ns/name" for a Gateway's Service, else "Service ns/name"."""
         taken = {}
         for (namespace, name), service in services.items():
             served = ((service["metadata"].get("annotations") or {}).get(GATEWAY_ANNOTATION)
                       if namespace == NAMESPACE else None)
             holder = f"Gateway {served}" if served else f"Service {namespace}/{name}"
-            ingress_list = ((service.get("status") or {}).get("loadBalancer") or {}).get(
-                "ingress") or []
-            for address in [*(item.get("ip") for item in ingress_list),
+            for address in [*ingress_ips(service),
                             (service.get("spec") or {}).get("loadBalancerIP")]:
                 if address:
                     taken.setdefault(address, holder)

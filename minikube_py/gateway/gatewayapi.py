@@ -114,7 +114,7 @@ class World:
     """Each Gateway API CRD's bundle-version annotation ("" when it has none), by name."""
     load_balancer_problems: dict[tuple[str, str], str] = field(default_factory=dict)
     """Why the service-lb gives a Gateway's Service no address (or not the one it asks
-    for): its SyncLoadBalancerFailed Event's message."""
+    for): the message of the Service's LoadBalancerReady condition, when False."""
     taken_addresses: dict[str, str] = field(default_factory=dict)
     """Load-balancer addresses Services hold or ask for -> whose: "Gateway ns/name" for a
     Gateway's Service, else "Service ns/name"."""

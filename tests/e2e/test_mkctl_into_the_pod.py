@@ -6,6 +6,7 @@ port chosen at random) each is checked for what kubectl does."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -15,6 +16,7 @@ import sys
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -205,15 +207,38 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _stopped(process: subprocess.Popen[str], signum: signal.Signals) -> int:
-    """The exit code of a port-forward sent `signum`; it must end within STOP_BOUND."""
+def _tool_name(tool: list[str]) -> str:
+    return "kubectl" if tool == [KUBECTL] else "mkctl"
+
+
+def _stopped(process: subprocess.Popen[str], signum: signal.Signals, tool: list[str],
+             case: str) -> int:
+    """The exit code of a port-forward sent `signum`; it must end within STOP_BOUND. One
+    that does not is killed, and the failure names the tool, the case and the signal, with
+    the end of what it wrote to stderr."""
     process.send_signal(signum)
     try:
         process.wait(timeout=STOP_BOUND)
     except subprocess.TimeoutExpired:
-        raise AssertionError(f"port-forward still ran {STOP_BOUND} s after {signum.name}"
-                             ) from None
+        process.kill()
+        process.wait(timeout=10)
+        raise AssertionError(
+            f"{_tool_name(tool)} port-forward ({case}) still ran {STOP_BOUND} s after "
+            f"{signum.name}; its stderr ended: {_written_so_far(process.stderr)[-2000:]!r}"
+        ) from None
     return process.returncode
+
+
+def _written_so_far(stream: IO[str] | None) -> str:
+    """What a pipe holds now, without waiting for its end (a child may keep it open)."""
+    if stream is None:
+        return ""
+    os.set_blocking(stream.fileno(), False)
+    chunks = []
+    with contextlib.suppress(BlockingIOError):
+        while chunk := os.read(stream.fileno(), 65536):
+            chunks.append(chunk)
+    return b"".join(chunks).decode(errors="replace")
 
 
 def test_port_forward_to_a_pod_and_a_service_carries_http(clis: Clis,
@@ -229,7 +254,9 @@ def test_port_forward_to_a_pod_and_a_service_carries_http(clis: Clis,
                                             ) as answer:
                     assert b"Welcome to nginx" in answer.read()
             announced.append(lines)
-            codes.append(_stopped(process, signal.SIGINT))  # Ctrl-C: forwarding stops, exit 0
+            # Ctrl-C: forwarding stops, exit 0
+            codes.append(_stopped(process, signal.SIGINT, tool,
+                                  f"{target}, idle after 3 connections"))
         assert announced[0] == announced[1] == [f"Forwarding from 127.0.0.1:{port} -> 80"]
         assert codes == [0, 0]
     process, local, _ = _forward(processes, clis, mkctl_command(), "web", ":80")  # a free port
@@ -256,7 +283,8 @@ def _open_connection(process: subprocess.Popen[str], port: int) -> socket.socket
     return connection
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM],
+                         ids=lambda signum: signum.name)
 def test_port_forward_stops_at_once_on_a_signal_idle_or_with_a_connection_open(
         clis: Clis, processes: Start, signum: signal.Signals) -> None:
     """Ctrl-C ends kubectl's port-forward with exit code 0, SIGTERM ends it as the signal
@@ -266,8 +294,10 @@ def test_port_forward_stops_at_once_on_a_signal_idle_or_with_a_connection_open(
         for open_connection in (False, True):
             process, port, _ = _forward(processes, clis, tool, "pod/web", ":80")
             connection = _open_connection(process, port) if open_connection else None
-            code = _stopped(process, signum)
-            assert code == (0 if signum == signal.SIGINT else -signum), (tool, open_connection)
+            case = "with a connection open" if open_connection else "idle"
+            code = _stopped(process, signum, tool, case)
+            assert code == (0 if signum == signal.SIGINT else -signum), (
+                _tool_name(tool), case, signum.name, code)
             if connection is not None:
                 with connection:
                     assert connection.recv(1) == b"", tool  # closed, not left hanging

@@ -87,12 +87,16 @@ COMPONENTS = {
     ], [
         "get secrets -A", "create pods", "update nodes",
     ]),
+    # the gateway controller reads what the service-lb says of its Services from their
+    # status (the LoadBalancerReady condition), not from Events, and records none
     "gateway": ("system:minikube-py-gateway", [
         "watch ingresses.networking.k8s.io -A", "watch endpointslices.discovery.k8s.io -A",
         "update ingresses.networking.k8s.io -A "
-        "--subresource=status", "create secrets -n kube-system",
+        "--subresource=status", "create secrets -n kube-system", "watch services -A",
     ], [
         "create pods", "delete nodes", "update ingresses.networking.k8s.io -A",
+        "list events -n kube-system", "create events -n kube-system",
+        "update services -n kube-system --subresource=status",
     ]),
 }
 # The local-path provisioner is a Deployment's pod in kube-system: it signs in with the

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
+from minikube_py.client.errors import Conflict, ConnectionFailed, Invalid
+from minikube_py.client.logs import level_of
 from minikube_py.client.workqueue import (
     BucketRateLimiter,
+    ExpectedSyncError,
     ItemExponentialFailureRateLimiter,
     RateLimitingQueue,
     ShutDown,
     default_controller_rate_limiter,
+    log_sync_error,
     run_workers,
 )
 
@@ -179,3 +184,28 @@ async def test_workers_retry_a_failed_key_with_backoff_and_forget_it_once_it_syn
     with pytest.raises(ShutDown):
         async with asyncio.timeout(5):
             await queue.get()
+
+
+async def test_a_failed_sync_is_one_line_whose_level_says_whether_it_is_a_bug(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A Conflict is routine (-v 2), an API server away a warning, an answer of the API's or
+    a reported failure info until the key failed 5 times, anything else an error with its
+    traceback."""
+    logger = logging.getLogger("test.sync")
+    queue = RateLimitingQueue("t")
+    caplog.set_level(1, logger="test.sync")
+    failures: list[Exception] = [
+        Conflict({"message": "changed"}, 409), ConnectionFailed("away"),
+        Invalid({"message": "bad"}, 422), ExpectedSyncError("said"), KeyError("bug")]
+    for error in failures:
+        log_sync_error(logger, "t", queue, "ns/a", error)
+    assert [(record.levelno, bool(record.exc_info)) for record in caplog.records] == [
+        (level_of(2), False), (logging.WARNING, False), (logging.INFO, False),
+        (logging.INFO, False), (logging.ERROR, True)]
+    assert caplog.records[0].getMessage() == "t: error syncing 'ns/a' (retry 0): changed"
+    for _ in range(5):
+        queue.add_rate_limited("ns/a")
+    caplog.clear()
+    log_sync_error(logger, "t", queue, "ns/a", ExpectedSyncError("said"))
+    assert [record.levelno for record in caplog.records] == [logging.WARNING]
+    queue.shut_down()
