@@ -491,15 +491,13 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         if len(limits) == 1:
             # One constraint: a node's verdict is its domain's, worked out once per domain.
             key, by_value, most = limits[0]
-            verdicts = {value: too_skewed if count > most else None
-                        for value, count in by_value.items()}
+            verdicts: dict[str | None, Status | None] = {
+                value: too_skewed if count > most else None for value, count in by_value.items()}
+            verdicts[None] = label_missing  # (a node without the label has no value)
             elsewhere = too_skewed if 0 > most else None  # a domain with no count: 0 pods
+            verdict_of = verdicts.get
             for info in nodes:
-                value = info.labels.get(key)
-                if value is None:
-                    rejected[info.name] = label_missing
-                    continue
-                verdict = verdicts.get(value, elsewhere)
+                verdict = verdict_of(info.labels.get(key), elsewhere)
                 if verdict is not None:
                     rejected[info.name] = verdict
             return rejected
