@@ -549,7 +549,10 @@ class Scheduler(Component):
                                            if s.code == Code.ERROR).message())
             processed += len(chunk)
             feasible += fit
-            statuses.update(rejected)
+            if statuses:
+                statuses.update(rejected)
+            else:
+                statuses = rejected  # (a new dict each chunk)
         if total:
             self._next_start_node_index = (start + processed) % total
         if result is not None and result.node_names is not None:
