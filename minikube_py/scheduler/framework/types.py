@@ -19,6 +19,7 @@ import copy
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+from sys import intern
 from typing import Any, Generic, TypeVar
 
 import orjson
@@ -327,7 +328,10 @@ class NodeInfo:
     def _read_node(self) -> None:
         metadata, spec = self.node.get("metadata") or {}, self.node.get("spec") or {}
         self.name = metadata.get("name", "")
-        self.labels = metadata.get("labels") or {}
+        # Interned, so a lookup by an interned topology key, and a look-up of the value
+        # in a table keyed by values seen on other nodes, compare by identity.
+        self.labels = {intern(key): intern(value) if isinstance(value, str) else value
+                       for key, value in (metadata.get("labels") or {}).items()}
         self.taints = spec.get("taints") or []
         self.unschedulable = bool(spec.get("unschedulable"))
 

@@ -20,6 +20,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from sys import intern
 from typing import TYPE_CHECKING, Any
 
 from minikube_py.api import Obj
@@ -187,7 +188,7 @@ def filter_topology_spread_constraints(constraints: list[Obj], pod_labels: Mappi
         min_domains = constraint.get("minDomains")
         result.append(SpreadConstraint(
             max_skew=int(constraint.get("maxSkew", 0)),
-            topology_key=constraint.get("topologyKey", ""),
+            topology_key=intern(constraint.get("topologyKey", "")),  # as node labels are
             selector=selector,
             min_domains=1 if min_domains is None else int(min_domains),
             node_affinity_policy=constraint.get("nodeAffinityPolicy") or HONOR,
