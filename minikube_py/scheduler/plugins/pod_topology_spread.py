@@ -186,9 +186,12 @@ def filter_topology_spread_constraints(constraints: list[Obj], pod_labels: Mappi
         if match_labels:
             selector = _merge_label_set(match_labels, selector)
         min_domains = constraint.get("minDomains")
+        topology_key = constraint.get("topologyKey", "")
+        if isinstance(topology_key, str):
+            topology_key = intern(topology_key)  # as NodeInfo's label keys are
         result.append(SpreadConstraint(
             max_skew=int(constraint.get("maxSkew", 0)),
-            topology_key=intern(constraint.get("topologyKey", "")),  # as node labels are
+            topology_key=topology_key,
             selector=selector,
             min_domains=1 if min_domains is None else int(min_domains),
             node_affinity_policy=constraint.get("nodeAffinityPolicy") or HONOR,
