@@ -213,11 +213,10 @@ class Cache:
         if self._image_states_stale:
             self._image_spread = Snapshot(self._snapshot_list).fill_image_states()
             self._image_states_stale = False
-        snapshot = Snapshot(self._snapshot_list, self.namespace_labels,
-                            by_name=dict(self._snapshot_by_name))
+        snapshot = Snapshot(self._snapshot_list, self.namespace_labels)
         snapshot.image_spread = self._image_spread
         snapshot.changes = self._changes
         snapshot.seq = self._changes.record(copied, membership_changed)
-        snapshot.set_affinity_lists(list(self._snapshot_with_affinity.values()),
-                                    list(self._snapshot_with_anti_affinity.values()))
+        snapshot.lend_indexes(self._snapshot_by_name, self._snapshot_with_affinity,
+                              self._snapshot_with_anti_affinity)
         return snapshot

@@ -514,17 +514,22 @@ class Scheduler(Component):
         wanted = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, len(nodes))
         total = len(nodes)
         start = self._next_start_node_index % total if total else 0
-        in_turn = nodes[start:] + nodes[:start]
         feasible: list[NodeInfo] = []
         processed = 0
         exact = False  # filter only as many nodes as are still wanted
+        size = 0
         while processed < total and len(feasible) < wanted:
             # Filtering stops at the node that makes up the number wanted. A chunk of only
             # the nodes still wanted cannot pass it; when few nodes fit, though, those
             # chunks shrink and each costs a round of plugin calls, so a chunk has at
-            # least `wanted` nodes and what lies past that node is dropped.
+            # least `wanted` nodes, grows to as many as the share of nodes that fit so far
+            # says are needed (at most 4 times the last chunk), and what lies past that
+            # node is dropped.
             need = wanted - len(feasible)
-            chunk = in_turn[processed:processed + (need if exact else max(need, wanted))]
+            if not exact:
+                share_needs = need * processed // len(feasible) + 1 if feasible else 4 * size
+                size = max(need, wanted, min(share_needs, 4 * size))
+            chunk = _in_turn(nodes, start, processed, need if exact else size)
             fit, rejected = self._filter(fwk, state, pod, chunk)
             # (nodes turned down for one reason share a Status: look at each code once)
             failed = Code.ERROR in set(map(operator.attrgetter("code"), rejected.values()))
@@ -544,7 +549,10 @@ class Scheduler(Component):
                                            if s.code == Code.ERROR).message())
             processed += len(chunk)
             feasible += fit
-            statuses.update(rejected)
+            if statuses:
+                statuses.update(rejected)
+            else:
+                statuses = rejected  # (a new dict each chunk)
         if total:
             self._next_start_node_index = (start + processed) % total
         if result is not None and result.node_names is not None:
@@ -706,6 +714,19 @@ def pod_update_actions(old: Obj, new: Obj) -> list[str]:
     if (old.get("spec") or {}).get("containers") != (new.get("spec") or {}).get("containers"):
         actions.append("UpdatePodScaleDown")
     return actions
+
+
+def _in_turn(nodes: list[NodeInfo], start: int, skip: int, count: int) -> list[NodeInfo]:
+    """`count` nodes of the list read in turn from index `start` (wrapping round), after
+    the first `skip` of them: slices of the list, not a rotated copy of all of it."""
+    first = start + skip
+    if first >= len(nodes):
+        first -= len(nodes)
+        return nodes[first:min(first + count, start)]
+    chunk = nodes[first:first + count]
+    if len(chunk) < count:
+        chunk += nodes[:min(count - len(chunk), start)]
+    return chunk
 
 
 class SchedulingError(Exception):

@@ -43,11 +43,11 @@ class EquivalenceCache:
 
     def __init__(self, size: int = DEFAULT_SIZE) -> None:
         self.size = size
-        self._filters: dict[Hashable, dict[str, tuple[NodeInfo, Status | None]]] = {}
+        self._filters: dict[Hashable, FilterVerdicts] = {}
         self._scores: dict[Hashable, dict[str, tuple[NodeInfo, tuple[int, ...]]]] = {}
 
-    def _table(self, tables: dict, key: Hashable) -> dict:
-        table = tables.pop(key, None) or {}
+    def _table(self, tables: dict, key: Hashable, new: Callable[[], V]) -> V:
+        table = tables.pop(key, None) or new()
         tables[key] = table  # most recently used last
         while len(tables) > self.size:
             del tables[next(iter(tables))]
@@ -59,23 +59,30 @@ class EquivalenceCache:
         """The nodes that fit (in order) and the statuses of those that do not, asking
         run(nodes) only about the nodes without a remembered verdict. A Status with
         Code.ERROR ends filtering: it comes back with no nodes that fit."""
-        table = self._table(self._filters, key)
-        stale = _stale(table, nodes)
+        table = self._table(self._filters, key, FilterVerdicts)
+        get = table.infos.get
+        stale = [info for info in nodes if get(info.name) is not info]
+        rejections = table.rejections
         if stale:
             _, fresh = run(stale)
             if any(status.code == Code.ERROR for status in fresh.values()):
                 return [], fresh  # an error ends the cycle; it is not remembered
             for info in stale:
-                table[info.name] = (info, fresh.get(info.name))
-        fit = []
-        rejected = {}
-        for info in nodes:
-            status = table[info.name][1]
-            if status is None:
-                fit.append(info)
-            else:
-                rejected[info.name] = status
-        return fit, rejected
+                table.infos[info.name] = info
+                status = fresh.get(info.name)
+                if status is None:
+                    rejections.pop(info.name, None)
+                else:
+                    rejections[info.name] = status
+        # Every node's verdict is now the one remembered for it. Most nodes fit most pods:
+        # only the remembered rejections are looked for among the nodes.
+        if not rejections:
+            return list(nodes), {}
+        fit = [info for info in nodes if info.name not in rejections]
+        if len(fit) == len(nodes):
+            return fit, {}
+        return fit, {info.name: rejections[info.name] for info in nodes
+                     if info.name in rejections}
 
     def scores(self, key: Hashable, nodes: list[NodeInfo],
                run: Callable[[list[NodeInfo]], list[list[int]] | None]
@@ -83,7 +90,7 @@ class EquivalenceCache:
         """Each node's raw scores (one per node-local plugin), asking run(nodes) for the
         nodes without remembered scores: it returns one list per plugin, or None when a
         plugin failed (then nothing is remembered and None is returned)."""
-        table = self._table(self._scores, key)
+        table = self._table(self._scores, key, dict)
         stale = _stale(table, nodes)
         if stale:
             columns = run(stale)
@@ -92,6 +99,17 @@ class EquivalenceCache:
             for info, row in zip(stale, zip(*columns, strict=True), strict=True):
                 table[info.name] = (info, row)
         return [table[info.name][1] for info in nodes]
+
+
+class FilterVerdicts:
+    """One pod spec's remembered Filter verdicts: the NodeInfo each node's verdict was
+    made for, and the Status of each node turned down (a node not named there fits)."""
+
+    __slots__ = ("infos", "rejections")
+
+    def __init__(self) -> None:
+        self.infos: dict[str, NodeInfo] = {}
+        self.rejections: dict[str, Status] = {}
 
 
 def _stale(table: dict[str, tuple[NodeInfo, V]], nodes: list[NodeInfo]) -> list[NodeInfo]:

@@ -248,7 +248,8 @@ class FilterPlugin(Plugin):
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
                      ) -> dict[str, Status]:
         """Filter many nodes: the status of each node that is out, by node name (the
-        nodes not named fit). Default: filter() node by node."""
+        nodes not named fit), in a new dict the caller may keep and change. Default:
+        filter() node by node."""
         rejected = {}
         for node_info in nodes:
             status = self.filter(state, pod, node_info)

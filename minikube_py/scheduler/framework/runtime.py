@@ -209,7 +209,10 @@ class Framework:
             lambda unknown: self._filter_nodes(first, state, pod, unknown))
         if rest and nodes:
             nodes, rejected_later = self._filter_nodes(rest, state, pod, nodes)
-            rejected.update(rejected_later)
+            if rejected:
+                rejected.update(rejected_later)
+            else:
+                rejected = rejected_later
         return nodes, rejected
 
     @staticmethod
@@ -224,7 +227,10 @@ class Framework:
                 statuses = out.values()
                 for status in dict(zip(map(id, statuses), statuses, strict=True)).values():
                     status.with_plugin(plugin.name)  # a status shared by nodes, named once
-                rejected.update(out)
+                if rejected:
+                    rejected.update(out)
+                else:
+                    rejected = out  # a new dict, ours to keep (no copy of thousands)
                 nodes = [info for info in nodes if info.name not in out]
         return nodes, rejected
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import copy
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+from sys import intern
 from typing import Any, Generic, TypeVar
 
 import orjson
@@ -327,7 +328,10 @@ class NodeInfo:
     def _read_node(self) -> None:
         metadata, spec = self.node.get("metadata") or {}, self.node.get("spec") or {}
         self.name = metadata.get("name", "")
-        self.labels = metadata.get("labels") or {}
+        # Interned, so a lookup by an interned topology key, and a look-up of the value
+        # in a table keyed by values seen on other nodes, compare by identity.
+        self.labels = {intern(key): intern(value) if isinstance(value, str) else value
+                       for key, value in (metadata.get("labels") or {}).items()}
         self.taints = spec.get("taints") or []
         self.unschedulable = bool(spec.get("unschedulable"))
 
@@ -414,11 +418,9 @@ class Snapshot:
     """Every node's NodeInfo at the start of a scheduling cycle (the NodeInfoLister)."""
 
     def __init__(self, node_infos: Iterable[NodeInfo] = (),
-                 namespace_labels: dict[str, dict[str, str]] | None = None, *,
-                 by_name: dict[str, NodeInfo] | None = None) -> None:
+                 namespace_labels: dict[str, dict[str, str]] | None = None) -> None:
         self.node_info_list = list(node_infos)
-        self._by_name = by_name if by_name is not None else {
-            info.name: info for info in self.node_info_list}
+        self._by_name: dict[str, NodeInfo] | None = None  # made on first use
         self.namespace_labels = namespace_labels or {}
         # On how many nodes each image is (fill_image_states); None: not counted.
         self.image_spread: dict[str, int] | None = None
@@ -427,6 +429,9 @@ class Snapshot:
         # The cache's change log and this snapshot's number in it (None: not from a cache).
         self.changes: ChangeLog | None = None
         self.seq = 0
+        # The cache's own indexes of these nodes, lent (see lend_indexes).
+        self._lent: tuple[Mapping[str, NodeInfo], Mapping[str, NodeInfo],
+                          Mapping[str, NodeInfo]] | None = None
 
     def changed_since(self, changes: ChangeLog | None, seq: int) -> set[str] | None:
         """The nodes changed since snapshot `seq` of `changes` (None: unknown, look at all)."""
@@ -434,24 +439,37 @@ class Snapshot:
             return None
         return changes.since(seq, self.seq)
 
-    def set_affinity_lists(self, with_affinity: list[NodeInfo],
-                           with_required_anti_affinity: list[NodeInfo]) -> None:
-        """The cache keeps these lists up to date; it hands them over instead of a scan."""
-        self._with_affinity = with_affinity
-        self._with_required_anti_affinity = with_required_anti_affinity
+    def lend_indexes(self, by_name: Mapping[str, NodeInfo], with_affinity: Mapping[str, NodeInfo],
+                     with_required_anti_affinity: Mapping[str, NodeInfo]) -> None:
+        """The cache lends its own indexes of this snapshot's nodes (by name; those running
+        pods with affinity; with required anti-affinity) instead of copying them each cycle.
+        They are this snapshot's until the cache makes its next one (its change log moves
+        on); after that the snapshot makes its own from node_info_list."""
+        self._lent = (by_name, with_affinity, with_required_anti_affinity)
+
+    def _indexes(self) -> tuple[Mapping[str, NodeInfo], Mapping[str, NodeInfo],
+                                Mapping[str, NodeInfo]] | None:
+        """The lent indexes while they are still this snapshot's, else None."""
+        if self._lent is not None and self.changes is not None and \
+                self.changes.seq != self.seq:
+            self._lent = None
+        return self._lent
 
     @property
     def have_pods_with_affinity(self) -> list[NodeInfo]:
         """Nodes running pods with (anti-)affinity terms (computed on first use)."""
         if self._with_affinity is None:
-            self._with_affinity = [i for i in self.node_info_list if i.pods_with_affinity]
+            lent = self._indexes()
+            self._with_affinity = list(lent[1].values()) if lent is not None else [
+                i for i in self.node_info_list if i.pods_with_affinity]
         return self._with_affinity
 
     @property
     def have_pods_with_required_anti_affinity(self) -> list[NodeInfo]:
         if self._with_required_anti_affinity is None:
-            self._with_required_anti_affinity = [
-                i for i in self.node_info_list if i.pods_with_required_anti_affinity]
+            lent = self._indexes()
+            self._with_required_anti_affinity = list(lent[2].values()) if lent is not None \
+                else [i for i in self.node_info_list if i.pods_with_required_anti_affinity]
         return self._with_required_anti_affinity
 
     @classmethod
@@ -466,6 +484,11 @@ class Snapshot:
         return snapshot
 
     def get(self, name: str) -> NodeInfo | None:
+        lent = self._indexes()
+        if lent is not None:
+            return lent[0].get(name)
+        if self._by_name is None:
+            self._by_name = {info.name: info for info in self.node_info_list}
         return self._by_name.get(name)
 
     def __len__(self) -> int:

@@ -20,6 +20,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from sys import intern
 from typing import TYPE_CHECKING, Any
 
 from minikube_py.api import Obj
@@ -185,9 +186,12 @@ def filter_topology_spread_constraints(constraints: list[Obj], pod_labels: Mappi
         if match_labels:
             selector = _merge_label_set(match_labels, selector)
         min_domains = constraint.get("minDomains")
+        topology_key = constraint.get("topologyKey", "")
+        if isinstance(topology_key, str):
+            topology_key = intern(topology_key)  # as NodeInfo's label keys are
         result.append(SpreadConstraint(
             max_skew=int(constraint.get("maxSkew", 0)),
-            topology_key=constraint.get("topologyKey", ""),
+            topology_key=topology_key,
             selector=selector,
             min_domains=1 if min_domains is None else int(min_domains),
             node_affinity_policy=constraint.get("nodeAffinityPolicy") or HONOR,
@@ -491,15 +495,13 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         if len(limits) == 1:
             # One constraint: a node's verdict is its domain's, worked out once per domain.
             key, by_value, most = limits[0]
-            verdicts = {value: too_skewed if count > most else None
-                        for value, count in by_value.items()}
+            verdicts: dict[str | None, Status | None] = {
+                value: too_skewed if count > most else None for value, count in by_value.items()}
+            verdicts[None] = label_missing  # (a node without the label has no value)
             elsewhere = too_skewed if 0 > most else None  # a domain with no count: 0 pods
+            verdict_of = verdicts.get
             for info in nodes:
-                value = info.labels.get(key)
-                if value is None:
-                    rejected[info.name] = label_missing
-                    continue
-                verdict = verdicts.get(value, elsewhere)
+                verdict = verdict_of(info.labels.get(key), elsewhere)
                 if verdict is not None:
                     rejected[info.name] = verdict
             return rejected

@@ -168,3 +168,28 @@ def test_a_node_tainted_between_two_replicas_turns_the_second_away() -> None:
     feasible, rejected, _ = cycle(scheduler, replica(1))
     assert feasible == ["n-1"]
     assert rejected["n-0"][1] == ["node(s) had untolerated taint(s)"]
+
+
+def test_a_node_untainted_between_two_replicas_takes_the_third_again() -> None:
+    """A remembered rejection is forgotten once the node's NodeInfo changes and the node
+    fits: no node is left turned down, so every node comes back as fitting."""
+    scheduler = scheduler_with()
+    node = {"metadata": {"name": "n-0", "labels": {}}, "spec": {},
+            "status": {"allocatable": {"cpu": "4", "pods": "110"}}}
+    other = copy.deepcopy(node)
+    other["metadata"]["name"] = "n-1"
+    tainted = copy.deepcopy(node)
+    tainted["spec"]["taints"] = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
+    scheduler.cache.add_node(tainted)
+    scheduler.cache.add_node(other)
+    spec = {"containers": [{"name": "c", "image": "x"}]}
+
+    def replica(i: int) -> PodInfo:
+        return PodInfo.of({"metadata": {"name": f"p-{i}", "namespace": "default",
+                                        "uid": f"p-{i}"}, "spec": copy.deepcopy(spec)})
+
+    feasible, rejected, _ = cycle(scheduler, replica(0))
+    assert (feasible, list(rejected)) == (["n-1"], ["n-0"])
+    assert cycle(scheduler, replica(1))[:2] == (["n-1"], rejected)  # remembered
+    scheduler.cache.update_node(node)
+    assert cycle(scheduler, replica(2))[:2] == (["n-0", "n-1"], {})
