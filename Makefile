@@ -16,7 +16,8 @@ TEST_WORKERS ?= 3
 
 MK_HOME = $${MINIKUBE_PY_HOME:-$$HOME/.minikube-py}
 
-# Two real nodes and examples/hello (3 echo pods behind a Service at 10.96.0.80).
+# The cluster kubeadm's way (a control-plane node whose kubelet runs the control plane as
+# static pods, and two workers) and examples/hello (3 echo pods behind a Service at 10.96.0.80).
 up: deps
 	$(PY) -m minikube_py.cluster up --nodes 2
 	$(VENV)/bin/kubectl --kubeconfig=$(MK_HOME)/kubeconfig apply -f examples/hello/

@@ -1,10 +1,10 @@
 """Benchmark: how long `minikube-py up --nodes 2` takes until every node is Ready.
 
 Run from the repository root as root: `.venv/bin/python benchmarks/cluster_up.py`
-(options: --nodes N (2), --runs N (3), --layout processes|kubeadm, --quick: a smoke run
-of one node and one warm run, --no-append). It uses a scratch MINIKUBE_PY_HOME, so it
-leaves a cluster of yours alone, but it builds the node network (mk-br0, mk-node-N): do
-not run it beside another cluster of this machine.
+(options: --nodes N (2), --runs N (3), --layout kubeadm|processes (kubeadm, `up`'s
+default), --quick: a smoke run of one node and one warm run, --no-append). It uses a
+scratch MINIKUBE_PY_HOME, so it leaves a cluster of yours alone, but it builds the node
+network (mk-br0, mk-node-N): do not run it beside another cluster of this machine.
 
 A cold `up` (a new home: the images are built) is timed once; then each warm run is
 `down` (the data kept) and `up` again, timed from the command's start until the API
@@ -177,7 +177,8 @@ async def measure(args: Any) -> list[Row]:
 def add_arguments(parser: Any) -> None:
     parser.add_argument("--nodes", type=int, default=2)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--layout", choices=("processes", "kubeadm"), default="processes")
+    parser.add_argument("--layout", choices=("kubeadm", "processes"), default="kubeadm",
+                        help="the cluster's layout (default: kubeadm, as `up` builds it)")
     parser.add_argument("--compose", action="store_true",
                         help="time docker-compose.yml's stack instead (a Docker engine runs)")
 

@@ -147,7 +147,9 @@ spec:
 def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path) -> None:
     home = fast_tmp / "launcher-home"
     try:
-        started = launcher(home, "up", "--nodes", "2")
+        # the processes layout: this test counts and kills each component's process
+        # (tests/e2e/test_kubeadm_layout.py checks the default, kubeadm's)
+        started = launcher(home, "up", "--nodes", "2", "--layout", "processes")
         assert f"export KUBECONFIG={home / 'kubeconfig'}" in started.stdout
         assert "node-2: 172.18.0.12 (network namespace mk-node-2)" in started.stdout
         again = launcher(home, "up")  # idempotent: nothing is started twice
@@ -278,7 +280,7 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
 def test_simulated_nodes_join_the_real_one_and_leave_with_down(fast_tmp: Path) -> None:
     home = fast_tmp / "launcher-hollow"
     try:
-        launcher(home, "up", "--simulated-nodes", "3")
+        launcher(home, "up", "--simulated-nodes", "3", "--layout", "processes")  # as above
         for node in ("node-1", "hollow-node-0", "hollow-node-1", "hollow-node-2"):
             kubectl(home, "wait", "--for=condition=Ready", f"node/{node}", "--timeout=120s")
         status = launcher(home, "status")

@@ -19,7 +19,9 @@ from tests.test_cluster_cli import host_network, kubectl, launcher, mounts_and_p
 
 pytestmark = pytest.mark.slow
 
-JOIN_LINE = re.compile(r"minikube-py join (172\.18\.0\.1:\d+) --token ([a-z0-9]{6}\.[a-z0-9]{16})"
+# the endpoint: the control-plane node's API server (172.18.0.10), or with --layout
+# processes the host's (172.18.0.1)
+JOIN_LINE = re.compile(r"minikube-py join (172\.18\.0\.10?:\d+) --token ([a-z0-9]{6}\.[a-z0-9]{16})"
                        r" --discovery-token-ca-cert-hash (sha256:[0-9a-f]{64})")
 EXPIRED_WORDING = ('token id "{}" is invalid for this cluster or it has expired. Use '
                    '"minikube-py token create" on the control-plane node to create a new '

@@ -261,7 +261,7 @@ def _cluster(state: Path, verbosity: int, nodes: int | None, simulated_nodes: in
     cluster.setdefault("secure", True)
     if layout is not None:
         cluster["layout"] = layout
-    cluster.setdefault("layout", "processes")
+    cluster.setdefault("layout", default_layout(cluster["secure"]))
     if ha:
         cluster["ha"] = True
     if tracing_endpoint is not None:  # "": back to the cluster's own receiver
@@ -320,6 +320,13 @@ def node_networks(cluster: dict[str, Any]) -> list[NodeNetwork]:
     return [*control_planes, *(network.node(index, cidrs[f"node-{index}"])
                               for index in range(1, cluster.get("nodes", 1) + 1)
                               if f"node-{index}" in cidrs)]
+
+
+def default_layout(secure: bool | None) -> str:
+    """The layout of a new cluster when `up` is given none: kubeadm's, where this machine
+    can run nodes and the cluster is secured (its kubelets join with bootstrap tokens);
+    else the control plane as processes on this machine (docs/decisions.md)."""
+    return "kubeadm" if secure is not False and runtime_missing() is None else "processes"
 
 
 def is_kubeadm(cluster: dict[str, Any]) -> bool:
@@ -566,8 +573,10 @@ def up(args: argparse.Namespace) -> None:
         if (state / "pki").exists() and not is_ha(saved):
             fail(f"the cluster in {state} was built without --ha: `minikube-py down --purge` "
                  "first to build it with three control-plane nodes")
-    if args.layout is not None and saved.get("layout", "processes") != args.layout and (
-            state / "pki").exists():
+    if args.layout is None:
+        args.layout = (saved.get("layout", "processes") if (state / "cluster.json").exists()
+                       else default_layout(args.secure))
+    if saved.get("layout", "processes") != args.layout and (state / "pki").exists():
         fail(f"the cluster in {state} was built with --layout {saved.get('layout', 'processes')}"
              f": `minikube-py down --purge` first to build it with --layout {args.layout}")
     if args.layout == "kubeadm" and (args.secure is False or saved.get("secure") is False):
@@ -1177,9 +1186,10 @@ def main(argv: list[str] | None = None) -> None:
                        help="kubeadm: etcd, the API server, the controller-manager and the "
                             "scheduler as static pods of a control-plane node, kube-proxy "
                             "as a DaemonSet and DNS as a Deployment, as kubeadm builds a "
-                            "cluster; processes: all of them as processes on this machine "
-                            "(the default for now); remembered for later `up`s (to change "
-                            "it, `down --purge` first)")
+                            "cluster (the default); processes: all of them as processes "
+                            "on this machine (the default with --no-secure, or where this "
+                            "machine cannot run nodes); remembered for later `up`s (to "
+                            "change it, `down --purge` first)")
     start.add_argument("--ha", action="store_true", default=False,
                        help="a highly available control plane (implies --layout kubeadm): "
                             "three control-plane nodes, control-plane, control-plane2 and "

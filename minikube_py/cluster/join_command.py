@@ -69,7 +69,9 @@ JOINED_HOSTS = range(200, 251)
 SERVICE_SUBNET = ipaddress.ip_network("10.96.0.0/12")
 CLUSTER_DNS = str(SERVICE_SUBNET[10])  # kubeadm's GetDNSIP: the service subnet's 10th address
 REGISTRY_PORT = 5000
-"""Where the control plane's image registry answers, on the endpoint's host."""
+"""Where the control plane's image registry answers, on the bridge's own address: the
+machine that runs the control plane (the endpoint's host with `up --layout processes`;
+by default the endpoint is its control-plane node's, behind the same bridge)."""
 NODE_PORTS = {"kubelet": 10250, "kubelet-healthz": 10248, "proxy-healthz": 10256,
               "proxy-metrics": 10249}
 NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -98,8 +100,8 @@ def add_join_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
     join.add_argument("--discovery-timeout", default="5m0s",
                       help="how long to wait for a signed cluster-info (default 5m0s)")
     join.add_argument("--registry", default=None, metavar="HOST:PORT",
-                      help=f"the cluster's image registry (default: the endpoint's host, "
-                           f"port {REGISTRY_PORT})")
+                      help=f"the cluster's image registry (default: port {REGISTRY_PORT} "
+                           "of the machine whose bridge holds the endpoint)")
     join.add_argument("-v", "--v", dest="v", type=int, default=2,
                       help="the node components' log verbosity")
     join.set_defaults(run=partial(join_command, home=home))
@@ -291,7 +293,7 @@ def join_command(args: argparse.Namespace, home: Callable[[], Path]) -> None:
           f"trusting {found.server}", flush=True)
     created = not state.exists()
     try:
-        machine = _make_machine(state, args, node, found, bridge, network, address)
+        machine = _make_machine(state, args, node, found, bridge, network)
         asyncio.run(_start_node(state, machine))
     except (JoinError, NodeNetworkError, ComponentProcessError, ContainerdError,
             OSError, RuntimeError, TimeoutError) as error:
@@ -311,7 +313,7 @@ def join_command(args: argparse.Namespace, home: Callable[[], Path]) -> None:
 
 def _make_machine(state: Path, args: argparse.Namespace, node: str,
                   found: bootstraptoken.DiscoveredCluster, bridge: str,
-                  network: ipaddress.IPv4Network, endpoint_host: str) -> dict[str, Any]:
+                  network: ipaddress.IPv4Network) -> dict[str, Any]:
     """The machine's files and network namespace: joined.json first, so that `down`
     finds whatever follows."""
     for sub in ("logs", "run", "pki", "kubeconfigs"):
@@ -323,7 +325,7 @@ def _make_machine(state: Path, args: argparse.Namespace, node: str,
         "hostVeth": "mkj" + hashlib.sha256(f"{state.resolve()}:{node}".encode()
                                            ).hexdigest()[:8],
         "address": free_address(network), "podCIDR": free_pod_cidr(),
-        "registry": args.registry or f"{endpoint_host}:{REGISTRY_PORT}",
+        "registry": args.registry or f"{place.gateway}:{REGISTRY_PORT}",
         "verbosity": args.v}
     (state / JOINED).write_text(json.dumps(machine, indent=2))
     ca_file = state / "pki" / "ca.crt"

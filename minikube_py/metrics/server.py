@@ -1,9 +1,9 @@
 """The metrics server: scrapes every node's kubelet, serves `metrics.k8s.io/v1beta1`.
 
     every --metric-resolution:  GET http://<node InternalIP>:<kubelet port>/metrics/resource
-                                (https, with the server's own client certificate, when
-                                the API server is reached over https: kubelets then
-                                check who asks)
+                                (https, with the server's own client certificate, or in
+                                a pod its ServiceAccount token, when the API server is
+                                reached over https: kubelets then check who asks)
                                 for each node; keep its last two readings
     GET /apis/metrics.k8s.io/v1beta1/nodes[/{name}]              NodeMetrics
     GET /apis/metrics.k8s.io/v1beta1/[namespaces/{ns}/]pods[/{name}]   PodMetrics
@@ -151,8 +151,12 @@ class MetricsServer(Component):
         name, url = node["metadata"]["name"], _kubelet_url(node, scheme)
         if url is None:
             return
+        # in a pod, the ServiceAccount's token (read at each scrape: it is renewed), which
+        # the kubelet checks with a TokenReview, as upstream's metrics-server sends it
+        token = self.client.config.token
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
         try:
-            async with session.get(f"{url}/metrics/resource") as answer:
+            async with session.get(f"{url}/metrics/resource", headers=headers) as answer:
                 if answer.status != 200:
                     raise aiohttp.ClientError(f"status {answer.status}")
                 text = await answer.text()

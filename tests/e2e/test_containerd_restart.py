@@ -60,7 +60,9 @@ def task_pids(home: Path) -> dict[str, int]:
 
 def test_a_killed_containerd_is_restarted_and_its_pods_run_on_untouched(
         fast_tmp: Path) -> None:
-    home = fast_tmp / "containerd-restart-home"
+    # a short name: containerd's ttrpc socket, nodes/control-plane/containerd.sock.ttrpc
+    # under the home, must fit a unix socket path's 104 bytes
+    home = fast_tmp / "restart-home"
     launcher(home, "up", "--nodes", "1")
     try:
         kubectl(home, "wait", "--for=condition=Ready", "node/node-1", "--timeout=60s")

@@ -93,6 +93,8 @@ def test_ssh_runs_commands_in_the_node_with_crictl_pointed_at_its_containerd(
 
         unknown = ssh(home, tools, "node-9", "--", "true")
         assert unknown.returncode == 1 and unknown.stdout == ""
-        assert unknown.stderr.splitlines() == ["error: no node named 'node-9'; nodes: node-1"]
+        nodes = ", ".join(sorted(kubectl(home, "get", "nodes", "-o", "name").stdout.replace(
+            "node/", "").split()))  # control-plane, node-1 in the default layout
+        assert unknown.stderr.splitlines() == [f"error: no node named 'node-9'; nodes: {nodes}"]
     finally:
         launcher(home, "down", "--purge", check=False)

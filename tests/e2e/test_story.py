@@ -89,6 +89,10 @@ def cluster(fast_tmp: Path) -> Iterator[Path]:
              f"--extra-config=controller-manager.node-monitor-grace-period={GRACE}")
     try:
         kubectl(home, "wait", "--for=condition=Ready", "node", "--all", "--timeout=60s")
+        # `up` returns once coredns runs; its readiness probe admits it to kube-dns a few
+        # seconds later, as after `kubeadm init`: wait for that as a kubeadm user would
+        kubectl(home, "wait", "--for=condition=Ready", "pods", "-l", "k8s-app=kube-dns",
+                "-n", "kube-system", "--timeout=60s")
         yield home
     finally:
         launcher(home, "down", "--purge", check=False)

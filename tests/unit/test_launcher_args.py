@@ -90,3 +90,15 @@ def test_another_node_network_starts_its_pod_cidrs_in_the_upper_half() -> None:
     assert cli.first_pod_cidr_seed({"network": {"prefix": "mk-"}}) == 1
     assert cli.first_pod_cidr_seed({}) == 1
     assert 128 <= cli.first_pod_cidr_seed({"network": {"prefix": "mkb-"}}) < 248
+
+
+def test_a_new_cluster_is_laid_out_the_kubeadm_way_where_it_can_be(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """kubeadm's layout by default; the control plane as processes without TLS (kubelets
+    join with bootstrap tokens) or where no node can run."""
+    monkeypatch.setattr(cli, "runtime_missing", lambda: None)
+    assert cli.default_layout(None) == "kubeadm"
+    assert cli.default_layout(True) == "kubeadm"
+    assert cli.default_layout(False) == "processes"
+    monkeypatch.setattr(cli, "runtime_missing", lambda: "containerd is not installed")
+    assert cli.default_layout(None) == "processes"

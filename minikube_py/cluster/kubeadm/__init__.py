@@ -1,5 +1,5 @@
-"""`up --layout kubeadm`: kubeadm init's phases, and the cluster's own objects written as
-kubeadm writes them:
+"""`up` (its default layout, `--layout kubeadm`): kubeadm init's phases, and the cluster's
+own objects written as kubeadm writes them:
 
     init.py          cmd/kubeadm/app/cmd/init.go and phases/init/: run_init, the phases in
                      order, from the images to every node Ready

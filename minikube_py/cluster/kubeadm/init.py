@@ -1,5 +1,6 @@
-"""`minikube-py up --layout kubeadm`: the cluster built in kubeadm init's phases, run in
-order by run_init (cli.py only hands it the saved cluster as an InitConfiguration).
+"""`minikube-py up` (its default layout, `--layout kubeadm`): the cluster built in kubeadm
+init's phases, run in order by run_init (cli.py only hands it the saved cluster as an
+InitConfiguration).
 
     kubeadm init phase          here
     certs, kubeconfig           cli.py, before run_init: ClusterCertificates.ensure, plus
