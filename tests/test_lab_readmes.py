@@ -45,11 +45,13 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-# The troubleshooting lab purges the home and builds a kubeadm-layout cluster: it runs
-# after the labs that share the usual one, so that only it pays for a cold `up`.
+# The autoscaling lab starts the cluster again with shorter HPA periods (`up
+# --extra-config`), which later `up`s keep; the troubleshooting lab purges the home and
+# builds a kubeadm-layout cluster: both run after the labs that share the usual one, so
+# that only the last pays for a cold `up`.
 LABS = ("scheduler", "scheduler_plugin", "controller", "life_of_a_pod", "service_packet",
         "scheduling_external", "operator", "storage", "network_policy", "gateway",
-        "troubleshooting")
+        "autoscaling", "troubleshooting")
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 BLOCK_TIMEOUT = 180.0  # seconds: `make up` on a new home builds the images
 OUTPUT_TIMEOUT = 60.0  # seconds for a promised line to appear (a bound for failures)

@@ -5,6 +5,9 @@ pushed to the cluster's own registry, from which every node pulls them.
     debian.py      Debian packages: `apt-get download`, unpacked, never installed; ldd
     programs.py    the files of real programs: nginx, python3.11, etcd, iptables/nft
     catalog.py     the images tutorials name (pause, busybox, echo, nginx, python)
+    resource_consumer.py
+                   the program of the resource-consumer image: CPU and memory load on
+                   request (upstream's test/images/resource-consumer)
     registry.py    pushing to a registry (distribution API: blobs, mounts, manifests)
     wheels.py      the project's runtime dependencies: the closure of its requirements
     bytecode.py    .pyc files compiled once, by the image's python3.11

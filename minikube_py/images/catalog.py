@@ -21,6 +21,11 @@ names tutorials use (the local registry answers for docker.io and registry.k8s.i
                              client: for programs that talk to the API server from a pod.
                              Built on demand only (`minikube-py image build
                              localhost/python-kubernetes:1.0`), not by every `up`
+    localhost/resource-consumer:1.0, registry.k8s.io/e2e-test-images/resource-consumer:1.13
+                             upstream's load for autoscaling tests: an HTTP server on 8080
+                             that burns the millicores and holds the megabytes it is asked
+                             for (images/resource_consumer.py), on that Python. On demand
+                             too (`minikube-py image build localhost/resource-consumer:1.0`)
 
 Each is one layer: /bin/busybox (busybox-static) with a symlink per applet, /etc/passwd and
 /etc/group, then the image's own scripts or programs (programs.py). An image is built once
@@ -44,7 +49,12 @@ from minikube_py.images.oci import (
     Layer,
     write_oci_archive,
 )
-from minikube_py.images.programs import nginx_files, python_files, python_kubernetes_files
+from minikube_py.images.programs import (
+    nginx_files,
+    python_files,
+    python_kubernetes_files,
+    resource_consumer_files,
+)
 
 BUSYBOX_BINARY = Path("/bin/busybox")
 PT_INTERP = 3  # ELF program header type: "run me with this dynamic loader"
@@ -180,9 +190,15 @@ PYTHON_KUBERNETES = ImageSpec(
     "localhost/python-kubernetes:1.0",
     ImageConfig(cmd=("python3",), env=(DEFAULT_PATH, "LANG=C.UTF-8")),
     add_files=python_kubernetes_files)
+RESOURCE_CONSUMER = ImageSpec(
+    "localhost/resource-consumer:1.0",
+    ImageConfig(entrypoint=("/resource-consumer",), exposed_ports=("8080/tcp",),
+                env=(DEFAULT_PATH, "LANG=C.UTF-8", "PYTHONUNBUFFERED=1")),
+    aliases=("registry.k8s.io/e2e-test-images/resource-consumer:1.13",),
+    add_files=lambda layer, _cache: resource_consumer_files(layer))
 CATALOG = (PAUSE, BUSYBOX, ECHO, NGINX, *NGINX_TUTORIAL_TAGS, PYTHON)
 """The images `up` builds and pushes."""
-ON_DEMAND = (PYTHON_KUBERNETES,)
+ON_DEMAND = (PYTHON_KUBERNETES, RESOURCE_CONSUMER)
 """Images built only when asked for by name (`minikube-py image build NAME`)."""
 BASE_CATALOG = (PAUSE, BUSYBOX, ECHO)
 """The images built from busybox alone: quick to build, what every node loads."""

@@ -16,6 +16,9 @@ Each function adds to a layer that already holds busybox (a shell and the usual 
              22.6) and the packages it depends on in /usr/lib/python3/dist-packages,
              where Debian's python3.11 looks: in-cluster programs such as the seeds'
              scheduler lab run in it
+    resource consumer
+             the python above, with /resource-consumer: images/resource_consumer.py, the
+             load the HPA's tests and lab drive
     etcd     Debian's /usr/bin/etcd (etcd-server) and /usr/bin/etcdctl (etcd-client), and
              the libraries they link (libc: Debian builds them with cgo)
     proxy tools
@@ -30,6 +33,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from minikube_py.images import resource_consumer
 from minikube_py.images.debian import is_elf, shared_libraries, unpack_packages
 from minikube_py.images.oci import Layer
 
@@ -141,6 +145,15 @@ def python_kubernetes_files(layer: Layer, cache: Path) -> None:
     for extension in add_tree(layer, DIST_PACKAGES, root / DIST_PACKAGES.lstrip("/"),
                               {"__pycache__"}):
         add_libraries(layer, extension)  # PyYAML's _yaml links libyaml
+
+
+def resource_consumer_files(layer: Layer) -> None:
+    """Add Python 3.11 and the resource consumer as /resource-consumer (see the module's
+    table)."""
+    python_files(layer)
+    program = Path(resource_consumer.__file__)
+    layer.add_file("/resource-consumer", b"#!/usr/bin/python3\n" + program.read_bytes(), 0o755)
+    layer.record_source(program)
 
 
 def etcd_files(layer: Layer) -> None:

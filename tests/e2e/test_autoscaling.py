@@ -1,0 +1,291 @@
+"""Horizontal pod autoscaling on a real cluster: the resource consumer's pods burn CPU,
+the kubelet reports it, the metrics server serves it as metrics.k8s.io, and the HPA
+controller scales the Deployment, as upstream's test/e2e/autoscaling drives it.
+
+One cluster for the module, its HPA periods shortened by `up --extra-config` (a sync
+every 2 s, a 10 s downscale stabilization, a 10 s CPU initialization period) and its
+metrics scraped every 2 s, so that each case takes seconds where upstream's take minutes.
+The Deployments of the behavior cases are made with the cluster, so that their pods have
+run long enough for metrics by the time their cases start. Load is driven as upstream's
+ResourceConsumer drives it: POST /ConsumeCPU to the consumers' Service, sent again each
+time a request's duration ends, until the case stops it.
+
+Upstream's behavior cases size load in "replicas": usageForReplicas(n) is the CPU of
+n - 0.5 pods at the target (HPA rounds up), with the same request (here 200m where
+upstream has 500m: this machine has 2 cores) and target (25%).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_cluster_cli import kubectl, launcher
+
+pytestmark = pytest.mark.slow
+
+KUBECTL = str(Path(sys.executable).with_name("kubectl"))
+IMAGE = "localhost/resource-consumer:1.0"
+SYNC_PERIOD = 2.0
+DOWNSCALE_STABILIZATION = 10.0
+EXTRA_CONFIG = (
+    f"controller-manager.horizontal-pod-autoscaler-sync-period={SYNC_PERIOD:.0f}s",
+    f"controller-manager.horizontal-pod-autoscaler-downscale-stabilization="
+    f"{DOWNSCALE_STABILIZATION:.0f}s",
+    "controller-manager.horizontal-pod-autoscaler-cpu-initialization-period=10s",
+    "metrics.metric-resolution=2s",
+)
+
+POD_CPU_REQUEST = 200  # millicores: upstream's 500m, scaled to a 2-core machine
+TARGET_PERCENT = 25  # upstream's targetCPUUtilizationPercent
+LIMIT_WINDOW = 15  # seconds: upstream's limitWindowLength of 1 minute, shortened
+
+
+def usage_for_replicas(replicas: int) -> int:
+    """usageForReplicas: the millicores of `replicas` - 0.5 pods at the target."""
+    per_replica = POD_CPU_REQUEST * TARGET_PERCENT // 100
+    return replicas * per_replica - per_replica // 2
+
+
+def consumer(name: str, replicas: int, cpu_request: int) -> str:
+    """A Deployment of resource consumers and the Service in front of them."""
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: consumer
+        image: {IMAGE}
+        ports: [{{containerPort: 8080}}]
+        resources: {{requests: {{cpu: {cpu_request}m, memory: 32Mi}}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: {name}}}
+spec:
+  selector: {{app: {name}}}
+  ports: [{{port: 8080}}]
+"""
+
+
+def behavior_hpa(name: str, behavior: str) -> str:
+    """CreateCPUHorizontalPodAutoscalerWithBehavior: CPU at 25%, 1 to 10 pods."""
+    return f"""
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {{name: {name}}}
+spec:
+  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: {name}}}
+  minReplicas: 1
+  maxReplicas: 10
+  metrics:
+  - type: Resource
+    resource: {{name: cpu, target: {{type: Utilization, averageUtilization: {TARGET_PERCENT}}}}}
+  behavior: {behavior}
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(fast_tmp: Path) -> Iterator[Path]:
+    home = fast_tmp / "autoscaling"
+    config = [flag for setting in EXTRA_CONFIG for flag in ("--extra-config", setting)]
+    launcher(home, "up", *config)
+    try:
+        launcher(home, "image", "build", IMAGE)
+        apply(home, consumer("web", 1, 100) + "---" + consumer("steady", 3, POD_CPU_REQUEST)
+              + "---" + consumer("limited", 1, POD_CPU_REQUEST))
+        for name in ("web", "steady", "limited"):
+            kubectl(home, "rollout", "status", f"deployment/{name}", "--timeout=120s")
+        yield home
+    finally:
+        launcher(home, "down", "--purge", check=False)
+
+
+def apply(home: Path, manifest: str) -> None:
+    subprocess.run([KUBECTL, f"--kubeconfig={home / 'kubeconfig'}", "apply", "-f", "-"],
+                   input=manifest, capture_output=True, text=True, timeout=60, check=True)
+
+
+def get(home: Path, *what: str) -> Any:
+    return json.loads(kubectl(home, "get", *what, "-o", "json").stdout)
+
+
+def until(condition: Callable[[], Any], what: str, timeout: float = 90) -> Any:
+    """Poll until `condition()` is truthy; `timeout` bounds a failure only."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.5)
+
+
+def ready_replicas(home: Path, name: str) -> int:
+    """The Deployment's replicas, once all of them are ready (else -1)."""
+    status = get(home, "deployment", name)
+    wanted = status["spec"]["replicas"]
+    return wanted if (status["status"].get("readyReplicas") or 0) == wanted else -1
+
+
+def condition(hpa: Any, kind: str) -> dict[str, str]:
+    return next((c for c in (hpa.get("status") or {}).get("conditions") or []
+                 if c["type"] == kind), {})
+
+
+class Load:
+    """rc.ConsumeCPU(millicores): keep `millicores` burning behind a Service, one request
+    at a time, each sent again when its duration ends; `stop()` sends no more (the one
+    burning ends within its duration)."""
+
+    DURATION = 5  # seconds per request
+
+    def __init__(self, home: Path, service: str) -> None:
+        self.url = f"http://{get(home, 'service', service)['spec']['clusterIP']}:8080"
+        self.millicores = 0
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def consume_cpu(self, millicores: int) -> None:
+        self.millicores = millicores
+        if not self.thread.is_alive():
+            self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stopped.is_set():
+            if self.millicores > 0:
+                query = f"millicores={self.millicores}&durationSec={self.DURATION}"
+                try:
+                    with urllib.request.urlopen(urllib.request.Request(
+                            f"{self.url}/ConsumeCPU?{query}", method="POST"), timeout=5) as answer:
+                        answer.read()
+                except OSError:  # a pod going away with the request: the next one goes on
+                    self.stopped.wait(0.5)
+                    continue
+            self.stopped.wait(self.DURATION)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture
+def load(cluster: Path) -> Iterator[Callable[[str], Load]]:
+    started: list[Load] = []
+
+    def start(service: str) -> Load:
+        started.append(Load(cluster, service))
+        return started[-1]
+
+    yield start
+    for each in started:
+        each.stop()
+
+
+RESCALED = re.compile(r"^I(\d{4} \d\d:\d\d:\d\d\.\d{6}) .*Successfully rescaled HPA "
+                      r"(\S+) from (\d+) to (\d+)")
+
+
+def rescales(home: Path, hpa: str) -> list[tuple[datetime, int, int]]:
+    """The controller-manager's log lines of the HPA's scales: when, from, to."""
+    found = []
+    for line in (home / "logs" / "controller-manager.log").read_text().splitlines():
+        match = RESCALED.match(line)
+        if match and match.group(2) == f"default/{hpa}":
+            found.append((datetime.strptime(match.group(1), "%m%d %H:%M:%S.%f"),
+                          int(match.group(3)), int(match.group(4))))
+    return found
+
+
+def test_kubectl_autoscale_scales_a_deployment_up_under_load_and_down_after_it(
+        cluster: Path, load: Callable[[str], Load]) -> None:
+    kubectl(cluster, "autoscale", "deployment", "web", "--cpu-percent=50", "--min=1",
+            "--max=5")
+
+    def targets() -> str:
+        row = kubectl(cluster, "get", "hpa", "web", "--no-headers").stdout.split()
+        shown = " ".join(row[2:4])  # "cpu: 1%/50%"
+        return shown if re.fullmatch(r"cpu: \d+%/50%", shown) else ""
+    until(targets, "`kubectl get hpa` to show the pods' CPU in TARGETS")
+
+    # 125m on pods of 100m at 50%: 2.5 pods' worth, three pods
+    web = load("web")
+    web.consume_cpu(125)
+    until(lambda: ready_replicas(cluster, "web") == 3, "three ready pods", timeout=120)
+    hpa = get(cluster, "hpa", "web")
+    assert hpa["status"]["desiredReplicas"] == 3
+    utilization = hpa["status"]["currentMetrics"][0]["resource"]["current"]
+    assert utilization["averageUtilization"] > 0
+    events = get(cluster, "events", "--field-selector",
+                 "involvedObject.name=web,reason=SuccessfulRescale")["items"]
+    assert "New size: 3; reason: cpu resource utilization (percentage of request) above " \
+           "target" in [event["message"] for event in events]
+
+    web.stop()
+    stopped = time.monotonic()
+    until(lambda: ready_replicas(cluster, "web") == 1, "a scale back to one pod", timeout=120)
+    waited = time.monotonic() - stopped
+    assert waited > DOWNSCALE_STABILIZATION, waited
+    sizes = [new for _, _, new in rescales(cluster, "web")]
+    assert max(sizes) == 3 and sizes[-1] == 1, sizes
+    until(lambda: get(cluster, "hpa", "web")["status"]["currentReplicas"] == 1,
+          "the HPA's status to count one pod")
+
+
+def test_with_scale_down_disabled_it_does_not_scale_down(
+        cluster: Path, load: Callable[[str], Load]) -> None:
+    """Upstream's "with autoscaling disabled shouldn't scale down": three pods, usage for
+    one, scaleDown.selectPolicy Disabled. Here the wait ends when the HPA says why it kept
+    three pods: it recommends fewer, and ScalingLimited is ScaleDownLimit."""
+    apply(cluster, behavior_hpa("steady", "{scaleDown: {selectPolicy: Disabled}}"))
+    steady = load("steady")
+    steady.consume_cpu(usage_for_replicas(1))
+
+    def limited() -> bool:
+        hpa = get(cluster, "hpa", "steady")
+        return condition(hpa, "ScalingLimited").get("reason") == "ScaleDownLimit"
+    until(limited, "the HPA to hold three pods against a lower recommendation")
+    hpa = get(cluster, "hpa", "steady")
+    limit = condition(hpa, "ScalingLimited")
+    assert (limit["status"], limit["message"]) == (
+        "True", "the desired replica count is decreasing faster than the maximum scale rate")
+    assert hpa["status"]["desiredReplicas"] == 3
+    assert get(cluster, "deployment", "steady")["spec"]["replicas"] == 3
+    assert rescales(cluster, "steady") == []
+
+
+def test_with_scale_up_limited_to_one_pod_per_window_it_adds_one_at_a_time(
+        cluster: Path, load: Callable[[str], Load]) -> None:
+    """Upstream's "should scale up no more than given number of Pods per minute": one pod,
+    usage for three, a Pods policy of 1 per window: 1 -> 2 at once, 2 -> 3 only after the
+    window (the controller-manager's log gives when each scale was decided)."""
+    apply(cluster, behavior_hpa(
+        "limited", "{scaleUp: {selectPolicy: Max, stabilizationWindowSeconds: 0, "
+                   f"policies: [{{type: Pods, value: 1, periodSeconds: {LIMIT_WINDOW}}}]}}}}"))
+    limited = load("limited")
+    limited.consume_cpu(usage_for_replicas(3))
+    until(lambda: ready_replicas(cluster, "limited") == 3, "three ready pods", timeout=120)
+    scales = rescales(cluster, "limited")
+    assert [(old, new) for _, old, new in scales] == [(1, 2), (2, 3)]
+    waited_for_3 = (scales[1][0] - scales[0][0]).total_seconds()
+    assert waited_for_3 > LIMIT_WINDOW, waited_for_3
+    assert waited_for_3 < LIMIT_WINDOW + 3 * SYNC_PERIOD + 10, waited_for_3
