@@ -161,7 +161,7 @@ CLUSTER_TESTS = ("tests/e2e/", "tests/test_cluster_cli.py", "tests/test_lab_read
 LANE_B_TESTS = ("tests/e2e/test_network_policy.py", "tests/e2e/test_secure_cluster.py",
                 "tests/e2e/test_storage.py", "tests/e2e/test_into_the_pod.py",
                 "tests/e2e/test_ssh.py", "tests/e2e/test_mkctl_into_the_pod.py",
-                "tests/e2e/test_containerd_restart.py")
+                "tests/e2e/test_containerd_restart.py", "tests/e2e/test_autoscaling.py")
 LANE_B_NETWORK = {"MINIKUBE_PY_NETWORK_PREFIX": "mkb-",
                   "MINIKUBE_PY_NODE_NETWORK": "10.242.0.0/24"}
 CLUSTER_UNITS = ("cluster", "cluster-b")
