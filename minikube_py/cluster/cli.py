@@ -425,10 +425,12 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
         return processes
     if "dashboard" in addons_of(cluster):
         # the dashboard add-on (addons.py), a host process in both layouts: the API
-        # server's service proxy reaches it on the bridge's address
+        # server's service proxy reaches it on the bridge's address; when secured, it
+        # lets in only the API server's proxy certificate
         processes["dashboard"] = DashboardProcess(
             kubeconfig_of("dashboard"), address=address, port=ports["dashboard"],
-            extra_args=flags("dashboard")[:1], **files("dashboard"))
+            extra_args=flags("dashboard")[:1], **files("dashboard"),
+            front_proxy=certs.front_proxy() if certs is not None else None)
     if not kubeadm:
         # cluster DNS publishes itself as the kube-dns Service's endpoint at the bridge's
         # address: pods reach it there, the proxies' rules send 10.96.0.10 to it
@@ -514,7 +516,8 @@ def apiserver_tls(certs: ClusterCertificates) -> ServingTLS:
 
 def secured_apiserver_flags(certs: ClusterCertificates | None) -> tuple[str, ...]:
     """As kubeadm runs it: Node and RBAC authorization, NodeRestriction, ServiceAccount
-    tokens signed with the cluster's key, kubelets reached with a client certificate."""
+    tokens signed with the cluster's key, kubelets reached with a client certificate, the
+    front-proxy certificate shown to its proxies' https backends (the dashboard)."""
     if certs is None:
         return ()
     return ("--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
@@ -522,7 +525,8 @@ def secured_apiserver_flags(certs: ClusterCertificates | None) -> tuple[str, ...
             f"--service-account-signing-key-file={certs.service_account_key}",
             f"--kubelet-client-certificate={certs.file('apiserver-kubelet-client.crt')}",
             f"--kubelet-client-key={certs.file('apiserver-kubelet-client.key')}",
-            f"--kubelet-certificate-authority={certs.ca_file}")
+            f"--kubelet-certificate-authority={certs.ca_file}",
+            *certs.front_proxy_flags())
 
 
 def secured_controller_manager_flags(certs: ClusterCertificates | None) -> tuple[str, ...]:
