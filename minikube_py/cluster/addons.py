@@ -9,9 +9,10 @@ minikube's add-ons. One so far, the dashboard, which `minikube-py dashboard` als
                 cluster/certs.py). In the cluster, what upstream's manifest applies
                 (objects below), made as the admin:
         Namespace kubernetes-dashboard
-        ServiceAccount kubernetes-dashboard    the dashboard's certificate names it
-                                               (kubeconfigs/dashboard.conf), so RBAC and
-                                               `kubectl auth can-i --as` see one user
+        ServiceAccount kubernetes-dashboard    the dashboard runs as it: a token of it
+                                               (TokenRequest, as the kubelet asks one for
+                                               a pod) is the only credential in its
+                                               kubeconfig (kubeconfigs/dashboard.conf)
         ClusterRoleBinding kubernetes-dashboard-view
                                                to `view`: reading what namespaces hold
                                                (pods, Services, EndpointSlices, Events,
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 from collections.abc import Callable
 from pathlib import Path
@@ -40,6 +42,7 @@ from pathlib import Path
 from minikube_py.api import Obj
 from minikube_py.client.errors import AlreadyExists, NotFound
 from minikube_py.client.rest import Client
+from minikube_py.cluster.kubeconfig import CLUSTER_NAME, write_kubeconfig_document
 
 NAMESPACE = "kubernetes-dashboard"
 SERVICE = "kubernetes-dashboard"
@@ -51,9 +54,11 @@ ADDONS = {"dashboard": "the dashboard: `minikube-py dashboard` opens it"}
 RBAC = "rbac.authorization.k8s.io"
 NAMESPACE_GONE_TIMEOUT = 60.0  # s to wait for the namespace controller to empty the namespace
 DASHBOARD_USER = f"system:serviceaccount:{NAMESPACE}:{SERVICE}"
-DASHBOARD_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}")
-"""The dashboard's certificate: the ServiceAccount upstream's Deployment runs as, with the
-groups a ServiceAccount token carries."""
+"""Who the dashboard is to the API server: the ServiceAccount upstream's Deployment runs
+as."""
+TOKEN_SECONDS = 365 * 24 * 3600
+"""Its token lasts a year, as the cluster's client certificates do; `up` and `addons
+enable` ask for a new one each time they start it."""
 SLICE = f"{SERVICE}-host"
 MANAGED_BY = "addons.minikube-py.io"
 LABELS = {"k8s-app": SERVICE, "addonmanager.kubernetes.io/mode": "Reconcile",
@@ -109,10 +114,12 @@ def dashboard_objects(address: str, port: int) -> list[tuple[str, str, Obj]]:
     ]
 
 
-async def apply_dashboard(kubeconfig: Path, address: str, port: int) -> None:
+async def apply_dashboard(kubeconfig: Path, address: str, port: int,
+                          own_kubeconfig: Path | None = None) -> None:
     """Make the dashboard's objects that are missing; point its EndpointSlice at
     address:port, its Service's port at it and its role at today's rules (any may have
-    changed since)."""
+    changed since). With `own_kubeconfig` (a cluster that authenticates), write there the
+    dashboard's kubeconfig: the cluster of `kubeconfig`, a new token of its ServiceAccount."""
     async with Client.from_kubeconfig(kubeconfig, user_agent="minikube-py-addons") as client:
         owner: Obj = {}
         for group, plural, obj in dashboard_objects(address, port):
@@ -134,6 +141,38 @@ async def apply_dashboard(kubeconfig: Path, address: str, port: int) -> None:
                                                               "ports": obj["spec"]["ports"]}})
             if plural == "services":
                 owner = made
+        if own_kubeconfig is not None:
+            write_kubeconfig_document(own_kubeconfig, dashboard_kubeconfig(
+                client.config.server, _ca_pem(client.config.ca_file),
+                await request_token(client)))
+
+
+async def request_token(client: Client) -> str:
+    """TokenRequest: a token of the dashboard's ServiceAccount, good while the account is
+    there (deleting it, as `addons disable` does, ends the token) for TOKEN_SECONDS."""
+    answer = await client.request(
+        "POST", client.resource("serviceaccounts").path(NAMESPACE, SERVICE, "token"),
+        body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+              "spec": {"expirationSeconds": TOKEN_SECONDS}})
+    return str(answer["status"]["token"])
+
+
+def dashboard_kubeconfig(server: str, ca_pem: bytes, token: str) -> Obj:
+    """The dashboard's kubeconfig: the server and its CA, the token as the only
+    credential."""
+    cluster: Obj = {"server": server}
+    if ca_pem:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
+    return {"apiVersion": "v1", "kind": "Config", "current-context": CLUSTER_NAME,
+            "clusters": [{"name": CLUSTER_NAME, "cluster": cluster}],
+            "users": [{"name": SERVICE, "user": {"token": token}}],
+            "contexts": [{"name": CLUSTER_NAME, "context": {
+                "cluster": CLUSTER_NAME, "user": SERVICE, "namespace": NAMESPACE}}],
+            "preferences": {}}
+
+
+def _ca_pem(ca_file: str | None) -> bytes:
+    return Path(ca_file).read_bytes() if ca_file else b""
 
 
 async def remove_dashboard(kubeconfig: Path) -> None:

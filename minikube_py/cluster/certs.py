@@ -31,10 +31,9 @@ does not change, and the ServiceAccount key signs tokens that must stay good):
         dns              CN system:kube-dns
         metrics          CN system:metrics-server
         gateway          CN system:minikube-py-gateway
-        dashboard        CN system:serviceaccount:kubernetes-dashboard:kubernetes-dashboard,
-                         O system:serviceaccounts, system:serviceaccounts:kubernetes-dashboard
-                         (the dashboard add-on, cluster/addons.py: the ServiceAccount
-                         upstream's dashboard runs as)
+    kubeconfigs/dashboard.conf              no certificate: a token of the ServiceAccount
+                                            kubernetes-dashboard, which the dashboard
+                                            add-on asks for (cluster/addons.py)
     kubeconfigs/control-plane.conf          the control-plane node's kubelet (`up --layout
                                             kubeadm`): CN system:node:control-plane, issued
                                             at once, as kubeadm init's kubelet.conf
@@ -60,7 +59,6 @@ from urllib.parse import urlsplit
 import yaml
 
 from minikube_py.apiserver.storage.etcd import EtcdTLS
-from minikube_py.cluster.addons import DASHBOARD_GROUPS, DASHBOARD_USER
 from minikube_py.cluster.etcd import EtcdServingTLS
 from minikube_py.cluster.kubeconfig import CLUSTER_NAME
 from minikube_py.process import LOOPBACK
@@ -75,7 +73,6 @@ IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "dns": ("system:kube-dns", ()),
     "metrics": ("system:metrics-server", ()),
     "gateway": ("system:minikube-py-gateway", ()),
-    "dashboard": (DASHBOARD_USER, DASHBOARD_GROUPS),
 }
 KUBELET_CLIENT = ("kube-apiserver-kubelet-client", ("system:masters",))
 FRONT_PROXY_CLIENT = "front-proxy-client"
@@ -196,8 +193,7 @@ class ClusterCertificates:
 
     def issue_kubeconfig(self, who: str, server_url: str, ca: pki.KeyPair | None = None
                          ) -> Path:
-        """A new certificate and kubeconfig for one of IDENTITIES (an add-on enabled on a
-        cluster made before its identity was)."""
+        """A new certificate and kubeconfig for one of IDENTITIES."""
         user, groups = IDENTITIES[who]
         self._write_kubeconfig(who, server_url, pki.issue(
             ca or self._ca(), user, organizations=groups, client=True))

@@ -781,8 +781,11 @@ async def _start(state: Path, name: str, process: ComponentProcess, started: flo
         certs = ClusterCertificates(state)
         await join_node(join_info(state, certs.kubeconfig("admin"), certs.ca_file),
                         process.bootstrap_kubeconfig)
-    if isinstance(process, DashboardProcess):  # its role first: it syncs before it serves
-        await apply_dashboard(state / "kubeconfig", process.address, process.port)
+    if isinstance(process, DashboardProcess):
+        # its role first, it syncs before it serves; and a new token of its account when
+        # it has a kubeconfig of its own (not the admin's, as without authentication)
+        own = process.kubeconfig if process.kubeconfig != state / "kubeconfig" else None
+        await apply_dashboard(state / "kubeconfig", process.address, process.port, own)
     await process.start()
     if name == "registry":
         assert isinstance(process, RegistryProcess)
@@ -879,9 +882,6 @@ def set_addon(name: str, enabled: bool) -> None:
     if name not in ports:  # a cluster made before the add-on was
         ports[name] = DEFAULT_PORTS[name] if not port_in_use(DEFAULT_PORTS[name]) else (
             free_port())
-    certs = ClusterCertificates(state)
-    if enabled and cluster.get("secure") and not certs.kubeconfig(name).exists():
-        certs.issue_kubeconfig(name, apiserver_url(cluster))
     (state / "cluster.json").write_text(json.dumps(cluster, indent=2))
     try:
         asyncio.run(_switch_addon(state, name, before.get(name),

@@ -14,6 +14,7 @@ from minikube_py.cluster.addons import (
     SERVICE,
     VIEW_BINDING,
     addons_of,
+    dashboard_kubeconfig,
     dashboard_objects,
 )
 from minikube_py.dashboard.hub import KINDS
@@ -59,3 +60,11 @@ def test_cluster_json_names_the_enabled_addons() -> None:
     assert addons_of({}) == set()
     assert addons_of({"addons": {"dashboard": True}}) == {"dashboard"}
     assert addons_of({"addons": {"dashboard": False}}) == set()
+
+
+def test_the_dashboard_s_kubeconfig_holds_a_token_as_its_only_credential() -> None:
+    document = dashboard_kubeconfig("https://172.18.0.1:6443", b"PEM", "a.b.c")
+    assert document["users"] == [{"name": SERVICE, "user": {"token": "a.b.c"}}]
+    assert document["clusters"][0]["cluster"] == {
+        "server": "https://172.18.0.1:6443", "certificate-authority-data": "UEVN"}
+    assert document["contexts"][0]["context"]["namespace"] == NAMESPACE
