@@ -1,8 +1,11 @@
 """The dashboard (`python -m minikube_py.dashboard`) in a real browser: Debian's chromium,
 driven by selenium through Debian's chromium-driver, reaching the page through the API
-server's service proxy as users do.
+server's service proxy as users do; and no one else reaching it.
 
-The dashboard watches the shared test API server; the objects each test makes (nodes,
+The API server of this module runs as the shared one does, on the shared etcd, and shows
+its proxies' https backends a front-proxy certificate (--proxy-client-cert-file), as a
+secured cluster's does; the dashboard serves HTTPS and lets in only that certificate. It
+watches that API server; the objects each test makes (nodes,
 pods, Services, Events) are named after the test's own namespace, so tests running beside
 it on the same server do not disturb what it checks. A trace receiver process holds spans
 the test sends it in OTLP/HTTP JSON, as the components do.
@@ -15,16 +18,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.client
 import json
 import os
 import re
 import socket
+import ssl
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +46,9 @@ from minikube_py.client.kubeconfig import ClientConfig
 from minikube_py.client.rest import Client
 from minikube_py.cluster.addons import NAMESPACE, PROXY_PATH, SERVICE, remove_dashboard
 from minikube_py.cluster.apiserver import APIServerProcess
+from minikube_py.cluster.certs import FRONT_PROXY_CLIENT, FrontProxy
+from minikube_py.cluster.etcd import EtcdProcess
+from minikube_py.cluster.kubeconfig import write_kubeconfig
 from minikube_py.controllers.namespace import NamespaceController
 from minikube_py.process import free_port
 from minikube_py.scheduler.config import default_configuration
@@ -48,6 +56,7 @@ from minikube_py.scheduler.framework.interface import CycleState
 from minikube_py.scheduler.framework.types import PodInfo
 from minikube_py.scheduler.plugins.registry import IN_TREE_PLUGINS
 from minikube_py.scheduler.scheduler import Scheduler
+from minikube_py.security import pki
 from minikube_py.tracing import otlp
 from minikube_py.tracing.tracer import Span, Tracer
 from tests.test_trace_receiver import start as start_receiver
@@ -102,6 +111,36 @@ def set_pod_phase(base: str, namespace: str, name: str, phase: str, ip: str = ""
 # -- the processes and the browser ------------------------------------------------------------
 
 @pytest.fixture(scope="module")
+def front_proxy(tmp_path_factory: pytest.TempPathFactory) -> FrontProxy:
+    """kubeadm's front-proxy CA and the API server's proxy certificate, as `up` makes them
+    (cluster/certs.py)."""
+    directory = tmp_path_factory.mktemp("front-proxy")
+    ca = pki.new_ca("front-proxy-ca")
+    ca.write(directory, "front-proxy-ca")
+    cert, key = pki.issue(ca, FRONT_PROXY_CLIENT, client=True).write(
+        directory, "front-proxy-client")
+    return FrontProxy(directory / "front-proxy-ca.crt", cert, key)
+
+
+@pytest.fixture(scope="module")
+async def apiserver(etcd: EtcdProcess, fast_tmp: Path, front_proxy: FrontProxy
+                    ) -> AsyncIterator[APIServerProcess]:
+    """An API server shaped as the shared one, on the shared etcd, that shows https
+    backends of its proxies the front-proxy certificate."""
+    async with APIServerProcess(
+            [etcd.client_url], fast_tmp / "apiserver-dashboard.log",
+            extra_args=("--disable-admission-plugins=ServiceAccount",
+                        f"--proxy-client-cert-file={front_proxy.cert_file}",
+                        f"--proxy-client-key-file={front_proxy.key_file}")) as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def kubeconfig(apiserver: APIServerProcess, fast_tmp: Path) -> Path:
+    return write_kubeconfig(fast_tmp / "kubeconfig-dashboard", apiserver.url)
+
+
+@pytest.fixture(scope="module")
 def trace_receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     process = start_receiver(tmp_path_factory.mktemp("spans"), port)
@@ -128,7 +167,7 @@ def running_dashboard(kubeconfig: Path, log: Path, address: str, *flags: str
              f"--bind-address={address}", "--port=0", "-v", "2", *flags], stderr=sink)
     try:
         deadline = time.monotonic() + 60
-        while "serving on http://" not in log.read_text():
+        while "serving on https://" not in log.read_text():
             assert process.poll() is None, f"the dashboard stopped:\n{log.read_text()}"
             assert time.monotonic() < deadline, f"the dashboard did not start:\n{log.read_text()}"
             time.sleep(0.05)
@@ -140,12 +179,15 @@ def running_dashboard(kubeconfig: Path, log: Path, address: str, *flags: str
 
 
 @pytest.fixture(scope="module")
-def dashboard(kubeconfig: Path, trace_receiver: str,
+def dashboard(kubeconfig: Path, trace_receiver: str, front_proxy: FrontProxy,
               tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
-    """The dashboard the browser tests use; its address and port."""
+    """The dashboard the browser tests use, letting in only the API server's proxy; its
+    address and port."""
     address = host_address()
     log = tmp_path_factory.mktemp("dashboard") / "dashboard.log"
-    with running_dashboard(kubeconfig, log, address, f"--traces-url={trace_receiver}") as port:
+    with running_dashboard(kubeconfig, log, address, f"--traces-url={trace_receiver}",
+                           f"--client-ca-file={front_proxy.ca_file}",
+                           f"--allowed-names={FRONT_PROXY_CLIENT}") as port:
         yield address, port
 
 
@@ -158,7 +200,7 @@ def proxied_url(apiserver: APIServerProcess, dashboard: tuple[str, int], namespa
     address, port = dashboard
     call(base, "POST", f"/api/v1/namespaces/{namespace}/services", {
         "apiVersion": "v1", "kind": "Service", "metadata": {"name": "dashboard"},
-        "spec": {"ports": [{"port": 80, "targetPort": port}]}})
+        "spec": {"ports": [{"port": 443, "targetPort": port}]}})
     call(base, "POST", f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices", {
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
         "metadata": {"name": "dashboard-1",
@@ -166,7 +208,7 @@ def proxied_url(apiserver: APIServerProcess, dashboard: tuple[str, int], namespa
         "addressType": "IPv4", "endpoints": [{"addresses": [address],
                                               "conditions": {"ready": True}}],
         "ports": [{"name": "", "port": port, "protocol": "TCP"}]})
-    return f"{base}/api/v1/namespaces/{namespace}/services/dashboard/proxy/"
+    return f"{base}/api/v1/namespaces/{namespace}/services/https:dashboard:/proxy/"
 
 
 @pytest.fixture(scope="module")
@@ -657,6 +699,55 @@ def test_events_list_is_live_and_filters_by_object(
     page("events")
 
 
+# -- who gets in ------------------------------------------------------------------------------
+
+def unchecked_tls(cert: tuple[Path, Path] | None = None) -> ssl.SSLContext:
+    """A client's TLS that does not check the dashboard's self-signed certificate, and
+    shows `cert` (certificate, key) when given."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    if cert is not None:
+        context.load_cert_chain(*cert)
+    return context
+
+
+def direct_get(url: str, tls: ssl.SSLContext | None = None) -> int | str:
+    """The status of a GET straight to the dashboard's address, or why none came."""
+    try:
+        with urllib.request.urlopen(url, timeout=10, context=tls) as answer:
+            return answer.status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except (OSError, http.client.HTTPException) as error:  # URLError, ssl.SSLError too
+        return f"no answer: {error!r}"
+
+
+def test_only_the_api_server_s_proxy_gets_in_and_anyone_else_fails_the_tls_handshake(
+        dashboard: tuple[str, int], proxied_url: str, front_proxy: FrontProxy,
+        tmp_path: Path) -> None:
+    address, port = dashboard
+    direct = f"https://{address}:{port}/healthz"
+    refused = {
+        "no certificate": direct_get(direct, unchecked_tls()),
+        "plain HTTP": direct_get(f"http://{address}:{port}/healthz"),
+        "another CA's certificate with the proxy's name": direct_get(direct, unchecked_tls(
+            pki.issue(pki.new_ca("another-ca"), FRONT_PROXY_CLIENT, client=True).write(
+                tmp_path, "forged"))),
+    }
+    print(refused)  # the server ends the handshake; no HTTP is spoken
+    assert all(str(answer).startswith("no answer: ") for answer in refused.values()), refused
+
+    # the front-proxy CA's certificate, but not the proxy's: the handshake passes, no page
+    front_proxy_ca = pki.KeyPair.read(front_proxy.ca_file.parent, "front-proxy-ca")
+    someone = pki.issue(front_proxy_ca, "someone-else", client=True).write(tmp_path, "someone")
+    assert direct_get(direct, unchecked_tls(someone)) == 403
+    # the API server's proxy certificate; and so the page through its service proxy
+    assert direct_get(direct, unchecked_tls((front_proxy.cert_file, front_proxy.key_file))
+                      ) == 200
+    assert status_of(f"{proxied_url}healthz") == 200
+
+
 # -- `minikube-py dashboard`: the local proxy -------------------------------------------------
 
 @pytest.fixture
@@ -671,7 +762,7 @@ def deployed(apiserver: APIServerProcess, dashboard: tuple[str, int],
             "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     call(base, "POST", f"/api/v1/namespaces/{NAMESPACE}/services", {
         "apiVersion": "v1", "kind": "Service", "metadata": {"name": SERVICE},
-        "spec": {"ports": [{"port": 80, "targetPort": port}]}})
+        "spec": {"ports": [{"port": 443, "targetPort": port}]}})
     try:
         call(base, "POST", f"/apis/discovery.k8s.io/v1/namespaces/{NAMESPACE}/endpointslices", {
             "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
@@ -714,7 +805,7 @@ def test_minikube_py_dashboard_prints_a_url_that_opens_the_live_view_through_a_l
     assert url.startswith("http://127.0.0.1:"), (url, process.stderr.read() if
                                                   process.poll() is not None else "")
     assert url.endswith("/api/v1/namespaces/kubernetes-dashboard/services/"
-                        "http:kubernetes-dashboard:/proxy/")
+                        "https:kubernetes-dashboard:/proxy/")
 
     browser.get_log("browser")
     browser.get(url)
@@ -811,8 +902,9 @@ def test_mkctl_trace_web_says_in_one_line_when_the_cluster_has_no_dashboard(
 # -- the trace receiver away ------------------------------------------------------------------
 
 def get_status(url: str) -> tuple[int, dict[str, Any]]:
+    """GET over https, the dashboard's self-signed certificate unchecked."""
     try:
-        with urllib.request.urlopen(url, timeout=30) as answer:
+        with urllib.request.urlopen(url, timeout=30, context=unchecked_tls()) as answer:
             return answer.status, json.load(answer)
     except urllib.error.HTTPError as error:
         return error.code, json.load(error)
@@ -822,7 +914,7 @@ def test_traces_say_why_when_no_receiver_is_named_or_it_cannot_be_reached(
         kubeconfig: Path, tmp_path: Path) -> None:
     query = "api/traces?resource=pods&namespace=default&name=web-1"
     with running_dashboard(kubeconfig, tmp_path / "unnamed.log", "127.0.0.1") as port:
-        assert get_status(f"http://127.0.0.1:{port}/{query}") == (503, {
+        assert get_status(f"https://127.0.0.1:{port}/{query}") == (503, {
             "code": 503, "message": "this cluster names no trace receiver "
                                     "(kube-public/minikube-py-tracing is not there); start "
                                     "the dashboard with --traces-url"})
@@ -830,6 +922,6 @@ def test_traces_say_why_when_no_receiver_is_named_or_it_cannot_be_reached(
     with running_dashboard(kubeconfig, tmp_path / "gone.log", "127.0.0.1",
                            f"--traces-url={gone}") as port:
         for path in (query, f"{query}&follow=true", "api/traces/" + "ab" * 16):
-            status, body = get_status(f"http://127.0.0.1:{port}/{path}")
+            status, body = get_status(f"https://127.0.0.1:{port}/{path}")
             assert status == 502, (path, body)
             assert body["message"].startswith(f"cannot reach the trace receiver at {gone}: ")

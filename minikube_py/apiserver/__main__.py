@@ -89,6 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--kubelet-certificate-authority", default="",
                         help="the CA that signed the kubelets' serving certificates "
                              "(without it they are not checked)")
+    parser.add_argument("--proxy-client-cert-file", default="",
+                        help="the client certificate (PEM) the API server shows the https "
+                             "backends of pods/proxy and services/proxy (kubeadm's "
+                             "front-proxy-client); without it, none")
+    parser.add_argument("--proxy-client-key-file", default="", help="its private key (PEM)")
     parser.add_argument("--enable-admission-plugins", default="",
                         help="admission plugins to run besides the default ones, "
                              "comma-separated (e.g. NodeRestriction)")
@@ -236,6 +241,8 @@ def main(argv: list[str] | None = None) -> None:
         kubelet_client_certificate=args.kubelet_client_certificate,
         kubelet_client_key=args.kubelet_client_key,
         kubelet_certificate_authority=args.kubelet_certificate_authority,
+        proxy_client_cert_file=args.proxy_client_cert_file,
+        proxy_client_key_file=args.proxy_client_key_file,
         encryption_provider_config=args.encryption_provider_config,
         audit_policy_file=args.audit_policy_file,
         audit_log_path=args.audit_log_path,

@@ -79,6 +79,7 @@ from minikube_py.apiserver.auth.serviceaccount_tokens import (
 from minikube_py.apiserver.connect.aggregation import Aggregator
 from minikube_py.apiserver.connect.apiservices import APIServiceAvailability
 from minikube_py.apiserver.connect.kubeletclient import KubeletClient
+from minikube_py.apiserver.connect.proxy import proxy_transport
 from minikube_py.apiserver.endpoints import discovery, filters, health, openapi
 from minikube_py.apiserver.endpoints.handlers import ResourceHandler
 from minikube_py.apiserver.endpoints.metrics import APIServerMetrics, InstrumentedEtcd
@@ -151,6 +152,9 @@ class APIServerConfig:
     kubelet_client_certificate: str = ""
     kubelet_client_key: str = ""
     kubelet_certificate_authority: str = ""
+    # What it shows the https backends of pods/proxy and services/proxy (none when unset)
+    proxy_client_cert_file: str = ""
+    proxy_client_key_file: str = ""
     # The address pods reach this server at (the kubernetes Service's endpoint); by
     # default the bind address, unless that is loopback or every address
     advertise_address: str = ""
@@ -284,7 +288,8 @@ class APIServer(Component):
             self.caches["/registry/prioritylevelconfigurations/"], self._note_apf_limits)
         self.handler = ResourceHandler(self.stores, KubeletClient.from_files(
             self.config.kubelet_client_certificate, self.config.kubelet_client_key,
-            self.config.kubelet_certificate_authority))
+            self.config.kubelet_certificate_authority), proxy_transport(
+            self.config.proxy_client_cert_file, self.config.proxy_client_key_file))
 
     def _build_admission(self) -> None:
         """The admission chain every store runs (it reads the caches and the authorizer)."""

@@ -3,7 +3,7 @@ a port on loopback whose requests go on to the API server with the kubeconfig's
 credentials, so that a browser reaches a Service's proxy without holding any.
 
     browser --GET /api/v1/namespaces/kubernetes-dashboard/services/
-                  http:kubernetes-dashboard:/proxy/...-->
+                  https:kubernetes-dashboard:/proxy/...-->
         127.0.0.1:<port> (this proxy: loopback only, the allowed prefix only, GET only)
         --the same path, with the kubeconfig's certificate or token--> the API server
         --> the Service's proxy --> the dashboard

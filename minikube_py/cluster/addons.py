@@ -4,18 +4,27 @@ minikube's add-ons. One so far, the dashboard, which `minikube-py dashboard` als
 
     dashboard   `python -m minikube_py.dashboard`, a host component like the provisioner
                 (logs/dashboard.log, run/dashboard.pid, restarted by the supervisor) on
-                the bridge's address, port 9090; in the cluster, what minikube's add-on
-                applies (objects below), made as the admin:
+                the bridge's address, port 9090, HTTPS only; in a secured cluster it lets
+                in only the API server's proxy (the front-proxy CA's certificate,
+                cluster/certs.py). In the cluster, what upstream's manifest applies
+                (objects below), made as the admin:
         Namespace kubernetes-dashboard
-        ServiceAccount kubernetes-dashboard    the dashboard's certificate names it
-                                               (kubeconfigs/dashboard.conf), so RBAC and
-                                               `kubectl auth can-i --as` see one user
+        ServiceAccount kubernetes-dashboard    the dashboard runs as it: a token of it
+                                               (TokenRequest, as the kubelet asks one for
+                                               a pod) is the only credential in its
+                                               kubeconfig (kubeconfigs/dashboard.conf)
+        ClusterRoleBinding kubernetes-dashboard-view
+                                               to `view`: reading what namespaces hold
+                                               (pods, Services, EndpointSlices, Events,
+                                               ConfigMaps such as the trace receiver's),
+                                               never Secrets, no writes
         ClusterRole + ClusterRoleBinding kubernetes-dashboard
-                                               get, list, watch of what the page draws;
-                                               no secrets, no writes
-        Service kubernetes-dashboard           port 80, no selector; its EndpointSlice
-                                               names the dashboard's address and port, so
-                                               the API server's service proxy reaches it
+                                               get, list, watch of nodes, the one thing the
+                                               page draws that `view` does not read
+        Service kubernetes-dashboard           port 443 (upstream's), no selector; its
+                                               EndpointSlice names the dashboard's address
+                                               and port, so the API server's service proxy
+                                               reaches it, as https:kubernetes-dashboard:
 
 Enabled add-ons are remembered in cluster.json ("addons"): `up` starts them again and
 `down` stops them; `disable` stops the component and deletes its objects.
@@ -25,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 from collections.abc import Callable
 from pathlib import Path
@@ -32,29 +42,33 @@ from pathlib import Path
 from minikube_py.api import Obj
 from minikube_py.client.errors import AlreadyExists, NotFound
 from minikube_py.client.rest import Client
+from minikube_py.cluster.kubeconfig import CLUSTER_NAME, write_kubeconfig_document
 
 NAMESPACE = "kubernetes-dashboard"
 SERVICE = "kubernetes-dashboard"
-PROXY_PATH = f"/api/v1/namespaces/{NAMESPACE}/services/http:{SERVICE}:/proxy/"
-"""The page through the API server's service proxy, as `minikube dashboard` opens it."""
+PROXY_PATH = f"/api/v1/namespaces/{NAMESPACE}/services/https:{SERVICE}:/proxy/"
+"""The page through the API server's service proxy, as upstream's Dashboard is opened
+(https: the dashboard serves TLS only)."""
+SERVICE_PORT = 443
 ADDONS = {"dashboard": "the dashboard: `minikube-py dashboard` opens it"}
 RBAC = "rbac.authorization.k8s.io"
 NAMESPACE_GONE_TIMEOUT = 60.0  # s to wait for the namespace controller to empty the namespace
 DASHBOARD_USER = f"system:serviceaccount:{NAMESPACE}:{SERVICE}"
-DASHBOARD_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}")
-"""The dashboard's certificate: the ServiceAccount upstream's Deployment runs as, with the
-groups a ServiceAccount token carries."""
+"""Who the dashboard is to the API server: the ServiceAccount upstream's Deployment runs
+as."""
+TOKEN_SECONDS = 365 * 24 * 3600
+"""Its token lasts a year, as the cluster's client certificates do; `up` and `addons
+enable` ask for a new one each time they start it."""
 SLICE = f"{SERVICE}-host"
 MANAGED_BY = "addons.minikube-py.io"
 LABELS = {"k8s-app": SERVICE, "addonmanager.kubernetes.io/mode": "Reconcile",
           "app.kubernetes.io/managed-by": "minikube-py"}
 READ = ["get", "list", "watch"]
-DASHBOARD_RULES: list[Obj] = [
-    {"apiGroups": [""], "resources": ["nodes", "pods", "services", "events"], "verbs": READ},
-    {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": READ},
-]
-"""What the page draws (dashboard/hub.py's KINDS). The trace receiver's ConfigMap in
-kube-public every signed-in user may read already (cluster/tracestore.py)."""
+VIEW_BINDING = f"{SERVICE}-view"
+DASHBOARD_RULES: list[Obj] = [{"apiGroups": [""], "resources": ["nodes"], "verbs": READ}]
+"""What the page draws (dashboard/hub.py's KINDS) beyond `view`: nodes, which are not in
+a namespace. The rest (pods, Services, EndpointSlices, Events, and the trace receiver's
+ConfigMap in kube-public, which every signed-in user may read anyway) `view` reads."""
 
 
 def addons_of(cluster: dict[str, object]) -> set[str]:
@@ -78,14 +92,15 @@ def dashboard_objects(address: str, port: int) -> list[tuple[str, str, Obj]]:
         (RBAC, "clusterroles", {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole",
                                 "metadata": meta(SERVICE, namespaced=False),
                                 "rules": DASHBOARD_RULES}),
-        (RBAC, "clusterrolebindings", {
+        *((RBAC, "clusterrolebindings", {
             "apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding",
-            "metadata": meta(SERVICE, namespaced=False),
-            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": SERVICE},
+            "metadata": meta(binding, namespaced=False),
+            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": role},
             "subjects": [{"kind": "ServiceAccount", "name": SERVICE,
-                          "namespace": NAMESPACE}]}),
+                          "namespace": NAMESPACE}]})
+          for binding, role in ((SERVICE, SERVICE), (VIEW_BINDING, "view"))),
         ("", "services", {"apiVersion": "v1", "kind": "Service", "metadata": meta(SERVICE),
-                          "spec": {"ports": [{"port": 80, "protocol": "TCP",
+                          "spec": {"ports": [{"port": SERVICE_PORT, "protocol": "TCP",
                                               "targetPort": port}]}}),
         ("discovery.k8s.io", "endpointslices", {
             "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
@@ -99,9 +114,12 @@ def dashboard_objects(address: str, port: int) -> list[tuple[str, str, Obj]]:
     ]
 
 
-async def apply_dashboard(kubeconfig: Path, address: str, port: int) -> None:
+async def apply_dashboard(kubeconfig: Path, address: str, port: int,
+                          own_kubeconfig: Path | None = None) -> None:
     """Make the dashboard's objects that are missing; point its EndpointSlice at
-    address:port and its role at today's rules (either may have changed since)."""
+    address:port, its Service's port at it and its role at today's rules (any may have
+    changed since). With `own_kubeconfig` (a cluster that authenticates), write there the
+    dashboard's kubeconfig: the cluster of `kubeconfig`, a new token of its ServiceAccount."""
     async with Client.from_kubeconfig(kubeconfig, user_agent="minikube-py-addons") as client:
         owner: Obj = {}
         for group, plural, obj in dashboard_objects(address, port):
@@ -118,8 +136,43 @@ async def apply_dashboard(kubeconfig: Path, address: str, port: int) -> None:
                 if plural in ("clusterroles", "endpointslices"):
                     obj["metadata"]["resourceVersion"] = made["metadata"]["resourceVersion"]
                     made = await api.update(obj)
+                elif plural == "services" and made["spec"].get("ports") != obj["spec"]["ports"]:
+                    made = await api.update({**made, "spec": {**made["spec"],
+                                                              "ports": obj["spec"]["ports"]}})
             if plural == "services":
                 owner = made
+        if own_kubeconfig is not None:
+            write_kubeconfig_document(own_kubeconfig, dashboard_kubeconfig(
+                client.config.server, _ca_pem(client.config.ca_file),
+                await request_token(client)))
+
+
+async def request_token(client: Client) -> str:
+    """TokenRequest: a token of the dashboard's ServiceAccount, good while the account is
+    there (deleting it, as `addons disable` does, ends the token) for TOKEN_SECONDS."""
+    answer = await client.request(
+        "POST", client.resource("serviceaccounts").path(NAMESPACE, SERVICE, "token"),
+        body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+              "spec": {"expirationSeconds": TOKEN_SECONDS}})
+    return str(answer["status"]["token"])
+
+
+def dashboard_kubeconfig(server: str, ca_pem: bytes, token: str) -> Obj:
+    """The dashboard's kubeconfig: the server and its CA, the token as the only
+    credential."""
+    cluster: Obj = {"server": server}
+    if ca_pem:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
+    return {"apiVersion": "v1", "kind": "Config", "current-context": CLUSTER_NAME,
+            "clusters": [{"name": CLUSTER_NAME, "cluster": cluster}],
+            "users": [{"name": SERVICE, "user": {"token": token}}],
+            "contexts": [{"name": CLUSTER_NAME, "context": {
+                "cluster": CLUSTER_NAME, "user": SERVICE, "namespace": NAMESPACE}}],
+            "preferences": {}}
+
+
+def _ca_pem(ca_file: str | None) -> bytes:
+    return Path(ca_file).read_bytes() if ca_file else b""
 
 
 async def remove_dashboard(kubeconfig: Path) -> None:
@@ -128,9 +181,11 @@ async def remove_dashboard(kubeconfig: Path) -> None:
     the namespace is gone, as `kubectl delete` waits: a namespace being terminated takes
     no new objects, so an `addons enable` right after would fail."""
     async with Client.from_kubeconfig(kubeconfig, user_agent="minikube-py-addons") as client:
-        for plural in ("clusterrolebindings", "clusterroles"):
+        for plural, name in (("clusterrolebindings", SERVICE),
+                             ("clusterrolebindings", VIEW_BINDING),
+                             ("clusterroles", SERVICE)):
             with contextlib.suppress(NotFound):
-                await client.resource(plural, RBAC).delete(SERVICE)
+                await client.resource(plural, RBAC).delete(name)
         with contextlib.suppress(NotFound):
             await client.resource("services").delete(SERVICE, NAMESPACE)
         namespaces = client.resource("namespaces")

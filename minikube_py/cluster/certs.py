@@ -13,6 +13,11 @@ does not change, and the ServiceAccount key signs tokens that must stay good):
                                             (CN kube-apiserver-kubelet-client,
                                             O system:masters)
     pki/sa.key                              signs ServiceAccount tokens
+    pki/front-proxy-ca.crt                  kubeadm's front-proxy CA: signs only
+    pki/front-proxy-client.crt              the API server's proxy certificate
+                                            (CN front-proxy-client), shown to https
+                                            backends of services/proxy: the dashboard
+                                            lets in only that certificate
     pki/etcd/ca.crt, server.crt, peer.crt   etcd's own CA, and its certificates: etcd
                                             serves TLS and lets in only clients of that
                                             CA (--client-cert-auth)
@@ -26,10 +31,9 @@ does not change, and the ServiceAccount key signs tokens that must stay good):
         dns              CN system:kube-dns
         metrics          CN system:metrics-server
         gateway          CN system:minikube-py-gateway
-        dashboard        CN system:serviceaccount:kubernetes-dashboard:kubernetes-dashboard,
-                         O system:serviceaccounts, system:serviceaccounts:kubernetes-dashboard
-                         (the dashboard add-on, cluster/addons.py: the ServiceAccount
-                         upstream's dashboard runs as)
+    kubeconfigs/dashboard.conf              no certificate: a token of the ServiceAccount
+                                            kubernetes-dashboard, which the dashboard
+                                            add-on asks for (cluster/addons.py)
     kubeconfigs/control-plane.conf          the control-plane node's kubelet (`up --layout
                                             kubeadm`): CN system:node:control-plane, issued
                                             at once, as kubeadm init's kubelet.conf
@@ -55,7 +59,6 @@ from urllib.parse import urlsplit
 import yaml
 
 from minikube_py.apiserver.storage.etcd import EtcdTLS
-from minikube_py.cluster.addons import DASHBOARD_GROUPS, DASHBOARD_USER
 from minikube_py.cluster.etcd import EtcdServingTLS
 from minikube_py.cluster.kubeconfig import CLUSTER_NAME
 from minikube_py.process import LOOPBACK
@@ -70,9 +73,10 @@ IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "dns": ("system:kube-dns", ()),
     "metrics": ("system:metrics-server", ()),
     "gateway": ("system:minikube-py-gateway", ()),
-    "dashboard": (DASHBOARD_USER, DASHBOARD_GROUPS),
 }
 KUBELET_CLIENT = ("kube-apiserver-kubelet-client", ("system:masters",))
+FRONT_PROXY_CLIENT = "front-proxy-client"
+"""The CN of the API server's proxy certificate (kubeadm's), which the dashboard lets in."""
 KUBERNETES_SERVICE_IP = "10.96.0.1"
 """The kubernetes Service's ClusterIP (the first of 10.96.0.0/12): where pods reach the
 API server."""
@@ -93,6 +97,18 @@ def apiserver_sans(server_url: str, addresses: tuple[str, ...]
         names, addresses = (), (*addresses, host)
     return (tuple(dict.fromkeys((*pki.apiserver_names(), *names))),
             tuple(dict.fromkeys((LOOPBACK, *addresses, KUBERNETES_SERVICE_IP))))
+
+
+@dataclass(frozen=True)
+class FrontProxy:
+    """kubeadm's front-proxy CA and the one certificate it signs, the API server's proxy's
+    (CN front-proxy-client): a backend that trusts only that CA lets in only the API
+    server's proxy."""
+
+    ca_file: Path
+    cert_file: Path
+    key_file: Path
+    name: str = FRONT_PROXY_CLIENT
 
 
 @dataclass(frozen=True)
@@ -159,6 +175,7 @@ class ClusterCertificates:
                     ip_addresses=ip_addresses, server=True)
         self._issue(ca, "apiserver-kubelet-client", KUBELET_CLIENT[0],
                     organizations=KUBELET_CLIENT[1], client=True)
+        self._ensure_front_proxy()
         if not self.service_account_key.exists():
             # only its key is used: the API server signs and checks tokens with it
             pki.issue(ca, "service-accounts", client=True).write(self.pki, "sa-pair")
@@ -176,8 +193,7 @@ class ClusterCertificates:
 
     def issue_kubeconfig(self, who: str, server_url: str, ca: pki.KeyPair | None = None
                          ) -> Path:
-        """A new certificate and kubeconfig for one of IDENTITIES (an add-on enabled on a
-        cluster made before its identity was)."""
+        """A new certificate and kubeconfig for one of IDENTITIES."""
         user, groups = IDENTITIES[who]
         self._write_kubeconfig(who, server_url, pki.issue(
             ca or self._ca(), user, organizations=groups, client=True))
@@ -190,6 +206,25 @@ class ClusterCertificates:
         self._write_kubeconfig(node, server_url, pki.issue(
             self._ca(), f"system:node:{node}", organizations=("system:nodes",), client=True))
         return self.kubeconfig(node)
+
+    def front_proxy(self) -> FrontProxy:
+        return FrontProxy(self.file("front-proxy-ca.crt"), self.file("front-proxy-client.crt"),
+                          self.file("front-proxy-client.key"))
+
+    def front_proxy_flags(self) -> tuple[str, ...]:
+        """What the API server shows its proxies' https backends (kubeadm's flags)."""
+        proxy = self.front_proxy()
+        return (f"--proxy-client-cert-file={proxy.cert_file}",
+                f"--proxy-client-key-file={proxy.key_file}")
+
+    def _ensure_front_proxy(self) -> None:
+        """kubeadm's `init phase certs front-proxy-ca` and `front-proxy-client`."""
+        if (self.pki / "front-proxy-ca.crt").exists():
+            ca = pki.KeyPair.read(self.pki, "front-proxy-ca")
+        else:
+            ca = pki.new_ca("front-proxy-ca")
+            ca.write(self.pki, "front-proxy-ca")
+        self._issue(ca, "front-proxy-client", FRONT_PROXY_CLIENT, client=True)
 
     def _ensure_etcd(self) -> None:
         """etcd's CA; its serving, peer and health-check certificates; the API server's

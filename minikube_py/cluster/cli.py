@@ -432,10 +432,12 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
         return processes
     if "dashboard" in addons_of(cluster):
         # the dashboard add-on (addons.py), a host process in both layouts: the API
-        # server's service proxy reaches it on the bridge's address
+        # server's service proxy reaches it on the bridge's address; when secured, it
+        # lets in only the API server's proxy certificate
         processes["dashboard"] = DashboardProcess(
             kubeconfig_of("dashboard"), address=address, port=ports["dashboard"],
-            extra_args=flags("dashboard")[:1], **files("dashboard"))
+            extra_args=flags("dashboard")[:1], **files("dashboard"),
+            front_proxy=certs.front_proxy() if certs is not None else None)
     if not kubeadm:
         # cluster DNS publishes itself as the kube-dns Service's endpoint at the bridge's
         # address: pods reach it there, the proxies' rules send 10.96.0.10 to it
@@ -521,7 +523,8 @@ def apiserver_tls(certs: ClusterCertificates) -> ServingTLS:
 
 def secured_apiserver_flags(certs: ClusterCertificates | None) -> tuple[str, ...]:
     """As kubeadm runs it: Node and RBAC authorization, NodeRestriction, ServiceAccount
-    tokens signed with the cluster's key, kubelets reached with a client certificate."""
+    tokens signed with the cluster's key, kubelets reached with a client certificate, the
+    front-proxy certificate shown to its proxies' https backends (the dashboard)."""
     if certs is None:
         return ()
     return ("--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
@@ -529,7 +532,8 @@ def secured_apiserver_flags(certs: ClusterCertificates | None) -> tuple[str, ...
             f"--service-account-signing-key-file={certs.service_account_key}",
             f"--kubelet-client-certificate={certs.file('apiserver-kubelet-client.crt')}",
             f"--kubelet-client-key={certs.file('apiserver-kubelet-client.key')}",
-            f"--kubelet-certificate-authority={certs.ca_file}")
+            f"--kubelet-certificate-authority={certs.ca_file}",
+            *certs.front_proxy_flags())
 
 
 def secured_controller_manager_flags(certs: ClusterCertificates | None) -> tuple[str, ...]:
@@ -786,8 +790,11 @@ async def _start(state: Path, name: str, process: ComponentProcess, started: flo
         certs = ClusterCertificates(state)
         await join_node(join_info(state, certs.kubeconfig("admin"), certs.ca_file),
                         process.bootstrap_kubeconfig)
-    if isinstance(process, DashboardProcess):  # its role first: it syncs before it serves
-        await apply_dashboard(state / "kubeconfig", process.address, process.port)
+    if isinstance(process, DashboardProcess):
+        # its role first, it syncs before it serves; and a new token of its account when
+        # it has a kubeconfig of its own (not the admin's, as without authentication)
+        own = process.kubeconfig if process.kubeconfig != state / "kubeconfig" else None
+        await apply_dashboard(state / "kubeconfig", process.address, process.port, own)
     await process.start()
     if name == "registry":
         assert isinstance(process, RegistryProcess)
@@ -884,9 +891,6 @@ def set_addon(name: str, enabled: bool) -> None:
     if name not in ports:  # a cluster made before the add-on was
         ports[name] = DEFAULT_PORTS[name] if not port_in_use(DEFAULT_PORTS[name]) else (
             free_port())
-    certs = ClusterCertificates(state)
-    if enabled and cluster.get("secure") and not certs.kubeconfig(name).exists():
-        certs.issue_kubeconfig(name, apiserver_url(cluster))
     (state / "cluster.json").write_text(json.dumps(cluster, indent=2))
     try:
         asyncio.run(_switch_addon(state, name, before.get(name),

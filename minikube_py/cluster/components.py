@@ -8,12 +8,14 @@ its own; they differ in the module that runs and its flags.
 from __future__ import annotations
 
 import asyncio
+import ssl
 import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any, ClassVar
 
+from minikube_py.cluster.certs import FrontProxy
 from minikube_py.process import LOOPBACK, ComponentProcess, ComponentProcessError, free_port
 
 
@@ -65,10 +67,10 @@ class ClientComponentProcess(ComponentProcess):
         return healthz_ok(self.url)
 
 
-def healthz_ok(url: str) -> bool:
-    """GET <url>/healthz answers 200."""
+def healthz_ok(url: str, tls: ssl.SSLContext | None = None) -> bool:
+    """GET <url>/healthz answers 200 (an https url with `tls`)."""
     try:
-        with urllib.request.urlopen(f"{url}/healthz", timeout=2) as answer:
+        with urllib.request.urlopen(f"{url}/healthz", timeout=2, context=tls) as answer:
             return answer.status == 200
     except (urllib.error.URLError, OSError):
         return False
@@ -214,11 +216,35 @@ class GatewayProcess(ClientComponentProcess):
 
 
 class DashboardProcess(ClientComponentProcess):
-    """`python -m minikube_py.dashboard`: the page and its event stream, /healthz once its
-    informers have synced."""
+    """`python -m minikube_py.dashboard`: the page and its event stream over HTTPS,
+    /healthz once its informers have synced. With `front_proxy`, it lets in only that
+    CA's proxy certificate (the API server's), and /healthz is asked with it."""
 
     component = "the dashboard"
     module = "minikube_py.dashboard"
+
+    def __init__(self, kubeconfig: Path, log_path: Path, *,
+                 front_proxy: FrontProxy | None = None, **options: Any) -> None:
+        """`options`: those of every ClientComponentProcess (port, pid_file, ...)."""
+        super().__init__(kubeconfig, log_path, **options)
+        self.front_proxy = front_proxy
+
+    @property
+    def url(self) -> str:
+        return f"https://{self.address}:{self.port}"
+
+    def command(self) -> list[str]:
+        proxy = self.front_proxy
+        return [*super().command(), *((f"--client-ca-file={proxy.ca_file}",
+                                       f"--allowed-names={proxy.name}") if proxy else ())]
+
+    def healthy(self) -> bool:
+        tls = ssl.create_default_context()
+        tls.check_hostname = False
+        tls.verify_mode = ssl.CERT_NONE  # its certificate is self-signed
+        if self.front_proxy is not None:
+            tls.load_cert_chain(self.front_proxy.cert_file, self.front_proxy.key_file)
+        return healthz_ok(self.url, tls)
 
 
 class DNSProcess(ClientComponentProcess):

@@ -71,6 +71,7 @@ def shares(certs: ClusterCertificates, nodes: Iterable[str]) -> dict[str, tuple[
                       certs.file("apiserver-kubelet-client.key"), certs.service_account_key,
                       etcd.ca_file, certs.file("apiserver-etcd-client.crt"),
                       certs.file("apiserver-etcd-client.key"),
+                      certs.front_proxy().cert_file, certs.front_proxy().key_file,
                       *((tracing,) if tracing.exists() else ())),
         "controller-manager": (certs.ca_file, certs.file("ca.key"),
                                certs.kubeconfig("controller-manager")),

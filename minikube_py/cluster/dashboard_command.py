@@ -8,7 +8,7 @@
     3. a local proxy on 127.0.0.1 (client/apiproxy.py, like `kubectl proxy`), passing on
        only GETs of that Service's proxy path
     4. the URL through it, upstream's: .../api/v1/namespaces/kubernetes-dashboard/
-       services/http:kubernetes-dashboard:/proxy/, printed, and opened in a browser
+       services/https:kubernetes-dashboard:/proxy/, printed, and opened in a browser
        unless --url
     5. the proxy serves until Ctrl-C
 

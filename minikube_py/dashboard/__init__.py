@@ -5,6 +5,7 @@ and each request's path through the components, in a browser.
                  each object, and each change sent to every tab
     server.py    aiohttp: the page, /api/watch (Server-Sent Events), /api/traces (the
                  trace receiver's answers passed on)
+    tls.py       HTTPS only; with a client CA, only the API server's proxy gets in
     static/      the page: plain HTML, ES modules and SVG, no build step
         index.html    the tabs' markup; opens the event stream before anything else loads,
                       and has every module fetched at once (modulepreload)
@@ -18,6 +19,6 @@ and each request's path through the components, in a browser.
         dom.js        making SVG and HTML elements; an animation per watch event
 
 Users reach it through the API server's service proxy, at upstream's path (the Service
-kubernetes-dashboard/kubernetes-dashboard, where `minikube-py dashboard` deploys it);
-`minikube-py dashboard` runs a local proxy to it, like `kubectl proxy`.
+kubernetes-dashboard/kubernetes-dashboard, port https, where `minikube-py dashboard`
+deploys it); `minikube-py dashboard` runs a local proxy to it, like `kubectl proxy`.
 """

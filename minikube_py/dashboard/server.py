@@ -11,9 +11,10 @@ the trace receiver's answers passed on.
                                new one as it comes (the page's "follow" mode), streamed
     GET /healthz
 
+Served over HTTPS only (tls.py: with a client CA, only to the API server's proxy).
 Every URL the page uses is relative, so the same page works at / and behind the API
 server's service proxy (/api/v1/namespaces/kubernetes-dashboard/services/
-http:kubernetes-dashboard:/proxy/).
+https:kubernetes-dashboard:/proxy/).
 Server-Sent Events rather than a WebSocket: a plain streamed GET, which the service
 proxy passes on as it is.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from pathlib import Path
 
 import aiohttp
@@ -33,6 +35,7 @@ from minikube_py.client.errors import NotFound
 from minikube_py.client.informer import SharedInformerFactory
 from minikube_py.client.rest import Client
 from minikube_py.dashboard.hub import ClusterHub
+from minikube_py.dashboard.tls import allowed_names_middleware, serving_context
 from minikube_py.lifecycle import Component
 
 log = logging.getLogger(__name__)
@@ -43,20 +46,27 @@ TRACE_TIMEOUT = aiohttp.ClientTimeout(total=30)
 
 
 class Dashboard(Component):
-    """The dashboard: informers started, the page served on address:port until stopped."""
+    """The dashboard: informers started, the page served over HTTPS on address:port until
+    stopped. `tls`: its context (tls.serving_context; by default a self-signed certificate
+    and no client certificate asked); `allowed_names`: the client certificate's CNs let
+    in (any, when empty)."""
 
     def __init__(self, client: Client, address: str = "127.0.0.1", port: int = 9090,
-                 traces_url: str = "") -> None:
+                 traces_url: str = "", tls: ssl.SSLContext | None = None,
+                 allowed_names: tuple[str, ...] = ()) -> None:
         self.client = client
         self.address = address
         self.port = port
         self.traces_url = traces_url.rstrip("/")
+        self.tls = tls or serving_context(address)
+        self.allowed_names = allowed_names
         self.informers = SharedInformerFactory(client)
         self.hub = ClusterHub(self.informers)
         self._serving = asyncio.Event()
 
     def app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(middlewares=[allowed_names_middleware(self.allowed_names)]
+                              if self.allowed_names else [])
         app.router.add_get("/", self.index)
         app.router.add_get("/api/watch", self.watch)
         app.router.add_get("/api/traces", self.traces)
@@ -72,9 +82,10 @@ class Dashboard(Component):
             await self.informers.wait_for_cache_sync()
             await runner.setup()
             # open event streams never end by themselves: do not wait for them at stop
-            await web.TCPSite(runner, self.address, self.port, shutdown_timeout=1).start()
+            await web.TCPSite(runner, self.address, self.port, shutdown_timeout=1,
+                              ssl_context=self.tls).start()
             self.port = runner.addresses[0][1]  # the port the OS chose, for port 0
-            log.info("dashboard: serving on http://%s:%d/", self.address, self.port)
+            log.info("dashboard: serving on https://%s:%d/", self.address, self.port)
             self._serving.set()
             await asyncio.Event().wait()
         finally:

@@ -240,10 +240,14 @@ def test_kubectl_autoscale_scales_a_deployment_up_under_load_and_down_after_it(
     assert hpa["status"]["desiredReplicas"] == 3
     utilization = hpa["status"]["currentMetrics"][0]["resource"]["current"]
     assert utilization["averageUtilization"] > 0
-    events = get(cluster, "events", "--field-selector",
-                 "involvedObject.name=web,reason=SuccessfulRescale")["items"]
-    assert "New size: 3; reason: cpu resource utilization (percentage of request) above " \
-           "target" in [event["message"] for event in events]
+
+    def rescale_events() -> list[str]:  # the recorder writes them a moment after the scale
+        return [event["message"] for event in get(
+            cluster, "events", "--field-selector",
+            "involvedObject.kind=HorizontalPodAutoscaler,involvedObject.name=web,"
+            "reason=SuccessfulRescale")["items"]]
+    until(lambda: "New size: 3; reason: cpu resource utilization (percentage of request) "
+                  "above target" in rescale_events(), "the HPA's SuccessfulRescale event")
 
     web.stop()
     stopped = time.monotonic()

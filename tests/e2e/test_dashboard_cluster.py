@@ -6,10 +6,12 @@ changes the drawing, the Deployment's trace has the components' lanes in time or
 the scheduler panel lists every node; the Service's trace and the Deployment's Events are
 drawn too. Each view is saved as a PNG (labs/life_of_a_pod and labs/service_packet show
 copies of them). Then, on the same cluster: the Service is there, the page answers
-through the API server's service proxy with the kubeconfig's credentials, the dashboard's
-own user may read what it draws and nothing else (upstream's role: no secrets, no
-writes), `down` and `up` start it again, `mkctl trace --web` links into it, and
-`addons disable dashboard` removes it.
+through the API server's service proxy with the kubeconfig's credentials, and to no one
+who dials the dashboard's address directly (the TLS handshake fails without the API
+server's proxy certificate); the dashboard runs with a token of its own ServiceAccount,
+bound to `view` (and nodes): it reads, never writes nor reads Secrets; `down` and `up`
+start it again, `mkctl trace --web` links into it, and `addons disable dashboard`
+removes it, which ends its token.
 
 The dashboard finds the trace receiver as `mkctl trace` does (kube-public/
 minikube-py-tracing, which `up` publishes).
@@ -17,17 +19,25 @@ minikube-py-tracing, which `up` publishes).
 
 from __future__ import annotations
 
+import base64
+import http.client
+import json
 import os
+import ssl
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from minikube_py.cluster.addons import NAMESPACE, PROXY_PATH, SERVICE
+from minikube_py.cluster.addons import DASHBOARD_USER, NAMESPACE, PROXY_PATH, SERVICE
+from minikube_py.cluster.certs import ClusterCertificates
 from tests.test_cluster_cli import kubectl, launcher
 from tests.test_dashboard import (
     assert_no_errors,
@@ -38,7 +48,6 @@ from tests.test_dashboard import (
 
 pytestmark = pytest.mark.slow
 
-DASHBOARD_USER = f"system:serviceaccount:{NAMESPACE}:{SERVICE}"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "hello"
 
 
@@ -140,6 +149,45 @@ def can_i(home: Path, *question: str) -> str:
     return answer.stdout.strip()
 
 
+def as_the_dashboard(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """kubectl with the dashboard's own kubeconfig."""
+    command = Path(sys.executable).with_name("kubectl")
+    return subprocess.run([str(command), f"--kubeconfig={home / 'kubeconfigs' / 'dashboard.conf'}",
+                           *args], capture_output=True, text=True, timeout=60)
+
+
+def direct_get(url: str, cert: tuple[Path, Path] | None = None) -> int | str:
+    """A GET straight to the dashboard's address, from this host, its certificate not
+    checked: the status, or why none came."""
+    tls = ssl.create_default_context()
+    tls.check_hostname = False
+    tls.verify_mode = ssl.CERT_NONE
+    if cert is not None:
+        tls.load_cert_chain(*cert)
+    try:
+        with urllib.request.urlopen(url, timeout=10, context=tls) as answer:
+            return answer.status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except (OSError, http.client.HTTPException) as error:  # URLError, ssl.SSLError too
+        return f"no answer: {error!r}"
+
+
+def test_no_one_but_the_api_server_s_proxy_reaches_the_dashboard_s_address(home: Path) -> None:
+    launcher(home, "addons", "enable", "dashboard")
+    serves_the_page(home)
+    address = kubectl(home, "get", "endpointslices", "-n", NAMESPACE, "-o",
+                      "jsonpath={.items[0].endpoints[0].addresses[0]}:"
+                      "{.items[0].ports[0].port}").stdout
+    direct = f"https://{address}/healthz"
+    refused = {"no certificate": direct_get(direct),
+               "plain HTTP": direct_get(f"http://{address}/healthz")}
+    print(address, refused)
+    assert all(str(answer).startswith("no answer: ") for answer in refused.values()), refused
+    proxy = ClusterCertificates(home).front_proxy()
+    assert direct_get(direct, (proxy.cert_file, proxy.key_file)) == 200
+
+
 def test_the_dashboard_addon_has_its_service_a_read_only_user_and_comes_back_after_down(
         home: Path) -> None:
     enabled = launcher(home, "addons", "enable", "dashboard")  # enabled already: kept
@@ -148,15 +196,29 @@ def test_the_dashboard_addon_has_its_service_a_read_only_user_and_comes_back_aft
     assert listed == [f"service/{SERVICE}"]
     serves_the_page(home)
 
-    # it runs as its own user, whom upstream's role lets read what the page draws only
+    # it runs as its own ServiceAccount, with a token (no certificate), bound to `view`
+    # and to reading nodes: it reads what the page draws, never writes nor reads Secrets
     pid = (home / "run" / "dashboard.pid").read_text().split()[0]
     assert "kubeconfigs/dashboard.conf" in Path(f"/proc/{pid}/cmdline").read_text()
+    own = yaml.safe_load((home / "kubeconfigs" / "dashboard.conf").read_text())
+    assert list(own["users"][0]["user"]) == ["token"], own["users"][0]["user"].keys()
+    claims = own["users"][0]["user"]["token"].split(".")[1]
+    assert json.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4)))[
+        "sub"] == DASHBOARD_USER
+    whoami = as_the_dashboard(home, "auth", "whoami", "-o",
+                              "jsonpath={.status.userInfo.username}")
+    assert whoami.stdout == DASHBOARD_USER, (whoami.stdout, whoami.stderr)
+    assert as_the_dashboard(home, "auth", "can-i", "create", "pods").stdout.strip() == "no"
+    assert as_the_dashboard(home, "auth", "can-i", "list", "nodes").stdout.strip() == "yes"
+    assert kubectl(home, "get", "clusterrolebinding", f"{SERVICE}-view", "-o",
+                   "jsonpath={.roleRef.name}").stdout == "view"
     for question in (("list", "pods"), ("watch", "nodes"), ("get", "services"),
-                     ("list", "endpointslices.discovery.k8s.io"), ("watch", "events")):
+                     ("list", "endpointslices.discovery.k8s.io"), ("watch", "events"),
+                     ("get", "configmaps", "-n", "kube-public")):
         assert can_i(home, *question) == "yes", question
     for question in (("get", "secrets", "-n", NAMESPACE), ("list", "secrets"),
-                     ("delete", "pods"), ("create", "deployments.apps"),
-                     ("update", "services", "-n", NAMESPACE), ("list", "configmaps")):
+                     ("create", "pods"), ("delete", "pods"), ("create", "deployments.apps"),
+                     ("update", "services", "-n", NAMESPACE), ("delete", "nodes")):
         assert can_i(home, *question) == "no", question
 
     # remembered: `down` stops it, `up` starts it again
@@ -177,5 +239,7 @@ def test_the_dashboard_addon_has_its_service_a_read_only_user_and_comes_back_aft
     assert "dashboard:" not in launcher(home, "status", check=False).stdout
     assert kubectl(home, "get", "clusterrole", SERVICE, check=False).returncode == 1
     assert can_i(home, "list", "pods") == "no"
+    ended = as_the_dashboard(home, "get", "pods")  # its account is gone, so is its token
+    assert ended.returncode == 1 and "Unauthorized" in ended.stderr, ended.stderr
     assert kubectl(home, "get", "svc", SERVICE, "-n", NAMESPACE, check=False).returncode == 1
     assert launcher(home, "addons", "list").stdout.split()[:2] == ["dashboard", "disabled"]

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from minikube_py.cluster.addons import PROXY_PATH
 from minikube_py.cluster.etcd_snapshot import snapshot_status
 from tests.api_helpers import manifest_yaml
 from tests.test_cluster_cli import kubectl
@@ -233,3 +234,17 @@ def test_seed_001s_etcd_backup_cronjob_snapshots_the_static_pods_etcd(
     snapshot = fast_tmp / "etcd-backup.db"
     snapshot.write_bytes(gzip.decompress(archive.read_bytes()))
     assert snapshot_status(snapshot).total_keys > 100  # a cluster's worth of objects
+
+
+def test_the_dashboard_add_on_answers_through_the_static_pod_api_server(
+        kubeadm_home: Path) -> None:
+    """The dashboard stays a host process in this layout; the API server, a static pod on
+    the control-plane node, reaches it with the front-proxy certificate its manifest names
+    (the dashboard lets in no one else)."""
+    enabled = launcher(kubeadm_home, "addons", "enable", "dashboard")
+    assert enabled.stdout.splitlines()[-1] == "dashboard: enabled", enabled.stdout
+    try:
+        page = kubectl(kubeadm_home, "get", "--raw", PROXY_PATH).stdout
+        assert "<title>minikube-py dashboard</title>" in page, page[:500]
+    finally:
+        launcher(kubeadm_home, "addons", "disable", "dashboard")

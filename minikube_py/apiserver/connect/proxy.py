@@ -11,8 +11,16 @@ net.SplitSchemeNamePort and UpgradeAwareHandler.
 
 The name may also be `scheme:name:port` (`https:web:443`). A pod's port defaults to its
 first declared container port; a Service's port is its port's name or number (needed
-when it has several). The method, query, body and headers go on; the answer comes back
-as it is, streamed.
+when it has several). The method, query, body and headers go on (the caller's
+credentials for the API server do not); the answer comes back as it is, streamed.
+
+An https backend is reached as upstream's proxy transport reaches it (kube-apiserver's
+CreateProxyTransport): its certificate is not checked, since pods and endpoints are
+dialled by address. Where upstream shows no certificate of its own, this server shows
+--proxy-client-cert-file when it has one (kubeadm's front-proxy-client, which upstream
+shows only to aggregated API servers): so a backend can let in only the API server's
+proxy, as the dashboard does (docs/decisions.md, "The dashboard lets in only the API
+server's proxy").
 """
 
 from __future__ import annotations
@@ -39,6 +47,17 @@ HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authoriza
               "trailer", "transfer-encoding", "upgrade", "host", "content-length",
               "authorization"}
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+
+
+def proxy_transport(cert_file: str = "", key_file: str = "") -> ssl.SSLContext:
+    """CreateProxyTransport: TLS to pods and endpoints, whose certificates are not checked
+    (they are dialled by IP); with the proxy client certificate when one is given."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    if cert_file:
+        context.load_cert_chain(cert_file, key_file)
+    return context
 
 
 def split_scheme_name_port(text: str) -> tuple[str, str, str]:
@@ -116,9 +135,10 @@ async def node_location(nodes: Store, name_port: str, kubelet: KubeletClient) ->
 
 
 async def serve_proxy(stores: dict[tuple[str, str, str], Store], request: web.Request,
-                      info: RequestInfo, namespace: str, kubelet: KubeletClient
-                      ) -> web.StreamResponse:
-    """ProxyREST.Connect: find where the resource is reached, then pass the request on."""
+                      info: RequestInfo, namespace: str, kubelet: KubeletClient,
+                      transport: ssl.SSLContext | None = None) -> web.StreamResponse:
+    """ProxyREST.Connect: find where the resource is reached, then pass the request on
+    (`transport`: TLS to an https pod or endpoint, proxy_transport's)."""
     if info.resource == "nodes":  # with the kubelet client certificate, over https
         base = await node_location(stores[("", "v1", "nodes")], info.name, kubelet)
         return await forward(request, base + proxied_path(request, info),
@@ -129,7 +149,8 @@ async def serve_proxy(stores: dict[tuple[str, str, str], Store], request: web.Re
         base = await service_location(stores[("", "v1", "services")],
                                       stores[("discovery.k8s.io", "v1", "endpointslices")],
                                       namespace, info.name)
-    return await forward(request, base + proxied_path(request, info))
+    return await forward(request, base + proxied_path(request, info),
+                         transport or proxy_transport())
 
 
 async def forward(request: web.Request, url: str, ssl_context: ssl.SSLContext | None = None

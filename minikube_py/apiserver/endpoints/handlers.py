@@ -15,6 +15,7 @@ Server-side apply (PATCH application/apply-patch+yaml) has its own handler: appl
 from __future__ import annotations
 
 import copy
+import ssl
 
 from aiohttp import web
 
@@ -25,7 +26,7 @@ from minikube_py.api.schema import schema_for
 from minikube_py.apiserver.connect.kubeletclient import KubeletClient
 from minikube_py.apiserver.connect.podconnect import serve_pod_stream
 from minikube_py.apiserver.connect.podlogs import serve_pod_log
-from minikube_py.apiserver.connect.proxy import serve_proxy
+from minikube_py.apiserver.connect.proxy import proxy_transport, serve_proxy
 from minikube_py.apiserver.endpoints import negotiation, tracing
 from minikube_py.apiserver.endpoints.apply import serve_apply
 from minikube_py.apiserver.endpoints.negotiation import APPLY_PATCH, Wanted
@@ -66,9 +67,13 @@ class ResourceHandler:
     """Serves every verb of every resource listed in the resource table."""
 
     def __init__(self, stores: dict[tuple[str, str, str], Store],
-                 kubelet: KubeletClient | None = None) -> None:
+                 kubelet: KubeletClient | None = None,
+                 proxy_tls: ssl.SSLContext | None = None) -> None:
+        """`proxy_tls`: how pods/proxy and services/proxy speak to https backends
+        (connect/proxy.py's proxy_transport)."""
         self.stores = stores
         self.kubelet = kubelet or KubeletClient()
+        self.proxy_tls = proxy_tls or proxy_transport()
 
     # -- dispatch --------------------------------------------------------------------------
 
@@ -93,7 +98,8 @@ class ResourceHandler:
             return await serve_pod_log(store, self.stores[("", "v1", "nodes")], request, info,
                                        namespace, self.kubelet)
         if info.subresource == "proxy":  # HTTP to the pod, Service or node
-            return await serve_proxy(self.stores, request, info, namespace, self.kubelet)
+            return await serve_proxy(self.stores, request, info, namespace, self.kubelet,
+                                     self.proxy_tls)
         if info.subresource in CONNECT_SUBRESOURCES:  # a stream to the kubelet
             return await serve_pod_stream(store, self.stores[("", "v1", "nodes")], request,
                                           info, namespace, self.kubelet)

@@ -165,6 +165,8 @@ def apiserver_flags(plane: ControlPlane) -> list[str]:
             f"--kubelet-client-certificate={PKI}/apiserver-kubelet-client.crt",
             f"--kubelet-client-key={PKI}/apiserver-kubelet-client.key",
             f"--kubelet-certificate-authority={PKI}/ca.crt",
+            f"--proxy-client-cert-file={PKI}/front-proxy-client.crt",
+            f"--proxy-client-key-file={PKI}/front-proxy-client.key",
             f"--etcd-cafile={ETCD_PKI}/ca.crt",
             f"--etcd-certfile={PKI}/apiserver-etcd-client.crt",
             f"--etcd-keyfile={PKI}/apiserver-etcd-client.key",

@@ -89,7 +89,7 @@ def dashboard_url(inv: Invocation) -> str:
                          f"{namespace}/{name}); `minikube-py dashboard` deploys it in "
                          f"a minikube-py cluster") from None
     return (f"{inv.client.base_url}/api/v1/namespaces/{namespace}/services/"
-            f"http:{name}:/proxy/")
+            f"https:{name}:/proxy/")
 
 
 def _open(url: str, timeout: float | None) -> Any:
