@@ -2,8 +2,9 @@
 
 Run from the repository root as root: `.venv/bin/python benchmarks/streaming.py`
 (options: --megabytes N (100), --runs N (3), --quick: a smoke run of one run of 2 MB and
-one exec, --no-append). It starts a one-node cluster in a scratch MINIKUBE_PY_HOME (it
-builds the node network mk-br0: do not run it beside another cluster of this machine) and
+one exec, --no-append). It starts a one-node cluster in the processes layout in a scratch
+MINIKUBE_PY_HOME (it builds the node network mk-br0: do not run it beside another
+cluster of this machine) and
 measures, each as the median of the runs:
 
     1. port-forward throughput: N MB from a pod's `nc` through `kubectl port-forward`
@@ -138,7 +139,9 @@ async def measure(args: Any) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="mkpy-bench-stream-") as scratch:
         home = Path(scratch) / "home"
         try:
-            launcher(home, "up")
+            # the processes layout: the API server a host process whose pid `up` writes
+            # (the streaming path is the same in both layouts)
+            launcher(home, "up", "--layout", "processes")
             kubectl(home, "wait", "--for=condition=Ready", "node/node-1", "--timeout=60s")
             kubectl(home, "run", "source", "--image=busybox:1.36", "--", "sh", "-c",
                     f"while true; do head -c {size} /dev/zero | nc -l -p {PORT}; done")
