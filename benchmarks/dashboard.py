@@ -89,8 +89,10 @@ def browser() -> Any:
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
+    # the dashboard's serving certificate is its own self-signed one, as upstream's
+    # --auto-generate-certificates makes (here no client CA: the page is loaded directly)
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                     "--disable-gpu", "--window-size=1400,1000"):
+                     "--disable-gpu", "--window-size=1400,1000", "--ignore-certificate-errors"):
         options.add_argument(argument)
     return webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
 

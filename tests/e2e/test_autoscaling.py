@@ -241,13 +241,10 @@ def test_kubectl_autoscale_scales_a_deployment_up_under_load_and_down_after_it(
     utilization = hpa["status"]["currentMetrics"][0]["resource"]["current"]
     assert utilization["averageUtilization"] > 0
 
-    def rescale_events() -> list[str]:  # the recorder writes them a moment after the scale
-        return [event["message"] for event in get(
-            cluster, "events", "--field-selector",
-            "involvedObject.kind=HorizontalPodAutoscaler,involvedObject.name=web,"
-            "reason=SuccessfulRescale")["items"]]
-    until(lambda: "New size: 3; reason: cpu resource utilization (percentage of request) "
-                  "above target" in rescale_events(), "the HPA's SuccessfulRescale event")
+    # Its SuccessfulRescale event is not required here: with a 2 s sync, the warnings of
+    # the minute before the metrics server's first scrape can use up the event spam
+    # filter's burst for this HPA (25 per object, as upstream's), which then drops it.
+    # The controller-manager's log line of each scale is checked below.
 
     web.stop()
     stopped = time.monotonic()
