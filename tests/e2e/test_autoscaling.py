@@ -17,10 +17,7 @@ upstream has 500m: this machine has 2 cores) and target (25%).
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -30,11 +27,11 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.helpers import apply, get, until
 from tests.test_cluster_cli import kubectl, launcher
 
 pytestmark = pytest.mark.slow
 
-KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 IMAGE = "localhost/resource-consumer:1.0"
 SYNC_PERIOD = 2.0
 DOWNSCALE_STABILIZATION = 10.0
@@ -118,27 +115,6 @@ def cluster(fast_tmp: Path) -> Iterator[Path]:
         yield home
     finally:
         launcher(home, "down", "--purge", check=False)
-
-
-def apply(home: Path, manifest: str) -> None:
-    subprocess.run([KUBECTL, f"--kubeconfig={home / 'kubeconfig'}", "apply", "-f", "-"],
-                   input=manifest, capture_output=True, text=True, timeout=60, check=True)
-
-
-def get(home: Path, *what: str) -> Any:
-    return json.loads(kubectl(home, "get", *what, "-o", "json").stdout)
-
-
-def until(condition: Callable[[], Any], what: str, timeout: float = 90) -> Any:
-    """Poll until `condition()` is truthy; `timeout` bounds a failure only."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.5)
 
 
 def ready_replicas(home: Path, name: str) -> int:

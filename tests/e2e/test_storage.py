@@ -7,21 +7,18 @@ is the one the next ones delete a pod of, scale down and free a claim of."""
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.e2e.helpers import KUBECTL, apply, get, until
 from tests.test_cluster_cli import kubectl, launcher
 
 pytestmark = pytest.mark.slow
 
-KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 STATEFUL_SET = """
 apiVersion: apps/v1
 kind: StatefulSet
@@ -67,27 +64,6 @@ def cluster(fast_tmp: Path) -> Iterator[Path]:
         yield home
     finally:
         launcher(home, "down", "--purge", check=False)
-
-
-def apply(home: Path, manifest: str) -> None:
-    subprocess.run([KUBECTL, f"--kubeconfig={home / 'kubeconfig'}", "apply", "-f", "-"],
-                   input=manifest, capture_output=True, text=True, timeout=60, check=True)
-
-
-def get(home: Path, *what: str) -> Any:
-    return json.loads(kubectl(home, "get", *what, "-o", "json").stdout)
-
-
-def until(condition: Callable[[], Any], what: str, timeout: float = 120) -> Any:
-    """Poll until `condition()` is truthy; `timeout` bounds a failure only."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.5)
 
 
 def absent(home: Path, *what: str) -> bool:

@@ -1,0 +1,40 @@
+"""What several cluster test modules do with kubectl: apply a manifest, read an object as
+JSON, and wait for a condition. The cluster is the one a module's fixture started; its
+home holds the kubeconfig."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.test_cluster_cli import kubectl
+
+KUBECTL = str(Path(sys.executable).with_name("kubectl"))
+
+
+def apply(home: Path, manifest: str) -> None:
+    """`kubectl apply -f -` of `manifest` (a YAML string)."""
+    subprocess.run([KUBECTL, f"--kubeconfig={home / 'kubeconfig'}", "apply", "-f", "-"],
+                   input=manifest, capture_output=True, text=True, timeout=60, check=True)
+
+
+def get(home: Path, *what: str) -> Any:
+    """`kubectl get <what> -o json`, decoded."""
+    return json.loads(kubectl(home, "get", *what, "-o", "json").stdout)
+
+
+def until(condition: Callable[[], Any], what: str, timeout: float = 120) -> Any:
+    """Poll until `condition()` is truthy; `timeout` bounds a failure only."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.5)
