@@ -20,14 +20,10 @@ minikube-py-tracing, which `up` publishes).
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import os
-import ssl
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -42,7 +38,9 @@ from tests.test_cluster_cli import kubectl, launcher
 from tests.test_dashboard import (
     assert_no_errors,
     browser,  # noqa: F401 - the fixture
+    direct_get,
     drawn,
+    unchecked_tls,
     wait_for,
 )
 
@@ -156,23 +154,6 @@ def as_the_dashboard(home: Path, *args: str) -> subprocess.CompletedProcess[str]
                            *args], capture_output=True, text=True, timeout=60)
 
 
-def direct_get(url: str, cert: tuple[Path, Path] | None = None) -> int | str:
-    """A GET straight to the dashboard's address, from this host, its certificate not
-    checked: the status, or why none came."""
-    tls = ssl.create_default_context()
-    tls.check_hostname = False
-    tls.verify_mode = ssl.CERT_NONE
-    if cert is not None:
-        tls.load_cert_chain(*cert)
-    try:
-        with urllib.request.urlopen(url, timeout=10, context=tls) as answer:
-            return answer.status
-    except urllib.error.HTTPError as error:
-        return error.code
-    except (OSError, http.client.HTTPException) as error:  # URLError, ssl.SSLError too
-        return f"no answer: {error!r}"
-
-
 def test_no_one_but_the_api_server_s_proxy_reaches_the_dashboard_s_address(home: Path) -> None:
     launcher(home, "addons", "enable", "dashboard")
     serves_the_page(home)
@@ -180,12 +161,12 @@ def test_no_one_but_the_api_server_s_proxy_reaches_the_dashboard_s_address(home:
                       "jsonpath={.items[0].endpoints[0].addresses[0]}:"
                       "{.items[0].ports[0].port}").stdout
     direct = f"https://{address}/healthz"
-    refused = {"no certificate": direct_get(direct),
+    refused = {"no certificate": direct_get(direct, unchecked_tls()),
                "plain HTTP": direct_get(f"http://{address}/healthz")}
     print(address, refused)
     assert all(str(answer).startswith("no answer: ") for answer in refused.values()), refused
     proxy = ClusterCertificates(home).front_proxy()
-    assert direct_get(direct, (proxy.cert_file, proxy.key_file)) == 200
+    assert direct_get(direct, unchecked_tls((proxy.cert_file, proxy.key_file))) == 200
 
 
 def test_the_dashboard_addon_has_its_service_a_read_only_user_and_comes_back_after_down(
