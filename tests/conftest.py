@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -42,20 +44,37 @@ SCRATCH_PREFIX = "minikube-py-tests-"
 SCRATCH_PREFIXES = (SCRATCH_PREFIX, "minikube-py-bench-")
 
 
-def stop_processes_using(directory: Path) -> None:
-    """SIGTERM every process whose command line or environment names `directory` (a
-    crashed run's etcd, or the cluster its launcher test started with MINIKUBE_PY_HOME
-    inside it, which outlives the test on purpose)."""
+def processes_using(directory: Path) -> list[int]:
+    """The pids of the processes whose command line or environment names `directory`."""
     marker = str(directory).encode()
+    found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             if (marker in (entry / "cmdline").read_bytes()
                     or marker in (entry / "environ").read_bytes()):
-                os.kill(int(entry.name), signal.SIGTERM)
-        except (OSError, ProcessLookupError):
+                found.append(int(entry.name))
+        except OSError:
             continue
+    return found
+
+
+def stop_processes_using(directory: Path, grace: float = 10.0) -> None:
+    """Stop every process that names `directory` (a crashed run's etcd, or the cluster its
+    launcher test started with MINIKUBE_PY_HOME inside it, which outlives the test on
+    purpose): SIGTERM, then SIGKILL for what still runs after `grace` seconds. Each look
+    signals what it finds again, so that a process the dead run's supervisor started
+    again meanwhile (its registry, trace store or a node's containerd) goes too, until
+    the supervisor itself is gone and nothing names the directory (or, for a process
+    stuck in the kernel, another `grace` seconds have passed)."""
+    deadline = time.monotonic() + grace
+    while (found := processes_using(directory)) and time.monotonic() < deadline + grace:
+        late = time.monotonic() > deadline
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL if late else signal.SIGTERM)
+        time.sleep(0.2)
 
 
 def mounts_under(directory: Path) -> list[Path]:
@@ -93,14 +112,28 @@ def remove_scratch_of_dead_runs(root: Path) -> None:
             os.kill(int(pid), 0)
         except ProcessLookupError:
             for saved in old.glob("*/cluster.json"):  # a cluster `minikube-py up` started
-                subprocess.run([sys.executable, "-m", "minikube_py.cluster", "down"],
-                               env={**os.environ, "MINIKUBE_PY_HOME": str(saved.parent)},
-                               capture_output=True, timeout=120)
+                with contextlib.suppress(subprocess.TimeoutExpired):  # then stopped below
+                    subprocess.run([sys.executable, "-m", "minikube_py.cluster", "down"],
+                                   env={**os.environ, "MINIKUBE_PY_HOME": str(saved.parent)},
+                                   capture_output=True, timeout=120)
             stop_processes_using(old)
             unmount_under(old)
             shutil.rmtree(old, ignore_errors=True)
         except PermissionError:
             continue
+
+
+def interrupted(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A run stopped from outside with SIGTERM (`timeout`, a cancelled CI job) ends as
+    Ctrl-C ends it: the running test's `finally` and every fixture's teardown run, so the
+    clusters and servers it started are stopped (`down --purge`), not left running until
+    the next run's sweep of dead runs' scratch dirs."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupted)
 
 
 @pytest.fixture(scope="session")

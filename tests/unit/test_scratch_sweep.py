@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SCRATCH_PREFIX, mounts_under, remove_scratch_of_dead_runs
+from tests.conftest import (
+    SCRATCH_PREFIX,
+    mounts_under,
+    processes_using,
+    remove_scratch_of_dead_runs,
+    stop_processes_using,
+)
 
 
 def dead_pid() -> int:
@@ -38,6 +44,24 @@ def test_a_dead_runs_fuzz_dir_is_removed_and_its_server_stopped_a_live_runs_kept
     finally:
         server.kill()
         server.wait()
+
+
+def test_what_a_dead_runs_supervisor_starts_again_is_stopped_with_it(tmp_path: Path) -> None:
+    dead = tmp_path / f"{SCRATCH_PREFIX}{dead_pid()}-abc"
+    dead.mkdir()
+    # as a crashed run's cluster supervisor: it outlives SIGTERM a while (here for good,
+    # until SIGKILL) and starts its component again each time that one is stopped
+    supervisor = subprocess.Popen(
+        ["sh", "-c", "trap '' TERM; while true; do (trap - TERM; exec sleep 600); done"],
+        env={**os.environ, "MINIKUBE_PY_HOME": str(dead)})
+    try:
+        stop_processes_using(dead, grace=2.0)
+
+        assert supervisor.wait(timeout=30) == -9
+        assert processes_using(dead) == []
+    finally:
+        supervisor.kill()
+        supervisor.wait()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
