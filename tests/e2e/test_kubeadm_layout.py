@@ -25,7 +25,7 @@ import yaml
 from minikube_py.cluster.addons import PROXY_PATH
 from minikube_py.cluster.etcd_snapshot import snapshot_status
 from tests.api_helpers import manifest_yaml
-from tests.test_cluster_cli import kubectl
+from tests.test_cluster_cli import kubectl, network_prefix
 
 pytestmark = pytest.mark.slow
 
@@ -97,7 +97,7 @@ def kubeadm_home(fast_tmp: Path) -> Iterator[Path]:
         down = launcher(home, "down", "--purge", check=False)
         assert down.returncode == 0, down.stdout + down.stderr
         left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-        assert "mk-" not in left, left
+        assert network_prefix() not in left, left
 
 
 def test_kube_system_lists_the_static_pods_kube_proxy_and_dns_all_running(
@@ -209,8 +209,9 @@ def test_seed_001s_etcd_backup_cronjob_snapshots_the_static_pods_etcd(
     """examples/etcd-backup/cronjob.yaml on this cluster, as a student runs it (`kubectl
     create job --from=cronjob/etcd-backup`): its pod lands on the control-plane node, on
     its network, and snapshots the static pod's etcd at 127.0.0.1:2379 with kubeadm's
-    certificate paths. Only two lines are set for this cluster: the image's tag (the
-    etcd pod's own) and the home the pki folder is in."""
+    certificate paths. Only what names this cluster is set: the image's tag (the etcd
+    pod's own), the home the pki folder is in, and etcd's client port (2379, kubeadm's,
+    on the default node network; a free one on another, see tests/conftest.py)."""
     backups = fast_tmp / "etcd-backups"
     backups.mkdir(exist_ok=True)
     cronjob = yaml.safe_load(ETCD_BACKUP.read_text())
@@ -218,6 +219,10 @@ def test_seed_001s_etcd_backup_cronjob_snapshots_the_static_pods_etcd(
                     if pod["metadata"]["name"] == "etcd-control-plane")
     pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     pod["containers"][0]["image"] = etcd_pod["spec"]["containers"][0]["image"]
+    port = json.loads((kubeadm_home / "cluster.json").read_text())["ports"]["etcd-client"]
+    script = pod["containers"][0]["command"][-1]
+    assert "https://127.0.0.1:2379" in script
+    pod["containers"][0]["command"][-1] = script.replace("127.0.0.1:2379", f"127.0.0.1:{port}")
     volumes = {volume["name"]: volume["hostPath"] for volume in pod["volumes"]}
     volumes["etcd-certs"]["path"] = str(kubeadm_home / "pki" / "etcd")
     volumes["backup-storage"]["path"] = str(backups)
