@@ -34,9 +34,11 @@ from minikube_py.cluster.bootstraptoken import (
     cluster_info_rbac,
     discover,
     generate_token,
+    kube_proxy_config_map,
     token_secret,
     write_bootstrap_kubeconfig,
 )
+from minikube_py.cluster.kubeadm.addons import Addons, kube_proxy_objects
 from minikube_py.controllers.bootstrapsigner import BootstrapSigner
 from minikube_py.controllers.manager import ControllerManager
 from minikube_py.controllers.tokencleaner import TokenCleaner
@@ -346,3 +348,27 @@ async def test_discovery_refuses_a_token_that_did_not_sign_cluster_info(
         await discover(server.url, unsigned, pins, timeout=1)
     assert time.monotonic() - started < 30  # it gave up at its timeout, not never
 
+
+
+async def test_a_joining_node_sees_the_kube_proxy_daemonset_through_kubeadms_role(
+        server: SecuredServer, admin_client: Client) -> None:
+    """`join` reads kube-system/kube-proxy with its token to learn whether the cluster
+    runs kube-proxy as its DaemonSet: without kubeadm's Role for the node token's group
+    (`up --layout processes` makes none) it reads nothing, with it the ConfigMap."""
+    token = await create_token(admin_client, description="for a node")
+    await authenticated(server, token)
+    assert await kube_proxy_config_map(server.url, token, server.ca.cert_pem) is None
+    addons = Addons(server=server.url, cluster_cidr="10.244.0.0/16", cluster_dns="10.96.0.10",
+                    images={"kube-proxy": "localhost/minikube-py/kube-proxy:test"},
+                    tracing_endpoint="http://127.0.0.1:4318")
+    for obj in kube_proxy_objects(addons):
+        if obj["kind"] in ("ConfigMap", "Role", "RoleBinding"):
+            group = obj["apiVersion"].rpartition("/")[0]
+            await admin_client.resource(obj["kind"].lower() + "s", group).create(obj)
+
+    async def readable() -> Obj | None:
+        return await kube_proxy_config_map(server.url, token, server.ca.cert_pem)
+
+    config_map = await eventually(readable, what="the token to read kube-system/kube-proxy")
+    assert config_map["metadata"]["name"] == "kube-proxy"
+    assert "config.conf" in config_map["data"]

@@ -168,6 +168,34 @@ def test_expired_token_fails_in_kubeadms_words(control_plane: Path, machine: Pat
     assert not machine.exists() and machine_leftovers(machine) == []
 
 
+def wait_kube_proxy_pod_running(control_plane: Path, node: str) -> str:
+    """The name of the kube-proxy DaemonSet's pod on `node`, once it is Running and Ready."""
+    deadline = time.monotonic() + 180  # bounds a failure only
+    while True:
+        listed = kubectl(control_plane, "get", "pods", "-n", "kube-system", "-l",
+                         "k8s-app=kube-proxy", "--field-selector", f"spec.nodeName={node}",
+                         "-o", "jsonpath={range .items[*]}{.metadata.name} {.status.phase} "
+                         "{.status.conditions[?(@.type=='Ready')].status}{'\\n'}{end}"
+                         ).stdout.split()
+        if listed[1:] == ["Running", "True"]:
+            return listed[0]
+        assert time.monotonic() < deadline, f"kube-proxy on {node}: {listed}"
+        time.sleep(1)
+
+
+def wait_service_rules(namespace: Path, service_port: str) -> None:
+    """The nat table of the node's network namespace has the proxy's chain for the
+    Service port (kube-proxy's comment: `namespace/name:port`)."""
+    deadline = time.monotonic() + 60  # bounds a failure only
+    while True:
+        rules = subprocess.run(["nsenter", f"--net={namespace}", "iptables-save", "-t", "nat"],
+                               capture_output=True, text=True, timeout=30).stdout
+        if "KUBE-SERVICES" in rules and service_port in rules:
+            return
+        assert time.monotonic() < deadline, rules[-2000:]
+        time.sleep(1)
+
+
 ECHO_POD = """\
 apiVersion: v1
 kind: Pod
@@ -213,11 +241,21 @@ def test_a_machine_given_only_the_join_line_becomes_a_node_and_down_removes_it(
         page = subprocess.run(["busybox", "wget", "-q", "-O-", f"http://{pod_ip}:8080/"],
                               capture_output=True, text=True, timeout=30)
         assert page.returncode == 0 and "web-joined" in page.stdout, page
-        # its containers run under the machine's own containerd, in its namespace
+        # its containers run under the machine's own containerd, in its namespace; as
+        # `kubeadm join`, it started containerd and the kubelet, and no proxy
+        pid_files = sorted(p.name for p in (machine / "run").rglob("*.pid"))
+        assert pid_files == ["containerd.pid", "kubelet.pid", "supervisor.pid"], pid_files
         running = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in
                    (p.read_text().strip() for p in (machine / "run").rglob("*.pid"))]
-        assert len(running) == 4 and all(str(machine).encode() in cmd or b"supervise-node"
-                                         in cmd for cmd in running)
+        assert all(str(machine).encode() in cmd or b"supervise-node" in cmd
+                   for cmd in running), running
+        assert "kube-proxy: the cluster's DaemonSet runs it" in joined.stdout, joined.stdout
+        # the kube-proxy DaemonSet's pod runs there (its image pulled from the registry
+        # the machine uses) and programs the machine's iptables
+        proxy_pod = wait_kube_proxy_pod_running(control_plane, "machine-2")
+        assert kubectl(control_plane, "get", "pod", "-n", "kube-system", proxy_pod, "-o",
+                       "jsonpath={.spec.nodeName}").stdout == "machine-2"
+        wait_service_rules(Path("/var/run/netns/mkj-machine-2"), "default/kubernetes:https")
         # supervised there: a killed kubelet is started again
         kubelet_pid = machine / "run" / "machine-2" / "kubelet.pid"
         killed = int(kubelet_pid.read_text())

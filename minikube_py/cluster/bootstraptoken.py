@@ -26,10 +26,13 @@ cmd/kubeadm/app/phases/bootstraptoken and cmd/kubeadm/app/discovery/token).
       bootstrap_kubeconfig    that server and CA, with the token as credential: what
                               the kubelet's --bootstrap-kubeconfig reads to ask for its
                               own certificate (TLS bootstrap, the next step)
+      kube_proxy_config_map   with the token: does the cluster run kube-proxy as its
+                              DaemonSet (then the node starts no proxy of its own)
 
 The token proves the ConfigMap (an attacker without it cannot sign); the CA hash proves
 the server (an attacker who learnt the token still cannot fake the CA). Everything here
-is a pure function but `discover`, which makes the requests.
+is a pure function but `discover`, `check_token` and `kube_proxy_config_map`,
+which make the requests.
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ DISCOVERY_TIMEOUT = 300.0  # kubeadm's default discovery timeout: 5 minutes
 RETRY_INTERVAL = 5.0  # kubeadm's DiscoveryRetryInterval
 TOKEN_GRACE = 5.0  # how long a token's 401 must last to be believed (check_token)
 RBAC = "rbac.authorization.k8s.io"
+KUBE_SYSTEM = "kube-system"
+KUBE_PROXY_CONFIG_MAP = "kube-proxy"
 _TOKEN_CHARACTERS = "0123456789abcdefghijklmnopqrstuvwxyz"
 _PIN = re.compile(r"([0-9a-fA-F]{64})")
 
@@ -376,6 +381,34 @@ async def check_token(server: str, token: str, ca_pem: bytes) -> None:
             f"server answers 401 {_status_message(answer.body) or 'Unauthorized'} to it). "
             'Use "minikube-py token create" on the control-plane node to create a new '
             "valid token")
+
+
+async def kube_proxy_config_map(server: str, token: str, ca_pem: bytes) -> Obj | None:
+    """kube-system/kube-proxy, read with the token (kubeadm's proxy addon gives the
+    default node token's group a Role to get it): the cluster runs kube-proxy as its
+    DaemonSet, so a joining node starts only its kubelet. None when the cluster has no
+    such ConfigMap or does not let the token read it (its proxy runs as a process on
+    each node). A server that does not answer is a DiscoveryError."""
+    pool = transport.ConnectionPool(server, ssl_context=_trust(ca_pem), headers={
+        "Accept": "application/json", "User-Agent": "minikube-py-join",
+        "Authorization": f"Bearer {token}"})
+    path = f"/api/v1/namespaces/{KUBE_SYSTEM}/configmaps/{KUBE_PROXY_CONFIG_MAP}"
+    try:
+        for attempt in range(3):
+            try:
+                answer = await pool.request("GET", path, timeout=10.0)
+                break
+            except (transport.TransportError, TimeoutError) as error:
+                if attempt == 2:
+                    raise DiscoveryError(f"cannot read {KUBE_SYSTEM}/{KUBE_PROXY_CONFIG_MAP} "
+                                         f"from {server}: {error}") from None
+                await asyncio.sleep(1.0)
+    finally:
+        await pool.close()
+    if answer.status != 200:
+        return None
+    config_map = orjson.loads(answer.body)
+    return config_map if isinstance(config_map, dict) else None
 
 
 def _status_message(body: bytes) -> str:

@@ -78,10 +78,10 @@ NODE_PROXIER_BINDING = "minikube-py:node-proxier"
 
 
 def node_proxier_rbac() -> Obj:
-    """A machine that joined with `minikube-py join` runs its proxy with its node's
-    credentials (until the proxy runs as the kube-proxy DaemonSet, whose ServiceAccount
-    kubeadm binds system:node-proxier to): the nodes' group may watch what kube-proxy
-    watches."""
+    """A machine that joined a cluster without the kube-proxy DaemonSet (`up --layout
+    processes`) runs its proxy with its node's credentials (in the kubeadm layout the
+    DaemonSet's pod runs there, as the ServiceAccount kubeadm binds system:node-proxier
+    to): the nodes' group may watch what kube-proxy watches."""
     return {"apiVersion": f"{bootstraptoken.RBAC}/v1", "kind": "ClusterRoleBinding",
             "metadata": {"name": NODE_PROXIER_BINDING},
             "roleRef": {"apiGroup": bootstraptoken.RBAC, "kind": "ClusterRole",

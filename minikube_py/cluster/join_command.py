@@ -11,15 +11,21 @@ way `kubeadm join` adds one. It needs nothing but the line `minikube-py token cr
                    the endpoint's address, with an address and a pod /24 nobody uses, and
                    the route to its pods (what a real network's router would be told)
       start        containerd; the kubelet with --bootstrap-kubeconfig (the token: its
-                   TLS bootstrap earns the node's client certificate); the proxy, as the
-                   node; a supervisor that restarts the three (supervise-node)
+                   TLS bootstrap earns the node's client certificate); a supervisor that
+                   restarts them (supervise-node). The proxy: where the cluster runs
+                   kube-proxy as its DaemonSet (kube-system/kube-proxy is there, which
+                   the token may read: `up`'s kubeadm layout), none, as `kubeadm join`
+                   starts none (the DaemonSet's pod runs on the node); else (`up
+                   --layout processes`) a proxy process, as the node
     minikube-py down (in that home)
-                   stops the supervisor and the three, clears containerd's pods and
-                   mounts, removes the namespace and the route; --purge deletes the home
+                   stops the supervisor and the node's processes, clears containerd's
+                   pods and mounts, removes the namespace and the route; --purge deletes
+                   the home
 
 Its home ($MINIKUBE_PY_HOME) holds all of the machine and nothing of the control plane:
 
-    joined.json                  the node: name, namespace, address, pod CIDR, server
+    joined.json                  the node: name, namespace, address, pod CIDR, server,
+                                 who runs its proxy (kubeProxy: DaemonSet or process)
     pki/ca.crt                   the cluster's CA, as discovery pinned it
     kubeconfigs/bootstrap-kubelet.conf, kubelet.conf    the token; the earned identity
     nodes/<node>/  logs/<node>/  run/<node>/            containerd's and the kubelet's
@@ -74,6 +80,8 @@ machine that runs the control plane (the endpoint's host with `up --layout proce
 by default the endpoint is its control-plane node's, behind the same bridge)."""
 NODE_PORTS = {"kubelet": 10250, "kubelet-healthz": 10248, "proxy-healthz": 10256,
               "proxy-metrics": 10249}
+KUBE_PROXY_DAEMONSET = "DaemonSet"
+KUBE_PROXY_PROCESS = "process"
 NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
@@ -135,8 +143,9 @@ def node_network(machine: dict[str, Any]) -> tuple[ClusterNetwork, NodeNetwork]:
 
 
 def node_components(state: Path, machine: dict[str, Any]) -> dict[str, ComponentProcess]:
-    """The machine's containerd, kubelet and proxy, in start order, as daemons in its
-    namespace (logs/<node>/*.log, run/<node>/*.pid)."""
+    """The machine's containerd, kubelet and (unless the cluster's kube-proxy DaemonSet
+    runs it) proxy, in start order, as daemons in its namespace (logs/<node>/*.log,
+    run/<node>/*.pid)."""
     node = machine["node"]
     _, place = node_network(machine)
     config = node_config(state, node, place.pod_cidr, machine["registry"], netns=place.path)
@@ -148,7 +157,7 @@ def node_components(state: Path, machine: dict[str, Any]) -> dict[str, Component
         return {"log_path": state / "logs" / node / f"{name}.log",
                 "pid_file": state / "run" / node / f"{name}.pid"}
 
-    return {
+    components: dict[str, ComponentProcess] = {
         "containerd": Containerd(config, **files("containerd")),
         "kubelet": KubeletProcess(
             kubeconfig, node_name=node, runtime_endpoint=config.endpoint,
@@ -162,13 +171,15 @@ def node_components(state: Path, machine: dict[str, Any]) -> dict[str, Component
                         "--authorization-mode=Webhook", "--rotate-server-certificates",
                         verbosity),
             start_timeout=120.0, **in_node, **files("kubelet")),
-        # until the proxy runs as a DaemonSet, it runs as its node (cluster/join.py lets
-        # the nodes' group watch what kube-proxy watches)
-        "proxy": ProxyProcess(
+    }
+    if machine.get("kubeProxy") != KUBE_PROXY_DAEMONSET:
+        # a cluster without the DaemonSet: the proxy runs as its node (cluster/join.py
+        # lets the nodes' group watch what kube-proxy watches)
+        components["proxy"] = ProxyProcess(
             kubeconfig, node_name=node, cluster_cidr=str(CLUSTER_CIDR),
             port=NODE_PORTS["proxy-healthz"], metrics_port=NODE_PORTS["proxy-metrics"],
-            extra_args=(verbosity,), **in_node, **files("proxy")),
-    }
+            extra_args=(verbosity,), **in_node, **files("proxy"))
+    return components
 
 
 class NodeSupervisorProcess(SupervisorProcess):
@@ -287,13 +298,20 @@ def join_command(args: argparse.Namespace, home: Callable[[], Path]) -> None:
                                                     timeout=timeout, retry_interval=1.0))
         # the signature may outlive the token a moment (until the cleaner removes it)
         asyncio.run(bootstraptoken.check_token(found.server, args.token, found.ca_pem))
+        daemonset = asyncio.run(bootstraptoken.kube_proxy_config_map(
+            found.server, args.token, found.ca_pem)) is not None
     except bootstraptoken.DiscoveryError as error:
         fail(str(error))
     print(f"[discovery] cluster-info is signed with the token and its CA is pinned: "
           f"trusting {found.server}", flush=True)
+    print("[preflight] kube-proxy: " + (
+        "the cluster's DaemonSet runs it on this node" if daemonset else
+        "the cluster has no kube-proxy DaemonSet: this node runs a proxy process"),
+        flush=True)
     created = not state.exists()
     try:
-        machine = _make_machine(state, args, node, found, bridge, network)
+        machine = _make_machine(state, args, node, found, bridge, network,
+                                KUBE_PROXY_DAEMONSET if daemonset else KUBE_PROXY_PROCESS)
         asyncio.run(_start_node(state, machine))
     except (JoinError, NodeNetworkError, ComponentProcessError, ContainerdError,
             OSError, RuntimeError, TimeoutError) as error:
@@ -313,9 +331,9 @@ def join_command(args: argparse.Namespace, home: Callable[[], Path]) -> None:
 
 def _make_machine(state: Path, args: argparse.Namespace, node: str,
                   found: bootstraptoken.DiscoveredCluster, bridge: str,
-                  network: ipaddress.IPv4Network) -> dict[str, Any]:
+                  network: ipaddress.IPv4Network, kube_proxy: str) -> dict[str, Any]:
     """The machine's files and network namespace: joined.json first, so that `down`
-    finds whatever follows."""
+    finds whatever follows. `kube_proxy`: who runs the node's proxy."""
     for sub in ("logs", "run", "pki", "kubeconfigs"):
         (state / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
     place = ClusterNetwork(bridge.removesuffix("br0"), str(network))
@@ -326,7 +344,7 @@ def _make_machine(state: Path, args: argparse.Namespace, node: str,
                                            ).hexdigest()[:8],
         "address": free_address(network), "podCIDR": free_pod_cidr(),
         "registry": args.registry or f"{place.gateway}:{REGISTRY_PORT}",
-        "verbosity": args.v}
+        "verbosity": args.v, "kubeProxy": kube_proxy}
     (state / JOINED).write_text(json.dumps(machine, indent=2))
     ca_file = state / "pki" / "ca.crt"
     ca_file.write_bytes(found.ca_pem)
@@ -341,8 +359,8 @@ def _make_machine(state: Path, args: argparse.Namespace, node: str,
 
 
 async def _start_node(state: Path, machine: dict[str, Any]) -> None:
-    """containerd, then the kubelet (its TLS bootstrap comes first), then the proxy with
-    the identity the kubelet earned, then the supervisor."""
+    """containerd, then the kubelet (its TLS bootstrap comes first), then the proxy (if
+    the node runs one) with the identity the kubelet earned, then the supervisor."""
     for name, process in node_components(state, machine).items():
         await process.start()
         print(f"[kubelet-start] {machine['node']}/{name}: ready (pid {process.pid})",
@@ -392,8 +410,9 @@ def leave(state: Path) -> str:
 
 
 async def _stop_node(state: Path, machine: dict[str, Any]) -> None:
-    """Stop the supervisor, then the proxy (and remove its NetworkPolicy table: the node
-    goes away), the kubelet and containerd (which clears its pods and mounts)."""
+    """Stop the supervisor, then the proxy process if there is one (and remove its
+    NetworkPolicy table: the node goes away), the kubelet and containerd (which clears
+    its pods, the kube-proxy DaemonSet's among them, and mounts)."""
     watcher = supervisor(state)
     if watcher.adopt():
         pid = watcher.pid
