@@ -8,7 +8,6 @@ shape, so a hook never trips over a list where it expects a dict.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from minikube_py.api import Obj
@@ -22,11 +21,15 @@ def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def items_of(obj: Obj, name: str) -> Iterator[tuple[int, Obj]]:
-    """The dict items of the list `obj[name]`, with their indexes (others are skipped)."""
-    for i, item in enumerate(as_list(obj.get(name))):
-        if isinstance(item, dict):
-            yield i, item
+def items_of(obj: Obj, name: str) -> list[tuple[int, Obj]]:
+    """The dict items of the list `obj[name]`, with their indexes (others are skipped).
+
+    Validation asks this of every optional list of every object written, most of them
+    absent: an absent list costs one lookup."""
+    value = obj.get(name)
+    if not value or not isinstance(value, list):
+        return []
+    return [(i, item) for i, item in enumerate(value) if isinstance(item, dict)]
 
 
 def text(value: Any) -> str:

@@ -250,6 +250,8 @@ class WatchCache:
 
     def list(self, namespace_prefix: str = "") -> list[Obj]:
         """Current objects, sorted by key as etcd returns them."""
+        if not self.objects:  # what admission asks of most kinds for every write
+            return []
         prefix = self.prefix + namespace_prefix
         if not namespace_prefix:
             return [self.objects[key] for key in sorted(self.objects)]

@@ -38,6 +38,8 @@ PROTOCOLS = ["SCTP", "TCP", "UDP"]
 
 def child(path: str, *names: str) -> str:
     """`spec` + `template`, `metadata` -> `spec.template.metadata`."""
+    if len(names) == 1:  # the usual case, without a list to join
+        return f"{path}.{names[0]}" if path else names[0]
     return ".".join([path, *names]) if path else ".".join(names)
 
 
