@@ -219,7 +219,7 @@ def join(args: argparse.Namespace) -> None:
     try:
         token = args.token_file.read_text().strip()
     except OSError as error:
-        sys.exit(f"join: cannot read the bootstrap token ({error}); the join-info step "
+        sys.exit(f"join: cannot read the bootstrap token ({error}); the init step "
                  "writes it")
     try:
         ca_hash = args.discovery_token_ca_cert_hash or ca_cert_hash(args.ca_cert.read_bytes())
@@ -375,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
                                "write the kubelet's bootstrap kubeconfig")
     joining.add_argument("--server", required=True, metavar="URL")
     joining.add_argument("--token-file", type=Path, required=True,
-                         help="the bootstrap token (publish-join-info writes it)")
+                         help="the bootstrap token (the init step writes it)")
     pin = joining.add_mutually_exclusive_group(required=True)
     pin.add_argument("--discovery-token-ca-cert-hash", metavar="sha256:HEX",
                      help="the CA's public key hash, as kubeadm join takes it")
