@@ -21,7 +21,8 @@
 #      its status (the service's restart policy starts the node again)
 #
 # From docker-compose.yml: NODE_NAME, POD_CIDR (this node's pods), POD_ROUTES
-# ("CIDR=NODE_IP ..." for the other nodes' pods) and CONTROL_PLANE; the pki service's
+# ("CIDR=NODE_IP ..." for the other nodes' pods), CONTROL_PLANE or (a worker)
+# BOOTSTRAP_KUBECONFIG; the pki service's
 # share for this node in $CLUSTER_DIR (read-only: the CA, the kubelet's serving
 # certificate; on the control-plane node the control plane's files too) and the init
 # service's token in $JOIN_DIR. containerd logs to a file in $BASE_DIR (a volume); the
@@ -35,13 +36,15 @@ trap 'kill -TERM $(jobs -p) 2>/dev/null || true; wait || true; exit 143' TERM IN
 POD_ROUTES="${POD_ROUTES:-}"
 # set (to anything) on the control-plane node only
 CONTROL_PLANE="${CONTROL_PLANE:-}"
+# a worker's: where kubeadm join writes the kubelet's bootstrap kubeconfig (none on the
+# control-plane node, whose kubelet starts with kubeadm init's kubelet.conf)
+BOOTSTRAP_KUBECONFIG="${BOOTSTRAP_KUBECONFIG:-}"
 
 BASE_DIR=/var/lib/minikube-py/node
 CLUSTER_DIR=/var/lib/minikube-py/cluster
 JOIN_DIR=/var/lib/minikube-py/join
 API_SERVER=https://10.210.0.2:6443
 KUBELET_KUBECONFIG="$BASE_DIR/kubelet.conf"
-BOOTSTRAP_KUBECONFIG="$BASE_DIR/bootstrap-kubelet.conf"
 REGISTRY=registry:5000
 CLUSTER_DNS=10.96.0.10
 # the traces service: the kubelet's and the control plane's spans (mkctl trace)
@@ -123,12 +126,10 @@ if ! ctr --address="$SOCKET" version >/dev/null 2>&1; then
   exit 1
 fi
 
-# 6. Every kubelet is given both kubeconfigs, as kubeadm's systemd drop-in gives them: the
-# bootstrap one is read only while kubelet.conf holds no good certificate (never on the
-# control-plane node). The control-plane node's kubelet also runs the static pods and
-# registers with the control-plane taint.
-python -m minikube_py.kubelet --kubeconfig="$KUBELET_KUBECONFIG" \
-  --bootstrap-kubeconfig="$BOOTSTRAP_KUBECONFIG" --rotate-certificates \
+# 6. A worker's kubelet bootstraps with the token; the control-plane node's runs the static
+# pods and registers with the control-plane taint.
+python -m minikube_py.kubelet --kubeconfig="$KUBELET_KUBECONFIG" --rotate-certificates \
+  ${BOOTSTRAP_KUBECONFIG:+--bootstrap-kubeconfig="$BOOTSTRAP_KUBECONFIG"} \
   ${CONTROL_PLANE:+--pod-manifest-path="$MANIFESTS"} \
   ${CONTROL_PLANE:+--register-with-taints=node-role.kubernetes.io/control-plane:NoSchedule} \
   --node-name="$NODE_NAME" --node-ip="$NODE_IP" --pod-cidr="$POD_CIDR" \

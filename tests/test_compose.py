@@ -680,6 +680,8 @@ def test_control_plane_kubelet_runs_as_its_node_from_kubeadm_inits_kubelet_conf(
     written = yaml.safe_load(in_volume(volumes, CONTROL_PLANE, certs_seen_by(
         CONTROL_PLANE).kubeconfig(CONTROL_PLANE)).read_text())
     assert client_subject(written) == (f"system:node:{CONTROL_PLANE}", ("system:nodes",))
+    # no cluster to bootstrap from: its kubelet starts the API server
+    assert not kubelet.bootstrap_kubeconfig
     assert kubelet.register_with_taints == [
         {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]
     assert parsed("init", "minikube_py.cluster.compose").control_plane == CONTROL_PLANE
