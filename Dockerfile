@@ -37,3 +37,8 @@ ENV PATH=/opt/minikube-py/.venv/bin:$PATH
 # pause, busybox, echo, nginx and python as OCI archives; the `images` service pushes
 # them to the registry (nginx's packages are downloaded here, with apt-get download).
 RUN minikube-py image build --output /var/lib/minikube-py/images
+# The component images (etcd, kube-apiserver, ..., kube-proxy, coredns: `up`'s, built from
+# this image's packages and venv) as an OCI layout, with their references, which the
+# static pods and the add-ons name; the `images` service pushes them too.
+RUN python -m minikube_py.cluster.compose component-images \
+      --output /var/lib/minikube-py/component-images

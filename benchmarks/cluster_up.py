@@ -15,10 +15,11 @@ kube-system pod runs too: the static pods, kube-proxy, DNS). Target: a warm
 --compose times docker-compose.yml instead, on the Docker engine that runs (start dockerd
 first; see README.md, "With Docker", for the base image): the image is built first, not
 timed; a cold `docker-compose up -d` (new volumes: a new CA, an empty etcd), then each
-warm run is `docker-compose down` (the volumes kept) and `up -d` again, timed until both
-nodes are Ready with a heartbeat from after the command's start (etcd keeps the last
-run's Ready). The project is mkpy-compose-bench, ended with `down -v`; where Docker cannot
-make privileged containers, compose/unprivileged-nodes.yml is added, as the test does.
+warm run is `docker-compose down` (the volumes kept) and `up -d` again, timed until every
+node (the control-plane node and both workers) is Ready with a heartbeat from after the
+command's start (etcd keeps the last run's Ready). The project is mkpy-compose-bench,
+ended with `down -v`; where Docker cannot make privileged containers,
+compose/unprivileged-nodes.yml is added, as the test does.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def timed_up(home: Path, nodes: int, layout: str) -> float:
 
 COMPOSE_PROJECT = "mkpy-compose-bench"
 COMPOSE_KUBECONFIG = REPO / "compose" / "kubeconfig" / "admin.conf"
-COMPOSE_NODES = 2
+COMPOSE_NODES = 3
+"""The control-plane node and the two workers."""
 
 
 def privileged_possible() -> bool:
@@ -107,8 +109,9 @@ def compose(*args: str, timeout: float = 900, project: str = COMPOSE_PROJECT) ->
 
 
 def timed_compose_up(project: str = COMPOSE_PROJECT) -> float:
-    """Seconds from `docker-compose up -d` to both nodes Ready, heartbeats since then
-    (tests/test_compose_up.py times its cold and warm `up` with this too)."""
+    """Seconds from `docker-compose up -d` to every node Ready (the control-plane node and
+    both workers), heartbeats since then (tests/test_compose_up.py times its cold and
+    warm `up` with this too)."""
     since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     started = time.perf_counter()
     compose("up", "-d", project=project)
@@ -137,9 +140,9 @@ def measure_compose(runs: int) -> list[Row]:
         compose("down", "-v")
         COMPOSE_KUBECONFIG.unlink(missing_ok=True)
     return [
-        ("cold `docker-compose up -d` (new volumes) -> 2 nodes Ready", f"{cold:.1f} s",
+        ("cold `docker-compose up -d` (new volumes) -> 3 nodes Ready", f"{cold:.1f} s",
          "(none)", "-"),
-        (f"warm `docker-compose up -d` -> 2 nodes Ready, median of {runs}",
+        (f"warm `docker-compose up -d` -> 3 nodes Ready, median of {runs}",
          f"{statistics.median(warm):.1f} s ({', '.join(f'{w:.1f}' for w in warm)})",
          "(none)", "-"),
     ]

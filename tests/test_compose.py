@@ -1,30 +1,32 @@
 """docker-compose.yml and its Dockerfile: a valid file whose every command the project runs,
-starting the secured cluster `minikube-py up` starts.
+starting the cluster `minikube-py up` builds (its kubeadm layout): a control-plane node
+whose kubelet runs the control plane as static pods, two workers, the add-ons.
 
-No Docker engine runs here, so the cluster the file describes is never started. What is
-checked instead:
+Without a Docker engine, what is checked (tests/test_compose_up.py runs the stack):
 - Debian's docker-compose (1.29) validates the file: `docker-compose config` reads and
   checks it without talking to an engine;
 - every `python -m MODULE FLAGS` of a service, and of compose/node.sh (as bash expands
   it for each node), is parsed by the module's own argument parser with abbreviations
   off: the module exists and takes exactly those flags;
-- etcd's flags are in `etcd --help`; the registry's config is what the launcher's code
-  writes; the node script exists, is executable and parses;
-- the cluster is secured as `up` secures it: the API server's, controller-manager's and
-  kubelets' security flags are those the launcher's functions give, naming the files
-  where each service mounts its share of the pki service's volume; each component has a
-  kubeconfig of its own; the nodes join with the token join-info writes and the CA's hash
-  and bootstrap their kubelets;
+- the static pods the control-plane node writes (its static-pods step, run here): each
+  container's command is taken by its component's parser (etcd's flags are in
+  `etcd --help`), every file it names through a hostPath mount is in the control-plane
+  node's share of the pki, and the flags that secure the cluster are those `up` passes;
+  etcd listens on the node's loopback only;
+- the registry's config is what the launcher's code writes; the node script exists, is
+  executable and parses;
 - the pki step, run here with each named volume a directory: every file a service's
   flags name is in the volume it mounts, the CA's key only where it must be, the
   certificates (read with `cryptography`) name who and where they must; the join step
   refuses a bad token or hash in one line;
-- the commands agree with each other: the kubeconfigs name the apiserver service, the
-  kubelets use the DNS's Service IP, the nodes' pod CIDRs differ and route to each other,
-  the kubelet's runtime endpoint is where runtime-config's containerd listens;
-- (slow) the pki, apiserver, join-info and controller-manager commands and a node's join,
-  run here on loopback: the node's kubelet earns its certificate, and kubectl reaches the
-  API server with the admin's kubeconfig as README.md says;
+- the commands agree with each other: the kubeconfigs name the control-plane node's
+  address, the kubelets use the kube-dns Service IP the init step gives DNS, the nodes'
+  pod CIDRs differ and route to each other, the kubelet's runtime endpoint is where
+  runtime-config's containerd listens;
+- (slow) the pki step, the API server and controller-manager static pods' commands, the
+  init step and a worker's join, run here on loopback: the node's kubelet earns its
+  certificate, and kubectl reaches the API server with the admin's kubeconfig as
+  README.md says;
 - the Dockerfile installs the Debian packages `make apt` installs and generates
   minikube_py/gen as `make proto` does.
 """
@@ -39,6 +41,7 @@ import importlib
 import importlib.util
 import io
 import ipaddress
+import json
 import os
 import re
 import shutil
@@ -65,13 +68,13 @@ from minikube_py.cluster.cli import (
     secured_apiserver_flags,
     secured_controller_manager_flags,
     secured_kubelet_flags,
-    tracing_config,
 )
 from minikube_py.cluster.components import ControllerManagerProcess
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.join import token_file
 from minikube_py.cluster.registry import CONFIG as REGISTRY_CONFIG
 from minikube_py.cluster.registry import REGISTRY_BINARY
+from minikube_py.images.components import COMPONENTS, ETCD
 from minikube_py.kubelet import certificate
 from minikube_py.process import free_port
 from minikube_py.security import pki
@@ -81,18 +84,19 @@ COMPOSE_FILE = ROOT / "docker-compose.yml"
 README = ROOT / "README.md"
 DOCKERFILE = ROOT / "Dockerfile"
 MAKEFILE = ROOT / "Makefile"
-SERVICES = {"pki", "etcd", "apiserver", "join-info", "controller-manager", "scheduler", "dns",
-            "traces",
-            "metrics", "registry", "images", "node-1", "node-2"}
-NODES = ("node-1", "node-2")
-ENTRY_POINTS = {"minikube_py.apiserver", "minikube_py.controllers", "minikube_py.scheduler",
-                "minikube_py.dns", "minikube_py.metrics", "minikube_py.kubelet",
-                "minikube_py.proxy"}
-"""The components `minikube-py up` runs; each must run somewhere in the compose file."""
-IDENTITY_OF = {"minikube_py.controllers": "controller-manager",
-               "minikube_py.scheduler": "scheduler", "minikube_py.dns": "dns",
-               "minikube_py.metrics": "metrics", "minikube_py.proxy": "proxy"}
-"""The kubeconfig (cluster/certs.py's IDENTITIES) each component runs with, as in `up`."""
+SERVICES = {"pki", "control-plane", "init", "traces", "registry", "images", "node-1",
+            "node-2"}
+CONTROL_PLANE = "control-plane"
+WORKERS = ("node-1", "node-2")
+NODES = (CONTROL_PLANE, *WORKERS)
+STATIC_PODS = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+MODULE_OF = {component.name: component.module for component in COMPONENTS}
+"""The module each component image's program runs (images/components.py)."""
+IDENTITY_OF = {"kube-controller-manager": "controller-manager",
+               "kube-scheduler": "scheduler"}
+"""The kubeconfig (cluster/certs.py's IDENTITIES) each static pod runs with, as in `up`."""
+KUBEADM_DIR = Path("/etc/kubernetes")
+"""Where kubeadm's static pods see the pki and kubeconfigs (the layout of `up`'s state)."""
 HOST_ONLY_PACKAGES = {"docker-compose", "docker.io", "debootstrap", "haproxy", "chromium",
                       "chromium-driver"}
 """Packages of `make apt` that the image leaves out: Docker, docker-compose and debootstrap
@@ -183,6 +187,12 @@ def python_commands() -> Iterator[tuple[str, list[str]]]:
         for command in node_commands(node).values():
             if command[:2] == ["python", "-m"]:
                 yield f"{node} (compose/node.sh)", command
+
+
+def node_step(node: str, step: str) -> argparse.Namespace:
+    """The flags of node.sh's `python -m minikube_py.cluster.compose STEP` on `node`."""
+    command = node_commands(node)[f"minikube_py.cluster.compose {step}"]
+    return parse("minikube_py.cluster.compose", command[3:], node)
 
 
 # -- parsing flags with the components' own parsers ------------------------------------------
@@ -312,6 +322,73 @@ def volumes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return written
 
 
+REFERENCES = {**{component.name: f"localhost/minikube-py/{component.name}:v1.37.0-test"
+                 for component in COMPONENTS}, ETCD: "localhost/minikube-py/etcd:3.4.23-test"}
+"""What the image's component-images step writes (the tags here stand for its hash)."""
+
+
+def run_static_pods_step(root: Path, volumes: Path) -> Path:
+    """The control-plane node's static-pods step, its paths under `root` (the image's
+    component images' references given): the manifest folder it wrote."""
+    node = Container(CONTROL_PLANE, root, volumes)
+    command = node_commands(CONTROL_PLANE)["minikube_py.cluster.compose static-pods"]
+    flags = node.flags(command)
+    step = parse("minikube_py.cluster.compose", flags, CONTROL_PLANE)
+    step.images.mkdir(parents=True, exist_ok=True)
+    (step.images / compose_setup.REFERENCES).write_text(json.dumps(REFERENCES))
+    compose_setup.main(flags)
+    return step.manifest_dir
+
+
+@dataclass
+class StaticPod:
+    """A static pod as the control-plane node's kubelet reads it; its hostPaths are under
+    `root`, the node's filesystem here."""
+
+    pod: dict[str, Any]
+    root: Path
+
+    @property
+    def container(self) -> dict[str, Any]:
+        return self.pod["spec"]["containers"][0]
+
+    @property
+    def flags(self) -> list[str]:
+        return self.container["command"][1:]
+
+    def flag(self, name: str) -> str:
+        values = [flag.partition("=")[2] for flag in self.flags
+                  if flag.partition("=")[0] == name]
+        assert len(values) == 1, f"{self.pod['metadata']['name']}: {name}: {values}"
+        return values[0]
+
+    def host_path(self, inside: str) -> Path:
+        """Where a path the container names is on the node (under root): through the
+        hostPath volume mounted deepest above it."""
+        volumes = {volume["name"]: volume["hostPath"]["path"]
+                   for volume in self.pod["spec"]["volumes"]}
+        for mount in sorted(self.container["volumeMounts"],
+                            key=lambda mount: -len(mount["mountPath"])):
+            mountpoint = mount["mountPath"]
+            if inside == mountpoint or inside.startswith(f"{mountpoint}/"):
+                return Path(volumes[mount["name"]]) / inside.removeprefix(
+                    mountpoint).lstrip("/")
+        raise AssertionError(f"{self.pod['metadata']['name']}: {inside} is mounted from "
+                             "nothing")
+
+
+@pytest.fixture(scope="module")
+def static_pods(tmp_path_factory: pytest.TempPathFactory, volumes: Path
+                ) -> dict[str, StaticPod]:
+    """The four static pods by component (their mirror pods' names add -control-plane),
+    as the control-plane node's static-pods step writes them after the pki step."""
+    root = tmp_path_factory.mktemp("control-plane-container")
+    folder = run_static_pods_step(root, volumes)
+    return {pod["metadata"]["name"]: StaticPod(pod, root)
+            for pod in (yaml.safe_load(path.read_text())
+                        for path in sorted(folder.glob("*.yaml")))}
+
+
 def in_volume(volumes: Path, service: str, path: str | Path) -> Path:
     """Where a file `service` names is, among `volumes`."""
     volume, inside = volume_of(service, path)
@@ -323,7 +400,7 @@ def certificate_in(volumes: Path, service: str, path: str | Path) -> x509.Certif
 
 
 def cluster_ca(volumes: Path) -> x509.Certificate:
-    return certificate_in(volumes, "apiserver", certs_seen_by("apiserver").ca_file)
+    return certificate_in(volumes, CONTROL_PLANE, certs_seen_by(CONTROL_PLANE).ca_file)
 
 
 def client_subject(kubeconfig: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
@@ -375,20 +452,34 @@ def test_every_python_command_is_a_module_that_takes_exactly_its_flags() -> None
     for where, command in python_commands():
         parse(command[2], command[3:], where)
         modules.add(command[2])
-    assert ENTRY_POINTS <= modules, f"not run anywhere: {ENTRY_POINTS - modules}"
+    assert {"minikube_py.kubelet", "minikube_py.cluster.compose",
+            "minikube_py.tracestore"} <= modules
 
 
-def test_etcd_takes_the_flags_of_its_service() -> None:
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd is not installed: `make apt` installs it (etcd-server)")
-    command = services()["etcd"]["command"]
-    assert command[0] == "etcd"
-    help_text = subprocess.run(["etcd", "--help"], capture_output=True, text=True,
-                               timeout=30).stdout
-    for flag in command[1:]:
-        name = flag.partition("=")[0]
-        assert re.search(rf"^\s+{re.escape(name)}\b", help_text, re.MULTILINE), \
-            f"etcd has no flag {name}"
+def test_the_control_plane_runs_as_static_pods_each_taking_exactly_its_flags(
+        static_pods: dict[str, StaticPod]) -> None:
+    """The control-plane node's kubelet runs kubeadm's four static pods; each container's
+    program is its component image's, which runs our module, whose parser takes the
+    flags (etcd's are in `etcd --help`)."""
+    assert set(static_pods) == STATIC_PODS
+    for pod in static_pods.values():
+        assert pod.pod["spec"]["hostNetwork"] is True
+        assert pod.container["image"] == REFERENCES[pod.container["name"]]
+        program = pod.container["command"][0]
+        if program == ETCD:
+            if shutil.which("etcd") is None:
+                continue
+            help_text = subprocess.run(["etcd", "--help"], capture_output=True, text=True,
+                                       timeout=30).stdout
+            for flag in pod.flags:
+                name = flag.partition("=")[0]
+                assert re.search(rf"^\s+{re.escape(name)}\b", help_text, re.MULTILINE), \
+                    f"etcd has no flag {name}"
+        else:
+            parse(MODULE_OF[program], pod.flags, pod.pod["metadata"]["name"])
+    kubelet = parsed(CONTROL_PLANE, "minikube_py.kubelet")
+    assert Path(kubelet.pod_manifest_path) == node_step(CONTROL_PLANE,
+                                                        "static-pods").manifest_dir
 
 
 def test_registry_serves_the_launchers_config_from_its_volume() -> None:
@@ -402,31 +493,35 @@ def test_registry_serves_the_launchers_config_from_its_volume() -> None:
     assert any(volume.endswith(f":{storage}") for volume in service["volumes"])
 
 
-def test_etcd_is_reached_by_the_apiserver_alone() -> None:
-    api = parsed("apiserver", "minikube_py.apiserver")
-    assert api.etcd_servers == "https://etcd:2379"
-    assert "--listen-client-urls=https://0.0.0.0:2379" in services()["etcd"]["command"]
-    networks = services()["etcd"]["networks"]
-    assert compose()["networks"][networks[0]]["internal"] is True
-    on_its_network = {name for name, service in services().items()
-                      if networks[0] in (service.get("networks") or ())}
-    assert on_its_network == {"etcd", "apiserver"}
+def test_etcd_is_reached_by_the_apiserver_alone(static_pods: dict[str, StaticPod]) -> None:
+    """As kubeadm's: etcd serves its clients on the control-plane node's loopback, which
+    only the node's own host-network pods share; no service publishes its ports."""
+    etcd = static_pods["etcd"]
+    listen = etcd.flag("--listen-client-urls").split(",")
+    assert [urlsplit(url).hostname for url in listen] == ["127.0.0.1"]
+    assert urlsplit(etcd.flag("--listen-peer-urls")).hostname == "127.0.0.1"
+    api = static_pods["kube-apiserver"]
+    assert api.flag("--etcd-servers") == listen[0]
+    published = [port for service in services().values() for port in service.get("ports", [])]
+    assert published == ["127.0.0.1:6443:6443", "127.0.0.1:4318:4318"]
+    assert set(compose()["networks"]) == {"default"}
 
 
 def test_nodes_have_their_own_pod_cidr_and_route_to_each_others() -> None:
-    proxy_cidr = ipaddress.ip_network(parsed("node-1", "minikube_py.proxy").cluster_cidr)
+    cluster_cidr = ipaddress.ip_network(parsed("init", "minikube_py.cluster.compose")
+                                        .cluster_cidr)
     subnet = ipaddress.ip_network(compose()["networks"]["default"]["ipam"]["config"][0]
                                   ["subnet"])
     cidrs = {}
     for node in NODES:
         kubelet = parsed(node, "minikube_py.kubelet")
-        proxy = parsed(node, "minikube_py.proxy")
-        assert kubelet.node_name == proxy.hostname_override == node
+        assert kubelet.node_name == node
         assert kubelet.node_ip == fixed_address(node)
         assert ipaddress.ip_address(kubelet.node_ip) in subnet
         cidrs[node] = ipaddress.ip_network(kubelet.pod_cidr)
-        assert cidrs[node].subnet_of(proxy_cidr)
-    assert not cidrs["node-1"].overlaps(cidrs["node-2"])
+        assert cidrs[node].subnet_of(cluster_cidr)
+    assert not any(cidrs[one].overlaps(cidrs[other]) for one in NODES for other in NODES
+                   if one != other)
     for node in NODES:
         routes = dict(route.split("=") for route in
                       services()[node]["environment"]["POD_ROUTES"].split())
@@ -453,9 +548,12 @@ def registry_host() -> str:
 
 
 def test_kubelet_uses_the_containerd_dns_and_registry_the_cluster_sets_up() -> None:
-    dns = parsed("dns", "minikube_py.dns")
-    assert dns.advertise_address == fixed_address("dns")
-    assert parsed("images", "minikube_py.cluster.compose").registry == registry_host()
+    init = parsed("init", "minikube_py.cluster.compose")
+    images = parsed("images", "minikube_py.cluster.compose")
+    assert images.registry == registry_host()
+    # the component images the static pods and add-ons name are the image's, pushed
+    assert images.component_images == init.images == node_step(CONTROL_PLANE,
+                                                               "static-pods").images
     for node in NODES:
         commands = node_commands(node)
         setup = parse("minikube_py.cluster.compose",
@@ -465,7 +563,7 @@ def test_kubelet_uses_the_containerd_dns_and_registry_the_cluster_sets_up() -> N
         assert commands["containerd"] == ["containerd", f"--config={runtime.config_path}"]
         assert kubelet.container_runtime_endpoint == runtime.endpoint
         assert (setup.node_name, setup.pod_cidr) == (kubelet.node_name, kubelet.pod_cidr)
-        assert kubelet.cluster_dns == dns.service_ip
+        assert kubelet.cluster_dns == init.cluster_dns
         assert setup.registry == registry_host()
 
 
@@ -484,99 +582,116 @@ def test_runtime_config_writes_the_config_containerd_starts_from(tmp_path: Path)
     assert f'server = "http://{registry_host()}"' in hosts
 
 
+def test_every_node_mounts_the_local_path_volume_the_provisioner_makes_volumes_in() -> None:
+    init = parsed("init", "minikube_py.cluster.compose")
+    assert sorted(init.node) == sorted(NODES)
+    for node in NODES:
+        volume, inside = volume_of(node, init.nodes_dir)
+        assert (volume, inside) == ("local-path", "") and not mounts(node)[volume][1]
+
+
 # -- the secured cluster ---------------------------------------------------------------------
 
-def test_etcd_serves_tls_to_clients_of_its_own_ca_as_up_runs_it(volumes: Path) -> None:
-    """etcd's serving flags are those `up` gives it, with the files of its share; its
-    certificate names the host the API server dials; its health check and the API server
-    present client certificates of etcd's CA."""
-    etcd = certs_seen_by("etcd").etcd_tls()
-    command = services()["etcd"]["command"]
-    assert command[-len(etcd.flags()):] == etcd.flags()
-    check = services()["etcd"]["healthcheck"]["test"]
-    assert {f"--cacert={etcd.ca_file}", f"--cert={etcd.client.cert_file}",
-            f"--key={etcd.client.key_file}", "--endpoints=https://127.0.0.1:2379"} <= set(check)
-    api = parsed("apiserver", "minikube_py.apiserver")
-    assert (api.etcd_cafile, api.etcd_certfile, api.etcd_keyfile) == tuple(
-        flag.partition("=")[2] for flag in certs_seen_by("apiserver").apiserver_etcd_flags())
-    cert = certificate_in(volumes, "etcd", str(etcd.cert_file))
-    etcd_ca = certificate_in(volumes, "etcd", str(etcd.ca_file))
+def test_etcd_serves_tls_to_clients_of_its_own_ca_as_up_runs_it(
+        static_pods: dict[str, StaticPod]) -> None:
+    """etcd's serving flags are those `up` gives it, at kubeadm's paths; its certificate
+    names the address the API server dials; the API server presents a client certificate
+    of etcd's CA."""
+    kubeadm = ClusterCertificates(KUBEADM_DIR)
+    etcd = static_pods["etcd"]
+    api = static_pods["kube-apiserver"]
+    assert set(kubeadm.etcd_tls().flags()) <= set(etcd.flags)
+    assert set(kubeadm.apiserver_etcd_flags()) <= set(api.flags)
+    etcd_ca = x509.load_pem_x509_certificate(
+        etcd.host_path(etcd.flag("--trusted-ca-file")).read_bytes())
+    cert = x509.load_pem_x509_certificate(etcd.host_path(etcd.flag("--cert-file")).read_bytes())
     cert.verify_directly_issued_by(etcd_ca)
     names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    assert urlsplit(api.etcd_servers).hostname in names.get_values_for_type(x509.DNSName)
-    client = certificate_in(volumes, "apiserver", api.etcd_certfile)
+    host = urlsplit(api.flag("--etcd-servers")).hostname
+    assert ipaddress.ip_address(host) in names.get_values_for_type(x509.IPAddress)
+    client = x509.load_pem_x509_certificate(
+        api.host_path(api.flag("--etcd-certfile")).read_bytes())
     client.verify_directly_issued_by(etcd_ca)
 
 
 def test_every_component_up_traces_sends_its_spans_to_the_traces_service(
-        volumes: Path) -> None:
-    """As with `up`: the controller-manager, the scheduler, each node's kubelet and proxy
-    take --tracing-endpoint, the API server a TracingConfiguration in its share, all naming
-    the traces service where it listens; join-info tells mkctl where it is published."""
+        static_pods: dict[str, StaticPod]) -> None:
+    """As with `up`: the controller-manager, the scheduler, each node's kubelet and the
+    add-ons take --tracing-endpoint, the API server a TracingConfiguration, all naming the
+    traces service where it listens; init tells mkctl where it is published."""
     receiver = parsed("traces", "minikube_py.tracestore")
-    endpoint = f"http://traces:{receiver.port}"
-    for where, module in (("controller-manager", "minikube_py.controllers"),
-                          ("scheduler", "minikube_py.scheduler"),
-                          *((node, "minikube_py.kubelet") for node in NODES),
-                          *((node, "minikube_py.proxy") for node in NODES)):
-        assert parsed(where, module).tracing_endpoint == endpoint, (where, module)
-    api = parsed("apiserver", "minikube_py.apiserver")
-    config = yaml.safe_load(in_volume(volumes, "apiserver", api.tracing_config_file)
-                            .read_text())
-    assert config["kind"] == "TracingConfiguration"
-    assert config["endpoint"] == f"traces:{receiver.port}"
-    assert services()["traces"]["ports"] == [f"127.0.0.1:{receiver.port}:{receiver.port}"]
-    published = parsed("join-info", "minikube_py.cluster.compose").trace_receiver_url
-    assert published == f"http://127.0.0.1:{receiver.port}"
-
-
-def test_apiserver_serves_tls_with_the_flags_up_passes() -> None:
-    command = services()["apiserver"]["command"]
-    certs = certs_seen_by("apiserver")
-    expected = [*apiserver_tls(certs).flags(), *secured_apiserver_flags(certs),
-                *certs.apiserver_etcd_flags(),
-                f"--tracing-config-file={tracing_config(certs.state)}"]
-    assert command[-len(expected):] == expected
-    api = parsed("apiserver", "minikube_py.apiserver")
-    assert api.bind_address == "0.0.0.0"
-    # the kubernetes Service's endpoint, where pods reach it through 10.96.0.1
-    assert api.advertise_address == fixed_address("apiserver")
-    assert services()["apiserver"]["ports"] == [f"127.0.0.1:{api.port}:{api.port}"]
-    check = " ".join(services()["apiserver"]["healthcheck"]["test"])
-    assert f"https://127.0.0.1:{api.port}/readyz" in check
-    assert f"cafile='{certs.ca_file}'" in check
-
-
-def test_controller_manager_signs_with_the_cluster_ca_as_up_runs_it() -> None:
-    command = services()["controller-manager"]["command"]
-    flags = secured_controller_manager_flags(certs_seen_by("controller-manager"))
-    assert set(flags) <= set(command), set(flags) - set(command)
-
-
-def test_each_component_runs_with_a_kubeconfig_of_its_own(volumes: Path) -> None:
-    server = parsed("pki", "minikube_py.cluster.compose").server
-    api = parsed("apiserver", "minikube_py.apiserver")
-    assert urlsplit(server).port == api.port
-    identities = set()
-    for where, command in python_commands():
-        who = IDENTITY_OF.get(command[2])
-        if who is None:
-            continue
-        service = where.split()[0]
-        path = parse(command[2], command[3:], where).kubeconfig
-        assert path == str(certs_seen_by(service).kubeconfig(who)), where
-        written = yaml.safe_load(in_volume(volumes, service, path).read_text())
-        assert written["clusters"][0]["cluster"]["server"] == server
-        assert client_subject(written) == (IDENTITIES[who][0], IDENTITIES[who][1]), where
-        identities.add(who)
-    assert identities == set(IDENTITY_OF.values())
-
-
-def test_nodes_join_with_the_token_and_the_ca_hash_then_bootstrap_their_kubelet() -> None:
-    join_info = parsed("join-info", "minikube_py.cluster.compose")
-    server = parsed("pki", "minikube_py.cluster.compose").server
-    assert join_info.server == server
+    address = fixed_address("traces")
+    endpoint = f"http://{address}:{receiver.port}"
+    for name in ("kube-controller-manager", "kube-scheduler"):
+        assert static_pods[name].flag("--tracing-endpoint") == endpoint
     for node in NODES:
+        assert parsed(node, "minikube_py.kubelet").tracing_endpoint == endpoint
+    init = parsed("init", "minikube_py.cluster.compose")
+    assert init.tracing_endpoint == endpoint
+    api = static_pods["kube-apiserver"]
+    config = yaml.safe_load(api.host_path(api.flag("--tracing-config-file")).read_text())
+    assert config["kind"] == "TracingConfiguration"
+    assert config["endpoint"] == f"{address}:{receiver.port}"
+    assert services()["traces"]["ports"] == [f"127.0.0.1:{receiver.port}:{receiver.port}"]
+    assert init.trace_receiver_url == f"http://127.0.0.1:{receiver.port}"
+
+
+def test_apiserver_serves_tls_with_the_flags_up_passes(
+        static_pods: dict[str, StaticPod]) -> None:
+    kubeadm = ClusterCertificates(KUBEADM_DIR)
+    api = static_pods["kube-apiserver"]
+    expected = [*apiserver_tls(kubeadm).flags(), *secured_apiserver_flags(kubeadm),
+                *kubeadm.apiserver_etcd_flags()]
+    assert set(expected) <= set(api.flags), set(expected) - set(api.flags)
+    # the kubernetes Service's endpoint, where pods reach it through 10.96.0.1
+    assert api.flag("--advertise-address") == fixed_address(CONTROL_PLANE)
+    port = api.flag("--port")
+    assert services()[CONTROL_PLANE]["ports"] == [f"127.0.0.1:{port}:{port}"]
+    check = " ".join(services()[CONTROL_PLANE]["healthcheck"]["test"])
+    assert f"https://127.0.0.1:{port}/readyz" in check
+    assert f"cafile='{certs_seen_by(CONTROL_PLANE).ca_file}'" in check
+
+
+def test_controller_manager_signs_with_the_cluster_ca_as_up_runs_it(
+        static_pods: dict[str, StaticPod]) -> None:
+    manager = static_pods["kube-controller-manager"]
+    flags = secured_controller_manager_flags(ClusterCertificates(KUBEADM_DIR))
+    assert set(flags) <= set(manager.flags), set(flags) - set(manager.flags)
+
+
+def test_each_component_runs_with_a_kubeconfig_of_its_own(
+        static_pods: dict[str, StaticPod]) -> None:
+    """The controller-manager and the scheduler each with its identity, naming the API
+    server at the control-plane node's address."""
+    server = parsed("pki", "minikube_py.cluster.compose").server
+    assert urlsplit(server).hostname == fixed_address(CONTROL_PLANE)
+    for name, who in IDENTITY_OF.items():
+        pod = static_pods[name]
+        written = yaml.safe_load(pod.host_path(pod.flag("--kubeconfig")).read_text())
+        assert written["clusters"][0]["cluster"]["server"] == server
+        assert client_subject(written) == (IDENTITIES[who][0], IDENTITIES[who][1]), name
+
+
+def test_control_plane_kubelet_runs_as_its_node_from_kubeadm_inits_kubelet_conf(
+        volumes: Path) -> None:
+    kubelet = parsed(CONTROL_PLANE, "minikube_py.kubelet")
+    # node.sh copies the share's kubelet.conf where the kubelet renews it
+    assert volume_of(CONTROL_PLANE, kubelet.kubeconfig)[0] == f"{CONTROL_PLANE}-data"
+    written = yaml.safe_load(in_volume(volumes, CONTROL_PLANE, certs_seen_by(
+        CONTROL_PLANE).kubeconfig(CONTROL_PLANE)).read_text())
+    assert client_subject(written) == (f"system:node:{CONTROL_PLANE}", ("system:nodes",))
+    # no cluster to bootstrap from: its kubelet starts the API server
+    assert not kubelet.bootstrap_kubeconfig
+    assert kubelet.register_with_taints == [
+        {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]
+    assert parsed("init", "minikube_py.cluster.compose").control_plane == CONTROL_PLANE
+
+
+def test_workers_join_with_the_token_and_the_ca_hash_then_bootstrap_their_kubelet() -> None:
+    init = parsed("init", "minikube_py.cluster.compose")
+    server = parsed("pki", "minikube_py.cluster.compose").server
+    assert init.server == server
+    for node in WORKERS:
         commands = node_commands(node)
         join = parse("minikube_py.cluster.compose",
                      commands["minikube_py.cluster.compose join"][3:], node)
@@ -584,12 +699,13 @@ def test_nodes_join_with_the_token_and_the_ca_hash_then_bootstrap_their_kubelet(
         certs = certs_seen_by(node)
         assert join.server == server
         assert join.ca_cert == certs.ca_file
-        # the token join-info writes, in the volume both mount (the node may only read it)
+        # the token init writes, in the volume both mount (the node may only read it)
         token = volume_of(node, join.token_file)
-        assert token == volume_of("join-info", token_file(join_info.state))
-        assert mounts(node)[token[0]][1] and not mounts("join-info")[token[0]][1]
+        assert token == volume_of("init", token_file(init.state))
+        assert mounts(node)[token[0]][1] and not mounts("init")[token[0]][1]
         assert kubelet.bootstrap_kubeconfig == str(join.bootstrap_kubeconfig)
         assert kubelet.rotate_certificates
+        assert kubelet.pod_manifest_path is None
         # the kubelet writes its kubeconfig and certificate where the node keeps its data
         for written in (kubelet.kubeconfig, kubelet.bootstrap_kubeconfig, kubelet.root_dir):
             volume, _ = volume_of(node, written)
@@ -599,9 +715,12 @@ def test_nodes_join_with_the_token_and_the_ca_hash_then_bootstrap_their_kubelet(
             set(expected) - set(commands["minikube_py.kubelet"])
 
 
-def test_every_file_a_service_names_is_in_the_share_it_mounts(volumes: Path) -> None:
+def test_every_file_a_service_names_is_in_the_share_it_mounts(
+        volumes: Path, static_pods: dict[str, StaticPod]) -> None:
     """After the pki step: each path a command names in a volume that step writes is
-    there (the API server's TLS files, each kubeconfig, the kubelets' certificates...)."""
+    there (the kubelets' certificates, the admin's kubeconfig...), and so is each file a
+    static pod names through its hostPath mounts (the API server's and etcd's TLS files,
+    the controller-manager's kubeconfig...)."""
     named = 0
     for where, command in python_commands():
         service = where.split()[0]
@@ -614,37 +733,49 @@ def test_every_file_a_service_names_is_in_the_share_it_mounts(volumes: Path) -> 
                     for volume, (mountpoint, _) in mounts(service).items()
                     if volume in mounts("pki")):
                 continue
-            assert in_volume(volumes, service, value).is_file(), f"{where}: {flag}"
+            assert in_volume(volumes, service, value).exists(), f"{where}: {flag}"
             named += 1
-    assert named >= 20
+    for pod in static_pods.values():
+        for flag in pod.flags:
+            value = flag.partition("=")[2]
+            if value.startswith(f"{KUBEADM_DIR}/"):
+                assert pod.host_path(value).is_file(), f"{pod.pod['metadata']['name']}: {flag}"
+                named += 1
+    assert named >= 30
 
 
-def test_only_the_pki_step_and_the_controller_manager_see_the_cas_key(volumes: Path) -> None:
+def test_only_the_pki_step_and_the_control_plane_node_see_the_cas_key(volumes: Path) -> None:
     holding = {path.relative_to(volumes).parts[0] for path in volumes.rglob("ca.key")}
-    assert holding == {pki_state_volume(), share("controller-manager")}
+    assert holding == {pki_state_volume(), share(CONTROL_PLANE)}
     assert {service for service in services() if holding & set(mounts(service))} == {
-        "pki", "controller-manager"}
+        "pki", CONTROL_PLANE}
     for service in set(services()) - {"pki"}:
         for volume, (_, read_only) in mounts(service).items():
             assert read_only or volume not in mounts("pki"), f"{service} may write {volume}"
     # each service sees nothing of the pki step's but its own share
     for service in set(services()) - {"pki"}:
         assert len(set(mounts(service)) & set(mounts("pki"))) <= 1, service
+    # a worker's share: the CA and its kubelet's serving certificate, nothing else
+    for node in WORKERS:
+        files = {path.relative_to(volumes / share(node)).as_posix()
+                 for path in (volumes / share(node)).rglob("*") if path.is_file()}
+        assert files == {"pki/ca.crt", f"pki/{node}/kubelet.crt", f"pki/{node}/kubelet.key"}
 
 
-def test_the_apiserver_certificate_names_every_way_it_is_reached(volumes: Path) -> None:
-    api = parsed("apiserver", "minikube_py.apiserver")
-    cert = certificate_in(volumes, "apiserver", api.tls_cert_file)
+def test_the_apiserver_certificate_names_every_way_it_is_reached(
+        volumes: Path, static_pods: dict[str, StaticPod]) -> None:
+    api = static_pods["kube-apiserver"]
+    cert = x509.load_pem_x509_certificate(
+        api.host_path(api.flag("--tls-cert-file")).read_bytes())
     cert.verify_directly_issued_by(cluster_ca(volumes))
     names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     dns_names = set(names.get_values_for_type(x509.DNSName))
     addresses = {str(address) for address in names.get_values_for_type(x509.IPAddress)}
-    service_host = urlsplit(parsed("pki", "minikube_py.cluster.compose").server).hostname
-    assert service_host == "apiserver" and service_host in dns_names
     assert {"kubernetes", "kubernetes.default", "kubernetes.default.svc",
             "kubernetes.default.svc.cluster.local"} <= dns_names
-    kubernetes_service_ip = str(ipaddress.ip_network(api.service_cluster_ip_range)[1])
-    assert {"127.0.0.1", kubernetes_service_ip, api.advertise_address} <= addresses
+    server_host = urlsplit(parsed("pki", "minikube_py.cluster.compose").server).hostname
+    assert {"127.0.0.1", "10.96.0.1", api.flag("--advertise-address"),
+            server_host} <= addresses
     assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == \
         "kube-apiserver"
 
@@ -665,17 +796,16 @@ def test_each_kubelet_serves_with_a_certificate_for_its_name_and_address(
             & 0o077 == 0
 
 
-def test_readme_names_the_kubeconfig_join_info_writes_to_this_machine(volumes: Path) -> None:
-    """README's kubeconfig is the file join-info writes into its bind mount: the admin's
-    (whose share join-info mounts), at the address the API server is published at."""
-    join_info = parsed("join-info", "minikube_py.cluster.compose")
-    assert bind_mount_of("join-info", str(join_info.kubeconfig_out)) == (
+def test_readme_names_the_kubeconfig_init_writes_to_this_machine(volumes: Path) -> None:
+    """README's kubeconfig is the file init writes into its bind mount: the admin's
+    (whose share init mounts), at the address the API server is published at."""
+    init = parsed("init", "minikube_py.cluster.compose")
+    assert bind_mount_of("init", str(init.kubeconfig_out)) == (
         ROOT / readme_admin_kubeconfig())
-    admin = yaml.safe_load(in_volume(volumes, "join-info", join_info.kubeconfig).read_text())
+    admin = yaml.safe_load(in_volume(volumes, "init", init.kubeconfig).read_text())
     assert client_subject(admin) == (IDENTITIES["admin"][0], IDENTITIES["admin"][1])
-    api = parsed("apiserver", "minikube_py.apiserver")
-    assert join_info.kubeconfig_server == f"https://127.0.0.1:{api.port}"
-    assert services()["apiserver"]["ports"] == [f"127.0.0.1:{api.port}:{api.port}"]
+    published = services()[CONTROL_PLANE]["ports"][0].rpartition(":")[2]
+    assert init.kubeconfig_server == f"https://127.0.0.1:{published}"
 
 
 def test_certs_keeps_the_ca_and_the_keys_at_a_second_run(tmp_path: Path) -> None:
@@ -686,7 +816,7 @@ def test_certs_keeps_the_ca_and_the_keys_at_a_second_run(tmp_path: Path) -> None
             for name in ("ca.crt", "ca.key", "sa.key", "apiserver.crt")}
     run_pki_step(tmp_path / "second", written)
     assert {name: (state / "pki" / name).read_bytes() for name in kept} == kept
-    assert (written / share("apiserver") / "pki" / "ca.crt").read_bytes() == kept["ca.crt"]
+    assert (written / share(CONTROL_PLANE) / "pki" / "ca.crt").read_bytes() == kept["ca.crt"]
 
 
 @pytest.mark.parametrize(("token", "pin", "message"), [
@@ -724,12 +854,15 @@ def test_join_with_a_bad_token_or_hash_says_so_in_one_line(
     assert not (tmp_path / "bootstrap.conf").exists()
 
 
-def test_publish_join_info_without_a_kubeconfig_says_so_in_one_line(tmp_path: Path) -> None:
+def test_init_without_a_kubeconfig_says_so_in_one_line(tmp_path: Path) -> None:
+    command = services()["init"]["command"]
+    flags = [flag for flag in command[3:]
+             if not flag.startswith(("--kubeconfig=", "--state=", "--kubeconfig-out="))]
     with pytest.raises(SystemExit) as refused:
-        compose_setup.main(["publish-join-info", f"--kubeconfig={tmp_path / 'admin.conf'}",
-                            f"--state={tmp_path}", "--server=https://apiserver:6443"])
+        compose_setup.main([*flags, f"--kubeconfig={tmp_path / 'admin.conf'}",
+                            f"--state={tmp_path}"])
     message = str(refused.value.code)
-    assert message.startswith("publish-join-info: no kubeconfig found at ")
+    assert message.startswith("init: no kubeconfig found at ")
     assert "\n" not in message
     assert not token_file(tmp_path).exists()
 
@@ -740,6 +873,18 @@ def without(flags: list[str], names: set[str]) -> tuple[str, ...]:
     return tuple(flag for flag in flags if flag.partition("=")[0] not in names)
 
 
+def on_this_machine(pod: StaticPod) -> list[str]:
+    """The static pod's flags with each path it names through a hostPath mount replaced
+    by that file's path here."""
+    flags = []
+    for flag in pod.flags:
+        name, equals, value = flag.partition("=")
+        if value.startswith(f"{KUBEADM_DIR}/"):
+            value = str(pod.host_path(value))
+        flags.append(f"{name}{equals}{value}" if equals else flag)
+    return flags
+
+
 def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([KUBECTL, *args], capture_output=True, text=True, timeout=30)
 
@@ -747,20 +892,24 @@ def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.slow
 async def test_node_1s_join_earns_its_kubelet_certificate_from_the_compose_control_plane(
         private_etcd: EtcdProcess, tmp_path: Path) -> None:
-    """The pki, apiserver, join-info and controller-manager services' commands and node-1's
-    join, run here with the volumes as directories; the API server listens on loopback
-    (no compose network: the kubeconfigs name it https://localhost:PORT, not
-    https://apiserver:6443). No node starts: node-1's kubelet's first step, its TLS
-    bootstrap, runs here with the kubelet's flags from the compose file and earns the
-    node's client certificate; and kubectl reaches the API server with the admin's
-    kubeconfig as README.md says."""
+    """The pki step, the control-plane node's static-pods step, the API server's and the
+    controller-manager's static pods' commands, the init step and node-1's join, run here
+    with the volumes as directories; the API server listens on loopback (no compose
+    network: the kubeconfigs name it https://localhost:PORT, not the control-plane
+    node's address). No node starts: the control-plane node is registered by hand for
+    init to mark it, and node-1's kubelet's first step, its TLS bootstrap, runs here
+    with the kubelet's flags from the compose file and earns the node's client
+    certificate; kubectl reaches the API server with the admin's kubeconfig as README.md
+    says, and finds the add-ons init applied."""
     port = free_port()
     server = {"--server": f"https://localhost:{port}"}
     volumes = tmp_path / "volumes"
     run_pki_step(tmp_path / "pki", volumes, server)
-    apiserver = Container("apiserver", tmp_path / "apiserver", volumes)
-    flags = apiserver.flags(services()["apiserver"]["command"])
-    tls = parse("minikube_py.apiserver", flags, "apiserver")
+    folder = run_static_pods_step(tmp_path / CONTROL_PLANE, volumes)
+    pods = {pod["metadata"]["name"]: StaticPod(pod, tmp_path / CONTROL_PLANE)
+            for pod in (yaml.safe_load(path.read_text()) for path in folder.glob("*.yaml"))}
+    flags = on_this_machine(pods["kube-apiserver"])
+    tls = parse("minikube_py.apiserver", flags, "kube-apiserver")
     api = APIServerProcess(
         [private_etcd.client_url], tmp_path / "apiserver.log", port=port,
         tls=ServingTLS(Path(tls.tls_cert_file), Path(tls.tls_private_key_file),
@@ -768,22 +917,33 @@ async def test_node_1s_join_earns_its_kubelet_certificate_from_the_compose_contr
         extra_args=without(flags, {"--etcd-servers", "--etcd-cafile", "--etcd-certfile",
                                    "--etcd-keyfile", "--bind-address", "--port",
                                    "--advertise-address", "--tls-cert-file",
-                                   "--tls-private-key-file", "--client-ca-file"}))
-    manager = Container("controller-manager", tmp_path / "controller-manager", volumes)
-    flags = manager.flags(services()["controller-manager"]["command"])
+                                   "--tls-private-key-file", "--client-ca-file",
+                                   "--tracing-config-file"}))
+    flags = on_this_machine(pods["kube-controller-manager"])
     controllers = ControllerManagerProcess(
-        Path(parse("minikube_py.controllers", flags, "controller-manager").kubeconfig),
-        tmp_path / "controller-manager.log", extra_args=without(flags, {"--kubeconfig"}))
+        Path(parse("minikube_py.controllers", flags, "kube-controller-manager").kubeconfig),
+        tmp_path / "controller-manager.log",
+        extra_args=without(flags, {"--kubeconfig", "--bind-address", "--port",
+                                   "--tracing-endpoint"}))
     async with api, controllers:
-        join_info = Container("join-info", tmp_path / "join-info", volumes)
-        await asyncio.to_thread(compose_setup.main, join_info.flags(
-            services()["join-info"]["command"],
-            {**server, "--kubeconfig-server": f"https://127.0.0.1:{port}"}))
-        node = Container("node-1", tmp_path / "node-1", volumes)
+        init = Container("init", tmp_path / "init", volumes)
+        init_flags = init.flags(services()["init"]["command"],
+                                {**server, "--kubeconfig-server": f"https://127.0.0.1:{port}"})
+        admin_kubeconfig = parse("minikube_py.cluster.compose", init_flags, "init").kubeconfig
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": CONTROL_PLANE}}
+        registered = subprocess.run([KUBECTL, f"--kubeconfig={admin_kubeconfig}", "create",
+                                     "-f", "-"], input=json.dumps(node), capture_output=True,
+                                    text=True, timeout=30)
+        assert registered.returncode == 0, registered.stderr
+        images = parse("minikube_py.cluster.compose", init_flags, "init").images
+        images.mkdir(parents=True, exist_ok=True)
+        (images / compose_setup.REFERENCES).write_text(json.dumps(REFERENCES))
+        await asyncio.to_thread(compose_setup.main, init_flags)
+        worker = Container("node-1", tmp_path / "node-1", volumes)
         command = node_commands("node-1")["minikube_py.cluster.compose join"]
-        await asyncio.to_thread(compose_setup.main, node.flags(command, server))
+        await asyncio.to_thread(compose_setup.main, worker.flags(command, server))
         kubelet = parse("minikube_py.kubelet",
-                        node.flags(node_commands("node-1")["minikube_py.kubelet"]), "node-1")
+                        worker.flags(node_commands("node-1")["minikube_py.kubelet"]), "node-1")
         async with asyncio.timeout(120):
             await certificate.bootstrap(
                 "node-1", Path(kubelet.kubeconfig), Path(kubelet.bootstrap_kubeconfig),
@@ -791,20 +951,29 @@ async def test_node_1s_join_earns_its_kubelet_certificate_from_the_compose_contr
         node_whoami = kubectl(f"--kubeconfig={kubelet.kubeconfig}", "auth", "whoami", "-o",
                               "jsonpath={.status.userInfo.username}")
         assert node_whoami.stdout == "system:node:node-1", node_whoami.stderr
-        # README.md's kubeconfig, as join-info writes it for this machine (here the API
+        # README.md's kubeconfig, as init writes it for this machine (here the API
         # server's published address is this test's loopback port)
-        admin = join_info.path(parsed("join-info", "minikube_py.cluster.compose")
-                               .kubeconfig_out)
+        admin = init.path(parsed("init", "minikube_py.cluster.compose").kubeconfig_out)
         assert admin.stat().st_mode & 0o077 == 0
         clusters = yaml.safe_load(admin.read_text())["clusters"]
         assert [c["cluster"]["server"] for c in clusters] == [f"https://127.0.0.1:{port}"]
         whoami = kubectl(f"--kubeconfig={admin}", "auth", "whoami", "-o",
                          "jsonpath={.status.userInfo.username}")
         assert whoami.stdout == "kubernetes-admin", whoami.stderr
-        # publish-join-info granted the DNS its role, as `up` does
-        can = kubectl(f"--kubeconfig={admin}", "auth", "can-i", "create", "endpointslices",
-                      "--as=system:kube-dns")
-        assert can.stdout.strip() == "yes", can.stderr
+        # init's kubeadm phases: the control-plane taint, the add-ons, the StorageClass
+        taints = kubectl(f"--kubeconfig={admin}", "get", "node", CONTROL_PLANE, "-o",
+                         "jsonpath={.spec.taints[*].key}")
+        assert taints.stdout == "node-role.kubernetes.io/control-plane", taints.stderr
+        for kind, name in (("daemonset", "kube-proxy"), ("deployment", "coredns"),
+                           ("deployment", "local-path-provisioner"),
+                           ("service", "kube-dns")):
+            found = kubectl(f"--kubeconfig={admin}", "get", "-n", "kube-system", kind, name,
+                            "-o", "jsonpath={.metadata.name}")
+            assert found.stdout == name, found.stderr
+        default = kubectl(f"--kubeconfig={admin}", "get", "storageclass", "-o", "jsonpath="
+                          "{.items[*].metadata.annotations.storageclass\\.kubernetes\\.io/"
+                          "is-default-class}")
+        assert default.stdout == "true", default.stderr
 
 
 # -- the Dockerfile --------------------------------------------------------------------------

@@ -1,11 +1,15 @@
 """`docker-compose up` for real, with Debian's Docker engine (docker.io 20.10) and
 docker-compose (1.29): the base image made here (compose/debian-base.sh: debootstrap and
 `docker import`), `docker-compose build` and `up -d`; then, with the real kubectl on the
-kubeconfig the stack writes to compose/kubeconfig: both nodes Ready, an nginx Deployment
-with a pod on each node, its Service answering by DNS name from pods, `kubectl exec` and
-`logs`; then `docker-compose down` (the volumes kept) and `up -d` again, after which the
-same Deployment serves again; and `docker-compose down -v` leaving no container, network,
-volume, network namespace or iptables rule of the stack.
+kubeconfig the stack writes to compose/kubeconfig: the control-plane node and both
+workers Ready, kube-system as kubeadm's cluster lists it (the control plane's static
+pods on the control-plane node, kube-proxy on every node, coredns, the local-path
+provisioner) with every pod running, an nginx Deployment with a pod on each worker, its
+Service answering by DNS name from pods, `kubectl exec` and `logs`, a claim of the
+default StorageClass bound to a volume a pod writes to; then `docker-compose down` (the
+volumes kept) and `up -d` again, after which the same Deployment serves again; and
+`docker-compose down -v` leaving no container, network, volume, network namespace or
+iptables rule of the stack.
 
 The cold and the warm `up -d` are timed by benchmarks/cluster_up.py's own function (its
 --compose mode measures the same two, more times); the times are printed.
@@ -41,6 +45,9 @@ PROJECT = "mkpy-compose-test"
 KUBECONFIG = ROOT / "compose" / "kubeconfig" / "admin.conf"
 KUBECTL = Path(sys.executable).with_name("kubectl")
 NODES = ("node-1", "node-2")
+CONTROL_PLANE = "control-plane"
+STATIC_PODS = {f"{name}-{CONTROL_PLANE}" for name in
+               ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")}
 
 NGINX = """\
 apiVersion: apps/v1
@@ -61,6 +68,50 @@ spec:
         ports: [{containerPort: 80}]
         readinessProbe: {httpGet: {path: /, port: 80}, periodSeconds: 1}
 """
+
+
+CLAIM = """\
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 10Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: writer}
+spec:
+  nodeSelector: {kubernetes.io/hostname: node-2}
+  restartPolicy: Never
+  containers:
+  - name: writer
+    image: busybox:1.36
+    command: [sh, -c, "echo kept > /data/file && cat /data/file"]
+    volumeMounts: [{name: data, mountPath: /data}]
+  volumes:
+  - {name: data, persistentVolumeClaim: {claimName: data}}
+"""
+
+
+def kube_system() -> dict[str, tuple[str, str]]:
+    """kube-system's pods: name -> (node, phase)."""
+    listed = kubectl("get", "pods", "-n", "kube-system", "-o", "jsonpath={range .items[*]}"
+                     "{.metadata.name} {.spec.nodeName} {.status.phase}{'\\n'}{end}").stdout
+    return {name: (node, phase) for name, node, phase in
+            (line.split() for line in listed.splitlines() if line.strip())}
+
+
+def kube_system_runs_as_kubeadms() -> bool:
+    """The static pods' mirrors on the control-plane node, a kube-proxy pod on each of the
+    three nodes, coredns and the local-path provisioner, every pod Running."""
+    pods = kube_system()
+    proxies = sorted(node for name, (node, _) in pods.items() if name.startswith("kube-proxy-"))
+    return (all(pods.get(name, ("", ""))[0] == CONTROL_PLANE for name in STATIC_PODS)
+            and proxies == sorted((CONTROL_PLANE, *NODES))
+            and any(name.startswith("coredns-") for name in pods)
+            and any(name.startswith("local-path-provisioner-") for name in pods)
+            and all(phase == "Running" for _, phase in pods.values()))
 
 
 def serves_from_shell() -> bool:
@@ -146,7 +197,9 @@ def test_docker_compose_up_runs_a_cluster_and_down_leaves_nothing(fast_tmp: Path
         KUBECONFIG.unlink(missing_ok=True)
         try:
             timed_compose_up(PROJECT)
-            started = phase(times, "cold up -d until both nodes are Ready", started)
+            started = phase(times, "cold up -d until every node is Ready", started)
+            until("kube-system runs as kubeadm's does", kube_system_runs_as_kubeadms, 300)
+            started = phase(times, "every kube-system pod running", started)
             nginx = fast_tmp / "nginx.yaml"
             nginx.write_text(NGINX)
             kubectl("apply", "-f", str(nginx))
@@ -168,10 +221,21 @@ def test_docker_compose_up_runs_a_cluster_and_down_leaves_nothing(fast_tmp: Path
             page = kubectl("exec", "shell", "--", "wget", "-qO-",
                            "http://nginx.default.svc.cluster.local")
             assert "Welcome to nginx!" in page.stdout
+            # the default StorageClass: the local-path provisioner makes node-2's volume once
+            # the scheduler has placed the pod (WaitForFirstConsumer: a nodeSelector, not a
+            # nodeName, which would skip the scheduler and leave the claim Pending)
+            claim = fast_tmp / "claim.yaml"
+            claim.write_text(CLAIM)
+            kubectl("apply", "-f", str(claim))
+            kubectl("wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/writer",
+                    "--timeout=180s")
+            assert kubectl("logs", "writer").stdout == "kept\n"
+            assert kubectl("get", "pvc", "data", "-o",
+                           "jsonpath={.status.phase}").stdout == "Bound"
             started = phase(times, "the workload checks", started)
             compose("down", timeout=600)  # the containers go; the volumes (etcd's) stay
             timed_compose_up(PROJECT)
-            started = phase(times, "warm up -d until both nodes are Ready", started)
+            started = phase(times, "warm up -d until every node is Ready", started)
             # The pods' status still shows them Ready at their old addresses until each
             # kubelet has started them again and reported it (as after a node reboot):
             # wait until the Service answers from the shell pod.

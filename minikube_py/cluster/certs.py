@@ -6,9 +6,9 @@ does not change, and the ServiceAccount key signs tokens that must stay good):
     pki/ca.crt, ca.key                      the cluster CA: signs everything below
     pki/apiserver.crt                       the API server's serving certificate: the
                                             kubernetes.default.svc names, 127.0.0.1, the
-                                            host of the kubeconfigs' server (the bridge
-                                            address; the compose file's `apiserver`) and
-                                            the kubernetes Service IP
+                                            host of the kubeconfigs' server (the
+                                            control-plane node's address) and the
+                                            kubernetes Service IP
     pki/apiserver-kubelet-client.crt        how the API server calls kubelets
                                             (CN kube-apiserver-kubelet-client,
                                             O system:masters)
@@ -236,8 +236,7 @@ class ClusterCertificates:
         else:
             ca = pki.new_ca("etcd-ca")
             ca.write(etcd, "ca")
-        # "etcd": its host name in docker-compose.yml
-        names = {"dns_names": ("localhost", "etcd"), "ip_addresses": (LOOPBACK,)}
+        names = {"dns_names": ("localhost",), "ip_addresses": (LOOPBACK,)}
         for name, common_name, options in (
                 ("server", "minikube-py", {**names, "server": True, "client": True}),
                 ("peer", "minikube-py", {**names, "server": True, "client": True}),
