@@ -889,8 +889,8 @@ def set_addon(name: str, enabled: bool) -> None:
     if not cluster_running(state, cluster):
         fail(f"no running cluster in {state}: `minikube-py up` first")
     if cluster_network(cluster) is None or runtime_missing() is not None:
-        fail(f"the {name} add-on runs as a pod, and this cluster has no "
-             f"nodes: {runtime_missing() or 'it was made where none could run'}")
+        fail(f"the {name} add-on runs as a pod, and this cluster has no nodes: "
+             f"{runtime_missing() or 'it was made where none could run'}")
     cluster.setdefault("addons", {})[name] = enabled
     (state / "cluster.json").write_text(json.dumps(cluster, indent=2))
     try:
