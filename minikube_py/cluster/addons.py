@@ -47,7 +47,7 @@ from minikube_py.api import Obj
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.cluster.certs import FRONT_PROXY_CLIENT
-from minikube_py.cluster.kubeadm.addons import in_cluster_kubeconfig, on_nodes
+from minikube_py.cluster.kubeadm.addons import CONTROL_PLANE_TAINT, in_cluster_kubeconfig, on_nodes
 from minikube_py.cluster.kubeadm.init import apply_addons
 
 NAMESPACE = "kubernetes-dashboard"
@@ -144,8 +144,7 @@ def dashboard_deployment(dashboard: Dashboard) -> Obj:
                 "serviceAccountName": SERVICE,
                 "nodeSelector": {"kubernetes.io/os": "linux"},
                 "affinity": {"nodeAffinity": on_nodes(dashboard.nodes)},
-                "tolerations": [{"key": "node-role.kubernetes.io/control-plane",
-                                 "effect": "NoSchedule"}],
+                "tolerations": [{"key": CONTROL_PLANE_TAINT, "effect": "NoSchedule"}],
                 "volumes": [volume for volume, _ in volumes]}}}}
 
 
