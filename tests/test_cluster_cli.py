@@ -157,26 +157,29 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         refused = launcher(home, "up", "--nodes", "3", check=False)
         assert refused.returncode == 1 and "runs with 2 nodes" in refused.stderr
         running = pids(home)
-        # the control plane, DNS, metrics, the gateway controller, the trace receiver, 3
-        # per node, and the supervisor (the local-path provisioner is a Deployment's pod)
-        assert len(running) == 16 and all(alive(pid) for pid in running)
-        assert "local-path-provisioner: applied (a Deployment in kube-system" in started.stdout
+        # the control plane, DNS, metrics, the trace receiver, 3 per node, and the
+        # supervisor (the local-path provisioner and the gateway controller are
+        # Deployments' pods)
+        assert len(running) == 15 and all(alive(pid) for pid in running)
+        assert ("local-path-provisioner, gateway-controller: applied (Deployments in "
+                "kube-system") in started.stdout
         kubectl(home, "wait", "--for=condition=Ready", "node", "--all", "--timeout=120s")
-        kubectl(home, "rollout", "status", "deployment/local-path-provisioner", "-n",
-                "kube-system", "--timeout=180s")
+        for deployment in ("local-path-provisioner", "gateway-controller"):
+            kubectl(home, "rollout", "status", f"deployment/{deployment}", "-n",
+                    "kube-system", "--timeout=180s")
         status = launcher(home, "status")
         for component in ("registry", "etcd", "tracing", "apiserver", "controller-manager",
-                          "scheduler", "dns", "metrics", "gateway",
+                          "scheduler", "dns", "metrics",
                           "node-1/containerd",
                           "node-1/kubelet",
                           "node-1/proxy",
                           "node-2/containerd", "node-2/kubelet", "node-2/proxy"):
             assert re.search(rf"^{component}: running \(pid \d+\), ready$", status.stdout,
                              re.M), status.stdout
-        # the one pod is the local-path provisioner's, on either node
+        # the two pods are the local-path provisioner's and the gateway controller's
         listed = re.search(r"nodes: 2\n  node-1: Ready, (\d+) pods\n  node-2: Ready, (\d+) pods",
                            status.stdout)
-        assert listed is not None and sum(map(int, listed.groups())) == 1, status.stdout
+        assert listed is not None and sum(map(int, listed.groups())) == 2, status.stdout
         kubelet_log = launcher(home, "logs", "kubelet", "--node", "node-2")
         written = (home / "logs" / "node-2" / "kubelet.log").read_text()
         assert kubelet_log.stdout and written.startswith(kubelet_log.stdout)

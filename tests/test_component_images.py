@@ -39,6 +39,7 @@ from minikube_py.controllers.job.controller import JobController
 from minikube_py.images.components import (
     COMPONENTS,
     ETCD,
+    SITE_PACKAGES,
     ComponentImage,
     ComponentImages,
     build_and_push_component_images,
@@ -115,6 +116,15 @@ def test_each_component_starts_from_its_images_entrypoint(
     ran = in_image(root, *entrypoint, "--help")
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.startswith(f"usage: python -m {component.module} "), ran.stdout[:200]
+
+
+def test_the_source_layer_ships_the_dashboard_s_page(python_root: Path) -> None:
+    """The package's data (pyproject's package-data) ships with its modules: the dashboard
+    serves its page from the image."""
+    static = python_root / SITE_PACKAGES.lstrip("/") / "minikube_py" / "dashboard" / "static"
+    shipped = {path.name for path in static.iterdir()}
+    assert shipped == {path.name for path in (PACKAGE / "dashboard" / "static").iterdir()}
+    assert "index.html" in shipped
 
 
 def test_python_loads_the_shipped_bytecode_and_compiles_nothing(python_root: Path) -> None:

@@ -1,33 +1,36 @@
 """`minikube-py addons enable | disable | list`: what a cluster runs on request, as
 minikube's add-ons. One so far, the dashboard, which `minikube-py dashboard` also enables
-(as `minikube dashboard` does).
+(as `minikube dashboard` does). What upstream's manifest (kubernetes/dashboard's
+recommended.yaml) applies, made as the admin by server-side apply, the Deployment's image
+the component image `dashboard` (images/components.py) pushed to the cluster's registry:
 
-    dashboard   `python -m minikube_py.dashboard`, a host component like the provisioner
-                (logs/dashboard.log, run/dashboard.pid, restarted by the supervisor) on
-                the bridge's address, port 9090, HTTPS only; in a secured cluster it lets
-                in only the API server's proxy (the front-proxy CA's certificate,
-                cluster/certs.py). In the cluster, what upstream's manifest applies
-                (objects below), made as the admin:
-        Namespace kubernetes-dashboard
-        ServiceAccount kubernetes-dashboard    the dashboard runs as it: a token of it
-                                               (TokenRequest, as the kubelet asks one for
-                                               a pod) is the only credential in its
-                                               kubeconfig (kubeconfigs/dashboard.conf)
-        ClusterRoleBinding kubernetes-dashboard-view
+    Namespace kubernetes-dashboard
+    ServiceAccount kubernetes-dashboard        the dashboard's pod runs as it: its
+                                               kubeconfig (a ConfigMap, as the kube-system
+                                               add-ons', kubeadm/addons.py) names the
+                                               API server, the mounted CA and token
+    ClusterRoleBinding kubernetes-dashboard-view
                                                to `view`: reading what namespaces hold
                                                (pods, Services, EndpointSlices, Events,
                                                ConfigMaps such as the trace receiver's),
                                                never Secrets, no writes
-        ClusterRole + ClusterRoleBinding kubernetes-dashboard
+    ClusterRole + ClusterRoleBinding kubernetes-dashboard
                                                get, list, watch of nodes, the one thing the
                                                page draws that `view` does not read
-        Service kubernetes-dashboard           port 443 (upstream's), no selector; its
-                                               EndpointSlice names the dashboard's address
-                                               and port, so the API server's service proxy
-                                               reaches it, as https:kubernetes-dashboard:
+    Secret kubernetes-dashboard-certs          a secured cluster's front-proxy CA
+                                               (cluster/certs.py): the dashboard lets in
+                                               only the certificate it signed, the API
+                                               server's proxy's (tls.py)
+    Deployment kubernetes-dashboard            one replica, HTTPS on 8443 (upstream's), a
+                                               self-signed serving certificate, on a node
+                                               of this machine
+    Service kubernetes-dashboard               port 443 -> 8443, selecting the pod: the API
+                                               server's service proxy reaches it, as
+                                               https:kubernetes-dashboard:
 
-Enabled add-ons are remembered in cluster.json ("addons"): `up` starts them again and
-`down` stops them; `disable` stops the component and deletes its objects.
+Enabled add-ons are remembered in cluster.json ("addons"): `up` applies them again (and,
+as for every Deployment it makes, does not wait for the pod); `disable` deletes the
+objects, the namespace last, with what else is in it.
 """
 
 from __future__ import annotations
@@ -36,13 +39,16 @@ import argparse
 import asyncio
 import base64
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from minikube_py.api import Obj
-from minikube_py.client.errors import AlreadyExists, NotFound
+from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
-from minikube_py.cluster.kubeconfig import CLUSTER_NAME, write_kubeconfig_document
+from minikube_py.cluster.certs import FRONT_PROXY_CLIENT
+from minikube_py.cluster.kubeadm.addons import CONTROL_PLANE_TAINT, in_cluster_kubeconfig, on_nodes
+from minikube_py.cluster.kubeadm.init import apply_addons
 
 NAMESPACE = "kubernetes-dashboard"
 SERVICE = "kubernetes-dashboard"
@@ -50,25 +56,42 @@ PROXY_PATH = f"/api/v1/namespaces/{NAMESPACE}/services/https:{SERVICE}:/proxy/"
 """The page through the API server's service proxy, as upstream's Dashboard is opened
 (https: the dashboard serves TLS only)."""
 SERVICE_PORT = 443
+CONTAINER_PORT = 8443
+DASHBOARD_IMAGE = "dashboard"
+"""The dashboard's component image (images/components.py)."""
 ADDONS = {"dashboard": "the dashboard: `minikube-py dashboard` opens it"}
 RBAC = "rbac.authorization.k8s.io"
 NAMESPACE_GONE_TIMEOUT = 60.0  # s to wait for the namespace controller to empty the namespace
 DASHBOARD_USER = f"system:serviceaccount:{NAMESPACE}:{SERVICE}"
 """Who the dashboard is to the API server: the ServiceAccount upstream's Deployment runs
 as."""
-TOKEN_SECONDS = 365 * 24 * 3600
-"""Its token lasts a year, as the cluster's client certificates do; `up` and `addons
-enable` ask for a new one each time they start it."""
-SLICE = f"{SERVICE}-host"
-MANAGED_BY = "addons.minikube-py.io"
 LABELS = {"k8s-app": SERVICE, "addonmanager.kubernetes.io/mode": "Reconcile",
           "app.kubernetes.io/managed-by": "minikube-py"}
+SELECTOR = {"k8s-app": SERVICE}
 READ = ["get", "list", "watch"]
 VIEW_BINDING = f"{SERVICE}-view"
+CERTS = f"{SERVICE}-certs"
+CERTS_DIR = "/certs"
+FRONT_PROXY_CA = "front-proxy-ca.crt"
+KUBECONFIG = f"{SERVICE}-kubeconfig"
+KUBECONFIG_DIR = "/etc/kubernetes/in-cluster"
 DASHBOARD_RULES: list[Obj] = [{"apiGroups": [""], "resources": ["nodes"], "verbs": READ}]
 """What the page draws (dashboard/hub.py's KINDS) beyond `view`: nodes, which are not in
 a namespace. The rest (pods, Services, EndpointSlices, Events, and the trace receiver's
 ConfigMap in kube-public, which every signed-in user may read anyway) `view` reads."""
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    """What the dashboard's objects depend on: its image, the API server's URL (as pods
+    reach it), the nodes its pod may run on (this machine's kubelets'), the front-proxy
+    CA (PEM; none in a cluster that does not authenticate) and the log verbosity."""
+
+    image: str
+    server: str
+    nodes: Sequence[str]
+    front_proxy_ca: bytes = b""
+    verbosity: int = 2
 
 
 def addons_of(cluster: dict[str, object]) -> set[str]:
@@ -77,109 +100,97 @@ def addons_of(cluster: dict[str, object]) -> set[str]:
     return {name for name, on in saved.items() if on} if isinstance(saved, dict) else set()
 
 
-def dashboard_objects(address: str, port: int) -> list[tuple[str, str, Obj]]:
-    """(group, plural, object) of the dashboard add-on, in the order they are made (the
-    EndpointSlice's owner, the Service, is made before it)."""
-    def meta(name: str, namespaced: bool = True) -> Obj:
-        return {"name": name, "labels": dict(LABELS),
-                **({"namespace": NAMESPACE} if namespaced else {})}
+def _meta(name: str, namespaced: bool = True) -> Obj:
+    return {"name": name, "labels": dict(LABELS),
+            **({"namespace": NAMESPACE} if namespaced else {})}
 
+
+def dashboard_flags(dashboard: Dashboard) -> list[str]:
+    """The dashboard in its pod: HTTPS on every address of the pod, with a self-signed
+    certificate (the API server's proxy does not check it); with a front-proxy CA, only
+    the API server's proxy certificate let in."""
+    secured = [f"--client-ca-file={CERTS_DIR}/{FRONT_PROXY_CA}",
+               f"--allowed-names={FRONT_PROXY_CLIENT}"] if dashboard.front_proxy_ca else []
+    return [f"--kubeconfig={KUBECONFIG_DIR}/kubeconfig.conf", "--bind-address=0.0.0.0",
+            f"--port={CONTAINER_PORT}", *secured, f"--v={dashboard.verbosity}"]
+
+
+def dashboard_deployment(dashboard: Dashboard) -> Obj:
+    """Upstream's Deployment: one replica as the ServiceAccount, on a node of this
+    machine. Its probes open a TCP connection to the port, as a handshake without the
+    proxy's certificate fails (upstream's HTTPS liveness probe would); the port opens
+    once the informers have synced, so ready means serving."""
+    connect = {"tcpSocket": {"port": "https"}}
+    volumes: list[tuple[Obj, Obj]] = [(
+        {"name": "kubeconfig", "configMap": {"name": KUBECONFIG}},
+        {"name": "kubeconfig", "mountPath": KUBECONFIG_DIR, "readOnly": True})]
+    if dashboard.front_proxy_ca:
+        volumes.append(({"name": CERTS, "secret": {"secretName": CERTS}},
+                        {"name": CERTS, "mountPath": CERTS_DIR, "readOnly": True}))
+    container = {
+        "name": SERVICE, "image": dashboard.image, "imagePullPolicy": "IfNotPresent",
+        "command": [DASHBOARD_IMAGE, *dashboard_flags(dashboard)],
+        "ports": [{"name": "https", "containerPort": CONTAINER_PORT, "protocol": "TCP"}],
+        "livenessProbe": {**connect, "initialDelaySeconds": 30, "periodSeconds": 10},
+        "readinessProbe": {**connect, "periodSeconds": 1},
+        "volumeMounts": [mount for _, mount in volumes]}
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(SERVICE),
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": dict(SELECTOR)},
+            "template": {"metadata": {"labels": dict(LABELS)}, "spec": {
+                "containers": [container],
+                "serviceAccountName": SERVICE,
+                "nodeSelector": {"kubernetes.io/os": "linux"},
+                "affinity": {"nodeAffinity": on_nodes(dashboard.nodes)},
+                "tolerations": [{"key": CONTROL_PLANE_TAINT, "effect": "NoSchedule"}],
+                "volumes": [volume for volume, _ in volumes]}}}}
+
+
+def dashboard_objects(dashboard: Dashboard) -> list[Obj]:
+    """The dashboard add-on's objects, the Namespace first."""
+    bindings = [{"apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding",
+                 "metadata": _meta(binding, namespaced=False),
+                 "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": role},
+                 "subjects": [{"kind": "ServiceAccount", "name": SERVICE,
+                               "namespace": NAMESPACE}]}
+                for binding, role in ((SERVICE, SERVICE), (VIEW_BINDING, "view"))]
+    certs = [{"apiVersion": "v1", "kind": "Secret", "metadata": _meta(CERTS),
+              "type": "Opaque",
+              "data": {FRONT_PROXY_CA: base64.b64encode(dashboard.front_proxy_ca).decode()}}
+             ] if dashboard.front_proxy_ca else []
     return [
-        ("", "namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                            "metadata": meta(NAMESPACE, namespaced=False)}),
-        ("", "serviceaccounts", {"apiVersion": "v1", "kind": "ServiceAccount",
-                                 "metadata": meta(SERVICE)}),
-        (RBAC, "clusterroles", {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole",
-                                "metadata": meta(SERVICE, namespaced=False),
-                                "rules": DASHBOARD_RULES}),
-        *((RBAC, "clusterrolebindings", {
-            "apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding",
-            "metadata": meta(binding, namespaced=False),
-            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": role},
-            "subjects": [{"kind": "ServiceAccount", "name": SERVICE,
-                          "namespace": NAMESPACE}]})
-          for binding, role in ((SERVICE, SERVICE), (VIEW_BINDING, "view"))),
-        ("", "services", {"apiVersion": "v1", "kind": "Service", "metadata": meta(SERVICE),
-                          "spec": {"ports": [{"port": SERVICE_PORT, "protocol": "TCP",
-                                              "targetPort": port}]}}),
-        ("discovery.k8s.io", "endpointslices", {
-            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-            "metadata": {**meta(SLICE), "labels": {
-                **LABELS, "kubernetes.io/service-name": SERVICE,
-                "endpointslice.kubernetes.io/managed-by": MANAGED_BY}},
-            "addressType": "IPv4",
-            "endpoints": [{"addresses": [address], "conditions": {
-                "ready": True, "serving": True, "terminating": False}}],
-            "ports": [{"name": "", "port": port, "protocol": "TCP"}]}),
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(NAMESPACE, False)},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(SERVICE)},
+        {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole",
+         "metadata": _meta(SERVICE, namespaced=False), "rules": DASHBOARD_RULES},
+        *bindings,
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(KUBECONFIG),
+         "data": {"kubeconfig.conf": in_cluster_kubeconfig(dashboard.server)}},
+        *certs,
+        {"apiVersion": "v1", "kind": "Service", "metadata": _meta(SERVICE),
+         "spec": {"selector": dict(SELECTOR),
+                  "ports": [{"port": SERVICE_PORT, "protocol": "TCP",
+                             "targetPort": CONTAINER_PORT}]}},
+        dashboard_deployment(dashboard),
     ]
 
 
-async def apply_dashboard(kubeconfig: Path, address: str, port: int,
-                          own_kubeconfig: Path | None = None) -> None:
-    """Make the dashboard's objects that are missing; point its EndpointSlice at
-    address:port, its Service's port at it and its role at today's rules (any may have
-    changed since). With `own_kubeconfig` (a cluster that authenticates), write there the
-    dashboard's kubeconfig: the cluster of `kubeconfig`, a new token of its ServiceAccount."""
-    async with Client.from_kubeconfig(kubeconfig, user_agent="minikube-py-addons") as client:
-        owner: Obj = {}
-        for group, plural, obj in dashboard_objects(address, port):
-            api = client.resource(plural, group or None)
-            namespace = obj["metadata"].get("namespace")
-            if plural == "endpointslices":
-                obj["metadata"]["ownerReferences"] = [{
-                    "apiVersion": "v1", "kind": "Service", "name": SERVICE,
-                    "uid": owner["metadata"]["uid"]}]
-            try:
-                made = await api.create(obj, namespace)
-            except AlreadyExists:
-                made = await api.get(obj["metadata"]["name"], namespace)
-                if plural in ("clusterroles", "endpointslices"):
-                    obj["metadata"]["resourceVersion"] = made["metadata"]["resourceVersion"]
-                    made = await api.update(obj)
-                elif plural == "services" and made["spec"].get("ports") != obj["spec"]["ports"]:
-                    made = await api.update({**made, "spec": {**made["spec"],
-                                                              "ports": obj["spec"]["ports"]}})
-            if plural == "services":
-                owner = made
-        if own_kubeconfig is not None:
-            write_kubeconfig_document(own_kubeconfig, dashboard_kubeconfig(
-                client.config.server, _ca_pem(client.config.ca_file),
-                await request_token(client)))
-
-
-async def request_token(client: Client) -> str:
-    """TokenRequest: a token of the dashboard's ServiceAccount, good while the account is
-    there (deleting it, as `addons disable` does, ends the token) for TOKEN_SECONDS."""
-    answer = await client.request(
-        "POST", client.resource("serviceaccounts").path(NAMESPACE, SERVICE, "token"),
-        body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-              "spec": {"expirationSeconds": TOKEN_SECONDS}})
-    return str(answer["status"]["token"])
-
-
-def dashboard_kubeconfig(server: str, ca_pem: bytes, token: str) -> Obj:
-    """The dashboard's kubeconfig: the server and its CA, the token as the only
-    credential."""
-    cluster: Obj = {"server": server}
-    if ca_pem:
-        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
-    return {"apiVersion": "v1", "kind": "Config", "current-context": CLUSTER_NAME,
-            "clusters": [{"name": CLUSTER_NAME, "cluster": cluster}],
-            "users": [{"name": SERVICE, "user": {"token": token}}],
-            "contexts": [{"name": CLUSTER_NAME, "context": {
-                "cluster": CLUSTER_NAME, "user": SERVICE, "namespace": NAMESPACE}}],
-            "preferences": {}}
-
-
-def _ca_pem(ca_file: str | None) -> bytes:
-    return Path(ca_file).read_bytes() if ca_file else b""
+async def apply_dashboard(kubeconfig: Path, dashboard: Dashboard) -> None:
+    """Apply the dashboard's objects (its Namespace first, which the others go in);
+    what changed since (the image, the server, the rules) is updated."""
+    namespace, *rest = dashboard_objects(dashboard)
+    await apply_addons(kubeconfig, [namespace])
+    await apply_addons(kubeconfig, rest)
 
 
 async def remove_dashboard(kubeconfig: Path) -> None:
     """Delete the dashboard's objects: its role, its Service at once (the API server's
-    proxy stops reaching it), then its namespace with what else is in it, waiting until
-    the namespace is gone, as `kubectl delete` waits: a namespace being terminated takes
-    no new objects, so an `addons enable` right after would fail."""
+    proxy stops reaching it), then its namespace with what else is in it (the
+    Deployment, its pod, the Secret), waiting until the namespace is gone, as `kubectl
+    delete` waits: a namespace being terminated takes no new objects, so an `addons
+    enable` right after would fail."""
     async with Client.from_kubeconfig(kubeconfig, user_agent="minikube-py-addons") as client:
         for plural, name in (("clusterrolebindings", SERVICE),
                              ("clusterrolebindings", VIEW_BINDING),

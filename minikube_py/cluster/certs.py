@@ -30,10 +30,6 @@ does not change, and the ServiceAccount key signs tokens that must stay good):
         proxy            CN system:kube-proxy
         dns              CN system:kube-dns
         metrics          CN system:metrics-server
-        gateway          CN system:minikube-py-gateway
-    kubeconfigs/dashboard.conf              no certificate: a token of the ServiceAccount
-                                            kubernetes-dashboard, which the dashboard
-                                            add-on asks for (cluster/addons.py)
     kubeconfigs/control-plane.conf          the control-plane node's kubelet (`up --layout
                                             kubeadm`): CN system:node:control-plane, issued
                                             at once, as kubeadm init's kubelet.conf
@@ -72,7 +68,6 @@ IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "proxy": ("system:kube-proxy", ()),
     "dns": ("system:kube-dns", ()),
     "metrics": ("system:metrics-server", ()),
-    "gateway": ("system:minikube-py-gateway", ()),
 }
 KUBELET_CLIENT = ("kube-apiserver-kubelet-client", ("system:masters",))
 FRONT_PROXY_CLIENT = "front-proxy-client"

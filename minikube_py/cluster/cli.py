@@ -42,6 +42,8 @@ from minikube_py.client.kubeconfig import KubeconfigError, load_kubeconfig
 from minikube_py.client.logs import setup_logging
 from minikube_py.cluster.addons import (
     ADDONS,
+    DASHBOARD_IMAGE,
+    Dashboard,
     add_addons_command,
     addons_of,
     apply_dashboard,
@@ -51,9 +53,7 @@ from minikube_py.cluster.apiserver import APIServerProcess, ServingTLS
 from minikube_py.cluster.certs import ClusterCertificates
 from minikube_py.cluster.components import (
     ControllerManagerProcess,
-    DashboardProcess,
     DNSProcess,
-    GatewayProcess,
     HollowNodesProcess,
     KubeletProcess,
     MetricsProcess,
@@ -74,6 +74,7 @@ from minikube_py.cluster.join import (
     publish_cluster_objects,
 )
 from minikube_py.cluster.join_command import add_join_command
+from minikube_py.cluster.kube_system_addons import PROVISIONER, deploy_kube_system_addons
 from minikube_py.cluster.kubeadm.addons import CONTROL_PLANE_TAINT, Addons
 from minikube_py.cluster.kubeadm.ha import CONTROL_PLANES, ensure_member_pki
 from minikube_py.cluster.kubeadm.init import (
@@ -93,7 +94,6 @@ from minikube_py.cluster.netns import (
     NodeNetworkError,
 )
 from minikube_py.cluster.node import load_shipped_images, node_config, remove_kubelet_volumes
-from minikube_py.cluster.provisioner import deploy_local_path_provisioner
 from minikube_py.cluster.registry import RegistryProcess
 from minikube_py.cluster.runtime_setup import POD_NETWORKS as CLUSTER_CIDR
 from minikube_py.cluster.runtime_setup import (
@@ -108,7 +108,11 @@ from minikube_py.cluster.storage import ensure_default_storage_class
 from minikube_py.cluster.supervisor import Supervisor, SupervisorProcess
 from minikube_py.cluster.token_command import add_token_command
 from minikube_py.cluster.tracestore import publish_trace_receiver
-from minikube_py.images.components import ComponentImageError
+from minikube_py.images.components import (
+    ComponentImageError,
+    build_and_push_component_images,
+    component_image_cache,
+)
 from minikube_py.images.debian import PackageError
 from minikube_py.images.registry import ArchiveError, RegistryError
 from minikube_py.process import (
@@ -122,15 +126,14 @@ from minikube_py.process import (
 DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443,
                  "controller-manager": 10257, "scheduler": 10259, "registry": 5000,
                  "dns": 10053, "dns-metrics": 9153, "hollow-nodes": 10251, "metrics": 4443,
-                 "tracing": 4318, "gateway": 10263, "dashboard": 9090}
+                 "tracing": 4318}
 NODE_PORTS = {"kubelet": 10250, "kubelet-healthz": 10248, "proxy-healthz": 10256,
               "proxy-metrics": 10249}
 """Upstream's ports, on each node's own address: every node has a network of its own."""
 # Started stage by stage (the components of a stage together, on every node); stopped in
 # reverse order. A node's component is named node-N/<component>.
 STAGES = (("registry", "etcd", "tracing", "haproxy"), ("apiserver",),
-          ("controller-manager", "scheduler", "containerd", "proxy", "dns", "metrics",
-           "gateway", "dashboard"),
+          ("controller-manager", "scheduler", "containerd", "proxy", "dns", "metrics"),
           ("kubelet", "hollow-nodes"))
 COMPONENTS = tuple(name for stage in STAGES for name in stage)
 NODE_COMPONENTS = ("containerd", "kubelet", "proxy")
@@ -430,14 +433,6 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
             extra_args=flags("kubelet")[:1], **files("hollow-nodes"))
     if network is None or runtime_missing() is not None:
         return processes
-    if "dashboard" in addons_of(cluster):
-        # the dashboard add-on (addons.py), a host process in both layouts: the API
-        # server's service proxy reaches it on the bridge's address; when secured, it
-        # lets in only the API server's proxy certificate
-        processes["dashboard"] = DashboardProcess(
-            kubeconfig_of("dashboard"), address=address, port=ports["dashboard"],
-            extra_args=flags("dashboard")[:1], **files("dashboard"),
-            front_proxy=certs.front_proxy() if certs is not None else None)
     if not kubeadm:
         # cluster DNS publishes itself as the kube-dns Service's endpoint at the bridge's
         # address: pods reach it there, the proxies' rules send 10.96.0.10 to it
@@ -450,13 +445,9 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
         processes["metrics"] = MetricsProcess(
             kubeconfig_of("metrics"), address=address, port=ports["metrics"],
             advertise_address=address, extra_args=flags("metrics"), **files("metrics"))
-    # (the default StorageClass's local-path provisioner is a Deployment in kube-system in
-    # both layouts: deploy_local_path_provisioner, kubeadm/addons.py)
-    # the gateway controller, a host process in both layouts; its nginx
-    # data plane runs as pods in kube-system (minikube_py/gateway)
-    processes["gateway"] = GatewayProcess(
-        kubeconfig_of("gateway"), port=ports["gateway"], extra_args=(*traced, *flags("gateway")),
-        **files("gateway"))
+    # (the default StorageClass's local-path provisioner and the gateway controller are
+    # Deployments in kube-system in both layouts, and the dashboard add-on one in
+    # kubernetes-dashboard: kube_system_addons.py, kubeadm/addons.py, addons.py)
     registry = f"{address}:{ports['registry']}"
     nodes = node_networks(cluster)
     if is_ha(cluster):
@@ -630,7 +621,9 @@ def up(args: argparse.Namespace) -> None:
             if cluster.get("secure"):
                 asyncio.run(_approve_serving(state, cluster, processes))
             if node_networks(cluster) and runtime_missing() is None:
-                asyncio.run(_deploy_provisioner(state, cluster, processes, started))
+                asyncio.run(_deploy_kube_system(state, cluster, processes, started))
+        if "dashboard" in addons_of(cluster) and node_networks(cluster):
+            asyncio.run(_deploy_dashboard(state, cluster, processes, started))
         asyncio.run(supervisor_process(state).start())
     except (NodeNetworkError, OSError) as error:
         fail(f"cannot build the node network: {error}{STARTED_HINT}")
@@ -790,11 +783,6 @@ async def _start(state: Path, name: str, process: ComponentProcess, started: flo
         certs = ClusterCertificates(state)
         await join_node(join_info(state, certs.kubeconfig("admin"), certs.ca_file),
                         process.bootstrap_kubeconfig)
-    if isinstance(process, DashboardProcess):
-        # its role first, it syncs before it serves; and a new token of its account when
-        # it has a kubeconfig of its own (not the admin's, as without authentication)
-        own = process.kubeconfig if process.kubeconfig != state / "kubeconfig" else None
-        await apply_dashboard(state / "kubeconfig", process.address, process.port, own)
     await process.start()
     if name == "registry":
         assert isinstance(process, RegistryProcess)
@@ -822,21 +810,40 @@ async def _start(state: Path, name: str, process: ComponentProcess, started: flo
           flush=True)
 
 
-async def _deploy_provisioner(state: Path, cluster: dict[str, Any],
-                              processes: dict[str, ComponentProcess], started: float) -> None:
-    """The processes layout's local-path provisioner: the kubeadm layout's add-on, from
-    the component images (built and pushed here), on a node of this machine's kubelets;
-    say so (its pod starts after `up` returns)."""
+async def _deploy_kube_system(state: Path, cluster: dict[str, Any],
+                             processes: dict[str, ComponentProcess], started: float) -> None:
+    """The processes layout's local-path provisioner and gateway controller: the kubeadm
+    layout's add-ons, from the component images (built and pushed here), on a node of
+    this machine's kubelets; say so (their pods start after `up` returns)."""
     registry = processes["registry"]
     assert isinstance(registry, RegistryProcess)
     tracing = cluster.get("tracingEndpoint") or (
         f"http://{registry.address}:{cluster['ports']['tracing']}")
-    image = await deploy_local_path_provisioner(state, registry.host, Addons(
+    images = await deploy_kube_system_addons(state, registry.host, Addons(
         server=apiserver_url(cluster), cluster_cidr=str(CLUSTER_CIDR),
         cluster_dns=CLUSTER_DNS, images={}, tracing_endpoint=tracing,
         verbosity=cluster.get("verbosity", 2), extra_config=cluster.get("extraConfig") or {}),
         kubelet_nodes(processes))
-    print(f"local-path-provisioner: applied (a Deployment in kube-system, {image}, "
+    print(f"local-path-provisioner, gateway-controller: applied (Deployments in kube-system, "
+          f"{images[PROVISIONER].rpartition(':')[2]}, {time.monotonic() - started:.1f} s); "
+          "their pods start in the background", flush=True)
+
+
+async def _deploy_dashboard(state: Path, cluster: dict[str, Any],
+                            processes: dict[str, ComponentProcess], started: float) -> None:
+    """The dashboard add-on (addons.py): its image pushed, its objects applied; its pod
+    starts after this returns (`minikube-py dashboard` waits for it)."""
+    registry = processes["registry"]
+    assert isinstance(registry, RegistryProcess)
+    images = await asyncio.to_thread(build_and_push_component_images, component_image_cache(),
+                                     registry.host, (DASHBOARD_IMAGE,))
+    certs = ClusterCertificates(state) if cluster.get("secure") else None
+    await apply_dashboard(state / "kubeconfig", Dashboard(
+        image=images[DASHBOARD_IMAGE], server=apiserver_url(cluster),
+        nodes=kubelet_nodes(processes),
+        front_proxy_ca=certs.front_proxy().ca_file.read_bytes() if certs else b"",
+        verbosity=cluster.get("verbosity", 2)))
+    print(f"dashboard: applied (a Deployment in kubernetes-dashboard, "
           f"{time.monotonic() - started:.1f} s); its pod starts in the background", flush=True)
 
 
@@ -873,9 +880,8 @@ def cluster_running(state: Path, cluster: dict[str, Any]) -> bool:
 
 
 def set_addon(name: str, enabled: bool) -> None:
-    """`addons enable|disable NAME`: remember it in cluster.json, start its component and
-    make its objects (or stop it and delete them), and restart the supervisor, which
-    watches what cluster.json lists."""
+    """`addons enable|disable NAME`: remember it in cluster.json, apply its objects (or
+    delete them)."""
     state = home()
     if name not in ADDONS:
         fail(f"no add-on named {name!r}; add-ons: {', '.join(ADDONS)}")
@@ -883,54 +889,32 @@ def set_addon(name: str, enabled: bool) -> None:
     if not cluster_running(state, cluster):
         fail(f"no running cluster in {state}: `minikube-py up` first")
     if cluster_network(cluster) is None or runtime_missing() is not None:
-        fail(f"the {name} add-on is reached on the nodes' bridge, and this cluster has no "
-             f"nodes: {runtime_missing() or 'it was made where none could run'}")
-    before = components(state, cluster)
+        fail(f"the {name} add-on runs as a pod, and this cluster has no nodes: "
+             f"{runtime_missing() or 'it was made where none could run'}")
     cluster.setdefault("addons", {})[name] = enabled
-    ports = cluster["ports"]
-    if name not in ports:  # a cluster made before the add-on was
-        ports[name] = DEFAULT_PORTS[name] if not port_in_use(DEFAULT_PORTS[name]) else (
-            free_port())
     (state / "cluster.json").write_text(json.dumps(cluster, indent=2))
     try:
-        asyncio.run(_switch_addon(state, name, before.get(name),
-                                  components(state, cluster).get(name)))
-    except ComponentProcessError as error:
-        fail(f"{error}; see {state / 'logs' / f'{name}.log'}")
+        if enabled:
+            asyncio.run(_deploy_dashboard(state, cluster, components(state, cluster),
+                                          time.monotonic()))
+        else:
+            asyncio.run(remove_dashboard(state / "kubeconfig"))
+    except (ComponentImageError, RegistryError) as error:
+        fail(f"could not build or push the {name} image: {error}")
     except (ClientError, OSError) as error:
         fail(f"cannot reach the cluster's API server: {error}")
     print(f"{name}: {'enabled' if enabled else 'disabled'}", flush=True)
 
 
-async def _switch_addon(state: Path, name: str, running: ComponentProcess | None,
-                        wanted: ComponentProcess | None) -> None:
-    """Start `wanted` (or stop `running` and delete the add-on's objects) while the
-    supervisor is stopped; then start it again, reading the new cluster.json."""
-    supervisor = supervisor_process(state)
-    supervised = supervisor.adopt()
-    if supervised:
-        await supervisor.stop()
-    try:
-        if wanted is not None:
-            await _start(state, name, wanted, time.monotonic())
-        else:
-            if running is not None:
-                await _stop(name, running)
-            await remove_dashboard(state / "kubeconfig")
-    finally:
-        if supervised:
-            await supervisor.start()
-
-
 def deploy_dashboard(state: Path) -> None:
     """What `minikube-py dashboard` does first in a minikube-py cluster: enable the
-    dashboard add-on unless it is enabled and runs (a home with only a kubeconfig, of
-    another cluster, is left as it is). Its progress goes to stderr: stdout is the URL's."""
+    dashboard add-on unless it is enabled (`up` applied it then; a home with only a
+    kubeconfig, of another cluster, is left as it is). Its progress goes to stderr:
+    stdout is the URL's."""
     if not (state / "cluster.json").exists():
         return
     cluster = _saved_cluster(state)
-    dashboard = components(state, cluster).get("dashboard")
-    if dashboard is not None and dashboard.adopt():
+    if "dashboard" in addons_of(cluster):
         return
     if not cluster_running(state, cluster):
         fail(f"no running cluster in {state}: `minikube-py up` first")

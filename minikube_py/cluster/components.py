@@ -209,7 +209,8 @@ class ProvisionerProcess(ClientComponentProcess):
 
 class GatewayProcess(ClientComponentProcess):
     """`python -m minikube_py.gateway`: the gateway controller (Ingress and Gateway API);
-    its nginx data plane runs as pods."""
+    its nginx data plane runs as pods. `up` runs it as a Deployment in kube-system
+    (kubeadm/addons.py); this runs it beside an API server of a test's own."""
 
     component = "the gateway controller"
     module = "minikube_py.gateway"
@@ -218,7 +219,9 @@ class GatewayProcess(ClientComponentProcess):
 class DashboardProcess(ClientComponentProcess):
     """`python -m minikube_py.dashboard`: the page and its event stream over HTTPS,
     /healthz once its informers have synced. With `front_proxy`, it lets in only that
-    CA's proxy certificate (the API server's), and /healthz is asked with it."""
+    CA's proxy certificate (the API server's), and /healthz is asked with it. The
+    dashboard add-on runs it as a Deployment (cluster/addons.py); this runs it beside an
+    API server of a test's or a benchmark's own."""
 
     component = "the dashboard"
     module = "minikube_py.dashboard"

@@ -1,10 +1,12 @@
 """`minikube-py dashboard [--url] [--port N]`: the dashboard in a browser, as
 `minikube dashboard` opens it.
 
-    1. the dashboard add-on enabled, unless it runs (cluster/addons.py): the dashboard
-       started as a component of the cluster, behind the Service
-       kubernetes-dashboard/kubernetes-dashboard; the cluster must be running
-    2. the cluster's kubeconfig ($MINIKUBE_PY_HOME/kubeconfig): that Service must be there
+    1. the dashboard add-on enabled, unless it is (cluster/addons.py): the dashboard's
+       Deployment and the Service kubernetes-dashboard/kubernetes-dashboard in front of
+       it; the cluster must be running
+    2. the cluster's kubeconfig ($MINIKUBE_PY_HOME/kubeconfig): that Service must be there,
+       and it must have a ready endpoint (its pod serves), as `minikube dashboard`
+       verifies the dashboard's health before it starts its proxy
     3. a local proxy on 127.0.0.1 (client/apiproxy.py, like `kubectl proxy`), passing on
        only GETs of that Service's proxy path
     4. the URL through it, upstream's: .../api/v1/namespaces/kubernetes-dashboard/
@@ -32,6 +34,23 @@ from minikube_py.client.kubeconfig import KubeconfigError
 from minikube_py.client.rest import Client
 from minikube_py.cluster.addons import NAMESPACE, PROXY_PATH, SERVICE
 
+READY_TIMEOUT = 180.0
+"""s to wait for the dashboard's pod to serve (its image pulled, its informers synced)."""
+
+
+async def wait_for_endpoint(client: Client) -> None:
+    """Until an EndpointSlice of the dashboard's Service has a ready endpoint (an unset
+    `ready` counts as ready, as upstream's consumers read it)."""
+    slices = client.resource("endpointslices", "discovery.k8s.io")
+    async with asyncio.timeout(READY_TIMEOUT):
+        while True:
+            listed = await slices.list(
+                NAMESPACE, label_selector=f"kubernetes.io/service-name={SERVICE}")
+            if any((endpoint.get("conditions") or {}).get("ready") is not False
+                   for item in listed["items"] for endpoint in item.get("endpoints") or ()):
+                return
+            await asyncio.sleep(0.5)
+
 
 async def serve(kubeconfig: Path, port: int, open_browser: bool) -> None:
     """Check the dashboard is there, then proxy to it until cancelled."""
@@ -45,6 +64,13 @@ async def serve(kubeconfig: Path, port: int, open_browser: bool) -> None:
                      f"minikube_py.dashboard` behind such a Service")
         except ClientError as error:
             sys.exit(f"error: cannot reach the cluster's API server: {error}")
+        print("waiting for the dashboard's pod to serve ...", file=sys.stderr, flush=True)
+        try:
+            await wait_for_endpoint(client)
+        except TimeoutError:
+            sys.exit(f"error: the dashboard's Service {NAMESPACE}/{SERVICE} has no ready "
+                     f"endpoint after {READY_TIMEOUT:.0f} s: see `kubectl get pods -n "
+                     f"{NAMESPACE}` and its pod's events")
         proxy = APIProxy(client, PROXY_PATH, port)
         try:
             await proxy.start()

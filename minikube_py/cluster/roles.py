@@ -5,13 +5,12 @@ Upstream runs cluster DNS and metrics-server as pods with ServiceAccounts; here 
 are processes on the host that publish themselves (their Service, EndpointSlice and, for
 metrics, the APIService). `up --secure` gives their certificates' users
 (system:kube-dns, system:metrics-server) the reads upstream's roles give those accounts
-and the few writes publishing takes. The gateway controller (system:minikube-py-gateway)
-gets what it reads and writes. (The local-path provisioner is a Deployment with its
-ServiceAccount and rancher's role: kubeadm/addons.py.) The proxy also enforces
-NetworkPolicies (proxy/netpol/), so its user, the kube-proxy ServiceAccount of the kubeadm
-layout and the nodes (a joined machine's proxy uses its node's credentials) may read pods,
-namespaces and policies: the reads kube-network-policies' ClusterRole gives
-its DaemonSet.
+and the few writes publishing takes. (The local-path provisioner and the gateway
+controller are Deployments with their ServiceAccounts and roles: kubeadm/addons.py.) The
+proxy also enforces NetworkPolicies (proxy/netpol/), so its user, the kube-proxy
+ServiceAccount of the kubeadm layout and the nodes (a joined machine's proxy uses its
+node's credentials) may read pods, namespaces and policies: the reads
+kube-network-policies' ClusterRole gives its DaemonSet.
 """
 
 from __future__ import annotations
@@ -49,24 +48,6 @@ ROLES: dict[str, tuple[str, list[Obj]]] = {
     "minikube-py:network-policies": ("system:kube-proxy", [
         _rule(["list", "watch"], [""], ["pods", "namespaces"]),
         _rule(["list", "watch"], ["networking.k8s.io"], ["networkpolicies"]),
-    ]),
-    # the gateway controller: Ingress and Gateway API in (what the service-lb says of its
-    # Services it reads in their status: no Events), its nginx Deployment, Secret and
-    # LoadBalancer Services (kube-system) and the objects' status out; it records no Events
-    "minikube-py:gateway": ("system:minikube-py-gateway", [
-        _rule(READ, ["networking.k8s.io"], ["ingresses", "ingressclasses"]),
-        _rule(["create"], ["networking.k8s.io"], ["ingressclasses"]),
-        _rule(["update", "patch"], ["networking.k8s.io"], ["ingresses/status"]),
-        _rule(READ, [""], ["services", "secrets", "namespaces"]),
-        _rule(READ, ["discovery.k8s.io"], ["endpointslices"]),
-        _rule(["create", "update", "delete"], [""], ["services", "secrets"]),
-        _rule(["get", "create"], ["apps"], ["deployments"]),
-        _rule(READ, ["apiextensions.k8s.io"], ["customresourcedefinitions"]),
-        _rule(READ, ["gateway.networking.k8s.io"],
-              ["gatewayclasses", "gateways", "httproutes", "referencegrants"]),
-        _rule(["create"], ["gateway.networking.k8s.io"], ["gatewayclasses"]),
-        _rule(["update", "patch"], ["gateway.networking.k8s.io"],
-              ["gatewayclasses/status", "gateways/status", "httproutes/status"]),
     ]),
 }
 EXTRA_SUBJECTS: dict[str, list[Obj]] = {"minikube-py:network-policies": [

@@ -1,8 +1,8 @@
 """The control plane's own images: minikube-py's components in containers, as kubeadm runs
 upstream's (static pods for etcd, the API server, the controller-manager and the scheduler,
-a DaemonSet for kube-proxy, Deployments for DNS, the metrics server and the local-path
-provisioner), each under upstream's component name in the image repository
-localhost/minikube-py (see docs/decisions.md):
+a DaemonSet for kube-proxy, Deployments for DNS, the metrics server, the local-path
+provisioner, the gateway controller and the dashboard add-on), each under upstream's
+component name in the image repository localhost/minikube-py (see docs/decisions.md):
 
     localhost/minikube-py/<image>:<tag>   layers (bottom first)          runs
     kube-apiserver                        busybox python dependencies    minikube_py.apiserver
@@ -11,6 +11,8 @@ localhost/minikube-py (see docs/decisions.md):
     coredns                                                              minikube_py.dns
     metrics-server                                                       minikube_py.metrics
     local-path-provisioner                                               minikube_py.provisioner
+    gateway-controller                                                   minikube_py.gateway
+    dashboard                                                            minikube_py.dashboard
     kube-proxy                            ... dependencies proxy-tools   minikube_py.proxy
                                           source
     etcd  (tag: <etcd version>-<hash>)    busybox etcd                   etcd, etcdctl
@@ -22,7 +24,8 @@ localhost/minikube-py (see docs/decisions.md):
     dependencies  pyproject.toml's dependencies and theirs, from the    the venv changes
                   venv's wheels (compiled), in dist-packages            (`make deps`)
     proxy-tools   iptables (nf_tables), nft, conntrack                  those packages change
-    source        the package minikube_py with gen/ (compiled), and     any .py file changes
+    source        the package minikube_py with gen/ (compiled), its      any .py file changes
+                  package data (the dashboard's page), and
                   /usr/local/bin/<component> for each component
     etcd          Debian's etcd and etcdctl                             etcd's packages change
 
@@ -107,7 +110,12 @@ COMPONENTS = (
     Component("coredns", "minikube_py.dns"),
     Component("metrics-server", "minikube_py.metrics"),
     Component("local-path-provisioner", "minikube_py.provisioner"),
+    Component("gateway-controller", "minikube_py.gateway"),
+    Component("dashboard", "minikube_py.dashboard"),
 )
+PACKAGE_DATA = ("dashboard/static",)
+"""Folders of the package whose every file ships, not only its modules (pyproject.toml's
+package-data)."""
 ETCD = "etcd"
 
 
@@ -270,8 +278,8 @@ def _proxy_tools_layer() -> Layer:
 
 
 def _source_layer(package: Path, bytecode: Path) -> Layer:
-    """The package's modules (what a wheel of it holds: its .py files), compiled, and a
-    command per component."""
+    """The package's modules and package data (what a wheel of it holds), the modules
+    compiled, and a command per component."""
     layer = Layer()
     target = f"{SITE_PACKAGES}/minikube_py"
     for folder, dirs, files in os.walk(package):
@@ -279,7 +287,7 @@ def _source_layer(package: Path, bytecode: Path) -> Layer:
         layer.record_source(Path(folder))  # a module added or removed changes its mtime
         relative = Path(folder).relative_to(package)
         for name in sorted(files):
-            if name.endswith(".py"):
+            if name.endswith(".py") or str(relative) in PACKAGE_DATA:
                 programs.add_host_file(layer, f"{target}/{relative / name}",
                                        Path(folder) / name)
     for component in COMPONENTS:

@@ -8,10 +8,10 @@ drawn too. Each view is saved as a PNG (labs/life_of_a_pod and labs/service_pack
 copies of them). Then, on the same cluster: the Service is there, the page answers
 through the API server's service proxy with the kubeconfig's credentials, and to no one
 who dials the dashboard's address directly (the TLS handshake fails without the API
-server's proxy certificate); the dashboard runs with a token of its own ServiceAccount,
-bound to `view` (and nodes): it reads, never writes nor reads Secrets; `down` and `up`
-start it again, `mkctl trace --web` links into it, and `addons disable dashboard`
-removes it, which ends its token.
+server's proxy certificate); the dashboard's pod runs with the token of its own
+ServiceAccount, bound to `view` (and nodes): it reads, never writes nor reads Secrets;
+after `down` and `up` it serves again, `mkctl trace --web` links into it, and `addons
+disable dashboard` removes it, which ends its token.
 
 The dashboard finds the trace receiver as `mkctl trace` does (kube-public/
 minikube-py-tracing, which `up` publishes).
@@ -24,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -135,11 +136,17 @@ def test_minikube_py_dashboard_deploys_it_and_draws_the_cluster_its_changes_and_
         screenshot("last")
 
 
-def serves_the_page(home: Path) -> None:
+def serves_the_page(home: Path, within: float = 0) -> None:
     """The page, through the API server's service proxy, with the kubeconfig's
-    credentials (kubectl's)."""
-    page = kubectl(home, "get", "--raw", PROXY_PATH).stdout
-    assert "<title>minikube-py dashboard</title>" in page, page[:500]
+    credentials (kubectl's); `within` s for its pod to serve (after `up`)."""
+    deadline = time.monotonic() + within
+    while True:
+        answer = kubectl(home, "get", "--raw", PROXY_PATH, check=False)
+        if answer.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert "<title>minikube-py dashboard</title>" in answer.stdout, (
+        answer.stdout[:500], answer.stderr)
 
 
 def can_i(home: Path, *question: str) -> str:
@@ -147,11 +154,11 @@ def can_i(home: Path, *question: str) -> str:
     return answer.stdout.strip()
 
 
-def as_the_dashboard(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """kubectl with the dashboard's own kubeconfig."""
+def as_the_dashboard(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """kubectl with the dashboard pod's token (`config`, a kubeconfig of it)."""
     command = Path(sys.executable).with_name("kubectl")
-    return subprocess.run([str(command), f"--kubeconfig={home / 'kubeconfigs' / 'dashboard.conf'}",
-                           *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([str(command), f"--kubeconfig={config}", *args],
+                          capture_output=True, text=True, timeout=60)
 
 
 def test_no_one_but_the_api_server_s_proxy_reaches_the_dashboard_s_address(home: Path) -> None:
@@ -170,27 +177,37 @@ def test_no_one_but_the_api_server_s_proxy_reaches_the_dashboard_s_address(home:
 
 
 def test_the_dashboard_addon_has_its_service_a_read_only_user_and_comes_back_after_down(
-        home: Path) -> None:
+        home: Path, tmp_path: Path) -> None:
     enabled = launcher(home, "addons", "enable", "dashboard")  # enabled already: kept
     assert enabled.stdout.splitlines()[-1] == "dashboard: enabled", enabled.stdout
     listed = kubectl(home, "get", "svc", "-n", NAMESPACE, "-o", "name").stdout.split()
     assert listed == [f"service/{SERVICE}"]
     serves_the_page(home)
 
-    # it runs as its own ServiceAccount, with a token (no certificate), bound to `view`
-    # and to reading nodes: it reads what the page draws, never writes nor reads Secrets
-    pid = (home / "run" / "dashboard.pid").read_text().split()[0]
-    assert "kubeconfigs/dashboard.conf" in Path(f"/proc/{pid}/cmdline").read_text()
-    own = yaml.safe_load((home / "kubeconfigs" / "dashboard.conf").read_text())
-    assert list(own["users"][0]["user"]) == ["token"], own["users"][0]["user"].keys()
-    claims = own["users"][0]["user"]["token"].split(".")[1]
+    # its pod runs as its own ServiceAccount, with the token mounted in it (no
+    # certificate, no kubeconfig on the host), bound to `view` and to reading nodes: it
+    # reads what the page draws, never writes nor reads Secrets
+    assert not (home / "kubeconfigs" / "dashboard.conf").exists()
+    pod = kubectl(home, "get", "pods", "-n", NAMESPACE, "-l", f"k8s-app={SERVICE}", "-o",
+                  "jsonpath={.items[0].metadata.name}").stdout
+    token = kubectl(home, "exec", "-n", NAMESPACE, pod, "--", "cat",
+                    "/var/run/secrets/kubernetes.io/serviceaccount/token").stdout
+    claims = token.split(".")[1]
     assert json.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4)))[
         "sub"] == DASHBOARD_USER
-    whoami = as_the_dashboard(home, "auth", "whoami", "-o",
+    admin = yaml.safe_load((home / "kubeconfig").read_text())
+    own = tmp_path / "dashboard-token.conf"
+    own.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "clusters": admin["clusters"],
+        "users": [{"name": "dashboard", "user": {"token": token}}],
+        "contexts": [{"name": "dashboard", "context": {
+            "cluster": admin["clusters"][0]["name"], "user": "dashboard"}}],
+        "current-context": "dashboard"}))
+    whoami = as_the_dashboard(own, "auth", "whoami", "-o",
                               "jsonpath={.status.userInfo.username}")
     assert whoami.stdout == DASHBOARD_USER, (whoami.stdout, whoami.stderr)
-    assert as_the_dashboard(home, "auth", "can-i", "create", "pods").stdout.strip() == "no"
-    assert as_the_dashboard(home, "auth", "can-i", "list", "nodes").stdout.strip() == "yes"
+    assert as_the_dashboard(own, "auth", "can-i", "create", "pods").stdout.strip() == "no"
+    assert as_the_dashboard(own, "auth", "can-i", "list", "nodes").stdout.strip() == "yes"
     assert kubectl(home, "get", "clusterrolebinding", f"{SERVICE}-view", "-o",
                    "jsonpath={.roleRef.name}").stdout == "view"
     for question in (("list", "pods"), ("watch", "nodes"), ("get", "services"),
@@ -202,25 +219,25 @@ def test_the_dashboard_addon_has_its_service_a_read_only_user_and_comes_back_aft
                      ("update", "services", "-n", NAMESPACE), ("delete", "nodes")):
         assert can_i(home, *question) == "no", question
 
-    # remembered: `down` stops it, `up` starts it again
-    down = launcher(home, "down")
-    assert "stopped dashboard" in down.stdout, down.stdout
+    # remembered: `up` after `down` applies it again, and its pod serves again
+    launcher(home, "down")
     up = launcher(home, "up")
-    assert "dashboard: ready" in up.stdout, up.stdout
-    serves_the_page(home)
+    assert "dashboard: applied" in up.stdout, up.stdout
+    serves_the_page(home, within=180)
     web = subprocess.run([sys.executable, "-m", "minikube_py.mkctl",
                           f"--kubeconfig={home / 'kubeconfig'}", "trace", "deploy/hello",
                           "--web"], capture_output=True, text=True, timeout=60)
     assert web.returncode == 0, web.stderr
     assert web.stdout.split("\n")[0].split("#")[0].endswith(PROXY_PATH), web.stdout
 
-    # disabled: stopped, its user's role and its Service gone, and listed so
+    # disabled: its user's role, its Service and its namespace gone, and listed so
     disabled = launcher(home, "addons", "disable", "dashboard")
     assert disabled.stdout.splitlines()[-1] == "dashboard: disabled", disabled.stdout
     assert "dashboard:" not in launcher(home, "status", check=False).stdout
     assert kubectl(home, "get", "clusterrole", SERVICE, check=False).returncode == 1
     assert can_i(home, "list", "pods") == "no"
-    ended = as_the_dashboard(home, "get", "pods")  # its account is gone, so is its token
+    ended = as_the_dashboard(own, "get", "pods")  # its account is gone, so is its token
     assert ended.returncode == 1 and "Unauthorized" in ended.stderr, ended.stderr
     assert kubectl(home, "get", "svc", SERVICE, "-n", NAMESPACE, check=False).returncode == 1
+    assert kubectl(home, "get", "namespace", NAMESPACE, check=False).returncode == 1
     assert launcher(home, "addons", "list").stdout.split()[:2] == ["dashboard", "disabled"]

@@ -243,13 +243,19 @@ def test_seed_001s_etcd_backup_cronjob_snapshots_the_static_pods_etcd(
 
 def test_the_dashboard_add_on_answers_through_the_static_pod_api_server(
         kubeadm_home: Path) -> None:
-    """The dashboard stays a host process in this layout; the API server, a static pod on
-    the control-plane node, reaches it with the front-proxy certificate its manifest names
-    (the dashboard lets in no one else)."""
+    """The dashboard's Deployment in kubernetes-dashboard; the API server, a static pod on
+    the control-plane node, reaches its pod with the front-proxy certificate its manifest
+    names (the dashboard lets in no one else). `addons enable` does not wait for the pod:
+    the page comes once it serves."""
     enabled = launcher(kubeadm_home, "addons", "enable", "dashboard")
     assert enabled.stdout.splitlines()[-1] == "dashboard: enabled", enabled.stdout
     try:
-        page = kubectl(kubeadm_home, "get", "--raw", PROXY_PATH).stdout
-        assert "<title>minikube-py dashboard</title>" in page, page[:500]
+        kubectl(kubeadm_home, "rollout", "status", "deployment/kubernetes-dashboard", "-n",
+                "kubernetes-dashboard", "--timeout=180s")
+        deadline = time.monotonic() + 30  # and the Service's slice names the ready pod
+        while (page := kubectl(kubeadm_home, "get", "--raw", PROXY_PATH, check=False)
+               ).returncode != 0 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert "<title>minikube-py dashboard</title>" in page.stdout, page.stdout[:500]
     finally:
         launcher(kubeadm_home, "addons", "disable", "dashboard")

@@ -87,17 +87,6 @@ COMPONENTS = {
     ], [
         "get secrets -A", "create pods", "update nodes",
     ]),
-    # the gateway controller reads what the service-lb says of its Services from their
-    # status (the LoadBalancerReady condition), not from Events, and records none
-    "gateway": ("system:minikube-py-gateway", [
-        "watch ingresses.networking.k8s.io -A", "watch endpointslices.discovery.k8s.io -A",
-        "update ingresses.networking.k8s.io -A "
-        "--subresource=status", "create secrets -n kube-system", "watch services -A",
-    ], [
-        "create pods", "delete nodes", "update ingresses.networking.k8s.io -A",
-        "list events -n kube-system", "create events -n kube-system",
-        "update services -n kube-system --subresource=status",
-    ]),
 }
 # The local-path provisioner is a Deployment's pod in kube-system: it signs in with the
 # token mounted in it, as its ServiceAccount, bound to rancher's ClusterRole (its reads,
@@ -111,6 +100,20 @@ PROVISIONER = ("system:serviceaccount:kube-system:local-path-provisioner-service
 ], [
     "get secrets -A", "delete nodes", "create pods", "delete persistentvolumeclaims -A",
     "update storageclasses.storage.k8s.io", "create configmaps -n kube-system",
+])
+
+
+# The gateway controller is a Deployment's pod in kube-system too, as the ServiceAccount
+# gateway-controller; it reads what the service-lb says of its Services from their status
+# (the LoadBalancerReady condition), not from Events, and records none.
+GATEWAY = ("system:serviceaccount:kube-system:gateway-controller", [
+    "watch ingresses.networking.k8s.io -A", "watch endpointslices.discovery.k8s.io -A",
+    "update ingresses.networking.k8s.io -A --subresource=status",
+    "create secrets -n kube-system", "watch services -A",
+], [
+    "create pods", "delete nodes", "update ingresses.networking.k8s.io -A",
+    "list events -n kube-system", "create events -n kube-system",
+    "update services -n kube-system --subresource=status",
 ])
 
 
@@ -158,6 +161,23 @@ def test_the_provisioner_is_its_pods_service_account_and_may_only_do_its_job(
                               capture_output=True, text=True, timeout=60)
 
     may_only_do_its_job(ask, "provisioner", *PROVISIONER)
+
+
+def test_the_gateway_controller_is_its_pods_service_account_and_may_only_do_its_job(
+        cluster: Path) -> None:
+    """No certificate of its own: its Deployment's pod runs as the ServiceAccount (asked
+    about by impersonation)."""
+    assert not (cluster / "kubeconfigs" / "gateway.conf").exists()
+    account = kubectl(cluster, "get", "deployment", "gateway-controller", "-n", "kube-system",
+                      "-o", "jsonpath={.spec.template.spec.serviceAccountName}").stdout
+    assert account == "gateway-controller"
+
+    def ask(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([KUBECTL, f"--kubeconfig={cluster / 'kubeconfig'}",
+                               f"--as={GATEWAY[0]}", *args],
+                              capture_output=True, text=True, timeout=60)
+
+    may_only_do_its_job(ask, "gateway-controller", *GATEWAY)
 
 
 def test_a_node_and_the_controllers_may_only_do_their_jobs(cluster: Path) -> None:

@@ -104,7 +104,9 @@ def test_each_component_is_pushed_under_upstreams_name_in_our_repository() -> No
                      "kube-scheduler": "minikube_py.scheduler",
                      "kube-proxy": "minikube_py.proxy", "coredns": "minikube_py.dns",
                      "metrics-server": "minikube_py.metrics",
-                     "local-path-provisioner": "minikube_py.provisioner"}
+                     "local-path-provisioner": "minikube_py.provisioner",
+                     "gateway-controller": "minikube_py.gateway",
+                     "dashboard": "minikube_py.dashboard"}
     reference = Reference.parse(f"{IMAGE_REPOSITORY}/kube-apiserver:{VERSION}-0123456789ab")
     assert (reference.host, reference.repository) == ("localhost", "minikube-py/kube-apiserver")
 

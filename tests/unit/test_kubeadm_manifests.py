@@ -15,6 +15,7 @@ from minikube_py.api import Obj
 from minikube_py.api.resources import by_kind
 from minikube_py.apiserver.registry.strategies import strategy_for
 from minikube_py.cluster import cli
+from minikube_py.cluster.addons import Dashboard, dashboard_objects
 from minikube_py.cluster.certs import ClusterCertificates
 from minikube_py.cluster.cli import (
     CLUSTER_CIDR,
@@ -28,6 +29,7 @@ from minikube_py.cluster.kubeadm.addons import (
     Addons,
     addon_objects,
     coredns_objects,
+    gateway_controller_objects,
     in_cluster_kubeconfig,
     kube_proxy_objects,
     local_path_provisioner_objects,
@@ -48,7 +50,7 @@ EXTRA = {"apiserver": {"max-requests-inflight": "7"}, "controller-manager": {"v"
 IMAGES = {name: f"localhost/minikube-py/{name}:v1.37.0-0123456789ab"
           for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
                        "kube-proxy", "coredns", "metrics-server", "trace-receiver",
-                       "local-path-provisioner")}
+                       "local-path-provisioner", "gateway-controller")}
 
 
 def validation_errors(obj: Obj) -> list[str]:
@@ -386,6 +388,46 @@ def test_the_local_path_provisioner_is_ranchers_deployment_in_kube_system() -> N
         "preferredDuringSchedulingIgnoredDuringExecution"]
     assert preferred == {"weight": 100, "preference": {"matchFields": [
         {"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}}
+
+
+def test_the_gateway_controller_is_a_deployment_in_kube_system_with_its_own_account(
+        ) -> None:
+    """Beside its nginx data plane in kube-system: its account bound to the role of what
+    it reads and writes, /healthz probed on its metrics port, on this machine's nodes."""
+    objects = gateway_controller_objects(addons(), ["node-1"])
+    for obj in objects:
+        assert validation_errors(obj) == [], (obj["kind"], obj["metadata"]["name"])
+    [deployment] = [obj for obj in objects if obj["kind"] == "Deployment"]
+    assert deployment["metadata"]["namespace"] == "kube-system"
+    assert deployment["spec"]["replicas"] == 1
+    spec = deployment["spec"]["template"]["spec"]
+    assert spec["serviceAccountName"] == "gateway-controller"
+    [role] = [obj for obj in objects if obj["kind"] == "ClusterRole"]
+    granted = {(resource, verb) for rule in role["rules"] for resource in rule["resources"]
+               for verb in rule["verbs"]}
+    assert {("ingresses", "watch"), ("ingresses/status", "update"), ("secrets", "create"),
+            ("deployments", "create"), ("customresourcedefinitions", "watch"),
+            ("httproutes/status", "patch"), ("gatewayclasses", "create")} <= granted
+    [binding] = [obj for obj in objects if obj["kind"] == "ClusterRoleBinding"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "namespace": "kube-system",
+                                    "name": "gateway-controller"}]
+    container = spec["containers"][0]
+    assert container["image"] == IMAGES["gateway-controller"]
+    assert split(container["command"][1:4]) == [
+        ("--kubeconfig", POD_KUBECONFIG), ("--bind-address", "0.0.0.0"), ("--port", "10263")]
+    assert container["readinessProbe"]["httpGet"] == {
+        "path": "/healthz", "port": "metrics", "scheme": "HTTP"}
+    required = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert required["nodeSelectorTerms"] == [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]
+
+
+def test_the_dashboard_addon_objects_pass_validation() -> None:
+    dashboard = Dashboard(image="localhost/minikube-py/dashboard:v1.37.0-0123456789ab",
+                          server="https://172.18.0.1:6443", nodes=["node-1"],
+                          front_proxy_ca=b"PEM")
+    for obj in dashboard_objects(dashboard):
+        assert validation_errors(obj) == [], (obj["kind"], obj["metadata"]["name"])
 
 
 def test_a_pods_kubeconfig_names_the_token_and_ca_only_of_a_secured_server() -> None:

@@ -1,7 +1,8 @@
 """The cluster's add-ons as objects to apply, as kubeadm's phases/addons write them
 (proxy/manifests.go and proxy.go, dns/manifests.go and dns.go), with upstream
-metrics-server's manifest, rancher's local-path-provisioner's (as kind ships it) and our
-trace receiver, each running our component's flags.
+metrics-server's manifest, rancher's local-path-provisioner's (as kind ships it), our
+gateway controller (as ingress-nginx's controller Deployment) and our trace receiver,
+each running our component's flags.
 
 Pods reach the API server with their ServiceAccount's token: each gets a kubeconfig (a
 ConfigMap, as kubeadm's kube-proxy kubeconfig.conf) naming the server, the mounted CA and
@@ -33,6 +34,7 @@ DNS_PORT = 53
 DNS_METRICS_PORT = 9153
 METRICS_PORT = 4443
 PROVISIONER_PORT = 10262
+GATEWAY_PORT = 10263
 TRACING_PORT = 4318
 
 
@@ -341,6 +343,16 @@ def metrics_server_objects(addons: Addons) -> list[Obj]:
             *copy.deepcopy(ADAPTER_API_SERVICES)]
 
 
+def on_nodes(nodes: Sequence[str]) -> Obj:
+    """A node affinity's required term: one of `nodes`, those this machine runs a kubelet
+    for, so a pod that must really run stays off hollow nodes (`--simulated-nodes`, which
+    run nothing) and off a joined machine's."""
+    # one term a node: a field's In takes one value (the terms are ORed)
+    return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+        for node in sorted(nodes)]}}
+
+
 # --- the local-path provisioner: rancher's local-path-storage.yaml, as kind ships it ----
 
 PROVISIONER_ACCOUNT = "local-path-provisioner-service-account"
@@ -406,10 +418,7 @@ def local_path_provisioner_objects(addons: Addons, nodes_dir: Path,
                 "containers": [container],
                 "nodeSelector": {"kubernetes.io/os": "linux"},
                 "affinity": {"nodeAffinity": {
-                    # one term a node: a field's In takes one value (the terms are ORed)
-                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                        {"matchFields": [{"key": "metadata.name", "operator": "In",
-                                          "values": [node]}]} for node in sorted(nodes)]},
+                    **on_nodes(nodes),
                     # and the first of them when it has room (control-plane, or node-1),
                     # as kind's runs on its control plane: the labs can say where it is
                     "preferredDuringSchedulingIgnoredDuringExecution": [
@@ -429,6 +438,90 @@ def local_path_provisioner_objects(addons: Addons, nodes_dir: Path,
     return [service_account(PROVISIONER_ACCOUNT), role,
             cluster_role_binding("local-path-provisioner-bind", "local-path-provisioner-role",
                                  PROVISIONER_ACCOUNT),
+            kubeconfig, deployment]
+
+
+# --- our gateway controller: as ingress-nginx's controller Deployment ------------------
+
+GATEWAY_CONTROLLER = "gateway-controller"
+GATEWAY_ROLE = "minikube-py:gateway-controller"
+GATEWAY_RULES: list[Obj] = [
+    # Ingress and Gateway API in (what the service-lb says of its Services it reads in
+    # their status: no Events), its nginx Deployment, Secret and LoadBalancer Services
+    # (kube-system) and the objects' status out; it records no Events
+    {"apiGroups": ["networking.k8s.io"], "resources": ["ingresses", "ingressclasses"],
+     "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["networking.k8s.io"], "resources": ["ingressclasses"],
+     "verbs": ["create"]},
+    {"apiGroups": ["networking.k8s.io"], "resources": ["ingresses/status"],
+     "verbs": ["update", "patch"]},
+    {"apiGroups": [""], "resources": ["services", "secrets", "namespaces"],
+     "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
+     "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["services", "secrets"],
+     "verbs": ["create", "update", "delete"]},
+    {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "create"]},
+    {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"],
+     "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["gateway.networking.k8s.io"],
+     "resources": ["gatewayclasses", "gateways", "httproutes", "referencegrants"],
+     "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["gateway.networking.k8s.io"], "resources": ["gatewayclasses"],
+     "verbs": ["create"]},
+    {"apiGroups": ["gateway.networking.k8s.io"],
+     "resources": ["gatewayclasses/status", "gateways/status", "httproutes/status"],
+     "verbs": ["update", "patch"]},
+]
+
+
+def gateway_controller_flags(addons: Addons) -> list[str]:
+    """Our gateway controller in a pod: /healthz and /metrics on every address of the
+    pod, its spans to the cluster's trace receiver."""
+    return [f"--kubeconfig={IN_CLUSTER_KUBECONFIG}", "--bind-address=0.0.0.0",
+            f"--port={GATEWAY_PORT}", f"--tracing-endpoint={addons.tracing_endpoint}",
+            *addons.flags("gateway")]
+
+
+def gateway_controller_objects(addons: Addons, nodes: Sequence[str]) -> list[Obj]:
+    """The gateway controller in kube-system, beside the nginx data plane it makes there
+    (docs/decisions.md): its ServiceAccount, ClusterRole and binding, the pod's
+    kubeconfig and the one-replica Deployment (Recreate: two controllers would write the
+    same statuses), on one of `nodes`."""
+    labels = {"app.kubernetes.io/name": GATEWAY_CONTROLLER,
+              "app.kubernetes.io/component": "controller"}
+    role = {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole",
+            "metadata": _metadata(GATEWAY_ROLE, namespace=None), "rules": GATEWAY_RULES}
+    health = probe(None, "/healthz", "metrics", "HTTP")
+    container = {
+        "name": "controller", "image": addons.images[GATEWAY_CONTROLLER],
+        "imagePullPolicy": "IfNotPresent",
+        "command": [GATEWAY_CONTROLLER, *gateway_controller_flags(addons)],
+        "ports": [{"name": "metrics", "containerPort": GATEWAY_PORT, "protocol": "TCP"}],
+        "livenessProbe": {**health, "periodSeconds": 10, "failureThreshold": 3},
+        "readinessProbe": {**health, "periodSeconds": 2, "failureThreshold": 3},
+        "volumeMounts": [_kubeconfig_volume("gateway-controller-kubeconfig")[1]]}
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": _metadata(GATEWAY_CONTROLLER, labels),
+        "spec": {
+            "replicas": 1,
+            "strategy": {"type": "Recreate"},
+            "selector": {"matchLabels": dict(labels)},
+            "template": {"metadata": {"labels": dict(labels)}, "spec": {
+                "containers": [container],
+                "nodeSelector": {"kubernetes.io/os": "linux"},
+                "affinity": {"nodeAffinity": on_nodes(nodes)},
+                "priorityClassName": "system-cluster-critical",
+                "serviceAccountName": GATEWAY_CONTROLLER,
+                "tolerations": [{"key": CONTROL_PLANE_TAINT, "effect": "NoSchedule",
+                                 "operator": "Exists"}],
+                "volumes": [_kubeconfig_volume("gateway-controller-kubeconfig")[0]]}}}}
+    kubeconfig = {"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": _metadata("gateway-controller-kubeconfig", labels),
+                  "data": {"kubeconfig.conf": in_cluster_kubeconfig(addons.server)}}
+    return [service_account(GATEWAY_CONTROLLER, labels), role,
+            cluster_role_binding(GATEWAY_ROLE, GATEWAY_ROLE, GATEWAY_CONTROLLER),
             kubeconfig, deployment]
 
 

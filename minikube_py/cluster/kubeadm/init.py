@@ -19,7 +19,8 @@ InitConfiguration).
     token                       bootstrap token and its RBAC)
     mark-control-plane          mark_control_plane: the role label and the NoSchedule taint
     addon kube-proxy, coredns   apply_addons: addons.py's objects, server-side applied
-                                (and our metrics server and local-path provisioner)
+                                (and our metrics server, local-path provisioner and
+                                gateway controller)
     (kubeadm join)              run_init: the workers' kubelets join with the token
 
 `up` then waits until every node is Ready and every kube-system pod is Running and ready
@@ -50,6 +51,7 @@ from minikube_py.cluster.kubeadm.addons import (
     CONTROL_PLANE_TAINT,
     Addons,
     addon_objects,
+    gateway_controller_objects,
     local_path_provisioner_objects,
 )
 from minikube_py.cluster.kubeadm.controlplane import (
@@ -324,11 +326,10 @@ async def run_init(config: InitConfiguration, processes: dict[str, ComponentProc
         server=config.server, cluster_cidr=config.cluster_cidr,
         cluster_dns=config.cluster_dns, images=images, tracing_endpoint=tracing_endpoint,
         verbosity=config.verbosity, extra_config=config.extra_config)
+    nodes = kubelet_nodes(processes)
     await apply_addons(admin, [*addon_objects(addons), *local_path_provisioner_objects(
-        addons, nodes_folder(state), kubelet_nodes(processes))])
+        addons, nodes_folder(state), nodes), *gateway_controller_objects(addons, nodes)])
     await ensure_default_storage_class(admin)
-    if "dashboard" in processes:  # a host process, in both layouts
-        await start("dashboard")
     await asyncio.gather(*(start(name) for name in processes
                            if kind_of(name) in ("kubelet", "hollow-nodes")
                            and name not in firsts))
