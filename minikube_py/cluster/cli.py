@@ -994,8 +994,8 @@ def autoscaled_node(args: argparse.Namespace) -> None:
         name = reserve_autoscaled_node(state, args.name)
         try:
             asyncio.run(start_autoscaled_node(state, name))
-        except (ComponentProcessError, NodeNetworkError, ClientError, OSError,
-                TimeoutError) as error:
+        except (ComponentProcessError, ImageLoadError, NodeNetworkError, ClientError,
+                OSError, TimeoutError) as error:
             asyncio.run(stop_autoscaled_node(state, name))
             fail(f"node {name} did not start (it is removed again): {error}")
         print(f"added {name}", flush=True)
