@@ -365,13 +365,18 @@ def test_the_cluster_autoscaler_adds_a_node_for_a_pod_that_fits_none_and_removes
         [event] = until(triggered, "the TriggeredScaleUp event on the pod")
         assert re.fullmatch(r"pod triggered scale-up: \[\{autoscaled \d+->\d+ "
                             r"\(max: 2\)\}\]", event["message"]), event["message"]
-        status = yaml.safe_load(get(cluster, "configmap", "-n", "kube-system",
-                                    "cluster-autoscaler-status")["data"]["status"])
-        assert status["autoscalerStatus"] == "Running"
-        [group] = status["nodeGroups"]
+
+        def status() -> Any:
+            """The status the autoscaler writes each loop, once it counts the node."""
+            written = yaml.safe_load(get(cluster, "configmap", "-n", "kube-system",
+                                         "cluster-autoscaler-status")["data"]["status"])
+            [group] = written["nodeGroups"]
+            return written if group["health"]["nodeCounts"]["registered"]["ready"] else None
+        written = until(status, "the cluster-autoscaler-status ConfigMap to count the node")
+        assert written["autoscalerStatus"] == "Running"
+        [group] = written["nodeGroups"]
         assert (group["name"], group["health"]["minSize"], group["health"]["maxSize"]) == (
             "autoscaled", 0, 2)
-        assert group["health"]["nodeCounts"]["registered"]["ready"] >= 1
     finally:
         kubectl(cluster, "delete", "deployment", "overflow", "--ignore-not-found")
 
