@@ -11,8 +11,9 @@ call, so that what building a node forks and starts never runs in the autoscaler
     delete_node(name)    (the loop has drained it) `autoscaled-node remove <name>`: its
                          kubelet and containerd stopped, its namespace, veth, route, mounts
                          and folders removed; then its Node object deleted
-    start()              a restarted autoscaler: `autoscaled-node start <name>` for each
-                         recorded node (what runs is kept); the Node objects of the
+    start()              the group's nodes (`autoscaled-node list <group>`: a restarted
+                         autoscaler has some), `autoscaled-node start <name>` for each
+                         (what runs is kept); the Node objects of the
                          group's nodes that are gone (a `down` that kept etcd) deleted, as
                          upstream's cloud node lifecycle controller deletes those whose
                          instance is gone
@@ -32,7 +33,6 @@ from minikube_py.api import Obj
 from minikube_py.autoscaler.nodegroup import NODE_GROUP_LABEL, template_node
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
-from minikube_py.cluster.autoscaled import read_autoscaled
 from minikube_py.kubelet.node_status import HostInfo
 
 log = logging.getLogger(__name__)
@@ -51,10 +51,10 @@ class NetnsNodeGroup:
         self.name, self.min_size, self.max_size = name, min_size, max_size
         self.state = state
         self.host = host  # each node is this machine, as its kubelet reports it
-        self.members = {node for node, record in read_autoscaled(state).items()
-                        if record["group"] == name}
+        self.members: set[str] = set()
 
     async def start(self) -> None:
+        self.members = set((await self._launcher("list", self.name)).splitlines())
         for node in sorted(self.members):
             try:
                 await self._launcher("start", node)
@@ -108,8 +108,9 @@ class NetnsNodeGroup:
             pass
 
     async def _launcher(self, action: str, name: str) -> str:
-        """`minikube-py autoscaled-node <action> <name>` on this cluster's home; its
-        output goes to this log; its last line is returned (CloudError when it fails)."""
+        """`minikube-py autoscaled-node <action> <name>` on this cluster's home: its
+        output goes to this log, and is returned (`list`: all of it; else its last
+        line); CloudError when it fails."""
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "minikube_py.cluster", "autoscaled-node", action, name,
             env={**os.environ, "MINIKUBE_PY_HOME": str(self.state)},
@@ -121,4 +122,4 @@ class NetnsNodeGroup:
             log.info("autoscaled-node %s %s: %s", action, name, line)
         if process.returncode != 0:
             raise CloudError(lines[-1])
-        return lines[-1]
+        return "\n".join(lines) if action == "list" else lines[-1]

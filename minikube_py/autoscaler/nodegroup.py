@@ -16,14 +16,13 @@ import dataclasses
 from typing import Protocol
 
 from minikube_py.api import Obj
+from minikube_py.api.autoscaling import NODE_GROUP_LABEL
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.kubelet.eviction import parse_thresholds
 from minikube_py.kubelet.hollow import HOLLOW_ROOT, HollowNodes
 from minikube_py.kubelet.kubelet import KubeletConfig
 from minikube_py.kubelet.node_status import HostInfo, node_allocatable, node_capacity
-
-NODE_GROUP_LABEL = "autoscaler.minikube-py.io/node-group"
 
 
 class NodeGroup(Protocol):

@@ -37,7 +37,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from minikube_py.autoscaler.nodegroup import NODE_GROUP_LABEL
+from minikube_py.api.autoscaling import NODE_GROUP_LABEL
 from minikube_py.client.errors import ClientError
 from minikube_py.client.kubeconfig import KubeconfigError, load_kubeconfig
 from minikube_py.client.logs import setup_logging
@@ -984,9 +984,10 @@ async def stop_autoscaled_node(state: Path, name: str) -> None:
 
 
 def autoscaled_node(args: argparse.Namespace) -> None:
-    """`minikube-py autoscaled-node add GROUP | start NAME | remove NAME`: the cloud's API
-    the cluster autoscaler calls for its node group (autoscaler/netns_nodegroup.py);
-    `add` says `added NAME` last, and removes what it made when the node fails to start."""
+    """`minikube-py autoscaled-node add GROUP | list GROUP | start NAME | remove NAME`:
+    the cloud's API the cluster autoscaler calls for its node group
+    (autoscaler/netns_nodegroup.py); `add` says `added NAME` last, and removes what it
+    made when the node fails to start; `list` prints the group's nodes, one a line."""
     state = home()
     if not cluster_running(state, _saved_cluster(state)):
         fail(f"no running cluster in {state}: `minikube-py up` first")
@@ -999,6 +1000,10 @@ def autoscaled_node(args: argparse.Namespace) -> None:
             asyncio.run(stop_autoscaled_node(state, name))
             fail(f"node {name} did not start (it is removed again): {error}")
         print(f"added {name}", flush=True)
+    elif args.action == "list":
+        for name, node in read_autoscaled(state).items():
+            if node["group"] == args.name:
+                print(name)
     elif args.name not in read_autoscaled(state):
         fail(f"no node {args.name!r} of the cluster autoscaler in {state / AUTOSCALED}")
     elif args.action == "start":
@@ -1366,10 +1371,10 @@ def main(argv: list[str] | None = None) -> None:
     show.set_defaults(run=logs)
     commands.add_parser("supervise", help="restart components that die (`up` starts it)"
                         ).set_defaults(run=supervise)
-    grow = commands.add_parser("autoscaled-node", help="add, start or remove a node of the "
-                               "cluster autoscaler's group (the autoscaler calls it)")
-    grow.add_argument("action", choices=("add", "start", "remove"))
-    grow.add_argument("name", help="add: the node group; start, remove: the node")
+    grow = commands.add_parser("autoscaled-node", help="add, list, start or remove the "
+                               "nodes of the cluster autoscaler's group (it calls this)")
+    grow.add_argument("action", choices=("add", "list", "start", "remove"))
+    grow.add_argument("name", help="add, list: the node group; start, remove: the node")
     grow.set_defaults(run=autoscaled_node)
     commands.add_parser("etcdctl-env", help="print the environment etcdctl needs for "
                         "this cluster's etcd: source <(minikube-py etcdctl-env)"
