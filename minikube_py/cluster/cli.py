@@ -38,9 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from minikube_py.api.autoscaling import NODE_GROUP_LABEL
-from minikube_py.client.errors import ClientError
+from minikube_py.client.errors import ClientError, NotFound
 from minikube_py.client.kubeconfig import KubeconfigError, load_kubeconfig
 from minikube_py.client.logs import setup_logging
+from minikube_py.client.rest import Client
 from minikube_py.cluster.addons import (
     ADDONS,
     add_addons_command,
@@ -901,6 +902,8 @@ def down(args: argparse.Namespace) -> None:
     cluster's); --purge also deletes the cluster's data."""
     state = home()
     cluster = _saved_cluster(state)
+    if read_autoscaled(state) and cluster_running(state, cluster):
+        asyncio.run(_delete_nodes(state, list(read_autoscaled(state))))
     asyncio.run(_stop_all(state, components(state, cluster, autoscaled=True)))
     for name in read_autoscaled(state):  # gone with their namespaces below
         remove_node_files(state, name)
@@ -1010,6 +1013,23 @@ def autoscaled_node(args: argparse.Namespace) -> None:
         asyncio.run(start_autoscaled_node(state, args.name))
     else:
         asyncio.run(stop_autoscaled_node(state, args.name))
+
+
+async def _delete_nodes(state: Path, names: list[str]) -> None:
+    """The Node objects of the cluster autoscaler's nodes, which `down` removes for good
+    (a cloud's node lifecycle controller deletes those whose instance is gone); a
+    cluster that does not answer keeps them, and its autoscaler deletes them when it
+    starts again."""
+    try:
+        async with asyncio.timeout(15), Client.from_kubeconfig(
+                ClusterCertificates(state).kubeconfig("admin")
+                if _saved_cluster(state).get("secure") else state / "kubeconfig") as client:
+            for name in names:
+                with contextlib.suppress(NotFound):
+                    await client.resource("nodes").delete(name)
+                print(f"deleted node {name}", flush=True)
+    except (ClientError, KubeconfigError, OSError, TimeoutError) as error:
+        print(f"left the Node objects of {', '.join(names)}: {error}", flush=True)
 
 
 def cluster_running(state: Path, cluster: dict[str, Any]) -> bool:
