@@ -85,7 +85,7 @@ async def measure(args: argparse.Namespace) -> list[Row]:
                 "--port=0", stdout=scheduler_log, stderr=scheduler_log))
             processes.append(await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "minikube_py.autoscaler", f"--kubeconfig={kubeconfig}",
-                f"--nodes=1:{most}:{GROUP}", f"--node-cpu={NODE_CPU}",
+                "--port=0", f"--nodes=1:{most}:{GROUP}", f"--node-cpu={NODE_CPU}",
                 "--scan-interval=1s", f"--scale-down-unneeded-time={unneeded}s",
                 "--scale-down-delay-after-add=0s", "--v=2", stdout=log, stderr=log))
         try:

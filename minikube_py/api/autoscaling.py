@@ -1,12 +1,16 @@
 """HorizontalPodAutoscaler behavior defaults, shared by the API server's defaulting and the
 HPA controller (upstream's pkg/apis/autoscaling/v2/defaults.go: GenerateHPAScaleUpRules,
-GenerateHPAScaleDownRules)."""
+GenerateHPAScaleDownRules); and the label of the cluster autoscaler's nodes."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from minikube_py.api import Obj
+
+NODE_GROUP_LABEL = "autoscaler.minikube-py.io/node-group"
+"""The node group a node of the cluster autoscaler's belongs to: its kubelet registers
+with it (the launcher's nodes: `--node-labels`), the autoscaler counts its group by it."""
 
 
 def default_scale_up_rules() -> Obj:

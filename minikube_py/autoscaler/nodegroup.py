@@ -1,9 +1,11 @@
-"""The node group the cluster autoscaler grows and shrinks: hollow nodes (upstream's
-kubemark cloud provider, cloudprovider/kubemark), run in this process.
+"""The node group the cluster autoscaler grows and shrinks (upstream's
+cloudprovider.NodeGroup), and its first kind: hollow nodes (upstream's kubemark cloud
+provider, cloudprovider/kubemark), run in this process. The other kind, network-namespace
+nodes of a `minikube-py up` cluster, is netns_nodegroup.py.
 
-    template_node()      what a new node would look like: the Node a hollow kubelet of this
+    template_node()      what a new node would look like: the Node a kubelet of this
                          group registers (capacity, allocatable, labels), for simulation
-    increase_size(n)     start n more hollow kubelets; they register their Nodes
+    increase_size(n)     start n more kubelets; they register their Nodes
     delete_node(name)    stop the node's kubelet, then delete its Node object
 """
 
@@ -11,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from typing import Protocol
 
 from minikube_py.api import Obj
+from minikube_py.api.autoscaling import NODE_GROUP_LABEL
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.kubelet.eviction import parse_thresholds
@@ -20,7 +24,36 @@ from minikube_py.kubelet.hollow import HOLLOW_ROOT, HollowNodes
 from minikube_py.kubelet.kubelet import KubeletConfig
 from minikube_py.kubelet.node_status import HostInfo, node_allocatable, node_capacity
 
-NODE_GROUP_LABEL = "autoscaler.minikube-py.io/node-group"
+
+class NodeGroup(Protocol):
+    """What the loop asks of a node group (upstream's cloudprovider.NodeGroup)."""
+
+    name: str
+    min_size: int
+    max_size: int
+
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+    def target_size(self) -> int: ...
+    def node_names(self) -> set[str]: ...
+    def template_node(self) -> Obj: ...
+    async def increase_size(self, delta: int) -> list[str]: ...
+    async def delete_node(self, name: str) -> None: ...
+
+
+def template_node(group: str, host: HostInfo) -> Obj:
+    """TemplateNodeInfo: the Node a new member registers, as the kubelet fills it in on
+    a machine like `host`."""
+    capacity = node_capacity(host)
+    allocatable = node_allocatable(capacity, {}, {},
+                                   parse_thresholds(KubeletConfig.eviction_hard))
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": f"template-node-for-{group}",
+                         "labels": {NODE_GROUP_LABEL: group,
+                                    "kubernetes.io/os": "linux",
+                                    "kubernetes.io/arch": host.architecture,
+                                    "kubernetes.io/hostname": f"template-{group}"}},
+            "spec": {}, "status": {"capacity": capacity, "allocatable": allocatable}}
 
 
 class HollowNodeGroup:
@@ -48,17 +81,7 @@ class HollowNodeGroup:
         return set(self.nodes.kubelets)
 
     def template_node(self) -> Obj:
-        """TemplateNodeInfo: the Node a new member registers, as the kubelet fills it in."""
-        capacity = node_capacity(self.host)
-        allocatable = node_allocatable(capacity, {}, {},
-                                       parse_thresholds(KubeletConfig.eviction_hard))
-        return {"apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": f"template-node-for-{self.name}",
-                             "labels": {NODE_GROUP_LABEL: self.name,
-                                        "kubernetes.io/os": "linux",
-                                        "kubernetes.io/arch": self.host.architecture,
-                                        "kubernetes.io/hostname": f"template-{self.name}"}},
-                "spec": {}, "status": {"capacity": capacity, "allocatable": allocatable}}
+        return template_node(self.name, self.host)
 
     async def increase_size(self, delta: int) -> list[str]:
         """IncreaseSize: start `delta` more hollow nodes at once; their names."""

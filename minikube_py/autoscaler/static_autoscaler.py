@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from minikube_py.api import Obj
 from minikube_py.api.podutil import pod_condition
-from minikube_py.autoscaler.nodegroup import HollowNodeGroup
+from minikube_py.autoscaler.nodegroup import NodeGroup
 from minikube_py.autoscaler.simulator import (
     TO_BE_DELETED_TAINT,
     Filters,
@@ -95,7 +95,7 @@ def is_terminal(pod: Obj) -> bool:
 class ClusterAutoscaler(Component):
     """Grows the node group for pods that do not fit, and shrinks it when nodes idle."""
 
-    def __init__(self, client: Client, group: HollowNodeGroup,
+    def __init__(self, client: Client, group: NodeGroup,
                  options: AutoscalingOptions | None = None) -> None:
         self.client = client
         self.group = group

@@ -13,7 +13,7 @@ import yaml
 from minikube_py.api import Obj
 from minikube_py.api.meta import rfc3339
 from minikube_py.api.podutil import pod_condition
-from minikube_py.autoscaler.nodegroup import NODE_GROUP_LABEL, HollowNodeGroup
+from minikube_py.autoscaler.nodegroup import NODE_GROUP_LABEL, NodeGroup
 from minikube_py.client.errors import APIStatusError, NotFound
 from minikube_py.client.rest import Client
 
@@ -41,7 +41,7 @@ class StatusWriter:
         return {"status": status, **extra, "lastProbeTime": now,
                 "lastTransitionTime": self.transitions[key][1]}
 
-    def render(self, group: HollowNodeGroup, nodes: list[Obj], scaling_up: bool,
+    def render(self, group: NodeGroup, nodes: list[Obj], scaling_up: bool,
                candidates: list[str], moment: datetime) -> str:
         """The status document (YAML)."""
         now = rfc3339(moment)
@@ -81,7 +81,7 @@ class StatusWriter:
         }
         return yaml.safe_dump(document, sort_keys=False)
 
-    async def write(self, group: HollowNodeGroup, nodes: list[Obj], scaling_up: bool,
+    async def write(self, group: NodeGroup, nodes: list[Obj], scaling_up: bool,
                     candidates: list[str]) -> None:
         """Create or update the ConfigMap (a failure is logged: the next loop retries)."""
         moment = datetime.now(UTC)

@@ -37,9 +37,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from minikube_py.client.errors import ClientError
+from minikube_py.api.autoscaling import NODE_GROUP_LABEL
+from minikube_py.client.errors import ClientError, NotFound
 from minikube_py.client.kubeconfig import KubeconfigError, load_kubeconfig
 from minikube_py.client.logs import setup_logging
+from minikube_py.client.rest import Client
 from minikube_py.cluster.addons import (
     ADDONS,
     DASHBOARD_IMAGE,
@@ -50,8 +52,18 @@ from minikube_py.cluster.addons import (
     remove_dashboard,
 )
 from minikube_py.cluster.apiserver import APIServerProcess, ServingTLS
+from minikube_py.cluster.autoscaled import (
+    AUTOSCALED,
+    AUTOSCALED_GROUP,
+    MAX_AUTOSCALED,
+    autoscaled_networks,
+    read_autoscaled,
+    remove_node_files,
+    write_autoscaled,
+)
 from minikube_py.cluster.certs import ClusterCertificates
 from minikube_py.cluster.components import (
+    ClusterAutoscalerProcess,
     ControllerManagerProcess,
     DNSProcess,
     HollowNodesProcess,
@@ -126,7 +138,7 @@ from minikube_py.process import (
 DEFAULT_PORTS = {"etcd-client": 2379, "etcd-peer": 2380, "apiserver": 6443,
                  "controller-manager": 10257, "scheduler": 10259, "registry": 5000,
                  "dns": 10053, "dns-metrics": 9153, "hollow-nodes": 10251, "metrics": 4443,
-                 "tracing": 4318}
+                 "tracing": 4318, "cluster-autoscaler": 8085}
 NODE_PORTS = {"kubelet": 10250, "kubelet-healthz": 10248, "proxy-healthz": 10256,
               "proxy-metrics": 10249}
 """Upstream's ports, on each node's own address: every node has a network of its own."""
@@ -134,7 +146,7 @@ NODE_PORTS = {"kubelet": 10250, "kubelet-healthz": 10248, "proxy-healthz": 10256
 # reverse order. A node's component is named node-N/<component>.
 STAGES = (("registry", "etcd", "tracing", "haproxy"), ("apiserver",),
           ("controller-manager", "scheduler", "containerd", "proxy", "dns", "metrics"),
-          ("kubelet", "hollow-nodes"))
+          ("kubelet", "hollow-nodes", "cluster-autoscaler"))
 COMPONENTS = tuple(name for stage in STAGES for name in stage)
 NODE_COMPONENTS = ("containerd", "kubelet", "proxy")
 CLUSTER_DNS = "10.96.0.10"
@@ -147,7 +159,7 @@ address from here works, and no packet to one ever leaves the machine."""
 
 
 CONFIGURABLE = ("apiserver", "controller-manager", "scheduler", "kubelet", "proxy", "dns",
-                "metrics")
+                "metrics", "cluster-autoscaler")
 """The components whose flags `up --extra-config COMPONENT.FLAG=VALUE` sets."""
 
 
@@ -166,6 +178,21 @@ def parse_extra_config(settings: list[str]) -> dict[str, dict[str, str]]:
                  f"{', '.join(CONFIGURABLE)}")
         parsed.setdefault(component, {})[flag] = value
     return parsed
+
+
+def parse_autoscale_nodes(text: str) -> tuple[int, int]:
+    """`--autoscale-nodes MIN:MAX` -> (MIN, MAX): the cluster autoscaler's node group
+    keeps between MIN and MAX nodes of its own (besides node-1 ... node-N)."""
+    low, colon, high = text.partition(":")
+    try:
+        bounds = int(low), int(high)
+    except ValueError:
+        bounds = (-1, -1)
+    if not colon or not 0 <= bounds[0] <= bounds[1] or not 1 <= bounds[1] <= MAX_AUTOSCALED:
+        fail(f"--autoscale-nodes wants MIN:MAX with 0 <= MIN <= MAX and 1 <= MAX <= "
+             f"{MAX_AUTOSCALED} (the autoscaler's nodes besides node-1 ... node-N), e.g. "
+             f"0:2, not {text!r}")
+    return bounds
 
 
 def home() -> Path:
@@ -247,7 +274,8 @@ def first_pod_cidr_seed(cluster: dict[str, Any]) -> int:
 def _cluster(state: Path, verbosity: int, nodes: int | None, simulated_nodes: int | None,
              extra_config: dict[str, dict[str, str]] | None = None,
              secure: bool | None = None, tracing_endpoint: str | None = None,
-             layout: str | None = None, ha: bool | None = None) -> dict[str, Any]:
+             layout: str | None = None, ha: bool | None = None,
+             autoscale_nodes: tuple[int, int] | None = None) -> dict[str, Any]:
     """This cluster's ports, nodes and their pod CIDRs: chosen once (defaults, else free
     ones) and remembered in cluster.json, with the components' log verbosity (which the
     supervisor's restarts use too), the numbers of nodes and hollow nodes and the extra
@@ -267,6 +295,8 @@ def _cluster(state: Path, verbosity: int, nodes: int | None, simulated_nodes: in
     cluster.setdefault("layout", default_layout(cluster["secure"]))
     if ha:
         cluster["ha"] = True
+    if autoscale_nodes is not None:
+        cluster["autoscaleNodes"] = list(autoscale_nodes)
     if tracing_endpoint is not None:  # "": back to the cluster's own receiver
         cluster["tracingEndpoint"] = tracing_endpoint
     if nodes is not None:
@@ -363,11 +393,14 @@ def apiserver_url(cluster: dict[str, Any]) -> str:
     return f"{scheme}://{address}:{cluster['ports']['apiserver']}"
 
 
-def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProcess]:
+def components(state: Path, cluster: dict[str, Any], *, autoscaled: bool = False,
+               ) -> dict[str, ComponentProcess]:
     """Every component of the cluster in `state` as a daemon: its log is
     logs/<name>.log and its pid file run/<name>.pid (node-N/kubelet for a node's). The
     nodes and DNS are left out where this machine cannot run containers; the control
-    plane then listens on loopback only."""
+    plane then listens on loopback only. `autoscaled`: also the containerd and kubelet
+    of each node the cluster autoscaler added (which the autoscaler starts and stops,
+    not `up` or the supervisor)."""
     ports = cluster["ports"]
     network = cluster_network(cluster)
     extra = cluster.get("extraConfig") or {}
@@ -450,13 +483,22 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
     # kubernetes-dashboard: kube_system_addons.py, kubeadm/addons.py, addons.py)
     registry = f"{address}:{ports['registry']}"
     nodes = node_networks(cluster)
+    if cluster.get("autoscaleNodes") and network is not None:
+        # a host process: its nodes are network namespaces (docs/decisions.md)
+        low, high = cluster["autoscaleNodes"]
+        processes["cluster-autoscaler"] = ClusterAutoscalerProcess(
+            certs.kubeconfig("admin") if certs is not None else state / "kubeconfig",
+            nodes=f"{low}:{high}:{AUTOSCALED_GROUP}", cloud_config=state / "cluster.json",
+            port=ports["cluster-autoscaler"], extra_args=flags("cluster-autoscaler"),
+            **files("cluster-autoscaler"))
+    grown = autoscaled_networks(state, network) if autoscaled and network is not None else []
     if is_ha(cluster):
         # the control-plane endpoint: TCP to each control-plane node's API server
         processes["haproxy"] = HAProxyProcess(
             state / "haproxy" / "haproxy.cfg", address=address, port=ports["apiserver"],
             servers=[(node.name, node.address, ports["apiserver"]) for node in nodes
                      if node.name in CONTROL_PLANES], **files("haproxy"))
-    for node in nodes:
+    for node in [*nodes, *grown]:
         config = node_config(state, node.name, node.pod_cidr, registry, netns=node.path)
         in_node = {"address": node.address, "netns": node.path}
         processes[f"{node.name}/containerd"] = Containerd(
@@ -475,6 +517,8 @@ def components(state: Path, cluster: dict[str, Any]) -> dict[str, ComponentProce
                         *((f"--pod-manifest-path={manifest_dir(state, node.name)}",
                            f"--register-with-taints={CONTROL_PLANE_TAINT}:NoSchedule")
                           if initial else ()),
+                        *((f"--node-labels={NODE_GROUP_LABEL}={AUTOSCALED_GROUP}",)
+                          if node in grown else ()),
                         *traced, *flags("kubelet")),
             bootstrap_kubeconfig=(certs.bootstrap_kubeconfig(node.name)
                                   if certs is not None and not initial else None),
@@ -558,6 +602,10 @@ def up(args: argparse.Namespace) -> None:
         fail(f"--nodes must be between 1 and 50, not {args.nodes}")
     extra_config = (parse_extra_config(args.extra_config) if args.extra_config is not None
                     else None)
+    autoscale_nodes = (parse_autoscale_nodes(args.autoscale_nodes)
+                       if args.autoscale_nodes is not None else None)
+    if autoscale_nodes is not None and (reason := runtime_missing()) is not None:
+        fail(f"--autoscale-nodes: this machine cannot run a node: {reason}")
     if args.nodes is not None and (reason := runtime_missing()) is not None:
         fail(f"--nodes {args.nodes}: this machine cannot run a node: {reason}")
     saved = _saved_cluster(state)
@@ -587,6 +635,10 @@ def up(args: argparse.Namespace) -> None:
         if extra_config is not None and (saved.get("extraConfig") or {}) != extra_config:
             fail("the cluster runs with other --extra-config settings: `minikube-py down` "
                  "first to start it with these")
+        if autoscale_nodes is not None and saved.get("autoscaleNodes") != list(
+                autoscale_nodes):
+            fail("the cluster runs with another --autoscale-nodes: `minikube-py down` first "
+                 "to start it with this one")
     # before anything is written: another home's running cluster keeps its network
     network = cluster_network(saved) if saved.get("network") else None
     if not saved.get("network") and runtime_missing() is None:
@@ -603,7 +655,8 @@ def up(args: argparse.Namespace) -> None:
         fail(f"--tracing-endpoint must be an http:// or https:// URL (an OTLP/HTTP "
              f"receiver, e.g. http://127.0.0.1:4318), not {args.tracing_endpoint!r}")
     cluster = _cluster(state, args.v, args.nodes, args.simulated_nodes, extra_config,
-                       args.secure, args.tracing_endpoint, args.layout, args.ha)
+                       args.secure, args.tracing_endpoint, args.layout, args.ha,
+                       autoscale_nodes)
     if cluster.get("secure"):
         _make_certificates(state, cluster)
     write_tracing_config(state, cluster)
@@ -616,6 +669,9 @@ def up(args: argparse.Namespace) -> None:
                 init_configuration(state, cluster), processes,
                 lambda name: _start(state, name, processes[name], started),
                 lambda: _approve_serving(state, cluster, processes), started))
+            if "cluster-autoscaler" in processes:
+                asyncio.run(_start(state, "cluster-autoscaler",
+                                   processes["cluster-autoscaler"], started))
         else:
             asyncio.run(_start_all(state, processes, started))
             if cluster.get("secure"):
@@ -852,7 +908,12 @@ def down(args: argparse.Namespace) -> None:
     cluster's); --purge also deletes the cluster's data."""
     state = home()
     cluster = _saved_cluster(state)
-    asyncio.run(_stop_all(state, components(state, cluster)))
+    if read_autoscaled(state) and cluster_running(state, cluster):
+        asyncio.run(_delete_nodes(state, list(read_autoscaled(state))))
+    asyncio.run(_stop_all(state, components(state, cluster, autoscaled=True)))
+    for name in read_autoscaled(state):  # gone with their namespaces below
+        remove_node_files(state, name)
+    (state / AUTOSCALED).unlink(missing_ok=True)
     network = cluster_network(cluster)
     if network is not None and state.exists():
         other = running_owner(network, state)
@@ -867,6 +928,114 @@ def down(args: argparse.Namespace) -> None:
     if args.purge and state.exists():
         shutil.rmtree(state)
         print(f"deleted {state}")
+
+
+def reserve_autoscaled_node(state: Path, group: str) -> str:
+    """The cluster autoscaler's IncreaseSize, first step: a name (the lowest free index)
+    and a pod CIDR nobody routes, recorded in autoscaled.json."""
+    cluster = _saved_cluster(state)
+    recorded = read_autoscaled(state)
+    taken = {node["index"] for node in recorded.values() if node["group"] == group}
+    index = next(i for i in range(1, len(taken) + 2) if i not in taken)
+    used = {*cluster.get("podCIDRs", {}).values(), *(n["podCIDR"] for n in recorded.values())}
+    seed = first_pod_cidr_seed(cluster) + 64 + index
+    while (cidr := free_pod_cidr(seed=seed)) in used:
+        seed += 1
+    name = f"{group}-{index}"
+    recorded[name] = {"group": group, "index": index, "podCIDR": cidr}
+    write_autoscaled(state, recorded)
+    return name
+
+
+def _autoscaled_processes(state: Path, name: str) -> tuple[NodeNetwork, Containerd,
+                                                             KubeletProcess]:
+    cluster = _saved_cluster(state)
+    network = cluster_network(cluster)
+    assert network is not None
+    node = next(node for node in autoscaled_networks(state, network) if node.name == name)
+    processes = components(state, cluster, autoscaled=True)
+    containerd, kubelet = processes[f"{name}/containerd"], processes[f"{name}/kubelet"]
+    assert isinstance(containerd, Containerd) and isinstance(kubelet, KubeletProcess)
+    return node, containerd, kubelet
+
+
+async def start_autoscaled_node(state: Path, name: str) -> None:
+    """IncreaseSize for one reserved node, as `up` starts a worker: its namespace, its
+    containerd (the shipped images loaded), its kubelet joined with the bootstrap token,
+    its serving certificate approved. What already runs is kept (a restarted autoscaler)."""
+    node, containerd, kubelet = _autoscaled_processes(state, name)
+    network = cluster_network(_saved_cluster(state))
+    assert network is not None
+    started = time.monotonic()
+    if await asyncio.to_thread(network.ensure_node, node):
+        print(f"network: {name} at {node.address} in namespace {node.namespace}", flush=True)
+    await _start(state, f"{name}/containerd", containerd, started)
+    await _start(state, f"{name}/kubelet", kubelet, started)
+    if kubelet.bootstrap_kubeconfig is not None:
+        await approve_serving_certificates(ClusterCertificates(state).kubeconfig("admin"), {
+            name: (node.address, kubelet.root_dir / "pki" / SERVING_PAIR)})
+
+
+async def stop_autoscaled_node(state: Path, name: str) -> None:
+    """DeleteNodes for one node (drained, its Node object deleted): its kubelet and
+    containerd stopped (the pods, shims and mounts cleared), its namespace, veth and
+    route removed, its files deleted, and its record."""
+    node, containerd, kubelet = _autoscaled_processes(state, name)
+    await _stop(f"{name}/kubelet", kubelet)
+    await _stop(f"{name}/containerd", containerd)
+    network = cluster_network(_saved_cluster(state))
+    assert network is not None
+    await asyncio.to_thread(network.remove_node, node)
+    remove_node_files(state, name)
+    recorded = read_autoscaled(state)
+    recorded.pop(name, None)
+    write_autoscaled(state, recorded)
+
+
+def autoscaled_node(args: argparse.Namespace) -> None:
+    """`minikube-py autoscaled-node add GROUP | list GROUP | start NAME | remove NAME`:
+    the cloud's API the cluster autoscaler calls for its node group
+    (autoscaler/netns_nodegroup.py); `add` says `added NAME` last, and removes what it
+    made when the node fails to start; `list` prints the group's nodes, one a line."""
+    state = home()
+    if not cluster_running(state, _saved_cluster(state)):
+        fail(f"no running cluster in {state}: `minikube-py up` first")
+    if args.action == "add":
+        name = reserve_autoscaled_node(state, args.name)
+        try:
+            asyncio.run(start_autoscaled_node(state, name))
+        except (ComponentProcessError, ImageLoadError, NodeNetworkError, ClientError,
+                OSError, TimeoutError) as error:
+            asyncio.run(stop_autoscaled_node(state, name))
+            fail(f"node {name} did not start (it is removed again): {error}")
+        print(f"added {name}", flush=True)
+    elif args.action == "list":
+        for name, node in read_autoscaled(state).items():
+            if node["group"] == args.name:
+                print(name)
+    elif args.name not in read_autoscaled(state):
+        fail(f"no node {args.name!r} of the cluster autoscaler in {state / AUTOSCALED}")
+    elif args.action == "start":
+        asyncio.run(start_autoscaled_node(state, args.name))
+    else:
+        asyncio.run(stop_autoscaled_node(state, args.name))
+
+
+async def _delete_nodes(state: Path, names: list[str]) -> None:
+    """The Node objects of the cluster autoscaler's nodes, which `down` removes for good
+    (a cloud's node lifecycle controller deletes those whose instance is gone); a
+    cluster that does not answer keeps them, and its autoscaler deletes them when it
+    starts again."""
+    try:
+        async with asyncio.timeout(15), Client.from_kubeconfig(
+                ClusterCertificates(state).kubeconfig("admin")
+                if _saved_cluster(state).get("secure") else state / "kubeconfig") as client:
+            for name in names:
+                with contextlib.suppress(NotFound):
+                    await client.resource("nodes").delete(name)
+                print(f"deleted node {name}", flush=True)
+    except (ClientError, KubeconfigError, OSError, TimeoutError) as error:
+        print(f"left the Node objects of {', '.join(names)}: {error}", flush=True)
 
 
 def cluster_running(state: Path, cluster: dict[str, Any]) -> bool:
@@ -972,7 +1141,7 @@ def status(args: argparse.Namespace) -> None:
     the nodes with their Ready condition and pods. Exit 1 unless everything runs."""
     state = home()
     cluster = _saved_cluster(state)
-    processes = components(state, cluster)
+    processes = components(state, cluster, autoscaled=True)
     node_reason = runtime_missing()
     checks = asyncio.run(_readiness(processes))
     running = True
@@ -1185,6 +1354,13 @@ def main(argv: list[str] | None = None) -> None:
                             "controller-manager and a scheduler, behind haproxy on this "
                             "machine; remembered for later `up`s (to change it, `down "
                             "--purge` first)")
+    start.add_argument("--autoscale-nodes", default=None, metavar="MIN:MAX",
+                       help="run the cluster autoscaler, whose node group adds real nodes "
+                            "(autoscaled-1, -2, ..., network namespaces like node-N) for "
+                            "pods that fit no node and removes them when they idle, keeping "
+                            "between MIN and MAX of them; its flags with --extra-config "
+                            "cluster-autoscaler.FLAG=VALUE (e.g. scale-down-unneeded-time="
+                            "20s); remembered for later `up`s (to change it, `down` first)")
     start.set_defaults(run=up)
     stop = commands.add_parser("down", help="stop the cluster")
     stop.add_argument("--purge", action="store_true", help="also delete the cluster's data")
@@ -1198,6 +1374,11 @@ def main(argv: list[str] | None = None) -> None:
     show.set_defaults(run=logs)
     commands.add_parser("supervise", help="restart components that die (`up` starts it)"
                         ).set_defaults(run=supervise)
+    grow = commands.add_parser("autoscaled-node", help="add, list, start or remove the "
+                               "nodes of the cluster autoscaler's group (it calls this)")
+    grow.add_argument("action", choices=("add", "list", "start", "remove"))
+    grow.add_argument("name", help="add, list: the node group; start, remove: the node")
+    grow.set_defaults(run=autoscaled_node)
     commands.add_parser("etcdctl-env", help="print the environment etcdctl needs for "
                         "this cluster's etcd: source <(minikube-py etcdctl-env)"
                         ).set_defaults(run=etcdctl_env)

@@ -216,6 +216,30 @@ class GatewayProcess(ClientComponentProcess):
     module = "minikube_py.gateway"
 
 
+class ClusterAutoscalerProcess(ClientComponentProcess):
+    """`python -m minikube_py.autoscaler --cloud-provider=minikube-py`: the cluster
+    autoscaler (`up --autoscale-nodes MIN:MAX`), a host process: its node group's nodes
+    are network namespaces, which only this machine's root can make. /healthz on its
+    port."""
+
+    component = "the cluster autoscaler"
+    module = "minikube_py.autoscaler"
+
+    def __init__(self, kubeconfig: Path, log_path: Path, *, nodes: str, cloud_config: Path,
+                 **options: Any) -> None:
+        """`nodes`: its --nodes MIN:MAX:NAME; `cloud_config`: the cluster's cluster.json.
+        `options`: those of every ClientComponentProcess (port, pid_file, ...)."""
+        super().__init__(kubeconfig, log_path, **options)
+        self.nodes = nodes
+        self.cloud_config = cloud_config
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", self.module, f"--kubeconfig={self.kubeconfig}",
+                f"--bind-address={self.address}", f"--port={self.port}", f"--nodes={self.nodes}",
+                "--cloud-provider=minikube-py", f"--cloud-config={self.cloud_config}",
+                *self.extra_args]
+
+
 class DashboardProcess(ClientComponentProcess):
     """`python -m minikube_py.dashboard`: the page and its event stream over HTTPS,
     /healthz once its informers have synced. With `front_proxy`, it lets in only that

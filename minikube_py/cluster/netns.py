@@ -42,6 +42,7 @@ NETNS_DIR = Path("/var/run/netns")
 DEFAULT_PREFIX = "mk-"
 DEFAULT_NODE_NETWORK = "172.18.0.0/24"
 FIRST_NODE_HOST = 11  # node-1 is .11, node-2 .12, ...
+FIRST_AUTOSCALED_HOST = 101  # the cluster autoscaler's nodes: .101, .102, ...
 
 
 class NodeNetworkError(Exception):
@@ -92,6 +93,14 @@ class ClusterNetwork:
                            namespace=f"{self.prefix}node-{index}",
                            address=str(self.network[FIRST_NODE_HOST - 1 + index]),
                            pod_cidr=pod_cidr, host_veth=f"{self.prefix}v{index}")
+
+    def autoscaled_node(self, group: str, index: int, pod_cidr: str) -> NodeNetwork:
+        """A node the cluster autoscaler added to its group (`up --autoscale-nodes`):
+        <group>-<index>, at .101 upward, its veth <prefix>a<index>."""
+        name = f"{group}-{index}"
+        return NodeNetwork(name=name, index=index, namespace=f"{self.prefix}{name}",
+                           address=str(self.network[FIRST_AUTOSCALED_HOST - 1 + index]),
+                           pod_cidr=pod_cidr, host_veth=f"{self.prefix}a{index}")
 
     def control_plane(self, pod_cidr: str, name: str = "control-plane",
                       number: int = 1) -> NodeNetwork:

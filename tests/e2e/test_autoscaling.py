@@ -13,11 +13,19 @@ the cluster's), sent again each time a request's duration ends, until the case s
 Upstream's behavior cases size load in "replicas": usageForReplicas(n) is the CPU of
 n - 0.5 pods at the target (HPA rounds up), with the same request (here 200m where
 upstream has 500m: this machine has 2 cores) and target (25%).
+
+The cluster also runs the cluster autoscaler (`up --autoscale-nodes 0:2`), its periods
+shortened too (a scan every 2 s, a node unneeded for 20 s goes): a pod that fits no node
+makes it add a network-namespace node, and the node goes with its namespace and veth
+once the pod does.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import re
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.e2e.helpers import apply, get, until
 from tests.test_cluster_cli import kubectl, launcher
@@ -41,7 +50,11 @@ EXTRA_CONFIG = (
     f"{DOWNSCALE_STABILIZATION:.0f}s",
     "controller-manager.horizontal-pod-autoscaler-cpu-initialization-period=10s",
     "metrics.metric-resolution=2s",
+    "cluster-autoscaler.scan-interval=2s",
+    "cluster-autoscaler.scale-down-unneeded-time=20s",
+    "cluster-autoscaler.scale-down-delay-after-add=10s",
 )
+AUTOSCALE_NODES = "0:2"
 
 POD_CPU_REQUEST = 200  # millicores: upstream's 500m, scaled to a 2-core machine
 TARGET_PERCENT = 25  # upstream's targetCPUUtilizationPercent
@@ -103,7 +116,7 @@ spec:
 def cluster(fast_tmp: Path) -> Iterator[Path]:
     home = fast_tmp / "autoscaling"
     config = [flag for setting in EXTRA_CONFIG for flag in ("--extra-config", setting)]
-    launcher(home, "up", *config)
+    launcher(home, "up", *config, f"--autoscale-nodes={AUTOSCALE_NODES}")
     try:
         launcher(home, "image", "build", IMAGE)
         apply(home, consumer("web", 1, 100) + "---" + consumer("steady", 3, POD_CPU_REQUEST)
@@ -270,3 +283,91 @@ def test_with_scale_up_limited_to_one_pod_per_window_it_adds_one_at_a_time(
     assert [(old, new) for _, old, new in scales] == [(1, 2), (2, 3)]
     waited_for_3 = (scales[1][0] - scales[0][0]).total_seconds()
     assert waited_for_3 > LIMIT_WINDOW, waited_for_3
+
+
+OVERFLOW = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: overflow}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: overflow}}
+  template:
+    metadata: {labels: {app: overflow}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: main
+        image: busybox
+        command: [sleep, "36000"]
+        resources: {requests: {cpu: 1500m, memory: 16Mi}}
+"""
+"""1.5 of a node's 2 cores: node-1, which runs the module's consumers, has no room for
+it, and the control-plane node is tainted."""
+
+
+def ip(*args: str) -> str:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=True).stdout
+
+
+def link_exists(name: str) -> bool:
+    return subprocess.run(["ip", "link", "show", name], capture_output=True).returncode == 0
+
+
+def test_the_cluster_autoscaler_adds_a_node_for_a_pod_that_fits_none_and_removes_it_after(
+        cluster: Path) -> None:
+    prefix = json.loads((cluster / "cluster.json").read_text())["network"]["prefix"]
+    apply(cluster, OVERFLOW)
+    try:
+        def running_pod() -> Any:
+            pods = get(cluster, "pods", "-l", "app=overflow")["items"]
+            return next((pod for pod in pods if pod["status"].get("phase") == "Running"),
+                        None)
+        pod = until(running_pod, "the pod to run on a node the autoscaler added", 120)
+        name = pod["metadata"]["name"]
+        node_name = pod["spec"]["nodeName"]
+        assert re.fullmatch(r"autoscaled-\d+", node_name), node_name
+        node = get(cluster, "node", node_name)
+        assert node["metadata"]["labels"]["autoscaler.minikube-py.io/node-group"] == (
+            "autoscaled")
+        assert condition(node, "Ready")["status"] == "True"
+        index = node_name.rpartition("-")[2]
+        namespace, veth = f"{prefix}{node_name}", f"{prefix}a{index}"
+        pod_cidr = ipaddress.ip_network(node["spec"]["podCIDR"])
+        assert namespace in ip("netns", "list").split()
+        assert link_exists(veth)
+
+        def triggered() -> list[dict[str, Any]]:
+            return get(cluster, "events", "--field-selector",
+                       f"involvedObject.name={name},reason=TriggeredScaleUp")["items"]
+        [event] = until(triggered, "the TriggeredScaleUp event on the pod")
+        assert re.fullmatch(r"pod triggered scale-up: \[\{autoscaled \d+->\d+ "
+                            r"\(max: 2\)\}\]", event["message"]), event["message"]
+
+        def status() -> Any:
+            """The status the autoscaler writes each loop, once it counts the node."""
+            written = yaml.safe_load(get(cluster, "configmap", "-n", "kube-system",
+                                         "cluster-autoscaler-status")["data"]["status"])
+            [group] = written["nodeGroups"]
+            return written if group["health"]["nodeCounts"]["registered"]["ready"] else None
+        written = until(status, "the cluster-autoscaler-status ConfigMap to count the node")
+        assert written["autoscalerStatus"] == "Running"
+        [group] = written["nodeGroups"]
+        assert (group["name"], group["health"]["minSize"], group["health"]["maxSize"]) == (
+            "autoscaled", 0, 2)
+    finally:
+        kubectl(cluster, "delete", "deployment", "overflow", "--ignore-not-found")
+
+    def removed() -> bool:
+        names = kubectl(cluster, "get", "nodes", "-o", "name").stdout.split()
+        return f"node/{node_name}" not in names
+    # 20 s unneeded, then drained and removed; nothing else of the module needs the node
+    until(removed, f"{node_name} to be removed once its pod is gone", 120)
+    until(lambda: namespace not in ip("netns", "list").split(),
+          f"the network namespace {namespace} to go")
+    assert not link_exists(veth)
+    routes = [line.split()[0] for line in ip("-4", "route").splitlines()]
+    assert str(pod_cidr) not in routes, routes
+    assert not (cluster / "nodes" / node_name).exists()
+    assert node_name not in json.loads((cluster / "autoscaled.json").read_text())
+

@@ -27,7 +27,9 @@ One component uses others' code as a library, as upstream's does: the cluster au
 (upstream's cluster-autoscaler builds on the scheduler framework's packages), and its node
 group is hollow kubelets in its own process (upstream's kubemark provider). It still
 reaches the scheduler and the kubelets that run only through the API server
-(LIBRARY_IMPORTS).
+(LIBRARY_IMPORTS). Its other node group, network-namespace nodes, runs the launcher's
+`minikube-py autoscaled-node` command as upstream's calls a cloud's API, and imports none
+of the launcher; the label both use is in `api`.
 
 Inside a component, a controller's helper modules (`controllers/deployment/sync.py`,
 `controllers/job/tracking.py`, ...) take a small Protocol of what they use, never the

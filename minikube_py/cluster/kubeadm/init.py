@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from minikube_py.api import Obj
+from minikube_py.api.autoscaling import NODE_GROUP_LABEL
 from minikube_py.api.meta import parse_rfc3339
 from minikube_py.api.resources import RESOURCES, Resource
 from minikube_py.client.errors import ClientError
@@ -259,6 +260,12 @@ async def wait_for_cluster(admin: Path, nodes: int, deadline: float,
             except ClientError as error:
                 waiting = error
             else:
+                # the cluster autoscaler's nodes come and go with it (it starts after)
+                theirs = {node["metadata"]["name"] for node in listed
+                          if NODE_GROUP_LABEL in (node["metadata"].get("labels") or {})}
+                listed = [node for node in listed if node["metadata"]["name"] not in theirs]
+                pods = [pod for pod in pods
+                        if (pod.get("spec") or {}).get("nodeName") not in theirs]
                 not_ready = [node["metadata"]["name"] for node in listed
                              if not _node_ready(node, since)]
                 pending = [pod["metadata"]["name"] for pod in pods
