@@ -108,6 +108,7 @@ class EtcdProcess(ComponentProcess):
             f"--initial-advertise-peer-urls={self.peer_url}",
             f"--initial-cluster={self.name}={self.peer_url}",
             "--initial-cluster-state=new",
+            "--pre-vote=true",  # as the kubeadm layout's (kubeadm/controlplane.py etcd_flags)
             "--logger=zap",
             "--log-level=warn",
             "--log-outputs=stderr",
