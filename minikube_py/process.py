@@ -66,6 +66,33 @@ def pid_alive(pid: int) -> bool:
     return status.rpartition(")")[2].split()[0] != "Z"
 
 
+def started_at(pid: int) -> float | None:
+    """When the process with this pid started (seconds since the epoch, to within a
+    second: the boot time /proc gives is whole seconds), or None if it is gone."""
+    try:
+        ticks = int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19])
+        boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def names_its_process(pid_file: Path, pid: int) -> bool:
+    """Whether `pid`, read from `pid_file`, is still the process the file was written for:
+    alive, and started before the file was written. Pids are reused (32,768 of them by
+    default, cycled in minutes by a busy machine), so a file its process outlived may
+    name a stranger, which a stop must not signal."""
+    if not pid_alive(pid):
+        return False
+    started = started_at(pid)
+    try:
+        written = pid_file.stat().st_mtime
+    except OSError:
+        return False
+    return started is not None and started <= written + 2.0  # btime's rounding, and more
+
+
 class ComponentProcess(ABC):
     """A cluster component run as a child process, its output appended to a log.
 
@@ -162,7 +189,7 @@ class ComponentProcess(ABC):
             pid = int(self.pid_file.read_text())
         except (OSError, ValueError):
             return False
-        if not pid_alive(pid):
+        if not names_its_process(self.pid_file, pid):  # gone, or its pid reused since
             self.pid_file.unlink(missing_ok=True)
             return False
         self._pid, self._child = pid, None

@@ -132,6 +132,7 @@ from minikube_py.process import (
     ComponentProcess,
     ComponentProcessError,
     free_port,
+    names_its_process,
     port_in_use,
 )
 
@@ -755,10 +756,11 @@ def running_owner(network: ClusterNetwork, state: Path) -> Path | None:
         return None
     for pid_file in (owner / "run").glob("*.pid") if (owner / "run").is_dir() else ():
         try:
-            os.kill(int(pid_file.read_text().split()[0]), 0)
+            pid = int(pid_file.read_text().split()[0])
         except (OSError, ValueError, IndexError):
             continue
-        return owner
+        if names_its_process(pid_file, pid):
+            return owner
     return None
 
 

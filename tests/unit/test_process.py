@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from minikube_py.process import (
     ComponentProcess,
     ComponentProcessError,
     pid_alive,
+    started_at,
 )
 
 
@@ -71,6 +73,33 @@ async def test_a_stale_pid_file_is_removed_and_a_new_daemon_started(tmp_path: Pa
         assert pid_file.read_text() == str(sleeper.pid)
     finally:
         await sleeper.stop()
+
+
+async def test_a_pid_file_whose_pid_was_reused_names_no_one_and_stop_signals_no_one(
+        tmp_path: Path) -> None:
+    """A daemon killed -9 leaves its pid file; once the kernel gives its pid to another
+    process (started after the file was written), adopt() must not take that stranger for
+    the daemon, and no stop may signal it."""
+    pid_file = tmp_path / "run" / "sleeper.pid"
+    pid_file.parent.mkdir()
+    stranger = subprocess.Popen(["sleep", "60"])
+    try:
+        started = started_at(stranger.pid)
+        assert started is not None and abs(started - time.time()) < 5
+        pid_file.write_text(str(stranger.pid))
+        # the file is older than the process it names: written 10 s before it started
+        os.utime(pid_file, (started - 10, started - 10))
+        sleeper = Sleeper(tmp_path)
+        assert not sleeper.adopt()
+        assert not pid_file.exists()
+        await Sleeper(tmp_path).stop()  # nothing adopted: nothing signalled
+        assert stranger.poll() is None
+        # the same file written after the process started names it
+        pid_file.write_text(str(stranger.pid))
+        assert Sleeper(tmp_path).adopt()
+    finally:
+        stranger.kill()
+        stranger.wait()
 
 
 async def test_a_taken_port_is_refused_before_anything_starts(tmp_path: Path) -> None:
