@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -107,6 +109,8 @@ def node() -> Iterator[str]:
             in_ns(ns, "ip", "route", "add", "default", "via", "10.251.0.1")
             servers.append(subprocess.Popen(
                 ["nsenter", f"--net={NETNS_DIR / ns}", sys.executable, "-c", SERVER, name]))
+        for name in PODS:  # each server listens before a test connects (a busy machine
+            serving(f"{base}-{name}", servers)  # takes seconds to start a Python)
         yield base
     finally:
         for server in servers:
@@ -114,6 +118,19 @@ def node() -> Iterator[str]:
             server.wait()
         for ns in created:
             run("ip", "netns", "del", ns, check=False)
+
+
+def serving(ns: str, servers: list[subprocess.Popen[bytes]], timeout: float = 60) -> None:
+    """Wait until the pod namespace `ns` listens on 80 and 81 (a server that exited
+    fails at once; `timeout` bounds a failure only)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        listening = in_ns(ns, "ss", "-Hltn", check=False).stdout
+        if all(re.search(rf":{port}\s", listening) for port in (80, 81)):
+            return
+        exited = [server.args for server in servers if server.poll() is not None]
+        assert not exited and time.monotonic() < deadline, (ns, listening, exited)
+        time.sleep(0.05)
 
 
 def connect(base: str, source: str, target: str, port: int) -> str:
