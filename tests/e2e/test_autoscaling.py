@@ -142,6 +142,18 @@ def condition(hpa: Any, kind: str) -> dict[str, str]:
                  if c["type"] == kind), {})
 
 
+NOT_DELIVERED = 3
+POST = f"""
+import sys, urllib.error, urllib.request
+try:
+    urllib.request.urlopen(urllib.request.Request('{{url}}', method='POST'), timeout=5).read()
+except urllib.error.URLError as error:
+    sys.exit({NOT_DELIVERED} if isinstance(error.reason, ConnectionRefusedError) else 4)
+"""
+"""One ConsumeCPU request from the load pod; exit status NOT_DELIVERED when the
+connection was refused (the request reached no consumer), 4 when it may have."""
+
+
 class Load:
     """rc.ConsumeCPU(millicores): keep `millicores` burning behind a Service, one request
     at a time, each sent again when its duration ends; `stop()` sends no more (the one
@@ -167,13 +179,13 @@ class Load:
         while not self.stopped.is_set():
             if self.millicores > 0:
                 query = f"millicores={self.millicores}&durationSec={self.DURATION}"
-                post = ("import urllib.request as r; r.urlopen(r.Request("
-                        f"'{self.url}/ConsumeCPU?{query}', method='POST'), timeout=5).read()")
-                sent = kubectl(self.home, "exec", "load", "--", "python3", "-c", post,
-                               check=False)
-                if sent.returncode != 0:  # a pod going away with the request: go on
+                sent = kubectl(self.home, "exec", "load", "--", "python3", "-c",
+                               POST.format(url=f"{self.url}/ConsumeCPU?{query}"), check=False)
+                if sent.returncode == NOT_DELIVERED:  # refused: a pod going away, again
                     self.stopped.wait(0.5)
                     continue
+                # else sent, or perhaps sent: a request that timed out on a busy machine
+                # may be burning already, and a second one now would double the load
             self.stopped.wait(self.DURATION)
 
     def stop(self) -> None:
