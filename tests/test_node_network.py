@@ -5,6 +5,7 @@ the prefix of a crashed run is known."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,14 +47,23 @@ def leftovers(network: ClusterNetwork) -> list[str]:
             + forward_rules(network))
 
 
+def prefixes_of_dead_runs() -> set[str]:
+    """The prefixes of this test's crashed runs (mkn<pid>-, the pid gone), from what they
+    left: namespaces, or only links (a run killed between its bridge and its nodes left
+    the bridge and its route, which every later run's range then overlaps)."""
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    names = [*(path.name for path in Path("/var/run/netns").glob("mkn*")),
+             *re.findall(r"^\d+: (mkn\S+?)[:@]", links, re.MULTILINE)]
+    pids = {match.group(1) for name in names if (match := re.match(r"mkn(\d+)-", name))}
+    return {f"mkn{pid}-" for pid in pids if not Path(f"/proc/{pid}").exists()}
+
+
 @pytest.fixture
 def network() -> Iterator[ClusterNetwork]:
     if os.geteuid() != 0:
         pytest.skip("network namespaces need root")
-    for stale in Path("/var/run/netns").glob("mkn*-node-*"):  # crashed runs of this test
-        pid = stale.name[3:].split("-", 1)[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            ClusterNetwork(stale.name.split("node-")[0], NODE_NETWORK).remove_all()
+    for stale in prefixes_of_dead_runs():
+        ClusterNetwork(stale, NODE_NETWORK).remove_all()
     built = ClusterNetwork(prefix(), NODE_NETWORK)
     try:
         yield built
