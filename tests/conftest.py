@@ -123,7 +123,18 @@ def remove_scratch_of_dead_runs(root: Path) -> None:
             continue
 
 
+SESSION_PID: list[int] = []  # the process whose run SIGTERM interrupts
+
+
 def interrupted(signum: int, frame: Any) -> None:
+    if os.getpid() not in SESSION_PID:
+        # a fork of the run that inherited the handler (pyroute2 forks to make network
+        # namespaces): it dies of the signal, as before. A KeyboardInterrupt there would
+        # unwind the copy of the run's stack and report the worker interrupted to xdist
+        # over the pipe it shares with the worker.
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     raise KeyboardInterrupt(f"stopped by signal {signum}")
 
 
@@ -133,6 +144,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     clusters and servers it started are stopped (`down --purge`), not left running until
     the next run's sweep of dead runs' scratch dirs."""
     if threading.current_thread() is threading.main_thread():
+        SESSION_PID[:] = [os.getpid()]
         signal.signal(signal.SIGTERM, interrupted)
 
 
