@@ -31,6 +31,7 @@ from minikube_py.cluster.components import KubeletProcess
 from minikube_py.cri import RemoteRuntime
 from minikube_py.gen.cri import api_pb2
 from minikube_py.kubelet.kubelet import KubeletConfig
+from minikube_py.kubelet.metrics import parse_rfc3339
 from minikube_py.process import free_port
 from tests.api_helpers import eventually
 from tests.node_fixtures import KubeletNode, delete_node
@@ -463,6 +464,23 @@ async def test_stats_summary_reports_running_pods(node, api_client, namespace):
     assert "resource_scrape_error 0" in metrics
     assert float(next(line for line in metrics.splitlines()
                       if line.startswith("node_cpu_usage_seconds_total ")).split()[1]) > 0
+
+    # Each reading carries the time the runtime took it, so the rate between two of them
+    # is the CPU really used: a busy loop uses at most one core, whenever the answers were
+    # written (the time of writing would overstate a rate when the first answer was late)
+    async def reading() -> tuple[float, float]:
+        [pod] = [p for p in json.loads(await http_get(
+            f"http://127.0.0.1:{node.config.port}/stats/summary"))["pods"]
+            if p["podRef"]["name"] == "measured"]
+        cpu = pod["containers"][0]["cpu"]
+        return parse_rfc3339(cpu["time"]), cpu["usageCoreNanoSeconds"] / 1e9
+    first = await reading()
+
+    async def a_second_later() -> tuple[float, float] | None:
+        latest = await reading()
+        return latest if latest[0] - first[0] >= 1.0 else None
+    second = await eventually(a_second_later, timeout=20, what="a reading a second later")
+    assert 0 < (second[1] - first[1]) / (second[0] - first[0]) <= 1.02
 
 
 async def test_the_kubelets_own_endpoints_describe_what_it_runs(node, api_client, namespace):

@@ -6,18 +6,17 @@ this knows where a container's log file is and how to sum CRI stats into the Sum
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from minikube_py.api import Obj
 from minikube_py.api.duration import go_duration
-from minikube_py.api.meta import rfc3339
 from minikube_py.cri import CRIError
 from minikube_py.cri_logs import container_log_path
 from minikube_py.gen.cri import api_pb2
-from minikube_py.kubelet.metrics import RuntimeCounts
+from minikube_py.kubelet.metrics import RuntimeCounts, latest_reading, reading_time
 from minikube_py.kubelet.podstate import (
     CONTAINER_NAME_LABEL,
     MANAGED_LABEL,
@@ -220,22 +219,30 @@ class HostInterface:
         return str(answer.url)
 
     async def stats_summary(self) -> Obj:
-        """/stats/summary from CRI container stats (upstream's Summary API, the core)."""
+        """/stats/summary from CRI container stats (upstream's Summary API, the core).
+
+        Each reading carries the time the runtime took it (CpuUsage.timestamp), not the
+        time this answer is written: the metrics server divides the CPU used between two
+        scrapes by the time between their readings, and on a busy machine the answer may
+        be written a second after the cgroup was read."""
         answer = await self.kubelet.runtime.list_container_stats(
             api_pb2.ListContainerStatsRequest())
-        now = rfc3339(datetime.now(UTC))
+        now = time.time()
         by_pod: dict[str, list[Obj]] = {}
         started = self._container_start_times()
         for stats in answer.stats:
             labels = stats.attributes.labels
+            cpu_at = stats.cpu.timestamp / 1e9 or now
+            memory_at = stats.memory.timestamp / 1e9 or now
             by_pod.setdefault(labels.get("io.kubernetes.pod.uid", ""), []).append({
                 "name": stats.attributes.metadata.name,
-                "startTime": started.get(stats.attributes.id, now),
-                "cpu": {"time": now,
+                "startTime": started.get(stats.attributes.id, reading_time(now)),
+                "cpu": {"time": reading_time(cpu_at),
                         "usageCoreNanoSeconds": stats.cpu.usage_core_nano_seconds.value},
-                "memory": {"time": now,
+                "memory": {"time": reading_time(memory_at),
                            "workingSetBytes": stats.memory.working_set_bytes.value},
-                "rootfs": {"time": now, "usedBytes": stats.writable_layer.used_bytes.value},
+                "rootfs": {"time": reading_time(now),
+                           "usedBytes": stats.writable_layer.used_bytes.value},
             })
         pods = []
         for uid, containers in by_pod.items():
@@ -245,19 +252,23 @@ class HostInterface:
             pods.append({
                 "podRef": {"name": pod["metadata"]["name"],
                            "namespace": pod["metadata"]["namespace"], "uid": uid},
-                "startTime": now, "containers": containers,
-                "cpu": {"time": now, "usageCoreNanoSeconds": sum(
-                    c["cpu"]["usageCoreNanoSeconds"] for c in containers)},
-                "memory": {"time": now, "workingSetBytes": sum(
-                    c["memory"]["workingSetBytes"] for c in containers)},
+                "startTime": reading_time(now), "containers": containers,
+                "cpu": {"time": latest_reading(c["cpu"] for c in containers),
+                        "usageCoreNanoSeconds": sum(
+                            c["cpu"]["usageCoreNanoSeconds"] for c in containers)},
+                "memory": {"time": latest_reading(c["memory"] for c in containers),
+                           "workingSetBytes": sum(
+                               c["memory"]["workingSetBytes"] for c in containers)},
             })
         # The node's usage is what its pods use: the nodes of one machine share its
         # cgroups, so there is no node cgroup of its own to read
-        node = {"nodeName": self.kubelet.node_name, "startTime": now,
-                "cpu": {"time": now, "usageCoreNanoSeconds": sum(
-                    p["cpu"]["usageCoreNanoSeconds"] for p in pods)},
-                "memory": {"time": now, "workingSetBytes": sum(
-                    p["memory"]["workingSetBytes"] for p in pods)}}
+        node = {"nodeName": self.kubelet.node_name, "startTime": reading_time(now),
+                "cpu": {"time": latest_reading([p["cpu"] for p in pods], now),
+                        "usageCoreNanoSeconds": sum(
+                            p["cpu"]["usageCoreNanoSeconds"] for p in pods)},
+                "memory": {"time": latest_reading([p["memory"] for p in pods], now),
+                           "workingSetBytes": sum(
+                               p["memory"]["workingSetBytes"] for p in pods)}}
         return {"node": node, "pods": pods}
 
 

@@ -13,6 +13,7 @@ container stats), the third from the kubelet's pods and a listing of the runtime
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -29,24 +30,38 @@ class Family:
     name: str
     kind: str
     help: str
-    samples: list[tuple[dict[str, str], float]] = field(default_factory=list)
+    samples: list[tuple[dict[str, str], float, int | None]] = field(default_factory=list)
 
-    def add(self, labels: dict[str, str], value: float) -> None:
-        self.samples.append((labels, value))
+    def add(self, labels: dict[str, str], value: float, at: str | None = None) -> None:
+        """A sample; `at` (RFC 3339) is when its value was read, written as the sample's
+        timestamp in milliseconds."""
+        millis = int(parse_rfc3339(at) * 1000) if at else None
+        self.samples.append((labels, value, millis))
 
 
-def exposition(families: list[Family], timestamp_ms: int | None = None) -> str:
+def exposition(families: list[Family]) -> str:
     """The text format: HELP and TYPE lines, then one line per sample."""
     lines = []
-    stamp = f" {timestamp_ms}" if timestamp_ms is not None else ""
     for family in families:
         lines += [f"# HELP {family.name} {family.help}", f"# TYPE {family.name} {family.kind}"]
-        for labels, value in family.samples:
+        for labels, value, millis in family.samples:
             text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
-            number = floatToGoString(value)
-            lines.append(f"{family.name}{{{text}}} {number}{stamp}" if text
-                         else f"{family.name} {number}{stamp}")
+            number = floatToGoString(value) + (f" {millis}" if millis is not None else "")
+            lines.append(f"{family.name}{{{text}}} {number}" if text
+                         else f"{family.name} {number}")
     return "\n".join(lines) + "\n"
+
+
+def reading_time(seconds: float) -> str:
+    """When a reading was taken, as the Summary API writes it: RFC 3339 to the
+    microsecond (a rate over a 2 s window needs more than whole seconds)."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def latest_reading(readings: Iterable[Obj], default: float = 0.0) -> str:
+    """The time of the latest of `readings` (each with a "time"): a sum's time."""
+    times = [parse_rfc3339(r["time"]) for r in readings]
+    return reading_time(max(times, default=default))
 
 
 def parse_rfc3339(text: str) -> float:
@@ -80,21 +95,23 @@ def resource_metrics(summary: Obj | None) -> str:
                    "0 otherwise")
     if summary is not None:
         node = summary.get("node") or {}
-        node_cpu.add({}, (node.get("cpu") or {}).get("usageCoreNanoSeconds", 0) / 1e9)
-        node_memory.add({}, (node.get("memory") or {}).get("workingSetBytes", 0))
+        cpu, memory = node.get("cpu") or {}, node.get("memory") or {}
+        node_cpu.add({}, cpu.get("usageCoreNanoSeconds", 0) / 1e9, cpu.get("time"))
+        node_memory.add({}, memory.get("workingSetBytes", 0), memory.get("time"))
         for pod in summary.get("pods") or []:
             ref = {"namespace": pod["podRef"]["namespace"], "pod": pod["podRef"]["name"]}
-            pod_cpu.add(ref, pod["cpu"]["usageCoreNanoSeconds"] / 1e9)
-            pod_memory.add(ref, pod["memory"]["workingSetBytes"])
+            pod_cpu.add(ref, pod["cpu"]["usageCoreNanoSeconds"] / 1e9, pod["cpu"]["time"])
+            pod_memory.add(ref, pod["memory"]["workingSetBytes"], pod["memory"]["time"])
             for container in pod.get("containers") or []:
                 labels = {"container": container["name"], **ref}
-                container_cpu.add(labels, container["cpu"]["usageCoreNanoSeconds"] / 1e9)
-                container_memory.add(labels, container["memory"]["workingSetBytes"])
+                cpu, memory = container["cpu"], container["memory"]
+                container_cpu.add(labels, cpu["usageCoreNanoSeconds"] / 1e9, cpu["time"])
+                container_memory.add(labels, memory["workingSetBytes"], memory["time"])
                 if container.get("startTime"):
-                    container_start.add(labels, parse_rfc3339(container["startTime"]))
-    stamp = int(datetime.now(UTC).timestamp() * 1000)
+                    container_start.add(labels, parse_rfc3339(container["startTime"]),
+                                        cpu["time"])
     text = exposition([node_cpu, node_memory, pod_cpu, pod_memory, container_cpu,
-                       container_memory, container_start], stamp)
+                       container_memory, container_start])
     error.add({}, 0 if summary is not None else 1)
     return text + exposition([error])
 

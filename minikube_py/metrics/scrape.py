@@ -36,8 +36,8 @@ class NodeScrape:
 
 
 def parse_resource_metrics(text: str, now: float) -> NodeScrape:
-    """The kubelet's /metrics/resource text as readings (sample timestamps in ms win
-    over `now`)."""
+    """The kubelet's /metrics/resource text as readings: a point's time is its CPU
+    sample's timestamp (in ms; `now` for a sample without one), as metrics-server's."""
     scrape = NodeScrape()
     for line in text.splitlines():
         match = SAMPLE.match(line.strip())
@@ -55,9 +55,9 @@ def parse_resource_metrics(text: str, now: float) -> NodeScrape:
                 (labels["namespace"], labels["pod"], labels["container"]), Point())
         else:
             continue
-        point.at = at
         if name.endswith("_cpu_usage_seconds_total"):
-            point.cpu_seconds = float(value)
+            # the CPU reading's time is the point's: the rate divides by it
+            point.cpu_seconds, point.at = float(value), at
         elif name.endswith("_memory_working_set_bytes"):
             point.memory_bytes = float(value)
         elif name == "container_start_time_seconds":
