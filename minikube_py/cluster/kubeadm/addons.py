@@ -258,9 +258,7 @@ def coredns_objects(addons: Addons) -> list[Obj]:
                             "targetPort": DNS_PORT},
                            {"name": "metrics", "port": DNS_METRICS_PORT, "protocol": "TCP",
                             "targetPort": DNS_METRICS_PORT}]}}
-    kubeconfig = {"apiVersion": "v1", "kind": "ConfigMap",
-                  "metadata": _metadata("coredns-kubeconfig", labels),
-                  "data": {"kubeconfig.conf": in_cluster_kubeconfig(addons.server)}}
+    kubeconfig = kubeconfig_config_map("coredns-kubeconfig", labels, addons)
     return [service_account("coredns"), cluster_role,
             cluster_role_binding("system:coredns", "system:coredns", "coredns"),
             kubeconfig, deployment, service]
@@ -331,9 +329,7 @@ def metrics_server_objects(addons: Addons) -> list[Obj]:
                 "priorityClassName": "system-cluster-critical",
                 "serviceAccountName": "metrics-server",
                 "volumes": [_kubeconfig_volume("metrics-server-kubeconfig")[0]]}}}}
-    kubeconfig = {"apiVersion": "v1", "kind": "ConfigMap",
-                  "metadata": _metadata("metrics-server-kubeconfig", labels),
-                  "data": {"kubeconfig.conf": in_cluster_kubeconfig(addons.server)}}
+    kubeconfig = kubeconfig_config_map("metrics-server-kubeconfig", labels, addons)
     return [service_account("metrics-server", labels), reader, role, auth_reader,
             cluster_role_binding("metrics-server:system:auth-delegator",
                                  "system:auth-delegator", "metrics-server"),
@@ -351,6 +347,33 @@ def on_nodes(nodes: Sequence[str]) -> Obj:
     return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
         for node in sorted(nodes)]}}
+
+
+def one_replica_deployment(name: str, labels: Mapping[str, str], container: Obj, *,
+                           account: str | None = None, affinity: Obj | None = None,
+                           volumes: Sequence[Obj] = ()) -> Obj:
+    """A controller's Deployment in kube-system: one replica, replaced by Recreate (two
+    would act on the same objects), a system-cluster-critical Linux pod that tolerates the
+    control plane's taint; `affinity` is its node affinity."""
+    spec: Obj = {"containers": [container], "nodeSelector": {"kubernetes.io/os": "linux"},
+                 "priorityClassName": "system-cluster-critical",
+                 "tolerations": [{"key": CONTROL_PLANE_TAINT, "effect": "NoSchedule",
+                                  "operator": "Exists"}],
+                 "volumes": list(volumes)}
+    if account:
+        spec["serviceAccountName"] = account
+    if affinity:
+        spec["affinity"] = {"nodeAffinity": affinity}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _metadata(name, labels),
+            "spec": {"replicas": 1, "strategy": {"type": "Recreate"},
+                     "selector": {"matchLabels": dict(labels)},
+                     "template": {"metadata": {"labels": dict(labels)}, "spec": spec}}}
+
+
+def kubeconfig_config_map(name: str, labels: Mapping[str, str], addons: Addons) -> Obj:
+    """The ConfigMap of a pod's in-cluster kubeconfig (mounted by _kubeconfig_volume)."""
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _metadata(name, labels),
+            "data": {"kubeconfig.conf": in_cluster_kubeconfig(addons.server)}}
 
 
 # --- the local-path provisioner: rancher's local-path-storage.yaml, as kind ships it ----
@@ -407,34 +430,17 @@ def local_path_provisioner_objects(addons: Addons, nodes_dir: Path,
         "readinessProbe": {**health, "periodSeconds": 2, "failureThreshold": 3},
         "volumeMounts": [_kubeconfig_volume("local-path-provisioner-kubeconfig")[1],
                          {"name": "nodes", "mountPath": str(nodes_dir)}]}
-    deployment = {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": _metadata("local-path-provisioner", labels),
-        "spec": {
-            "replicas": 1,
-            "strategy": {"type": "Recreate"},
-            "selector": {"matchLabels": dict(labels)},
-            "template": {"metadata": {"labels": dict(labels)}, "spec": {
-                "containers": [container],
-                "nodeSelector": {"kubernetes.io/os": "linux"},
-                "affinity": {"nodeAffinity": {
-                    **on_nodes(nodes),
-                    # and the first of them when it has room (control-plane, or node-1),
-                    # as kind's runs on its control plane: the labs can say where it is
-                    "preferredDuringSchedulingIgnoredDuringExecution": [
-                        {"weight": 100, "preference": {"matchFields": [
-                            {"key": "metadata.name", "operator": "In",
-                             "values": sorted(nodes)[:1]}]}}]}},
-                "priorityClassName": "system-cluster-critical",
-                "serviceAccountName": PROVISIONER_ACCOUNT,
-                "tolerations": [{"key": CONTROL_PLANE_TAINT, "effect": "NoSchedule",
-                                 "operator": "Exists"}],
-                "volumes": [_kubeconfig_volume("local-path-provisioner-kubeconfig")[0],
-                            {"name": "nodes", "hostPath": {"path": str(nodes_dir),
-                                                           "type": "Directory"}}]}}}}
-    kubeconfig = {"apiVersion": "v1", "kind": "ConfigMap",
-                  "metadata": _metadata("local-path-provisioner-kubeconfig", labels),
-                  "data": {"kubeconfig.conf": in_cluster_kubeconfig(addons.server)}}
+    # on the first of `nodes` when it has room (control-plane, or node-1), as kind's runs
+    # on its control plane: the labs can say where it is
+    first = {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "preference": {"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": sorted(nodes)[:1]}]}}]}
+    deployment = one_replica_deployment(
+        "local-path-provisioner", labels, container, account=PROVISIONER_ACCOUNT,
+        affinity={**on_nodes(nodes), **first},
+        volumes=[_kubeconfig_volume("local-path-provisioner-kubeconfig")[0],
+                 {"name": "nodes", "hostPath": {"path": str(nodes_dir), "type": "Directory"}}])
+    kubeconfig = kubeconfig_config_map("local-path-provisioner-kubeconfig", labels, addons)
     return [service_account(PROVISIONER_ACCOUNT), role,
             cluster_role_binding("local-path-provisioner-bind", "local-path-provisioner-role",
                                  PROVISIONER_ACCOUNT),
@@ -501,25 +507,10 @@ def gateway_controller_objects(addons: Addons, nodes: Sequence[str]) -> list[Obj
         "livenessProbe": {**health, "periodSeconds": 10, "failureThreshold": 3},
         "readinessProbe": {**health, "periodSeconds": 2, "failureThreshold": 3},
         "volumeMounts": [_kubeconfig_volume("gateway-controller-kubeconfig")[1]]}
-    deployment = {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": _metadata(GATEWAY_CONTROLLER, labels),
-        "spec": {
-            "replicas": 1,
-            "strategy": {"type": "Recreate"},
-            "selector": {"matchLabels": dict(labels)},
-            "template": {"metadata": {"labels": dict(labels)}, "spec": {
-                "containers": [container],
-                "nodeSelector": {"kubernetes.io/os": "linux"},
-                "affinity": {"nodeAffinity": on_nodes(nodes)},
-                "priorityClassName": "system-cluster-critical",
-                "serviceAccountName": GATEWAY_CONTROLLER,
-                "tolerations": [{"key": CONTROL_PLANE_TAINT, "effect": "NoSchedule",
-                                 "operator": "Exists"}],
-                "volumes": [_kubeconfig_volume("gateway-controller-kubeconfig")[0]]}}}}
-    kubeconfig = {"apiVersion": "v1", "kind": "ConfigMap",
-                  "metadata": _metadata("gateway-controller-kubeconfig", labels),
-                  "data": {"kubeconfig.conf": in_cluster_kubeconfig(addons.server)}}
+    deployment = one_replica_deployment(
+        GATEWAY_CONTROLLER, labels, container, account=GATEWAY_CONTROLLER,
+        affinity=on_nodes(nodes), volumes=[_kubeconfig_volume("gateway-controller-kubeconfig")[0]])
+    kubeconfig = kubeconfig_config_map("gateway-controller-kubeconfig", labels, addons)
     return [service_account(GATEWAY_CONTROLLER, labels), role,
             cluster_role_binding(GATEWAY_ROLE, GATEWAY_ROLE, GATEWAY_CONTROLLER),
             kubeconfig, deployment]
@@ -548,19 +539,8 @@ def trace_receiver_objects(addons: Addons) -> list[Obj]:
         "livenessProbe": {**health, "periodSeconds": 10, "failureThreshold": 3},
         "readinessProbe": {**health, "periodSeconds": 10, "failureThreshold": 3},
         "volumeMounts": [{"name": "traces", "mountPath": TRACE_DATA}]}
-    deployment = {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": _metadata("trace-receiver", labels),
-        "spec": {
-            "replicas": 1,
-            "strategy": {"type": "Recreate"},
-            "selector": {"matchLabels": dict(labels)},
-            "template": {"metadata": {"labels": dict(labels)}, "spec": {
-                "containers": [container],
-                "nodeSelector": {"kubernetes.io/os": "linux"},
-                "priorityClassName": "system-cluster-critical",
-                "tolerations": [{"key": CONTROL_PLANE_TAINT, "effect": "NoSchedule"}],
-                "volumes": [{"name": "traces", "emptyDir": {}}]}}}}
+    deployment = one_replica_deployment("trace-receiver", labels, container,
+                                        volumes=[{"name": "traces", "emptyDir": {}}])
     service = {"apiVersion": "v1", "kind": "Service",
                "metadata": _metadata("trace-receiver", labels),
                "spec": {"selector": dict(labels),
