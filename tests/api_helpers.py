@@ -203,15 +203,19 @@ def apf_unsettled(schemas: list[Obj], levels: list[Obj]) -> list[str]:
     return unsettled
 
 
-def until(predicate: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    """Poll until `predicate` returns something truthy (the timeout bounds a failure)."""
+def until(predicate: Callable[[], Any], what: str, timeout: float = 30.0,
+          interval: float = 0.05) -> Any:
+    """Poll until `predicate` returns something truthy, and return that; `timeout` bounds
+    a failure only (a loaded machine stretches every step). A predicate that runs a
+    command (kubectl, ip) polls at a longer `interval`."""
     deadline = time.monotonic() + timeout
     while True:
         result = predicate()
         if result:
             return result
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
 
 
 def served(custom: client.CustomObjectsApi, group: str, plural: str, *versions: str) -> bool:

@@ -21,6 +21,7 @@ from minikube_py.cluster.components import GatewayProcess
 from minikube_py.gateway.controller import gateway_service_name
 from minikube_py.security import pki
 from tests.conftest import module_own_apiserver
+from tests.e2e.helpers import until
 from tests.unit.test_gateway_config import nginx_check
 
 etcd, apiserver, kubeconfig = module_own_apiserver("gateway")
@@ -40,17 +41,6 @@ async def controller(kubeconfig: Path, fast_tmp: Path) -> AsyncIterator[GatewayP
                               extra_args=("--v=4", f"--data-plane-ports={DATA_PLANE_PORTS}")
                               ) as process:
         yield process
-
-
-def until(condition: Callable[[], Any], what: str, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.3)
 
 
 def get(kubectl: Kubectl, *what: str) -> Any:

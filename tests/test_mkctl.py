@@ -36,6 +36,7 @@ import yaml
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.mkctl.cli import COMMANDS
+from tests.api_helpers import until
 
 REPO = Path(__file__).resolve().parent.parent
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
@@ -661,14 +662,6 @@ def reads_by(log: Path, agent: str, *parts: str) -> int:
                for verb, path, user in answered(log))
 
 
-def until(what: str, condition: Callable[[], bool], timeout: float = 60) -> None:
-    """Wait for `condition`; `timeout` bounds a failure only."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-
-
 def _watch_both(suite: Suite, start: Start, args: list[str], changes: list[list[str]],
                 marker: str, printed_all: Callable[[str], bool]) -> list[Result]:
     """Start `get ... -w` in both programs; once the API server has answered the read
@@ -685,13 +678,13 @@ def _watch_both(suite: Suite, start: Start, args: list[str], changes: list[list[
                                  mkctl_command(*clis.flags(), *args))]
     outputs = [Output(process) for process in processes]
     try:
-        until("both watches' lists", lambda: all(
-            reads_by(log, agent, "/pods", marker) > before
-            for agent, before in zip(AGENTS, read_before, strict=True)))
+        until(lambda: all(reads_by(log, agent, "/pods", marker) > before
+                          for agent, before in zip(AGENTS, read_before, strict=True)),
+              "both watches' lists", 60, interval=0.1)
         for change in changes:
             assert clis.kubectl(*change).code == 0
-        until("every change printed by both", lambda: all(
-            printed_all(output.text) for output in outputs))
+        until(lambda: all(printed_all(output.text) for output in outputs),
+              "every change printed by both", 60, interval=0.1)
     finally:
         for process in processes:
             process.send_signal(signal.SIGINT)

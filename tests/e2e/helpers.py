@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests import api_helpers
 from tests.test_cluster_cli import kubectl
 
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
@@ -29,12 +29,5 @@ def get(home: Path, *what: str) -> Any:
 
 
 def until(condition: Callable[[], Any], what: str, timeout: float = 120) -> Any:
-    """Poll until `condition()` is truthy; `timeout` bounds a failure only."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.5)
+    """api_helpers.until at a cluster's pace: kubectl every half second, two minutes."""
+    return api_helpers.until(condition, what, timeout, interval=0.5)

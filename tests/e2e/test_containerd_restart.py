@@ -10,13 +10,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.api_helpers import until
 from tests.test_cluster_cli import alive, kubectl, launcher, leftovers, pids
 
 pytestmark = pytest.mark.slow
@@ -39,14 +38,6 @@ spec:
 SEEN = ('jsonpath={.status.podIP} {.status.containerStatuses[0].containerID} '
         '{.status.containerStatuses[0].restartCount} {.status.containerStatuses[0].ready}'
         '{"\\n"}')
-
-
-def wait_until(what: str, check: Callable[[], object], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
 
 
 def task_pids(home: Path) -> dict[str, int]:
@@ -84,7 +75,7 @@ def test_a_killed_containerd_is_restarted_and_its_pods_run_on_untouched(
             pid_file = home / "run" / "node-1" / "containerd.pid"
             killed = int(pid_file.read_text())
             os.kill(killed, signal.SIGKILL)
-            wait_until("containerd to exit", lambda: not alive(killed), 15)
+            until(lambda: not alive(killed), "containerd to exit", 15, interval=0.2)
 
             def restarted() -> bool:
                 try:
@@ -93,7 +84,7 @@ def test_a_killed_containerd_is_restarted_and_its_pods_run_on_untouched(
                     return False
                 return pid != killed and alive(pid)
 
-            wait_until("the supervisor to start containerd again", restarted, 60)
+            until(restarted, "the supervisor to start containerd again", 60, interval=0.2)
 
             def exec_answers() -> bool:
                 """kubectl exec: API server -> kubelet -> CRI Exec on the new containerd."""
@@ -102,7 +93,8 @@ def test_a_killed_containerd_is_restarted_and_its_pods_run_on_untouched(
                      "echo", "through"], capture_output=True, text=True, timeout=60)
                 return answer.returncode == 0 and answer.stdout == "through\n"
 
-            wait_until("the kubelet to exec through the new containerd", exec_answers, 60)
+            until(exec_answers, "the kubelet to exec through the new containerd", 60,
+                  interval=0.2)
             page = urllib.request.urlopen(f"http://{pod_ip}:8080/", timeout=5).read()
             assert page.decode() == f"pod=steady ip={pod_ip}\n"
             after = kubectl(home, "get", "pod", "steady", "-o", SEEN).stdout.strip()

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.api_helpers import until
 from tests.test_cluster_cli import (
     alive,
     answer_from_here,
@@ -118,14 +119,6 @@ def run_to_completion(home: Path, name: str, node: str, *command: str) -> str:
     return kubectl(home, "logs", name).stdout
 
 
-def wait_until(what: str, check: Any, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
-
-
 TAG = re.compile(r"This is minikube-py's image nginx:(\S+) ")
 
 
@@ -213,12 +206,12 @@ def test_the_story_on_two_real_nodes(cluster: Path) -> None:
     #    and not one request fails
     cluster_ip = get_json(home, "service", "web")["spec"]["clusterIP"]
     with Caller(f"http://{cluster_ip}/") as caller:
-        wait_until("answers from 1.14.2's pods", lambda: caller.last_answers_from(
-            "1.14.2", 10), 60)
+        until(lambda: caller.last_answers_from("1.14.2", 10), "answers from 1.14.2's pods", 60,
+              interval=0.5)
         kubectl(home, "set", "image", "deployment/web", "nginx=nginx:1.15.4")
         kubectl(home, "rollout", "status", "deployment/web", "--timeout=180s")
-        wait_until("answers from 1.15.4's pods only", lambda: caller.last_answers_from(
-            "1.15.4", 20), 60)
+        until(lambda: caller.last_answers_from("1.15.4", 20), "answers from 1.15.4's pods only", 60,
+              interval=0.5)
     assert caller.failures == [], (len(caller.tags), caller.failures)
     assert caller.tags[0] == "1.14.2" and set(caller.tags) == {"1.14.2", "1.15.4"}
     assert {p["spec"]["containers"][0]["image"] for p in web_pods(home)} == {"nginx:1.15.4"}
@@ -232,14 +225,15 @@ def test_the_story_on_two_real_nodes(cluster: Path) -> None:
     #    first): node-2 goes Unknown, and its pods are replaced on node-1
     supervisor = int((home / "run" / "supervisor.pid").read_text())
     os.kill(supervisor, signal.SIGTERM)
-    wait_until("the supervisor to stop", lambda: not alive(supervisor), 60)
+    until(lambda: not alive(supervisor), "the supervisor to stop", 60, interval=0.5)
     os.kill(int((home / "run" / "node-2" / "kubelet.pid").read_text()), signal.SIGKILL)
 
     def node_2_ready() -> str:
         node = get_json(home, "node", "node-2")
         return next(c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready")
 
-    wait_until("node-2 to be marked Unknown", lambda: node_2_ready() == "Unknown", 120)
+    until(lambda: node_2_ready() == "Unknown", "node-2 to be marked Unknown", 120,
+          interval=0.5)
 
     def all_on_node_1() -> bool:
         pods = web_pods(home)
@@ -248,7 +242,7 @@ def test_the_story_on_two_real_nodes(cluster: Path) -> None:
                 c["type"] == "Ready" and c["status"] == "True"
                 for c in p.get("status", {}).get("conditions", [])) for p in pods)
 
-    wait_until("5 ready pods on node-1", all_on_node_1, 180)
+    until(all_on_node_1, "5 ready pods on node-1", 180, interval=0.5)
     assert "Welcome to nginx!" in answer_from_here(f"http://{cluster_ip}/")
 
     # 6. down leaves nothing behind
