@@ -7,12 +7,14 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from minikube_py.cluster.netns import ClusterNetwork, NodeNetwork, NodeNetworkError
+from minikube_py.process import names_its_process
 
 # A range and prefix of this test's own, apart from a running cluster's (mk-, 172.18.0.0/24).
 NODE_NETWORK = "172.31.251.0/24"
@@ -47,15 +49,31 @@ def leftovers(network: ClusterNetwork) -> list[str]:
             + forward_rules(network))
 
 
+RUNS = Path(tempfile.gettempdir()) / "minikube-py-node-network-runs"
+"""A file per run, named by its prefix, holding its whole pid (the prefix has the last 5
+digits) and written as it starts: a pid is reused, and a prefix whose pid names a process
+started after its file is a dead run's."""
+
+
+def alive(prefix: str) -> bool:
+    """Whether the run of `prefix` (a name's mkn<digits>-) still runs."""
+    run = RUNS / prefix
+    try:
+        return names_its_process(run, int(run.read_text()))
+    except (OSError, ValueError):  # no file: a run from before the files, or dying
+        return Path(f"/proc/{prefix[3:-1]}").exists()
+
+
 def prefixes_of_dead_runs() -> set[str]:
-    """The prefixes of this test's crashed runs (mkn<pid>-, the pid gone), from what they
-    left: namespaces, or only links (a run killed between its bridge and its nodes left
-    the bridge and its route, which every later run's range then overlaps)."""
+    """The prefixes of this test's crashed runs (mkn<pid>-, the pid gone or another
+    process's now), from what they left: namespaces, or only links (a run killed between
+    its bridge and its nodes left the bridge and its route, which every later run's range
+    then overlaps)."""
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     names = [*(path.name for path in Path("/var/run/netns").glob("mkn*")),
              *re.findall(r"^\d+: (mkn\S+?)[:@]", links, re.MULTILINE)]
-    pids = {match.group(1) for name in names if (match := re.match(r"mkn(\d+)-", name))}
-    return {f"mkn{pid}-" for pid in pids if not Path(f"/proc/{pid}").exists()}
+    prefixes = {match.group(0) for name in names if (match := re.match(r"mkn\d+-", name))}
+    return {prefix for prefix in prefixes if not alive(prefix)}
 
 
 @pytest.fixture
@@ -64,11 +82,15 @@ def network() -> Iterator[ClusterNetwork]:
         pytest.skip("network namespaces need root")
     for stale in prefixes_of_dead_runs():
         ClusterNetwork(stale, NODE_NETWORK).remove_all()
+        (RUNS / stale).unlink(missing_ok=True)
+    RUNS.mkdir(exist_ok=True)
+    (RUNS / prefix()).write_text(str(os.getpid()))
     built = ClusterNetwork(prefix(), NODE_NETWORK)
     try:
         yield built
     finally:
         built.remove_all()
+        (RUNS / prefix()).unlink(missing_ok=True)
 
 
 def test_two_nodes_reach_each_other_the_host_and_each_others_pods(
