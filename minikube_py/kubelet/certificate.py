@@ -133,14 +133,22 @@ def write_kubeconfig(path: Path, server: str, ca_pem: bytes, pair: Path) -> None
 
 
 def kubeconfig_certificate(path: Path) -> ClientCertificate | None:
-    """The client certificate a kubeconfig names, when it is a file that is still good."""
+    """The client certificate a kubeconfig names, with its key, in files or inline
+    (`client-certificate-data`, as kubeadm init's kubelet.conf has it); None when there
+    is none or it cannot be read."""
     try:
         config = load_kubeconfig(path)
     except Exception:  # noqa: BLE001 - any unreadable kubeconfig means: bootstrap again
         return None
     if not config.cert_file:
         return None
-    return read_pair(Path(config.cert_file))
+    try:
+        cert = x509.load_pem_x509_certificate(Path(config.cert_file).read_bytes())
+        serialization.load_pem_private_key(
+            Path(config.key_file or config.cert_file).read_bytes(), password=None)
+    except (OSError, ValueError):
+        return None
+    return ClientCertificate(cert, Path(config.cert_file))
 
 
 def digested_name(key: ec.EllipticCurvePrivateKey, common_name: str,

@@ -5,14 +5,21 @@ from __future__ import annotations
 
 import base64
 import datetime
+from pathlib import Path
 
 import pytest
+import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from minikube_py.controllers.certificates.cleaner import why_clean
-from minikube_py.kubelet.certificate import digested_name, rotation_deadline
+from minikube_py.kubelet.certificate import (
+    digested_name,
+    kubeconfig_certificate,
+    rotation_deadline,
+    write_kubeconfig,
+)
 from minikube_py.security import csr as csrs
 from minikube_py.security import pki
 
@@ -174,3 +181,39 @@ def test_the_cleaner_keeps_fresh_requests_and_removes_old_answered_ones():
                         now=NOW - 2 * hour)
     assert why_clean(csr_object(NOW - 3 * hour, [approved], expired), NOW) == (
         "the associated certificate is expired")
+
+
+def test_a_kubeconfigs_client_certificate_counts_in_files_or_inline(tmp_path: Path) -> None:
+    """kubeadm init's kubelet.conf embeds the certificate and key; the kubelet's own after
+    a bootstrap names one file holding both: either is a certificate to keep."""
+    key, pem = csrs.new_request(*KUBELET)
+    now = datetime.datetime.now(datetime.UTC)
+    cert_pem = csrs.sign(csrs.parse_request(pem), ["client auth"], datetime.timedelta(days=1),
+                         CA, now=now)
+    key_pem = key.private_bytes(serialization.Encoding.PEM,
+                                serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+
+    def kubeconfig(name: str, user: dict[str, str]) -> Path:
+        path = tmp_path / name
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "c",
+            "clusters": [{"name": "c", "cluster": {"server": "https://10.0.0.1:6443"}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            "users": [{"name": "u", "user": user}]}))
+        return path
+    inline = kubeconfig("kubelet.conf", {
+        "client-certificate-data": base64.b64encode(cert_pem).decode(),
+        "client-key-data": base64.b64encode(key_pem).decode()})
+    pair = tmp_path / "kubelet-client-current.pem"
+    pair.write_bytes(cert_pem + key_pem)
+    after_bootstrap = tmp_path / "after.conf"
+    write_kubeconfig(after_bootstrap, "https://10.0.0.1:6443", b"", pair)
+    for path in (inline, after_bootstrap):
+        found = kubeconfig_certificate(path)
+        assert found is not None and found.good(), path
+    # a certificate without its key, or none at all, is no certificate to keep
+    (tmp_path / "cert.pem").write_bytes(cert_pem)
+    assert kubeconfig_certificate(kubeconfig("no-key.conf", {
+        "client-certificate": str(tmp_path / "cert.pem")})) is None
+    assert kubeconfig_certificate(kubeconfig("token.conf", {"token": "abc"})) is None
