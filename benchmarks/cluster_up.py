@@ -42,6 +42,7 @@ if str(REPO) not in sys.path:
 from benchmarks.apiserver import BenchmarkError, progress  # noqa: E402
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
 from minikube_py.client.kubeconfig import KubeconfigError, load_kubeconfig  # noqa: E402
+from minikube_py.cluster.compose import host_cas_in_build_context  # noqa: E402
 
 TARGET_SECONDS = 15.0
 
@@ -126,7 +127,8 @@ def measure_compose(runs: int) -> list[Row]:
     """A cold and `runs` warm `docker-compose up -d`, the image built first."""
     if subprocess.run(["docker", "version"], capture_output=True).returncode != 0:
         raise BenchmarkError("no Docker engine answers: start dockerd first")
-    compose("build", timeout=1800)
+    with host_cas_in_build_context():
+        compose("build", timeout=1800)
     COMPOSE_KUBECONFIG.unlink(missing_ok=True)
     try:
         cold = timed_compose_up()

@@ -23,8 +23,6 @@ from pathlib import Path
 import pytest
 
 SOCKET = Path("/var/run/docker.sock")
-HOST_CAS = Path("/usr/local/share/ca-certificates")
-CA_FOLDER = Path(__file__).resolve().parents[1] / "compose" / "ca-certificates"
 TABLES = ("filter", "nat")
 # what dockerd writes into iptables: its chains, and the rules of its bridges
 DOCKER_RULE = re.compile(r"DOCKER|docker0|\bbr-[0-9a-f]{12}\b")
@@ -148,16 +146,3 @@ def docker_engine(log: Path) -> Iterator[None]:
             os.killpg(daemon.pid, signal.SIGKILL)
             daemon.wait()
         put_back(before)
-
-
-@contextmanager
-def host_cas_in_build_context() -> Iterator[None]:
-    """The certificate authorities this machine trusts beyond Debian's (a TLS-inspecting
-    proxy's, through which pip reaches PyPI here) in compose/ca-certificates while the
-    image is built, for the image to trust them too; removed after."""
-    copied = [Path(shutil.copy(ca, CA_FOLDER)) for ca in HOST_CAS.glob("*.crt")]
-    try:
-        yield
-    finally:
-        for ca in copied:
-            ca.unlink()

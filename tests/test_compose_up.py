@@ -30,11 +30,11 @@ from pathlib import Path
 import pytest
 
 from benchmarks.cluster_up import timed_compose_up
+from minikube_py.cluster.compose import host_cas_in_build_context
 from tests.docker_engine import (
     HostNetwork,
     docker,
     docker_engine,
-    host_cas_in_build_context,
     namespaces,
 )
 

@@ -49,7 +49,8 @@ import json
 import shutil
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
@@ -83,6 +84,23 @@ from minikube_py.images.registry import ArchiveError, RegistryError
 REFERENCES = "references.json"
 """In the component images' folder: component -> image reference, as the manifests name
 them."""
+
+HOST_CAS = Path("/usr/local/share/ca-certificates")
+BUILD_CAS = Path(__file__).resolve().parents[2] / "compose" / "ca-certificates"
+
+
+@contextmanager
+def host_cas_in_build_context() -> Iterator[None]:
+    """The certificate authorities this machine trusts beyond Debian's (a TLS-inspecting
+    proxy's, through which pip reaches PyPI) in compose/ca-certificates while the image is
+    built, as the README asks a user behind such a proxy to put them; removed after."""
+    copied = [Path(shutil.copy(ca, BUILD_CAS)) for ca in HOST_CAS.glob("*.crt")
+              if not (BUILD_CAS / ca.name).exists()]
+    try:
+        yield
+    finally:
+        for ca in copied:
+            ca.unlink()
 
 
 def control_plane_files(certs: ClusterCertificates, node: str) -> tuple[Path, ...]:
