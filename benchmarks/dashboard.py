@@ -281,6 +281,7 @@ async def change_stream(pool: ConnectionPool, driver: Any, nodes: int, pods: int
         f"probe.wanted.set('web/{name}', '{wanted}');"
         for name, (_, wanted) in samples.items()))
     sent: dict[str, float] = {}
+    await asyncio.to_thread(driver.execute_cdp_cmd, "Performance.enable", {})
     before = await asyncio.to_thread(main_thread_busy, driver)
     started = time.monotonic()
     async with asyncio.TaskGroup() as group:
