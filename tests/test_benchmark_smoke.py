@@ -288,10 +288,13 @@ def test_netpol_benchmark_deletes_every_namespace_it_made_when_setup_fails_midwa
 @pytest.mark.slow
 def test_dashboard_benchmark_quick_run_reports_every_target() -> None:
     """benchmarks/dashboard.py still runs end to end (5 hollow nodes, 50 pods, the page
-    in Debian's chromium, three tabs on one watch)."""
+    in Debian's chromium, a stream of pod changes, three tabs on one watch)."""
     output = run_quick("dashboard.py", timeout=600)
     for metric in ("first paint of the cluster view, 50 pods on 5 hollow nodes",
                    "dashboard CPU, idle with a tab open",
                    "dashboard RSS with 50 pods",
+                   "frame interval, page changing with the pods, 2 s",
+                   "long tasks (>= 50 ms), page changing",
+                   "a change sent -> drawn, 12 sampled of 60 at 30/s",
                    "API server WATCH requests on pods, 3 tabs open | 1 | 1 | PASS"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"

@@ -20,12 +20,22 @@ export function titled(element, text) {
   return element;
 }
 
-// Play a watch event's animation on an element (ADDED, MODIFIED or DELETED), even when
-// the same one played a moment ago.
+// A watch event's animation: ADDED grows in, MODIFIED flashes the outline, DELETED
+// shrinks away (and stays gone).
+const ANIMATIONS = {
+  ADDED: [[{ transform: "scale(2.2)", opacity: 0 }, { transform: "scale(1)", opacity: 1 }],
+    { duration: 600, easing: "ease-out" }],
+  MODIFIED: [[{ stroke: "#000", strokeWidth: 3 }, {}], { duration: 600, easing: "ease-out" }],
+  DELETED: [[{}, { opacity: 0, transform: "scale(0.2)" }],
+    { duration: 600, easing: "ease-in", fill: "forwards" }],
+};
+
+// Play a watch event's animation on an element, even when the same one played a moment
+// ago. The Web Animations API restarts it without the forced layout that restarting a
+// CSS animation class takes (one per changed element per frame, over the whole drawing).
 export function animate(element, type) {
-  element.classList.remove("ADDED", "MODIFIED", "DELETED");
-  element.getBoundingClientRect();
-  element.classList.add(type);
+  for (const running of element.getAnimations()) running.cancel();
+  element.animate(...ANIMATIONS[type]);
   element.dataset.lastEvent = type;
 }
 
