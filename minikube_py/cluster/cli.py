@@ -485,10 +485,11 @@ def components(state: Path, cluster: dict[str, Any], *, autoscaled: bool = False
     registry = f"{address}:{ports['registry']}"
     nodes = node_networks(cluster)
     if cluster.get("autoscaleNodes") and network is not None:
-        # a host process: its nodes are network namespaces (docs/decisions.md)
+        # a host process: its nodes are network namespaces (docs/decisions.md); its
+        # user cluster-autoscaler has upstream's roles (roles.py)
         low, high = cluster["autoscaleNodes"]
         processes["cluster-autoscaler"] = ClusterAutoscalerProcess(
-            certs.kubeconfig("admin") if certs is not None else state / "kubeconfig",
+            kubeconfig_of("cluster-autoscaler"),
             nodes=f"{low}:{high}:{AUTOSCALED_GROUP}", cloud_config=state / "cluster.json",
             port=ports["cluster-autoscaler"], extra_args=flags("cluster-autoscaler"),
             **files("cluster-autoscaler"))
