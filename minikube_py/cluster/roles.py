@@ -118,12 +118,13 @@ def role_objects() -> list[tuple[str, Obj]]:
             "subjects": [{"apiGroup": RBAC, "kind": "User", "name": user},
                          *EXTRA_SUBJECTS.get(name, [])]}))
     for (namespace, name), (user, rules) in NAMESPACED_ROLES.items():
-        metadata = {"name": name, "namespace": namespace, "labels": LABELS}
         objects.append(("roles", {
-            "apiVersion": f"{RBAC}/v1", "kind": "Role", "metadata": metadata,
+            "apiVersion": f"{RBAC}/v1", "kind": "Role",
+            "metadata": {"name": name, "namespace": namespace, "labels": LABELS},
             "rules": rules}))
         objects.append(("rolebindings", {
-            "apiVersion": f"{RBAC}/v1", "kind": "RoleBinding", "metadata": metadata,
+            "apiVersion": f"{RBAC}/v1", "kind": "RoleBinding",
+            "metadata": {"name": name, "namespace": namespace, "labels": LABELS},
             "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": name},
             "subjects": [{"apiGroup": RBAC, "kind": "User", "name": user}]}))
     return objects
