@@ -5,10 +5,12 @@ custom scheduler RBAC applied as written, then used by the lab scheduler.
 
 `kubectl auth can-i create pods/binding` would ask about a pod named "binding": a
 subresource is named with --subresource, and `update leases/kube-scheduler` names the
-lease (kube-scheduler may update only its own, by resourceNames)."""
+lease (kube-scheduler may update only its own, by resourceNames). The cluster autoscaler's
+roles, which `up` creates (cluster/roles.py), are asked the same way."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -22,6 +24,7 @@ import pytest
 import yaml
 
 from minikube_py.cluster.etcd import EtcdProcess
+from minikube_py.cluster.roles import CLUSTER_AUTOSCALER, grant_component_roles
 from minikube_py.security import pki
 from tests.api_helpers import manifests_yaml
 from tests.test_security import SecuredServer, admin_cert, kubectl, start_server, stop
@@ -213,6 +216,35 @@ def test_each_controller_service_account_may_do_its_own_work(
     kube_dns = answers(admin, "list services --all-namespaces",
                        impersonate=sa("kube-dns"))
     assert kube_dns == {"list services --all-namespaces": "yes"}
+
+
+def test_the_cluster_autoscaler_may_make_every_call_of_its_loop_and_no_more(
+        server: SecuredServer, admin: Path) -> None:
+    """The roles `up` gives the user cluster-autoscaler (cluster/roles.py) cover each
+    request of autoscaler/: its informers, the group's node listing, the taint, the
+    evictions, the Node deletes, its events, its status ConfigMap."""
+    asyncio.run(grant_component_roles(admin))
+    autoscaler = as_user(server, CLUSTER_AUTOSCALER)
+    allowed = ["list nodes", "watch nodes", "get nodes", "patch nodes", "delete nodes",
+               "list pods --all-namespaces", "watch pods --all-namespaces",
+               "create pods --subresource=eviction -n default",
+               "create events -n default", "patch events -n default",
+               "list poddisruptionbudgets.policy --all-namespaces",
+               "create configmaps -n kube-system",
+               "update configmaps/cluster-autoscaler-status -n kube-system",
+               "get configmaps/cluster-autoscaler-status -n kube-system",
+               "create leases.coordination.k8s.io -n kube-system",
+               "update leases.coordination.k8s.io/cluster-autoscaler -n kube-system"]
+    denied = ["create pods -n default", "delete pods -n default", "create nodes",
+              "update configmaps/kube-proxy -n kube-system", "create configmaps -n default",
+              "update leases.coordination.k8s.io/kube-scheduler -n kube-system",
+              "list secrets -n kube-system"]
+    deadline = time.monotonic() + 60
+    while answers(autoscaler, allowed[0]) != {allowed[0]: "yes"}:
+        assert time.monotonic() < deadline, "the cluster-autoscaler binding never took effect"
+        time.sleep(0.2)
+    assert answers(autoscaler, *allowed) == dict.fromkeys(allowed, "yes")
+    assert answers(autoscaler, *denied) == dict.fromkeys(denied, "no")
 
 
 def test_admin_edit_and_view_hold_their_rules_before_any_controller_manager_runs(

@@ -3,7 +3,8 @@ scheduler, with its node group of hollow nodes: pods that fit no node make it ad
 (TriggeredScaleUp), pods no new node could hold or beyond the group's max get
 NotTriggerScaleUp with the reason, idle nodes go after the unneeded time (their pods
 evicted through the Eviction API, which a PodDisruptionBudget can refuse), and the
-cluster-autoscaler-status ConfigMap says what it saw. Periods are shortened by options.
+cluster-autoscaler-status ConfigMap says what it saw. Periods are shortened by options;
+a pod turning Unschedulable wakes the loop before its period ends.
 """
 
 from __future__ import annotations
@@ -82,14 +83,20 @@ class Autoscaled:
 
 
 @pytest.fixture
-async def autoscaled(api_client: Client, namespace: str) -> AsyncIterator[Autoscaled]:
-    """A scheduler and an autoscaler of group `pool` (1 to 3 two-core hollow nodes),
-    scanning every 0.5 s, removing a node unneeded for 2 s."""
+def options() -> AutoscalingOptions:
+    """Scanning every 0.5 s, removing a node unneeded for 2 s."""
+    return AutoscalingOptions(scan_interval=0.5, scale_down_unneeded_time=2.0,
+                              scale_down_delay_after_add=0.0)
+
+
+@pytest.fixture
+async def autoscaled(api_client: Client, namespace: str, options: AutoscalingOptions
+                     ) -> AsyncIterator[Autoscaled]:
+    """A scheduler and an autoscaler of group `pool` (1 to 3 two-core hollow nodes)."""
     scheduler = Scheduler(api_client, default_configuration(), IN_TREE_PLUGINS)
     host = dataclasses.replace(read_host_info(None), cpus=2, memory_bytes=8 * 1024 ** 3)
     group = HollowNodeGroup(api_client, GROUP, 1, 3, host)
-    autoscaler = ClusterAutoscaler(api_client, group, AutoscalingOptions(
-        scan_interval=0.5, scale_down_unneeded_time=2.0, scale_down_delay_after_add=0.0))
+    autoscaler = ClusterAutoscaler(api_client, group, options)
     try:
         async with asyncio.timeout(30):
             await scheduler.start()
@@ -137,6 +144,22 @@ async def test_pending_pods_grow_the_group_up_to_its_max(autoscaled: Autoscaled)
     assert group["health"]["nodeCounts"]["registered"]["ready"] == 3
     assert status["autoscalerStatus"] == "Running"
     assert len(await a.group_nodes()) == 3
+
+
+@pytest.mark.parametrize("options", [AutoscalingOptions(scan_interval=600.0)])
+async def test_a_pod_turning_unschedulable_wakes_the_loop_before_the_scan_interval(
+        autoscaled: Autoscaled) -> None:
+    """The loop trigger (upstream's loop/trigger.go): with a scan every 10 minutes, a pod
+    the scheduler has just marked Unschedulable starts an iteration, which adds its node,
+    at once."""
+    a = autoscaled
+    await eventually(lambda: _count(a, 1), timeout=30, what="the min size's one node")
+    await a.pod("web-0")
+    await eventually(lambda: a.running(["web-0"]), timeout=30, what="web-0 on the first node")
+    await a.pod("web-1")  # 1.5 cores more: no room on the first node's two
+    await eventually(lambda: a.running(["web-1"]), timeout=30,
+                     what="web-1 on a node added without waiting for the scan")
+    assert len(await a.group_nodes()) == 2
 
 
 async def test_idle_nodes_go_after_the_unneeded_time_but_not_below_min(

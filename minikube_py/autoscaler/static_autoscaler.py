@@ -1,5 +1,7 @@
 """The cluster autoscaler's loop (upstream's core/static_autoscaler.go RunOnce), every
---scan-interval:
+--scan-interval, sooner when the loop trigger says so (upstream's loop/trigger.go): at
+once after an iteration that scaled up or deleted a node, and when a pod turns
+Unschedulable (its condition at most 10 s old):
 
     snapshot        the group's nodes (Ready, or coming up) and the pods bound to them
     below min size  -> increase to min size
@@ -25,8 +27,10 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from minikube_py.api import Obj
+from minikube_py.api.meta import parse_rfc3339
 from minikube_py.api.podutil import pod_condition
 from minikube_py.autoscaler.nodegroup import NodeGroup
 from minikube_py.autoscaler.simulator import (
@@ -43,12 +47,14 @@ from minikube_py.autoscaler.simulator import (
 from minikube_py.autoscaler.status import StatusWriter
 from minikube_py.client.errors import APIStatusError, NotFound
 from minikube_py.client.events import EventRecorder
-from minikube_py.client.informer import SharedInformerFactory
+from minikube_py.client.informer import EventHandler, SharedInformerFactory
 from minikube_py.client.rest import Client
 from minikube_py.lifecycle import Component, wait_for_event
 from minikube_py.scheduler.framework.types import NodeInfo
 
 log = logging.getLogger(__name__)
+MAX_POD_CHANGE_AGE = 10.0
+"""Seconds: a pod Unschedulable for longer wakes no loop (upstream's maxPodChangeAge)."""
 
 
 @dataclass
@@ -68,10 +74,12 @@ class AutoscalingOptions:
 
 @dataclass
 class ScaleDownState:
-    """What the loop remembers: since when each node is unneeded, the last scale-up."""
+    """What the loop remembers: since when each node is unneeded, the last scale-up and
+    the last node deleted (monotonic seconds)."""
 
     unneeded_since: dict[str, float] = field(default_factory=dict)
     last_scale_up: float = float("-inf")
+    last_scale_down_delete: float = float("-inf")
     deleting: set[str] = field(default_factory=set)
 
 
@@ -82,6 +90,15 @@ def is_unschedulable(pod: Obj) -> bool:
     condition = pod_condition(pod, "PodScheduled")
     return (condition is not None and condition.get("status") == "False"
             and condition.get("reason") == "Unschedulable")
+
+
+def is_recent_unschedulable(pod: Obj, now: datetime) -> bool:
+    """isRecentUnschedulablePod: unschedulable (not ended), the scheduler's verdict at
+    most MAX_POD_CHANGE_AGE old."""
+    if is_terminal(pod) or not is_unschedulable(pod):
+        return False
+    since = (pod_condition(pod, "PodScheduled") or {}).get("lastTransitionTime")
+    return bool(since) and (now - parse_rfc3339(since)).total_seconds() <= MAX_POD_CHANGE_AGE
 
 
 def is_ready(node: Obj) -> bool:
@@ -108,8 +125,16 @@ class ClusterAutoscaler(Component):
         self.state = ScaleDownState()
         self.status = StatusWriter(client, self.options.status_config_map_name)
         self.decision_seconds: list[float] = []  # how long each scale-up decision took
-        self._wake = asyncio.Event()
+        self._wake = asyncio.Event()  # upstream's unschedulablePodChan
         self._synced = asyncio.Event()
+        self.pods.add_event_handler(EventHandler(
+            on_add=self._observe_pod, on_update=lambda _, new: self._observe_pod(new)))
+
+    def _observe_pod(self, pod: Obj) -> None:
+        """UnschedulablePodObserver: a pod that has just turned Unschedulable wakes the
+        loop."""
+        if is_recent_unschedulable(pod, datetime.now(UTC)):
+            self._wake.set()
 
     async def wait_started(self) -> None:
         await self._synced.wait()
@@ -122,19 +147,30 @@ class ClusterAutoscaler(Component):
             self._synced.set()
             while True:
                 started = time.monotonic()
+                self._wake.clear()  # a pod turning Unschedulable from here on counts
                 try:
                     await self.run_once()
                 except APIStatusError as error:
                     log.warning("autoscaling loop failed: %s", error)
                 except Exception:  # a loop that stops would leave the cluster unscaled
                     log.exception("autoscaling loop failed")
-                self._wake.clear()
-                await wait_for_event(self._wake, max(
-                    0.0, self.options.scan_interval - (time.monotonic() - started)))
+                await self.wait_for_trigger(started)
         finally:
             await self.group.stop()
             await self.recorder.stop()
             await self.factory.stop()
+
+    async def wait_for_trigger(self, last_run: float) -> None:
+        """LoopTrigger.Wait: none after a productive iteration (it scaled up or deleted a
+        node: there may be more to do at once), else --scan-interval from the iteration's
+        start or a pod turning Unschedulable, whichever comes first."""
+        if last_run <= max(self.state.last_scale_up, self.state.last_scale_down_delete):
+            log.debug("autoscaler loop triggered immediately after a productive iteration")
+            await asyncio.sleep(0)
+            return
+        if await wait_for_event(self._wake, max(
+                0.0, self.options.scan_interval - (time.monotonic() - last_run))):
+            log.debug("autoscaler loop triggered by an unschedulable pod appearing")
 
     # -- one loop ------------------------------------------------------------------------
 
@@ -297,6 +333,7 @@ class ClusterAutoscaler(Component):
                 self.recorder.event(node, "Normal", "ScaleDown",
                                     "marked the node as toBeDeleted/unschedulable")
             await self.group.delete_node(name)
+            self.state.last_scale_down_delete = time.monotonic()
             self.state.unneeded_since.pop(name, None)
         finally:
             self.state.deleting.discard(name)

@@ -30,6 +30,7 @@ does not change, and the ServiceAccount key signs tokens that must stay good):
         proxy            CN system:kube-proxy
         dns              CN system:kube-dns
         metrics          CN system:metrics-server
+        cluster-autoscaler  CN cluster-autoscaler (`up --autoscale-nodes`)
     kubeconfigs/control-plane.conf          the control-plane node's kubelet (`up --layout
                                             kubeadm`): CN system:node:control-plane, issued
                                             at once, as kubeadm init's kubelet.conf
@@ -40,7 +41,8 @@ does not change, and the ServiceAccount key signs tokens that must stay good):
     pki/bootstrap-token                     that token, while it is good (24 hours)
 
 The roles each identity gets are the bootstrap roles the API server creates
-(apiserver/auth/bootstrappolicy.py); kubeconfigs embed their certificates, as kubeadm's do,
+(apiserver/auth/bootstrappolicy.py), and for DNS, metrics and the cluster autoscaler those
+`up` creates (roles.py); kubeconfigs embed their certificates, as kubeadm's do,
 so that one can be copied elsewhere.
 """
 
@@ -68,6 +70,7 @@ IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "proxy": ("system:kube-proxy", ()),
     "dns": ("system:kube-dns", ()),
     "metrics": ("system:metrics-server", ()),
+    "cluster-autoscaler": ("cluster-autoscaler", ()),
 }
 KUBELET_CLIENT = ("kube-apiserver-kubelet-client", ("system:masters",))
 FRONT_PROXY_CLIENT = "front-proxy-client"

@@ -356,6 +356,14 @@ def node_networks(cluster: dict[str, Any]) -> list[NodeNetwork]:
                               if f"node-{index}" in cidrs)]
 
 
+def every_node_network(state: Path, cluster: dict[str, Any]) -> list[NodeNetwork]:
+    """The nodes `up` made (node_networks), then those the cluster autoscaler added and
+    autoscaled.json records: what `ssh` and `logs --node` may name."""
+    network = cluster_network(cluster)
+    grown = autoscaled_networks(state, network) if network is not None else []
+    return [*node_networks(cluster), *grown]
+
+
 def default_layout(secure: bool | None) -> str:
     """The layout of a new cluster when `up` is given none: kubeadm's, where this machine
     can run nodes and the cluster is secured (its kubelets join with bootstrap tokens);
@@ -485,10 +493,11 @@ def components(state: Path, cluster: dict[str, Any], *, autoscaled: bool = False
     registry = f"{address}:{ports['registry']}"
     nodes = node_networks(cluster)
     if cluster.get("autoscaleNodes") and network is not None:
-        # a host process: its nodes are network namespaces (docs/decisions.md)
+        # a host process: its nodes are network namespaces (docs/decisions.md); its
+        # user cluster-autoscaler has upstream's roles (roles.py)
         low, high = cluster["autoscaleNodes"]
         processes["cluster-autoscaler"] = ClusterAutoscalerProcess(
-            certs.kubeconfig("admin") if certs is not None else state / "kubeconfig",
+            kubeconfig_of("cluster-autoscaler"),
             nodes=f"{low}:{high}:{AUTOSCALED_GROUP}", cloud_config=state / "cluster.json",
             port=ports["cluster-autoscaler"], extra_args=flags("cluster-autoscaler"),
             **files("cluster-autoscaler"))
@@ -1265,7 +1274,8 @@ def etcdctl_env(_: argparse.Namespace) -> None:
 
 def logs(args: argparse.Namespace) -> None:
     """`minikube-py logs COMPONENT [-f] [--node N]`: a component's log file (or the
-    supervisor's: which component died, and when it was started again)."""
+    supervisor's: which component died, and when it was started again); N may be a node
+    the cluster autoscaler added."""
     state = home()
     if args.component not in (*COMPONENTS, "supervisor"):
         fail(f"no component named {args.component!r}; components: {', '.join(COMPONENTS)}"
@@ -1277,7 +1287,8 @@ def logs(args: argparse.Namespace) -> None:
         fail(f"{args.component} is a static pod on {CONTROL_PLANE}: kubectl logs -n "
              f"kube-system {pods[args.component]}-{CONTROL_PLANE}")
     if args.component in NODE_COMPONENTS:
-        nodes = [node.name for node in node_networks(_saved_cluster(state))] or ["node-1"]
+        nodes = [node.name for node in every_node_network(state, _saved_cluster(state))
+                 ] or ["node-1"]
         if args.node is None and len(nodes) > 1:
             fail(f"{args.component} runs on every node: say which with --node "
                  f"({', '.join(nodes)})")
@@ -1372,7 +1383,8 @@ def main(argv: list[str] | None = None) -> None:
     show = commands.add_parser("logs", help="print a component's log")
     show.add_argument("component", help=f"one of: {', '.join(COMPONENTS)}, supervisor")
     show.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
-    show.add_argument("--node", help="the node, for containerd, kubelet and proxy")
+    show.add_argument("--node", help="the node, for containerd, kubelet and proxy (node-1, "
+                      "..., or autoscaled-1, ... the cluster autoscaler added)")
     show.set_defaults(run=logs)
     commands.add_parser("supervise", help="restart components that die (`up` starts it)"
                         ).set_defaults(run=supervise)
@@ -1389,7 +1401,8 @@ def main(argv: list[str] | None = None) -> None:
     add_dashboard_command(commands, home, deploy_dashboard)
     add_addons_command(commands, set_addon,
                        lambda: addons_of(_saved_cluster(home())))
-    add_ssh_command(commands, home, lambda: node_networks(_saved_cluster(home())))
+    add_ssh_command(commands, home,
+                    lambda: every_node_network(home(), _saved_cluster(home())))
     add_token_command(commands, home)
     add_join_command(commands, home, down=stop)
     args = parser.parse_args(argv)

@@ -33,7 +33,8 @@ def add_ssh_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
     """Add `ssh NODE [-- COMMAND]` to the minikube-py command line."""
     ssh = commands.add_parser("ssh", help="a shell in a node (its network namespace, its "
                                           "containerd for crictl), or run one command there")
-    ssh.add_argument("node", metavar="NODE", help="the node, e.g. node-1")
+    ssh.add_argument("node", metavar="NODE",
+                     help="the node, e.g. node-1, or autoscaled-1 the cluster autoscaler added")
     ssh.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                      help="run this instead of a shell; its exit code is ours")
     ssh.set_defaults(run=partial(ssh_command, home=home, nodes=nodes))

@@ -17,7 +17,7 @@ upstream has 500m: this machine has 2 cores) and target (25%).
 The cluster also runs the cluster autoscaler (`up --autoscale-nodes 0:2`), its periods
 shortened too (a scan every 2 s, a node unneeded for 20 s goes): a pod that fits no node
 makes it add a network-namespace node, and the node goes with its namespace and veth
-once the pod does.
+once the pod does. It runs as its own user, cluster-autoscaler, with upstream's roles.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import ipaddress
 import json
 import re
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -324,6 +325,25 @@ def ip(*args: str) -> str:
 
 def link_exists(name: str) -> bool:
     return subprocess.run(["ip", "link", "show", name], capture_output=True).returncode == 0
+
+
+def autoscaler_kubeconfig(home: Path) -> str:
+    """The --kubeconfig the running cluster autoscaler was started with."""
+    pid = (home / "run" / "cluster-autoscaler.pid").read_text().split()[0]
+    arguments = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    return next(argument.removeprefix("--kubeconfig=") for argument in arguments
+                if argument.startswith("--kubeconfig="))
+
+
+def test_the_cluster_autoscaler_runs_as_its_own_user(cluster: Path) -> None:
+    """Not the admin: the user cluster-autoscaler, which upstream's roles bind."""
+    command = Path(sys.executable).with_name("kubectl")
+    whoami = subprocess.run([str(command), f"--kubeconfig={autoscaler_kubeconfig(cluster)}",
+                             "auth", "whoami", "-o", "json"],
+                            capture_output=True, text=True, timeout=60, check=True)
+    user = json.loads(whoami.stdout)["status"]["userInfo"]
+    assert user["username"] == "cluster-autoscaler", user
+    assert "system:masters" not in user.get("groups", []), user
 
 
 def test_the_cluster_autoscaler_adds_a_node_for_a_pod_that_fits_none_and_removes_it_after(

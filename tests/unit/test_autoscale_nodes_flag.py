@@ -1,10 +1,11 @@
 """`minikube-py up --autoscale-nodes MIN:MAX` without a cluster: the flag's bounds, the one
 line a bad value gives (before anything is made), the cluster autoscaler's process and
-flags (--extra-config cluster-autoscaler.FLAG=VALUE), and the nodes it added as `down`
-finds them."""
+flags (--extra-config cluster-autoscaler.FLAG=VALUE), and the nodes it added as `down`,
+`ssh` and `logs` find them."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,8 @@ def test_the_autoscaler_runs_on_the_host_with_its_flags(tmp_path: Path,
     assert {"--nodes=0:2:autoscaled", "--cloud-provider=minikube-py",
             f"--cloud-config={tmp_path / 'cluster.json'}", "--port=8085",
             "--scale-down-unneeded-time=20s"} <= set(command)
+    # its own user, cluster-autoscaler (cluster/roles.py), not the admin
+    assert f"--kubeconfig={tmp_path / 'kubeconfigs' / 'cluster-autoscaler.conf'}" in command
     args = parse_args(command[3:])
     assert (args.nodes, args.cloud_provider, args.scale_down_unneeded_time) == (
         (0, 2, "autoscaled"), "minikube-py", 20.0)
@@ -85,3 +88,42 @@ def test_the_nodes_it_added_are_the_clusters_for_down_not_for_up(tmp_path: Path,
         kubelet.command())
     node = ClusterNetwork().autoscaled_node("autoscaled", 1, "10.244.70.0/24")
     assert (node.namespace, node.host_veth) == ("mk-autoscaled-1", "mk-a1")
+
+
+@pytest.fixture
+def home(tmp_path: Path, cluster: dict, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cluster's home as `up` left it, on a network no cluster runs on, with one node
+    the autoscaler added."""
+    network = {"prefix": "mkunit-", "nodeNetwork": DEFAULT_NODE_NETWORK}
+    (tmp_path / "cluster.json").write_text(json.dumps({**cluster, "network": network}))
+    write_autoscaled(tmp_path, {"autoscaled-1": {"group": "autoscaled", "index": 1,
+                                                 "podCIDR": "10.244.70.0/24"}})
+    monkeypatch.setenv("MINIKUBE_PY_HOME", str(tmp_path))
+    return tmp_path
+
+
+def test_ssh_finds_the_nodes_the_autoscaler_added(
+        home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:  # found: only its namespace is missing
+        cli.main(["ssh", "autoscaled-1", "--", "true"])
+    assert str(exited.value) == (
+        "error: autoscaled-1's network namespace /var/run/netns/mkunit-autoscaled-1 does "
+        "not exist: is the cluster up? (`minikube-py up`)")
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["ssh", "autoscaled-2"])
+    assert str(exited.value) == ("error: no node named 'autoscaled-2'; nodes: "
+                                 "control-plane, node-1, autoscaled-1")
+
+
+def test_logs_finds_the_nodes_the_autoscaler_added(
+        home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = home / "logs" / "autoscaled-1" / "kubelet.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("I1130 kubelet started\n")
+    cli.main(["logs", "kubelet", "--node", "autoscaled-1"])
+    assert capsys.readouterr().out == "I1130 kubelet started\n"
+    with pytest.raises(SystemExit):
+        cli.main(["logs", "kubelet"])
+    assert capsys.readouterr().err.splitlines() == [
+        "error: kubelet runs on every node: say which with --node "
+        "(control-plane, node-1, autoscaled-1)"]
