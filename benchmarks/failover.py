@@ -3,9 +3,11 @@
 Run from the repository root as root: `.venv/bin/python benchmarks/failover.py`
 (options: --trials N (20), --home PATH: an `up --ha` cluster of yours, else a scratch
 one is made and removed; --only etcd|apiserver|takeover (repeatable): those trials
-alone, so that a run fits a shorter slot; --quick: 1 trial each; --no-append). It builds
-the node network (mk-br0, mk-control-plane*, mk-node-1): do not run it beside another
-cluster.
+alone, so that a run fits a shorter slot; --quick: 1 trial each; --no-append). A
+scratch cluster is built on the node network `up` chooses: the default one (mk-br0,
+mk-control-plane*, mk-node-1 on 172.18.0.0/24, the default ports), so not beside another
+cluster there, or the one MINIKUBE_PY_NETWORK_PREFIX and MINIKUBE_PY_NODE_NETWORK name.
+A cluster's addresses, namespaces and ports are read from its cluster.json.
 
 Each trial kills one component's process with SIGKILL, as a crash would, found by its
 node's network namespace and its command line (what `crictl inspect` shows as its pid):
@@ -109,9 +111,23 @@ class HACluster:
     def kubeconfig(self) -> Path:
         return self.home / "kubeconfig"
 
+    def saved(self) -> dict[str, Any]:
+        """cluster.json: the node network and the ports `up` chose for this cluster."""
+        return json.loads((self.home / "cluster.json").read_text())
+
+    def network(self) -> ClusterNetwork:
+        """The cluster's node network (its prefix, its range, haproxy's gateway)."""
+        network = self.saved()["network"]
+        return ClusterNetwork(network["prefix"], network["nodeNetwork"])
+
+    def port(self, name: str) -> int:
+        """A port of the cluster's (`apiserver`: each API server's and haproxy's,
+        `etcd-client`, `etcd-peer`: each member's)."""
+        return int(self.saved()["ports"][name])
+
     def nodes(self) -> dict[str, str]:
         """control-plane node -> its address."""
-        network = ClusterNetwork()
+        network = self.network()
         return {name: network.control_plane("", name, number).address
                 for number, name in enumerate(CONTROL_PLANES, 1)}
 
@@ -122,7 +138,8 @@ class HACluster:
     def etcdctl(self, *args: str) -> str:
         """etcdctl against every member, as the API server's etcd client."""
         pki = self.home / "pki"
-        endpoints = ",".join(f"https://{address}:2379" for address in self.nodes().values())
+        port = self.port("etcd-client")
+        endpoints = ",".join(f"https://{address}:{port}" for address in self.nodes().values())
         done = subprocess.run(
             ["etcdctl", f"--endpoints={endpoints}", f"--cacert={pki / 'etcd' / 'ca.crt'}",
              f"--cert={pki / 'apiserver-etcd-client.crt'}",
@@ -177,8 +194,8 @@ class HACluster:
         """That node's API server answers /readyz (the check haproxy makes)."""
         context = load_kubeconfig(self.kubeconfig).tls_context()
         try:
-            with urllib.request.urlopen(f"https://{self.nodes()[node]}:6443/readyz",
-                                        timeout=2, context=context) as answer:
+            url = f"https://{self.nodes()[node]}:{self.port('apiserver')}/readyz"
+            with urllib.request.urlopen(url, timeout=2, context=context) as answer:
                 return answer.status == 200
         except OSError:
             return False
@@ -186,7 +203,7 @@ class HACluster:
     def pid_of(self, node: str, component: str) -> int | None:
         """The pid of a static pod's process on the node: in the node's network
         namespace, its command `component` (etcd) or the component's module."""
-        namespace = os.stat(NETNS_DIR / f"mk-{node}").st_ino
+        namespace = os.stat(NETNS_DIR / f"{self.network().prefix}{node}").st_ino
         # the images' /usr/local/bin/<component> execs `python3 -m <module>`
         module = next((image.module for image in COMPONENTS if image.name == component), "")
         for entry in Path("/proc").iterdir():
@@ -281,7 +298,8 @@ class ElectionWatch:
         credentials = EtcdTLS(str(pki / "etcd" / "ca.crt"),
                               str(pki / "apiserver-etcd-client.crt"),
                               str(pki / "apiserver-etcd-client.key")).credentials()
-        self._channels = [grpc.aio.secure_channel(f"{address}:2379", credentials)
+        port = cluster.port("etcd-client")
+        self._channels = [grpc.aio.secure_channel(f"{address}:{port}", credentials)
                           for address in cluster.nodes().values()]
         self._stubs = [rpc_pb2_grpc.MaintenanceStub(channel) for channel in self._channels]
         self._old: set[int] = set()

@@ -8,7 +8,8 @@ only until the other two elect one; killing the leading scheduler hands its Leas
 another, which binds the next pod. The kubelet restarts each killed static pod. Then
 `down` leaves nothing behind and a second `up --ha` works. (benchmarks/failover.py
 measures the same kills against the issue's targets, many times; its --quick run is
-checked here, on this module's cluster.)
+checked here, on this module's cluster.) The addresses, namespaces and ports are the
+cluster's own (cluster.json, through HACluster), so the module runs on any node network.
 """
 
 from __future__ import annotations
@@ -30,10 +31,6 @@ from minikube_py.cluster.kubeadm.init import manifest_dir
 from tests.test_benchmark_smoke import run_quick
 
 pytestmark = pytest.mark.slow
-
-ADDRESSES = {"control-plane": "172.18.0.10", "control-plane2": "172.18.0.9",
-             "control-plane3": "172.18.0.8"}
-HAPROXY = ("172.18.0.1", 6443)
 
 
 def launcher(home: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -71,6 +68,11 @@ def endpoints(cluster: HACluster) -> list[str]:
     return [address["ip"] for address in subsets[0].get("addresses") or []]
 
 
+def haproxy(cluster: HACluster) -> tuple[str, int]:
+    """Where haproxy listens: the host's address on the bridge, the API server port."""
+    return cluster.network().gateway, cluster.port("apiserver")
+
+
 def up_ha(home: Path) -> float:
     started = time.monotonic()
     up = launcher(home, "up", "--ha", "--nodes", "1", check=False)
@@ -95,15 +97,17 @@ def ha(fast_tmp: Path) -> Iterator[HACluster]:
 def test_three_etcd_members_over_tls_are_healthy(ha: HACluster) -> None:
     members = json.loads(ha.etcdctl("member", "list", "-w", "json"))["members"]
     assert sorted(member["name"] for member in members) == sorted(CONTROL_PLANES)
+    addresses, peer = ha.nodes(), ha.port("etcd-peer")
     for member in members:
-        assert member["peerURLs"] == [f"https://{ADDRESSES[member['name']]}:2380"]
+        assert member["peerURLs"] == [f"https://{addresses[member['name']]}:{peer}"]
     assert ha.etcd_healthy() == 3
     assert ha.etcd_leader() in CONTROL_PLANES
 
 
 def test_kubectl_reaches_the_cluster_through_haproxy(ha: HACluster) -> None:
     config = (ha.home / "kubeconfig").read_text()
-    assert f"server: https://{HAPROXY[0]}:{HAPROXY[1]}" in config
+    address, port = haproxy(ha)
+    assert f"server: https://{address}:{port}" in config
     nodes = ha.kubectl("get", "nodes", "-o", "json")
     names = sorted(node["metadata"]["name"] for node in json.loads(nodes.stdout)["items"])
     assert names == [*sorted(CONTROL_PLANES), "node-1"]
@@ -116,7 +120,8 @@ def test_kubectl_reaches_the_cluster_through_haproxy(ha: HACluster) -> None:
 
 
 def test_the_kubernetes_endpoints_name_every_api_server(ha: HACluster) -> None:
-    until(lambda: endpoints(ha) == ["172.18.0.8", "172.18.0.9", "172.18.0.10"],
+    every = sorted(ha.nodes().values())
+    until(lambda: sorted(endpoints(ha)) == every,
           "three API servers in the kubernetes endpoints", RECONCILE_INTERVAL + 10)
 
 
@@ -141,6 +146,7 @@ def test_killing_the_etcd_leader_stops_writes_only_until_a_new_one_is_elected(
 def test_killing_an_api_server_costs_clients_at_most_one_retry_and_its_endpoint(
         ha: HACluster) -> None:
     victim = "control-plane2"
+    addresses = ha.nodes()
     loops = [ClientLoop("official client", official_client(ha)),
              ClientLoop("kubectl", kubectl_request(ha))]
     manifest = manifest_dir(ha.home, victim) / "kube-apiserver.yaml"
@@ -159,14 +165,14 @@ def test_killing_an_api_server_costs_clients_at_most_one_retry_and_its_endpoint(
         # key outlives it by the TTL and one round of the others, and by a whole TTL more
         # when etcd's leader changes meanwhile (etcd 3.4 keeps no lease checkpoints, so a
         # new leader starts every lease's TTL afresh), as it may on a loaded machine
-        until(lambda: ADDRESSES[victim] not in endpoints(ha),
+        until(lambda: addresses[victim] not in endpoints(ha),
               "the killed API server out of the kubernetes endpoints",
               2 * LEASE_TTL + RECONCILE_INTERVAL + 80)
-        assert sorted(endpoints(ha)) == sorted(address for node, address in ADDRESSES.items()
+        assert sorted(endpoints(ha)) == sorted(address for node, address in addresses.items()
                                                if node != victim)
     finally:
         held.rename(manifest)
-    until(lambda: ADDRESSES[victim] in endpoints(ha),
+    until(lambda: addresses[victim] in endpoints(ha),
           "the API server started again back in the endpoints", 120)
 
 
@@ -201,14 +207,16 @@ def test_the_failover_benchmark_runs_against_this_cluster(ha: HACluster) -> None
 
 
 def test_down_leaves_nothing_and_a_second_up_ha_works(ha: HACluster) -> None:
+    address, port = haproxy(ha)
+    prefix = ha.network().prefix
     down = launcher(ha.home, "down", check=False)
     assert down.returncode == 0, down.stdout + down.stderr
     assert processes_of(ha.home) == []
-    listening = subprocess.run(["ss", "-Hltn", f"sport = :{HAPROXY[1]}"], capture_output=True,
+    listening = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True,
                                text=True, check=True).stdout
-    assert HAPROXY[0] not in listening, listening
+    assert f"{address}:{port}" not in listening, listening
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    assert "mk-" not in left, left
+    assert prefix not in left, left
     took = up_ha(ha.home)
     print(f"second up --ha --nodes 1: {took:.1f} s")
     until(ha.settled, "every etcd member healthy, every API server ready", 120)

@@ -1,5 +1,8 @@
 """Ingress and Gateway API on a real 2-node cluster, through the gateway controller's nginx
-pods and their LoadBalancer addresses, reached from this machine as a user would.
+pods and their LoadBalancer addresses, reached from node-1 as a machine on the cluster's
+node network reaches them (node-1's network namespace: its proxy's rules, on any node
+network; this machine routes the load balancers' range to the default network's cluster
+only, and test_cluster_cli reaches a LoadBalancer from here).
 
 The Ingress tests use the real kubectl (`kubectl create ingress`). The Gateway API tests
 mirror kubernetes-sigs/gateway-api's conformance tests (GATEWAY-HTTP profile,
@@ -20,6 +23,7 @@ kubectl from ../shared/data/crds/gateway-api/ before the first Gateway API test.
 from __future__ import annotations
 
 import base64
+import ctypes
 import http.client
 import json
 import socket
@@ -43,7 +47,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 
 from minikube_py.security import pki
 from tests.api_helpers import manifest_yaml, manifests_yaml
-from tests.test_cluster_cli import kubectl, launcher
+from tests.test_cluster_cli import kubectl, launcher, network_prefix
 
 pytestmark = pytest.mark.slow
 
@@ -57,6 +61,8 @@ INFRA = "gateway-conformance-infra"
 WEB = "gateway-conformance-web-backend"
 CLASS = "minikube-py"
 CONTROLLER = "minikube-py.io/gateway-controller"
+LIBC = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNET = 0x40000000  # setns(2)'s flag for a network namespace
 ECHO_SERVER = """
 import json, os
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -127,6 +133,36 @@ def run_kubectl(home: Path, *args: str, stdin: str | None = None,
                           check=check)
 
 
+def client_namespace() -> str:
+    """node-1's network namespace, where the requests to the load balancers start."""
+    return f"/var/run/netns/{network_prefix()}node-1"
+
+
+def setns(namespace: int) -> None:
+    """setns(2) of this thread into the network namespace open as fd `namespace`."""
+    if LIBC.setns(namespace, CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), "setns failed")
+
+
+def connect(address: str, port: int, timeout: float) -> socket.socket:
+    """A TCP connection to address:port from node-1: its socket made in node-1's network
+    namespace (this thread enters it for that moment only; a socket stays in the
+    namespace it was made in)."""
+    with open(client_namespace()) as node, open("/proc/thread-self/ns/net") as own:
+        setns(node.fileno())
+        try:
+            return socket.create_connection((address, port), timeout)
+        finally:
+            setns(own.fileno())
+
+
+class NodeConnection(http.client.HTTPConnection):
+    """HTTP from node-1."""
+
+    def connect(self) -> None:
+        self.sock = connect(self.host, self.port, self.timeout)
+
+
 def get(home: Path, *what: str) -> Any:
     return json.loads(kubectl(home, "get", *what, "-o", "json").stdout)
 
@@ -195,7 +231,8 @@ class RedirectRequest:
 
 
 class TLSConnection(http.client.HTTPSConnection):
-    """HTTPS to an address with `server_name` as SNI, as upstream's TLS round tripper."""
+    """HTTPS from node-1 to an address with `server_name` as SNI, as upstream's TLS round
+    tripper."""
 
     def __init__(self, address: str, port: int, server_name: str,
                  context: ssl.SSLContext) -> None:
@@ -205,7 +242,7 @@ class TLSConnection(http.client.HTTPSConnection):
         self.peer_certificate: bytes | None = None
 
     def connect(self) -> None:
-        sock = socket.create_connection((self.host, self.port), self.timeout)
+        sock = connect(self.host, self.port, self.timeout)
         self.sock = self.tls_context.wrap_socket(sock, server_hostname=self.server_name)
         self.peer_certificate = self.sock.getpeercert(binary_form=True)
 
@@ -219,7 +256,7 @@ def send(address: str, path: str = "/", host: str | None = None, port: int = 80,
     if tls is not None:
         connection = TLSConnection(address, port, (host or address).partition(":")[0], tls)
     else:
-        connection = http.client.HTTPConnection(address, port, timeout=5)
+        connection = NodeConnection(address, port, timeout=5)
     try:
         connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
         connection.putheader("Host", host or address)
@@ -436,8 +473,8 @@ def test_an_ingress_serves_tls_from_its_secret(ingress_backends: Path, tmp_path:
 
     def served() -> bool:
         done = subprocess.run(
-            ["curl", "-sS", "--max-time", "5", "--cacert", str(tmp_path / "ca.crt"),
-             "--resolve", f"secure.example:443:{address}", "https://secure.example/tls"],
+            ["nsenter", f"--net={client_namespace()}", "curl", "-sS", "--max-time", "5",
+             "--cacert", str(tmp_path / "ca.crt"), "--resolve", f"secure.example:443:{address}", "https://secure.example/tls"],
             capture_output=True, text=True)
         return done.returncode == 0 and '"pod": "echo-b' in done.stdout
     until(served, "https://secure.example/ with the Secret's certificate")
@@ -546,7 +583,7 @@ def test_requests_in_flight_and_new_ones_survive_an_nginx_reload(ingress_backend
     expect(address, from_stream)
     reloads = data_plane_reloads(home)
 
-    in_flight = http.client.HTTPConnection(address, 80, timeout=30)
+    in_flight = NodeConnection(address, 80, timeout=30)
     in_flight.request("GET", "/stream", headers={"Host": "stream.example"})
     response = in_flight.getresponse()
     assert response.status == 200

@@ -9,8 +9,10 @@ Clusters with kubeadm", `kubeadm init --control-plane-endpoint` then `kubeadm jo
     control-plane3   172.18.0.8    the same
     (this machine)   172.18.0.1    haproxy: the control-plane endpoint, in every kubeconfig
 
-The names are kind's (`kind-control-plane`, `kind-control-plane2`, ...). What each node
-keeps of its own, as kubeadm's join --control-plane makes it there:
+(the addresses on the default node network; on another, the same hosts of its range, and
+the ports the cluster took, kept in cluster.json). The names are kind's
+(`kind-control-plane`, `kind-control-plane2`, ...). What each node keeps of its own, as
+kubeadm's join --control-plane makes it there:
 
     nodes/<node>/pki/etcd/   etcd's CA (shared) and the member's own server and peer
                              certificates (CN the node, SANs its name, its address,
