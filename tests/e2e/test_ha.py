@@ -28,6 +28,7 @@ from benchmarks.failover import ClientLoop, HACluster, kubectl_request, official
 from minikube_py.apiserver.registry.lease_reconciler import LEASE_TTL, RECONCILE_INTERVAL
 from minikube_py.cluster.kubeadm.ha import CONTROL_PLANES
 from minikube_py.cluster.kubeadm.init import manifest_dir
+from tests.e2e.helpers import until
 from tests.test_benchmark_smoke import run_quick
 
 pytestmark = pytest.mark.slow
@@ -38,14 +39,6 @@ def launcher(home: Path, *args: str, check: bool = True) -> subprocess.Completed
     return subprocess.run(
         [sys.executable, "-m", "minikube_py.cluster", *args], capture_output=True, text=True,
         timeout=900, check=check, env={**os.environ, "MINIKUBE_PY_HOME": str(home)})
-
-
-def until(check: object, what: str, timeout: float) -> object:
-    deadline = time.monotonic() + timeout
-    while not (value := check()):  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.3)
-    return value
 
 
 def processes_of(home: Path) -> list[str]:

@@ -34,7 +34,7 @@ import threading
 import time
 import urllib.parse
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -47,6 +47,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 
 from minikube_py.security import pki
 from tests.api_helpers import manifest_yaml, manifests_yaml
+from tests.e2e.helpers import get, until
 from tests.test_cluster_cli import kubectl, launcher, network_prefix
 
 pytestmark = pytest.mark.slow
@@ -161,23 +162,6 @@ class NodeConnection(http.client.HTTPConnection):
 
     def connect(self) -> None:
         self.sock = connect(self.host, self.port, self.timeout)
-
-
-def get(home: Path, *what: str) -> Any:
-    return json.loads(kubectl(home, "get", *what, "-o", "json").stdout)
-
-
-def until(condition: Callable[[], Any], what: str, timeout: float = 120) -> Any:
-    """Poll until `condition()` is truthy; `timeout` bounds a failure only."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while True:
-        last = condition()
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
