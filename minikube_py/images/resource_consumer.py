@@ -32,7 +32,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -196,10 +196,12 @@ def hold_memory(megabytes: int, seconds: int) -> None:
 class Consumer:
     """The server's state: the gauges BumpMetric raises, and how work is started."""
 
-    def __init__(self, program: Sequence[str]) -> None:
+    def __init__(self, program: Sequence[str],
+                 sleep: Callable[[float], object] = time.sleep) -> None:
         self.program = list(program)  # how to run this file as a child process
         self.metrics: dict[str, float] = {}
         self.lock = threading.Lock()
+        self.sleep = sleep  # how a bump waits out its duration
 
     def start(self, work: Work) -> None:
         """Start what a request asked for, in the background."""
@@ -222,7 +224,7 @@ class Consumer:
                  go_format_float(work.amount), work.seconds)
         with self.lock:
             self.metrics[work.metric] = self.metrics.get(work.metric, 0.0) + work.amount
-        time.sleep(work.seconds)
+        self.sleep(work.seconds)
         with self.lock:
             self.metrics[work.metric] -= work.amount
 

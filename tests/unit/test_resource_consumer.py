@@ -5,7 +5,6 @@ and the rule its CPU burner follows."""
 from __future__ import annotations
 
 import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from minikube_py.images.resource_consumer import (
     handler_for,
     route,
 )
+from tests.api_helpers import until
 
 
 def post(path: str, **form: str) -> Reply:
@@ -86,9 +86,28 @@ def test_the_image_is_built_on_demand_under_upstreams_name() -> None:
     assert RESOURCE_CONSUMER.config.entrypoint == ("/resource-consumer",)
 
 
+class Durations:
+    """A bump's wait, held by the test: each duration asked for, and the release."""
+
+    def __init__(self) -> None:
+        self.asked: list[float] = []
+        self.over = threading.Event()
+
+    def sleep(self, seconds: float) -> None:
+        self.asked.append(seconds)
+        self.over.wait(30)
+
+
 @pytest.fixture
-def server() -> Iterator[tuple[str, Consumer]]:
-    consumer = Consumer([])
+def durations() -> Iterator[Durations]:
+    held = Durations()
+    yield held
+    held.over.set()
+
+
+@pytest.fixture
+def server(durations: Durations) -> Iterator[tuple[str, Consumer]]:
+    consumer = Consumer([], sleep=durations.sleep)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(consumer))
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -100,7 +119,7 @@ def server() -> Iterator[tuple[str, Consumer]]:
 
 
 def test_a_form_body_as_curl_data_sends_it_bumps_the_metric_for_its_duration(
-        server: tuple[str, Consumer]) -> None:
+        server: tuple[str, Consumer], durations: Durations) -> None:
     url, consumer = server
     request = urllib.request.Request(f"{url}/BumpMetric", data=b"metric=qps&delta=1.5",
                                      method="POST")
@@ -111,9 +130,9 @@ def test_a_form_body_as_curl_data_sends_it_bumps_the_metric_for_its_duration(
                                      data=b"metric=qps&delta=1.5", method="POST")
     with urllib.request.urlopen(request, timeout=5) as answer:
         assert answer.read() == b"BumpMetric\nqps metric\n1.5 delta\n1 durationSec\n"
+    # the bump holds for its duration (the test's clock: it ends when the test says)
+    until(lambda: durations.asked == [1], "the bump to wait out its second")
     with urllib.request.urlopen(f"{url}/Metrics", timeout=5) as answer:
         assert b"qps 1.500000\n" in answer.read()
-    deadline = time.monotonic() + 10
-    while consumer.metrics.get("qps") != 0.0:
-        assert time.monotonic() < deadline, consumer.metrics
-        time.sleep(0.1)
+    durations.over.set()
+    until(lambda: consumer.metrics.get("qps") == 0.0, "the bump to be taken back", 10)
