@@ -27,16 +27,27 @@ RUN python3 -m venv .venv \
  && .venv/bin/pip install -q $(.venv/bin/python -c 'import tomllib; print(" ".join(\
       tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))')
 
-# Then minikube_py/gen from proto/ (the Makefile's `proto` target: tools/genproto.py,
-# which needs grpcio-tools, one of the dependencies) and the package itself.
-COPY . .
-RUN .venv/bin/python tools/genproto.py \
- && .venv/bin/pip install -q --no-deps .
-ENV PATH=/opt/minikube-py/.venv/bin:$PATH
+# The steps that need only part of the project come before the rest of it is copied, so
+# that a change elsewhere (the usual one) keeps their layers and builds only what follows.
+# minikube_py/gen from proto/ (the Makefile's `proto` target: tools/genproto.py, which
+# needs grpcio-tools, one of the dependencies).
+COPY proto/ proto/
+COPY tools/genproto.py tools/
+RUN .venv/bin/python tools/genproto.py
 
-# pause, busybox, echo, nginx and python as OCI archives; the `images` service pushes
-# them to the registry (nginx's packages are downloaded here, with apt-get download).
-RUN minikube-py image build --output /var/lib/minikube-py/images
+# pause, busybox, echo, nginx and python as OCI archives, what `minikube-py image build`
+# writes, from minikube_py/images alone; the `images` service pushes them to the registry
+# (nginx's packages are downloaded here, with apt-get download).
+COPY minikube_py/__init__.py minikube_py/
+COPY minikube_py/images/ minikube_py/images/
+RUN .venv/bin/python -c "from pathlib import Path; \
+from minikube_py.images.catalog import CATALOG, build_image; \
+[build_image(spec, Path('/var/lib/minikube-py/images')) for spec in CATALOG]"
+
+# Then the package itself.
+COPY . .
+RUN .venv/bin/pip install -q --no-deps .
+ENV PATH=/opt/minikube-py/.venv/bin:$PATH
 # The component images (etcd, kube-apiserver, ..., kube-proxy, coredns: `up`'s, built from
 # this image's packages and venv) as an OCI layout, with their references, which the
 # static pods and the add-ons name; the `images` service pushes them too.

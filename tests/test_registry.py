@@ -23,6 +23,7 @@ import pytest
 
 from minikube_py.api import Obj
 from minikube_py.client.rest import Client
+from minikube_py.cluster.image_command import push_shipped_images, shipped_image_cache
 from minikube_py.cluster.registry import RegistryProcess
 from minikube_py.cluster.runtime_setup import (
     runtime_missing,
@@ -155,6 +156,25 @@ def test_pushing_to_a_registry_that_is_not_there_names_the_address(
     image = read_archive(archives[PAUSE.name].path)
     with pytest.raises(RegistryError, match="127.0.0.1:1"):
         push(image, "127.0.0.1:1", "pause:x")
+
+
+def test_up_builds_the_shipped_images_once_for_every_home(
+        registry: RegistryProcess, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`up` pushes the shipped images from one folder of this user's cache, which outlives
+    `down --purge`: a second `up` (another home, or the same one purged) pushes the
+    archives the first built; a folder of older code is removed."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cache = shipped_image_cache()
+    assert cache.parent == tmp_path / "minikube-py" / "shipped-images"
+    older = cache.parent / "0123456789abcdef"
+    older.mkdir(parents=True)
+    assert push_shipped_images(registry.host, specs=(PAUSE,)) == [
+        f"built {PAUSE.name}: {cache / PAUSE.archive_name} (pushed to {registry.host} as "
+        f"{', '.join(PAUSE.names)})"]
+    built = (cache / PAUSE.archive_name).stat().st_mtime_ns
+    push_shipped_images(registry.host, specs=(PAUSE,))
+    assert (cache / PAUSE.archive_name).stat().st_mtime_ns == built
+    assert not older.exists()
 
 
 # -- a node that pulls from it ---------------------------------------------------------------

@@ -11,7 +11,9 @@ where the nodes reach it. State lives in ~/.minikube-py (or $MINIKUBE_PY_HOME):
     logs/node-N/*.log     the node's containerd, kubelet and proxy
     run/...pid            the running components (run/node-N/ for a node's)
     nodes/node-N/         the node's containerd and kubelet
-    images/               the shipped images, loaded into the nodes and pushed to the registry
+    images/               the busybox-based shipped images, loaded into the nodes (all of
+                          them are pushed to the registry from ~/.cache/minikube-py,
+                          image_command.py's shipped_image_cache, kept past --purge)
     registry/             the image registry's storage (docker.io, registry.k8s.io, localhost)
     cluster.json          the ports in use, the nodes and their pod CIDRs, the add-ons
                           enabled (addons.py)
@@ -78,7 +80,7 @@ from minikube_py.cluster.dashboard_command import add_dashboard_command
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.etcd_snapshot import add_etcd_bump_revision_command
 from minikube_py.cluster.haproxy import HAProxyProcess
-from minikube_py.cluster.image_command import add_image_command, push_catalog
+from minikube_py.cluster.image_command import add_image_command, push_shipped_images
 from minikube_py.cluster.join import (
     approve_serving_certificates,
     join_info,
@@ -854,7 +856,7 @@ async def _start(state: Path, name: str, process: ComponentProcess, started: flo
     if name == "registry":
         assert isinstance(process, RegistryProcess)
         # every shipped image, under all its names
-        await asyncio.to_thread(push_catalog, state / "images", process.host, rebuild=False)
+        await asyncio.to_thread(push_shipped_images, process.host)
     elif name == "apiserver":
         assert isinstance(process, APIServerProcess)
         admin = ClusterCertificates(state).kubeconfig("admin")

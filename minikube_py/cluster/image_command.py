@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import fcntl
 import json
+import shutil
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -26,6 +28,8 @@ from minikube_py.images.catalog import CATALOG, ON_DEMAND, ImageSpec, build_imag
 from minikube_py.images.components import (
     ComponentImageError,
     build_component_images,
+    component_image_cache,
+    images_recipe,
     push_component_images,
 )
 from minikube_py.images.debian import PackageError
@@ -71,6 +75,29 @@ def push_catalog(output: Path, registry: str | None, *, rebuild: bool,
             line += f" (pushed to {registry} as {', '.join(spec.names)})"
         lines.append(line)
     return lines
+
+
+def shipped_image_cache() -> Path:
+    """Where `up` keeps the shipped images' archives: beside the component images
+    (component_image_cache), one folder for all of this user's cluster homes, kept past
+    `down --purge`, so that a new home pushes them instead of building them again (and
+    downloading nginx's and python's packages again). The folder is named by the images
+    code's hash: a change to that code builds them afresh."""
+    return component_image_cache().parent / "shipped-images" / images_recipe()[:16]
+
+
+def push_shipped_images(registry: str, specs: tuple[ImageSpec, ...] = CATALOG) -> list[str]:
+    """For `up`: push the shipped images from shipped_image_cache, building those not
+    there yet. Two `up`s (the test lanes) take the cache's lock in turn; the folders of
+    older code are removed."""
+    cache = shipped_image_cache()
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for folder in cache.parent.iterdir():
+            if folder.is_dir() and folder != cache:
+                shutil.rmtree(folder, ignore_errors=True)
+        return push_catalog(cache, registry, rebuild=False, specs=specs)
 
 
 def running_registry(home: Path) -> str | None:

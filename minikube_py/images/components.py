@@ -167,7 +167,7 @@ def build_component_images(output: Path, package: Path | None = None) -> Compone
 
 def _build(cache: LayerCache, package: Path) -> ComponentImages:
     """Every layer (built when it changed), then each image's config and manifest."""
-    recipe = _recipe()
+    recipe = images_recipe()
     bytecode = cache.root / "bytecode"
     busybox = cache.layer("busybox", recipe, busybox_layer)
     python = cache.layer("python", recipe, lambda: _python_layer(bytecode / "python"))
@@ -237,8 +237,8 @@ def build_and_push_component_images(output: Path, registry: str,
     return images.references()
 
 
-def _recipe() -> str:
-    """How the layers are built: a hash of this package's code (a change rebuilds them)."""
+def images_recipe() -> str:
+    """How the images are built: a hash of this package's code (a change rebuilds them)."""
     digest = hashlib.sha256()
     for path in sorted(IMAGES_CODE.glob("*.py")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
