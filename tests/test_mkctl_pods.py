@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from minikube_py.cluster.apiserver import APIServerProcess
+from tests.api_helpers import until
 from tests.test_mkctl import (
     AGENTS,
     KUBECTL,
@@ -27,7 +28,6 @@ from tests.test_mkctl import (
     assert_same,
     mkctl_command,
     reads_by,
-    until,
 )
 
 MANIFEST = """\
@@ -202,9 +202,9 @@ def test_wait_returns_as_soon_as_the_condition_is_met_and_the_object_deleted(
                            stderr=subprocess.PIPE, text=True,
                            env={**os.environ, "PYTHONPATH": str(REPO)})
                  for tool in ([KUBECTL], mkctl_command())]
-        until("both tools' reads of the pod", lambda: all(
-            reads_by(log, agent, f"/namespaces/{ns}/pods") >= count + 1
-            for agent, count in zip(AGENTS, before, strict=True)))
+        until(lambda: all(reads_by(log, agent, f"/namespaces/{ns}/pods") >= count + 1
+                          for agent, count in zip(AGENTS, before, strict=True)),
+              "both tools' reads of the pod", 60, interval=0.1)
         return waits
 
     created = clis.kubectl("run", "later", "--image=nginx", "-n", ns)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from minikube_py.cluster.apiserver import APIServerProcess
+from tests.api_helpers import until
 from tests.test_mkctl import (
     REPO,
     Clis,
@@ -28,7 +29,6 @@ from tests.test_mkctl import (
     assert_same,
     mkctl_command,
     normalized,
-    until,
 )
 
 UID = re.compile(r"[0-9a-z]{8}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{12}")
@@ -500,7 +500,7 @@ def test_delete_waits_until_the_object_is_gone(
         return "DELETE" in verbs and any(
             verb in ("GET", "LIST") for verb in verbs[verbs.index("DELETE"):])
 
-    until("mkctl waiting for the object to go", reading_after_the_delete)
+    until(reading_after_the_delete, "mkctl waiting for the object to go", 60, interval=0.1)
     assert deleting.poll() is None  # still waiting for the finalizer
     released = clis.kubectl("patch", "cm", "held", "-n", pair.mkctl_ns, "--type=merge",
                             "-p", '{"metadata":{"finalizers":null}}')

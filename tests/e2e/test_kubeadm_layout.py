@@ -170,7 +170,7 @@ def test_a_deleted_kube_proxy_pod_comes_back(kubeadm_home: Path) -> None:
     def proxy_on_node_1() -> list[dict]:
         return [pod for pod in kube_system(kubeadm_home)
                 if pod["metadata"]["labels"].get("k8s-app") == "kube-proxy"
-                and pod["spec"]["nodeName"] == "node-1"]
+                and pod["spec"].get("nodeName") == "node-1"]  # none yet: a new one
     old = proxy_on_node_1()[0]["metadata"]["name"]
     kubectl(kubeadm_home, "delete", "pod", "-n", "kube-system", old, "--wait=false")
     eventually(lambda: any(pod["metadata"]["name"] != old
