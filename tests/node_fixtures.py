@@ -22,6 +22,8 @@ import pytest
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client
 from minikube_py.cluster.runtime_setup import (
+    CNI_DIR,
+    CONFIG_FILE,
     Containerd,
     NodeRuntimeConfig,
     cleanup_stale,
@@ -60,20 +62,22 @@ class ContainerdNode:
 
 
 def _node_dirs_of_dead_runs() -> list[Path]:
-    """The node dirs in scratch dirs whose test run (named by its pid) is gone."""
+    """The containerd node dirs (a config.toml beside a cni folder: the session's node,
+    and the nodes of node_pulling_from) in scratch dirs whose test run (named by its pid)
+    is gone."""
     found = []
     for root in {TMPFS, Path(tempfile.gettempdir())}:
         for scratch in root.glob(f"{SCRATCH_PREFIX}*"):
             pid = scratch.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
-            node_dir = scratch / NODE_DIR
-            if pid.isdigit() and not Path(f"/proc/{pid}").exists() and node_dir.is_dir():
-                found.append(node_dir)
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                found += [config.parent for config in scratch.glob(f"*/{CONFIG_FILE}")
+                          if (config.parent / CNI_DIR).is_dir()]
     return found
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Before fast_tmp removes a crashed run's scratch dir: remove its node's pods, shims,
-    mounts, bridge and iptables rules, which deleting files alone cannot."""
+    """Before fast_tmp removes a crashed run's scratch dir: remove its nodes' pods, shims,
+    mounts, bridges and iptables rules, which deleting files alone cannot."""
     if runtime_missing() is None:
         for node_dir in _node_dirs_of_dead_runs():
             asyncio.run(cleanup_stale(node_dir))
