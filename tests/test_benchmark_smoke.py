@@ -136,6 +136,8 @@ def test_hollow_nodes_benchmark_quick_run_reports_every_phase() -> None:
     output = run_quick("hollow_nodes.py", "--nodes", "10", "--pods", "20", timeout=600)
     for metric in ("10 hollow nodes in one process: all Ready",
                    "oldest Lease renewal seen over 5 s",
+                   "time from one renewal of a Lease to its next",
+                   "renewals missed (the next more than 20 s after the last)",
                    "20 pods on hollow nodes: create -> all Running"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
 
@@ -186,7 +188,9 @@ def test_density_benchmark_quick_run_reports_every_slo() -> None:
     """benchmarks/density.py still runs end to end (2 x 10 pods on 5 hollow nodes)."""
     output = run_quick("density.py", timeout=600)
     for metric in ("pod startup (watch: ADDED -> Running", "mutating API calls p99, worst",
-                   "LIST p99, worst", "CPU during the load"):
+                   "LIST p99, worst", "... LIST pods of all namespaces (cluster-scoped)",
+                   "CPU during the load", "CPU per pod Running",
+                   "memory (RSS) after the load (MB), and its growth per 1,000 pods"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
 
 
