@@ -24,7 +24,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -37,6 +36,7 @@ from tests.docker_engine import (
     docker_engine,
     namespaces,
 )
+from tests.e2e.helpers import until
 
 pytestmark = pytest.mark.slow
 
@@ -161,15 +161,6 @@ def kubectl(*args: str, check: bool = True, timeout: float = 180
     return done
 
 
-def until(condition: str, check: Callable[[], bool], timeout: float) -> None:
-    """Wait for `check()` to be true; `timeout` bounds a failure only."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:.0f} s: {condition}")
-        time.sleep(1)
-
-
 def ours(kind: str) -> list[str]:
     """The stack's containers, networks or volumes, as Docker lists them by its label."""
     listed = docker(kind, "ls", *(["-a"] if kind == "container" else []), "-q", "--filter",
@@ -198,7 +189,7 @@ def test_docker_compose_up_runs_a_cluster_and_down_leaves_nothing(fast_tmp: Path
         try:
             timed_compose_up(PROJECT)
             started = phase(times, "cold up -d until every node is Ready", started)
-            until("kube-system runs as kubeadm's does", kube_system_runs_as_kubeadms, 300)
+            until(kube_system_runs_as_kubeadms, "kube-system runs as kubeadm's does", 300)
             started = phase(times, "every kube-system pod running", started)
             nginx = fast_tmp / "nginx.yaml"
             nginx.write_text(NGINX)
@@ -239,7 +230,7 @@ def test_docker_compose_up_runs_a_cluster_and_down_leaves_nothing(fast_tmp: Path
             # The pods' status still shows them Ready at their old addresses until each
             # kubelet has started them again and reported it (as after a node reboot):
             # wait until the Service answers from the shell pod.
-            until("nginx's Service answers the shell pod again", serves_from_shell, 300)
+            until(serves_from_shell, "nginx's Service answers the shell pod again", 300)
             started = phase(times, "the same Deployment serving again", started)
         finally:
             logs = compose("logs", "--no-color", timeout=120, check=False)
