@@ -237,8 +237,10 @@ def server_cpu_us(cpu: dict[str, float], elapsed: float, count: int) -> float:
 
 
 def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100) of a non-empty list."""
+    """Nearest-rank percentile (q in 0..100) of a list; 0.0 for an empty one."""
     ordered = sorted(values)
+    if not ordered:
+        return 0.0
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 

@@ -54,6 +54,7 @@ from benchmarks.apiserver import (  # noqa: E402
     cpu_seconds,
     create_all,
     create_namespace,
+    percentile,
     private_api_server,
     progress,
 )
@@ -221,11 +222,6 @@ def busy_text(before: dict[str, float], after: dict[str, float], seconds: float)
                      for name, label in BUSY.items()) + " ms/s"
 
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
-
-
 def watched(driver: Any, seconds: float) -> tuple[list[float], list[float], str]:
     """The page's frame intervals and long tasks (ms) over `seconds`, nothing changing,
     and its main thread's work."""
@@ -320,11 +316,11 @@ def smoothness_rows(idle: tuple[list[float], list[float], str],
     rows: list[Row] = []
     for label, values in (("idle", idle_frames), ("changing", frames)):
         rows.append((f"frame interval, page {label} with the pods, {seconds:.0f} s",
-                     f"p50 {percentile(values, 0.5):.1f} ms, p95 {percentile(values, 0.95):.1f}"
+                     f"p50 {percentile(values, 50):.1f} ms, p95 {percentile(values, 95):.1f}"
                      f" ms, max {max(values):.0f} ms ({len(values)} frames, "
                      f"{len(values) * 1000 / sum(values):.0f}/s)", "p95 <= 50 ms",
-                     verdict(percentile(values, 0.95) <= 50)))
-    ratio = percentile(frames, 0.95) / percentile(idle_frames, 0.95)
+                     verdict(percentile(values, 95) <= 50)))
+    ratio = percentile(frames, 95) / percentile(idle_frames, 95)
     rows.append(("frame interval p95, changing / idle", f"{ratio:.2f}x", "", ""))
     for label, text in (("idle", idle_busy), ("changing", busy)):
         rows.append((f"the page's main thread busy, {label}", text, "", ""))
@@ -338,7 +334,7 @@ def smoothness_rows(idle: tuple[list[float], list[float], str],
                          for event, values in latencies.items())
     rows.append((f"a change sent -> drawn, {len(every)} sampled of {int(rate * seconds)} "
                  f"at {rate}/s", f"p50 {statistics.median(every):.0f} ms, p95 "
-                 f"{percentile(every, 0.95):.0f} ms, max {every[-1]:.0f} ms ({by_event})",
+                 f"{percentile(every, 95):.0f} ms, max {every[-1]:.0f} ms ({by_event})",
                  "p50 <= 500 ms", verdict(statistics.median(every) <= 500)))
     return rows
 

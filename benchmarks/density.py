@@ -48,7 +48,13 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.apiserver import BenchmarkError, cpu_seconds, private_api_server, progress  # noqa: E402
+from benchmarks.apiserver import (  # noqa: E402
+    BenchmarkError,
+    cpu_seconds,
+    percentile,
+    private_api_server,
+    progress,
+)
 from benchmarks.hollow_nodes import (  # noqa: E402
     apf_rejections,
     rejections_since,
@@ -174,11 +180,6 @@ class PodWatch:
                 if name not in self.unobserved]
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 class Lister:
     """A dashboard's client: LIST the namespace's pods, then all pods, in turn, each
     --list-interval seconds after the last answer; its own timing of each scope."""
@@ -204,7 +205,7 @@ class Lister:
 def timings(values: list[float]) -> str:
     if not values:
         return "none"
-    return (f"p50 {percentile(values, 0.5):.2f} s, p99 {percentile(values, 0.99):.2f} s, "
+    return (f"p50 {percentile(values, 50):.2f} s, p99 {percentile(values, 99):.2f} s, "
             f"max {max(values):.2f} s ({len(values)} LISTs)")
 
 
@@ -269,7 +270,7 @@ async def measure(args: argparse.Namespace) -> list[Row]:
              if key[0] == "LIST" and max(b.values()) > 0}
     worst_mutating = max(mutating.items(), key=lambda item: item[1])
     worst_list = max(lists.items(), key=lambda item: item[1])
-    p99 = percentile(latencies, 0.99)
+    p99 = percentile(latencies, 99)
     running = len(watch.running)
     if not running:
         raise BenchmarkError(f"no pod Running {args.timeout:.0f} s after the last Deployment")
@@ -283,7 +284,7 @@ async def measure(args: argparse.Namespace) -> list[Row]:
          "all", "FAIL"),
         (f"pod startup (watch: ADDED -> Running; {watch.restarts} watch restarts, "
          f"{len(watch.unobserved)} pods not seen from creation), p50 / p90 / p99",
-         f"{percentile(latencies, 0.5):.2f} / {percentile(latencies, 0.9):.2f} / "
+         f"{percentile(latencies, 50):.2f} / {percentile(latencies, 90):.2f} / "
          f"{p99:.2f} s", "p99 <= 5 s", verdict(p99 <= 5)),
         (f"mutating API calls p99, worst ({worst_mutating[0][0]} {worst_mutating[0][1]})",
          f"{worst_mutating[1] * 1000:.0f} ms", "<= 1 s", verdict(worst_mutating[1] <= 1)),
@@ -294,10 +295,10 @@ async def measure(args: argparse.Namespace) -> list[Row]:
          "<= 5 s", verdict(worst_list[1] <= 5)),
         ("... LIST pods of the namespace, as the client timed it",
          timings(lister.seconds["namespace"]), "p99 <= 5 s",
-         verdict(percentile(lister.seconds["namespace"] or [0.0], 0.99) <= 5)),
+         verdict(percentile(lister.seconds["namespace"] or [0.0], 99) <= 5)),
         ("... LIST pods of all namespaces (cluster-scoped), as the client timed it",
          timings(lister.seconds["cluster"]), "p99 <= 30 s",
-         verdict(percentile(lister.seconds["cluster"] or [0.0], 0.99) <= 30)),
+         verdict(percentile(lister.seconds["cluster"] or [0.0], 99) <= 30)),
         ("429s from API Priority and Fairness during the load, by priority level",
          f"{rejected} ({lister.rejected} of the client's LISTs failed with 429 after its "
          "retries)", "", ""),

@@ -64,7 +64,7 @@ import aiohttp  # noqa: E402
 import grpc  # noqa: E402
 import yaml  # noqa: E402
 
-from benchmarks.apiserver import BenchmarkError, progress  # noqa: E402
+from benchmarks.apiserver import BenchmarkError, percentile, progress  # noqa: E402
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
 from minikube_py.apiserver.storage.etcd import EtcdTLS  # noqa: E402
 from minikube_py.client.kubeconfig import load_kubeconfig  # noqa: E402
@@ -94,11 +94,6 @@ def launcher(home: Path, *args: str, timeout: float = 900) -> str:
         raise BenchmarkError(f"minikube-py {' '.join(args)} failed: "
                              f"{(done.stdout + done.stderr).strip()[-2000:]}")
     return done.stdout
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 @dataclass(frozen=True)
@@ -659,7 +654,7 @@ def etcd_rows(etcd: list[EtcdTrial], repeated: int) -> list[Row]:
     election, then the rest (the API server's etcd client finding the leader's
     successor, the write's own round trip)."""
     def spread(values: list[float]) -> str:
-        return f"{statistics.median(values):.2f} s / {percentile(values, 0.99):.2f} s"
+        return f"{statistics.median(values):.2f} s / {percentile(values, 99):.2f} s"
 
     back = [trial.writes_back for trial in etcd]
     elected = [trial.elected for trial in etcd]
@@ -667,7 +662,7 @@ def etcd_rows(etcd: list[EtcdTrial], repeated: int) -> list[Row]:
     not_counted = f" ({repeated} more without an election, not counted)" if repeated else ""
     return [(f"etcd leader killed: writes back, median / p99 of {len(etcd)}{not_counted}",
              spread(back), f"p99 <= {ETCD_WRITES_P99:.0f} s",
-             verdict(percentile(back, 0.99) <= ETCD_WRITES_P99)),
+             verdict(percentile(back, 99) <= ETCD_WRITES_P99)),
             ("etcd: a surviving member names a new leader, median / p99", spread(elected),
              "(election timeout 1-2 s)", "-"),
             ("etcd: from the new leader to the first write back, median / p99",

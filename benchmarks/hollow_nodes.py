@@ -40,6 +40,7 @@ from benchmarks.apiserver import (  # noqa: E402
     cpu_seconds,
     create_all,
     create_namespace,
+    percentile,
     private_api_server,
     progress,
 )
@@ -142,11 +143,6 @@ def renewal_intervals(samples: list[dict[str, datetime]]) -> list[float]:
     return intervals
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
-
-
 async def wait_pods_running(client: Client, count: int, timeout: float) -> float:
     started = time.perf_counter()
     while True:
@@ -203,8 +199,8 @@ async def measure(args: argparse.Namespace) -> list[Row]:
                           + sum(lease_age(lease, now) > 2 * RENEW_INTERVAL for lease in ours))
                 rows.append(("time from one renewal of a Lease to its next: p50 / p99 / max "
                              f"({len(intervals)} renewals)",
-                             f"{percentile(intervals, 0.5):.2f} / "
-                             f"{percentile(intervals, 0.99):.2f} / "
+                             f"{percentile(intervals, 50):.2f} / "
+                             f"{percentile(intervals, 99):.2f} / "
                              f"{max(intervals, default=0.0):.2f} s", "10-10.4 s", ""))
                 rows.append((f"renewals missed (the next more than {2 * RENEW_INTERVAL:.0f} s "
                              "after the last)", str(missed), "0",

@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.apiserver import BenchmarkError, private_api_server, progress  # noqa: E402
+from benchmarks.apiserver import BenchmarkError, percentile, private_api_server, progress  # noqa: E402
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
 from minikube_py.api import Obj  # noqa: E402
 from minikube_py.client.rest import Client  # noqa: E402
@@ -260,11 +260,6 @@ async def latencies(count: int, *targets: str) -> list[list[float]]:
     return [sorted(float(t) for t in line.split()) for line in out.decode().splitlines()]
 
 
-def p99(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-
-
 def floor_load(text: str) -> float:
     """The floor: `nft -f` of the enforcer's input into a fresh namespace."""
     try:
@@ -363,9 +358,9 @@ async def _measure(client: Client, policies_count: int, trials: int, latency_cou
                 await policies.delete(f"deny-{trial}", "bench-pods")
                 revoked.append(await watcher.first(True, before) - before)
             rows.append((f"create -> enforced, {size}",
-                         f"p99 {p99(enforced) * 1000:.0f} ms, median "
+                         f"p99 {percentile(enforced, 99) * 1000:.0f} ms, median "
                          f"{statistics.median(enforced) * 1000:.0f} ms ({trials} trials)",
-                         "p99 <= 300 ms", verdict(p99(enforced) <= 0.3)))
+                         "p99 <= 300 ms", verdict(percentile(enforced, 99) <= 0.3)))
             rows.append(("delete -> revoked (connections open again)",
                          f"max {max(revoked) * 1000:.0f} ms, median "
                          f"{statistics.median(revoked) * 1000:.0f} ms", "<= 1 s",
@@ -386,12 +381,13 @@ async def _measure(client: Client, policies_count: int, trials: int, latency_cou
             await enforcer.stop()  # its CPU would weigh on one condition only
             await enforcer.nft.apply(table)
             isolated, plain = await latencies(2 * latency_count, SERVER, PLAIN)
-            added = p99(isolated) - p99(plain)
+            added = percentile(isolated, 99) - percentile(plain, 99)
             rows.append(("new-connection latency the enforcement adds (connect + first "
                          "byte to an isolated server the client is allowed to, against "
                          "one no policy selects, connections interleaved)",
-                         f"p99 {added * 1000:+.3f} ms (p99 {p99(isolated) * 1000:.3f} vs "
-                         f"{p99(plain) * 1000:.3f} ms; medians "
+                         f"p99 {added * 1000:+.3f} ms "
+                         f"(p99 {percentile(isolated, 99) * 1000:.3f} vs "
+                         f"{percentile(plain, 99) * 1000:.3f} ms; medians "
                          f"{statistics.median(isolated) * 1000:.3f} vs "
                          f"{statistics.median(plain) * 1000:.3f} ms; {latency_count} "
                          "connections each)", "p99 <= 1 ms", verdict(added <= 0.001)))
@@ -403,7 +399,8 @@ async def _measure(client: Client, policies_count: int, trials: int, latency_cou
                 without += (await latencies(latency_count // ROUNDS, SERVER))[0]
             rows.append(("the same to the isolated server, with the whole table and with "
                          "none (alternating in tenths)",
-                         f"p99 {p99(with_table) * 1000:.3f} vs {p99(without) * 1000:.3f} ms;"
+                         f"p99 {percentile(with_table, 99) * 1000:.3f} vs "
+                         f"{percentile(without, 99) * 1000:.3f} ms;"
                          f" medians {statistics.median(with_table) * 1000:.3f} vs "
                          f"{statistics.median(without) * 1000:.3f} ms", "", ""))
             await enforcer.nft.apply(table)

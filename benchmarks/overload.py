@@ -63,6 +63,7 @@ from benchmarks.apiserver import (  # noqa: E402
     BenchmarkError,
     cpu_seconds,
     machine_busy_seconds,
+    percentile,
     progress,
 )
 from benchmarks.density import difference, histograms, quantile  # noqa: E402
@@ -157,11 +158,6 @@ def probe_pod(index: int) -> dict[str, Any]:
 def configmap(name: str) -> bytes:
     return orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
                          "data": {"key": "x" * 200}})
-
-
-def p99(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(0.99 * len(ordered)) - 1)] if ordered else 0.0
 
 
 def parse_time(text: str) -> float:
@@ -704,32 +700,32 @@ def rows_for(trials: list[Trial], memory_bound: float, settle: float) -> list[Ro
         rows.append((f"{mode}: {label}",
                      f"flood {figures(floods)}; quiet {figures(quiets)}{ratio}",
                      "<= 1 s", verdict(median(floods) <= 1)))
-    lags = [p99(t.flood.lease_lags) for t in trials]
+    lags = [percentile(t.flood.lease_lags, 99) for t in trials]
     gaps = [max(t.flood.lease_gaps, default=0.0) for t in trials]
     rows.append((f"{mode}: node Lease renewTime -> seen by a watch, p99; longest gap between "
                  "renewals (every 10 s)",
                  f"flood {figures(lags)}, quiet "
-                 f"{figures([p99(t.quiet.lease_lags) for t in trials])}; longest gap "
+                 f"{figures([percentile(t.quiet.lease_lags, 99) for t in trials])}; longest gap "
                  f"{figures(gaps, 's', 1.0)}", "", ""))
-    binds = [p99(t.flood.binds) for t in trials]
+    binds = [percentile(t.flood.binds, 99) for t in trials]
     unbound = [t.flood.unbound for t in trials]
     rows.append((f"{mode}: probe pods (5/s) created -> seen bound, p99",
                  f"flood {figures(binds)}, quiet "
-                 f"{figures([p99(t.quiet.binds) for t in trials])}; "
+                 f"{figures([percentile(t.quiet.binds, 99) for t in trials])}; "
                  "created in the flood and not bound by its end: "
                  f"{', '.join(map(str, unbound))}", "", ""))
     timeouts = [t.counts.timeouts + t.counts.errors for t in trials]
     rejected = [t.counts.rejected for t in trials]
     rows.append((f"{mode}: flooder's answers",
                  "; ".join(f"{t.counts.ok:,} 2xx, {t.counts.rejected:,} 429 (p99 "
-                           f"{p99(t.counts.rejected_seconds) * 1000:,.0f} ms), "
+                           f"{percentile(t.counts.rejected_seconds, 99) * 1000:,.0f} ms), "
                            f"{t.counts.other:,} other, {t.counts.timeouts:,} timeouts, "
                            f"{t.counts.errors:,} connection errors" for t in trials),
                  "429s, no timeouts",
                  verdict(max(timeouts) == 0 and min(rejected) > 0)))
     rows.append((f"{mode}: kubectl user's LIST (global-default), p99",
-                 f"flood {figures([p99(t.flood.kubectl) for t in trials])}, quiet "
-                 f"{figures([p99(t.quiet.kubectl) for t in trials])}; statuses "
+                 f"flood {figures([percentile(t.flood.kubectl, 99) for t in trials])}, quiet "
+                 f"{figures([percentile(t.quiet.kubectl, 99) for t in trials])}; statuses "
                  + "; ".join(str(dict(sorted(t.flood.kubectl_statuses.items())))
                              for t in trials), "", ""))
     peaks = [t.flood.rss_peak for t in trials]

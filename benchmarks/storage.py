@@ -35,8 +35,12 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.apiserver import BenchmarkError, progress  # noqa: E402
-from benchmarks.density import PodWatch, percentile  # noqa: E402
+from benchmarks.apiserver import (  # noqa: E402
+    BenchmarkError,
+    percentile,  # noqa: E402
+    progress,
+)
+from benchmarks.density import PodWatch  # noqa: E402
 from benchmarks.etcd_raw import scratch_directory  # noqa: E402
 from benchmarks.hollow_nodes import wait_nodes_ready  # noqa: E402
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
@@ -118,8 +122,8 @@ class StepWatch:
             for step in STEPS:
                 spans[step].append(max(0.0, times[step] - before))
                 before = max(before, times[step])
-        return "; ".join(f"{step} {percentile(values, 0.5):.2f} / "
-                         f"{percentile(values, 0.99):.2f}"
+        return "; ".join(f"{step} {percentile(values, 50):.2f} / "
+                         f"{percentile(values, 99):.2f}"
                          for step, values in spans.items() if values)
 
 
@@ -193,13 +197,13 @@ async def measure(args: argparse.Namespace) -> list[Row]:
         raise BenchmarkError(f"{bound} claims Bound and {volumes} volume folders for "
                              f"{args.replicas} pods")
     latencies = watch.latencies()
-    p99 = percentile(latencies, 0.99)
+    p99 = percentile(latencies, 99)
     return [
         (f"{args.replicas} pods of a StatefulSet on {args.nodes} hollow nodes, each with "
          "a claim provisioned and bound: all Running", f"{wall:.1f} s", "-", "-"),
         (f"pod startup with storage (watch: ADDED -> Running; {watch.restarts} watch "
          f"restarts), p50 / p90 / p99",
-         f"{percentile(latencies, 0.5):.2f} / {percentile(latencies, 0.9):.2f} / "
+         f"{percentile(latencies, 50):.2f} / {percentile(latencies, 90):.2f} / "
          f"{p99:.2f} s", "p99 <= 5 s", verdict(p99 <= 5)),
         ("... each step from the one before (claim and pod watch), median / p99, s",
          steps.steps(), "-", "-"),

@@ -203,18 +203,20 @@ def apf_unsettled(schemas: list[Obj], levels: list[Obj]) -> list[str]:
     return unsettled
 
 
-def until(predicate: Callable[[], Any], what: str, timeout: float = 30.0,
+def until(predicate: Callable[[], Any], what: str | Callable[[], str], timeout: float = 30.0,
           interval: float = 0.05) -> Any:
     """Poll until `predicate` returns something truthy, and return that; `timeout` bounds
     a failure only (a loaded machine stretches every step). A predicate that runs a
-    command (kubectl, ip) polls at a longer `interval`."""
+    command (kubectl, ip) polls at a longer `interval`. `what` may be a function, asked
+    at the timeout, to say also what the predicate saw last."""
     deadline = time.monotonic() + timeout
     while True:
         result = predicate()
         if result:
             return result
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+            waited_for = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {waited_for}")
         time.sleep(interval)
 
 

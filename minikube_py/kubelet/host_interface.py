@@ -16,7 +16,7 @@ from minikube_py.api.duration import go_duration
 from minikube_py.cri import CRIError
 from minikube_py.cri_logs import container_log_path
 from minikube_py.gen.cri import api_pb2
-from minikube_py.kubelet.metrics import RuntimeCounts, latest_reading, reading_time
+from minikube_py.kubelet.metrics import RuntimeCounts, reading_time
 from minikube_py.kubelet.podstate import (
     CONTAINER_NAME_LABEL,
     MANAGED_LABEL,
@@ -228,13 +228,14 @@ class HostInterface:
         answer = await self.kubelet.runtime.list_container_stats(
             api_pb2.ListContainerStatsRequest())
         now = time.time()
-        by_pod: dict[str, list[Obj]] = {}
+        # pod uid -> [(container stats, when its CPU was read, when its memory was read)]
+        by_pod: dict[str, list[tuple[Obj, float, float]]] = {}
         started = self._container_start_times()
         for stats in answer.stats:
             labels = stats.attributes.labels
             cpu_at = stats.cpu.timestamp / 1e9 or now
             memory_at = stats.memory.timestamp / 1e9 or now
-            by_pod.setdefault(labels.get("io.kubernetes.pod.uid", ""), []).append({
+            by_pod.setdefault(labels.get("io.kubernetes.pod.uid", ""), []).append(({
                 "name": stats.attributes.metadata.name,
                 "startTime": started.get(stats.attributes.id, reading_time(now)),
                 "cpu": {"time": reading_time(cpu_at),
@@ -243,30 +244,36 @@ class HostInterface:
                            "workingSetBytes": stats.memory.working_set_bytes.value},
                 "rootfs": {"time": reading_time(now),
                            "usedBytes": stats.writable_layer.used_bytes.value},
-            })
-        pods = []
-        for uid, containers in by_pod.items():
+            }, cpu_at, memory_at))
+        # A sum is as recent as the latest reading in it
+        pods: list[Obj] = []
+        node_cpu_at = node_memory_at = 0.0
+        for uid, readings in by_pod.items():
             pod = self.kubelet.pods.get(uid)
             if pod is None:
                 continue
+            containers = [container for container, _, _ in readings]
+            cpu_at = max(at for _, at, _ in readings)
+            memory_at = max(at for _, _, at in readings)
+            node_cpu_at, node_memory_at = max(node_cpu_at, cpu_at), max(node_memory_at, memory_at)
             pods.append({
                 "podRef": {"name": pod["metadata"]["name"],
                            "namespace": pod["metadata"]["namespace"], "uid": uid},
                 "startTime": reading_time(now), "containers": containers,
-                "cpu": {"time": latest_reading(c["cpu"] for c in containers),
+                "cpu": {"time": reading_time(cpu_at),
                         "usageCoreNanoSeconds": sum(
                             c["cpu"]["usageCoreNanoSeconds"] for c in containers)},
-                "memory": {"time": latest_reading(c["memory"] for c in containers),
+                "memory": {"time": reading_time(memory_at),
                            "workingSetBytes": sum(
                                c["memory"]["workingSetBytes"] for c in containers)},
             })
         # The node's usage is what its pods use: the nodes of one machine share its
         # cgroups, so there is no node cgroup of its own to read
         node = {"nodeName": self.kubelet.node_name, "startTime": reading_time(now),
-                "cpu": {"time": latest_reading([p["cpu"] for p in pods], now),
+                "cpu": {"time": reading_time(node_cpu_at or now),
                         "usageCoreNanoSeconds": sum(
                             p["cpu"]["usageCoreNanoSeconds"] for p in pods)},
-                "memory": {"time": latest_reading([p["memory"] for p in pods], now),
+                "memory": {"time": reading_time(node_memory_at or now),
                            "workingSetBytes": sum(
                                p["memory"]["workingSetBytes"] for p in pods)}}
         return {"node": node, "pods": pods}

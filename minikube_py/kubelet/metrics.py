@@ -13,7 +13,6 @@ container stats), the third from the kubelet's pods and a listing of the runtime
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -56,12 +55,6 @@ def reading_time(seconds: float) -> str:
     """When a reading was taken, as the Summary API writes it: RFC 3339 to the
     microsecond (a rate over a 2 s window needs more than whole seconds)."""
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def latest_reading(readings: Iterable[Obj], default: float = 0.0) -> str:
-    """The time of the latest of `readings` (each with a "time"): a sum's time."""
-    times = [parse_rfc3339(r["time"]) for r in readings]
-    return reading_time(max(times, default=default))
 
 
 def parse_rfc3339(text: str) -> float:

@@ -28,6 +28,7 @@ def get(home: Path, *what: str) -> Any:
     return json.loads(kubectl(home, "get", *what, "-o", "json").stdout)
 
 
-def until(condition: Callable[[], Any], what: str, timeout: float = 120) -> Any:
+def until(condition: Callable[[], Any], what: str | Callable[[], str],
+          timeout: float = 120) -> Any:
     """api_helpers.until at a cluster's pace: kubectl every half second, two minutes."""
     return api_helpers.until(condition, what, timeout, interval=0.5)

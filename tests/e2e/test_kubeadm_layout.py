@@ -16,7 +16,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +25,7 @@ import yaml
 from minikube_py.cluster.addons import PROXY_PATH
 from minikube_py.cluster.etcd_snapshot import snapshot_status
 from tests.api_helpers import manifest_yaml
+from tests.e2e.helpers import until
 from tests.test_cluster_cli import kubectl, network_prefix
 
 pytestmark = pytest.mark.slow
@@ -75,15 +76,6 @@ def launcher(home: Path, *args: str, check: bool = True) -> subprocess.Completed
 def kube_system(home: Path) -> list[dict]:
     return json.loads(kubectl(home, "get", "pods", "-n", "kube-system", "-o", "json").stdout
                       )["items"]
-
-
-def eventually(check: Callable[[], bool], what: str, timeout: float = 120,
-               last: list[str] | None = None) -> None:
-    """Until `check()`; `last`: what the check saw, for the failure's message."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}: {last}"
-        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +147,7 @@ def test_a_claim_of_the_default_class_is_provisioned_on_its_pods_node(
     assert folder.is_dir() and folder.parent.parent.name == "node-1"
     kubectl(kubeadm_home, "delete", "pod", "claimed", "--wait=true")
     kubectl(kubeadm_home, "delete", "pvc", "data", "--wait=true")
-    eventually(lambda: not folder.exists() and kubectl(
+    until(lambda: not folder.exists() and kubectl(
         kubeadm_home, "get", "pv", "--no-headers").stdout.find(volume) < 0,
         f"{volume} and its folder to be deleted")
 
@@ -173,7 +165,7 @@ def test_a_deleted_kube_proxy_pod_comes_back(kubeadm_home: Path) -> None:
                 and pod["spec"].get("nodeName") == "node-1"]  # none yet: a new one
     old = proxy_on_node_1()[0]["metadata"]["name"]
     kubectl(kubeadm_home, "delete", "pod", "-n", "kube-system", old, "--wait=false")
-    eventually(lambda: any(pod["metadata"]["name"] != old
+    until(lambda: any(pod["metadata"]["name"] != old
                            and pod["status"].get("phase") == "Running"
                            for pod in proxy_on_node_1()), "a new kube-proxy pod on node-1")
 
@@ -200,7 +192,7 @@ def test_a_pod_on_a_worker_resolves_and_reaches_a_service(kubeadm_home: Path) ->
             return False
         answer[:] = [run.stdout + run.stderr]
         return run.returncode == 0
-    eventually(fetched, "the Service by its name from a pod", 180, last=answer)
+    until(fetched, lambda: f"the Service by its name from a pod: {answer}", 180)
     assert "nginx" in answer[0], answer[0]
 
 
