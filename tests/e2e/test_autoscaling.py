@@ -69,7 +69,13 @@ def usage_for_replicas(replicas: int) -> int:
 
 
 def consumer(name: str, replicas: int, cpu_request: int) -> str:
-    """A Deployment of resource consumers and the Service in front of them."""
+    """A Deployment of resource consumers and the Service in front of them.
+
+    Each pod is Ready once its server answers, not when its container starts: the HPA
+    trusts a new pod's CPU from a metric window after it turned Ready, and the CPU a
+    starting Python spends before it listens (a second of a loaded machine) would
+    otherwise count as load: 50m more on one of three pods of 100m under 125m of load
+    reads 58%, past the target's tolerance, and asks for a fourth."""
     return f"""
 apiVersion: apps/v1
 kind: Deployment
@@ -86,6 +92,7 @@ spec:
         image: {IMAGE}
         ports: [{{containerPort: 8080}}]
         resources: {{requests: {{cpu: {cpu_request}m, memory: 32Mi}}}}
+        readinessProbe: {{httpGet: {{path: /Metrics, port: 8080}}, periodSeconds: 1}}
 ---
 apiVersion: v1
 kind: Service
