@@ -289,8 +289,13 @@ class ResourceClient:
         return self.path(meta.get("namespace"), meta.get("name"), subresource)
 
     async def get(self, name: str, namespace: str | None = None, *,
-                  subresource: str | None = None) -> Obj:
-        return await self.client.request("GET", self.path(namespace, name, subresource))
+                  subresource: str | None = None, resource_version: str | None = None
+                  ) -> Obj:
+        """One object; resource_version "0": any version the server has, from its watch
+        cache (no read of etcd), as upstream's FromApiserverCache."""
+        params = {"resourceVersion": resource_version} if resource_version is not None else None
+        return await self.client.request("GET", self.path(namespace, name, subresource),
+                                         params=params)
 
     async def list(self, namespace: str | None = None, *, label_selector: str = "",
                    field_selector: str = "", limit: int = 0, continue_token: str = "",
