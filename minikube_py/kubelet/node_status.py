@@ -318,7 +318,7 @@ class NodeStatusManager:
         self.capacity = node_capacity(host, max_pods)
         self.allocatable = node_allocatable(self.capacity, kube_reserved, system_reserved,
                                             eviction_hard)
-        self.registered = False
+        self._registered = asyncio.Event()  # set while the Node is registered
         self.csi_node_initialized = False
         self._runtime_name = "unknown"
         self._runtime_errors_seen: list[str] = []  # what the last answered status said
@@ -344,6 +344,22 @@ class NodeStatusManager:
 
     def stop(self) -> None:
         self._stopped.set()
+
+    @property
+    def registered(self) -> bool:
+        """The Node is registered (until it is found deleted)."""
+        return self._registered.is_set()
+
+    @registered.setter
+    def registered(self, value: bool) -> None:
+        if value:
+            self._registered.set()
+        else:
+            self._registered.clear()
+
+    async def wait_registered(self) -> None:
+        """Until the Node is registered."""
+        await self._registered.wait()
 
     async def sync_node_status(self) -> None:
         """syncNodeStatus: register first if needed, then update the status."""
