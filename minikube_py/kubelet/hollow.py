@@ -43,6 +43,12 @@ HOLLOW_NODE_IPS = ipaddress.ip_network("172.30.0.0/16")
 # Hollow nodes write no files: no volumes, no logs.
 HOLLOW_ROOT = Path("/nonexistent/minikube-py-hollow")
 NODE_USER_PREFIX = "system:node:"
+# Hollow kubelets that register at the same time; the next starts when one's Node is
+# registered. Real nodes join as their machines boot, not all in one millisecond: 5,000
+# registrations sent at once overflow API Priority and Fairness's queues for nodes
+# (node-high: 64 queues of 50), and every refused kubelet then waits APF's Retry-After,
+# which grows to 32 s while the refusals go on, its Lease renewals refused alike.
+REGISTERING_AT_ONCE = 500
 
 
 def read_node_tokens(path: Path) -> dict[str, str]:
@@ -74,6 +80,7 @@ class HollowNodes(Component):
         self.host = host or read_host_info(None)
         self.prefix, self.start_delay, self.labels = prefix, start_delay, dict(labels or {})
         self.kubelets: dict[str, Kubelet] = {}
+        self._registering = asyncio.Semaphore(REGISTERING_AT_ONCE)
         for index in range(count):
             self._new_kubelet(index)
         for plural in ("configmaps", "secrets", "services"):  # what env and volumes read
@@ -142,12 +149,19 @@ class HollowNodes(Component):
         try:
             self.factory.start()
             await self.factory.wait_for_cache_sync()
-            await asyncio.gather(*(kubelet.start() for kubelet in self.kubelets.values()))
+            await asyncio.gather(*(self._start(kubelet) for kubelet in self.kubelets.values()))
             await asyncio.Event().wait()
         finally:
             await asyncio.gather(*(kubelet.stop() for kubelet in self.kubelets.values()))
             await asyncio.gather(*(client.close() for client in self.node_clients.values()))
             await self.factory.stop()
+
+    async def _start(self, kubelet: Kubelet) -> None:
+        """Start one kubelet, holding a place among REGISTERING_AT_ONCE until its Node is
+        registered."""
+        async with self._registering:
+            await kubelet.start()
+            await kubelet.node_status.wait_registered()
 
     async def wait_started(self) -> None:
         """Every hollow kubelet has started."""
