@@ -74,7 +74,11 @@ from benchmarks.etcd_raw import raw_create_rate, scratch_directory  # noqa: E402
 from minikube_py.client import transport  # noqa: E402
 from minikube_py.cluster.apiserver import APIServerProcess, ServingTLS  # noqa: E402
 from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
-from minikube_py.cluster.kubeconfig import write_kubeconfig  # noqa: E402
+from minikube_py.cluster.kubeconfig import (  # noqa: E402
+    kubeconfig,
+    write_kubeconfig,
+    write_kubeconfig_document,
+)
 from minikube_py.process import free_port, port_in_use  # noqa: E402
 from minikube_py.security import pki  # noqa: E402
 
@@ -171,6 +175,88 @@ async def private_api_server(extra_args: tuple[str, ...]) -> AsyncIterator[
                     APIServerProcess([etcd.client_url], tmp / "apiserver.log",
                                      extra_args=extra_args) as api):
             yield tmp, etcd, api, write_kubeconfig(tmp / "kubeconfig", api.url)
+
+
+# -- who the clients of a benchmark's cluster are --------------------------------------------
+
+# name -> (user, uid, groups), as a real cluster's components authenticate, so that API
+# Priority and Fairness classifies each as upstream's bootstrap FlowSchemas do: the
+# benchmark's own measuring client system:masters (exempt: its polls do not compete with
+# the cluster), the scheduler and the controller-manager (kube-scheduler and
+# kube-controller-manager: workload-high), the hollow process's shared informers a node
+# (system-nodes: system). Each hollow node is a user of its own besides (node_identities).
+IDENTITIES: dict[str, tuple[str, str, str]] = {
+    "admin": ("admin", "1", "system:masters"),
+    "scheduler": ("system:kube-scheduler", "2", ""),
+    "controller-manager": ("system:kube-controller-manager", "3", ""),
+    "nodes": ("system:node:hollow-node", "4", "system:nodes"),
+}
+HOLLOW_PREFIX = "hollow-node"  # the hollow nodes' names: hollow-node-0, ... (HollowNodesProcess)
+
+
+def token(name: str) -> str:
+    """The bearer token of an identity (a name of IDENTITIES, or a hollow node's)."""
+    return f"benchmark-{name}-token"
+
+
+def node_identities(count: int, prefix: str = HOLLOW_PREFIX) -> dict[str, tuple[str, str, str]]:
+    """Each hollow node its own user, system:node:<prefix>-<i> in system:nodes, as a real
+    kubelet is: a flow of its own in API Priority and Fairness (FlowSchemas system-nodes
+    and system-node-high tell flows apart ByUser), where one credential for every node
+    would be one flow whose queues the whole process fills."""
+    return {f"{prefix}-{i}": (f"system:node:{prefix}-{i}", f"node-{i}", "system:nodes")
+            for i in range(count)}
+
+
+@dataclass(frozen=True)
+class Identities:
+    """What write_identities wrote."""
+
+    token_file: Path  # every identity: the API server's --token-auth-file
+    node_token_file: Path  # the hollow nodes' alone: their --simulated-token-file
+    kubeconfigs: dict[str, Path]  # a name of the identities -> a kubeconfig of its token
+
+
+def _token_lines(identities: dict[str, tuple[str, str, str]]) -> str:
+    return "".join(f'{token(name)},{user},{uid},"{groups}"\n' if groups else
+                   f"{token(name)},{user},{uid}\n"
+                   for name, (user, uid, groups) in identities.items())
+
+
+def write_identities(tmp: Path, url: str, nodes: int = 0, *,
+                     identities: dict[str, tuple[str, str, str]] | None = None,
+                     node_prefix: str = HOLLOW_PREFIX) -> Identities:
+    """The token files of `identities` (IDENTITIES by default) and of `nodes` hollow
+    nodes, and a kubeconfig per identity (the nodes' tokens are read by their process)."""
+    identities = identities or IDENTITIES
+    node_lines = _token_lines(node_identities(nodes, node_prefix))
+    (tmp / "tokens.csv").write_text(_token_lines(identities) + node_lines)
+    (tmp / "node-tokens.csv").write_text(node_lines)
+    configs = {}
+    for name in identities:
+        document = kubeconfig(url)
+        document["users"] = [{"name": "admin", "user": {"token": token(name)}}]
+        configs[name] = write_kubeconfig_document(tmp / f"{name}.kubeconfig", document)
+    return Identities(tmp / "tokens.csv", tmp / "node-tokens.csv", configs)
+
+
+@contextlib.asynccontextmanager
+async def private_api_server_with_identities(
+        extra_args: tuple[str, ...], nodes: int = 0, *,
+        identities: dict[str, tuple[str, str, str]] | None = None,
+        node_prefix: str = HOLLOW_PREFIX) -> AsyncIterator[
+            tuple[Path, EtcdProcess, APIServerProcess, Identities]]:
+    """private_api_server whose clients are who write_identities says (its
+    --token-auth-file): (folder, etcd, API server, identities), all gone on the way out."""
+    with scratch_directory() as scratch:
+        tmp = Path(scratch)
+        async with EtcdProcess(tmp / "etcd") as etcd:
+            api = APIServerProcess([etcd.client_url], tmp / "apiserver.log", extra_args=(
+                *extra_args, f"--token-auth-file={tmp / 'tokens.csv'}"))
+            written = write_identities(tmp, api.url, nodes, identities=identities,
+                                       node_prefix=node_prefix)
+            async with api:
+                yield tmp, etcd, api, written
 
 
 class BenchmarkError(Exception):
@@ -291,13 +377,16 @@ class ConnectionPool:
     client spends is taken from the API server or etcd, and aiohttp's client costs about
     3x as much CPU per request here."""
 
-    def __init__(self, url: str, size: int, ssl_context: ssl.SSLContext | None = None
-                 ) -> None:
+    def __init__(self, url: str, size: int, ssl_context: ssl.SSLContext | None = None,
+                 token: str = "") -> None:
+        """`token`: the bearer token the requests carry (none: system:anonymous)."""
         self.url = url
         self.size = size
         self._slots = asyncio.Semaphore(size)
-        self._http = transport.ConnectionPool(url, ssl_context=ssl_context,
-                                              headers={"Accept": "application/json"})
+        headers = {"Accept": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self._http = transport.ConnectionPool(url, ssl_context=ssl_context, headers=headers)
 
     async def __aenter__(self) -> ConnectionPool:
         return self

@@ -7,7 +7,11 @@ Run from the repository root as `.venv/bin/python benchmarks/density.py` (option
 take to run; the figures are then of those that did), --quick: a smoke run of 2 x 10
 pods on 5 nodes, --no-append). It starts a private etcd, the API server, the
 controller-manager, the scheduler and N hollow nodes (simulated kubelets: pods become
-Running without containers), then:
+Running without containers), each its own user as in a real cluster (--token-auth-file:
+system:kube-controller-manager, system:kube-scheduler, system:node:hollow-node-<i> each;
+benchmarks/apiserver.py's identities), so that API Priority and Fairness sees each as
+upstream's bootstrap FlowSchemas do; the benchmark's own client is an admin
+(system:masters: exempt, so its watch and LISTs do not compete with the cluster). Then:
 
     1. creates the Deployments one after another, paced so that pods are asked for at
        --qps pods/s (a Deployment of 100 every second at 100 pods/s): ClusterLoader2
@@ -52,12 +56,13 @@ from benchmarks.apiserver import (  # noqa: E402
     BenchmarkError,
     cpu_seconds,
     percentile,
-    private_api_server,
+    private_api_server_with_identities,
     progress,
 )
 from benchmarks.hollow_nodes import (  # noqa: E402
+    apf_counts,
     apf_rejections,
-    rejections_since,
+    counts_since,
     wait_nodes_ready,
 )
 from benchmarks.pod_startup import rss_megabytes  # noqa: E402
@@ -215,12 +220,16 @@ async def measure(args: argparse.Namespace) -> list[Row]:
     if args.pods:
         args.deployments = -(-args.pods // args.replicas)
     total = args.deployments * args.replicas
-    async with private_api_server(("--log-requests=false",)) as (tmp, etcd, api, kubeconfig):
-        async with (ControllerManagerProcess(kubeconfig, tmp / "cm.log") as manager,
-                    SchedulerProcess(kubeconfig, tmp / "scheduler.log") as scheduler,
-                    HollowNodesProcess(kubeconfig, tmp / "hollow.log", count=args.nodes,
+    async with private_api_server_with_identities(("--log-requests=false",), args.nodes) as (
+            tmp, etcd, api, identities):
+        configs = identities.kubeconfigs
+        async with (ControllerManagerProcess(configs["controller-manager"],
+                                             tmp / "cm.log") as manager,
+                    SchedulerProcess(configs["scheduler"], tmp / "scheduler.log") as scheduler,
+                    HollowNodesProcess(configs["nodes"], tmp / "hollow.log", count=args.nodes,
+                                       token_file=identities.node_token_file,
                                        start_timeout=120) as hollow,
-                    Client.from_kubeconfig(kubeconfig) as client):
+                    Client.from_kubeconfig(configs["admin"]) as client):
             progress(f"{args.nodes} hollow nodes registering")
             await wait_nodes_ready(client, args.nodes, 300)
             await client.resource("namespaces").create(
@@ -235,6 +244,7 @@ async def measure(args: argparse.Namespace) -> list[Row]:
             rss_before = {name: rss_megabytes(pid) for name, pid in pids.items()}
             metrics_before = histograms(api.url)
             rejected_before = apf_rejections(api.url)
+            served_before = apf_counts(api.url, "dispatched")
             started = time.perf_counter()
             lister = Lister(client, args.list_interval)
             listing = asyncio.create_task(lister.run())
@@ -257,7 +267,8 @@ async def measure(args: argparse.Namespace) -> list[Row]:
                 await asyncio.sleep(0.5)
             wall = time.perf_counter() - started
             metrics_after = histograms(api.url)
-            rejected = rejections_since(apf_rejections(api.url), rejected_before)
+            rejected = counts_since(apf_rejections(api.url), rejected_before)
+            served = counts_since(apf_counts(api.url, "dispatched"), served_before)
             cpu = {name: cpu_seconds(pids[name]) - before for name, before in cpu_before.items()}
             rss_after = {name: rss_megabytes(pid) for name, pid in pids.items()}
             watcher.cancel()
@@ -302,6 +313,7 @@ async def measure(args: argparse.Namespace) -> list[Row]:
         ("429s from API Priority and Fairness during the load, by priority level",
          f"{rejected} ({lister.rejected} of the client's LISTs failed with 429 after its "
          "retries)", "", ""),
+        ("requests served during the load, by priority level", served, "", ""),
         ("CPU during the load (% of one core)", ", ".join(
             f"{name} {100 * seconds / wall:.0f}%" for name, seconds in cpu.items()), "", ""),
         ("CPU per pod Running", ", ".join(

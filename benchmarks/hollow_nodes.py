@@ -2,7 +2,10 @@
 
 Run from the repository root as `.venv/bin/python benchmarks/hollow_nodes.py` (options:
 --nodes N (500), --pods N (1000), --quick, --no-append). It starts a private etcd, an API
-server and `python -m minikube_py.kubelet --simulate N`, then measures:
+server and `python -m minikube_py.kubelet --simulate N`, each hollow node its own user
+(`system:node:hollow-node-<i>` in system:nodes, by a token of its own: a flow of its own in
+API Priority and Fairness, as a real kubelet), and the benchmark's own client an admin
+(system:masters: exempt, so its polls do not compete with the nodes), then measures:
 
     1. seconds until all N Nodes are Ready (target: 60 s, for 5,000 nodes)
     2. over 60 s (5 s with --quick): the oldest Lease renewTime seen at each 5 s sample
@@ -34,6 +37,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.apiserver import (  # noqa: E402
+    HOLLOW_PREFIX,
     BenchmarkError,
     ConnectionPool,
     child_pid,
@@ -41,8 +45,9 @@ from benchmarks.apiserver import (  # noqa: E402
     create_all,
     create_namespace,
     percentile,
-    private_api_server,
+    private_api_server_with_identities,
     progress,
+    token,
 )
 from benchmarks.pod_startup import rss_megabytes  # noqa: E402
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
@@ -54,26 +59,35 @@ from minikube_py.client.rest import Client  # noqa: E402
 API_FLAGS = ("--log-requests=false", "--disable-admission-plugins=ServiceAccount")
 
 
-PREFIX = "hollow"
+PREFIX = HOLLOW_PREFIX
 RENEW_INTERVAL = 10.0  # the kubelet's (minikube_py/kubelet/lease.py), as upstream's
-REJECTED = re.compile(
-    r'^apiserver_flowcontrol_rejected_requests_total\{([^}]*)\} (\S+)$', re.MULTILINE)
+APF_COUNTER = re.compile(
+    r'^apiserver_flowcontrol_(dispatched|rejected)_requests_total\{([^}]*)\} (\S+)$',
+    re.MULTILINE)
 LEVEL = re.compile(r'priority_level="([^"]*)"')
 
 
-def apf_rejections(url: str) -> dict[str, int]:
-    """The requests API Priority and Fairness has answered 429 so far, by priority level
-    (every client of the benchmark's server is system:anonymous: the catch-all level)."""
+def apf_counts(url: str, outcome: str = "rejected") -> dict[str, int]:
+    """The requests API Priority and Fairness has answered 429 ("rejected") or served
+    ("dispatched") so far, by priority level."""
     with urllib.request.urlopen(f"{url}/metrics", timeout=30) as answer:
         text = answer.read().decode()
     found: dict[str, int] = {}
-    for labels, value in REJECTED.findall(text):
+    for kind, labels, value in APF_COUNTER.findall(text):
+        if kind != outcome:
+            continue
         level = match.group(1) if (match := LEVEL.search(labels)) else ""
         found[level] = found.get(level, 0) + int(float(value))
     return found
 
 
-def rejections_since(now: dict[str, int], before: dict[str, int]) -> str:
+def apf_rejections(url: str) -> dict[str, int]:
+    """The requests API Priority and Fairness has answered 429 so far, by priority level."""
+    return apf_counts(url, "rejected")
+
+
+def counts_since(now: dict[str, int], before: dict[str, int]) -> str:
+    """The growth of each priority level's count, "node-high 120, system 40" ("none")."""
     counts = {level: count - before.get(level, 0) for level, count in now.items()}
     return ", ".join(f"{level} {count}" for level, count in sorted(counts.items())
                      if count) or "none"
@@ -158,14 +172,17 @@ async def wait_pods_running(client: Client, count: int, timeout: float) -> float
 async def measure(args: argparse.Namespace) -> list[Row]:
     rows: list[tuple[str, str, str, str]] = []
     idle = 5 if args.quick else 60
-    async with private_api_server(API_FLAGS) as (tmp, etcd, api, kubeconfig):
+    async with private_api_server_with_identities(API_FLAGS, args.nodes) as (
+            tmp, etcd, api, identities):
         with (tmp / "hollow.log").open("wb") as log:
             process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "minikube_py.kubelet", f"--kubeconfig={kubeconfig}",
+                sys.executable, "-m", "minikube_py.kubelet",
+                f"--kubeconfig={identities.kubeconfigs['nodes']}",
+                f"--simulated-token-file={identities.node_token_file}",
                 "--simulate", str(args.nodes), f"--node-name={PREFIX}", "--port=0",
                 stdout=log, stderr=log)
         try:
-            async with Client.from_kubeconfig(kubeconfig) as client:
+            async with Client.from_kubeconfig(identities.kubeconfigs["admin"]) as client:
                 progress(f"{args.nodes} hollow nodes registering")
                 seconds = await wait_nodes_ready(client, args.nodes, 300)
                 rows.append((f"{args.nodes} hollow nodes in one process: all Ready",
@@ -176,6 +193,7 @@ async def measure(args: argparse.Namespace) -> list[Row]:
                              "", ""))
                 progress(f"heartbeats for {idle} s")
                 rejected_at_start = apf_rejections(api.url)
+                served_at_start = apf_counts(api.url, "dispatched")
                 oldest = 0.0
                 samples: list[dict[str, datetime]] = []
                 before, wall = cpu_seconds(pid), time.perf_counter()
@@ -206,15 +224,19 @@ async def measure(args: argparse.Namespace) -> list[Row]:
                              "after the last)", str(missed), "0",
                              verdict(missed == 0)))
                 rejected_after = apf_rejections(api.url)
+                served_after = apf_counts(api.url, "dispatched")
                 rows.append(("429s from API Priority and Fairness by priority level: "
                              "registration / heartbeats",
-                             f"{rejections_since(rejected_at_start, {})} / "
-                             f"{rejections_since(rejected_after, rejected_at_start)}", "", ""))
+                             f"{counts_since(rejected_at_start, {})} / "
+                             f"{counts_since(rejected_after, rejected_at_start)}", "", ""))
+                rows.append(("requests served by priority level: registration / heartbeats",
+                             f"{counts_since(served_at_start, {})} / "
+                             f"{counts_since(served_after, served_at_start)}", "", ""))
                 rows.append(("hollow process idle: CPU, RSS",
                              f"{share:.1%} of one core, {rss_megabytes(pid):.0f} MB",
                              "", ""))
                 progress(f"{args.pods} pods bound round-robin")
-                async with ConnectionPool(api.url, 64) as pool:
+                async with ConnectionPool(api.url, 64, token=token("admin")) as pool:
                     await create_namespace(pool, "bench")
                     bodies = [orjson.dumps({
                         "apiVersion": "v1", "kind": "Pod",

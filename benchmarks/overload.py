@@ -8,9 +8,10 @@ API server's flags, whose sum APF splits into seats; --quick: a smoke run of 5 n
 pods, a 4 s flood and 1 s windows around it; --no-append). Each trial
 starts a private etcd, an API server (--enable-priority-and-fairness true, then false,
 alternating), the controller-manager and the scheduler (both with --leader-elect) and N
-hollow nodes, every component with its own bearer token (--token-auth-file), so that APF
-classifies it as upstream's bootstrap FlowSchemas do (system-node-high,
-system-leader-election, kube-scheduler, ...). Then:
+hollow nodes, every component and every hollow node with its own bearer token
+(--token-auth-file; benchmarks/apiserver.py's identities), so that APF classifies each as
+upstream's bootstrap FlowSchemas do (system-node-high, system-leader-election,
+kube-scheduler, ...), each node a flow of its own. Then:
 
     1. --pods pods bound round-robin to the hollow nodes in 10 namespaces (8 creates in
        flight), all Running; a component or node lost here is reported apart;
@@ -60,14 +61,17 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.apiserver import (  # noqa: E402
+    IDENTITIES,
     BenchmarkError,
+    Identities,
     cpu_seconds,
     machine_busy_seconds,
     percentile,
+    private_api_server_with_identities,
     progress,
+    token,
 )
 from benchmarks.density import difference, histograms, quantile  # noqa: E402
-from benchmarks.etcd_raw import scratch_directory  # noqa: E402
 from benchmarks.hollow_nodes import wait_nodes_ready  # noqa: E402
 from benchmarks.pod_startup import rss_megabytes  # noqa: E402
 from benchmarks.report import Row, run_benchmark, verdict  # noqa: E402
@@ -79,8 +83,6 @@ from minikube_py.cluster.components import (  # noqa: E402
     HollowNodesProcess,
     SchedulerProcess,
 )
-from minikube_py.cluster.etcd import EtcdProcess  # noqa: E402
-from minikube_py.cluster.kubeconfig import kubeconfig, write_kubeconfig_document  # noqa: E402
 
 LOAD_NAMESPACES = 10
 PROBE = "probe"
@@ -98,12 +100,10 @@ KUBECTL_PERIOD = 0.5
 LEADER_LEASES = ("kube-scheduler", "kube-controller-manager")
 SETUP_CONCURRENCY = 8  # the load pods' creates in flight: the setup must not starve leases
 
-# name -> (user, uid, groups): who each component is (the --token-auth-file)
-IDENTITIES = {
-    "admin": ("admin", "1", "system:masters"),
-    "scheduler": ("system:kube-scheduler", "2", ""),
-    "controller-manager": ("system:kube-controller-manager", "3", ""),
-    "nodes": ("system:node:hollow-node", "4", "system:nodes"),
+# Who the clients are (--token-auth-file): the cluster's components as in every benchmark
+# (benchmarks/apiserver.py), a flooding ServiceAccount and a kubectl user.
+OVERLOAD_IDENTITIES = {
+    **IDENTITIES,
     "flooder": (f"system:serviceaccount:{FLOOD}:flooder", "5",
                 f"system:serviceaccounts,system:serviceaccounts:{FLOOD}"),
     "kubectl": ("alice", "6", ""),
@@ -119,24 +119,6 @@ FLOOD_SCHEMA = {
                         "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"],
                                            "resources": ["*"], "namespaces": ["*"],
                                            "clusterScope": True}]}]}}
-
-
-def token(name: str) -> str:
-    return f"overload-{name}-token"
-
-
-def write_identities(tmp: Path, url: str) -> dict[str, Path]:
-    """The token file, and a kubeconfig per identity; name -> kubeconfig."""
-    lines = [f'{token(name)},{user},{uid},"{groups}"' if groups else
-             f"{token(name)},{user},{uid}"
-             for name, (user, uid, groups) in IDENTITIES.items()]
-    (tmp / "tokens.csv").write_text("\n".join(lines) + "\n")
-    configs = {}
-    for name in IDENTITIES:
-        document = kubeconfig(url)
-        document["users"] = [{"name": "admin", "user": {"token": token(name)}}]
-        configs[name] = write_kubeconfig_document(tmp / f"{name}.kubeconfig", document)
-    return configs
 
 
 def load_pod(index: int, nodes: int) -> dict[str, Any]:
@@ -553,29 +535,25 @@ async def leaders(admin: Client) -> dict[str, tuple[str, int]]:
 
 async def trial(args: argparse.Namespace, apf: bool) -> Trial:
     progress(f"trial with APF {'on' if apf else 'off'}")
-    with scratch_directory() as scratch:
-        tmp = Path(scratch)
-        async with EtcdProcess(tmp / "etcd") as etcd:
-            api = APIServerProcess(
-                [etcd.client_url], tmp / "apiserver.log", extra_args=(
-                    "--log-requests=false", "--disable-admission-plugins=ServiceAccount",
-                    f"--token-auth-file={tmp / 'tokens.csv'}",
-                    f"--max-requests-inflight={args.max_requests_inflight}",
-                    f"--max-mutating-requests-inflight={args.max_mutating_requests_inflight}",
-                    f"--enable-priority-and-fairness={'true' if apf else 'false'}"))
-            configs = write_identities(tmp, api.url)
-            async with api:
-                return await run_trial(args, apf, tmp, api, etcd.pid or 0, configs)
+    async with private_api_server_with_identities((
+            "--log-requests=false", "--disable-admission-plugins=ServiceAccount",
+            f"--max-requests-inflight={args.max_requests_inflight}",
+            f"--max-mutating-requests-inflight={args.max_mutating_requests_inflight}",
+            f"--enable-priority-and-fairness={'true' if apf else 'false'}"), args.nodes,
+            identities=OVERLOAD_IDENTITIES) as (tmp, etcd, api, identities):
+        return await run_trial(args, apf, tmp, api, etcd.pid or 0, identities)
 
 
 async def run_trial(args: argparse.Namespace, apf: bool, tmp: Path, api: APIServerProcess,
-                    etcd_pid: int, configs: dict[str, Path]) -> Trial:
+                    etcd_pid: int, identities: Identities) -> Trial:
     leader = ("--leader-elect",)
+    configs = identities.kubeconfigs
     async with (ControllerManagerProcess(configs["controller-manager"], tmp / "cm.log",
                                          extra_args=leader) as manager,
                 SchedulerProcess(configs["scheduler"], tmp / "scheduler.log",
                                  extra_args=leader) as scheduler,
                 HollowNodesProcess(configs["nodes"], tmp / "hollow.log", count=args.nodes,
+                                   token_file=identities.node_token_file,
                                    start_timeout=120) as hollow,
                 Client.from_kubeconfig(configs["admin"]) as admin,
                 Client.from_kubeconfig(configs["kubectl"]) as kubectl):

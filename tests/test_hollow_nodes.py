@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from minikube_py.api import Obj
-from minikube_py.client.errors import NotFound
+from minikube_py.client.errors import Forbidden, NotFound
+from minikube_py.client.kubeconfig import ClientConfig
 from minikube_py.client.rest import Client
-from minikube_py.kubelet.hollow import HollowNodes
+from minikube_py.cluster.apiserver import APIServerProcess
+from minikube_py.cluster.etcd import EtcdProcess
+from minikube_py.kubelet.hollow import HollowNodes, read_node_tokens
 from minikube_py.process import free_port
 from tests.api_helpers import eventually
 
@@ -119,3 +124,74 @@ async def test_simulate_flag_runs_hollow_nodes_in_one_process(kubeconfig, api_cl
             await process.wait()
         await delete_nodes(api_client, names)
     assert process.returncode == 0
+
+
+def lease_writers(audit_log: Path, lease: str) -> set[tuple[str, str]]:
+    """(verb, user) of every write of a node Lease the audit log holds."""
+    writers = set()
+    for line in audit_log.read_text().splitlines():
+        event = json.loads(line)
+        ref = event.get("objectRef") or {}
+        if ref.get("resource") == "leases" and ref.get("name") == lease:
+            writers.add((event["verb"], event["user"]["username"]))
+    return writers
+
+
+async def test_each_hollow_node_is_its_own_user(private_etcd: EtcdProcess,
+                                                fast_tmp: Path) -> None:
+    """With a token per node, node 3's kubelet renews its Lease and writes its pods' status
+    as system:node:<prefix>-3 (the Node authorizer and NodeRestriction accept it), and
+    that identity may not touch node 4's Lease."""
+    tmp = fast_tmp / f"identities-{os.getpid()}"
+    tmp.mkdir()
+    prefix = "own"
+    tokens = tmp / "tokens.csv"
+    tokens.write_text("admin-token,admin,1,system:masters\n" + "".join(
+        f'node-{i}-token,system:node:{prefix}-{i},{10 + i},"system:nodes"\n'
+        for i in range(5)))
+    policy, audit_log = tmp / "policy.yaml", tmp / "audit.log"
+    policy.write_text(yaml.safe_dump({
+        "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
+        "rules": [{"level": "Metadata", "verbs": ["create", "update", "patch"],
+                   "resources": [{"group": "coordination.k8s.io",
+                                  "resources": ["leases"]}]},
+                  {"level": "None"}]}))
+    async with APIServerProcess([private_etcd.client_url], tmp / "apiserver.log", extra_args=(
+            f"--token-auth-file={tokens}", "--authorization-mode=Node,RBAC",
+            "--enable-admission-plugins=NodeRestriction",
+            "--disable-admission-plugins=ServiceAccount",
+            f"--audit-policy-file={policy}", f"--audit-log-path={audit_log}")) as api:
+        async with Client(ClientConfig(server=api.url, token="admin-token"),
+                          user_agent="kubelet") as admin:
+            nodes = HollowNodes(admin, 5, prefix=prefix, tokens=read_node_tokens(tokens))
+            assert sorted(nodes.node_clients) == [f"{prefix}-{i}" for i in range(5)]
+            await nodes.start()
+            try:
+                for i in range(5):
+                    await eventually(lambda i=i: _ready_node(admin, f"{prefix}-{i}"),
+                                     timeout=30, what=f"{prefix}-{i} Ready")
+                await admin.resource("namespaces").create({"metadata": {"name": "work"}})
+                await admin.resource("pods").create({"metadata": {"name": "on-3"}, "spec": {
+                    "nodeName": f"{prefix}-3",
+                    "containers": [{"name": "app", "image": "localhost/busybox:1.36"}]}},
+                    "work")
+                await eventually(lambda: _all_running(admin, "work", 1), timeout=30,
+                                 what="the pod on node 3 Running, its status written by "
+                                      "node 3")
+                node_3 = f"system:node:{prefix}-3"
+
+                async def renewed() -> set[tuple[str, str]] | None:
+                    found = lease_writers(audit_log, f"{prefix}-3")
+                    return found if ("update", node_3) in found else None
+
+                writers = await eventually(renewed, timeout=30, what="node 3's Lease renewed")
+                assert {user for _, user in writers} == {node_3}
+                as_node_3 = admin.with_token("node-3-token")
+                leases = as_node_3.resource("leases", "coordination.k8s.io")
+                other = await leases.get(f"{prefix}-4", "kube-node-lease")
+                with pytest.raises(Forbidden, match="can only access node lease with the "
+                                                    "same name as the requesting node"):
+                    await leases.update(other)
+                await as_node_3.close()
+            finally:
+                await nodes.stop()

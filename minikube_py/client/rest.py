@@ -71,6 +71,7 @@ class Client:
         self._session: aiohttp.ClientSession | None = None
         self._pool: transport.ConnectionPool | None = None
         self._session_ssl: ssl.SSLContext | bool | None = None
+        self._borrowed_pool = False  # with_token: the pool is another client's
         self._resources: dict[tuple[str, str], ResourceClient] = {}
 
     @classmethod
@@ -88,12 +89,31 @@ class Client:
         await self.close()
 
     async def close(self) -> None:
+        """Close what this client opened (not the connections with_token borrowed)."""
         if self._session is not None:
             await self._session.close()
             self._session = None
-        if self._pool is not None:
+        if self._pool is not None and not self._borrowed_pool:
             await self._pool.close()
-            self._pool = None
+        self._pool = None
+
+    def with_token(self, token: str) -> Client:
+        """A client that is another user, by its own bearer token, over this client's
+        keep-alive connections (many hollow kubelets in one process, each
+        `system:node:<name>` as a real kubelet is). Closing it leaves the connections
+        to this client. A watch it opens has a session of its own.
+
+        Not for a client with a client certificate: the certificate would name the user
+        of every request on its connections, whatever the token says."""
+        if self.config.cert_file:
+            raise ValueError("with_token: this client authenticates with a client "
+                             "certificate, which names the user of its connections")
+        other = Client(dataclasses.replace(self.config, token=token),
+                       user_agent=self.user_agent, max_retries=self.max_retries,
+                       trace_context=self.trace_context)
+        other._pool = self.pool.with_headers({"Authorization": f"Bearer {token}"})
+        other._borrowed_pool = True
+        return other
 
     def set_token(self, token: str) -> None:
         """Use another bearer token from now on (a ServiceAccount token renewed before it
@@ -269,8 +289,13 @@ class ResourceClient:
         return self.path(meta.get("namespace"), meta.get("name"), subresource)
 
     async def get(self, name: str, namespace: str | None = None, *,
-                  subresource: str | None = None) -> Obj:
-        return await self.client.request("GET", self.path(namespace, name, subresource))
+                  subresource: str | None = None, resource_version: str | None = None
+                  ) -> Obj:
+        """One object; resource_version "0": any version the server has, from its watch
+        cache (no read of etcd), as upstream's FromApiserverCache."""
+        params = {"resourceVersion": resource_version} if resource_version is not None else None
+        return await self.client.request("GET", self.path(namespace, name, subresource),
+                                         params=params)
 
     async def list(self, namespace: str | None = None, *, label_selector: str = "",
                    field_selector: str = "", limit: int = 0, continue_token: str = "",

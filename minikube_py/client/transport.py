@@ -23,6 +23,7 @@ closed before the request was written) is safe to repeat for any verb; `Interrup
 from __future__ import annotations
 
 import asyncio
+import copy
 import ssl
 import time
 from dataclasses import dataclass
@@ -91,9 +92,21 @@ class ConnectionPool:
         self._fixed[name] = value
         self._fixed_headers = "".join(f"{key}: {text}\r\n" for key, text in self._fixed.items())
 
+    def with_headers(self, headers: dict[str, str]) -> ConnectionPool:
+        """A pool over the same connections whose requests carry other fixed headers
+        (another user's bearer token): HTTP sends credentials with each request, not with
+        the connection, so many users can share keep-alive connections. The two pools
+        share their idle connections; closing either closes them."""
+        other = copy.copy(self)
+        other._fixed = {**self._fixed}
+        for name, value in headers.items():
+            other.set_header(name, value)
+        return other
+
     def drop_idle(self) -> None:
         """Close the idle connections: the next request opens a fresh one."""
-        idle, self._idle = self._idle, []
+        idle = list(self._idle)
+        self._idle.clear()  # in place: pools made by with_headers share the list
         for connection in idle:
             connection.close()
 

@@ -136,14 +136,18 @@ class HollowNodesProcess(ClientComponentProcess):
     module = "minikube_py.kubelet"
 
     def __init__(self, kubeconfig: Path, log_path: Path, *, count: int,
-                 **options: Any) -> None:
-        """`options`: those of every ClientComponentProcess (port, pid_file, ...)."""
+                 token_file: Path | None = None, **options: Any) -> None:
+        """`token_file`: each node's bearer token, as `--simulated-token-file` reads it
+        (the kubeconfig's user stays the shared informers').
+        `options`: those of every ClientComponentProcess (port, pid_file, ...)."""
         super().__init__(kubeconfig, log_path, **options)
         self.count = count
+        self.token_file = token_file
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", self.module, f"--kubeconfig={self.kubeconfig}",
                 f"--simulate={self.count}", "--node-name=hollow-node",
+                *((f"--simulated-token-file={self.token_file}",) if self.token_file else ()),
                 f"--address={self.address}", f"--port={self.port}", *self.extra_args]
 
 

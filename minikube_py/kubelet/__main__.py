@@ -122,6 +122,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="run N hollow nodes (simulated runtime) in this process")
     parser.add_argument("--simulated-start-delay", type=float, default=0.0,
                         help="seconds a simulated container takes to start")
+    parser.add_argument("--simulated-token-file", type=Path, default=None,
+                        help="with --simulate: lines token,user,uid[,groups] (the API "
+                             "server's --token-auth-file); each hollow node sends the "
+                             "token of user system:node:<its name>")
     add_verbosity_flag(parser)
     return parser.parse_args(argv)
 

@@ -98,7 +98,6 @@ VOLUME_RETRY_SECONDS = 2.0
 RUNTIME_RETRY_SECONDS = 1.0
 """How soon a pod whose sync found the runtime unavailable (containerd restarting) syncs
 again: nothing wakes it when the runtime is back, as the PLEG sees no change then."""
-REGISTRATION_POLL_SECONDS = 0.2
 # How soon a static pod's sync runs again when the API server answers but its mirror
 # pod could not be made (the Node not registered yet, the create refused).
 MIRROR_RETRY_SECONDS = 2.0
@@ -328,8 +327,7 @@ class Kubelet(Component):
     async def _heartbeat(self) -> None:
         """The node Lease, renewed every 10 s once the Node it belongs to is registered
         (a Lease is created with the Node as its owner)."""
-        while not self.node_status.registered:
-            await asyncio.sleep(REGISTRATION_POLL_SECONDS)
+        await self.node_status.wait_registered()
         await self.lease.run()
 
     async def _tear_down(self) -> None:

@@ -101,6 +101,26 @@ async def test_sized_and_chunked_bodies_over_one_kept_alive_connection(serve) ->
     await pool.close()
 
 
+async def test_a_client_with_its_own_token_shares_the_connections_but_not_the_user(
+        serve) -> None:
+    raw, url = await serve(lambda request, number, index: (sized(b"{}"), True))
+    shared = Client(ClientConfig(server=url, token="shared"))
+    node = shared.with_token("node-3")
+    await shared.request("GET", "/api/v1/pods")
+    await node.request("PUT", "/apis/coordination.k8s.io/v1/leases", body={})
+    await shared.request("GET", "/api/v1/pods")
+    assert raw.connections == 1
+    authorizations = [[line for line in request.split(b"\r\n")
+                       if line.startswith(b"Authorization:")] for request in raw.requests]
+    assert authorizations == [[b"Authorization: Bearer shared"],
+                              [b"Authorization: Bearer node-3"],
+                              [b"Authorization: Bearer shared"]]
+    await node.close()  # leaves the shared connections open
+    await shared.request("GET", "/api/v1/pods")
+    assert raw.connections == 1
+    await shared.close()
+
+
 async def test_connection_close_is_honoured(serve) -> None:
     closing = sized(b"{}", extra="Connection: close\r\n")
     raw, url = await serve(lambda request, number, index: (closing, False))
