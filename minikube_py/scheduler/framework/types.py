@@ -500,10 +500,7 @@ class Snapshot:
         spread: dict[str, int] = {}
         sizes: dict[str, dict[str, int]] = {}
         for info in self.node_info_list:
-            node_sizes: dict[str, int] = {}
-            for image in (info.node.get("status") or {}).get("images") or []:
-                for name in image.get("names") or []:
-                    node_sizes[normalized_image_name(name)] = int(image.get("sizeBytes", 0))
+            node_sizes = node_image_sizes(info.node)
             sizes[info.name] = node_sizes
             for name in node_sizes:
                 spread[name] = spread.get(name, 0) + 1
@@ -703,6 +700,15 @@ def _take_back(part: dict[K, int], sums: dict[K, int], counts: dict[K, int]) -> 
         else:
             sums[name] -= value
             counts[name] -= 1
+
+
+def node_image_sizes(node: Obj) -> dict[str, int]:
+    """The images a Node's status lists: each name (normalized) -> its size in bytes."""
+    sizes: dict[str, int] = {}
+    for image in (node.get("status") or {}).get("images") or []:
+        for name in image.get("names") or []:
+            sizes[normalized_image_name(name)] = int(image.get("sizeBytes", 0))
+    return sizes
 
 
 def normalized_image_name(name: str) -> str:

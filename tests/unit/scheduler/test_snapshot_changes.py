@@ -350,3 +350,50 @@ def test_pre_score_kept_across_snapshots_counts_as_afresh() -> None:
                 assert zone_counts == counted_afresh(
                     snapshot, candidates, ZONE, None if keys else ""), \
                     f"seed {seed} step {step} {keys}"
+
+
+def test_image_states_kept_up_to_date_equal_image_states_counted_afresh() -> None:
+    """The cache brings ImageLocality's image states up to date from the nodes that
+    changed: every snapshot's are those of counting every node's images afresh, through
+    nodes added, removed, pulling and dropping images, and updated without image changes."""
+    images = ["echo:1", "busybox:1.36", "docker.io/library/pause:3.10", "big:1"]
+    for seed in range(6):
+        rng = random.Random(300 + seed)
+        cache = Cache()
+        held: dict[str, list[str]] = {}
+
+        def write(name: str, cache: Cache = cache, rng: random.Random = rng,
+                  held: dict[str, list[str]] = held) -> None:
+            node = make_node(name, rng.choice(["z0", None]))
+            node["status"]["images"] = [
+                {"names": [image, f"sha-{image}"], "sizeBytes": 1000 * (len(image) + i)}
+                for i, image in enumerate(held[name])]
+            cache.update_node(node)
+
+        for step in range(200):
+            roll = rng.random()
+            if roll < 0.15 or not held:
+                name = f"node-{step}"
+                held[name] = rng.sample(images, rng.randrange(3))
+                write(name)
+            elif roll < 0.25 and len(held) > 2:
+                name = rng.choice(sorted(held))
+                del held[name]
+                cache.remove_node(make_node(name, None))
+            elif roll < 0.6:
+                name = rng.choice(sorted(held))
+                held[name] = rng.sample(images, rng.randrange(4))
+                write(name)
+            elif roll < 0.8:  # a heartbeat or another change that leaves the images
+                write(rng.choice(sorted(held)))
+            else:
+                pod = make_pod(f"p-{step}", "web", rng.choice(sorted(held)))
+                cache.add_pod(pod)
+            if rng.random() < 0.3:
+                continue  # changes of several steps in one snapshot
+            snapshot = cache.update_snapshot()
+            fresh = Snapshot([info.clone() for info in snapshot.node_info_list])
+            spread = fresh.fill_image_states()
+            assert snapshot.image_spread == spread, f"seed {seed} step {step}"
+            assert [info.image_states for info in snapshot.node_info_list] == [
+                info.image_states for info in fresh.node_info_list], f"seed {seed} step {step}"
