@@ -17,7 +17,13 @@ import time
 from dataclasses import dataclass
 
 from minikube_py.api import Obj
-from minikube_py.scheduler.framework.types import ChangeLog, NodeInfo, PodInfo, Snapshot
+from minikube_py.scheduler.framework.types import (
+    ChangeLog,
+    NodeInfo,
+    PodInfo,
+    Snapshot,
+    node_image_sizes,
+)
 
 ASSUMED_POD_TTL = 30.0  # seconds an assumed, bound pod waits for the informer to confirm
 
@@ -53,7 +59,10 @@ class Cache:
         self._snapshot_positions: dict[str, int] = {}
         self._snapshot_with_affinity: dict[str, NodeInfo] = {}
         self._snapshot_with_anti_affinity: dict[str, NodeInfo] = {}
-        self._image_states_stale = True
+        # the images of the snapshot's nodes (name -> size, by node) and the nodes holding
+        # each image, kept up to date from the nodes whose Node changed (ImageLocality's)
+        self._node_images: dict[str, dict[str, int]] = {}
+        self._image_nodes: dict[str, set[str]] = {}
         self._image_spread: dict[str, int] = {}
         # nodes changed since the last snapshot (their pods or the Node itself)
         self._dirty: set[str] = set()
@@ -168,9 +177,14 @@ class Cache:
     def update_snapshot(self) -> Snapshot:
         """A snapshot of every real node. Only nodes that changed since the last snapshot
         are copied again; the others are the very same NodeInfo objects (plugins may
-        remember per-node results by object, see NodeMemo)."""
+        remember per-node results by object, see NodeMemo). The image states are brought
+        up to date from the nodes whose images changed, not counted again over every node
+        (a Node's status is written again by its heartbeats, mostly with the same images)."""
         membership_changed = False
         copied: list[str] = []
+        # images whose number of nodes changed, and nodes whose own images changed
+        images_moved: set[str] = set()
+        images_changed: list[str] = []
         for name in self._dirty:
             info = self._nodes.get(name)
             previous = self._snapshot_infos.get(name)
@@ -181,14 +195,19 @@ class Cache:
                     self._snapshot_with_affinity.pop(name, None)
                     self._snapshot_with_anti_affinity.pop(name, None)
                     membership_changed = True
-                    self._image_states_stale = True  # its images no longer count
+                    images_moved |= self._set_node_images(name, {})  # no longer count
                 continue
             if previous is not None and previous[0] == info.generation:
                 continue
             copy_ = info.clone()
             copied.append(name)
             if previous is None or previous[1].node_generation != info.node_generation:
-                self._image_states_stale = True
+                sizes = node_image_sizes(info.node)
+                if previous is None or sizes != self._node_images.get(name):
+                    images_moved |= self._set_node_images(name, sizes)
+                    images_changed.append(name)
+                else:  # the Node changed, but not its images
+                    copy_.image_states = previous[1].image_states
             else:  # only its pods changed: the node's images are what they were
                 copy_.image_states = previous[1].image_states
             if previous is None:
@@ -210,9 +229,8 @@ class Cache:
                                    if name in self._snapshot_by_name]
             self._snapshot_positions = {info.name: i
                                         for i, info in enumerate(self._snapshot_list)}
-        if self._image_states_stale:
-            self._image_spread = Snapshot(self._snapshot_list).fill_image_states()
-            self._image_states_stale = False
+        if images_moved or images_changed:
+            self._update_image_states(images_moved, images_changed)
         snapshot = Snapshot(self._snapshot_list, self.namespace_labels)
         snapshot.image_spread = self._image_spread
         snapshot.changes = self._changes
@@ -220,3 +238,37 @@ class Cache:
         snapshot.lend_indexes(self._snapshot_by_name, self._snapshot_with_affinity,
                               self._snapshot_with_anti_affinity)
         return snapshot
+
+    def _set_node_images(self, name: str, sizes: dict[str, int]) -> set[str]:
+        """The node now holds these images (none: it left the snapshot); the images it
+        gained or lost, whose number of nodes changed."""
+        old = self._node_images.pop(name, {})
+        if sizes:
+            self._node_images[name] = sizes
+        moved = old.keys() ^ sizes.keys()
+        for image in moved:
+            holders = self._image_nodes.setdefault(image, set())
+            if image in sizes:
+                holders.add(name)
+            else:
+                holders.discard(name)
+                if not holders:
+                    del self._image_nodes[image]
+        return moved
+
+    def _update_image_states(self, moved: set[str], changed: list[str]) -> None:
+        """ImageStateSummary, kept up to date: each image's size on a node and on how many
+        nodes it is, on the nodes whose images changed and on every node holding an image
+        whose number of nodes changed (as Snapshot.fill_image_states would find them)."""
+        if moved:
+            self._image_spread = {image: len(holders)
+                                  for image, holders in self._image_nodes.items()}
+        spread = self._image_spread
+        names = set(changed)
+        for image in moved:
+            names.update(self._image_nodes.get(image, ()))
+        for name in names:
+            info = self._snapshot_by_name.get(name)
+            if info is not None:
+                info.image_states = {image: (size, spread[image])
+                                     for image, size in self._node_images.get(name, {}).items()}

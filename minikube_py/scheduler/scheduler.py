@@ -699,11 +699,18 @@ def node_update_actions(old: Obj, new: Obj) -> list[str]:
         actions.append("UpdateNodeTaint")
     if old_status.get("allocatable") != new_status.get("allocatable"):
         actions.append("UpdateNodeAllocatable")
-    if old_status.get("conditions") != new_status.get("conditions"):
+    if _condition_statuses(old_status) != _condition_statuses(new_status):
         actions.append("UpdateNodeCondition")
     if old_meta.get("annotations") != new_meta.get("annotations"):
         actions.append("UpdateNodeAnnotation")
     return actions
+
+
+def _condition_statuses(status: Obj) -> dict[str, str]:
+    """nodeConditionsChanged compares each condition's status by type: a heartbeat (a new
+    lastHeartbeatTime) or a new message is no change of condition."""
+    return {condition.get("type", ""): condition.get("status", "")
+            for condition in status.get("conditions") or []}
 
 
 def pod_update_actions(old: Obj, new: Obj) -> list[str]:

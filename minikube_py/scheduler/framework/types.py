@@ -500,10 +500,7 @@ class Snapshot:
         spread: dict[str, int] = {}
         sizes: dict[str, dict[str, int]] = {}
         for info in self.node_info_list:
-            node_sizes: dict[str, int] = {}
-            for image in (info.node.get("status") or {}).get("images") or []:
-                for name in image.get("names") or []:
-                    node_sizes[normalized_image_name(name)] = int(image.get("sizeBytes", 0))
+            node_sizes = node_image_sizes(info.node)
             sizes[info.name] = node_sizes
             for name in node_sizes:
                 spread[name] = spread.get(name, 0) + 1
@@ -529,9 +526,9 @@ class NodeMemo(Generic[V]):
     def __init__(self, size: int = 32) -> None:
         self.size = size
         self._tables: dict[Hashable, dict[str, tuple[NodeInfo, V]]] = {}
-        # (key, label) -> the snapshot sums_by_label last summed: its change log and
+        # (key, label, missing) -> the snapshot sums_by_label last summed: its change log and
         # number, each node's label value and part, the sums
-        self._label_sums: dict[tuple[Hashable, str], tuple[
+        self._label_sums: dict[tuple[Hashable, str, str | None], tuple[
             ChangeLog | None, int, dict[str, tuple[str, int]], dict[str, int]]] = {}
 
     def _table(self, key: Hashable) -> dict[str, tuple[NodeInfo, V]]:
@@ -571,29 +568,30 @@ class NodeMemo(Generic[V]):
         return values
 
     def sums_by_label(self: NodeMemo[int], key: Hashable, compute: Callable[[NodeInfo], int],
-                      nodes: list[NodeInfo], label: str, snapshot: Snapshot | None = None
-                      ) -> dict[str, int]:
+                      nodes: list[NodeInfo], label: str, snapshot: Snapshot | None = None,
+                      missing: str | None = None) -> dict[str, int]:
         """Per value of the node label `label`: compute(node_info) summed over the nodes that
         have it, values in the order they first appear (for_nodes and the sum in one loop).
+        A node without the label is left out, or, given `missing`, summed under that value.
 
         When `nodes` is `snapshot`'s list of every node, the sums of the last call with the
         same key and label are brought up to date from the nodes the snapshots changed since
         (their ChangeLog) instead of summing every node again; a change of the list of nodes
         or of a node's label value sums them all again."""
         table = self._table(key)
-        sums_key = (key, label)
+        sums_key = (key, label, missing)
         kept = self._label_sums.pop(sums_key, None)
         if snapshot is not None and nodes is snapshot.node_info_list and kept is not None:
             changes, seq, parts, sums = kept
             changed = snapshot.changed_since(changes, seq)
             if changed is not None and self._bring_up_to_date(
-                    table, compute, snapshot, label, changed, parts, sums):
+                    table, compute, snapshot, label, missing, changed, parts, sums):
                 self._keep_label_sums(sums_key, (changes, snapshot.seq, parts, sums))
                 return dict(sums)
         parts = {}
         sums = {}
         for node_info in nodes:
-            value = node_info.labels.get(label)
+            value = node_info.labels.get(label, missing)
             if value is None:
                 continue
             remembered = table.get(node_info.name)
@@ -606,7 +604,7 @@ class NodeMemo(Generic[V]):
             self._keep_label_sums(sums_key, (snapshot.changes, snapshot.seq, parts, sums))
         return dict(sums)
 
-    def _keep_label_sums(self, sums_key: tuple[Hashable, str], kept: tuple[
+    def _keep_label_sums(self, sums_key: tuple[Hashable, str, str | None], kept: tuple[
             ChangeLog | None, int, dict[str, tuple[str, int]], dict[str, int]]) -> None:
         """Keep sums_by_label's sums as the most recently used; only `size` are kept."""
         self._label_sums[sums_key] = kept
@@ -616,14 +614,14 @@ class NodeMemo(Generic[V]):
     @staticmethod
     def _bring_up_to_date(table: dict[str, tuple[NodeInfo, int]],
                           compute: Callable[[NodeInfo], int], snapshot: Snapshot, label: str,
-                          changed: set[str], parts: dict[str, tuple[str, int]],
-                          sums: dict[str, int]) -> bool:
+                          missing: str | None, changed: set[str],
+                          parts: dict[str, tuple[str, int]], sums: dict[str, int]) -> bool:
         """Take back the changed nodes' old parts of the sums and add their new ones; False
         (sums left half done) when a node's label value changed, which may reorder them."""
         for name in changed:
             node_info = snapshot.get(name)
             old = parts.get(name)
-            value = node_info.labels.get(label) if node_info is not None else None
+            value = node_info.labels.get(label, missing) if node_info is not None else None
             if old is None and value is None:
                 continue
             if old is None or old[0] != value or node_info is None:
@@ -702,6 +700,15 @@ def _take_back(part: dict[K, int], sums: dict[K, int], counts: dict[K, int]) -> 
         else:
             sums[name] -= value
             counts[name] -= 1
+
+
+def node_image_sizes(node: Obj) -> dict[str, int]:
+    """The images a Node's status lists: each name (normalized) -> its size in bytes."""
+    sizes: dict[str, int] = {}
+    for image in (node.get("status") or {}).get("images") or []:
+        for name in image.get("names") or []:
+            sizes[normalized_image_name(name)] = int(image.get("sizeBytes", 0))
+    return sizes
 
 
 def normalized_image_name(name: str) -> str:

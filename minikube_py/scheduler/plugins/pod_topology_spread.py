@@ -11,7 +11,9 @@ selecting the pods of the Services, ReplicaSet or StatefulSet the pod belongs to
 Only nodes that have every constraint's topology key, and pass the node inclusion
 policies (nodeAffinityPolicy Honor: the pod's nodeSelector/affinity; nodeTaintsPolicy
 Honor: its tolerations), hold domains that count. Counting walks every pod of every
-node, so each node's count is remembered while the node is unchanged (NodeMemo).
+node, so each node's count is remembered while the node is unchanged (NodeMemo), and
+when every node's domain counts, PreFilter's and PreScore's sums per domain are kept
+from one cycle to the next and brought up to date from the nodes that changed.
 """
 
 from __future__ import annotations
@@ -539,10 +541,17 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
 
         ignored_nodes: set[str] = set()
         counts: list[dict[str, int]] = [{} for _ in constraints]
-        for node_info in nodes:
+        if not require_all_topologies:
+            # No node is ignored: each constraint's domains are its key's values on the
+            # nodes, "" for a node without it (one pass per constraint, at C speed).
+            for index, constraint in enumerate(constraints):
+                if constraint.topology_key != LABEL_HOSTNAME:  # per node: counted in Score
+                    key = constraint.topology_key
+                    counts[index] = dict.fromkeys(
+                        [info.labels.get(key, "") for info in nodes], 0)
+        for node_info in nodes if require_all_topologies else ():
             node_labels = node_info.labels
-            if require_all_topologies and not node_labels_match_spread_constraints(
-                    node_labels, constraints):
+            if not node_labels_match_spread_constraints(node_labels, constraints):
                 ignored_nodes.add(node_info.name)
                 continue
             for index, constraint in enumerate(constraints):
@@ -557,6 +566,25 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
 
         counters = [self._counter(c.selector, pod.namespace) for c in constraints]
         admits = _affinity_checker(pod.pod, constraints)
+        every_node_counts = admits is _admit_all and all(
+            c.node_taints_policy != HONOR for c in constraints)
+        if every_node_counts and (len(constraints) == 1 or not require_all_topologies):
+            # The common case (the system defaults' among them): every node's domain counts,
+            # so each constraint's sums per domain are the cache's sums over every node,
+            # brought up to date from the nodes changed since the last pod (sums_by_label).
+            # A node without the key counts in the domain "" unless all keys are required.
+            snapshot = self._snapshot()
+            for constraint, by_value in zip(constraints, counts, strict=True):
+                if not by_value:  # hostname (counted in Score), or no candidate domain
+                    continue
+                sums = self.counts.sums_by_label(
+                    (pod.namespace, constraint.selector),
+                    _count_matching(constraint.selector, pod.namespace), all_nodes,
+                    constraint.topology_key, snapshot,
+                    missing=None if require_all_topologies else "")
+                for value in by_value:
+                    by_value[value] = sums.get(value, 0)
+            all_nodes = []  # nothing left for the general loop below
         for node_info in all_nodes:
             node = node_info.node
             node_labels = node_info.labels
@@ -599,6 +627,30 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             total += score_for_count(count, constraint.max_skew,
                                      pre_score_state.topology_normalizing_weight[index])
         return math.floor(total + 0.5), SUCCESS  # Go's math.Round (the total is >= 0)
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                    ) -> tuple[list[int], Status]:
+        """Score for many nodes, a constraint at a time: the hostname constraints' per-node
+        counts in one pass over the nodes (for_nodes), the others' from the domain sums."""
+        pre_score_state: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if pre_score_state is None:
+            return super().score_nodes(state, pod, nodes)
+        totals = [0.0] * len(nodes)
+        for constraint, by_value, weight in zip(
+                pre_score_state.constraints, pre_score_state.topology_value_to_pod_counts,
+                pre_score_state.topology_normalizing_weight, strict=True):
+            key, soften = constraint.topology_key, constraint.max_skew - 1
+            if key == LABEL_HOSTNAME:
+                counts = self._matching_pods(constraint.selector, pod.namespace, nodes)
+            else:
+                counts = [by_value.get(value, 0) if (value := info.labels.get(key)) is not None
+                          else 0 for info in nodes]
+            for index, info in enumerate(nodes):
+                if key in info.labels:  # (score_for_count, inlined)
+                    totals[index] += counts[index] * weight + soften
+        ignored = pre_score_state.ignored_nodes
+        return [0 if ignored and info.name in ignored else math.floor(total + 0.5)
+                for info, total in zip(nodes, totals, strict=True)], SUCCESS
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: dict[str, int]
                         ) -> Status | None:

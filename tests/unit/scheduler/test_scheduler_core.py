@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from minikube_py.api import Obj
 from minikube_py.scheduler.cache import Cache
 from minikube_py.scheduler.config import ConfigError, default_configuration, parse_configuration
 from minikube_py.scheduler.framework.interface import (
@@ -23,6 +24,7 @@ from minikube_py.scheduler.queue import SchedulingQueue
 from minikube_py.scheduler.scheduler import (
     FitError,
     SchedulingError,
+    node_update_actions,
     num_feasible_nodes_to_find,
     select_host,
 )
@@ -279,3 +281,20 @@ def test_snapshot_follows_node_removal_and_pods_with_affinity() -> None:
 def test_every_in_tree_plugin_implements_its_extension_points() -> None:
     from minikube_py.scheduler.plugins.registry import IN_TREE_PLUGINS
     assert [n for n, cls in IN_TREE_PLUGINS.items() if cls.__abstractmethods__] == []
+
+
+def test_a_heartbeat_is_no_change_of_node_condition() -> None:
+    """nodeConditionsChanged: only a condition's status, by type, counts; a kubelet's
+    status report with new heartbeat times moves no unschedulable pod."""
+    def node(ready: str, heartbeat: str) -> Obj:
+        return {"metadata": {"name": "n"}, "status": {"conditions": [
+            {"type": "Ready", "status": ready, "lastHeartbeatTime": heartbeat,
+             "message": f"kubelet says {ready} at {heartbeat}"},
+            {"type": "MemoryPressure", "status": "False", "lastHeartbeatTime": heartbeat}]}}
+
+    assert node_update_actions(node("True", "10:00"), node("True", "10:05")) == []
+    assert node_update_actions(node("True", "10:00"), node("False", "10:05")) == [
+        "UpdateNodeCondition"]
+    gone = node("True", "10:05")
+    gone["status"]["conditions"].pop()
+    assert node_update_actions(node("True", "10:00"), gone) == ["UpdateNodeCondition"]

@@ -1,13 +1,16 @@
 """Sums kept from one snapshot to the next by the nodes the cache's ChangeLog names: always
 those of summing every node of the snapshot afresh (NodeMemo.sums_by_label, NodeTotals,
-and PodTopologySpread's PreFilter and InterPodAffinity's PreScore built on them)."""
+and PodTopologySpread's PreFilter and PreScore and InterPodAffinity's PreScore built on
+them)."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 from minikube_py.api import Obj
+from minikube_py.client.store import Indexer
 from minikube_py.scheduler.cache import Cache
 from minikube_py.scheduler.framework.interface import CycleState
 from minikube_py.scheduler.framework.types import (
@@ -25,6 +28,9 @@ from minikube_py.scheduler.plugins.inter_pod_affinity import (
 from minikube_py.scheduler.plugins.pod_topology_spread import (
     PRE_FILTER_STATE_KEY,
     PodTopologySpread,
+)
+from minikube_py.scheduler.plugins.pod_topology_spread import (
+    PRE_SCORE_STATE_KEY as SPREAD_PRE_SCORE_STATE_KEY,
 )
 
 ZONE = "topology.kubernetes.io/zone"
@@ -257,3 +263,137 @@ def test_the_plugins_kept_across_snapshots_answer_as_fresh_ones() -> None:
             assert plugin_answers(kept, snapshot, pod) == plugin_answers(
                 fresh_plugins(snapshot), snapshot, pod), f"seed {seed} step {step}"
 
+
+
+class FakeInformers:
+    """The informers PodTopologySpread reads its default selectors from: one ReplicaSet."""
+
+    def __init__(self) -> None:
+        self.stores = {plural: Indexer() for plural in ("services", "replicasets",
+                                                         "statefulsets")}
+        self.stores["replicasets"].put({"metadata": {"name": "web", "namespace": "ns"},
+                                        "spec": {"selector": {"matchLabels": {"app": "web"}}}})
+
+    def informer(self, plural: str, group: str | None = None) -> SimpleNamespace:
+        return SimpleNamespace(store=self.stores[plural])
+
+
+class HandleWithInformers(FakeHandle):
+    def __init__(self, snapshot: Snapshot) -> None:
+        super().__init__(snapshot)
+        self.informers = FakeInformers()
+
+
+def soft_pod(name: str, constraints: list[str] | None) -> PodInfo:
+    """A web replica: with soft constraints on these keys, or none (the system defaults:
+    its ReplicaSet's selector, by hostname and by zone)."""
+    pod = make_pod(name, "web")
+    spec = pod["spec"]
+    del spec["affinity"]
+    spec["topologySpreadConstraints"] = [
+        {"maxSkew": 2, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway",
+         "labelSelector": {"matchLabels": {"app": "web"}}} for key in constraints or []]
+    pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                           "name": "web", "uid": "rs", "controller": True}]
+    return PodInfo.of(pod)
+
+
+def pre_score_answers(plugin: PodTopologySpread, snapshot: Snapshot, pod: PodInfo,
+                      candidates: list[NodeInfo]) -> tuple[object, ...]:
+    assert isinstance(plugin.handle, FakeHandle)
+    plugin.handle.current = snapshot
+    state = CycleState()
+    status = plugin.pre_score(state, pod, candidates)
+    if not status.is_success():
+        return (status.code,)
+    kept = state.read(SPREAD_PRE_SCORE_STATE_KEY)
+    scores, _ = plugin.score_nodes(state, pod, candidates)
+    one_by_one = [plugin.score(state, pod, info)[0] for info in candidates]
+    assert scores == one_by_one
+    return ([list(counts.items()) for counts in kept.topology_value_to_pod_counts],
+            kept.topology_normalizing_weight, sorted(kept.ignored_nodes), scores)
+
+
+def counted_afresh(snapshot: Snapshot, candidates: list[NodeInfo], key: str,
+                   missing: str | None) -> list[tuple[str, int]]:
+    """Each candidate domain's web pods over every node: what PreScore must find."""
+    domains = dict.fromkeys(value for info in candidates
+                            if (value := info.labels.get(key, missing)) is not None)
+    for info in snapshot.node_info_list:
+        value = info.labels.get(key, missing)
+        if value in domains:
+            domains[value] = (domains[value] or 0) + web_pods(info)
+    return [(value, count or 0) for value, count in domains.items()]
+
+
+def test_pre_score_kept_across_snapshots_counts_as_afresh() -> None:
+    """PodTopologySpread's PreScore and Score, one plugin kept across the cache's snapshots
+    (its domain sums brought up to date from the ChangeLog), give what a new plugin gives,
+    and the counts are those of every node counted afresh: the system defaults (a node
+    without a zone counts in the domain ""), one soft zone constraint (such a node is
+    ignored), and a zone and a hostname constraint together."""
+    for seed in range(4):
+        world = World(200 + seed)
+        kept = PodTopologySpread(None, HandleWithInformers(world.cache.update_snapshot()))
+        for step in range(150):
+            world.step()
+            snapshot = world.cache.update_snapshot()
+            nodes = snapshot.node_info_list
+            candidates = [info for info in nodes if world.rng.random() < 0.6] or nodes
+            for keys in (None, [ZONE], [ZONE, "kubernetes.io/hostname"]):
+                pod = soft_pod(f"incoming-{step}", keys)
+                fresh = PodTopologySpread(None, HandleWithInformers(snapshot))
+                answers = pre_score_answers(kept, snapshot, pod, candidates)
+                assert answers == pre_score_answers(fresh, snapshot, pod, candidates), \
+                    f"seed {seed} step {step} {keys}"
+                zone_counts = answers[0][0 if keys else 1]
+                assert zone_counts == counted_afresh(
+                    snapshot, candidates, ZONE, None if keys else ""), \
+                    f"seed {seed} step {step} {keys}"
+
+
+def test_image_states_kept_up_to_date_equal_image_states_counted_afresh() -> None:
+    """The cache brings ImageLocality's image states up to date from the nodes that
+    changed: every snapshot's are those of counting every node's images afresh, through
+    nodes added, removed, pulling and dropping images, and updated without image changes."""
+    images = ["echo:1", "busybox:1.36", "docker.io/library/pause:3.10", "big:1"]
+    for seed in range(6):
+        rng = random.Random(300 + seed)
+        cache = Cache()
+        held: dict[str, list[str]] = {}
+
+        def write(name: str, cache: Cache = cache, rng: random.Random = rng,
+                  held: dict[str, list[str]] = held) -> None:
+            node = make_node(name, rng.choice(["z0", None]))
+            node["status"]["images"] = [
+                {"names": [image, f"sha-{image}"], "sizeBytes": 1000 * (len(image) + i)}
+                for i, image in enumerate(held[name])]
+            cache.update_node(node)
+
+        for step in range(200):
+            roll = rng.random()
+            if roll < 0.15 or not held:
+                name = f"node-{step}"
+                held[name] = rng.sample(images, rng.randrange(3))
+                write(name)
+            elif roll < 0.25 and len(held) > 2:
+                name = rng.choice(sorted(held))
+                del held[name]
+                cache.remove_node(make_node(name, None))
+            elif roll < 0.6:
+                name = rng.choice(sorted(held))
+                held[name] = rng.sample(images, rng.randrange(4))
+                write(name)
+            elif roll < 0.8:  # a heartbeat or another change that leaves the images
+                write(rng.choice(sorted(held)))
+            else:
+                pod = make_pod(f"p-{step}", "web", rng.choice(sorted(held)))
+                cache.add_pod(pod)
+            if rng.random() < 0.3:
+                continue  # changes of several steps in one snapshot
+            snapshot = cache.update_snapshot()
+            fresh = Snapshot([info.clone() for info in snapshot.node_info_list])
+            spread = fresh.fill_image_states()
+            assert snapshot.image_spread == spread, f"seed {seed} step {step}"
+            assert [info.image_states for info in snapshot.node_info_list] == [
+                info.image_states for info in fresh.node_info_list], f"seed {seed} step {step}"
