@@ -25,7 +25,7 @@ METRICS = [
     ("raw etcd create Txn/s", False),
     ("API creates/s", True),
     ("API GETs/s", True),
-    ("LIST 300 pods (full, from etcd)", True),
+    ("LIST 300 pods (full, consistent: the watch cache once fresh)", True),
     ("LIST 300 pods (resourceVersion=0, watch cache)", False),
     ("LIST 300 pods (500-item pages)", False),
     ("watch latency, 10 watchers x 100 creates (paced 200/s)", True),

@@ -372,6 +372,7 @@ class Store:
             return await self._list_from_etcd(namespace_prefix, options, matches, raw)
         revision = await consistent_revision(cache, self.etcd)
         if revision is not None:
+            # No await since the check: the cache still holds what it found fresh.
             self._count_consistent_read(success=True, fallback=False)
             return self._list_from_cache(namespace_prefix, options, matches, revision,
                                          limit=options.limit)
