@@ -1,14 +1,15 @@
 """Benchmark: a consistent LIST (no resourceVersion) from etcd and from the watch cache.
 
 Run from the repository root as `.venv/bin/python benchmarks/consistent_list.py`
-(options: --pods 5000,30000, --runs 7, --no-append). It starts a private etcd (on
-/dev/shm) and two API servers on it, one with --feature-gates=ConsistentListFromCache=false
-(every consistent LIST reads etcd) and one with it on (the default: served from the watch
-cache once one keys-only Range shows the cache fresh, storage/consistent_read.py). For each
-count it creates the pods (benchmarks/apiserver.py's ~1.5 KB pod) through the first
-server, then times a full LIST of them on each server in alternating runs, and kubectl's
-first page (limit=500), and reports medians with each server's CPU per LIST. It also times
-the freshness check's Range alone, from a client of its own.
+(options: --pods 5000,30000, --runs 7, --quick: 100 and 300 pods, 2 runs; --no-append).
+It starts a private etcd (on /dev/shm) and two API servers on it, one with
+--feature-gates=ConsistentListFromCache=false (every consistent LIST reads etcd) and one
+with it on (the default: served from the watch cache once one keys-only Range shows the
+cache fresh, storage/consistent_read.py). For each count it creates the pods
+(benchmarks/apiserver.py's ~1.5 KB pod) through the first server, then times a full LIST
+of them on each server in alternating runs, and kubectl's first page (limit=500), and
+reports medians with each server's CPU per LIST. It also times the freshness check's
+Range alone, from a client of its own.
 """
 
 from __future__ import annotations
@@ -151,9 +152,13 @@ def main() -> None:
     parser.add_argument("--pods", default="5000,30000",
                         help="comma-separated pod counts, ascending (default 5000,30000)")
     parser.add_argument("--runs", type=int, default=7, help="LISTs per server and count")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run: 100 and 300 pods, 2 runs")
     parser.add_argument("--no-append", action="store_true",
                         help=f"do not append the results to {RESULTS.relative_to(REPO)}")
     args = parser.parse_args()
+    if args.quick:
+        args.pods, args.runs = "100,300", 2
     counts = sorted(int(c) for c in args.pods.split(","))
     rows = asyncio.run(run(counts, args.runs))
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")

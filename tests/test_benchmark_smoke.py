@@ -248,6 +248,17 @@ def test_crd_benchmark_quick_run_reports_both_targets() -> None:
 
 
 @pytest.mark.slow
+def test_consistent_list_benchmark_quick_run_compares_etcd_and_the_cache() -> None:
+    output = run_quick("consistent_list.py", timeout=300)
+    for count in ("100", "300"):
+        for what in ("full LIST, gate off (etcd)", "full LIST, gate on (watch cache)",
+                     "first page, limit=500, gate off (etcd)",
+                     "first page, limit=500, gate on (watch cache)",
+                     "the freshness check alone"):
+            assert f"| {count} pods, {what}" in output, output
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("nft"),
                     reason="network namespaces need root, and the enforcer nft")
 def test_netpol_benchmark_quick_run_reports_every_target() -> None:
