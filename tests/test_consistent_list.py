@@ -158,10 +158,36 @@ async def test_with_the_gate_off_a_consistent_list_reads_etcd(etcd_client: EtcdC
         assert live.reads == []
 
 
+async def test_every_page_comes_from_the_cache_while_nothing_changes(
+        etcd_client: EtcdClient) -> None:
+    """Pages of a consistent list continue in the cache while it still holds the first
+    page's state, here one shown fresh at etcd's revision past the cache's own."""
+    async with configmap_store(etcd_client) as live:
+        names = [f"cm-{i}" for i in range(7)]
+        for name in names:
+            await live.store.create("default", configmap(name))
+        other = f"/registry/test-other-{uuid.uuid4().hex[:8]}/x".encode()
+        etcd_revision = await etcd_client.put(other, b"1")
+        pages = [await live.store.list("default", dataclasses.replace(EVERYTHING, limit=3))]
+        assert pages[0].resource_version == etcd_revision > live.cache.applied_revision
+        while pages[-1].continue_token:
+            pages.append(await live.store.list("default", dataclasses.replace(
+                EVERYTHING, limit=3, continue_token=pages[-1].continue_token)))
+        assert [len(p.items) for p in pages] == [3, 3, 1]
+        assert [p.remaining_item_count for p in pages] == [4, 1, None]
+        assert {p.resource_version for p in pages} == {etcd_revision}
+        items = [o for p in pages for o in p.items]
+        assert [o["metadata"]["name"] for o in items] == names
+        assert all(o is live.cache.objects[live.store.key("default", o["metadata"]["name"])]
+                   for o in items)
+        await etcd_client.delete(other)
+
+
 async def test_a_limited_consistent_list_pages_from_the_cache_then_from_etcd(
         etcd_client: EtcdClient) -> None:
-    """The first page comes from the cache; its continue token reads the rest from etcd at
-    the first page's revision, so a write between pages is in none of them."""
+    """The first page comes from the cache; once the cache has changed, its continue token
+    reads the rest from etcd at the first page's revision, so a write between pages is in
+    none of them."""
     async with configmap_store(etcd_client) as live:
         names = [f"cm-{i}" for i in range(7)]
         for name in names:
@@ -178,6 +204,8 @@ async def test_a_limited_consistent_list_pages_from_the_cache_then_from_etcd(
             page = await live.store.list("default", dataclasses.replace(
                 EVERYTHING, limit=3, continue_token=token))
             assert page.resource_version == first.resource_version
+            assert page.items[0] is not live.cache.objects.get(
+                live.store.key("default", page.items[0]["metadata"]["name"]))
             seen += [o["metadata"]["name"] for o in page.items]
             token = page.continue_token
         assert seen == names

@@ -104,3 +104,16 @@ def test_a_bad_feature_gate_is_refused_with_the_reason(
         build_parser().parse_args(["--etcd-servers", "http://127.0.0.1:2379",
                                    f"--feature-gates={value}"])
     assert message in capsys.readouterr().err
+
+
+async def test_the_cache_holds_a_state_shown_fresh_until_it_changes() -> None:
+    """What lets the pages of a list continue in the cache."""
+    wc = cache()
+    wc._apply(put("a", 11))
+    wc._advance(11, applied=True)
+    assert wc.holds_state_at(11) and not wc.holds_state_at(20)
+    wc.note_fresh_at(20)  # a consistent read showed the objects to be etcd's at 20
+    assert wc.holds_state_at(20)
+    wc._apply(put("b", 21))
+    wc._advance(21, applied=True)
+    assert not wc.holds_state_at(20) and not wc.holds_state_at(11) and wc.holds_state_at(21)

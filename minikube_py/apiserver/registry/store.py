@@ -37,6 +37,7 @@ import binascii
 import copy
 import inspect
 import re
+from bisect import bisect_left
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -177,13 +178,14 @@ def deletion_finalizers(finalizers: list[str], policy: str | None, default_polic
 
 def delegate_list(options: ListOptions) -> bool:
     """Whether a list must read etcd, whatever the cache holds (upstream's
-    shouldDelegateList): a continue token (the cache keeps no older states), an exact
-    resourceVersion match, a limit with a resourceVersion other than "" or "0" (the legacy
-    exact match), and any other resourceVersion (the cache would have to wait for it;
-    etcd answers at once). "0" (any state) and "" (a consistent read) may use the cache."""
-    if options.continue_token or options.resource_version_match == "Exact":
+    shouldDelegateList): an exact resourceVersion match, a limit with a resourceVersion
+    other than "" or "0" (the legacy exact match), and any other resourceVersion (the
+    cache would have to wait for it; etcd answers at once). "0" (any state), ""
+    (a consistent read) and a continue token (when the cache still holds the state it
+    continues) may use the cache."""
+    if options.resource_version_match == "Exact":
         return True
-    return options.resource_version not in ("", "0")
+    return not options.continue_token and options.resource_version not in ("", "0")
 
 
 def etcd_errors(call: Any) -> Any:
@@ -364,6 +366,14 @@ class Store:
         cache = self.cache
         if delegate_list(options) or not cache.ready.is_set():
             return await self._list_from_etcd(namespace_prefix, options, matches, raw)
+        if options.continue_token:
+            # The next page, from the cache while its objects are still etcd's at the
+            # token's revision (nothing changed since the page before); etcd otherwise.
+            start, revision = self._decode_continue(options.continue_token)
+            if cache.consistent_list_from_cache and cache.holds_state_at(revision):
+                return self._list_from_cache(namespace_prefix, options, matches, revision,
+                                             limit=options.limit, start=start)
+            return await self._list_from_etcd(namespace_prefix, options, matches, raw)
         if options.resource_version == "0":
             # Any state will do: the cache as it is, the limit ignored (as upstream).
             return self._list_from_cache(namespace_prefix, options, matches,
@@ -389,22 +399,25 @@ class Store:
             self.cache.on_consistent_read(success, fallback)
 
     def _list_from_cache(self, namespace_prefix: str, options: ListOptions,
-                         matches: Callable[[Obj], bool], revision: int, *, limit: int
-                         ) -> ListResult:
-        """The cache's objects that match, at `revision`. With a limit, the first page:
-        its continue token reads the rest from etcd at `revision` (etcd holds the very
-        same objects there), as upstream continues a page its cache served."""
+                         matches: Callable[[Obj], bool], revision: int, *, limit: int,
+                         start: str = "") -> ListResult:
+        """The cache's objects that match, at `revision`, from the key `start` (after
+        the prefix) on. With a limit, a page: its continue token reads the next one at
+        `revision`, from the cache while it still holds that state, else from etcd (etcd
+        holds the very same objects there), as upstream continues from its snapshots."""
         cache = self.cache
         everything = options.label_selector.empty() and options.field_selector.empty()
-        if not limit:
+        if not limit and not start:
             if everything:
                 return ListResult(cache.list(namespace_prefix), revision)
             return ListResult([o for o in cache.list(namespace_prefix) if matches(o)],
                               revision)
+        prefix = self.resource.etcd_prefix + namespace_prefix
         keys = cache.keys(namespace_prefix)
         objects = cache.objects
         items: list[Obj] = []
-        for position, key in enumerate(keys):
+        for position in range(bisect_left(keys, prefix + start), len(keys)):
+            key = keys[position]
             obj = objects[key]
             if everything or matches(obj):
                 items.append(obj)
@@ -412,7 +425,6 @@ class Store:
                     left = len(keys) - position - 1
                     if not left:
                         break
-                    prefix = self.resource.etcd_prefix + namespace_prefix
                     token = self._encode_continue(key[len(prefix):] + "\x00", revision)
                     return ListResult(items, revision, token, left if everything else None)
         return ListResult(items, revision)

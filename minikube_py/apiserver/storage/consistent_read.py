@@ -78,6 +78,7 @@ async def consistent_revision(cache: WatchCache, etcd: EtcdClient,
         now = snapshot(cache)
         revision = fresh_revision(now, state)
         if revision is not None:
+            cache.note_fresh_at(revision)
             return revision
         # Events are on their way: at least up to the newest write, and past what the
         # cache has now when a delete is missing.

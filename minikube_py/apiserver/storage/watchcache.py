@@ -188,6 +188,9 @@ class WatchCache:
         self.consistent_list_from_cache = consistent_list_from_cache
         self.on_consistent_read = on_consistent_read
         self._applied: asyncio.Event | None = None  # set (and dropped) when it advances
+        # A revision past applied_revision at which etcd's objects were shown to be the
+        # cache's, and `changes` then: the objects stay etcd's at it until they change.
+        self._fresh_at = (0, -1)
         # How many times the objects changed: what a reader that derives something from
         # them (RBAC's index of rules) compares to know whether to derive again.
         self.changes = 0
@@ -278,6 +281,16 @@ class WatchCache:
         if self._applied is not None:
             self._applied.set()
             self._applied = None
+
+    def note_fresh_at(self, revision: int) -> None:
+        """A consistent read showed the objects to be etcd's at `revision`."""
+        self._fresh_at = (revision, self.changes)
+
+    def holds_state_at(self, revision: int) -> bool:
+        """Whether the objects are etcd's at `revision`: the revision they were applied
+        up to, or one a consistent read showed them to be at, if they have not changed
+        since (what continues a list from the cache)."""
+        return revision == self.applied_revision or self._fresh_at == (revision, self.changes)
 
     async def wait_until_applied(self, revision: int, timeout: float) -> bool:
         """Wait (up to `timeout` seconds) until the events up to `revision` are applied;
