@@ -7,8 +7,8 @@ It starts a private etcd (on /dev/shm) and two API servers on it, one with
 with it on (the default: served from the watch cache once one keys-only Range shows the
 cache fresh, storage/consistent_read.py). For each count it creates the pods
 (benchmarks/apiserver.py's ~1.5 KB pod) through the first server, then times a full LIST
-of them on each server in alternating runs, and kubectl's first page (limit=500), and
-reports medians with each server's CPU per LIST. It also times the freshness check's
+of them on each server in alternating runs, kubectl's first page (limit=500) and all its
+pages, and reports medians with each server's CPU per LIST. It also times the freshness check's
 Range alone, from a client of its own.
 """
 
@@ -62,14 +62,18 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def timed_list(server: Server, query: str, expected: int) -> tuple[float, float]:
-    """One LIST: (seconds, the server's CPU seconds); fails unless `expected` items came."""
+async def timed_list(server: Server, query: str, expected: int, *, every_page: bool = False
+                     ) -> tuple[float, float]:
+    """One LIST (every_page: following continue tokens, as kubectl get does): (seconds,
+    the server's CPU seconds); fails unless `expected` items came."""
     cpu = cpu_seconds(server.pid)
     started = time.perf_counter()
-    body = await server.pool.request("GET", f"{PATH}?{query}" if query else PATH)
+    bodies = [await server.pool.request("GET", f"{PATH}?{query}" if query else PATH)]
+    while every_page and (token := orjson.loads(bodies[-1])["metadata"].get("continue")):
+        bodies.append(await server.pool.request("GET", f"{PATH}?{query}&continue={token}"))
     elapsed = time.perf_counter() - started
     cpu = cpu_seconds(server.pid) - cpu
-    items = len(orjson.loads(body)["items"])
+    items = sum(len(orjson.loads(body)["items"]) for body in bodies)
     if items != expected:
         raise SystemExit(f"{server.name}: LIST {query!r} returned {items}, not {expected}")
     return elapsed, cpu
@@ -83,14 +87,17 @@ async def measure(servers: list[Server], etcd: EtcdProcess, pods: int, runs: int
                   ) -> list[tuple[str, str]]:
     """Rows (what, figures) for one pod count, the servers' runs alternating."""
     rows = []
-    for query, label, expected in (("", "full LIST", pods),
-                                   ("limit=500", "first page, limit=500", min(500, pods))):
+    for query, label, expected, every_page in (
+            ("", "full LIST", pods, False),
+            ("limit=500", "first page, limit=500", min(500, pods), False),
+            ("limit=500", "every page, limit=500 (as kubectl get)", pods, True)):
         timings: dict[str, list[tuple[float, float]]] = {s.name: [] for s in servers}
         for server in servers:  # a first LIST each, not counted: warms connections
-            await timed_list(server, query, expected)
+            await timed_list(server, query, expected, every_page=every_page)
         for _ in range(runs):
             for server in servers:
-                timings[server.name].append(await timed_list(server, query, expected))
+                timings[server.name].append(
+                    await timed_list(server, query, expected, every_page=every_page))
         for server in servers:
             wall = [t for t, _ in timings[server.name]]
             cpu = [c for _, c in timings[server.name]]

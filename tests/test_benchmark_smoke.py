@@ -254,6 +254,7 @@ def test_consistent_list_benchmark_quick_run_compares_etcd_and_the_cache() -> No
         for what in ("full LIST, gate off (etcd)", "full LIST, gate on (watch cache)",
                      "first page, limit=500, gate off (etcd)",
                      "first page, limit=500, gate on (watch cache)",
+                     "every page, limit=500 (as kubectl get), gate on (watch cache)",
                      "the freshness check alone"):
             assert f"| {count} pods, {what}" in output, output
 
