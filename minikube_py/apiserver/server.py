@@ -362,7 +362,7 @@ class APIServer(Component):
             reads.inc((str(fallback).lower(), resource, str(success).lower()))
 
         return WatchCache(
-            self.etcd, prefix, resource=resource,
+            self.etcd, prefix,
             on_event=lambda _event: events.inc(event_labels),
             consistent_list_from_cache=self.config.feature_gates[CONSISTENT_LIST_FROM_CACHE],
             on_consistent_read=count_read)

@@ -168,14 +168,11 @@ class WatchCache:
         history_size: int = 10_000,
         watcher_capacity: int = 10_000,
         on_event: Callable[[CacheEvent], None] | None = None,
-        resource: str = "",
         consistent_list_from_cache: bool = True,
         on_consistent_read: Callable[[bool, bool], None] | None = None,
     ) -> None:
         self.etcd = etcd
         self.prefix = prefix
-        # The group resource ("pods", "deployments.apps") its metrics are labelled with.
-        self.resource = resource or prefix.strip("/").rsplit("/", 1)[-1]
         self.objects: dict[str, Obj] = {}
         # The newest revision the cache knows etcd has reached: events applied, or a
         # progress notification (etcd 3.4.23 may send one ahead of events it still owes).
