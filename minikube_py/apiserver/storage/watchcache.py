@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
 
@@ -188,6 +189,8 @@ class WatchCache:
         # A revision past applied_revision at which etcd's objects were shown to be the
         # cache's, and `changes` then: the objects stay etcd's at it until they change.
         self._fresh_at = (0, -1)
+        # Every key, sorted, while no key comes or goes: pages of a large list bisect it.
+        self._sorted_keys: list[str] | None = None
         # How many times the objects changed: what a reader that derives something from
         # them (RBAC's index of rules) compares to know whether to derive again.
         self.changes = 0
@@ -233,6 +236,7 @@ class WatchCache:
             watcher.close()
         self.watchers.clear()
         self.objects = objects
+        self._sorted_keys = None
         self.changes += 1
         self.history.clear()
         self.revision = revision
@@ -247,11 +251,14 @@ class WatchCache:
         if event.type == "PUT":
             obj = decode(event.kv)
             self.objects[key] = obj
+            if prev is None:
+                self._sorted_keys = None
             cache_event = CacheEvent(ADDED if prev is None else MODIFIED, key, obj, prev, revision)
         else:
             if prev is None:
                 return
             del self.objects[key]
+            self._sorted_keys = None
             obj = with_resource_version(prev, revision)
             cache_event = CacheEvent(DELETED, key, obj, prev, revision)
         self.changes += 1
@@ -312,11 +319,15 @@ class WatchCache:
 
     def keys(self, namespace_prefix: str = "") -> list[str]:
         """The current objects' keys, sorted as etcd sorts them (UTF-8 sorts as its code
-        points do)."""
+        points do). Read-only: the list is kept until a key comes or goes."""
+        if self._sorted_keys is None:
+            self._sorted_keys = sorted(self.objects)
+        keys = self._sorted_keys
         if not namespace_prefix:
-            return sorted(self.objects)
+            return keys
         prefix = self.prefix + namespace_prefix
-        return sorted(k for k in self.objects if k.startswith(prefix))
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)  # the first string past the prefix's
+        return keys[bisect_left(keys, prefix):bisect_left(keys, end)]
 
     def get(self, key: str) -> Obj | None:
         return self.objects.get(key)
