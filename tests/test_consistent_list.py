@@ -135,6 +135,31 @@ async def test_a_delete_the_cache_has_not_applied_is_never_listed(
         assert live.reads == [(True, True)]  # read from etcd, after the cache did not catch up
 
 
+async def test_a_namespaces_list_is_checked_against_that_namespaces_keys_alone(
+        etcd_client: EtcdClient) -> None:
+    """The Range asks etcd about the namespace's keys only (its cost is the namespace's
+    size): a delete elsewhere that the cache has not applied keeps another namespace's
+    list fresh, and its own namespace's and the whole resource's lists stale."""
+    async with configmap_store(etcd_client, following=False) as live:
+        await live.store.create("default", configmap("a"))
+        await live.store.create("other", configmap("x"))
+        await hold_back(live.cache, etcd_client)  # the cache holds a and x, and stops
+        await live.store.delete("other", "x", DeleteOptions())
+        cache = live.cache
+        fresh = await consistent_revision(cache, etcd_client, wait=0.05,
+                                          namespace_prefix="default/")
+        assert fresh is not None and fresh > cache.applied_revision
+        assert cache.holds_state_at(fresh, "default/")
+        assert not cache.holds_state_at(fresh, "other/") and not cache.holds_state_at(fresh)
+        assert await consistent_revision(cache, etcd_client, wait=0.05,
+                                         namespace_prefix="other/") is None
+        assert await consistent_revision(cache, etcd_client, wait=0.05) is None
+        assert await live.names() == ["a"]
+        listed = await live.store.list("other", EVERYTHING)
+        assert listed.items == []  # from etcd: the cache still shows x
+        assert live.reads == [(True, False), (True, True)]
+
+
 async def test_a_consistent_list_waits_for_the_cache_to_catch_up(
         etcd_client: EtcdClient) -> None:
     async with configmap_store(etcd_client, following=False) as live:

@@ -370,7 +370,8 @@ class Store:
             # The next page, from the cache while its objects are still etcd's at the
             # token's revision (nothing changed since the page before); etcd otherwise.
             start, revision = self._decode_continue(options.continue_token)
-            if cache.consistent_list_from_cache and cache.holds_state_at(revision):
+            if (cache.consistent_list_from_cache
+                    and cache.holds_state_at(revision, namespace_prefix)):
                 return self._list_from_cache(namespace_prefix, options, matches, revision,
                                              limit=options.limit, start=start)
             return await self._list_from_etcd(namespace_prefix, options, matches, raw)
@@ -380,7 +381,8 @@ class Store:
                                          cache.revision, limit=0)
         if not cache.consistent_list_from_cache:
             return await self._list_from_etcd(namespace_prefix, options, matches, raw)
-        revision = await consistent_revision(cache, self.etcd)
+        revision = await consistent_revision(cache, self.etcd,
+                                             namespace_prefix=namespace_prefix)
         if revision is not None:
             # No await since the check: the cache still holds what it found fresh.
             self._count_consistent_read(success=True, fallback=False)

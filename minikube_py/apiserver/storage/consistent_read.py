@@ -52,8 +52,10 @@ class CacheSnapshot:
     count: int
 
 
-def snapshot(cache: WatchCache) -> CacheSnapshot:
-    return CacheSnapshot(cache.applied_revision, len(cache.objects))
+def snapshot(cache: WatchCache, namespace_prefix: str = "") -> CacheSnapshot:
+    """The cache's applied revision and its number of objects under the prefix."""
+    count = len(cache.keys(namespace_prefix)) if namespace_prefix else len(cache.objects)
+    return CacheSnapshot(cache.applied_revision, count)
 
 
 def fresh_revision(cache: CacheSnapshot, etcd: RangeState) -> int | None:
@@ -67,18 +69,21 @@ def fresh_revision(cache: CacheSnapshot, etcd: RangeState) -> int | None:
 
 
 async def consistent_revision(cache: WatchCache, etcd: EtcdClient,
-                              wait: float = FRESHNESS_WAIT) -> int | None:
-    """The revision at which the cache's objects are etcd's current ones, after waiting
-    up to `wait` seconds for the cache to apply what it lacks; None: read etcd instead."""
-    prefix = cache.prefix.encode()
+                              wait: float = FRESHNESS_WAIT, *, namespace_prefix: str = ""
+                              ) -> int | None:
+    """The revision at which the cache's objects under `namespace_prefix` ("": all) are
+    etcd's current ones, after waiting up to `wait` seconds for the cache to apply what it
+    lacks; None: read etcd instead. The proof holds for any prefix, so a namespace's list
+    asks etcd about the namespace's keys only: the Range costs what the namespace holds."""
+    prefix = (cache.prefix + namespace_prefix).encode()
     state = await etcd.range_state(prefix, prefix_end(prefix))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
     while True:
-        now = snapshot(cache)
+        now = snapshot(cache, namespace_prefix)
         revision = fresh_revision(now, state)
         if revision is not None:
-            cache.note_fresh_at(revision)
+            cache.note_fresh_at(revision, namespace_prefix)
             return revision
         # Events are on their way: at least up to the newest write, and past what the
         # cache has now when a delete is missing.

@@ -188,7 +188,7 @@ class WatchCache:
         self._applied: asyncio.Event | None = None  # set (and dropped) when it advances
         # A revision past applied_revision at which etcd's objects were shown to be the
         # cache's, and `changes` then: the objects stay etcd's at it until they change.
-        self._fresh_at = (0, -1)
+        self._fresh_at = (0, -1, "")
         # Every key, sorted, while no key comes or goes: pages of a large list bisect it.
         self._sorted_keys: list[str] | None = None
         # How many times the objects changed: what a reader that derives something from
@@ -286,15 +286,21 @@ class WatchCache:
             self._applied.set()
             self._applied = None
 
-    def note_fresh_at(self, revision: int) -> None:
-        """A consistent read showed the objects to be etcd's at `revision`."""
-        self._fresh_at = (revision, self.changes)
+    def note_fresh_at(self, revision: int, namespace_prefix: str = "") -> None:
+        """A consistent read showed the objects under `namespace_prefix` ("": all of them)
+        to be etcd's at `revision`."""
+        self._fresh_at = (revision, self.changes, namespace_prefix)
 
-    def holds_state_at(self, revision: int) -> bool:
-        """Whether the objects are etcd's at `revision`: the revision they were applied
-        up to, or one a consistent read showed them to be at, if they have not changed
-        since (what continues a list from the cache)."""
-        return revision == self.applied_revision or self._fresh_at == (revision, self.changes)
+    def holds_state_at(self, revision: int, namespace_prefix: str = "") -> bool:
+        """Whether the objects under `namespace_prefix` are etcd's at `revision`: the
+        revision they were applied up to, or one a consistent read showed them (or all
+        objects) to be at, if nothing changed since (what continues a list from the
+        cache)."""
+        if revision == self.applied_revision:
+            return True
+        fresh_revision, changes, fresh_prefix = self._fresh_at
+        return ((fresh_revision, changes) == (revision, self.changes)
+                and namespace_prefix.startswith(fresh_prefix))
 
     async def wait_until_applied(self, revision: int, timeout: float) -> bool:
         """Wait (up to `timeout` seconds) until the events up to `revision` are applied;
