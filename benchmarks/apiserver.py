@@ -654,7 +654,7 @@ class Bench:
         pods = self.sizes.pods
         await self._wait_for_watch_cache()
         for query, metric, target in (
-            ("", f"LIST {pods:,} pods (full, from etcd)", 0.200),
+            ("", f"LIST {pods:,} pods (full, consistent: the watch cache once fresh)", 0.200),
             ("resourceVersion=0", f"LIST {pods:,} pods (resourceVersion=0, watch cache)", None),
             (f"limit={self.sizes.page}", f"LIST {pods:,} pods ({self.sizes.page}-item pages)",
              None),

@@ -25,7 +25,7 @@ METRICS = [
     ("raw etcd create Txn/s", False),
     ("API creates/s", True),
     ("API GETs/s", True),
-    ("LIST 300 pods (full, from etcd)", True),
+    ("LIST 300 pods (full, consistent: the watch cache once fresh)", True),
     ("LIST 300 pods (resourceVersion=0, watch cache)", False),
     ("LIST 300 pods (500-item pages)", False),
     ("watch latency, 10 watchers x 100 creates (paced 200/s)", True),
@@ -245,6 +245,18 @@ def test_crd_benchmark_quick_run_reports_both_targets() -> None:
         lines = [line for line in output.splitlines() if metric in line]
         assert len(lines) == 1, f"no line for {metric!r} in:\n{output}"
         assert " PASS |" in lines[0] or " FAIL |" in lines[0], lines[0]
+
+
+@pytest.mark.slow
+def test_consistent_list_benchmark_quick_run_compares_etcd_and_the_cache() -> None:
+    output = run_quick("consistent_list.py", timeout=300)
+    for count in ("100", "300"):
+        for what in ("full LIST, gate off (etcd)", "full LIST, gate on (watch cache)",
+                     "first page, limit=500, gate off (etcd)",
+                     "first page, limit=500, gate on (watch cache)",
+                     "every page, limit=500 (as kubectl get), gate on (watch cache)",
+                     "the freshness check alone"):
+            assert f"| {count} pods, {what}" in output, output
 
 
 @pytest.mark.slow

@@ -2,6 +2,7 @@
 that talks to etcd. Its folders follow the path of one request.
 
     __main__.py   `python -m minikube_py.apiserver`: flags -> APIServerConfig
+    features.py   the feature gates it knows (`--feature-gates`, apiserver/pkg/features)
     server.py     the APIServer component: the handler chain every request passes,
                   start-up (watch caches, bootstrap objects) and stop
                   (cmd/kube-apiserver/app/server.go, apiserver/pkg/server/config.go)

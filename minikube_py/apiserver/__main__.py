@@ -17,6 +17,7 @@ from minikube_py.apiserver.auth.serviceaccount_tokens import (
     load_public_key,
     load_signing_key,
 )
+from minikube_py.apiserver.features import DEFAULTS, parse_feature_gates
 from minikube_py.apiserver.registry.allocators import (
     DEFAULT_NODE_PORT_RANGE,
     DEFAULT_SERVICE_CIDR,
@@ -144,6 +145,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--shutdown-delay-duration", type=flag_duration, default=0.0,
                         help="on SIGTERM, go on serving this long with /readyz failing "
                              "before the listener closes (0: at once)")
+    parser.add_argument("--feature-gates", type=checked_by(parse_feature_gates), default="",
+                        help="comma-separated Name=true|false pairs; known: "
+                             + ", ".join(f"{name} (default {str(on).lower()})"
+                                         for name, on in sorted(DEFAULTS.items())))
     parser.add_argument("--v", type=int, default=1, help="log verbosity (0 = warnings only)")
     parser.add_argument("--event-loop", choices=("uvloop", "asyncio"), default="uvloop",
                         help="the event loop to serve on; uvloop cuts watch latency "
@@ -255,6 +260,7 @@ def main(argv: list[str] | None = None) -> None:
         service_account_issuer=args.service_account_issuer,
         api_audiences=tuple(a.strip() for a in args.api_audiences.split(",") if a.strip()),
         shutdown_delay=args.shutdown_delay_duration,
+        feature_gates=parse_feature_gates(args.feature_gates),
     )
     # The watch caches keep every object as dicts, so a full collection walks them all and
     # stalls the event loop (~140 ms each with 5,000 pods cached); run_component collects

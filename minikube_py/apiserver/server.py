@@ -40,7 +40,7 @@ import logging
 import ssl
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,7 @@ from minikube_py.apiserver.endpoints.handlers import ResourceHandler
 from minikube_py.apiserver.endpoints.metrics import APIServerMetrics, InstrumentedEtcd
 from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
 from minikube_py.apiserver.endpoints.responses import json_response, no_such_resource
+from minikube_py.apiserver.features import CONSISTENT_LIST_FROM_CACHE, DEFAULTS
 from minikube_py.apiserver.flowcontrol.apf_controller import APFController, ConcurrencyLimits
 from minikube_py.apiserver.flowcontrol.ensurer import ConfigProducer
 from minikube_py.apiserver.registry.allocators import (
@@ -178,6 +179,8 @@ class APIServerConfig:
     # --endpoint-reconciler-type: "lease" (the kubernetes Service's endpoints are the API
     # servers whose master lease is alive, lease_reconciler.py) or "none"
     endpoint_reconciler_type: str = "lease"
+    # --feature-gates: every gate features.py knows, on or off
+    feature_gates: dict[str, bool] = field(default_factory=lambda: dict(DEFAULTS))
 
 
 class APIServer(Component):
@@ -259,10 +262,8 @@ class APIServer(Component):
         for resource in RESOURCES:
             prefix = resource.etcd_prefix
             if prefix not in self.caches:
-                self.caches[prefix] = WatchCache(
-                    self.etcd, prefix,
-                    on_event=self._count_event(resource.storage_plural or resource.plural),
-                )
+                self.caches[prefix] = self._new_cache(
+                    prefix, resource.storage_plural or resource.plural, resource.group)
             args = (resource, strategy_for(resource), self.etcd, self.caches[prefix])
             if (resource.group, resource.plural) == ("", "services"):
                 self.services = ServiceStore(*args, self.service_allocators)
@@ -275,7 +276,7 @@ class APIServer(Component):
         # each Established definition adds its resources' stores to self.stores
         self.custom_resources = CustomResourceDefinitions(
             self.stores[("apiextensions.k8s.io", "v1", "customresourcedefinitions")],
-            self.stores, self.caches, lambda: self.admission, self._count_event)
+            self.stores, self.caches, lambda: self.admission, self._new_cache)
         flowcontrol = "flowcontrol.apiserver.k8s.io"
         self.config_producer = ConfigProducer(
             self.stores[(flowcontrol, "v1", "flowschemas")],
@@ -351,9 +352,20 @@ class APIServer(Component):
         first, second, third, fourth = self._rbac_caches  # per request: no generator
         return first.changes, second.changes, third.changes, fourth.changes
 
-    def _count_event(self, plural: str) -> Any:
-        counter, labels = self.metrics.watch_events, (plural,)
-        return lambda _event: counter.inc(labels)
+    def _new_cache(self, prefix: str, plural: str, group: str) -> WatchCache:
+        """The watch cache of one etcd prefix, counted in the server's metrics."""
+        events, event_labels = self.metrics.watch_events, (plural,)
+        resource = f"{plural}.{group}" if group else plural
+        reads = self.metrics.consistent_reads
+
+        def count_read(success: bool, fallback: bool) -> None:
+            reads.inc((str(fallback).lower(), resource, str(success).lower()))
+
+        return WatchCache(
+            self.etcd, prefix,
+            on_event=lambda _event: events.inc(event_labels),
+            consistent_list_from_cache=self.config.feature_gates[CONSISTENT_LIST_FROM_CACHE],
+            on_consistent_read=count_read)
 
     async def _namespace_exists(self, name: str) -> dict[str, Any] | None:
         cache = self.caches["/registry/namespaces/"]

@@ -9,7 +9,11 @@ import orjson
 
 from minikube_py.api.resources import lookup
 from minikube_py.apiserver.endpoints.negotiation import Wanted
-from minikube_py.apiserver.endpoints.responses import raw_list_response
+from minikube_py.apiserver.endpoints.responses import (
+    json_response,
+    list_json_response,
+    raw_list_response,
+)
 from minikube_py.apiserver.registry.store import ListResult
 from minikube_py.apiserver.storage.etcd import LIST_SLICE, map_in_slices
 from minikube_py.tracing.context import ANNOTATION
@@ -75,3 +79,25 @@ def test_a_raw_list_strips_the_trace_context_only_where_an_item_carries_it() -> 
     assert orjson.dumps(listed["items"][0]) == plain
     kept = orjson.loads(raw_list_response(resource, result, Wanted(trace_context=True)).body)
     assert kept["items"][1]["metadata"]["annotations"][ANNOTATION].startswith("00-")
+
+
+async def test_a_list_from_the_cache_is_encoded_in_slices_to_the_same_bytes() -> None:
+    """list_json_response lets another request run while it encodes, and answers exactly
+    what json_response would."""
+    body = {"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"},
+            "items": [{"metadata": {"name": f"cm-{i}"}, "data": {"i": str(i)}}
+                      for i in range(2 * LIST_SLICE + 3)]}
+    encoded = False
+    ran_while_encoding: list[bool] = []
+
+    async def other_request() -> None:
+        ran_while_encoding.append(not encoded)
+
+    task = asyncio.create_task(other_request())
+    answer = await list_json_response(body)
+    encoded = True
+    await task
+    assert ran_while_encoding == [True]
+    assert answer.body == json_response(body).body
+    empty = {**body, "items": []}
+    assert (await list_json_response(empty)).body == json_response(empty).body

@@ -129,3 +129,18 @@ async def test_next_batch_waits_for_an_event() -> None:
     async with asyncio.timeout(1):
         batch = await waiting
     assert batch[0][1]["metadata"]["name"] == "late"
+
+
+def test_keys_are_sorted_and_follow_every_key_that_comes_or_goes() -> None:
+    wc = cache()
+    for name, revision in (("b", 11), ("a", 12), ("c", 13)):
+        wc._apply(put(name, revision))
+    assert wc.keys() == [f"{PREFIX}ns/{n}" for n in "abc"]
+    wc._apply(delete("b", 14))
+    wc._apply(put("a", 15, created=12))
+    assert wc.keys("ns/") == [f"{PREFIX}ns/a", f"{PREFIX}ns/c"]
+    assert wc.keys("other/") == [] and wc.keys("n") == wc.keys()
+    other = WatchEvent("PUT", KeyValue(f"{PREFIX}ns2/d".encode(), b"{}", 16, 16, 1), None)
+    wc._apply(other)
+    assert wc.keys("ns/") == [f"{PREFIX}ns/a", f"{PREFIX}ns/c"]
+    assert wc.keys("ns2/") == [f"{PREFIX}ns2/d"]

@@ -47,7 +47,7 @@ from minikube_py.apiserver.registry.store import (
     Store,
 )
 from minikube_py.apiserver.storage.etcd import EtcdError
-from minikube_py.apiserver.storage.watchcache import CacheEvent, WatchCache
+from minikube_py.apiserver.storage.watchcache import WatchCache
 from minikube_py.client.logs import kv
 
 log = logging.getLogger("minikube_py.apiserver.apiextensions")
@@ -71,12 +71,13 @@ class CustomResourceDefinitions:
 
     def __init__(self, crds: Store, stores: dict[StoreKey, Store],
                  caches: dict[str, WatchCache], admission: Callable[[], Chain],
-                 on_event: Callable[[str], Callable[[CacheEvent], None]]) -> None:
+                 new_cache: Callable[[str, str, str], WatchCache]) -> None:
         self.crds = crds
         self.stores = stores
         self.caches = caches
         self.admission = admission
-        self.on_event = on_event
+        # (prefix, plural, group) -> the watch cache of a defined resource
+        self.new_cache = new_cache
         self.served: dict[str, Served] = {}
         # every served resource, rebuilt when one changes (discovery reads it)
         self.resources: tuple[Resource, ...] = ()
@@ -194,7 +195,7 @@ class CustomResourceDefinitions:
         group, plural = spec["group"], accepted.get("plural") or spec["names"]["plural"]
         prefix = f"/registry/{group}/{plural}/"
         if served is None:
-            cache = WatchCache(self.crds.etcd, prefix, on_event=self.on_event(plural))
+            cache = self.new_cache(prefix, plural, group)
             self.caches[prefix] = cache
             served = Served(cache, asyncio.create_task(cache.run()))
             self.served[name] = served

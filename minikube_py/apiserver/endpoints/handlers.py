@@ -46,6 +46,7 @@ from minikube_py.apiserver.endpoints.requestinfo import RequestInfo
 from minikube_py.apiserver.endpoints.responses import (
     from_storage,
     list_body,
+    list_json_response,
     no_such_resource,
     raw_list_response,
     render_one,
@@ -61,6 +62,7 @@ from minikube_py.apiserver.registry.subresources import (
     patch_failed,
     scale,
 )
+from minikube_py.apiserver.storage.etcd import LIST_SLICE
 
 
 class ResourceHandler:
@@ -156,7 +158,10 @@ class ResourceHandler:
         if result.raw_items is not None:
             return raw_list_response(store.resource, result, wanted)
         result.items = await store.strategy.convert_from_storage(result.items, is_list=True)
-        return respond(list_body(store, result, wanted, request), wanted)
+        body = list_body(store, result, wanted, request)
+        if plain_json and len(result.items) > LIST_SLICE:
+            return await list_json_response(body)
+        return respond(body, wanted)
 
     # -- write verbs ----------------------------------------------------------------------
 

@@ -170,6 +170,12 @@ class APIServerMetrics:
             ["resource"],
             self.registry,
         )
+        self.consistent_reads = PlainCounter(
+            "apiserver_watch_cache_consistent_read_total",
+            "Counter for consistent reads from cache.",
+            ["fallback", "resource", "success"],
+            self.registry,
+        )
         self.etcd_duration = PlainHistogram(
             "etcd_request_duration_seconds",
             "Etcd request latency in seconds for each operation and object type.",
@@ -188,7 +194,8 @@ class APIServerMetrics:
 class InstrumentedEtcd:
     """An EtcdClient whose calls are timed into etcd_request_duration_seconds."""
 
-    _TIMED = ("get", "range", "create", "update", "delete", "current_revision", "compact")
+    _TIMED = ("get", "range", "range_state", "create", "update", "delete", "current_revision",
+              "compact")
 
     def __init__(self, client: EtcdClient, metrics: APIServerMetrics) -> None:
         self._client = client

@@ -37,6 +37,7 @@ import binascii
 import copy
 import inspect
 import re
+from bisect import bisect_left
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -59,6 +60,7 @@ from minikube_py.api.validation import (
 from minikube_py.apiserver.auth.admission import CREATE, DELETE, UPDATE, Attributes, Chain
 from minikube_py.apiserver.endpoints import tracing
 from minikube_py.apiserver.registry.strategies.base import Strategy
+from minikube_py.apiserver.storage.consistent_read import consistent_revision
 from minikube_py.apiserver.storage.etcd import (
     CompactedError,
     EtcdClient,
@@ -172,6 +174,18 @@ def deletion_finalizers(finalizers: list[str], policy: str | None, default_polic
     elif policy == "Foreground":
         kept.append(FOREGROUND_FINALIZER)
     return finalizers if set(kept) == set(finalizers) else kept
+
+
+def delegate_list(options: ListOptions) -> bool:
+    """Whether a list must read etcd, whatever the cache holds (upstream's
+    shouldDelegateList): an exact resourceVersion match, a limit with a resourceVersion
+    other than "" or "0" (the legacy exact match), and any other resourceVersion (the
+    cache would have to wait for it; etcd answers at once). "0" (any state), ""
+    (a consistent read) and a continue token (when the cache still holds the state it
+    continues) may use the cache."""
+    if options.resource_version_match == "Exact":
+        return True
+    return not options.continue_token and options.resource_version not in ("", "0")
 
 
 def etcd_errors(call: Any) -> Any:
@@ -333,7 +347,12 @@ class Store:
                    ) -> ListResult:
         """List: from the watch cache when allowed, else a paginated read of etcd.
 
-        raw=True (only without selectors) may answer with `raw_items`, the objects' JSON.
+        resourceVersion "0": the cache as it is. "" (a consistent read): the cache once
+        it is shown to hold etcd's current objects (storage/consistent_read.py), else
+        etcd; the feature gate ConsistentListFromCache off: etcd. The rest: etcd
+        (delegate_list). Selectors filter the cache's objects as they filter etcd's.
+        raw=True (only without selectors) may answer an etcd read with `raw_items`, the
+        objects' JSON.
         """
         def matches(obj: Obj) -> bool:
             if not options.label_selector.matches(meta.labels_of(obj)):
@@ -343,17 +362,74 @@ class Store:
             return options.field_selector.matches(self.strategy.field_set(obj))
 
         namespace_prefix = f"{namespace}/" if namespace and self.resource.namespaced else ""
-        paginated = options.limit > 0 or options.continue_token
-        if (options.resource_version == "0" and not paginated
-                and options.resource_version_match != "Exact" and self.cache.ready.is_set()):
-            revision = self.cache.revision
-            items = [o for o in self.cache.list(namespace_prefix) if matches(o)]
-            return ListResult(items, revision)
-        # A consistent read ("" = the latest) goes to etcd. Serving it from the cache would
-        # need etcd's progress notifications to arrive in order with events, which etcd
-        # only guarantees from 3.4.31 / 3.5.13 on (upstream makes the same choice).
         raw = raw and options.label_selector.empty() and options.field_selector.empty()
-        return await self._list_from_etcd(namespace_prefix, options, matches, raw)
+        cache = self.cache
+        if delegate_list(options) or not cache.ready.is_set():
+            return await self._list_from_etcd(namespace_prefix, options, matches, raw)
+        if options.continue_token:
+            # The next page, from the cache while its objects are still etcd's at the
+            # token's revision (nothing changed since the page before); etcd otherwise.
+            start, revision = self._decode_continue(options.continue_token)
+            if (cache.consistent_list_from_cache
+                    and cache.holds_state_at(revision, namespace_prefix)):
+                return self._list_from_cache(namespace_prefix, options, matches, revision,
+                                             limit=options.limit, start=start)
+            return await self._list_from_etcd(namespace_prefix, options, matches, raw)
+        if options.resource_version == "0":
+            # Any state will do: the cache as it is, the limit ignored (as upstream).
+            return self._list_from_cache(namespace_prefix, options, matches,
+                                         cache.revision, limit=0)
+        if not cache.consistent_list_from_cache:
+            return await self._list_from_etcd(namespace_prefix, options, matches, raw)
+        revision = await consistent_revision(cache, self.etcd,
+                                             namespace_prefix=namespace_prefix)
+        if revision is not None:
+            # No await since the check: the cache still holds what it found fresh.
+            self._count_consistent_read(success=True, fallback=False)
+            return self._list_from_cache(namespace_prefix, options, matches, revision,
+                                         limit=options.limit)
+        try:
+            listed = await self._list_from_etcd(namespace_prefix, options, matches, raw)
+        except Exception:
+            self._count_consistent_read(success=False, fallback=True)
+            raise
+        self._count_consistent_read(success=True, fallback=True)
+        return listed
+
+    def _count_consistent_read(self, *, success: bool, fallback: bool) -> None:
+        if self.cache.on_consistent_read is not None:
+            self.cache.on_consistent_read(success, fallback)
+
+    def _list_from_cache(self, namespace_prefix: str, options: ListOptions,
+                         matches: Callable[[Obj], bool], revision: int, *, limit: int,
+                         start: str = "") -> ListResult:
+        """The cache's objects that match, at `revision`, from the key `start` (after
+        the prefix) on. With a limit, a page: its continue token reads the next one at
+        `revision`, from the cache while it still holds that state, else from etcd (etcd
+        holds the very same objects there), as upstream continues from its snapshots."""
+        cache = self.cache
+        everything = options.label_selector.empty() and options.field_selector.empty()
+        if not limit and not start:
+            if everything:
+                return ListResult(cache.list(namespace_prefix), revision)
+            return ListResult([o for o in cache.list(namespace_prefix) if matches(o)],
+                              revision)
+        prefix = self.resource.etcd_prefix + namespace_prefix
+        keys = cache.keys(namespace_prefix)
+        objects = cache.objects
+        items: list[Obj] = []
+        for position in range(bisect_left(keys, prefix + start), len(keys)):
+            key = keys[position]
+            obj = objects[key]
+            if everything or matches(obj):
+                items.append(obj)
+                if len(items) == limit:
+                    left = len(keys) - position - 1
+                    if not left:
+                        break
+                    token = self._encode_continue(key[len(prefix):] + "\x00", revision)
+                    return ListResult(items, revision, token, left if everything else None)
+        return ListResult(items, revision)
 
     async def _list_from_etcd(
         self,

@@ -6,4 +6,6 @@
                     provider-config)
     watchcache.py   one etcd watch per resource, fanned out to every API watcher
                     (storage/cacher)
+    consistent_read.py  whether the watch cache is as fresh as etcd now, so that a
+                    consistent list may be served from it (cacher/delegator.go)
 """

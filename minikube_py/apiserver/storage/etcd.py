@@ -108,6 +108,15 @@ class RangeResult:
 
 
 @dataclass(frozen=True)
+class RangeState:
+    """What one keys-only Range, newest write first, tells of a range of keys."""
+
+    revision: int  # etcd's revision when it answered
+    count: int  # the keys in the range at that revision
+    newest_write: int  # the largest mod_revision among them (0 when there are none)
+
+
+@dataclass(frozen=True)
 class WatchEvent:
     """One change seen by a watch (mvccpb.Event). A DELETE's kv has only key and mod_revision."""
 
@@ -397,8 +406,12 @@ class EtcdClient:
         revision: int = 0,
         keys_only: bool = False,
         count_only: bool = False,
+        newest_write_first: bool = False,
     ) -> RangeResult:
-        """Range: read key, or [key, range_end), now or at an older revision (a list)."""
+        """Range: read key, or [key, range_end), now or at an older revision (a list).
+
+        newest_write_first: by mod_revision, descending, instead of by key (etcd then
+        reads the whole range to sort it, and applies limit after)."""
         request = rpc_pb2.RangeRequest(
             key=key,
             range_end=range_end,
@@ -407,6 +420,9 @@ class EtcdClient:
             keys_only=keys_only,
             count_only=count_only,
         )
+        if newest_write_first:
+            request.sort_order = rpc_pb2.RangeRequest.DESCEND
+            request.sort_target = rpc_pb2.RangeRequest.MOD
         response = await self._request(lambda c: c.kv.Range, request, safe=True)
         return RangeResult(
             kvs=await map_in_slices(self._kv, response.kvs),
@@ -414,6 +430,15 @@ class EtcdClient:
             count=response.count,
             revision=response.header.revision,
         )
+
+    async def range_state(self, key: bytes, range_end: bytes) -> RangeState:
+        """The revision now, the count of keys in [key, range_end) and their newest
+        mod_revision, in one Range: keys only, newest write first, limit 1 (etcd counts
+        the whole range whatever the limit)."""
+        result = await self.range(key, range_end, limit=1, keys_only=True,
+                                  newest_write_first=True)
+        newest = result.kvs[0].mod_revision if result.kvs else 0
+        return RangeState(result.revision, result.count, newest)
 
     async def get(self, key: bytes) -> KeyValue | None:
         """Read one key; None if it does not exist.

@@ -11,12 +11,16 @@ all objects and to a bounded history of recent events. A client watch starting a
 resourceVersion N is served from that history (events with revision > N) and then live,
 so 100 watchers cost one etcd watch. A watcher that does not keep up gets a bounded
 buffer and is closed when it overflows; it never slows the others.
+
+A consistent list may be served from the objects too, once consistent_read.py has shown
+them to be etcd's current state: `applied_revision` and `wait_until_applied` are for it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
 
@@ -165,11 +169,28 @@ class WatchCache:
         history_size: int = 10_000,
         watcher_capacity: int = 10_000,
         on_event: Callable[[CacheEvent], None] | None = None,
+        consistent_list_from_cache: bool = True,
+        on_consistent_read: Callable[[bool, bool], None] | None = None,
     ) -> None:
         self.etcd = etcd
         self.prefix = prefix
         self.objects: dict[str, Obj] = {}
+        # The newest revision the cache knows etcd has reached: events applied, or a
+        # progress notification (etcd 3.4.23 may send one ahead of events it still owes).
         self.revision = 0
+        # The revision the objects are etcd's state at, shown by the list and the events
+        # alone: every event on the prefix up to it is applied, none after it.
+        self.applied_revision = 0
+        # The feature gate ConsistentListFromCache, and what counts each consistent read
+        # (success, fallback): apiserver_watch_cache_consistent_read_total.
+        self.consistent_list_from_cache = consistent_list_from_cache
+        self.on_consistent_read = on_consistent_read
+        self._applied: asyncio.Event | None = None  # set (and dropped) when it advances
+        # A revision past applied_revision at which etcd's objects were shown to be the
+        # cache's, and `changes` then: the objects stay etcd's at it until they change.
+        self._fresh_at = (0, -1, "")
+        # Every key, sorted, while no key comes or goes: pages of a large list bisect it.
+        self._sorted_keys: list[str] | None = None
         # How many times the objects changed: what a reader that derives something from
         # them (RBAC's index of rules) compares to know whether to derive again.
         self.changes = 0
@@ -204,8 +225,10 @@ class WatchCache:
             async for batch in watch:
                 for event in batch.events:
                     self._apply(event)
-                revision = batch.events[-1].kv.mod_revision if batch.events else batch.revision
-                self._advance(revision)
+                if batch.events:
+                    self._advance(batch.events[-1].kv.mod_revision, applied=True)
+                else:
+                    self._advance(batch.revision, applied=False)
 
     def _replace(self, objects: dict[str, Obj], revision: int) -> None:
         """A fresh list: watchers of the old state must start over (they get 410 if too old)."""
@@ -213,10 +236,12 @@ class WatchCache:
             watcher.close()
         self.watchers.clear()
         self.objects = objects
+        self._sorted_keys = None
         self.changes += 1
         self.history.clear()
         self.revision = revision
         self.oldest_revision = revision
+        self._mark_applied(revision)
         self.ready.set()
 
     def _apply(self, event: WatchEvent) -> None:
@@ -226,11 +251,14 @@ class WatchCache:
         if event.type == "PUT":
             obj = decode(event.kv)
             self.objects[key] = obj
+            if prev is None:
+                self._sorted_keys = None
             cache_event = CacheEvent(ADDED if prev is None else MODIFIED, key, obj, prev, revision)
         else:
             if prev is None:
                 return
             del self.objects[key]
+            self._sorted_keys = None
             obj = with_resource_version(prev, revision)
             cache_event = CacheEvent(DELETED, key, obj, prev, revision)
         self.changes += 1
@@ -244,18 +272,68 @@ class WatchCache:
         if self._on_event is not None:
             self._on_event(cache_event)
 
-    def _advance(self, revision: int) -> None:
+    def _advance(self, revision: int, *, applied: bool) -> None:
+        """A batch is done: `revision` is its last event's (applied) or a progress
+        notification's."""
         if revision > self.revision:
             self.revision = revision
+        if applied:
+            self._mark_applied(revision)
+
+    def _mark_applied(self, revision: int) -> None:
+        self.applied_revision = revision
+        if self._applied is not None:
+            self._applied.set()
+            self._applied = None
+
+    def note_fresh_at(self, revision: int, namespace_prefix: str = "") -> None:
+        """A consistent read showed the objects under `namespace_prefix` ("": all of them)
+        to be etcd's at `revision`."""
+        self._fresh_at = (revision, self.changes, namespace_prefix)
+
+    def holds_state_at(self, revision: int, namespace_prefix: str = "") -> bool:
+        """Whether the objects under `namespace_prefix` are etcd's at `revision`: the
+        revision they were applied up to, or one a consistent read showed them (or all
+        objects) to be at, if nothing changed since (what continues a list from the
+        cache)."""
+        if revision == self.applied_revision:
+            return True
+        fresh_revision, changes, fresh_prefix = self._fresh_at
+        return ((fresh_revision, changes) == (revision, self.changes)
+                and namespace_prefix.startswith(fresh_prefix))
+
+    async def wait_until_applied(self, revision: int, timeout: float) -> bool:
+        """Wait (up to `timeout` seconds) until the events up to `revision` are applied;
+        whether they are."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.applied_revision < revision:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            if self._applied is None:
+                self._applied = asyncio.Event()
+            await wait_for_event(self._applied, remaining)
+        return True
 
     def list(self, namespace_prefix: str = "") -> list[Obj]:
         """Current objects, sorted by key as etcd returns them."""
         if not self.objects:  # what admission asks of most kinds for every write
             return []
-        prefix = self.prefix + namespace_prefix
+        objects = self.objects
+        return [objects[key] for key in self.keys(namespace_prefix)]
+
+    def keys(self, namespace_prefix: str = "") -> list[str]:
+        """The current objects' keys, sorted as etcd sorts them (UTF-8 sorts as its code
+        points do). Read-only: the list is kept until a key comes or goes."""
+        if self._sorted_keys is None:
+            self._sorted_keys = sorted(self.objects)
+        keys = self._sorted_keys
         if not namespace_prefix:
-            return [self.objects[key] for key in sorted(self.objects)]
-        return [self.objects[k] for k in sorted(self.objects) if k.startswith(prefix)]
+            return keys
+        prefix = self.prefix + namespace_prefix
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)  # the first string past the prefix's
+        return keys[bisect_left(keys, prefix):bisect_left(keys, end)]
 
     def get(self, key: str) -> Obj | None:
         return self.objects.get(key)
