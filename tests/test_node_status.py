@@ -211,7 +211,7 @@ async def test_registering_an_existing_node_reconciles_its_default_labels(
                    "team": "keep-me"}}})
     manager = harness.manager()
     await manager.register()
-    assert manager.registered
+    assert manager.registered.is_set()
     node = await harness.node()
     assert node["metadata"]["labels"] == {
         "kubernetes.io/hostname": harness.name, "kubernetes.io/os": "linux",

@@ -161,7 +161,7 @@ class HollowNodes(Component):
         registered."""
         async with self._registering:
             await kubelet.start()
-            await kubelet.node_status.wait_registered()
+            await kubelet.node_status.registered.wait()
 
     async def wait_started(self) -> None:
         """Every hollow kubelet has started."""

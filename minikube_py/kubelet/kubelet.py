@@ -327,7 +327,7 @@ class Kubelet(Component):
     async def _heartbeat(self) -> None:
         """The node Lease, renewed every 10 s once the Node it belongs to is registered
         (a Lease is created with the Node as its owner)."""
-        await self.node_status.wait_registered()
+        await self.node_status.registered.wait()
         await self.lease.run()
 
     async def _tear_down(self) -> None:

@@ -318,7 +318,7 @@ class NodeStatusManager:
         self.capacity = node_capacity(host, max_pods)
         self.allocatable = node_allocatable(self.capacity, kube_reserved, system_reserved,
                                             eviction_hard)
-        self._registered = asyncio.Event()  # set while the Node is registered
+        self.registered = asyncio.Event()  # set while the Node is registered
         self.csi_node_initialized = False
         self._runtime_name = "unknown"
         self._runtime_errors_seen: list[str] = []  # what the last answered status said
@@ -336,7 +336,7 @@ class NodeStatusManager:
                 await self.sync_node_status()
             except ClientError as error:
                 log.error("node %s: %s", self.node_name, error)
-            if self.registered:
+            if self.registered.is_set():
                 delay, backoff = self.update_frequency, REGISTER_BACKOFF_INITIAL
             else:
                 delay, backoff = backoff, min(backoff * 2, REGISTER_BACKOFF_MAX)
@@ -345,25 +345,9 @@ class NodeStatusManager:
     def stop(self) -> None:
         self._stopped.set()
 
-    @property
-    def registered(self) -> bool:
-        """The Node is registered (until it is found deleted)."""
-        return self._registered.is_set()
-
-    @registered.setter
-    def registered(self, value: bool) -> None:
-        if value:
-            self._registered.set()
-        else:
-            self._registered.clear()
-
-    async def wait_registered(self) -> None:
-        """Until the Node is registered."""
-        await self._registered.wait()
-
     async def sync_node_status(self) -> None:
         """syncNodeStatus: register first if needed, then update the status."""
-        if not self.registered:
+        if not self.registered.is_set():
             await self.register()
         if not self.csi_node_initialized:
             await self.initialize_csi_node()
@@ -392,7 +376,7 @@ class NodeStatusManager:
             if self._reconcile_existing(node, existing):
                 await self.nodes.update(existing)
             log.info("node %s was previously registered", self.node_name)
-        self.registered = True
+        self.registered.set()
 
     async def initial_node(self) -> Obj:
         """initialNode: the Node this kubelet registers, status included."""
@@ -453,7 +437,7 @@ class NodeStatusManager:
             return await self._try_update_status(force, from_cache=False)
         except NotFound:
             log.warning("node %s was deleted; registering it again", self.node_name)
-            self.registered = False
+            self.registered.clear()
             return False
 
     async def _try_update_status(self, force: bool, *, from_cache: bool) -> bool:

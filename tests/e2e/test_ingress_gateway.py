@@ -185,6 +185,14 @@ class Answer:
 
 
 @dataclass
+class NoAnswer:
+    """A request that got no answer, and why: refused, reset or timed out are told apart,
+    so that a dropped request never passes for a slow one."""
+
+    reason: str
+
+
+@dataclass
 class RedirectRequest:
     """Upstream's roundtripper.RedirectRequest: None is the request's own (a port left out:
     the scheme's well-known one, or none)."""
@@ -233,9 +241,9 @@ class TLSConnection(http.client.HTTPSConnection):
 
 def send(address: str, path: str = "/", host: str | None = None, port: int = 80,
          headers: dict[str, str] | None = None, method: str = "GET",
-         tls: ssl.SSLContext | None = None, timeout: float = 5.0) -> Answer | None:
-    """One request (redirects not followed); None when the connection fails or no answer
-    came within `timeout` seconds. With `tls`, HTTPS with the Host's name (port stripped)
+         tls: ssl.SSLContext | None = None, timeout: float = 5.0) -> Answer | NoAnswer:
+    """One request (redirects not followed); NoAnswer when the connection fails or no
+    answer came within `timeout` seconds. With `tls`, HTTPS with the Host's name (port stripped)
     as SNI."""
     connection: http.client.HTTPConnection
     if tls is not None:
@@ -250,8 +258,8 @@ def send(address: str, path: str = "/", host: str | None = None, port: int = 80,
         connection.endheaders()
         response = connection.getresponse()
         raw = response.read()
-    except OSError:
-        return None
+    except OSError as error:
+        return NoAnswer(f"{type(error).__name__}: {error}")
     finally:
         connection.close()
     try:
@@ -292,7 +300,7 @@ class Expected:
     request_host: str | None = None  # ExpectedRequest.Host
     backend_response_headers: dict[str, str] = field(default_factory=dict)
 
-    def send(self, address: str, timeout: float = 5.0) -> Answer | None:
+    def send(self, address: str, timeout: float = 5.0) -> Answer | NoAnswer:
         headers = dict(self.headers)
         if self.backend_response_headers:
             headers["X-Echo-Set-Header"] = ",".join(
@@ -300,10 +308,10 @@ class Expected:
         return send(address, self.path, self.host, self.port, headers, self.method, self.tls,
                     timeout)
 
-    def problem(self, answer: Answer | None) -> str | None:
+    def problem(self, answer: Answer | NoAnswer) -> str | None:
         """Why the answer is not the expected one (None: it is)."""
-        if answer is None:
-            return "no connection"
+        if isinstance(answer, NoAnswer):
+            return f"no answer ({answer.reason})"
         if self.certificate is not None and answer.peer_certificate != self.certificate:
             return "the answer came with another certificate"
         if answer.status != self.status:
@@ -597,7 +605,7 @@ def test_requests_in_flight_and_new_ones_survive_an_nginx_reload(ingress_backend
         until(lambda: sum(at > reloaded_at for at, _ in answers) >= 3,
               "requests answered by the new configuration")
         released = send(address, "/release", "stream.example")
-        assert released is not None and released.status == 200
+        assert isinstance(released, Answer) and released.status == 200, released
         rest = response.read()
     finally:
         stop.set()
@@ -1053,7 +1061,7 @@ def test_httproute_weight(gateway_api: Path) -> None:
 
         def backend_of(_: int) -> str:
             answer = send(address)
-            pod = ((answer.body or {}) if answer else {}).get("pod", "")
+            pod = ((answer.body or {}) if isinstance(answer, Answer) else {}).get("pod", "")
             return next((name for name in wanted if pod.startswith(name)), pod)
         problems: list[str] = []
         for _ in range(10):
