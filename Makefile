@@ -12,13 +12,13 @@ PYTEST_ARGS ?=
 # which tests go to one worker together. TEST_WORKERS=0 runs them in this one process.
 TEST_WORKERS ?= 3
 
-.PHONY: up down status test test-fast lint deps apt proto bench clean
+.PHONY: up down status test test-fast lint deps apt proto bytecode bench clean
 
 MK_HOME = $${MINIKUBE_PY_HOME:-$$HOME/.minikube-py}
 
 # The cluster kubeadm's way (a control-plane node whose kubelet runs the control plane as
 # static pods, and two workers) and examples/hello (3 echo pods behind a Service at 10.96.0.80).
-up: deps
+up: deps bytecode
 	$(PY) -m minikube_py.cluster up --nodes 2
 	$(VENV)/bin/kubectl --kubeconfig=$(MK_HOME)/kubeconfig apply -f examples/hello/
 	$(VENV)/bin/kubectl --kubeconfig=$(MK_HOME)/kubeconfig rollout status deployment/hello --timeout=90s
@@ -31,10 +31,10 @@ down:
 status: deps
 	$(PY) -m minikube_py.cluster status
 
-test: deps lint
+test: deps lint bytecode
 	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
-test-fast: deps
+test-fast: deps bytecode
 	$(PY) -m pytest -n $(TEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
 
 lint: deps
@@ -91,5 +91,13 @@ $(STAMP): pyproject.toml
 proto: $(STAMP)
 	$(PY) tools/genproto.py
 
+# The package's bytecode (__pycache__/*.pyc), compiled once. Python writes it itself on
+# import, except where PYTHONDONTWRITEBYTECODE is set: then every process compiles every
+# module it imports again, and a test run starts some 700 (an API server's start took
+# 0.97 CPU-s instead of 0.49; benchmarks/RESULTS.md). Only changed modules are compiled.
+bytecode: proto
+	$(PY) -m compileall -q minikube_py benchmarks
+
 clean:
 	rm -rf $(VENV) minikube_py/gen .pytest_cache .ruff_cache
+	find minikube_py benchmarks -name __pycache__ -prune -exec rm -rf {} +

@@ -299,10 +299,14 @@ def shared_shape_apiserver(etcd: EtcdProcess, log: Path) -> APIServerProcess:
 
 def module_own_apiserver(name: str) -> tuple[Any, Any, Any]:
     """The etcd, apiserver and kubeconfig fixtures of a module that must not share the
-    session's server (its assertions count every node or pod the server holds, and other
-    modules leave theirs behind). In the module: `etcd, apiserver, kubeconfig =
-    module_own_apiserver("scheduler")`; `namespace`, `api_client` and the rest then use
-    the module's server."""
+    session's server. Each server costs a start (about 0.5 CPU-s, and an etcd), so a
+    module takes one only when it needs cluster-wide state no other module may touch or
+    see: its assertions count every node or pod the server holds (other modules leave
+    theirs behind), it changes what every request meets (admission policies, the APF
+    configuration), a controller it runs serves every object of a kind, or it installs
+    definitions with fixed names. Names and namespaces of its own are not such a reason.
+    In the module: `etcd, apiserver, kubeconfig = module_own_apiserver("scheduler")`;
+    `namespace`, `api_client` and the rest then use the module's server."""
 
     @pytest.fixture(scope="module")
     async def etcd(fast_tmp: Path) -> AsyncIterator[EtcdProcess]:

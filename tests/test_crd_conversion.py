@@ -34,10 +34,10 @@ from minikube_py.process import free_port
 from minikube_py.security import pki
 from minikube_py.tracing.context import ANNOTATION as TRACE_ANNOTATION
 from tests.api_helpers import official_crd_clients, served, until
-from tests.conftest import module_own_apiserver
 from tests.test_api_server_outage import host_address
 
-etcd, apiserver, kubeconfig = module_own_apiserver("crd-conversion")
+# On the session's API server: every definition made here has a group of its own and
+# is deleted at the end, and so is the webhook's Service in `default`.
 api_client, extensions, custom = official_crd_clients()
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "crd-conversion-webhook"

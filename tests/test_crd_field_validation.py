@@ -16,9 +16,9 @@ import pytest
 from kubernetes import client
 
 from tests.api_helpers import official_crd_clients, served, until
-from tests.conftest import module_own_apiserver
 
-etcd, apiserver, kubeconfig = module_own_apiserver("crd-field-validation")
+# On the session's API server: every definition made here has a group of its own and
+# is deleted at the end.
 api_client, extensions, custom = official_crd_clients()
 
 PORTS = {

@@ -24,23 +24,26 @@ from lightkube.types import PatchType
 
 from minikube_py.cluster.apiserver import APIServerProcess
 from tests.api_helpers import API
-from tests.conftest import module_own_apiserver
-from tests.test_crd import create_established, definition, unique_group
+from tests.test_crd import CRDS, create_established, definition, unique_group
 
-etcd, apiserver, kubeconfig = module_own_apiserver("crd-python-clients")
+# On the session's API server: every definition made here has a group of its own and
+# is deleted at the end.
 
 # Bounds a failure only: each step waits for an event, never for a time.
 EVENT_TIMEOUT = 30.0
 
 
 @pytest.fixture
-async def group(apiserver: APIServerProcess) -> str:
-    """A fresh group whose `widgets` (namespaced, with a status subresource) are served."""
+async def group(apiserver: APIServerProcess) -> AsyncIterator[str]:
+    """A fresh group whose `widgets` (namespaced, with a status subresource) are served;
+    the definition is deleted at the end."""
     name = unique_group()
+    crd = definition(name, subresources={"status": {}})
     async with aiohttp.ClientSession() as session:
-        await create_established(API(session, apiserver.url),
-                                 definition(name, subresources={"status": {}}))
-    return name
+        api = API(session, apiserver.url)
+        await create_established(api, crd)
+        yield name
+        await api.delete(f"{CRDS}/{crd['metadata']['name']}")
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from tests.api_helpers import official_crd_clients, served, until
-from tests.conftest import module_own_apiserver
 
-etcd, apiserver, kubeconfig = module_own_apiserver("crd-validation-rules")
+# On the session's API server: every definition made here has a group of its own and
+# is deleted at the end.
 api_client, extensions, custom = official_crd_clients()
 
 # upstream's schemaWithValidationExpression

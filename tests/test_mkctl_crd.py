@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import module_own_apiserver
 from tests.test_mkctl import Clis, Result, assert_same, normalized
 
-etcd, apiserver, kubeconfig = module_own_apiserver("mkctl-crd")
+# On the session's API server: every definition made here has a group of its own and
+# is deleted at the end.
 
 GROUP = "fleet.example.com"
 # ../shared/data/crds from the checkout: /work/main's parent, or a worktree's ancestor
