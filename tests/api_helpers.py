@@ -232,6 +232,34 @@ def served(custom: client.CustomObjectsApi, group: str, plural: str, *versions: 
     return True
 
 
+def delete_definition(extensions: client.ApiextensionsV1Api, name: str) -> None:
+    """Delete a CustomResourceDefinition (plural.group) and wait until discovery has let
+    it go. The server unserves a definition a moment after the delete (after its objects
+    are gone), and a client whose discovery runs in between may find a version in /apis
+    that answers 404 at /apis/<group>/<version>: kr8s then cannot resolve any kind.
+    Modules that share their worker's API server wait so, so that none leaves that moment
+    to the next test."""
+    plural, _, group = name.partition(".")
+    extensions.delete_custom_resource_definition(name)
+    until(lambda: not definition_in_discovery(extensions.api_client, plural, group),
+          f"{name} to leave discovery")
+
+
+def definition_in_discovery(api_client: client.ApiClient, plural: str, group: str) -> bool:
+    """Does discovery still show the definition: a version of its group listed in /apis
+    that lists the plural, or that does not answer yet (being unserved)?"""
+    groups = client.ApisApi(api_client).get_api_versions().groups
+    for version in next((g.versions for g in groups if g.name == group), []):
+        try:
+            resources = client.CustomObjectsApi(api_client).get_api_resources(
+                group, version.version).resources
+        except ApiException:
+            return True
+        if any(resource.name == plural for resource in resources):
+            return True
+    return False
+
+
 def official_crd_clients() -> tuple[Any, Any, Any]:
     """The `api_client`, `extensions` and `custom` fixtures of a module that drives
     definitions and custom resources through the official `kubernetes` client, on the

@@ -33,7 +33,7 @@ from minikube_py.client.rest import Client
 from minikube_py.process import free_port
 from minikube_py.security import pki
 from minikube_py.tracing.context import ANNOTATION as TRACE_ANNOTATION
-from tests.api_helpers import official_crd_clients, served, until
+from tests.api_helpers import delete_definition, official_crd_clients, served, until
 from tests.test_api_server_outage import host_address
 
 # On the session's API server: every definition made here has a group of its own and
@@ -119,7 +119,7 @@ def crontabs(extensions: client.ApiextensionsV1Api, custom: client.CustomObjects
     crd = example_crd(unique_group(), {"url": webhook.url(), "caBundle": webhook.ca_bundle})
     group = install(extensions, custom, crd)
     yield group
-    extensions.delete_custom_resource_definition(f"crontabs.{group}")
+    delete_definition(extensions, f"crontabs.{group}")
 
 
 def crontab(group: str, version: str, name: str, namespace: str, spec: dict[str, str]
@@ -224,7 +224,7 @@ def test_a_write_is_validated_in_the_version_it_was_written_in(
                                                   "v1-port", {"spec": {"port": "eighty"}})
         assert raised.value.status == 422
     finally:
-        extensions.delete_custom_resource_definition(crd["metadata"]["name"])
+        delete_definition(extensions, crd["metadata"]["name"])
 
 
 # -- reads, writes and watches in the other version -----------------------------------------
@@ -381,7 +381,7 @@ def test_a_webhook_reached_through_a_service(
                                                   "via-service")
         assert got["spec"] == {"hostPort": "s:9"}
     finally:
-        extensions.delete_custom_resource_definition(crd["metadata"]["name"])
+        delete_definition(extensions, crd["metadata"]["name"])
         discovery.delete_namespaced_endpoint_slice("crd-conversion-webhook", "default")
         core.delete_namespaced_service("crd-conversion-webhook", "default")
 
@@ -472,7 +472,7 @@ def scripted(tmp_path: Path, extensions: client.ApiextensionsV1Api,
         yield webhook, group
     finally:
         with contextlib.suppress(ApiException):
-            extensions.delete_custom_resource_definition(crd["metadata"]["name"])
+            delete_definition(extensions, crd["metadata"]["name"])
         webhook.server.shutdown()
         webhook.server.server_close()
 
@@ -738,4 +738,4 @@ def test_list_and_watch_custom_resources_matching_the_field_selector(
     finally:
         for accumulated in watches:
             accumulated.close()
-        extensions.delete_custom_resource_definition(f"crontabs.{group}")
+        delete_definition(extensions, f"crontabs.{group}")

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.api_helpers import official_crd_clients, served, until
+from tests.api_helpers import delete_definition, official_crd_clients, served, until
 
 # On the session's API server: every definition made here has a group of its own and
 # is deleted at the end.
@@ -99,7 +99,7 @@ def noxu(extensions: client.ApiextensionsV1Api, custom: client.CustomObjectsApi
             custom.patch_cluster_custom_object(
                 definition.group, "v1beta1", definition.plural, item["metadata"]["name"],
                 {"metadata": {"finalizers": None}})
-        extensions.delete_custom_resource_definition(f"{definition.plural}.{definition.group}")
+        delete_definition(extensions, f"{definition.plural}.{definition.group}")
 
 
 def apply_yaml(base: str, definition: Noxu, name: str, body: str, mode: str

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from tests.api_helpers import official_crd_clients, served, until
+from tests.api_helpers import delete_definition, official_crd_clients, served, until
 
 # On the session's API server: every definition made here has a group of its own and
 # is deleted at the end.
@@ -246,7 +246,7 @@ def setup_crd(api_client: client.ApiClient, extensions: client.ApiextensionsV1Ap
     for name in made:
         try:
             crd = extensions.read_custom_resource_definition(name)
-            extensions.delete_custom_resource_definition(name)
+            delete_definition(extensions, name)
         except client.ApiException as err:
             if err.status != 404:
                 raise
@@ -260,7 +260,7 @@ def cleanup_crd(api_client: client.ApiClient, extensions: client.ApiextensionsV1
     """upstream's cleanupCRD, of each: delete it and wait for each version's definition to
     go."""
     for crd in crds:
-        extensions.delete_custom_resource_definition(crd.name)
+        delete_definition(extensions, crd.name)
         for version in crd.crd.spec.versions:
             wait_for_definition_cleanup(api_client, definition_name(crd, version.name))
 

@@ -23,7 +23,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
 from minikube_py.cluster.apiserver import APIServerProcess
-from tests.api_helpers import API
+from tests.api_helpers import API, eventually
 from tests.test_crd import CRDS, create_established, definition, unique_group
 
 # On the session's API server: every definition made here has a group of its own and
@@ -44,6 +44,11 @@ async def group(apiserver: APIServerProcess) -> AsyncIterator[str]:
         await create_established(api, crd)
         yield name
         await api.delete(f"{CRDS}/{crd['metadata']['name']}")
+
+        async def unserved() -> bool:  # see delete_definition in tests/api_helpers.py
+            status, body = await api.get("/apis")
+            return status == 200 and all(g["name"] != name for g in body["groups"])
+        await eventually(unserved, what=f"the group {name} to leave discovery")
 
 
 @pytest.fixture

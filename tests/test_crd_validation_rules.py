@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.api_helpers import official_crd_clients, served, until
+from tests.api_helpers import delete_definition, official_crd_clients, served, until
 
 # On the session's API server: every definition made here has a group of its own and
 # is deleted at the end.
@@ -95,7 +95,7 @@ def create_crd(extensions: client.ApiextensionsV1Api, custom: client.CustomObjec
 
     yield create
     for noxu in made:
-        extensions.delete_custom_resource_definition(f"{noxu.plural}.{noxu.group}")
+        delete_definition(extensions, f"{noxu.plural}.{noxu.group}")
 
 
 def refused_definition(extensions: client.ApiextensionsV1Api, schema: dict[str, Any]
@@ -108,7 +108,7 @@ def refused_definition(extensions: client.ApiextensionsV1Api, schema: dict[str, 
     except ApiException as err:
         assert err.status == 422, err.body
         return str(err.body)
-    extensions.delete_custom_resource_definition(noxu.body["metadata"]["name"])
+    delete_definition(extensions, noxu.body["metadata"]["name"])
     pytest.fail("the definition was created")
 
 

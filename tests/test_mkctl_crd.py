@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import config
 
+from tests.api_helpers import definition_in_discovery, until
 from tests.test_mkctl import Clis, Result, assert_same, normalized
 
 # On the session's API server: every definition made here has a group of its own and
@@ -157,6 +159,11 @@ def world(kubeconfig: Path, files: Path, tmp_path_factory: pytest.TempPathFactor
         for name in ("widgets", "depots"):
             clis.kubectl("delete", "crd", f"{name}.{GROUP}", "--wait=false",
                          "--ignore-not-found")
+        # the next module on this server may start a client's discovery at once
+        with config.new_client_from_config(config_file=str(kubeconfig)) as api_client:
+            until(lambda: not any(definition_in_discovery(api_client, name, GROUP)
+                                  for name in ("widgets", "depots")),
+                  f"{GROUP} to leave discovery")
 
 
 READING = [
