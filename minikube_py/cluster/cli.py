@@ -11,9 +11,10 @@ where the nodes reach it. State lives in ~/.minikube-py (or $MINIKUBE_PY_HOME):
     logs/node-N/*.log     the node's containerd, kubelet and proxy
     run/...pid            the running components (run/node-N/ for a node's)
     nodes/node-N/         the node's containerd and kubelet
-    images/               the busybox-based shipped images, loaded into the nodes (all of
-                          them are pushed to the registry from ~/.cache/minikube-py,
-                          image_command.py's shipped_image_cache, kept past --purge)
+    images/               the pause image, loaded into every node at its start (all the
+                          shipped images are pushed to the registry, where nodes pull
+                          them, from ~/.cache/minikube-py, image_command.py's
+                          shipped_image_cache, kept past --purge)
     registry/             the image registry's storage (docker.io, registry.k8s.io, localhost)
     cluster.json          the ports in use, the nodes and their pod CIDRs, the add-ons
                           enabled (addons.py)
@@ -107,7 +108,7 @@ from minikube_py.cluster.netns import (
     NodeNetwork,
     NodeNetworkError,
 )
-from minikube_py.cluster.node import load_shipped_images, node_config, remove_kubelet_volumes
+from minikube_py.cluster.node import load_sandbox_image, node_config, remove_kubelet_volumes
 from minikube_py.cluster.registry import RegistryProcess
 from minikube_py.cluster.runtime_setup import POD_NETWORKS as CLUSTER_CIDR
 from minikube_py.cluster.runtime_setup import (
@@ -873,7 +874,7 @@ async def _start(state: Path, name: str, process: ComponentProcess, started: flo
             await publish_trace_receiver(state / "kubeconfig", receiver.url)
     elif kind_of(name) == "containerd" and not was_running:
         assert isinstance(process, Containerd)
-        await load_shipped_images(process.config, state)
+        await load_sandbox_image(process.config, state)
     what = "already running" if was_running else "ready"
     print(f"{name}: {what} (pid {process.pid}, {time.monotonic() - started:.1f} s)",
           flush=True)
@@ -974,7 +975,7 @@ def _autoscaled_processes(state: Path, name: str) -> tuple[NodeNetwork, Containe
 
 async def start_autoscaled_node(state: Path, name: str) -> None:
     """IncreaseSize for one reserved node, as `up` starts a worker: its namespace, its
-    containerd (the shipped images loaded), its kubelet joined with the bootstrap token,
+    containerd (the pause image loaded), its kubelet joined with the bootstrap token,
     its serving certificate approved. What already runs is kept (a restarted autoscaler)."""
     node, containerd, kubelet = _autoscaled_processes(state, name)
     network = cluster_network(_saved_cluster(state))

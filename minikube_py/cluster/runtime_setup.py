@@ -126,6 +126,10 @@ disabled_plugins = {disabled_plugins}
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = {snapshotter}
     default_runtime_name = "runc"
+    # A pulled layer's blob is dropped from the content store once it is unpacked: the
+    # snapshot is what containers run from, and the blob (uncompressed, as the project's
+    # images ship them) would hold the same bytes a second time.
+    discard_unpacked_layers = true
 
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"

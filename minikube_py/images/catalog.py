@@ -201,7 +201,8 @@ CATALOG = (PAUSE, BUSYBOX, ECHO, NGINX, *NGINX_TUTORIAL_TAGS, PYTHON)
 ON_DEMAND = (PYTHON_KUBERNETES, RESOURCE_CONSUMER)
 """Images built only when asked for by name (`minikube-py image build NAME`)."""
 BASE_CATALOG = (PAUSE, BUSYBOX, ECHO)
-"""The images built from busybox alone: quick to build, what every node loads."""
+"""The images built from busybox alone: quick to build, what a node without a registry
+(the tests' containerd node) imports."""
 
 
 def is_static_executable(binary: bytes) -> bool:

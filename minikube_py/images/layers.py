@@ -1,15 +1,16 @@
 """Layers built once and kept: a layer is built again only when something it was made of
-changed, and built again from the same content it is the same blob, not compressed twice.
+changed, and built again from the same content it is the same blob, not written twice.
 
     <root>/layers/<name>.json   the layer's last build: its key, the files and folders of
                                 this machine it was made from (size and mtime of each),
                                 and its blob's descriptor
-    <root>/blobs/sha256/<hex>   the gzip'ed tars (the blob folder of an OCI image layout)
+    <root>/blobs/sha256/<hex>   the layers' tars, uncompressed (oci.py says why), named
+                                by their diff_id (the blob folder of an OCI image layout)
 
     LayerCache.layer(name, key, build):
         record's key == key, no source changed, its blob there   -> that blob (no build)
-        else build() -> tar: record's diff_id, its blob there    -> that blob (no gzip)
-                             else gzip, write the blob, write the record
+        else build() -> tar: record's diff_id, its blob there    -> that blob (no write)
+                             else write the blob, write the record
 
 The key says how the layer is built (the builder's code); the sources say from what. A
 check of an unchanged layer costs one stat() per source, no read.
@@ -23,7 +24,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from minikube_py.images.oci import Layer, LayerBlob, layer_blob
+from minikube_py.images.oci import LAYER_MEDIA_TYPE, Layer, LayerBlob, layer_blob
 
 
 class LayerCache:
@@ -34,15 +35,15 @@ class LayerCache:
         self.blobs = self.root / "blobs" / "sha256"
         self.built: list[str] = []
         """The layers whose build ran, in order (the rest came from the cache)."""
-        self.compressed: list[str] = []
-        """The layers whose tar was new and compressed."""
+        self.written: list[str] = []
+        """The layers whose tar was new and written."""
 
     def blob_path(self, digest: str) -> Path:
         return self.blobs / digest.removeprefix("sha256:")
 
     def layer(self, name: str, key: str, build: Callable[[], Layer]) -> LayerBlob:
         """The layer `name`: from the cache when neither `key` nor a source changed, else
-        built (and compressed only when its content is new)."""
+        built (and written only when its content is new)."""
         record_path = self.root / "layers" / f"{name}.json"
         record = _read_record(record_path)
         if record is not None and record.get("key") == key and self._fresh(record):
@@ -51,9 +52,10 @@ class LayerCache:
         layer = build()
         tar = layer.tar()
         blob = _blob_of(record) if record is not None else None
-        if (blob is None or blob.diff_id != "sha256:" + hashlib.sha256(tar).hexdigest()
+        if (blob is None or blob.media_type != LAYER_MEDIA_TYPE
+                or blob.diff_id != "sha256:" + hashlib.sha256(tar).hexdigest()
                 or not self.blob_path(blob.digest).is_file()):
-            self.compressed.append(name)
+            self.written.append(name)
             blob, data = layer_blob(tar)
             write_atomically(self.blob_path(blob.digest), data)
         write_atomically(record_path, json.dumps({

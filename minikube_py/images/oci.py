@@ -7,8 +7,13 @@ named by the sha256 of its bytes. `ctr images import` reads it, as do `docker lo
 `podman load`. Everything is written deterministically (fixed timestamps, sorted entries,
 owner root), so building the same image twice gives the same digests.
 
-    Layer  --tar-->  diff_id (sha256 of the tar)  --gzip-->  LayerBlob (digest, size)
+    Layer  --tar-->  diff_id (sha256 of the tar)  -->  LayerBlob (digest, size)
     image_blobs(layers, config)  ->  the config (diff_ids in order) and the manifest
+
+Layers ship as plain tars (`application/vnd.oci.image.layer.v1.tar`), not gzip'd: every
+node's containerd unpacks every layer it pulls, and on this machine, where the registry is
+a local process, inflating them cost more CPU than moving three times the bytes (see
+docs/decisions.md, "Layers ship uncompressed"). A plain layer's digest is its diff_id.
 """
 
 from __future__ import annotations
@@ -33,8 +38,9 @@ GZIP_LAYER_MEDIA_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
 # importer reads first).
 REF_NAME_ANNOTATION = "org.opencontainers.image.ref.name"
 CONTAINERD_NAME_ANNOTATION = "io.containerd.image.name"
-# gzip's fastest level: Python's default (9) takes over ten times as long on the python
-# image's 38 MB layer (18 s against 1.4 s here) for a blob only 10% smaller.
+# gzip's fastest level, for a layer asked for compressed: Python's default (9) takes over
+# ten times as long on the python image's 38 MB layer (18 s against 1.4 s here) for a
+# blob only 10% smaller.
 GZIP_LEVEL = 1
 # A fixed creation time (like SOURCE_DATE_EPOCH=0): the same input gives the same digests.
 EPOCH = "1970-01-01T00:00:00Z"
@@ -203,11 +209,14 @@ class LayerBlob:
         return {"mediaType": self.media_type, "digest": self.digest, "size": self.size}
 
 
-def layer_blob(layer_tar: bytes, *, compress: bool = True) -> tuple[LayerBlob, bytes]:
-    """A layer's tar as a blob (gzip-compressed unless compress is False), and the bytes."""
+def layer_blob(layer_tar: bytes, *, compress: bool = False) -> tuple[LayerBlob, bytes]:
+    """A layer's tar as a blob (the tar itself, or gzip-compressed if compress), and the
+    bytes."""
     diff_id = "sha256:" + hashlib.sha256(layer_tar).hexdigest()
-    data = gzip.compress(layer_tar, compresslevel=GZIP_LEVEL, mtime=0) if compress else layer_tar
-    blob = Blob(GZIP_LAYER_MEDIA_TYPE if compress else LAYER_MEDIA_TYPE, data)
+    if not compress:
+        return LayerBlob(LAYER_MEDIA_TYPE, diff_id, len(layer_tar), diff_id), layer_tar
+    data = gzip.compress(layer_tar, compresslevel=GZIP_LEVEL, mtime=0)
+    blob = Blob(GZIP_LAYER_MEDIA_TYPE, data)
     return LayerBlob(blob.media_type, blob.digest, len(data), diff_id), data
 
 
@@ -248,11 +257,11 @@ def image_index(images: list[tuple[str, Blob]], architecture: str | None = None)
 
 
 def write_oci_archive(path: Path, name: str, layer: Layer, config: ImageConfig, *,
-                      compress: bool = True, architecture: str | None = None) -> ImageArchive:
+                      compress: bool = False, architecture: str | None = None) -> ImageArchive:
     """Write an image of one layer to path as an OCI image layout tar named `name`.
 
-    The layer goes in gzip-compressed unless compress is False. The file is written next
-    to path and renamed into place, so a reader never sees half an archive.
+    The layer goes in as a plain tar, or gzip-compressed if compress. The file is written
+    next to path and renamed into place, so a reader never sees half an archive.
     """
     check_image_name(name)
     layer_info, layer_data = layer_blob(layer.tar(), compress=compress)

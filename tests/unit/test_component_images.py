@@ -3,6 +3,8 @@ markers, the dependency closure), the layer cache, the bytecode, the names."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -12,8 +14,8 @@ from minikube_py.apiserver.server import GIT_VERSION
 from minikube_py.cluster.cli import main
 from minikube_py.images.bytecode import IMAGE_PYTHON, add_bytecode, pyc_path
 from minikube_py.images.components import COMPONENTS, IMAGE_REPOSITORY, VERSION
-from minikube_py.images.layers import LayerCache
-from minikube_py.images.oci import Layer
+from minikube_py.images.layers import LayerCache, write_atomically
+from minikube_py.images.oci import LAYER_MEDIA_TYPE, Layer, layer_blob
 from minikube_py.images.registry import Reference
 from minikube_py.images.wheels import (
     IMAGE_ENVIRONMENT,
@@ -159,7 +161,7 @@ def test_a_touched_source_rebuilds_the_layer_but_the_same_content_keeps_its_blob
     os.utime(source, ns=(1, 1))
     cache = LayerCache(tmp_path / "cache")
     assert cache.layer("data", "key", recipe) == first
-    assert (cache.built, cache.compressed) == (["data"], [])
+    assert (cache.built, cache.written) == (["data"], [])
     assert blob.stat().st_mtime_ns == written
 
 
@@ -171,10 +173,37 @@ def test_a_changed_source_makes_a_new_blob_and_prune_drops_the_old_one(tmp_path:
     source.write_bytes(b"two, longer")
     cache = LayerCache(tmp_path / "cache")
     second = cache.layer("data", "key", recipe)
-    assert second.digest != first.digest and cache.compressed == ["data"]
+    assert second.digest != first.digest and cache.written == ["data"]
     cache.prune({second.digest})
     assert not cache.blob_path(first.digest).exists()
     assert cache.blob_path(second.digest).is_file()
+
+
+def test_a_cached_layer_is_its_plain_tar_named_by_its_diff_id(tmp_path: Path) -> None:
+    source = tmp_path / "data"
+    source.write_bytes(b"one")
+    cache = LayerCache(tmp_path / "cache")
+    blob = cache.layer("data", "key", Recipe(source))
+    assert blob.media_type == LAYER_MEDIA_TYPE and blob.digest == blob.diff_id
+    stored = cache.blob_path(blob.digest).read_bytes()
+    assert "sha256:" + hashlib.sha256(stored).hexdigest() == blob.diff_id
+    assert len(stored) == blob.size
+
+
+def test_a_gzip_blob_of_an_older_build_is_written_again_plain(tmp_path: Path) -> None:
+    source = tmp_path / "data"
+    source.write_bytes(b"one")
+    recipe = Recipe(source)
+    tar = recipe().tar()
+    old, data = layer_blob(tar, compress=True)
+    cache = LayerCache(tmp_path / "cache")
+    write_atomically(cache.blob_path(old.digest), data)
+    write_atomically(tmp_path / "cache" / "layers" / "data.json", json.dumps({
+        "key": "older recipe", "sources": {}, "mediaType": old.media_type,
+        "digest": old.digest, "size": old.size, "diffID": old.diff_id}).encode())
+    blob = cache.layer("data", "key", recipe)
+    assert (blob.media_type, blob.digest, cache.written) == (LAYER_MEDIA_TYPE, old.diff_id,
+                                                            ["data"])
 
 
 @pytest.mark.parametrize("change", ["key", "lost blob", "removed source"])

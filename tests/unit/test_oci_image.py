@@ -108,6 +108,16 @@ def test_index_names_the_image_for_oci_and_containerd(tmp_path: Path) -> None:
     assert entry["platform"]["os"] == "linux"
 
 
+def test_a_layer_ships_as_a_plain_tar_whose_digest_is_its_diff_id(tmp_path: Path) -> None:
+    files = read_archive(write_small(tmp_path).path)
+    (entry,) = json.loads(files["index.json"])["manifests"]
+    manifest = json.loads(blob(files, entry))
+    config = json.loads(blob(files, manifest["config"]))
+    (layer,) = manifest["layers"]
+    assert layer["mediaType"] == LAYER_MEDIA_TYPE
+    assert config["rootfs"]["diff_ids"] == [layer["digest"]]
+
+
 @pytest.mark.parametrize(("compress", "media_type"), [
     (True, GZIP_LAYER_MEDIA_TYPE),
     (False, LAYER_MEDIA_TYPE),
