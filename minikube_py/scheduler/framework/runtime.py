@@ -195,7 +195,8 @@ class Framework:
 
         The verdicts of the node-local Filters that come first (in the default profile,
         all but PodTopologySpread and InterPodAffinity) are remembered for the next pod
-        with the same spec (framework/equivalence.py)."""
+        with the same spec (framework/equivalence.py). The nodes are NodeInfos of the
+        snapshot set for this cycle (set_snapshot), as the scheduler hands them out."""
         plugins = [plugin for plugin in self.plugins.filter
                    if plugin.name not in state.skip_filter_plugins]
         local = 0
@@ -204,9 +205,10 @@ class Framework:
         if not local:
             return self._filter_nodes(plugins, state, pod, nodes)
         first, rest = plugins[:local], plugins[local:]
+        snapshot = self._snapshot if self._snapshot.changes is not None else None
         nodes, rejected = self.equivalence.filter(
             (pod.spec_key(), tuple(plugin.name for plugin in first)), nodes,
-            lambda unknown: self._filter_nodes(first, state, pod, unknown))
+            lambda unknown: self._filter_nodes(first, state, pod, unknown), snapshot)
         if rest and nodes:
             nodes, rejected_later = self._filter_nodes(rest, state, pod, nodes)
             if rejected:
