@@ -605,6 +605,12 @@ class NodeMemo(Generic[V]):
             self._keep_label_sums(sums_key, (snapshot.changes, snapshot.seq, parts, sums))
         return dict(sums)
 
+    def labelled_nodes(self, key: Hashable, label: str) -> int | None:
+        """How many nodes have the label, among those the last sums_by_label(key, ...,
+        label) call over a whole snapshot looked at; None when no such sums are kept."""
+        kept = self._label_sums.get((key, label, None))
+        return len(kept[2]) if kept is not None else None
+
     def _keep_label_sums(self, sums_key: tuple[Hashable, str, str | None], kept: tuple[
             ChangeLog | None, int, dict[str, tuple[str, int]], dict[str, int]]) -> None:
         """Keep sums_by_label's sums as the most recently used; only `size` are kept."""
