@@ -420,12 +420,15 @@ class Framework:
         rows = self.equivalence.scores(key, nodes, run)
         if rows is None:
             return [], {}, failed[0]
+        # one list per column (the total, then each plugin's scores), transposed at C speed
+        columns = [list(column) for column in zip(*rows, strict=True)] if rows else [
+            [] for _ in range(1 + len(summed) + len(raw))]
         if by_plugin is not None:
             for index, (plugin, weight) in enumerate(zip(summed, weights, strict=True),
                                                      start=1):
-                by_plugin[plugin.name] = [row[index] * weight for row in rows]
-        return ([row[0] for row in rows],
-                {plugin.name: [row[index] for row in rows]
+                by_plugin[plugin.name] = [score * weight for score in columns[index]]
+        return (columns[0],
+                {plugin.name: columns[index]
                  for index, plugin in enumerate(raw, start=1 + len(summed))}, SUCCESS)
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str
