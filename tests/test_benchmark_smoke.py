@@ -103,9 +103,16 @@ def test_scheduler_benchmark_quick_run_reports_every_phase() -> None:
     """benchmarks/scheduler.py still runs end to end (figures are not judged here)."""
     output = run_quick("scheduler.py", timeout=600)
     for metric in ("end to end: 100 pods with requests, 50 nodes",
-                   "end to end: 50 pods with PodTopologySpread + InterPodAffinity",
+                   "end to end: 33 pods with PodTopologySpread + InterPodAffinity",
+                   "end to end: 33 pods with PodTopologySpread alone",
+                   "end to end: 33 pods with a preferred InterPodAffinity term alone",
+                   "end to end: 33 pods with requests under mixed churn",
                    "algorithm alone, 50 nodes, requests only",
-                   "algorithm alone, 50 nodes, spread + affinity"):
+                   "algorithm alone, 50 nodes, spread + affinity",
+                   "end to end: 50 pods with requests, 25 nodes",
+                   "scheduler CPU per pod, 25 -> 50 nodes: end to end, SchedulingBasic",
+                   "scheduler CPU per pod, 25 -> 50 nodes: end to end, mixed churn",
+                   "scheduler CPU per pod, 25 -> 50 nodes: algorithm alone, spread + affinity"):
         assert metric in output, f"no line for {metric!r} in:\n{output}"
 
 def run_quick(script: str, *args: str, timeout: float) -> str:

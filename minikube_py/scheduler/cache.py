@@ -8,7 +8,8 @@ the informer reports the pod bound, the assumption is confirmed; if the binding 
 the pod is forgotten; if no confirmation ever comes, the assumption expires.
 
 Each scheduling cycle works on a `Snapshot` taken from the cache: only nodes that changed
-since the last snapshot are copied again.
+since the last snapshot are copied again, and the snapshot's list of nodes is the cache's
+own, valid for that cycle (the next snapshot replaces the changed nodes in it).
 """
 
 from __future__ import annotations
@@ -231,7 +232,12 @@ class Cache:
                                         for i, info in enumerate(self._snapshot_list)}
         if images_moved or images_changed:
             self._update_image_states(images_moved, images_changed)
-        snapshot = Snapshot(self._snapshot_list, self.namespace_labels)
+        # The list is the cache's own, lent as the indexes are: copying thousands of
+        # entries each cycle cost more than all else the snapshot does. A changed node is
+        # replaced in it in place by the next update_snapshot, as upstream updates its one
+        # Snapshot: a snapshot serves the scheduling cycle it was made for.
+        snapshot = Snapshot(namespace_labels=self.namespace_labels)
+        snapshot.node_info_list = self._snapshot_list
         snapshot.image_spread = self._image_spread
         snapshot.changes = self._changes
         snapshot.seq = self._changes.record(copied, membership_changed)

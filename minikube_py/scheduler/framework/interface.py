@@ -118,8 +118,7 @@ def default_normalize_score(scores: dict[str, int], *, reverse: bool = False,
     highest = max(scores.values(), default=0)
     if highest == 0:
         if reverse:
-            for name in scores:
-                scores[name] = max_priority
+            scores.update(dict.fromkeys(scores, max_priority))
         return
     for name, score in scores.items():
         scaled = max_priority * score // highest

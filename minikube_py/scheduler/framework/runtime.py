@@ -195,7 +195,8 @@ class Framework:
 
         The verdicts of the node-local Filters that come first (in the default profile,
         all but PodTopologySpread and InterPodAffinity) are remembered for the next pod
-        with the same spec (framework/equivalence.py)."""
+        with the same spec (framework/equivalence.py). The nodes are NodeInfos of the
+        snapshot set for this cycle (set_snapshot), as the scheduler hands them out."""
         plugins = [plugin for plugin in self.plugins.filter
                    if plugin.name not in state.skip_filter_plugins]
         local = 0
@@ -204,9 +205,10 @@ class Framework:
         if not local:
             return self._filter_nodes(plugins, state, pod, nodes)
         first, rest = plugins[:local], plugins[local:]
+        snapshot = self._snapshot if self._snapshot.changes is not None else None
         nodes, rejected = self.equivalence.filter(
             (pod.spec_key(), tuple(plugin.name for plugin in first)), nodes,
-            lambda unknown: self._filter_nodes(first, state, pod, unknown))
+            lambda unknown: self._filter_nodes(first, state, pod, unknown), snapshot)
         if rest and nodes:
             nodes, rejected_later = self._filter_nodes(rest, state, pod, nodes)
             if rejected:
@@ -418,12 +420,15 @@ class Framework:
         rows = self.equivalence.scores(key, nodes, run)
         if rows is None:
             return [], {}, failed[0]
+        # one list per column (the total, then each plugin's scores), transposed at C speed
+        columns = [list(column) for column in zip(*rows, strict=True)] if rows else [
+            [] for _ in range(1 + len(summed) + len(raw))]
         if by_plugin is not None:
             for index, (plugin, weight) in enumerate(zip(summed, weights, strict=True),
                                                      start=1):
-                by_plugin[plugin.name] = [row[index] * weight for row in rows]
-        return ([row[0] for row in rows],
-                {plugin.name: [row[index] for row in rows]
+                by_plugin[plugin.name] = [score * weight for score in columns[index]]
+        return (columns[0],
+                {plugin.name: columns[index]
                  for index, plugin in enumerate(raw, start=1 + len(summed))}, SUCCESS)
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str

@@ -442,9 +442,10 @@ class Snapshot:
     def lend_indexes(self, by_name: Mapping[str, NodeInfo], with_affinity: Mapping[str, NodeInfo],
                      with_required_anti_affinity: Mapping[str, NodeInfo]) -> None:
         """The cache lends its own indexes of this snapshot's nodes (by name; those running
-        pods with affinity; with required anti-affinity) instead of copying them each cycle.
-        They are this snapshot's until the cache makes its next one (its change log moves
-        on); after that the snapshot makes its own from node_info_list."""
+        pods with affinity; with required anti-affinity) instead of copying them each cycle,
+        as it lends its node_info_list. They are this snapshot's until the cache makes its
+        next one (its change log moves on); after that the snapshot makes its own from
+        node_info_list (which the next snapshot has brought up to date in place)."""
         self._lent = (by_name, with_affinity, with_required_anti_affinity)
 
     def _indexes(self) -> tuple[Mapping[str, NodeInfo], Mapping[str, NodeInfo],
@@ -603,6 +604,12 @@ class NodeMemo(Generic[V]):
         if snapshot is not None and nodes is snapshot.node_info_list:
             self._keep_label_sums(sums_key, (snapshot.changes, snapshot.seq, parts, sums))
         return dict(sums)
+
+    def labelled_nodes(self, key: Hashable, label: str) -> int | None:
+        """How many nodes have the label, among those the last sums_by_label(key, ...,
+        label) call over a whole snapshot looked at; None when no such sums are kept."""
+        kept = self._label_sums.get((key, label, None))
+        return len(kept[2]) if kept is not None else None
 
     def _keep_label_sums(self, sums_key: tuple[Hashable, str, str | None], kept: tuple[
             ChangeLog | None, int, dict[str, tuple[str, int]], dict[str, int]]) -> None:

@@ -358,6 +358,10 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if pre_score_state is None:
             return super().score_nodes(state, pod, nodes)
         pairs = list(pre_score_state.topology_score.items())
+        if len(pairs) == 1:  # one topology key (a node without it adds nothing)
+            [(key, by_value)] = pairs
+            weight_of = by_value.get
+            return [weight_of(info.labels.get(key), 0) for info in nodes], SUCCESS
         scores = []
         for info in nodes:
             node_labels = info.labels
@@ -380,8 +384,11 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return None
         lowest, highest = min(scores.values()), max(scores.values())
         spread = highest - lowest
-        for name, value in scores.items():
-            scores[name] = int(MAX_NODE_SCORE * ((value - lowest) / spread)) if spread > 0 else 0
+        # (sums are per topology pair: few values, each mapped once)
+        mapped = {value: int(MAX_NODE_SCORE * ((value - lowest) / spread)) if spread > 0 else 0
+                  for value in set(scores.values())}
+        normalized = [mapped[value] for value in scores.values()]
+        scores.update(zip(list(scores), normalized, strict=True))
         return None
 
 

@@ -240,6 +240,9 @@ class PreFilterState:
     critical_paths: list[CriticalPaths]
     tp_value_to_match_num: list[dict[str, int]]  # per constraint: domain -> matching pods
     self_match_num: list[int]  # per constraint: 1 if the incoming pod matches its selector
+    # every node has every constraint's topology key (known when PreFilter's sums were
+    # kept over the whole snapshot; False: not known)
+    every_node_labelled: bool = False
 
     def min_match_num(self, index: int) -> int:
         """The global minimum for the skew; 0 while there are fewer domains than minDomains."""
@@ -250,7 +253,7 @@ class PreFilterState:
     def clone(self) -> PreFilterState:
         return PreFilterState(self.constraints, [p.clone() for p in self.critical_paths],
                               [dict(counts) for counts in self.tp_value_to_match_num],
-                              self.self_match_num)
+                              self.self_match_num, self.every_node_labelled)
 
 
 @dataclass(slots=True)
@@ -388,13 +391,16 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         # Every node's domain counts when the pod admits every node and taints are ignored.
         every_node_counts = admits is _admit_all and all(
             c.node_taints_policy != HONOR for c in constraints)
+        every_node_labelled = False
         if every_node_counts and len(constraints) == 1:
             # The common case, in one loop: one constraint, every node's domain counts.
             selector = constraints[0].selector
+            key = constraints[0].topology_key
             counts[0] = self.counts.sums_by_label(
                 (pod.namespace, selector), _count_matching(selector, pod.namespace), nodes,
-                constraints[0].topology_key,
-                self.handle.snapshot() if self.handle is not None else None)
+                key, self.handle.snapshot() if self.handle is not None else None)
+            every_node_labelled = self.counts.labelled_nodes(
+                (pod.namespace, selector), key) == len(nodes)
             keyed = []  # nothing left for the general loop below
         else:
             keyed = [(constraint, by_value,
@@ -422,7 +428,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         pod_labels = _labels(pod.pod)
         self_match_num = [1 if c.selector.matches(pod_labels) else 0 for c in constraints]
         state.write(PRE_FILTER_STATE_KEY, PreFilterState(constraints, critical_paths, counts,
-                                                         self_match_num))
+                                                         self_match_num, every_node_labelled))
         return None, SUCCESS
 
     def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo,
@@ -494,6 +500,17 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         label_missing = Status.unschedulable(ERR_REASON_NODE_LABEL_NOT_MATCH, unresolvable=True)
         too_skewed = Status.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
         rejected = {}
+        if len(limits) == 1 and limits[0][2] >= 0 and pre_filter_state.every_node_labelled:
+            # One constraint, every node with its key, and a domain holding no matching pod
+            # within the limit (maxSkew >= 1 sees to that): the nodes turned down are those
+            # of the domains over it. Their names are picked in one pass and the dict made
+            # at once: when one domain of ten fits, that is 9 of every 10 nodes.
+            key, by_value, most = limits[0]
+            over = {value for value, count in by_value.items() if count > most}
+            if not over:
+                return {}
+            return dict.fromkeys([info.name for info in nodes if info.labels.get(key) in over],
+                                 too_skewed)
         if len(limits) == 1:
             # One constraint: a node's verdict is its domain's, worked out once per domain.
             key, by_value, most = limits[0]

@@ -86,10 +86,16 @@ def framework_on(snapshot: Snapshot) -> Framework:
     return fwk
 
 
-@pytest.mark.parametrize("seed", range(6))
-async def test_batch_answers_equal_node_by_node_answers(seed: int) -> None:
+@pytest.mark.parametrize(("seed", "every_node_zoned"), [(seed, seed % 2 == 1)
+                                                          for seed in range(8)])
+async def test_batch_answers_equal_node_by_node_answers(seed: int, every_node_zoned: bool
+                                                        ) -> None:
+    """(With every node in a zone, PodTopologySpread turns nodes down by domain alone.)"""
     rng = random.Random(seed)
     nodes = [make_node(rng, i) for i in range(40)]
+    if every_node_zoned:
+        for index, node in enumerate(nodes):
+            node["metadata"]["labels"]["topology.kubernetes.io/zone"] = f"zone-{index % 3}"
     placed = [make_pod(rng, f"e-{i}", node_name=f"node-{rng.randrange(40)}")
               for i in range(60)]
     snapshot = Snapshot.of(nodes, placed)

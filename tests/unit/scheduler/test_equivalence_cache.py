@@ -193,3 +193,58 @@ def test_a_node_untainted_between_two_replicas_takes_the_third_again() -> None:
     assert cycle(scheduler, replica(1))[:2] == (["n-1"], rejected)  # remembered
     scheduler.cache.update_node(node)
     assert cycle(scheduler, replica(2))[:2] == (["n-0", "n-1"], {})
+
+
+class NodeLocalRecordingFilter(FilterPlugin):
+    """Node-local: records every node it is asked about, and lets each through."""
+
+    name = "NodeLocalRecordingFilter"
+    node_local = True
+    asked: list[str] = []
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        type(self).asked.append(node_info.name)
+        return SUCCESS
+
+
+def test_once_a_spec_has_every_nodes_verdict_only_the_nodes_changed_since_are_asked() -> None:
+    """300 nodes: a cycle filters only some (percentageOfNodesToScore), starting where
+    the last stopped. Once the verdicts cover every node, a cycle asks about none until a
+    node changes, and then about that node alone (the snapshot's change log says which)."""
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1",
+              "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"schedulerName": "default-scheduler", "plugins": {"filter": {
+                  "disabled": [{"name": "*"}],
+                  "enabled": [{"name": "NodeLocalRecordingFilter"}]}}}]}
+    scheduler = scheduler_with(config, {"NodeLocalRecordingFilter": NodeLocalRecordingFilter})
+    nodes = [{"metadata": {"name": f"n-{i:03d}", "labels": {}}, "spec": {},
+              "status": {"allocatable": {"cpu": "4", "pods": "110"}}} for i in range(300)]
+    for node in nodes:
+        scheduler.cache.add_node(node)
+    spec = {"containers": [{"name": "c", "image": "x"}]}
+
+    def replica(i: int) -> PodInfo:
+        return PodInfo.of({"metadata": {"name": f"p-{i}", "namespace": "default",
+                                        "uid": f"p-{i}"}, "spec": copy.deepcopy(spec)})
+
+    recorded = NodeLocalRecordingFilter.asked
+    recorded.clear()
+    first = cycle(scheduler, replica(0))[0]
+    assert len(first) < 300 and sorted(recorded) == first
+    for i in range(1, 4):  # round the ring of nodes
+        cycle(scheduler, replica(i))
+    assert sorted(set(recorded)) == [node["metadata"]["name"] for node in nodes]
+    recorded.clear()
+    assert len(cycle(scheduler, replica(4))[0]) == len(first)
+    assert recorded == []
+    relabelled = copy.deepcopy(nodes[7])
+    relabelled["metadata"]["labels"]["disk"] = "ssd"
+    scheduler.cache.update_node(relabelled)
+    cycle(scheduler, replica(5))
+    assert recorded == ["n-007"]
+    recorded.clear()
+    added = copy.deepcopy(nodes[0])
+    added["metadata"]["name"] = "n-300"  # the list of nodes changes: no change log to go by
+    scheduler.cache.add_node(added)
+    cycle(scheduler, replica(6))
+    assert recorded == ["n-300"]

@@ -144,11 +144,30 @@ def test_snapshot_reuses_unchanged_nodes() -> None:
     cache.add_node(node("n1"))
     cache.add_node(node("n2"))
     first = cache.update_snapshot()
+    n1, n2 = first.get("n1"), first.get("n2")
     cache.add_pod(pod("p", cpu="1", node="n2"))
     second = cache.update_snapshot()
-    assert second.get("n1") is first.get("n1")
-    assert second.get("n2") is not first.get("n2")
-    assert first.get("n2").requested.milli_cpu == 0  # type: ignore[union-attr]
+    assert second.get("n1") is n1
+    assert second.get("n2") is not n2
+    assert n2 is not None and n2.requested.milli_cpu == 0  # what the first cycle saw
+
+
+def test_a_snapshot_lends_the_caches_list_of_nodes_for_its_cycle() -> None:
+    """No list of thousands of nodes is copied per cycle: the next snapshot replaces the
+    changed node in the same list (upstream updates its one Snapshot in place); only a
+    change of the set of nodes makes a new list."""
+    cache = Cache()
+    cache.add_node(node("n1"))
+    cache.add_node(node("n2"))
+    first = cache.update_snapshot()
+    cache.add_pod(pod("p", cpu="1", node="n2"))
+    second = cache.update_snapshot()
+    assert second.node_info_list is first.node_info_list
+    assert [info.requested.milli_cpu for info in second.node_info_list] == [0, 1000]
+    cache.add_node(node("n3"))
+    third = cache.update_snapshot()
+    assert third.node_info_list is not second.node_info_list
+    assert [info.name for info in third.node_info_list] == ["n1", "n2", "n3"]
 
 
 def test_fit_error_counts_reasons_like_upstream() -> None:

@@ -148,10 +148,12 @@ def test_change_log_names_the_nodes_changed_between_two_snapshots() -> None:
     assert log.since(first, log.seq) is None  # further back than the log keeps
 
 
-def test_a_snapshot_keeps_its_own_nodes_after_the_cache_makes_the_next_one() -> None:
-    """The cache lends a snapshot its indexes (by name, nodes with affinity pods) instead of
-    copying them; a snapshot looked at after the next one was made still answers with its
-    own nodes."""
+def test_a_snapshot_serves_its_cycle_and_the_next_one_updates_it_in_place() -> None:
+    """The cache lends a snapshot its list and indexes of nodes (by name, nodes with
+    affinity pods) instead of copying them: the next snapshot replaces the changed nodes
+    in them, as upstream updates its one Snapshot. The NodeInfo objects a cycle was handed
+    stay as they were; a snapshot answers from the cache's current nodes once the next
+    one is made."""
     cache = Cache()
     for name in ("a", "b"):
         cache.add_node(make_node(name, "z0"))
@@ -159,15 +161,15 @@ def test_a_snapshot_keeps_its_own_nodes_after_the_cache_makes_the_next_one() -> 
     first = cache.update_snapshot()
     a_then = first.get("a")
     assert a_then is not None and len(a_then.pods) == 1
+    assert [info.name for info in first.have_pods_with_affinity] == ["a"]
     cache.add_pod(make_pod("p-2", "web", "b"))
     cache.remove_pod(make_pod("p-1", "web", "a"))
     second = cache.update_snapshot()
-    assert first.get("a") is a_then and second.get("a") is not a_then
-    assert [info.name for info in first.have_pods_with_affinity] == ["a"]
+    assert second.get("a") is not a_then and len(a_then.pods) == 1
     assert [info.name for info in second.have_pods_with_affinity] == ["b"]
-    assert first.get("b") is first.node_info_list[1]
     assert second.get("b") is second.node_info_list[1]
-    assert [len(info.pods) for info in first.node_info_list] == [1, 0]
+    assert second.node_info_list is first.node_info_list
+    assert [len(info.pods) for info in second.node_info_list] == [0, 1]
 
 
 def test_kept_sums_equal_sums_made_afresh_in_every_snapshot() -> None:
