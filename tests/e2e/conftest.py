@@ -124,10 +124,12 @@ class LaneCluster:
                     check=False).returncode == 0, f"the default ServiceAccount of {name}")
             yield view
         finally:
-            self.delete_namespaces(names)
-            shutil.rmtree(view, ignore_errors=True)
-            for name in names:
-                self.claimed.pop(name, None)
+            try:
+                self.delete_namespaces(names)
+            finally:
+                shutil.rmtree(view, ignore_errors=True)
+                for name in names:
+                    self.claimed.pop(name, None)
 
     def delete_namespaces(self, names: tuple[str, ...]) -> None:
         """Delete the namespaces, their pods first with a short grace (a `sleep` as a
