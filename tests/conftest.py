@@ -202,9 +202,10 @@ CLUSTER_TESTS = ("tests/e2e/", "tests/test_cluster_cli.py", "tests/test_lab_read
                  "tests/test_benchmark_smoke.py::test_cluster_up_benchmark",
                  "tests/test_benchmark_smoke.py::test_streaming_benchmark")
 # Lane B: 1,115 s in the last full run (`-n 3`, nproc 2), lane A 1,050 s, both under the
-# three workers' balance (about 1,320 s each). Alone (`-n 0`, lane B's modules only), lane
-# B took 823 s before six of its modules shared one cluster (SHARED_CLUSTER_TESTS) and
-# 958 s after, on a busier machine; what the sharing saves is in docs/decisions.md.
+# three workers' balance (about 1,320 s each). Alone (`-n 0`, lane B's modules only): 823
+# s before six of its modules shared one cluster (SHARED_CLUSTER_TESTS), 958 s after on a
+# busier machine; the sharing takes about 50 s of fixture time and five clusters' CPU off
+# the lane (docs/decisions.md).
 LANE_B_TESTS = ("tests/e2e/test_network_policy.py", "tests/e2e/test_secure_cluster.py",
                 "tests/e2e/test_storage.py", "tests/e2e/test_into_the_pod.py",
                 "tests/e2e/test_ssh.py", "tests/e2e/test_mkctl_into_the_pod.py",
