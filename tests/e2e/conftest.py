@@ -1,8 +1,8 @@
 """The cluster that a lane's ordinary cluster test modules share (lane_cluster).
 
-Each `minikube-py up` costs half a minute and much of the machine's two cores (every
-node's containerd unpacks the images, etcd and the API server start, the add-ons roll
-out), and its `down --purge` more. Most of lane B's modules need nothing but an ordinary
+Each `minikube-py up` costs 15-35 s and much of the machine's two cores (every node's
+containerd unpacks the images, etcd and the API server start, the add-ons roll out), its
+`down --purge` a few seconds more. Half of lane B's modules need nothing but an ordinary
 cluster they reach through its API server, its nodes and its pods; those listed in
 tests/conftest.py SHARED_CLUSTER_TESTS share one instead of each running their own:
 
