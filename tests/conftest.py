@@ -201,16 +201,24 @@ CLUSTER_TESTS = ("tests/e2e/", "tests/test_cluster_cli.py", "tests/test_lab_read
                  "tests/test_join.py",
                  "tests/test_benchmark_smoke.py::test_cluster_up_benchmark",
                  "tests/test_benchmark_smoke.py::test_streaming_benchmark")
-# Lane B: 745-822 s in the last four full runs, lane A 1,385-1,533 s (the run's critical
-# path), before HA (171 s alone), the dashboard on its cluster (68 s) and ingress/gateway
-# (104 s) moved here; now expected: lane B about 1,110-1,190 s, lane A about 1,010-1,160 s,
-# both under the three workers' balance (docs/decisions.md).
+# Lane B: 1,115 s in the last full run (`-n 3`, nproc 2), lane A 1,050 s, both under the
+# three workers' balance (about 1,320 s each). Alone (`-n 0`, lane B's modules only): 823
+# s before six of its modules shared one cluster (SHARED_CLUSTER_TESTS), 958 s after on a
+# busier machine; the sharing takes about 50 s of fixture time and five clusters' CPU off
+# the lane (docs/decisions.md).
 LANE_B_TESTS = ("tests/e2e/test_network_policy.py", "tests/e2e/test_secure_cluster.py",
                 "tests/e2e/test_storage.py", "tests/e2e/test_into_the_pod.py",
                 "tests/e2e/test_ssh.py", "tests/e2e/test_mkctl_into_the_pod.py",
                 "tests/e2e/test_containerd_restart.py", "tests/e2e/test_autoscaling.py",
                 "tests/e2e/test_kubeadm_layout.py", "tests/e2e/test_ha.py",
                 "tests/e2e/test_dashboard_cluster.py", "tests/e2e/test_ingress_gateway.py")
+# The lane B modules that need only an ordinary cluster share one (tests/e2e/conftest.py,
+# lane_cluster) instead of each running its own `up`: they run first in the lane, and the
+# shared cluster is gone (`down --purge`) before the first module that runs its own.
+SHARED_CLUSTER_TESTS = ("tests/e2e/test_network_policy.py", "tests/e2e/test_storage.py",
+                        "tests/e2e/test_into_the_pod.py", "tests/e2e/test_ssh.py",
+                        "tests/e2e/test_mkctl_into_the_pod.py",
+                        "tests/e2e/test_kubeadm_layout.py")
 LANE_B_NETWORK = {"MINIKUBE_PY_NETWORK_PREFIX": "mkb-",
                   "MINIKUBE_PY_NODE_NETWORK": "10.242.0.0/24"}
 CLUSTER_UNITS = ("cluster", "cluster-b")
@@ -243,11 +251,20 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return ByWorkUnit(config, log)
 
 
+def shares_the_lane_cluster(nodeid: str) -> bool:
+    """Whether the test runs on the cluster its lane's ordinary modules share."""
+    return nodeid.startswith(SHARED_CLUSTER_TESTS)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The cluster lanes first: they are the longest units, so two workers start on them
     at once (xdist hands the first units out one to a worker) instead of finishing the
-    run with them."""
-    items.sort(key=lambda item: work_unit(item.nodeid) not in CLUSTER_UNITS)
+    run with them. In a lane, the modules that share its cluster come before those that
+    run their own `up`, so that one cluster serves them one after the other and is gone
+    before the next `up` on the lane's network. The sort is stable: every worker collects
+    the same order, as xdist requires."""
+    items.sort(key=lambda item: (work_unit(item.nodeid) not in CLUSTER_UNITS,
+                                 not shares_the_lane_cluster(item.nodeid)))
 
 
 # Seconds spent per work unit and per worker (setup, call and teardown of each test), so

@@ -1,7 +1,7 @@
 """Into the pod, as a student reaches in: `kubectl exec` (exit codes, stdin, a TTY),
 `kubectl attach`, the official Python client's `stream()` and `portforward()` and kr8s's
-port-forward, on a real one-node cluster (API server -> kubelet -> containerd's
-streaming server)."""
+port-forward, on a real cluster (API server -> kubelet -> containerd's streaming
+server): the lane's shared one (tests/e2e/conftest.py), in namespace into-the-pod."""
 
 from __future__ import annotations
 
@@ -28,20 +28,21 @@ from kubernetes import client, config
 from kubernetes.stream import portforward, stream
 
 from tests.conftest import lines_until
-from tests.test_cluster_cli import kubectl, launcher, network_prefix
+from tests.e2e.conftest import LaneCluster
+from tests.test_cluster_cli import kubectl, network_prefix
 
 pytestmark = pytest.mark.slow
 
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 BUSY_OVER_IDLE = 20  # a busy loop's CPU over a sleeping shell's (at least 1m), at least
+NAMESPACE = "into-the-pod"
 
 
 @pytest.fixture(scope="module")
-def cluster(fast_tmp: Path) -> Iterator[Path]:
-    home = fast_tmp / "into-the-pod"
-    launcher(home, "up", "--extra-config=metrics.metric-resolution=2s")
-    try:
-        kubectl(home, "wait", "--for=condition=Ready", "node/node-1", "--timeout=60s")
+def cluster(lane_cluster: LaneCluster) -> Iterator[Path]:
+    """The lane's cluster (its metrics server at a 2 s resolution), seen from NAMESPACE:
+    a directory whose kubeconfig works there."""
+    with lane_cluster.namespaces(__name__, NAMESPACE) as home:
         kubectl(home, "run", "shell", "--image=busybox:1.36", "--", "sleep", "3600")
         kubectl(home, "run", "ticker", "--image=busybox:1.36", "--", "sh", "-c",
                 "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done")
@@ -49,14 +50,17 @@ def cluster(fast_tmp: Path) -> Iterator[Path]:
         for pod in ("shell", "ticker", "web"):
             kubectl(home, "wait", "--for=condition=Ready", f"pod/{pod}", "--timeout=60s")
         yield home
-    finally:
-        launcher(home, "down", "--purge", check=False)
 
 
 def run(home: Path, *args: str, stdin: str | None = None,
         timeout: float = 30) -> subprocess.CompletedProcess[str]:
     return subprocess.run([KUBECTL, f"--kubeconfig={home / 'kubeconfig'}", *args],
                           input=stdin, capture_output=True, text=True, timeout=timeout)
+
+
+def node_of(home: Path, pod: str) -> str:
+    """The node the pod runs on (the cluster has two workers)."""
+    return kubectl(home, "get", "pod", pod, "-o", "jsonpath={.spec.nodeName}").stdout
 
 
 def api(home: Path) -> client.CoreV1Api:
@@ -141,15 +145,15 @@ def test_a_dropped_exec_client_ends_the_session_in_the_container(cluster: Path) 
         time.sleep(0.3)
     # and no session is left open at the runtime's streaming server (no exec meanwhile)
     deadline = time.monotonic() + 30
-    while connections := runtime_stream_connections():
+    while connections := runtime_stream_connections(node_of(cluster, "shell")):
         assert time.monotonic() < deadline, connections
         time.sleep(0.3)
 
 
-def runtime_stream_connections() -> list[str]:
-    """Sessions open at node-1's containerd streaming server (it listens on loopback;
+def runtime_stream_connections(node: str) -> list[str]:
+    """Sessions open at the node's containerd streaming server (it listens on loopback;
     its pulls from the registry are other connections)."""
-    listing = subprocess.run(["ip", "netns", "exec", f"{network_prefix()}node-1", "ss", "-tnpH",
+    listing = subprocess.run(["ip", "netns", "exec", f"{network_prefix()}{node}", "ss", "-tnpH",
                               "state", "established"], capture_output=True, text=True,
                              check=True).stdout
     return [line for line in listing.splitlines()
@@ -177,7 +181,7 @@ def test_kubectl_attach_shows_the_containers_output(
 
 def test_the_python_clients_stream_gets_output_and_exit_code(cluster: Path) -> None:
     core = api(cluster)
-    answer = stream(core.connect_get_namespaced_pod_exec, "shell", "default",
+    answer = stream(core.connect_get_namespaced_pod_exec, "shell", NAMESPACE,
                     command=["sh", "-c", "echo out; echo err >&2; exit 7"],
                     stdin=False, stdout=True, stderr=True, tty=False,
                     _preload_content=False)
@@ -185,7 +189,7 @@ def test_the_python_clients_stream_gets_output_and_exit_code(cluster: Path) -> N
     assert (answer.read_stdout(), answer.read_stderr(), answer.returncode) == (
         "out\n", "err\n", 7)
     # with stdin: a shell reading commands from the client
-    session = stream(core.connect_get_namespaced_pod_exec, "shell", "default",
+    session = stream(core.connect_get_namespaced_pod_exec, "shell", NAMESPACE,
                      command=["sh"], stdin=True, stdout=True, stderr=True, tty=False,
                      _preload_content=False)
     session.write_stdin("echo from-stdin; exit 4\n")
@@ -195,7 +199,7 @@ def test_the_python_clients_stream_gets_output_and_exit_code(cluster: Path) -> N
 
 
 def test_the_python_clients_v5_close_of_stdin_ends_cat(cluster: Path) -> None:
-    session = stream(api(cluster).connect_post_namespaced_pod_exec, "shell", "default",
+    session = stream(api(cluster).connect_post_namespaced_pod_exec, "shell", NAMESPACE,
                      command=["sh", "-c", "cat"], stdin=True, stdout=True, stderr=True,
                      tty=False, _preload_content=False)
     assert session.subprotocol == "v5.channel.k8s.io"
@@ -209,7 +213,7 @@ def test_the_python_clients_v5_close_of_stdin_ends_cat(cluster: Path) -> None:
 
 def fetch_through_port_forward(core: client.CoreV1Api) -> bytes:
     """GET / from the web pod's port 80 through the API server's pods/portforward."""
-    forward = portforward(core.connect_get_namespaced_pod_portforward, "web", "default",
+    forward = portforward(core.connect_get_namespaced_pod_portforward, "web", NAMESPACE,
                           ports="80")
     try:
         connection = forward.socket(80)
@@ -239,7 +243,7 @@ def test_the_python_clients_port_forward_reaches_the_pod(cluster: Path) -> None:
 def test_port_forward_to_a_closed_port_reports_an_error_and_does_not_hang(
         cluster: Path) -> None:
     forward = portforward(api(cluster).connect_get_namespaced_pod_portforward, "web",
-                          "default", ports="81")
+                          NAMESPACE, ports="81")
     try:
         connection = forward.socket(81)
         connection.setblocking(True)
@@ -318,7 +322,7 @@ async def kr8s_fetch(home: Path, kind: str, name: str, port: int, times: int) ->
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Kubernetes version .* is not supported")
         api = await kr8s.asyncio.api(kubeconfig=str(home / "kubeconfig"))
-    target = await (Pod if kind == "pod" else Service).get(name, namespace="default", api=api)
+    target = await (Pod if kind == "pod" else Service).get(name, namespace=NAMESPACE, api=api)
     async with target.portforward(port, local_port=port_below_the_ephemeral_range()) as local:
         return await asyncio.gather(*(asyncio.to_thread(http_get, local)
                                       for _ in range(times)))
@@ -337,7 +341,7 @@ def test_kr8s_port_forward_reaches_a_pod_and_a_service(cluster: Path) -> None:
         assert all(a.startswith(b"HTTP/1.1 200 OK") and b"Welcome to nginx!" in a
                    for a in answers), (kind, [a[:40] for a in answers])
     missing = run(cluster, "get", "--raw",
-                  "/api/v1/namespaces/default/services/web-pf/portforward")
+                  f"/api/v1/namespaces/{NAMESPACE}/services/web-pf/portforward")
     assert missing.returncode != 0 and "NotFound" in missing.stderr, missing.stderr
 
 
@@ -369,29 +373,32 @@ def test_proxy_reaches_a_pod_a_service_and_a_node(cluster: Path) -> None:
             "--labels=test=proxy")
     kubectl(cluster, "wait", "--for=jsonpath={.endpoints[0].conditions.ready}=true",
             "endpointslice", "-l", "kubernetes.io/service-name=web", "--timeout=30s")
-    for path in ("/api/v1/namespaces/default/pods/web:80/proxy/",
-                 "/api/v1/namespaces/default/services/web:8000/proxy/",
-                 "/api/v1/namespaces/default/services/http:web:8000/proxy/index.html"):
+    for path in (f"/api/v1/namespaces/{NAMESPACE}/pods/web:80/proxy/",
+                 f"/api/v1/namespaces/{NAMESPACE}/services/web:8000/proxy/",
+                 f"/api/v1/namespaces/{NAMESPACE}/services/http:web:8000/proxy/index.html"):
         assert "Welcome to nginx!" in kubectl(cluster, "get", "--raw", path).stdout, path
-    assert kubectl(cluster, "get", "--raw", "/api/v1/nodes/node-1/proxy/healthz"
+    node = node_of(cluster, "web")  # the node proxy of the node that runs web
+    assert kubectl(cluster, "get", "--raw", f"/api/v1/nodes/{node}/proxy/healthz"
                    ).stdout == "ok"
-    pods = json.loads(kubectl(cluster, "get", "--raw", "/api/v1/nodes/node-1/proxy/pods"
+    pods = json.loads(kubectl(cluster, "get", "--raw", f"/api/v1/nodes/{node}/proxy/pods"
                               ).stdout)
     assert "web" in {p["metadata"]["name"] for p in pods["items"]}
     running = json.loads(kubectl(cluster, "get", "--raw",
-                                 "/api/v1/nodes/node-1/proxy/runningpods/").stdout)
+                                 f"/api/v1/nodes/{node}/proxy/runningpods/").stdout)
     assert "web" in {p["metadata"]["name"] for p in running["items"]}
     configz = json.loads(kubectl(cluster, "get", "--raw",
-                                 "/api/v1/nodes/node-1/proxy/configz").stdout)
+                                 f"/api/v1/nodes/{node}/proxy/configz").stdout)
     assert configz["kubeletconfig"]["clusterDNS"] == ["10.96.0.10"]
-    assert 'kubelet_node_name{node="node-1"} 1' in kubectl(
-        cluster, "get", "--raw", "/api/v1/nodes/node-1/proxy/metrics").stdout
+    assert f'kubelet_node_name{{node="{node}"}} 1' in kubectl(
+        cluster, "get", "--raw", f"/api/v1/nodes/{node}/proxy/metrics").stdout
     # the target's own answer comes back, a 404 included
-    missing = run(cluster, "get", "--raw", "/api/v1/namespaces/default/pods/web:80/proxy/nope")
+    missing = run(cluster, "get", "--raw",
+                  f"/api/v1/namespaces/{NAMESPACE}/pods/web:80/proxy/nope")
     assert missing.returncode == 1 and "NotFound" in missing.stderr
     # a Service with no ready endpoint: 503
     kubectl(cluster, "create", "service", "clusterip", "empty", "--tcp=80:80")
-    empty = run(cluster, "get", "--raw", "/api/v1/namespaces/default/services/empty/proxy/")
+    empty = run(cluster, "get", "--raw",
+                f"/api/v1/namespaces/{NAMESPACE}/services/empty/proxy/")
     assert empty.returncode == 1
     assert "ServiceUnavailable" in empty.stderr or "no endpoints available" in empty.stderr, (
         empty.stderr)
@@ -423,7 +430,7 @@ def test_kubectl_top_shows_a_busy_pod_busy_and_an_idle_one_idle(cluster: Path) -
     assert cpu["shell"] <= 50, cpu  # sleeping
     nodes = {line.split()[0]: line.split()[1:] for line in kubectl(
         cluster, "top", "nodes", "--no-headers").stdout.splitlines()}
-    assert int(nodes["node-1"][0].removesuffix("m")) >= cpu["busy"] // 2, (
+    assert int(nodes[node_of(cluster, "busy")][0].removesuffix("m")) >= cpu["busy"] // 2, (
         nodes, cpu)  # the node's usage holds its busy pod's
     containers = kubectl(cluster, "top", "pod", "busy", "--containers", "--no-headers").stdout
     assert containers.split()[:2] == ["busy", "busy"], containers

@@ -6,6 +6,10 @@ DaemonSet on every node and DNS as the coredns Deployment behind kube-dns, all f
 component images in the cluster's registry. What a student reads in any tutorial works:
 `kubectl get pods -n kube-system`, `kubectl logs` of the scheduler, a deleted kube-proxy
 pod comes back, a pod on a worker resolves a Service's name and reaches it.
+
+The cluster is the lane's shared one (tests/e2e/conftest.py: `up --layout kubeadm --nodes
+2`); this module's objects are in namespace kubeadm-layout, and what it makes in
+kube-system (the etcd backup's CronJob and Job, the dashboard add-on) it removes.
 """
 
 from __future__ import annotations
@@ -25,14 +29,16 @@ import yaml
 from minikube_py.cluster.addons import PROXY_PATH
 from minikube_py.cluster.etcd_snapshot import snapshot_status
 from tests.api_helpers import manifest_yaml
+from tests.e2e.conftest import LaneCluster
 from tests.e2e.helpers import until
-from tests.test_cluster_cli import kubectl, network_prefix
+from tests.test_cluster_cli import kubectl
 
 pytestmark = pytest.mark.slow
 
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 ETCD_BACKUP = Path(__file__).resolve().parents[2] / "examples" / "etcd-backup" / "cronjob.yaml"
 STATIC_PODS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+NAMESPACE = "kubeadm-layout"
 CLIENT = """
 apiVersion: v1
 kind: Pod
@@ -79,17 +85,16 @@ def kube_system(home: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def kubeadm_home(fast_tmp: Path) -> Iterator[Path]:
-    home = fast_tmp / "kubeadm-home"
-    try:
-        up = launcher(home, "up", "--layout", "kubeadm", "--nodes", "1", check=False)
-        assert up.returncode == 0, up.stdout + up.stderr
+def kubeadm_home(lane_cluster: LaneCluster) -> Iterator[Path]:
+    """The lane's kubeadm-layout cluster seen from NAMESPACE: a directory whose kubeconfig
+    works there (the cluster's own files, for `addons` and its pki: lane_cluster.home)."""
+    with lane_cluster.namespaces(__name__, NAMESPACE) as home:
         yield home
-    finally:
-        down = launcher(home, "down", "--purge", check=False)
-        assert down.returncode == 0, down.stdout + down.stderr
-        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-        assert network_prefix() not in left, left
+
+
+def node_names(home: Path) -> list[str]:
+    return sorted(kubectl(home, "get", "nodes", "-o", "name").stdout.replace("node/", ""
+                                                                              ).split())
 
 
 def test_kube_system_lists_the_static_pods_kube_proxy_and_dns_all_running(
@@ -103,7 +108,8 @@ def test_kube_system_lists_the_static_pods_kube_proxy_and_dns_all_running(
         image = mirror["spec"]["containers"][0]["image"]
         assert image.startswith(f"localhost/minikube-py/{component}:"), image
     proxies = [pod for pod in pods if pod["metadata"]["labels"].get("k8s-app") == "kube-proxy"]
-    assert sorted(pod["spec"]["nodeName"] for pod in proxies) == ["control-plane", "node-1"]
+    # one on every node: control-plane, node-1 and node-2 on the lane's cluster
+    assert sorted(pod["spec"]["nodeName"] for pod in proxies) == node_names(kubeadm_home)
     dns = [pod for pod in pods if pod["metadata"]["labels"].get("k8s-app") == "kube-dns"]
     assert len(dns) == 2
     assert all(pod["status"]["phase"] == "Running" for pod in pods), [
@@ -134,17 +140,21 @@ def test_a_claim_of_the_default_class_is_provisioned_on_its_pods_node(
     kubectl(kubeadm_home, "wait", "--for=condition=Ready", "pod/claimed", "--timeout=180s")
     claim = json.loads(kubectl(kubeadm_home, "get", "pvc", "data", "-o", "json").stdout)
     assert claim["status"]["phase"] == "Bound"
-    assert claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == "node-1"
+    # the worker the scheduler chose for the pod (of two; the control plane is tainted)
+    node = kubectl(kubeadm_home, "get", "pod", "claimed", "-o", "jsonpath={.spec.nodeName}"
+                   ).stdout
+    assert node in ("node-1", "node-2"), node
+    assert claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == node
     [provisioner] = [pod for pod in kube_system(kubeadm_home)
                      if pod["metadata"]["labels"].get("app") == "local-path-provisioner"]
     assert provisioner["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"
     log = kubectl(kubeadm_home, "logs", "-n", "kube-system",
                   provisioner["metadata"]["name"]).stdout
-    assert "for claim default/data on node node-1" in log, log[-2000:]
+    assert f"for claim {NAMESPACE}/data on node {node}" in log, log[-2000:]
     volume = claim["spec"]["volumeName"]
     folder = Path(json.loads(kubectl(kubeadm_home, "get", "pv", volume, "-o", "json").stdout
                              )["spec"]["hostPath"]["path"])
-    assert folder.is_dir() and folder.parent.parent.name == "node-1"
+    assert folder.is_dir() and folder.parent.parent.name == node
     kubectl(kubeadm_home, "delete", "pod", "claimed", "--wait=true")
     kubectl(kubeadm_home, "delete", "pvc", "data", "--wait=true")
     until(lambda: not folder.exists() and kubectl(
@@ -185,7 +195,8 @@ def test_a_pod_on_a_worker_resolves_and_reaches_a_service(kubeadm_home: Path) ->
         try:
             run = subprocess.run(
                 [KUBECTL, f"--kubeconfig={kubeadm_home / 'kubeconfig'}", "exec", "client", "--",
-                 "wget", "-q", "-T", "5", "-O", "-", "http://web.default.svc.cluster.local/"],
+                 "wget", "-q", "-T", "5", "-O", "-",
+                 f"http://web.{NAMESPACE}.svc.cluster.local/"],
                 capture_output=True, text=True, timeout=45)
         except subprocess.TimeoutExpired:
             answer[:] = ["no answer within 45 s"]
@@ -197,13 +208,15 @@ def test_a_pod_on_a_worker_resolves_and_reaches_a_service(kubeadm_home: Path) ->
 
 
 def test_seed_001s_etcd_backup_cronjob_snapshots_the_static_pods_etcd(
-        kubeadm_home: Path, fast_tmp: Path) -> None:
+        kubeadm_home: Path, lane_cluster: LaneCluster, fast_tmp: Path) -> None:
     """examples/etcd-backup/cronjob.yaml on this cluster, as a student runs it (`kubectl
     create job --from=cronjob/etcd-backup`): its pod lands on the control-plane node, on
     its network, and snapshots the static pod's etcd at 127.0.0.1:2379 with kubeadm's
     certificate paths. Only what names this cluster is set: the image's tag (the etcd
     pod's own), the home the pki folder is in, and etcd's client port (2379, kubeadm's,
-    on the default node network; a free one on another, see tests/conftest.py)."""
+    on the default node network; a free one on another, see tests/conftest.py). The
+    CronJob and its Job are in kube-system, as the example has them: deleted at the end,
+    the cluster being shared."""
     backups = fast_tmp / "etcd-backups"
     backups.mkdir(exist_ok=True)
     cronjob = yaml.safe_load(ETCD_BACKUP.read_text())
@@ -211,21 +224,26 @@ def test_seed_001s_etcd_backup_cronjob_snapshots_the_static_pods_etcd(
                     if pod["metadata"]["name"] == "etcd-control-plane")
     pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     pod["containers"][0]["image"] = etcd_pod["spec"]["containers"][0]["image"]
-    port = json.loads((kubeadm_home / "cluster.json").read_text())["ports"]["etcd-client"]
+    port = json.loads((lane_cluster.home / "cluster.json").read_text()
+                      )["ports"]["etcd-client"]
     script = pod["containers"][0]["command"][-1]
     assert "https://127.0.0.1:2379" in script
     pod["containers"][0]["command"][-1] = script.replace("127.0.0.1:2379", f"127.0.0.1:{port}")
     volumes = {volume["name"]: volume["hostPath"] for volume in pod["volumes"]}
-    volumes["etcd-certs"]["path"] = str(kubeadm_home / "pki" / "etcd")
+    volumes["etcd-certs"]["path"] = str(lane_cluster.home / "pki" / "etcd")
     volumes["backup-storage"]["path"] = str(backups)
-    subprocess.run([KUBECTL, f"--kubeconfig={kubeadm_home / 'kubeconfig'}", "apply", "-f",
-                    "-"], input=manifest_yaml(cronjob), capture_output=True, text=True,
-                   check=True, timeout=60)
-    kubectl(kubeadm_home, "create", "job", "etcd-backup-now", "--from=cronjob/etcd-backup",
-            "-n", "kube-system")
-    kubectl(kubeadm_home, "wait", "--for=condition=Complete", "job/etcd-backup-now", "-n",
-            "kube-system", "--timeout=180s")
-    log = kubectl(kubeadm_home, "logs", "-n", "kube-system", "job/etcd-backup-now").stdout
+    try:
+        subprocess.run([KUBECTL, f"--kubeconfig={kubeadm_home / 'kubeconfig'}", "apply", "-f",
+                        "-"], input=manifest_yaml(cronjob), capture_output=True, text=True,
+                       check=True, timeout=60)
+        kubectl(kubeadm_home, "create", "job", "etcd-backup-now",
+                "--from=cronjob/etcd-backup", "-n", "kube-system")
+        kubectl(kubeadm_home, "wait", "--for=condition=Complete", "job/etcd-backup-now", "-n",
+                "kube-system", "--timeout=180s")
+        log = kubectl(kubeadm_home, "logs", "-n", "kube-system", "job/etcd-backup-now").stdout
+    finally:
+        kubectl(kubeadm_home, "delete", "-n", "kube-system", "cronjob/etcd-backup",
+                "job/etcd-backup-now", "--cascade=foreground", "--ignore-not-found")
     (archive,) = backups.glob("etcd-snapshot-*.db.gz")
     assert f"Backup completed: {archive.name}" in log, log
     snapshot = fast_tmp / "etcd-backup.db"
@@ -234,12 +252,12 @@ def test_seed_001s_etcd_backup_cronjob_snapshots_the_static_pods_etcd(
 
 
 def test_the_dashboard_add_on_answers_through_the_static_pod_api_server(
-        kubeadm_home: Path) -> None:
+        kubeadm_home: Path, lane_cluster: LaneCluster) -> None:
     """The dashboard's Deployment in kubernetes-dashboard; the API server, a static pod on
     the control-plane node, reaches its pod with the front-proxy certificate its manifest
     names (the dashboard lets in no one else). `addons enable` does not wait for the pod:
     the page comes once it serves."""
-    enabled = launcher(kubeadm_home, "addons", "enable", "dashboard")
+    enabled = launcher(lane_cluster.home, "addons", "enable", "dashboard")
     assert enabled.stdout.splitlines()[-1] == "dashboard: enabled", enabled.stdout
     try:
         kubectl(kubeadm_home, "rollout", "status", "deployment/kubernetes-dashboard", "-n",
@@ -250,4 +268,4 @@ def test_the_dashboard_add_on_answers_through_the_static_pod_api_server(
             time.sleep(0.5)
         assert "<title>minikube-py dashboard</title>" in page.stdout, page.stdout[:500]
     finally:
-        launcher(kubeadm_home, "addons", "disable", "dashboard")
+        launcher(lane_cluster.home, "addons", "disable", "dashboard")

@@ -1,4 +1,5 @@
-"""mkctl into the pod, next to kubectl, on a real one-node cluster: `exec` (output,
+"""mkctl into the pod, next to kubectl, on a real cluster (the lane's shared one,
+tests/e2e/conftest.py, in namespace mkctl-into-the-pod, its kubeconfig's): `exec` (output,
 stdin, the exit code), `logs` (whole, tail, follow), `attach`, `port-forward` to a pod and
 to a Service, and `wait` on pods the kubelet makes Ready. Where the output is fixed the
 two tools must print the same and exit the same; where it is not (a log being written, a
@@ -21,7 +22,8 @@ from typing import IO
 import pytest
 
 from tests.conftest import lines_until
-from tests.test_cluster_cli import kubectl, launcher
+from tests.e2e.conftest import LaneCluster
+from tests.test_cluster_cli import kubectl
 from tests.test_mkctl import Clis, Result, assert_same, mkctl_command
 
 pytestmark = pytest.mark.slow
@@ -52,11 +54,11 @@ spec:
 
 
 @pytest.fixture(scope="module")
-def cluster(fast_tmp: Path) -> Iterator[Path]:
-    home = fast_tmp / "mkctl-into-the-pod"
-    launcher(home, "up")
-    try:
-        kubectl(home, "wait", "--for=condition=Ready", "node/node-1", "--timeout=60s")
+def cluster(lane_cluster: LaneCluster, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[Path]:
+    """The lane's cluster, seen from namespace mkctl-into-the-pod: a directory whose
+    kubeconfig works there, for kubectl and mkctl alike."""
+    with lane_cluster.namespaces(__name__, "mkctl-into-the-pod") as home:
         kubectl(home, "run", "shell", "--image=busybox:1.36", "--", "sleep", "3600")
         kubectl(home, "run", "printer", "--image=busybox:1.36", "--", "sh", "-c",
                 "echo one; echo two; echo three >&2; sleep 3600")
@@ -64,12 +66,11 @@ def cluster(fast_tmp: Path) -> Iterator[Path]:
                 "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done")
         kubectl(home, "run", "web", "--image=nginx", "--port=80", "--labels=app=web")
         kubectl(home, "label", "pod", "printer", "lab=logs")
-        (home / "duo.yaml").write_text(DUO)
-        kubectl(home, "apply", "-f", str(home / "duo.yaml"))
+        duo = tmp_path_factory.mktemp("mkctl-pod-manifests") / "duo.yaml"
+        duo.write_text(DUO)
+        kubectl(home, "apply", "-f", str(duo))
         kubectl(home, "expose", "pod", "web", "--port=8080", "--target-port=80")
         yield home
-    finally:
-        launcher(home, "down", "--purge", check=False)
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,9 @@ serve-80-tcp ...), every pod probes every pod from inside, and the whole matrix 
 the expected one (netpol_model.py). A case that fails prints the expected, observed and
 comparison matrices, as upstream's does.
 
-One cluster and one set of nine pods serve every case; each case removes its policies and
-labels afterwards. Each check probes again until the matrix matches (the policy reaches
+One cluster (the lane's shared one, tests/e2e/conftest.py; namespaces x, y and z are this
+module's there) and one set of nine pods serve every case; each case removes its policies
+and labels afterwards. Each check probes again until the matrix matches (the policy reaches
 the nodes' tables a moment after its create) or 60 s have passed.
 """
 
@@ -23,8 +24,9 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.conftest import LaneCluster
 from tests.e2e.netpol_model import ALL_PODS, NAMESPACES, POD_NAMES, Peer, Reachability
-from tests.test_cluster_cli import in_node, kubectl, launcher
+from tests.test_cluster_cli import in_node, kubectl
 
 pytestmark = pytest.mark.slow
 
@@ -101,11 +103,12 @@ class Cluster:
     def __init__(self, home: Path) -> None:
         self.home = home
         self.added: list[tuple[str, ...]] = []  # `kubectl label` arguments that undo a label
-        pods = json.loads(kubectl(home, "get", "pods", "-A", "-l", "pod", "-o", "json").stdout)
+        pods = [pod for namespace in NAMESPACES for pod in json.loads(kubectl(
+            home, "get", "pods", "-n", namespace, "-l", "pod", "-o", "json").stdout)["items"]]
         self.ips = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["status"]["podIP"]
-                    for p in pods["items"]}
+                    for p in pods}
         self.nodes = {f"{p['metadata']['namespace']}/{p['metadata']['name']}":
-                      p["spec"]["nodeName"] for p in pods["items"]}
+                      p["spec"]["nodeName"] for p in pods}
 
     def probe_from(self, source: str, protocol: str, port: int
                    ) -> subprocess.Popen[str]:
@@ -161,21 +164,18 @@ class Cluster:
     def undo(self) -> None:
         """Delete the case's policies and remove the labels it added to the shared pods
         and namespaces."""
-        kubectl(self.home, "delete", "networkpolicies", "--all", "--all-namespaces",
-                "--wait=false")
+        for namespace in NAMESPACES:
+            kubectl(self.home, "delete", "networkpolicies", "--all", "-n", namespace,
+                    "--wait=false")
         for labelled in self.added:
             kubectl(self.home, "label", *labelled)
 
 
 @pytest.fixture(scope="module")
-def cluster_home(fast_tmp: Path) -> Iterator[Path]:
-    home = fast_tmp / "netpol"
-    launcher(home, "up", "--nodes", "2")
-    try:
-        kubectl(home, "wait", "--for=condition=Ready", "node", "--all", "--timeout=120s")
-        for namespace in NAMESPACES:
-            apply(home, {"apiVersion": "v1", "kind": "Namespace",
-                         "metadata": {"name": namespace}})
+def cluster_home(lane_cluster: LaneCluster) -> Iterator[Path]:
+    """The lane's cluster (two workers) with this module's namespaces x, y and z and
+    their nine pods: a directory whose kubeconfig reaches it."""
+    with lane_cluster.namespaces(__name__, *NAMESPACES) as home:
         for namespace in NAMESPACES:
             for name in POD_NAMES:
                 apply(home, pod_manifest(namespace, name))
@@ -183,8 +183,6 @@ def cluster_home(fast_tmp: Path) -> Iterator[Path]:
             kubectl(home, "wait", "--for=condition=Ready", "pod", "--all", "-n", namespace,
                     "--timeout=180s")
         yield home
-    finally:
-        launcher(home, "down", "--purge", check=False)
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""`minikube-py ssh NODE [-- COMMAND]` in an up cluster: the command runs in the node's
+"""`minikube-py ssh NODE [-- COMMAND]` in an up cluster (the lane's shared one,
+tests/e2e/conftest.py, its pod in namespace ssh): the command runs in the node's
 network namespace, crictl there talks to that node's containerd without flags (and exec
 reaches containerd's streaming server, which listens on the node's loopback), exit codes
 pass through, and an unknown node is one line naming the nodes there are.
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cluster_cli import kubectl, launcher
+from tests.e2e.conftest import LaneCluster
+from tests.test_cluster_cli import kubectl
 
 pytestmark = pytest.mark.slow
 
@@ -51,23 +53,23 @@ def crictl_tool(directory: Path) -> Path:
 
 
 def test_ssh_runs_commands_in_the_node_with_crictl_pointed_at_its_containerd(
-        fast_tmp: Path) -> None:
-    home = fast_tmp / "ssh-home"
+        lane_cluster: LaneCluster, fast_tmp: Path) -> None:
     tools = crictl_tool(fast_tmp / "ssh-tools")
-    launcher(home, "up", "--nodes", "1")
-    try:
-        kubectl(home, "wait", "--for=condition=Ready", "node/node-1", "--timeout=60s")
-        subprocess.run([KUBECTL, f"--kubeconfig={home / 'kubeconfig'}", "apply", "-f", "-"],
+    # kubectl works in the namespace (view); ssh reads the cluster's own home
+    with lane_cluster.namespaces(__name__, "ssh") as view:
+        home = lane_cluster.home
+        subprocess.run([KUBECTL, f"--kubeconfig={view / 'kubeconfig'}", "apply", "-f", "-"],
                        input=POD, capture_output=True, text=True, check=True, timeout=60)
-        kubectl(home, "wait", "--for=condition=Ready", "pod/sleeper", "--timeout=90s")
-        address = kubectl(home, "get", "node", "node-1", "-o",
+        kubectl(view, "wait", "--for=condition=Ready", "pod/sleeper", "--timeout=90s")
+        node = kubectl(view, "get", "pod", "sleeper", "-o", "jsonpath={.spec.nodeName}").stdout
+        address = kubectl(view, "get", "node", node, "-o",
                           'jsonpath={.status.addresses[?(@.type=="InternalIP")].address}'
                           ).stdout
-        container_id = kubectl(home, "get", "pod", "sleeper", "-o",
+        container_id = kubectl(view, "get", "pod", "sleeper", "-o",
                                "jsonpath={.status.containerStatuses[0].containerID}"
                                ).stdout.removeprefix("containerd://")
 
-        listed = ssh(home, tools, "node-1", "--", "crictl", "ps")
+        listed = ssh(home, tools, node, "--", "crictl", "ps")
         assert listed.returncode == 0, listed.stderr
         assert listed.stderr == ""  # the node's crictl.yaml names the endpoint: no warning
         header, *rows = listed.stdout.splitlines()
@@ -75,26 +77,24 @@ def test_ssh_runs_commands_in_the_node_with_crictl_pointed_at_its_containerd(
         assert any(row.split()[0] == container_id[:13] and "nap" in row.split()
                    and "sleeper" in row.split() for row in rows), listed.stdout
 
-        execed = ssh(home, tools, "node-1", "--", "crictl", "exec", container_id[:13],
+        execed = ssh(home, tools, node, "--", "crictl", "exec", container_id[:13],
                      "sh", "-c", "echo from-the-pod; exit 5")
         assert (execed.returncode, execed.stdout) == (5, "from-the-pod\n"), execed.stderr
 
-        addresses = ssh(home, tools, "node-1", "--", "ip", "-4", "addr")
+        addresses = ssh(home, tools, node, "--", "ip", "-4", "addr")
         assert addresses.returncode == 0 and f"inet {address}/" in addresses.stdout
         host = subprocess.run(["ip", "-4", "addr"], capture_output=True, text=True).stdout
         assert f"inet {address}/" not in host  # the node's address is the node's alone
 
-        assert ssh(home, tools, "node-1", "--", "sh", "-c", "exit 7").returncode == 7
-        path = ssh(home, tools, "node-1", "--", "sh", "-c", 'echo "$PATH"').stdout
+        assert ssh(home, tools, node, "--", "sh", "-c", "exit 7").returncode == 7
+        path = ssh(home, tools, node, "--", "sh", "-c", 'echo "$PATH"').stdout
         assert path.split(os.pathsep)[0] == str(Path(sys.executable).parent)
 
-        shell = ssh(home, tools, "node-1", stdin="ip -4 addr\nexit 3\n")
+        shell = ssh(home, tools, node, stdin="ip -4 addr\nexit 3\n")
         assert shell.returncode == 3 and f"inet {address}/" in shell.stdout
 
         unknown = ssh(home, tools, "node-9", "--", "true")
         assert unknown.returncode == 1 and unknown.stdout == ""
         nodes = ", ".join(sorted(kubectl(home, "get", "nodes", "-o", "name").stdout.replace(
-            "node/", "").split()))  # control-plane, node-1 in the default layout
+            "node/", "").split()))  # control-plane, node-1, node-2 in the kubeadm layout
         assert unknown.stderr.splitlines() == [f"error: no node named 'node-9'; nodes: {nodes}"]
-    finally:
-        launcher(home, "down", "--purge", check=False)

@@ -2,8 +2,9 @@
 cluster: the default StorageClass `standard`, the local-path provisioner, the scheduler's
 VolumeBinding, the PersistentVolume controller and the kubelet mounting the bound volume.
 
-The tests run in order on one cluster (a module fixture): the StatefulSet of the first
-is the one the next ones delete a pod of, scale down and free a claim of."""
+The tests run in order on the lane's shared cluster (tests/e2e/conftest.py), in namespace
+storage: the StatefulSet of the first is the one the next ones delete a pod of, scale down
+and free a claim of."""
 
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.conftest import LaneCluster
 from tests.e2e.helpers import KUBECTL, apply, get, until
-from tests.test_cluster_cli import kubectl, launcher
+from tests.test_cluster_cli import kubectl
 
 pytestmark = pytest.mark.slow
+
+NAMESPACE = "storage"
 
 STATEFUL_SET = """
 apiVersion: apps/v1
@@ -54,16 +58,13 @@ spec:
 
 
 @pytest.fixture(scope="module")
-def cluster(fast_tmp: Path) -> Iterator[Path]:
-    home = fast_tmp / "storage"
-    launcher(home, "up", "--nodes", "2")
-    try:
-        kubectl(home, "wait", "--for=condition=Ready", "node", "--all", "--timeout=120s")
+def cluster(lane_cluster: LaneCluster) -> Iterator[Path]:
+    """The lane's cluster seen from NAMESPACE (a directory whose kubeconfig works there),
+    the StatefulSet rolled out; the cluster's own files are in lane_cluster.home."""
+    with lane_cluster.namespaces(__name__, NAMESPACE) as home:
         apply(home, STATEFUL_SET)
         kubectl(home, "rollout", "status", "statefulset/web", "--timeout=180s")
         yield home
-    finally:
-        launcher(home, "down", "--purge", check=False)
 
 
 def absent(home: Path, *what: str) -> bool:
@@ -72,7 +73,8 @@ def absent(home: Path, *what: str) -> bool:
     return done.returncode != 0 and "NotFound" in done.stderr
 
 
-def test_a_stateful_set_gets_bound_claims_on_its_pods_nodes(cluster: Path) -> None:
+def test_a_stateful_set_gets_bound_claims_on_its_pods_nodes(
+        cluster: Path, lane_cluster: LaneCluster) -> None:
     for ordinal in (0, 1):
         claim = get(cluster, "pvc", f"www-web-{ordinal}")
         assert claim["status"]["phase"] == "Bound"
@@ -83,12 +85,13 @@ def test_a_stateful_set_gets_bound_claims_on_its_pods_nodes(cluster: Path) -> No
         assert volume["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"] == (
             "minikube-py.io/local-path")
         folder = Path(volume["spec"]["hostPath"]["path"])
-        assert folder == (cluster / "nodes" / node / "local-path-provisioner" /
-                          f"{volume['metadata']['name']}_default_www-web-{ordinal}")
+        assert folder == (lane_cluster.home / "nodes" / node / "local-path-provisioner" /
+                          f"{volume['metadata']['name']}_{NAMESPACE}_www-web-{ordinal}")
         assert folder.is_dir()
 
 
-def test_the_provisioner_is_a_deployments_pod_in_kube_system(cluster: Path) -> None:
+def test_the_provisioner_is_a_deployments_pod_in_kube_system(
+        cluster: Path, lane_cluster: LaneCluster) -> None:
     """kind's local-path-provisioner: a Deployment's pod, running as its ServiceAccount,
     and the one that provisioned the StatefulSet's volumes (its log says so); no host
     process of that name."""
@@ -104,8 +107,8 @@ def test_the_provisioner_is_a_deployments_pod_in_kube_system(cluster: Path) -> N
         "local-path-provisioner"]
     log = kubectl(cluster, "logs", "-n", "kube-system", pod["metadata"]["name"]).stdout
     for ordinal in (0, 1):
-        assert f"for claim default/www-web-{ordinal} on node" in log, log[-2000:]
-    assert not (cluster / "run" / "provisioner.pid").exists()
+        assert f"for claim {NAMESPACE}/www-web-{ordinal} on node" in log, log[-2000:]
+    assert not (lane_cluster.home / "run" / "provisioner.pid").exists()
 
 
 def test_data_written_by_pod_0_survives_its_deletion_on_the_same_node(cluster: Path) -> None:
@@ -168,7 +171,7 @@ def test_kubectl_get_pv_pvc_sc_prints_upstreams_columns(cluster: Path) -> None:
                                   "STATUS", "CLAIM", "STORAGECLASS", "VOLUMEATTRIBUTESCLASS",
                                   "REASON", "AGE"]
     assert volumes[1].split()[:8] == [volume_name, "64Mi", "RWO", "Delete", "Bound",
-                                      "default/www-web-0", "standard", "<unset>"]
+                                      f"{NAMESPACE}/www-web-0", "standard", "<unset>"]
 
 
 def test_a_claim_grows_and_the_kubelet_finishes_it_when_its_pod_starts(cluster: Path) -> None:
