@@ -83,6 +83,7 @@ from minikube_py.cluster.etcd_snapshot import add_etcd_bump_revision_command
 from minikube_py.cluster.haproxy import HAProxyProcess
 from minikube_py.cluster.image_command import add_image_command, push_shipped_images
 from minikube_py.cluster.join import (
+    SERVING_TIMEOUT,
     approve_serving_certificates,
     join_info,
     join_node,
@@ -681,7 +682,8 @@ def up(args: argparse.Namespace) -> None:
             asyncio.run(run_init(
                 init_configuration(state, cluster), processes,
                 lambda name: _start(state, name, processes[name], started),
-                lambda: _approve_serving(state, cluster, processes), started))
+                lambda timeout: _approve_serving(state, cluster, processes, timeout),
+                started))
             if "cluster-autoscaler" in processes:
                 asyncio.run(_start(state, "cluster-autoscaler",
                                    processes["cluster-autoscaler"], started))
@@ -803,13 +805,16 @@ def _build_network(cluster: dict[str, Any]) -> None:
 
 
 async def _approve_serving(state: Path, cluster: dict[str, Any],
-                           processes: dict[str, ComponentProcess]) -> None:
-    """Approve each kubelet's serving-certificate request (as the admin, once checked)."""
+                           processes: dict[str, ComponentProcess],
+                           timeout: float = SERVING_TIMEOUT) -> None:
+    """Approve each kubelet's serving-certificate request (as the admin, once checked),
+    waiting up to `timeout` seconds for the pairs."""
     await approve_serving_certificates(
         ClusterCertificates(state).kubeconfig("admin"), {
             node.name: (node.address, kubelet.root_dir / "pki" / SERVING_PAIR)
             for node in node_networks(cluster)
-            if isinstance(kubelet := processes.get(f"{node.name}/kubelet"), KubeletProcess)})
+            if isinstance(kubelet := processes.get(f"{node.name}/kubelet"), KubeletProcess)},
+        timeout)
 
 
 def init_configuration(state: Path, cluster: dict[str, Any]) -> InitConfiguration:

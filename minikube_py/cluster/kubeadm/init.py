@@ -280,7 +280,7 @@ async def wait_for_cluster(admin: Path, nodes: int, deadline: float,
 
 
 async def run_init(config: InitConfiguration, processes: dict[str, ComponentProcess],
-                   start: Start, approve_serving: Callable[[], Awaitable[None]],
+                   start: Start, approve_serving: Callable[[float], Awaitable[None]],
                    started: float) -> None:
     """kubeadm init's phases, then the workers join: the registry and the trace receiver,
     the component images pushed, the static pods' manifests, each node's containerd, the
@@ -340,7 +340,9 @@ async def run_init(config: InitConfiguration, processes: dict[str, ComponentProc
     await asyncio.gather(*(start(name) for name in processes
                            if kind_of(name) in ("kubelet", "hollow-nodes")
                            and name not in firsts))
-    await approve_serving()
+    # within up's one deadline: the signer is the controller-manager, a static pod whose
+    # start a loaded machine stretches past any shorter window of its own
+    await approve_serving(deadline - time.monotonic())
     await wait_for_cluster(admin, config.nodes, deadline, since)
     print(f"every node Ready, every kube-system pod running "
           f"({time.monotonic() - started:.1f} s)", flush=True)
