@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from minikube_py.images.catalog import ECHO, build_image
 from tests.api_helpers import until
 
 pytestmark = pytest.mark.slow
@@ -264,8 +265,10 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         assert address.startswith("172.18.255.")
         # once node-1's proxy has programmed the address
         assert "Welcome to nginx!" in answer_from_here(f"http://{address}:8000/")
-        # an image archive goes to the registry on the bridge and into every node
-        loaded = launcher(home, "image", "load", str(home / "images" / "echo-1.0.tar"))
+        # an image archive goes to the registry on the bridge and into every node (a
+        # node of `up` loads only pause at its start: echo's archive is built here)
+        archive = build_image(ECHO, fast_tmp / "archives").path
+        loaded = launcher(home, "image", "load", str(archive))
         assert "pushed localhost/echo:1.0 to 172.18.0.1:" in loaded.stdout, loaded.stdout
         assert "loaded localhost/echo:1.0 into node node-2" in loaded.stdout
     finally:
