@@ -271,17 +271,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # that a run's log shows its critical path: the lane or worker that ended last.
 UNIT_SECONDS: dict[str, float] = {}
 WORKER_SECONDS: dict[str, float] = {}
+LANE_MODULE_SECONDS: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     unit = work_unit(report.nodeid)
     UNIT_SECONDS[unit] = UNIT_SECONDS.get(unit, 0.0) + report.duration
+    if unit in CLUSTER_UNITS:
+        module = f"{unit}: {report.nodeid.split('::', 1)[0]}"
+        LANE_MODULE_SECONDS[module] = LANE_MODULE_SECONDS.get(module, 0.0) + report.duration
     worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "main")
     WORKER_SECONDS[worker] = WORKER_SECONDS.get(worker, 0.0) + report.duration
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """The time of each worker and of the ten longest work units."""
+    """The time of each worker, of the ten longest work units and of each lane's modules."""
     if not UNIT_SECONDS:
         return
     terminalreporter.section("time per worker and work unit")
@@ -289,6 +293,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(f"{seconds:8.1f}s  worker {worker}")
     for unit, seconds in sorted(UNIT_SECONDS.items(), key=lambda item: -item[1])[:10]:
         terminalreporter.write_line(f"{seconds:8.1f}s  {unit}")
+    terminalreporter.section("time per module of the lanes")
+    for module, seconds in sorted(LANE_MODULE_SECONDS.items(), key=lambda item: -item[1]):
+        terminalreporter.write_line(f"{seconds:8.1f}s  {module}")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -22,9 +22,24 @@ pytestmark = pytest.mark.slow
 
 def launcher(home: Path, *args: str, check: bool = True, timeout: float = 300
              ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "minikube_py.cluster", *args], capture_output=True, text=True,
-        timeout=timeout, check=check, env={**os.environ, "MINIKUBE_PY_HOME": str(home)})
+    """`minikube-py ARGS` in `home`. A run past `timeout` fails with what it printed so far
+    (each of `up`'s steps says its second), and so does a failed one when `check`."""
+    command = f"minikube-py {' '.join(args)}"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "minikube_py.cluster", *args], capture_output=True,
+            text=True, timeout=timeout, env={**os.environ, "MINIKUBE_PY_HOME": str(home)})
+    except subprocess.TimeoutExpired as expired:
+        raise AssertionError(f"{command} still ran after {timeout} s; it printed:\n"
+                             f"{_text(expired.stdout)}{_text(expired.stderr)}") from None
+    if check and done.returncode != 0:
+        raise AssertionError(f"{command} exited {done.returncode}:\n{done.stdout}{done.stderr}")
+    return done
+
+
+def _text(output: str | bytes | None) -> str:
+    """TimeoutExpired's output: bytes even for a text run, or None."""
+    return output.decode(errors="replace") if isinstance(output, bytes) else output or ""
 
 
 def pids(home: Path) -> list[int]:

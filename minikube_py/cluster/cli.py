@@ -609,6 +609,7 @@ def secured_kubelet_flags(certs: ClusterCertificates | None, node: str) -> tuple
 def up(args: argparse.Namespace) -> None:
     """Build the node network, then start the components that do not run yet, stage by
     stage, and wait until every one serves."""
+    started = time.monotonic()
     state = home()
     if args.simulated_nodes is not None and args.simulated_nodes < 0:
         fail(f"--simulated-nodes must be 0 or more, not {args.simulated_nodes}")
@@ -673,11 +674,12 @@ def up(args: argparse.Namespace) -> None:
                        autoscale_nodes)
     if cluster.get("secure"):
         _make_certificates(state, cluster)
+        print(f"certificates: {state / 'pki'} ({time.monotonic() - started:.1f} s)",
+              flush=True)
     write_tracing_config(state, cluster)
     processes = components(state, cluster)
-    started = time.monotonic()
     try:
-        _build_network(cluster)
+        _build_network(cluster, started)
         if is_kubeadm(cluster):
             asyncio.run(run_init(
                 init_configuration(state, cluster), processes,
@@ -778,9 +780,9 @@ def running_owner(network: ClusterNetwork, state: Path) -> Path | None:
     return None
 
 
-def _build_network(cluster: dict[str, Any]) -> None:
+def _build_network(cluster: dict[str, Any], started: float) -> None:
     """The bridge, one namespace per node, and the routes through node-1 (each kept
-    when it is there already)."""
+    when it is there already); each step said with the seconds since `up` began."""
     network = cluster_network(cluster)
     nodes = node_networks(cluster)
     if network is None or not nodes:
@@ -790,10 +792,12 @@ def _build_network(cluster: dict[str, Any]) -> None:
     NETWORK_OWNERS.mkdir(parents=True, exist_ok=True)
     owner_file(network).write_text(f"{home().resolve()}\n")
     network.create_bridge()
+    print(f"network: bridge {network.bridge} at {network.gateway} "
+          f"({time.monotonic() - started:.1f} s)", flush=True)
     for node in nodes:
         if network.ensure_node(node):
-            print(f"network: {node.name} at {node.address} in namespace {node.namespace}",
-                  flush=True)
+            print(f"network: {node.name} at {node.address} in namespace {node.namespace} "
+                  f"({time.monotonic() - started:.1f} s)", flush=True)
     # The host routes each of these to one cluster: the default network's takes them,
     # a cluster on another network only when no other cluster's node has them.
     for destination in (SERVICE_CIDR, LOAD_BALANCER_ROUTE):

@@ -124,8 +124,8 @@ spec:
 def cluster(fast_tmp: Path) -> Iterator[Path]:
     home = fast_tmp / "autoscaling"
     config = [flag for setting in EXTRA_CONFIG for flag in ("--extra-config", setting)]
-    launcher(home, "up", *config, f"--autoscale-nodes={AUTOSCALE_NODES}")
     try:
+        launcher(home, "up", *config, f"--autoscale-nodes={AUTOSCALE_NODES}")
         launcher(home, "image", "build", IMAGE)
         apply(home, consumer("web", 1, 100) + "---" + consumer("steady", 3, POD_CPU_REQUEST)
               + "---" + consumer("limited", 1, POD_CPU_REQUEST))

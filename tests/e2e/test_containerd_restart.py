@@ -54,8 +54,8 @@ def test_a_killed_containerd_is_restarted_and_its_pods_run_on_untouched(
     # a short name: containerd's ttrpc socket, nodes/control-plane/containerd.sock.ttrpc
     # under the home, must fit a unix socket path's 104 bytes
     home = fast_tmp / "restart-home"
-    launcher(home, "up", "--nodes", "1")
     try:
+        launcher(home, "up", "--nodes", "1")
         kubectl(home, "wait", "--for=condition=Ready", "node/node-1", "--timeout=60s")
         subprocess.run([KUBECTL, f"--kubeconfig={home / 'kubeconfig'}", "apply", "-f", "-"],
                        input=POD, capture_output=True, text=True, check=True, timeout=60)

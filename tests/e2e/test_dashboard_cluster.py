@@ -54,8 +54,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "hello"
 def home(fast_tmp: Path) -> Iterator[Path]:
     """A fresh `up --nodes 2` cluster running the example; `down --purge` at the end."""
     home = fast_tmp / "dashboard-home"
-    launcher(home, "up", "--nodes", "2")
     try:
+        launcher(home, "up", "--nodes", "2")
         kubectl(home, "apply", "-f", str(EXAMPLE))
         kubectl(home, "rollout", "status", "deployment/hello", "--timeout=120s")
         yield home

@@ -167,8 +167,8 @@ class NodeConnection(http.client.HTTPConnection):
 @pytest.fixture(scope="module")
 def cluster(fast_tmp: Path) -> Iterator[Path]:
     home = fast_tmp / "gateway"
-    launcher(home, "up", "--nodes", "2")
     try:
+        launcher(home, "up", "--nodes", "2")
         kubectl(home, "wait", "--for=condition=Ready", "node", "--all", "--timeout=120s")
         yield home
     finally:

@@ -33,8 +33,8 @@ KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 @pytest.fixture(scope="module")
 def cluster(fast_tmp: Path) -> Iterator[Path]:
     home = fast_tmp / "secure-home"
-    launcher(home, "up", "--secure")
     try:
+        launcher(home, "up", "--secure")
         kubectl(home, "wait", "--for=condition=Ready", "node", "--all", "--timeout=60s")
         yield home
     finally:

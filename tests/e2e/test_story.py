@@ -86,9 +86,9 @@ spec:
 @pytest.fixture(scope="module")
 def cluster(fast_tmp: Path) -> Iterator[Path]:
     home = fast_tmp / "story-home"
-    launcher(home, "up", "--nodes", "2",
-             f"--extra-config=controller-manager.node-monitor-grace-period={GRACE}")
     try:
+        launcher(home, "up", "--nodes", "2",
+                 f"--extra-config=controller-manager.node-monitor-grace-period={GRACE}")
         kubectl(home, "wait", "--for=condition=Ready", "node", "--all", "--timeout=60s")
         # `up` returns once coredns runs; its readiness probe admits it to kube-dns a few
         # seconds later, as after `kubeadm init`: wait for that as a kubeadm user would
