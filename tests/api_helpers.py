@@ -232,15 +232,21 @@ def served(custom: client.CustomObjectsApi, group: str, plural: str, *versions: 
     return True
 
 
-def delete_definition(extensions: client.ApiextensionsV1Api, name: str) -> None:
+def delete_definition(extensions: client.ApiextensionsV1Api, name: str, *,
+                      ignore_not_found: bool = False) -> None:
     """Delete a CustomResourceDefinition (plural.group) and wait until discovery has let
     it go. The server unserves a definition a moment after the delete (after its objects
     are gone), and a client whose discovery runs in between may find a version in /apis
     that answers 404 at /apis/<group>/<version>: kr8s then cannot resolve any kind.
     Modules that share their worker's API server wait so, so that none leaves that moment
-    to the next test."""
+    to the next test. With `ignore_not_found`, as kubectl's flag, a definition that is not
+    there (a teardown after a set-up that failed before making it) is no error."""
     plural, _, group = name.partition(".")
-    extensions.delete_custom_resource_definition(name)
+    try:
+        extensions.delete_custom_resource_definition(name)
+    except ApiException as err:
+        if not (ignore_not_found and err.status == 404):
+            raise
     until(lambda: not definition_in_discovery(extensions.api_client, plural, group),
           f"{name} to leave discovery")
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import config
+from kubernetes import client, config
 
-from tests.api_helpers import definition_in_discovery, until
+from tests.api_helpers import delete_definition
 from tests.test_mkctl import Clis, Result, assert_same, normalized
 
 # On the session's API server: every definition made here has a group of its own and
@@ -156,14 +156,11 @@ def world(kubeconfig: Path, files: Path, tmp_path_factory: pytest.TempPathFactor
         for namespace in (world.namespace, world.other):
             clis.kubectl("delete", "namespace", namespace, "--wait=false",
                          "--ignore-not-found")
-        for name in ("widgets", "depots"):
-            clis.kubectl("delete", "crd", f"{name}.{GROUP}", "--wait=false",
-                         "--ignore-not-found")
         # the next module on this server may start a client's discovery at once
         with config.new_client_from_config(config_file=str(kubeconfig)) as api_client:
-            until(lambda: not any(definition_in_discovery(api_client, name, GROUP)
-                                  for name in ("widgets", "depots")),
-                  f"{GROUP} to leave discovery")
+            extensions = client.ApiextensionsV1Api(api_client)
+            for name in ("widgets", "depots"):
+                delete_definition(extensions, f"{name}.{GROUP}", ignore_not_found=True)
 
 
 READING = [
