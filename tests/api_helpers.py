@@ -266,6 +266,22 @@ def definition_in_discovery(api_client: client.ApiClient, plural: str, group: st
     return False
 
 
+def retry_on_conflict(update: Callable[[], T], steps: int = 5) -> T:
+    """client-go's retry.RetryOnConflict(retry.DefaultRetry, update) for the official
+    `kubernetes` client: `update` reads the newest object, changes it and writes it; on a
+    409 Conflict (another writer came between the read and the write) it runs again, at
+    most `steps` times in all (DefaultRetry's 5), and the last Conflict is raised.
+    DefaultRetry spaces its steps 10 ms apart; here they follow at once, since each one
+    reads afresh."""
+    for _ in range(steps - 1):
+        try:
+            return update()
+        except ApiException as err:
+            if err.status != 409:
+                raise
+    return update()
+
+
 def official_crd_clients() -> tuple[Any, Any, Any]:
     """The `api_client`, `extensions` and `custom` fixtures of a module that drives
     definitions and custom resources through the official `kubernetes` client, on the
