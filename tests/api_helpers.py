@@ -4,6 +4,7 @@ waits of tests that drive custom resources through the official `kubernetes` cli
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.client
 import json
 import time
@@ -29,6 +30,7 @@ from minikube_py.apiserver.flowcontrol.bootstrap import (
     SUGGESTED_FLOW_SCHEMAS,
     SUGGESTED_PRIORITY_LEVELS,
 )
+from minikube_py.client.errors import Conflict
 
 T = TypeVar("T")
 
@@ -280,6 +282,14 @@ def retry_on_conflict(update: Callable[[], T], steps: int = 5) -> T:
             if err.status != 409:
                 raise
     return update()
+
+
+async def retry_on_conflict_async(update: Callable[[], Awaitable[T]], steps: int = 5) -> T:
+    """retry_on_conflict for minikube_py's own client, whose 409 is `Conflict`."""
+    for _ in range(steps - 1):
+        with contextlib.suppress(Conflict):
+            return await update()
+    return await update()
 
 
 def official_crd_clients() -> tuple[Any, Any, Any]:
