@@ -4,6 +4,7 @@ waits of tests that drive custom resources through the official `kubernetes` cli
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.client
 import json
 import time
@@ -29,6 +30,7 @@ from minikube_py.apiserver.flowcontrol.bootstrap import (
     SUGGESTED_FLOW_SCHEMAS,
     SUGGESTED_PRIORITY_LEVELS,
 )
+from minikube_py.client.errors import Conflict
 
 T = TypeVar("T")
 
@@ -232,15 +234,21 @@ def served(custom: client.CustomObjectsApi, group: str, plural: str, *versions: 
     return True
 
 
-def delete_definition(extensions: client.ApiextensionsV1Api, name: str) -> None:
+def delete_definition(extensions: client.ApiextensionsV1Api, name: str, *,
+                      ignore_not_found: bool = False) -> None:
     """Delete a CustomResourceDefinition (plural.group) and wait until discovery has let
     it go. The server unserves a definition a moment after the delete (after its objects
     are gone), and a client whose discovery runs in between may find a version in /apis
     that answers 404 at /apis/<group>/<version>: kr8s then cannot resolve any kind.
     Modules that share their worker's API server wait so, so that none leaves that moment
-    to the next test."""
+    to the next test. With `ignore_not_found`, as kubectl's flag, a definition that is not
+    there (a teardown after a set-up that failed before making it) is no error."""
     plural, _, group = name.partition(".")
-    extensions.delete_custom_resource_definition(name)
+    try:
+        extensions.delete_custom_resource_definition(name)
+    except ApiException as err:
+        if not (ignore_not_found and err.status == 404):
+            raise
     until(lambda: not definition_in_discovery(extensions.api_client, plural, group),
           f"{name} to leave discovery")
 
@@ -258,6 +266,30 @@ def definition_in_discovery(api_client: client.ApiClient, plural: str, group: st
         if any(resource.name == plural for resource in resources):
             return True
     return False
+
+
+def retry_on_conflict(update: Callable[[], T], steps: int = 5) -> T:
+    """client-go's retry.RetryOnConflict(retry.DefaultRetry, update) for the official
+    `kubernetes` client: `update` reads the newest object, changes it and writes it; on a
+    409 Conflict (another writer came between the read and the write) it runs again, at
+    most `steps` times in all (DefaultRetry's 5), and the last Conflict is raised.
+    DefaultRetry spaces its steps 10 ms apart; here they follow at once, since each one
+    reads afresh."""
+    for _ in range(steps - 1):
+        try:
+            return update()
+        except ApiException as err:
+            if err.status != 409:
+                raise
+    return update()
+
+
+async def retry_on_conflict_async(update: Callable[[], Awaitable[T]], steps: int = 5) -> T:
+    """retry_on_conflict for minikube_py's own client, whose 409 is `Conflict`."""
+    for _ in range(steps - 1):
+        with contextlib.suppress(Conflict):
+            return await update()
+    return await update()
 
 
 def official_crd_clients() -> tuple[Any, Any, Any]:

@@ -22,7 +22,7 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from minikube_py.apiserver.storage.etcd import EtcdClient
-from tests.api_helpers import official_crd_clients, served, until
+from tests.api_helpers import official_crd_clients, retry_on_conflict, served, until
 from tests.conftest import module_own_apiserver
 from tests.test_crd import definition
 
@@ -104,17 +104,12 @@ def test_the_status_subresource_of_a_definition(extensions: client.Apiextensions
     # a /status write cannot change the spec. The controllers write the conditions the
     # patch above took away back (NamesAccepted, Established) meanwhile: read, change
     # and write again on a conflict, as a client does (retry.RetryOnConflict)
-    for _ in range(10):
+    def change_short_names() -> client.V1CustomResourceDefinition:
         current = extensions.read_custom_resource_definition(name)
         current.spec.names.short_names = ["changed"]
-        try:
-            unchanged = extensions.replace_custom_resource_definition_status(name, current)
-            break
-        except client.ApiException as err:
-            if err.status != 409:
-                raise
-    else:
-        raise AssertionError("every /status write of the definition conflicted")
+        return extensions.replace_custom_resource_definition_status(name, current)
+
+    unchanged = retry_on_conflict(change_short_names)
     assert unchanged.spec.names.short_names is None
     extensions.delete_custom_resource_definition(name)
 

@@ -16,6 +16,7 @@ import aiohttp
 import kr8s.asyncio
 import pytest
 from kr8s.asyncio.objects import new_class
+from kubernetes.client import ApiextensionsV1Api
 from lightkube import AsyncClient, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_namespaced_resource
@@ -23,32 +24,29 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
 from minikube_py.cluster.apiserver import APIServerProcess
-from tests.api_helpers import API, eventually
-from tests.test_crd import CRDS, create_established, definition, unique_group
+from tests.api_helpers import API, delete_definition, official_crd_clients
+from tests.test_crd import create_established, definition, unique_group
 
 # On the session's API server: every definition made here has a group of its own and
 # is deleted at the end.
+
+api_client, extensions, custom = official_crd_clients()
 
 # Bounds a failure only: each step waits for an event, never for a time.
 EVENT_TIMEOUT = 30.0
 
 
 @pytest.fixture
-async def group(apiserver: APIServerProcess) -> AsyncIterator[str]:
+async def group(apiserver: APIServerProcess, extensions: ApiextensionsV1Api
+                ) -> AsyncIterator[str]:
     """A fresh group whose `widgets` (namespaced, with a status subresource) are served;
-    the definition is deleted at the end."""
+    the definition is deleted at the end, and gone from discovery before the next test."""
     name = unique_group()
     crd = definition(name, subresources={"status": {}})
     async with aiohttp.ClientSession() as session:
-        api = API(session, apiserver.url)
-        await create_established(api, crd)
-        yield name
-        await api.delete(f"{CRDS}/{crd['metadata']['name']}")
-
-        async def unserved() -> bool:  # see delete_definition in tests/api_helpers.py
-            status, body = await api.get("/apis")
-            return status == 200 and all(g["name"] != name for g in body["groups"])
-        await eventually(unserved, what=f"the group {name} to leave discovery")
+        await create_established(API(session, apiserver.url), crd)
+    yield name
+    await asyncio.to_thread(delete_definition, extensions, crd["metadata"]["name"])
 
 
 @pytest.fixture

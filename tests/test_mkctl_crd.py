@@ -18,13 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import config
+from kubernetes import client, config
 
-from tests.api_helpers import definition_in_discovery, until
+from tests.api_helpers import delete_definition, official_crd_clients
 from tests.test_mkctl import Clis, Result, assert_same, normalized
 
 # On the session's API server: every definition made here has a group of its own and
 # is deleted at the end.
+
+api_client, extensions, custom = official_crd_clients()
 
 GROUP = "fleet.example.com"
 # ../shared/data/crds from the checkout: /work/main's parent, or a worktree's ancestor
@@ -156,14 +158,11 @@ def world(kubeconfig: Path, files: Path, tmp_path_factory: pytest.TempPathFactor
         for namespace in (world.namespace, world.other):
             clis.kubectl("delete", "namespace", namespace, "--wait=false",
                          "--ignore-not-found")
-        for name in ("widgets", "depots"):
-            clis.kubectl("delete", "crd", f"{name}.{GROUP}", "--wait=false",
-                         "--ignore-not-found")
         # the next module on this server may start a client's discovery at once
         with config.new_client_from_config(config_file=str(kubeconfig)) as api_client:
-            until(lambda: not any(definition_in_discovery(api_client, name, GROUP)
-                                  for name in ("widgets", "depots")),
-                  f"{GROUP} to leave discovery")
+            extensions = client.ApiextensionsV1Api(api_client)
+            for name in ("widgets", "depots"):
+                delete_definition(extensions, f"{name}.{GROUP}", ignore_not_found=True)
 
 
 READING = [
@@ -303,7 +302,7 @@ def test_changing_custom_resources_as_kubectl(world: World, setup: list[str], ca
 
 
 def test_a_definition_made_after_discovery_was_cached_is_found_by_its_names(
-        world: World) -> None:
+        world: World, extensions: client.ApiextensionsV1Api) -> None:
     """Both CLIs cache discovery; a name the cache lacks makes each fetch it again once."""
     for args in (["get", "pods", "-n", world.namespace], ["get", "wd", "-n", world.namespace]):
         assert_same(*world.clis.compare(*args))
@@ -320,7 +319,7 @@ def test_a_definition_made_after_discovery_was_cached_is_found_by_its_names(
             assert expected.code == 0, expected.err
             assert_same(expected, actual)
     finally:
-        world.clis.kubectl("delete", "crd", f"gadgets.{group}", "--wait=false")
+        delete_definition(extensions, f"gadgets.{group}")
 
 
 # Real-world definitions: deep schemas, maps, lists of objects, enums, long descriptions.
@@ -357,7 +356,8 @@ REAL_WORLD_CASES = [
 
 
 @pytest.mark.skipif(CRDS is None, reason="no ../shared/data/crds")
-def test_real_world_custom_resources_read_as_kubectl_reads_them(world: World) -> None:
+def test_real_world_custom_resources_read_as_kubectl_reads_them(
+        world: World, extensions: client.ApiextensionsV1Api) -> None:
     """cert-manager's, Gateway API's and prometheus-operator's definitions, with Gateway
     API's basic-http example and a Certificate whose status says it is ready."""
     assert CRDS is not None
@@ -378,4 +378,4 @@ def test_real_world_custom_resources_read_as_kubectl_reads_them(world: World) ->
             assert_same(expected, actual)
     finally:
         for name in REAL_WORLD.values():
-            world.clis.kubectl("delete", "crd", name, "--wait=false", "--ignore-not-found")
+            delete_definition(extensions, name, ignore_not_found=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -18,7 +17,6 @@ import pytest
 
 from minikube_py.api import Obj
 from minikube_py.api.meta import rfc3339
-from minikube_py.client.errors import Conflict
 from minikube_py.client.rest import Client
 from minikube_py.controllers.manager import ControllerManager
 from minikube_py.controllers.replicaset import (
@@ -27,7 +25,7 @@ from minikube_py.controllers.replicaset import (
     calculate_status,
     pods_to_delete,
 )
-from tests.api_helpers import eventually
+from tests.api_helpers import eventually, retry_on_conflict_async
 from tests.fake_kubelet import FakeKubelet, running_status
 
 RunControllers = Callable[..., Awaitable[ControllerManager]]
@@ -358,15 +356,11 @@ async def test_failed_creates_are_reported_while_other_replica_sets_are_served(
     pods = await list_pods(api_client, namespace)
     assert len(owned_by(pods, good)) == len(pods) == 2
 
-    fixed = copy.deepcopy(await rs_client.get("broken", namespace))
-    fixed["spec"]["template"]["spec"]["containers"][0]["image"] = "busybox:1.36"
-    for _attempt in range(5):
-        try:
-            await rs_client.update(fixed)
-            break
-        except Conflict:
-            fixed["metadata"]["resourceVersion"] = (
-                await rs_client.get("broken", namespace))["metadata"]["resourceVersion"]
+    async def fix_image() -> Obj:  # the controller writes the status meanwhile
+        broken = await rs_client.get("broken", namespace)
+        broken["spec"]["template"]["spec"]["containers"][0]["image"] = "busybox:1.36"
+        return await rs_client.update(broken)
+    await retry_on_conflict_async(fix_image)
 
     async def recovered() -> bool:
         status = (await rs_status(api_client, namespace, "broken")).get("status") or {}
