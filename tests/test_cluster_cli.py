@@ -20,15 +20,17 @@ from tests.api_helpers import until
 pytestmark = pytest.mark.slow
 
 
-def launcher(home: Path, *args: str, check: bool = True, timeout: float = 300
-             ) -> subprocess.CompletedProcess[str]:
-    """`minikube-py ARGS` in `home`. A run past `timeout` fails with what it printed so far
-    (each of `up`'s steps says its second), and so does a failed one when `check`."""
+def launcher(home: Path, *args: str, check: bool = True, timeout: float = 300,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`minikube-py ARGS` in `home`, in `env` (else this process's environment). A run
+    past `timeout` fails with what it printed so far (each of `up`'s steps says its
+    second), and so does a failed one when `check`."""
     command = f"minikube-py {' '.join(args)}"
     try:
         done = subprocess.run(
             [sys.executable, "-m", "minikube_py.cluster", *args], capture_output=True,
-            text=True, timeout=timeout, env={**os.environ, "MINIKUBE_PY_HOME": str(home)})
+            text=True, timeout=timeout,
+            env={**(os.environ if env is None else env), "MINIKUBE_PY_HOME": str(home)})
     except subprocess.TimeoutExpired as expired:
         raise AssertionError(f"{command} still ran after {timeout} s; it printed:\n"
                              f"{_text(expired.stdout)}{_text(expired.stderr)}") from None

@@ -37,7 +37,7 @@ import yaml
 
 from tests.conftest import shares_the_lane_cluster
 from tests.e2e.helpers import until
-from tests.test_cluster_cli import leftovers
+from tests.test_cluster_cli import launcher, leftovers
 
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 # One set of flags that serves every sharing module: two workers (storage places a
@@ -153,10 +153,7 @@ class LaneCluster:
 
     def launcher(self, *args: str) -> subprocess.CompletedProcess[str]:
         assert self.env is not None
-        done = subprocess.run([sys.executable, "-m", "minikube_py.cluster", *args],
-                              env=self.env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, (args, done.stdout + done.stderr)
-        return done
+        return launcher(self.home, *args, timeout=600, env=self.env)
 
     @staticmethod
     def kubectl(kubeconfig: Path, *args: str, check: bool = True
