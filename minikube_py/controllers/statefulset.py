@@ -96,7 +96,7 @@ class StatefulSetController(Controller):
         self.pods = self.informer("pods")
         self.claims = self.informer("persistentvolumeclaims")
         self.revisions = self.informer("controllerrevisions", "apps")
-        self.history = history.History(self.revisions.store,
+        self.history = history.History(self.revisions,
                                        self.client.resource("controllerrevisions", "apps"))
         self.set_client = self.client.resource("statefulsets", "apps")
         self.pod_client = self.client.resource("pods")
