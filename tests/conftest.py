@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from minikube_py.apiserver.storage.etcd import EtcdClient
-from minikube_py.client.rest import Client
+from minikube_py.client.rest import Client, ResourceClient
 from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.kubeconfig import write_kubeconfig
@@ -476,3 +476,20 @@ async def run_controllers(kubeconfig: Path) -> AsyncIterator[
     for manager, client in started:
         await manager.stop()
         await client.close()
+
+
+@pytest.fixture
+def lagging_revision_watch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ControllerRevision watch opened from now on delivers each event 0.5 s late: a
+    watch behind the others, as one can be on a loaded machine. The informer's cache and
+    the resourceVersion it has seen move together, as they do when a watch lags. Request
+    it before the controller's fixture, so that the controller's watch is one of them."""
+    watch = ResourceClient.watch
+
+    async def lagging(self: ResourceClient, *args: Any, **kwargs: Any
+                      ) -> AsyncIterator[tuple[str, Any]]:
+        async for event in watch(self, *args, **kwargs):
+            if self.resource.plural == "controllerrevisions":
+                await asyncio.sleep(0.5)
+            yield event
+    monkeypatch.setattr(ResourceClient, "watch", lagging)

@@ -20,6 +20,7 @@ from minikube_py.api import Obj
 from minikube_py.api.podutil import is_pod_ready
 from minikube_py.client.errors import NotFound
 from minikube_py.client.rest import Client, ResourceClient
+from minikube_py.controllers import history
 from minikube_py.controllers.daemonset import DaemonSetController
 from minikube_py.controllers.daemonset_util import (
     REVISION_HASH_LABEL,
@@ -48,6 +49,12 @@ async def daemonset_controller(api_client: Client, namespace: str,
     await manager.stop()
     await api_client.resource("daemonsets", "apps").delete_collection(namespace)
     await api_client.resource("pods").delete_collection(namespace)
+
+
+@pytest.fixture
+async def daemonset_controller_with_lagging_revisions(
+        lagging_revision_watch: None, daemonset_controller: None) -> None:
+    """The DaemonSet controller, started once its ControllerRevision watch lags."""
 
 
 @pytest.fixture
@@ -424,10 +431,10 @@ async def test_each_template_is_a_revision_and_kubectl_rolls_back_to_one(
             assert_same(expected, actual)
 
 
-async def test_revision_history_limit_keeps_the_newest_old_revisions(
-        api_client: Client, namespace: str, run_id: str, make_node: MakeNode,
-        daemonset_controller: None) -> None:
-    node = await make_node()
+async def roll_out_three_templates_keeping_one_old_revision(
+        api_client: Client, namespace: str, run_id: str, node: str) -> None:
+    """Four templates in turn, each rolled out, with revisionHistoryLimit 1: what stays is
+    revision 4 (the current template) and revision 3 (the one before it), nothing else."""
     daemonsets = api_client.resource("daemonsets", "apps")
     body = daemon_set(run_id)
     body["spec"]["revisionHistoryLimit"] = 1
@@ -441,5 +448,24 @@ async def test_revision_history_limit_keeps_the_newest_old_revisions(
 
         async def trimmed() -> bool:
             listed = await api_client.resource("controllerrevisions", "apps").list(namespace)
-            return sorted(r["revision"] for r in listed["items"]) == [3, 4]
-        await eventually(trimmed, what="revisions 3 and 4 only")
+            return sorted((r["revision"], history.template_of(r)["spec"]["containers"][0][
+                "image"]) for r in listed["items"]) == [(3, "busybox:1.37"), (4, "busybox:1.38")]
+        await eventually(trimmed, what="revisions 3 and 4 only, of the last two templates")
+
+
+async def test_revision_history_limit_keeps_the_newest_old_revisions(
+        api_client: Client, namespace: str, run_id: str, make_node: MakeNode,
+        daemonset_controller: None) -> None:
+    await roll_out_three_templates_keeping_one_old_revision(api_client, namespace, run_id,
+                                                            await make_node())
+
+
+async def test_a_revision_cache_behind_the_controllers_writes_never_repeats_a_number(
+        api_client: Client, namespace: str, run_id: str, make_node: MakeNode,
+        daemonset_controller_with_lagging_revisions: None) -> None:
+    """New revisions are numbered one past the highest cached one: a sync must wait for
+    the cache to hold the revision it wrote last. Without that wait, with this lag, two
+    templates took one number (the first two both took 1), which never heals once the
+    template moves on, and the limit then kept the wrong revision."""
+    await roll_out_three_templates_keeping_one_old_revision(api_client, namespace, run_id,
+                                                            await make_node())

@@ -385,6 +385,53 @@ async def test_a_pod_deleted_below_the_partition_comes_back_at_the_current_revis
     assert await revisions_of(api_client, namespace) == [(1, "nginx:1.27"), (2, "nginx:1.28")]
 
 
+async def rolled_out_to(api_client: Client, namespace: str, image: str) -> None:
+    """Until the one-replica set "web" runs `image` everywhere and its status says so."""
+    sets = api_client.resource("statefulsets", "apps")
+
+    async def done() -> bool:
+        sts = await sets.get("web", namespace)
+        status = sts.get("status") or {}
+        return (sts["spec"]["template"]["spec"]["containers"][0]["image"] == image
+                and status.get("observedGeneration") == sts["metadata"]["generation"]
+                and status.get("updatedReplicas") == status.get("readyReplicas") == 1
+                and status.get("currentRevision") == status.get("updateRevision"))
+    await eventually(done, timeout=15, what=f"the rollout to {image}")
+
+
+async def set_image(api_client: Client, namespace: str, image: str) -> None:
+    """Change the template of "web" to `image` and wait until it is rolled out."""
+    await api_client.resource("statefulsets", "apps").patch(
+        "web", {"spec": {"template": {"spec": {"containers": [
+            {"name": "nginx", "image": image}]}}}}, namespace)
+    await rolled_out_to(api_client, namespace, image)
+
+
+@pytest.fixture
+async def statefulset_controller_with_lagging_revisions(
+        lagging_revision_watch: None, statefulset_controller: None) -> None:
+    """The StatefulSet controller, started once its ControllerRevision watch lags."""
+
+
+async def test_a_revision_cache_behind_the_controllers_writes_never_repeats_a_number(
+        api_client: Client, namespace: str,
+        statefulset_controller_with_lagging_revisions: None) -> None:
+    """New revisions are numbered one past the highest cached one: a sync must wait for
+    the cache to hold the revision it wrote last, or two templates get one number."""
+    body = stateful_set(replicas=1)
+    body["spec"]["revisionHistoryLimit"] = 1
+    async with FakeKubelet(api_client, namespace, delay=0.05):
+        await api_client.resource("statefulsets", "apps").create(body, namespace)
+        await rolled_out_to(api_client, namespace, "nginx:1.27")
+        for image in ("nginx:1.28", "nginx:1.29", "nginx:1.30"):
+            await set_image(api_client, namespace, image)
+
+        async def trimmed() -> bool:
+            return await revisions_of(api_client, namespace) == [(3, "nginx:1.29"),
+                                                                 (4, "nginx:1.30")]
+        await eventually(trimmed, what="revisions 3 and 4 only, of the last two templates")
+
+
 async def test_revisions_are_renumbered_on_rollback_trimmed_and_read_by_kubectl(
         api_client: Client, namespace: str, statefulset_controller: None,
         kubectl: Callable[..., Any], kubeconfig: Path, tmp_path: Path) -> None:
@@ -393,29 +440,15 @@ async def test_revisions_are_renumbered_on_rollback_trimmed_and_read_by_kubectl(
     body = stateful_set(replicas=1)
     body["spec"]["revisionHistoryLimit"] = 1
 
-    async def rolled_out_to(image: str) -> None:
-        async def done() -> bool:
-            sts = await sets.get("web", namespace)
-            status = sts.get("status") or {}
-            return (sts["spec"]["template"]["spec"]["containers"][0]["image"] == image
-                    and status.get("observedGeneration") == sts["metadata"]["generation"]
-                    and status.get("updatedReplicas") == status.get("readyReplicas") == 1
-                    and status.get("currentRevision") == status.get("updateRevision"))
-        await eventually(done, timeout=15, what=f"the rollout to {image}")
-
-    async def set_image(image: str) -> None:
-        await sets.patch("web", {"spec": {"template": {"spec": {"containers": [
-            {"name": "nginx", "image": image}]}}}}, namespace)
-        await rolled_out_to(image)
-
     async with FakeKubelet(api_client, namespace, delay=0.05):
         await sets.create(body, namespace)
-        await rolled_out_to("nginx:1.27")
-        await set_image("nginx:1.28")
-        await set_image("nginx:1.27")  # back: revision 1 becomes 3
+        await rolled_out_to(api_client, namespace, "nginx:1.27")
+        await set_image(api_client, namespace, "nginx:1.28")
+        await set_image(api_client, namespace, "nginx:1.27")  # back: revision 1 becomes 3
         assert await revisions_of(api_client, namespace) == [(2, "nginx:1.28"),
                                                              (3, "nginx:1.27")]
-        await set_image("nginx:1.29")  # 4; of the old ones only the newest (3) is kept
+        # 4; of the old ones only the newest (3) is kept
+        await set_image(api_client, namespace, "nginx:1.29")
 
         async def trimmed() -> bool:
             return await revisions_of(api_client, namespace) == [(3, "nginx:1.27"),
@@ -437,5 +470,5 @@ async def test_revisions_are_renumbered_on_rollback_trimmed_and_read_by_kubectl(
         undone = await asyncio.to_thread(kubectl, "rollout", "undo", "statefulset/web",
                                          "-n", namespace)
         assert undone.stdout == "statefulset.apps/web rolled back\n"
-        await rolled_out_to("nginx:1.27")
+        await rolled_out_to(api_client, namespace, "nginx:1.27")
     assert await revisions_of(api_client, namespace) == [(4, "nginx:1.29"), (5, "nginx:1.27")]

@@ -65,6 +65,11 @@ class SharedInformer(Component):
     def add_indexers(self, indexers: dict[str, IndexFunc]) -> None:
         self.store.add_indexers(indexers)
 
+    def last_sync_resource_version(self) -> str:
+        """LastSyncResourceVersion: the version of the newest list or watch event the cache
+        holds; every write at or below it has reached the cache (a watch is in order)."""
+        return self.reflector.last_sync_resource_version
+
     def has_synced(self) -> bool:
         """True once the first list has been stored and announced to the handlers."""
         return self._synced.is_set()

@@ -138,7 +138,7 @@ class DaemonSetController(Controller):
         self.revisions = self.informer("controllerrevisions", "apps")
         self.daemonset_client = self.client.resource("daemonsets", "apps")
         self.pod_client = self.client.resource("pods")
-        self.history = history.History(self.revisions.store,
+        self.history = history.History(self.revisions,
                                        self.client.resource("controllerrevisions", "apps"))
         # ControllerExpectations holds one kind of pending action per key, and one sync
         # may both create and delete: keep a record of each.
@@ -162,6 +162,7 @@ class DaemonSetController(Controller):
     def _forget_expectations(self, key: str) -> None:
         self.creations.delete(key)
         self.deletions.delete(key)
+        self.history.forget(key)
 
     def _daemon_set_updated(self, old: Obj, new: Obj) -> None:
         if old["metadata"].get("uid") != new["metadata"].get("uid"):
@@ -270,6 +271,8 @@ class DaemonSetController(Controller):
             return
         if is_deleting(ds):
             return  # its pods are the garbage collector's now; status would be meaningless
+        if not self.history.caught_up(ds):
+            return  # numbering from this cache could repeat a number; its event queues us
         nodes = self.nodes.store.list()
         current, old = await self._construct_history(ds)
         hash_ = current["metadata"]["labels"][REVISION_HASH_LABEL]

@@ -13,6 +13,11 @@ When the template goes back to an earlier one (a rollback), the revision with eq
 data is renumbered to be the newest rather than copied. Revisions beyond
 spec.revisionHistoryLimit are deleted, oldest first, except those pods still run.
 
+Numbers come from the informer's cache, so a sync waits until the cache holds the last
+revision it wrote for the owner (`caught_up`): a cache one revision behind would number
+the next template like the last one, for good once the template moves on, and the limit
+would then keep the wrong revisions.
+
 Two things differ between the two controllers, as upstream:
 - the name's hash: a DaemonSet's is its template's hash (the pods' controller-revision-
   hash label); a StatefulSet's is the hash of the snapshot's bytes, and its pods' label
@@ -31,9 +36,10 @@ import orjson
 from minikube_py.api import Obj
 from minikube_py.api.selectors import LabelSelector
 from minikube_py.client.errors import AlreadyExists, NotFound
+from minikube_py.client.informer import SharedInformer
 from minikube_py.client.rest import ResourceClient
-from minikube_py.client.store import Indexer
-from minikube_py.controllers.controller_ref import claim, owner_reference
+from minikube_py.client.store import object_key
+from minikube_py.controllers.controller_ref import claim, controller_of, owner_reference
 from minikube_py.controllers.controller_utils import safe_encode_string
 
 HASH_LABEL = "controller.kubernetes.io/hash"  # history.ControllerRevisionHashLabel
@@ -113,13 +119,48 @@ def equal(revision: Obj, data: Obj) -> bool:
     return revision.get("data") == data
 
 
+def _version(resource_version: str) -> int:
+    """A resourceVersion as a number (etcd's mod_revision), to tell which is newer."""
+    return int(resource_version or 0)
+
+
 class History:
     """One owner kind's revisions: listed from the informer's cache, written through the
     API (upstream's realHistory)."""
 
-    def __init__(self, store: Indexer, client: ResourceClient) -> None:
-        self.store = store
+    def __init__(self, informer: SharedInformer, client: ResourceClient) -> None:
+        self.informer = informer
+        self.store = informer.store
         self.client = client
+        # owner key -> resourceVersion of the last revision written for it, until cached
+        self._written: dict[str, int] = {}
+
+    def caught_up(self, owner: Obj) -> bool:
+        """Whether the cache holds the last revision created or renumbered for the owner.
+        Until it does, a sync must not use the owner's history. The watch event of that
+        write queues the owner again (the controllers' revision handlers), so a sync
+        skipped for this is always followed by another."""
+        key = object_key(owner)
+        written = self._written.get(key)
+        if written is None:
+            return True
+        if _version(self.informer.last_sync_resource_version()) < written:
+            return False
+        del self._written[key]
+        return True
+
+    def forget(self, owner_key: str) -> None:
+        """The owner is gone: nothing of its to wait for."""
+        self._written.pop(owner_key, None)
+
+    def _wrote(self, revision: Obj) -> Obj:
+        """Remember a revision written (or found) through the API, for caught_up."""
+        reference = controller_of(revision)
+        if reference is not None:
+            key = f"{revision['metadata'].get('namespace', '')}/{reference['name']}"
+            version = _version(revision["metadata"].get("resourceVersion", ""))
+            self._written[key] = max(self._written.get(key, 0), version)
+        return revision
 
     async def owned(self, owner: Obj, selector: LabelSelector) -> list[Obj]:
         """ListControllerRevisions and adoptOrphanRevisions: the owner's revisions, orphans
@@ -134,17 +175,18 @@ class History:
         collision: the caller counts it and names the revision again)."""
         meta = revision["metadata"]
         try:
-            return await self.client.create(revision, meta["namespace"])
+            return self._wrote(await self.client.create(revision, meta["namespace"]))
         except AlreadyExists:
             existing = await self.client.get(meta["name"], meta["namespace"])
-            return existing if equal(existing, revision["data"]) else None
+            return self._wrote(existing) if equal(existing, revision["data"]) else None
 
     async def renumber(self, revision: Obj, number: int) -> Obj:
         """UpdateControllerRevision: a rollback makes an old revision the newest."""
         if revision.get("revision") == number:
             return revision
-        return await self.client.patch(revision["metadata"]["name"], {"revision": number},
-                                       revision["metadata"]["namespace"], patch_type="merge")
+        return self._wrote(await self.client.patch(
+            revision["metadata"]["name"], {"revision": number},
+            revision["metadata"]["namespace"], patch_type="merge"))
 
     async def delete(self, revision: Obj) -> None:
         try:

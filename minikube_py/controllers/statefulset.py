@@ -3,7 +3,7 @@
 Upstream: pkg/controller/statefulset (stateful_set.go, stateful_set_control.go,
 stateful_pod_control.go; stateful_set_utils.go is statefulset_util.py).
 
-    StatefulSet or pod event --> queue "ns/name" --> sync(key):
+    StatefulSet, pod or revision event --> queue "ns/name" --> sync(key):
         replicas web-0 .. web-N-1: create the missing ones (their PVCs first)
         OrderedReady: one at a time, in order, each Running and Ready before the next
         Parallel:     all at once
@@ -26,7 +26,9 @@ Each template the set has had is kept as a ControllerRevision `<set>-<hash>` (hi
 rollout (or, without one, among the first currentReplicas) is built from the current
 revision's template, the others from the update revision's. Going back to an earlier
 template renumbers its revision instead of writing a new one, and revisions beyond
-spec.revisionHistoryLimit that neither the status nor a pod names are deleted.
+spec.revisionHistoryLimit that neither the status nor a pod names are deleted. A sync
+waits until the revision cache holds the last revision it wrote (history.caught_up), and
+that revision's event queues the set again.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ class StatefulSetController(Controller):
         self.pods = self.informer("pods")
         self.claims = self.informer("persistentvolumeclaims")
         self.revisions = self.informer("controllerrevisions", "apps")
-        self.history = history.History(self.revisions.store,
+        self.history = history.History(self.revisions,
                                        self.client.resource("controllerrevisions", "apps"))
         self.set_client = self.client.resource("statefulsets", "apps")
         self.pod_client = self.client.resource("pods")
@@ -104,6 +106,9 @@ class StatefulSetController(Controller):
         self.watch_own_kind(self.sets)
         self.pods.add_event_handler(EventHandler(
             on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted))
+        self.revisions.add_event_handler(EventHandler(
+            on_add=self._revision_changed,
+            on_update=lambda _old, new: self._revision_changed(new)))
 
     # -- informer handlers ----------------------------------------------------------------------
 
@@ -152,6 +157,16 @@ class StatefulSetController(Controller):
             for sts in self._sets_for_pod(new):
                 self.enqueue(sts)
 
+    def _revision_changed(self, revision: Obj) -> None:
+        """A set's revision reached the cache: a sync that waited for it (History.caught_up)
+        goes on. Upstream's controller has no such handler; it does not wait."""
+        reference = controller_of(revision)
+        if reference is None:
+            return
+        sts = self._resolve_controller_ref(revision["metadata"].get("namespace", ""), reference)
+        if sts is not None:
+            self.enqueue(sts)
+
     def _pod_deleted(self, pod: Obj) -> None:
         reference = controller_of(pod)
         if reference is None:
@@ -167,7 +182,10 @@ class StatefulSetController(Controller):
         namespace, name = split_key(key)
         sts = self.sets.store.get_by_name(namespace, name)
         if sts is None:
+            self.history.forget(key)
             return
+        if not self.history.caught_up(sts):
+            return  # numbering from this cache could repeat a number; its event queues us
         selector = label_selector_from_dict(sts["spec"].get("selector"))
         pods = await self._pods_for_set(sts, selector)
         revisions = await self.history.owned(sts, selector)
