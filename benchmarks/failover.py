@@ -247,8 +247,19 @@ class HACluster:
             time.sleep(0.5)
 
     def lease(self, name: str) -> dict[str, Any]:
-        done = self.kubectl("get", "lease", "-n", "kube-system", name, "-o", "json")
-        return json.loads(done.stdout)["spec"] if done.returncode == 0 else {}
+        """The Lease's spec, {} when there is none. A read that fails otherwise (an API
+        server behind haproxy that is coming back from a kill) is tried again, for 30 s."""
+        deadline = time.monotonic() + 30
+        while True:
+            done = self.kubectl("get", "lease", "-n", "kube-system", name, "-o", "json",
+                                "--request-timeout=5s")
+            if done.returncode == 0:
+                return json.loads(done.stdout)["spec"]
+            if "(NotFound)" in done.stderr:
+                return {}
+            if time.monotonic() > deadline:
+                raise BenchmarkError(f"cannot read the Lease {name}: {done.stderr.strip()}")
+            time.sleep(0.5)
 
     def leader_node(self, component: str) -> str | None:
         """The node whose `component` holds its Lease: the holder's identity is in that
