@@ -4,8 +4,9 @@ through discovery by each of its names, and read (get, describe, explain) and ch
 (apply, apply --server-side, scale, delete) as kubectl reads and changes it; and a
 cluster-scoped definition beside it, in the same category.
 
-Definitions are cluster-wide and show in discovery, so this module has a server of its
-own. The changing cases run on twin namespaces, one for each CLI.
+Definitions are cluster-wide and show in discovery: on the session's API server, each
+one made here has a group of its own and leaves discovery before the module ends (see
+below). The changing cases run on twin namespaces, one for each CLI.
 """
 
 from __future__ import annotations
