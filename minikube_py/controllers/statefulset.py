@@ -105,10 +105,11 @@ class StatefulSetController(Controller):
         self.claim_client = self.client.resource("persistentvolumeclaims")
         self.watch_own_kind(self.sets)
         self.pods.add_event_handler(EventHandler(
-            on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted))
+            on_add=self._pod_added, on_update=self._pod_updated,
+            on_delete=self._enqueue_controller))
         self.revisions.add_event_handler(EventHandler(
-            on_add=self._revision_changed,
-            on_update=lambda _old, new: self._revision_changed(new)))
+            on_add=self._enqueue_controller,
+            on_update=lambda _old, new: self._enqueue_controller(new)))
 
     # -- informer handlers ----------------------------------------------------------------------
 
@@ -123,7 +124,7 @@ class StatefulSetController(Controller):
 
     def _pod_added(self, pod: Obj) -> None:
         if pod["metadata"].get("deletionTimestamp"):
-            self._pod_deleted(pod)
+            self._enqueue_controller(pod)  # as a deleted pod
             return
         reference = controller_of(pod)
         if reference is None:
@@ -157,21 +158,14 @@ class StatefulSetController(Controller):
             for sts in self._sets_for_pod(new):
                 self.enqueue(sts)
 
-    def _revision_changed(self, revision: Obj) -> None:
-        """A set's revision reached the cache: a sync that waited for it (History.caught_up)
-        goes on. Upstream's controller has no such handler; it does not wait."""
-        reference = controller_of(revision)
+    def _enqueue_controller(self, obj: Obj) -> None:
+        """Queue the set that controls `obj`: a pod deleted, or a revision that reached the
+        cache, so that a sync that waited for it (History.caught_up) goes on. Upstream's
+        controller has no revision handler; it does not wait."""
+        reference = controller_of(obj)
         if reference is None:
             return
-        sts = self._resolve_controller_ref(revision["metadata"].get("namespace", ""), reference)
-        if sts is not None:
-            self.enqueue(sts)
-
-    def _pod_deleted(self, pod: Obj) -> None:
-        reference = controller_of(pod)
-        if reference is None:
-            return
-        sts = self._resolve_controller_ref(pod["metadata"].get("namespace", ""), reference)
+        sts = self._resolve_controller_ref(obj["metadata"].get("namespace", ""), reference)
         if sts is not None:
             self.enqueue(sts)
 
