@@ -201,11 +201,11 @@ CLUSTER_TESTS = ("tests/e2e/", "tests/test_cluster_cli.py", "tests/test_lab_read
                  "tests/test_join.py",
                  "tests/test_benchmark_smoke.py::test_cluster_up_benchmark",
                  "tests/test_benchmark_smoke.py::test_streaming_benchmark")
-# Lane B: 1,115 s in the last full run (`-n 3`, nproc 2), lane A 1,050 s, both under the
-# three workers' balance (about 1,320 s each). Alone (`-n 0`, lane B's modules only): 823
-# s before six of its modules shared one cluster (SHARED_CLUSTER_TESTS), 958 s after on a
-# busier machine; the sharing takes about 50 s of fixture time and five clusters' CPU off
-# the lane (docs/decisions.md).
+# Lane B: 913 s in the last full run (`-n 3`, nproc 2; 2026-11-30), lane A 921 s, both
+# under the three workers' balance (1,126-1,143 s each); the run's summary lists each
+# lane's modules with their seconds. Six of lane B's modules share one cluster
+# (SHARED_CLUSTER_TESTS): about 50 s of fixture time and five clusters' CPU off the lane
+# (docs/decisions.md).
 LANE_B_TESTS = ("tests/e2e/test_network_policy.py", "tests/e2e/test_secure_cluster.py",
                 "tests/e2e/test_storage.py", "tests/e2e/test_into_the_pod.py",
                 "tests/e2e/test_ssh.py", "tests/e2e/test_mkctl_into_the_pod.py",
