@@ -297,13 +297,27 @@ async def measure(args: argparse.Namespace) -> list[Row]:
                                            algorithm_pods, judged=False)
         rows += reference
     measured, after = await one_size(args, nodes, pods, algorithm_pods, judged=True)
-    rows += measured
+    return [*rows, *measured, *growth_rows(before, after, compare, nodes)]
+
+
+def growth_rows(before: CpuByWorkload, after: CpuByWorkload, compare: int, nodes: int
+                ) -> list[Row]:
+    """Each workload's scheduler CPU per pod at `compare` nodes against `nodes`, judged
+    against 1.5x. A smaller run whose CPU read 0 (a few pods, under the 10 ms clock tick
+    of /proc's CPU times, as --quick's can be) gives no ratio, and no verdict."""
+    rows: list[Row] = []
     for label, cpu in after.items():
-        if label in before:
-            growth = cpu / before[label]
-            rows.append((f"scheduler CPU per pod, {compare:,} -> {nodes:,} nodes: {label}",
-                         f"{before[label]:.2f} -> {cpu:.2f} ms ({growth:.2f}x)",
-                         "<= 1.5x", verdict(growth <= 1.5)))
+        if label not in before:
+            continue
+        metric = f"scheduler CPU per pod, {compare:,} -> {nodes:,} nodes: {label}"
+        if before[label] <= 0:
+            rows.append((metric, f"{before[label]:.2f} -> {cpu:.2f} ms (no ratio: the "
+                         f"{compare:,}-node run's CPU was under the clock's tick)", "<= 1.5x",
+                         ""))
+            continue
+        growth = cpu / before[label]
+        rows.append((metric, f"{before[label]:.2f} -> {cpu:.2f} ms ({growth:.2f}x)",
+                     "<= 1.5x", verdict(growth <= 1.5)))
     return rows
 
 
