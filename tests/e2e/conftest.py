@@ -83,8 +83,7 @@ class LaneCluster:
             return
         env, self.env = self.env, None
         self.claimed.clear()
-        down = subprocess.run([sys.executable, "-m", "minikube_py.cluster", "down", "--purge"],
-                              env=env, capture_output=True, text=True, timeout=300)
+        down = launcher(self.home, "down", "--purge", check=False, env=env)
         with pytest.MonkeyPatch.context() as patch:  # leftovers() reads the lane's network
             for name in NETWORK_VARIABLES:
                 if name in env:

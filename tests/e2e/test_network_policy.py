@@ -109,6 +109,7 @@ class Cluster:
     def __init__(self, home: Path) -> None:
         self.home = home
         self.added: list[tuple[str, ...]] = []  # `kubectl label` arguments that undo a label
+        self.namespaces: dict[str, Path] = {}  # pod -> its network namespace, once found
         pods = [pod for namespace in NAMESPACES for pod in json.loads(kubectl(
             home, "get", "pods", "-n", namespace, "-l", "pod", "-o", "json").stdout)["items"]]
         self.ips = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["status"]["podIP"]
@@ -128,7 +129,12 @@ class Cluster:
 
     def network_namespace(self, pod: str) -> Path:
         """The pod's network namespace: that of its server process (the one whose
-        POD_NAME is the pod's), checked to hold the pod's address."""
+        POD_NAME is the pod's), checked to hold the pod's address; looked up once."""
+        if pod not in self.namespaces:
+            self.namespaces[pod] = self._find_network_namespace(pod)
+        return self.namespaces[pod]
+
+    def _find_network_namespace(self, pod: str) -> Path:
         wanted = f"POD_NAME={pod}".encode()
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
