@@ -24,13 +24,14 @@ WORKDIR /opt/minikube-py
 # to the code alone keeps it.
 COPY pyproject.toml .
 RUN python3 -m venv .venv \
- && .venv/bin/pip install -q $(.venv/bin/python -c 'import tomllib; print(" ".join(\
-      tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))')
+ && .venv/bin/pip install -q $(.venv/bin/python -c 'import tomllib; project = tomllib.load(\
+      open("pyproject.toml", "rb"))["project"]; print(" ".join(\
+      project["dependencies"] + project["optional-dependencies"]["proto"]))')
 
 # The steps that need only part of the project come before the rest of it is copied, so
 # that a change elsewhere (the usual one) keeps their layers and builds only what follows.
 # minikube_py/gen from proto/ (the Makefile's `proto` target: tools/genproto.py, which
-# needs grpcio-tools, one of the dependencies).
+# needs grpcio-tools, the `proto` extra, installed above).
 COPY proto/ proto/
 COPY tools/genproto.py tools/
 RUN .venv/bin/python tools/genproto.py

@@ -85,7 +85,7 @@ apt:
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,proto]'
 	@touch $(STAMP)
 
 proto: $(STAMP)
