@@ -440,8 +440,17 @@ async def test_restarted_kubelet_removes_sandboxes_of_pods_gone_meanwhile(
 
 
 async def test_stats_summary_reports_running_pods(node, api_client, namespace):
+    # A busy loop takes a whole core while it runs: it ends with the test (its pod is
+    # deleted at the end, and its shell leaves the loop on SIGTERM), not with the module.
     await create(api_client, namespace, make_pod("measured", node, [shell(
-        "app", "while true; do :; done")]))
+        "app", "trap 'exit 0' TERM; while true; do :; done")]))
+    try:
+        await stats_of_a_busy_pod(node, api_client, namespace)
+    finally:
+        await api_client.resource("pods").delete("measured", namespace)
+
+
+async def stats_of_a_busy_pod(node: KubeletNode, api_client: Client, namespace: str) -> None:
     await pod_where(api_client, namespace, "measured", is_running_and_ready)
 
     async def measured() -> Obj | None:

@@ -405,9 +405,6 @@ def test_proxy_reaches_a_pod_a_service_and_a_node(cluster: Path) -> None:
 
 
 def test_kubectl_top_shows_a_busy_pod_busy_and_an_idle_one_idle(cluster: Path) -> None:
-    kubectl(cluster, "run", "busy", "--image=busybox:1.36", "--", "sh", "-c",
-            "while :; do :; done")
-    kubectl(cluster, "wait", "--for=condition=Ready", "pod/busy", "--timeout=60s")
     # the metrics-server pod's readiness probe first looks at 20 s, as upstream's manifest
     # says: until then its APIService has no endpoint, as on a cluster kubeadm just made
     kubectl(cluster, "wait", "--for=condition=Available", "apiservice/v1beta1.metrics.k8s.io",
@@ -416,6 +413,18 @@ def test_kubectl_top_shows_a_busy_pod_busy_and_an_idle_one_idle(cluster: Path) -
                                 "-o", "json").stdout)["status"]
     available = next(c for c in status["conditions"] if c["type"] == "Available")
     assert (available["status"], available["reason"]) == ("True", "Passed"), available
+    # The busy loop takes a core while it runs: it starts once the metrics can be read,
+    # and ends with the test (its shell leaves the loop on SIGTERM)
+    kubectl(cluster, "run", "busy", "--image=busybox:1.36", "--", "sh", "-c",
+            "trap 'exit 0' TERM; while :; do :; done")
+    try:
+        busy_pod_in_top(cluster)
+    finally:
+        kubectl(cluster, "delete", "pod", "busy", "--wait=false")
+
+
+def busy_pod_in_top(cluster: Path) -> None:
+    kubectl(cluster, "wait", "--for=condition=Ready", "pod/busy", "--timeout=60s")
     # How much CPU the busy loop gets depends on what else the machine runs: it is
     # busy next to the sleeping shell, by a factor no load on a shared machine takes away
     deadline = time.monotonic() + 120
