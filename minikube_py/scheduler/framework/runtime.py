@@ -224,7 +224,7 @@ class Framework:
         for plugin in plugins:
             if not nodes:
                 break
-            out = plugin.filter_nodes(state, pod, nodes)
+            nodes, out = plugin.filter_nodes_split(state, pod, nodes)
             if out:
                 statuses = out.values()
                 for status in dict(zip(map(id, statuses), statuses, strict=True)).values():
@@ -233,7 +233,6 @@ class Framework:
                     rejected.update(out)
                 else:
                     rejected = out  # a new dict, ours to keep (no copy of thousands)
-                nodes = [info for info in nodes if info.name not in out]
         return nodes, rejected
 
     def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo,
