@@ -148,9 +148,16 @@ class NodeAnswers(Generic[V]):
             return [info for info in nodes if get(info.name) is not info], None
         now = (snapshot.changes, snapshot.seq)
         if self.synced is not None:
-            changed = snapshot.changed_since(*self.synced)
+            # (by name: the order of nodes is no matter, so nodes added or removed are
+            # among the changed ones, and the answers of those removed are dropped)
+            changed = snapshot.changed_since(*self.synced, any_order=True)
             if changed is not None:
-                return [info for info in map(snapshot.get, changed) if info is not None], now
+                infos = [snapshot.get(name) for name in changed]
+                for name, info in zip(changed, infos, strict=True):
+                    if info is None:
+                        self.infos.pop(name, None)
+                        self.answers.pop(name, None)
+                return [info for info in infos if info is not None], now
         get = self.infos.get
         stale = [info for info in nodes if get(info.name) is not info]
         if len(self.infos) + len(stale) < len(snapshot):

@@ -392,26 +392,29 @@ class ChangeLog:
 
     def __init__(self, size: int = 64) -> None:
         self.seq = 0
-        # (seq, the names it changed; None when the list of nodes itself changed)
-        self._entries: deque[tuple[int, frozenset[str] | None]] = deque(maxlen=size)
+        # (seq, the names it changed, whether the list of nodes itself changed)
+        self._entries: deque[tuple[int, frozenset[str], bool]] = deque(maxlen=size)
 
     def record(self, names: Iterable[str], membership_changed: bool) -> int:
-        """A new snapshot changed these nodes; its sequence number."""
+        """A new snapshot changed these nodes (the nodes added and removed among them);
+        its sequence number."""
         self.seq += 1
-        self._entries.append((self.seq, None if membership_changed else frozenset(names)))
+        self._entries.append((self.seq, frozenset(names), membership_changed))
         return self.seq
 
-    def since(self, seq: int, upto: int) -> set[str] | None:
+    def since(self, seq: int, upto: int, any_order: bool = False) -> set[str] | None:
         """The nodes changed after snapshot `seq` up to snapshot `upto`, or None when that is
-        unknown (too far back, or the list of nodes changed in between: order may differ)."""
+        unknown (too far back, or the list of nodes changed in between: order may differ;
+        given `any_order`, for users to whom the order of nodes is no matter, the nodes
+        added and removed are named among the changed ones instead)."""
         if seq > upto or (seq < upto and (not self._entries or self._entries[0][0] > seq + 1)):
             return None
         names: set[str] = set()
-        for entry_seq, changed in reversed(self._entries):
+        for entry_seq, changed, membership_changed in reversed(self._entries):
             if entry_seq <= seq:
                 break
             if entry_seq <= upto:
-                if changed is None:
+                if membership_changed and not any_order:
                     return None
                 names.update(changed)
         return names
@@ -436,11 +439,13 @@ class Snapshot:
         self._lent: tuple[Mapping[str, NodeInfo], Mapping[str, NodeInfo],
                           Mapping[str, NodeInfo]] | None = None
 
-    def changed_since(self, changes: ChangeLog | None, seq: int) -> set[str] | None:
-        """The nodes changed since snapshot `seq` of `changes` (None: unknown, look at all)."""
+    def changed_since(self, changes: ChangeLog | None, seq: int, any_order: bool = False
+                      ) -> set[str] | None:
+        """The nodes changed since snapshot `seq` of `changes` (None: unknown, look at all;
+        see ChangeLog.since for `any_order`)."""
         if changes is None or changes is not self.changes:
             return None
-        return changes.since(seq, self.seq)
+        return changes.since(seq, self.seq, any_order)
 
     def lend_indexes(self, by_name: Mapping[str, NodeInfo], with_affinity: Mapping[str, NodeInfo],
                      with_required_anti_affinity: Mapping[str, NodeInfo]) -> None:

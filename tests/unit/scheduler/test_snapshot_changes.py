@@ -143,8 +143,9 @@ def test_change_log_names_the_nodes_changed_between_two_snapshots() -> None:
     assert log.since(third, third) == set()
     assert log.since(first, second) == {"b", "c"}  # a later snapshot's changes left out
     assert log.since(third, second) is None
-    log.record([], True)  # the list of nodes changed: order may differ, unknown
+    log.record(["f"], True)  # the list of nodes changed: order may differ, unknown
     assert log.since(third, log.seq) is None
+    assert log.since(third, log.seq, any_order=True) == {"f"}  # but f was added or removed
     log.record(["d"], False)
     log.record(["e"], False)
     assert log.since(first, log.seq) is None  # further back than the log keeps
