@@ -13,7 +13,9 @@ policies (nodeAffinityPolicy Honor: the pod's nodeSelector/affinity; nodeTaintsP
 Honor: its tolerations), hold domains that count. Counting walks every pod of every
 node, so each node's count is remembered while the node is unchanged (NodeMemo), and
 when every node's domain counts, PreFilter's and PreScore's sums per domain are kept
-from one cycle to the next and brought up to date from the nodes that changed.
+from one cycle to the next and brought up to date from the nodes that changed. Filter, when
+it turns nodes down by their domain alone, reads the domains of the nodes it is handed
+from the topology key's NodeLabelColumn, kept the same way (filter_nodes_split).
 """
 
 from __future__ import annotations
