@@ -94,17 +94,20 @@ class EquivalenceCache:
         return fit, {info.name: rejections[info.name] for info in nodes
                      if info.name in rejections}
 
-    def scores(self, key: Hashable, nodes: list[NodeInfo],
+    def scores(self, key: Hashable, nodes: list[NodeInfo], names: list[str],
                run: Callable[[list[NodeInfo]], list[list[int]] | None]
                ) -> list[tuple[int, ...]] | None:
         """Each node's raw scores (one per node-local plugin), asking run(nodes) for the
         nodes without remembered scores: it returns one list per plugin, or None when a
-        plugin failed (then nothing is remembered and None is returned).
+        plugin failed (then nothing is remembered and None is returned). `names` are the
+        nodes' names, in order (read once by the caller: in a large cluster, fetching
+        each NodeInfo again costs more than the lookups).
 
         (Scores are only ever asked for nodes that passed Filter, so they seldom cover a
         whole snapshot: each node is looked at, not the change log.)"""
         table = self._table(self._scores, key, ScoreRows)
-        stale, _ = table.stale(nodes, None)
+        known = table.infos.get
+        stale = [info for info, name in zip(nodes, names, strict=True) if known(name) is not info]
         rows = table.answers
         if stale:
             columns = run(stale)
@@ -113,7 +116,7 @@ class EquivalenceCache:
             for info, row in zip(stale, zip(*columns, strict=True), strict=True):
                 table.infos[info.name] = info
                 rows[info.name] = row
-        return [rows[info.name] for info in nodes]
+        return list(map(rows.__getitem__, names))
 
 
 class NodeAnswers(Generic[V]):
@@ -145,9 +148,16 @@ class NodeAnswers(Generic[V]):
             return [info for info in nodes if get(info.name) is not info], None
         now = (snapshot.changes, snapshot.seq)
         if self.synced is not None:
-            changed = snapshot.changed_since(*self.synced)
+            # (by name: the order of nodes is no matter, so nodes added or removed are
+            # among the changed ones, and the answers of those removed are dropped)
+            changed = snapshot.changed_since(*self.synced, any_order=True)
             if changed is not None:
-                return [info for info in map(snapshot.get, changed) if info is not None], now
+                infos = [snapshot.get(name) for name in changed]
+                for name, info in zip(changed, infos, strict=True):
+                    if info is None:
+                        self.infos.pop(name, None)
+                        self.answers.pop(name, None)
+                return [info for info in infos if info is not None], now
         get = self.infos.get
         stale = [info for info in nodes if get(info.name) is not info]
         if len(self.infos) + len(stale) < len(snapshot):

@@ -7,6 +7,7 @@ A plugin is a class with a `name` that implements one or more extension points:
       PreFilter    pre_filter(state, pod, nodes)   compute once per pod; may narrow nodes
       Filter       filter(state, pod, node_info)   can the pod run on this node?
                    filter_nodes(state, pod, nodes) the same for many nodes at once
+                   (filter_nodes_split: and the nodes that fit)
       PostFilter   post_filter(state, pod, statuses)   no node fits: e.g. preempt
       PreScore     pre_score(state, pod, nodes)    compute once before scoring
       Score        score(state, pod, node_info)    0..100: how good is this node?
@@ -255,6 +256,15 @@ class FilterPlugin(Plugin):
             if status.code:  # anything but Code.SUCCESS (0)
                 rejected[node_info.name] = status
         return rejected
+
+    def filter_nodes_split(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                           ) -> tuple[list[NodeInfo], dict[str, Status]]:
+        """filter_nodes, with the nodes that fit too (in order; `nodes` itself when all
+        do), as the runtime wants them. Default: the nodes filter_nodes did not name."""
+        rejected = self.filter_nodes(state, pod, nodes)
+        if not rejected:
+            return nodes, rejected
+        return [info for info in nodes if info.name not in rejected], rejected
 
 
 class PostFilterPlugin(Plugin):

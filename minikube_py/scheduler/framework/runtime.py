@@ -224,7 +224,7 @@ class Framework:
         for plugin in plugins:
             if not nodes:
                 break
-            out = plugin.filter_nodes(state, pod, nodes)
+            nodes, out = plugin.filter_nodes_split(state, pod, nodes)
             if out:
                 statuses = out.values()
                 for status in dict(zip(map(id, statuses), statuses, strict=True)).values():
@@ -233,7 +233,6 @@ class Framework:
                     rejected.update(out)
                 else:
                     rejected = out  # a new dict, ours to keep (no copy of thousands)
-                nodes = [info for info in nodes if info.name not in out]
         return nodes, rejected
 
     def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo,
@@ -324,8 +323,8 @@ class Framework:
         plugins = [plugin for plugin in self.plugins.score
                    if plugin.name not in state.skip_score_plugins]
         names = [info.name for info in nodes]
-        totals, remembered, status = self._node_local_scores(state, pod, nodes, plugins,
-                                                             by_plugin)
+        totals, remembered, status = self._node_local_scores(state, pod, nodes, names,
+                                                             plugins, by_plugin)
         if status.code:  # anything but Code.SUCCESS (0)
             self.record_duration("Score", started, status)
             return {}, status
@@ -378,7 +377,7 @@ class Framework:
         return SUCCESS
 
     def _node_local_scores(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
-                           plugins: list[ScorePlugin],
+                           names: list[str], plugins: list[ScorePlugin],
                            by_plugin: dict[str, list[int]] | None
                            ) -> tuple[list[int], dict[str, list[int]], Status]:
         """What the node-local Score plugins say, remembered per pod spec: the weighted sum
@@ -417,7 +416,7 @@ class Framework:
 
         key = (pod.spec_key(), tuple(plugin.name for plugin in summed),
                tuple(plugin.name for plugin in raw))
-        rows = self.equivalence.scores(key, nodes, run)
+        rows = self.equivalence.scores(key, nodes, names, run)
         if rows is None:
             return [], {}, failed[0]
         # one list per column (the total, then each plugin's scores), transposed at C speed

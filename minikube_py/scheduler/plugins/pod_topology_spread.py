@@ -13,7 +13,9 @@ policies (nodeAffinityPolicy Honor: the pod's nodeSelector/affinity; nodeTaintsP
 Honor: its tolerations), hold domains that count. Counting walks every pod of every
 node, so each node's count is remembered while the node is unchanged (NodeMemo), and
 when every node's domain counts, PreFilter's and PreScore's sums per domain are kept
-from one cycle to the next and brought up to date from the nodes that changed.
+from one cycle to the next and brought up to date from the nodes that changed. Filter, when
+it turns nodes down by their domain alone, reads the domains of the nodes it is handed
+from the topology key's NodeLabelColumn, kept the same way (filter_nodes_split).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import compress
+from operator import not_
 from sys import intern
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +60,13 @@ from minikube_py.scheduler.framework.interface import (
     ScorePlugin,
     Status,
 )
-from minikube_py.scheduler.framework.types import NodeInfo, NodeMemo, PodInfo, Snapshot
+from minikube_py.scheduler.framework.types import (
+    NodeInfo,
+    NodeLabelColumn,
+    NodeMemo,
+    PodInfo,
+    Snapshot,
+)
 
 if TYPE_CHECKING:
     from minikube_py.client.store import Indexer
@@ -81,6 +91,7 @@ SYSTEM_DEFAULT_CONSTRAINTS: list[Obj] = [
 ]
 
 _MAX_INT32 = 2**31 - 1
+MAX_COLUMNS = 8  # topology keys whose NodeLabelColumn is kept
 _DO_NOT_SCHEDULE_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
 
 
@@ -296,6 +307,9 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             }
         # Matching pods per node, reused while a node is unchanged (see NodeMemo).
         self.counts: NodeMemo[int] = NodeMemo()
+        # Topology key -> its value on each node of the snapshot, for Filter (most
+        # recently used last).
+        self.columns: dict[str, NodeLabelColumn] = {}
 
     def events_to_register(self) -> list[ClusterEvent]:
         """An assigned pod added, relabelled or deleted; the pod's own labels or
@@ -483,6 +497,32 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
                 return Status.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
         return SUCCESS
 
+    def filter_nodes_split(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+                           ) -> tuple[list[NodeInfo], dict[str, Status]]:
+        """filter_nodes and the nodes that fit. When the nodes are turned down by their
+        domain alone (filter_nodes' first case) and are consecutive nodes of the cache's
+        snapshot, as the scheduler hands them out in turn, their domains and names are
+        read from the topology key's NodeLabelColumn at C speed: no NodeInfo is looked
+        into, though 9 of every 10 are turned down when one domain of ten fits."""
+        pre_filter_state: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        if (pre_filter_state is None or len(pre_filter_state.constraints) != 1
+                or not pre_filter_state.every_node_labelled or not nodes):
+            return super().filter_nodes_split(state, pod, nodes)
+        constraint, by_value = (pre_filter_state.constraints[0],
+                                pre_filter_state.tp_value_to_match_num[0])
+        most = (constraint.max_skew + pre_filter_state.min_match_num(0)
+                - pre_filter_state.self_match_num[0])
+        over = {value for value, count in by_value.items() if count > most}
+        run = self._run_of(constraint.topology_key, nodes) if most >= 0 and over else None
+        if run is None:
+            return super().filter_nodes_split(state, pod, nodes)
+        column, first, count = run
+        over_limit = list(map(over.__contains__, column.read(column.values, first, count)))
+        too_skewed = Status.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
+        return (list(compress(nodes, map(not_, over_limit))),
+                dict.fromkeys(compress(column.read(column.names, first, count), over_limit),
+                              too_skewed))
+
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
                      ) -> dict[str, Status]:
         """Filter for many nodes: the largest count each constraint allows in a domain is
@@ -535,6 +575,22 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
                     rejected[info.name] = too_skewed
                     break
         return rejected
+
+    def _run_of(self, key: str, nodes: list[NodeInfo]
+                ) -> tuple[NodeLabelColumn, int, int] | None:
+        """When `nodes` are consecutive nodes of the cache's snapshot (as the scheduler
+        hands them out in turn, unless a plugin before turned some down): the topology
+        key's column of that snapshot, and where in it the nodes are."""
+        snapshot = self.handle.snapshot() if self.handle is not None else None
+        if snapshot is None or snapshot.changes is None:
+            return None
+        column = self.columns.pop(key, None) or NodeLabelColumn(key)
+        self.columns[key] = column  # most recently used last
+        while len(self.columns) > MAX_COLUMNS:
+            del self.columns[next(iter(self.columns))]
+        column.bring_up_to_date(snapshot)
+        run = column.run_of(nodes, snapshot)
+        return None if run is None else (column, *run)
 
     # --- PreScore / Score -------------------------------------------------------------
 

@@ -3,9 +3,9 @@
 Two schedulers see the same cluster: one remembers node-local Filter and Score answers per
 pod spec, the other remembers nothing. Pods of a few specs (so answers are reused) are
 scheduled one after another, each assumed on its node, while nodes are tainted,
-cordoned, relabelled and resized and pods come and go between cycles. Every cycle both
-must find the same feasible nodes, turn the others down with the same statuses, and give
-every node the same total score.
+cordoned, relabelled and resized, made and deleted, and pods come and go between cycles.
+Every cycle both must find the same feasible nodes, turn the others down with the same
+statuses, and give every node the same total score.
 """
 
 from __future__ import annotations
@@ -78,6 +78,20 @@ def change_a_node(rng: random.Random, schedulers: list[Scheduler], nodes: list[O
         scheduler.cache.update_node(copy.deepcopy(node))
 
 
+def add_or_remove_a_node(rng: random.Random, schedulers: list[Scheduler], nodes: list[Obj],
+                         serial: int) -> None:
+    """A node made (at the end of the cache's order) or one deleted, in every cache."""
+    if rng.random() < 0.5 and len(nodes) > 10:
+        node = nodes.pop(rng.randrange(len(nodes)))
+        for scheduler in schedulers:
+            scheduler.cache.remove_node(copy.deepcopy(node))
+        return
+    node = make_node(rng, 1000 + serial)
+    nodes.append(node)
+    for scheduler in schedulers:
+        scheduler.cache.add_node(copy.deepcopy(node))
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_remembered_answers_equal_fresh_answers(seed: int) -> None:
     rng = random.Random(seed)
@@ -111,6 +125,8 @@ def test_remembered_answers_equal_fresh_answers(seed: int) -> None:
                 scheduler.cache.assume_pod(PodInfo.of(copy.deepcopy(pod)), host)
         if rng.random() < 0.3:
             change_a_node(rng, both, nodes)
+        if rng.random() < 0.1:  # a node made, or one deleted (upstream's churn)
+            add_or_remove_a_node(rng, both, nodes, i)
         if rng.random() < 0.2 and placed:  # a pod leaves
             gone = placed.pop(rng.randrange(len(placed)))
             for scheduler in both:
@@ -243,8 +259,17 @@ def test_once_a_spec_has_every_nodes_verdict_only_the_nodes_changed_since_are_as
     cycle(scheduler, replica(5))
     assert recorded == ["n-007"]
     recorded.clear()
+    recorded.clear()
     added = copy.deepcopy(nodes[0])
-    added["metadata"]["name"] = "n-300"  # the list of nodes changes: no change log to go by
+    added["metadata"]["name"] = "n-300"  # the list of nodes changes: the log names n-300
     scheduler.cache.add_node(added)
     cycle(scheduler, replica(6))
     assert recorded == ["n-300"]
+    recorded.clear()
+    scheduler.cache.remove_node(added)  # and then names the node removed: nothing to ask
+    scheduler.cache.add_node(copy.deepcopy(added) | {"metadata": {"name": "n-301"}})
+    cycle(scheduler, replica(7))
+    assert recorded == ["n-301"]
+    recorded.clear()
+    assert len(cycle(scheduler, replica(8))[0]) == len(first)
+    assert recorded == []

@@ -1,7 +1,8 @@
 """Sums kept from one snapshot to the next by the nodes the cache's ChangeLog names: always
 those of summing every node of the snapshot afresh (NodeMemo.sums_by_label, NodeTotals,
 and PodTopologySpread's PreFilter and PreScore and InterPodAffinity's PreScore built on
-them)."""
+them); a node label's column kept the same way (NodeLabelColumn, and PodTopologySpread's
+Filter built on it) always that of reading every node afresh."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from types import SimpleNamespace
 from minikube_py.api import Obj
 from minikube_py.client.store import Indexer
 from minikube_py.scheduler.cache import Cache
-from minikube_py.scheduler.framework.interface import CycleState
+from minikube_py.scheduler.framework.interface import CycleState, FilterPlugin
 from minikube_py.scheduler.framework.types import (
     ChangeLog,
     NodeInfo,
+    NodeLabelColumn,
     NodeMemo,
     NodeTotals,
     PodInfo,
@@ -141,8 +143,9 @@ def test_change_log_names_the_nodes_changed_between_two_snapshots() -> None:
     assert log.since(third, third) == set()
     assert log.since(first, second) == {"b", "c"}  # a later snapshot's changes left out
     assert log.since(third, second) is None
-    log.record([], True)  # the list of nodes changed: order may differ, unknown
+    log.record(["f"], True)  # the list of nodes changed: order may differ, unknown
     assert log.since(third, log.seq) is None
+    assert log.since(third, log.seq, any_order=True) == {"f"}  # but f was added or removed
     log.record(["d"], False)
     log.record(["e"], False)
     assert log.since(first, log.seq) is None  # further back than the log keeps
@@ -399,3 +402,89 @@ def test_image_states_kept_up_to_date_equal_image_states_counted_afresh() -> Non
             assert snapshot.image_spread == spread, f"seed {seed} step {step}"
             assert [info.image_states for info in snapshot.node_info_list] == [
                 info.image_states for info in fresh.node_info_list], f"seed {seed} step {step}"
+
+
+def in_turn(nodes: list[NodeInfo], first: int, count: int) -> list[NodeInfo]:
+    """`count` nodes from position `first`, wrapping round (as the scheduler reads them)."""
+    return [nodes[(first + offset) % len(nodes)] for offset in range(count)]
+
+
+def test_a_kept_label_column_equals_a_column_read_afresh() -> None:
+    """Brought up to date at every snapshot or only now and then, through pods placed
+    and deleted and nodes added, removed and moved to another zone, the column holds each
+    position's node name and label value, as reading every node again would; run_of finds
+    where consecutive nodes (wrapping round) are, and nothing for other lists."""
+    for seed in range(6):
+        world = World(400 + seed)
+        column = NodeLabelColumn(ZONE)
+        for step in range(200):
+            world.step()
+            snapshot = world.cache.update_snapshot()
+            if world.rng.random() < 0.4:
+                continue
+            column.bring_up_to_date(snapshot)
+            nodes = snapshot.node_info_list
+            where = f"seed {seed} step {step}"
+            assert column.names == [info.name for info in nodes], where
+            assert column.values == [info.labels.get(ZONE) for info in nodes], where
+            assert column.positions == {info.name: i for i, info in enumerate(nodes)}, where
+            first = world.rng.randrange(len(nodes))
+            count = world.rng.randrange(1, len(nodes) + 1)
+            run = in_turn(nodes, first, count)
+            assert column.run_of(run, snapshot) == (first, count), where
+            assert column.read(column.names, first, count) == [info.name for info in run]
+            if count > 2:
+                gap = run[:1] + run[2:]
+                assert column.run_of(gap, snapshot) is None, where
+                assert column.run_of(run[::-1], snapshot) is None, where
+            moved = nodes[first].clone()  # the same node, not the snapshot's NodeInfo
+            assert column.run_of([moved], snapshot) is None, where
+            assert column.run_of(nodes + nodes[:1], snapshot) is None, where
+
+
+class ZonedWorld(World):
+    """Nodes added with a zone, so that every node mostly has one (a node moved out of
+    every zone keeps PodTopologySpread on its per-node Filter until moved back)."""
+
+    def add_node(self, name: str) -> None:
+        zone = self.rng.choice(["z0", "z1", "z2"])
+        self.nodes[name] = zone
+        self.cache.add_node(make_node(name, zone))
+
+
+def test_filter_by_the_label_column_answers_as_node_by_node() -> None:
+    """PodTopologySpread's Filter for many nodes, one plugin kept across the cache's
+    snapshots: for consecutive nodes of the snapshot (read from its topology key's
+    column) and for other lists alike, the nodes that fit and the statuses of those
+    turned down, in order, are those of filter() node by node."""
+    columns_read = 0
+    for seed in range(6):
+        world = ZonedWorld(500 + seed)
+        plugin = PodTopologySpread({"defaultingType": "List"},
+                                   FakeHandle(world.cache.update_snapshot()))
+        assert isinstance(plugin, FilterPlugin)
+        for step in range(150):
+            world.step()
+            snapshot = world.cache.update_snapshot()
+            assert isinstance(plugin.handle, FakeHandle)
+            plugin.handle.current = snapshot
+            nodes = snapshot.node_info_list
+            state = CycleState()
+            pod = PodInfo.of(make_pod(f"incoming-{step}", "web"))
+            _, status = plugin.pre_filter(state, pod, nodes)
+            assert status.is_success()
+            first = world.rng.randrange(len(nodes))
+            run = in_turn(nodes, first, world.rng.randrange(1, len(nodes) + 1))
+            some = [info for info in nodes if world.rng.random() < 0.5] or nodes[:1]
+            for asked in (run, some, nodes):
+                fit, rejected = plugin.filter_nodes_split(state, pod, asked)
+                one_by_one = {info.name: plugin.filter(state, pod, info) for info in asked}
+                assert fit == [info for info in asked if not one_by_one[info.name].code]
+                assert [(name, answer.code, answer.reasons)
+                        for name, answer in rejected.items()] == [
+                    (name, answer.code, answer.reasons)
+                    for name, answer in one_by_one.items() if answer.code], \
+                    f"seed {seed} step {step}"
+                assert rejected == plugin.filter_nodes(state, pod, asked)
+        columns_read += ZONE in plugin.columns
+    assert columns_read == 6  # the column was read, not only the per-node Filter
