@@ -2,7 +2,7 @@
 
 Each `minikube-py up` costs 15-35 s and much of the machine's two cores (every node's
 containerd unpacks the images, etcd and the API server start, the add-ons roll out), its
-`down --purge` a few seconds more. Half of lane B's modules need nothing but an ordinary
+`down --purge` a few seconds more. Most of lane B's modules need nothing but an ordinary
 cluster they reach through its API server, its nodes and its pods; those listed in
 tests/conftest.py SHARED_CLUSTER_TESTS share one instead of each running their own:
 
@@ -14,10 +14,11 @@ tests/conftest.py SHARED_CLUSTER_TESTS share one instead of each running their o
 
 Each sharing module works in namespaces of its own, claimed by name (two modules cannot
 claim one) and made fresh (a leftover one fails the claim), and removes whatever it makes
-outside them. The modules that change the cluster for all keep an `up` of their own: a
-second `up` or a restarted containerd, HA, the cluster autoscaler's nodes, the dashboard's
-`down` and `up` again, `--secure`'s check that `down` leaves nothing, the ingress and
-Gateway API controllers with their cluster-wide classes and CRDs (docs/decisions.md).
+outside them (ingress/gateway: the Gateway API CRDs and GatewayClasses, the data plane
+the gateway controller made in kube-system). The modules that change the cluster for all
+keep an `up` of their own: a second `up` or a restarted containerd, HA, the cluster
+autoscaler's nodes, the dashboard's `down` and `up` again, `--secure`'s check that `down`
+leaves nothing (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ from tests.test_cluster_cli import launcher, leftovers
 
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 # One set of flags that serves every sharing module: two workers (storage places a
-# StatefulSet's pods and claims on both, NetworkPolicy probes across nodes), the metrics
-# server's 2 s resolution (`kubectl top` in test_into_the_pod), kubeadm's layout (the
-# default, named because test_kubeadm_layout checks it).
+# StatefulSet's pods and claims on both, NetworkPolicy probes across nodes, ingress/gateway
+# reaches the load balancers from node-1's network namespace), the metrics server's 2 s
+# resolution (`kubectl top` in test_into_the_pod), kubeadm's layout (the default, named
+# because test_kubeadm_layout checks it).
 LANE_CLUSTER_FLAGS = ("--nodes", "2", "--layout", "kubeadm",
                       "--extra-config=metrics.metric-resolution=2s")
 NETWORK_VARIABLES = ("MINIKUBE_PY_NETWORK_PREFIX", "MINIKUBE_PY_NODE_NETWORK")

@@ -17,8 +17,15 @@ suite's TLS Secrets are issued by a test CA instead of self-signed, and an HTTPS
 certificate must chain to that CA and be the Secret's own (upstream's Go client also
 matches the one-label wildcard "*.org", which OpenSSL's host check refuses).
 
-All tests share one cluster (module fixture); the Gateway API CRDs are applied with
-kubectl from ../shared/data/crds/gateway-api/ before the first Gateway API test."""
+The tests run on the lane's shared cluster (tests/e2e/conftest.py): the Ingress tests in
+namespace ingress, the Gateway API tests in upstream's namespaces (gateway-conformance-
+infra, -web-backend and -app-backend), all four claimed by the module. The Gateway API
+CRDs, with their ValidatingAdmissionPolicy, are applied with kubectl from
+../shared/data/crds/gateway-api/ before the first Gateway API test. The module leaves the
+cluster as it found it: at its end the GatewayClasses, the policy and the CRDs are
+deleted, then its namespaces, then the data plane (the nginx Deployment and its
+LoadBalancer Services in kube-system) that the gateway controller made for its Ingresses
+and Gateways; the IngressClass and the controller are `up`'s and stay."""
 
 from __future__ import annotations
 
@@ -47,8 +54,9 @@ from cryptography.hazmat.primitives.serialization import Encoding
 
 from minikube_py.security import pki
 from tests.api_helpers import manifest_yaml, manifests_yaml
+from tests.e2e.conftest import LaneCluster
 from tests.e2e.helpers import get, until
-from tests.test_cluster_cli import kubectl, launcher, network_prefix
+from tests.test_cluster_cli import kubectl, network_prefix
 
 pytestmark = pytest.mark.slow
 
@@ -58,10 +66,14 @@ HERE = Path(__file__).parent / "gateway_conformance"
 # ancestor (the standard channel's CRDs, as a user applies them)
 CRDS = next((parent / "shared/data/crds/gateway-api" for parent in Path(__file__).resolve().parents
              if (parent / "shared/data/crds/gateway-api").is_dir()), None)
+INGRESS = "ingress"  # the Ingress tests' namespace
 INFRA = "gateway-conformance-infra"
 WEB = "gateway-conformance-web-backend"
+APP_BACKEND = "gateway-conformance-app-backend"
 CLASS = "minikube-py"
 CONTROLLER = "minikube-py.io/gateway-controller"
+DATA_PLANE = "minikube-py-gateway"  # the gateway controller's Secret, Deployment and pods
+DATA_PLANE_PART = "minikube-py.io/gateway-data-plane"  # the label of its Services
 LIBC = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWNET = 0x40000000  # setns(2)'s flag for a network namespace
 ECHO_SERVER = """
@@ -112,7 +124,8 @@ def echo_container(container: dict[str, Any]) -> None:
 
 def manifest(name: str) -> str:
     """An upstream manifest, its gateway class and controller ours, its echo backends
-    ECHO_SERVER."""
+    ECHO_SERVER, given 1 s to stop (as ECHO_DEPLOYMENT's: python as a container's first
+    process ignores SIGTERM, where echo-basic exits on it)."""
     documents = []
     text = ((HERE / name).read_text().replace("{GATEWAY_CLASS_NAME}", CLASS)
             .replace("{GATEWAY_CONTROLLER_NAME}", CONTROLLER))
@@ -121,6 +134,7 @@ def manifest(name: str) -> str:
             continue
         if document["kind"] == "Deployment":
             document["spec"]["replicas"] = 1
+            document["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 1
             for container in document["spec"]["template"]["spec"]["containers"]:
                 echo_container(container)
         documents.append(document)
@@ -164,15 +178,46 @@ class NodeConnection(http.client.HTTPConnection):
         self.sock = connect(self.host, self.port, self.timeout)
 
 
+def data_plane_config(home: Path) -> dict[str, str] | None:
+    """The data of the Secret kube-system/minikube-py-gateway (the nginx configuration the
+    gateway controller writes), None while it has written none."""
+    done = kubectl(home, "get", "secret", "-n", "kube-system", DATA_PLANE, "-o", "json",
+                   check=False)
+    return json.loads(done.stdout).get("data") or {} if done.returncode == 0 else None
+
+
+def remove_data_plane(home: Path, config: dict[str, str]) -> None:
+    """Take the cluster back to what `up` left: once the gateway controller has seen every
+    Ingress and Gateway go (its configuration is `config` again, the Gateways' Services
+    are deleted), the data plane it made for them (the Deployment and the ingress's
+    LoadBalancer Service in kube-system) is deleted, and awaited with its pods."""
+    until(lambda: data_plane_config(home) == config,
+          "the gateway controller's configuration as the module found it")
+    until(lambda: not get(home, "services", "-n", "kube-system", "-l",
+                          f"{DATA_PLANE_PART}=gateway")["items"],
+          "the Gateways' Services to go")
+    kubectl(home, "delete", "deployment", "-n", "kube-system", DATA_PLANE,
+            "--ignore-not-found", "--timeout=120s")
+    kubectl(home, "delete", "services", "-n", "kube-system", "-l", DATA_PLANE_PART,
+            "--timeout=120s")
+    until(lambda: not get(home, "deployments,replicasets,pods,services", "-n", "kube-system",
+                          "-l", f"app.kubernetes.io/name={DATA_PLANE}")["items"],
+          "the data plane to go")
+
+
 @pytest.fixture(scope="module")
-def cluster(fast_tmp: Path) -> Iterator[Path]:
-    home = fast_tmp / "gateway"
+def cluster(lane_cluster: LaneCluster) -> Iterator[Path]:
+    """The lane's shared cluster (tests/e2e/conftest.py) seen from INGRESS, the Ingress
+    tests' namespace: a directory whose kubeconfig works there. The Gateway API tests'
+    namespaces are claimed with it; at the end they go with everything in them, and then
+    the data plane the gateway controller made for the module's Ingresses and Gateways."""
+    home = lane_cluster.started()
+    config = until(lambda: data_plane_config(home), "the gateway controller's configuration")
     try:
-        launcher(home, "up", "--nodes", "2")
-        kubectl(home, "wait", "--for=condition=Ready", "node", "--all", "--timeout=120s")
-        yield home
+        with lane_cluster.namespaces(__name__, INGRESS, INFRA, WEB, APP_BACKEND) as view:
+            yield view
     finally:
-        launcher(home, "down", "--purge", check=False)
+        remove_data_plane(home, config)
 
 
 @dataclass
@@ -439,16 +484,16 @@ def test_kubectl_create_ingress_routes_hosts_and_paths(ingress_backends: Path) -
     assert service["spec"]["type"] == "LoadBalancer"
     assert service["status"]["loadBalancer"]["ingress"][0]["ip"] == address
     for expected in (
-            Expected("/exact", "paths.example", backend="echo-a", namespace="default"),
+            Expected("/exact", "paths.example", backend="echo-a", namespace=INGRESS),
             Expected("/exact/more", "paths.example", backend="echo-default",
-                     namespace="default"),
-            Expected("/prefix", "paths.example", backend="echo-b", namespace="default"),
+                     namespace=INGRESS),
+            Expected("/prefix", "paths.example", backend="echo-b", namespace=INGRESS),
             Expected("/prefix/deeper?x=1", "paths.example", backend="echo-b",
-                     namespace="default"),
+                     namespace=INGRESS),
             Expected("/prefixed", "paths.example", backend="echo-default",
-                     namespace="default"),
-            Expected("/anything", "other.example", backend="echo-a", namespace="default"),
-            Expected("/", "unknown.example", backend="echo-default", namespace="default")):
+                     namespace=INGRESS),
+            Expected("/anything", "other.example", backend="echo-a", namespace=INGRESS),
+            Expected("/", "unknown.example", backend="echo-default", namespace=INGRESS)):
         expect(address, expected)
 
 
@@ -481,10 +526,10 @@ def test_an_ingress_s_change_reloads_nginx_without_a_new_pod(ingress_backends: P
     assert len(pods) == 1
     kubectl(home, "create", "ingress", "later", "--rule=later.example/*=echo-a:80")
     address = ingress_address(home, "later")
-    expect(address, Expected("/", "later.example", backend="echo-a", namespace="default"))
+    expect(address, Expected("/", "later.example", backend="echo-a", namespace=INGRESS))
     kubectl(home, "delete", "ingress", "later")
     expect(address, Expected("/", "later.example", backend="echo-default",
-                             namespace="default"))
+                             namespace=INGRESS))
     after = get(home, "pods", "-n", "kube-system", "-l",
                 "app.kubernetes.io/name=minikube-py-gateway")["items"]
     assert [pod["metadata"]["uid"] for pod in after] == [pods[0]["metadata"]["uid"]]
@@ -499,18 +544,18 @@ def test_an_implementation_specific_path_matches_as_a_prefix(ingress_backends: P
     home = ingress_backends
     run_kubectl(home, "apply", "-f", "-", stdin=manifest_yaml({
         "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": {"name": "implementation-specific", "namespace": "default"},
+        "metadata": {"name": "implementation-specific", "namespace": INGRESS},
         "spec": {"defaultBackend": {"service": {"name": "echo-default", "port": {"number": 80}}},
                  "rules": [{"host": "impl.example", "http": {"paths": [{
                      "path": "/impl", "pathType": "ImplementationSpecific",
                      "backend": {"service": {"name": "echo-b", "port": {"number": 80}}}}]}}]}}))
     address = ingress_address(home, "implementation-specific")
     for expected in (
-            Expected("/impl", "impl.example", backend="echo-b", namespace="default"),
-            Expected("/impl/", "impl.example", backend="echo-b", namespace="default"),
-            Expected("/impl/deeper?x=1", "impl.example", backend="echo-b", namespace="default"),
-            Expected("/implied", "impl.example", backend="echo-default", namespace="default"),
-            Expected("/", "impl.example", backend="echo-default", namespace="default")):
+            Expected("/impl", "impl.example", backend="echo-b", namespace=INGRESS),
+            Expected("/impl/", "impl.example", backend="echo-b", namespace=INGRESS),
+            Expected("/impl/deeper?x=1", "impl.example", backend="echo-b", namespace=INGRESS),
+            Expected("/implied", "impl.example", backend="echo-default", namespace=INGRESS),
+            Expected("/", "impl.example", backend="echo-default", namespace=INGRESS)):
         expect(address, expected)
 
 
@@ -600,7 +645,7 @@ def test_requests_in_flight_and_new_ones_survive_an_nginx_reload(ingress_backend
                 "--rule=stream-reload.example/*=echo-a:80")
         until(lambda: data_plane_reloads(home) > reloads, "nginx to reload")
         expect(address, Expected("/", "stream-reload.example", backend="echo-a",
-                                 namespace="default"))
+                                 namespace=INGRESS))
         reloaded_at = time.monotonic()  # the new configuration serves
         until(lambda: sum(at > reloaded_at for at, _ in answers) >= 3,
               "requests answered by the new configuration")
@@ -653,12 +698,22 @@ def tls_secret(namespace: str, name: str, pair: pki.KeyPair) -> str:
 
 
 @pytest.fixture(scope="module")
-def gateway_api(cluster: Path, suite_tls: SuiteTLS) -> Path:
+def gateway_api(cluster: Path, suite_tls: SuiteTLS) -> Iterator[Path]:
     """The standard CRDs, as a user installs them, upstream's base manifests, and the TLS
-    Secrets upstream's suite makes (tls-validity-checks-certificate, certificate)."""
+    Secrets upstream's suite makes (tls-validity-checks-certificate, certificate). At the
+    end the cluster-wide part goes again (remove_gateway_api)."""
     if CRDS is None:
         pytest.skip("no ../shared/data/crds/gateway-api")
-    for crd in sorted(CRDS.glob("gateway.networking.k8s.io_*.yaml")):
+    files = sorted(CRDS.glob("gateway.networking.k8s.io_*.yaml"))
+    try:
+        install_gateway_api(cluster, files, suite_tls)
+        yield cluster
+    finally:
+        remove_gateway_api(cluster, files)
+
+
+def install_gateway_api(cluster: Path, files: list[Path], suite_tls: SuiteTLS) -> None:
+    for crd in files:
         kubectl(cluster, "apply", "--server-side", "-f", str(crd))
     for plural in ("gatewayclasses", "gateways", "httproutes", "referencegrants"):
         kubectl(cluster, "wait", "--for=condition=Established",
@@ -669,10 +724,26 @@ def gateway_api(cluster: Path, suite_tls: SuiteTLS) -> Path:
     for namespace, name in ((INFRA, "tls-validity-checks-certificate"), (WEB, "certificate")):
         run_kubectl(cluster, "apply", "-f", "-", stdin=tls_secret(namespace, name,
                                                                   suite_tls.pair))
-    for namespace in (INFRA, WEB, "gateway-conformance-app-backend"):
+    for namespace in (INFRA, WEB, APP_BACKEND):
         kubectl(cluster, "wait", "--for=condition=Available", "deployment", "--all",
                 "-n", namespace, "--timeout=240s")
-    return cluster
+
+
+def remove_gateway_api(cluster: Path, files: list[Path]) -> None:
+    """What the Gateway API tests made outside their namespaces, the cluster's other
+    modules share: the GatewayClasses (deleted while their kind is still served, so that
+    the gateway controller sees them go), then the ValidatingAdmissionPolicy and its
+    binding and the CRDs (with the objects left of their kinds), each awaited until gone."""
+    kubectl(cluster, "delete", "gatewayclasses", "--all", "--ignore-not-found",
+            "--timeout=120s", check=False)
+    kubectl(cluster, "delete", *(f"--filename={crd}" for crd in reversed(files)),
+            "--ignore-not-found", "--timeout=180s")
+
+    def left() -> list[str]:
+        names = kubectl(cluster, "get", "crds,validatingadmissionpolicies,"
+                        "validatingadmissionpolicybindings", "-o", "name").stdout.split()
+        return [name for name in names if "gateway.networking.k8s.io" in name]
+    until(lambda: not left(), lambda: f"{left()} to go")
 
 
 def accepted_class(home: Path, name: str) -> dict[str, Any] | None:
@@ -1322,7 +1393,7 @@ def test_httproute_partially_invalid_via_invalid_reference_grant(gateway_api: Pa
         route_condition(home, *route, SAME, "ResolvedRefs", "False", "RefNotPermitted")
         expect_all(address, Expected("/v2", status=500),
                    Expected("/", backend="app-backend-v1",
-                            namespace="gateway-conformance-app-backend"))
+                            namespace=APP_BACKEND))
 
 
 def test_httproute_service_types(gateway_api: Path) -> None:
