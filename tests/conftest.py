@@ -218,7 +218,11 @@ LANE_B_TESTS = ("tests/e2e/test_network_policy.py", "tests/e2e/test_secure_clust
 SHARED_CLUSTER_TESTS = ("tests/e2e/test_network_policy.py", "tests/e2e/test_storage.py",
                         "tests/e2e/test_into_the_pod.py", "tests/e2e/test_ssh.py",
                         "tests/e2e/test_mkctl_into_the_pod.py",
-                        "tests/e2e/test_kubeadm_layout.py")
+                        "tests/e2e/test_kubeadm_layout.py",
+                        "tests/e2e/test_containerd_restart.py")
+# ... and of those, the ones that end it (the last of them checks `down` itself): after
+# every other sharing module.
+ENDS_THE_LANE_CLUSTER = ("tests/e2e/test_containerd_restart.py",)
 LANE_B_NETWORK = {"MINIKUBE_PY_NETWORK_PREFIX": "mkb-",
                   "MINIKUBE_PY_NODE_NETWORK": "10.242.0.0/24"}
 CLUSTER_UNITS = ("cluster", "cluster-b")
@@ -261,10 +265,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     at once (xdist hands the first units out one to a worker) instead of finishing the
     run with them. In a lane, the modules that share its cluster come before those that
     run their own `up`, so that one cluster serves them one after the other and is gone
-    before the next `up` on the lane's network. The sort is stable: every worker collects
-    the same order, as xdist requires."""
+    before the next `up` on the lane's network (the module that ends it, last of them).
+    The sort is stable: every worker collects the same order, as xdist requires."""
     items.sort(key=lambda item: (work_unit(item.nodeid) not in CLUSTER_UNITS,
-                                 not shares_the_lane_cluster(item.nodeid)))
+                                 not shares_the_lane_cluster(item.nodeid),
+                                 item.nodeid.startswith(ENDS_THE_LANE_CLUSTER)))
 
 
 # Seconds spent per work unit and per worker (setup, call and teardown of each test), so
