@@ -211,8 +211,8 @@ CLUSTER_TESTS = ("tests/e2e/", "tests/test_cluster_cli.py", "tests/test_lab_read
                  "tests/test_benchmark_smoke.py::test_streaming_benchmark")
 # Lane B: 913 s in the last full run (`-n 3`, nproc 2; 2026-11-30), lane A 921 s, both
 # under the three workers' balance (1,126-1,143 s each); the run's summary lists each
-# lane's modules with their seconds. Seven of lane B's modules share one cluster
-# (SHARED_CLUSTER_TESTS): six `up`s and `down`s fewer, each about 25-30 CPU-seconds on
+# lane's modules with their seconds. Eight of lane B's modules share one cluster
+# (SHARED_CLUSTER_TESTS): seven `up`s and `down`s fewer, each about 25-30 CPU-seconds on
 # this machine, and their fixture time off the lane (docs/decisions.md).
 LANE_B_TESTS = ("tests/e2e/test_network_policy.py", "tests/e2e/test_secure_cluster.py",
                 "tests/e2e/test_storage.py", "tests/e2e/test_into_the_pod.py",
@@ -227,7 +227,11 @@ SHARED_CLUSTER_TESTS = ("tests/e2e/test_network_policy.py", "tests/e2e/test_stor
                         "tests/e2e/test_into_the_pod.py", "tests/e2e/test_ssh.py",
                         "tests/e2e/test_mkctl_into_the_pod.py",
                         "tests/e2e/test_kubeadm_layout.py",
-                        "tests/e2e/test_ingress_gateway.py")
+                        "tests/e2e/test_ingress_gateway.py",
+                        "tests/e2e/test_containerd_restart.py")
+# ... and of those, the ones that end it (the last of them checks `down` itself): after
+# every other sharing module.
+ENDS_THE_LANE_CLUSTER = ("tests/e2e/test_containerd_restart.py",)
 LANE_B_NETWORK = {"MINIKUBE_PY_NETWORK_PREFIX": "mkb-",
                   "MINIKUBE_PY_NODE_NETWORK": "10.242.0.0/24"}
 CLUSTER_UNITS = ("cluster", "cluster-b")
@@ -270,10 +274,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     at once (xdist hands the first units out one to a worker) instead of finishing the
     run with them. In a lane, the modules that share its cluster come before those that
     run their own `up`, so that one cluster serves them one after the other and is gone
-    before the next `up` on the lane's network. The sort is stable: every worker collects
-    the same order, as xdist requires."""
+    before the next `up` on the lane's network (the module that ends it, last of them).
+    The sort is stable: every worker collects the same order, as xdist requires."""
     items.sort(key=lambda item: (work_unit(item.nodeid) not in CLUSTER_UNITS,
-                                 not shares_the_lane_cluster(item.nodeid)))
+                                 not shares_the_lane_cluster(item.nodeid),
+                                 item.nodeid.startswith(ENDS_THE_LANE_CLUSTER)))
 
 
 # Seconds spent per work unit and per worker (setup, call and teardown of each test), so

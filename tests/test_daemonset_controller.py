@@ -207,10 +207,16 @@ async def test_daemon_set_runs_one_pod_per_eligible_node(
                           currentNumberScheduled=2, numberMisscheduled=0, numberReady=2,
                           updatedNumberScheduled=2, numberAvailable=2, numberUnavailable=0,
                           observedGeneration=1)
-    events = await api_client.resource("events").list(namespace)
-    created = [e["message"] for e in events["items"] if e["reason"] == "SuccessfulCreate"]
-    assert sorted(created) == sorted(f"Created pod: {pods[0]['metadata']['name']}"
-                                     for pods in by_node.values())
+    # the controller's Events are written after the pods, as upstream's recorder writes
+    # them: in the background, so a status can be seen before them
+    expected = sorted(f"Created pod: {pods[0]['metadata']['name']}" for pods in by_node.values())
+
+    async def created() -> list[str] | None:
+        events = await api_client.resource("events").list(namespace)
+        messages = sorted(e["message"] for e in events["items"]
+                          if e["reason"] == "SuccessfulCreate")
+        return messages if len(messages) >= len(expected) else None
+    assert await eventually(created, timeout=15, what="an Event for each pod") == expected
 
 
 async def test_node_selector_restricts_daemon_pods_to_matching_nodes(
@@ -274,10 +280,14 @@ async def test_failed_daemon_pod_is_deleted_and_replaced(
         await kubelet.set_phase(failed["metadata"]["name"], "Failed", exit_code=1)
         replaced = await wait_for_ready_pods_on(api_client, namespace, [node])
     assert replaced[node][0]["metadata"]["name"] != failed["metadata"]["name"]
-    events = await api_client.resource("events").list(namespace)
-    warnings = [e["message"] for e in events["items"] if e["reason"] == "FailedDaemonPod"]
-    assert warnings == [f"Found failed daemon pod {namespace}/{failed['metadata']['name']} "
-                        f"on node {node}, will try to kill it"]
+
+    async def warnings() -> list[str] | None:  # (Events are written in the background)
+        events = await api_client.resource("events").list(namespace)
+        return [e["message"] for e in events["items"]
+                if e["reason"] == "FailedDaemonPod"] or None
+    assert await eventually(warnings, timeout=15, what="the FailedDaemonPod Event") == [
+        f"Found failed daemon pod {namespace}/{failed['metadata']['name']} "
+        f"on node {node}, will try to kill it"]
 
 
 async def test_on_delete_strategy_updates_a_pod_only_when_it_is_deleted(

@@ -23,7 +23,8 @@ reports it only if it succeeded. A command that fails in a pipeline but not at i
 not seen, as bash does not see it without `pipefail`.
 
 HOME is a fresh folder, so `~/.minikube-py` is this test's cluster and `make up` in a
-README starts it; the test stops it and deletes it at the end.
+README starts it; the test stops it and deletes it at the end. The image cache
+(XDG_CACHE_HOME) stays the user's.
 """
 
 from __future__ import annotations
@@ -164,7 +165,11 @@ class Student:
 
     def __init__(self, home: Path, output_timeout: float = OUTPUT_TIMEOUT) -> None:
         self.output_timeout = output_timeout
-        self.env = {**os.environ, "HOME": str(home)}
+        # The images `up` builds are kept per user, past a purge, as a container engine
+        # keeps its own: the student's machine has the ones this run's `up`s built
+        # already (a cold build is the same code with nothing in the folder)
+        cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        self.env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": cache}
         for name in ("KUBECONFIG", "MINIKUBE_PY_HOME", "PYTHONPATH"):
             self.env.pop(name, None)
         self.terminals: list[Terminal] = []

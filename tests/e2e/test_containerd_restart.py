@@ -1,6 +1,9 @@
 """A node's containerd killed in a running cluster: the supervisor starts it again, and the
 node's pods run on untouched (the same containers, processes and IPs, Ready throughout,
 no restart). Then `down` still leaves nothing behind: no shim, mount, namespace or link.
+
+The cluster is the lane's shared one (lane_cluster), and this module is the last to use it
+(tests/conftest.py sorts it there): it ends the cluster itself, with the `down` it checks.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.api_helpers import until
-from tests.test_cluster_cli import alive, kubectl, launcher, leftovers, pids
+from tests.e2e.conftest import LaneCluster
+from tests.test_cluster_cli import alive, kubectl, pids
 
 pytestmark = pytest.mark.slow
 
@@ -26,6 +30,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: steady}
 spec:
+  nodeSelector: {kubernetes.io/hostname: node-1}
   containers:
   - name: echo
     image: localhost/echo:1.0
@@ -50,81 +55,93 @@ def task_pids(home: Path) -> dict[str, int]:
 
 
 def test_a_killed_containerd_is_restarted_and_its_pods_run_on_untouched(
-        fast_tmp: Path) -> None:
-    # a short name: containerd's ttrpc socket, nodes/control-plane/containerd.sock.ttrpc
-    # under the home, must fit a unix socket path's 104 bytes
-    home = fast_tmp / "restart-home"
+        lane_cluster: LaneCluster) -> None:
+    with lane_cluster.namespaces(__name__, "containerd-restart") as view:
+        killed_and_restarted(lane_cluster, view)
+
+
+def killed_and_restarted(lane_cluster: LaneCluster, view: Path) -> None:
+    """`home` is the cluster's (its nodes, logs and pid files), `view` the kubeconfig's
+    folder that works in the module's namespace."""
+    home = lane_cluster.home
+    subprocess.run([KUBECTL, f"--kubeconfig={view / 'kubeconfig'}", "apply", "-f", "-"],
+                   input=POD, capture_output=True, text=True, check=True, timeout=60)
+    kubectl(view, "wait", "--for=condition=Ready", "pod/steady", "--timeout=60s")
+    before = kubectl(view, "get", "pod", "steady", "-o", SEEN).stdout.strip()
+    pod_ip, container_id, restarts, ready = before.split()
+    assert (restarts, ready) == ("0", "true")
+    tasks = task_pids(home)
+    assert container_id.removeprefix("containerd://") in tasks
+    # what node-1's kubelet and the supervisor log from here on (the modules before
+    # this one logged on the same cluster)
+    kubelet_log = home / "logs" / "node-1" / "kubelet.log"
+    supervisor_log = home / "logs" / "supervisor.log"
+    kubelet_logged, supervisor_logged = (kubelet_log.stat().st_size,
+                                         supervisor_log.stat().st_size)
+
+    # every status the pod has from now on, as a watch sees it
+    watch = subprocess.Popen(
+        [KUBECTL, f"--kubeconfig={view / 'kubeconfig'}", "get", "pod", "steady",
+         "--watch", "--output-watch-events=false", "-o", SEEN],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        launcher(home, "up", "--nodes", "1")
-        kubectl(home, "wait", "--for=condition=Ready", "node/node-1", "--timeout=60s")
-        subprocess.run([KUBECTL, f"--kubeconfig={home / 'kubeconfig'}", "apply", "-f", "-"],
-                       input=POD, capture_output=True, text=True, check=True, timeout=60)
-        kubectl(home, "wait", "--for=condition=Ready", "pod/steady", "--timeout=60s")
-        before = kubectl(home, "get", "pod", "steady", "-o", SEEN).stdout.strip()
-        pod_ip, container_id, restarts, ready = before.split()
-        assert (restarts, ready) == ("0", "true")
-        tasks = task_pids(home)
-        assert container_id.removeprefix("containerd://") in tasks
+        pid_file = home / "run" / "node-1" / "containerd.pid"
+        killed = int(pid_file.read_text())
+        os.kill(killed, signal.SIGKILL)
+        until(lambda: not alive(killed), "containerd to exit", 15, interval=0.2)
 
-        # every status the pod has from now on, as a watch sees it
-        watch = subprocess.Popen(
-            [KUBECTL, f"--kubeconfig={home / 'kubeconfig'}", "get", "pod", "steady",
-             "--watch", "--output-watch-events=false", "-o", SEEN],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        try:
-            pid_file = home / "run" / "node-1" / "containerd.pid"
-            killed = int(pid_file.read_text())
-            os.kill(killed, signal.SIGKILL)
-            until(lambda: not alive(killed), "containerd to exit", 15, interval=0.2)
+        def restarted() -> bool:
+            try:
+                pid = int(pid_file.read_text())
+            except (OSError, ValueError):
+                return False
+            return pid != killed and alive(pid)
 
-            def restarted() -> bool:
-                try:
-                    pid = int(pid_file.read_text())
-                except (OSError, ValueError):
-                    return False
-                return pid != killed and alive(pid)
+        until(restarted, "the supervisor to start containerd again", 60, interval=0.2)
 
-            until(restarted, "the supervisor to start containerd again", 60, interval=0.2)
+        def exec_answers() -> bool:
+            """kubectl exec: API server -> kubelet -> CRI Exec on the new containerd."""
+            answer = subprocess.run(
+                [KUBECTL, f"--kubeconfig={view / 'kubeconfig'}", "exec", "steady", "--",
+                 "echo", "through"], capture_output=True, text=True, timeout=60)
+            return answer.returncode == 0 and answer.stdout == "through\n"
 
-            def exec_answers() -> bool:
-                """kubectl exec: API server -> kubelet -> CRI Exec on the new containerd."""
-                answer = subprocess.run(
-                    [KUBECTL, f"--kubeconfig={home / 'kubeconfig'}", "exec", "steady", "--",
-                     "echo", "through"], capture_output=True, text=True, timeout=60)
-                return answer.returncode == 0 and answer.stdout == "through\n"
-
-            until(exec_answers, "the kubelet to exec through the new containerd", 60,
-                  interval=0.2)
-            page = urllib.request.urlopen(f"http://{pod_ip}:8080/", timeout=5).read()
-            assert page.decode() == f"pod=steady ip={pod_ip}\n"
-            after = kubectl(home, "get", "pod", "steady", "-o", SEEN).stdout.strip()
-        finally:
-            watch.terminate()
-            watched, _ = watch.communicate(timeout=30)
-
-        assert after == before
-        assert all(line == before for line in watched.split("\n") if line), watched
-        assert task_pids(home) == tasks  # the same containers, the same processes
-        supervised = (home / "logs" / "supervisor.log").read_text()
-        assert "node-1/containerd is running again" in supervised
-        # at most one line that containerd was gone (none if no call fell in the gap),
-        # one that it was back for each, and no traceback
-        logged = (home / "logs" / "node-1" / "kubelet.log").read_text()
-        lost = logged.count("is unavailable, reconnecting")
-        assert lost <= 1 and logged.count("answers again") == lost
-        assert "Traceback" not in logged
-        events = json.loads(kubectl(home, "get", "events", "--field-selector",
-                                    "involvedObject.name=steady", "-o", "json").stdout)
-        reasons = [(event["reason"], event["message"]) for event in events["items"]]
-        assert not [(reason, message) for reason, message in reasons
-                    if reason in ("Killing", "SandboxChanged", "BackOff", "Failed")
-                    or "probe failed" in message], reasons
-
-        # down still removes it all: the pod's shims and mounts went with the node
-        running = pids(home)
-        launcher(home, "down", "--purge")
-        assert not any(alive(pid) for pid in running)
-        assert not any(alive(pid) for pid in tasks.values())
-        assert leftovers(home) == []
+        until(exec_answers, "the kubelet to exec through the new containerd", 60,
+              interval=0.2)
+        page = urllib.request.urlopen(f"http://{pod_ip}:8080/", timeout=5).read()
+        assert page.decode() == f"pod=steady ip={pod_ip}\n"
+        after = kubectl(view, "get", "pod", "steady", "-o", SEEN).stdout.strip()
     finally:
-        launcher(home, "down", "--purge", check=False)
+        watch.terminate()
+        watched, _ = watch.communicate(timeout=30)
+
+    assert after == before
+    assert all(line == before for line in watched.split("\n") if line), watched
+    assert task_pids(home) == tasks  # the same containers, the same processes
+    supervised = read_from(supervisor_log, supervisor_logged)
+    assert "node-1/containerd is running again" in supervised
+    # at most one line that containerd was gone (none if no call fell in the gap),
+    # one that it was back for each, and no traceback
+    logged = read_from(kubelet_log, kubelet_logged)
+    lost = logged.count("is unavailable, reconnecting")
+    assert lost <= 1 and logged.count("answers again") == lost
+    assert "Traceback" not in logged
+    events = json.loads(kubectl(view, "get", "events", "--field-selector",
+                                "involvedObject.name=steady", "-o", "json").stdout)
+    reasons = [(event["reason"], event["message"]) for event in events["items"]]
+    assert not [(reason, message) for reason, message in reasons
+                if reason in ("Killing", "SandboxChanged", "BackOff", "Failed")
+                or "probe failed" in message], reasons
+
+    # down still removes it all: the pod's shims and mounts went with the node (stop()
+    # runs `down --purge` and asserts that nothing of the cluster is left)
+    running = pids(home)
+    lane_cluster.stop()
+    assert not any(alive(pid) for pid in running)
+    assert not any(alive(pid) for pid in tasks.values())
+
+
+def read_from(log: Path, offset: int) -> str:
+    with log.open("rb") as file:
+        file.seek(offset)
+        return file.read().decode(errors="replace")
