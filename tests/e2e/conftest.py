@@ -16,9 +16,10 @@ Each sharing module works in namespaces of its own, claimed by name (two modules
 claim one) and made fresh (a leftover one fails the claim), and removes whatever it makes
 outside them (ingress/gateway: the Gateway API CRDs and GatewayClasses, the data plane
 the gateway controller made in kube-system). The modules that change the cluster for all
-keep an `up` of their own: a second `up` or a restarted containerd, HA, the cluster
-autoscaler's nodes, the dashboard's `down` and `up` again, `--secure`'s check that `down`
-leaves nothing (docs/decisions.md).
+keep an `up` of their own: a second `up`, HA, the cluster autoscaler's nodes, the
+dashboard's `down` and `up` again, `--secure`'s check that `down` leaves nothing
+(docs/decisions.md). The containerd restart, which kills a node's containerd, shares the
+cluster last of all and ends it with the `down` it checks.
 """
 
 from __future__ import annotations
