@@ -281,6 +281,25 @@ class PreScoreState:
         return self
 
 
+def domains_over_limit(pre_filter_state: PreFilterState | None
+                       ) -> tuple[str, set[str]] | None:
+    """When a node's Filter verdict is its domain's alone (one constraint, every node with
+    its topology key, and a domain holding no matching pod within the limit, which maxSkew
+    >= 1 sees to): the key, and the domains whose count is over the largest the constraint
+    allows (maxSkew + the minimum - the pod itself). None otherwise."""
+    if (pre_filter_state is None or len(pre_filter_state.constraints) != 1
+            or not pre_filter_state.every_node_labelled):
+        return None
+    constraint = pre_filter_state.constraints[0]
+    most = (constraint.max_skew + pre_filter_state.min_match_num(0)
+            - pre_filter_state.self_match_num[0])
+    if most < 0:
+        return None
+    return constraint.topology_key, {value for value, count
+                                     in pre_filter_state.tp_value_to_match_num[0].items()
+                                     if count > most}
+
+
 class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     """PreFilter/Filter: reject nodes where a DoNotSchedule constraint's skew would exceed
     maxSkew; PreScore/Score: prefer domains with fewer matching pods (ScheduleAnyway)."""
@@ -505,17 +524,11 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         read from the topology key's NodeLabelColumn at C speed: no NodeInfo is looked
         into, though 9 of every 10 are turned down when one domain of ten fits."""
         pre_filter_state: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
-        if (pre_filter_state is None or len(pre_filter_state.constraints) != 1
-                or not pre_filter_state.every_node_labelled or not nodes):
+        by_domain = domains_over_limit(pre_filter_state) if nodes else None
+        run = self._run_of(by_domain[0], nodes) if by_domain and by_domain[1] else None
+        if by_domain is None or run is None:
             return super().filter_nodes_split(state, pod, nodes)
-        constraint, by_value = (pre_filter_state.constraints[0],
-                                pre_filter_state.tp_value_to_match_num[0])
-        most = (constraint.max_skew + pre_filter_state.min_match_num(0)
-                - pre_filter_state.self_match_num[0])
-        over = {value for value, count in by_value.items() if count > most}
-        run = self._run_of(constraint.topology_key, nodes) if most >= 0 and over else None
-        if run is None:
-            return super().filter_nodes_split(state, pod, nodes)
+        over = by_domain[1]
         column, first, count = run
         over_limit = list(map(over.__contains__, column.read(column.values, first, count)))
         too_skewed = Status.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
@@ -530,6 +543,17 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         pre_filter_state: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
         if pre_filter_state is None:
             return super().filter_nodes(state, pod, nodes)
+        too_skewed = Status.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
+        by_domain = domains_over_limit(pre_filter_state)
+        if by_domain is not None:
+            # The nodes turned down are those of the domains over the limit: their names
+            # are picked in one pass and the dict made at once (when one domain of ten
+            # fits, that is 9 of every 10 nodes).
+            key, over = by_domain
+            if not over:
+                return {}
+            return dict.fromkeys([info.name for info in nodes if info.labels.get(key) in over],
+                                 too_skewed)
         limits = [(constraint.topology_key, by_value,
                    constraint.max_skew + pre_filter_state.min_match_num(index)
                    - pre_filter_state.self_match_num[index])
@@ -538,19 +562,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
                       strict=True))]
         # Every node turned down for one reason shares one status (nothing changes them).
         label_missing = Status.unschedulable(ERR_REASON_NODE_LABEL_NOT_MATCH, unresolvable=True)
-        too_skewed = Status.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
         rejected = {}
-        if len(limits) == 1 and limits[0][2] >= 0 and pre_filter_state.every_node_labelled:
-            # One constraint, every node with its key, and a domain holding no matching pod
-            # within the limit (maxSkew >= 1 sees to that): the nodes turned down are those
-            # of the domains over it. Their names are picked in one pass and the dict made
-            # at once: when one domain of ten fits, that is 9 of every 10 nodes.
-            key, by_value, most = limits[0]
-            over = {value for value, count in by_value.items() if count > most}
-            if not over:
-                return {}
-            return dict.fromkeys([info.name for info in nodes if info.labels.get(key) in over],
-                                 too_skewed)
         if len(limits) == 1:
             # One constraint: a node's verdict is its domain's, worked out once per domain.
             key, by_value, most = limits[0]
