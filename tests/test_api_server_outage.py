@@ -67,6 +67,7 @@ from minikube_py.cluster.etcd import EtcdProcess
 from minikube_py.cluster.kubeconfig import write_kubeconfig
 from minikube_py.process import ComponentProcess, free_port
 from tests.api_helpers import eventually
+from tests.e2e.helpers import read_log_from
 
 pytestmark = pytest.mark.slow
 
@@ -136,12 +137,6 @@ async def terminate(process: ComponentProcess) -> tuple[float, int | None]:
     elapsed, code = time.monotonic() - started, process.returncode
     await process.stop()  # SIGKILL if it is still there, and forget it
     return elapsed, code
-
-
-def log_since(process: ComponentProcess, offset: int) -> list[str]:
-    with process.log_path.open("rb") as log:
-        log.seek(offset)
-        return log.read().decode(errors="replace").splitlines()
 
 
 def log_size(process: ComponentProcess) -> int:
@@ -306,7 +301,8 @@ async def all_logged(processes: Mapping[str, ComponentProcess], offsets: Mapping
     """Whether each process logged a warning or error naming `address` (after its
     offset): it met the server that is gone."""
     return all(any(line.startswith(("W", "E")) and address in line
-                   for line in log_since(process, offsets.get(name, 0)))
+                   for line in read_log_from(process.log_path,
+                                             offsets.get(name, 0)).splitlines())
                for name, process in processes.items())
 
 

@@ -23,6 +23,13 @@ def apply(home: Path, manifest: str) -> None:
                    input=manifest, capture_output=True, text=True, timeout=60, check=True)
 
 
+def read_log_from(log: Path, offset: int) -> str:
+    """What a log file gained after `offset` (its size before the step a test checks)."""
+    with log.open("rb") as file:
+        file.seek(offset)
+        return file.read().decode(errors="replace")
+
+
 def get(home: Path, *what: str) -> Any:
     """`kubectl get <what> -o json`, decoded."""
     return json.loads(kubectl(home, "get", *what, "-o", "json").stdout)

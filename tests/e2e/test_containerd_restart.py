@@ -20,6 +20,7 @@ import pytest
 
 from tests.api_helpers import until
 from tests.e2e.conftest import LaneCluster
+from tests.e2e.helpers import read_log_from
 from tests.test_cluster_cli import alive, kubectl, pids
 
 pytestmark = pytest.mark.slow
@@ -118,11 +119,11 @@ def killed_and_restarted(lane_cluster: LaneCluster, view: Path) -> None:
     assert after == before
     assert all(line == before for line in watched.split("\n") if line), watched
     assert task_pids(home) == tasks  # the same containers, the same processes
-    supervised = read_from(supervisor_log, supervisor_logged)
+    supervised = read_log_from(supervisor_log, supervisor_logged)
     assert "node-1/containerd is running again" in supervised
     # at most one line that containerd was gone (none if no call fell in the gap),
     # one that it was back for each, and no traceback
-    logged = read_from(kubelet_log, kubelet_logged)
+    logged = read_log_from(kubelet_log, kubelet_logged)
     lost = logged.count("is unavailable, reconnecting")
     assert lost <= 1 and logged.count("answers again") == lost
     assert "Traceback" not in logged
@@ -139,9 +140,3 @@ def killed_and_restarted(lane_cluster: LaneCluster, view: Path) -> None:
     lane_cluster.stop()
     assert not any(alive(pid) for pid in running)
     assert not any(alive(pid) for pid in tasks.values())
-
-
-def read_from(log: Path, offset: int) -> str:
-    with log.open("rb") as file:
-        file.seek(offset)
-        return file.read().decode(errors="replace")
