@@ -51,12 +51,12 @@ def pids(home: Path) -> list[int]:
 
 
 def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie, ended but not yet reaped, does not)."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    except OSError:  # gone, even between the two looks
         return False
-    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(
-        f"/proc/{pid}/status").read_text().lower()
 
 
 def kubectl(home: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.api_helpers import until
-from tests.test_cluster_cli import host_network, kubectl, launcher, mounts_and_processes
+from tests.test_cluster_cli import alive, host_network, kubectl, launcher, mounts_and_processes
 
 pytestmark = pytest.mark.slow
 
@@ -27,14 +27,6 @@ JOIN_LINE = re.compile(r"minikube-py join (172\.18\.0\.10?:\d+) --token ([a-z0-9
 EXPIRED_WORDING = ('token id "{}" is invalid for this cluster or it has expired. Use '
                    '"minikube-py token create" on the control-plane node to create a new '
                    "valid token")
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
-    except OSError:
-        return False
 
 
 def join_args(line: str) -> list[str]:
