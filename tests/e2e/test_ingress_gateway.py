@@ -180,10 +180,11 @@ class NodeConnection(http.client.HTTPConnection):
 
 def data_plane_config(home: Path) -> dict[str, str] | None:
     """The data of the Secret kube-system/minikube-py-gateway (the nginx configuration the
-    gateway controller writes), None while it has written none."""
+    gateway controller writes), None while it has written none: no Secret, or one without
+    data yet."""
     done = kubectl(home, "get", "secret", "-n", "kube-system", DATA_PLANE, "-o", "json",
                    check=False)
-    return json.loads(done.stdout).get("data") or {} if done.returncode == 0 else None
+    return (json.loads(done.stdout).get("data") or None) if done.returncode == 0 else None
 
 
 def remove_data_plane(home: Path, config: dict[str, str]) -> None:
