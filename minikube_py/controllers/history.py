@@ -156,8 +156,8 @@ class History:
     def _wrote(self, revision: Obj) -> Obj:
         """Remember a revision written (or found) through the API, for caught_up."""
         reference = controller_of(revision)
-        if reference is not None:
-            key = f"{revision['metadata'].get('namespace', '')}/{reference['name']}"
+        if reference is not None:  # the owner's object_key: it shares the namespace
+            key = f"{revision['metadata']['namespace']}/{reference['name']}"
             version = _version(revision["metadata"].get("resourceVersion", ""))
             self._written[key] = max(self._written.get(key, 0), version)
         return revision
