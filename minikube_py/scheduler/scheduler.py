@@ -52,6 +52,7 @@ from minikube_py.scheduler.framework.interface import (
     QueuedPodInfo,
     Status,
 )
+from minikube_py.scheduler.framework.node_to_status import NodeToStatus
 from minikube_py.scheduler.framework.runtime import Framework
 from minikube_py.scheduler.framework.types import NodeInfo, PodInfo
 from minikube_py.scheduler.profile import build_framework
@@ -75,9 +76,10 @@ STORAGE_RESOURCES = (("PersistentVolumeClaim", "persistentvolumeclaims", None),
 
 
 class FitError(Exception):
-    """No node fits the pod: per-node statuses, and what PreFilter/PostFilter said."""
+    """No node fits the pod: per-node statuses, and what PreFilter/PostFilter said. (The
+    cycle's statuses are a NodeToStatus: read node by node, they are made a dict once.)"""
 
-    def __init__(self, pod: PodInfo, num_all_nodes: int, statuses: dict[str, Status],
+    def __init__(self, pod: PodInfo, num_all_nodes: int, statuses: Mapping[str, Status],
                  pre_filter_message: str = "") -> None:
         super().__init__()
         self.pod = pod
@@ -471,7 +473,7 @@ class Scheduler(Component):
         return host
 
     async def _extenders_filter(self, pod: PodInfo, nodes: list[NodeInfo],
-                                statuses: dict[str, Status]) -> list[NodeInfo]:
+                                statuses: NodeToStatus) -> list[NodeInfo]:
         """findNodesThatPassExtenders: each interested extender narrows the nodes; the
         nodes it turns down get its reason, like a Filter plugin's."""
         for extender in self.extenders:
@@ -490,26 +492,29 @@ class Scheduler(Component):
         return nodes
 
     def find_nodes_that_fit(self, fwk: Framework, state: CycleState, pod: PodInfo
-                            ) -> tuple[list[NodeInfo], dict[str, Status]]:
+                            ) -> tuple[list[NodeInfo], NodeToStatus]:
         """PreFilter, then Filter over the nodes (starting where the last pod stopped,
-        and stopping early in large clusters), nominated node first."""
+        and stopping early in large clusters), nominated node first. The statuses of the
+        nodes turned down stay as the plugins recorded them (runs of nodes sharing a
+        Status, dicts) until a FitError, preemption or a trace reads them node by node."""
         all_nodes = fwk.snapshot().node_info_list
         result, status = fwk.run_pre_filter_plugins(state, pod, all_nodes)
         if not status.is_success():
             if status.is_rejected():
-                fit = FitError(pod, len(all_nodes), {n.name: status for n in all_nodes},
+                fit = FitError(pod, len(all_nodes),
+                               NodeToStatus.of_run([n.name for n in all_nodes], status),
                                pre_filter_message=status.message())
                 raise fit
             raise SchedulingError(status.message())
         nodes = all_nodes
         if result is not None and result.node_names is not None:
             nodes = [info for info in all_nodes if info.name in result.node_names]
-        statuses: dict[str, Status] = {}
+        statuses = NodeToStatus()
         nominated_node = (pod.pod.get("status") or {}).get("nominatedNodeName", "")
         if nominated_node:
             info = fwk.snapshot().get(nominated_node)
             if info is not None and self._filter(fwk, state, pod, [info])[0]:
-                return [info], {}
+                return [info], statuses
         started = time.perf_counter()
         wanted = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, len(nodes))
         total = len(nodes)
@@ -532,7 +537,7 @@ class Scheduler(Component):
             chunk = _in_turn(nodes, start, processed, need if exact else size)
             fit, rejected = self._filter(fwk, state, pod, chunk)
             # (nodes turned down for one reason share a Status: look at each code once)
-            failed = Code.ERROR in set(map(operator.attrgetter("code"), rejected.values()))
+            failed = Code.ERROR in rejected.codes()
             if len(chunk) > need:
                 if failed:
                     exact = True  # an error counts only before that node: filter again
@@ -540,33 +545,28 @@ class Scheduler(Component):
                 if len(fit) >= need:
                     # where that node is in the chunk (its identity, found at C speed)
                     cut = [*map(operator.is_, chunk, repeat(fit[need - 1]))].index(True) + 1
-                    for info in chunk[cut:]:
-                        rejected.pop(info.name, None)
+                    rejected.drop(set(map(operator.attrgetter("name"), chunk[cut:])))
                     chunk = chunk[:cut]
                     fit = fit[:need]
             if failed:
-                raise SchedulingError(next(s for s in rejected.values()
+                raise SchedulingError(next(s for s in rejected.distinct_statuses()
                                            if s.code == Code.ERROR).message())
             processed += len(chunk)
             feasible += fit
-            if statuses:
-                statuses.update(rejected)
-            else:
-                statuses = rejected  # (a new dict each chunk)
+            statuses.update(rejected)
         if total:
             self._next_start_node_index = (start + processed) % total
         if result is not None and result.node_names is not None:
             left_out = Status.unschedulable(
                 f"node(s) didn't satisfy plugin(s) [{', '.join(result.plugins)}]",
                 unresolvable=True)
-            for info in all_nodes:
-                if info.name not in result.node_names:
-                    statuses[info.name] = left_out
+            statuses.add_run([info.name for info in all_nodes
+                              if info.name not in result.node_names], left_out)
         fwk.record_duration("Filter", started, Status())
         return feasible, statuses
 
     def _filter(self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
-                ) -> tuple[list[NodeInfo], dict[str, Status]]:
+                ) -> tuple[list[NodeInfo], NodeToStatus]:
         """Filter nodes; a node with pods nominated to it (by preemption) is filtered as if
         they ran there. (the nodes that fit, in order; the statuses of those that do not)"""
         nominated = self.queue.nominated_node_names()
@@ -580,7 +580,7 @@ class Scheduler(Component):
                 status = fwk.run_filter_plugins_with_nominated_pods(
                     state, pod, info, self.queue.nominated_pods_for_node(info.name))
                 if status.code:  # anything but Code.SUCCESS (0)
-                    rejected[info.name] = status
+                    rejected.add_run([info.name], status)
                 else:
                     fit_names.add(info.name)
         return [info for info in nodes if info.name in fit_names], rejected

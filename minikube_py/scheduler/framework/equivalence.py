@@ -27,7 +27,7 @@ bookkeeping. In Python a plugin call per node costs far more than a dictionary l
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from minikube_py.scheduler.framework.interface import Code
@@ -62,9 +62,9 @@ class EquivalenceCache:
         return table
 
     def filter(self, key: Hashable, nodes: list[NodeInfo],
-               run: Callable[[list[NodeInfo]], tuple[list[NodeInfo], dict[str, Status]]],
+               run: Callable[[list[NodeInfo]], tuple[list[NodeInfo], Mapping[str, Status]]],
                snapshot: Snapshot | None = None
-               ) -> tuple[list[NodeInfo], dict[str, Status]]:
+               ) -> tuple[list[NodeInfo], Mapping[str, Status]]:
         """The nodes that fit (in order) and the statuses of those that do not, asking
         run(nodes) only about the nodes without a remembered verdict. A Status with
         Code.ERROR ends filtering: it comes back with no nodes that fit."""

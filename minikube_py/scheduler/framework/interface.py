@@ -33,6 +33,7 @@ the one-node methods' (tests/unit/scheduler/test_batch_extension_points.py check
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -258,9 +259,11 @@ class FilterPlugin(Plugin):
         return rejected
 
     def filter_nodes_split(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
-                           ) -> tuple[list[NodeInfo], dict[str, Status]]:
+                           ) -> tuple[list[NodeInfo], Mapping[str, Status]]:
         """filter_nodes, with the nodes that fit too (in order; `nodes` itself when all
-        do), as the runtime wants them. Default: the nodes filter_nodes did not name."""
+        do), as the runtime wants them: the statuses in a new dict, or in a NodeToStatus
+        (framework/node_to_status.py) when many nodes share one Status and their names
+        come as a list. Default: the nodes filter_nodes did not name."""
         rejected = self.filter_nodes(state, pod, nodes)
         if not rejected:
             return nodes, rejected
@@ -270,7 +273,8 @@ class FilterPlugin(Plugin):
 class PostFilterPlugin(Plugin):
     @abstractmethod
     async def post_filter(self, state: CycleState, pod: PodInfo,
-                          statuses: dict[str, Status]) -> tuple[PostFilterResult | None, Status]:
+                          statuses: Mapping[str, Status]
+                          ) -> tuple[PostFilterResult | None, Status]:
         ...
 
 

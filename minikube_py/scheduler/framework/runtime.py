@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +43,7 @@ from minikube_py.scheduler.framework.interface import (
     ScorePlugin,
     Status,
 )
+from minikube_py.scheduler.framework.node_to_status import NodeToStatus
 from minikube_py.scheduler.framework.types import NodeInfo, PodInfo, Snapshot
 
 if TYPE_CHECKING:
@@ -189,9 +190,10 @@ class Framework:
 
     def run_filter_plugins_on_nodes(self, state: CycleState, pod: PodInfo,
                                     nodes: list[NodeInfo]
-                                    ) -> tuple[list[NodeInfo], dict[str, Status]]:
+                                    ) -> tuple[list[NodeInfo], NodeToStatus]:
         """Filter many nodes: each plugin is asked about the nodes every plugin before it
-        let through. (the nodes that fit, in order; the status of each node that is out)
+        let through. (the nodes that fit, in order; the status of each node that is out,
+        kept as the plugins handed them back: framework/node_to_status.py)
 
         The verdicts of the node-local Filters that come first (in the default profile,
         all but PodTopologySpread and InterPodAffinity) are remembered for the next pod
@@ -206,33 +208,29 @@ class Framework:
             return self._filter_nodes(plugins, state, pod, nodes)
         first, rest = plugins[:local], plugins[local:]
         snapshot = self._snapshot if self._snapshot.changes is not None else None
-        nodes, rejected = self.equivalence.filter(
+        nodes, remembered = self.equivalence.filter(
             (pod.spec_key(), tuple(plugin.name for plugin in first)), nodes,
             lambda unknown: self._filter_nodes(first, state, pod, unknown), snapshot)
+        rejected = NodeToStatus(remembered)
         if rest and nodes:
             nodes, rejected_later = self._filter_nodes(rest, state, pod, nodes)
-            if rejected:
-                rejected.update(rejected_later)
-            else:
-                rejected = rejected_later
+            rejected.update(rejected_later)
         return nodes, rejected
 
     @staticmethod
     def _filter_nodes(plugins: list[FilterPlugin], state: CycleState, pod: PodInfo,
-                      nodes: list[NodeInfo]) -> tuple[list[NodeInfo], dict[str, Status]]:
-        rejected: dict[str, Status] = {}
+                      nodes: list[NodeInfo]) -> tuple[list[NodeInfo], NodeToStatus]:
+        rejected = NodeToStatus()
         for plugin in plugins:
             if not nodes:
                 break
             nodes, out = plugin.filter_nodes_split(state, pod, nodes)
             if out:
-                statuses = out.values()
-                for status in dict(zip(map(id, statuses), statuses, strict=True)).values():
+                # (the plugin's dict or runs, kept as they are: no copy of thousands)
+                part = out if isinstance(out, NodeToStatus) else NodeToStatus(out)
+                for status in part.distinct_statuses():
                     status.with_plugin(plugin.name)  # a status shared by nodes, named once
-                if rejected:
-                    rejected.update(out)
-                else:
-                    rejected = out  # a new dict, ours to keep (no copy of thousands)
+                rejected.update(part)
         return nodes, rejected
 
     def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo,
@@ -278,7 +276,7 @@ class Framework:
         return self.run_filter_plugins(state, pod, node_info)
 
     async def run_post_filter_plugins(self, state: CycleState, pod: PodInfo,
-                                      statuses: dict[str, Status]
+                                      statuses: Mapping[str, Status]
                                       ) -> tuple[PostFilterResult | None, Status]:
         """PostFilter (preemption): the first plugin that finds a way out wins."""
         started = time.perf_counter()

@@ -46,6 +46,8 @@ from minikube_py.scheduler.framework.types import NodeInfo, PodInfo
 from minikube_py.scheduler.scheduler import FitError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from minikube_py.client.informer import SharedInformer
     from minikube_py.scheduler.framework.handle import Handle
 
@@ -107,7 +109,7 @@ class DefaultPreemption(PostFilterPlugin):
 
     # -- PostFilter ----------------------------------------------------------------------------
 
-    async def post_filter(self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    async def post_filter(self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]
                           ) -> tuple[PostFilterResult | None, Status]:
         """PostFilter: preempt; a failure's message reads "preemption: <why>"."""
         result, status = await self.preempt(state, pod, statuses)
@@ -115,7 +117,7 @@ class DefaultPreemption(PostFilterPlugin):
             status = Status(status.code, [f"preemption: {status.message()}"])
         return result, status
 
-    async def preempt(self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    async def preempt(self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]
                       ) -> tuple[PostFilterResult | None, Status]:
         """Evaluator.Preempt: steps 1 to 5 above. A result of None leaves the pod's
         nomination as it is; PostFilterResult("") clears it."""
@@ -166,7 +168,7 @@ class DefaultPreemption(PostFilterPlugin):
     # -- finding candidates --------------------------------------------------------------------
 
     def find_candidates(self, state: CycleState, pod: PodInfo, all_nodes: list[NodeInfo],
-                        statuses: dict[str, Status]
+                        statuses: Mapping[str, Status]
                         ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
         """findCandidates: dry-run preemption on the nodes evicting pods could help."""
         potential = [info for info in all_nodes if info.name in statuses

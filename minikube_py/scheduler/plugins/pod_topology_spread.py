@@ -60,6 +60,7 @@ from minikube_py.scheduler.framework.interface import (
     ScorePlugin,
     Status,
 )
+from minikube_py.scheduler.framework.node_to_status import NodeToStatus
 from minikube_py.scheduler.framework.types import (
     NodeInfo,
     NodeLabelColumn,
@@ -517,12 +518,13 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         return SUCCESS
 
     def filter_nodes_split(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
-                           ) -> tuple[list[NodeInfo], dict[str, Status]]:
+                           ) -> tuple[list[NodeInfo], Mapping[str, Status]]:
         """filter_nodes and the nodes that fit. When the nodes are turned down by their
         domain alone (filter_nodes' first case) and are consecutive nodes of the cache's
         snapshot, as the scheduler hands them out in turn, their domains and names are
         read from the topology key's NodeLabelColumn at C speed: no NodeInfo is looked
-        into, though 9 of every 10 are turned down when one domain of ten fits."""
+        into, though 9 of every 10 are turned down when one domain of ten fits, and
+        those nodes come back as one run of names with one Status (NodeToStatus)."""
         pre_filter_state: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
         by_domain = domains_over_limit(pre_filter_state) if nodes else None
         run = self._run_of(by_domain[0], nodes) if by_domain and by_domain[1] else None
@@ -532,9 +534,11 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         column, first, count = run
         over_limit = list(map(over.__contains__, column.read(column.values, first, count)))
         too_skewed = Status.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
+        # the nodes turned down, one run sharing one status: no dict entry per node
         return (list(compress(nodes, map(not_, over_limit))),
-                dict.fromkeys(compress(column.read(column.names, first, count), over_limit),
-                              too_skewed))
+                NodeToStatus.of_run(
+                    list(compress(column.read(column.names, first, count), over_limit)),
+                    too_skewed))
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
                      ) -> dict[str, Status]:
