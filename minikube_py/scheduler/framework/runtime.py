@@ -14,9 +14,11 @@ weight). The runtime calls them in that order and combines their answers:
 from __future__ import annotations
 
 import asyncio
+import operator
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
+from itertools import repeat, starmap
 from typing import TYPE_CHECKING, Any
 
 from minikube_py.api import Obj
@@ -320,9 +322,8 @@ class Framework:
         started = time.perf_counter()
         plugins = [plugin for plugin in self.plugins.score
                    if plugin.name not in state.skip_score_plugins]
-        names = [info.name for info in nodes]
-        totals, remembered, status = self._node_local_scores(state, pod, nodes, names,
-                                                             plugins, by_plugin)
+        names, totals, remembered, status = self._node_local_scores(state, pod, nodes,
+                                                                    plugins, by_plugin)
         if status.code:  # anything but Code.SUCCESS (0)
             self.record_duration("Score", started, status)
             return {}, status
@@ -346,13 +347,12 @@ class Framework:
             if scores and min(scores) == max(scores):
                 same_for_all += scores[0] * weight
             else:
-                totals = [total + score * weight for total, score in zip(totals, scores,
-                                                                          strict=True)]
+                totals = _add_weighted(totals, scores, weight)
         self.record_duration("Score", started, status)
         if status.code:
             return {}, status
         if same_for_all:
-            totals = [total + same_for_all for total in totals]
+            totals = list(map(operator.add, totals, repeat(same_for_all)))
         if by_plugin is not None:  # in the profile's order
             ordered = {plugin.name: by_plugin[plugin.name] for plugin in plugins}
             by_plugin.clear()
@@ -375,18 +375,18 @@ class Framework:
         return SUCCESS
 
     def _node_local_scores(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
-                           names: list[str], plugins: list[ScorePlugin],
-                           by_plugin: dict[str, list[int]] | None
-                           ) -> tuple[list[int], dict[str, list[int]], Status]:
-        """What the node-local Score plugins say, remembered per pod spec: the weighted sum
-        of those that do not normalize (one total per node), and the raw scores of those
-        that do, by plugin name (the caller normalizes them: that looks at every node).
-        The summed plugins' own scores are remembered too, and put in `by_plugin`
-        (weighted) when it is given."""
+                           plugins: list[ScorePlugin], by_plugin: dict[str, list[int]] | None
+                           ) -> tuple[list[str], list[int], dict[str, list[int]], Status]:
+        """What the node-local Score plugins say, remembered per pod spec: the nodes'
+        names, the weighted sum of the plugins that do not normalize (one total per node),
+        and the raw scores of those that do, by plugin name (the caller normalizes them:
+        that looks at every node). The summed plugins' own scores are remembered too, and
+        put in `by_plugin` (weighted) when it is given. The names are remembered with the
+        scores: once every node has its row, no NodeInfo is looked into."""
         summed = [plugin for plugin in plugins if plugin.node_local and not _normalizes(plugin)]
         raw = [plugin for plugin in plugins if plugin.node_local and _normalizes(plugin)]
         if not summed and not raw:
-            return [0] * len(nodes), {}, SUCCESS
+            return list(map(operator.attrgetter("name"), nodes)), [0] * len(nodes), {}, SUCCESS
         weights = [self.score_weights.get(plugin.name, 1) for plugin in summed]
         failed: list[Status] = []
 
@@ -414,19 +414,20 @@ class Framework:
 
         key = (pod.spec_key(), tuple(plugin.name for plugin in summed),
                tuple(plugin.name for plugin in raw))
-        rows = self.equivalence.scores(key, nodes, names, run)
+        rows = self.equivalence.scores(key, nodes, run)
         if rows is None:
-            return [], {}, failed[0]
-        # one list per column (the total, then each plugin's scores), transposed at C speed
+            return [], [], {}, failed[0]
+        # one list per column (the names, the total, then each plugin's scores), transposed
+        # at C speed
         columns = [list(column) for column in zip(*rows, strict=True)] if rows else [
-            [] for _ in range(1 + len(summed) + len(raw))]
+            [] for _ in range(2 + len(summed) + len(raw))]
         if by_plugin is not None:
             for index, (plugin, weight) in enumerate(zip(summed, weights, strict=True),
-                                                     start=1):
+                                                     start=2):
                 by_plugin[plugin.name] = [score * weight for score in columns[index]]
-        return (columns[0],
+        return (columns[0], columns[1],
                 {plugin.name: columns[index]
-                 for index, plugin in enumerate(raw, start=1 + len(summed))}, SUCCESS)
+                 for index, plugin in enumerate(raw, start=2 + len(summed))}, SUCCESS)
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str
                                     ) -> Status:
@@ -501,6 +502,13 @@ class Framework:
                                     ) -> None:
         for plugin in self.plugins.post_bind:
             await plugin.post_bind(state, pod, node_name)
+
+
+def _add_weighted(totals: list[int], scores: list[int], weight: int) -> list[int]:
+    """Each total plus its node's score times the weight, at C speed (a Python loop per
+    node costs more than the sums); as many scores as totals, or ValueError."""
+    return list(starmap(operator.add, zip(totals, map(operator.mul, scores, repeat(weight)),
+                                          strict=True)))
 
 
 def _normalizes(plugin: ScorePlugin) -> bool:
