@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 from minikube_py.api import Obj
@@ -47,11 +48,13 @@ from minikube_py.scheduler.framework.interface import (
 from minikube_py.scheduler.framework.types import (
     AffinityTerm,
     NodeInfo,
+    NodeLabelColumn,
     NodeMemo,
     NodeTotals,
     PodInfo,
     Snapshot,
     WeightedAffinityTerm,
+    kept_column,
 )
 
 if TYPE_CHECKING:
@@ -67,6 +70,7 @@ ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
 ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
 
 DEFAULT_HARD_POD_AFFINITY_WEIGHT = 1
+MAX_COLUMNS = 4  # topology keys whose NodeLabelColumn is kept (for Score)
 MIN_HARD_POD_AFFINITY_WEIGHT, MAX_HARD_POD_AFFINITY_WEIGHT = 0, 100
 
 TopologyPair = tuple[str, str]  # (topology key, the node's value for it)
@@ -219,6 +223,8 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.incoming_affinity_memo: NodeMemo[tuple[TopologyCounts, TopologyCounts]] = NodeMemo()
         # Per topology pair, the weights summed over the nodes (see NodeTotals).
         self.score_totals: NodeTotals[tuple[str, str]] = NodeTotals()
+        # Per topology key, its value on each node of the snapshot (see NodeLabelColumn).
+        self.columns: dict[str, NodeLabelColumn] = {}
 
     def events_to_register(self) -> list[ClusterEvent]:
         """An assigned pod added (may satisfy affinity), relabelled or deleted (may lift
@@ -353,7 +359,10 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
                     ) -> tuple[list[int], Status]:
-        """Score for many nodes, reading the topology pairs' weights once."""
+        """Score for many nodes, reading the topology pairs' weights once. With one
+        topology key, the nodes' values are read from its NodeLabelColumn when the nodes
+        are the cache snapshot's: in a cluster of thousands of nodes, no NodeInfo is
+        looked into."""
         pre_score_state: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
         if pre_score_state is None:
             return super().score_nodes(state, pod, nodes)
@@ -361,6 +370,9 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if len(pairs) == 1:  # one topology key (a node without it adds nothing)
             [(key, by_value)] = pairs
             weight_of = by_value.get
+            values = self._label_values(key, nodes)
+            if values is not None:  # (a node without the key: None, no weight)
+                return list(map(weight_of, values, repeat(0))), SUCCESS
             return [weight_of(info.labels.get(key), 0) for info in nodes], SUCCESS
         scores = []
         for info in nodes:
@@ -372,6 +384,14 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                     total += by_value.get(value, 0)
             scores.append(total)
         return scores, SUCCESS
+
+    def _label_values(self, key: str, nodes: list[NodeInfo]) -> list[str | None] | None:
+        """The key's value on each node, from its column, when the nodes are NodeInfos of
+        a snapshot of the scheduler's cache (one with a change log to keep the column)."""
+        snapshot = self.handle.snapshot() if self.handle is not None else None
+        if snapshot is None or snapshot.changes is None:
+            return None
+        return kept_column(self.columns, key, snapshot, MAX_COLUMNS).values_of(nodes)
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: dict[str, int]
                         ) -> Status | None:
