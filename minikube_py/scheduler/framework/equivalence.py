@@ -28,7 +28,9 @@ bookkeeping. In Python a plugin call per node costs far more than a dictionary l
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from itertools import compress
+from operator import is_not
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from minikube_py.scheduler.framework.interface import Code
 
@@ -94,54 +96,31 @@ class EquivalenceCache:
         return fit, {info.name: rejections[info.name] for info in nodes
                      if info.name in rejections}
 
-    def scores(self, key: Hashable, nodes: list[NodeInfo],
+    def scores(self, key: Hashable, nodes: list[NodeInfo], names: list[str],
                run: Callable[[list[NodeInfo]], list[list[int]] | None]
-               ) -> list[tuple[Any, ...]] | None:
-        """Each node's row, in order: its name, then its raw scores (one per node-local
-        plugin). run(nodes) is asked for the nodes without a remembered row: it returns
-        one list per plugin, or None when a plugin failed (then nothing is remembered and
-        None is returned).
+               ) -> list[tuple[int, ...]] | None:
+        """Each node's raw scores (one per node-local plugin), asking run(nodes) for the
+        nodes without remembered scores: it returns one list per plugin, or None when a
+        plugin failed (then nothing is remembered and None is returned). `names` are the
+        nodes' names, in order (read once by the caller: in a large cluster, fetching
+        each NodeInfo again costs more than the lookups).
 
         (Scores are only ever asked for nodes that passed Filter, so they seldom cover a
-        whole snapshot: each node is looked up, not the change log. The lookup is by the
-        NodeInfo's identity alone, so no NodeInfo is looked into, not even for its name:
-        see ScoreRows.)"""
+        whole snapshot: each node is looked at, not the change log; at C speed, as a
+        Python loop per node costs more than the lookups.)"""
         table = self._table(self._scores, key, ScoreRows)
-        rows = list(map(table.rows.get, map(id, nodes)))
-        if not all(rows):  # a row is never empty: None marks a node without one
-            stale = [info for info, row in zip(nodes, rows, strict=True) if row is None]
+        # each node's remembered NodeInfo, is it not the node's own?
+        changed = list(map(is_not, map(table.infos.get, names), nodes))
+        rows = table.answers
+        if any(changed):
+            stale = list(compress(nodes, changed))
             columns = run(stale)
             if columns is None:
                 return None
-            for info, scores in zip(stale, zip(*columns, strict=True), strict=True):
-                table.remember(info, (info.name, *scores))
-            rows = list(map(table.rows.__getitem__, map(id, nodes)))
-        return rows
-
-
-class ScoreRows:
-    """One pod spec's remembered score rows ((name, *raw scores) per node), by the
-    identity (id) of the NodeInfo each was made for.
-
-    In a cluster of thousands of nodes, most of what a per-node lookup costs is fetching
-    NodeInfos scattered through memory; id() reads none of them. An id is only unique
-    among live objects, so the table keeps each NodeInfo it has a row for (the latest
-    one per node name, in `infos`) and drops the row of the one it replaces: while a row
-    is kept, no other object can have its id."""
-
-    __slots__ = ("infos", "rows")
-
-    def __init__(self) -> None:
-        self.infos: dict[str, NodeInfo] = {}  # node name -> NodeInfo of its row
-        self.rows: dict[int, tuple[Any, ...]] = {}  # id(NodeInfo) -> (name, *scores)
-
-    def remember(self, info: NodeInfo, row: tuple[Any, ...]) -> None:
-        """Keep `row` for `info`, in place of the row of the node's previous NodeInfo."""
-        previous = self.infos.get(info.name)
-        if previous is not None:
-            del self.rows[id(previous)]
-        self.infos[info.name] = info
-        self.rows[id(info)] = row
+            for info, row in zip(stale, zip(*columns, strict=True), strict=True):
+                table.infos[info.name] = info
+                rows[info.name] = row
+        return list(map(rows.__getitem__, names))
 
 
 class NodeAnswers(Generic[V]):
@@ -195,5 +174,11 @@ class NodeAnswers(Generic[V]):
 
 class FilterVerdicts(NodeAnswers["Status"]):
     """Filter verdicts: the Status of each node turned down (a node not named fits)."""
+
+    __slots__ = ()
+
+
+class ScoreRows(NodeAnswers[tuple[int, ...]]):
+    """Each node's raw scores, one per node-local Score plugin."""
 
     __slots__ = ()

@@ -322,8 +322,9 @@ class Framework:
         started = time.perf_counter()
         plugins = [plugin for plugin in self.plugins.score
                    if plugin.name not in state.skip_score_plugins]
-        names, totals, remembered, status = self._node_local_scores(state, pod, nodes,
-                                                                    plugins, by_plugin)
+        names = list(map(operator.attrgetter("name"), nodes))
+        totals, remembered, status = self._node_local_scores(state, pod, nodes, names,
+                                                             plugins, by_plugin)
         if status.code:  # anything but Code.SUCCESS (0)
             self.record_duration("Score", started, status)
             return {}, status
@@ -375,18 +376,18 @@ class Framework:
         return SUCCESS
 
     def _node_local_scores(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
-                           plugins: list[ScorePlugin], by_plugin: dict[str, list[int]] | None
-                           ) -> tuple[list[str], list[int], dict[str, list[int]], Status]:
-        """What the node-local Score plugins say, remembered per pod spec: the nodes'
-        names, the weighted sum of the plugins that do not normalize (one total per node),
-        and the raw scores of those that do, by plugin name (the caller normalizes them:
-        that looks at every node). The summed plugins' own scores are remembered too, and
-        put in `by_plugin` (weighted) when it is given. The names are remembered with the
-        scores: once every node has its row, no NodeInfo is looked into."""
+                           names: list[str], plugins: list[ScorePlugin],
+                           by_plugin: dict[str, list[int]] | None
+                           ) -> tuple[list[int], dict[str, list[int]], Status]:
+        """What the node-local Score plugins say, remembered per pod spec: the weighted sum
+        of those that do not normalize (one total per node), and the raw scores of those
+        that do, by plugin name (the caller normalizes them: that looks at every node).
+        The summed plugins' own scores are remembered too, and put in `by_plugin`
+        (weighted) when it is given."""
         summed = [plugin for plugin in plugins if plugin.node_local and not _normalizes(plugin)]
         raw = [plugin for plugin in plugins if plugin.node_local and _normalizes(plugin)]
         if not summed and not raw:
-            return list(map(operator.attrgetter("name"), nodes)), [0] * len(nodes), {}, SUCCESS
+            return [0] * len(nodes), {}, SUCCESS
         weights = [self.score_weights.get(plugin.name, 1) for plugin in summed]
         failed: list[Status] = []
 
@@ -414,20 +415,19 @@ class Framework:
 
         key = (pod.spec_key(), tuple(plugin.name for plugin in summed),
                tuple(plugin.name for plugin in raw))
-        rows = self.equivalence.scores(key, nodes, run)
+        rows = self.equivalence.scores(key, nodes, names, run)
         if rows is None:
-            return [], [], {}, failed[0]
-        # one list per column (the names, the total, then each plugin's scores), transposed
-        # at C speed
+            return [], {}, failed[0]
+        # one list per column (the total, then each plugin's scores), transposed at C speed
         columns = [list(column) for column in zip(*rows, strict=True)] if rows else [
-            [] for _ in range(2 + len(summed) + len(raw))]
+            [] for _ in range(1 + len(summed) + len(raw))]
         if by_plugin is not None:
             for index, (plugin, weight) in enumerate(zip(summed, weights, strict=True),
-                                                     start=2):
+                                                     start=1):
                 by_plugin[plugin.name] = [score * weight for score in columns[index]]
-        return (columns[0], columns[1],
+        return (columns[0],
                 {plugin.name: columns[index]
-                 for index, plugin in enumerate(raw, start=2 + len(summed))}, SUCCESS)
+                 for index, plugin in enumerate(raw, start=1 + len(summed))}, SUCCESS)
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str
                                     ) -> Status:

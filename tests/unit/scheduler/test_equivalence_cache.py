@@ -281,9 +281,9 @@ def _info(name: str, cpu: str = "4") -> NodeInfo:
 
 
 def test_score_rows_are_the_fresh_rows_and_asked_only_for_new_node_infos() -> None:
-    """Rows are looked up by NodeInfo identity: a node's new NodeInfo is asked about, its
-    old one's row is dropped (so the id of a NodeInfo freed since cannot come back), and
-    the rows handed back are always those a fresh computation gives, names first."""
+    """Rows are remembered per node name with the NodeInfo they were made for: a node's
+    new NodeInfo is asked about, and the rows handed back are always those a fresh
+    computation gives."""
     cache = EquivalenceCache()
     asked: list[list[str]] = []
 
@@ -292,30 +292,28 @@ def test_score_rows_are_the_fresh_rows_and_asked_only_for_new_node_infos() -> No
         return [[int(info.allocatable.milli_cpu) // 1000 for info in nodes],
                 [len(info.name) for info in nodes]]
 
-    def fresh(nodes: list[NodeInfo]) -> list[tuple[Any, ...]]:
-        return [(info.name, *row) for info, row in zip(nodes, zip(*run(nodes), strict=True),
-                                                   strict=True)]
+    def fresh(nodes: list[NodeInfo]) -> list[tuple[int, ...]]:
+        return list(zip(*run(nodes), strict=True))
+
+    def names(nodes: list[NodeInfo]) -> list[str]:
+        return [info.name for info in nodes]
 
     infos = [_info(f"n-{i}") for i in range(6)]
-    assert cache.scores("spec", infos, run) == fresh(infos)
+    assert cache.scores("spec", infos, names(infos), run) == fresh(infos)
     asked.clear()
-    rows = cache.scores("spec", infos[2:], run)
+    rows = cache.scores("spec", infos[2:], names(infos[2:]), run)
     assert asked == []  # every row remembered
     assert rows == fresh(infos[2:])
     asked.clear()
-    old = infos[3]
     infos[3] = _info("n-3", cpu="8")  # the node's new NodeInfo (the cache copies one)
-    rows = cache.scores("spec", infos, run)
+    rows = cache.scores("spec", infos, names(infos), run)
     assert asked == [["n-3"]]
-    assert rows == fresh(infos) and rows[3] == ("n-3", 8, 3)
-    table = cache._scores["spec"]
-    assert id(old) not in table.rows and table.infos["n-3"] is infos[3]
-    assert set(table.rows) == {id(info) for info in infos}
+    assert rows == fresh(infos) and rows[3] == (8, 3)
 
 
 def test_score_rows_are_not_remembered_when_a_plugin_fails() -> None:
     cache = EquivalenceCache()
     infos = [_info(f"n-{i}") for i in range(3)]
-    assert cache.scores("spec", infos, lambda nodes: None) is None
-    assert cache.scores("spec", infos, lambda nodes: [[1] * len(nodes)]) == [
-        (info.name, 1) for info in infos]
+    names = [info.name for info in infos]
+    assert cache.scores("spec", infos, names, lambda nodes: None) is None
+    assert cache.scores("spec", infos, names, lambda nodes: [[1] * len(nodes)]) == [(1,)] * 3
