@@ -717,22 +717,15 @@ class NodeLabelColumn:
     loop costs is fetching NodeInfos scattered through memory. Brought up to date from the
     snapshot's change log (its ChangeLog): the nodes changed since are read again; a change
     of the list of nodes itself reads all of them again.
-
-    The nodes a plugin is handed are not always consecutive (Score gets those that passed
-    Filter): values_of finds each one's position by its identity (id), which reads no
-    NodeInfo. An id is only unique among live objects, so the column keeps the NodeInfo
-    of each position and forgets the id of the one it replaces.
     """
 
-    __slots__ = ("label", "values", "names", "positions", "infos", "by_id", "_synced")
+    __slots__ = ("label", "values", "names", "positions", "_synced")
 
     def __init__(self, label: str) -> None:
         self.label = label
         self.values: list[str | None] = []  # the label's value per position (None: no label)
         self.names: list[str] = []  # the node name per position
         self.positions: dict[str, int] = {}  # node name -> position
-        self.infos: list[NodeInfo] = []  # the NodeInfo read at each position
-        self.by_id: dict[int, int] = {}  # id(NodeInfo) -> position, for those in infos
         self._synced: tuple[ChangeLog | None, int] | None = None
 
     def bring_up_to_date(self, snapshot: Snapshot) -> None:
@@ -743,17 +736,11 @@ class NodeLabelColumn:
             self.names = [info.name for info in nodes]
             self.values = [info.labels.get(self.label) for info in nodes]
             self.positions = {name: index for index, name in enumerate(self.names)}
-            self.infos = list(nodes)
-            self.by_id = dict(zip(map(id, nodes), range(len(nodes)), strict=True))
         else:  # the list of nodes is what it was: each changed node is where it was
             for name in changed:
                 info = snapshot.get(name)
                 if info is not None:
-                    position = self.positions[name]
-                    del self.by_id[id(self.infos[position])]
-                    self.infos[position] = info
-                    self.by_id[id(info)] = position
-                    self.values[position] = info.labels.get(self.label)
+                    self.values[self.positions[name]] = info.labels.get(self.label)
         self._synced = (snapshot.changes, snapshot.seq) if snapshot.changes is not None \
             else None
 
@@ -771,15 +758,6 @@ class NodeLabelColumn:
             return None
         return first, len(nodes)
 
-    def values_of(self, nodes: list[NodeInfo]) -> list[str | None] | None:
-        """The label's value on each of `nodes`, in order, found by the NodeInfos'
-        identities at C speed; None when one of them is not a NodeInfo the column read
-        (a node of another snapshot, a copy)."""
-        positions = list(map(self.by_id.get, map(id, nodes)))
-        if None in positions:
-            return None
-        return list(map(self.values.__getitem__, positions))
-
     @staticmethod
     def read(column: list[Any], first: int, count: int) -> list[Any]:
         """`count` entries of a column (values or names) from `first`, wrapping round."""
@@ -787,18 +765,6 @@ class NodeLabelColumn:
         if len(part) < count:
             part += column[:count - len(part)]
         return part
-
-
-def kept_column(columns: dict[str, NodeLabelColumn], label: str, snapshot: Snapshot,
-                most: int) -> NodeLabelColumn:
-    """The label's column among those a plugin keeps (the `most` most recently used, by
-    label), brought up to date with `snapshot`."""
-    column = columns.pop(label, None) or NodeLabelColumn(label)
-    columns[label] = column  # most recently used last
-    while len(columns) > most:
-        del columns[next(iter(columns))]
-    column.bring_up_to_date(snapshot)
-    return column
 
 
 def _take_back(part: dict[K, int], sums: dict[K, int], counts: dict[K, int]) -> None:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from itertools import repeat
 from typing import TYPE_CHECKING
 
 from minikube_py.api import Obj
@@ -48,13 +47,11 @@ from minikube_py.scheduler.framework.interface import (
 from minikube_py.scheduler.framework.types import (
     AffinityTerm,
     NodeInfo,
-    NodeLabelColumn,
     NodeMemo,
     NodeTotals,
     PodInfo,
     Snapshot,
     WeightedAffinityTerm,
-    kept_column,
 )
 
 if TYPE_CHECKING:
@@ -70,7 +67,6 @@ ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
 ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
 
 DEFAULT_HARD_POD_AFFINITY_WEIGHT = 1
-MAX_COLUMNS = 4  # topology keys whose NodeLabelColumn is kept (for Score)
 MIN_HARD_POD_AFFINITY_WEIGHT, MAX_HARD_POD_AFFINITY_WEIGHT = 0, 100
 
 TopologyPair = tuple[str, str]  # (topology key, the node's value for it)
@@ -223,8 +219,6 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.incoming_affinity_memo: NodeMemo[tuple[TopologyCounts, TopologyCounts]] = NodeMemo()
         # Per topology pair, the weights summed over the nodes (see NodeTotals).
         self.score_totals: NodeTotals[tuple[str, str]] = NodeTotals()
-        # Per topology key, its value on each node of the snapshot (see NodeLabelColumn).
-        self.columns: dict[str, NodeLabelColumn] = {}
 
     def events_to_register(self) -> list[ClusterEvent]:
         """An assigned pod added (may satisfy affinity), relabelled or deleted (may lift
@@ -359,10 +353,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
                     ) -> tuple[list[int], Status]:
-        """Score for many nodes, reading the topology pairs' weights once. With one
-        topology key, the nodes' values are read from its NodeLabelColumn when the nodes
-        are the cache snapshot's: in a cluster of thousands of nodes, no NodeInfo is
-        looked into."""
+        """Score for many nodes, reading the topology pairs' weights once."""
         pre_score_state: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
         if pre_score_state is None:
             return super().score_nodes(state, pod, nodes)
@@ -370,9 +361,6 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if len(pairs) == 1:  # one topology key (a node without it adds nothing)
             [(key, by_value)] = pairs
             weight_of = by_value.get
-            values = self._label_values(key, nodes)
-            if values is not None:  # (a node without the key: None, no weight)
-                return list(map(weight_of, values, repeat(0))), SUCCESS
             return [weight_of(info.labels.get(key), 0) for info in nodes], SUCCESS
         scores = []
         for info in nodes:
@@ -384,14 +372,6 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                     total += by_value.get(value, 0)
             scores.append(total)
         return scores, SUCCESS
-
-    def _label_values(self, key: str, nodes: list[NodeInfo]) -> list[str | None] | None:
-        """The key's value on each node, from its column, when the nodes are NodeInfos of
-        a snapshot of the scheduler's cache (one with a change log to keep the column)."""
-        snapshot = self.handle.snapshot() if self.handle is not None else None
-        if snapshot is None or snapshot.changes is None:
-            return None
-        return kept_column(self.columns, key, snapshot, MAX_COLUMNS).values_of(nodes)
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: dict[str, int]
                         ) -> Status | None:
@@ -407,7 +387,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         # (sums are per topology pair: few values, each mapped once)
         mapped = {value: int(MAX_NODE_SCORE * ((value - lowest) / spread)) if spread > 0 else 0
                   for value in set(scores.values())}
-        normalized = list(map(mapped.__getitem__, scores.values()))  # (at C speed)
+        normalized = [mapped[value] for value in scores.values()]
         scores.update(zip(list(scores), normalized, strict=True))
         return None
 

@@ -67,7 +67,6 @@ from minikube_py.scheduler.framework.types import (
     NodeMemo,
     PodInfo,
     Snapshot,
-    kept_column,
 )
 
 if TYPE_CHECKING:
@@ -601,7 +600,11 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         snapshot = self.handle.snapshot() if self.handle is not None else None
         if snapshot is None or snapshot.changes is None:
             return None
-        column = kept_column(self.columns, key, snapshot, MAX_COLUMNS)
+        column = self.columns.pop(key, None) or NodeLabelColumn(key)
+        self.columns[key] = column  # most recently used last
+        while len(self.columns) > MAX_COLUMNS:
+            del self.columns[next(iter(self.columns))]
+        column.bring_up_to_date(snapshot)
         run = column.run_of(nodes, snapshot)
         return None if run is None else (column, *run)
 
