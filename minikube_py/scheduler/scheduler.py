@@ -27,7 +27,7 @@ import random
 import time
 from collections import Counter as Histogram
 from collections.abc import Mapping
-from itertools import compress, repeat
+from itertools import repeat
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -745,9 +745,7 @@ def select_host(scores: dict[str, int]) -> str:
     if not scores:
         return ""
     best = max(scores.values())
-    # the names of the best, in order, picked at C speed
-    return random.choice(list(compress(scores, map(operator.eq, scores.values(),
-                                                   repeat(best)))))
+    return random.choice([name for name, score in scores.items() if score == best])
 
 
 def _with_kind(pod: Obj) -> Obj:

@@ -28,8 +28,6 @@ bookkeeping. In Python a plugin call per node costs far more than a dictionary l
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from itertools import compress
-from operator import is_not
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from minikube_py.scheduler.framework.interface import Code
@@ -106,14 +104,12 @@ class EquivalenceCache:
         each NodeInfo again costs more than the lookups).
 
         (Scores are only ever asked for nodes that passed Filter, so they seldom cover a
-        whole snapshot: each node is looked at, not the change log; at C speed, as a
-        Python loop per node costs more than the lookups.)"""
+        whole snapshot: each node is looked at, not the change log.)"""
         table = self._table(self._scores, key, ScoreRows)
-        # each node's remembered NodeInfo, is it not the node's own?
-        changed = list(map(is_not, map(table.infos.get, names), nodes))
+        known = table.infos.get
+        stale = [info for info, name in zip(nodes, names, strict=True) if known(name) is not info]
         rows = table.answers
-        if any(changed):
-            stale = list(compress(nodes, changed))
+        if stale:
             columns = run(stale)
             if columns is None:
                 return None

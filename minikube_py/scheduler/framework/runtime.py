@@ -14,11 +14,9 @@ weight). The runtime calls them in that order and combines their answers:
 from __future__ import annotations
 
 import asyncio
-import operator
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from itertools import repeat, starmap
 from typing import TYPE_CHECKING, Any
 
 from minikube_py.api import Obj
@@ -322,7 +320,7 @@ class Framework:
         started = time.perf_counter()
         plugins = [plugin for plugin in self.plugins.score
                    if plugin.name not in state.skip_score_plugins]
-        names = list(map(operator.attrgetter("name"), nodes))
+        names = [info.name for info in nodes]
         totals, remembered, status = self._node_local_scores(state, pod, nodes, names,
                                                              plugins, by_plugin)
         if status.code:  # anything but Code.SUCCESS (0)
@@ -348,12 +346,13 @@ class Framework:
             if scores and min(scores) == max(scores):
                 same_for_all += scores[0] * weight
             else:
-                totals = _add_weighted(totals, scores, weight)
+                totals = [total + score * weight for total, score in zip(totals, scores,
+                                                                          strict=True)]
         self.record_duration("Score", started, status)
         if status.code:
             return {}, status
         if same_for_all:
-            totals = list(map(operator.add, totals, repeat(same_for_all)))
+            totals = [total + same_for_all for total in totals]
         if by_plugin is not None:  # in the profile's order
             ordered = {plugin.name: by_plugin[plugin.name] for plugin in plugins}
             by_plugin.clear()
@@ -502,13 +501,6 @@ class Framework:
                                     ) -> None:
         for plugin in self.plugins.post_bind:
             await plugin.post_bind(state, pod, node_name)
-
-
-def _add_weighted(totals: list[int], scores: list[int], weight: int) -> list[int]:
-    """Each total plus its node's score times the weight, at C speed (a Python loop per
-    node costs more than the sums); as many scores as totals, or ValueError."""
-    return list(starmap(operator.add, zip(totals, map(operator.mul, scores, repeat(weight)),
-                                          strict=True)))
 
 
 def _normalizes(plugin: ScorePlugin) -> bool:
