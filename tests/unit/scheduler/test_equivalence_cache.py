@@ -273,3 +273,47 @@ def test_once_a_spec_has_every_nodes_verdict_only_the_nodes_changed_since_are_as
     recorded.clear()
     assert len(cycle(scheduler, replica(8))[0]) == len(first)
     assert recorded == []
+
+
+def _info(name: str, cpu: str = "4") -> NodeInfo:
+    return NodeInfo.of({"metadata": {"name": name, "labels": {}}, "spec": {},
+                        "status": {"allocatable": {"cpu": cpu, "pods": "110"}}})
+
+
+def test_score_rows_are_the_fresh_rows_and_asked_only_for_new_node_infos() -> None:
+    """Rows are remembered per node name with the NodeInfo they were made for: a node's
+    new NodeInfo is asked about, and the rows handed back are always those a fresh
+    computation gives."""
+    cache = EquivalenceCache()
+    asked: list[list[str]] = []
+
+    def run(nodes: list[NodeInfo]) -> list[list[int]]:
+        asked.append([info.name for info in nodes])
+        return [[int(info.allocatable.milli_cpu) // 1000 for info in nodes],
+                [len(info.name) for info in nodes]]
+
+    def fresh(nodes: list[NodeInfo]) -> list[tuple[int, ...]]:
+        return list(zip(*run(nodes), strict=True))
+
+    def names(nodes: list[NodeInfo]) -> list[str]:
+        return [info.name for info in nodes]
+
+    infos = [_info(f"n-{i}") for i in range(6)]
+    assert cache.scores("spec", infos, names(infos), run) == fresh(infos)
+    asked.clear()
+    rows = cache.scores("spec", infos[2:], names(infos[2:]), run)
+    assert asked == []  # every row remembered
+    assert rows == fresh(infos[2:])
+    asked.clear()
+    infos[3] = _info("n-3", cpu="8")  # the node's new NodeInfo (the cache copies one)
+    rows = cache.scores("spec", infos, names(infos), run)
+    assert asked == [["n-3"]]
+    assert rows == fresh(infos) and rows[3] == (8, 3)
+
+
+def test_score_rows_are_not_remembered_when_a_plugin_fails() -> None:
+    cache = EquivalenceCache()
+    infos = [_info(f"n-{i}") for i in range(3)]
+    names = [info.name for info in infos]
+    assert cache.scores("spec", infos, names, lambda nodes: None) is None
+    assert cache.scores("spec", infos, names, lambda nodes: [[1] * len(nodes)]) == [(1,)] * 3
