@@ -241,12 +241,20 @@ def test_kubectl_autoscale_scales_a_deployment_up_under_load_and_down_after_it(
         return shown if re.fullmatch(r"cpu: \d+%/50%", shown) else ""
     until(targets, "`kubectl get hpa` to show the pods' CPU in TARGETS")
 
-    # 125m on pods of 100m at 50%: 2.5 pods' worth, three pods
+    # 125m on pods of 100m at 50%: 2.5 pods' worth, three pods. As upstream's e2e
+    # (EnsureDesiredReplicasInRange(firstScale, firstScale + 1)), one more on the way is
+    # within what the load promises: a consumer starved by a busy machine catches up on
+    # the CPU it owes, as upstream's consume-cpu does, and a 2 s metric window can read
+    # that burst (one run scaled 1 -> 4 -> 3). So: three ready pods with the HPA wanting
+    # three, and never more than four.
     web = load("web")
     web.consume_cpu(125)
-    until(lambda: ready_replicas(cluster, "web") == 3, "three ready pods", timeout=120)
-    hpa = get(cluster, "hpa", "web")
-    assert hpa["status"]["desiredReplicas"] == 3
+
+    def settled_at_three() -> dict[str, Any] | None:
+        hpa = get(cluster, "hpa", "web")
+        return hpa if (ready_replicas(cluster, "web") == 3
+                       and hpa["status"].get("desiredReplicas") == 3) else None
+    hpa = until(settled_at_three, "three ready pods, the HPA wanting three", timeout=120)
     utilization = hpa["status"]["currentMetrics"][0]["resource"]["current"]
     assert utilization["averageUtilization"] > 0
 
@@ -261,7 +269,7 @@ def test_kubectl_autoscale_scales_a_deployment_up_under_load_and_down_after_it(
     waited = time.monotonic() - stopped
     assert waited > DOWNSCALE_STABILIZATION, waited
     sizes = [new for _, _, new in rescales(cluster, "web")]
-    assert max(sizes) == 3 and sizes[-1] == 1, sizes
+    assert max(sizes) in (3, 4) and 3 in sizes and sizes[-1] == 1, sizes
     until(lambda: get(cluster, "hpa", "web")["status"]["currentReplicas"] == 1,
           "the HPA's status to count one pod")
 
