@@ -75,6 +75,7 @@ apt:
 	command -v haproxy >/dev/null 2>&1 || missing="$$missing haproxy"; \
 	command -v dockerd >/dev/null 2>&1 || missing="$$missing docker.io"; \
 	command -v debootstrap >/dev/null 2>&1 || missing="$$missing debootstrap"; \
+	command -v strip >/dev/null 2>&1 || missing="$$missing binutils"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
 	if [ -n "$$missing" ]; then \

@@ -146,6 +146,31 @@ def test_the_image_has_only_the_runtime_dependencies(python_root: Path) -> None:
     assert not list(packages.glob("minikube_py/**/*.pyi"))
 
 
+def test_the_dependencies_extension_modules_ship_stripped_and_load(python_root: Path
+                                                                    ) -> None:
+    """uvloop's wheel ships its loop module with its symbols and debugging information;
+    the image has it, and every other ELF file of the dependencies, without them (no
+    .symtab section), and the image's Python still loads each."""
+    import uvloop
+
+    host = next(Path(uvloop.__file__).parent.glob("loop.*.so"))
+    packages = python_root / SITE_PACKAGES.lstrip("/")
+    shipped = packages / "uvloop" / host.name
+    assert shipped.stat().st_size < host.stat().st_size / 4
+    elf_files = [path for path in packages.rglob("*.so*")
+                 if path.is_file() and path.read_bytes()[:4] == b"\x7fELF"]
+    assert len(elf_files) > 20
+    for path in elf_files:
+        sections = subprocess.run(["readelf", "-S", "-W", str(path)], capture_output=True,
+                                  text=True, check=True).stdout
+        assert " .symtab " not in sections, path
+    ran = in_image(python_root, "python3", "-c",
+                   "import uvloop, grpc, re2, cryptography.x509, yaml, orjson\n"
+                   "from cel_expr_python import cel\n"
+                   "uvloop.new_event_loop().close()")
+    assert ran.returncode == 0, ran.stderr[-500:]
+
+
 def test_kube_proxys_image_has_working_iptables_nft_and_conntrack(proxy_root: Path) -> None:
     """In a network namespace of its own, the image's iptables-restore loads the matches
     kube-proxy writes (comment, statistic, recent: extensions it loads at run time)."""

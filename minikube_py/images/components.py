@@ -22,7 +22,8 @@ component name in the image repository localhost/minikube-py (see docs/decisions
     python        Debian's python3.11 and its standard library          python3.11 or a library
                   (compiled), the libraries they link                   it links changes
     dependencies  pyproject.toml's dependencies and theirs, from the    the venv changes
-                  venv's wheels (compiled), in dist-packages            (`make deps`)
+                  venv's wheels (compiled; their ELF files stripped),   (`make deps`)
+                  in dist-packages
     proxy-tools   iptables (nf_tables), nft, conntrack                  those packages change
     source        the package minikube_py with gen/ (compiled), its      any .py file changes
                   package data (the dashboard's page), and
@@ -264,9 +265,11 @@ def _dependencies_layer(bytecode: Path) -> Layer:
     for distribution in runtime_distributions():
         site_packages = Path(str(distribution.locate_file("")))
         for relative, path in installed_files(distribution):
-            programs.add_host_file(layer, f"{SITE_PACKAGES}/{relative}", path)
             if programs.is_elf(path):
+                programs.add_stripped_file(layer, f"{SITE_PACKAGES}/{relative}", path)
                 programs.add_libraries(layer, path, bundled=site_packages)
+            else:
+                programs.add_host_file(layer, f"{SITE_PACKAGES}/{relative}", path)
     add_bytecode(layer, SITE_PACKAGES, bytecode)
     return layer
 
