@@ -49,13 +49,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pyroute2 import IPRoute, NetNS, netns
-from pyroute2.netlink.exceptions import NetlinkError
-
 from minikube_py.api.duration import parse_duration
 from minikube_py.cluster import bootstraptoken
 from minikube_py.cluster.components import KubeletProcess, ProxyProcess
-from minikube_py.cluster.netns import ClusterNetwork, NodeNetwork, NodeNetworkError
+from minikube_py.cluster.netns import (
+    ClusterNetwork,
+    NodeNetwork,
+    NodeNetworkError,
+    host_socket,
+    named_namespaces,
+    namespace_socket,
+)
 from minikube_py.cluster.node import node_config, remove_kubelet_volumes
 from minikube_py.cluster.runtime_setup import POD_NETWORKS as CLUSTER_CIDR
 from minikube_py.cluster.runtime_setup import (
@@ -225,7 +229,7 @@ def bridge_of(address: str) -> tuple[str, ipaddress.IPv4Network]:
     """The bridge of this machine whose network holds `address` (the network the
     control plane is reached on), and that network."""
     wanted = ipaddress.ip_address(address)
-    with IPRoute() as host:
+    with host_socket() as host:
         names = {link["index"]: link.get_attr("IFLA_IFNAME") for link in host.get_links()}
         for entry in host.get_addr(family=socket.AF_INET):
             interface = ipaddress.ip_interface(
@@ -241,10 +245,12 @@ def bridge_of(address: str) -> tuple[str, ipaddress.IPv4Network]:
 
 def used_addresses() -> set[str]:
     """Every IPv4 address of every network namespace on this machine."""
+    from pyroute2.netlink.exceptions import NetlinkError
+
     used = set()
-    for name in netns.listnetns():
+    for name in named_namespaces().listnetns():
         try:
-            with NetNS(name) as inside:
+            with namespace_socket(name) as inside:
                 used |= {entry.get_attr("IFA_ADDRESS")
                          for entry in inside.get_addr(family=socket.AF_INET)}
         except (OSError, NetlinkError):  # a namespace going away meanwhile
@@ -443,6 +449,6 @@ async def _proxy_cleanup(netns: Path | None) -> None:
 
 
 def _link_exists(name: str) -> bool:
-    with IPRoute() as host:
+    with host_socket() as host:
         return bool(host.link_lookup(ifname=name))
 

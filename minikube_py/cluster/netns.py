@@ -33,10 +33,10 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pyroute2 import IPRoute, NetNS, netns
-from pyroute2.netlink.exceptions import NetlinkError
+if TYPE_CHECKING:
+    from pyroute2 import IPRoute, NetNS
 
 NETNS_DIR = Path("/var/run/netns")
 DEFAULT_PREFIX = "mk-"
@@ -118,7 +118,7 @@ class ClusterNetwork:
     def create_bridge(self) -> None:
         """The host bridge with the gateway address (kept if it is there already), and
         forwarding on, so the host routes between nodes."""
-        with IPRoute() as host:
+        with host_socket() as host:
             if not host.link_lookup(ifname=self.bridge):
                 self._refuse_overlap(host)
                 # A fixed address: a bridge otherwise takes its ports' lowest one, which
@@ -180,15 +180,15 @@ class ClusterNetwork:
         if node.path.exists():
             raise NodeNetworkError(f"network namespace {node.namespace} exists already: "
                                    "run `minikube-py down` first")
-        netns.create(node.namespace)
+        named_namespaces().create(node.namespace)
         try:
-            with IPRoute() as host:
+            with host_socket() as host:
                 bridge = host.link_lookup(ifname=self.bridge)[0]
                 host.link("add", ifname=node.host_veth, kind="veth",
                           peer={"ifname": "eth0", "net_ns_fd": node.namespace})
                 veth = host.link_lookup(ifname=node.host_veth)[0]
                 host.link("set", index=veth, master=bridge, state="up")
-            with NetNS(node.namespace) as inside:
+            with namespace_socket(node.namespace) as inside:
                 for name in ("lo", "eth0"):
                     inside.link("set", index=inside.link_lookup(ifname=name)[0], state="up")
                 inside.addr("add", index=inside.link_lookup(ifname="eth0")[0],
@@ -196,7 +196,7 @@ class ClusterNetwork:
                 inside.route("add", dst="default", gateway=self.gateway)
             subprocess.run(["nsenter", f"--net={node.path}", "sysctl", "-q", "-w",
                             "net.ipv4.ip_forward=1"], check=True, capture_output=True)
-            with IPRoute() as host:
+            with host_socket() as host:
                 host.route("replace", dst=node.pod_cidr, gateway=node.address)
         except BaseException:
             self.remove_node(node)
@@ -206,7 +206,7 @@ class ClusterNetwork:
         """The node's network as create_node() builds it: kept when its namespace and veth
         are there (a running cluster), else built afresh. Returns whether it was built."""
         if node.path.exists():
-            with IPRoute() as host:
+            with host_socket() as host:
                 if host.link_lookup(ifname=node.host_veth):
                     host.route("replace", dst=node.pod_cidr, gateway=node.address)
                     return False
@@ -217,14 +217,14 @@ class ClusterNetwork:
     def route_via(self, node: NodeNetwork, destination: str) -> None:
         """Route `destination` (the Service range, the load balancers' addresses) from the
         host through this node, whose proxy's rules take the packets from there."""
-        with IPRoute() as host:
+        with host_socket() as host:
             host.route("replace", dst=destination, gateway=node.address)
 
     def routed_elsewhere(self, destination: str) -> bool:
         """Whether the host routes `destination` through a gateway outside this network
         (a node of another cluster)."""
         wanted = ipaddress.ip_network(destination)
-        with IPRoute() as host:
+        with host_socket() as host:
             for route in host.get_routes(family=2):
                 gateway = route.get_attr("RTA_GATEWAY")
                 if (route.get_attr("RTA_DST") == str(wanted.network_address)
@@ -238,24 +238,24 @@ class ClusterNetwork:
     def remove_node(self, node: NodeNetwork) -> None:
         """The host's route to the node's pods, and the namespace (its veth goes with it).
         What is not there is not an error."""
-        with IPRoute() as host:
+        with host_socket() as host:
             _gone_or_done(host.route, "del", dst=node.pod_cidr, gateway=node.address)
             for index in host.link_lookup(ifname=node.host_veth):
                 _gone_or_done(host.link, "del", index=index)
         if node.path.exists():
-            netns.remove(node.namespace)
+            named_namespaces().remove(node.namespace)
 
     def remove_all(self) -> list[str]:
         """Everything of this prefix: every node namespace, veth, pod route, the bridge
         (also after a crash, knowing nothing but the prefix). Returns what it removed."""
         removed = []
-        for name in sorted(netns.listnetns()):
+        for name in sorted(named_namespaces().listnetns()):
             if name.startswith(self.prefix):
-                netns.remove(name)
+                named_namespaces().remove(name)
                 removed.append(f"network namespace {name}")
         # A removed namespace takes its veths with it, a moment later: a link or route
         # that is gone by the time we delete it is not an error.
-        with IPRoute() as host:
+        with host_socket() as host:
             for route in host.get_routes(family=2):
                 gateway = route.get_attr("RTA_GATEWAY")
                 if gateway and ipaddress.ip_address(gateway) in self.network and route[
@@ -276,6 +276,30 @@ class ClusterNetwork:
         return removed
 
 
+# pyroute2 is imported where a command changes the network: its import costs 0.25-0.4
+# CPU-s, which `status`, `logs` or `ssh` (which only read a node's address) need not pay.
+
+def host_socket() -> IPRoute:
+    """A netlink socket in the host's network namespace (use with `with`)."""
+    from pyroute2 import IPRoute
+
+    return IPRoute()
+
+
+def namespace_socket(namespace: str) -> NetNS:
+    """A netlink socket in the named network namespace (use with `with`)."""
+    from pyroute2 import NetNS
+
+    return NetNS(namespace)
+
+
+def named_namespaces() -> Any:
+    """pyroute2's module of named network namespaces (create, remove, listnetns)."""
+    from pyroute2 import netns
+
+    return netns
+
+
 def _iptables(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """One iptables call on the host's filter table (waiting for its lock); a failure
     (when `check`) is a NodeNetworkError with iptables' own line."""
@@ -290,6 +314,8 @@ def _iptables(*args: str, check: bool = True) -> subprocess.CompletedProcess[str
 
 def _gone_or_done(call: Callable[..., object], *args: Any, **kwargs: Any) -> bool:
     """Run a netlink delete; False when the thing was gone already (ENODEV, ESRCH)."""
+    from pyroute2.netlink.exceptions import NetlinkError
+
     try:
         call(*args, **kwargs)
     except NetlinkError as error:
