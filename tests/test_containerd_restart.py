@@ -165,7 +165,10 @@ async def test_the_kubelet_recreates_nothing_when_containerd_restarts(
         caplog: pytest.LogCaptureFixture, signal_name: str) -> None:
     # probes every second that a failing runtime call would turn against the pod at once:
     # an exec liveness probe (one failure restarts the container), an exec readiness probe
-    probe = {"exec": {"command": ["true"]}, "periodSeconds": 1, "failureThreshold": 1}
+    # (timeoutSeconds: an exec of `true` that takes over 1 s, the default, on a machine at
+    # load 10 has failed the readiness probe once: a timeout, not the runtime's outage)
+    probe = {"exec": {"command": ["true"]}, "periodSeconds": 1, "failureThreshold": 1,
+             "timeoutSeconds": 10}
     pods = api_client.resource("pods")
     await pods.create({"metadata": {"name": "steady"}, "spec": {
         "nodeName": kubelet.node_name, "terminationGracePeriodSeconds": 2,
