@@ -9,7 +9,7 @@ RUN printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/
  && apt-get update -q \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
       etcd-server etcd-client python3-venv containerd runc containernetworking-plugins \
-      busybox-static iproute2 iptables nftables docker-registry conntrack
+      busybox-static iproute2 iptables nftables docker-registry conntrack binutils
 
 # Certificate authorities to trust beyond Debian's, for a network whose HTTPS goes through
 # a TLS-inspecting proxy (pip reaches PyPI over HTTPS): compose/ca-certificates/*.crt,

@@ -52,9 +52,12 @@ def test_what_a_dead_runs_supervisor_starts_again_is_stopped_with_it(tmp_path: P
     # as a crashed run's cluster supervisor: it outlives SIGTERM a while (here for good,
     # until SIGKILL) and starts its component again each time that one is stopped
     supervisor = subprocess.Popen(
-        ["sh", "-c", "trap '' TERM; while true; do (trap - TERM; exec sleep 600); done"],
-        env={**os.environ, "MINIKUBE_PY_HOME": str(dead)})
+        ["sh", "-c", "trap '' TERM; echo ignoring; "
+         "while true; do (trap - TERM; exec sleep 600); done"],
+        env={**os.environ, "MINIKUBE_PY_HOME": str(dead)}, stdout=subprocess.PIPE, text=True)
     try:
+        assert supervisor.stdout is not None
+        assert supervisor.stdout.readline() == "ignoring\n"  # SIGTERM is ignored from here
         stop_processes_using(dead, grace=2.0)
 
         assert supervisor.wait(timeout=30) == -9
@@ -62,6 +65,8 @@ def test_what_a_dead_runs_supervisor_starts_again_is_stopped_with_it(tmp_path: P
     finally:
         supervisor.kill()
         supervisor.wait()
+        assert supervisor.stdout is not None
+        supervisor.stdout.close()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
