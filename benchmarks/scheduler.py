@@ -249,25 +249,40 @@ async def algorithm_latencies(nodes: int, existing: int, pods: int, spread: bool
     snapshot of the scheduler's cache and assumes the pod on the node chosen, as the
     scheduler does (so each cycle sees the node the previous pod changed). (wall seconds
     and CPU seconds of each cycle)"""
-    # A scheduler that is never started: no informer runs, nothing talks to a server.
+    scheduler = algorithm_scheduler(nodes, existing, spread=spread, affinity=spread)
+    latencies, cpu_times, _ = await algorithm_cycles(scheduler, pods, spread=spread,
+                                                     affinity=spread)
+    return latencies, cpu_times
+
+
+def algorithm_scheduler(nodes: int, existing: int, *, spread: bool, affinity: bool
+                        ) -> Scheduler:
+    """A scheduler that is never started (no informer runs, nothing talks to a server),
+    its cache holding `nodes` nodes and `existing` pods bound round-robin to them."""
     scheduler = Scheduler(Client(ClientConfig(server="http://127.0.0.1:1")),
                           default_configuration(), IN_TREE_PLUGINS)
     for i in range(nodes):
         scheduler.cache.add_node(node(i))
     for i in range(existing):
         existing_pod = pod(f"e-{i}", node_name=f"node-{i % nodes:04d}", spread=spread,
-                           affinity=spread)
+                           affinity=affinity)
         existing_pod["metadata"].update(namespace="bench", uid=f"uid-e-{i}")
         scheduler.cache.add_pod(existing_pod)
+    return scheduler
+
+
+async def algorithm_cycles(scheduler: Scheduler, pods: int, *, spread: bool, affinity: bool
+                           ) -> tuple[list[float], list[float], list[str]]:
+    """`pods` cycles of algorithm_latencies on `scheduler`: (wall seconds and CPU seconds
+    of each cycle, the node each pod was put on)."""
     fwk = scheduler.profiles["default-scheduler"]
-    latencies = []
-    cpu_times = []
+    latencies, cpu_times, hosts = [], [], []
     # as in the scheduler process (run_component): garbage collected rarely
     thresholds = gc.get_threshold()
     gc.set_threshold(*GC_THRESHOLDS)
     try:
         for i in range(pods):
-            candidate = pod(f"new-{i}", spread=spread, affinity=spread)
+            candidate = pod(f"new-{i}", spread=spread, affinity=affinity)
             candidate["metadata"].update(namespace="bench", uid=f"uid-new-{i}")
             pod_info = PodInfo.of(candidate)
             started, cpu_started = time.perf_counter(), time.process_time()
@@ -276,9 +291,10 @@ async def algorithm_latencies(nodes: int, existing: int, pods: int, spread: bool
             latencies.append(time.perf_counter() - started)
             cpu_times.append(time.process_time() - cpu_started)
             scheduler.cache.assume_pod(pod_info, host)
+            hosts.append(host)
     finally:
         gc.set_threshold(*thresholds)
-    return latencies, cpu_times
+    return latencies, cpu_times, hosts
 
 
 # scheduler CPU ms per pod, by workload (for the growth rows)

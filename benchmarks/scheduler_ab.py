@@ -7,7 +7,9 @@ imported once, side by side (their modules swapped in `sys.modules` before each 
 the trees take turns: in round 0 the first tree runs first, in round 1 the second, and so
 on, so that both see the machine's load alike.
 
-A run is benchmarks/scheduler.py's algorithm driver (`algorithm_latencies`): N nodes in ten
+A run is benchmarks/scheduler.py's algorithm driver (`algorithm_scheduler` and
+`algorithm_cycles`, as `algorithm_latencies` runs them; a tree older than those two cannot
+be compared): N nodes in ten
 zones with as many pods bound, then `--pods` cycles of a snapshot, PreFilter..Score and the
 pod assumed on its node, this process's CPU time (time.process_time) summed over the cycles.
 The workloads: pods with requests only, with the zone spread constraint (maxSkew 1) alone,
@@ -66,16 +68,7 @@ async def run(bench: Any, nodes: int, workload: str, pods: int
               ) -> tuple[float, float, str]:
     """One run: (CPU ms per pod, of it find_nodes_that_fit's, hash of the hosts chosen)."""
     spread, affinity = "spread" in workload, "affinity" in workload
-    scheduler = bench.Scheduler(bench.Client(bench.ClientConfig(server="http://127.0.0.1:1")),
-                                bench.default_configuration(), bench.IN_TREE_PLUGINS)
-    for i in range(nodes):
-        scheduler.cache.add_node(bench.node(i))
-    for i in range(nodes):
-        existing = bench.pod(f"e-{i}", node_name=f"node-{i % nodes:04d}", spread=spread,
-                             affinity=affinity)
-        existing["metadata"].update(namespace="bench", uid=f"uid-e-{i}")
-        scheduler.cache.add_pod(existing)
-    fwk = scheduler.profiles["default-scheduler"]
+    scheduler = bench.algorithm_scheduler(nodes, nodes, spread=spread, affinity=affinity)
     filtering = [0.0]
     find: Callable[..., Any] = scheduler.find_nodes_that_fit
 
@@ -88,26 +81,11 @@ async def run(bench: Any, nodes: int, workload: str, pods: int
 
     scheduler.find_nodes_that_fit = timed_find
     random.seed(SEED)
-    hosts = []
-    cpu = 0.0
     gc.collect()
-    thresholds = gc.get_threshold()
-    gc.set_threshold(*bench.GC_THRESHOLDS)  # as in the scheduler process
-    try:
-        for i in range(pods):
-            candidate = bench.pod(f"new-{i}", spread=spread, affinity=affinity)
-            candidate["metadata"].update(namespace="bench", uid=f"uid-new-{i}")
-            pod_info = bench.PodInfo.of(candidate)
-            started = time.process_time()
-            fwk.set_snapshot(scheduler.cache.update_snapshot())
-            host = await scheduler.schedule_pod(fwk, bench.CycleState(), pod_info)
-            cpu += time.process_time() - started
-            scheduler.cache.assume_pod(pod_info, host)
-            hosts.append(host)
-    finally:
-        gc.set_threshold(*thresholds)
+    _, cpu_times, hosts = await bench.algorithm_cycles(scheduler, pods, spread=spread,
+                                                       affinity=affinity)
     digest = hashlib.sha1("\n".join(hosts).encode()).hexdigest()[:12]
-    return cpu / pods * 1000, filtering[0] / pods * 1000, digest
+    return sum(cpu_times) / pods * 1000, filtering[0] / pods * 1000, digest
 
 
 async def compare(args: argparse.Namespace) -> None:

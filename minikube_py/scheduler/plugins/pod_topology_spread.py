@@ -528,7 +528,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         pre_filter_state: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
         by_domain = domains_over_limit(pre_filter_state) if nodes else None
         run = self._run_of(by_domain[0], nodes) if by_domain and by_domain[1] else None
-        if by_domain is None or run is None:
+        if run is None:  # (also when no domain is over the limit, or there are none)
             return super().filter_nodes_split(state, pod, nodes)
         over = by_domain[1]
         column, first, count = run
