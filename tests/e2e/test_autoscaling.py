@@ -28,7 +28,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -263,11 +262,12 @@ def test_kubectl_autoscale_scales_a_deployment_up_under_load_and_down_after_it(
     # filter's burst for this HPA (25 per object, as upstream's), which then drops it.
     # The controller-manager's log line of each scale is checked below.
 
+    # The downscale stabilization window is test_hpa_controller's to check, on metrics it
+    # sets: timed from here it has no anchor, for a consumer starved by a busy machine may
+    # have burnt nothing for seconds before it is stopped (one run scaled down 9.1 s after
+    # this stop, with a 10 s window).
     web.stop()
-    stopped = time.monotonic()
     until(lambda: ready_replicas(cluster, "web") == 1, "a scale back to one pod", timeout=120)
-    waited = time.monotonic() - stopped
-    assert waited > DOWNSCALE_STABILIZATION, waited
     sizes = [new for _, _, new in rescales(cluster, "web")]
     assert max(sizes) in (3, 4) and 3 in sizes and sizes[-1] == 1, sizes
     until(lambda: get(cluster, "hpa", "web")["status"]["currentReplicas"] == 1,
