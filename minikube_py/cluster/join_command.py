@@ -56,9 +56,8 @@ from minikube_py.cluster.netns import (
     ClusterNetwork,
     NodeNetwork,
     NodeNetworkError,
+    every_ipv4_address,
     host_socket,
-    named_namespaces,
-    namespace_socket,
 )
 from minikube_py.cluster.node import node_config, remove_kubelet_volumes
 from minikube_py.cluster.runtime_setup import POD_NETWORKS as CLUSTER_CIDR
@@ -243,24 +242,9 @@ def bridge_of(address: str) -> tuple[str, ipaddress.IPv4Network]:
                     "172.18.0.1:6443)")
 
 
-def used_addresses() -> set[str]:
-    """Every IPv4 address of every network namespace on this machine."""
-    from pyroute2.netlink.exceptions import NetlinkError
-
-    used = set()
-    for name in named_namespaces().listnetns():
-        try:
-            with namespace_socket(name) as inside:
-                used |= {entry.get_attr("IFA_ADDRESS")
-                         for entry in inside.get_addr(family=socket.AF_INET)}
-        except (OSError, NetlinkError):  # a namespace going away meanwhile
-            continue
-    return used
-
-
 def free_address(network: ipaddress.IPv4Network) -> str:
     """A host address of JOINED_HOSTS in `network` that no namespace uses."""
-    used = used_addresses()
+    used = every_ipv4_address()
     for number in JOINED_HOSTS:
         if number < network.num_addresses - 1:
             candidate = str(network[number])

@@ -29,10 +29,12 @@ import hashlib
 import ipaddress
 import shlex
 import shutil
+import socket
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -293,11 +295,27 @@ def namespace_socket(namespace: str) -> NetNS:
     return NetNS(namespace)
 
 
-def named_namespaces() -> Any:
+def named_namespaces() -> ModuleType:
     """pyroute2's module of named network namespaces (create, remove, listnetns)."""
     from pyroute2 import netns
 
     return netns
+
+
+def every_ipv4_address() -> set[str]:
+    """Every IPv4 address of every named network namespace on this machine (one that goes
+    away while it is read counts as having none)."""
+    from pyroute2.netlink.exceptions import NetlinkError
+
+    used = set()
+    for name in named_namespaces().listnetns():
+        try:
+            with namespace_socket(name) as inside:
+                used |= {entry.get_attr("IFA_ADDRESS")
+                         for entry in inside.get_addr(family=socket.AF_INET)}
+        except (OSError, NetlinkError):
+            continue
+    return used
 
 
 def _iptables(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

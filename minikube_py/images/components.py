@@ -162,7 +162,9 @@ def build_component_images(output: Path, package: Path | None = None) -> Compone
                                   "`make proto` (tools/genproto.py)")
     try:
         return _build(LayerCache(output), package)
-    except (BytecodeError, DependencyError, PackageError, FileNotFoundError) as error:
+    except (BytecodeError, DependencyError, PackageError, programs.StripError,
+            FileNotFoundError
+            ) as error:
         raise ComponentImageError(str(error)) from error
 
 

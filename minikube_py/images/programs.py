@@ -64,10 +64,19 @@ PYTHON_LIB_SKIPPED = {"test", "idlelib", "tkinter", "turtledemo", "lib2to3", "en
                       "config-3.11-x86_64-linux-gnu", "__pycache__", "pydoc_data"}
 
 
+class StripError(Exception):
+    """strip could not read a file it was given as ELF."""
+
+
 def add_host_file(layer: Layer, image_path: str, host_path: Path) -> None:
     """A file of this machine (symlinks followed), with its permission bits."""
-    real = host_path.resolve()
-    layer.add_file(image_path, real.read_bytes(), real.stat().st_mode & 0o7777)
+    _add_as(layer, image_path, host_path, host_path.resolve().read_bytes())
+
+
+def _add_as(layer: Layer, image_path: str, host_path: Path, content: bytes) -> None:
+    """Add `content` as the file `host_path` (symlinks followed) in the image: with its
+    permission bits, and recorded as a source of the layer."""
+    layer.add_file(image_path, content, host_path.resolve().stat().st_mode & 0o7777)
     layer.record_source(host_path)
 
 
@@ -87,9 +96,8 @@ def add_stripped_file(layer: Layer, image_path: str, host_path: Path) -> None:
         done = subprocess.run([strip, "--strip-unneeded", "-o", str(stripped), str(real)],
                               capture_output=True, text=True)
         if done.returncode != 0:
-            raise FileNotFoundError(f"strip {real}: {done.stderr.strip()}")
-        layer.add_file(image_path, stripped.read_bytes(), real.stat().st_mode & 0o7777)
-    layer.record_source(host_path)
+            raise StripError(f"strip {real}: {done.stderr.strip()}")
+        _add_as(layer, image_path, host_path, stripped.read_bytes())
 
 
 def add_libraries(layer: Layer, binary: Path, bundled: Path | None = None) -> None:

@@ -4,14 +4,17 @@ markers, the dependency closure), the layer cache, the bytecode, the names."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import tarfile
 from pathlib import Path
 
 import pytest
 
 from minikube_py.apiserver.server import GIT_VERSION
 from minikube_py.cluster.cli import main
+from minikube_py.images import programs
 from minikube_py.images.bytecode import IMAGE_PYTHON, add_bytecode, pyc_path
 from minikube_py.images.components import COMPONENTS, IMAGE_REPOSITORY, VERSION
 from minikube_py.images.layers import LayerCache, write_atomically
@@ -258,3 +261,25 @@ def test_bytecode_is_hash_checked_and_compiled_once(tmp_path: Path) -> None:
     add_bytecode(changed, "/app", tmp_path / "cache")
     assert dict(changed.files())["/app/pkg/__pycache__/good.cpython-311.pyc"] != pyc
     assert len(list((tmp_path / "cache").iterdir())) == 1, "the old module's bytecode goes"
+
+
+def test_a_file_strip_cannot_read_is_a_strip_error_and_adds_nothing(tmp_path: Path) -> None:
+    not_elf = tmp_path / "module.so"
+    not_elf.write_text("not an ELF file\n")
+    layer = Layer()
+    with pytest.raises(programs.StripError, match="module.so"):
+        programs.add_stripped_file(layer, "/usr/lib/module.so", not_elf)
+    assert layer.files() == []
+
+
+def test_a_stripped_file_keeps_its_mode_and_runs(tmp_path: Path) -> None:
+    binary = tmp_path / "true"
+    binary.write_bytes(Path("/usr/bin/true").read_bytes())
+    binary.chmod(0o751)
+    layer = Layer()
+    programs.add_stripped_file(layer, "/bin/true", binary)
+    (stripped,) = layer.files()
+    assert stripped[0] == "/bin/true" and stripped[1][:4] == b"\x7fELF"
+    assert len(stripped[1]) <= binary.stat().st_size
+    with tarfile.open(fileobj=io.BytesIO(layer.tar())) as archive:
+        assert archive.getmember("bin/true").mode == 0o751
