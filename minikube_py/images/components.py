@@ -6,8 +6,9 @@ component name in the image repository localhost/minikube-py (see docs/decisions
 
     localhost/minikube-py/<image>:<tag>   layers (bottom first)          runs
     kube-apiserver                        busybox python dependencies    minikube_py.apiserver
-    kube-controller-manager               source                         minikube_py.controllers
-    kube-scheduler                                                       minikube_py.scheduler
+                                          apiserver-dependencies source
+    kube-controller-manager               busybox python dependencies    minikube_py.controllers
+    kube-scheduler                        source                         minikube_py.scheduler
     coredns                                                              minikube_py.dns
     metrics-server                                                       minikube_py.metrics
     local-path-provisioner                                               minikube_py.provisioner
@@ -23,7 +24,10 @@ component name in the image repository localhost/minikube-py (see docs/decisions
                   (compiled), the libraries they link                   it links changes
     dependencies  pyproject.toml's dependencies and theirs, from the    the venv changes
                   venv's wheels (compiled; their ELF files stripped),   (`make deps`)
-                  in dist-packages
+                  in dist-packages, but the API server's own:
+    apiserver-    those only the API server imports (CEL, RE2, gRPC     the venv changes
+    dependencies  for its etcd client, protobuf): 60 of the 100 MB,
+                  which a node that runs no API server does not pull
     proxy-tools   iptables (nf_tables), nft, conntrack                  those packages change
     source        the package minikube_py with gen/ (compiled), its      any .py file changes
                   package data (the dashboard's page), and
@@ -71,6 +75,7 @@ from minikube_py.images.registry import BlobFiles, Image, Pushed, push_image
 from minikube_py.images.wheels import (
     DependencyError,
     installed_files,
+    normalize,
     project_metadata_file,
     runtime_distributions,
 )
@@ -93,6 +98,7 @@ class Component:
     name: str
     module: str
     proxy_tools: bool = False
+    apiserver_dependencies: bool = False
 
     @property
     def command(self) -> str:
@@ -104,7 +110,7 @@ class Component:
 
 
 COMPONENTS = (
-    Component("kube-apiserver", "minikube_py.apiserver"),
+    Component("kube-apiserver", "minikube_py.apiserver", apiserver_dependencies=True),
     Component("kube-controller-manager", "minikube_py.controllers"),
     Component("kube-scheduler", "minikube_py.scheduler"),
     Component("kube-proxy", "minikube_py.proxy", proxy_tools=True),
@@ -114,6 +120,12 @@ COMPONENTS = (
     Component("gateway-controller", "minikube_py.gateway"),
     Component("dashboard", "minikube_py.dashboard"),
 )
+APISERVER_DEPENDENCIES = frozenset({"cel-expr-python", "google-re2", "grpcio",
+                                    "grpcio-health-checking", "protobuf"})
+"""The distributions only the API server imports (CEL for validation rules and admission
+policies, RE2 for schemas' patterns, gRPC and protobuf for its etcd client and protobuf
+bodies): the apiserver-dependencies layer, in its image alone (a test holds that no other
+component's code imports them)."""
 PACKAGE_DATA = ("dashboard/static",)
 """Folders of the package whose every file ships, not only its modules (pyproject.toml's
 package-data)."""
@@ -174,18 +186,24 @@ def _build(cache: LayerCache, package: Path) -> ComponentImages:
     bytecode = cache.root / "bytecode"
     busybox = cache.layer("busybox", recipe, busybox_layer)
     python = cache.layer("python", recipe, lambda: _python_layer(bytecode / "python"))
-    dependencies = cache.layer("dependencies", f"{recipe} {sys.prefix}",
-                               lambda: _dependencies_layer(bytecode / "dependencies"))
+    dependencies = cache.layer(
+        "dependencies", f"{recipe} {sys.prefix}",
+        lambda: _dependencies_layer(bytecode / "dependencies", apiserver=False))
+    apiserver_dependencies = cache.layer(
+        "apiserver-dependencies", f"{recipe} {sys.prefix}",
+        lambda: _dependencies_layer(bytecode / "apiserver-dependencies", apiserver=True))
     tools = cache.layer("proxy-tools", recipe, _proxy_tools_layer)
     source = cache.layer("source", f"{recipe} {package}",
                          lambda: _source_layer(package, bytecode / "source"))
     etcd = cache.layer("etcd", recipe, _etcd_layer)
 
-    tag = f"{VERSION}-{_short_hash([busybox, python, dependencies, tools, source])}"
+    tag = f"{VERSION}-" + _short_hash(
+        [busybox, python, dependencies, apiserver_dependencies, tools, source])
     images = []
     for component in COMPONENTS:
-        layers = [busybox, python, dependencies, *([tools] if component.proxy_tools else []),
-                  source]
+        layers = [busybox, python, dependencies,
+                  *([apiserver_dependencies] if component.apiserver_dependencies else []),
+                  *([tools] if component.proxy_tools else []), source]
         config = ImageConfig(entrypoint=(component.command,), env=ENV)
         images.append(_image(cache, component.name, f"{component.name}:{tag}", layers, config))
     etcd_tag = f"{_etcd_version()}-{_short_hash([busybox, etcd])}"
@@ -255,8 +273,9 @@ def _python_layer(bytecode: Path) -> Layer:
     return layer
 
 
-def _dependencies_layer(bytecode: Path) -> Layer:
-    """pyproject's dependencies and theirs, as the venv has them (wheels.py)."""
+def _dependencies_layer(bytecode: Path, *, apiserver: bool) -> Layer:
+    """pyproject's dependencies and theirs, as the venv has them (wheels.py): those of
+    APISERVER_DEPENDENCIES (`apiserver`) or all the others."""
     if sys.version_info[:2] != (3, 11):
         raise ComponentImageError(
             f"this venv's Python is {sys.version_info[0]}.{sys.version_info[1]}: its wheels "
@@ -265,6 +284,8 @@ def _dependencies_layer(bytecode: Path) -> Layer:
     layer = Layer()
     layer.record_source(project_metadata_file())
     for distribution in runtime_distributions():
+        if (normalize(distribution.name) in APISERVER_DEPENDENCIES) != apiserver:
+            continue
         site_packages = Path(str(distribution.locate_file("")))
         for relative, path in installed_files(distribution):
             if programs.is_elf(path):

@@ -3,6 +3,8 @@ markers, the dependency closure), the layer cache, the bytecode, the names."""
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import io
 import json
@@ -12,22 +14,31 @@ from pathlib import Path
 
 import pytest
 
+import minikube_py
 from minikube_py.apiserver.server import GIT_VERSION
 from minikube_py.cluster.cli import main
 from minikube_py.images import programs
 from minikube_py.images.bytecode import IMAGE_PYTHON, add_bytecode, pyc_path
-from minikube_py.images.components import COMPONENTS, IMAGE_REPOSITORY, VERSION
+from minikube_py.images.components import (
+    APISERVER_DEPENDENCIES,
+    COMPONENTS,
+    IMAGE_REPOSITORY,
+    VERSION,
+)
 from minikube_py.images.layers import LayerCache, write_atomically
 from minikube_py.images.oci import LAYER_MEDIA_TYPE, Layer, layer_blob
 from minikube_py.images.registry import Reference
 from minikube_py.images.wheels import (
     IMAGE_ENVIRONMENT,
     DependencyError,
+    installed_files,
     marker_holds,
     normalize,
     requirement_needed,
     runtime_distributions,
 )
+
+PACKAGE = Path(minikube_py.__file__).parent
 
 
 @pytest.mark.parametrize(("marker", "extra", "holds"), [
@@ -283,3 +294,78 @@ def test_a_stripped_file_keeps_its_mode_and_runs(tmp_path: Path) -> None:
     assert len(stripped[1]) <= binary.stat().st_size
     with tarfile.open(fileobj=io.BytesIO(layer.tar())) as archive:
         assert archive.getmember("bin/true").mode == 0o751
+
+
+# -- which component needs which dependency --------------------------------------------------
+
+def _runs_at_import(node: ast.AST) -> bool:
+    """False for an `if TYPE_CHECKING:` block, whose imports only a type checker reads."""
+    return not (isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test))
+
+
+@functools.cache
+def _imports(path: Path) -> list[str]:
+    """Every module a source file may import when it runs (at its top or inside a
+    function), relative imports resolved; `from a import b` gives a and a.b."""
+    here = ["minikube_py", *path.relative_to(PACKAGE).with_suffix("").parts]
+    if path.name == "__init__.py":
+        here.append("__init__")
+    found: list[str] = []
+    pending: list[ast.AST] = [ast.parse(path.read_text(), str(path))]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join([*here[:-node.level], *([node.module] if node.module else [])]
+                            ) if node.level else node.module or ""
+            found += [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        pending += [child for child in ast.iter_child_nodes(node) if _runs_at_import(child)]
+    return found
+
+
+def _source_of(module: str) -> list[Path]:
+    """The files that importing a minikube_py module runs: its packages' __init__.py
+    files and its own (none for a name that is not a module, e.g. a function)."""
+    parts = module.split(".")[1:]
+    files = [PACKAGE.joinpath(*parts[:depth], "__init__.py") for depth in range(len(parts))]
+    files += [PACKAGE.joinpath(*parts).with_suffix(".py"),
+              PACKAGE.joinpath(*parts, "__init__.py")]
+    return [path for path in files if path.is_file()]
+
+
+def reachable_imports(package: str) -> set[str]:
+    """The top-level names of every module outside minikube_py that the code of
+    minikube_py.<package> may import, through any chain of minikube_py modules."""
+    pending = sorted((PACKAGE / package).rglob("*.py"))
+    seen: set[Path] = set()
+    outside: set[str] = set()
+    while pending:
+        path = pending.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for module in _imports(path):
+            if module.split(".")[0] == "minikube_py":
+                pending += _source_of(module)
+            else:
+                outside.add(module.split(".")[0])
+    return outside
+
+
+def test_only_the_apiservers_image_has_the_apiservers_own_dependencies() -> None:
+    """The distributions of the apiserver-dependencies layer are the project's, and no
+    other component's code, nor any module it imports, imports one of them: their images
+    lack that layer, so such an import would fail only in a cluster."""
+    by_name = {normalize(distribution.name): distribution
+               for distribution in runtime_distributions()}
+    assert APISERVER_DEPENDENCIES <= by_name.keys()
+    own = {relative.split("/")[0] for name in APISERVER_DEPENDENCIES
+           for relative, _ in installed_files(by_name[name])} - {""}
+    own = {top for top in own if not top.endswith(".dist-info")}
+    assert {"grpc", "cel_expr_python", "re2", "google"} <= own
+    assert own & reachable_imports("apiserver") == own - {"grpc_health"}
+    for component in COMPONENTS:
+        if not component.apiserver_dependencies:
+            package = component.module.split(".")[1]
+            assert reachable_imports(package) & own == set(), component.name
