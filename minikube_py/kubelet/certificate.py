@@ -54,6 +54,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from minikube_py.api import Obj
+from minikube_py.client.errors import NotFound
 from minikube_py.client.kubeconfig import load_kubeconfig
 from minikube_py.client.rest import Client
 from minikube_py.lifecycle import Component
@@ -66,6 +67,9 @@ SERVING = "kubelet-server"  # the prefix of the serving pair's files
 SERVING_USAGES = ("digital signature", "server auth")
 # How long a kubelet waits for its first certificate before it gives up (upstream: 1h).
 BOOTSTRAP_TIMEOUT = 3600.0
+RELIST_PAUSE = 1.0
+"""Seconds between a watch's ERROR and reading the CSR again (no busy loop when the
+API server keeps refusing)."""
 
 
 class CertificateRequestFailed(Exception):
@@ -199,7 +203,13 @@ async def request_certificate(client: Client, node: str, *, name: str | None = N
 
 
 async def _issued(api: Any, csr: Obj) -> bytes:
-    """Watch one CSR until its certificate is there; refuse a denial or a failure."""
+    """Watch one CSR until its certificate is there; refuse a denial or a failure.
+
+    As upstream's watchtools.UntilWithSync: when the watch cannot start where the last
+    one ended (an ERROR event, as a 410 Expired once the API server has no events that
+    old: it restarted, or many writes came since), read the CSR again and watch from its
+    version. Watching again from the old version would only get the same ERROR, at once
+    and forever, and miss the certificate."""
     name = csr["metadata"]["name"]
     version = csr["metadata"]["resourceVersion"]
     while True:
@@ -207,6 +217,16 @@ async def _issued(api: Any, csr: Obj) -> bytes:
             return certificate
         async for kind, event in api.watch(field_selector=f"metadata.name={name}",
                                            resource_version=version, timeout_seconds=60):
+            if kind == "ERROR":
+                log.info("watch of CSR %s ended: %s; reading it again", name,
+                         event.get("message", ""))
+                await asyncio.sleep(RELIST_PAUSE)
+                try:
+                    csr = await api.get(name)
+                except NotFound:
+                    raise CertificateRequestFailed(f"CSR {name} was deleted") from None
+                version = csr["metadata"]["resourceVersion"]
+                break
             if kind in ("ADDED", "MODIFIED"):
                 csr = event
                 if (certificate := _answer(csr)):
