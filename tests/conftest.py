@@ -211,8 +211,8 @@ CLUSTER_TESTS = ("tests/e2e/", "tests/test_cluster_cli.py", "tests/test_lab_read
                  "tests/test_benchmark_smoke.py::test_streaming_benchmark")
 # Lane B: 913 s in the last full run (`-n 3`, nproc 2; 2026-11-30), lane A 921 s, both
 # under the three workers' balance (1,126-1,143 s each); the run's summary lists each
-# lane's modules with their seconds. Eight of lane B's modules share one cluster
-# (SHARED_CLUSTER_TESTS): seven `up`s and `down`s fewer, each about 25-30 CPU-seconds on
+# lane's modules with their seconds. Nine of lane B's modules share one cluster
+# (SHARED_CLUSTER_TESTS): eight `up`s and `down`s fewer, each about 25-30 CPU-seconds on
 # this machine, and their fixture time off the lane (docs/decisions.md).
 LANE_B_TESTS = ("tests/e2e/test_network_policy.py", "tests/e2e/test_secure_cluster.py",
                 "tests/e2e/test_storage.py", "tests/e2e/test_into_the_pod.py",
@@ -228,6 +228,7 @@ SHARED_CLUSTER_TESTS = ("tests/e2e/test_network_policy.py", "tests/e2e/test_stor
                         "tests/e2e/test_mkctl_into_the_pod.py",
                         "tests/e2e/test_kubeadm_layout.py",
                         "tests/e2e/test_ingress_gateway.py",
+                        "tests/e2e/test_secure_cluster.py",
                         "tests/e2e/test_containerd_restart.py")
 # ... and of those, the ones that end it (the last of them checks `down` itself): after
 # every other sharing module.

@@ -1,9 +1,11 @@
-"""`minikube-py up --secure`: the cluster kubeadm would make, on one machine. Every
-component has its own certificate and only its own roles; kubectl is the admin; a pod
-gets a ServiceAccount token it can use against the API server; kubelets let in only the
-API server and those RBAC allows; `down` leaves nothing behind.
+"""`minikube-py up` (secured, the default): the cluster kubeadm would make, on one
+machine. Every component has its own certificate and only its own roles; kubectl is the
+admin; a pod gets a ServiceAccount token it can use against the API server; kubelets let
+in only the API server and those RBAC allows.
 
-The tests share one cluster, in file order.
+The tests run on the lane's shared cluster (tests/e2e/conftest.py), in the namespaces
+`secure` and `robots`, in file order; the shared cluster's `down --purge` checks that
+nothing is left behind.
 """
 
 from __future__ import annotations
@@ -23,23 +25,28 @@ import yaml
 
 from minikube_py.security import pki
 from tests.api_helpers import until
-from tests.test_cluster_cli import kubectl, launcher, leftovers
+from tests.e2e.conftest import LaneCluster
+from tests.test_cluster_cli import kubectl, launcher
 
 pytestmark = pytest.mark.slow
 
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 
 
+NAMESPACE = "secure"
+
+
 @pytest.fixture(scope="module")
-def cluster(fast_tmp: Path) -> Iterator[Path]:
-    home = fast_tmp / "secure-home"
-    try:
-        launcher(home, "up", "--secure")
-        kubectl(home, "wait", "--for=condition=Ready", "node", "--all", "--timeout=60s")
-        yield home
-    finally:
-        launcher(home, "down", "--purge", check=False)
-        assert leftovers(home) == []
+def cluster(lane_cluster: LaneCluster) -> Iterator[Path]:
+    """The lane's cluster seen from NAMESPACE (a directory whose kubeconfig works there);
+    the cluster's own files (pki, the components' kubeconfigs) are in `home`."""
+    with lane_cluster.namespaces(__name__, NAMESPACE, "robots") as view:
+        yield view
+
+
+@pytest.fixture(scope="module")
+def home(lane_cluster: LaneCluster, cluster: Path) -> Path:
+    return lane_cluster.home
 
 
 def as_user(home: Path, who: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -132,15 +139,15 @@ def may_only_do_its_job(ask: Callable[..., subprocess.CompletedProcess[str]], wh
 
 
 @pytest.mark.parametrize("who", sorted(COMPONENTS))
-def test_each_component_is_itself_and_may_only_do_its_job(cluster: Path, who: str) -> None:
-    may_only_do_its_job(lambda *args: as_user(cluster, who, *args), who, *COMPONENTS[who])
+def test_each_component_is_itself_and_may_only_do_its_job(home: Path, who: str) -> None:
+    may_only_do_its_job(lambda *args: as_user(home, who, *args), who, *COMPONENTS[who])
 
 
 def test_the_provisioner_is_its_pods_service_account_and_may_only_do_its_job(
-        cluster: Path, tmp_path: Path) -> None:
+        cluster: Path, home: Path, tmp_path: Path) -> None:
     """No kubeconfig of its own on the host: the token kubelet mounted in the provisioner's
     pod is its identity."""
-    assert not (cluster / "kubeconfigs" / "provisioner.conf").exists()
+    assert not (home / "kubeconfigs" / "provisioner.conf").exists()
     provisioner = ("-n", "kube-system", "-l", "app=local-path-provisioner")
     kubectl(cluster, "wait", "--for=condition=Ready", "pods", *provisioner, "--timeout=180s")
     pod = kubectl(cluster, "get", "pods", *provisioner, "-o",
@@ -164,10 +171,10 @@ def test_the_provisioner_is_its_pods_service_account_and_may_only_do_its_job(
 
 
 def test_the_gateway_controller_is_its_pods_service_account_and_may_only_do_its_job(
-        cluster: Path) -> None:
+        cluster: Path, home: Path) -> None:
     """No certificate of its own: its Deployment's pod runs as the ServiceAccount (asked
     about by impersonation)."""
-    assert not (cluster / "kubeconfigs" / "gateway.conf").exists()
+    assert not (home / "kubeconfigs" / "gateway.conf").exists()
     account = kubectl(cluster, "get", "deployment", "gateway-controller", "-n", "kube-system",
                       "-o", "jsonpath={.spec.template.spec.serviceAccountName}").stdout
     assert account == "gateway-controller"
@@ -180,8 +187,9 @@ def test_the_gateway_controller_is_its_pods_service_account_and_may_only_do_its_
     may_only_do_its_job(ask, "gateway-controller", *GATEWAY)
 
 
-def test_a_node_and_the_controllers_may_only_do_their_jobs(cluster: Path) -> None:
-    node = as_user(cluster, "node-1", "get", "secrets", "-A")
+def test_a_node_and_the_controllers_may_only_do_their_jobs(cluster: Path, home: Path
+                                                          ) -> None:
+    node = as_user(home, "node-1", "get", "secrets", "-A")
     assert node.returncode != 0 and "forbidden" in node.stderr
     # the controllers write as their own ServiceAccounts
     can = kubectl(cluster, "auth", "can-i", "create", "pods",
@@ -194,11 +202,11 @@ def test_a_node_and_the_controllers_may_only_do_their_jobs(cluster: Path) -> Non
     assert cannot.stdout == "no\n"
 
 
-def test_each_node_joined_with_the_token_and_earned_its_own_certificate(cluster: Path
-                                                                       ) -> None:
+def test_each_node_joined_with_the_token_and_earned_its_own_certificate(cluster: Path,
+                                                                       home: Path) -> None:
     """kubeadm's join: the token's Secret and a signed cluster-info, each node's kubelet
     asking for its certificate as system:bootstrap:<id>, approved and signed."""
-    token = (cluster / "pki" / "bootstrap-token").read_text().strip()
+    token = (home / "pki" / "bootstrap-token").read_text().strip()
     token_id = token.split(".")[0]
     kubectl(cluster, "get", "secret", "-n", "kube-system", f"bootstrap-token-{token_id}")
     info = json.loads(kubectl(cluster, "get", "configmap", "-n", "kube-public",
@@ -217,12 +225,12 @@ def test_each_node_joined_with_the_token_and_earned_its_own_certificate(cluster:
         assert [c["type"] for c in request["status"]["conditions"]] == ["Approved"]
         assert request["status"]["certificate"]
     bootstrap = yaml.safe_load(
-        (cluster / "kubeconfigs" / "node-1-bootstrap.conf").read_text())
+        (home / "kubeconfigs" / "node-1-bootstrap.conf").read_text())
     assert bootstrap["users"][0]["user"] == {"token": token}
-    earned = yaml.safe_load((cluster / "kubeconfigs" / "node-1.conf").read_text())
+    earned = yaml.safe_load((home / "kubeconfigs" / "node-1.conf").read_text())
     assert earned["users"][0]["user"]["client-certificate"].endswith(
         "kubelet-client-current.pem")
-    who = as_user(cluster, "node-1", "auth", "whoami", "-o",
+    who = as_user(home, "node-1", "auth", "whoami", "-o",
                   "jsonpath={.status.userInfo.username}")
     assert who.stdout == "system:node:node-1", who.stderr
 
@@ -244,13 +252,14 @@ def test_each_kubelet_made_its_nodes_csi_node_with_its_own_identity(cluster: Pat
                       for name, uid in uids.items()}
 
 
-def test_etcd_speaks_tls_to_its_own_cas_clients_only(cluster: Path, tmp_path: Path) -> None:
+def test_etcd_speaks_tls_to_its_own_cas_clients_only(cluster: Path, home: Path,
+                                                     tmp_path: Path) -> None:
     """etcdctl with the environment `minikube-py etcdctl-env` prints, inside the
     control-plane node (etcd is its static pod, on its loopback), reads the stored JSON;
     etcd refuses a client without a certificate, and one whose certificate another CA
     signed (the cluster's own CA included: etcd has a CA of its own), at the TLS
     handshake, as its log says."""
-    exports = launcher(cluster, "etcdctl-env").stdout.split()
+    exports = launcher(home, "etcdctl-env").stdout.split()
     env = dict(item.split("=", 1) for item in exports if "=" in item)
     assert env["ETCDCTL_ENDPOINTS"].startswith("https://127.0.0.1:")
 
@@ -262,7 +271,7 @@ def test_etcd_speaks_tls_to_its_own_cas_clients_only(cluster: Path, tmp_path: Pa
                                "--command-timeout=5s"],
                               capture_output=True, text=True, timeout=60,
                               env={**os.environ, **chosen,
-                                   "MINIKUBE_PY_HOME": str(cluster)})
+                                   "MINIKUBE_PY_HOME": str(home)})
 
     def etcd_log() -> str:
         return kubectl(cluster, "logs", "-n", "kube-system", "etcd-control-plane").stdout
@@ -275,7 +284,7 @@ def test_etcd_speaks_tls_to_its_own_cas_clients_only(cluster: Path, tmp_path: Pa
     stranger_ca = pki.new_ca()
     strangers = {
         "another CA": pki.issue(stranger_ca, "root", client=True),
-        "the cluster's CA": pki.issue(pki.KeyPair.read(cluster / "pki", "ca"), "root",
+        "the cluster's CA": pki.issue(pki.KeyPair.read(home / "pki", "ca"), "root",
                                       client=True),
     }
     for whose, pair in strangers.items():
@@ -339,7 +348,7 @@ def test_one_trace_follows_a_deployment_through_every_component(cluster: Path) -
               ("kube-proxy", "iptables sync")}
     deadline = time.monotonic() + 90  # components export about once a second
     while True:
-        spans = trace_spans(cluster, "deployments", "default", "traced")
+        spans = trace_spans(cluster, "deployments", NAMESPACE, "traced")
         seen = {(span["service"], span["name"]) for span in spans}
         if wanted <= seen or time.monotonic() > deadline:
             break
@@ -360,7 +369,7 @@ def test_one_trace_follows_a_deployment_through_every_component(cluster: Path) -
     lines = shown.stdout.splitlines()
     assert lines[0].startswith(f"TRACE {spans[0]['traceId']}  (deployments.apps/traced, ")
     assert lines[1].split() == ["TIME", "+MS", "DURATION", "COMPONENT", "SPAN"]
-    assert "create deployments default/traced" in lines[2]
+    assert f"create deployments {NAMESPACE}/traced" in lines[2]
     for component, span in wanted:
         assert any(component in line and span in line for line in lines), (component, span)
     assert any(line.strip().startswith("Filter node-") for line in lines)
@@ -368,7 +377,7 @@ def test_one_trace_follows_a_deployment_through_every_component(cluster: Path) -
     assert as_json["traces"][0]["traceId"] == spans[0]["traceId"]
     missing = mkctl(cluster, "trace", "deployment/never-made")
     assert missing.returncode == 0
-    assert missing.stderr == ("No traces of deployments.apps/never-made found in default "
+    assert missing.stderr == ("No traces of deployments.apps/never-made found in secure "
                               "namespace.\n")
     unknown = mkctl(cluster, "trace", "widgets/x")
     assert unknown.returncode == 1
@@ -379,7 +388,6 @@ def test_a_pods_service_account_token_works_from_inside_the_pod(cluster: Path) -
     """What an in-cluster client does: the mounted token, checked against the mounted CA,
     to https://kubernetes.default.svc (cluster DNS, the proxy's rules, the API server's
     certificate); the account's RoleBinding decides what it may see."""
-    kubectl(cluster, "create", "namespace", "robots")
     kubectl(cluster, "create", "rolebinding", "default-view", "-n", "robots",
             "--clusterrole=view", "--serviceaccount=robots:default")
     script = (
