@@ -256,7 +256,10 @@ def run_status(inv: Invocation) -> None:
 
 def _next_version(inv: Invocation, workload: Workload, current: Obj, deadline: float | None
                   ) -> Obj:
-    """The Deployment's next version, from a watch on its name."""
+    """The Deployment's next version, from a watch on its name; when the watch cannot
+    resume from `current` (one ERROR event, a 410 Expired once the server keeps no events
+    that old), the object as a GET reads it now, as kubectl's UntilWithSync lists again
+    (watching again from the same version would get the same ERROR at once, forever)."""
     while True:
         params = {"fieldSelector": f"metadata.name={workload.name}",
                   "resourceVersion": current["metadata"].get("resourceVersion", ""),
@@ -272,6 +275,11 @@ def _next_version(inv: Invocation, workload: Workload, current: Obj, deadline: f
                 raise MkctlError("object has been deleted")
             if kind in ("ADDED", "MODIFIED"):
                 return event["object"]
+            if kind == "ERROR":
+                return {"apiVersion": workload.resource.group_version,
+                        "kind": workload.resource.kind,
+                        **inv.client.get_json(workload.resource.path(workload.namespace,
+                                                                     workload.name))}
             if kind == "BOOKMARK":
                 current["metadata"]["resourceVersion"] = (
                     event["object"]["metadata"]["resourceVersion"])
