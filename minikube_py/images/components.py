@@ -175,8 +175,7 @@ def build_component_images(output: Path, package: Path | None = None) -> Compone
     try:
         return _build(LayerCache(output), package)
     except (BytecodeError, DependencyError, PackageError, programs.StripError,
-            FileNotFoundError
-            ) as error:
+            FileNotFoundError) as error:
         raise ComponentImageError(str(error)) from error
 
 
