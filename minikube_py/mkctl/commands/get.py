@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from minikube_py.api import Obj
-from minikube_py.mkctl import builder, sorter
+from minikube_py.mkctl import builder
 from minikube_py.mkctl.command import PROGRAM, Command, Invocation
 from minikube_py.mkctl.errors import Aggregate, ConnectionFailed, Exit, MkctlError
 from minikube_py.mkctl.flags import (
@@ -143,6 +143,8 @@ def _sort_tables(results: builder.Results, sort_by: str) -> None:
     the field of their objects (one list without the server's columns: its items);
     several answers, the answers themselves by the field at their top level (a Table
     has none of an object's fields: kubectl then finds none)."""
+    from minikube_py.mkctl import sorter  # --sort-by only: its JSONPath costs a start 20 ms
+
     if len(results.infos) == 1:
         only = results.infos[0].object
         if only.get("kind") == "Table":
@@ -235,6 +237,8 @@ def _print_generic(inv: Invocation, selection: builder.Selection, results: build
     if not items and inv.flags["ignore-not-found"]:
         return
     if inv.flags["sort-by"]:
+        from minikube_py.mkctl import sorter
+
         items = sorter.sort_objects(items, inv.flags["sort-by"])
     printer = _printer(inv)
     if selection.single_item_implied and len(items) == 1:
