@@ -253,10 +253,29 @@ def work_unit(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
+# The longest units that are not a lane, longest first, by their seconds in a full run
+# (`--durations=0`, 2026-12-01: the benchmark smoke module's 290 down to 29): handed out
+# first, right after the lanes, so that none of them starts late and ends the run alone
+# while the other workers wait (longest processing time first). The rest follow in
+# collection order.
+LONGEST_UNITS = ("tests/test_benchmark_smoke.py", "tests/test_mkctl_write.py",
+                 "tests/test_mkctl_workloads.py", "containerd", "tests/test_fuzz_api.py",
+                 "tests/test_mkctl.py", "tests/test_component_images.py",
+                 "tests/test_mkctl_pods.py", "tests/test_crictl.py", "tests/test_dashboard.py",
+                 "tests/test_mkctl_crd.py", "tests/test_networking_api.py",
+                 "tests/test_compose.py", "tests/test_gateway_controller.py",
+                 "tests/test_etcd_restore.py", "tests/test_api_server_outage.py")
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """xdist's scope scheduling with work_unit as the scope (its own `loadgroup` marks do
-    not reach node ids in this pytest)."""
+    not reach node ids in this pytest), handing the units out in collection order
+    (pytest_collection_modifyitems): by default xdist hands out first the units with the
+    most tests, which put a hundred-odd quick unit test modules before lane A and the
+    longest modules last."""
     from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False
 
     class ByWorkUnit(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
@@ -273,13 +292,18 @@ def shares_the_lane_cluster(nodeid: str) -> bool:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The cluster lanes first: they are the longest units, so two workers start on them
     at once (xdist hands the first units out one to a worker) instead of finishing the
-    run with them. In a lane, the modules that share its cluster come before those that
-    run their own `up`, so that one cluster serves them one after the other and is gone
-    before the next `up` on the lane's network (the module that ends it, last of them).
-    The sort is stable: every worker collects the same order, as xdist requires."""
+    run with them; then LONGEST_UNITS, longest first. In a lane, the modules that share
+    its cluster come before those that run their own `up`, so that one cluster serves
+    them one after the other and is gone before the next `up` on the lane's network (the
+    module that ends it, last of them). The sort is stable: every worker collects the
+    same order, as xdist requires."""
+    def rank(unit: str) -> int:
+        return LONGEST_UNITS.index(unit) if unit in LONGEST_UNITS else len(LONGEST_UNITS)
+
     items.sort(key=lambda item: (work_unit(item.nodeid) not in CLUSTER_UNITS,
                                  not shares_the_lane_cluster(item.nodeid),
-                                 item.nodeid.startswith(ENDS_THE_LANE_CLUSTER)))
+                                 item.nodeid.startswith(ENDS_THE_LANE_CLUSTER),
+                                 rank(work_unit(item.nodeid))))
 
 
 # Seconds spent per work unit and per worker (setup, call and teardown of each test), so
