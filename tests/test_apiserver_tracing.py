@@ -508,6 +508,24 @@ async def test_a_claims_path_through_scheduler_controller_and_provisioner_is_one
                             "local-path-provisioner")}
     names = {"node": "traced-storage-node", "class": "traced-local",
              "scheduler": "traced-storage-scheduler"}
+
+    async def whole_path() -> list[Obj] | None:
+        spans = await spans_of(receiver, "persistentvolumeclaims", "default",
+                               "traced-data", 1)
+        names_found = {(s["service"], s["name"]) for s in spans}
+        wanted = {("local-path-provisioner", "provision"),
+                  ("kube-scheduler", "PreBind VolumeBinding"),
+                  ("kube-controller-manager", "persistentvolume-binder sync")}
+        return spans if wanted <= names_found and any(
+            s["attributes"].get("k8s.name") == volume_name for s in spans
+            if s["name"] == "persistentvolume-binder sync") and any(
+            is_volume_create(s) for s in spans) else None
+
+    def is_volume_create(span: Obj) -> bool:
+        return (span["service"] == "kube-apiserver"
+                and span["attributes"].get("k8s.verb") == "create"
+                and span["attributes"].get("k8s.resource") == "persistentvolumes")
+
     async with Client.from_kubeconfig(traced_server, user_agent="tests",
                                       trace_context=True) as client:
         node = make_node(names["node"])
@@ -550,6 +568,9 @@ async def test_a_claims_path_through_scheduler_controller_and_provisioner_is_one
             bound_claim = await eventually(bound, timeout=30, what="traced-data Bound")
             volume_name = bound_claim["spec"]["volumeName"]
             volume = await client.resource("persistentvolumes").get(volume_name)
+            # while the components run: the PV controller syncs the volume a moment after
+            # the claim is Bound (on the volume's update), and that sync is on the path
+            spans = await eventually(whole_path, timeout=60, what="the claim's whole path")
         finally:
             if running is not None:
                 running.cancel()
@@ -562,24 +583,6 @@ async def test_a_claims_path_through_scheduler_controller_and_provisioner_is_one
                 await close_tracer(tracer)
     assert context.of_object(volume).trace_id == sync.context.trace_id
 
-    async def whole_path() -> list[Obj] | None:
-        spans = await spans_of(receiver, "persistentvolumeclaims", "default",
-                               "traced-data", 1)
-        names_found = {(s["service"], s["name"]) for s in spans}
-        wanted = {("local-path-provisioner", "provision"),
-                  ("kube-scheduler", "PreBind VolumeBinding"),
-                  ("kube-controller-manager", "persistentvolume-binder sync")}
-        return spans if wanted <= names_found and any(
-            s["attributes"].get("k8s.name") == volume_name for s in spans
-            if s["name"] == "persistentvolume-binder sync") and any(
-            is_volume_create(s) for s in spans) else None
-
-    def is_volume_create(span: Obj) -> bool:
-        return (span["service"] == "kube-apiserver"
-                and span["attributes"].get("k8s.verb") == "create"
-                and span["attributes"].get("k8s.resource") == "persistentvolumes")
-
-    spans = await eventually(whole_path, timeout=15, what="the claim's whole path")
     assert {s["traceId"] for s in spans} == {sync.context.trace_id}
     by_id = {s["spanId"]: s for s in spans}
     provision = next(s for s in spans if s["name"] == "provision")
