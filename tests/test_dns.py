@@ -25,8 +25,14 @@ import pytest
 
 from minikube_py.client.rest import Client
 from minikube_py.process import free_port
+from tests.conftest import module_own_apiserver
 
 pytestmark = pytest.mark.slow
+
+# A server of its own: the DNS process publishes the Service kube-system/kube-dns, a
+# fixed name that another module's kube-dns would meet on a shared server
+# (test_kubeadm_manifests_api's dry run got 409 AlreadyExists when it came after).
+etcd, apiserver, kubeconfig = module_own_apiserver("dns")
 
 UPSTREAM_ANSWER = "192.0.2.44"
 

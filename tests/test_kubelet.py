@@ -91,7 +91,9 @@ def is_running_and_ready(pod: Obj) -> bool:
     return pod.get("status", {}).get("phase") == "Running" and conditions.get("Ready") == "True"
 
 
-async def http_get(url: str, timeout: float = 3.0) -> str:
+async def http_get(url: str, timeout: float = 30.0) -> str:
+    """GET `url`; `timeout` bounds a failure only (a kubelet's /stats/summary beside a pod
+    that burns a core took over 3 s once, on a loaded machine)."""
     async with aiohttp.ClientSession() as session, session.get(
             url, timeout=aiohttp.ClientTimeout(total=timeout)) as answer:
         return await answer.text()
