@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -33,15 +34,40 @@ class ComponentProcessError(Exception):
     """A component could not be started, or did not become ready in time."""
 
 
-def free_port(host: str = LOOPBACK) -> int:
-    """Ask the kernel for a TCP port that is free right now on host.
+LISTEN_PORTS = range(20000, 30000)
+"""Where free_port looks: below the kernel's ephemeral range (32768-60999 by default),
+which outgoing connections take their local ports from, and below the NodePort range."""
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
-    Another process may still take it before the component binds it; the window is short,
-    and start() reports a clear error if it happens.
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A port that is free right now on host, for TCP and for UDP.
+
+    It is chosen at random outside the kernel's ephemeral range: a port the kernel hands
+    out (bind to 0) is one any outgoing connect() on the machine may take as its local
+    port the moment it is free again, before the component binds it (seen in a suite
+    making thousands of connections: "address already in use"). Another caller of
+    free_port may still pick the same port in that moment: one chance in ten thousand.
     """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    ports = LISTEN_PORTS
+    with contextlib.suppress(OSError, ValueError):
+        ephemeral_low = int(EPHEMERAL_RANGE.read_text().split()[0])
+        ports = range(ports.start, min(ports.stop, ephemeral_low))
+    for port in random.sample(ports, min(len(ports), 100)):
+        if _bindable(host, port, socket.SOCK_STREAM) and _bindable(host, port, socket.SOCK_DGRAM):
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # no room below it
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def _bindable(host: str, port: int, kind: socket.SocketKind) -> bool:
+    with socket.socket(socket.AF_INET, kind) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
 
 
 def port_in_use(port: int, host: str = LOOPBACK) -> bool:

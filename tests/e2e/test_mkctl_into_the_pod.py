@@ -21,6 +21,7 @@ from typing import IO
 
 import pytest
 
+from minikube_py.process import free_port
 from tests.conftest import lines_until
 from tests.e2e.conftest import LaneCluster
 from tests.test_cluster_cli import kubectl
@@ -202,12 +203,6 @@ def _forward(start: Start, clis: Clis, tool: list[str], *args: str
     return process, int(match.group(1)), [first.rstrip("\n")]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _tool_name(tool: list[str]) -> str:
     return "kubectl" if tool == [KUBECTL] else "mkctl"
 
@@ -245,7 +240,7 @@ def _written_so_far(stream: IO[str] | None) -> str:
 def test_port_forward_to_a_pod_and_a_service_carries_http(clis: Clis,
                                                           processes: Start) -> None:
     for target, remote in (("pod/web", "80"), ("svc/web", "8080")):
-        port = _free_port()
+        port = free_port()
         announced, codes = [], []
         for tool in ([KUBECTL], mkctl_command()):
             process, local, lines = _forward(processes, clis, tool, target, f"{port}:{remote}")

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+import minikube_py.process
 from minikube_py.process import (
     LOOPBACK,
     ComponentProcess,
     ComponentProcessError,
+    free_port,
     pid_alive,
     started_at,
 )
@@ -127,3 +129,24 @@ def test_pid_alive_tells_a_zombie_from_a_running_process() -> None:
             time.sleep(0.01)
     finally:
         os.waitpid(child, 0)
+
+
+def test_free_port_is_outside_the_range_outgoing_connections_take_ports_from() -> None:
+    """A port from the ephemeral range could be taken by any connect() on the machine
+    before the component binds it; free_port's never is, and binds for TCP and UDP."""
+    low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    for _ in range(50):
+        port = free_port()
+        assert not low <= port <= high, f"{port} is in the ephemeral range {low}-{high}"
+        for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+            with socket.socket(socket.AF_INET, kind) as sock:
+                sock.bind((LOOPBACK, port))
+
+
+def test_free_port_skips_a_port_taken_for_udp_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as holder:
+        holder.bind((LOOPBACK, 0))
+        taken = holder.getsockname()[1]
+        monkeypatch.setattr(minikube_py.process, "LISTEN_PORTS", range(taken, taken + 2))
+        monkeypatch.setattr(minikube_py.process, "EPHEMERAL_RANGE", Path("/nonexistent"))
+        assert taken not in {free_port() for _ in range(20)}
