@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import time
@@ -147,7 +148,9 @@ def watches_on_pods(api_url: str) -> float:
     return 0.0
 
 
-def browser() -> Any:
+def browser(tmp: Path) -> Any:
+    """Chromium, its temporary files in `tmp` (it leaves one folder in TMPDIR even after
+    a clean quit)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -158,7 +161,8 @@ def browser() -> Any:
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
                      "--disable-gpu", "--window-size=1400,1000", "--ignore-certificate-errors"):
         options.add_argument(argument)
-    return webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    return webdriver.Chrome(options=options, service=Service(
+        CHROMEDRIVER, env={**os.environ, "TMPDIR": str(tmp)}))
 
 
 def first_paint(driver: Any, url: str, pods: int) -> tuple[float, str]:
@@ -354,7 +358,7 @@ async def measure(args: argparse.Namespace) -> list[Row]:
             await create_all(pool, "/api/v1/namespaces/web/pods",
                              [orjson.dumps(pod(i, nodes)) for i in range(pods)])
             pid = child_pid("minikube_py.dashboard")
-            driver = await asyncio.to_thread(browser)
+            driver = await asyncio.to_thread(browser, tmp)
             try:
                 progress("first paint")
                 seconds, steps = await asyncio.to_thread(first_paint, driver,

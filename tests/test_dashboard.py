@@ -26,6 +26,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -219,11 +220,14 @@ def browser() -> Iterator[WebDriver]:
                      "--disable-gpu", "--window-size=1400,1000"):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=ChromeService(CHROMEDRIVER))
-    try:
-        yield driver
-    finally:
-        driver.quit()
+    # its temporary files in a folder of its own: it leaves one in TMPDIR even after quit()
+    with tempfile.TemporaryDirectory(prefix="chromium-") as tmp:
+        driver = webdriver.Chrome(options=options, service=ChromeService(
+            CHROMEDRIVER, env={**os.environ, "TMPDIR": tmp}))
+        try:
+            yield driver
+        finally:
+            driver.quit()
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import os
 import ssl
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,20 +105,22 @@ def _merge(paths: list[Path]) -> dict[str, Any]:
     return merged
 
 
-# Certificates given inline (`...-data`) are written to temporary files, which TLS needs;
-# the open handles keep them on disk for as long as the process runs.
-_INLINE_FILES: list[Any] = []
+# Certificates given inline (`...-data`) go into memory files, which TLS reads by path
+# (/proc/self/fd/N): they last as long as the process and go with it however it ends,
+# where a temporary file outlives a process that is killed. One file per distinct PEM.
+_INLINE_FILES: dict[str, str] = {}
 
 
 def _file_or_data(entry: dict[str, Any], key: str) -> str | None:
     """`certificate-authority` (a path, relative to the kubeconfig) or `...-data` (base64)."""
     data = entry.get(f"{key}-data")
     if data:
-        handle = tempfile.NamedTemporaryFile(prefix="minikube-py-", suffix=".pem")
-        handle.write(base64.b64decode(data))
-        handle.flush()
-        _INLINE_FILES.append(handle)
-        return handle.name
+        if data not in _INLINE_FILES:
+            descriptor = os.memfd_create(f"minikube-py-{key}")
+            with open(descriptor, "wb", closefd=False) as memory:
+                memory.write(base64.b64decode(data))
+            _INLINE_FILES[data] = f"/proc/self/fd/{descriptor}"
+        return _INLINE_FILES[data]
     path = entry.get(key)
     if not path:
         return None

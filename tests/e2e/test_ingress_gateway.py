@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import ctypes
+import hashlib
 import http.client
 import json
 import socket
@@ -817,9 +818,30 @@ def applied(home: Path, name: str) -> Iterator[Path]:
     run_kubectl(home, "apply", "-f", "-", stdin=text)
     try:
         yield home
+    except AssertionError as error:
+        error.add_note(data_plane_report(home))
+        raise
     finally:
         run_kubectl(home, "delete", "--wait=false", "--ignore-not-found", "-f", "-",
                     stdin=text, check=False)
+
+
+def data_plane_report(home: Path) -> str:
+    """For a failed test: whether the data plane has the controller's latest nginx.conf
+    (the Secret's against the file its pod mounted: the kubelet's part) and its log
+    (nginx's reloads)."""
+    secret = run_kubectl(home, "get", "secret", "-n", "kube-system", DATA_PLANE, "-o",
+                         r"jsonpath={.data.nginx\.conf}", check=False)
+    conf = base64.b64decode(secret.stdout or "")
+    mounted = run_kubectl(home, "exec", "-n", "kube-system", f"deploy/{DATA_PLANE}", "--",
+                          "md5sum", "/etc/minikube-py-gateway/nginx.conf", check=False)
+    logs = run_kubectl(home, "logs", "-n", "kube-system", f"deploy/{DATA_PLANE}", "--tail=15",
+                       check=False)
+    return "\n".join([
+        f"the Secret's nginx.conf: md5 {hashlib.md5(conf).hexdigest()}, "
+        f"{conf.count(b'return 500;')} x 'return 500;'",
+        f"the data plane's: {(mounted.stdout or mounted.stderr).strip()}",
+        "its log:", (logs.stdout or logs.stderr).rstrip()])
 
 
 SAME = (INFRA, "same-namespace")

@@ -82,6 +82,21 @@ def test_token_and_inline_certificates(tmp_path: Path) -> None:
     assert loaded.ssl_context() is False
 
 
+def test_inline_certificates_leave_no_file_behind(tmp_path: Path) -> None:
+    """They are memory files of this process (a file in /tmp outlived a killed process);
+    loading the kubeconfig again reads the same one."""
+    document = config("https://h:6443", user={
+        "client-certificate-data": base64.b64encode(b"CERT").decode(),
+        "client-key-data": base64.b64encode(b"KEY").decode()})
+    first = load_kubeconfig(write(tmp_path / "k", document))
+    again = load_kubeconfig(tmp_path / "k")
+    assert first.cert_file is not None and first.key_file is not None
+    assert (again.cert_file, again.key_file) == (first.cert_file, first.key_file)
+    for path, content in ((first.cert_file, b"CERT"), (first.key_file, b"KEY")):
+        assert Path(path).read_bytes() == content
+        assert Path(path).resolve().name.startswith("memfd:"), Path(path).resolve()
+
+
 def test_relative_certificate_paths_are_relative_to_the_kubeconfig(tmp_path: Path) -> None:
     document = config("https://h:6443")
     document["clusters"][0]["cluster"]["certificate-authority"] = "ca.crt"
