@@ -169,7 +169,12 @@ class Student:
         # keeps its own: the student's machine has the ones this run's `up`s built
         # already (a cold build is the same code with nothing in the folder)
         cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        self.env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": cache}
+        # what the labs' programs leave in TMPDIR (a Python client killed with its terminal
+        # leaves its certificate files) stays in the student's home, not in /tmp
+        tmp = home / "tmp"
+        tmp.mkdir(exist_ok=True)
+        self.env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": cache,
+                    "TMPDIR": str(tmp)}
         for name in ("KUBECONFIG", "MINIKUBE_PY_HOME", "PYTHONPATH"):
             self.env.pop(name, None)
         self.terminals: list[Terminal] = []

@@ -306,8 +306,11 @@ async def test_force_on_a_patch_that_is_not_an_apply_is_invalid(api: API,
 
 
 def test_python_client_server_side_apply_of_a_configmap_twice(kubeconfig: Path,
-                                                               namespace: str) -> None:
-    client = dynamic.DynamicClient(config.new_client_from_config(config_file=str(kubeconfig)))
+                                                               namespace: str,
+                                                               tmp_path: Path) -> None:
+    # its discovery cache in the test's folder (by default a file in /tmp that stays)
+    client = dynamic.DynamicClient(config.new_client_from_config(config_file=str(kubeconfig)),
+                                   cache_file=str(tmp_path / "discovery.json"))
     configmaps = client.resources.get(api_version="v1", kind="ConfigMap")
     body = configmap("settings", {"color": "blue"})
 
