@@ -3,7 +3,6 @@ markers, the dependency closure), the layer cache, the bytecode, the names."""
 
 from __future__ import annotations
 
-import ast
 import functools
 import hashlib
 import io
@@ -37,6 +36,7 @@ from minikube_py.images.wheels import (
     requirement_needed,
     runtime_distributions,
 )
+from tests.unit.test_imports import imports_of
 
 PACKAGE = Path(minikube_py.__file__).parent
 
@@ -298,30 +298,9 @@ def test_a_stripped_file_keeps_its_mode_and_runs(tmp_path: Path) -> None:
 
 # -- which component needs which dependency --------------------------------------------------
 
-def _runs_at_import(node: ast.AST) -> bool:
-    """False for an `if TYPE_CHECKING:` block, whose imports only a type checker reads."""
-    return not (isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test))
-
-
 @functools.cache
 def _imports(path: Path) -> list[str]:
-    """Every module a source file may import when it runs (at its top or inside a
-    function), relative imports resolved; `from a import b` gives a and a.b."""
-    here = ["minikube_py", *path.relative_to(PACKAGE).with_suffix("").parts]
-    if path.name == "__init__.py":
-        here.append("__init__")
-    found: list[str] = []
-    pending: list[ast.AST] = [ast.parse(path.read_text(), str(path))]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, ast.Import):
-            found += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = ".".join([*here[:-node.level], *([node.module] if node.module else [])]
-                            ) if node.level else node.module or ""
-            found += [base, *(f"{base}.{alias.name}" for alias in node.names)]
-        pending += [child for child in ast.iter_child_nodes(node) if _runs_at_import(child)]
-    return found
+    return imports_of(path, PACKAGE, names=True, at_run_time=True)
 
 
 def _source_of(module: str) -> list[Path]:

@@ -57,21 +57,32 @@ def package_of(module: str) -> str | None:
     return parts[1] if parts[0] == "minikube_py" and len(parts) > 1 else None
 
 
-def imports_of(path: Path, package: Path = PACKAGE) -> list[str]:
-    """Every minikube_py module a source file imports (relative imports resolved)."""
-    tree = ast.parse(path.read_text(), str(path))
+def imports_of(path: Path, package: Path = PACKAGE, *, names: bool = False,
+               at_run_time: bool = False) -> list[str]:
+    """Every module a source file imports (at its top or inside a function), relative
+    imports resolved: `from a import b` gives a (with `names`, a.b too: b may be a
+    module). With `at_run_time`, not those of an `if TYPE_CHECKING:` block, which only a
+    type checker reads."""
     here = ["minikube_py", *path.relative_to(package).with_suffix("").parts]
-    found = []
-    for node in ast.walk(tree):
+    found: list[str] = []
+    pending: list[ast.AST] = [ast.parse(path.read_text(), str(path))]
+    while pending:
+        node = pending.pop()
         if isinstance(node, ast.Import):
             found += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = here[:-node.level]
-                found.append(".".join([*base, node.module] if node.module else base))
-            elif node.module:
-                found.append(node.module)
-    return [name for name in found if name.startswith("minikube_py")]
+            base = ".".join([*here[:-node.level], *([node.module] if node.module else [])]
+                            ) if node.level else node.module or ""
+            found += [base, *(f"{base}.{alias.name}" for alias in node.names if names)]
+        pending += [child for child in ast.iter_child_nodes(node)
+                    if not (at_run_time and isinstance(child, ast.If)
+                            and "TYPE_CHECKING" in ast.unparse(child.test))]
+    return found
+
+
+def minikube_py_imports(path: Path, package: Path = PACKAGE) -> list[str]:
+    """imports_of, the modules of minikube_py alone."""
+    return [name for name in imports_of(path, package) if name.startswith("minikube_py")]
 
 
 def launcher_may_import(module: str) -> bool:
@@ -88,7 +99,7 @@ def violations(package: Path = PACKAGE) -> list[str]:
         source = package_of("minikube_py." + ".".join(path.relative_to(package).parts))
         if source in SHARED or source is None:
             continue
-        for module in imports_of(path, package):
+        for module in minikube_py_imports(path, package):
             target = package_of(module)
             if target is None or target in SHARED or target == source:
                 continue
@@ -109,7 +120,7 @@ def back_references(package: Path = PACKAGE) -> list[str]:
         for path in sorted((package / folder).glob("*.py")):
             if path.name in ("controller.py", "__init__.py"):
                 continue
-            for module in imports_of(path, package):
+            for module in minikube_py_imports(path, package):
                 if module in (name, f"{name}.controller") or module.startswith(
                         f"{name}.controller."):
                     found.append(f"{path.relative_to(package.parent)} imports {module}")
@@ -124,7 +135,7 @@ def test_the_shared_libraries_import_no_component() -> None:
     found = []
     for shared in ("api", "client"):
         for path in sorted((PACKAGE / shared).rglob("*.py")):
-            for module in imports_of(path):
+            for module in minikube_py_imports(path):
                 target = package_of(module)
                 if target not in SHARED and target is not None:
                     found.append(f"{path.relative_to(PACKAGE.parent)} imports {module}")
