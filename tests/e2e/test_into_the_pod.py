@@ -27,6 +27,7 @@ from kr8s.asyncio.objects import Pod, Service
 from kubernetes import client, config
 from kubernetes.stream import portforward, stream
 
+from minikube_py.process import free_port
 from tests.conftest import lines_until
 from tests.e2e.conftest import LaneCluster
 from tests.test_cluster_cli import kubectl, network_prefix
@@ -301,20 +302,6 @@ def test_kubectl_port_forward_to_a_pod_and_a_service_with_20_connections_at_once
                        for a in answers), (target, [a[:40] for a in answers])
 
 
-def port_below_the_ephemeral_range() -> int:
-    """A local port nothing listens on, below both the range the kernel hands out to binds
-    of port 0 and the NodePort range (30000-32767, whose traffic the proxy may DNAT).
-    kr8s's own "auto" draws a port at random from 10000-60000 and binds it later, so on a
-    busy machine another worker's free-port bind can take it first (it did, in a
-    clean-clone run); the kernel never gives out a port below its ephemeral range."""
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    for port in range(min(low, 30000) - 1, 20000, -1):
-        with socket.socket() as probe, contextlib.suppress(OSError):
-            probe.bind(("127.0.0.1", port))
-            return port
-    raise RuntimeError(f"no free port between 20000 and {min(low, 30000)}")
-
-
 async def kr8s_fetch(home: Path, kind: str, name: str, port: int, times: int) -> list[bytes]:
     """GET / `times` at once through kr8s's port-forward of the pod or Service: kr8s
     offers no WebSocket subprotocol, sends `ports` in the query and reads each channel's
@@ -323,7 +310,9 @@ async def kr8s_fetch(home: Path, kind: str, name: str, port: int, times: int) ->
         warnings.filterwarnings("ignore", "Kubernetes version .* is not supported")
         api = await kr8s.asyncio.api(kubeconfig=str(home / "kubeconfig"))
     target = await (Pod if kind == "pod" else Service).get(name, namespace=NAMESPACE, api=api)
-    async with target.portforward(port, local_port=port_below_the_ephemeral_range()) as local:
+    # kr8s's own "auto" draws a port at random from 10000-60000 and binds it later, so on a
+    # busy machine another process could take it first (it did, in a clean-clone run)
+    async with target.portforward(port, local_port=free_port()) as local:
         return await asyncio.gather(*(asyncio.to_thread(http_get, local)
                                       for _ in range(times)))
 
