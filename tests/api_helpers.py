@@ -4,18 +4,22 @@ waits of tests that drive custom resources through the official `kubernetes` cli
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import http.client
 import json
+import tempfile
 import time
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiohttp
 import orjson
 import pytest
+import yaml
 from aiohttp import web
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
@@ -31,6 +35,9 @@ from minikube_py.apiserver.flowcontrol.bootstrap import (
     SUGGESTED_PRIORITY_LEVELS,
 )
 from minikube_py.client.errors import Conflict
+
+if TYPE_CHECKING:
+    import kr8s.asyncio
 
 T = TypeVar("T")
 
@@ -290,6 +297,47 @@ async def retry_on_conflict_async(update: Callable[[], Awaitable[T]], steps: int
         with contextlib.suppress(Conflict):
             return await update()
     return await update()
+
+
+FILE_FIELDS = ("certificate-authority", "client-certificate", "client-key", "tokenFile")
+
+
+def certificates_as_files(kubeconfig: Path, directory: Path) -> Path:
+    """A copy of `kubeconfig` in `directory` whose inline certificates and keys
+    (`...-data`) are files beside it, and whose relative paths are absolute."""
+    document = yaml.safe_load(kubeconfig.read_text())
+    for section, inner in (("clusters", "cluster"), ("users", "user")):
+        for number, entry in enumerate(document.get(section) or []):
+            fields = entry.get(inner) or {}
+            for key in FILE_FIELDS:
+                if fields.get(key) and not Path(fields[key]).is_absolute():
+                    fields[key] = str(kubeconfig.parent / fields[key])
+                if fields.get(f"{key}-data"):
+                    path = directory / f"{section}-{number}-{key}.pem"
+                    path.write_bytes(base64.b64decode(fields.pop(f"{key}-data")))
+                    fields[key] = str(path)
+    copy = directory / "kubeconfig"
+    copy.write_text(yaml.safe_dump(document))
+    return copy
+
+
+@asynccontextmanager
+async def kr8s_on(kubeconfig: Path) -> AsyncIterator[kr8s.asyncio.Api]:
+    """kr8s, a client of the package index that is neither kubectl nor the official one
+    (it names our 1.37 unsupported in a warning, and carries on). kr8s writes a
+    kubeconfig's inline certificates to temporary files it never removes, so it reads a
+    copy that names them as files in a folder of its own, removed at the end."""
+    import kr8s.asyncio  # here: only the modules that use kr8s pay for its import
+
+    with tempfile.TemporaryDirectory(prefix="kr8s-") as tmp:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Kubernetes version .* is not supported")
+            api = await kr8s.asyncio.api(
+                kubeconfig=str(certificates_as_files(kubeconfig, Path(tmp))))
+        try:
+            yield api
+        finally:
+            await api._session.aclose()
 
 
 def official_crd_clients() -> tuple[Any, Any, Any]:

@@ -7,18 +7,15 @@ the trace an object carries; the components, which ask for it, do."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import subprocess
 import sys
 import time
 import urllib.request
-import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import kr8s.asyncio
 import pytest
 import yaml
 from kr8s.asyncio.objects import Pod
@@ -44,7 +41,7 @@ from minikube_py.tracing.context import ANNOTATION
 from minikube_py.tracing.exporter import OTLPExporter
 from minikube_py.tracing.setup import close_tracer
 from minikube_py.tracing.tracer import Tracer
-from tests.api_helpers import eventually
+from tests.api_helpers import eventually, kr8s_on
 from tests.test_persistentvolume_controller import claim
 from tests.test_scheduler import make_node, make_pod
 
@@ -307,19 +304,6 @@ async def test_a_pods_change_continues_into_the_endpoint_slice_it_changes(
     assert syncs[0]["attributes"]["k8s.name"] == "traced-web"
     assert any(s["service"] == "kube-apiserver" and s["attributes"].get("k8s.resource")
                == "endpointslices" for s in spans)
-
-
-@contextlib.asynccontextmanager
-async def kr8s_on(kubeconfig: Path) -> AsyncIterator[kr8s.asyncio.Api]:
-    """kr8s, a client of the package index that is neither kubectl nor the official one
-    (it names our 1.37 unsupported in a warning, and carries on)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "Kubernetes version .* is not supported")
-        api = await kr8s.asyncio.api(kubeconfig=str(kubeconfig))
-    try:
-        yield api
-    finally:
-        await api._session.aclose()
 
 
 def no_trace_in(obj: Obj) -> bool:

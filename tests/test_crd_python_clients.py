@@ -7,7 +7,6 @@ lists by a label selector and deletes, on a real API server over a real etcd."""
 from __future__ import annotations
 
 import asyncio
-import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.types import PatchType
 
 from minikube_py.cluster.apiserver import APIServerProcess
-from tests.api_helpers import API, delete_definition, official_crd_clients
+from tests.api_helpers import API, delete_definition, kr8s_on, official_crd_clients
 from tests.test_crd import create_established, definition, unique_group
 
 # On the session's API server: every definition made here has a group of its own and
@@ -63,13 +62,8 @@ async def lightkube_client(kubeconfig: Path) -> AsyncIterator[AsyncClient]:
 async def kr8s_api(kubeconfig: Path, group: str) -> AsyncIterator[kr8s.asyncio.Api]:
     """kr8s on the test kubeconfig, made after the definition so its discovery has it. It
     names the server's version unsupported in a warning and carries on."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "Kubernetes version .* is not supported")
-        api = await kr8s.asyncio.api(kubeconfig=str(kubeconfig))
-    try:
+    async with kr8s_on(kubeconfig) as api:
         yield api
-    finally:
-        await api._session.aclose()
 
 
 async def next_event(events: asyncio.Queue[tuple[str, str, dict[str, Any]]]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,17 +15,15 @@ import kr8s.asyncio
 import pytest
 
 from minikube_py.cluster.apiserver import APIServerProcess
+from tests.api_helpers import kr8s_on
 
 
 @pytest.fixture
 async def kr8s_api(kubeconfig: Path) -> AsyncIterator[kr8s.asyncio.Api]:
     """kr8s on the test kubeconfig. It names the server's version unsupported (it knows
     Kubernetes up to 1.35) in a warning and carries on."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "Kubernetes version .* is not supported")
-        api = await kr8s.asyncio.api(kubeconfig=str(kubeconfig))
-    yield api
-    await api._session.aclose()
+    async with kr8s_on(kubeconfig) as api:
+        yield api
 
 
 def get(url: str, accept: str = "application/json") -> tuple[int, str, Any]:

@@ -15,19 +15,18 @@ import socket
 import subprocess
 import sys
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import kr8s.asyncio
 import pytest
 from kr8s.asyncio.objects import Pod, Service
 from kubernetes import client, config
 from kubernetes.stream import portforward, stream
 
 from minikube_py.process import free_port
+from tests.api_helpers import kr8s_on
 from tests.conftest import lines_until
 from tests.e2e.conftest import LaneCluster
 from tests.test_cluster_cli import kubectl, network_prefix
@@ -306,15 +305,15 @@ async def kr8s_fetch(home: Path, kind: str, name: str, port: int, times: int) ->
     """GET / `times` at once through kr8s's port-forward of the pod or Service: kr8s
     offers no WebSocket subprotocol, sends `ports` in the query and reads each channel's
     first message as its port; it finds a Service's pod itself, as kubectl does."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "Kubernetes version .* is not supported")
-        api = await kr8s.asyncio.api(kubeconfig=str(home / "kubeconfig"))
-    target = await (Pod if kind == "pod" else Service).get(name, namespace=NAMESPACE, api=api)
-    # kr8s's own "auto" draws a port at random from 10000-60000 and binds it later, so on a
-    # busy machine another process could take it first (it did, in a clean-clone run)
-    async with target.portforward(port, local_port=free_port()) as local:
-        return await asyncio.gather(*(asyncio.to_thread(http_get, local)
-                                      for _ in range(times)))
+    async with kr8s_on(home / "kubeconfig") as api:
+        target = await (Pod if kind == "pod" else Service).get(name, namespace=NAMESPACE,
+                                                               api=api)
+        # kr8s's own "auto" draws a port at random from 10000-60000 and binds it later, so
+        # on a busy machine another process could take it first (it did, in a clean-clone
+        # run)
+        async with target.portforward(port, local_port=free_port()) as local:
+            return await asyncio.gather(*(asyncio.to_thread(http_get, local)
+                                          for _ in range(times)))
 
 
 def test_kr8s_port_forward_reaches_a_pod_and_a_service(cluster: Path) -> None:
