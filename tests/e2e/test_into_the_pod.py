@@ -64,8 +64,12 @@ def node_of(home: Path, pod: str) -> str:
 
 
 def api(home: Path) -> client.CoreV1Api:
+    """The official client on the cluster's kubeconfig. It writes the kubeconfig's inline
+    certificates to temporary files, removed only when its process exits cleanly: they go
+    into the cluster's folder, not /tmp."""
     configuration = client.Configuration()
-    config.load_kube_config(str(home / "kubeconfig"), client_configuration=configuration)
+    config.load_kube_config(str(home / "kubeconfig"), client_configuration=configuration,
+                            temp_file_path=str(home / "client-files"))
     return client.CoreV1Api(client.ApiClient(configuration))
 
 
