@@ -441,10 +441,15 @@ class ClientLoop:
 
 
 def official_client(cluster: HACluster) -> Any:
-    """The official client's list call, through haproxy (its own connection pool)."""
+    """The official client's list call, through haproxy (its own connection pool). It
+    writes the kubeconfig's inline certificates to temporary files, removed only at a
+    clean exit: they go into the cluster's folder, not /tmp."""
     from kubernetes import client, config
 
-    api = client.CoreV1Api(config.new_client_from_config(str(cluster.kubeconfig)))
+    configuration = client.Configuration()
+    config.load_kube_config(str(cluster.kubeconfig), client_configuration=configuration,
+                            temp_file_path=str(cluster.home / "client-files"))
+    api = client.CoreV1Api(client.ApiClient(configuration))
     return lambda: api.list_namespaced_config_map("default", limit=5, _request_timeout=5)
 
 
