@@ -53,6 +53,7 @@ import pytest
 import yaml
 from cryptography.hazmat.primitives.serialization import Encoding
 
+from minikube_py.gateway.controller import PORTS_ANNOTATION
 from minikube_py.security import pki
 from tests.api_helpers import manifest_yaml, manifests_yaml
 from tests.e2e.conftest import LaneCluster
@@ -827,21 +828,55 @@ def applied(home: Path, name: str) -> Iterator[Path]:
 
 
 def data_plane_report(home: Path) -> str:
-    """For a failed test: whether the data plane has the controller's latest nginx.conf
-    (the Secret's against the file its pod mounted: the kubelet's part) and its log
-    (nginx's reloads)."""
+    """For a failed test, each step between the request and nginx: the data plane's
+    Services (their ports and addresses) and what node-1's proxy made of them (its nat
+    rules for those addresses: where the requests start), the data plane's pods, whether
+    they have the controller's latest nginx.conf (the Secret's md5 against the mounted
+    file's: the kubelet's part) and what it serves, nginx's log, and the routes."""
+    def kubectl_text(*args: str) -> str:
+        done = run_kubectl(home, *args, check=False)
+        return (done.stdout or done.stderr).rstrip()
+
+    services = json.loads(run_kubectl(home, "get", "services", "-n", "kube-system", "-l",
+                                      DATA_PLANE_PART, "-o", "json", check=False).stdout
+                          or '{"items": []}')["items"]
+    addresses = set()
+    lines = ["the data plane's Services:"]
+    for service in services:
+        ips = [item.get("ip", "") for item in
+               ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []]
+        addresses.update(ips)
+        ports = [f"{item['port']}->{item.get('targetPort')}" for item in
+                 service["spec"].get("ports") or []]
+        lines.append(f"  {service['metadata']['name']} {ips} {ports} "
+                     f"{(service['metadata'].get('annotations') or {}).get(PORTS_ANNOTATION)}")
+    nat = subprocess.run(["ip", "netns", "exec", Path(client_namespace()).name,
+                          "iptables-save", "-t", "nat"], capture_output=True, text=True,
+                         check=False).stdout
+    lines += ["node-1's nat rules for them:",
+              *[f"  {rule}" for rule in nat.splitlines()
+                if any(f"{address}/32" in rule for address in addresses if address)]]
     secret = run_kubectl(home, "get", "secret", "-n", "kube-system", DATA_PLANE, "-o",
                          r"jsonpath={.data.nginx\.conf}", check=False)
     conf = base64.b64decode(secret.stdout or "")
-    mounted = run_kubectl(home, "exec", "-n", "kube-system", f"deploy/{DATA_PLANE}", "--",
-                          "md5sum", "/etc/minikube-py-gateway/nginx.conf", check=False)
-    logs = run_kubectl(home, "logs", "-n", "kube-system", f"deploy/{DATA_PLANE}", "--tail=15",
-                       check=False)
-    return "\n".join([
-        f"the Secret's nginx.conf: md5 {hashlib.md5(conf).hexdigest()}, "
-        f"{conf.count(b'return 500;')} x 'return 500;'",
-        f"the data plane's: {(mounted.stdout or mounted.stderr).strip()}",
-        "its log:", (logs.stdout or logs.stderr).rstrip()])
+    lines += [
+        "the data plane's pods:",
+        kubectl_text("get", "pods", "-n", "kube-system", "-l",
+                     f"app.kubernetes.io/name={DATA_PLANE}", "-o", "wide"),
+        f"the Secret's nginx.conf: md5 {hashlib.md5(conf).hexdigest()}; the pod's: "
+        + kubectl_text("exec", "-n", "kube-system", f"deploy/{DATA_PLANE}", "--",
+                       "md5sum", "/etc/minikube-py-gateway/nginx.conf"),
+        "its listen lines and locations:",
+        *[f"  {line.strip()}" for line in conf.decode(errors="replace").splitlines()
+          if line.strip().startswith(("listen", "location", "server_name", "proxy_pass",
+                                      "return", "set $mpr"))][:80],
+        "nginx's log:",
+        kubectl_text("logs", "-n", "kube-system", f"deploy/{DATA_PLANE}", "--tail=12"),
+        "the routes:",
+        kubectl_text("get", "httproutes", "-A", "-o", "custom-columns=NS:.metadata.namespace,"
+                     "NAME:.metadata.name,CREATED:.metadata.creationTimestamp,"
+                     "DELETING:.metadata.deletionTimestamp")]
+    return "\n".join(lines)
 
 
 SAME = (INFRA, "same-namespace")
