@@ -20,10 +20,11 @@ from tests.conftest import (
 
 
 def dead_pid() -> int:
-    """The pid of a process that has exited (and been reaped)."""
-    process = subprocess.Popen(["true"])
-    process.wait()
-    return process.pid
+    """A pid no process has: pid_max itself (the kernel hands out pids below it). A pid
+    freed a moment ago is not safe: pid_max is 32768 on the CI machine, and where
+    processes and threads start fast the kernel comes back round to it within seconds
+    (a clean-clone run found the "dead" run alive, and its server was never stopped)."""
+    return int(Path("/proc/sys/kernel/pid_max").read_text())
 
 
 def test_a_dead_runs_fuzz_dir_is_removed_and_its_server_stopped_a_live_runs_kept(
