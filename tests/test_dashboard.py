@@ -244,13 +244,21 @@ def page(browser: WebDriver, proxied_url: str, tmp_path: Path
         print(f"screenshot: {path}")
         return path
 
-    browser.get_log("browser")  # what earlier tests left
-    browser.get(proxied_url)
+    open_page(browser, proxied_url)
     wait_for(browser, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute(
         "data-snapshot") == "loaded", "the first snapshot")
     yield screenshot
     screenshot("last")
     assert_no_errors(browser)
+
+
+def open_page(browser: WebDriver, url: str) -> None:
+    """Open `url` with a console holding only its page's messages. The page an earlier
+    test left open goes first: its server may be gone (a local proxy that test stopped),
+    and its retries would log errors while the next page loads."""
+    browser.get("about:blank")
+    browser.get_log("browser")
+    browser.get(url)
 
 
 def assert_no_errors(browser: WebDriver) -> None:
@@ -811,8 +819,7 @@ def test_minikube_py_dashboard_prints_a_url_that_opens_the_live_view_through_a_l
     assert url.endswith("/api/v1/namespaces/kubernetes-dashboard/services/"
                         "https:kubernetes-dashboard:/proxy/")
 
-    browser.get_log("browser")
-    browser.get(url)
+    open_page(browser, url)
     wait_for(browser, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute(
         "data-snapshot") == "loaded", "the first snapshot through the local proxy")
     browser.save_screenshot(str(tmp_path / "through-local-proxy.png"))
@@ -877,8 +884,7 @@ def test_mkctl_trace_web_prints_each_traces_link_which_opens_it_as_swimlanes(
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{apiserver.url}{PROXY_PATH}#trace/{trace_id}\n"
 
-    browser.get_log("browser")
-    browser.get(result.stdout.strip())
+    open_page(browser, result.stdout.strip())
     wait_for(browser, lambda d: d.find_element(By.ID, "swimlanes").get_attribute(
         "data-trace-id") == trace_id and len(drawn(d, "#swimlanes g.span")) == 5,
         "the linked trace drawn")

@@ -41,6 +41,7 @@ from tests.test_dashboard import (
     browser,  # noqa: F401 - the fixture
     direct_get,
     drawn,
+    open_page,
     unchecked_tls,
     wait_for,
 )
@@ -82,8 +83,7 @@ def test_minikube_py_dashboard_deploys_it_and_draws_the_cluster_its_changes_and_
         print(f"screenshot: {shots[-1]}")
 
     try:
-        browser.get_log("browser")
-        browser.get(url)
+        open_page(browser, url)
         hello = 'rect.pod[data-name^="default/hello-"]'
         wait_for(browser, lambda d: len(drawn(d, f"{hello}.Running")) == 3,
                  "the example's 3 pods, Running")
