@@ -34,6 +34,7 @@ import ctypes
 import hashlib
 import http.client
 import json
+import re
 import socket
 import ssl
 import subprocess
@@ -866,10 +867,10 @@ def data_plane_report(home: Path) -> str:
         f"the Secret's nginx.conf: md5 {hashlib.md5(conf).hexdigest()}; the pod's: "
         + kubectl_text("exec", "-n", "kube-system", f"deploy/{DATA_PLANE}", "--",
                        "md5sum", "/etc/minikube-py-gateway/nginx.conf"),
-        "its listen lines and locations:",
-        *[f"  {line.strip()}" for line in conf.decode(errors="replace").splitlines()
-          if line.strip().startswith(("listen", "location", "server_name", "proxy_pass",
-                                      "return", "set $mpr"))][:80],
+        "what it serves on the Services' target ports:",
+        *served_on(conf.decode(errors="replace"), {
+            str(item.get("targetPort")) for service in services
+            for item in service["spec"].get("ports") or []}),
         "nginx's log:",
         kubectl_text("logs", "-n", "kube-system", f"deploy/{DATA_PLANE}", "--tail=12"),
         "the routes:",
@@ -877,6 +878,31 @@ def data_plane_report(home: Path) -> str:
                      "NAME:.metadata.name,CREATED:.metadata.creationTimestamp,"
                      "DELETING:.metadata.deletionTimestamp")]
     return "\n".join(lines)
+
+
+LISTEN = re.compile(r"\s*listen (?:\S+:)?(\d+)\b")
+
+
+def served_on(conf: str, ports: set[str]) -> list[str]:
+    """The server blocks of an nginx.conf that listen on one of `ports`, whole, and the
+    http-level lines they name: the maps choosing their routes, the conditions those
+    maps read, the upstreams they pass to."""
+    served: list[str] = []
+    block: list[str] = []
+    for line in conf.splitlines():
+        if line == "  server {" or block:
+            block.append(line)
+        if line == "  }" and block:
+            if any((listen := LISTEN.match(item)) and listen[1] in ports for item in block):
+                served += block
+            block = []
+    http = [line.split() for line in conf.splitlines()
+            if line.startswith(("  map ", "  upstream "))]
+    names = set(re.findall(r"\$mpr_s\w+|mpu_\d+", "\n".join(served)))
+    conditions = set(re.findall(r"\$mpc_\d+", " ".join(
+        " ".join(words) for words in http if words[2] in names)))
+    return [f"  {' '.join(words)}" for words in http
+            if set(words[1:3]) & (names | conditions)] + [f"  {line}" for line in served]
 
 
 SAME = (INFRA, "same-namespace")
