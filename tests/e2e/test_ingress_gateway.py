@@ -821,7 +821,10 @@ def applied(home: Path, name: str) -> Iterator[Path]:
     try:
         yield home
     except AssertionError as error:
-        error.add_note(data_plane_report(home))
+        try:
+            error.add_note(data_plane_report(home))
+        except Exception as failed:  # the test's own failure comes first
+            error.add_note(f"(the data plane report failed: {failed!r})")
         raise
     finally:
         run_kubectl(home, "delete", "--wait=false", "--ignore-not-found", "-f", "-",
@@ -854,9 +857,10 @@ def data_plane_report(home: Path) -> str:
     nat = subprocess.run(["ip", "netns", "exec", Path(client_namespace()).name,
                           "iptables-save", "-t", "nat"], capture_output=True, text=True,
                          check=False).stdout
-    lines += ["node-1's nat rules for them:",
-              *[f"  {rule}" for rule in nat.splitlines()
-                if any(f"{address}/32" in rule for address in addresses if address)]]
+    lines += ["node-1's nat rules for them, followed to the DNATs:",
+              *[f"  {rule}" for rule in rules_from(nat, [
+                  rule for rule in nat.splitlines()
+                  if any(f"{address}/32" in rule for address in addresses if address)])]]
     secret = run_kubectl(home, "get", "secret", "-n", "kube-system", DATA_PLANE, "-o",
                          r"jsonpath={.data.nginx\.conf}", check=False)
     conf = base64.b64decode(secret.stdout or "")
@@ -864,6 +868,13 @@ def data_plane_report(home: Path) -> str:
         "the data plane's pods:",
         kubectl_text("get", "pods", "-n", "kube-system", "-l",
                      f"app.kubernetes.io/name={DATA_PLANE}", "-o", "wide"),
+        "their EndpointSlices:",
+        kubectl_text("get", "endpointslices", "-n", "kube-system", "-o", "wide"),
+        "a request to each pod's target ports, from node-1 (no Service between):",
+        *direct_answers(kubectl_text("get", "pods", "-n", "kube-system", "-l",
+                                     f"app.kubernetes.io/name={DATA_PLANE}", "-o",
+                                     "jsonpath={.items[*].status.podIP}").split(),
+                        services),
         f"the Secret's nginx.conf: md5 {hashlib.md5(conf).hexdigest()}; the pod's: "
         + kubectl_text("exec", "-n", "kube-system", f"deploy/{DATA_PLANE}", "--",
                        "md5sum", "/etc/minikube-py-gateway/nginx.conf"),
@@ -878,6 +889,40 @@ def data_plane_report(home: Path) -> str:
                      "NAME:.metadata.name,CREATED:.metadata.creationTimestamp,"
                      "DELETING:.metadata.deletionTimestamp")]
     return "\n".join(lines)
+
+
+def rules_from(nat: str, rules: list[str]) -> list[str]:
+    """`rules` and those of every chain they jump to, and so on (iptables-save lines)."""
+    chains = nat.splitlines()
+    found, todo, seen = list(rules), list(rules), set()
+    while todo:
+        jump = re.search(r" -j (KUBE-[\w-]+)", todo.pop())
+        if jump and jump[1] not in seen:
+            seen.add(jump[1])
+            more = [rule for rule in chains if rule.startswith(f"-A {jump[1]} ")]
+            found += more
+            todo += more
+    return found
+
+
+def direct_answers(pod_ips: list[str], services: list[dict[str, Any]]) -> list[str]:
+    """GET / from node-1 straight to each pod's port of each Service (its Host the
+    Service's address): what nginx itself answers there."""
+    answers = []
+    for service in services:
+        ips = [item.get("ip", "") for item in
+               ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []]
+        for item in service["spec"].get("ports") or []:
+            if item.get("port") == 443:
+                continue
+            for pod_ip in pod_ips:
+                answer = send(pod_ip, "/", host=(ips or [pod_ip])[0],
+                              port=int(item.get("targetPort")), timeout=5)
+                answers.append(f"  {service['metadata']['name']} {pod_ip}:"
+                               f"{item.get('targetPort')}: " + (
+                                   str(answer.status) if isinstance(answer, Answer)
+                                   else answer.reason))
+    return answers
 
 
 LISTEN = re.compile(r"\s*listen (?:\S+:)?(\d+)\b")
