@@ -61,8 +61,13 @@ def free_port(host: str = LOOPBACK) -> int:
         return int(sock.getsockname()[1])
 
 
-def _bindable(host: str, port: int, kind: socket.SocketKind) -> bool:
+def _bindable(host: str, port: int, kind: socket.SocketKind, *, reuse: bool = False
+              ) -> bool:
+    """Whether a socket of `kind` can bind host:port now (with `reuse`, SO_REUSEADDR: a
+    TCP port whose last connection is in TIME_WAIT counts as free)."""
     with socket.socket(socket.AF_INET, kind) as sock:
+        if reuse:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:
@@ -72,13 +77,7 @@ def _bindable(host: str, port: int, kind: socket.SocketKind) -> bool:
 
 def port_in_use(port: int, host: str = LOOPBACK) -> bool:
     """Whether something listens on host:port (a socket in TIME_WAIT does not count)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return True
-        return False
+    return not _bindable(host, port, socket.SOCK_STREAM, reuse=True)
 
 
 def pid_alive(pid: int) -> bool:
