@@ -77,11 +77,13 @@ def stop_processes_using(directory: Path, grace: float = 10.0) -> None:
     the supervisor itself is gone and nothing names the directory (or, for a process
     stuck in the kernel, another `grace` seconds have passed)."""
     deadline = time.monotonic() + grace
-    while (found := processes_using(directory)) and time.monotonic() < deadline + grace:
+    while found := processes_using(directory):
         late = time.monotonic() > deadline
-        for pid in found:
+        for pid in found:  # what a look found is signalled, however long the look took
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL if late else signal.SIGTERM)
+        if time.monotonic() > deadline + grace:
+            return
         time.sleep(0.2)
 
 

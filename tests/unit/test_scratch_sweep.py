@@ -44,7 +44,7 @@ def test_a_dead_runs_fuzz_dir_is_removed_and_its_server_stopped_a_live_runs_kept
             stopped: int | str = server.wait(timeout=30)
         except subprocess.TimeoutExpired:
             stopped = f"still running; the processes naming the dir: {processes_using(dead)}"
-        assert (removed, stopped) == (True, -signal.SIGTERM), (removed, stopped)
+        assert removed and stopped in (-signal.SIGTERM, -signal.SIGKILL), (removed, stopped)
         assert (live / "log").exists()
     finally:
         server.kill()
