@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import subprocess
 import time
 from collections.abc import AsyncIterator, Callable
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 
 from minikube_py.cluster.components import GatewayProcess
-from minikube_py.gateway.controller import gateway_service_name
+from minikube_py.gateway.controller import PORTS_ANNOTATION, gateway_service_name
 from minikube_py.security import pki
 from tests.conftest import module_own_apiserver
 from tests.e2e.helpers import until
@@ -277,6 +278,46 @@ def test_a_gateway_s_addresses_are_asked_of_the_load_balancer_or_said_to_be_unus
     until(lambda: gateway_conditions(kubectl, namespace, "starved").get("Programmed")
           == "False/NoResources", "Programmed False/NoResources")
     kubectl("delete", "gateway", "-n", namespace, "static", "starved")
+
+
+@pytest.mark.skipif(CRDS is None, reason="no ../shared/data/crds/gateway-api")
+def test_two_gateway_services_claiming_one_nginx_port_are_given_two(
+        controller: GatewayProcess, kubectl: Kubectl, namespace: str) -> None:
+    """A sync that has not seen a new Gateway's Service yet gives its nginx port to the
+    next Gateway too, and both Services say so: one keeps the port (the older Service's,
+    by creationTimestamp, then name), the other Gateway is given a free one, and its
+    Service is set to it."""
+    apply_crds(kubectl)
+
+    def service(name: str) -> dict[str, Any]:
+        return get(kubectl, "service", "-n", "kube-system",
+                   gateway_service_name(namespace, name)) or {"metadata": {}, "spec": {}}
+
+    def nginx_ports(name: str) -> dict[str, int]:
+        annotations = service(name)["metadata"].get("annotations") or {}
+        return json.loads(annotations.get(PORTS_ANNOTATION, "{}"))
+
+    kubectl("apply", "-f", "-", input=gateway_manifest(namespace, "first", [HTTP_LISTENER]))
+    claimed = until(lambda: nginx_ports("first"), "the first Gateway's Service")["80"]
+    kubectl("apply", "-f", "-", input=gateway_manifest(namespace, "second", [HTTP_LISTENER]))
+    until(lambda: nginx_ports("second"), "the second Gateway's Service")
+    kubectl("patch", "service", "-n", "kube-system", gateway_service_name(namespace, "second"),
+            "--type=merge", "-p", json.dumps({
+                "metadata": {"annotations": {PORTS_ANNOTATION: json.dumps({"80": claimed})}},
+                "spec": {"ports": [{"name": "port-80", "port": 80, "targetPort": claimed}]}}))
+
+    def ports() -> dict[str, int | None]:
+        return {name: nginx_ports(name).get("80") for name in ("first", "second")}
+    given = until(lambda: (found := ports()) and None not in found.values()
+                  and len(set(found.values())) == 2 and found,
+                  lambda: f"a port of its own for each Gateway (now {ports()})")
+    assert claimed in given.values()
+    for name, port in given.items():
+        assert [item["targetPort"] for item in service(name)["spec"]["ports"]] == [port]
+    conf = until(lambda: (text := nginx_conf(kubectl)) and {int(port) for port in re.findall(
+        r"listen (\d+)", text)} >= set(given.values()) and text, "nginx listening on both")
+    assert len(re.findall(rf"listen {claimed}\b", conf)) == 1, conf
+    kubectl("delete", "gateway", "-n", namespace, "first", "second")
 
 
 @pytest.mark.skipif(CRDS is None, reason="no ../shared/data/crds/gateway-api")

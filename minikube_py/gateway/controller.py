@@ -332,7 +332,11 @@ class GatewayController:
         addresses: dict[tuple[str, str], str] = {}
         ports: dict[tuple[str, str, int], int] = {}
         used: set[int] = set()
-        for service in services.values():
+        # when two Services claim one nginx port (the second was written from a store that
+        # had not seen the first yet), the older keeps it (creationTimestamp, then name),
+        # and the other Gateway's listener is given a free one below, its Service set to it
+        for service in sorted(services.values(), key=lambda obj: (
+                obj["metadata"].get("creationTimestamp") or "", obj["metadata"]["name"])):
             annotations = service["metadata"].get("annotations") or {}
             served = annotations.get(GATEWAY_ANNOTATION)
             if service["metadata"].get("namespace") != NAMESPACE or not served:
@@ -342,7 +346,7 @@ class GatewayController:
             if address and (namespace, name) in gateways:
                 addresses[(namespace, name)] = address
             for public, internal in json.loads(annotations.get(PORTS_ANNOTATION, "{}")).items():
-                if (namespace, name) in gateways:
+                if (namespace, name) in gateways and internal not in used:
                     ports[(namespace, name, int(public))] = internal
                     used.add(internal)
         free = (port for port in self.data_plane_ports if port not in used)
