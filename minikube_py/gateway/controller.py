@@ -82,6 +82,7 @@ while sleep 1; do
   now=$(cat {CONFIG_DIR}/* | md5sum)
   if [ "$now" != "$seen" ]; then
     seen=$now
+    echo "configuration changed (md5 ${{now%% *}}): testing it, then reloading"
     nginx -c $conf -t && nginx -c $conf -s reload && echo "configuration reloaded"
   fi
 done

@@ -878,12 +878,19 @@ def data_plane_report(home: Path) -> str:
         f"the Secret's nginx.conf: md5 {hashlib.md5(conf).hexdigest()}; the pod's: "
         + kubectl_text("exec", "-n", "kube-system", f"deploy/{DATA_PLANE}", "--",
                        "md5sum", "/etc/minikube-py-gateway/nginx.conf"),
+        "the Secret's writes (managedFields) and the mounted files (..data: the kubelet's "
+        "last projection, named by its UTC time), now:",
+        kubectl_text("get", "secret", "-n", "kube-system", DATA_PLANE, "-o", "jsonpath="
+                     "{.metadata.resourceVersion} {.metadata.managedFields[*].time}"),
+        kubectl_text("exec", "-n", "kube-system", f"deploy/{DATA_PLANE}", "--", "sh", "-c",
+                     "date -u +%FT%T; ls -la --full-time /etc/minikube-py-gateway/"),
         "what it serves on the Services' target ports:",
         *served_on(conf.decode(errors="replace"), {
             str(item.get("targetPort")) for service in services
             for item in service["spec"].get("ports") or []}),
         "nginx's log:",
-        kubectl_text("logs", "-n", "kube-system", f"deploy/{DATA_PLANE}", "--tail=12"),
+        kubectl_text("logs", "-n", "kube-system", f"deploy/{DATA_PLANE}", "--timestamps",
+                     "--tail=40"),
         "the routes:",
         kubectl_text("get", "httproutes", "-A", "-o", "custom-columns=NS:.metadata.namespace,"
                      "NAME:.metadata.name,CREATED:.metadata.creationTimestamp,"
