@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from minikube_py.images.catalog import ECHO, build_image
+from minikube_py.process import started_at
 from tests.api_helpers import until
 
 pytestmark = pytest.mark.slow
@@ -48,6 +49,19 @@ def pids(home: Path) -> list[int]:
     """Every running component's, a node's included (run/node-N/*.pid)."""
     return [int(f.read_text()) for f in (home / "run").rglob("*.pid")] if (
         home / "run").exists() else []
+
+
+def processes(home: Path) -> dict[int, float | None]:
+    """The running components' processes (as `pids`), each with its start time: a pid
+    alone names a process only until the kernel hands it out again (a pid file of a
+    node removed long ago may name a stranger by now), the pair names one for good."""
+    return {pid: started_at(pid) for pid in pids(home) if alive(pid)}
+
+
+def outlived(before: dict[int, float | None]) -> list[int]:
+    """The processes of `processes(...)` that still run: the same pid, started at the
+    same time."""
+    return [pid for pid, start in before.items() if alive(pid) and started_at(pid) == start]
 
 
 def alive(pid: int) -> bool:
@@ -289,10 +303,10 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         assert "pushed localhost/echo:1.0 to 172.18.0.1:" in loaded.stdout, loaded.stdout
         assert "loaded localhost/echo:1.0 into node node-2" in loaded.stdout
     finally:
-        running = pids(home)
+        running = processes(home)
         launcher(home, "down", "--purge", check=False)
     assert not home.exists()
-    assert not any(alive(pid) for pid in running)
+    assert outlived(running) == []
     assert leftovers(home) == []
     stopped = launcher(home, "status", check=False)
     assert stopped.returncode == 1 and "controller-manager: stopped" in stopped.stdout
@@ -353,9 +367,9 @@ def test_simulated_nodes_join_the_real_one_and_leave_with_down(fast_tmp: Path) -
         kubectl(home, "wait", "--for=jsonpath={.status.phase}=Succeeded",
                 "pod/after-crash", "--timeout=120s")
     finally:
-        running = pids(home)
+        running = processes(home)
         launcher(home, "down", "--purge", check=False)
-    assert not any(alive(pid) for pid in running)
+    assert outlived(running) == []
     assert leftovers(home) == []
 
 

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from minikube_py.process import started_at
 from tests.api_helpers import until
 from tests.e2e.conftest import LaneCluster
 from tests.e2e.helpers import read_log_from
-from tests.test_cluster_cli import alive, kubectl, pids
+from tests.test_cluster_cli import alive, kubectl, outlived, processes
 
 pytestmark = pytest.mark.slow
 
@@ -136,7 +137,6 @@ def killed_and_restarted(lane_cluster: LaneCluster, view: Path) -> None:
 
     # down still removes it all: the pod's shims and mounts went with the node (stop()
     # runs `down --purge` and asserts that nothing of the cluster is left)
-    running = pids(home)
+    running = processes(home) | {pid: started_at(pid) for pid in tasks.values()}
     lane_cluster.stop()
-    assert not any(alive(pid) for pid in running)
-    assert not any(alive(pid) for pid in tasks.values())
+    assert outlived(running) == []

@@ -30,7 +30,8 @@ from tests.test_cluster_cli import (
     kubectl,
     launcher,
     leftovers,
-    pids,
+    outlived,
+    processes,
 )
 
 pytestmark = pytest.mark.slow
@@ -246,7 +247,7 @@ def test_the_story_on_two_real_nodes(cluster: Path) -> None:
     assert "Welcome to nginx!" in answer_from_here(f"http://{cluster_ip}/")
 
     # 6. down leaves nothing behind
-    running = pids(home)
+    running = processes(home)
     launcher(home, "down", "--purge")
-    assert not any(alive(pid) for pid in running)
+    assert outlived(running) == []
     assert leftovers(home) == []
