@@ -891,6 +891,9 @@ def data_plane_report(home: Path) -> str:
         "nginx's log:",
         kubectl_text("logs", "-n", "kube-system", f"deploy/{DATA_PLANE}", "--timestamps",
                      "--tail=40"),
+        "the gateway controller's log (its writes of the Secret):",
+        kubectl_text("logs", "-n", "kube-system", "deploy/gateway-controller", "--timestamps",
+                     "--tail=30"),
         "the routes:",
         kubectl_text("get", "httproutes", "-A", "-o", "custom-columns=NS:.metadata.namespace,"
                      "NAME:.metadata.name,CREATED:.metadata.creationTimestamp,"
