@@ -91,25 +91,67 @@ def pid_alive(pid: int) -> bool:
     return status.rpartition(")")[2].split()[0] != "Z"
 
 
+def start_ticks(pid: int) -> int | None:
+    """When the process with this pid started, in clock ticks since boot (its stat's
+    starttime): with the pid, its identity for good, whatever the wall clock does. None if
+    it is gone."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def started_at(pid: int) -> float | None:
     """When the process with this pid started (seconds since the epoch, to within a
-    second: the boot time /proc gives is whole seconds), or None if it is gone."""
+    second: the boot time /proc gives is whole seconds, and it moves when the wall clock
+    is stepped), or None if it is gone."""
+    ticks = start_ticks(pid)
     try:
-        ticks = int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19])
         boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
                     if line.startswith("btime "))
     except (OSError, ValueError, IndexError, StopIteration):
         return None
-    return boot + ticks / os.sysconf("SC_CLK_TCK")
+    return None if ticks is None else boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def start_file(pid_file: Path) -> Path:
+    """Beside run/NAME.pid, run/NAME.start: the start ticks of the process it names."""
+    return pid_file.with_suffix(".start")
+
+
+def write_pid_file(pid_file: Path, pid: int) -> None:
+    """The pid (the file's whole content, as any pid file), and its start ticks beside it
+    (start_file), read at once: together they name this process and no other."""
+    pid_file.parent.mkdir(parents=True, exist_ok=True)
+    ticks = start_ticks(pid)
+    if ticks is None:
+        start_file(pid_file).unlink(missing_ok=True)
+    else:
+        start_file(pid_file).write_text(str(ticks))
+    pid_file.write_text(str(pid))
+
+
+def remove_pid_file(pid_file: Path) -> None:
+    pid_file.unlink(missing_ok=True)
+    start_file(pid_file).unlink(missing_ok=True)
 
 
 def names_its_process(pid_file: Path, pid: int) -> bool:
-    """Whether `pid`, read from `pid_file`, is still the process the file was written for:
-    alive, and started before the file was written. Pids are reused (32,768 of them by
-    default, cycled in minutes by a busy machine), so a file its process outlived may
-    name a stranger, which a stop must not signal."""
+    """Whether `pid`, read from `pid_file`, is still the process the file was written for.
+    Pids are reused (32,768 of them by default, cycled in minutes by a busy machine), so a
+    file its process outlived may name a stranger, which a stop must not signal. With the
+    start ticks beside it (write_pid_file): the same pid started at the same tick. Without
+    (a file written otherwise): alive, and started before the file was written, as the
+    wall clock tells, which a clock stepped forward (a virtual machine resumed) makes
+    wrong for every process started before the step."""
     if not pid_alive(pid):
         return False
+    try:
+        recorded: int | None = int(start_file(pid_file).read_text())
+    except (OSError, ValueError):
+        recorded = None
+    if recorded is not None:
+        return start_ticks(pid) == recorded
     started = started_at(pid)
     try:
         written = pid_file.stat().st_mtime
@@ -215,7 +257,7 @@ class ComponentProcess(ABC):
         except (OSError, ValueError):
             return False
         if not names_its_process(self.pid_file, pid):  # gone, or its pid reused since
-            self.pid_file.unlink(missing_ok=True)
+            remove_pid_file(self.pid_file)
             return False
         self._pid, self._child = pid, None
         return True
@@ -248,8 +290,7 @@ class ComponentProcess(ABC):
                 start_new_session=True, env={**os.environ, **self.environment})
         self._pid = self._child.pid
         if self.pid_file is not None:
-            self.pid_file.parent.mkdir(parents=True, exist_ok=True)
-            self.pid_file.write_text(str(self._pid))
+            write_pid_file(self.pid_file, self._pid)
         try:
             await self.wait_ready()
         except BaseException:
@@ -317,7 +358,7 @@ class ComponentProcess(ABC):
 
     def _forget(self) -> None:
         if self.pid_file is not None and self._pid is not None:
-            self.pid_file.unlink(missing_ok=True)
+            remove_pid_file(self.pid_file)
         self._pid, self._child = None, None
 
     async def __aenter__(self) -> Self:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from minikube_py.images.catalog import ECHO, build_image
-from minikube_py.process import started_at
+from minikube_py.process import start_ticks
 from tests.api_helpers import until
 
 pytestmark = pytest.mark.slow
@@ -51,17 +51,18 @@ def pids(home: Path) -> list[int]:
         home / "run").exists() else []
 
 
-def processes(home: Path) -> dict[int, float | None]:
-    """The running components' processes (as `pids`), each with its start time: a pid
-    alone names a process only until the kernel hands it out again (a pid file of a
-    node removed long ago may name a stranger by now), the pair names one for good."""
-    return {pid: started_at(pid) for pid in pids(home) if alive(pid)}
+def processes(home: Path) -> dict[int, int | None]:
+    """The running components' processes (as `pids`), each with its start (ticks since
+    boot): a pid alone names a process only until the kernel hands it out again (a pid
+    file of a process gone long ago may name a stranger by now), the pair names one for
+    good."""
+    return {pid: start_ticks(pid) for pid in pids(home) if alive(pid)}
 
 
-def outlived(before: dict[int, float | None]) -> list[int]:
+def outlived(before: dict[int, int | None]) -> list[int]:
     """The processes of `processes(...)` that still run: the same pid, started at the
-    same time."""
-    return [pid for pid, start in before.items() if alive(pid) and started_at(pid) == start]
+    same tick."""
+    return [pid for pid, start in before.items() if alive(pid) and start_ticks(pid) == start]
 
 
 def alive(pid: int) -> bool:

@@ -17,7 +17,9 @@ from minikube_py.process import (
     ComponentProcess,
     ComponentProcessError,
     free_port,
+    names_its_process,
     pid_alive,
+    start_ticks,
     started_at,
 )
 
@@ -102,6 +104,33 @@ async def test_a_pid_file_whose_pid_was_reused_names_no_one_and_stop_signals_no_
     finally:
         stranger.kill()
         stranger.wait()
+
+
+async def test_a_daemon_is_adopted_after_the_wall_clock_was_stepped_and_a_stranger_is_not(
+        tmp_path: Path) -> None:
+    """A virtual machine resumed after a pause steps its wall clock forward: every process
+    started before then seems, as /proc's boot time now tells, to have started after its
+    pid file was written. The start ticks beside the pid file still name the daemon, so
+    adopt() (status, down, the supervisor) takes it; a stranger with its pid does not
+    match them."""
+    first = Sleeper(tmp_path)
+    await first.start()
+    try:
+        pid_file = tmp_path / "run" / "sleeper.pid"
+        assert (tmp_path / "run" / "sleeper.start").read_text() == str(start_ticks(first.pid))
+        started = started_at(first.pid)
+        assert started is not None
+        # as the mtime looks once the clock has jumped 30 s: written before it started
+        os.utime(pid_file, (started - 30, started - 30))
+        assert names_its_process(pid_file, first.pid)
+        again = Sleeper(tmp_path)
+        assert again.adopt() and again.pid == first.pid
+
+        (tmp_path / "run" / "sleeper.start").write_text(str(start_ticks(first.pid) + 1))
+        assert not names_its_process(pid_file, first.pid)  # the same pid, another start
+    finally:
+        await first.stop()
+    assert not pid_file.exists() and not (tmp_path / "run" / "sleeper.start").exists()
 
 
 async def test_a_taken_port_is_refused_before_anything_starts(tmp_path: Path) -> None:
