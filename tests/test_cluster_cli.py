@@ -51,7 +51,7 @@ def pids(home: Path) -> list[int]:
         home / "run").exists() else []
 
 
-def processes(home: Path) -> dict[int, int | None]:
+def component_processes(home: Path) -> dict[int, int | None]:
     """The running components' processes (as `pids`), each with its start (ticks since
     boot): a pid alone names a process only until the kernel hands it out again (a pid
     file of a process gone long ago may name a stranger by now), the pair names one for
@@ -60,7 +60,7 @@ def processes(home: Path) -> dict[int, int | None]:
 
 
 def outlived(before: dict[int, int | None]) -> list[int]:
-    """The processes of `processes(...)` that still run: the same pid, started at the
+    """The processes of `component_processes(...)` that still run: the same pid, started at the
     same tick."""
     return [pid for pid, start in before.items() if alive(pid) and start_ticks(pid) == start]
 
@@ -304,7 +304,7 @@ def test_up_starts_every_component_and_down_purge_leaves_nothing(fast_tmp: Path)
         assert "pushed localhost/echo:1.0 to 172.18.0.1:" in loaded.stdout, loaded.stdout
         assert "loaded localhost/echo:1.0 into node node-2" in loaded.stdout
     finally:
-        running = processes(home)
+        running = component_processes(home)
         launcher(home, "down", "--purge", check=False)
     assert not home.exists()
     assert outlived(running) == []
@@ -368,7 +368,7 @@ def test_simulated_nodes_join_the_real_one_and_leave_with_down(fast_tmp: Path) -
         kubectl(home, "wait", "--for=jsonpath={.status.phase}=Succeeded",
                 "pod/after-crash", "--timeout=120s")
     finally:
-        running = processes(home)
+        running = component_processes(home)
         launcher(home, "down", "--purge", check=False)
     assert outlived(running) == []
     assert leftovers(home) == []

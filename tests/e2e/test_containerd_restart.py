@@ -22,7 +22,7 @@ from minikube_py.process import start_ticks
 from tests.api_helpers import until
 from tests.e2e.conftest import LaneCluster
 from tests.e2e.helpers import read_log_from
-from tests.test_cluster_cli import alive, kubectl, outlived, processes
+from tests.test_cluster_cli import alive, component_processes, kubectl, outlived
 
 pytestmark = pytest.mark.slow
 
@@ -137,6 +137,6 @@ def killed_and_restarted(lane_cluster: LaneCluster, view: Path) -> None:
 
     # down still removes it all: the pod's shims and mounts went with the node (stop()
     # runs `down --purge` and asserts that nothing of the cluster is left)
-    running = processes(home) | {pid: start_ticks(pid) for pid in tasks.values()}
+    running = component_processes(home) | {pid: start_ticks(pid) for pid in tasks.values()}
     lane_cluster.stop()
     assert outlived(running) == []

@@ -847,8 +847,7 @@ def data_plane_report(home: Path) -> str:
     addresses = set()
     lines = ["the data plane's Services:"]
     for service in services:
-        ips = [item.get("ip", "") for item in
-               ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []]
+        ips = load_balancer_ips(service)
         addresses.update(ips)
         ports = [f"{item['port']}->{item.get('targetPort')}" for item in
                  service["spec"].get("ports") or []]
@@ -864,16 +863,18 @@ def data_plane_report(home: Path) -> str:
     secret = run_kubectl(home, "get", "secret", "-n", "kube-system", DATA_PLANE, "-o",
                          r"jsonpath={.data.nginx\.conf}", check=False)
     conf = base64.b64decode(secret.stdout or "")
+    pods = json.loads(run_kubectl(home, "get", "pods", "-n", "kube-system", "-l",
+                                  f"app.kubernetes.io/name={DATA_PLANE}", "-o", "json",
+                                  check=False).stdout or '{"items": []}')["items"]
     lines += [
         "the data plane's pods:",
-        kubectl_text("get", "pods", "-n", "kube-system", "-l",
-                     f"app.kubernetes.io/name={DATA_PLANE}", "-o", "wide"),
+        *[f"  {pod['metadata']['name']} {(pod.get('status') or {}).get('phase')} "
+          f"{(pod.get('status') or {}).get('podIP')} {pod['spec'].get('nodeName')} "
+          f"created {pod['metadata'].get('creationTimestamp')}" for pod in pods],
         "their EndpointSlices:",
         kubectl_text("get", "endpointslices", "-n", "kube-system", "-o", "wide"),
         "a request to each pod's target ports, from node-1 (no Service between):",
-        *direct_answers(kubectl_text("get", "pods", "-n", "kube-system", "-l",
-                                     f"app.kubernetes.io/name={DATA_PLANE}", "-o",
-                                     "jsonpath={.items[*].status.podIP}").split(),
+        *direct_answers([ip for pod in pods if (ip := (pod.get("status") or {}).get("podIP"))],
                         services),
         f"the Secret's nginx.conf: md5 {hashlib.md5(conf).hexdigest()}; the pod's: "
         + kubectl_text("exec", "-n", "kube-system", f"deploy/{DATA_PLANE}", "--",
@@ -901,6 +902,11 @@ def data_plane_report(home: Path) -> str:
     return "\n".join(lines)
 
 
+def load_balancer_ips(service: dict[str, Any]) -> list[str]:
+    return [item.get("ip", "") for item in
+            ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []]
+
+
 def rules_from(nat: str, rules: list[str]) -> list[str]:
     """`rules` and those of every chain they jump to, and so on (iptables-save lines)."""
     chains = nat.splitlines()
@@ -920,8 +926,7 @@ def direct_answers(pod_ips: list[str], services: list[dict[str, Any]]) -> list[s
     Service's address): what nginx itself answers there."""
     answers = []
     for service in services:
-        ips = [item.get("ip", "") for item in
-               ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []]
+        ips = load_balancer_ips(service)
         for item in service["spec"].get("ports") or []:
             if item.get("port") == 443:
                 continue

@@ -27,11 +27,11 @@ from tests.api_helpers import until
 from tests.test_cluster_cli import (
     alive,
     answer_from_here,
+    component_processes,
     kubectl,
     launcher,
     leftovers,
     outlived,
-    processes,
 )
 
 pytestmark = pytest.mark.slow
@@ -247,7 +247,7 @@ def test_the_story_on_two_real_nodes(cluster: Path) -> None:
     assert "Welcome to nginx!" in answer_from_here(f"http://{cluster_ip}/")
 
     # 6. down leaves nothing behind
-    running = processes(home)
+    running = component_processes(home)
     launcher(home, "down", "--purge")
     assert outlived(running) == []
     assert leftovers(home) == []
