@@ -87,6 +87,16 @@ class RESTClient:
 
     # -- the connection --
 
+    def interrupt(self) -> None:
+        """Ends a read of the kept connection that blocks, from another thread: the read
+        meets the end of the stream (a watch stopped by a signal; see get.py)."""
+        sock = self._socket
+        if sock is not None:
+            try:  # the TCP connection under TLS too, which the read is waiting on
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            except OSError:
+                pass
+
     def close(self) -> None:
         if self._socket is not None:
             self._socket.close()

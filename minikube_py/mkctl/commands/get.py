@@ -22,7 +22,9 @@ With -w the list is printed, then the server's watch from the list's resourceVer
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from minikube_py.api import Obj
 from minikube_py.mkctl import builder
@@ -40,6 +42,9 @@ from minikube_py.mkctl.flags import (
 from minikube_py.mkctl.printers import HUMAN_FORMATS, ObjectPrinter, generic_printer
 from minikube_py.mkctl.printers.table import PrintOptions, TablePrinter
 from minikube_py.mkctl.printers.tabwriter import TabWriter
+
+if TYPE_CHECKING:
+    from minikube_py.mkctl.transport import RESTClient
 
 
 def run(inv: Invocation) -> None:
@@ -307,22 +312,48 @@ def _watch(inv: Invocation, selection: builder.Selection, accept: str, human: bo
     if request.name:
         params["fieldSelector"] = f"metadata.name={request.name}"
     params["resourceVersion"] = version
-    _exit_quietly_on_signals()
-    for event in inv.client.watch(request.resource.path(request.namespace), params,
-                                  accept=accept):
-        show(event.get("object") or {}, event.get("type", ""))
-        output = True
+    with _exit_quietly_on_signals(inv.client):
+        for event in inv.client.watch(request.resource.path(request.namespace), params,
+                                      accept=accept):
+            show(event.get("object") or {}, event.get("type", ""))
+            output = True
 
 
-def _exit_quietly_on_signals() -> None:
-    """Interrupted or terminated while watching, kubectl exits with code 1, silently."""
-    import signal
+@contextlib.contextmanager
+def _exit_quietly_on_signals(client: RESTClient) -> Iterator[None]:
+    """Interrupted or terminated while watching, kubectl exits with code 1, silently.
+    Python runs the handler between two steps of the main thread, so a signal that lands
+    just before the watch's read is entered would wait for the next event: the signal
+    also writes a byte (signal.set_wakeup_fd) to a socket a thread waits on, which then
+    ends the read (client.interrupt), and the handler runs."""
+    import signal  # (here: `get` without -w starts without them)
+    import socket
+    import threading
 
     def leave(signum: int, frame: object) -> None:
         raise Exit(1)
 
-    signal.signal(signal.SIGINT, leave)
-    signal.signal(signal.SIGTERM, leave)
+    def end_the_read() -> None:
+        if woken.recv(1):
+            client.interrupt()
+
+    previous = {signum: signal.signal(signum, leave)
+                for signum in (signal.SIGINT, signal.SIGTERM)}
+    woken, waker = socket.socketpair()
+    waker.setblocking(False)
+    previous_wakeup = signal.set_wakeup_fd(waker.fileno())
+    thread = threading.Thread(target=end_the_read, name="signal", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(previous_wakeup)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        woken.shutdown(socket.SHUT_RDWR)  # the thread's recv ends, with nothing
+        thread.join()
+        woken.close()
+        waker.close()
 
 
 COMMAND = Command(

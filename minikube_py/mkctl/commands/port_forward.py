@@ -19,7 +19,10 @@ The steps of kubectl's portforward.go:
    listeners are closed. Like kubectl (signal.Notify), the command installs its own
    handler, so it stops even when started with SIGINT ignored, as a shell starts a
    background job; after Ctrl-C it exits 0, after SIGTERM it is terminated by the signal,
-   as kubectl, which leaves SIGTERM to the default, is.
+   as kubectl, which leaves SIGTERM to the default, is. Python runs a handler between two
+   steps of the main thread, so a signal that lands just before `select` is entered would
+   wait for the next event; the signal itself therefore writes a byte to a socket `select`
+   watches (signal.set_wakeup_fd), and `select` returns at once.
 """
 
 from __future__ import annotations
@@ -133,8 +136,13 @@ class Forwarder:
         self.links: dict[int, Link] = {}
         self.stopped_by: int | None = None  # the signal that stopped forwarding
         self._wakeup, self._waker = socket.socketpair()  # wakes `select` for the signal
+        self._wakeup.setblocking(False)
         self._waker.setblocking(False)
         self.selector.register(self._wakeup, selectors.EVENT_READ, ("stop",))
+
+    def waker_fd(self) -> int:
+        """The socket the signal writes to (set_wakeup_fd), which `select` watches."""
+        return self._waker.fileno()
 
     def stop(self, signum: int, frame: FrameType | None) -> None:
         """Step 5, the signal handler: `serve` returns at its next turn. A read or write of
@@ -142,8 +150,6 @@ class Forwarder:
         read) would hold that turn back, since Python retries an interrupted call after
         the handler: every connection is shut down here, so that call ends at once."""
         self.stopped_by = signum
-        with contextlib.suppress(BlockingIOError):  # already woken
-            self._waker.send(b"\0")
         for link in self.links.values():
             for sock in (link.connection, link.stream.sock):
                 with contextlib.suppress(OSError):
@@ -186,14 +192,22 @@ class Forwarder:
             ready = [("pod", key) for key, link in self.links.items()
                      if link.stream.pending()] or [key.data for key, _ in self.selector.select()]
             for data in ready:
-                if self.stopped_by is not None:  # the wakeup ("stop") is among them
+                if self.stopped_by is not None:
                     return
+                if data[0] == "stop":  # a signal's byte: its handler runs at the next step
+                    self._drain_wakeup()
+                    continue
                 try:
                     self._handle(data)
                 except OSError:
                     if self.stopped_by is None:
                         raise
                     return  # a connection the stop shut down while it was in use
+
+    def _drain_wakeup(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            while self._wakeup.recv(64):
+                pass
 
     def _handle(self, data: tuple) -> None:
         """One ready item of `serve`'s round."""
@@ -285,6 +299,7 @@ def run(inv: Invocation) -> None:
     path = f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}/portforward"
     forwarder = Forwarder(inv, path)
     previous = {signum: signal.signal(signum, forwarder.stop) for signum in STOP_SIGNALS}
+    previous_wakeup = signal.set_wakeup_fd(forwarder.waker_fd())
     try:
         try:  # kubectl upgrades before it listens: a pod it cannot reach fails here
             connect(inv.client, path, [("ports", str(pairs[0][1]))], [PROTOCOL]).close()
@@ -294,6 +309,7 @@ def run(inv: Invocation) -> None:
             forwarder.listen(pairs, inv.flags["address"])
             forwarder.serve()
     finally:
+        signal.set_wakeup_fd(previous_wakeup)
         forwarder.close()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
