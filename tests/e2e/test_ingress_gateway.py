@@ -836,7 +836,8 @@ def data_plane_report(home: Path) -> str:
     Services (their ports and addresses) and what node-1's proxy made of them (its nat
     rules for those addresses: where the requests start), the data plane's pods, whether
     they have the controller's latest nginx.conf (the Secret's md5 against the mounted
-    file's: the kubelet's part) and what it serves, nginx's log, and the routes."""
+    file's, the kubelet's part, and nginx's copy's, the reload loop's) and what it serves,
+    nginx's log, and the routes."""
     def kubectl_text(*args: str) -> str:
         done = run_kubectl(home, *args, check=False)
         return (done.stdout or done.stderr).rstrip()
@@ -876,9 +877,11 @@ def data_plane_report(home: Path) -> str:
         "a request to each pod's target ports, from node-1 (no Service between):",
         *direct_answers([ip for pod in pods if (ip := (pod.get("status") or {}).get("podIP"))],
                         services),
-        f"the Secret's nginx.conf: md5 {hashlib.md5(conf).hexdigest()}; the pod's: "
+        f"the Secret's nginx.conf: md5 {hashlib.md5(conf).hexdigest()}; the pod's (mounted, "
+        "then nginx's copy): "
         + kubectl_text("exec", "-n", "kube-system", f"deploy/{DATA_PLANE}", "--",
-                       "md5sum", "/etc/minikube-py-gateway/nginx.conf"),
+                       "md5sum", "/etc/minikube-py-gateway/nginx.conf",
+                       "/tmp/nginx/live/nginx.conf"),
         "the Secret's writes (managedFields) and the mounted files (..data: the kubelet's "
         "last projection, named by its UTC time), now:",
         kubectl_text("get", "secret", "-n", "kube-system", DATA_PLANE, "-o", "jsonpath="
