@@ -77,18 +77,21 @@ conf=/tmp/nginx/live/nginx.conf
 trap 'nginx -c $conf -s quit; exit 0' TERM INT
 take() {{
   rm -rf /tmp/nginx/next && mkdir -p /tmp/nginx/next &&
-    cp "$(readlink -f {CONFIG_DIR}/..data)"/* /tmp/nginx/next/ &&
-    cat /tmp/nginx/next/* | md5sum
+    cp "$1"/* /tmp/nginx/next/ && cat /tmp/nginx/next/* | md5sum
 }}
 place() {{
   rm -rf /tmp/nginx/old; mv /tmp/nginx/live /tmp/nginx/old 2>/dev/null
   mv /tmp/nginx/next /tmp/nginx/live
 }}
-seen=$(take) && place || exit 1
+version=$(readlink -f {CONFIG_DIR}/..data)
+seen=$(take "$version") && place || exit 1
 nginx -c $conf || exit 1
 while sleep 1; do
   kill -0 "$(cat /tmp/nginx.pid)" || exit 1
-  now=$(take) || continue
+  latest=$(readlink -f {CONFIG_DIR}/..data)
+  [ "$latest" = "$version" ] && continue
+  now=$(take "$latest") || continue
+  version=$latest
   if [ "$now" != "$seen" ]; then
     seen=$now
     place
@@ -100,7 +103,8 @@ done
 """The data plane's command: start nginx, then reload it (HUP: the old workers finish their
 connections) each time the kubelet has updated the mounted configuration. nginx reads a
 copy that only this loop changes, taken whole from the kubelet's last projection (the
-folder `..data` names, which the kubelet never changes, only replaces): had it read the
+folder `..data` names, which the kubelet never changes, only replaces: a new name is a
+new projection, and the only thing the loop checks each second): had it read the
 mounted files themselves, a projection landing between the check and nginx's own read
 would be loaded unseen, and a later one equal to the checked files never reloaded (the
 gateway tests saw nginx keep a configuration without their route, 2026-12-01)."""
