@@ -54,6 +54,7 @@ import pytest
 import yaml
 from cryptography.hazmat.primitives.serialization import Encoding
 
+from minikube_py.api.loadbalancer import ingress_ips
 from minikube_py.gateway.controller import PORTS_ANNOTATION
 from minikube_py.security import pki
 from tests.api_helpers import manifest_yaml, manifests_yaml
@@ -848,7 +849,7 @@ def data_plane_report(home: Path) -> str:
     addresses = set()
     lines = ["the data plane's Services:"]
     for service in services:
-        ips = load_balancer_ips(service)
+        ips = ingress_ips(service)
         addresses.update(ips)
         ports = [f"{item['port']}->{item.get('targetPort')}" for item in
                  service["spec"].get("ports") or []]
@@ -905,11 +906,6 @@ def data_plane_report(home: Path) -> str:
     return "\n".join(lines)
 
 
-def load_balancer_ips(service: dict[str, Any]) -> list[str]:
-    return [item.get("ip", "") for item in
-            ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []]
-
-
 def rules_from(nat: str, rules: list[str]) -> list[str]:
     """`rules` and those of every chain they jump to, and so on (iptables-save lines)."""
     chains = nat.splitlines()
@@ -929,7 +925,7 @@ def direct_answers(pod_ips: list[str], services: list[dict[str, Any]]) -> list[s
     Service's address): what nginx itself answers there."""
     answers = []
     for service in services:
-        ips = load_balancer_ips(service)
+        ips = ingress_ips(service)
         for item in service["spec"].get("ports") or []:
             if item.get("port") == 443:
                 continue
