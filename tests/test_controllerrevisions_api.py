@@ -12,8 +12,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client, config, watch
 from kubernetes.client import ApiException
+
+from minikube_py.apiserver.registry.store import MAX_OBJECT_DEPTH
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 DATA = {"spec": {"template": {"$patch": "replace", "metadata": {"labels": {"app": "x"}},
@@ -92,3 +94,45 @@ def test_kubectl_get_prints_the_controller_and_the_revision(
     resources = kubectl("api-resources", "--api-group=apps", "--no-headers").stdout
     assert re.search(r"^controllerrevisions\s+apps/v1\s+true\s+ControllerRevision$",
                      resources, re.MULTILINE)
+
+
+def nested_data(levels: int) -> dict[str, object]:
+    """Data that, as a revision's, makes the object `levels` objects deep (the revision
+    itself is one level, its data the next)."""
+    data: dict[str, object] = {}
+    for _ in range(levels - 2):
+        data = {"a": data}
+    return data
+
+
+def test_data_nested_past_what_the_server_stores_is_a_400_and_the_deepest_reads_back(
+        kubectl: Kubectl, apps: client.AppsV1Api, namespace: str) -> None:
+    """A body nested deeper than the API server can write back (orjson, its encoder, stops
+    at 254 levels; it reads 1,024) is refused before anything is stored; the deepest it
+    keeps reads back through a get, a list and a watch event."""
+    with pytest.raises(ApiException) as refused:
+        apps.create_namespaced_controller_revision(namespace, {
+            **revision("too-deep", 1), "data": nested_data(MAX_OBJECT_DEPTH + 1)})
+    status = json.loads(refused.value.body)
+    assert (refused.value.status, status["reason"], status["message"]) == (
+        400, "BadRequest", f"the object is nested more than {MAX_OBJECT_DEPTH} levels deep, "
+                           "the most this API server stores")
+    assert apps.list_namespaced_controller_revision(namespace).items == []
+
+    deepest = nested_data(MAX_OBJECT_DEPTH)
+    apps.create_namespaced_controller_revision(namespace, {**revision("deep", 1),
+                                                           "data": deepest})
+    assert apps.read_namespaced_controller_revision("deep", namespace).data == deepest
+    listed = json.loads(kubectl("get", "controllerrevisions", "-n", namespace,
+                                "-o", "json").stdout)
+    assert [item["data"] for item in listed["items"]] == [deepest]
+    events = watch.Watch().stream(apps.list_namespaced_controller_revision, namespace,
+                                  timeout_seconds=30, _preload_content=False)
+    first = next(events)
+    events.close()
+    assert (first["type"], first["raw_object"]["data"]) == ("ADDED", deepest)
+    with pytest.raises(ApiException) as deeper:
+        apps.patch_namespaced_controller_revision(
+            "deep", namespace, {"data": nested_data(MAX_OBJECT_DEPTH + 1)})
+    assert deeper.value.status == 400
+    assert apps.read_namespaced_controller_revision("deep", namespace).data == deepest

@@ -144,6 +144,30 @@ def wire_json(kv: KeyValue) -> bytes:
     return stored[:end] + version + separator + stored[end:]
 
 
+# orjson encodes no value nested past 254 arrays and objects. An object this server keeps
+# must still encode inside what it is sent in (a watch event, a list, a table's row, an
+# AdmissionReview) and with its managedFields, whose fieldsV1 follow its own nesting.
+ENCODER_DEPTH = 254
+DEPTH_HEADROOM = 10
+MAX_OBJECT_DEPTH = ENCODER_DEPTH - DEPTH_HEADROOM
+
+
+def refuse_too_deep(obj: Obj) -> None:
+    """A 400 for an object nested more than MAX_OBJECT_DEPTH levels (a body orjson reads,
+    up to 1,024 levels, and could not write back), before any admission or write: the
+    object is encoded inside DEPTH_HEADROOM lists, so orjson's own limit does the
+    counting."""
+    wrapped: Any = obj
+    for _ in range(DEPTH_HEADROOM):
+        wrapped = [wrapped]
+    try:
+        orjson.dumps(wrapped)
+    except orjson.JSONEncodeError:
+        raise errors.bad_request(
+            f"the object is nested more than {MAX_OBJECT_DEPTH} levels deep, "
+            "the most this API server stores") from None
+
+
 def encode(obj: Obj) -> bytes:
     """The etcd value: the object's JSON without resourceVersion (etcd's revision is it)."""
     metadata = obj.get("metadata") or {}
@@ -266,6 +290,7 @@ class Store:
         them (server-side apply has). admit=False leaves out admission, for a store that
         runs it itself (services reserve their IPs between the two phases).
         """
+        refuse_too_deep(obj)
         metadata = meta.metadata(obj)
         if self.resource.namespaced:
             metadata["namespace"] = namespace
@@ -602,6 +627,7 @@ class Store:
                              dry_run: bool = False) -> Obj:
         """The strategy and admission steps of an update, on a fresh object `new` and the
         stored one."""
+        refuse_too_deep(new)
         self._prepare_update(new, current, subresource)
         admission = self.admission.attributes(
             self.resource, UPDATE, current["metadata"].get("namespace", ""),
