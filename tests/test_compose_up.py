@@ -95,11 +95,11 @@ spec:
 
 
 def kube_system() -> dict[str, tuple[str, str]]:
-    """kube-system's pods: name -> (node, phase)."""
+    """kube-system's pods: name -> (node, phase); the node is "" until the pod is bound."""
     listed = kubectl("get", "pods", "-n", "kube-system", "-o", "jsonpath={range .items[*]}"
                      "{.metadata.name} {.spec.nodeName} {.status.phase}{'\\n'}{end}").stdout
     return {name: (node, phase) for name, node, phase in
-            (line.split() for line in listed.splitlines() if line.strip())}
+            (line.split(" ") for line in listed.splitlines() if line.strip())}
 
 
 def kube_system_runs_as_kubeadms() -> bool:
