@@ -111,13 +111,33 @@ def web_pods(home: Path) -> list[dict[str, Any]]:
 
 
 def run_to_completion(home: Path, name: str, node: str, *command: str) -> str:
-    """A busybox pod on `node` that runs `command`; its output."""
+    """A busybox pod on `node` that runs `command`; its output. A pod that fails (or
+    never ends) fails the test with its phase and its output."""
     overrides = json.dumps({"spec": {"nodeName": node}})
     kubectl(home, "run", name, "--image=busybox:1.36", "--restart=Never",
             f"--overrides={overrides}", "--", *command)
-    kubectl(home, "wait", "--for=jsonpath={.status.phase}=Succeeded", f"pod/{name}",
-            "--timeout=60s")
+
+    def phase() -> str:
+        return kubectl(home, "get", "pod", name, "-o", "jsonpath={.status.phase}").stdout
+
+    def seen() -> str:
+        logs = kubectl(home, "logs", name, check=False)
+        return f"pod {name} to end: phase {phase()!r}, output {logs.stdout + logs.stderr!r}"
+
+    def ended() -> str:
+        now = phase()
+        return now if now in ("Succeeded", "Failed") else ""
+
+    assert until(ended, seen, 90, 0.5) == "Succeeded", seen()
     return kubectl(home, "logs", name).stdout
+
+
+def fetched_through_the_service(url: str) -> tuple[str, ...]:
+    """A shell command that fetches `url`, tried each second for 30 s: the proxy on the
+    client's node programs the Service's endpoints a moment after the rollout's pods are
+    ready, and until then the Service refuses connections, as upstream's does."""
+    return ("sh", "-c", f"for try in $(seq 30); do wget -qO- {url} && exit 0; sleep 1; done;"
+                        " exit 1")
 
 
 TAG = re.compile(r"This is minikube-py's image nginx:(\S+) ")
@@ -198,8 +218,8 @@ def test_the_story_on_two_real_nodes(cluster: Path) -> None:
 
     # 2. the Service answers from a pod on either node, by its DNS name
     for node in ("node-1", "node-2"):
-        page = run_to_completion(home, f"client-{node}", node, "wget", "-qO-",
-                                 "http://web.default.svc.cluster.local")
+        page = run_to_completion(home, f"client-{node}", node, *fetched_through_the_service(
+            "http://web.default.svc.cluster.local"))
         assert "Welcome to nginx!" in page
         assert "This is minikube-py's image nginx:1.14.2 " in page
 
