@@ -19,6 +19,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
@@ -41,24 +42,55 @@ EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
 
 def free_port(host: str = LOOPBACK) -> int:
-    """A port that is free right now on host, for TCP and for UDP.
+    """A port that is free right now on host, for TCP and for UDP, and that no other
+    caller of free_port on the machine was given in the last RESERVED_SECONDS.
 
     It is chosen at random outside the kernel's ephemeral range: a port the kernel hands
     out (bind to 0) is one any outgoing connect() on the machine may take as its local
     port the moment it is free again, before the component binds it (seen in a suite
-    making thousands of connections: "address already in use"). Another caller of
-    free_port may still pick the same port in that moment: one chance in ten thousand.
+    making thousands of connections: "address already in use"). Two callers (a test
+    worker's component and another's, each about to start) could still pick the same
+    free port before either binds it, so each port handed out is reserved (_reserve).
     """
     ports = LISTEN_PORTS
     with contextlib.suppress(OSError, ValueError):
         ephemeral_low = int(EPHEMERAL_RANGE.read_text().split()[0])
         ports = range(ports.start, min(ports.stop, ephemeral_low))
     for port in random.sample(ports, min(len(ports), 100)):
-        if _bindable(host, port, socket.SOCK_STREAM) and _bindable(host, port, socket.SOCK_DGRAM):
+        if (_bindable(host, port, socket.SOCK_STREAM) and _bindable(host, port, socket.SOCK_DGRAM)
+                and _reserve(host, port)):
             return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # no room below it
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+RESERVED_SECONDS = 120.0
+"""How long a port free_port gave stays reserved: the time a component has to bind it."""
+_reservations: list[tuple[float, socket.socket]] = []
+_reservations_lock = threading.Lock()
+
+
+def _reserve(host: str, port: int) -> bool:
+    """Reserve host:port for this process, unless another process (or this one) has in
+    the last RESERVED_SECONDS; whether it is now ours.
+
+    The reservation is a Unix socket bound to an abstract name (one of the network
+    namespace, like the port itself): the kernel refuses a second bind of the name, and
+    frees it when the socket is closed, here after RESERVED_SECONDS or when the process
+    ends, however it ends; nothing is left on disk."""
+    holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        holder.bind(f"\0minikube-py-port-{host}:{port}")
+    except OSError:
+        holder.close()
+        return False
+    now = time.monotonic()
+    with _reservations_lock:
+        while _reservations and _reservations[0][0] < now - RESERVED_SECONDS:
+            _reservations.pop(0)[1].close()
+        _reservations.append((now, holder))
+    return True
 
 
 def _bindable(host: str, port: int, kind: socket.SocketKind, *, reuse: bool = False

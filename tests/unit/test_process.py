@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -179,3 +180,31 @@ def test_free_port_skips_a_port_taken_for_udp_alone(monkeypatch: pytest.MonkeyPa
         monkeypatch.setattr(minikube_py.process, "LISTEN_PORTS", range(taken, taken + 2))
         monkeypatch.setattr(minikube_py.process, "EPHEMERAL_RANGE", Path("/nonexistent"))
         assert taken not in {free_port() for _ in range(20)}
+
+
+def test_a_port_free_port_gave_is_not_given_to_another_process_until_released(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two test workers each starting a component may both find the same port free
+    before either binds it: a port handed out is reserved across processes for
+    RESERVED_SECONDS, and freed when the process that reserved it ends."""
+    port = free_port()
+    spare = next(candidate for candidate in range(port + 1, port + 100)
+                 if minikube_py.process._bindable(LOOPBACK, candidate, socket.SOCK_STREAM)
+                 and minikube_py.process._bindable(LOOPBACK, candidate, socket.SOCK_DGRAM))
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from minikube_py.process import _reserve; "
+         f"print(_reserve('{LOOPBACK}', {port}), _reserve('{LOOPBACK}', {spare})); "
+         "sys.stdout.flush(); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        # ours is taken for the child; the next one it reserves
+        assert child.stdout.readline().split() == ["False", "True"]
+        monkeypatch.setattr(minikube_py.process, "LISTEN_PORTS", range(spare, spare + 1))
+        monkeypatch.setattr(minikube_py.process, "EPHEMERAL_RANGE", Path("/nonexistent"))
+        # the child's reservation holds: free_port falls back to a port the kernel picks
+        assert free_port() != spare
+    finally:
+        child.communicate("")
+    # the child's end released it
+    assert free_port() == spare
