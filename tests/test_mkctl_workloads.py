@@ -22,6 +22,7 @@ import pytest
 
 from minikube_py.api import Obj
 from minikube_py.client.rest import Client
+from minikube_py.cluster.apiserver import APIServerProcess
 from minikube_py.controllers.deployment.controller import DeploymentController
 from minikube_py.controllers.disruption import DisruptionController
 from minikube_py.controllers.manager import ControllerManager
@@ -36,8 +37,9 @@ VIOLATES_BUDGET = "Cannot evict pod as it would violate the pod's disruption bud
 
 
 @pytest.fixture(scope="module")
-def clis(kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory) -> WriteClis:
-    return WriteClis(kubeconfig, tmp_path_factory.mktemp("mkctl-workloads-cache"))
+def clis(kubeconfig: Path, apiserver: APIServerProcess,
+         tmp_path_factory: pytest.TempPathFactory) -> WriteClis:
+    return WriteClis(kubeconfig, tmp_path_factory.mktemp("mkctl-workloads-cache"), apiserver.url)
 
 
 @pytest.fixture(scope="module")
