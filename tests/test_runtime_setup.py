@@ -65,6 +65,8 @@ def test_containerd_config_runs_cri_on_runc_in_the_node_dirs(tmp_path: Path) -> 
     assert cri["cni"]["conf_dir"] == str(config.cni_conf_dir)
     assert cri["registry"] == {"config_path": ""}
     assert "io.containerd.snapshotter.v1.devmapper" in settings["disabled_plugins"]
+    # the garbage collector's scheduler wakes each second, not a few hundred times
+    assert settings["plugins"]["io.containerd.gc.v1.scheduler"] == {"pause_threshold": 0.0}
 
 
 def test_containerd_config_falls_back_to_native_snapshotter_without_overlayfs(
