@@ -421,9 +421,17 @@ class GatewayController:
         return True
 
     async def ensure_deployment(self) -> None:
+        """The data plane's Deployment, made unless it is there. A sync runs on every
+        change the informers see, several a second while routes are written: a read
+        first, so that those are not each a create the API server refuses (409)."""
+        deployments = self.client.resource("deployments", "apps")
         try:
-            await self.client.resource("deployments", "apps").create(deployment_object(),
-                                                                      NAMESPACE)
+            await deployments.get(DATA_PLANE, NAMESPACE)
+            return
+        except NotFound:
+            pass
+        try:
+            await deployments.create(deployment_object(), NAMESPACE)
         except AlreadyExists:
             pass
 
