@@ -51,9 +51,14 @@ def main() -> int:
     written = 0
     for module in rewritten_modules():
         pyc = get_cache_dir(module) / (module.name[:-3] + PYC_TAIL)
-        if _read_pyc(module, pyc) is not None:
-            continue
-        source_hash, code = _rewrite_test(module, None)
+        try:
+            if _read_pyc(module, pyc) is not None:
+                continue
+            source_hash, code = _rewrite_test(module, None)
+        except (TypeError, AttributeError) as err:  # the private functions changed
+            print(f"rewrite_tests: pytest's rewrite cache not written ({err}): each worker "
+                  "rewrites the test modules itself", file=sys.stderr)
+            return 0
         pyc.parent.mkdir(exist_ok=True)
         partial = pyc.with_name(f"{pyc.name}.{os.getpid()}")
         with partial.open("wb") as out:

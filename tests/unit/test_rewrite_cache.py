@@ -24,7 +24,7 @@ def test_every_rewritten_module_is_cached_as_pytest_reads_it() -> None:
     modules = rewrite_tests.rewritten_modules()
     assert ROOT / "tests" / "conftest.py" in modules
     assert ROOT / "tests" / "node_fixtures.py" in modules  # conftest.py's pytest_plugins
-    assert Path(__file__) in modules
+    assert Path(__file__).resolve() in modules
     stale = [module for module in modules
              if _read_pyc(module, get_cache_dir(module) / (module.name[:-3] + PYC_TAIL)) is None]
     assert stale == []
