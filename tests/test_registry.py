@@ -24,7 +24,7 @@ import pytest
 from minikube_py.api import Obj
 from minikube_py.client.rest import Client
 from minikube_py.cluster.image_command import push_shipped_images, shipped_image_cache
-from minikube_py.cluster.registry import RegistryProcess
+from minikube_py.cluster.registry import BLOBS, RegistryProcess, StorageSeed, blobs
 from minikube_py.cluster.runtime_setup import (
     runtime_missing,
 )
@@ -42,6 +42,7 @@ from minikube_py.images.registry import (
     Reference,
     RegistryError,
     push,
+    push_image,
     read_archive,
 )
 from minikube_py.process import free_port
@@ -175,6 +176,80 @@ def test_up_builds_the_shipped_images_once_for_every_home(
     push_shipped_images(registry.host, specs=(PAUSE,))
     assert (cache / PAUSE.archive_name).stat().st_mtime_ns == built
     assert not older.exists()
+
+
+def blob_from(registry: RegistryProcess, repository: str, digest: str) -> bytes:
+    url = f"http://{registry.host}/v2/{repository}/blobs/{digest}"
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return bytes(answer.read())
+
+
+async def test_a_new_registry_starts_from_the_storage_the_first_one_filled(
+        archives: dict[str, ImageArchive], fast_tmp: Path, tmp_path: Path) -> None:
+    """`up` keeps a new registry's storage once its pushes are done (the seed), and the
+    next new registry starts from it: the same pushes then find every tag up to date and
+    upload nothing, and what it serves is the images' bytes. A push that has to upload (the
+    images changed) drops the seed; a registry started again on its own storage leaves
+    the seed alone."""
+    if shutil.which("docker-registry") is None:
+        pytest.skip("docker-registry is not installed (apt-get install docker-registry)")
+    seed = StorageSeed(tmp_path / "cache" / "registry-seed")
+    pause = read_archive(archives[PAUSE.name].path)
+    first_dir, second_dir = (fast_tmp / f"seeded-{os.getpid()}-{n}" for n in (1, 2))
+    async with RegistryProcess(first_dir, port=free_port(), seed=seed) as first:
+        assert first.new_storage and first.seeded_blobs is None
+        assert push_image(pause, first.host, "registry.k8s.io/pause:3.10").uploaded
+        first.keep_seed()
+    assert blobs(seed.folder) == blobs(first.storage) != set()
+
+    async with RegistryProcess(second_dir, port=free_port(), seed=seed) as second:
+        assert second.seeded_blobs == blobs(seed.folder)
+        again = push_image(pause, second.host, "registry.k8s.io/pause:3.10")
+        assert again.up_to_date and not again.uploaded
+        for digest, content in pause.blobs.items():
+            assert blob_from(second, "pause", digest) == content
+        second.keep_seed()  # nothing new: the seed stays
+        assert seed.folder.is_dir()
+        busybox = read_archive(archives[BUSYBOX.name].path)
+        assert push_image(busybox, second.host, "docker.io/library/busybox:1.36").uploaded
+        second.keep_seed()
+    assert not seed.folder.exists()
+    # the seeded registry's own storage did not change with the seed's removal
+    assert blobs(second.storage) >= {digest.removeprefix("sha256:") for digest in pause.blobs}
+
+    async with RegistryProcess(first_dir, port=free_port(), seed=seed) as restarted:
+        assert not restarted.new_storage
+        restarted.keep_seed()
+    assert not seed.folder.exists()
+
+
+def test_a_seed_that_goes_away_while_copied_leaves_an_empty_storage(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another `up` may drop the seed while this one copies it: the storage is then left
+    empty (the pushes fill it), never half a seed."""
+    seed = StorageSeed(tmp_path / "seed")
+    for digest in ("aa11", "bb22", "cc33"):
+        folder = seed.folder / BLOBS / digest[:2] / digest
+        folder.mkdir(parents=True)
+        (folder / "data").write_bytes(digest.encode())
+    storage = tmp_path / "storage"
+    storage.mkdir()
+    assert seed.fill(storage) == {"aa11", "bb22", "cc33"}
+    assert (storage / BLOBS / "bb" / "bb22" / "data").read_bytes() == b"bb22"
+
+    shutil.rmtree(storage)
+    storage.mkdir()
+    copied = []
+
+    def gone_after_one(source: Path, target: Path, *, link: bool) -> None:
+        if copied:
+            raise FileNotFoundError(source)
+        copied.append(source)
+        shutil.copyfile(source, target)
+
+    monkeypatch.setattr("minikube_py.cluster.registry._link_or_copy", gone_after_one)
+    assert seed.fill(storage) is None
+    assert list(storage.iterdir()) == []
 
 
 # -- a node that pulls from it ---------------------------------------------------------------

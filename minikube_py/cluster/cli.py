@@ -110,7 +110,7 @@ from minikube_py.cluster.netns import (
     NodeNetworkError,
 )
 from minikube_py.cluster.node import load_sandbox_image, node_config, remove_kubelet_volumes
-from minikube_py.cluster.registry import RegistryProcess
+from minikube_py.cluster.registry import RegistryProcess, registry_seed
 from minikube_py.cluster.runtime_setup import POD_NETWORKS as CLUSTER_CIDR
 from minikube_py.cluster.runtime_setup import (
     Containerd,
@@ -440,7 +440,8 @@ def components(state: Path, cluster: dict[str, Any], *, autoscaled: bool = False
     traced = (f"--tracing-endpoint={tracing_endpoint}",)
     processes: dict[str, ComponentProcess] = {
         "registry": RegistryProcess(state / "registry", port=ports["registry"],
-                                    address=address, **files("registry"))}
+                                    address=address, seed=registry_seed(),
+                                    **files("registry"))}
     kubeadm = is_kubeadm(cluster)
     etcd = EtcdProcess(state / "etcd", client_port=ports["etcd-client"],
                        peer_port=ports["etcd-peer"], name="minikube-py",
@@ -698,6 +699,9 @@ def up(args: argparse.Namespace) -> None:
         if "dashboard" in addons_of(cluster) and node_networks(cluster):
             asyncio.run(_deploy_dashboard(state, cluster, processes, started))
         asyncio.run(supervisor_process(state).start())
+        registry = processes["registry"]
+        assert isinstance(registry, RegistryProcess)
+        registry.keep_seed()
     except (NodeNetworkError, OSError) as error:
         fail(f"cannot build the node network: {error}{STARTED_HINT}")
     except ComponentProcessError as error:
