@@ -44,6 +44,9 @@ from minikube_py.images.programs import welcome_page
 
 needs_busybox = pytest.mark.skipif(not BUSYBOX_BINARY.is_file(), reason="busybox-static missing")
 
+# tarfile's filters came with Python 3.11.4; without one, 3.11 extracts as "fully_trusted"
+TRUSTED = {"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}
+
 
 def small_layer() -> Layer:
     layer = Layer()
@@ -359,7 +362,7 @@ def test_the_python_kubernetes_image_is_built_on_demand_and_imports_the_client(
     manifest = json.loads(blob(files, json.loads(files["index.json"])["manifests"][0]))
     root = tmp_path / "rootfs"
     with tarfile.open(fileobj=io.BytesIO(blob(files, manifest["layers"][0]))) as layer:
-        layer.extractall(root, filter="fully_trusted")
+        layer.extractall(root, **TRUSTED)  # type: ignore[arg-type]
     imported = subprocess.run(
         [shutil.which("chroot") or "/usr/sbin/chroot", str(root), "/usr/bin/python3", "-c",
          "from kubernetes import client, config, watch; import kubernetes, yaml; "
