@@ -171,6 +171,11 @@ class Caller:
         """Whether the last `count` answers all came from pods of `tag`."""
         return len(self.tags) >= count and set(self.tags[-count:]) == {tag}
 
+    def seen(self) -> str:
+        """What the calls got so far, for a failure's message."""
+        return (f"{len(self.tags)} answers, the last ones from {self.tags[-12:]}; "
+                f"{len(self.failures)} failures, the last ones {self.failures[-4:]}")
+
     def __enter__(self) -> Caller:
         self._thread.start()
         return self
@@ -178,6 +183,23 @@ class Caller:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
+
+
+def service_path(home: Path) -> str:
+    """For a failure's message: what the Service `web` leads to from this machine, each
+    step as it is now: its EndpointSlices, the control-plane node's rules for it (this
+    machine's route to the Service range goes through that node), the end of each proxy's
+    log."""
+    slices = kubectl(home, "get", "endpointslices", "-l", "kubernetes.io/service-name=web",
+                     "-o", "wide", check=False)
+    rules = subprocess.run(["ip", "netns", "exec", "mk-control-plane", "iptables-save",
+                            "-t", "nat"], capture_output=True, text=True, timeout=30)
+    web_rules = [line for line in rules.stdout.splitlines() if "default/web" in line]
+    proxies = kubectl(home, "logs", "-n", "kube-system", "-l", "k8s-app=kube-proxy",
+                      "--prefix", "--tail=8", check=False)
+    return (f"endpointslices:\n{slices.stdout}{slices.stderr}"
+            f"control-plane's nat rules for default/web ({len(web_rules)}):\n"
+            + "\n".join(web_rules[:12]) + f"\nkube-proxy logs:\n{proxies.stdout}{proxies.stderr}")
 
 
 def test_the_scheduler_lab_places_a_pod_on_a_real_node_and_it_runs(cluster: Path) -> None:
@@ -227,12 +249,14 @@ def test_the_story_on_two_real_nodes(cluster: Path) -> None:
     #    and not one request fails
     cluster_ip = get_json(home, "service", "web")["spec"]["clusterIP"]
     with Caller(f"http://{cluster_ip}/") as caller:
-        until(lambda: caller.last_answers_from("1.14.2", 10), "answers from 1.14.2's pods", 60,
-              interval=0.5)
+        until(lambda: caller.last_answers_from("1.14.2", 10),
+              lambda: f"answers from 1.14.2's pods ({caller.seen()})\n{service_path(home)}",
+              60, interval=0.5)
         kubectl(home, "set", "image", "deployment/web", "nginx=nginx:1.15.4")
         kubectl(home, "rollout", "status", "deployment/web", "--timeout=180s")
-        until(lambda: caller.last_answers_from("1.15.4", 20), "answers from 1.15.4's pods only", 60,
-              interval=0.5)
+        until(lambda: caller.last_answers_from("1.15.4", 20),
+              lambda: f"answers from 1.15.4's pods only ({caller.seen()})\n{service_path(home)}",
+              60, interval=0.5)
     assert caller.failures == [], (len(caller.tags), caller.failures)
     assert caller.tags[0] == "1.14.2" and set(caller.tags) == {"1.14.2", "1.15.4"}
     assert {p["spec"]["containers"][0]["image"] for p in web_pods(home)} == {"nginx:1.15.4"}
