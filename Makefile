@@ -60,7 +60,8 @@ deps: apt venv-python $(STAMP) proto
 
 # A .venv made from another interpreter than $(PYTHON) is made again.
 venv-python:
-	@if [ -f $(VENV)/pyvenv.cfg ] && ! grep -qx "home = $$(dirname "$$(readlink -f $(PYTHON))")" \
+	@if [ -f $(VENV)/pyvenv.cfg ] && ! grep -qx "home = $$($(PYTHON) -c \
+			'import os, sys; print(os.path.dirname(sys.executable))' 2>/dev/null)" \
 			$(VENV)/pyvenv.cfg; then \
 		echo "$(VENV) was made from another python: making it again from $(PYTHON)"; \
 		rm -rf $(VENV); \

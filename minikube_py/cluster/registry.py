@@ -146,13 +146,13 @@ class StorageSeed:
         """Make a copy of `storage` the seed, unless one is there already."""
         if self.folder.exists():
             return
-        self.folder.parent.mkdir(parents=True, exist_ok=True)
         partial = self.folder.with_name(f".{self.folder.name}-{os.getpid()}")
         shutil.rmtree(partial, ignore_errors=True)
         try:
+            self.folder.parent.mkdir(parents=True, exist_ok=True)
             shutil.copytree(storage, partial)
             partial.rename(self.folder)
-        except OSError:  # another `up` kept one first, or the disk is full: no seed
+        except OSError:  # another `up` kept one first, or the cache cannot hold it: no seed
             pass
         finally:
             shutil.rmtree(partial, ignore_errors=True)

@@ -31,6 +31,7 @@ from tests.test_cluster_cli import (
     kubectl,
     launcher,
     leftovers,
+    network_prefix,
     outlived,
 )
 
@@ -192,8 +193,9 @@ def service_path(home: Path) -> str:
     log."""
     slices = kubectl(home, "get", "endpointslices", "-l", "kubernetes.io/service-name=web",
                      "-o", "wide", check=False)
-    rules = subprocess.run(["ip", "netns", "exec", "mk-control-plane", "iptables-save",
-                            "-t", "nat"], capture_output=True, text=True, timeout=30)
+    rules = subprocess.run(["ip", "netns", "exec", f"{network_prefix()}control-plane",
+                            "iptables-save", "-t", "nat"], capture_output=True, text=True,
+                           timeout=30)
     web_rules = [line for line in rules.stdout.splitlines() if "default/web" in line]
     proxies = kubectl(home, "logs", "-n", "kube-system", "-l", "k8s-app=kube-proxy",
                       "--prefix", "--tail=8", check=False)
